@@ -1,0 +1,115 @@
+"""Generate the man pages (`man/`) and shell completions (`completions/`) from the Click commands.
+
+`python -m kafka_tools.cli.docgen` rewrites both folders; `--check` exits 1 when they are stale
+(a test runs that, so a changed option cannot ship with an old man page).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from datetime import date
+from pathlib import Path
+
+import click
+from click.shell_completion import BashComplete, FishComplete, ZshComplete
+
+from kafka_tools import __version__
+from kafka_tools.cli.main import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+MAN_DATE = date(2026, 11, 21).isoformat()  # fixed so regenerating is reproducible
+
+
+def _roff(text: str) -> str:
+    out = text.replace("\\", "\\e").replace("-", "\\-")
+    return "\n".join(("\\&" + line) if line.startswith((".", "'")) else line for line in out.splitlines())
+
+
+def _paragraphs(text: str) -> list[str]:
+    """Click help text to roff: blank lines separate paragraphs; a paragraph after \\b keeps its lines."""
+    out: list[str] = []
+    for i, para in enumerate(text.split("\n\n")):
+        if i:
+            out.append(".PP")
+        if para.startswith("\b\n"):
+            out += [".nf", _roff(para[2:]), ".fi"]
+        else:
+            out.append(_roff(" ".join(line.strip() for line in para.splitlines())))
+    return out
+
+
+def _commands(group: click.Group, prefix: str) -> list[tuple[str, click.Command]]:
+    found: list[tuple[str, click.Command]] = [(prefix, group)]
+    for name in sorted(group.commands):
+        cmd = group.commands[name]
+        full = f"{prefix} {name}"
+        if isinstance(cmd, click.Group):
+            found += _commands(cmd, full)
+        else:
+            found.append((full, cmd))
+    return found
+
+
+def man_page(full_name: str, cmd: click.Command) -> str:
+    ctx = click.Context(cmd, info_name=full_name)
+    title = full_name.replace(" ", "-")
+    lines = [
+        f'.TH "{title.upper()}" "1" "{MAN_DATE}" "ktool {__version__}" "ktool manual"',
+        ".SH NAME",
+        f"{_roff(title)} \\- {_roff(cmd.get_short_help_str(limit=200))}",
+        ".SH SYNOPSIS",
+        f".B {_roff(full_name)}",
+        _roff(" ".join(cmd.collect_usage_pieces(ctx))),
+    ]
+    if cmd.help:
+        lines += [".SH DESCRIPTION", *_paragraphs(inspect.cleandoc(cmd.help))]
+    options = [p for p in cmd.get_params(ctx) if isinstance(p, click.Option)]
+    if options:
+        lines.append(".SH OPTIONS")
+        for param in options:
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            lines += [".TP", f"\\fB{_roff(record[0])}\\fR", _roff(record[1])]
+    if isinstance(cmd, click.Group):
+        lines.append(".SH COMMANDS")
+        for name in sorted(cmd.commands):
+            lines += [".TP", f"\\fB{name}\\fR", _roff(cmd.commands[name].get_short_help_str(limit=200))]
+            lines.append(f"See \\fB{title}-{name}\\fR(1).")
+    return "\n".join(lines) + "\n"
+
+
+def expected_files() -> dict[Path, str]:
+    files: dict[Path, str] = {}
+    for full_name, cmd in _commands(cli, "ktool"):
+        files[ROOT / "man" / f"{full_name.replace(' ', '-')}.1"] = man_page(full_name, cmd)
+    for cls, name in ((BashComplete, "ktool.bash"), (ZshComplete, "_ktool"), (FishComplete, "ktool.fish")):
+        files[ROOT / "completions" / name] = cls(cli, {}, "ktool", "_KTOOL_COMPLETE").source()
+    return files
+
+
+def stale_files() -> list[Path]:
+    stale = [p for p, text in expected_files().items() if not p.is_file() or p.read_text() != text]
+    known = set(expected_files())
+    stale += [p for d in ("man", "completions") for p in sorted((ROOT / d).glob("*")) if p not in known]
+    return stale
+
+
+def main(argv: list[str]) -> int:
+    if "--check" in argv:
+        stale = stale_files()
+        for p in stale:
+            print(f"stale: {p.relative_to(ROOT)}", file=sys.stderr)
+        return 1 if stale else 0
+    for d in ("man", "completions"):
+        for old in (ROOT / d).glob("*"):
+            old.unlink()
+    for path, text in expected_files().items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,123 @@
+"""`ktool dump-log FILE…`: print what is inside log-directory files, as DumpLogSegments does."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from kafka_tools.dump import DumpOptions, FileEnd, dump_file
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
+from kafka_tools.render.dump_json import DumpJsonRenderer
+from kafka_tools.render.dump_text import DumpTextRenderer
+from kafka_tools.render.lines import LineWriter
+from kafka_tools.render.progress import file_progress
+from kafka_tools.render.values import DECODERS
+
+
+@click.command("dump-log")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str))
+@click.option(
+    "--deep-iteration", is_flag=True, help="Iterate into batches and compressed wrappers, one line a record."
+)
+@click.option(
+    "--print-data-log", is_flag=True, help="Print keys, values and headers (implies --deep-iteration)."
+)
+@click.option(
+    "--offsets-decoder/--no-offsets-decoder",
+    default=None,
+    help="Decode records as __consumer_offsets keys/values [default: on under __consumer_offsets-N].",
+)
+@click.option(
+    "--transaction-log-decoder/--no-transaction-log-decoder",
+    default=None,
+    help="Decode records as __transaction_state keys/values [default: on under __transaction_state-N].",
+)
+@click.option(
+    "--max-bytes", type=click.IntRange(min=0), help="Read at most this many bytes of each log file."
+)
+@click.option(
+    "--skip-record-metadata", is_flag=True, help="Print only the data of each record, no offsets or sizes."
+)
+@click.option("--key-decoder", type=click.Choice(DECODERS), default="utf8", show_default=True)
+@click.option("--value-decoder", type=click.Choice(DECODERS), default="utf8", show_default=True)
+@click.option("--from-offset", type=int, help="Skip records below this offset.")
+@click.option("--to-offset", type=int, help="Skip records above this offset.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="JSON Lines on stdout, one object per entry/record/problem."
+)
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
+)
+@click.pass_context
+def dump_log(
+    ctx: click.Context,
+    files: tuple[str, ...],
+    deep_iteration: bool,
+    print_data_log: bool,
+    offsets_decoder: bool | None,
+    transaction_log_decoder: bool | None,
+    max_bytes: int | None,
+    skip_record_metadata: bool,
+    key_decoder: str,
+    value_decoder: str,
+    from_offset: int | None,
+    to_offset: int | None,
+    as_json: bool,
+    progress: bool | None,
+) -> None:
+    """Decode segment files of every on-disk generation and the files beside them.
+
+    FILE may be a `.log` segment (message sets v0/v1, record batches v2), a Kafka 0.7 `.kafka` file,
+    an `.index`, `.timeindex` or `.txnindex`, a producer `.snapshot`, a checkpoint file,
+    `meta.properties` or `partition.metadata`. Problems (bad CRC, cut or garbage tails, undecodable
+    payloads) are reported on stderr with their byte position (in --json: as `problem` objects), after
+    everything that could be decoded has been printed.
+
+    Exit status: 0 every file clean; 1 problems found; 2 usage error; 3 a file could not be read.
+    """
+    options = DumpOptions(
+        deep_iteration=deep_iteration,
+        print_data_log=print_data_log,
+        offsets_decoder=offsets_decoder,
+        transaction_decoder=transaction_log_decoder,
+        max_bytes=max_bytes,
+        skip_record_metadata=skip_record_metadata,
+        from_offset=from_offset,
+        to_offset=to_offset,
+    )
+    colour = (ctx.obj or {}).get("color")
+    err = LineWriter(sys.stderr, colour)
+    if as_json:
+        renderer = DumpJsonRenderer(sys.stdout, options.print_data_log, key_decoder, value_decoder)
+    else:
+        renderer = DumpTextRenderer(
+            LineWriter(sys.stdout, colour),
+            err,
+            options.print_data_log,
+            skip_record_metadata,
+            key_decoder,
+            value_decoder,
+        )
+    exit_code = 0
+    for path in files:
+        try:
+            size = os.path.getsize(path) if os.path.isfile(path) else 0
+            with file_progress(path, size, progress) as tick:
+                for event in dump_file(path, options, tick):
+                    renderer.render(event)
+                    if isinstance(event, FileEnd) and event.problems:
+                        exit_code = max(exit_code, EXIT_FINDINGS)
+        except KtoolError as exc:
+            sys.stdout.flush()
+            err.problem(str(exc))
+            exit_code = max(exit_code, exc.exit_code if exc.exit_code != 2 else EXIT_ENVIRONMENT)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            sys.stdout.flush()
+            err.problem(f"{path}: {exc.strerror or exc}")
+            exit_code = max(exit_code, EXIT_ENVIRONMENT)
+    sys.stdout.flush()
+    ctx.exit(exit_code)

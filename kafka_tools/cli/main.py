@@ -1,0 +1,73 @@
+"""The `ktool` program: one Click group; each subcommand is a thin skin over a service."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from kafka_tools import __version__
+from kafka_tools.errors import EXIT_USAGE, KtoolError
+
+
+class KtoolGroup(click.Group):
+    """Turns every KtoolError into its one line on stderr and its exit code; nothing else exits."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KtoolError as exc:
+            click.echo(f"ktool: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except BrokenPipeError:
+            # `ktool dump-log … | head`: the reader left; not an error of ours. Point stdout at devnull
+            # so the interpreter's final flush does not complain either.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(0)
+
+
+@click.group(
+    cls=KtoolGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
+@click.version_option(__version__, prog_name="ktool")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour text output: auto colours when writing to a terminal.",
+)
+@click.pass_context
+def cli(ctx: click.Context, color: str) -> None:
+    """ktool: decode, validate and repair Kafka logs; move offsets; inspect groups.
+
+    \b
+    Exit codes (every command):
+      0  ok
+      1  findings: corruption, a refused plan, lag over a threshold
+      2  usage error
+      3  environment: a file unreadable, a server unreachable, auth failed
+    """
+    ctx.obj = {"color": None if color == "auto" else color == "always"}
+
+
+def _register() -> None:
+    from kafka_tools.cli.dump_log import dump_log
+
+    cli.add_command(dump_log)
+
+
+_register()
+
+
+def main() -> None:
+    try:
+        cli.main(prog_name="ktool")
+    except KeyboardInterrupt:
+        click.echo("ktool: interrupted", err=True)
+        sys.exit(130)
+
+
+__all__ = ["cli", "main", "EXIT_USAGE"]

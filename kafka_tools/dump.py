@@ -1,0 +1,368 @@
+"""The service behind `ktool dump-log`: turn any log-directory file into a stream of typed events.
+
+Renderers (text or JSON Lines) print the events; this module decides what is in them and what counts
+as a problem, so every output format says the same thing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka_tools.errors import InputError
+from kafka_tools.format import checkpoints, index, snapshot
+from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
+from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
+from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
+from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries, looks_like_text
+
+Entry = RecordBatch | LegacyMessage | Kafka07Message
+
+
+@dataclass(slots=True)
+class DumpOptions:
+    deep_iteration: bool = False
+    print_data_log: bool = False
+    offsets_decoder: bool | None = None  # None: on for files under __consumer_offsets-N
+    transaction_decoder: bool | None = None  # None: on for files under __transaction_state-N
+    max_bytes: int | None = None
+    skip_record_metadata: bool = False
+    from_offset: int | None = None
+    to_offset: int | None = None
+    index_sanity: bool = True  # compare .index entries with the .log beside them
+
+    @property
+    def deep(self) -> bool:
+        # As in Kafka's DumpLogSegments, printing the data implies iterating into the batches.
+        return self.deep_iteration or self.print_data_log
+
+
+@dataclass(slots=True)
+class FileStart:
+    path: str
+    kind: FileKind
+    base_offset: int | None
+    size: int
+
+
+@dataclass(slots=True)
+class EntryEvent:
+    """One batch (v2), message or wrapper (v0/v1) or 0.7 message, with what deep iteration found."""
+
+    path: str
+    entry: Entry
+    records: list[Record] | None = None  # deep iteration: the records inside
+    inner: list | None = None  # deep iteration over v0/v1/0.7 wrappers: the inner messages
+    error: Problem | None = None  # the records could not be decoded
+    internal: str | None = None  # "offsets" / "transactions" when records get schema-decoded
+
+
+@dataclass(slots=True)
+class ProblemEvent:
+    path: str
+    problem: Problem
+
+
+@dataclass(slots=True)
+class ItemsEvent:
+    """The content of a non-log file: index entries, snapshot entries, checkpoint lines, properties."""
+
+    path: str
+    kind: FileKind
+    items: list
+    header: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class FileEnd:
+    path: str
+    kind: FileKind
+    entries: int = 0
+    records: int = 0
+    valid_bytes: int = 0  # bytes before the first problem (a log file: what recovery would keep)
+    size: int = 0
+    problems: int = 0
+
+
+Event = FileStart | EntryEvent | ProblemEvent | ItemsEvent | FileEnd
+
+
+def dump_file(
+    path: str | os.PathLike, options: DumpOptions, progress: Callable[[int], None] | None = None
+) -> Iterator[Event]:
+    """Events for one file, dispatched by its name as DumpLogSegments does, its content checked."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if not p.is_file():
+            raise InputError(f"{p}: not a regular file")
+        with open(p, "rb"):
+            pass
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{p}: permission denied") from None
+    except OSError as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"{p}: {exc.strerror or exc}") from None
+    kind = kind_of(p)
+    name = str(path)
+    yield FileStart(name, kind, base_offset_of(p), size)
+    if kind in (FileKind.LOG, FileKind.KAFKA07):
+        yield from _dump_log(name, p, kind, size, options, progress)
+        return
+    end = FileEnd(name, kind, size=size)
+    try:
+        if kind == FileKind.UNKNOWN:
+            yield _problem(
+                end, 0, ProblemKind.NOT_A_SEGMENT, "unknown file type: not a file Kafka writes to a log dir"
+            )
+            return
+        yield from _dump_other(name, p, kind, size, end, options)
+    except checkpoints.CheckpointError as exc:
+        yield _problem(end, 0, ProblemKind.NOT_A_SEGMENT, f"line {exc.line}: {exc}")
+    finally:
+        yield end
+
+
+def _problem(
+    end: FileEnd, position: int, kind: ProblemKind, message: str, offset: int | None = None
+) -> ProblemEvent:
+    end.problems += 1
+    return ProblemEvent(end.path, Problem(position, kind, message, offset))
+
+
+def _internal_mode(p: Path, options: DumpOptions) -> str | None:
+    where = partition_of(p)
+    topic = where[0] if where else None
+    if options.offsets_decoder or (options.offsets_decoder is None and topic == "__consumer_offsets"):
+        return "offsets"
+    if options.transaction_decoder or (
+        options.transaction_decoder is None and topic == "__transaction_state"
+    ):
+        return "transactions"
+    return None
+
+
+def _dump_log(
+    name: str, p: Path, kind: FileKind, size: int, options: DumpOptions, progress
+) -> Iterator[Event]:
+    end = FileEnd(name, kind, size=size)
+    first_problem: int | None = None
+    if size and looks_like_text(p):
+        yield _problem(end, 0, ProblemKind.NOT_A_SEGMENT, "this is text, not a Kafka log segment")
+        yield end
+        return
+    internal = _internal_mode(p, options) if options.deep else None
+    if kind == FileKind.KAFKA07:
+        walk = iter_kafka07_entries(p, base_offset_of(p) or 0, end=options.max_bytes, progress=progress)
+    else:
+        walk = iter_log_entries(p, end=options.max_bytes, progress=progress)
+    last_offset: int | None = None
+    for item in walk:
+        if isinstance(item, Problem):
+            end.problems += 1
+            if first_problem is None:
+                first_problem = item.position
+            yield ProblemEvent(name, item)
+            continue
+        entry = item
+        if not _in_range(entry, options):
+            continue
+        end.entries += 1
+        event = EntryEvent(name, entry, internal=internal)
+        problems: list[Problem] = []
+        if not entry.is_valid:
+            problems.append(
+                Problem(
+                    entry.position,
+                    ProblemKind.CRC_MISMATCH,
+                    f"stored crc {entry.crc} does not match computed {entry.computed_crc}",
+                    entry.last_offset,
+                )
+            )
+        if last_offset is not None and entry.last_offset <= last_offset and kind == FileKind.LOG:
+            problems.append(
+                Problem(
+                    entry.position,
+                    ProblemKind.OFFSETS_NOT_INCREASING,
+                    f"offset {entry.last_offset} follows {last_offset}",
+                    entry.last_offset,
+                )
+            )
+        last_offset = entry.last_offset
+        if options.deep:
+            try:
+                if isinstance(entry, RecordBatch):
+                    event.records = _filter_records(entry.records(), options)
+                else:
+                    event.inner = [m for m in entry.inner_messages() if _offset_wanted(m.offset, options)]
+                    event.records = _filter_records(entry.records(), options)
+                end.records += len(event.records)
+            except RecordDecodeError as exc:
+                event.error = Problem(
+                    exc.position, ProblemKind.RECORDS_UNDECODABLE, str(exc), entry.last_offset
+                )
+                problems.append(event.error)
+        yield event
+        for problem in problems:
+            end.problems += 1
+            if first_problem is None:
+                first_problem = problem.position
+            yield ProblemEvent(name, problem)
+    end.valid_bytes = size if first_problem is None else first_problem
+    if options.max_bytes is not None and first_problem is None:
+        end.valid_bytes = min(size, options.max_bytes)
+    yield end
+
+
+def _offset_wanted(offset: int, options: DumpOptions) -> bool:
+    if options.from_offset is not None and offset < options.from_offset:
+        return False
+    return options.to_offset is None or offset <= options.to_offset
+
+
+def _in_range(entry: Entry, options: DumpOptions) -> bool:
+    if options.from_offset is not None and entry.last_offset < options.from_offset:
+        return False
+    if options.to_offset is None:
+        return True
+    first = entry.base_offset if isinstance(entry, RecordBatch) else entry.last_offset
+    if isinstance(entry, LegacyMessage) and entry.is_compressed:
+        return True  # its first offset needs decompression: decide per record
+    return first <= options.to_offset
+
+
+def _filter_records(records: list[Record], options: DumpOptions) -> list[Record]:
+    if options.from_offset is None and options.to_offset is None:
+        return records
+    return [r for r in records if _offset_wanted(r.offset, options)]
+
+
+def _dump_other(
+    name: str, p: Path, kind: FileKind, size: int, end: FileEnd, options: DumpOptions
+) -> Iterator[Event]:
+    base = base_offset_of(p) or 0
+    if kind == FileKind.OFFSET_INDEX:
+        entries, tail = index.read_offset_index(p, base)
+        yield _items(
+            end, ItemsEvent(name, kind, entries, {"baseOffset": base, "zeroEntries": tail.zero_entries})
+        )
+        yield from _index_tail_problems(end, tail, 8)
+        yield from _index_order_problems(end, entries, lambda e: e.offset, 8, "offset")
+        if options.index_sanity:
+            yield from _index_against_log(end, p, entries)
+    elif kind == FileKind.TIME_INDEX:
+        entries, tail = index.read_time_index(p, base)
+        yield _items(
+            end, ItemsEvent(name, kind, entries, {"baseOffset": base, "zeroEntries": tail.zero_entries})
+        )
+        yield from _index_tail_problems(end, tail, 12)
+        yield from _index_order_problems(end, entries, lambda e: e.timestamp, 12, "timestamp")
+    elif kind == FileKind.TXN_INDEX:
+        entries, tail = index.read_txn_index(p)
+        yield _items(end, ItemsEvent(name, kind, entries))
+        yield from _index_tail_problems(end, tail, 34)
+    elif kind == FileKind.PRODUCER_SNAPSHOT:
+        snap = snapshot.read_snapshot(p)
+        header = {"version": snap.version, "crc": snap.crc, "computedCrc": snap.computed_crc}
+        yield _items(end, ItemsEvent(name, kind, snap.entries, header))
+        if snap.problem:
+            yield _problem(end, 0, ProblemKind.MALFORMED_ENTRY, snap.problem)
+        elif not snap.is_valid:
+            yield _problem(
+                end,
+                2,
+                ProblemKind.CRC_MISMATCH,
+                f"stored crc {snap.crc} does not match computed {snap.computed_crc}",
+            )
+    elif kind == FileKind.OFFSET_CHECKPOINT:
+        cp = checkpoints.read_offset_checkpoint(p)
+        yield _items(end, ItemsEvent(name, kind, cp.entries, {"version": cp.version}))
+    elif kind == FileKind.LEADER_EPOCH_CHECKPOINT:
+        cp = checkpoints.read_leader_epoch_checkpoint(p)
+        yield _items(end, ItemsEvent(name, kind, cp.entries, {"version": cp.version}))
+    elif kind == FileKind.META_PROPERTIES:
+        yield _items(end, ItemsEvent(name, kind, list(checkpoints.read_properties(p).items())))
+    elif kind == FileKind.PARTITION_METADATA:
+        yield _items(end, ItemsEvent(name, kind, list(checkpoints.read_partition_metadata(p).items())))
+
+
+def _items(end: FileEnd, event: ItemsEvent) -> ItemsEvent:
+    end.entries = len(event.items)
+    return event
+
+
+def _index_tail_problems(end: FileEnd, tail: index.IndexTail, width: int) -> Iterator[ProblemEvent]:
+    if tail.trailing_bytes:
+        yield _problem(
+            end,
+            end.size - tail.trailing_bytes,
+            ProblemKind.MALFORMED_ENTRY,
+            f"file size {end.size} is not a multiple of the {width}-byte entry size",
+        )
+
+
+def _index_order_problems(end: FileEnd, entries: list, key, width: int, what: str) -> Iterator[ProblemEvent]:
+    for before, after in zip(entries, entries[1:], strict=False):
+        if key(after) < key(before) or (what == "offset" and key(after) == key(before)):
+            yield _problem(
+                end,
+                after.slot * width,
+                ProblemKind.OFFSETS_NOT_INCREASING,
+                f"entry {after.slot}: {what} {key(after)} after {key(before)}",
+            )
+            return
+
+
+def _index_against_log(
+    end: FileEnd, p: Path, entries: list[index.OffsetIndexEntry]
+) -> Iterator[ProblemEvent]:
+    """Each entry must point at a batch whose last offset is the entry's (or, before KAFKA-7487, whose
+    first message is) offset, as DumpLogSegments checks."""
+    log = p.with_name(p.name.replace(".index", ".log"))
+    if not log.is_file():
+        return
+    positions = {e.position: e for e in entries}
+    if not positions:
+        return
+    found: set[int] = set()
+    for item in iter_log_entries(log):
+        if isinstance(item, Problem):
+            break
+        e = positions.get(item.position)
+        if e is None:
+            continue
+        found.add(item.position)
+        ok = {item.last_offset}
+        if isinstance(item, RecordBatch):
+            ok.add(item.base_offset)
+        elif isinstance(item, LegacyMessage) and item.is_compressed:
+            try:
+                ok.add(item.base_offset)
+            except RecordDecodeError:
+                pass
+        if e.offset not in ok:
+            yield _problem(
+                end,
+                e.slot * 8,
+                ProblemKind.MALFORMED_ENTRY,
+                f"index entry {e.slot} says offset {e.offset} at position {e.position}, the log has "
+                f"offset {item.last_offset} there",
+                e.offset,
+            )
+        if len(found) == len(positions):
+            break
+    for e in entries:
+        if e.position not in found:
+            yield _problem(
+                end,
+                e.slot * 8,
+                ProblemKind.MALFORMED_ENTRY,
+                f"index entry {e.slot} points at position {e.position}, where no batch starts in {log.name}",
+                e.offset,
+            )

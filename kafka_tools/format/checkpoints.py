@@ -1,0 +1,124 @@
+"""The broker's small text files: offset checkpoints, leader-epoch checkpoints, meta.properties and
+partition.metadata (CheckpointFile.scala: a version line, a count line, then one entry per line)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+OFFSET_CHECKPOINTS = frozenset(
+    {
+        "recovery-point-offset-checkpoint",
+        "replication-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        "cleaner-offset-checkpoint",
+    }
+)
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+MAX_TEXT_FILE = 64 * 1024 * 1024
+
+
+class CheckpointError(ValueError):
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+@dataclass(slots=True)
+class OffsetCheckpointEntry:
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(slots=True)
+class EpochEntry:
+    epoch: int
+    start_offset: int
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    version: int
+    entries: list = field(default_factory=list)
+
+
+def _read_text(path: str | os.PathLike) -> list[str]:
+    size = os.path.getsize(path)
+    if size > MAX_TEXT_FILE:
+        raise CheckpointError(f"{size} bytes is too large for a checkpoint file", 0)
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CheckpointError(
+            f"not UTF-8 text (byte {exc.start})", raw[: exc.start].count(b"\n") + 1
+        ) from None
+    return text.splitlines()
+
+
+def _read_checkpoint(path: str | os.PathLike, fields: int, parse) -> Checkpoint:
+    lines = _read_text(path)
+    if len(lines) < 2:
+        raise CheckpointError("a checkpoint needs a version line and a count line", len(lines) + 1)
+    try:
+        version = int(lines[0].strip())
+    except ValueError:
+        raise CheckpointError(f"version line {lines[0][:40]!r} is not a number", 1) from None
+    if version != 0:
+        raise CheckpointError(f"unknown checkpoint version {version}", 1)
+    try:
+        count = int(lines[1].strip())
+    except ValueError:
+        raise CheckpointError(f"count line {lines[1][:40]!r} is not a number", 2) from None
+    body = lines[2:]
+    if count != len(body):
+        raise CheckpointError(f"count line says {count} entries but {len(body)} follow", 2)
+    entries = []
+    for n, line in enumerate(body, start=3):
+        parts = line.split()
+        if len(parts) != fields:
+            raise CheckpointError(f"expected {fields} fields, found {len(parts)}: {line[:60]!r}", n)
+        try:
+            entries.append(parse(parts))
+        except ValueError:
+            raise CheckpointError(f"malformed entry {line[:60]!r}", n) from None
+    return Checkpoint(version, entries)
+
+
+def read_offset_checkpoint(path: str | os.PathLike) -> Checkpoint:
+    """`topic partition offset` lines (recovery point, replication, log start, cleaner)."""
+    return _read_checkpoint(path, 3, lambda p: OffsetCheckpointEntry(p[0], int(p[1]), int(p[2])))
+
+
+def read_leader_epoch_checkpoint(path: str | os.PathLike) -> Checkpoint:
+    """`epoch startOffset` lines."""
+    return _read_checkpoint(path, 2, lambda p: EpochEntry(int(p[0]), int(p[1])))
+
+
+def read_properties(path: str | os.PathLike) -> dict[str, str]:
+    """A Java properties file of simple `key=value` lines (meta.properties)."""
+    props: dict[str, str] = {}
+    for n, line in enumerate(_read_text(path), start=1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        sep = min((i for i in (stripped.find("="), stripped.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            raise CheckpointError(f"not a key=value line: {stripped[:60]!r}", n)
+        props[stripped[:sep].strip()] = stripped[sep + 1 :].strip()
+    return props
+
+
+def read_partition_metadata(path: str | os.PathLike) -> dict[str, str]:
+    """`partition.metadata` (Kafka 2.8+): `version: 0` and `topic_id: …` lines."""
+    meta: dict[str, str] = {}
+    for n, line in enumerate(_read_text(path), start=1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            raise CheckpointError(f"not a `key: value` line: {line[:60]!r}", n)
+        meta[key.strip()] = value.strip()
+    return meta

@@ -1,0 +1,215 @@
+"""Decompression of Kafka message-set and batch payloads, with a hard cap on output size.
+
+Every decompressor is bounded: a corrupt or hostile payload can never make ktool allocate more than
+`limit` bytes (default `MAX_DECOMPRESSED`), whatever its length fields claim.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from enum import IntEnum
+
+MAX_DECOMPRESSED = 256 * 1024 * 1024
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_LZ4_FRAME_MAGIC = 0x184D2204
+_LZ4_SKIPPABLE_MASK = 0xFFFFFFF0
+_LZ4_SKIPPABLE_MAGIC = 0x184D2A50
+_LZ4_BLOCK_MAX = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
+
+
+class Codec(IntEnum):
+    """Compression codec ids as stored in the low bits of a message's or batch's attributes."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+    @property
+    def label(self) -> str:
+        """The name modern Kafka prints (`compresscodec: gzip`)."""
+        return self.name.lower()
+
+    @property
+    def legacy_label(self) -> str:
+        """The name Kafka 0.8-0.10 printed (`compresscodec: GZIPCompressionCodec`)."""
+        return _LEGACY_LABELS[self]
+
+
+_LEGACY_LABELS = {
+    Codec.NONE: "NoCompressionCodec",
+    Codec.GZIP: "GZIPCompressionCodec",
+    Codec.SNAPPY: "SnappyCompressionCodec",
+    Codec.LZ4: "LZ4CompressionCodec",
+    Codec.ZSTD: "ZStdCompressionCodec",
+}
+
+
+class DecompressionError(ValueError):
+    """A payload that its codec cannot decode, or that would decode past the size cap."""
+
+
+def codec_label(codec_id: int) -> str:
+    try:
+        return Codec(codec_id).label
+    except ValueError:
+        return f"unknown({codec_id})"
+
+
+def decompress(codec_id: int, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED) -> bytes:
+    """Decompress a payload written by any Kafka producer with codec `codec_id`."""
+    if codec_id == Codec.GZIP:
+        return _gunzip(data, limit)
+    if codec_id == Codec.SNAPPY:
+        return _unsnappy(bytes(data), limit)
+    if codec_id == Codec.LZ4:
+        return _unlz4(bytes(data), limit)
+    if codec_id == Codec.ZSTD:
+        return _unzstd(data, limit)
+    if codec_id == Codec.NONE:
+        return bytes(data)
+    raise DecompressionError(f"unknown compression codec {codec_id}")
+
+
+def _gunzip(data: bytes | memoryview, limit: int) -> bytes:
+    # wbits 47 accepts both gzip and zlib headers; some old clients wrote bare zlib streams.
+    out = bytearray()
+    rest = data
+    try:
+        while True:
+            d = zlib.decompressobj(47)
+            out += d.decompress(rest, limit + 1 - len(out))
+            if len(out) > limit:
+                raise DecompressionError(f"gzip payload decompresses past the {limit}-byte limit")
+            if d.unconsumed_tail:
+                raise DecompressionError(f"gzip payload decompresses past the {limit}-byte limit")
+            if not d.eof:
+                raise DecompressionError("gzip payload ends before its stream does")
+            rest = d.unused_data
+            # Concatenated gzip members are legal; trailing zero padding is not another member.
+            if not rest or not rest.strip(b"\x00"):
+                return bytes(out)
+    except zlib.error as exc:
+        raise DecompressionError(f"gzip: {exc}") from None
+
+
+def _snappy_raw(block: bytes, limit: int) -> bytes:
+    import snappy  # python-snappy
+
+    declared, _ = _read_uvarint(block, 0)
+    # A snappy element emits at most 64 bytes from 3 input bytes; anything above ~22x is a lie.
+    if declared > limit or declared > 22 * len(block) + 64:
+        raise DecompressionError(f"snappy block claims {declared} bytes from {len(block)}")
+    try:
+        return snappy.decompress(block)
+    except Exception as exc:  # python-snappy raises its own and cramjam's exception types
+        raise DecompressionError(f"snappy: {exc}") from None
+
+
+def _unsnappy(data: bytes, limit: int) -> bytes:
+    if not data.startswith(_XERIAL_MAGIC):
+        return _snappy_raw(data, limit)
+    # Xerial framing (what Java's SnappyOutputStream writes): magic, int32 version, int32 compatible
+    # version, then [int32 length][raw snappy block]* .
+    pos = 16
+    out = bytearray()
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise DecompressionError(f"snappy xerial frame cut inside a block length at byte {pos}")
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if n < 0 or pos + n > len(data):
+            raise DecompressionError(f"snappy xerial block of {n} bytes runs past the payload")
+        out += _snappy_raw(data[pos : pos + n], limit - len(out))
+        pos += n
+    return bytes(out)
+
+
+def _unlz4(data: bytes, limit: int) -> bytes:
+    """Decode the LZ4 frame format block by block.
+
+    Parsing the frame ourselves sidesteps the header checksum that Kafka before 0.10 computed over the
+    magic number too (KAFKA-3160): such frames are valid data with a wrong descriptor checksum.
+    """
+    import lz4.block
+
+    out = bytearray()
+    pos = 0
+    while pos < len(data):
+        if pos + 7 > len(data):
+            raise DecompressionError(f"lz4 frame header cut at byte {pos}")
+        (magic,) = struct.unpack_from("<I", data, pos)
+        if magic & _LZ4_SKIPPABLE_MASK == _LZ4_SKIPPABLE_MAGIC:
+            (skip,) = struct.unpack_from("<I", data, pos + 4)
+            pos += 8 + skip
+            continue
+        if magic != _LZ4_FRAME_MAGIC:
+            raise DecompressionError(f"lz4 frame magic {magic:#010x} is wrong at byte {pos}")
+        flg, bd = data[pos + 4], data[pos + 5]
+        if flg >> 6 != 1:
+            raise DecompressionError(f"lz4 frame version {flg >> 6} is not supported")
+        block_checksum = bool(flg & 0x10)
+        content_size = bool(flg & 0x08)
+        content_checksum = bool(flg & 0x04)
+        has_dict_id = bool(flg & 0x01)
+        block_max = _LZ4_BLOCK_MAX.get((bd >> 4) & 7)
+        if block_max is None:
+            raise DecompressionError(f"lz4 frame block size code {(bd >> 4) & 7} is invalid")
+        pos += 6 + (8 if content_size else 0) + (4 if has_dict_id else 0) + 1  # + header checksum
+        while True:
+            if pos + 4 > len(data):
+                raise DecompressionError("lz4 frame ends without an end mark")
+            (size,) = struct.unpack_from("<I", data, pos)
+            pos += 4
+            if size == 0:
+                break
+            stored = bool(size & 0x80000000)
+            size &= 0x7FFFFFFF
+            if size > block_max or pos + size > len(data):
+                raise DecompressionError(f"lz4 block of {size} bytes is invalid at byte {pos - 4}")
+            block = data[pos : pos + size]
+            pos += size + (4 if block_checksum else 0)
+            if stored:
+                out += block
+            else:
+                try:
+                    out += lz4.block.decompress(block, uncompressed_size=block_max)
+                except Exception as exc:  # lz4.block.LZ4BlockError
+                    raise DecompressionError(f"lz4: {exc}") from None
+            if len(out) > limit:
+                raise DecompressionError(f"lz4 payload decompresses past the {limit}-byte limit")
+        if content_checksum:
+            pos += 4
+    return bytes(out)
+
+
+def _unzstd(data: bytes | memoryview, limit: int) -> bytes:
+    import zstandard
+
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)), read_across_frames=True)
+        out = reader.read(limit + 1)
+    except zstandard.ZstdError as exc:
+        raise DecompressionError(f"zstd: {exc}") from None
+    if len(out) > limit:
+        raise DecompressionError(f"zstd payload decompresses past the {limit}-byte limit")
+    return out
+
+
+def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise DecompressionError("snappy length preamble is cut")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 35:
+            raise DecompressionError("snappy length preamble is too long")

@@ -1,0 +1,112 @@
+"""Segment indexes: `.index` (offset → position), `.timeindex` (timestamp → offset), `.txnindex`
+(aborted transactions). Fixed-size big-endian entries, read in bounded chunks.
+
+Kafka preallocates `.index`/`.timeindex` (10 MB by default) and trims them on a clean shutdown; after a
+crash the tail is zeros. As DumpLogSegments does, a zero entry after the first one ends the index.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+OFFSET_INDEX_ENTRY = struct.Struct(">iI")  # relative offset, physical position
+TIME_INDEX_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
+TXN_INDEX_ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
+_CHUNK = 1 << 20
+
+
+@dataclass(slots=True)
+class OffsetIndexEntry:
+    slot: int
+    offset: int
+    position: int
+
+
+@dataclass(slots=True)
+class TimeIndexEntry:
+    slot: int
+    timestamp: int
+    offset: int
+
+
+@dataclass(slots=True)
+class AbortedTxn:
+    slot: int
+    version: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+@dataclass(slots=True)
+class IndexTail:
+    """What follows the last real entry: zero padding and/or a partial entry."""
+
+    entries: int  # real entries read
+    zero_entries: int  # preallocated (zeroed) slots after them
+    trailing_bytes: int  # bytes that do not make a whole entry
+    position: int  # byte position where the real entries end
+
+
+def _iter_fixed(path: str | os.PathLike, size: int) -> Iterator[tuple[int, bytes]]:
+    with open(path, "rb") as f:
+        step = _CHUNK - _CHUNK % size
+        slot = 0
+        while True:
+            chunk = f.read(step)
+            if not chunk:
+                return
+            whole = len(chunk) - len(chunk) % size
+            for i in range(0, whole, size):
+                yield slot, chunk[i : i + size]
+                slot += 1
+            if whole != len(chunk):
+                return
+
+
+def read_offset_index(path: str | os.PathLike, base_offset: int) -> tuple[list[OffsetIndexEntry], IndexTail]:
+    return _read_sparse(
+        path, base_offset, OFFSET_INDEX_ENTRY, lambda s, rel, pos: OffsetIndexEntry(s, rel, pos)
+    )
+
+
+def read_time_index(path: str | os.PathLike, base_offset: int) -> tuple[list[TimeIndexEntry], IndexTail]:
+    return _read_sparse(path, base_offset, TIME_INDEX_ENTRY, lambda s, ts, rel: TimeIndexEntry(s, ts, rel))
+
+
+def _read_sparse(path, base_offset: int, layout: struct.Struct, make) -> tuple[list, IndexTail]:
+    entries = []
+    zeros = 0
+    zero_entry = bytes(layout.size)
+    for slot, raw in _iter_fixed(path, layout.size):
+        if raw == zero_entry and slot > 0:
+            zeros += 1
+            continue
+        if zeros:
+            # Non-zero data after a zero run: not a preallocated tail. Count the zeros as entries.
+            for z in range(slot - zeros, slot):
+                entries.append(_absolute(make(z, *layout.unpack(zero_entry)), base_offset))
+            zeros = 0
+        entries.append(_absolute(make(slot, *layout.unpack(raw)), base_offset))
+    size = os.path.getsize(path)
+    return entries, IndexTail(len(entries), zeros, size % layout.size, len(entries) * layout.size)
+
+
+def _absolute(entry, base_offset: int):
+    entry.offset += base_offset
+    return entry
+
+
+def read_txn_index(path: str | os.PathLike) -> tuple[list[AbortedTxn], IndexTail]:
+    entries = [
+        AbortedTxn(slot, *TXN_INDEX_ENTRY.unpack(raw))
+        for slot, raw in _iter_fixed(path, TXN_INDEX_ENTRY.size)
+    ]
+    size = os.path.getsize(path)
+    return entries, IndexTail(
+        len(entries), 0, size % TXN_INDEX_ENTRY.size, len(entries) * TXN_INDEX_ENTRY.size
+    )

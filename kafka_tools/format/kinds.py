@@ -1,0 +1,71 @@
+"""What a file in a log directory is, judged by its name the way Kafka's DumpLogSegments does."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from pathlib import PurePath
+
+from kafka_tools.format.checkpoints import LEADER_EPOCH_CHECKPOINT, OFFSET_CHECKPOINTS
+
+# Suffixes the log cleaner and segment deletion add while they work; the content keeps its format.
+TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]+-(?:delete|future|stray))?$")
+
+
+class FileKind(str, Enum):
+    LOG = "log"
+    KAFKA07 = "kafka07"
+    OFFSET_INDEX = "offset-index"
+    TIME_INDEX = "time-index"
+    TXN_INDEX = "txn-index"
+    PRODUCER_SNAPSHOT = "producer-snapshot"
+    OFFSET_CHECKPOINT = "offset-checkpoint"
+    LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+    META_PROPERTIES = "meta-properties"
+    PARTITION_METADATA = "partition-metadata"
+    UNKNOWN = "unknown"
+
+
+_BY_SUFFIX = {
+    ".log": FileKind.LOG,
+    ".kafka": FileKind.KAFKA07,
+    ".index": FileKind.OFFSET_INDEX,
+    ".timeindex": FileKind.TIME_INDEX,
+    ".txnindex": FileKind.TXN_INDEX,
+    ".snapshot": FileKind.PRODUCER_SNAPSHOT,
+}
+
+
+def strip_transient(name: str) -> str:
+    for suffix in TRANSIENT_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def kind_of(path: str | PurePath) -> FileKind:
+    name = strip_transient(PurePath(path).name)
+    if name in OFFSET_CHECKPOINTS:
+        return FileKind.OFFSET_CHECKPOINT
+    if name == LEADER_EPOCH_CHECKPOINT:
+        return FileKind.LEADER_EPOCH_CHECKPOINT
+    if name == "meta.properties":
+        return FileKind.META_PROPERTIES
+    if name == "partition.metadata":
+        return FileKind.PARTITION_METADATA
+    return _BY_SUFFIX.get(PurePath(name).suffix, FileKind.UNKNOWN)
+
+
+def base_offset_of(path: str | PurePath) -> int | None:
+    """The offset a segment file's name carries (`00000000000000000123.log` → 123), if any."""
+    stem = strip_transient(PurePath(path).name).split(".", 1)[0]
+    return int(stem) if stem.isdigit() else None
+
+
+def partition_of(path: str | PurePath) -> tuple[str, int] | None:
+    """(topic, partition) from a segment's directory name (`orders-3/…` → ("orders", 3))."""
+    match = _PARTITION_DIR.match(PurePath(path).parent.name)
+    if not match:
+        return None
+    return match.group("topic"), int(match.group("partition"))

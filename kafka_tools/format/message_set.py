@@ -1,0 +1,200 @@
+"""Message sets, magic 0 (Kafka 0.8-0.9) and magic 1 (0.10): messages with CRC32, and the compressed
+wrappers that carry a whole inner message set in their value.
+
+Entry layout (LegacyRecord.java): offset int64 @0, size int32 @8, crc uint32 @12 (CRC32 of magic..end),
+magic int8 @16, attributes int8 @17, timestamp int64 @18 (magic 1 only), key (int32 length + bytes),
+value (int32 length + bytes).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from kafka_tools.format.checksums import crc32
+from kafka_tools.format.compression import Codec, DecompressionError, codec_label, decompress
+from kafka_tools.format.record_batch import (
+    LOG_OVERHEAD,
+    NO_SEQUENCE,
+    Record,
+    RecordDecodeError,
+    TimestampType,
+)
+
+ENTRY_HEAD = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+MESSAGE_OVERHEAD_V0 = 14  # crc + magic + attributes + key length + value length
+MESSAGE_OVERHEAD_V1 = 22  # ... + timestamp
+CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+NO_TIMESTAMP = -1
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+
+def min_message_size(magic: int) -> int:
+    return MESSAGE_OVERHEAD_V0 if magic == 0 else MESSAGE_OVERHEAD_V1
+
+
+@dataclass(slots=True)
+class LegacyMessage:
+    """One message (magic 0 or 1) as stored: a plain message, or a compressed wrapper."""
+
+    position: int  # file position of the entry (inner messages: position inside the decompressed set)
+    offset: int  # as stored: a wrapper's offset is its last inner message's; v1 inner ones are relative
+    size: int  # the size field: bytes from crc to the end of the value
+    crc: int
+    magic: int
+    attributes: int
+    timestamp: int  # -1 for magic 0
+    key: bytes | None
+    value: bytes | None
+    computed_crc: int
+
+    @property
+    def is_valid(self) -> bool:
+        return self.crc == self.computed_crc
+
+    @property
+    def entry_size(self) -> int:
+        return self.size + LOG_OVERHEAD
+
+    @property
+    def next_position(self) -> int:
+        return self.position + self.size + LOG_OVERHEAD
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & CODEC_MASK
+
+    @property
+    def codec_label(self) -> str:
+        return codec_label(self.codec)
+
+    @property
+    def is_compressed(self) -> bool:
+        return self.codec != Codec.NONE
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self.magic == 0:
+            return TimestampType.NO_TIMESTAMP
+        return (
+            TimestampType.LOG_APPEND_TIME
+            if self.attributes & TIMESTAMP_TYPE_MASK
+            else TimestampType.CREATE_TIME
+        )
+
+    @property
+    def payload_size(self) -> int:
+        return -1 if self.value is None else len(self.value)
+
+    @property
+    def key_size(self) -> int:
+        return -1 if self.key is None else len(self.key)
+
+    @property
+    def last_offset(self) -> int:
+        return self.offset
+
+    @property
+    def next_offset(self) -> int:
+        return self.offset + 1
+
+    def inner_messages(self) -> list[LegacyMessage]:
+        """The messages inside a compressed wrapper, offsets made absolute as a consumer sees them.
+
+        v0 inner offsets are stored absolute. v1 inner offsets are relative, and the wrapper carries the
+        absolute offset of the last one. With LogAppendTime the wrapper's timestamp applies to all.
+        """
+        if not self.is_compressed:
+            return [self]
+        where = self.position + LOG_OVERHEAD + self.size - (0 if self.value is None else len(self.value))
+        if self.value is None:
+            raise RecordDecodeError("compressed wrapper has a null value", where)
+        try:
+            data = decompress(self.codec, self.value)
+        except DecompressionError as exc:
+            raise RecordDecodeError(
+                f"{self.codec_label} payload cannot be decompressed: {exc}", where
+            ) from None
+        inner: list[LegacyMessage] = []
+        pos = 0
+        while pos < len(data):
+            if len(data) - pos < LOG_OVERHEAD + MESSAGE_OVERHEAD_V0:
+                raise RecordDecodeError(
+                    f"{len(data) - pos} stray bytes after {len(inner)} inner messages (decompressed payload)",
+                    where,
+                )
+            try:
+                message = parse_message(data, pos, pos, len(data))
+            except RecordDecodeError as exc:
+                raise RecordDecodeError(
+                    f"inner message {len(inner)}: {exc} (inside the decompressed payload)", where
+                ) from None
+            inner.append(message)
+            pos = message.next_position
+        if not inner:
+            raise RecordDecodeError("compressed wrapper holds no messages", where)
+        if self.magic >= 1:
+            shift = self.offset - inner[-1].offset
+            log_append = self.timestamp_type == TimestampType.LOG_APPEND_TIME
+            for m in inner:
+                m.offset += shift
+                if log_append:
+                    m.timestamp = self.timestamp
+        return inner
+
+    @property
+    def base_offset(self) -> int:
+        """First offset the entry holds (decompressing a wrapper to find it, as Kafka does)."""
+        if not self.is_compressed:
+            return self.offset
+        return self.inner_messages()[0].offset
+
+    def records(self, limit: int | None = None) -> list[Record]:
+        """The messages a consumer would receive from this entry."""
+        return [
+            Record(m.offset, m.timestamp, m.key, m.value, (), NO_SEQUENCE, m.size + LOG_OVERHEAD)
+            for m in self.inner_messages()
+        ]
+
+
+def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> LegacyMessage:
+    """Parse the magic 0/1 entry at `buf[at]`; its size field must already be known to fit before `end`."""
+    offset, size, crc, magic, attributes = ENTRY_HEAD.unpack_from(buf, at)
+    if magic not in (0, 1):
+        raise RecordDecodeError(f"magic {magic} is not a message-set magic (0 or 1)", position + 16)
+    if size < min_message_size(magic):
+        raise RecordDecodeError(
+            f"message size {size} is below the minimum {min_message_size(magic)}", position + 8
+        )
+    stop = at + LOG_OVERHEAD + size
+    if stop > end:
+        raise RecordDecodeError(f"message size {size} runs past the end of its message set", position + 8)
+    pos = at + 18
+    timestamp = NO_TIMESTAMP
+    if magic == 1:
+        (timestamp,) = _INT64.unpack_from(buf, pos)
+        pos += 8
+    key, pos = _sized_bytes(buf, pos, stop, "key", position, at)
+    if pos + 4 > stop:
+        raise RecordDecodeError("message ends inside its value length", position + pos - at)
+    value, pos = _sized_bytes(buf, pos, stop, "value", position, at)
+    if pos != stop:
+        raise RecordDecodeError(f"message has {stop - pos} bytes after its value", position + pos - at)
+    computed = crc32(memoryview(buf)[at + 16 : stop])
+    return LegacyMessage(
+        position, offset, size, crc, magic, attributes & 0xFF, timestamp, key, value, computed
+    )
+
+
+def _sized_bytes(
+    buf: bytes | memoryview, pos: int, stop: int, what: str, position: int, at: int
+) -> tuple[bytes | None, int]:
+    (n,) = _INT32.unpack_from(buf, pos)
+    pos += 4
+    if n == -1:
+        return None, pos
+    if n < 0 or pos + n > stop:
+        raise RecordDecodeError(f"{what} length {n} runs past the message", position + pos - 4 - at)
+    return bytes(buf[pos : pos + n]), pos + n

@@ -1,0 +1,394 @@
+"""Record batches, magic 2 (Kafka 0.11+): the header, its CRC-32C, and the varint records inside.
+
+On-disk layout (DefaultRecordBatch.java), byte offsets from the start of the entry:
+baseOffset int64 @0, batchLength int32 @8, partitionLeaderEpoch int32 @12, magic int8 @16,
+crc uint32 @17 (CRC-32C of attributes..end), attributes int16 @21, lastOffsetDelta int32 @23,
+baseTimestamp int64 @27, maxTimestamp int64 @35, producerId int64 @43, producerEpoch int16 @51,
+baseSequence int32 @53, recordsCount int32 @57, records @61.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import NamedTuple
+
+from kafka_tools.format.checksums import crc32c
+from kafka_tools.format.compression import Codec, DecompressionError, codec_label, decompress
+from kafka_tools.format.varint import VarintError, read_uvarint
+
+BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
+RECORD_BATCH_OVERHEAD = BATCH_HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength, not counted in batchLength
+MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49
+CRC_START = 21  # the CRC covers attributes..end
+
+CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40
+
+NO_SEQUENCE = -1
+
+
+class TimestampType(IntEnum):
+    NO_TIMESTAMP = -1
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+    @property
+    def label(self) -> str:
+        """The name Kafka prints before a timestamp (`CreateTime: 1588…`)."""
+        return {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}[self.value]
+
+
+class ControlType(IntEnum):
+    ABORT = 0
+    COMMIT = 1
+    QUORUM_REASSIGNMENT = 2
+    LEADER_CHANGE = 3
+    SNAPSHOT_HEADER = 4
+    SNAPSHOT_FOOTER = 5
+    KRAFT_VERSION = 6
+    KRAFT_VOTERS = 7
+
+
+class RecordDecodeError(ValueError):
+    """The records of a batch (or a compressed wrapper) cannot be decoded."""
+
+    def __init__(self, message: str, position: int) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+class Record(NamedTuple):
+    """One record of any generation, as a consumer would see it."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    sequence: int = NO_SEQUENCE
+    size: int = 0  # bytes the record occupies in its batch (v2) or message size (v0/v1)
+
+
+@dataclass(slots=True)
+class ControlRecord:
+    """The key/value of a record in a control batch (transaction markers and KRaft records)."""
+
+    version: int
+    type_id: int
+    coordinator_epoch: int | None  # only for ABORT/COMMIT end-transaction markers
+
+    @property
+    def type_name(self) -> str:
+        try:
+            return ControlType(self.type_id).name
+        except ValueError:
+            return f"UNKNOWN({self.type_id})"
+
+
+@dataclass(slots=True)
+class RecordBatch:
+    """A magic-2 batch read from a segment; `records()` decompresses and decodes its contents."""
+
+    position: int
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+    payload: bytes  # the records section, still compressed when the batch is
+    computed_crc: int
+
+    @property
+    def is_valid(self) -> bool:
+        return self.crc == self.computed_crc
+
+    @property
+    def size(self) -> int:
+        """Bytes the batch occupies in the file, log overhead included."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def next_position(self) -> int:
+        return self.position + self.size
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def count(self) -> int:
+        return self.records_count
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & CODEC_MASK
+
+    @property
+    def codec_label(self) -> str:
+        return codec_label(self.codec)
+
+    @property
+    def is_compressed(self) -> bool:
+        return self.codec != Codec.NONE
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        return (
+            TimestampType.LOG_APPEND_TIME
+            if self.attributes & TIMESTAMP_TYPE_MASK
+            else TimestampType.CREATE_TIME
+        )
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: a compacted batch keeps its tombstones' delete horizon in baseTimestamp."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+    def records(self, limit: int | None = None) -> list[Record]:
+        """Decompress and decode every record; raises RecordDecodeError with the byte position."""
+        data: bytes = self.payload
+        if self.is_compressed:
+            try:
+                data = decompress(self.codec, data) if limit is None else decompress(self.codec, data, limit)
+            except DecompressionError as exc:
+                raise RecordDecodeError(
+                    f"{self.codec_label} payload cannot be decompressed: {exc}",
+                    self.position + RECORD_BATCH_OVERHEAD,
+                ) from None
+        log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        try:
+            return decode_records(
+                data,
+                self.records_count,
+                self.base_offset,
+                self.base_timestamp,
+                log_append,
+                self.base_sequence,
+            )
+        except RecordDecodeError as exc:
+            where = self.position + RECORD_BATCH_OVERHEAD + (0 if self.is_compressed else exc.position)
+            inside = " (inside the decompressed payload)" if self.is_compressed else ""
+            raise RecordDecodeError(f"{exc}{inside}", where) from None
+
+
+def parse_batch_header(buf: bytes | memoryview, at: int, position: int) -> RecordBatch:
+    """Parse the batch whose entry starts at `buf[at]` (file position `position`).
+
+    The caller has checked that the whole entry (batchLength + 12 bytes) lies inside `buf`.
+    """
+    (
+        base_offset,
+        batch_length,
+        leader_epoch,
+        magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        records_count,
+    ) = BATCH_HEADER.unpack_from(buf, at)
+    end = at + LOG_OVERHEAD + batch_length
+    view = memoryview(buf)
+    return RecordBatch(
+        position,
+        base_offset,
+        batch_length,
+        leader_epoch,
+        magic,
+        crc,
+        attributes & 0xFFFF,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        records_count,
+        bytes(view[at + RECORD_BATCH_OVERHEAD : end]),
+        crc32c(view[at + CRC_START : end]),
+    )
+
+
+def decode_records(
+    data: bytes,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    base_sequence: int,
+) -> list[Record]:
+    """Decode `count` varint records from an uncompressed records section.
+
+    The hot path of every full decode: varints of one byte are read inline, longer ones by a call.
+    """
+    out: list[Record] = []
+    append = out.append
+    make = Record._make
+    end = len(data)
+    pos = 0
+    uvarint = read_uvarint
+    no_seq = base_sequence == NO_SEQUENCE
+    try:
+        for _ in range(count):
+            start = pos
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                raw, pos = uvarint(data, pos)
+                length = (raw >> 1) ^ -(raw & 1)
+            rec_end = pos + length
+            if length < 6 or rec_end > end:
+                raise RecordDecodeError(f"record length {length} is impossible", start)
+            pos += 1  # record attributes (unused)
+            b = data[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                raw, pos = uvarint(data, pos)
+                ts_delta = (raw >> 1) ^ -(raw & 1)
+            b = data[pos]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                raw, pos = uvarint(data, pos)
+                off_delta = (raw >> 1) ^ -(raw & 1)
+            b = data[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                raw, pos = uvarint(data, pos)
+                n = (raw >> 1) ^ -(raw & 1)
+            if n < 0:
+                if n != -1:
+                    raise RecordDecodeError(f"key length {n} is invalid", start)
+                key = None
+            else:
+                key = data[pos : pos + n]
+                pos += n
+            b = data[pos]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                raw, pos = uvarint(data, pos)
+                n = (raw >> 1) ^ -(raw & 1)
+            if n < 0:
+                if n != -1:
+                    raise RecordDecodeError(f"value length {n} is invalid", start)
+                value = None
+            else:
+                value = data[pos : pos + n]
+                pos += n
+            b = data[pos]
+            if b == 0:
+                headers: tuple = ()
+                pos += 1
+            else:
+                headers, pos = _decode_headers(data, pos, rec_end, start)
+            if pos != rec_end:
+                raise RecordDecodeError(f"record of {length} bytes has fields that end elsewhere", start)
+            append(
+                make(
+                    (
+                        base_offset + off_delta,
+                        base_timestamp + ts_delta if log_append_time is None else log_append_time,
+                        key,
+                        value,
+                        headers,
+                        NO_SEQUENCE if no_seq else (base_sequence + off_delta) & 0x7FFFFFFF,
+                        rec_end - start,
+                    )
+                )
+            )
+    except IndexError:
+        raise RecordDecodeError(f"record {len(out)} runs past the end of the batch", end) from None
+    except VarintError as exc:
+        raise RecordDecodeError(f"record {len(out)}: {exc}", exc.position) from None
+    if pos != end:
+        raise RecordDecodeError(f"{end - pos} bytes follow the batch's {count} records", pos)
+    return out
+
+
+def _decode_headers(data: bytes, pos: int, rec_end: int, start: int) -> tuple[tuple, int]:
+    raw, pos = read_uvarint(data, pos)
+    count = (raw >> 1) ^ -(raw & 1)
+    if count < 0 or count * 2 > rec_end - pos:
+        raise RecordDecodeError(f"header count {count} is impossible", start)
+    headers = []
+    for _ in range(count):
+        raw, pos = read_uvarint(data, pos)
+        n = (raw >> 1) ^ -(raw & 1)
+        if n < 0 or pos + n > rec_end:
+            raise RecordDecodeError(f"header key length {n} is invalid", start)
+        hkey = data[pos : pos + n].decode("utf-8", "replace")
+        pos += n
+        raw, pos = read_uvarint(data, pos)
+        n = (raw >> 1) ^ -(raw & 1)
+        if n < 0:
+            if n != -1:
+                raise RecordDecodeError(f"header value length {n} is invalid", start)
+            hvalue = None
+        else:
+            if pos + n > rec_end:
+                raise RecordDecodeError(f"header value length {n} runs past the record", start)
+            hvalue = data[pos : pos + n]
+            pos += n
+        headers.append((hkey, hvalue))
+    return tuple(headers), pos
+
+
+def control_record(record: Record) -> ControlRecord:
+    """Decode a control batch's record: key = int16 version + int16 type; markers add a value."""
+    key = record.key
+    if key is None or len(key) < 4:
+        raise RecordDecodeError("control record key is shorter than 4 bytes", 0)
+    version, type_id = struct.unpack_from(">hh", key, 0)
+    epoch = None
+    if (
+        type_id in (ControlType.ABORT, ControlType.COMMIT)
+        and record.value is not None
+        and len(record.value) >= 6
+    ):
+        _, epoch = struct.unpack_from(">hi", record.value, 0)
+    return ControlRecord(version, type_id, epoch)

@@ -1,0 +1,194 @@
+"""Walk a `.log` segment entry by entry, with byte positions, and say where and why validity ends.
+
+The walk mirrors Kafka's FileLogInputStream and LogSegment.recover: an entry is the 12-byte log header
+(offset, size) plus `size` bytes; magic sits at byte 16 for every generation. The file is read through a
+bounded window, so memory stays flat whatever the segment size, and no length field read from the
+file is ever used to allocate before it has been checked against the file's real size.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
+from kafka_tools.format.record_batch import (
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    RecordBatch,
+    RecordDecodeError,
+    parse_batch_header,
+)
+
+HEADER_UP_TO_MAGIC = 17  # offset + size + (crc | partitionLeaderEpoch) + magic
+WINDOW = 8 * 1024 * 1024
+
+Entry = RecordBatch | LegacyMessage
+
+
+class ProblemKind(str, Enum):
+    """Why a walk stopped, or what is wrong with one entry. Stable names: they appear in JSON output."""
+
+    TRUNCATED_HEADER = "truncated-header"  # fewer bytes left than a log header needs
+    TRUNCATED_ENTRY = "truncated-entry"  # the size field points past the end of the file
+    SIZE_BELOW_MINIMUM = "size-below-minimum"
+    UNKNOWN_MAGIC = "unknown-magic"
+    ZERO_TAIL = "zero-tail"  # the rest of the file is zeros (preallocated or grown before written)
+    MALFORMED_ENTRY = "malformed-entry"  # the entry's frame is fine but its fields are not
+    CRC_MISMATCH = "crc-mismatch"
+    RECORDS_UNDECODABLE = "records-undecodable"
+    NOT_A_SEGMENT = "not-a-segment"
+    OFFSETS_NOT_INCREASING = "offsets-not-increasing"
+
+
+# Problems after which nothing more can be walked: the file's framing is lost from here on.
+FATAL_KINDS = frozenset(
+    {
+        ProblemKind.TRUNCATED_HEADER,
+        ProblemKind.TRUNCATED_ENTRY,
+        ProblemKind.SIZE_BELOW_MINIMUM,
+        ProblemKind.UNKNOWN_MAGIC,
+        ProblemKind.ZERO_TAIL,
+        ProblemKind.NOT_A_SEGMENT,
+    }
+)
+
+
+@dataclass(slots=True)
+class Problem:
+    position: int
+    kind: ProblemKind
+    message: str
+    offset: int | None = None
+
+    @property
+    def is_fatal(self) -> bool:
+        return self.kind in FATAL_KINDS
+
+
+class SegmentWindow:
+    """A read window over a file: slices come from one buffer refilled as the walk moves on."""
+
+    def __init__(self, fileobj, size: int, window: int = WINDOW) -> None:
+        self._f = fileobj
+        self.size = size
+        self._window = window
+        self.buf = b""
+        self.start = 0
+
+    def ensure(self, position: int, length: int) -> int:
+        """Make `length` bytes at `position` available; return their index in `self.buf`."""
+        rel = position - self.start
+        if 0 <= rel and rel + length <= len(self.buf):
+            return rel
+        want = max(length, self._window)
+        self.buf = os.pread(self._f.fileno(), min(want, self.size - position), position)
+        self.start = position
+        if len(self.buf) < length:
+            raise OSError(f"file shrank while being read (wanted {length} bytes at {position})")
+        return 0
+
+    def is_zero_from(self, position: int) -> bool:
+        step = 1 << 20
+        pos = position
+        while pos < self.size:
+            chunk = os.pread(self._f.fileno(), min(step, self.size - pos), pos)
+            if not chunk or chunk.count(0) != len(chunk):
+                return False
+            pos += len(chunk)
+        return True
+
+
+def iter_log_entries(
+    path: str | os.PathLike,
+    start: int = 0,
+    end: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[Entry | Problem]:
+    """Yield each entry of a `.log` segment in file order, then at most one fatal Problem.
+
+    Entries with a bad CRC are yielded as they are (their `is_valid` is False) and the walk goes on,
+    as DumpLogSegments does; a frame that cannot be followed ends the walk with a Problem.
+    """
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        limit = size if end is None else min(size, end)
+        yield from walk_entries(SegmentWindow(f, size), start, limit, progress)
+
+
+def walk_entries(
+    win: SegmentWindow, position: int, limit: int, progress: Callable[[int], None] | None = None
+) -> Iterator[Entry | Problem]:
+    file_end = win.size
+    next_report = position
+    while position < limit:
+        if progress is not None and position >= next_report:
+            progress(position)
+            next_report = position + WINDOW
+        remaining = file_end - position
+        if remaining < HEADER_UP_TO_MAGIC:
+            if win.is_zero_from(position):
+                yield Problem(
+                    position, ProblemKind.ZERO_TAIL, f"{remaining} zero bytes at the end of the file"
+                )
+            else:
+                yield Problem(
+                    position,
+                    ProblemKind.TRUNCATED_HEADER,
+                    f"{remaining} trailing bytes, too few for an entry header ({HEADER_UP_TO_MAGIC})",
+                )
+            return
+        i = win.ensure(position, HEADER_UP_TO_MAGIC)
+        buf = win.buf
+        offset, size = struct.unpack_from(">qi", buf, i)
+        magic = buf[i + 16]
+        if magic > 127:
+            magic -= 256
+        if size == 0 and offset == 0 and win.is_zero_from(position):
+            yield Problem(position, ProblemKind.ZERO_TAIL, f"{remaining} zero bytes at the end of the file")
+            return
+        minimum = MIN_BATCH_LENGTH if magic == 2 else min_message_size(magic) if magic in (0, 1) else 14
+        if size < minimum:
+            yield Problem(
+                position,
+                ProblemKind.SIZE_BELOW_MINIMUM,
+                f"entry size {size} is below the minimum {minimum} for magic {magic}",
+                offset,
+            )
+            return
+        if size > remaining - LOG_OVERHEAD:
+            yield Problem(
+                position,
+                ProblemKind.TRUNCATED_ENTRY,
+                f"entry of {size + LOG_OVERHEAD} bytes runs past the end of the file ({remaining} left)",
+                offset,
+            )
+            return
+        if magic not in (0, 1, 2):
+            yield Problem(position, ProblemKind.UNKNOWN_MAGIC, f"unknown magic {magic}", offset)
+            return
+        entry_size = size + LOG_OVERHEAD
+        i = win.ensure(position, entry_size)
+        if magic == 2:
+            yield parse_batch_header(win.buf, i, position)
+        else:
+            try:
+                yield parse_message(win.buf, i, position, i + entry_size)
+            except RecordDecodeError as exc:
+                yield Problem(exc.position, ProblemKind.MALFORMED_ENTRY, str(exc), offset)
+        position += entry_size
+    if progress is not None:
+        progress(position)
+
+
+def looks_like_text(path: str | os.PathLike, probe: int = 512) -> bool:
+    """True when a file begins with printable text: a `.log` that is really a log4j file, say."""
+    with open(path, "rb") as f:
+        head = f.read(probe)
+    if len(head) < 17:
+        return False
+    printable = sum(1 for b in head if 32 <= b < 127 or b in (9, 10, 13))
+    return printable / len(head) > 0.95

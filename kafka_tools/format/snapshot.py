@@ -1,0 +1,74 @@
+"""Producer-state snapshots (`NNNN.snapshot`, Kafka 0.11+), as ProducerStateManager writes them.
+
+Layout: version int16, crc uint32 (CRC-32C of everything after it), then an array (int32 count) of
+entries: producerId int64, epoch int16, lastSequence int32, lastOffset int64, offsetDelta int32,
+timestamp int64, coordinatorEpoch int32, currentTxnFirstOffset int64.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+
+from kafka_tools.format.checksums import crc32c
+
+SNAPSHOT_VERSION = 1
+HEADER = struct.Struct(">hIi")
+ENTRY = struct.Struct(">qhiqiqiq")
+MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+    coordinator_epoch: int
+    current_txn_first_offset: int
+
+    @property
+    def first_sequence(self) -> int:
+        return self.last_sequence - self.offset_delta
+
+
+@dataclass(slots=True)
+class ProducerSnapshot:
+    version: int
+    crc: int
+    computed_crc: int
+    entries: list[ProducerEntry] = field(default_factory=list)
+    problem: str | None = None  # structural problem; entries hold what could be read
+
+    @property
+    def is_valid(self) -> bool:
+        return self.problem is None and self.crc == self.computed_crc
+
+
+def read_snapshot(path: str | os.PathLike) -> ProducerSnapshot:
+    size = os.path.getsize(path)
+    if size > MAX_SNAPSHOT_BYTES:
+        return ProducerSnapshot(-1, 0, 0, [], f"{size} bytes is too large for a producer snapshot")
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < HEADER.size:
+        return ProducerSnapshot(
+            -1, 0, 0, [], f"{len(data)} bytes, too short for a snapshot header ({HEADER.size})"
+        )
+    version, crc, count = HEADER.unpack_from(data, 0)
+    snapshot = ProducerSnapshot(version, crc, crc32c(memoryview(data)[6:]))
+    if version != SNAPSHOT_VERSION:
+        snapshot.problem = f"unknown snapshot version {version}"
+        return snapshot
+    expected = HEADER.size + max(count, 0) * ENTRY.size
+    if count < 0 or expected != len(data):
+        snapshot.problem = (
+            f"header says {count} entries ({expected} bytes) but the file has {len(data)} bytes"
+        )
+        count = max(0, min(count, (len(data) - HEADER.size) // ENTRY.size))
+    for i in range(count):
+        snapshot.entries.append(ProducerEntry(*ENTRY.unpack_from(data, HEADER.size + i * ENTRY.size)))
+    return snapshot

@@ -1,0 +1,205 @@
+"""`ktool dump-log --json`: one JSON object per line, with stable field names (see README).
+
+Every object has `type` (file, batch, message, record, problem, index-entry, …) and `file`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TextIO
+
+from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, ProblemEvent
+from kafka_tools.format import index, snapshot
+from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
+from kafka_tools.format.kafka07 import Kafka07Message
+from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.render.internal import decode_internal
+from kafka_tools.render.values import decode_json
+
+_ITEM_TYPES = {
+    index.OffsetIndexEntry: "index-entry",
+    index.TimeIndexEntry: "time-index-entry",
+    index.AbortedTxn: "aborted-txn",
+    snapshot.ProducerEntry: "producer-state",
+    OffsetCheckpointEntry: "checkpoint-entry",
+    EpochEntry: "leader-epoch-entry",
+}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+class DumpJsonRenderer:
+    def __init__(
+        self, out: TextIO, print_data: bool, key_decoder: str = "utf8", value_decoder: str = "utf8"
+    ) -> None:
+        self.out = out
+        self.print_data = print_data
+        self.key_decoder = key_decoder
+        self.value_decoder = value_decoder
+
+    def emit(self, obj: dict) -> None:
+        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def render(self, event) -> None:
+        if isinstance(event, EntryEvent):
+            self._entry(event)
+        elif isinstance(event, ProblemEvent):
+            p = event.problem
+            self.emit(
+                {
+                    "type": "problem",
+                    "file": event.path,
+                    "position": p.position,
+                    "offset": p.offset,
+                    "kind": p.kind.value,
+                    "fatal": p.is_fatal,
+                    "message": p.message,
+                }
+            )
+        elif isinstance(event, FileStart):
+            self.emit(
+                {
+                    "type": "file",
+                    "file": event.path,
+                    "kind": event.kind.value,
+                    "baseOffset": event.base_offset,
+                    "size": event.size,
+                }
+            )
+        elif isinstance(event, ItemsEvent):
+            self._items(event)
+        elif isinstance(event, FileEnd):
+            self.emit(
+                {
+                    "type": "summary",
+                    "file": event.path,
+                    "kind": event.kind.value,
+                    "entries": event.entries,
+                    "records": event.records,
+                    "size": event.size,
+                    "validBytes": event.valid_bytes,
+                    "problems": event.problems,
+                }
+            )
+
+    def _entry(self, event: EntryEvent) -> None:
+        entry = event.entry
+        if isinstance(entry, RecordBatch):
+            self.emit(self._batch(event.path, entry))
+            for record in event.records or ():
+                self.emit(self._record(event.path, entry, record, event.internal))
+            return
+        messages = event.inner if event.inner is not None else [entry]
+        for m in messages:
+            self.emit(
+                self._message(event.path, m, entry.position, event.internal, inner=event.inner is not None)
+            )
+
+    def _batch(self, path: str, b: RecordBatch) -> dict:
+        return {
+            "type": "batch",
+            "file": path,
+            "position": b.position,
+            "baseOffset": b.base_offset,
+            "lastOffset": b.last_offset,
+            "count": b.records_count,
+            "size": b.size,
+            "magic": b.magic,
+            "crc": b.crc,
+            "computedCrc": b.computed_crc,
+            "isValid": b.is_valid,
+            "compressCodec": b.codec_label,
+            "timestampType": b.timestamp_type.label,
+            "baseTimestamp": b.base_timestamp,
+            "maxTimestamp": b.max_timestamp,
+            "partitionLeaderEpoch": b.partition_leader_epoch,
+            "producerId": b.producer_id,
+            "producerEpoch": b.producer_epoch,
+            "baseSequence": b.base_sequence,
+            "lastSequence": b.last_sequence,
+            "isTransactional": b.is_transactional,
+            "isControl": b.is_control,
+            "deleteHorizonMs": b.delete_horizon_ms,
+            "attributes": b.attributes,
+        }
+
+    def _record(self, path: str, b: RecordBatch, r: Record, internal: str | None) -> dict:
+        obj = {
+            "type": "record",
+            "file": path,
+            "batchPosition": b.position,
+            "offset": r.offset,
+            "timestamp": r.timestamp,
+            "timestampType": b.timestamp_type.label,
+            "keySize": -1 if r.key is None else len(r.key),
+            "valueSize": -1 if r.value is None else len(r.value),
+            "sequence": r.sequence,
+            "headerKeys": [k for k, _ in r.headers],
+        }
+        if b.is_control:
+            try:
+                c = control_record(r)
+                obj["control"] = {
+                    "type": c.type_name,
+                    "typeId": c.type_id,
+                    "version": c.version,
+                    "coordinatorEpoch": c.coordinator_epoch,
+                }
+            except RecordDecodeError as exc:
+                obj["control"] = {"error": str(exc)}
+        elif self.print_data:
+            obj["headers"] = [{"key": k, "value": decode_json(v, self.value_decoder)} for k, v in r.headers]
+            obj.update(self._data(r.key, r.value, internal))
+        return obj
+
+    def _message(self, path: str, m, position: int, internal: str | None, inner: bool) -> dict:
+        obj = {
+            "type": "message",
+            "file": path,
+            "position": position,
+            "offset": m.offset,
+            "inner": inner,
+            "magic": m.magic,
+            "size": m.size,
+            "crc": m.crc,
+            "computedCrc": m.computed_crc,
+            "isValid": m.is_valid,
+            "compressCodec": m.codec_label,
+            "attributes": m.attributes,
+        }
+        if isinstance(m, LegacyMessage):
+            obj.update(
+                timestampType=m.timestamp_type.label,
+                timestamp=m.timestamp,
+                keySize=m.key_size,
+                valueSize=m.payload_size,
+            )
+            key, value = m.key, m.value
+        else:
+            assert isinstance(m, Kafka07Message)
+            obj.update(nextOffset=m.next_offset, valueSize=len(m.payload))
+            key, value = None, m.payload
+        if self.print_data:
+            obj.update(self._data(key, value, internal))
+        return obj
+
+    def _data(self, key: bytes | None, value: bytes | None, internal: str | None) -> dict:
+        if internal is not None:
+            decoded = decode_internal(internal, key, value)
+            return {"key": decoded["key"], "value": decoded["payload"]}
+        return {"key": decode_json(key, self.key_decoder), "value": decode_json(value, self.value_decoder)}
+
+    def _items(self, event: ItemsEvent) -> None:
+        if event.header:
+            self.emit({"type": "file-header", "file": event.path, **event.header})
+        for item in event.items:
+            if isinstance(item, tuple):
+                self.emit({"type": "property", "file": event.path, "key": item[0], "value": item[1]})
+                continue
+            fields = {_camel(k): v for k, v in asdict(item).items()}
+            self.emit({"type": _ITEM_TYPES[type(item)], "file": event.path, **fields})

@@ -1,0 +1,228 @@
+"""`ktool dump-log` as text: the lines and field names of Kafka's DumpLogSegments.
+
+Message sets v0/v1 and 0.7 files print as Kafka 0.9/0.10 printed them (`offset: … position: … isvalid:
+… payloadsize: … magic: … compresscodec: NoCompressionCodec crc: …`); v2 batches as modern Kafka does
+(`baseOffset: … lastOffset: … count: …` then `| offset: …` per record).
+"""
+
+from __future__ import annotations
+
+import json
+
+from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, ProblemEvent
+from kafka_tools.format import index, snapshot
+from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
+from kafka_tools.format.compression import Codec
+from kafka_tools.format.kafka07 import Kafka07Message
+from kafka_tools.format.kinds import FileKind
+from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.render.internal import decode_internal
+from kafka_tools.render.lines import LineWriter
+from kafka_tools.render.values import decode_text
+
+Fields = list[tuple[str, object]]
+
+
+class DumpTextRenderer:
+    def __init__(
+        self,
+        out: LineWriter,
+        err: LineWriter,
+        print_data: bool,
+        skip_metadata: bool,
+        key_decoder: str = "utf8",
+        value_decoder: str = "utf8",
+    ) -> None:
+        self.out = out
+        self.err = err
+        self.print_data = print_data
+        self.skip_metadata = skip_metadata
+        self.key_decoder = key_decoder
+        self.value_decoder = value_decoder
+
+    def render(self, event) -> None:
+        if isinstance(event, EntryEvent):
+            self._entry(event)
+        elif isinstance(event, ProblemEvent):
+            p = event.problem
+            at = f" (offset {p.offset})" if p.offset is not None else ""
+            self.err.problem(f"{event.path}: position {p.position}{at}: {p.kind.value}: {p.message}")
+        elif isinstance(event, FileStart):
+            self.out.plain(f"Dumping {event.path}")
+            if event.kind in (FileKind.LOG, FileKind.KAFKA07, FileKind.OFFSET_INDEX, FileKind.TIME_INDEX):
+                self.out.plain(
+                    f"Starting offset: {event.base_offset if event.base_offset is not None else 0}"
+                )
+        elif isinstance(event, ItemsEvent):
+            self._items(event)
+        elif isinstance(event, FileEnd):
+            if event.kind in (FileKind.LOG, FileKind.KAFKA07) and event.valid_bytes < event.size:
+                name = event.path.rsplit("/", 1)[-1]
+                self.out.plain(f"Found {event.size - event.valid_bytes} invalid bytes at the end of {name}")
+
+    # -- log entries -------------------------------------------------------------------------------
+
+    def _entry(self, event: EntryEvent) -> None:
+        entry = event.entry
+        if isinstance(entry, RecordBatch):
+            self._batch(event, entry)
+        elif event.inner is not None:
+            for message in event.inner:
+                self._message(message, entry.position, event.internal)
+        else:
+            self._message(entry, entry.position, event.internal)
+
+    def _message(self, m: LegacyMessage | Kafka07Message, position: int, internal: str | None) -> None:
+        fields: Fields = [("offset", m.offset), ("position", position)]
+        if isinstance(m, LegacyMessage):
+            if m.magic >= 1:
+                fields.append((m.timestamp_type.label, m.timestamp))
+            fields += [
+                ("isvalid", m.is_valid),
+                ("payloadsize", m.payload_size),
+                ("magic", m.magic),
+                ("compresscodec", _legacy_codec(m.codec)),
+                ("crc", m.crc),
+            ]
+            if m.key is not None:
+                fields.append(("keysize", m.key_size))
+            key, value = m.key, m.value
+        else:
+            fields += [
+                ("isvalid", m.is_valid),
+                ("payloadsize", len(m.payload)),
+                ("magic", m.magic),
+                ("compresscodec", _legacy_codec(m.codec)),
+                ("crc", m.crc),
+            ]
+            key, value = None, m.payload
+        if self.print_data:
+            fields += self._data(key, value, internal)
+        self.out.fields(fields)
+
+    def _batch(self, event: EntryEvent, b: RecordBatch) -> None:
+        horizon = b.delete_horizon_ms
+        self.out.fields(
+            [
+                ("baseOffset", b.base_offset),
+                ("lastOffset", b.last_offset),
+                ("count", b.records_count),
+                ("baseSequence", b.base_sequence),
+                ("lastSequence", b.last_sequence),
+                ("producerId", b.producer_id),
+                ("producerEpoch", b.producer_epoch),
+                ("partitionLeaderEpoch", b.partition_leader_epoch),
+                ("isTransactional", b.is_transactional),
+                ("isControl", b.is_control),
+                ("deleteHorizonMs", "OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]"),
+                ("position", b.position),
+                (b.timestamp_type.label, b.max_timestamp),
+                ("size", b.size),
+                ("magic", b.magic),
+                ("compresscodec", b.codec_label),
+                ("crc", b.crc),
+                ("isvalid", b.is_valid),
+            ]
+        )
+        for record in event.records or ():
+            self._record(b, record, event.internal)
+
+    def _record(self, b: RecordBatch, r: Record, internal: str | None) -> None:
+        fields: Fields = []
+        if not self.skip_metadata:
+            fields += [
+                ("offset", r.offset),
+                (b.timestamp_type.label, r.timestamp),
+                ("keySize", -1 if r.key is None else len(r.key)),
+                ("valueSize", -1 if r.value is None else len(r.value)),
+                ("sequence", r.sequence),
+                ("headerKeys", "[" + ",".join(k for k, _ in r.headers) + "]"),
+            ]
+            if b.is_control:
+                fields += _control_fields(r)
+        if self.print_data and not b.is_control:
+            if r.headers:
+                shown = (
+                    f"{k}:{decode_text(v, self.value_decoder) if v is not None else 'null'}"
+                    for k, v in r.headers
+                )
+                fields.append(("headers", "[" + ",".join(shown) + "]"))
+            fields += self._data(r.key, r.value, internal)
+        self.out.fields(fields, prefix="| ")
+
+    def _data(self, key: bytes | None, value: bytes | None, internal: str | None) -> Fields:
+        if internal is not None:
+            decoded = decode_internal(internal, key, value)
+            return [("key", _compact(decoded["key"])), ("payload", _compact(decoded["payload"]))]
+        fields: Fields = []
+        k = decode_text(key, self.key_decoder)
+        if k is not None:
+            fields.append(("key", k))
+        v = decode_text(value, self.value_decoder)
+        if v is not None:
+            fields.append(("payload", v))
+        return fields
+
+    # -- other files -------------------------------------------------------------------------------
+
+    def _items(self, event: ItemsEvent) -> None:
+        for item in event.items:
+            self.out.fields(_item_fields(item))
+        if event.kind == FileKind.PRODUCER_SNAPSHOT and event.header:
+            h = event.header
+            self.out.fields([("version", h["version"]), ("crc", h["crc"]), ("entries", len(event.items))])
+
+
+def _legacy_codec(codec: int) -> str:
+    try:
+        return Codec(codec).legacy_label
+    except ValueError:
+        return f"UnknownCodec({codec})"
+
+
+def _control_fields(r: Record) -> Fields:
+    try:
+        c = control_record(r)
+    except RecordDecodeError:
+        return [("controlType", "UNPARSEABLE")]
+    if c.coordinator_epoch is not None:
+        return [("endTxnMarker", c.type_name), ("coordinatorEpoch", c.coordinator_epoch)]
+    return [("controlType", f"{c.type_name}({c.type_id})")]
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _item_fields(item) -> Fields:
+    if isinstance(item, index.OffsetIndexEntry):
+        return [("offset", item.offset), ("position", item.position)]
+    if isinstance(item, index.TimeIndexEntry):
+        return [("timestamp", item.timestamp), ("offset", item.offset)]
+    if isinstance(item, index.AbortedTxn):
+        return [
+            ("version", item.version),
+            ("producerId", item.producer_id),
+            ("firstOffset", item.first_offset),
+            ("lastOffset", item.last_offset),
+            ("lastStableOffset", item.last_stable_offset),
+        ]
+    if isinstance(item, snapshot.ProducerEntry):
+        return [
+            ("producerId", item.producer_id),
+            ("producerEpoch", item.producer_epoch),
+            ("coordinatorEpoch", item.coordinator_epoch),
+            ("currentTxnFirstOffset", item.current_txn_first_offset),
+            ("firstSequence", item.first_sequence),
+            ("lastSequence", item.last_sequence),
+            ("lastOffset", item.last_offset),
+            ("offsetDelta", item.offset_delta),
+            ("timestamp", item.timestamp),
+        ]
+    if isinstance(item, OffsetCheckpointEntry):
+        return [("topic", item.topic), ("partition", item.partition), ("offset", item.offset)]
+    if isinstance(item, EpochEntry):
+        return [("epoch", item.epoch), ("startOffset", item.start_offset)]
+    key, value = item
+    return [(key, value)]

@@ -1,0 +1,39 @@
+"""Progress bars on stderr, for people at a terminal only (never in a pipe, never in JSON)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+MIN_BYTES_FOR_BAR = 64 * 1024 * 1024
+
+
+@contextmanager
+def file_progress(path: str, size: int, enabled: bool | None) -> Iterator[Callable[[int], None] | None]:
+    """A callback taking the byte position reached in `path`, drawing a bar when worth it."""
+    if enabled is None:
+        enabled = sys.stderr.isatty() and size >= MIN_BYTES_FOR_BAR
+    if not enabled or size <= 0:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
+        task = bar.add_task(path.rsplit("/", 1)[-1], total=size)
+        yield lambda position: bar.update(task, completed=position)

@@ -1,0 +1,49 @@
+"""Decoding with kafka-python's record readers: an implementation independent of ktool's, used as the
+reference in tests. Nothing here imports kafka_tools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka.record import MemoryRecords
+
+REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "realworld"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@dataclass(frozen=True)
+class RefRecord:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+
+
+@dataclass(frozen=True)
+class RefBatch:
+    magic: int
+    base_offset: int
+    crc_valid: bool
+    records: tuple[RefRecord, ...]
+
+
+def read_with_kafka_python(path: Path) -> list[RefBatch]:
+    """Every batch (v2) or shallow message (v0/v1) of a segment, with its records, as kafka-python sees it."""
+    records = MemoryRecords(path.read_bytes())
+    batches = []
+    while records.has_next():
+        batch = records.next_batch()
+        crc_valid = bool(batch.validate_crc())
+        out = []
+        for r in batch:
+            ts = r.timestamp if r.timestamp is not None else -1
+            headers = tuple((k, v) for k, v in (r.headers or ()))
+            out.append(RefRecord(r.offset, ts, _b(r.key), _b(r.value), headers))
+        batches.append(RefBatch(batch.magic, batch.base_offset, crc_valid, tuple(out)))
+    return batches
+
+
+def _b(value) -> bytes | None:
+    return None if value is None else bytes(value)
