@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError
 from kafka_tools.format import checkpoints, index, snapshot
+from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.format.message_set import LegacyMessage
@@ -82,7 +83,8 @@ class FileEnd:
     kind: FileKind
     entries: int = 0
     records: int = 0
-    valid_bytes: int = 0  # bytes before the first problem (a log file: what recovery would keep)
+    valid_bytes: int = 0  # log files: bytes before the first bad CRC or broken frame (what recovery keeps)
+    trailing_bytes: int = 0  # log files: bytes after the last entry that could be framed
     size: int = 0
     problems: int = 0
 
@@ -152,7 +154,6 @@ def _dump_log(
     name: str, p: Path, kind: FileKind, size: int, options: DumpOptions, progress
 ) -> Iterator[Event]:
     end = FileEnd(name, kind, size=size)
-    first_problem: int | None = None
     if size and looks_like_text(p):
         yield _problem(end, 0, ProblemKind.NOT_A_SEGMENT, "this is text, not a Kafka log segment")
         yield end
@@ -163,61 +164,91 @@ def _dump_log(
     else:
         walk = iter_log_entries(p, end=options.max_bytes, progress=progress)
     last_offset: int | None = None
+    recovery_point: int | None = None  # where the broker's recovery would cut: first bad CRC or frame
     for item in walk:
         if isinstance(item, Problem):
             end.problems += 1
-            if first_problem is None:
-                first_problem = item.position
+            if recovery_point is None:
+                recovery_point = item.position
+            end.trailing_bytes = size - item.position
+            if item.offset is not None and not _plausible_offset(item.offset, last_offset):
+                item.offset = None  # read from garbage: naming it would mislead
             yield ProblemEvent(name, item)
             continue
         entry = item
         if not _in_range(entry, options):
+            last_offset = entry.last_offset
             continue
         end.entries += 1
         event = EntryEvent(name, entry, internal=internal)
-        problems: list[Problem] = []
-        if not entry.is_valid:
-            problems.append(
-                Problem(
-                    entry.position,
-                    ProblemKind.CRC_MISMATCH,
-                    f"stored crc {entry.crc} does not match computed {entry.computed_crc}",
-                    entry.last_offset,
-                )
-            )
-        if last_offset is not None and entry.last_offset <= last_offset and kind == FileKind.LOG:
-            problems.append(
-                Problem(
-                    entry.position,
-                    ProblemKind.OFFSETS_NOT_INCREASING,
-                    f"offset {entry.last_offset} follows {last_offset}",
-                    entry.last_offset,
-                )
-            )
+        problems = _entry_problems(entry, last_offset, kind)
+        if problems and problems[0].kind == ProblemKind.CRC_MISMATCH and recovery_point is None:
+            recovery_point = entry.position
         last_offset = entry.last_offset
         if options.deep:
             try:
                 if isinstance(entry, RecordBatch):
                     event.records = _filter_records(entry.records(), options)
                 else:
-                    event.inner = [m for m in entry.inner_messages() if _offset_wanted(m.offset, options)]
+                    if entry.is_compressed:
+                        event.inner = [m for m in entry.inner_messages() if _offset_wanted(m.offset, options)]
                     event.records = _filter_records(entry.records(), options)
                 end.records += len(event.records)
             except RecordDecodeError as exc:
                 event.error = Problem(
                     exc.position, ProblemKind.RECORDS_UNDECODABLE, str(exc), entry.last_offset
                 )
-                problems.append(event.error)
+                if not any(p.kind == ProblemKind.UNKNOWN_CODEC for p in problems):
+                    problems.append(event.error)
         yield event
         for problem in problems:
             end.problems += 1
-            if first_problem is None:
-                first_problem = problem.position
             yield ProblemEvent(name, problem)
-    end.valid_bytes = size if first_problem is None else first_problem
-    if options.max_bytes is not None and first_problem is None:
-        end.valid_bytes = min(size, options.max_bytes)
+    limit = size if options.max_bytes is None else min(size, options.max_bytes)
+    end.valid_bytes = limit if recovery_point is None else recovery_point
     yield end
+
+
+def _plausible_offset(offset: int, last_offset: int | None) -> bool:
+    if offset < 0:
+        return False
+    return last_offset is None or last_offset < offset <= last_offset + (1 << 31)
+
+
+def _entry_problems(entry: Entry, last_offset: int | None, kind: FileKind) -> list[Problem]:
+    """What is wrong with one framed entry: its CRC, its codec, its place in the offset order."""
+    problems: list[Problem] = []
+    if not entry.is_valid:
+        problems.append(
+            Problem(
+                entry.position,
+                ProblemKind.CRC_MISMATCH,
+                f"stored crc {entry.crc} does not match computed {entry.computed_crc}",
+                entry.last_offset,
+            )
+        )
+    if entry.codec not in _KNOWN_CODECS:
+        problems.append(
+            Problem(
+                entry.position,
+                ProblemKind.UNKNOWN_CODEC,
+                f"unknown compression codec {entry.codec}",
+                entry.last_offset,
+            )
+        )
+    if last_offset is not None and entry.last_offset <= last_offset and kind == FileKind.LOG:
+        problems.append(
+            Problem(
+                entry.position,
+                ProblemKind.OFFSETS_NOT_INCREASING,
+                f"offset {entry.last_offset} follows {last_offset}",
+                entry.last_offset,
+            )
+        )
+    return problems
+
+
+_KNOWN_CODECS = frozenset(int(c) for c in Codec)
 
 
 def _offset_wanted(offset: int, options: DumpOptions) -> bool:

@@ -49,7 +49,11 @@ def test_every_record_equals_kafka_python(path: Path) -> None:
 def test_realworld_data_is_present_or_skipped() -> None:
     if not REALWORLD.is_dir():
         pytest.skip("../shared/realworld is absent")
-    counts = {p.parent.name: sum(len(b.records) for b in read_with_ktool(p)) for p in SEGMENTS if REALWORLD in p.parents}
+    counts = {
+        p.parent.name: sum(len(b.records) for b in read_with_ktool(p))
+        for p in SEGMENTS
+        if REALWORLD in p.parents
+    }
     # The counts the data's README states.
     assert counts["__consumer_offsets-12"] == 470
     assert counts["__consumer_offsets-18"] == 499

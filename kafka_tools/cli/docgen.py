@@ -52,7 +52,7 @@ def _commands(group: click.Group, prefix: str) -> list[tuple[str, click.Command]
 
 
 def man_page(full_name: str, cmd: click.Command) -> str:
-    ctx = click.Context(cmd, info_name=full_name)
+    ctx = click.Context(cmd, info_name=full_name, **cli.context_settings)
     title = full_name.replace(" ", "-")
     lines = [
         f'.TH "{title.upper()}" "1" "{MAN_DATE}" "ktool {__version__}" "ktool manual"',
@@ -75,7 +75,8 @@ def man_page(full_name: str, cmd: click.Command) -> str:
     if isinstance(cmd, click.Group):
         lines.append(".SH COMMANDS")
         for name in sorted(cmd.commands):
-            lines += [".TP", f"\\fB{name}\\fR", _roff(cmd.commands[name].get_short_help_str(limit=200))]
+            summary = cmd.commands[name].get_short_help_str(limit=200)
+            lines += [".TP", f"\\fB{_roff(name)}\\fR", _roff(summary)]
             lines.append(f"See \\fB{title}-{name}\\fR(1).")
     return "\n".join(lines) + "\n"
 

@@ -9,6 +9,7 @@ baseSequence int32 @53, recordsCount int32 @57, records @61.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
@@ -88,7 +89,7 @@ class ControlRecord:
         try:
             return ControlType(self.type_id).name
         except ValueError:
-            return f"UNKNOWN({self.type_id})"
+            return "UNKNOWN"
 
 
 @dataclass(slots=True)
@@ -245,7 +246,7 @@ def parse_batch_header(buf: bytes | memoryview, at: int, position: int) -> Recor
     )
 
 
-def decode_records(
+def decode_records_py(
     data: bytes,
     count: int,
     base_offset: int,
@@ -276,7 +277,7 @@ def decode_records(
                 length = (raw >> 1) ^ -(raw & 1)
             rec_end = pos + length
             if length < 6 or rec_end > end:
-                raise RecordDecodeError(f"record length {length} is impossible", start)
+                raise RecordDecodeError(f"length {length} is impossible", start)
             pos += 1  # record attributes (unused)
             b = data[pos]
             if b < 0x80:
@@ -327,7 +328,7 @@ def decode_records(
             else:
                 headers, pos = _decode_headers(data, pos, rec_end, start)
             if pos != rec_end:
-                raise RecordDecodeError(f"record of {length} bytes has fields that end elsewhere", start)
+                raise RecordDecodeError(f"fields do not end where its length {length} says", start)
             append(
                 make(
                     (
@@ -342,12 +343,32 @@ def decode_records(
                 )
             )
     except IndexError:
-        raise RecordDecodeError(f"record {len(out)} runs past the end of the batch", end) from None
+        raise RecordDecodeError(f"record {len(out)}: runs past the end of the batch", start) from None
     except VarintError as exc:
-        raise RecordDecodeError(f"record {len(out)}: {exc}", exc.position) from None
+        what = "varint longer than 10 bytes" if exc.too_long else "runs past the end of the batch"
+        raise RecordDecodeError(f"record {len(out)}: {what}", start) from None
+    except RecordDecodeError as exc:
+        raise RecordDecodeError(f"record {len(out)}: {exc}", start) from None
     if pos != end:
         raise RecordDecodeError(f"{end - pos} bytes follow the batch's {count} records", pos)
     return out
+
+
+def _speedups():
+    """The C decoder when it is built and not disabled (KTOOL_PURE_PYTHON=1), else None."""
+    if os.environ.get("KTOOL_PURE_PYTHON"):
+        return None
+    try:
+        from kafka_tools.format import _speedups
+    except ImportError:
+        return None
+    _speedups.configure(Record, RecordDecodeError)
+    return _speedups
+
+
+_C = _speedups()
+decode_records = _C.decode_records if _C is not None else decode_records_py
+HAS_SPEEDUPS = _C is not None
 
 
 def _decode_headers(data: bytes, pos: int, rec_end: int, start: int) -> tuple[tuple, int]:
@@ -371,7 +392,7 @@ def _decode_headers(data: bytes, pos: int, rec_end: int, start: int) -> tuple[tu
             hvalue = None
         else:
             if pos + n > rec_end:
-                raise RecordDecodeError(f"header value length {n} runs past the record", start)
+                raise RecordDecodeError(f"header value length {n} is invalid", start)
             hvalue = data[pos : pos + n]
             pos += n
         headers.append((hkey, hvalue))

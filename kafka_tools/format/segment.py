@@ -39,6 +39,7 @@ class ProblemKind(str, Enum):
     ZERO_TAIL = "zero-tail"  # the rest of the file is zeros (preallocated or grown before written)
     MALFORMED_ENTRY = "malformed-entry"  # the entry's frame is fine but its fields are not
     CRC_MISMATCH = "crc-mismatch"
+    UNKNOWN_CODEC = "unknown-codec"
     RECORDS_UNDECODABLE = "records-undecodable"
     NOT_A_SEGMENT = "not-a-segment"
     OFFSETS_NOT_INCREASING = "offsets-not-increasing"
@@ -50,7 +51,6 @@ FATAL_KINDS = frozenset(
         ProblemKind.TRUNCATED_HEADER,
         ProblemKind.TRUNCATED_ENTRY,
         ProblemKind.SIZE_BELOW_MINIMUM,
-        ProblemKind.UNKNOWN_MAGIC,
         ProblemKind.ZERO_TAIL,
         ProblemKind.NOT_A_SEGMENT,
     }
@@ -167,10 +167,12 @@ def walk_entries(
                 offset,
             )
             return
-        if magic not in (0, 1, 2):
-            yield Problem(position, ProblemKind.UNKNOWN_MAGIC, f"unknown magic {magic}", offset)
-            return
         entry_size = size + LOG_OVERHEAD
+        if magic not in (0, 1, 2):
+            # The frame (offset, size) is the same in every generation, so the walk can step over it.
+            yield Problem(position, ProblemKind.UNKNOWN_MAGIC, f"unknown magic {magic}", offset)
+            position += entry_size
+            continue
         i = win.ensure(position, entry_size)
         if magic == 2:
             yield parse_batch_header(win.buf, i, position)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 
 class VarintError(ValueError):
-    def __init__(self, message: str, position: int) -> None:
+    def __init__(self, message: str, position: int, too_long: bool = False) -> None:
         super().__init__(message)
         self.position = position
+        self.too_long = too_long
 
 
 def read_uvarint(buf: bytes | memoryview, pos: int, max_bytes: int = 10) -> tuple[int, int]:
@@ -22,10 +23,11 @@ def read_uvarint(buf: bytes | memoryview, pos: int, max_bytes: int = 10) -> tupl
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            return result, pos
+            # Kafka reads varlongs into a Java long: keep the low 64 bits as it does.
+            return result & 0xFFFFFFFFFFFFFFFF, pos
         shift += 7
         if pos - start >= max_bytes:
-            raise VarintError(f"varint longer than {max_bytes} bytes", start)
+            raise VarintError(f"varint longer than {max_bytes} bytes", start, too_long=True)
 
 
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:

@@ -83,6 +83,7 @@ class DumpJsonRenderer:
                     "records": event.records,
                     "size": event.size,
                     "validBytes": event.valid_bytes,
+                    "trailingBytes": event.trailing_bytes,
                     "problems": event.problems,
                 }
             )
@@ -94,11 +95,9 @@ class DumpJsonRenderer:
             for record in event.records or ():
                 self.emit(self._record(event.path, entry, record, event.internal))
             return
-        messages = event.inner if event.inner is not None else [entry]
-        for m in messages:
-            self.emit(
-                self._message(event.path, m, entry.position, event.internal, inner=event.inner is not None)
-            )
+        self.emit(self._message(event.path, entry, entry.position, event.internal, inner=False))
+        for m in event.inner or ():
+            self.emit(self._message(event.path, m, entry.position, event.internal, inner=True))
 
     def _batch(self, path: str, b: RecordBatch) -> dict:
         return {
@@ -184,7 +183,7 @@ class DumpJsonRenderer:
             assert isinstance(m, Kafka07Message)
             obj.update(nextOffset=m.next_offset, valueSize=len(m.payload))
             key, value = None, m.payload
-        if self.print_data:
+        if self.print_data and not m.is_compressed:  # a wrapper's value is its compressed inner set
             obj.update(self._data(key, value, internal))
         return obj
 

@@ -57,9 +57,11 @@ class DumpTextRenderer:
         elif isinstance(event, ItemsEvent):
             self._items(event)
         elif isinstance(event, FileEnd):
-            if event.kind in (FileKind.LOG, FileKind.KAFKA07) and event.valid_bytes < event.size:
-                name = event.path.rsplit("/", 1)[-1]
-                self.out.plain(f"Found {event.size - event.valid_bytes} invalid bytes at the end of {name}")
+            name = event.path.rsplit("/", 1)[-1]
+            if event.trailing_bytes:
+                self.out.plain(f"Found {event.trailing_bytes} invalid bytes at the end of {name}")
+            if event.size == 0:
+                self.err.problem(f"{event.path}: empty file, nothing to dump")
 
     # -- log entries -------------------------------------------------------------------------------
 

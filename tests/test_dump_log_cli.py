@@ -1,0 +1,244 @@
+"""`ktool dump-log` through Click's CliRunner, as a user or a script would run it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafka_tools.cli.main import cli
+from tests.independent import FIXTURES, REALWORLD
+
+GENERATED = FIXTURES / "generated"
+CORRUPT = GENERATED / "corrupt"
+MANIFEST = json.loads((CORRUPT / "manifest.json").read_text())["files"]
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["dump-log", *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def json_lines(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def needs_realworld() -> None:
+    if not REALWORLD.is_dir():
+        pytest.skip("../shared/realworld is absent")
+
+
+def test_realworld_topic_dumps_every_record_with_kafkas_field_names() -> None:
+    needs_realworld()
+    path = REALWORLD / "kafka-2.x-logdir/first_topic-0/00000000000000000000.log"
+    code, out, err = run("--print-data-log", str(path))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"Dumping {path}"
+    assert lines[1] == "Starting offset: 0"
+    assert lines[2].startswith("baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1")
+    assert "position: 0 CreateTime: 1587576892921 size: 80 magic: 2 compresscodec: none" in lines[2]
+    assert lines[2].endswith("isvalid: true")
+    assert lines[3] == (
+        "| offset: 0 CreateTime: 1587576892921 keySize: -1 valueSize: 12 sequence: -1 headerKeys: [] "
+        "payload: just for fun"
+    )
+    assert sum(line.startswith("| offset:") for line in lines) == 11
+
+
+def test_json_lines_carry_stable_fields_and_a_summary() -> None:
+    needs_realworld()
+    path = REALWORLD / "kafka-2.x-logdir/first_topic-2/00000000000000000000.log"
+    code, out, _ = run("--json", "--deep-iteration", str(path))
+    assert code == 0
+    objs = json_lines(out)
+    assert objs[0] == {
+        "type": "file",
+        "file": str(path),
+        "kind": "log",
+        "baseOffset": 0,
+        "size": path.stat().st_size,
+    }
+    batches = [o for o in objs if o["type"] == "batch"]
+    records = [o for o in objs if o["type"] == "record"]
+    assert {
+        "baseOffset",
+        "lastOffset",
+        "count",
+        "position",
+        "crc",
+        "isValid",
+        "compressCodec",
+        "magic",
+    } <= set(batches[0])
+    assert [r["offset"] for r in records] == list(range(18))
+    summary = objs[-1]
+    assert summary["type"] == "summary"
+    assert summary["records"] == 18 and summary["problems"] == 0
+    assert summary["validBytes"] == path.stat().st_size
+
+
+def test_consumer_offsets_are_decoded_automatically() -> None:
+    needs_realworld()
+    path = REALWORLD / "kafka-2.x-logdir/__consumer_offsets-12/00000000000000000000.log"
+    code, out, _ = run("--json", "--print-data-log", str(path))
+    assert code == 0
+    records = [o for o in json_lines(out) if o["type"] == "record"]
+    commits = [r for r in records if r["key"]["type"] == "offset_commit"]
+    groups = [r for r in records if r["key"]["type"] == "group_metadata"]
+    assert commits and groups
+    assert commits[0]["key"]["data"] == {
+        "group": "my-second-application",
+        "topic": "first_topic",
+        "partition": 0,
+    }
+    assert groups[0]["value"]["data"]["protocolType"] == "consumer"
+    code, out, _ = run("--json", "--print-data-log", "--no-offsets-decoder", str(path))
+    first = next(o for o in json_lines(out) if o["type"] == "record")
+    assert isinstance(first["key"], str)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MANIFEST if n.endswith((".log", ".kafka"))))
+def test_corrupt_segment_keeps_the_good_part_and_names_the_position(name: str) -> None:
+    spec = MANIFEST[name]
+    path = CORRUPT / name
+    code, out, err = run("--json", "--deep-iteration", str(path))
+    objs = json_lines(out)
+    problems = [o for o in objs if o["type"] == "problem"]
+    if spec["kind"] == "empty-file":
+        assert code == 0 and not problems
+        assert objs[-1]["entries"] == 0 and objs[-1]["size"] == 0
+        assert "empty file" in run(str(path))[2]
+        return
+    assert code == 1
+    assert "Traceback" not in err
+    first = problems[0]
+    entries = [o for o in objs if o["type"] in ("batch", "message") and not o.get("inner")]
+    good = [e for e in entries if e["position"] < spec["first_bad_position"]]
+    if spec["kind"] not in ("bad-compressed-payload",):
+        assert first["position"] == spec["first_bad_position"], first
+    assert len(good) == spec["valid_entries"]
+    assert [e.get("lastOffset", e.get("offset")) for e in good] == spec["valid_last_offsets"]
+    if spec["resume_position"] is not None:
+        assert any(e["position"] == spec["resume_position"] for e in entries), (
+            "the walk stopped at the damage"
+        )
+
+
+def test_problems_go_to_stderr_as_one_line_each_with_the_position() -> None:
+    path = CORRUPT / "v2-length-past-eof-0/00000000000000000000.log"
+    code, out, err = run(str(path))
+    assert code == 1
+    assert err.splitlines() == [
+        f"ktool: {path}: position 2081 (offset 12): truncated-entry: entry of 2147418124 bytes runs past "
+        "the end of the file (1686 left)"
+    ]
+    assert (
+        "baseOffset: 0 " in out and "Found 1686 invalid bytes at the end of 00000000000000000000.log" in out
+    )
+
+
+def test_missing_file_is_an_environment_error_in_one_line() -> None:
+    code, out, err = run("/nonexistent/00000000000000000000.log")
+    assert code == 3
+    assert err.strip() == "ktool: /nonexistent/00000000000000000000.log: no such file"
+
+
+def test_good_files_are_dumped_even_when_another_is_missing() -> None:
+    good = GENERATED / "v2/none-0/00000000000000000000.log"
+    code, out, err = run(str(good), "/nonexistent.log")
+    assert code == 3
+    assert "baseOffset: 0" in out
+    assert "no such file" in err
+
+
+def test_a_directory_is_a_usage_error() -> None:
+    code, _, err = run(str(GENERATED))
+    assert code == 2
+    assert "is a directory" in err
+
+
+def test_text_file_named_log_is_called_what_it_is() -> None:
+    path = CORRUPT / "wrong-file-0/00000000000000000000.log"
+    code, out, err = run(str(path))
+    assert code == 1
+    assert "not-a-segment: this is text, not a Kafka log segment" in err
+
+
+def test_kafka07_offsets_are_byte_positions_from_the_file_name() -> None:
+    first = GENERATED / "kafka07/events-0/00000000000000000000.kafka"
+    second = next(p for p in (GENERATED / "kafka07/events-0").glob("*.kafka") if p != first)
+    base = int(second.name.split(".")[0])
+    assert base == first.stat().st_size
+    code, out, _ = run("--json", str(second))
+    assert code == 0
+    messages = [o for o in json_lines(out) if o["type"] == "message"]
+    assert [m["offset"] - m["position"] for m in messages] == [base] * len(messages)
+    assert messages[0]["offset"] == base
+
+
+def test_value_decoders() -> None:
+    path = GENERATED / "v2/none-0/00000000000000000000.log"
+    _, out, _ = run(
+        "--json", "--print-data-log", "--value-decoder", "json", "--key-decoder", "hex", str(path)
+    )
+    record = next(o for o in json_lines(out) if o["type"] == "record" and o["value"] is not None)
+    assert isinstance(record["value"], dict)
+    if record["key"] is not None:
+        assert bytes.fromhex(record["key"])
+    _, out, _ = run("--print-data-log", "--value-decoder", "none", "--key-decoder", "none", str(path))
+    assert " payload: " not in out and " key: " not in out
+
+
+def test_offset_range_filters_records() -> None:
+    path = GENERATED / "v2/none-0/00000000000000000000.log"
+    _, out, _ = run("--json", "--deep-iteration", "--from-offset", "5", "--to-offset", "9", str(path))
+    assert [o["offset"] for o in json_lines(out) if o["type"] == "record"] == [5, 6, 7, 8, 9]
+
+
+def test_control_batches_name_their_markers() -> None:
+    path = GENERATED / "v2/transactions-0/00000000000000000000.log"
+    code, out, _ = run("--deep-iteration", str(path))
+    assert code == 0
+    assert "endTxnMarker: COMMIT coordinatorEpoch:" in out
+    assert "endTxnMarker: ABORT coordinatorEpoch:" in out
+    assert "controlType: UNKNOWN(99)" in out
+
+
+def test_index_files_agree_with_their_segments() -> None:
+    for index in sorted((GENERATED / "v2/segmented-0").glob("*.index")):
+        code, out, err = run(str(index))
+        assert code == 0, err
+        assert out.splitlines()[2].startswith("offset: ")
+
+
+def test_index_that_points_nowhere_is_reported(tmp_path: Path) -> None:
+    src = GENERATED / "v2/segmented-0"
+    for f in src.glob("00000000000000000000.*"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    index = tmp_path / "00000000000000000000.index"
+    data = bytearray(index.read_bytes())
+    data[4:8] = (int.from_bytes(data[4:8], "big") + 1).to_bytes(4, "big")  # first entry's position + 1
+    index.write_bytes(bytes(data))
+    code, _, err = run(str(index))
+    assert code == 1
+    assert "where no batch starts" in err
+
+
+def test_bad_snapshot_crc_is_reported() -> None:
+    code, _, err = run(str(next((CORRUPT / "snapshot-bad-crc-0").glob("*.snapshot"))))
+    assert code == 1 and "crc-mismatch" in err
+
+
+def test_module_entry_point_runs() -> None:
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    result = subprocess.run(
+        [sys.executable, "-m", "kafka_tools", "--version"], capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 0 and "ktool" in result.stdout
