@@ -152,6 +152,7 @@ def _unlz4(data: bytes, limit: int) -> bytes:
         flg, bd = data[pos + 4], data[pos + 5]
         if flg >> 6 != 1:
             raise DecompressionError(f"lz4 frame version {flg >> 6} is not supported")
+        independent = bool(flg & 0x20)  # Kafka writes independent blocks; other writers may link them
         block_checksum = bool(flg & 0x10)
         content_size = bool(flg & 0x08)
         content_checksum = bool(flg & 0x04)
@@ -177,7 +178,11 @@ def _unlz4(data: bytes, limit: int) -> bytes:
                 out += block
             else:
                 try:
-                    out += lz4.block.decompress(block, uncompressed_size=block_max)
+                    if independent:
+                        out += lz4.block.decompress(block, uncompressed_size=block_max)
+                    else:
+                        history = bytes(out[-65536:])
+                        out += lz4.block.decompress(block, uncompressed_size=block_max, dict=history)
                 except Exception as exc:  # lz4.block.LZ4BlockError
                     raise DecompressionError(f"lz4: {exc}") from None
             if len(out) > limit:
