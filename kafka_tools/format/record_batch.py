@@ -110,7 +110,7 @@ class RecordBatch:
     producer_epoch: int
     base_sequence: int
     records_count: int
-    payload: bytes  # the records section, still compressed when the batch is
+    payload: memoryview | bytes  # the records section (still compressed when the batch is); no copy
     computed_crc: int
 
     @property
@@ -179,7 +179,7 @@ class RecordBatch:
 
     def records(self, limit: int | None = None) -> list[Record]:
         """Decompress and decode every record; raises RecordDecodeError with the byte position."""
-        data: bytes = self.payload
+        data = self.payload
         if self.is_compressed:
             try:
                 data = decompress(self.codec, data) if limit is None else decompress(self.codec, data, limit)
@@ -241,7 +241,7 @@ def parse_batch_header(buf: bytes | memoryview, at: int, position: int) -> Recor
         producer_epoch,
         base_sequence,
         records_count,
-        bytes(view[at + RECORD_BATCH_OVERHEAD : end]),
+        view[at + RECORD_BATCH_OVERHEAD : end],
         crc32c(view[at + CRC_START : end]),
     )
 
@@ -258,6 +258,8 @@ def decode_records_py(
 
     The hot path of every full decode: varints of one byte are read inline, longer ones by a call.
     """
+    if not isinstance(data, bytes):
+        data = bytes(data)  # indexing bytes is faster than indexing a memoryview
     out: list[Record] = []
     append = out.append
     make = Record._make

@@ -50,7 +50,7 @@ class DumpTextRenderer:
             self.err.problem(f"{event.path}: position {p.position}{at}: {p.kind.value}: {p.message}")
         elif isinstance(event, FileStart):
             self.out.plain(f"Dumping {event.path}")
-            if event.kind in (FileKind.LOG, FileKind.KAFKA07, FileKind.OFFSET_INDEX, FileKind.TIME_INDEX):
+            if event.kind in (FileKind.LOG, FileKind.KAFKA07):
                 self.out.plain(
                     f"Starting offset: {event.base_offset if event.base_offset is not None else 0}"
                 )
@@ -99,7 +99,8 @@ class DumpTextRenderer:
                 ("crc", m.crc),
             ]
             key, value = None, m.payload
-        if self.print_data:
+        # Kafka 0.9 printed neither key nor payload of a message whose value is null (a tombstone).
+        if self.print_data and (value is not None or internal is not None):
             fields += self._data(key, value, internal)
         self.out.fields(fields)
 

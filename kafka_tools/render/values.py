@@ -20,7 +20,8 @@ def decode_text(data: bytes | None, decoder: str) -> str | None:
         value = _try_json(data)
         if value is not _NOT_JSON:
             return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return data.decode("utf-8", "backslashreplace")
+    # U+FFFD for bytes that are not UTF-8, as Kafka's own tools print them (new String(bytes, UTF_8)).
+    return data.decode("utf-8", "replace")
 
 
 def decode_json(data: bytes | None, decoder: str) -> object:
