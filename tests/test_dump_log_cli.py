@@ -242,3 +242,19 @@ def test_module_entry_point_runs() -> None:
         [sys.executable, "-m", "kafka_tools", "--version"], capture_output=True, text=True, env=env
     )
     assert result.returncode == 0 and "ktool" in result.stdout
+
+
+def test_bulk_record_lines_equal_the_per_record_lines() -> None:
+    path = GENERATED / "v2/transactions-0/00000000000000000000.log"
+    _, fast, _ = run("--deep-iteration", str(path))
+    _, slow, _ = run("--print-data-log", "--key-decoder", "none", "--value-decoder", "none", str(path))
+    strip = [line.split(" headers: ")[0] for line in slow.splitlines()]
+    assert fast.splitlines() == strip
+    assert sum(line.startswith("| offset:") for line in strip) == 17
+
+
+def test_colour_on_a_terminal_and_plain_in_a_pipe() -> None:
+    path = CORRUPT / "v2-flipped-record-byte-0/00000000000000000000.log"
+    coloured = CliRunner().invoke(cli, ["--color", "always", "dump-log", str(path)])
+    assert "\x1b[" in coloured.stdout
+    assert "\x1b[" not in run(str(path))[1]

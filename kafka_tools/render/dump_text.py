@@ -128,8 +128,22 @@ class DumpTextRenderer:
                 ("isvalid", b.is_valid),
             ]
         )
-        for record in event.records or ():
-            self._record(b, record, event.internal)
+        records = event.records or ()
+        if self.out.colour or self.print_data or self.skip_metadata or b.is_control:
+            for record in records:
+                self._record(b, record, event.internal)
+        elif records:
+            # The common bulk case (plain text, metadata only): one formatted write a batch.
+            label = b.timestamp_type.label
+            self.out.stream.write(
+                "".join(
+                    f"| offset: {r.offset} {label}: {r.timestamp} "
+                    f"keySize: {-1 if r.key is None else len(r.key)} "
+                    f"valueSize: {-1 if r.value is None else len(r.value)} sequence: {r.sequence} "
+                    f"headerKeys: [{','.join(k for k, _ in r.headers)}]\n"
+                    for r in records
+                )
+            )
 
     def _record(self, b: RecordBatch, r: Record, internal: str | None) -> None:
         fields: Fields = []
