@@ -78,3 +78,10 @@ def test_garbage_is_a_decompression_error(codec: Codec) -> None:
 def test_unknown_codec_is_a_decompression_error() -> None:
     with pytest.raises(DecompressionError, match="unknown compression codec 6"):
         decompress(6, b"abc")
+
+
+def test_zstd_frames_without_size_and_several_frames_are_read_whole() -> None:
+    unsized = zstandard.ZstdCompressor(write_content_size=False).compress(DATA)
+    assert decompress(Codec.ZSTD, unsized) == DATA
+    two = zstandard.ZstdCompressor().compress(DATA[:1000]) + zstandard.ZstdCompressor().compress(DATA[1000:])
+    assert decompress(Codec.ZSTD, two) == DATA

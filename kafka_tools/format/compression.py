@@ -195,8 +195,22 @@ def _unlz4(data: bytes, limit: int) -> bytes:
 def _unzstd(data: bytes | memoryview, limit: int) -> bytes:
     import zstandard
 
+    data = bytes(data)
     try:
-        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)), read_across_frames=True)
+        declared = zstandard.frame_content_size(data)
+    except zstandard.ZstdError as exc:
+        raise DecompressionError(f"zstd: {exc}") from None
+    if declared > limit:
+        raise DecompressionError(f"zstd frame claims {declared} bytes, past the {limit}-byte limit")
+    if declared >= 0:
+        # One frame that states its size (what most clients write): decode in one call, which is much
+        # faster than streaming. More frames after it make that call fail, and the stream reads them all.
+        try:
+            return zstandard.ZstdDecompressor().decompress(data, allow_extra_data=False)
+        except zstandard.ZstdError:
+            pass
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
         out = reader.read(limit + 1)
     except zstandard.ZstdError as exc:
         raise DecompressionError(f"zstd: {exc}") from None
