@@ -258,3 +258,59 @@ def test_colour_on_a_terminal_and_plain_in_a_pipe() -> None:
     coloured = CliRunner().invoke(cli, ["--color", "always", "dump-log", str(path)])
     assert "\x1b[" in coloured.stdout
     assert "\x1b[" not in run(str(path))[1]
+
+
+def test_transaction_state_partitions_are_decoded_automatically(tmp_path: Path) -> None:
+    import struct
+
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    def s(text: str) -> bytes:
+        return struct.pack(">h", len(text)) + text.encode()
+
+    key = struct.pack(">h", 0) + s("payments-txn")
+    # TransactionLogValue v0: producerId, producerEpoch, timeout, status, partitions, lastUpdate, start.
+    value = (
+        struct.pack(">hqhib", 0, 4242, 3, 60000, 2)
+        + struct.pack(">i", 1)
+        + s("payments")
+        + struct.pack(">iii", 2, 0, 1)
+        + struct.pack(">qq", 1700000000500, 1700000000000)
+    )
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    builder.append(0, timestamp=1700000000500, key=key, value=value, headers=[])
+    builder.append(1, timestamp=1700000000600, key=key, value=None, headers=[])
+    segment = tmp_path / "__transaction_state-7" / "00000000000000000000.log"
+    segment.parent.mkdir()
+    segment.write_bytes(bytes(builder.build()))
+    code, out, err = run("--json", "--print-data-log", str(segment))
+    assert code == 0, err
+    records = [o for o in json_lines(out) if o["type"] == "record"]
+    assert records[0]["key"] == {
+        "type": "transaction_log",
+        "version": 0,
+        "data": {"transactionalId": "payments-txn"},
+    }
+    data = records[0]["value"]["data"]
+    assert (data["producerId"], data["transactionStatusName"]) == (4242, "PrepareCommit")
+    assert data["transactionPartitions"] == [{"topic": "payments", "partitionIds": [0, 1]}]
+    assert records[1]["value"] is None
+
+
+def test_max_bytes_stops_reading_early() -> None:
+    path = GENERATED / "v2/none-0/00000000000000000000.log"
+    _, full, _ = run("--json", str(path))
+    batches = [o for o in json_lines(full) if o["type"] == "batch"]
+    limit = batches[1]["position"] + batches[1]["size"]
+    code, out, _ = run("--json", "--max-bytes", str(limit), str(path))
+    assert code == 0
+    assert [o for o in json_lines(out) if o["type"] == "batch"] == batches[:2]
+
+
+def test_skip_record_metadata_prints_only_the_data() -> None:
+    path = GENERATED / "v2/none-0/00000000000000000000.log"
+    _, out, _ = run("--print-data-log", "--skip-record-metadata", str(path))
+    records = [line for line in out.splitlines() if line.startswith("| ")]
+    assert records and all(
+        "offset:" not in line and "payload: " in line for line in records if "payload" in line
+    )
