@@ -55,8 +55,10 @@ def cli(ctx: click.Context, color: str) -> None:
 
 def _register() -> None:
     from kafka_tools.cli.dump_log import dump_log
+    from kafka_tools.cli.validate import validate
 
     cli.add_command(dump_log)
+    cli.add_command(validate)
 
 
 _register()

@@ -60,6 +60,8 @@ def _read_text(path: str | os.PathLike) -> list[str]:
 
 def _read_checkpoint(path: str | os.PathLike, fields: int, parse) -> Checkpoint:
     lines = _read_text(path)
+    if not lines:
+        return Checkpoint(0, [])  # brokers create checkpoint files empty before the first write
     if len(lines) < 2:
         raise CheckpointError("a checkpoint needs a version line and a count line", len(lines) + 1)
     try:

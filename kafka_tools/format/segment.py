@@ -9,6 +9,7 @@ file is ever used to allocate before it has been checked against the file's real
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -194,3 +195,74 @@ def looks_like_text(path: str | os.PathLike, probe: int = 512) -> bool:
         return False
     printable = sum(1 for b in head if 32 <= b < 127 or b in (9, 10, 13))
     return printable / len(head) > 0.95
+
+
+_NONZERO = re.compile(rb"[^\x00]")
+RESYNC_MAX_BYTES = 1 << 30  # give up looking for valid data after damage beyond this much file
+
+
+def resync(path: str | os.PathLike, start: int, min_offset: int, limit: int = 1 << 20) -> list[int]:
+    """Positions of valid entries (framed, CRC-checked, offsets at or past `min_offset`) after damage
+    that lost the framing at `start - 1`: what lies beyond a hole that truncation would throw away.
+
+    Candidates are found by the shape of an entry header (high half of the offset, magic 0-2 at byte
+    16); each is checked by its CRC, then the walk follows the framing from there.
+    """
+    hi = struct.pack(">I", (min_offset >> 32) & 0xFFFFFFFF)
+    pattern = re.compile(re.escape(hi) + rb"(?=.{12}[\x00-\x02])", re.DOTALL)
+    found: list[int] = []
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        win = SegmentWindow(f, size)
+        pos = start
+        end = min(size, start + RESYNC_MAX_BYTES)
+        while pos + HEADER_UP_TO_MAGIC <= end and len(found) < limit:
+            chunk_len = min(WINDOW, end - pos)
+            i0 = win.ensure(pos, chunk_len)
+            m = pattern.search(win.buf, i0, i0 + chunk_len)
+            if m is None:
+                pos += max(1, chunk_len - HEADER_UP_TO_MAGIC)
+                continue
+            cand = pos + (m.start() - i0)
+            entry = _entry_at(win, cand, size, min_offset)
+            if entry is None:
+                j = m.start()
+                if win.buf[j : j + HEADER_UP_TO_MAGIC] == bytes(HEADER_UP_TO_MAGIC):
+                    # Inside a run of zeros: the next header can begin at most 16 bytes before its end.
+                    z = _NONZERO.search(win.buf, j, i0 + chunk_len)
+                    pos = max(cand + 1, pos + ((z.start() if z else i0 + chunk_len) - i0) - 16)
+                else:
+                    pos = cand + 1
+                continue
+            for item in walk_entries(win, cand, size):
+                if isinstance(item, Problem):
+                    if item.is_fatal:
+                        break
+                    continue
+                if item.is_valid:
+                    found.append(item.position)
+            return found
+    return found
+
+
+def _entry_at(win: SegmentWindow, position: int, size: int, min_offset: int) -> Entry | None:
+    i = win.ensure(position, HEADER_UP_TO_MAGIC)
+    offset, length = struct.unpack_from(">qi", win.buf, i)
+    magic = win.buf[i + 16]
+    minimum = MIN_BATCH_LENGTH if magic == 2 else min_message_size(magic)
+    if (
+        not (min_offset <= offset < min_offset + (1 << 31))
+        or length < minimum
+        or position + 12 + length > size
+    ):
+        return None
+    i = win.ensure(position, length + LOG_OVERHEAD)
+    try:
+        entry = (
+            parse_batch_header(win.buf, i, position)
+            if magic == 2
+            else parse_message(win.buf, i, position, i + length + LOG_OVERHEAD)
+        )
+    except RecordDecodeError:
+        return None
+    return entry if entry.is_valid else None

@@ -37,3 +37,42 @@ def file_progress(path: str, size: int, enabled: bool | None) -> Iterator[Callab
     with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
         task = bar.add_task(path.rsplit("/", 1)[-1], total=size)
         yield lambda position: bar.update(task, completed=position)
+
+
+@contextmanager
+def tree_progress(paths, enabled: bool | None) -> Iterator[Callable[[str], Callable[[int], None]] | None]:
+    """For many files: a factory giving each segment its own bar callback, on one overall display."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        yield None
+        return
+    import os
+
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=Console(file=sys.stderr),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("validating", total=None)
+        done = 0
+
+        def for_file(path) -> Callable[[int], None]:
+            nonlocal done
+            base = done
+            size = os.path.getsize(path)
+            done += size
+            bar.update(task, description=os.path.basename(os.path.dirname(path)) or "validating")
+
+            def tick(position: int) -> None:
+                bar.update(task, completed=base + position)
+
+            return tick
+
+        yield for_file

@@ -1,0 +1,62 @@
+"""`ktool validate PATH…`: CRCs and structure of files, partitions or whole log.dirs trees."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kafka_tools.errors import EXIT_FINDINGS
+from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer
+from kafka_tools.render.lines import wants_colour
+from kafka_tools.render.progress import tree_progress
+from kafka_tools.validate import ValidateOptions, validate_paths
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option(
+    "--deep", is_flag=True, help="Decode every record of uncompressed batches too (compressed always are)."
+)
+@click.option(
+    "--strict", is_flag=True, help="Exit 1 on warnings too (gaps, stray files, checkpoints past the end)."
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="JSON Lines: one object per finding and partition, then a summary.",
+)
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
+)
+@click.pass_context
+def validate(
+    ctx: click.Context, paths: tuple[str, ...], deep: bool, strict: bool, as_json: bool, progress: bool | None
+) -> None:
+    """Check CRCs and structure of segments, partitions or whole log.dirs trees.
+
+    PATH may be a segment or index file, a partition directory (topic-N), a log dir, or a directory
+    holding log dirs (searched recursively). Every finding names the file, byte position, offset and
+    what is wrong; errors say whether they lie in a tail that `ktool truncate` repairs as the broker's
+    recovery would, or in the middle of the data.
+
+    \b
+    Exit status:
+      0  clean (warnings allowed unless --strict)
+      1  corruption found (or, with --strict, warnings)
+      2  usage error
+      3  a path could not be read
+    """
+    options = ValidateOptions(deep=deep, strict=strict)
+    with tree_progress(paths, progress) as tick:
+        result = validate_paths(list(paths), options, tick)
+    summary = result.summary()
+    if as_json:
+        ValidateJsonRenderer(sys.stdout).render(result, summary)
+    else:
+        colour = (ctx.obj or {}).get("color")
+        ValidateTextRenderer(sys.stdout, wants_colour(sys.stdout, colour)).render(result, summary)
+    sys.stdout.flush()
+    if summary.errors or (strict and summary.warnings):
+        ctx.exit(EXIT_FINDINGS)

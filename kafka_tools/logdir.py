@@ -1,0 +1,182 @@
+"""A `log.dirs` tree as the broker sees it: log dirs, partitions, and each partition's segments in order.
+
+Paths given by a user may be a segment file, a partition directory (`topic-N`), a log dir (holding
+partition directories and checkpoint files) or any directory above log dirs; `discover` sorts them out.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka_tools.errors import InputError
+from kafka_tools.format.checkpoints import LEADER_EPOCH_CHECKPOINT, OFFSET_CHECKPOINTS
+from kafka_tools.format.kinds import TRANSIENT_SUFFIXES, FileKind, base_offset_of, kind_of, partition_of
+
+SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
+LOCK_FILE = ".lock"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+
+@dataclass
+class Segment:
+    """A segment's log file with the index files that share its base offset."""
+
+    base_offset: int
+    log: Path
+    offset_index: Path | None = None
+    time_index: Path | None = None
+    txn_index: Path | None = None
+
+    @property
+    def kind(self) -> FileKind:
+        return kind_of(self.log)
+
+    @property
+    def size(self) -> int:
+        return self.log.stat().st_size
+
+
+@dataclass
+class Partition:
+    path: Path
+    topic: str
+    partition: int
+    segments: list[Segment] = field(default_factory=list)
+    snapshots: list[Path] = field(default_factory=list)
+    leader_epoch_checkpoint: Path | None = None
+    transient: list[Path] = field(default_factory=list)  # .deleted, .cleaned, .swap files
+    orphans: list[Path] = field(default_factory=list)  # index files without their log, unknown files
+    other: list[Path] = field(default_factory=list)  # partition.metadata and the like
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.path.parent
+
+
+@dataclass
+class LogDir:
+    path: Path
+    partitions: list[Partition] = field(default_factory=list)
+    checkpoints: list[Path] = field(default_factory=list)
+
+    @property
+    def lock_file(self) -> Path:
+        return self.path / LOCK_FILE
+
+
+def read_partition(path: Path) -> Partition:
+    where = partition_of(path / "x")
+    if where is None:
+        raise InputError(f"{path}: not a partition directory (expected topic-N)")
+    part = Partition(path, where[0], where[1])
+    segments: dict[int, Segment] = {}
+    indexes: list[tuple[int, FileKind, Path]] = []
+    try:
+        entries = sorted(path.iterdir())
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    for f in entries:
+        if not f.is_file():
+            part.orphans.append(f)
+            continue
+        if f.name.endswith(TRANSIENT_SUFFIXES):
+            part.transient.append(f)
+            continue
+        kind = kind_of(f)
+        base = base_offset_of(f)
+        if kind in SEGMENT_KINDS and base is not None:
+            segments[base] = Segment(base, f)
+        elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX) and base is not None:
+            indexes.append((base, kind, f))
+        elif kind == FileKind.PRODUCER_SNAPSHOT:
+            part.snapshots.append(f)
+        elif f.name == LEADER_EPOCH_CHECKPOINT:
+            part.leader_epoch_checkpoint = f
+        elif kind == FileKind.PARTITION_METADATA:
+            part.other.append(f)
+        else:
+            part.orphans.append(f)
+    for base, kind, f in indexes:
+        seg = segments.get(base)
+        if seg is None:
+            part.orphans.append(f)
+        elif kind == FileKind.OFFSET_INDEX:
+            seg.offset_index = f
+        elif kind == FileKind.TIME_INDEX:
+            seg.time_index = f
+        else:
+            seg.txn_index = f
+    part.segments = [segments[b] for b in sorted(segments)]
+    return part
+
+
+def is_partition_dir(path: Path) -> bool:
+    return path.is_dir() and partition_of(path / "x") is not None
+
+
+def is_log_dir(path: Path) -> bool:
+    """A directory holding partition directories or the broker's checkpoint files."""
+    if not path.is_dir():
+        return False
+    names = {p.name for p in path.iterdir()}
+    if names & (OFFSET_CHECKPOINTS | {"meta.properties", LOCK_FILE, CLEAN_SHUTDOWN_FILE}):
+        return True
+    return any(is_partition_dir(p) for p in path.iterdir())
+
+
+def read_log_dir(path: Path) -> LogDir:
+    ld = LogDir(path)
+    for p in sorted(path.iterdir()):
+        if is_partition_dir(p):
+            ld.partitions.append(read_partition(p))
+        elif p.is_file() and p.name in OFFSET_CHECKPOINTS:
+            ld.checkpoints.append(p)
+    return ld
+
+
+@dataclass
+class Discovery:
+    """What a list of user paths names: whole log dirs, single partitions, single files."""
+
+    log_dirs: list[LogDir] = field(default_factory=list)
+    partitions: list[Partition] = field(default_factory=list)  # given directly, outside a whole log dir
+    files: list[Path] = field(default_factory=list)  # single files given directly
+
+    def all_partitions(self) -> list[Partition]:
+        return [p for ld in self.log_dirs for p in ld.partitions] + self.partitions
+
+
+def discover(paths: list[str | os.PathLike]) -> Discovery:
+    found = Discovery()
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise InputError(f"{path}: no such file or directory")
+        if path.is_file():
+            found.files.append(path)
+        elif is_partition_dir(path):
+            found.partitions.append(read_partition(path))
+        elif is_log_dir(path):
+            found.log_dirs.append(read_log_dir(path))
+        else:
+            below = sorted(p for p in _walk_dirs(path) if is_log_dir(p))
+            if not below:
+                raise InputError(f"{path}: no Kafka log directory or partition below it")
+            found.log_dirs += [read_log_dir(p) for p in below]
+    return found
+
+
+def _walk_dirs(root: Path):
+    for dirpath, dirnames, _ in os.walk(root):
+        here = Path(dirpath)
+        if is_log_dir(here):
+            yield here
+            dirnames[:] = []  # a log dir's children are partitions, read by read_log_dir
+        else:
+            dirnames.sort()
