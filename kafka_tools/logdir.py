@@ -127,7 +127,12 @@ def is_log_dir(path: Path) -> bool:
     names = {p.name for p in path.iterdir()}
     if names & (OFFSET_CHECKPOINTS | {"meta.properties", LOCK_FILE, CLEAN_SHUTDOWN_FILE}):
         return True
-    return any(is_partition_dir(p) for p in path.iterdir())
+    return any(is_partition_dir(p) and _holds_segments(p) for p in path.iterdir())
+
+
+def _holds_segments(path: Path) -> bool:
+    """A `name-N` directory is a partition when it holds segment files (any dir may be named so)."""
+    return any(kind_of(f) in (*SEGMENT_KINDS, FileKind.OFFSET_INDEX) for f in path.iterdir())
 
 
 def read_log_dir(path: Path) -> LogDir:

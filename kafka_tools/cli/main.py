@@ -55,10 +55,12 @@ def cli(ctx: click.Context, color: str) -> None:
 
 def _register() -> None:
     from kafka_tools.cli.dump_log import dump_log
+    from kafka_tools.cli.truncate import truncate
     from kafka_tools.cli.validate import validate
 
     cli.add_command(dump_log)
     cli.add_command(validate)
+    cli.add_command(truncate)
 
 
 _register()

@@ -1,0 +1,210 @@
+"""`ktool truncate PATH…`: cut corrupt tails as the broker's log recovery does, with a backup."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kafka_tools.errors import EXIT_FINDINGS, UsageError
+from kafka_tools.logdir import discover
+from kafka_tools.recovery import (
+    DEFAULT_INDEX_INTERVAL,
+    MANIFEST,
+    RecoveryPlan,
+    apply_plan,
+    check_backup_location,
+    log_dir_lock,
+    partition_for,
+    plan_partition,
+    undo,
+)
+
+
+def plan_lines(plan: RecoveryPlan) -> list[str]:
+    part = plan.partition
+    if plan.is_noop:
+        return [f"{part.name}: nothing to do (every segment is valid)"]
+    lines = [f"{part.name}: the broker's recovery would:"]
+    if plan.cut is not None:
+        c = plan.cut
+        lines.append(
+            f"  truncate {c.segment.log} from {c.size} to {c.keep_bytes} bytes (cut {c.cut_bytes}):"
+            f" {c.reason}"
+        )
+        if c.valid_after:
+            lines.append(
+                f"    losing {len(c.valid_after)} valid entries after the damage (first at position "
+                f"{c.valid_after[0]}): corruption in the middle, not a tail"
+            )
+    for seg in plan.deleted_segments:
+        lines.append(f"  delete segment {seg.log.name} and its indexes (after the cut)")
+    for seg, why in plan.rebuild_indexes:
+        lines.append(f"  rebuild the indexes of {seg.log.name} (every {plan.index_interval} bytes): {why}")
+    for path, why in plan.deleted_snapshots:
+        lines.append(f"  delete producer snapshot {path.name}: {why}")
+    if plan.epoch_checkpoint_keep is not None:
+        lines.append(
+            f"  drop leader epochs past the new log end from {plan.partition.leader_epoch_checkpoint}"
+        )
+    if plan.new_log_end is not None:
+        lines.append(f"  new log end offset: {plan.new_log_end}")
+    return lines
+
+
+def plan_json(plan: RecoveryPlan) -> dict:
+    c = plan.cut
+    return {
+        "type": "plan",
+        "partition": plan.partition.name,
+        "path": str(plan.partition.path),
+        "noop": plan.is_noop,
+        "truncate": None
+        if c is None
+        else {
+            "file": str(c.segment.log),
+            "size": c.size,
+            "newSize": c.keep_bytes,
+            "cutBytes": c.cut_bytes,
+            "reason": c.reason,
+            "validEntriesLost": len(c.valid_after),
+        },
+        "deleteSegments": [str(s.log) for s in plan.deleted_segments],
+        "rebuildIndexes": [{"segment": str(s.log), "reason": why} for s, why in plan.rebuild_indexes],
+        "deleteSnapshots": [str(p) for p, _ in plan.deleted_snapshots],
+        "lostValidEntries": plan.lost_entries,
+        "newLogEndOffset": plan.new_log_end,
+        "indexIntervalBytes": plan.index_interval,
+    }
+
+
+@click.command("truncate")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option(
+    "--force", is_flag=True, help="Also cut corruption that valid data follows (kept in the backup)."
+)
+@click.option(
+    "--backup-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("ktool-backups"),
+    show_default=True,
+    help="Where removed bytes and the manifest go (never inside a log dir).",
+)
+@click.option(
+    "--index-interval-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_INDEX_INTERVAL,
+    show_default=True,
+    help="index.interval.bytes for the rebuilt indexes.",
+)
+@click.option(
+    "--undo",
+    "undo_manifest",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Restore the files a previous run changed, from its manifest.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="JSON Lines: the plan and the result of each partition."
+)
+@click.pass_context
+def truncate(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    dry_run: bool,
+    force: bool,
+    backup_dir: Path,
+    index_interval_bytes: int,
+    undo_manifest: Path | None,
+    as_json: bool,
+) -> None:
+    """Cut corrupt tails of segments as the broker's log recovery does, losing no valid byte.
+
+    PATH is a partition directory (topic-N), a log dir (every partition in it) or a segment file
+    (recovery then starts at that segment). For each partition ktool prints what the broker's recovery
+    would do — truncate the first damaged segment at its last valid byte, rebuild its indexes, delete
+    every later segment — then does it: every removed or rewritten byte is first copied, with a
+    manifest (sizes, sha256), into --backup-dir. `ktool truncate --undo MANIFEST` restores exactly.
+
+    ktool refuses while a broker holds the log dir's .lock, and refuses damage that valid data
+    follows (cutting it would lose that data) unless --force; even then the valid entries after the
+    hole are kept in the backup, as a segment of their own.
+
+    \b
+    Exit status:
+      0  done, or nothing to do
+      1  refused (corruption in the middle, a broker running) or nothing applied
+      2  usage error
+      3  a path could not be read
+    """
+    out = sys.stdout
+    if undo_manifest is not None:
+        if paths:
+            raise UsageError("--undo takes the manifest alone, no PATH")
+        manifest = undo_manifest / MANIFEST if undo_manifest.is_dir() else undo_manifest
+        for line in undo(manifest):
+            _say(out, as_json, {"type": "undo", "action": line}, line)
+        return
+    if not paths:
+        raise UsageError("give a partition directory, a log dir or a segment (or --undo MANIFEST)")
+    if not dry_run:
+        check_backup_location(backup_dir)
+    plans: list[RecoveryPlan] = []
+    for path in paths:
+        if path.is_dir() and not _is_partition(path):
+            plans += [
+                plan_partition(p, None, index_interval_bytes) for p in discover([path]).all_partitions()
+            ]
+        else:
+            part, start = partition_for(path)
+            plans.append(plan_partition(part, start, index_interval_bytes))
+    refused = False
+    for plan in plans:
+        _say(out, as_json, plan_json(plan), "\n".join(plan_lines(plan)))
+        if plan.is_noop or dry_run:
+            continue
+        if plan.loses_valid_data and not force:
+            refused = True
+            msg = (
+                f"{plan.partition.name}: refused: {plan.lost_entries} valid entries would be lost; the "
+                "damage is in the middle, not a tail (--force cuts it anyway, keeping them in the backup)"
+            )
+            click.echo(f"ktool: {msg}", err=True)
+            _say(out, as_json, {"type": "refused", "partition": plan.partition.name, "reason": msg}, None)
+            continue
+        with log_dir_lock(plan.partition.log_dir):
+            backup = apply_plan(plan, backup_dir)
+        text = (
+            f"{plan.partition.name}: done; backup and manifest in {backup} "
+            f"(undo: ktool truncate --undo {backup / MANIFEST})"
+        )
+        _say(
+            out,
+            as_json,
+            {
+                "type": "applied",
+                "partition": plan.partition.name,
+                "backup": str(backup),
+                "manifest": str(backup / MANIFEST),
+            },
+            text,
+        )
+    if dry_run and not as_json:
+        out.write("dry run: nothing changed\n")
+    if refused:
+        ctx.exit(EXIT_FINDINGS)
+
+
+def _is_partition(path: Path) -> bool:
+    from kafka_tools.logdir import is_partition_dir
+
+    return is_partition_dir(path)
+
+
+def _say(out, as_json: bool, obj: dict, text: str | None) -> None:
+    if as_json:
+        out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    elif text is not None:
+        out.write(text + "\n")
