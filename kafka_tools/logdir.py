@@ -120,6 +120,14 @@ def is_partition_dir(path: Path) -> bool:
     return path.is_dir() and partition_of(path / "x") is not None
 
 
+def has_log_dir_markers(path: Path) -> bool:
+    """The files only a broker's log dir holds (a lock, checkpoints, meta.properties)."""
+    return any(
+        (path / name).exists()
+        for name in (*OFFSET_CHECKPOINTS, "meta.properties", LOCK_FILE, CLEAN_SHUTDOWN_FILE)
+    )
+
+
 def is_log_dir(path: Path) -> bool:
     """A directory holding partition directories or the broker's checkpoint files."""
     if not path.is_dir():

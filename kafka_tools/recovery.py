@@ -28,7 +28,14 @@ from kafka_tools.format import checkpoints, index, snapshot
 from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.logdir import LOCK_FILE, Partition, Segment, is_log_dir, read_partition
+from kafka_tools.logdir import (
+    LOCK_FILE,
+    Partition,
+    Segment,
+    has_log_dir_markers,
+    is_partition_dir,
+    read_partition,
+)
 from kafka_tools.validate import (
     SegmentReport,
     ValidateOptions,
@@ -300,10 +307,15 @@ def _write_manifest(backup: Path, manifest: dict) -> None:
 
 
 def check_backup_location(backup_root: Path) -> None:
-    """A backup inside a log dir would be loaded by the broker as a (broken) partition: refuse it."""
-    for parent in [backup_root.resolve(), *backup_root.resolve().parents]:
-        if parent.exists() and is_log_dir(parent):
-            raise UsageError(f"{backup_root}: inside the Kafka log dir {parent}; put backups elsewhere")
+    """A directory inside a log dir is loaded by the broker as a (broken) partition: refuse to put the
+    backup there (backup_root, and the per-partition directories made inside it)."""
+    root = backup_root.resolve()
+    for d in (root, root.parent):
+        if d.exists() and has_log_dir_markers(d):
+            raise UsageError(f"{backup_root}: inside the Kafka log dir {d}; put backups elsewhere")
+    for d in root.parents:
+        if is_partition_dir(d) and d.parent.exists() and has_log_dir_markers(d.parent):
+            raise UsageError(f"{backup_root}: inside the partition directory {d}; put backups elsewhere")
 
 
 def apply_plan(plan: RecoveryPlan, backup_root: Path) -> Path:
