@@ -21,8 +21,17 @@ from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
-from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries, looks_like_text, resync
+from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, parse_batch_header
+from kafka_tools.format.segment import (
+    BatchHeader,
+    Problem,
+    ProblemKind,
+    SegmentWindow,
+    looks_like_text,
+    resync,
+    safe_to_map,
+    walk_entries,
+)
 from kafka_tools.logdir import Discovery, LogDir, Partition, Segment, discover
 
 INT32_MAX = (1 << 31) - 1
@@ -127,46 +136,82 @@ def scan_segment(
         )
         return report
     kafka07 = kind_of(path) == FileKind.KAFKA07
-    walk = (
-        iter_kafka07_entries(path, base, progress=progress)
-        if kafka07
-        else iter_log_entries(path, progress=progress)
-    )
     cut: int | None = None
     last: int | None = None
-    for item in walk:
-        if isinstance(item, Problem):
+    nxt: int | None = None  # the offset after the last valid entry (0.7: the byte offset after it)
+    deep = options.deep
+    positions = report.entry_positions
+    with open(path, "rb") as f:
+        win = SegmentWindow(f, size, use_mmap=safe_to_map(path))
+        if kafka07:
+            walk = iter_kafka07_entries(path, base, progress=progress)
+        else:
+            walk = walk_entries(win, 0, size, progress, light=True)
+        for item in walk:
+            if type(item) is BatchHeader:
+                lo = item.last_offset
+                if (
+                    cut is None
+                    and item.crc == item.computed_crc
+                    and not item.attributes & 0x07
+                    and not deep
+                    and (last is None or lo > last)
+                    and 0 <= lo - base <= INT32_MAX
+                    and 0 <= item.records_count <= item.last_offset_delta + 1
+                ):
+                    # The common case, kept flat: a valid, uncompressed batch in order.
+                    report.entries += 1
+                    first = item.base_offset
+                    if report.first_offset is None:
+                        report.first_offset = first
+                    elif first > last + 1:
+                        report.has_gaps = True
+                    positions[item.position] = (first, lo)
+                    last = lo
+                    nxt = lo + 1
+                    report.records += item.records_count
+                    if item.max_timestamp > report.max_timestamp:
+                        report.max_timestamp = item.max_timestamp
+                    continue
+                if item.is_valid and (item.is_compressed or deep):
+                    item = parse_batch_header(
+                        win.buf, win.ensure(item.position, item.entry_size), item.position
+                    )
+            if isinstance(item, Problem):
+                if cut is None:
+                    cut = item.position
+                offset = (
+                    item.offset
+                    if item.offset is not None and last is not None and item.offset > last
+                    else None
+                )
+                report.findings.append(
+                    Finding(name, item.kind.value, Severity.ERROR, item.message, item.position, offset)
+                )
+                if item.is_fatal and not kafka07:
+                    report.valid_after = resync(path, item.position + 1, min_offset=(last or base - 1) + 1)
+                continue
+            entry = item
+            problems = _entry_findings(name, entry, base, last, options)
+            breaks = [f for f in problems if f.kind in _RECOVERY_CUTS]
+            if breaks and cut is None:
+                cut = entry.position
+            if cut is not None and not breaks and entry.is_valid:
+                report.valid_after.append(entry.position)
             if cut is None:
-                cut = item.position
-            offset = (
-                item.offset if item.offset is not None and last is not None and item.offset > last else None
-            )
-            report.findings.append(
-                Finding(name, item.kind.value, Severity.ERROR, item.message, item.position, offset)
-            )
-            if item.is_fatal and not kafka07:
-                report.valid_after = resync(path, item.position + 1, min_offset=(last or base - 1) + 1)
-            continue
-        entry = item
-        problems = _entry_findings(name, entry, base, last, options)
-        breaks = [f for f in problems if f.kind in _RECOVERY_CUTS]
-        if breaks and cut is None:
-            cut = entry.position
-        if cut is not None and not breaks and entry.is_valid:
-            report.valid_after.append(entry.position)
-        if cut is None:
-            report.entries += 1
-            first = _first_offset(entry)
-            report.first_offset = first if report.first_offset is None else report.first_offset
-            report.entry_positions[entry.position] = (first, entry.last_offset)
-            if last is not None and first > last + 1:
-                report.has_gaps = True
-            last = entry.last_offset
-            report.next_offset = entry.next_offset
-            report.records += _count(entry)
-            ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
-            report.max_timestamp = max(report.max_timestamp, ts)
-        report.findings += problems
+                report.entries += 1
+                first = _first_offset(entry)
+                report.first_offset = first if report.first_offset is None else report.first_offset
+                positions[entry.position] = (first, entry.last_offset)
+                if last is not None and first > last + 1:
+                    report.has_gaps = True
+                last = entry.last_offset
+                nxt = entry.next_offset
+                report.records += _count(entry)
+                ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
+                report.max_timestamp = max(report.max_timestamp, ts)
+            report.findings += problems
+    report.next_offset = nxt
     report.recovery_point = size if cut is None else cut
     report.last_offset = last
     _mark_repairable(report)
@@ -179,7 +224,7 @@ _RECOVERY_CUTS = frozenset(
 
 
 def _first_offset(entry) -> int:
-    if isinstance(entry, RecordBatch):
+    if isinstance(entry, (RecordBatch, BatchHeader)):
         return entry.base_offset
     if isinstance(entry, LegacyMessage) and entry.is_compressed:
         try:
@@ -190,7 +235,7 @@ def _first_offset(entry) -> int:
 
 
 def _count(entry) -> int:
-    if isinstance(entry, RecordBatch):
+    if isinstance(entry, (RecordBatch, BatchHeader)):
         return entry.records_count
     if isinstance(entry, (LegacyMessage, Kafka07Message)) and entry.is_compressed:
         try:
@@ -260,7 +305,7 @@ def _entry_findings(name: str, entry, base: int, last: int | None, options: Vali
                 actual=entry.last_offset,
             )
         )
-    if isinstance(entry, RecordBatch):
+    if isinstance(entry, (RecordBatch, BatchHeader)):
         if entry.records_count < 0 or entry.records_count > entry.last_offset_delta + 1:
             out.append(
                 Finding(

@@ -230,7 +230,7 @@ def parse_batch_header(buf: bytes | memoryview, at: int, position: int) -> Recor
         records_count,
     ) = BATCH_HEADER.unpack_from(buf, at)
     end = at + LOG_OVERHEAD + batch_length
-    view = memoryview(buf)
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
     return RecordBatch(
         position,
         base_offset,

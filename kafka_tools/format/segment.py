@@ -8,15 +8,20 @@ file is ever used to allocate before it has been checked against the file's real
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
+from kafka_tools.format.checksums import crc32c
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
 from kafka_tools.format.record_batch import (
+    BATCH_HEADER,
+    CRC_START,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     RecordBatch,
@@ -26,6 +31,7 @@ from kafka_tools.format.record_batch import (
 
 HEADER_UP_TO_MAGIC = 17  # offset + size + (crc | partitionLeaderEpoch) + magic
 WINDOW = 8 * 1024 * 1024
+_RELEASE_STEP = 16 * 1024 * 1024  # mapped pages further behind the walk than this are released
 
 Entry = RecordBatch | LegacyMessage
 
@@ -71,22 +77,41 @@ class Problem:
 
 
 class SegmentWindow:
-    """A read window over a file: slices come from one buffer refilled as the walk moves on."""
+    """Bytes of a file by position: one buffer refilled by pread as the walk moves on, or a read-only
+    memory map of the whole file (no copying), whose pages behind the walk are handed back so the
+    resident memory stays flat whatever the file's size."""
 
-    def __init__(self, fileobj, size: int, window: int = WINDOW) -> None:
+    def __init__(self, fileobj, size: int, window: int = WINDOW, use_mmap: bool = False) -> None:
         self._f = fileobj
         self.size = size
         self._window = window
         self.buf = b""
+        self.view = memoryview(b"")
         self.start = 0
+        self._map: mmap.mmap | None = None
+        self._released = 0
+        if use_mmap and size > 0:
+            self._map = mmap.mmap(fileobj.fileno(), 0, access=mmap.ACCESS_READ)
+            self.buf = self._map
+            self.view = memoryview(self._map)
+            self.size = min(size, len(self._map))
 
     def ensure(self, position: int, length: int) -> int:
         """Make `length` bytes at `position` available; return their index in `self.buf`."""
+        if self._map is not None:
+            if position + length > self.size:
+                raise OSError(f"file shrank while being read (wanted {length} bytes at {position})")
+            if position - self._released >= _RELEASE_STEP:
+                upto = position - position % mmap.PAGESIZE - _RELEASE_STEP // 2
+                self._map.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
+                self._released = upto
+            return position
         rel = position - self.start
         if 0 <= rel and rel + length <= len(self.buf):
             return rel
         want = max(length, self._window)
         self.buf = os.pread(self._f.fileno(), min(want, self.size - position), position)
+        self.view = memoryview(self.buf)
         self.start = position
         if len(self.buf) < length:
             raise OSError(f"file shrank while being read (wanted {length} bytes at {position})")
@@ -117,13 +142,75 @@ def iter_log_entries(
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         limit = size if end is None else min(size, end)
-        yield from walk_entries(SegmentWindow(f, size), start, limit, progress)
+        yield from walk_entries(SegmentWindow(f, size, use_mmap=safe_to_map(path)), start, limit, progress)
+
+
+def safe_to_map(path: str | os.PathLike) -> bool:
+    """Memory-map a segment only when no broker holds its log dir: a broker may truncate a segment it
+    owns (recovery, follower truncation), and touching a mapped page past a file's new end kills the
+    reader with SIGBUS. `KTOOL_NO_MMAP=1` always reads with pread instead."""
+    if os.environ.get("KTOOL_NO_MMAP"):
+        return False
+    lock = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(path))), ".lock")
+    try:
+        st = os.stat(lock)
+    except FileNotFoundError:
+        return True  # a broker creates and locks `.lock` in every log dir it runs on
+    except OSError:
+        return False
+    try:
+        with open("/proc/locks") as f:
+            held = f.read()
+    except OSError:
+        return False
+    needle = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
+    return needle not in held
+
+
+class BatchHeader(NamedTuple):
+    """A v2 batch's header and CRC verdict, without its records: what a fast validation needs."""
+
+    position: int
+    base_offset: int
+    last_offset: int
+    entry_size: int
+    attributes: int
+    records_count: int
+    last_offset_delta: int
+    max_timestamp: int
+    crc: int
+    computed_crc: int
+
+    magic = 2
+
+    @property
+    def is_valid(self) -> bool:
+        return self.crc == self.computed_crc
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def is_compressed(self) -> bool:
+        return self.attributes & 0x07 != 0
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
 
 
 def walk_entries(
-    win: SegmentWindow, position: int, limit: int, progress: Callable[[int], None] | None = None
-) -> Iterator[Entry | Problem]:
+    win: SegmentWindow,
+    position: int,
+    limit: int,
+    progress: Callable[[int], None] | None = None,
+    light: bool = False,
+) -> Iterator[Entry | BatchHeader | Problem]:
+    """The walk itself; `light` yields v2 batches as BatchHeader tuples (CRC checked, records not kept)."""
     file_end = win.size
+    unpack = BATCH_HEADER.unpack_from
+    make = BatchHeader._make
     next_report = position
     while position < limit:
         if progress is not None and position >= next_report:
@@ -175,7 +262,23 @@ def walk_entries(
             position += entry_size
             continue
         i = win.ensure(position, entry_size)
-        if magic == 2:
+        if magic == 2 and light:
+            h = unpack(win.buf, i)
+            yield make(
+                (
+                    position,
+                    h[0],
+                    h[0] + h[6],
+                    entry_size,
+                    h[5] & 0xFFFF,
+                    h[12],
+                    h[6],
+                    h[8],
+                    h[4],
+                    crc32c(win.view[i + CRC_START : i + entry_size]),
+                )
+            )
+        elif magic == 2:
             yield parse_batch_header(win.buf, i, position)
         else:
             try:

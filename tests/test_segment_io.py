@@ -1,0 +1,54 @@
+"""How segments are read: memory-mapped only while no broker holds the log dir (a broker may truncate a
+segment, and a mapped page past a file's end kills the reader); the same entries either way."""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import shutil
+from pathlib import Path
+
+from kafka_tools.format.segment import Problem, iter_log_entries, safe_to_map
+from tests.independent import FIXTURES
+
+
+def _hold(path: str, ready, release) -> None:
+    f = open(path, "a+")  # noqa: SIM115
+    fcntl.lockf(f, fcntl.LOCK_EX)
+    ready.set()
+    release.wait(30)
+
+
+def test_mapping_is_off_while_a_broker_holds_the_log_dir(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "generated/v2/none-0", logs / "none-0")
+    segment = logs / "none-0/00000000000000000000.log"
+    assert safe_to_map(segment)  # no .lock at all: no broker
+    (logs / ".lock").touch()
+    assert safe_to_map(segment)  # a .lock nobody holds: a stopped broker
+    ctx = multiprocessing.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold, args=(str(logs / ".lock"), ready, release))
+    holder.start()
+    try:
+        assert ready.wait(10)
+        assert not safe_to_map(segment)
+    finally:
+        release.set()
+        holder.join(10)
+    assert safe_to_map(segment)
+
+
+def test_mapped_and_pread_walks_agree(monkeypatch) -> None:
+    for path in sorted((FIXTURES / "generated").glob("**/*.log")):
+        mapped = [
+            (e.position, getattr(e, "crc", None)) if not isinstance(e, Problem) else e.kind
+            for e in iter_log_entries(path)
+        ]
+        monkeypatch.setenv("KTOOL_NO_MMAP", "1")
+        read = [
+            (e.position, getattr(e, "crc", None)) if not isinstance(e, Problem) else e.kind
+            for e in iter_log_entries(path)
+        ]
+        monkeypatch.delenv("KTOOL_NO_MMAP")
+        assert mapped == read, path
