@@ -112,7 +112,8 @@ def plan_partition(
                 f"{first.kind} at position {first.position}: {first.message}",
             )
             plan.lost_entries += len(report.valid_after)
-            plan.rebuild_indexes.append((seg, "the segment is truncated"))
+            if seg.kind != FileKind.KAFKA07:  # Kafka 0.7 kept no index files
+                plan.rebuild_indexes.append((seg, "the segment is truncated"))
             continue
         if plan.cut is not None:
             plan.deleted_segments.append(seg)
