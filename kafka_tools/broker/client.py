@@ -1,0 +1,163 @@
+"""The Kafka side, over confluent-kafka (librdkafka): log start/end offsets, group offsets, groups.
+
+librdkafka asks a broker for its API versions first; brokers before 0.10 do not answer that request and
+librdkafka waits 10 s, then fails. So ktool finds out first: the `version` of a broker's ZooKeeper
+registration when ZooKeeper is at hand (1: 0.8, 2: 0.9, 3+: 0.10+), otherwise one raw ApiVersions
+request with a short timeout (an old broker closes the connection), or the user's --broker-version.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafka_tools.errors import InputError
+
+DEFAULT_TIMEOUT = 10.0
+_API_VERSIONS_KEY = 18
+
+
+@dataclass
+class BrokerConfig:
+    bootstrap: str
+    version: str | None = None  # e.g. "0.9.0.1"; None: found out by probing
+    timeout: float = DEFAULT_TIMEOUT
+    extra: dict[str, str] = field(default_factory=dict)  # further librdkafka settings (security, …)
+
+    def librdkafka(self) -> dict[str, object]:
+        conf: dict[str, object] = {"bootstrap.servers": self.bootstrap, **self.extra}
+        version = self.version or probe_broker_version(self.bootstrap, min(self.timeout, 1.5))
+        if version and not version_at_least(version, (0, 10)):
+            conf["api.version.request"] = False
+            conf["broker.version.fallback"] = version
+        return conf
+
+
+def version_at_least(version: str, minimum: tuple[int, ...]) -> bool:
+    parts = tuple(int(p) for p in version.split(".")[: len(minimum)] if p.isdigit())
+    return parts >= minimum
+
+
+def probe_broker_version(bootstrap: str, timeout: float = 3.0) -> str | None:
+    """None when the broker answers ApiVersions (0.10+: librdkafka's defaults work), "0.9.0.1" when it
+    closes the connection on it, as brokers before 0.10 do with requests they do not know."""
+    host, port = _first_server(bootstrap)
+    request = struct.pack(">hhih", _API_VERSIONS_KEY, 0, 1, 5) + b"ktool"
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(struct.pack(">i", len(request)) + request)
+            head = _recv_exactly(s, 4)
+    except TimeoutError:
+        return "0.9.0.1"
+    except OSError as exc:
+        raise InputError(f"{bootstrap}: cannot reach the broker ({exc.strerror or exc})") from None
+    return "0.9.0.1" if head is None else None
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes | None:
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _first_server(bootstrap: str) -> tuple[str, int]:
+    first = bootstrap.split(",")[0].strip()
+    if "://" in first:
+        first = first.split("://", 1)[1]
+    host, _, port = first.rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(f"{bootstrap}: not a host:port bootstrap server list")
+    return host.strip("[]"), int(port)
+
+
+class Broker:
+    """One client per command: consumer handles for offsets, an admin handle for groups."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self._conf = config.librdkafka()
+
+    def _consumer(self, group: str | None = None):
+        from confluent_kafka import Consumer
+
+        conf = dict(self._conf)
+        conf.update(
+            {
+                "group.id": group or "ktool-offset-reader",
+                "enable.auto.commit": False,
+                "socket.timeout.ms": int(self.config.timeout * 1000),
+            }
+        )
+        return Consumer(conf, logger=_QuietLogger())
+
+    def watermarks(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        """(log start, log end) offset of each partition, as ListOffsets reports them."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        out: dict[tuple[str, int], tuple[int, int]] = {}
+        consumer = self._consumer()
+        try:
+            for topic, partition in partitions:
+                try:
+                    low, high = consumer.get_watermark_offsets(
+                        TopicPartition(topic, partition), timeout=self.config.timeout, cached=False
+                    )
+                except KafkaException as exc:
+                    raise InputError(
+                        f"{self.config.bootstrap}: offsets of {topic}-{partition}: {_why(exc)}"
+                    ) from None
+                out[(topic, partition)] = (low, high)
+        finally:
+            consumer.close()
+        return out
+
+    def committed(
+        self, group: str, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], int | None]:
+        """The group's offsets stored in Kafka (`__consumer_offsets`); None where it has none."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        if not tps:
+            return {}
+        consumer = self._consumer(group)
+        try:
+            result = consumer.committed(tps, timeout=self.config.timeout)
+        except KafkaException as exc:
+            raise InputError(f"{self.config.bootstrap}: offsets of group {group}: {_why(exc)}") from None
+        finally:
+            consumer.close()
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in result}
+
+    def groups(self) -> list[tuple[str, str]]:
+        """(group id, protocol type) of the groups the brokers coordinate."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(dict(self._conf), logger=_QuietLogger())
+        try:
+            listed = admin.list_groups(timeout=self.config.timeout)
+        except KafkaException as exc:
+            raise InputError(f"{self.config.bootstrap}: cannot list groups: {_why(exc)}") from None
+        return sorted((g.id, g.protocol_type or "") for g in listed)
+
+
+def _why(exc: Exception) -> str:
+    err = exc.args[0] if exc.args else exc
+    return getattr(err, "str", lambda: str(err))()
+
+
+class _QuietLogger:
+    """librdkafka's own log lines stay out of the terminal: errors surface as one ktool line instead."""
+
+    def log(self, *args, **kwargs) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return self.log
