@@ -396,6 +396,13 @@ def _mark_repairable(report: SegmentReport) -> None:
 # -- the files beside the segments ---------------------------------------------------------------
 
 
+def _index_size_findings(path: Path, tail: index.IndexTail, width: int) -> list[Finding]:
+    if not tail.trailing_bytes:
+        return []
+    message = f"size {path.stat().st_size} is not a multiple of {width}"
+    return [Finding(str(path), "index-size", Severity.ERROR, message, tail.position, repairable=True)]
+
+
 def check_offset_index(seg: Segment, report: SegmentReport) -> list[Finding]:
     """Entries must increase and point at the start of an entry whose last offset they name (KAFKA-7487;
     before it, brokers stored the first offset of a compressed message set, which is accepted too)."""
@@ -404,17 +411,7 @@ def check_offset_index(seg: Segment, report: SegmentReport) -> list[Finding]:
     name = str(path)
     out: list[Finding] = []
     entries, tail = index.read_offset_index(path, seg.base_offset)
-    if tail.trailing_bytes:
-        out.append(
-            Finding(
-                name,
-                "index-size",
-                Severity.ERROR,
-                f"size {path.stat().st_size} is not a multiple of 8",
-                tail.position,
-                repairable=True,
-            )
-        )
+    out += _index_size_findings(path, tail, 8)
     previous = None
     for e in entries:
         where = e.slot * 8
@@ -482,17 +479,7 @@ def check_time_index(seg: Segment, report: SegmentReport) -> list[Finding]:
     name = str(path)
     out: list[Finding] = []
     entries, tail = index.read_time_index(path, seg.base_offset)
-    if tail.trailing_bytes:
-        out.append(
-            Finding(
-                name,
-                "index-size",
-                Severity.ERROR,
-                f"size {path.stat().st_size} is not a multiple of 12",
-                tail.position,
-                repairable=True,
-            )
-        )
+    out += _index_size_findings(path, tail, 12)
     for before, after in zip(entries, entries[1:], strict=False):
         if after.timestamp < before.timestamp or after.offset < before.offset:
             out.append(

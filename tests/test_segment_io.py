@@ -3,20 +3,12 @@ segment, and a mapped page past a file's end kills the reader); the same entries
 
 from __future__ import annotations
 
-import fcntl
-import multiprocessing
 import shutil
 from pathlib import Path
 
 from kafka_tools.format.segment import Problem, iter_log_entries, safe_to_map
 from tests.independent import FIXTURES
-
-
-def _hold(path: str, ready, release) -> None:
-    f = open(path, "a+")  # noqa: SIM115
-    fcntl.lockf(f, fcntl.LOCK_EX)
-    ready.set()
-    release.wait(30)
+from tests.support.locks import lock_held_elsewhere
 
 
 def test_mapping_is_off_while_a_broker_holds_the_log_dir(tmp_path: Path) -> None:
@@ -26,16 +18,8 @@ def test_mapping_is_off_while_a_broker_holds_the_log_dir(tmp_path: Path) -> None
     assert safe_to_map(segment)  # no .lock at all: no broker
     (logs / ".lock").touch()
     assert safe_to_map(segment)  # a .lock nobody holds: a stopped broker
-    ctx = multiprocessing.get_context("fork")
-    ready, release = ctx.Event(), ctx.Event()
-    holder = ctx.Process(target=_hold, args=(str(logs / ".lock"), ready, release))
-    holder.start()
-    try:
-        assert ready.wait(10)
+    with lock_held_elsewhere(logs / ".lock"):
         assert not safe_to_map(segment)
-    finally:
-        release.set()
-        holder.join(10)
     assert safe_to_map(segment)
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import multiprocessing
 import shutil
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from kafka_tools.cli.main import cli
 from kafka_tools.format.segment import Problem, iter_log_entries
 from kafka_tools.logdir import read_partition
 from tests.independent import FIXTURES
+from tests.support.locks import lock_held_elsewhere
 
 GENERATED = FIXTURES / "generated"
 CORRUPT = GENERATED / "corrupt"
@@ -151,28 +150,13 @@ def test_rebuilt_indexes_equal_the_independently_written_ones() -> None:
         assert times == seg.time_index.read_bytes(), seg.log.name
 
 
-def _hold_lock(path: str, ready, release) -> None:
-    fd = open(path, "a+")  # noqa: SIM115
-    fcntl.lockf(fd, fcntl.LOCK_EX)
-    ready.set()
-    release.wait(30)
-
-
 def test_a_held_log_dir_lock_is_refused(tmp_path: Path) -> None:
     logs = logdir_with(tmp_path, CORRUPT / "v2-trailing-garbage-0")
-    ctx = multiprocessing.get_context("fork")
-    ready, release = ctx.Event(), ctx.Event()
-    holder = ctx.Process(target=_hold_lock, args=(str(logs / ".lock"), ready, release))
-    holder.start()
-    try:
-        assert ready.wait(10)
+    with lock_held_elsewhere(logs / ".lock"):
         before = tree_digest(logs)
         code, _, err = truncate("--backup-dir", str(tmp_path / "bk"), str(logs / "v2-trailing-garbage-0"))
         assert code == 1 and "holds .lock" in err
         assert tree_digest(logs) == before
-    finally:
-        release.set()
-        holder.join(10)
 
 
 def test_backup_inside_a_log_dir_is_a_usage_error(tmp_path: Path) -> None:
