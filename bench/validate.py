@@ -1,0 +1,454 @@
+"""CRC validation throughput: ktool next to kafka-python and aiokafka, in one run.
+
+    python bench/validate.py                # 1 GiB uncompressed v2 segment, 5 runs each
+    python bench/validate.py --quick        # 32 MiB, 2 runs: a smoke run
+    python bench/validate.py --json         # machine-readable result on stdout (progress on stderr)
+    python bench/validate.py --check        # exit 1 when ktool validates below 5 GB/s
+
+Target: CRC validation of a large uncompressed v2 segment on a warm page cache at >= 5 GB/s. Every
+implementation runs in its own child process pinned to one CPU, after reading the whole file once (warm
+page cache). ktool is `kafka_tools.validate.scan_segment` (every batch's CRC-32C and header, no record
+decode); kafka-python and aiokafka read the file into bytes, then call `validate_crc()` on every batch of
+`MemoryRecords` (read and loop timed separately, both reported); a plain-Python header walk with
+`crc32c.crc32c` over an mmap and one `crc32c` call over the whole file are the reference ceilings.
+`ktool validate --json FILE` is also timed once as a subprocess (includes Python start-up).
+Segments, CPU pinning, peak-RSS reading and the table come from bench/decode.py. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import mmap
+import os
+import platform
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python bench/validate.py`: make `bench` (and ktool) importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.decode import (  # noqa: E402
+    MiB,
+    fmt_ratio,
+    format_table,
+    log,
+    peak_rss_kb,
+    pick_cpu,
+    pin_cpu,
+    segment,
+    warm_page_cache,
+)
+
+IMPLS = ("ktool", "ktool-pread", "walk-crc32c", "crc32c", "kafka-python", "aiokafka")
+LABELS = {
+    "ktool": "ktool scan_segment (mmap)",
+    "ktool-pread": "ktool scan_segment (pread)",
+    "walk-crc32c": "header walk + crc32c (ceiling)",
+    "crc32c": "crc32c of the whole file",
+    "kafka-python": "kafka-python",
+    "aiokafka": "aiokafka",
+}
+PEERS = ("kafka-python", "aiokafka")
+TARGET_GB_PER_S = 5.0
+GB = 1e9  # throughput in decimal GB/s, as in the issue
+
+_LENGTH = struct.Struct(">i")
+_CRC = struct.Struct(">I")
+CRC_AT = 17  # the CRC field of a v2 batch; the CRC covers attributes (byte 21) to the end of the batch
+CRC_FROM = 21
+MIN_V2_ENTRY = 61  # 12 bytes offset + length, 49 bytes minimum batch
+
+
+# ---------------------------------------------------------------------------------------------------
+# Validators (run inside a child process); each returns (batches, bad CRCs, records or None)
+
+
+def validate_ktool(path: str) -> tuple[int, int, int | None]:
+    from kafka_tools.validate import ValidateOptions, scan_segment
+
+    report = scan_segment(Path(path), ValidateOptions())
+    if report.findings:
+        f = report.findings[0]
+        n = len(report.findings)
+        raise RuntimeError(f"ktool: {n} finding(s), first: {f.kind} at byte {f.position}: {f.message}")
+    return report.entries, 0, report.records
+
+
+def validate_walk_crc32c(path: str) -> tuple[int, int, int | None]:
+    """The loop the issue quotes: struct.unpack_from of each batch length, crc32c of the covered bytes."""
+    from crc32c import crc32c
+
+    length_at = _LENGTH.unpack_from
+    crc_at = _CRC.unpack_from
+    n = bad = 0
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        view = memoryview(mm)
+        try:
+            size = len(mm)
+            pos = 0
+            while pos + MIN_V2_ENTRY <= size:
+                end = pos + 12 + length_at(mm, pos + 8)[0]
+                if end > size:
+                    break
+                if crc32c(view[pos + CRC_FROM : end]) != crc_at(mm, pos + CRC_AT)[0]:
+                    bad += 1
+                n += 1
+                pos = end
+        finally:
+            view.release()
+    return n, bad, None
+
+
+def crc32c_whole_file(path: str) -> tuple[int, int, int | None]:
+    """One crc32c call over the mapped file: what CRC-32C alone costs, with no walk at all."""
+    from crc32c import crc32c
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        view = memoryview(mm)
+        try:
+            crc32c(view)
+        finally:
+            view.release()
+    return 0, 0, None
+
+
+def crc32c_in_memory_gb_per_s(size: int = 64 * MiB, runs: int = 5) -> float:
+    """CRC-32C alone: the best of `runs` crc32c calls over `size` bytes already in memory (no file)."""
+    from crc32c import crc32c
+
+    data = os.urandom(size)
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        crc32c(data)
+        best = min(best, time.perf_counter() - t0)
+    return size / best / GB
+
+
+def validate_memory_records(memory_records_cls, data: bytes) -> tuple[int, int, int | None]:
+    """Every batch's validate_crc(), no record iteration."""
+    n = bad = 0
+    r = memory_records_cls(data)
+    while r.has_next():
+        batch = r.next_batch()
+        if not batch.validate_crc():
+            bad += 1
+        n += 1
+    return n, bad, None
+
+
+def child_main(impl: str, path: str, runs: int, cpu: int | None) -> dict:
+    pin_cpu(cpu)
+    warm_page_cache(path)
+    read_times: list[float] = []
+    validate_times: list[float] = []
+    if impl in ("ktool", "ktool-pread"):
+        from kafka_tools.format.segment import safe_to_map
+        from kafka_tools.validate import scan_segment  # noqa: F401  (imported before timing)
+
+        mapped = safe_to_map(path)
+        if mapped != (impl == "ktool"):
+            raise SystemExit(f"{impl}: safe_to_map() is {mapped}, expected {impl == 'ktool'}")
+        detail = (
+            f"kafka_tools.validate.scan_segment, {'mmap' if mapped else 'pread (KTOOL_NO_MMAP=1)'}, "
+            "light walk (header + CRC-32C, records not decoded)"
+        )
+
+        def run() -> tuple[int, int, int | None]:
+            return validate_ktool(path)
+
+    elif impl in ("walk-crc32c", "crc32c"):
+        import crc32c
+
+        if impl == "walk-crc32c":
+            what = "struct.unpack_from + crc32c.crc32c per batch"
+        else:
+            what = "one crc32c.crc32c call"
+        detail = (
+            f"plain Python over an mmap, {what}; "
+            f"crc32c {crc32c.__version__}, hardware_based={crc32c.hardware_based}"
+        )
+
+        def run() -> tuple[int, int, int | None]:
+            return validate_walk_crc32c(path) if impl == "walk-crc32c" else crc32c_whole_file(path)
+
+    else:
+        if impl == "kafka-python":
+            from kafka.record import MemoryRecords
+            from kafka.record import util as kp_util
+
+            crc_fn = getattr(kp_util, "_crc32c", None)
+            crc_mod = getattr(crc_fn, "__module__", None) or "?"
+            crc_note = f", CRC via {crc_mod}.{getattr(crc_fn, '__name__', '?')}"
+        else:
+            from aiokafka.record.memory_records import MemoryRecords
+
+            crc_note = ""
+        with open(path, "rb") as f:
+            head = f.read(12)
+            head += f.read(struct.unpack_from(">i", head, 8)[0])
+        cls = type(MemoryRecords(head).next_batch())
+        detail = f"{cls.__module__}.{cls.__qualname__}.validate_crc(){crc_note}"
+
+        def run() -> tuple[int, int, int | None]:
+            t0 = time.perf_counter()
+            data = Path(path).read_bytes()  # they need the whole segment in memory, as one bytes object
+            t1 = time.perf_counter()
+            read_times.append(t1 - t0)
+            out = validate_memory_records(MemoryRecords, data)
+            validate_times.append(time.perf_counter() - t1)
+            del data
+            return out
+
+    times = []
+    cpu_times = []
+    batches = bad = 0
+    records = None
+    for _ in range(runs):
+        gc.collect()
+        t0, c0 = time.perf_counter(), time.process_time()
+        batches, bad, records = run()
+        times.append(time.perf_counter() - t0)
+        cpu_times.append(time.process_time() - c0)
+    peak, maxrss = peak_rss_kb()
+    if impl == "crc32c":  # after the peak RSS reading: the probe allocates its own buffer
+        detail += f"; on bytes already in memory: {crc32c_in_memory_gb_per_s():.1f} GB/s"
+    return {
+        "impl": impl,
+        "detail": detail,
+        "times_s": times,  # per run, everything: read (peers) + validation
+        "read_times_s": read_times,  # peers only: Path.read_bytes()
+        "validate_times_s": validate_times or times,  # peers: the validate_crc() loop alone
+        "cpu_times_s": cpu_times,
+        "batches": batches,
+        "bad_crcs": bad,
+        "records": records,
+        "peak_rss_kb": peak,
+        "ru_maxrss_kb": maxrss,
+        "cpu": cpu,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------
+# Parent: run children, summarise, print
+
+
+def run_child(impl: str, seg: dict, runs: int, cpu: int | None) -> dict:
+    env = dict(os.environ)
+    env.pop("KTOOL_NO_MMAP", None)
+    if impl == "ktool-pread":
+        env["KTOOL_NO_MMAP"] = "1"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", impl, "--path", seg["path"]]
+    cmd += ["--runs", str(runs)] + ([] if cpu is None else ["--cpu", str(cpu)])
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{impl} child failed ({proc.returncode}):\n{proc.stderr}")
+    res = json.loads(proc.stdout)
+    if impl != "crc32c":
+        if res["batches"] != seg["batches"] or res["bad_crcs"]:
+            raise SystemExit(
+                f"{impl} checked {res['batches']} batches ({res['bad_crcs']} bad CRCs), "
+                f"expected {seg['batches']} with none bad"
+            )
+        if res["records"] is not None and res["records"] != seg["records"]:
+            raise SystemExit(f"{impl} counted {res['records']} records, expected {seg['records']}")
+    median = statistics.median(res["times_s"])
+    read = statistics.median(res["read_times_s"]) if res["read_times_s"] else None
+    loop = statistics.median(res["validate_times_s"])
+    res.update(
+        label=LABELS[impl],
+        runs=runs,
+        median_s=median,
+        median_read_s=read,
+        median_validate_s=loop,
+        gb_per_s=seg["bytes"] / median / GB,
+        validate_gb_per_s=seg["bytes"] / loop / GB,
+        peak_rss_mb=res["peak_rss_kb"] / 1024,
+        ru_maxrss_mb=res["ru_maxrss_kb"] / 1024,
+    )
+    return res
+
+
+def measure(seg: dict, impls: list[str], runs: int, cpu: int | None) -> list[dict]:
+    results = []
+    for impl in impls:
+        log(f"  {LABELS[impl]}: {runs} run(s) ...")
+        res = run_child(impl, seg, runs, cpu)
+        extra = "" if res["median_read_s"] is None else f" (read {res['median_read_s']:.3f} s)"
+        log(f"    median {res['median_s']:.3f} s{extra}, {res['gb_per_s']:.2f} GB/s")
+        results.append(res)
+    by = {r["impl"]: r for r in results}
+    for r in results:
+        for peer in PEERS:
+            p = by.get(peer)
+            # Headline ratio: everything each side needs (the peers' read included); also the loops alone.
+            r[f"vs_{peer}"] = p["median_s"] / r["median_s"] if p else None
+            r[f"vs_{peer}_validate_only"] = p["median_validate_s"] / r["median_validate_s"] if p else None
+    return results
+
+
+def ktool_command() -> list[str]:
+    """The installed `ktool` script next to this interpreter (not a pyenv shim), else `python -m`."""
+    exe = Path(sys.executable).parent / "ktool"
+    if exe.is_file() and os.access(exe, os.X_OK):
+        return [str(exe)]
+    found = shutil.which("ktool")
+    return [found] if found else [sys.executable, "-m", "kafka_tools"]
+
+
+def timed_process(cmd: list[str], cpu: int | None) -> tuple[float, int, str, float]:
+    """(wall s, exit code, stdout, peak RSS MB) of one pinned subprocess; RSS from wait4's ru_maxrss."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, preexec_fn=lambda: pin_cpu(cpu)
+    )
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.stdout:
+        proc.stdout.close()
+    return wall, proc.returncode, out, usage.ru_maxrss / 1024
+
+
+def measure_cli(seg: dict, cpu: int | None) -> dict:
+    """`ktool validate --json FILE` once: wall clock including interpreter start-up (`python -c pass`)."""
+    cmd = ktool_command() + ["validate", "--json", seg["path"]]
+    log(f"  CLI: {' '.join(cmd)} ...")
+    startup, _, _, _ = timed_process([sys.executable, "-c", "pass"], cpu)
+    wall, code, out, rss = timed_process(cmd, cpu)
+    summary = next(
+        (o for o in map(json.loads, filter(None, out.splitlines())) if o.get("type") == "summary"), None
+    )
+    if code != 0 or summary is None or summary.get("batches") != seg["batches"] or summary.get("errors"):
+        raise SystemExit(
+            f"`{' '.join(cmd)}` exited {code}, summary {summary}; expected {seg['batches']} batches"
+        )
+    log(f"    {wall:.3f} s (python -c pass: {startup:.3f} s)")
+    return {
+        "command": cmd,
+        "wall_s": wall,
+        "python_startup_s": startup,
+        "gb_per_s": seg["bytes"] / wall / GB,
+        "exit_code": code,
+        "summary": summary,
+        "ru_maxrss_mb": rss,
+    }
+
+
+def table(seg: dict, results: list[dict], runs: int) -> str:
+    head = (
+        f"CRC validation, uncompressed v2: {seg['bytes'] / MiB:.0f} MiB ({seg['bytes'] / GB:.2f} GB), "
+        f"{seg['batches']:,} batches, {seg['records']:,} records; median of {runs} runs"
+    )
+    cols = ["implementation", "read s", "validate s", "total s", "GB/s", "min-max s", "peak RSS",
+            "vs kafka-python", "vs aiokafka"]
+
+    def row(r: dict) -> list[str]:
+        read = r["median_read_s"]
+        return [
+            r["label"],
+            "-" if read is None else f"{read:.3f}",
+            f"{r['median_validate_s']:.3f}",
+            f"{r['median_s']:.3f}",
+            f"{r['gb_per_s']:.2f}",
+            f"{min(r['times_s']):.3f}-{max(r['times_s']):.3f}",
+            f"{r['peak_rss_mb']:.0f} MB",
+            fmt_ratio(r["vs_kafka-python"]),
+            fmt_ratio(r["vs_aiokafka"]),
+        ]
+
+    out = [head] + format_table(cols, [row(r) for r in results])
+    out += [f"  {r['label']}: {r['detail']}" for r in results]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size-mib", type=int, default=1024, help="segment size (default 1024)")
+    p.add_argument("--runs", type=int, default=5, help="timed runs per implementation (default 5)")
+    p.add_argument("--block-mib", type=int, default=64,
+                   help="size of the block built record by record, then repeated (default 64, as decode.py)")
+    p.add_argument("--impl", action="append", choices=IMPLS, help="only these (repeatable; default all)")
+    p.add_argument("--no-cli", action="store_true", help="skip timing `ktool validate --json FILE`")
+    p.add_argument("--quick", action="store_true", help="smoke run: 32 MiB, 2 runs")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument("--check", action="store_true",
+                   help=f"exit 1 when ktool is below {TARGET_GB_PER_S:g} GB/s")
+    p.add_argument("--child", choices=IMPLS, help=argparse.SUPPRESS)
+    p.add_argument("--path", help=argparse.SUPPRESS)
+    p.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+
+    if a.child:
+        print(json.dumps(child_main(a.child, a.path, a.runs, a.cpu)))
+        return 0
+
+    if a.quick:
+        a.size_mib, a.runs = 32, 2
+    impls = a.impl or list(IMPLS)
+    cpu = pick_cpu()
+    wall0 = time.perf_counter()
+
+    seg = segment(a.size_mib, "none", a.block_mib)
+    log(f"CRC validation ({seg['bytes'] / MiB:.0f} MiB, {seg['batches']:,} batches) on CPU {cpu}, warm cache")
+    warm_page_cache(seg["path"])
+    res = measure(seg, impls, a.runs, cpu)
+    cli = None if a.no_cli else measure_cli(seg, cpu)
+
+    checks = []
+    ktool = next((r for r in res if r["impl"] == "ktool"), None)
+    if ktool is not None:
+        checks.append((f"ktool >= {TARGET_GB_PER_S:g} GB/s (scan_segment, mmap, warm cache)",
+                       f"{ktool['gb_per_s']:.2f} GB/s", ktool["gb_per_s"] >= TARGET_GB_PER_S))
+    result = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpu_pinned": cpu,
+        "page_cache": "warm (file read once before timing, in the parent and in every child)",
+        "runs": a.runs,
+        "segment": seg,
+        "results": res,
+        "cli": cli,
+        "target_gb_per_s": TARGET_GB_PER_S,
+        "checks": [{"target": t, "measured": m, "ok": ok} for t, m, ok in checks],
+        "wall_s": round(time.perf_counter() - wall0, 1),
+    }
+
+    if a.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(
+            f"Python {result['python']} {result['machine']}, one core (CPU {cpu}), warm page cache "
+            "(file read once before timing); GB = 1e9 bytes"
+        )
+        print()
+        print(table(seg, res, a.runs))
+        print()
+        print("total = what each needs: kafka-python/aiokafka read the file into one bytes object (read s),")
+        print("then validate_crc() every batch (validate s); ktool and the references map or pread the file.")
+        print("vs X = X's total / this total (loops alone, without the read: vs_X_validate_only in --json).")
+        if cli is not None:
+            print()
+            print(
+                f"CLI, once: `ktool validate --json {Path(seg['path']).name}` {cli['wall_s']:.3f} s wall "
+                f"= {cli['gb_per_s']:.2f} GB/s, incl. Python start-up (`python -c pass` alone: "
+                f"{cli['python_startup_s']:.3f} s), peak RSS {cli['ru_maxrss_mb']:.0f} MB"
+            )
+        if checks:
+            print()
+            for t, m, ok in checks:
+                print(f"[{'PASS' if ok else 'FAIL'}] {t}: {m}")
+        print(f"\nwall time {result['wall_s']} s")
+    return 1 if a.check and not all(ok for _, _, ok in checks) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
