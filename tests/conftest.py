@@ -49,3 +49,84 @@ def zookeeper_server(kafka09_home):
         _unavailable(str(exc))
     with ZooKeeperServer() as zk:
         yield zk
+
+
+# --------------------------------------------------------------------------- ZooKeeper (kafka_tools.zk)
+
+
+class ZkRoot:
+    """A fresh chroot on the session ZooKeeper: ``connect`` (servers + chroot) for ktool, and ``zk``,
+    a started KazooClient rooted there to write znodes exactly as Kafka writes them."""
+
+    def __init__(self, server, chroot: str, zk) -> None:
+        self.server = server
+        self.chroot = chroot
+        self.zk = zk
+        self.connect = server.connect_string + chroot
+
+    def write(self, path: str, data: bytes | str = b"", **kwargs) -> None:
+        """Create ``path`` (and its parents) holding ``data``."""
+        value = data.encode() if isinstance(data, str) else data
+        self.zk.create(path, value, makepath=True, **kwargs)
+
+
+@pytest.fixture
+def zk_root(zookeeper_server, request):
+    """A unique chroot per test on the session ZooKeeper (see :class:`ZkRoot`)."""
+    import re
+    import uuid
+
+    try:
+        from kazoo.client import KazooClient
+    except ImportError:
+        _unavailable("kazoo is not installed (pip install -e '.[zookeeper]')")
+    chroot = "/" + re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:80] + "-" + uuid.uuid4().hex[:8]
+    admin = KazooClient(zookeeper_server.connect_string)
+    admin.start(timeout=10)
+    try:
+        admin.ensure_path(chroot)
+    finally:
+        admin.stop()
+        admin.close()
+    zk = KazooClient(zookeeper_server.connect_string + chroot)
+    zk.start(timeout=10)
+    try:
+        yield ZkRoot(zookeeper_server, chroot, zk)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+@pytest.fixture
+def zk_cli(tmp_path):
+    """Run ktool's ZooKeeper commands through CliRunner: ``zk_cli("brokers", "--json", …) -> Result``.
+
+    The commands are registered on a private copy of the `ktool` group, so the real one (and the man
+    pages generated from it) stays as kafka_tools.cli.main builds it. The caller's KTOOL_* variables
+    and config file are hidden; ``env`` adds variables for one run.
+    """
+    from click.testing import CliRunner
+
+    from kafka_tools.cli.cluster import register
+    from kafka_tools.cli.main import KtoolGroup, cli
+
+    group = KtoolGroup(
+        name="ktool",
+        callback=cli.callback,
+        params=list(cli.params),
+        context_settings=cli.context_settings,
+        commands=dict(cli.commands),
+    )
+    register(group)
+
+    base_env = {
+        "KTOOL_ZOOKEEPER": None,
+        "KTOOL_ZK_AUTH": None,
+        "KTOOL_CONFIG": None,
+        "XDG_CONFIG_HOME": str(tmp_path / "no-config"),
+    }
+
+    def run(*args: str, env: dict[str, str] | None = None):
+        return CliRunner().invoke(group, list(args), env={**base_env, **(env or {})}, catch_exceptions=False)
+
+    return run

@@ -54,13 +54,17 @@ def cli(ctx: click.Context, color: str) -> None:
 
 
 def _register() -> None:
+    from kafka_tools.cli import cluster
     from kafka_tools.cli.dump_log import dump_log
+    from kafka_tools.cli.groups import groups
     from kafka_tools.cli.truncate import truncate
     from kafka_tools.cli.validate import validate
 
     cli.add_command(dump_log)
     cli.add_command(validate)
     cli.add_command(truncate)
+    cluster.register(cli)
+    cli.add_command(groups)
 
 
 _register()

@@ -1,0 +1,191 @@
+"""`ktool brokers`, `ktool topics`, `ktool cluster-id`: the cluster as ZooKeeper describes it.
+
+Also the ZooKeeper options every ZooKeeper-reading command shares: decorate a command with
+:func:`zookeeper_options` and turn its keyword arguments into a ZkConfig with
+:func:`zk_config_from_options`::
+
+    @click.command("groups")
+    @zookeeper_options
+    def groups(**options):
+        with open_zk(zk_config_from_options(**options)) as zk:
+            ...
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from kafka_tools.errors import InputError
+from kafka_tools.render.cluster import (
+    render_brokers_json,
+    render_brokers_text,
+    render_cluster_id_json,
+    render_topics_json,
+    render_topics_text,
+)
+from kafka_tools.render.lines import wants_colour
+from kafka_tools.zk.connection import ENV_AUTH, ENV_CONNECT, ZkConfig, open_zk, resolve_config
+from kafka_tools.zk.reader import cluster_id as read_cluster_id
+from kafka_tools.zk.reader import read_cluster, read_topics
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ZK_OPTION_NAMES = (
+    "zookeeper",
+    "zk_timeout",
+    "zk_session_timeout",
+    "zk_auth_file",
+    "zk_tls",
+    "zk_ca",
+    "zk_cert",
+    "zk_key",
+)
+
+_SECONDS = click.FloatRange(min=0, min_open=True)
+_FILE = click.Path(dir_okay=False, path_type=str)
+
+
+def zookeeper_options(func: F) -> F:
+    """Add the shared ZooKeeper options (connect string, timeouts, credentials file, TLS) to a command."""
+    options = [
+        click.option(
+            "--zookeeper",
+            envvar=ENV_CONNECT,
+            show_envvar=True,
+            metavar="HOST:PORT[,…][/CHROOT]",
+            help="ZooKeeper servers and Kafka's chroot [default: the config file's zookeeper.connect].",
+        ),
+        click.option(
+            "--zk-timeout",
+            type=_SECONDS,
+            metavar="SECONDS",
+            help="Wait this long for a ZooKeeper connection [default: 10].",
+        ),
+        click.option(
+            "--zk-session-timeout",
+            type=_SECONDS,
+            metavar="SECONDS",
+            help="ZooKeeper session timeout [default: 30].",
+        ),
+        click.option(
+            "--zk-auth-file",
+            type=_FILE,
+            help=(
+                "Credentials, one per line: `digest user:password`, `sasl user:password` (DIGEST-MD5) or "
+                f"`gssapi [principal]`. ${ENV_AUTH} may hold the same text. Never on the command line."
+            ),
+        ),
+        click.option("--zk-tls", is_flag=True, help="Talk TLS to ZooKeeper (implied by --zk-ca/--zk-cert)."),
+        click.option("--zk-ca", type=_FILE, help="CA certificates (PEM) to verify ZooKeeper's certificate."),
+        click.option("--zk-cert", type=_FILE, help="Client certificate (PEM) for TLS client authentication."),
+        click.option("--zk-key", type=_FILE, help="Client private key (PEM) for --zk-cert."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def zk_config_from_options(**options: Any) -> ZkConfig:
+    """The ZkConfig for the values of :func:`zookeeper_options` (other keyword arguments are ignored)."""
+    return resolve_config(
+        connect=options.get("zookeeper"),
+        connect_timeout=options.get("zk_timeout"),
+        session_timeout=options.get("zk_session_timeout"),
+        auth_file=options.get("zk_auth_file"),
+        tls=options.get("zk_tls") or None,
+        ca=options.get("zk_ca"),
+        cert=options.get("zk_cert"),
+        key=options.get("zk_key"),
+    )
+
+
+def _colour(ctx: click.Context) -> bool:
+    return wants_colour(sys.stdout, (ctx.obj or {}).get("color"))
+
+
+_json_option = click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout.")
+
+
+@click.command("brokers")
+@zookeeper_options
+@_json_option
+@click.pass_context
+def brokers(ctx: click.Context, as_json: bool, **options: Any) -> None:
+    """List the live brokers as registered in ZooKeeper, with the controller and the cluster id.
+
+    One row per /brokers/ids/N: host, port, endpoints, rack, JMX port, registration version, the Kafka
+    version that version implies (1: 0.8.x, 2: 0.9.x, 3+: 0.10+; 0.7 brokers register a plain string),
+    and when the broker registered. --json: one `broker` object per broker, then one `cluster` object.
+
+    \b
+    Exit status:
+      0  ok
+      3  ZooKeeper unreachable, wrong chroot, no /brokers/ids, a malformed znode, not allowed
+    """
+    with open_zk(zk_config_from_options(**options)) as zk:
+        cluster = read_cluster(zk)
+    if as_json:
+        render_brokers_json(cluster, sys.stdout)
+    else:
+        render_brokers_text(cluster, sys.stdout, _colour(ctx))
+
+
+@click.command("topics")
+@click.argument("topics", nargs=-1)
+@zookeeper_options
+@_json_option
+@click.pass_context
+def topics(ctx: click.Context, topics: tuple[str, ...], as_json: bool, **options: Any) -> None:
+    """Show partitions of TOPIC… (default: every topic): leader, replicas, ISR, leader epoch.
+
+    The status column marks partitions that are under-replicated (ISR smaller than the replicas),
+    offline (no leader) or without a state znode. 0.7 topics list their partitions as
+    brokerId-partition. --json: one `partition` object per partition.
+
+    \b
+    Exit status:
+      0  ok
+      3  a topic does not exist, ZooKeeper unreachable, wrong chroot, a malformed znode
+    """
+    with open_zk(zk_config_from_options(**options)) as zk:
+        found = read_topics(zk, topics or None)
+    if as_json:
+        render_topics_json(found, sys.stdout)
+    else:
+        render_topics_text(found, sys.stdout, _colour(ctx))
+
+
+@click.command("cluster-id")
+@zookeeper_options
+@_json_option
+def cluster_id(as_json: bool, **options: Any) -> None:
+    """Print the cluster id (/cluster/id, Kafka 0.10.1+).
+
+    \b
+    Exit status:
+      0  ok
+      3  no /cluster/id (clusters before 0.10.1 have none), ZooKeeper unreachable, wrong chroot
+    """
+    config = zk_config_from_options(**options)
+    with open_zk(config) as zk:
+        cid = read_cluster_id(zk)
+    if cid is None:
+        raise InputError(f"no /cluster/id on ZooKeeper {config}: clusters before 0.10.1 have no id")
+    if as_json:
+        render_cluster_id_json(cid, sys.stdout)
+    else:
+        click.echo(cid)
+
+
+COMMANDS = (brokers, topics, cluster_id)
+
+
+def register(group: click.Group) -> None:
+    """Add `brokers`, `topics` and `cluster-id` to ``group`` (those it does not have yet)."""
+    for command in COMMANDS:
+        if command.name not in group.commands:
+            group.add_command(command)

@@ -1,0 +1,137 @@
+"""`ktool groups list|describe|rebalance-plan`: consumer groups as ZooKeeper and the brokers see them."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from kafka_tools.broker.options import broker_from_options, broker_options
+from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.groups.assignors import Member, consumers_per_topic
+from kafka_tools.groups.describe import describe_group, list_all_groups
+from kafka_tools.groups.plan import plan_rebalance
+from kafka_tools.render.groups import render_group, render_group_list, render_plan
+from kafka_tools.render.lines import wants_colour
+from kafka_tools.zk.connection import open_zk
+from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
+
+_json_option = click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout.")
+
+
+def _colour(ctx: click.Context) -> bool:
+    return wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
+
+
+@click.group("groups")
+def groups() -> None:
+    """Consumer groups: where their offsets live, who owns what, lag, and rebalance plans.
+
+    \b
+    Exit status:
+      0  ok
+      1  a refused plan (e.g. round-robin with unequal subscriptions)
+      2  usage error
+      3  ZooKeeper or a broker unreachable, a group or topic missing, a malformed znode
+    """
+
+
+@groups.command("list")
+@zookeeper_options
+@broker_options
+@_json_option
+@click.pass_context
+def list_cmd(ctx: click.Context, as_json: bool, **options: Any) -> None:
+    """List groups in ZooKeeper (/consumers) and, with --bootstrap-server, those Kafka coordinates;
+    mark where each group's offsets live (zookeeper, kafka, both, none)."""
+    with open_zk(zk_config_from_options(**options)) as zk:
+        broker = broker_from_options(zk, **options)
+        found = list_all_groups(zk, broker)
+    render_group_list(found, sys.stdout, _colour(ctx), as_json)
+
+
+@groups.command("describe")
+@click.argument("group_ids", nargs=-1, metavar="[GROUP]...")
+@zookeeper_options
+@broker_options
+@_json_option
+@click.pass_context
+def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, **options: Any) -> None:
+    """Per topic-partition: owner (consumer thread), committed offset in ZooKeeper and in Kafka, and with
+    --bootstrap-server the log start and end offsets and lag; members with their subscriptions; sums per
+    topic and group. Impossible lag (a committed offset past the log end or below its start) is clamped
+    and explained. Without GROUP: every group in ZooKeeper."""
+    with open_zk(zk_config_from_options(**options)) as zk:
+        broker = broker_from_options(zk, **options)
+        names = list(group_ids) or list_groups(zk)
+        descriptions = [describe_group(zk, g, broker) for g in names]
+    for desc in descriptions:
+        render_group(desc, sys.stdout, _colour(ctx), as_json)
+
+
+@groups.command("rebalance-plan")
+@click.argument("group")
+@click.option(
+    "--add-consumer",
+    "add",
+    multiple=True,
+    metavar="ID[:STREAMS]",
+    help="A consumer that joins, subscribed like the others, with STREAMS streams (default 1).",
+)
+@click.option("--remove-consumer", "remove", multiple=True, metavar="ID", help="A consumer that leaves.")
+@click.option(
+    "--partitions",
+    "partition_counts",
+    multiple=True,
+    metavar="TOPIC=N",
+    help="Plan as if TOPIC had N partitions.",
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(["range", "roundrobin"]),
+    default="range",
+    show_default=True,
+    help="partition.assignment.strategy of the group's consumers.",
+)
+@zookeeper_options
+@_json_option
+@click.pass_context
+def rebalance_plan_cmd(
+    ctx: click.Context,
+    group: str,
+    add: tuple[str, ...],
+    remove: tuple[str, ...],
+    partition_counts: tuple[str, ...],
+    strategy: str,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """The assignment the group's consumers would compute (Kafka's own range assignor of the ZooKeeper
+    consumer: per topic, partitions by number, thread ids `consumerId-N` sorted as strings, the first
+    P % C threads one extra), and the moves against today's /owners: unassigned partitions, idle
+    consumers and threads, how many partitions move."""
+    from kafka_tools.groups.plan import parse_partition_count
+
+    counts = dict(parse_partition_count(spec) for spec in partition_counts)
+    with open_zk(zk_config_from_options(**options)) as zk:
+        g = read_group(zk, group)
+        members = [Member(m.id, dict(m.subscription), m.pattern) for m in g.members]
+        all_topics = list_topics(zk)
+        # The topics in play: those a member subscribes to (wildcards matched as Kafka matches them),
+        # and those the group owns partitions of today.
+        subscribed = set(consumers_per_topic(members, all_topics)) | {t for t, _ in g.owners}
+        topics = read_topics(zk, sorted(t for t in subscribed if t in all_topics)) if subscribed else []
+    partitions = {t.name: [p.partition for p in t.partitions] for t in topics}
+    current = {(t, p): owner for (t, p), owner in g.owners.items()}
+    plan = plan_rebalance(
+        members,
+        partitions,
+        current,
+        strategy=strategy,
+        add=list(add),
+        remove=list(remove),
+        partition_counts=counts,
+        all_topics=all_topics,
+    )
+    render_plan(group, plan, sys.stdout, _colour(ctx), as_json)

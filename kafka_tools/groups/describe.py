@@ -1,0 +1,169 @@
+"""The service behind `ktool groups list/describe`: ZooKeeper's view of a group (members, owners,
+offsets) joined with the brokers' (offsets in `__consumer_offsets`, log start and end, hence lag)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafka_tools.broker.client import Broker
+from kafka_tools.zk.layout import ConsumerGroupZk, ConsumerMember, PartitionKey, Topic
+from kafka_tools.zk.reader import list_groups as zk_list_groups
+from kafka_tools.zk.reader import read_group, read_topics, zk_children
+
+STORE_ZK = "zookeeper"
+STORE_KAFKA = "kafka"
+STORE_BOTH = "both"
+STORE_NONE = "none"
+
+
+@dataclass
+class PartitionRow:
+    topic: str
+    partition: PartitionKey
+    owner: str | None = None
+    zk_offset: int | None = None
+    kafka_offset: int | None = None
+    log_start: int | None = None
+    log_end: int | None = None
+    lag: int | None = None
+    note: str | None = None
+
+    @property
+    def committed(self) -> int | None:
+        """The offset the group resumes from: ZooKeeper's for a ZooKeeper-storage group (as Kafka's own
+        tools read it), else the one in Kafka."""
+        return self.zk_offset if self.zk_offset is not None else self.kafka_offset
+
+
+@dataclass
+class GroupDescription:
+    group: str
+    layout: str | None
+    storage: str
+    members: list[ConsumerMember] = field(default_factory=list)
+    rows: list[PartitionRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_lag(self) -> int | None:
+        lags = [r.lag for r in self.rows if r.lag is not None]
+        return sum(lags) if lags else None
+
+    def topic_lag(self) -> dict[str, int | None]:
+        out: dict[str, int | None] = {}
+        for r in self.rows:
+            if r.lag is not None:
+                out[r.topic] = (out.get(r.topic) or 0) + r.lag
+            else:
+                out.setdefault(r.topic, None)
+        return out
+
+    @property
+    def unowned(self) -> list[PartitionRow]:
+        return [r for r in self.rows if r.owner is None]
+
+
+def storage_of(has_zk: bool, has_kafka: bool) -> str:
+    if has_zk and has_kafka:
+        return STORE_BOTH
+    return STORE_ZK if has_zk else STORE_KAFKA if has_kafka else STORE_NONE
+
+
+def describe_group(zk, group: str, broker: Broker | None = None) -> GroupDescription:
+    g: ConsumerGroupZk = read_group(zk, group)
+    topics = _group_topics(g)
+    partitions = _partitions(read_topics(zk, topics) if topics else [], g)
+    rows = {key: PartitionRow(*key) for key in partitions}
+    for key, offset in g.offsets.items():
+        rows.setdefault(key, PartitionRow(*key)).zk_offset = offset
+    for key, owner in g.owners.items():
+        rows.setdefault(key, PartitionRow(*key)).owner = owner
+    desc = GroupDescription(group, g.layout, STORE_NONE, list(g.members))
+    desc.rows = [rows[k] for k in sorted(rows, key=lambda k: (k[0], str(k[1]).zfill(12)))]
+    if g.layout == "0.7":
+        desc.notes.append(
+            "Kafka 0.7 layout: offsets are byte positions in the partition's log, keyed brokerId-partition"
+        )
+    modern = [(r.topic, r.partition) for r in desc.rows if isinstance(r.partition, int)]
+    if broker is not None and modern:
+        for key, offset in broker.committed(group, modern).items():
+            if key in rows:
+                rows[key].kafka_offset = offset
+        for key, (low, high) in broker.watermarks(modern).items():
+            rows[key].log_start, rows[key].log_end = low, high
+            _lag(rows[key])
+    desc.storage = storage_of(bool(g.offsets), any(r.kafka_offset is not None for r in desc.rows))
+    if not desc.members:
+        desc.notes.append("no live members: no consumer of this group is registered in ZooKeeper")
+    if desc.unowned and desc.members:
+        desc.notes.append(f"{len(desc.unowned)} partitions have no owner")
+    differ = [
+        r for r in desc.rows if None not in (r.zk_offset, r.kafka_offset) and r.zk_offset != r.kafka_offset
+    ]
+    if differ:
+        desc.notes.append(f"{len(differ)} partitions have different offsets in ZooKeeper and Kafka")
+    return desc
+
+
+def _lag(row: PartitionRow) -> None:
+    committed = row.committed
+    if committed is None or row.log_end is None:
+        return
+    if committed > row.log_end:
+        row.lag = 0
+        row.note = (
+            f"committed {committed} is past the log end {row.log_end}: the log was truncated or replaced"
+        )
+    elif row.log_start is not None and committed < row.log_start:
+        row.lag = row.log_end - row.log_start
+        row.note = (
+            f"committed {committed} is below the log start {row.log_start}: the consumer will reset "
+            "(auto.offset.reset); lag counted from the log start"
+        )
+    else:
+        row.lag = row.log_end - committed
+
+
+def _group_topics(g: ConsumerGroupZk) -> list[str]:
+    static = {t for m in g.members if m.pattern == "static" for t in m.subscription}
+    return sorted(static | set(g.topics()))
+
+
+def _partitions(topics: list[Topic], g: ConsumerGroupZk) -> list[tuple[str, PartitionKey]]:
+    out = [(t.name, p.partition) for t in topics for p in t.partitions]
+    return out
+
+
+@dataclass
+class GroupSummary:
+    group: str
+    storage: str
+    members: int | None  # live members in ZooKeeper (None: a Kafka-only group)
+    protocol_type: str | None = None
+
+
+def list_all_groups(zk, broker: Broker | None = None) -> list[GroupSummary]:
+    """Groups in ZooKeeper (`/consumers`) and, with a broker, the groups Kafka coordinates; marks where
+    each group's offsets live."""
+    out: dict[str, GroupSummary] = {}
+    for group in zk_list_groups(zk) if zk is not None else []:
+        ids = zk_children(zk, f"/consumers/{group}/ids") or []
+        has_zk = bool(zk_children(zk, f"/consumers/{group}/offsets"))
+        out[group] = GroupSummary(group, STORE_ZK if has_zk else STORE_NONE, len(ids))
+    if broker is not None:
+        for group, protocol in broker.groups():
+            summary = out.setdefault(group, GroupSummary(group, STORE_NONE, None))
+            summary.protocol_type = protocol or None
+        for summary in out.values():
+            if summary.members is not None:
+                g = read_group(zk, summary.group)
+                keys = [k for k in set(g.offsets) | set(g.owners) if isinstance(k[1], int)]
+                has_kafka = (
+                    any(v is not None for v in broker.committed(summary.group, keys).values())
+                    if keys
+                    else False
+                )
+            else:
+                has_kafka = True  # the coordinator knows the group: its offsets are in Kafka
+            summary.storage = storage_of(summary.storage == STORE_ZK, has_kafka)
+    return [out[k] for k in sorted(out)]

@@ -1,0 +1,219 @@
+"""`ktool groups` output: rich tables on a terminal, aligned text in a pipe, JSON Lines with --json."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import TextIO
+
+from kafka_tools.groups.describe import GroupDescription, GroupSummary
+from kafka_tools.groups.plan import RebalancePlan
+
+
+def _console(out: TextIO, colour: bool):
+    from rich.console import Console
+
+    return Console(
+        file=out,
+        force_terminal=colour,
+        no_color=not colour,
+        highlight=False,
+        soft_wrap=True,
+        width=None if colour else 220,
+    )
+
+
+def _table(colour: bool, columns: list[str], right: set[str]):
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD if colour else box.ASCII2, show_edge=False)
+    for col in columns:
+        table.add_column(col, justify="right" if col in right else "left")
+    return table
+
+
+def _s(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _emit(out: TextIO, obj: dict) -> None:
+    out.write(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
+
+
+def render_group_list(groups: list[GroupSummary], out: TextIO, colour: bool, as_json: bool) -> None:
+    if as_json:
+        for g in groups:
+            _emit(
+                out,
+                {
+                    "type": "group",
+                    "group": g.group,
+                    "offsetsIn": g.storage,
+                    "zkMembers": g.members,
+                    "protocolType": g.protocol_type,
+                },
+            )
+        return
+    table = _table(
+        colour, ["group", "offsets in", "members (ZooKeeper)", "protocol type"], {"members (ZooKeeper)"}
+    )
+    for g in groups:
+        table.add_row(g.group, g.storage, _s(g.members), _s(g.protocol_type))
+    _console(out, colour).print(table)
+
+
+def render_group(desc: GroupDescription, out: TextIO, colour: bool, as_json: bool) -> None:
+    if as_json:
+        for r in desc.rows:
+            _emit(
+                out,
+                {
+                    "type": "partition",
+                    "group": desc.group,
+                    "topic": r.topic,
+                    "partition": str(r.partition),
+                    "owner": r.owner,
+                    "zkOffset": r.zk_offset,
+                    "kafkaOffset": r.kafka_offset,
+                    "committed": r.committed,
+                    "logStartOffset": r.log_start,
+                    "logEndOffset": r.log_end,
+                    "lag": r.lag,
+                    "note": r.note,
+                },
+            )
+        for m in desc.members:
+            _emit(
+                out,
+                {
+                    "type": "member",
+                    "group": desc.group,
+                    "consumerId": m.id,
+                    "subscription": m.subscription,
+                    "pattern": m.pattern,
+                    "timestamp": m.timestamp,
+                    "version": m.version,
+                },
+            )
+        _emit(
+            out,
+            {
+                "type": "group",
+                "group": desc.group,
+                "layout": desc.layout,
+                "offsetsIn": desc.storage,
+                "members": len(desc.members),
+                "partitions": len(desc.rows),
+                "unownedPartitions": len(desc.unowned),
+                "lag": desc.total_lag,
+                "topicLag": desc.topic_lag(),
+                "notes": desc.notes,
+            },
+        )
+        return
+    console = _console(out, colour)
+    console.print(
+        f"group {desc.group}: offsets in {desc.storage}, {len(desc.members)} live members"
+        + (f", layout {desc.layout}" if desc.layout else ""),
+        style="bold" if colour else None,
+        markup=False,
+    )
+    table = _table(
+        colour,
+        ["topic", "partition", "owner", "zk offset", "kafka offset", "log start", "log end", "lag", "note"],
+        {"partition", "zk offset", "kafka offset", "log start", "log end", "lag"},
+    )
+    for r in desc.rows:
+        table.add_row(
+            r.topic,
+            str(r.partition),
+            _s(r.owner),
+            _s(r.zk_offset),
+            _s(r.kafka_offset),
+            _s(r.log_start),
+            _s(r.log_end),
+            _s(r.lag),
+            r.note or "",
+        )
+    for topic, lag in desc.topic_lag().items():
+        table.add_row(
+            topic, "all", "", "", "", "", "", _s(lag), "topic total", style="bold" if colour else None
+        )
+    table.add_row(
+        "(group)", "", "", "", "", "", "", _s(desc.total_lag), "group total", style="bold" if colour else None
+    )
+    console.print(table)
+    if desc.members:
+        members = _table(colour, ["member", "subscription", "pattern", "registered"], set())
+        for m in desc.members:
+            subs = ", ".join(f"{t}:{n}" for t, n in sorted(m.subscription.items()))
+            members.add_row(m.id, subs, m.pattern, _time(m.timestamp))
+        console.print(members)
+    for note in desc.notes:
+        console.print(f"note: {note}", style="yellow" if colour else None, markup=False)
+
+
+def _time(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def render_plan(group: str, plan: RebalancePlan, out: TextIO, colour: bool, as_json: bool) -> None:
+    keys = sorted(set(plan.current) | set(plan.proposed), key=lambda k: (k[0], k[1]))
+    moved = {(m.topic, m.partition) for m in plan.moves}
+    if as_json:
+        for key in keys:
+            new = plan.proposed.get(key)
+            _emit(
+                out,
+                {
+                    "type": "assignment",
+                    "group": group,
+                    "topic": key[0],
+                    "partition": key[1],
+                    "currentOwner": plan.current.get(key),
+                    "proposedOwner": None if new is None else str(new),
+                    "moves": key in moved,
+                },
+            )
+        _emit(
+            out,
+            {
+                "type": "plan",
+                "group": group,
+                "strategy": plan.strategy,
+                "partitions": len(keys),
+                "moves": len(plan.moves),
+                "unassigned": [f"{t}-{p}" for t, p in plan.unassigned],
+                "idleThreads": [str(t) for t in plan.idle_threads],
+                "idleConsumers": plan.idle_consumers,
+                "warnings": plan.warnings,
+            },
+        )
+        return
+    console = _console(out, colour)
+    table = _table(colour, ["topic", "partition", "current owner", "proposed owner", "moves"], {"partition"})
+    for key in keys:
+        new = plan.proposed.get(key)
+        table.add_row(
+            key[0],
+            str(key[1]),
+            _s(plan.current.get(key)),
+            _s(None if new is None else str(new)),
+            "yes" if key in moved else "",
+            style=("yellow" if key in moved and colour else None),
+        )
+    console.print(table)
+    console.print(
+        f"{len(plan.moves)} of {len(keys)} partitions move ({plan.strategy} assignor)", markup=False
+    )
+    if plan.unassigned:
+        console.print("unassigned: " + ", ".join(f"{t}-{p}" for t, p in plan.unassigned), markup=False)
+    if plan.idle_consumers:
+        console.print("idle consumers: " + ", ".join(plan.idle_consumers), markup=False)
+    if plan.idle_threads:
+        console.print("idle threads: " + ", ".join(str(t) for t in plan.idle_threads), markup=False)
+    for w in plan.warnings:
+        console.print(f"warning: {w}", markup=False)
