@@ -82,6 +82,7 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self._conf = config.librdkafka()
+        self._admin_client = None
 
     def _consumer(self, group: str | None = None):
         from confluent_kafka import Consumer
@@ -135,14 +136,69 @@ class Broker:
             consumer.close()
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in result}
 
+    def _admin(self):
+        # Kept for the Broker's life: a dropped AdminClient stops its thread, and its futures never finish.
+        if self._admin_client is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin_client = AdminClient(dict(self._conf), logger=_QuietLogger())
+        return self._admin_client
+
+    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """Every offset the group has in Kafka (OffsetFetch for all partitions)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+
+        try:
+            futures = self._admin().list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=self.config.timeout
+            )
+            result = futures[group].result(timeout=self.config.timeout + 5)
+        except KafkaException as exc:
+            raise InputError(f"{self.config.bootstrap}: offsets of group {group}: {_why(exc)}") from None
+        except TimeoutError:
+            raise InputError(f"{self.config.bootstrap}: no answer for the offsets of group {group}") from None
+        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+    def live_members(self, group: str) -> list[str]:
+        """Members of the group the coordinator has now (empty for a group with only stored offsets)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            desc = (
+                self._admin()
+                .describe_consumer_groups([group], request_timeout=self.config.timeout)[group]
+                .result()
+            )
+        except KafkaException as exc:
+            raise InputError(f"{self.config.bootstrap}: group {group}: {_why(exc)}") from None
+        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in desc.members]
+
+    def commit(self, group: str, offsets: dict[tuple[str, int], int], metadata: str) -> None:
+        """Store offsets for the group in `__consumer_offsets`, in one request (AlterConsumerGroupOffsets)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+
+        tps = [TopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(offsets.items())]
+        try:
+            futures = self._admin().alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self.config.timeout
+            )
+            result = futures[group].result(timeout=self.config.timeout + 5)
+        except KafkaException as exc:
+            raise InputError(f"{self.config.bootstrap}: commit for group {group}: {_why(exc)}") from None
+        except TimeoutError:
+            raise InputError(f"{self.config.bootstrap}: no answer to the commit for group {group}") from None
+        failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in result.topic_partitions if tp.error]
+        if failed:
+            raise InputError(
+                f"{self.config.bootstrap}: commit for group {group} failed for " + ", ".join(failed)
+            )
+
     def groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) of the groups the brokers coordinate."""
         from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient(dict(self._conf), logger=_QuietLogger())
         try:
-            listed = admin.list_groups(timeout=self.config.timeout)
+            listed = self._admin().list_groups(timeout=self.config.timeout)
         except KafkaException as exc:
             raise InputError(f"{self.config.bootstrap}: cannot list groups: {_why(exc)}") from None
         return sorted((g.id, g.protocol_type or "") for g in listed)

@@ -57,6 +57,7 @@ def _register() -> None:
     from kafka_tools.cli import cluster
     from kafka_tools.cli.dump_log import dump_log
     from kafka_tools.cli.groups import groups
+    from kafka_tools.cli.offsets import migrate_offsets, offsets
     from kafka_tools.cli.truncate import truncate
     from kafka_tools.cli.validate import validate
 
@@ -65,6 +66,8 @@ def _register() -> None:
     cli.add_command(truncate)
     cluster.register(cli)
     cli.add_command(groups)
+    cli.add_command(migrate_offsets)
+    cli.add_command(offsets)
 
 
 _register()

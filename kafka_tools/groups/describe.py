@@ -157,12 +157,13 @@ def list_all_groups(zk, broker: Broker | None = None) -> list[GroupSummary]:
         for summary in out.values():
             if summary.members is not None:
                 g = read_group(zk, summary.group)
-                keys = [k for k in set(g.offsets) | set(g.owners) if isinstance(k[1], int)]
-                has_kafka = (
-                    any(v is not None for v in broker.committed(summary.group, keys).values())
-                    if keys
-                    else False
+                topics = g.topics()
+                keys = (
+                    [(t.name, p.partition) for t in read_topics(zk, topics) for p in t.partitions]
+                    if topics
+                    else []
                 )
+                has_kafka = any(v is not None for v in broker.committed(summary.group, keys).values())
             else:
                 has_kafka = True  # the coordinator knows the group: its offsets are in Kafka
             summary.storage = storage_of(summary.storage == STORE_ZK, has_kafka)

@@ -447,6 +447,7 @@ class ConsumerGroupZk:
     members: list[ConsumerMember] = field(default_factory=list)
     offsets: dict[tuple[str, PartitionKey], int] = field(default_factory=dict)
     owners: dict[tuple[str, PartitionKey], str] = field(default_factory=dict)
+    known_topics: list[str] = field(default_factory=list)  # children of /consumers/G/owners and /offsets
 
     @property
     def layout(self) -> str | None:
@@ -464,4 +465,5 @@ class ConsumerGroupZk:
         return "byte-position" if self.layout == LAYOUT_07 else "offset"
 
     def topics(self) -> list[str]:
-        return sorted({t for t, _ in self.offsets} | {t for t, _ in self.owners})
+        """Every topic the group has offsets, owners or an (emptied) owners/offsets znode for."""
+        return sorted({t for t, _ in self.offsets} | {t for t, _ in self.owners} | set(self.known_topics))

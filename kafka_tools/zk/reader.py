@@ -288,6 +288,8 @@ def read_group(zk: KazooClient, group: str, topics: Iterable[str] | None = None)
     leaves = third.collect()
 
     result = ConsumerGroupZk(group)
+    # /consumers/G/owners/T and /offsets/T stay after the consumers leave: the topics the group read.
+    result.known_topics = sorted(set(keep(first["owners"])) | set(keep(first["offsets"])))
     for member in members:
         data = got[("member", member)]
         if data is not None:

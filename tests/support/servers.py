@@ -68,6 +68,7 @@ __all__ = [
     "create_topic",
     "console_produce",
     "console_consume",
+    "OldConsumer",
 ]
 
 KAFKA_VERSION = "0.9.0.1"
@@ -948,3 +949,175 @@ def console_consume(
             args += ["--property", "print.key=true"]
         args += list(extra_args)
         return run_kafka_script("kafka-console-consumer.sh", *args, timeout=timeout, home=home)
+
+
+class OldConsumer:
+    """Kafka 0.9's old high-level (ZooKeeper) consumer running in the background:
+    ``bin/kafka-console-consumer.sh --zookeeper <zk> --topic T`` (or ``--whitelist REGEX``) with a
+    ``--consumer.config`` holding ``group.id``, ``consumer.id`` and test-friendly timings.
+
+    It registers ``/consumers/<group>/ids/<group>_<consumer_id>`` (the console consumer subscribes with
+    ``createMessageStreamsByFilter``, i.e. a ``white_list`` pattern, one stream), claims
+    ``/owners/<topic>/<partition>`` as thread ``<group>_<consumer_id>-0`` and commits offsets every
+    ``auto.commit.interval.ms``.  ``stop()`` sends SIGTERM: the console consumer's shutdown hook shuts
+    the connector down, which commits the offsets once more and closes the ZooKeeper session (its
+    ephemeral znodes go at once).  ``kill()`` is SIGKILL (a crash: the znodes stay until the session
+    expires).  The process is the leader of its own process group, and every signal goes to that group.
+
+    0.9's console consumer overrides ``auto.offset.reset`` with ``largest`` unless ``--from-beginning``
+    is given (``from_beginning=True``: ``smallest``), and refuses ``--from-beginning`` (exit 1) once the
+    group has offsets in ZooKeeper (``/consumers/<group>/offsets``).  So start a group's first consumer
+    with ``from_beginning=True``, and the others once it has committed.
+    """
+
+    DEFAULTS: dict[str, str] = {
+        "auto.commit.enable": "true",
+        "auto.commit.interval.ms": "200",
+        "rebalance.backoff.ms": "500",
+        "rebalance.max.retries": "20",
+        "zookeeper.session.timeout.ms": "6000",
+        "zookeeper.connection.timeout.ms": "10000",
+    }
+
+    def __init__(
+        self,
+        zookeeper_connect: str,
+        group: str,
+        consumer_id: str,
+        *,
+        topic: str | None = None,
+        whitelist: str | None = None,
+        properties: Mapping[str, object] | None = None,
+        from_beginning: bool = False,
+        workdir: str | os.PathLike | None = None,
+        heap: str = "-Xmx128M",
+        home: Path | None = None,
+    ):
+        if (topic is None) == (whitelist is None):
+            raise ValueError("give exactly one of topic= or whitelist=")
+        self.zookeeper_connect = zookeeper_connect
+        self.group = group
+        self.consumer_id = consumer_id
+        self.topic = topic
+        self.whitelist = whitelist
+        self.from_beginning = from_beginning
+        self.properties = {**self.DEFAULTS, **{k: str(v) for k, v in (properties or {}).items()}}
+        self.properties["group.id"] = group
+        self.properties["consumer.id"] = consumer_id
+        self._workdir_arg = Path(workdir) if workdir is not None else None
+        self.workdir: Path | None = None
+        self.heap = heap
+        self.home = home or kafka_home()
+        self.proc: subprocess.Popen | None = None
+        self._out = None
+        self._err = None
+
+    @property
+    def registered_id(self) -> str:
+        """The id under /consumers/<group>/ids: ``<group.id>_<consumer.id>``."""
+        return f"{self.group}_{self.consumer_id}"
+
+    @property
+    def thread_id(self) -> str:
+        """The owner string of its (only) stream."""
+        return f"{self.registered_id}-0"
+
+    @property
+    def stdout_file(self) -> Path:
+        assert self.workdir is not None
+        return self.workdir / "messages.txt"
+
+    @property
+    def stderr_file(self) -> Path:
+        assert self.workdir is not None
+        return self.workdir / "consumer.log"
+
+    def start(self) -> OldConsumer:
+        if self.proc is not None:
+            raise ServerError("already started")
+        if self._workdir_arg is not None:
+            self.workdir = self._workdir_arg
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        else:
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"ktool-oldconsumer-{self.consumer_id}-"))
+        config = self.workdir / "consumer.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
+        args = ["--zookeeper", self.zookeeper_connect, "--consumer.config", str(config)]
+        args += ["--topic", self.topic] if self.topic is not None else ["--whitelist", self.whitelist]
+        if self.from_beginning:
+            args.append("--from-beginning")
+        self._out = open(self.stdout_file, "ab")
+        self._err = open(self.stderr_file, "ab")
+        # kafka-console-consumer.sh and kafka-run-class.sh both `exec`: proc.pid is the JVM.
+        self.proc = subprocess.Popen(
+            [str(self.home / "bin" / "kafka-console-consumer.sh"), *args],
+            cwd=self.workdir,
+            env=kafka_env(heap=self.heap, LOG_DIR=str(self.workdir / "app-logs")),
+            stdin=subprocess.DEVNULL,
+            stdout=self._out,
+            stderr=self._err,
+            start_new_session=True,
+        )
+        return self
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _signal_group(self, sig: int) -> None:
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """SIGTERM (offsets committed, registration removed); SIGKILL after ``timeout``.
+        Returns True if it exited on SIGTERM in time."""
+        ok = True
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self._signal_group(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    ok = False
+                    self._signal_group(signal.SIGKILL)
+                    self.proc.wait(timeout=30)
+            self.proc = None
+        self._close_files()
+        return ok
+
+    def kill(self) -> None:
+        """SIGKILL: a crash; ZooKeeper keeps its ephemeral znodes until the session expires."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self._signal_group(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+            self.proc = None
+        self._close_files()
+
+    def _close_files(self) -> None:
+        for handle in (self._out, self._err):
+            if handle is not None:
+                handle.close()
+        self._out = self._err = None
+
+    def cleanup(self) -> None:
+        """Stop if running and remove the work dir (unless one was passed in)."""
+        self.stop()
+        if self.workdir is not None and self._workdir_arg is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def messages(self) -> list[str]:
+        """The values printed so far, one per line."""
+        try:
+            return self.stdout_file.read_text("utf-8", "replace").splitlines()
+        except OSError:
+            return []
+
+    def log_tail(self, lines: int = 40) -> str:
+        return _tail(self.stderr_file, lines)
+
+    def __enter__(self) -> OldConsumer:
+        return self.start() if self.proc is None else self
+
+    def __exit__(self, *exc) -> None:
+        self.cleanup()

@@ -1,0 +1,410 @@
+"""`ktool migrate-offsets` and `ktool offsets export|import`: consumer offsets between ZooKeeper, Kafka
+and files, with a journal, verification and undo."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kafka_tools.broker.options import broker_from_options, broker_options
+from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.errors import EXIT_FINDINGS, InputError, UsageError
+from kafka_tools.migration import (
+    DEFAULT_METADATA,
+    FILE,
+    KAFKA,
+    NO_SOURCE,
+    UNCHANGED,
+    VERIFIED,
+    WRITE,
+    ZK,
+    GroupPlan,
+    MigrationOptions,
+    PartitionMove,
+    apply_group,
+    groups_for,
+    journal_path,
+    plan_group,
+    read_journal,
+    read_stores,
+    undo_journal,
+    write_journal,
+)
+from kafka_tools.render.lines import wants_colour
+from kafka_tools.zk.connection import open_zk
+
+_STORES = click.Choice([ZK, KAFKA])
+
+
+def _colour(ctx: click.Context) -> bool:
+    return wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
+
+
+def _s(v: object) -> str:
+    return "-" if v is None else str(v)
+
+
+def render_moves(moves: list[PartitionMove], colour: bool, as_json: bool, title: str) -> None:
+    if as_json:
+        for m in moves:
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "type": "partition",
+                        "group": m.group,
+                        "topic": m.topic,
+                        "partition": m.partition,
+                        "zookeeperOffset": m.zookeeper,
+                        "kafkaOffset": m.kafka,
+                        "offset": m.offset,
+                        "zookeeperAfter": m.zookeeper_after,
+                        "kafkaAfter": m.kafka_after,
+                        "logStartOffset": m.log_start,
+                        "logEndOffset": m.log_end,
+                        "status": m.status,
+                        "reason": m.reason or None,
+                    },
+                    separators=(",", ":"),
+                )
+                + "\n"
+            )
+        return
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(
+        file=sys.stdout,
+        force_terminal=colour,
+        no_color=not colour,
+        highlight=False,
+        width=None if colour else 240,
+    )
+    table = Table(box=box.SIMPLE_HEAD if colour else box.ASCII2, show_edge=False, title=title)
+    right = {"partition", "zookeeper", "kafka before", "offset", "zookeeper after", "kafka after"}
+    for col in (
+        "group",
+        "topic",
+        "partition",
+        "zookeeper",
+        "kafka before",
+        "offset",
+        "zookeeper after",
+        "kafka after",
+        "status",
+        "reason",
+    ):
+        table.add_column(col, justify="right" if col in right else "left")
+    styles = {VERIFIED: "green", UNCHANGED: "dim", WRITE: "cyan"}
+    for m in moves:
+        style = styles.get(m.status, "bold red") if colour else None
+        table.add_row(
+            m.group,
+            m.topic,
+            str(m.partition),
+            _s(m.zookeeper),
+            _s(m.kafka),
+            _s(m.offset),
+            _s(m.zookeeper_after),
+            _s(m.kafka_after),
+            m.status,
+            m.reason,
+            style=style,
+        )
+    console.print(table)
+
+
+def _summary(plans: list[GroupPlan]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for p in plans:
+        for m in p.moves:
+            counts[m.status] = counts.get(m.status, 0) + 1
+    return counts
+
+
+def run_plans(
+    ctx: click.Context,
+    zk,
+    broker,
+    plans: list[GroupPlan],
+    options: MigrationOptions,
+    dry_run: bool,
+    journal_dir: Path,
+    as_json: bool,
+) -> None:
+    colour = _colour(ctx)
+    moves = [m for p in plans for m in p.moves]
+    for p in plans:
+        if p.refused:
+            click.echo(f"ktool: group {p.group}: refused: {p.refused}", err=True)
+    writes = [m for m in moves if m.status == WRITE]
+    refused = [m for m in moves if m.status.startswith("refused")]
+    if dry_run or not writes:
+        render_moves(moves, colour, as_json, "plan (dry run)" if dry_run else "plan")
+        if not writes:
+            click.echo("ktool: nothing to write: every offset is already in place or refused", err=True)
+        if refused:
+            ctx.exit(EXIT_FINDINGS)
+        return
+    journal = journal_path(journal_dir)
+    write_journal(journal, plans, options, "prepared")
+    click.echo(
+        f"ktool: journal of every offset before the change: {journal} "
+        f"(undo: ktool migrate-offsets --undo {journal})",
+        err=True,
+    )
+    try:
+        for p in plans:
+            apply_group(zk, broker, p, options)
+            write_journal(journal, plans, options, "applying")
+    except InputError:
+        write_journal(journal, plans, options, "interrupted")
+        render_moves(moves, colour, as_json, "interrupted")
+        click.echo(
+            f"ktool: interrupted; the journal {journal} says what was written; run the same command "
+            "again to finish",
+            err=True,
+        )
+        raise
+    write_journal(journal, plans, options, "applied")
+    render_moves(moves, colour, as_json, "result")
+    counts = _summary(plans)
+    click.echo("ktool: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), err=True)
+    if refused or counts.get("mismatch"):
+        ctx.exit(EXIT_FINDINGS)
+
+
+_common = [
+    click.option(
+        "--group", "group_ids", multiple=True, metavar="GROUP", help="A group to move (repeatable)."
+    ),
+    click.option("--all-groups", is_flag=True, help="Every group in ZooKeeper (and in Kafka)."),
+    click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable)."),
+    click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
+    click.option(
+        "--force", is_flag=True, help="Write to groups with live members, and offsets outside the log."
+    ),
+    click.option("--allow-rewind", is_flag=True, help="Move offsets backwards where the target is ahead."),
+    click.option(
+        "--metadata",
+        default=DEFAULT_METADATA,
+        show_default=True,
+        help="Commit metadata stored with offsets written to Kafka, to recognise them.",
+    ),
+    click.option(
+        "--journal-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("ktool-journals"),
+        show_default=True,
+        help="Where the journal is written.",
+    ),
+    click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout."),
+]
+
+
+def common_options(func):
+    for option in reversed(_common):
+        func = option(func)
+    return zookeeper_options(broker_options(func))
+
+
+def _need_broker(zk, options: dict[str, Any]):
+    broker = broker_from_options(zk, **options)
+    if broker is None:
+        raise UsageError(
+            "--bootstrap-server is required: the offsets in Kafka are read and written through it"
+        )
+    return broker
+
+
+@click.command("migrate-offsets")
+@click.option(
+    "--from", "source", type=_STORES, default=ZK, show_default=True, help="Where the offsets come from."
+)
+@click.option("--to", "target", type=_STORES, default=KAFKA, show_default=True, help="Where they go.")
+@click.option(
+    "--dual-commit",
+    is_flag=True,
+    help="Leave both stores with max(ZooKeeper, Kafka) per partition, as dual.commit.enabled does.",
+)
+@click.option(
+    "--undo",
+    "undo",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Restore both stores to what a journal recorded before its run.",
+)
+@common_options
+@click.pass_context
+def migrate_offsets(
+    ctx: click.Context,
+    source: str,
+    target: str,
+    dual_commit: bool,
+    undo: Path | None,
+    group_ids: tuple[str, ...],
+    all_groups: bool,
+    topics: tuple[str, ...],
+    dry_run: bool,
+    force: bool,
+    allow_rewind: bool,
+    metadata: str,
+    journal_dir: Path,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """Move consumer offsets from ZooKeeper (/consumers/G/offsets/T/P) to Kafka (__consumer_offsets),
+    or back with --from kafka --to zookeeper, or keep both with --dual-commit.
+
+    For each partition: read both stores and the log's start and end, refuse what is unsafe (a group
+    with live members, an offset that would move backwards, an offset outside the log, Kafka 0.7
+    byte positions), write a journal of every offset in both stores, commit (one request per group,
+    with --metadata), read back and verify. A second run changes nothing; an interrupted run is
+    finished by running it again; --undo JOURNAL restores both stores.
+
+    \b
+    Exit status:
+      0  every offset written and verified, or already in place
+      1  refusals, or a read-back that does not match
+      2  usage error
+      3  ZooKeeper or a broker unreachable (the journal says what was written)
+    """
+    if source == target and not dual_commit:
+        raise UsageError("--from and --to name the same store")
+    mopts = MigrationOptions(source, target, dual_commit, force, allow_rewind, metadata, topics)
+    with open_zk(zk_config_from_options(**options)) as zk:
+        broker = _need_broker(zk, options)
+        if undo is not None:
+            restored = undo_journal(zk, broker, read_journal(undo))
+            render_moves(restored, _colour(ctx), as_json, "undo")
+            return
+        plans = [plan_group(zk, broker, g, mopts) for g in groups_for(zk, broker, group_ids, all_groups)]
+        run_plans(ctx, zk, broker, plans, mopts, dry_run, journal_dir, as_json)
+
+
+@click.group("offsets")
+def offsets() -> None:
+    """Consumer offsets to and from files (Kafka's ExportZkOffsets/ImportZkOffsets line format, or CSV)."""
+
+
+@offsets.command("export")
+@click.option("--from", "source", type=_STORES, default=ZK, show_default=True)
+@click.option("--group", "group_ids", multiple=True, metavar="GROUP")
+@click.option("--all-groups", is_flag=True)
+@click.option("--topic", "topics", multiple=True, metavar="TOPIC")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["zk", "csv"]),
+    default="zk",
+    show_default=True,
+    help="zk: `/consumers/G/offsets/T/P:offset` lines; csv: `group,topic,partition,offset`.",
+)
+@click.option(
+    "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write [default: stdout]."
+)
+@zookeeper_options
+@broker_options
+def export_cmd(
+    source: str, group_ids, all_groups: bool, topics, fmt: str, output: Path | None, **options
+) -> None:
+    """Write a store's offsets to a file."""
+    rows: list[tuple[str, str, int, int]] = []
+    with open_zk(zk_config_from_options(**options)) as zk:
+        broker = broker_from_options(zk, **options)
+        if source == KAFKA and broker is None:
+            raise UsageError("--from kafka needs --bootstrap-server")
+        if broker is None:
+            from kafka_tools.zk.reader import list_groups, read_group
+
+            names = list(group_ids) or (list_groups(zk) if all_groups else [])
+            if not names:
+                raise UsageError("name the groups (--group G) or ask for --all-groups")
+            for g in names:
+                for (t, p), o in read_group(zk, g).offsets.items():
+                    if isinstance(p, int) and (not topics or t in topics):
+                        rows.append((g, t, p, o))
+        else:
+            for g in groups_for(zk, broker, group_ids, all_groups):
+                zk_offsets, kafka_offsets, _, _ = read_stores(zk, broker, g, tuple(topics))
+                chosen = zk_offsets if source == ZK else kafka_offsets
+                rows += [(g, t, p, o) for (t, p), o in chosen.items() if isinstance(p, int)]
+    rows.sort()
+    text = io.StringIO()
+    if fmt == "zk":
+        text.writelines(f"/consumers/{g}/offsets/{t}/{p}:{o}\n" for g, t, p, o in rows)
+    else:
+        csv.writer(text, lineterminator="\n").writerows(rows)
+    if output is None:
+        sys.stdout.write(text.getvalue())
+    else:
+        output.write_text(text.getvalue())
+        click.echo(f"ktool: {len(rows)} offsets written to {output}", err=True)
+
+
+def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
+    """Both formats, told apart line by line; errors name the line."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    out: dict[str, dict[tuple[str, int], int]] = {}
+    for n, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            if line.startswith("/consumers/"):
+                znode, _, offset = line.rpartition(":")
+                _, _, group, kind, topic, partition = znode.split("/")
+                if kind != "offsets":
+                    raise ValueError(kind)
+            else:
+                group, topic, partition, offset = next(csv.reader([line]))
+            out.setdefault(group, {})[(topic, int(partition))] = int(offset)
+        except ValueError:
+            raise InputError(
+                f"{path}:{n}: not `/consumers/G/offsets/T/P:offset` nor `group,topic,partition,offset`"
+            ) from None
+    return out
+
+
+@offsets.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--to", "target", type=_STORES, default=ZK, show_default=True)
+@common_options
+@click.pass_context
+def import_cmd(
+    ctx: click.Context,
+    file: Path,
+    target: str,
+    group_ids,
+    all_groups: bool,
+    topics,
+    dry_run: bool,
+    force: bool,
+    allow_rewind: bool,
+    metadata: str,
+    journal_dir: Path,
+    as_json: bool,
+    **options,
+) -> None:
+    """Write offsets from a file (either format) into a store, with the same checks, journal and
+    verification as migrate-offsets."""
+    wanted = parse_offsets_file(file)
+    if group_ids:
+        wanted = {g: v for g, v in wanted.items() if g in group_ids}
+    mopts = MigrationOptions(FILE, target, False, force, allow_rewind, metadata, topics)
+    with open_zk(zk_config_from_options(**options)) as zk:
+        broker = _need_broker(zk, options)
+        plans = [plan_group(zk, broker, g, mopts, given) for g, given in sorted(wanted.items())]
+        for p in plans:
+            for m in p.moves:
+                if m.status == NO_SOURCE:
+                    m.reason = "not in the file"
+        run_plans(ctx, zk, broker, plans, mopts, dry_run, journal_dir, as_json)

@@ -1,0 +1,353 @@
+"""Consumer offsets between ZooKeeper (`/consumers/G/offsets/T/P`) and Kafka (`__consumer_offsets`):
+plan, journal, apply, verify, undo.
+
+Both stores hold the same thing — the offset of the next message the group will read — so an offset
+moves unchanged. The safety rules: no group with live members (unless forced), no offset moved
+backwards (unless allowed), no offset outside the partition's log (unless forced), no Kafka 0.7
+byte-position offsets at all. Before anything is written, a journal records every offset in both
+stores; `undo` writes those values back. A run is idempotent: what is already in place is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kafka_tools import __version__
+from kafka_tools.broker.client import Broker
+from kafka_tools.errors import InputError, KtoolError, UsageError
+from kafka_tools.zk.layout import LAYOUT_07
+from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
+
+ZK = "zookeeper"
+KAFKA = "kafka"
+FILE = "file"  # `ktool offsets import`: the offsets come from an export file
+DEFAULT_METADATA = "ktool-migrate"
+
+# Statuses of one partition in a plan and after it ran.
+WRITE = "write"  # the target store gets the offset
+UNCHANGED = "unchanged"  # the target already holds it
+REFUSED_REWIND = "refused-rewind"
+REFUSED_RANGE = "refused-out-of-range"
+REFUSED_LIVE = "refused-live-group"
+REFUSED_07 = "refused-0.7-offset"
+NO_SOURCE = "no-source-offset"
+WRITTEN = "written"
+VERIFIED = "verified"
+MISMATCH = "mismatch"
+NOT_WRITTEN = "not-written"
+
+
+@dataclass
+class PartitionMove:
+    group: str
+    topic: str
+    partition: int
+    zookeeper: int | None  # before
+    kafka: int | None  # before
+    offset: int | None  # what the target store(s) will hold
+    status: str
+    reason: str = ""
+    zookeeper_after: int | None = None
+    kafka_after: int | None = None
+    log_start: int | None = None
+    log_end: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.topic, self.partition
+
+
+@dataclass
+class GroupPlan:
+    group: str
+    moves: list[PartitionMove] = field(default_factory=list)
+    live: list[str] = field(default_factory=list)
+    refused: str | None = None  # why the whole group is refused
+
+
+@dataclass
+class MigrationOptions:
+    source: str = ZK
+    target: str = KAFKA
+    dual_commit: bool = False
+    force: bool = False
+    allow_rewind: bool = False
+    metadata: str = DEFAULT_METADATA
+    topics: tuple[str, ...] = ()
+
+
+def read_stores(
+    zk, broker: Broker, group: str, topics: tuple[str, ...]
+) -> tuple[dict, dict, str | None, list[str]]:
+    """(ZooKeeper offsets, Kafka offsets, the ZooKeeper layout, live members) of one group."""
+    zk_offsets: dict[tuple[str, int], int] = {}
+    layout = None
+    live: list[str] = []
+    try:
+        g = read_group(zk, group)
+    except KtoolError:
+        g = None
+    if g is not None:
+        layout = g.layout
+        for (topic, key), offset in g.offsets.items():
+            if topics and topic not in topics:
+                continue
+            zk_offsets[(topic, key)] = offset
+        live += [f"{m.id} (ZooKeeper)" for m in g.members]
+    # OffsetFetch for named partitions works with every broker version: ask for those of the topics the
+    # group is known to read (ZooKeeper) or was asked about, else of every topic.
+    wanted = set(topics) or (set(g.topics()) | {t for m in g.members for t in m.subscription} if g else set())
+    names = (
+        sorted(wanted & set(list_topics(zk)))
+        if wanted
+        else [t for t in list_topics(zk) if t != "__consumer_offsets"]
+    )
+    candidates = (
+        [(t.name, p.partition) for t in read_topics(zk, names) for p in t.partitions] if names else []
+    )
+    committed = broker.committed(group, candidates)
+    kafka = {k: v for k, v in committed.items() if v is not None}
+    live += [f"{m} (Kafka)" for m in broker.live_members(group)]
+    return zk_offsets, kafka, layout, live
+
+
+def plan_group(
+    zk, broker: Broker, group: str, options: MigrationOptions, given: dict[tuple[str, int], int] | None = None
+) -> GroupPlan:
+    """What moving the group's offsets would do, partition by partition (`given`: offsets from a file)."""
+    zk_offsets, kafka_offsets, layout, live = read_stores(zk, broker, group, options.topics)
+    plan = GroupPlan(group, live=live)
+    given = given or {}
+    if layout == LAYOUT_07:
+        plan.refused = (
+            "Kafka 0.7 offsets are byte positions in a 0.7 log, keyed brokerId-partition: they name no "
+            "message offset in a 0.8+ log and cannot be converted"
+        )
+    known = set(given) if options.source == FILE else set(zk_offsets) | set(kafka_offsets)
+    keys = sorted(known, key=lambda k: (k[0], str(k[1])))
+    plain = [k for k in keys if isinstance(k[1], int)]
+    marks = broker.watermarks(plain) if plain else {}
+    for key in keys:
+        topic, partition = key
+        zk_off, kafka_off = zk_offsets.get(key), kafka_offsets.get(key)
+        move = PartitionMove(
+            group, topic, partition if isinstance(partition, int) else -1, zk_off, kafka_off, None, WRITE
+        )
+        if not isinstance(partition, int):
+            move.status, move.reason = REFUSED_07, f"0.7 key {partition}"
+            plan.moves.append(move)
+            continue
+        move.log_start, move.log_end = marks.get(key, (None, None))
+        _decide(move, options, given.get(key))
+        plan.moves.append(move)
+    if live and not options.force:
+        plan.refused = plan.refused or (
+            "live members: " + ", ".join(live) + " (stop them, or --force to write while they run)"
+        )
+    if plan.refused:
+        for m in plan.moves:
+            if m.status == WRITE:
+                m.status, m.reason = (REFUSED_07 if layout == LAYOUT_07 else REFUSED_LIVE), plan.refused
+    return plan
+
+
+def _decide(move: PartitionMove, options: MigrationOptions, given: int | None = None) -> None:
+    source = {ZK: move.zookeeper, KAFKA: move.kafka, FILE: given}
+    if options.dual_commit:
+        values = [v for v in (move.zookeeper, move.kafka) if v is not None]
+        move.offset = max(values) if values else None
+        targets = [s for s in (KAFKA, ZK) if source[s] != move.offset]
+    else:
+        move.offset = source[options.source]
+        targets = [options.target] if source[options.target] != move.offset else []
+    if move.offset is None:
+        move.status, move.reason = NO_SOURCE, f"no offset in {options.source}"
+        return
+    if not targets:
+        move.status = UNCHANGED
+        return
+    ahead = [t for t in targets if source[t] is not None and source[t] > move.offset]
+    if ahead and not options.allow_rewind:
+        move.status = REFUSED_REWIND
+        move.reason = (
+            f"{ahead[0]} is ahead ({source[ahead[0]]} > {move.offset}); --allow-rewind moves it back"
+        )
+        return
+    if (
+        move.log_end is not None
+        and not (move.log_start or 0) <= move.offset <= move.log_end
+        and not options.force
+    ):
+        move.status = REFUSED_RANGE
+        move.reason = (
+            f"{move.offset} is outside the log {move.log_start}..{move.log_end}; --force writes it anyway"
+        )
+        return
+    move.status = WRITE
+
+
+# -- the journal ------------------------------------------------------------------------------------
+
+
+def journal_path(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    path = directory / f"migrate-offsets-{stamp}.json"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"migrate-offsets-{stamp}-{n}.json"
+    return path
+
+
+def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions, state: str) -> None:
+    data = {
+        "format": 1,
+        "tool": f"ktool {__version__}",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "state": state,
+        "options": asdict(options),
+        "groups": [
+            {
+                "group": p.group,
+                "refused": p.refused,
+                "live": p.live,
+                "partitions": [asdict(m) for m in p.moves],
+            }
+            for p in plans
+        ],
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_journal(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such journal") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a ktool journal ({exc})") from None
+    if data.get("format") != 1 or "groups" not in data:
+        raise InputError(f"{path}: not a ktool migrate-offsets journal")
+    return data
+
+
+# -- applying ---------------------------------------------------------------------------------------
+
+
+def write_zookeeper(zk, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Write offsets as the old consumer does: the decimal offset in /consumers/G/offsets/T/P."""
+    from kazoo.exceptions import KazooException
+
+    try:
+        for (topic, partition), offset in sorted(offsets.items()):
+            path = f"/consumers/{group}/offsets/{topic}/{partition}"
+            value = str(offset).encode()
+            if zk.exists(path):
+                zk.set(path, value)
+            else:
+                zk.create(path, value, makepath=True)
+    except KazooException as exc:
+        raise InputError(f"ZooKeeper: writing offsets of group {group}: {type(exc).__name__}") from None
+
+
+def delete_zookeeper(zk, group: str, keys: list[tuple[str, int]]) -> None:
+    for topic, partition in keys:
+        path = f"/consumers/{group}/offsets/{topic}/{partition}"
+        if zk.exists(path):
+            zk.delete(path)
+
+
+def apply_group(zk, broker: Broker, plan: GroupPlan, options: MigrationOptions) -> None:
+    """Kafka first, then ZooKeeper where Kafka succeeded (as the 0.8.2 consumer's dual commit does);
+    then read both back and verify every partition."""
+    todo = [m for m in plan.moves if m.status == WRITE]
+    if not todo:
+        return
+    to_kafka = {m.key: m.offset for m in todo if _targets(m, options, KAFKA)}
+    to_zk = {m.key: m.offset for m in todo if _targets(m, options, ZK)}
+    kafka_ok = True
+    if to_kafka:
+        try:
+            broker.commit(plan.group, to_kafka, options.metadata)
+        except InputError:
+            kafka_ok = False
+            for m in todo:
+                m.status, m.reason = NOT_WRITTEN, "the Kafka commit failed"
+            raise
+    if to_zk and kafka_ok:
+        write_zookeeper(zk, plan.group, to_zk)
+    verify_group(zk, broker, plan, options)
+
+
+def _targets(m: PartitionMove, options: MigrationOptions, store: str) -> bool:
+    if options.dual_commit:
+        return (m.kafka if store == KAFKA else m.zookeeper) != m.offset
+    return options.target == store
+
+
+def verify_group(zk, broker: Broker, plan: GroupPlan, options: MigrationOptions) -> None:
+    zk_now, kafka_now, _, _ = read_stores(zk, broker, plan.group, options.topics)
+    for m in plan.moves:
+        m.zookeeper_after = zk_now.get(m.key)
+        m.kafka_after = kafka_now.get(m.key)
+        if m.status != WRITE:
+            continue
+        wanted_zk = m.offset if _targets(m, options, ZK) else m.zookeeper
+        wanted_kafka = m.offset if _targets(m, options, KAFKA) else m.kafka
+        if (m.zookeeper_after, m.kafka_after) == (wanted_zk, wanted_kafka):
+            m.status = VERIFIED
+        else:
+            m.status = MISMATCH
+            m.reason = (
+                f"read back zookeeper={m.zookeeper_after} kafka={m.kafka_after}, expected "
+                f"zookeeper={wanted_zk} kafka={wanted_kafka}"
+            )
+
+
+def groups_for(zk, broker: Broker, groups: tuple[str, ...], all_groups: bool) -> list[str]:
+    if groups and all_groups:
+        raise UsageError("give --group or --all-groups, not both")
+    if groups:
+        return list(groups)
+    if not all_groups:
+        raise UsageError("name the groups (--group G) or ask for --all-groups")
+    found = set(list_groups(zk))
+    found |= {g for g, _ in broker.groups()}
+    return sorted(found)
+
+
+def undo_journal(zk, broker: Broker, journal: dict) -> list[PartitionMove]:
+    """Put every offset the journal recorded back into both stores. Kafka cannot forget an offset
+    (brokers before 2.4 have no OffsetDelete): where Kafka had none before, the row says so."""
+    metadata = journal.get("options", {}).get("metadata", DEFAULT_METADATA) + "-undo"
+    restored: list[PartitionMove] = []
+    for g in journal["groups"]:
+        moves = [PartitionMove(**m) for m in g["partitions"]]
+        to_kafka = {m.key: m.kafka for m in moves if m.kafka is not None}
+        to_zk = {m.key: m.zookeeper for m in moves if m.zookeeper is not None}
+        absent_zk = [m.key for m in moves if m.zookeeper is None]
+        if to_kafka:
+            broker.commit(g["group"], to_kafka, metadata)
+        write_zookeeper(zk, g["group"], to_zk)
+        delete_zookeeper(zk, g["group"], absent_zk)
+        zk_now, kafka_now, _, _ = read_stores(zk, broker, g["group"], ())
+        for m in moves:
+            m.zookeeper_after, m.kafka_after = zk_now.get(m.key), kafka_now.get(m.key)
+            if m.zookeeper_after == m.zookeeper and m.kafka_after == m.kafka:
+                m.status, m.reason = VERIFIED, "restored"
+            elif m.kafka is None and m.zookeeper_after == m.zookeeper:
+                m.status, m.reason = "kafka-kept", "Kafka had no offset before and cannot delete one"
+            else:
+                m.status = MISMATCH
+            restored.append(m)
+    return restored
