@@ -10,14 +10,13 @@ stores; `undo` writes those values back. A run is idempotent: what is already in
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
+from kafka_tools.durable import read_json, write_json
 from kafka_tools.errors import InputError, KtoolError, UsageError
 from kafka_tools.zk.layout import LAYOUT_07
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
@@ -221,24 +220,11 @@ def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions,
             for p in plans
         ],
     }
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_json(path, data)
 
 
 def read_journal(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such journal") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a ktool journal ({exc})") from None
-    if data.get("format") != 1 or "groups" not in data:
-        raise InputError(f"{path}: not a ktool migrate-offsets journal")
-    return data
+    return read_json(path, "migrate-offsets journal", "groups")
 
 
 # -- applying ---------------------------------------------------------------------------------------

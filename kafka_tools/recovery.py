@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import shutil
 import struct
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_tools import __version__
+from kafka_tools.durable import fsync_dir, read_json, write_json
 from kafka_tools.errors import FindingsError, InputError, UsageError
 from kafka_tools.format import checkpoints, index, snapshot
 from kafka_tools.format.kafka07 import iter_kafka07_entries
@@ -245,14 +245,6 @@ def log_dir_lock(log_dir: Path) -> Iterator[None]:
             lock_path.unlink(missing_ok=True)
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _sha256_file(path: Path, limit: int | None = None) -> str:
     h = hashlib.sha256()
     remaining = limit
@@ -293,18 +285,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def _write_manifest(backup: Path, manifest: dict) -> None:
-    data = (json.dumps(manifest, indent=2) + "\n").encode()
-    tmp = backup / (MANIFEST + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, backup / MANIFEST)
-    _fsync_dir(backup)
+    write_json(backup / MANIFEST, manifest)
 
 
 def check_backup_location(backup_root: Path) -> None:
@@ -417,7 +402,7 @@ def _back_up(plan: RecoveryPlan, backup: Path) -> list[dict]:
             reason="leader epochs that start past the new log end", newContentHex=text.encode().hex()
         )
         actions.append(action)
-    _fsync_dir(backup)
+    fsync_dir(backup)
     return actions
 
 
@@ -470,19 +455,12 @@ def _apply_actions(plan: RecoveryPlan, actions: list[dict]) -> None:
         elif a["action"] == "delete":
             path.unlink(missing_ok=True)
     for d in touched_dirs:
-        _fsync_dir(d)
+        fsync_dir(d)
 
 
 def undo(manifest_path: Path) -> list[str]:
     """Restore every file a manifest names to its state before `ktool truncate`, checked by sha256."""
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{manifest_path}: no such manifest") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{manifest_path}: not a ktool manifest ({exc})") from None
-    if manifest.get("format") != 1 or "actions" not in manifest:
-        raise InputError(f"{manifest_path}: not a ktool truncate manifest")
+    manifest = read_json(manifest_path, "truncate manifest", "actions")
     backup = manifest_path.parent
     partition = Path(manifest["partition"])
     done: list[str] = []
@@ -491,7 +469,7 @@ def undo(manifest_path: Path) -> list[str]:
             done.append(_undo_action(a, backup))
         for leftover in partition.glob(f"*{TEMP_SUFFIX}"):
             leftover.unlink()
-        _fsync_dir(partition)
+        fsync_dir(partition)
     manifest["state"] = "undone"
     _write_manifest(backup, manifest)
     return done

@@ -232,3 +232,24 @@ def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 35:
             raise DecompressionError("snappy length preamble is too long")
+
+
+class CodecAndCrc:
+    """What every generation's log entry answers alike, given its `codec`, `crc` and `computed_crc`."""
+
+    __slots__ = ()
+    codec: int
+    crc: int
+    computed_crc: int
+
+    @property
+    def is_valid(self) -> bool:
+        return self.crc == self.computed_crc
+
+    @property
+    def codec_label(self) -> str:
+        return codec_label(self.codec)
+
+    @property
+    def is_compressed(self) -> bool:
+        return self.codec != Codec.NONE

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from kafka_tools.format.checksums import crc32
-from kafka_tools.format.compression import Codec, DecompressionError, codec_label, decompress
+from kafka_tools.format.compression import Codec, CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.record_batch import NO_SEQUENCE, Record, RecordDecodeError
 from kafka_tools.format.segment import Problem, ProblemKind, SegmentWindow
 
@@ -27,7 +27,7 @@ def min_size(magic: int) -> int:
 
 
 @dataclass(slots=True)
-class Kafka07Message:
+class Kafka07Message(CodecAndCrc):
     position: int  # byte position in the file (inner messages: inside the decompressed set)
     offset: int  # start offset of the file + position (inner messages: their wrapper's)
     size: int
@@ -36,10 +36,6 @@ class Kafka07Message:
     crc: int
     payload: bytes
     computed_crc: int
-
-    @property
-    def is_valid(self) -> bool:
-        return self.crc == self.computed_crc
 
     @property
     def entry_size(self) -> int:
@@ -61,14 +57,6 @@ class Kafka07Message:
     @property
     def codec(self) -> int:
         return self.attributes & CODEC_MASK if self.magic == 1 else Codec.NONE
-
-    @property
-    def codec_label(self) -> str:
-        return codec_label(self.codec)
-
-    @property
-    def is_compressed(self) -> bool:
-        return self.codec != Codec.NONE
 
     def inner_messages(self) -> list[Kafka07Message]:
         if not self.is_compressed:

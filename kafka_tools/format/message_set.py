@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass
 
 from kafka_tools.format.checksums import crc32
-from kafka_tools.format.compression import Codec, DecompressionError, codec_label, decompress
+from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.record_batch import (
     LOG_OVERHEAD,
     NO_SEQUENCE,
@@ -36,7 +36,7 @@ def min_message_size(magic: int) -> int:
 
 
 @dataclass(slots=True)
-class LegacyMessage:
+class LegacyMessage(CodecAndCrc):
     """One message (magic 0 or 1) as stored: a plain message, or a compressed wrapper."""
 
     position: int  # file position of the entry (inner messages: position inside the decompressed set)
@@ -51,10 +51,6 @@ class LegacyMessage:
     computed_crc: int
 
     @property
-    def is_valid(self) -> bool:
-        return self.crc == self.computed_crc
-
-    @property
     def entry_size(self) -> int:
         return self.size + LOG_OVERHEAD
 
@@ -65,14 +61,6 @@ class LegacyMessage:
     @property
     def codec(self) -> int:
         return self.attributes & CODEC_MASK
-
-    @property
-    def codec_label(self) -> str:
-        return codec_label(self.codec)
-
-    @property
-    def is_compressed(self) -> bool:
-        return self.codec != Codec.NONE
 
     @property
     def timestamp_type(self) -> TimestampType:

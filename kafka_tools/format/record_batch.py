@@ -16,7 +16,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from kafka_tools.format.checksums import crc32c
-from kafka_tools.format.compression import Codec, DecompressionError, codec_label, decompress
+from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.varint import VarintError, read_uvarint
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -93,7 +93,7 @@ class ControlRecord:
 
 
 @dataclass(slots=True)
-class RecordBatch:
+class RecordBatch(CodecAndCrc):
     """A magic-2 batch read from a segment; `records()` decompresses and decodes its contents."""
 
     position: int
@@ -112,10 +112,6 @@ class RecordBatch:
     records_count: int
     payload: memoryview | bytes  # the records section (still compressed when the batch is); no copy
     computed_crc: int
-
-    @property
-    def is_valid(self) -> bool:
-        return self.crc == self.computed_crc
 
     @property
     def size(self) -> int:
@@ -146,14 +142,6 @@ class RecordBatch:
     @property
     def codec(self) -> int:
         return self.attributes & CODEC_MASK
-
-    @property
-    def codec_label(self) -> str:
-        return codec_label(self.codec)
-
-    @property
-    def is_compressed(self) -> bool:
-        return self.codec != Codec.NONE
 
     @property
     def timestamp_type(self) -> TimestampType:
