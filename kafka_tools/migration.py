@@ -99,19 +99,23 @@ def read_stores(
         live += [f"{m.id} (ZooKeeper)" for m in g.members]
     # OffsetFetch for named partitions works with every broker version: ask for those of the topics the
     # group is known to read (ZooKeeper) or was asked about, else of every topic.
+    catalog = _catalog(zk)
     wanted = set(topics) or (set(g.topics()) | {t for m in g.members for t in m.subscription} if g else set())
-    names = (
-        sorted(wanted & set(list_topics(zk)))
-        if wanted
-        else [t for t in list_topics(zk) if t != "__consumer_offsets"]
-    )
-    candidates = (
-        [(t.name, p.partition) for t in read_topics(zk, names) for p in t.partitions] if names else []
-    )
+    names = sorted(wanted & set(catalog)) if wanted else [t for t in catalog if t != "__consumer_offsets"]
+    candidates = [(t, p) for t in names for p in catalog[t]]
     committed = broker.committed(group, candidates)
     kafka = {k: v for k, v in committed.items() if v is not None}
     live += [f"{m} (Kafka)" for m in broker.live_members(group)]
     return zk_offsets, kafka, layout, live
+
+
+def _catalog(zk) -> dict[str, list[int]]:
+    """Every topic's partitions, read once per ZooKeeper session however many groups are planned."""
+    cached = getattr(zk, "_ktool_catalog", None)
+    if cached is None:
+        cached = {t.name: [p.partition for p in t.partitions] for t in read_topics(zk, list_topics(zk))}
+        zk._ktool_catalog = cached
+    return cached
 
 
 def plan_group(
@@ -265,10 +269,10 @@ def apply_group(zk, broker: Broker, plan: GroupPlan, options: MigrationOptions) 
     if to_kafka:
         try:
             broker.commit(plan.group, to_kafka, options.metadata)
-        except InputError:
+        except KtoolError as exc:
             kafka_ok = False
             for m in todo:
-                m.status, m.reason = NOT_WRITTEN, "the Kafka commit failed"
+                m.status, m.reason = NOT_WRITTEN, f"the Kafka commit failed: {exc}"
             raise
     if to_zk and kafka_ok:
         write_zookeeper(zk, plan.group, to_zk)

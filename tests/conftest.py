@@ -130,3 +130,57 @@ def zk_cli(tmp_path):
         return CliRunner().invoke(group, list(args), env={**base_env, **(env or {})}, catch_exceptions=False)
 
     return run
+
+
+# --------------------------------------------------------------------------- one Kafka 0.9 broker per module
+
+
+class Kafka09Cluster:
+    """A real Kafka 0.9.0.1 broker in its own chroot of the session ZooKeeper: ``broker``
+    (tests/support/servers.KafkaBroker), ``connect`` (ZooKeeper servers + chroot, what ktool and the old
+    consumers are given), ``bootstrap``, and ``zk``, a started KazooClient rooted at the chroot. Its work
+    dir is the test module's, so ``restart()`` (SIGKILL, as a crash, then start again on the same port
+    and log dir) keeps every message and committed offset."""
+
+    def __init__(self, broker, connect: str, zk) -> None:
+        self.broker = broker
+        self.connect = connect
+        self.zk = zk
+
+    @property
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap
+
+    def restart(self, kill: bool = True) -> None:
+        from tests.support.servers import restart_broker
+
+        restart_broker(self.broker, self.zk, kill=kill)
+
+
+@pytest.fixture(scope="module")
+def kafka09_cluster(zookeeper_server, tmp_path_factory, request):
+    """One :class:`Kafka09Cluster` per test module that asks for it. A module may set
+    ``BROKER_PROPERTIES`` (a dict of server.properties entries); topics are not auto-created."""
+    import re
+    import uuid
+
+    try:
+        from kazoo.client import KazooClient
+    except ImportError:
+        _unavailable("kazoo is not installed (pip install -e '.[zookeeper]')")
+    from tests.support.servers import KafkaBroker
+
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.module.__name__.rsplit(".", 1)[-1])
+    connect = f"{zookeeper_server.connect_string}/{name}-{uuid.uuid4().hex[:8]}"
+    properties = {"auto.create.topics.enable": "false", **getattr(request.module, "BROKER_PROPERTIES", {})}
+    workdir = tmp_path_factory.mktemp(f"{name}-broker")
+    broker = KafkaBroker(connect, 0, properties=properties, workdir=workdir)
+    broker.start()
+    zk = KazooClient(connect)
+    try:
+        zk.start(timeout=10)
+        yield Kafka09Cluster(broker, connect, zk)
+    finally:
+        broker.stop(clean=True, timeout=30)
+        zk.stop()
+        zk.close()

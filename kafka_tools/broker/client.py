@@ -13,9 +13,18 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import FindingsError, InputError
 
 DEFAULT_TIMEOUT = 10.0
+# Commit errors that mean "the group is active in Kafka", not "the broker is gone".
+_MEMBER_ERRORS = (
+    "UNKNOWN_MEMBER_ID",
+    "ILLEGAL_GENERATION",
+    "REBALANCE_IN_PROGRESS",
+    "Unknown member",
+    "generation",
+    "rebalance",
+)
 _API_VERSIONS_KEY = 18
 
 
@@ -83,6 +92,8 @@ class Broker:
         self.config = config
         self._conf = config.librdkafka()
         self._admin_client = None
+        self._reader = None  # one consumer for ListOffsets, made on first use
+        self._marks: dict[tuple[str, int], tuple[int, int]] = {}
 
     def _consumer(self, group: str | None = None):
         from confluent_kafka import Consumer
@@ -98,43 +109,70 @@ class Broker:
         return Consumer(conf, logger=_QuietLogger())
 
     def watermarks(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
-        """(log start, log end) offset of each partition, as ListOffsets reports them."""
+        """(log start, log end) offset of each partition, as ListOffsets reports them; each partition is
+        asked once per Broker (a command over many groups reads the same partitions again and again)."""
         from confluent_kafka import KafkaException, TopicPartition
 
-        out: dict[tuple[str, int], tuple[int, int]] = {}
-        consumer = self._consumer()
-        try:
-            for topic, partition in partitions:
+        wanted = list(partitions)
+        missing = [tp for tp in wanted if tp not in self._marks]
+        if missing:
+            if self._reader is None:
+                self._reader = self._consumer()
+            for topic, partition in missing:
                 try:
-                    low, high = consumer.get_watermark_offsets(
+                    low, high = self._reader.get_watermark_offsets(
                         TopicPartition(topic, partition), timeout=self.config.timeout, cached=False
                     )
                 except KafkaException as exc:
                     raise InputError(
                         f"{self.config.bootstrap}: offsets of {topic}-{partition}: {_why(exc)}"
                     ) from None
-                out[(topic, partition)] = (low, high)
-        finally:
-            consumer.close()
-        return out
+                self._marks[(topic, partition)] = (low, high)
+        return {tp: self._marks[tp] for tp in wanted}
 
     def committed(
         self, group: str, partitions: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], int | None]:
         """The group's offsets stored in Kafka (`__consumer_offsets`); None where it has none."""
-        from confluent_kafka import KafkaException, TopicPartition
+        return self.committed_many({group: list(partitions)})[group]
 
-        tps = [TopicPartition(t, p) for t, p in partitions]
-        if not tps:
-            return {}
-        consumer = self._consumer(group)
-        try:
-            result = consumer.committed(tps, timeout=self.config.timeout)
-        except KafkaException as exc:
-            raise InputError(f"{self.config.bootstrap}: offsets of group {group}: {_why(exc)}") from None
-        finally:
-            consumer.close()
-        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in result}
+    def committed_many(
+        self, wanted: dict[str, list[tuple[str, int]]]
+    ) -> dict[str, dict[tuple[str, int], int | None]]:
+        """OffsetFetch for many groups at once: every request in flight, then every answer collected."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+
+        admin = self._admin()
+        futures = {}
+        out: dict[str, dict[tuple[str, int], int | None]] = {}
+        for group, partitions in wanted.items():
+            tps = [TopicPartition(t, p) for t, p in partitions]
+            if not tps:
+                out[group] = {}
+                continue
+            request = [ConsumerGroupTopicPartitions(group, tps)]
+            futures[group] = admin.list_consumer_group_offsets(request, request_timeout=self.config.timeout)[
+                group
+            ]
+        for group, future in futures.items():
+            try:
+                result = future.result(timeout=self.config.timeout + 5)
+            except KafkaException as exc:
+                raise InputError(f"{self.config.bootstrap}: offsets of group {group}: {_why(exc)}") from None
+            except TimeoutError:
+                raise InputError(
+                    f"{self.config.bootstrap}: no answer for the offsets of group {group}"
+                ) from None
+            out[group] = {
+                (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
+                for tp in result.topic_partitions
+            }
+        return out
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     def _admin(self):
         # Kept for the Broker's life: a dropped AdminClient stops its thread, and its futures never finish.
@@ -184,10 +222,21 @@ class Broker:
             )
             result = futures[group].result(timeout=self.config.timeout + 5)
         except KafkaException as exc:
-            raise InputError(f"{self.config.bootstrap}: commit for group {group}: {_why(exc)}") from None
+            why = _why(exc)
+            if any(code in why for code in _MEMBER_ERRORS):
+                raise FindingsError(
+                    f"{self.config.bootstrap}: the broker refuses offsets for group {group} while it has "
+                    f"live members in Kafka ({why}); stop them first"
+                ) from None
+            raise InputError(f"{self.config.bootstrap}: commit for group {group}: {why}") from None
         except TimeoutError:
             raise InputError(f"{self.config.bootstrap}: no answer to the commit for group {group}") from None
         failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in result.topic_partitions if tp.error]
+        if any(code in text for text in failed for code in _MEMBER_ERRORS):
+            raise FindingsError(
+                f"{self.config.bootstrap}: the broker refuses offsets for group {group} while it has live "
+                "members in Kafka (" + failed[0] + "); stop them first"
+            )
         if failed:
             raise InputError(
                 f"{self.config.bootstrap}: commit for group {group} failed for " + ", ".join(failed)

@@ -14,7 +14,7 @@ import click
 
 from kafka_tools.broker.options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
-from kafka_tools.errors import EXIT_FINDINGS, InputError, UsageError
+from kafka_tools.errors import EXIT_FINDINGS, FindingsError, InputError, UsageError
 from kafka_tools.migration import (
     DEFAULT_METADATA,
     FILE,
@@ -160,9 +160,13 @@ def run_plans(
         err=True,
     )
     try:
+        # The journal is written before (all offsets, both stores) and after; a failure writes it too.
         for p in plans:
             apply_group(zk, broker, p, options)
-            write_journal(journal, plans, options, "applying")
+    except FindingsError:
+        write_journal(journal, plans, options, "refused")
+        render_moves(moves, colour, as_json, "refused by the broker")
+        raise
     except InputError:
         write_journal(journal, plans, options, "interrupted")
         render_moves(moves, colour, as_json, "interrupted")

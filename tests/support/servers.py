@@ -69,6 +69,16 @@ __all__ = [
     "console_produce",
     "console_consume",
     "OldConsumer",
+    "LIBRDKAFKA_09",
+    "librdkafka_config",
+    "rdkafka_logger",
+    "kafka_committed",
+    "kafka_commit",
+    "zk_group_offsets",
+    "wait_znode_gone",
+    "restart_broker",
+    "murmur2",
+    "key_for_partition",
 ]
 
 KAFKA_VERSION = "0.9.0.1"
@@ -1121,3 +1131,160 @@ class OldConsumer:
 
     def __exit__(self, *exc) -> None:
         self.cleanup()
+
+
+# --------------------------------------------------------------------------- clients of a 0.9 cluster
+#
+# Small helpers around confluent-kafka (librdkafka) and kazoo for tests that check what a real client
+# sees; both are imported lazily so that this module keeps working without them.
+
+# librdkafka asks for ApiVersions first, which brokers before 0.10 do not answer: tell it instead.
+LIBRDKAFKA_09: dict[str, object] = {"api.version.request": False, "broker.version.fallback": KAFKA_VERSION}
+
+
+class _RdkafkaQuiet:
+    """A logger for librdkafka that drops its lines (the deprecation CONFWARNs of the settings above)."""
+
+    def log(self, *args, **kwargs) -> None:
+        pass
+
+    def __getattr__(self, name):
+        return self.log
+
+
+def librdkafka_config(bootstrap: str, conf: Mapping[str, object] | None = None) -> dict[str, object]:
+    """A librdkafka (confluent-kafka) configuration for a Kafka 0.9 broker, plus ``conf``."""
+    return {"bootstrap.servers": bootstrap, **LIBRDKAFKA_09, **(conf or {})}
+
+
+def rdkafka_logger() -> object:
+    """A ``logger=`` for confluent-kafka clients that keeps librdkafka's lines out of test output."""
+    return _RdkafkaQuiet()
+
+
+def _offsets_consumer(bootstrap: str, group: str):
+    from confluent_kafka import Consumer
+
+    conf = librdkafka_config(bootstrap, {"group.id": group, "enable.auto.commit": False})
+    return Consumer(conf, logger=_RdkafkaQuiet())
+
+
+def kafka_committed(
+    bootstrap: str, group: str, partitions: Iterable[tuple[str, int]], timeout: float = 20.0
+) -> dict[tuple[str, int], tuple[int | None, str | None]]:
+    """The group's offsets stored in Kafka (OffsetFetch, as any Kafka-storage consumer reads them):
+    ``{(topic, partition): (offset or None, commit metadata or None)}``."""
+    from confluent_kafka import TopicPartition
+
+    consumer = _offsets_consumer(bootstrap, group)
+    try:
+        got = consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout)
+    finally:
+        consumer.close()
+    out: dict[tuple[str, int], tuple[int | None, str | None]] = {}
+    for tp in got:
+        if tp.error is not None:
+            raise ServerError(f"OffsetFetch {group} {tp.topic}-{tp.partition}: {tp.error}")
+        offset = tp.offset if tp.offset >= 0 else None
+        out[(tp.topic, tp.partition)] = (offset, tp.metadata if offset is not None else None)
+    return out
+
+
+def kafka_commit(
+    bootstrap: str,
+    group: str,
+    offsets: Mapping[tuple[str, int], int],
+    metadata: str | None = None,
+    timeout: float = 20.0,
+) -> None:
+    """Commit offsets for ``group`` in Kafka as a consumer that manages its own partitions does
+    (OffsetCommit, generation -1): 0.9 accepts that while the coordinator has no live group."""
+    from confluent_kafka import TopicPartition
+
+    consumer = _offsets_consumer(bootstrap, group)
+    try:
+        meta = {} if metadata is None else {"metadata": metadata}
+        tps = [TopicPartition(t, p, o, **meta) for (t, p), o in sorted(offsets.items())]
+        result = consumer.commit(offsets=tps, asynchronous=False)
+    finally:
+        consumer.close()
+    failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in result or [] if tp.error]
+    if failed:
+        raise ServerError(f"commit for {group} failed: {failed}")
+
+
+def zk_group_offsets(zk, group: str) -> dict[tuple[str, int | str], int]:
+    """``/consumers/<group>/offsets/<topic>/<partition>`` read with a started KazooClient ``zk``:
+    ``{(topic, partition): offset}``; a 0.7 ``brokerId-partition`` child keeps its name as a str."""
+    from kazoo.exceptions import NoNodeError
+
+    base = f"/consumers/{group}/offsets"
+    out: dict[tuple[str, int | str], int] = {}
+    try:
+        topics = zk.get_children(base)
+    except NoNodeError:
+        return out
+    for topic in topics:
+        try:
+            children = zk.get_children(f"{base}/{topic}")
+        except NoNodeError:
+            continue
+        for child in children:
+            try:
+                data, _ = zk.get(f"{base}/{topic}/{child}")
+            except NoNodeError:
+                continue
+            out[(topic, int(child) if child.isdigit() else child)] = int(data.decode())
+    return out
+
+
+def wait_znode_gone(zk, path: str, timeout: float = 30.0) -> None:
+    """Wait until ``path`` (e.g. a killed broker's ephemeral ``/brokers/ids/<id>``) no longer exists."""
+    deadline = time.monotonic() + timeout
+    while zk.exists(path):
+        if time.monotonic() > deadline:
+            raise ServerError(f"{path} still exists after {timeout}s")
+        time.sleep(0.25)
+
+
+def restart_broker(broker: KafkaBroker, zk, *, kill: bool = True) -> KafkaBroker:
+    """Stop ``broker`` (SIGKILL when ``kill``, as a crash) and start it again on the same port and log
+    dir. The broker must have been given a ``workdir`` (else stopping removes its data). ``zk``: a
+    KazooClient rooted like the broker, used to wait for its old registration to expire first."""
+    if broker._workdir_arg is None and not broker.keep:
+        raise ServerError("restart_broker needs a KafkaBroker made with workdir= (or keep=True)")
+    if broker.proc is not None:
+        broker.stop(clean=not kill, cleanup=False)
+    wait_znode_gone(zk, f"/brokers/ids/{broker.broker_id}")
+    return broker.start()
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2`` as an unsigned 32-bit value (what 0.9's DefaultPartitioner hashes keys
+    with)."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    length = len(data)
+    h = (0x9747B28C ^ length) & mask
+    for i in range(0, length - length % 4, 4):
+        k = (int.from_bytes(data[i : i + 4], "little") * m) & mask
+        k ^= k >> 24
+        h = ((h * m) & mask) ^ ((k * m) & mask)
+    tail, base = length % 4, length - length % 4
+    if tail == 3:
+        h ^= data[base + 2] << 16
+    if tail >= 2:
+        h ^= data[base + 1] << 8
+    if tail >= 1:
+        h = ((h ^ data[base]) * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    return h ^ (h >> 15)
+
+
+def key_for_partition(partition: int, partitions: int, prefix: str = "key") -> str:
+    """A key 0.9's DefaultPartitioner sends to ``partition`` of a topic with ``partitions``
+    partitions (``toPositive(murmur2(key)) % partitions``), for console_produce(key_separator=...)."""
+    n = 0
+    while (murmur2(f"{prefix}{n}".encode()) & 0x7FFFFFFF) % partitions != partition:
+        n += 1
+    return f"{prefix}{n}"

@@ -1,0 +1,324 @@
+"""`ktool scan` throughput: one Python process, then Spark local[1] and local[2], on one log dir.
+
+    python bench/scan.py                  # 2 GiB: 4 partitions x 4 segments of 128 MiB, 2 runs each
+    python bench/scan.py --quick          # 256 MiB: a smoke run (~1 min, mostly Spark start-up)
+    python bench/scan.py --records        # also write the `records` table (every record, parquet)
+    python bench/scan.py --json           # the result as JSON on stdout (progress on stderr)
+    python bench/scan.py --check          # exit 1 when local[2] is below 1.7x local[1]
+
+What is timed is the scan's work on the same data in every mode: every segment checked as `ktool
+validate` checks it, then every batch decompressed and every record decoded (what `ktool dump-log
+--deep-iteration` does), per segment totals; the Spark modes also write the `segments`, `batches` and
+`findings` tables (parquet, into a temporary directory), plus `records` with --records.
+
+* single process: `kafka_tools.pipeline.local.scan_in_process`, the same task functions one after the
+  other in one Python process (no tables written);
+* local[N]: `ktool scan --master local[N] --out TMP` as the CLI runs it (`pipeline.job.run_scan`), each
+  master in its own child process. Spark's start-up (JVM, SparkContext, the first Python workers, and
+  a warm-up scan of the small v2 fixtures, which imports ktool and pyarrow in the workers and lets
+  the JVM compile the Arrow, aggregation and Parquet paths) is timed apart and excluded.
+
+Every mode must report the same batches and records, equal to what the generator wrote. Throughput
+is MB/s of segment bytes (decimal), median of the runs, page cache warm. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as `python bench/scan.py`: make `bench` (and ktool) importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.decode import MiB, batch_spans, data_dir, format_table, log, segment, warm_page_cache  # noqa: E402
+
+LOGDIR_VERSION = 1  # bump when the layout changes, so cached log dirs are rebuilt
+TARGET_SPEEDUP = 1.7
+TOPIC = "bench"
+WARM_UP = Path(__file__).resolve().parent.parent / "fixtures" / "generated" / "v2"
+
+
+# ---------------------------------------------------------------------------------------------------
+# The log dir
+
+
+def ensure_logdir(partitions: int, segments: int, segment_mib: int, codec: str, block_mib: int) -> dict:
+    """A log dir of `partitions` x `segments` segments of about `segment_mib` MiB each, cached.
+
+    The batches come from bench/decode.py's cached segment (built record by record with kafka-python),
+    repeated with each batch's baseOffset patched so offsets run on across a partition's segments, and
+    every file named after its base offset, as a broker names them.
+    """
+    name = f"scan-{codec}-{partitions}x{segments}x{segment_mib}MiB-b{block_mib}-g{LOGDIR_VERSION}"
+    root = data_dir() / name
+    meta_path = data_dir() / f"{name}.json"
+    if meta_path.exists() and root.is_dir():
+        meta = json.loads(meta_path.read_text())
+        meta["path"] = str(root)
+        return meta
+    template = segment(min(segment_mib, 256), codec, block_mib)
+    block = Path(template["path"]).read_bytes()
+    spans = batch_spans(block)
+    view = memoryview(block)
+    log(f"generating {name} ({partitions * segments * segment_mib} MiB) ...")
+    t0 = time.perf_counter()
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "logdir").mkdir(parents=True)
+    (root / "logdir" / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    total_bytes = total_records = total_batches = 0
+    for p in range(partitions):
+        part = root / "logdir" / f"{TOPIC}-{p}"
+        part.mkdir()
+        offset = 0
+        for _ in range(segments):
+            written = 0
+            with open(part / f"{offset:020d}.log", "wb") as f:
+                while written < segment_mib * MiB:
+                    for start, end, count in spans:
+                        f.write(struct.pack(">q", offset))
+                        f.write(view[start + 8 : end])
+                        written += end - start
+                        offset += count
+                        total_records += count
+                        total_batches += 1
+                        if written >= segment_mib * MiB:
+                            break
+            total_bytes += written
+    meta = {
+        "codec": codec,
+        "partitions": partitions,
+        "segments": partitions * segments,
+        "bytes": total_bytes,
+        "records": total_records,
+        "batches": total_batches,
+        "generated_s": round(time.perf_counter() - t0, 1),
+    }
+    meta_path.write_text(json.dumps(meta, indent=2))
+    meta["path"] = str(root)
+    log(f"  {total_bytes / MiB:.0f} MiB, {total_records:,} records, {total_batches:,} batches")
+    return meta
+
+
+# ---------------------------------------------------------------------------------------------------
+# Children: one mode each
+
+
+def child_single(logdir: str, runs: int, split_mib: int) -> dict:
+    from kafka_tools.pipeline import ScanOptions, plan_scan
+    from kafka_tools.pipeline.local import scan_in_process
+
+    times, result = [], None
+    for _ in range(runs):
+        warm(logdir)
+        t0 = time.perf_counter()
+        result = scan_in_process(plan_scan([logdir]), ScanOptions(split_bytes=split_mib * MiB))
+        times.append(time.perf_counter() - t0)
+    assert result is not None
+    return _counts(result) | {"times_s": times, "startup_s": None, "tasks": result.tasks}
+
+
+def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bool) -> dict:
+    from kafka_tools.pipeline import ScanOptions, plan_scan
+    from kafka_tools.pipeline.job import run_scan
+    from kafka_tools.pipeline.session import SparkSettings, java_command, start
+
+    java_command()
+    t0 = time.perf_counter()
+    handle = start(SparkSettings(master=master))
+    jvm_s = time.perf_counter() - t0
+    sc = handle.spark.sparkContext
+    parallelism = sc.defaultParallelism
+    # Warm-up: a scan of the small v2 fixtures starts the Python workers (which import ktool and
+    # pyarrow) and lets the JVM load and compile the Arrow, aggregation and Parquet code paths.
+    scratch = tempfile.mkdtemp(prefix="ktool-bench-scan-")
+    try:
+        run_scan(
+            handle.spark, plan_scan([WARM_UP]), ScanOptions(out=scratch, records=records, overwrite=True)
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    startup_s = time.perf_counter() - t0  # JVM + SparkContext + workers + the warm-up scan
+    times, result = [], None
+    try:
+        for _ in range(runs):
+            out = tempfile.mkdtemp(prefix="ktool-bench-scan-")
+            try:
+                warm(logdir)
+                t0 = time.perf_counter()
+                plan = plan_scan([logdir])
+                options = ScanOptions(out=out, records=records, split_bytes=split_mib * MiB, overwrite=True)
+                result = run_scan(handle.spark, plan, options)
+                times.append(time.perf_counter() - t0)
+            finally:
+                shutil.rmtree(out, ignore_errors=True)
+    finally:
+        handle.spark.stop()
+        if handle.log_path:
+            Path(handle.log_path).unlink(missing_ok=True)
+    assert result is not None
+    return _counts(result) | {
+        "times_s": times,
+        "startup_s": startup_s,
+        "jvm_s": jvm_s,
+        "tasks": result.tasks,
+        "parallelism": parallelism,
+    }
+
+
+def warm(logdir: str) -> None:
+    """Read every segment right before a timed run: the page cache is warm for every mode alike (on a
+    busy machine it does not stay warm through a Spark start-up)."""
+    for f in sorted(Path(logdir).rglob("*.log")):
+        warm_page_cache(f)
+
+
+def _counts(result) -> dict:
+    return {
+        "segments": result.summary.segments,
+        "bytes": result.bytes,
+        "batches": sum(p.batches for p in result.partitions),
+        "records": sum(p.records for p in result.partitions),
+        "errors": result.summary.errors,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------
+# Parent
+
+
+def run_child(args: list[str]) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"child {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--partitions", type=int, default=4, help="partitions in the log dir (default 4)")
+    p.add_argument("--segments", type=int, default=4, help="segments per partition (default 4)")
+    p.add_argument("--segment-mib", type=int, default=128, help="segment size (default 128)")
+    p.add_argument(
+        "--codec",
+        choices=["none", "zstd", "lz4", "gzip", "snappy"],
+        default="none",
+        help="compression of the batches (default none)",
+    )
+    p.add_argument("--block-mib", type=int, default=64, help="block built record by record (default 64)")
+    p.add_argument("--split-mib", type=int, default=128, help="ktool scan --split-size (default 128)")
+    p.add_argument("--runs", type=int, default=2, help="timed runs per mode (default 2)")
+    p.add_argument("--records", action="store_true", help="Spark modes also write the records table")
+    p.add_argument("--master", action="append", help="Spark masters (default: local[1] and local[2])")
+    p.add_argument("--quick", action="store_true", help="smoke run: 2 x 2 segments of 64 MiB, 1 run")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument("--check", action="store_true", help=f"exit 1 when local[2] < {TARGET_SPEEDUP}x local[1]")
+    p.add_argument("--child", choices=["single", "spark"], help=argparse.SUPPRESS)
+    p.add_argument("--logdir", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+
+    if a.child == "single":
+        print(json.dumps(child_single(a.logdir, a.runs, a.split_mib)))
+        return 0
+    if a.child == "spark":
+        print(json.dumps(child_spark(a.logdir, a.runs, a.split_mib, a.master[0], a.records)))
+        return 0
+
+    if a.quick:
+        a.partitions, a.segments, a.segment_mib, a.runs = 2, 2, 64, 1
+    masters = a.master or ["local[1]", "local[2]"]
+    wall0 = time.perf_counter()
+    data = ensure_logdir(a.partitions, a.segments, a.segment_mib, a.codec, a.block_mib)
+    logdir = str(Path(data["path"]) / "logdir")
+    common = ["--logdir", logdir, "--runs", str(a.runs), "--split-mib", str(a.split_mib)]
+    modes: list[tuple[str, dict]] = []
+    log(f"single process: {a.runs} run(s) over {data['bytes'] / MiB:.0f} MiB ...")
+    modes.append(("single process", run_child(["--child", "single", *common])))
+    for master in masters:
+        log(f"{master}: start-up, then {a.runs} run(s) ...")
+        extra = ["--records"] if a.records else []
+        modes.append((master, run_child(["--child", "spark", "--master", master, *common, *extra])))
+
+    for label, res in modes:
+        got = (res["batches"], res["records"], res["errors"])
+        if got != (data["batches"], data["records"], 0):
+            raise SystemExit(
+                f"{label}: {got} (batches, records, errors), "
+                f"expected ({data['batches']}, {data['records']}, 0)"
+            )
+        res["median_s"] = statistics.median(res["times_s"])
+        res["mb_per_s"] = data["bytes"] / res["median_s"] / 1e6
+        res["records_per_s"] = data["records"] / res["median_s"]
+    by = dict(modes)
+    base = by.get("local[1]")
+    for _, res in modes:
+        res["vs_local1"] = base["median_s"] / res["median_s"] if base else None
+    single = by["single process"]
+    speedup = by["local[2]"]["vs_local1"] if "local[2]" in by and base else None
+    result = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "data": data,
+        "records_table": a.records,
+        "split_mib": a.split_mib,
+        "modes": [{"mode": label, **res} for label, res in modes],
+        "speedup_local2_vs_local1": speedup,
+        "check": {"target": TARGET_SPEEDUP, "ok": speedup is not None and speedup >= TARGET_SPEEDUP},
+        "wall_s": round(time.perf_counter() - wall0, 1),
+    }
+    if a.json:
+        print(json.dumps(result, indent=2))
+    else:
+        head = (
+            f"ktool scan, {data['bytes'] / MiB:.0f} MiB in {data['segments']} segments ({data['partitions']} "
+            f"partitions), {data['records']:,} records, {data['batches']:,} batches, codec {data['codec']}; "
+            f"{os.cpu_count()} CPUs, Python {platform.python_version()}"
+        )
+        cols = [
+            "mode",
+            "tasks",
+            "start-up s",
+            "median s",
+            "min-max s",
+            "MB/s",
+            "M rec/s",
+            "vs local[1]",
+            "vs single",
+        ]
+        rows = [
+            [
+                label,
+                str(res["tasks"]),
+                "-" if res["startup_s"] is None else f"{res['startup_s']:.1f}",
+                f"{res['median_s']:.2f}",
+                f"{min(res['times_s']):.2f}-{max(res['times_s']):.2f}",
+                f"{res['mb_per_s']:.0f}",
+                f"{res['records_per_s'] / 1e6:.2f}",
+                "-" if res["vs_local1"] is None else f"{res['vs_local1']:.2f}x",
+                f"{single['median_s'] / res['median_s']:.2f}x",
+            ]
+            for label, res in modes
+        ]
+        print(head)
+        print("\n".join(format_table(cols, rows)))
+        what = "segments, batches, findings" + (", records" if a.records else "")
+        print(f"Spark modes write the {what} tables (parquet); start-up is excluded from their times.")
+        if speedup is not None:
+            ok = speedup >= TARGET_SPEEDUP
+            print(f"[{'PASS' if ok else 'FAIL'}] local[2] >= {TARGET_SPEEDUP}x local[1]: {speedup:.2f}x")
+        print(f"wall time {result['wall_s']} s")
+    return 1 if a.check and not result["check"]["ok"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

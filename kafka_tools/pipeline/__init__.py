@@ -1,0 +1,38 @@
+"""The PySpark job behind `ktool scan`: segments listed on the driver, decoded in the executors.
+
+Modules, in the order data flows through them:
+
+- `plan`: the driver's side without Spark: which segments, which tasks, and how the per-segment checks
+  the executors send back become the same `Validation` that `ktool validate` builds;
+- `tasks`: what one task does (check a segment, decode a byte range of it, replay an offsets
+  partition), plain Python over local files, so the same code runs in an executor, in one process (the
+  benchmark, the tests) or on a temporary copy of a file read from HDFS/S3;
+- `tables`: the columns of every table, once, as Arrow and as Spark types;
+- `session`: starting Spark quietly and failing clearly (no Java, an unreachable master);
+- `job`: the Spark job itself.
+
+Only `session`, `job` and `remote` import pyspark, and only when called: `ktool --help` and the
+renderers never pay for it.
+"""
+
+from __future__ import annotations
+
+from kafka_tools.pipeline.plan import (
+    CommittedOffset,
+    PartitionSummary,
+    ScanOptions,
+    ScanPlan,
+    ScanResult,
+    TableWritten,
+    plan_scan,
+)
+
+__all__ = [
+    "CommittedOffset",
+    "PartitionSummary",
+    "ScanOptions",
+    "ScanPlan",
+    "ScanResult",
+    "TableWritten",
+    "plan_scan",
+]

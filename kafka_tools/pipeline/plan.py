@@ -1,0 +1,466 @@
+"""The driver's side of `ktool scan`, without Spark: what to scan, and what the results mean.
+
+`plan_scan` lists the segments (the same discovery `ktool validate` uses). After the executors have
+checked every segment, `assemble_validation` puts their reports together with the partition-level
+checks exactly as `validate_paths` does, so the findings are `ktool validate`'s. `finish` adds the
+decoded counts and the committed offsets and makes the `ScanResult` the renderers print.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka_tools.errors import InputError
+from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
+from kafka_tools.logdir import Discovery, Partition, discover
+from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentCheck, SegmentSpec
+from kafka_tools.validate import (
+    Finding,
+    PartitionReport,
+    Severity,
+    Summary,
+    ValidateOptions,
+    Validation,
+    _compacted_partitions,
+    _continuity,
+    _later_segments_after_cut,
+    _leader_epochs,
+    check_log_dir_checkpoints,
+    check_snapshot,
+    result_for_file,
+)
+
+MiB = 1024 * 1024
+CONSUMER_OFFSETS = "__consumer_offsets"
+_SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
+_OTHER_KINDS = (
+    FileKind.PRODUCER_SNAPSHOT,
+    FileKind.OFFSET_INDEX,
+    FileKind.TIME_INDEX,
+    FileKind.OFFSET_CHECKPOINT,
+    FileKind.LEADER_EPOCH_CHECKPOINT,
+)
+
+
+@dataclass
+class ScanOptions:
+    out: str | None = None  # directory (any Hadoop filesystem URI) for the tables; None: write none
+    fmt: str = "parquet"  # parquet | json
+    records: bool = False  # also the `records` table
+    offsets_topic: bool = False  # also replay __consumer_offsets: the `offsets` table, committed offsets
+    split_bytes: int = 128 * MiB  # segments larger than this are decoded in several byte ranges
+    pack_bytes: int | None = None  # bytes per task, small segments packed together (None: split_bytes)
+    overwrite: bool = False
+
+    @property
+    def task_bytes(self) -> int:
+        return self.pack_bytes or self.split_bytes
+
+
+@dataclass
+class ScanPlan:
+    paths: list[str]
+    discovery: Discovery
+    segments: list[SegmentSpec] = field(default_factory=list)
+    partitions: list[tuple[Partition, list[int]]] = field(default_factory=list)  # segment indexes
+    files: list[tuple[Path | str, int | None]] = field(default_factory=list)  # given alone; segment index
+    remote: bool = False  # segments on a Hadoop filesystem (hdfs://, s3a://…): read through Spark
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def offsets_partitions(self) -> dict[int, list[int]]:
+        """`__consumer_offsets` partition number -> its segment indexes in offset order."""
+        out: dict[int, list[int]] = {}
+        for i, spec in enumerate(self.segments):
+            if spec.topic == CONSUMER_OFFSETS and spec.partition is not None and not spec.kafka07:
+                out.setdefault(spec.partition, []).append(i)
+        for indexes in out.values():
+            indexes.sort(key=lambda i: self.segments[i].base_offset)
+        return out
+
+
+def plan_scan(paths: list[str | os.PathLike]) -> ScanPlan:
+    """Every segment under `paths`, found as `ktool validate` finds them; unreadable paths fail here,
+    before anything is started."""
+    found = discover(paths)
+    plan = ScanPlan([str(p) for p in paths], found)
+    for ld_part in found.all_partitions():
+        indexes = []
+        for seg in ld_part.segments:
+            indexes.append(len(plan.segments))
+            plan.segments.append(_spec(seg.log, ld_part, seg.offset_index, seg.time_index))
+        plan.partitions.append((ld_part, indexes))
+    for path in found.files:
+        kind = kind_of(path)
+        if kind in _SEGMENT_KINDS:
+            plan.files.append((path, len(plan.segments)))
+            plan.segments.append(_spec(path, None, None, None))
+        elif kind in _OTHER_KINDS:
+            plan.files.append((path, None))
+        else:
+            raise InputError(
+                f"{path}: not a file ktool scans (a .log, .kafka, index, snapshot or checkpoint)"
+            )
+    return plan
+
+
+def _spec(log: Path, part: Partition | None, index: Path | None, time_index: Path | None) -> SegmentSpec:
+    where = (part.topic, part.partition) if part is not None else partition_of(log)
+    try:
+        size = log.stat().st_size
+    except OSError as exc:
+        raise InputError(f"{log}: {exc.strerror or exc}") from None
+    return SegmentSpec(
+        file=str(log),
+        path=os.path.abspath(log),
+        topic=where[0] if where else None,
+        partition=where[1] if where else None,
+        base_offset=base_offset_of(log) or 0,
+        size=size,
+        kafka07=kind_of(log) == FileKind.KAFKA07,
+        in_partition=part is not None,
+        offset_index=(str(index), os.path.abspath(index)) if index is not None else None,
+        time_index=(str(time_index), os.path.abspath(time_index)) if time_index is not None else None,
+    )
+
+
+def pack(sizes: list[tuple[object, int]], target: int) -> list[list]:
+    """Items in tasks of about `target` bytes, largest first (next fit decreasing, as Spark packs small
+    files into one partition): a big item alone, small ones together. Each item also counts 1/64 of
+    the target, the price of opening a file, so a task never holds thousands of empty ones."""
+    cost = max(target // 64, 1)
+    tasks: list[list] = []
+    load = 0
+    for item, size in sorted(sizes, key=lambda s: -s[1]):
+        size += cost
+        if not tasks or load + size > target:
+            tasks.append([])
+            load = 0
+        tasks[-1].append(item)
+        load += size
+    return tasks
+
+
+# -- validation, assembled as validate_paths assembles it -------------------------------------------
+
+
+def assemble_validation(plan: ScanPlan, checks: list[SegmentCheck]) -> Validation:
+    """The `Validation` `validate_paths(plan.paths, ValidateOptions())` returns, built from the
+    executors' per-segment reports plus the partition- and log-dir-level checks (cheap, on the driver).
+    """
+    result = Validation()
+    reports = {id(part): [checks[i].report for i in indexes] for part, indexes in plan.partitions}
+    in_log_dirs = set()
+    for ld in plan.discovery.log_dirs:
+        compacted = _compacted_partitions(ld)
+        by_name = {}
+        for part in ld.partitions:
+            in_log_dirs.add(id(part))
+            rep = assemble_partition(part, reports[id(part)], part.name in compacted)
+            by_name[part.name] = rep
+            result.partitions.append(rep)
+        result.findings += check_log_dir_checkpoints(ld, by_name)
+    for part in plan.discovery.partitions:
+        result.partitions.append(assemble_partition(part, reports[id(part)], False))
+    for path, index in plan.files:
+        if index is not None:
+            result.files.append(checks[index].report)
+        else:
+            result_for_file(path, ValidateOptions(), result)
+    return result
+
+
+def assemble_partition(part: Partition, segments, compacted: bool) -> PartitionReport:
+    """`validate_partition` after its per-segment work (done by `tasks.check_segment`): continuity
+    between segments, later segments lost to a cut, snapshots, leader epochs, stray files."""
+    report = PartitionReport(part)
+    previous = None
+    for seg_report in segments:
+        report.segments.append(seg_report)
+        if previous is not None:
+            report.findings += _continuity(part, previous, seg_report, compacted or previous.has_gaps)
+        previous = seg_report if seg_report.next_offset is not None else previous
+    _later_segments_after_cut(report)
+    for snap in part.snapshots:
+        report.findings += check_snapshot(snap)
+    if part.leader_epoch_checkpoint is not None:
+        report.findings += _leader_epochs(part.leader_epoch_checkpoint, report.log_end_offset)
+    for f in part.transient:
+        report.findings.append(
+            Finding(
+                str(f),
+                "transient-file",
+                Severity.WARNING,
+                "left by an interrupted log cleaning, segment swap or deletion",
+                None,
+            )
+        )
+    for f in part.orphans:
+        report.findings.append(
+            Finding(
+                str(f),
+                "orphan-file",
+                Severity.WARNING,
+                "not part of any segment (an index without its log, or an unknown file)",
+            )
+        )
+    return report
+
+
+def offsets_replay_segments(plan: ScanPlan, checks: list[SegmentCheck]) -> dict[int, list[OffsetsSegment]]:
+    """Per `__consumer_offsets` partition, its segments and how much of each the broker's recovery
+    keeps: up to the first invalid byte of the partition, nothing of the segments after it."""
+    out: dict[int, list[OffsetsSegment]] = {}
+    for number, indexes in plan.offsets_partitions().items():
+        cut = False
+        segs = []
+        for i in indexes:
+            report = checks[i].report
+            segs.append(OffsetsSegment(plan.segments[i], None if cut else report.recovery_point))
+            cut = cut or report.tail_bytes > 0
+        out[number] = segs
+    return out
+
+
+# -- the result --------------------------------------------------------------------------------------
+
+
+@dataclass
+class SegmentTotals:
+    """What decoding a segment's entries found: the `segments` table's decoded columns."""
+
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    codecs: set[str] = field(default_factory=set)
+    magic: set[int] = field(default_factory=set)
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
+
+    def add_columns(self, cols: dict[str, list]) -> None:
+        """Fold in a chunk of `batches` columns (as `tasks.batch_chunks` yields them)."""
+        if not cols["position"]:
+            return
+        self.batches += len(cols["position"])
+        self.records += sum(n for n in cols["records"] if n is not None)
+        self.first_offset = _min(self.first_offset, min(cols["base_offset"]))
+        self.last_offset = _max(self.last_offset, max(cols["last_offset"]))
+        self.codecs.update(cols["codec"])
+        self.magic.update(cols["magic"])
+        present = [t for t in cols["min_timestamp"] if t is not None]
+        if present:
+            self.min_timestamp = _min(self.min_timestamp, min(present))
+        present = [t for t in cols["max_timestamp"] if t is not None]
+        if present:
+            self.max_timestamp = _max(self.max_timestamp, max(present))
+
+
+def _min(a: int | None, b: int) -> int:
+    return b if a is None else min(a, b)
+
+
+def _max(a: int | None, b: int) -> int:
+    return b if a is None else max(a, b)
+
+
+@dataclass
+class PartitionSummary:
+    """One topic-partition (or a file given on its own): the summary table's row."""
+
+    name: str
+    path: str  # the partition directory (the file, for a file given on its own)
+    topic: str | None
+    partition: int | None
+    segments: int = 0
+    bytes: int = 0
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    log_end_offset: int | None = None
+    tail_bytes: int = 0
+    codecs: list[str] = field(default_factory=list)
+    errors: int = 0
+    warnings: int = 0
+    status: str = "clean"  # clean | tail | CORRUPT, as `ktool validate` says
+
+
+@dataclass
+class CommittedOffset:
+    """The offset the group coordinator would load for (group, topic, partition)."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    metadata: str | None
+    commit_timestamp: int | None
+    expire_timestamp: int | None
+    leader_epoch: int | None
+    log_partition: int
+    log_offset: int
+
+
+@dataclass
+class TableWritten:
+    name: str
+    path: str
+    fmt: str
+    rows: int | None = None
+
+
+@dataclass
+class ScanResult:
+    validation: Validation
+    summary: Summary
+    partitions: list[PartitionSummary]
+    segments: list[dict]  # rows of the `segments` table
+    committed: list[CommittedOffset] | None = None  # None: --offsets-topic not asked for
+    tables: list[TableWritten] = field(default_factory=list)
+    master: str = ""
+    tasks: int = 0
+    startup_seconds: float | None = None
+    seconds: float = 0.0
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.partitions)
+
+
+def segment_rows(plan: ScanPlan, checks: list[SegmentCheck], totals: dict[str, SegmentTotals]) -> list[dict]:
+    rows = []
+    for spec, check in zip(plan.segments, checks, strict=True):
+        rep = check.report
+        t = totals.get(spec.file) or SegmentTotals()
+        rows.append(
+            {
+                **spec.where,
+                "kind": "kafka07" if spec.kafka07 else "log",
+                "base_offset": spec.base_offset,
+                "first_offset": t.first_offset,
+                "last_offset": t.last_offset,
+                "batches": t.batches,
+                "records": t.records,
+                "bytes": rep.size,
+                "valid_bytes": rep.recovery_point,
+                "first_invalid_position": rep.recovery_point if rep.recovery_point < rep.size else None,
+                "codecs": sorted(t.codecs),
+                "magic": sorted(t.magic),
+                "min_timestamp": t.min_timestamp,
+                "max_timestamp": t.max_timestamp,
+                "errors": sum(1 for f in rep.findings if f.severity == Severity.ERROR),
+                "warnings": sum(1 for f in rep.findings if f.severity == Severity.WARNING),
+                "ranges": len(check.split_starts),
+            }
+        )
+    return rows
+
+
+def partition_summaries(
+    plan: ScanPlan, checks: list[SegmentCheck], validation: Validation, rows: list[dict]
+) -> list[PartitionSummary]:
+    """A summary per partition directory; segment files given on their own are grouped by the
+    topic-partition their directory names (or stand alone)."""
+    by_file = {row["file"]: row for row in rows}
+    out = []
+    for rep in validation.partitions:
+        part = rep.partition
+        s = PartitionSummary(part.name, str(part.path), part.topic, part.partition)
+        _fill(s, [by_file[str(seg.log)] for seg in part.segments], rep.all_findings())
+        s.log_end_offset = rep.log_end_offset
+        s.tail_bytes = sum(seg.tail_bytes for seg in rep.segments)
+        out.append(s)
+    groups: dict[object, list[int]] = {}
+    for _, index in plan.files:
+        if index is not None:
+            spec = plan.segments[index]
+            folder = spec.file.rpartition("/")[0]
+            key = (folder, spec.topic, spec.partition) if spec.topic is not None else spec.file
+            groups.setdefault(key, []).append(index)
+    for key, indexes in groups.items():
+        indexes.sort(key=lambda i: plan.segments[i].base_offset)
+        first = plan.segments[indexes[0]]
+        reports = [checks[i].report for i in indexes]
+        if isinstance(key, tuple):
+            s = PartitionSummary(f"{first.topic}-{first.partition}", key[0], first.topic, first.partition)
+        else:
+            s = PartitionSummary(first.file, first.file, None, None)
+        _fill(s, [rows[i] for i in indexes], [f for r in reports for f in r.findings])
+        ends = [r.next_offset for r in reports if r.next_offset is not None]
+        s.log_end_offset = ends[-1] if ends else None
+        s.tail_bytes = sum(r.tail_bytes for r in reports)
+        out.append(s)
+    return out
+
+
+def _fill(s: PartitionSummary, rows: list[dict], findings: list[Finding]) -> None:
+    s.segments = len(rows)
+    s.bytes = sum(r["bytes"] for r in rows)
+    s.batches = sum(r["batches"] for r in rows)
+    s.records = sum(r["records"] for r in rows)
+    firsts = [r["first_offset"] for r in rows if r["first_offset"] is not None]
+    lasts = [r["last_offset"] for r in rows if r["last_offset"] is not None]
+    s.first_offset = min(firsts) if firsts else None
+    s.last_offset = max(lasts) if lasts else None
+    s.codecs = sorted({c for r in rows for c in r["codecs"]})
+    errors = [f for f in findings if f.severity == Severity.ERROR]
+    s.errors = len(errors)
+    s.warnings = sum(1 for f in findings if f.severity == Severity.WARNING)
+    s.status = "clean" if not errors else "tail" if all(f.repairable for f in errors) else "CORRUPT"
+
+
+def finding_row(f: Finding) -> dict:
+    return {
+        "file": f.file,
+        "severity": f.severity.value,
+        "kind": f.kind,
+        "position": f.position,
+        "offset": f.offset,
+        "message": f.message,
+        "expected": None if f.expected is None else str(f.expected),
+        "actual": None if f.actual is None else str(f.actual),
+        "repairable": f.repairable,
+    }
+
+
+def committed_offsets(cols: dict[str, list]) -> list[CommittedOffset]:
+    """The rows of `offsets` columns marked `loaded`, sorted by group, topic, partition."""
+    out = [
+        CommittedOffset(
+            cols["group"][i],
+            cols["topic"][i],
+            cols["partition"][i],
+            cols["offset"][i],
+            cols["metadata"][i],
+            cols["commit_timestamp"][i],
+            cols["expire_timestamp"][i],
+            cols["leader_epoch"][i],
+            cols["log_partition"][i],
+            cols["log_offset"][i],
+        )
+        for i, loaded in enumerate(cols["loaded"])
+        if loaded
+    ]
+    return sorted(out, key=lambda c: (c.group, c.topic, c.partition))
+
+
+def finish(
+    plan: ScanPlan,
+    checks: list[SegmentCheck],
+    totals: dict[str, SegmentTotals],
+    committed: list[CommittedOffset] | None,
+) -> ScanResult:
+    validation = assemble_validation(plan, checks)
+    rows = segment_rows(plan, checks, totals)
+    return ScanResult(
+        validation=validation,
+        summary=validation.summary(),
+        partitions=partition_summaries(plan, checks, validation, rows),
+        segments=rows,
+        committed=committed,
+    )

@@ -1,0 +1,211 @@
+"""Segments on a Hadoop filesystem (`hdfs://`, `s3a://`, `abfs://`, `gs://`…), read through Spark.
+
+The driver lists them with Hadoop's FileSystem API inside the JVM, so any filesystem Spark is set up
+for works (core-site.xml, `--conf spark.hadoop.…`). The executors get each segment whole from
+`SparkContext.binaryFiles` (one task input per file, no byte ranges: a segment is at most 2 GiB),
+write it to a local temporary file and run the same task functions as for local paths.
+
+What differs from local paths: each segment is checked as `ktool validate FILE` checks a segment given
+on its own. The checks that need the files beside it (its `.index`/`.timeindex`, the continuity of a
+partition's segments, producer snapshots, checkpoints) are made for local paths only. The rows reach
+Spark pickled rather than as Arrow batches, and every table reads the files again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+from kafka_tools.errors import InputError
+from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
+from kafka_tools.logdir import Discovery
+from kafka_tools.pipeline import tables
+from kafka_tools.pipeline.plan import ScanOptions, ScanPlan
+from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentCheck, SegmentSpec, with_path
+
+WHOLE_FILE = 1 << 62  # a split size no segment reaches: one range per segment
+
+
+def is_remote(path: str) -> bool:
+    """A URI of a filesystem other than the local one (a Windows drive letter is not a scheme)."""
+    scheme = urlsplit(str(path)).scheme
+    return len(scheme) > 1 and scheme != "file"
+
+
+def local_path(path: str) -> str:
+    """`file:///x` -> `/x`; anything else unchanged."""
+    parts = urlsplit(str(path))
+    return parts.path if parts.scheme == "file" else str(path)
+
+
+def _normal(uri: str) -> str:
+    """One spelling per file, as Hadoop's Path prints it (`file:///x` and `file:/x` alike)."""
+    return uri.replace("file:///", "file:/", 1).rstrip("/")
+
+
+def plan_remote(spark, uris: list[str]) -> ScanPlan:
+    """Every `.log`/`.kafka` file under `uris`, listed by the JVM's Hadoop FileSystem."""
+    from py4j.protocol import Py4JJavaError
+
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    conf = sc._jsc.hadoopConfiguration()
+    found: dict[str, int] = {}
+    for uri in uris:
+        path = jvm.org.apache.hadoop.fs.Path(uri)
+        try:
+            fs = path.getFileSystem(conf)
+            status = fs.getFileStatus(path)
+            if status.isFile():
+                found[_normal(status.getPath().toString())] = status.getLen()
+                continue
+            files = fs.listFiles(path, True)
+            while files.hasNext():
+                st = files.next()
+                found[_normal(st.getPath().toString())] = st.getLen()
+        except Py4JJavaError as exc:
+            message = str(exc.java_exception.getMessage() or exc.java_exception.toString())
+            raise InputError(f"{uri}: {message.splitlines()[0]}") from None
+    plan = ScanPlan([str(u) for u in uris], Discovery(), remote=True)
+    for uri in sorted(found):
+        parent, _, name = uri.rpartition("/")
+        kind = kind_of(name)
+        if kind not in (FileKind.LOG, FileKind.KAFKA07):
+            continue
+        where = partition_of(f"{parent.rpartition('/')[2]}/{name}")
+        plan.files.append((uri, len(plan.segments)))
+        plan.segments.append(
+            SegmentSpec(
+                file=uri,
+                path=uri,
+                topic=where[0] if where else None,
+                partition=where[1] if where else None,
+                base_offset=base_offset_of(name) or 0,
+                size=found[uri],
+                kafka07=kind == FileKind.KAFKA07,
+                in_partition=False,
+            )
+        )
+    if not plan.segments:
+        raise InputError(f"no segment files (.log, .kafka) under {', '.join(map(str, uris))}")
+    return plan
+
+
+@contextmanager
+def local_copy(specs: list[SegmentSpec], contents: list[bytes]) -> Iterator[list[SegmentSpec]]:
+    """The segments written to a temporary directory (each under its partition directory's name, as
+    the decoder expects), the specs pointing there; removed afterwards."""
+    directory = tempfile.mkdtemp(prefix="ktool-scan-")
+    try:
+        local = []
+        for spec, data in zip(specs, contents, strict=True):
+            parent, _, name = spec.file.rpartition("/")
+            folder = os.path.join(directory, parent.rpartition("/")[2] or "segments")
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            local.append(with_path(spec, path))
+        yield local
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _rows(columns, spec: SegmentSpec | None, chunks) -> Iterator[tuple]:
+    names = tables.names(columns)
+    if spec is not None:
+        names = names[3:]
+    for cols in chunks:
+        for values in zip(*(cols[n] for n in names), strict=True):
+            yield (spec.file, spec.topic, spec.partition, *values) if spec is not None else values
+
+
+class RemoteFiles:
+    """The phases of `job.run_scan` over segments read with `binaryFiles`, one whole file a record."""
+
+    def __init__(self, spark, plan: ScanPlan, options: ScanOptions) -> None:
+        self.spark = spark
+        self.sc = spark.sparkContext
+        self.plan = plan
+        self.options = options
+        self.specs = self.sc.broadcast(plan.segments)
+        self.lookup = self.sc.broadcast({_normal(s.file): i for i, s in enumerate(plan.segments)})
+        self.decode: list[int] = []
+        self.tasks = 0
+
+    def _files(self, indexes: list[int]):
+        uris = ",".join(self.plan.segments[i].file for i in indexes)
+        rdd = self.sc.binaryFiles(uris, minPartitions=max(1, len(indexes)))
+        self.tasks += rdd.getNumPartitions()
+        return rdd
+
+    def check(self) -> list[SegmentCheck]:
+        specs, lookup = self.specs, self.lookup
+
+        def check(item):
+            from kafka_tools.pipeline.remote import local_copy
+            from kafka_tools.pipeline.tasks import check_segment
+
+            i = lookup.value[_normal(item[0])]
+            with local_copy([specs.value[i]], [item[1]]) as (spec,):
+                return i, check_segment(spec, WHOLE_FILE)
+
+        done = dict(self._files(list(range(len(self.plan.segments)))).map(check).collect())
+        return [done[i] for i in range(len(self.plan.segments))]
+
+    def plan_ranges(self, checks: list[SegmentCheck]) -> None:
+        self.decode = [i for i, check in enumerate(checks) if check.split_starts]
+
+    def table(self, table: str):
+        columns = tables.BATCHES if table == "batches" else tables.RECORDS
+        if not self.decode:
+            return self.spark.createDataFrame([], tables.spark_ddl(columns))
+        specs, lookup = self.specs, self.lookup
+
+        def rows(item):
+            from kafka_tools.pipeline import tasks
+            from kafka_tools.pipeline.remote import _rows, local_copy
+
+            spec = specs.value[lookup.value[_normal(item[0])]]
+            chunks = tasks.batch_chunks if table == "batches" else tasks.record_chunks
+            with local_copy([spec], [item[1]]) as (local,):
+                yield from _rows(columns, spec, chunks(local))
+
+        rdd = self._files(self.decode).flatMap(rows)
+        return self.spark.createDataFrame(rdd, tables.spark_ddl(columns))
+
+    def offsets(self, replay: dict[int, list[OffsetsSegment]]):
+        columns = tables.OFFSETS
+        place = {}  # segment index -> (partition, its place in the partition, recovered bytes)
+        for number, segs in replay.items():
+            for order, seg in enumerate(segs):
+                place[self.lookup.value[_normal(seg.spec.file)]] = (number, order, seg.recovered_bytes)
+        if not place:
+            return self.spark.createDataFrame([], tables.spark_ddl(columns))
+        specs, lookup, where = self.specs, self.lookup, self.sc.broadcast(place)
+
+        def key(item):
+            i = lookup.value[_normal(item[0])]
+            number, order, recovered = where.value[i]
+            return number, (order, i, recovered, item[1])
+
+        def replay_partition(group):
+            from kafka_tools.pipeline import tasks
+            from kafka_tools.pipeline.remote import _rows, local_copy
+
+            number, items = group
+            items = sorted(items)
+            with local_copy([specs.value[i] for _, i, _, _ in items], [d for *_, d in items]) as local:
+                segs = [tasks.OffsetsSegment(s, r) for s, (_, _, r, _) in zip(local, items, strict=True)]
+                yield from _rows(columns, None, [tasks.replay_offsets(number, segs)])
+
+        rdd = self._files(sorted(place)).map(key).groupByKey().flatMap(replay_partition)
+        return self.spark.createDataFrame(rdd, tables.spark_ddl(columns))
+
+    def close(self) -> None:
+        self.specs.destroy()
+        self.lookup.destroy()

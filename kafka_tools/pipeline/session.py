@@ -1,0 +1,318 @@
+"""Starting Spark for `ktool scan`: quietly, on the machine's Java, and failing with one clear line.
+
+Before anything is launched: pyspark must import, a Java new enough for it must be where Spark's own
+launcher looks (`$JAVA_HOME/bin/java`, else `java` on PATH), and a cluster master must answer on its
+port. The JVM's output (Spark's log4j noise, the executors' Python stderr) goes to a log file unless
+`verbose`; the file is named in every error and removed after a clean run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from kafka_tools.errors import InputError, UsageError
+
+DEFAULT_MASTER = "local[*]"
+PROBE_TIMEOUT = 5.0
+JOB_GROUP = "ktool-scan"
+_LOCAL = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?$")
+
+
+@dataclass
+class SparkSettings:
+    master: str = DEFAULT_MASTER
+    conf: dict[str, str] = field(default_factory=dict)
+    verbose: bool = False
+    executor_timeout: float = 120.0  # cluster masters: seconds to wait for a first executor
+    app_name: str = "ktool scan"
+
+    @property
+    def is_local(self) -> bool:
+        return bool(_LOCAL.match(self.master))
+
+
+@dataclass
+class SparkHandle:
+    spark: object  # pyspark.sql.SparkSession
+    master: str
+    startup_seconds: float
+    owned: bool  # started here (and stopped here); False: an active session was reused
+    log_path: str | None = None
+
+
+def require_pyspark():
+    try:
+        import pyspark
+    except ImportError:
+        raise InputError(
+            "pyspark is not installed: pip install 'ktool[spark]' (Spark 4 runs on Java 17+)"
+        ) from None
+    return pyspark
+
+
+def java_command() -> str:
+    """The java Spark's launcher will run, checked to exist and to be new enough for this pyspark."""
+    pyspark = require_pyspark()
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = os.path.join(home, "bin", "java")
+        if not os.access(java, os.X_OK):
+            raise InputError(
+                f"Java not found: JAVA_HOME={home} has no bin/java (Spark needs Java 17 or newer)"
+            )
+    else:
+        found = shutil.which("java")
+        if found is None:
+            raise InputError("Java not found: Spark needs Java 17 or newer (install it, or set JAVA_HOME)")
+        java = found
+    needed = 17 if int(pyspark.__version__.split(".")[0]) >= 4 else 8
+    major = java_major_version(java)
+    if major is not None and major < needed:
+        raise InputError(f"{java} is Java {major}: Spark {pyspark.__version__} needs Java {needed} or newer")
+    return java
+
+
+def java_major_version(java: str) -> int | None:
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(f"{java} does not run: {exc}") from None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', proc.stderr + proc.stdout)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def check_master(master: str, timeout: float = PROBE_TIMEOUT) -> None:
+    """Fail fast on a master URL Spark would wait on: nothing listening, or yarn without a config."""
+    if _LOCAL.match(master):
+        return
+    if master.startswith("spark://"):
+        endpoints = [_host_port(hp, 7077) for hp in master[len("spark://") :].split(",")]
+    elif master.startswith("k8s://"):
+        url = master[len("k8s://") :]
+        parts = urlsplit(url if "://" in url else f"https://{url}")
+        endpoints = [(parts.hostname or "", parts.port or (80 if parts.scheme == "http" else 443))]
+    elif master == "yarn":
+        if not (os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR")):
+            raise InputError(
+                "--master yarn needs HADOOP_CONF_DIR or YARN_CONF_DIR to find the ResourceManager"
+            )
+        return
+    else:
+        raise UsageError(
+            f"--master {master}: expected local[N], local[*], spark://HOST:PORT, yarn or k8s://URL"
+        )
+    reasons = []
+    for host, port in endpoints:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except OSError as exc:
+            reasons.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise InputError(f"Spark master {master} unreachable ({'; '.join(reasons)})")
+
+
+def _host_port(text: str, default: int) -> tuple[str, int]:
+    host, _, port = text.rpartition(":") if ":" in text else (text, "", "")
+    try:
+        return host.strip("[]"), int(port) if port else default
+    except ValueError:
+        raise UsageError(f"--master: bad port in {text!r}") from None
+
+
+@contextmanager
+def spark_session(settings: SparkSettings) -> Iterator[SparkHandle]:
+    """A SparkSession for the scan: the active one if there is one (a notebook, the tests), else one
+    started here and stopped on the way out."""
+    require_pyspark()
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        yield SparkHandle(active, active.sparkContext.master, 0.0, owned=False)
+        return
+    java_command()
+    check_master(settings.master)
+    handle = start(settings)
+    ok = False
+    try:
+        yield handle
+        ok = True
+    finally:
+        handle.spark.stop()
+        if ok and handle.log_path and not settings.verbose:
+            with _suppress():
+                os.unlink(handle.log_path)
+
+
+def start(settings: SparkSettings) -> SparkHandle:
+    """Launch the JVM and the SparkContext (the caller has checked Java and the master)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    t0 = time.perf_counter()
+    conf = SparkConf().setMaster(settings.master).setAppName(settings.app_name)
+    defaults = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.adaptive.enabled": "true",
+    }
+    if settings.is_local:
+        _local_worker_env()
+        defaults.update(
+            {
+                "spark.driver.host": "127.0.0.1",
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.pyspark.python": sys.executable,
+                "spark.pyspark.driver.python": sys.executable,
+            }
+        )
+    for key, value in {**defaults, **settings.conf}.items():
+        conf.set(key, value)
+    log_path = None
+    popen: dict = {}
+    if not settings.verbose:
+        fd, log_path = tempfile.mkstemp(prefix="ktool-spark-", suffix=".log")
+        os.close(fd)
+        log = open(log_path, "ab")  # noqa: SIM115 (the JVM keeps writing to it after we return)
+        popen = {"stdout": log, "stderr": log}
+    try:
+        gateway = launch_gateway(conf, popen_kwargs=popen)
+        sc = SparkContext(conf=conf, gateway=gateway)
+    except Exception as exc:  # pyspark raises its own runtime errors, py4j its own: all mean "no Spark"
+        raise InputError(f"Spark did not start: {_first_line(exc, log_path)}{_see(log_path)}") from None
+    sc.setLogLevel("INFO" if settings.verbose else "WARN")
+    spark = SparkSession(sc)
+    handle = SparkHandle(spark, settings.master, 0.0, owned=True, log_path=log_path)
+    try:
+        if not settings.is_local:
+            sc.addPyFile(package_zip())
+            wait_for_executors(sc, settings.executor_timeout, settings.master, log_path)
+    except BaseException:
+        spark.stop()
+        raise
+    handle.startup_seconds = time.perf_counter() - t0
+    return handle
+
+
+def _local_worker_env() -> None:
+    """Python workers of a local master are forked by the JVM, which inherits this environment: put
+    the directory holding `kafka_tools` first on their path, so they run this very code (a source
+    checkout too), with its C extension."""
+    root = str(Path(__file__).resolve().parents[2])
+    current = os.environ.get("PYTHONPATH", "")
+    if root not in current.split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, current) if p)
+
+
+def package_zip() -> str:
+    """kafka_tools as a zip of its Python sources, for executors on other machines (the optional C
+    extension is left out: it was built for this machine; the pure-Python decoder stands in)."""
+    pkg = Path(__file__).resolve().parents[1]
+    fd, path = tempfile.mkstemp(prefix="kafka_tools-", suffix=".zip")
+    os.close(fd)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for f in sorted(pkg.rglob("*.py")):
+            if "__pycache__" not in f.parts:
+                zf.write(f, f.relative_to(pkg.parent).as_posix())
+    return path
+
+
+def wait_for_executors(sc, timeout: float, master: str, log_path: str | None) -> None:
+    """A cluster with no worker to give accepts the job and waits forever: give it `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sc._jsc.sc().getExecutorMemoryStatus().size() > 1:  # the driver counts as one
+            return
+        time.sleep(0.5)
+    raise InputError(f"no executor joined from {master} within {timeout:.0f} s{_see(log_path)}")
+
+
+def _first_line(exc: BaseException, log_path: str | None) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    last = _last_log_line(log_path)
+    return f"{line} ({last})" if last else line
+
+
+def _last_log_line(log_path: str | None) -> str | None:
+    if not log_path:
+        return None
+    try:
+        lines = [ln.strip() for ln in Path(log_path).read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return None
+    errors = [ln for ln in lines if "Exception" in ln or "Error" in ln]
+    return (errors or lines or [None])[-1]
+
+
+def _see(log_path: str | None) -> str:
+    return f"; Spark's log: {log_path}" if log_path else ""
+
+
+@contextmanager
+def _suppress():
+    try:
+        yield
+    except OSError:
+        pass
+
+
+# -- progress ----------------------------------------------------------------------------------------
+
+
+@contextmanager
+def job_progress(sc, callback: Callable[[int, int], None] | None, every: float = 0.25) -> Iterator[None]:
+    """Run the body's Spark jobs in one job group and report (tasks done, tasks known) of all its
+    stages to `callback` from a background thread: Spark's progress folded into one bar."""
+    group = f"{JOB_GROUP}-{uuid.uuid4().hex[:12]}"  # this run's jobs only, in a reused session too
+    sc.setJobGroup(group, "ktool scan", interruptOnCancel=True)
+    if callback is None:
+        yield
+        return
+    stop = threading.Event()
+    tracker = sc.statusTracker()
+
+    def report() -> None:
+        done = total = 0
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            finished = info is not None and info.status == "SUCCEEDED"  # its skipped stages count as done
+            for stage in info.stageIds if info else ():
+                st = tracker.getStageInfo(stage)
+                if st is not None:
+                    total += st.numTasks
+                    done += st.numTasks if finished else st.numCompletedTasks
+        callback(done, total)
+
+    def poll() -> None:
+        while not stop.wait(every):
+            report()
+
+    thread = threading.Thread(target=poll, name="ktool-scan-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+    report()  # the final count, once everything has run

@@ -1,0 +1,153 @@
+"""The tables `ktool scan --out` writes, each column named and typed once.
+
+A column's kind maps to an Arrow type (what the executors build) and a Spark SQL type (what the job
+declares); both are derived from the lists below, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+# kind -> Spark SQL type
+_SPARK = {
+    "string": "string",
+    "int": "int",
+    "long": "bigint",
+    "bool": "boolean",
+    "binary": "binary",
+    "strings": "array<string>",
+    "ints": "array<int>",
+    "headers": "array<struct<key:string,value:binary>>",
+}
+
+WHERE = [("file", "string"), ("topic", "string"), ("partition", "int")]
+
+SEGMENTS = WHERE + [
+    ("kind", "string"),  # log (magic 0-2) or kafka07 (.kafka)
+    ("base_offset", "long"),  # from the file's name
+    ("first_offset", "long"),
+    ("last_offset", "long"),
+    ("batches", "long"),  # entries framed: v2 batches, v0/v1 messages or wrappers, 0.7 messages
+    ("records", "long"),  # records decoded from them, as `dump-log --deep-iteration` counts
+    ("bytes", "long"),
+    ("valid_bytes", "long"),  # what the broker's recovery keeps
+    ("first_invalid_position", "long"),  # null when the whole file is valid
+    ("codecs", "strings"),
+    ("magic", "ints"),
+    ("min_timestamp", "long"),
+    ("max_timestamp", "long"),
+    ("errors", "int"),
+    ("warnings", "int"),
+    ("ranges", "int"),  # byte ranges it was decoded in (split at entry boundaries)
+]
+
+BATCHES = WHERE + [
+    ("position", "long"),
+    ("base_offset", "long"),
+    ("last_offset", "long"),
+    ("count", "int"),  # v2: the header's record count; v0/v1/0.7: messages decoded from the entry
+    ("records", "int"),  # records decoded; null when they cannot be
+    ("size", "int"),
+    ("magic", "int"),
+    ("codec", "string"),
+    ("crc", "long"),
+    ("computed_crc", "long"),
+    ("is_valid", "bool"),
+    ("timestamp_type", "string"),
+    ("min_timestamp", "long"),
+    ("max_timestamp", "long"),
+    ("partition_leader_epoch", "int"),
+    ("producer_id", "long"),
+    ("producer_epoch", "int"),
+    ("base_sequence", "int"),
+    ("is_transactional", "bool"),
+    ("is_control", "bool"),
+    ("decode_error", "string"),
+]
+
+RECORDS = WHERE + [
+    ("batch_position", "long"),
+    ("offset", "long"),
+    ("timestamp", "long"),
+    ("key", "binary"),
+    ("value", "binary"),
+    ("headers", "headers"),
+]
+
+OFFSETS = [
+    ("file", "string"),
+    ("log_partition", "int"),  # the __consumer_offsets partition
+    ("log_offset", "long"),  # the record's offset in it
+    ("group", "string"),
+    ("topic", "string"),
+    ("partition", "int"),
+    ("offset", "long"),  # the committed offset (null for a tombstone)
+    ("leader_epoch", "int"),
+    ("metadata", "string"),
+    ("commit_timestamp", "long"),
+    ("expire_timestamp", "long"),
+    ("tombstone", "bool"),
+    ("transactional", "bool"),
+    ("producer_id", "long"),
+    ("recovered", "bool"),  # before the first invalid byte of its partition: the broker keeps it
+    ("loaded", "bool"),  # the commit the broker would load for (group, topic, partition)
+    ("error", "string"),
+]
+
+FINDINGS = [
+    ("file", "string"),
+    ("severity", "string"),
+    ("kind", "string"),
+    ("position", "long"),
+    ("offset", "long"),
+    ("message", "string"),
+    ("expected", "string"),
+    ("actual", "string"),
+    ("repairable", "bool"),
+]
+
+TABLES = {
+    "segments": SEGMENTS,
+    "batches": BATCHES,
+    "records": RECORDS,
+    "offsets": OFFSETS,
+    "findings": FINDINGS,
+}
+
+
+def names(columns: list[tuple[str, str]]) -> list[str]:
+    return [name for name, _ in columns]
+
+
+def spark_ddl(columns: list[tuple[str, str]]) -> str:
+    """`file string, topic string, …`: the schema string Spark's DataFrame API takes."""
+    return ", ".join(f"`{name}` {_SPARK[kind]}" for name, kind in columns)
+
+
+def arrow_schema(columns: list[tuple[str, str]]):
+    import pyarrow as pa
+
+    types = {
+        "string": pa.string(),
+        "int": pa.int32(),
+        "long": pa.int64(),
+        "bool": pa.bool_(),
+        "binary": pa.binary(),
+        "strings": pa.list_(pa.string()),
+        "ints": pa.list_(pa.int32()),
+        "headers": pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
+    }
+    return pa.schema([(name, types[kind]) for name, kind in columns])
+
+
+def arrow_batch(columns: list[tuple[str, str]], data: dict[str, list], constants: dict | None = None):
+    """An Arrow RecordBatch from column lists; `constants` fills a column with one value (file, topic…)."""
+    import pyarrow as pa
+
+    schema = arrow_schema(columns)
+    rows = len(next(iter(data.values()))) if data else 0
+    arrays = []
+    for field in schema:
+        if constants and field.name in constants:
+            arrays.append(pa.repeat(pa.scalar(constants[field.name], field.type), rows))
+        else:
+            arrays.append(pa.array(data[field.name], field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

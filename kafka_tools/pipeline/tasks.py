@@ -1,0 +1,413 @@
+"""What one task of `ktool scan` does, as plain Python over local files.
+
+Nothing here imports pyspark: the same functions run inside a Spark executor, in one process (the
+benchmark's baseline, the tests' references) and on a temporary local copy of a segment read from
+HDFS or S3. Three kinds of task:
+
+- `check_segment`: the checks `ktool validate` makes on one segment (its CRCs, framing, offsets, the
+  `.index`/`.timeindex` beside it), plus the positions where it may be split: entry boundaries found
+  by that very walk, so no later task ever starts inside a batch;
+- `batch_chunks` / `record_chunks`: decode the entries that start in bytes [start, end) of a segment,
+  every batch decompressed and every record decoded (what `dump-log --deep-iteration` does), as
+  column lists for the `batches` and `records` tables;
+- `replay_offsets`: walk one `__consumer_offsets` partition in offset order and mark the commit the
+  group coordinator would load for each (group, topic, partition).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from kafka_tools.format.compression import codec_label
+from kafka_tools.format.internal_topics import decode_consumer_offsets
+from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
+from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.record_batch import (
+    ControlType,
+    RecordBatch,
+    RecordDecodeError,
+    control_record,
+)
+from kafka_tools.format.segment import Problem, iter_log_entries, looks_like_text
+from kafka_tools.logdir import Segment
+from kafka_tools.validate import (
+    Finding,
+    SegmentReport,
+    Severity,
+    ValidateOptions,
+    check_offset_index,
+    check_time_index,
+    scan_segment,
+)
+
+CHUNK_ROWS = 65536  # rows per Arrow batch handed to Spark: bounded memory whatever the segment size
+_TIMESTAMP = operator.itemgetter(1)  # Record.timestamp
+
+
+@dataclass(frozen=True)
+class SegmentSpec:
+    """One segment file as the driver found it. `file` is the name every row and finding carries (as
+    the user wrote the path, like `ktool validate`); `path` is where a task opens it."""
+
+    file: str
+    path: str
+    topic: str | None
+    partition: int | None
+    base_offset: int
+    size: int
+    kafka07: bool = False
+    in_partition: bool = True  # False: a file given on its own (no index or partition checks)
+    offset_index: tuple[str, str] | None = None  # (name, path)
+    time_index: tuple[str, str] | None = None
+
+    @property
+    def where(self) -> dict:
+        return {"file": self.file, "topic": self.topic, "partition": self.partition}
+
+
+@dataclass
+class SegmentCheck:
+    """A segment's validation (findings, valid bytes, offsets) and the positions it may be split at."""
+
+    report: SegmentReport
+    split_starts: list[int] = field(default_factory=list)  # empty: nothing to decode
+
+
+# -- checking ------------------------------------------------------------------------------------
+
+
+def check_segment(spec: SegmentSpec, split_bytes: int) -> SegmentCheck:
+    """Exactly the per-segment part of `ktool validate` (scan_segment, then the index checks and the
+    base-offset check `validate_partition` adds), findings named as the user named the files."""
+    path = Path(spec.path)
+    report = scan_segment(path, ValidateOptions())
+    if spec.in_partition:
+        seg = Segment(spec.base_offset, path)
+        if spec.offset_index is not None:
+            seg.offset_index = Path(spec.offset_index[1])
+            report.findings += check_offset_index(seg, report)
+        if spec.time_index is not None:
+            seg.time_index = Path(spec.time_index[1])
+            report.findings += check_time_index(seg, report)
+        if report.first_offset is not None and report.first_offset < spec.base_offset:
+            report.findings.append(
+                Finding(
+                    spec.path,
+                    "offset-below-base",
+                    Severity.ERROR,
+                    f"first offset {report.first_offset} is below the segment's "
+                    f"base offset {spec.base_offset}",
+                    0,
+                    report.first_offset,
+                    repairable=False,
+                )
+            )
+    starts = _split_starts(spec, report, split_bytes)
+    report.entry_positions = {}  # one entry per batch: too big to send back, and used up
+    _rename(spec, report)
+    return SegmentCheck(report, starts)
+
+
+def _split_starts(spec: SegmentSpec, report: SegmentReport, split_bytes: int) -> list[int]:
+    """Byte ranges of about `split_bytes`, each starting where the validation walk found an entry.
+
+    Only entries before the first invalid byte are known boundaries; everything from the last chosen
+    start to the end of the file (damage included) is one range, walked exactly as a whole-file walk
+    would walk it from there.
+    """
+    if report.size == 0 or looks_like_text(spec.path):
+        return []
+    starts = [0]
+    for position in report.entry_positions:
+        if position - starts[-1] >= split_bytes:
+            starts.append(position)
+    return starts
+
+
+def _rename(spec: SegmentSpec, report: SegmentReport) -> None:
+    names = {spec.path: spec.file}
+    for index in (spec.offset_index, spec.time_index):
+        if index is not None:
+            names[index[1]] = index[0]
+    report.path = Path(spec.file)
+    for f in report.findings:
+        f.file = names.get(f.file, f.file)
+
+
+def split_ranges(starts: list[int]) -> list[tuple[int, int | None]]:
+    """[start, end) ranges from split starts; the last runs to the end of the file (None)."""
+    return [(s, starts[i + 1] if i + 1 < len(starts) else None) for i, s in enumerate(starts)]
+
+
+# -- decoding ------------------------------------------------------------------------------------
+
+
+def iter_entries(spec: SegmentSpec, start: int = 0, end: int | None = None) -> Iterator:
+    """The entries that start in [start, end), as `dump-log` walks them (Problems skipped: the checks
+    report those)."""
+    if spec.kafka07:
+        walk = iter_kafka07_entries(spec.path, spec.base_offset, start=start, end=end)
+    else:
+        walk = iter_log_entries(spec.path, start=start, end=end)
+    for item in walk:
+        if not isinstance(item, Problem):
+            yield item
+
+
+def _new(columns: list[tuple[str, str]], skip: tuple[str, ...] = ("file", "topic", "partition")) -> dict:
+    return {name: [] for name, _ in columns if name not in skip}
+
+
+def batch_chunks(spec: SegmentSpec, start: int = 0, end: int | None = None) -> Iterator[dict[str, list]]:
+    """Column lists for the `batches` table (without file/topic/partition), CHUNK_ROWS at a time."""
+    from kafka_tools.pipeline.tables import BATCHES
+
+    cols = _new(BATCHES)
+    row = [cols[name] for name, _ in BATCHES[3:]]
+    for entry in iter_entries(spec, start, end):
+        values = batch_row(entry)
+        for column, value in zip(row, values, strict=True):
+            column.append(value)
+        if len(cols["position"]) >= CHUNK_ROWS:
+            yield cols
+            cols = _new(BATCHES)
+            row = [cols[name] for name, _ in BATCHES[3:]]
+    if cols["position"]:
+        yield cols
+
+
+def batch_row(entry) -> tuple:
+    """One entry as a `batches` row (position … decode_error), its records decoded to count them."""
+    try:
+        records = entry.records()
+        decoded: int | None = len(records)
+        error = None
+    except RecordDecodeError as exc:
+        records, decoded, error = [], None, str(exc)
+    min_ts = min(map(_TIMESTAMP, records)) if records else None
+    if type(entry) is RecordBatch:
+        return (
+            entry.position,
+            entry.base_offset,
+            entry.last_offset,
+            entry.records_count,
+            decoded,
+            entry.entry_size,
+            2,
+            codec_label(entry.codec),
+            entry.crc,
+            entry.computed_crc,
+            entry.is_valid,
+            entry.timestamp_type.label,
+            min_ts,
+            entry.max_timestamp,
+            entry.partition_leader_epoch,
+            entry.producer_id,
+            entry.producer_epoch,
+            entry.base_sequence,
+            entry.is_transactional,
+            entry.is_control,
+            error,
+        )
+    if isinstance(entry, LegacyMessage):
+        ts_type = entry.timestamp_type.label
+        max_ts = max(map(_TIMESTAMP, records)) if records else entry.timestamp
+        if min_ts is None:
+            min_ts = entry.timestamp
+    else:
+        assert isinstance(entry, Kafka07Message)
+        ts_type, max_ts, min_ts = "NoTimestampType", -1, -1
+    return (
+        entry.position,
+        records[0].offset if records else entry.offset,
+        entry.last_offset,
+        decoded,
+        decoded,
+        entry.entry_size,
+        entry.magic,
+        codec_label(entry.codec),
+        entry.crc,
+        entry.computed_crc,
+        entry.is_valid,
+        ts_type,
+        min_ts,
+        max_ts,
+        None,
+        None,
+        None,
+        None,
+        False,
+        False,
+        error,
+    )
+
+
+def record_chunks(spec: SegmentSpec, start: int = 0, end: int | None = None) -> Iterator[dict[str, list]]:
+    """Column lists for the `records` table (without file/topic/partition), about CHUNK_ROWS at a time.
+
+    Records of entries that cannot be decoded are left out (the batch row carries the reason).
+    """
+    cols: dict[str, list] = {}
+    rows = 0
+    for entry in iter_entries(spec, start, end):
+        try:
+            records = entry.records()
+        except RecordDecodeError:
+            continue
+        if not records:
+            continue
+        if not cols:
+            cols = {
+                "batch_position": [],
+                "offset": [],
+                "timestamp": [],
+                "key": [],
+                "value": [],
+                "headers": [],
+            }
+        offsets, timestamps, keys, values, headers = list(zip(*records, strict=False))[:5]
+        cols["batch_position"] += [entry.position] * len(records)
+        cols["offset"] += offsets
+        cols["timestamp"] += timestamps
+        cols["key"] += keys
+        cols["value"] += values
+        cols["headers"] += headers
+        rows += len(records)
+        if rows >= CHUNK_ROWS:
+            yield cols
+            cols, rows = {}, 0
+    if cols:
+        yield cols
+
+
+# -- __consumer_offsets --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffsetsSegment:
+    """A segment of a `__consumer_offsets` partition and how much of it the broker's recovery keeps:
+    `recovered_bytes` (None: none of it, a segment after the partition's first damage)."""
+
+    spec: SegmentSpec
+    recovered_bytes: int | None
+
+
+def replay_offsets(log_partition: int, segments: list[OffsetsSegment]) -> dict[str, list]:
+    """Every offset commit of one `__consumer_offsets` partition in log order (column lists for the
+    `offsets` table) with `loaded` set on the commit the group coordinator would load per key.
+
+    As GroupMetadataManager.loadGroupsAndOffsets does: a later commit replaces an earlier one, a
+    tombstone deletes it; commits in a transactional batch wait for their producer's COMMIT marker
+    (and then replace the loaded one only if that was appended earlier) or vanish with its ABORT.
+    Only what the broker's recovery keeps is replayed: nothing from the first invalid byte on.
+    """
+    from kafka_tools.pipeline.tables import OFFSETS
+
+    cols = _new(OFFSETS, skip=())
+    loaded: dict[tuple, tuple[int, int]] = {}  # key -> (row, base offset of its batch)
+    pending: dict[int, dict[tuple, tuple[int, int]]] = {}  # producer id -> key -> (row, batch base)
+    for seg in segments:
+        for entry in iter_entries(seg.spec):
+            recovered = seg.recovered_bytes is not None and entry.position < seg.recovered_bytes
+            recovered = recovered and entry.is_valid
+            transactional = type(entry) is RecordBatch and entry.is_transactional
+            producer = entry.producer_id if type(entry) is RecordBatch else -1
+            batch_base = entry.base_offset if type(entry) is RecordBatch else entry.offset
+            try:
+                records = entry.records()
+            except RecordDecodeError:
+                continue
+            if type(entry) is RecordBatch and entry.is_control:
+                if recovered and records:
+                    _end_transaction(records[0], producer, pending, loaded)
+                continue
+            for record in records:
+                row = _offset_row(
+                    cols, seg.spec.file, log_partition, record, transactional, producer, recovered
+                )
+                if row is None or not recovered or cols["error"][row] is not None:
+                    continue  # the broker's load fails on what cannot be decoded; ktool reports it
+                key = (cols["group"][row], cols["topic"][row], cols["partition"][row])
+                tombstone = cols["tombstone"][row]
+                if transactional:
+                    txn = pending.setdefault(producer, {})
+                    if tombstone:
+                        txn.pop(key, None)
+                    else:
+                        txn[key] = (row, batch_base)
+                elif tombstone:
+                    loaded.pop(key, None)
+                else:
+                    loaded[key] = (row, batch_base)
+    cols["loaded"] = [False] * len(cols["file"])
+    for row, _ in loaded.values():
+        cols["loaded"][row] = True
+    return cols
+
+
+def _end_transaction(marker, producer: int, pending: dict, loaded: dict) -> None:
+    try:
+        control = control_record(marker)
+    except RecordDecodeError:
+        return
+    offsets = pending.pop(producer, {})
+    if control.type_id != ControlType.COMMIT:
+        return
+    for key, (row, base) in offsets.items():
+        current = loaded.get(key)
+        if current is None or current[1] < base:
+            loaded[key] = (row, base)
+
+
+def _offset_row(
+    cols: dict[str, list],
+    file: str,
+    log_partition: int,
+    record,
+    transactional: bool,
+    producer: int,
+    recovered: bool,
+) -> int | None:
+    """Append an offset commit (or its tombstone) to the columns; None for any other record type."""
+    decoded = decode_consumer_offsets(record.key, record.value)
+    if decoded.record_type != "offset_commit":
+        return None
+    key = decoded.key or {}
+    value = decoded.value or {}
+    values = {
+        "file": file,
+        "log_partition": log_partition,
+        "log_offset": record.offset,
+        "group": key.get("group"),
+        "topic": key.get("topic"),
+        "partition": key.get("partition"),
+        "offset": value.get("offset"),
+        "leader_epoch": value.get("leaderEpoch"),
+        "metadata": value.get("metadata"),
+        "commit_timestamp": value.get("commitTimestamp"),
+        "expire_timestamp": value.get("expireTimestamp"),
+        "tombstone": decoded.is_tombstone,
+        "transactional": transactional,
+        "producer_id": producer,
+        "recovered": recovered,
+        "loaded": False,
+        "error": decoded.error,
+    }
+    for name, value_ in values.items():
+        cols[name].append(value_)
+    return len(cols["file"]) - 1
+
+
+def chunked(cols: dict[str, list], rows: int = CHUNK_ROWS) -> Iterator[dict[str, list]]:
+    """Column lists in slices of at most `rows` rows."""
+    n = len(next(iter(cols.values()))) if cols else 0
+    for lo in range(0, n, rows):
+        yield {k: v[lo : lo + rows] for k, v in cols.items()}
+
+
+def with_path(spec: SegmentSpec, path: str) -> SegmentSpec:
+    """The same segment read from another place (a local copy of a remote file)."""
+    return replace(spec, path=path)

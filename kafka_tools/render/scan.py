@@ -1,0 +1,259 @@
+"""`ktool scan` output: the findings, a table per topic-partition, the committed offsets, the tables
+written and a verdict; or JSON Lines. Also the one progress bar Spark's stages are folded into."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import TextIO
+
+from kafka_tools.pipeline.plan import CommittedOffset, PartitionSummary, ScanResult
+from kafka_tools.render.findings import finding_line, verdict
+from kafka_tools.validate import Severity
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_STATUS_STYLE = {"clean": "green", "tail": "yellow", "CORRUPT": "bold red"}
+
+
+def _time(ms: int | None) -> str:
+    if ms is None or ms < 0:
+        return ""
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def _offsets(p: PartitionSummary) -> str:
+    return "" if p.first_offset is None else f"{p.first_offset}..{p.last_offset}"
+
+
+def timing_line(result: ScanResult) -> str:
+    rate = result.bytes / result.seconds / 1e6 if result.seconds else 0.0
+    line = (
+        f"scanned {result.bytes} bytes in {result.seconds:.1f} s ({rate:.0f} MB/s), "
+        f"{result.tasks} tasks on {result.master}"
+    )
+    if result.startup_seconds:
+        line += f"; Spark start-up {result.startup_seconds:.1f} s"
+    return line
+
+
+class ScanTextRenderer:
+    def __init__(self, out: TextIO, colour: bool) -> None:
+        from rich.console import Console
+
+        self.console = Console(
+            file=out,
+            force_terminal=colour,
+            no_color=not colour,
+            highlight=False,
+            soft_wrap=True,
+            width=200 if not colour else None,
+        )
+        self.out = out
+        self.colour = colour
+
+    def render(self, result: ScanResult) -> None:
+        for f in result.validation.all_findings():
+            if self.colour:
+                self.console.print(finding_line(f), style=_STYLE[f.severity], markup=False)
+            else:
+                self.out.write(finding_line(f) + "\n")
+        if result.partitions:
+            self._partitions(result.partitions)
+        if result.committed is not None:
+            self._committed(result.committed)
+        for t in result.tables:
+            rows = "" if t.rows is None else f"{t.rows} rows, "
+            self.console.print(f"wrote {t.name}: {rows}{t.fmt}, {t.path}", markup=False)
+        self.console.print(verdict(result.summary), style="bold" if self.colour else None, markup=False)
+        self.console.print(timing_line(result), style="dim" if self.colour else None, markup=False)
+
+    def _table(self, columns: list[str], right: set[str]):
+        from rich import box
+        from rich.table import Table
+
+        table = Table(box=box.SIMPLE_HEAD if self.colour else box.ASCII2, show_edge=False)
+        for col in columns:
+            table.add_column(col, justify="right" if col in right else "left")
+        return table
+
+    def _partitions(self, partitions: list[PartitionSummary]) -> None:
+        cols = [
+            "partition",
+            "segments",
+            "bytes",
+            "batches",
+            "records",
+            "offsets",
+            "log end",
+            "codecs",
+            "errors",
+            "status",
+        ]
+        table = self._table(cols, {"segments", "bytes", "batches", "records", "offsets", "log end", "errors"})
+        names = [p.name for p in partitions]
+        for p in partitions:
+            table.add_row(
+                p.name if names.count(p.name) == 1 else p.path,
+                str(p.segments),
+                str(p.bytes),
+                str(p.batches),
+                str(p.records),
+                _offsets(p),
+                "" if p.log_end_offset is None else str(p.log_end_offset),
+                ",".join(p.codecs),
+                str(p.errors),
+                p.status,
+                style=_STATUS_STYLE[p.status] if self.colour else None,
+            )
+        self.console.print(table)
+
+    def _committed(self, committed: list[CommittedOffset]) -> None:
+        if not committed:
+            self.console.print(
+                "no committed offsets in the __consumer_offsets partitions scanned", markup=False
+            )
+            return
+        cols = ["group", "topic", "partition", "offset", "committed at", "metadata"]
+        table = self._table(cols, {"partition", "offset"})
+        for c in committed:
+            table.add_row(
+                c.group, c.topic, str(c.partition), str(c.offset), _time(c.commit_timestamp), c.metadata or ""
+            )
+        self.console.print(table)
+
+
+class ScanJsonRenderer:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def emit(self, obj: dict) -> None:
+        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n")
+
+    def render(self, result: ScanResult) -> None:
+        for f in result.validation.all_findings():
+            self.emit(
+                {
+                    "type": "finding",
+                    "file": f.file,
+                    "severity": f.severity.value,
+                    "kind": f.kind,
+                    "position": f.position,
+                    "offset": f.offset,
+                    "message": f.message,
+                    "expected": f.expected,
+                    "actual": f.actual,
+                    "repairable": f.repairable,
+                }
+            )
+        for p in result.partitions:
+            self.emit(
+                {
+                    "type": "partition",
+                    "partition": p.name,
+                    "path": p.path,
+                    "topic": p.topic,
+                    "segments": p.segments,
+                    "bytes": p.bytes,
+                    "batches": p.batches,
+                    "records": p.records,
+                    "firstOffset": p.first_offset,
+                    "lastOffset": p.last_offset,
+                    "logEndOffset": p.log_end_offset,
+                    "tailBytes": p.tail_bytes,
+                    "codecs": p.codecs,
+                    "errors": p.errors,
+                    "warnings": p.warnings,
+                    "status": p.status,
+                }
+            )
+        for c in result.committed or ():
+            self.emit(
+                {
+                    "type": "commit",
+                    "group": c.group,
+                    "topic": c.topic,
+                    "partition": c.partition,
+                    "offset": c.offset,
+                    "metadata": c.metadata,
+                    "commitTimestamp": c.commit_timestamp,
+                    "expireTimestamp": c.expire_timestamp,
+                    "leaderEpoch": c.leader_epoch,
+                    "logPartition": c.log_partition,
+                    "logOffset": c.log_offset,
+                }
+            )
+        for t in result.tables:
+            self.emit({"type": "table", "name": t.name, "path": t.path, "format": t.fmt, "rows": t.rows})
+        s = result.summary
+        self.emit(
+            {
+                "type": "summary",
+                "master": result.master,
+                "tasks": result.tasks,
+                "partitions": len(result.partitions),
+                "segments": s.segments,
+                "bytes": result.bytes,
+                "batches": sum(p.batches for p in result.partitions),
+                "records": sum(p.records for p in result.partitions),
+                "committedOffsets": None if result.committed is None else len(result.committed),
+                "errors": s.errors,
+                "warnings": s.warnings,
+                "infos": s.infos,
+                "tailBytes": s.tail_bytes,
+                "corrupt": s.corrupt,
+                "allRepairable": s.all_repairable,
+                "verdict": verdict(s),
+                "startupSeconds": None
+                if result.startup_seconds is None
+                else round(result.startup_seconds, 3),
+                "scanSeconds": round(result.seconds, 3),
+                "bytesPerSecond": round(result.bytes / result.seconds) if result.seconds else None,
+            }
+        )
+
+
+# -- progress on a terminal --------------------------------------------------------------------------
+
+
+@contextmanager
+def starting(master: str, enabled: bool) -> Iterator[None]:
+    """A spinner while Spark starts (only on a terminal)."""
+    if not enabled:
+        yield
+        return
+    from rich.console import Console
+
+    with Console(file=sys.stderr).status(f"starting Spark ({master})", spinner="dots"):
+        yield
+
+
+@contextmanager
+def scan_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """One bar for every stage of the scan: tasks done of tasks known so far."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("scanning"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("tasks"),
+        TimeElapsedColumn(),
+        console=Console(file=sys.stderr),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("scan", total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=max(total, done) or None)
+
+        yield update
