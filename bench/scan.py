@@ -45,6 +45,7 @@ from bench.decode import MiB, batch_spans, data_dir, format_table, log, segment,
 LOGDIR_VERSION = 1  # bump when the layout changes, so cached log dirs are rebuilt
 TARGET_SPEEDUP = 1.7
 TOPIC = "bench"
+VARIANTS = ("scan", "scan --out")  # no tables (findings and totals only); the tables written
 WARM_UP = Path(__file__).resolve().parent.parent / "fixtures" / "generated" / "v2"
 
 
@@ -124,10 +125,11 @@ def child_single(logdir: str, runs: int, split_mib: int) -> dict:
         result = scan_in_process(plan_scan([logdir]), ScanOptions(split_bytes=split_mib * MiB))
         times.append(time.perf_counter() - t0)
     assert result is not None
-    return _counts(result) | {"times_s": times, "startup_s": None, "tasks": result.tasks}
+    return {"scan": _counts(result) | {"times_s": times, "tasks": result.tasks}, "startup_s": None}
 
 
-def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bool) -> dict:
+def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bool, waves: int) -> dict:
+    """Start Spark (timed), warm it up, then alternate the two variants `runs` times each."""
     from kafka_tools.pipeline import ScanOptions, plan_scan
     from kafka_tools.pipeline.job import run_scan
     from kafka_tools.pipeline.session import SparkSettings, java_command, start
@@ -136,10 +138,9 @@ def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bo
     t0 = time.perf_counter()
     handle = start(SparkSettings(master=master))
     jvm_s = time.perf_counter() - t0
-    sc = handle.spark.sparkContext
-    parallelism = sc.defaultParallelism
+    parallelism = handle.spark.sparkContext.defaultParallelism
     # Warm-up: a scan of the small v2 fixtures starts the Python workers (which import ktool and
-    # pyarrow) and lets the JVM load and compile the Arrow, aggregation and Parquet code paths.
+    # pyarrow) and lets the JVM load and compile the Arrow and Parquet code paths.
     scratch = tempfile.mkdtemp(prefix="ktool-bench-scan-")
     try:
         run_scan(
@@ -148,31 +149,28 @@ def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bo
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     startup_s = time.perf_counter() - t0  # JVM + SparkContext + workers + the warm-up scan
-    times, result = [], None
+    out: dict = {"startup_s": startup_s, "jvm_s": jvm_s, "parallelism": parallelism}
     try:
         for _ in range(runs):
-            out = tempfile.mkdtemp(prefix="ktool-bench-scan-")
-            try:
-                warm(logdir)
-                t0 = time.perf_counter()
-                plan = plan_scan([logdir])
-                options = ScanOptions(out=out, records=records, split_bytes=split_mib * MiB, overwrite=True)
-                result = run_scan(handle.spark, plan, options)
-                times.append(time.perf_counter() - t0)
-            finally:
-                shutil.rmtree(out, ignore_errors=True)
+            for variant in VARIANTS:
+                scratch = tempfile.mkdtemp(prefix="ktool-bench-scan-")
+                try:
+                    warm(logdir)
+                    t0 = time.perf_counter()
+                    options = ScanOptions(split_bytes=split_mib * MiB, waves=waves)
+                    if variant != "scan":
+                        options.out, options.overwrite, options.records = scratch, True, records
+                    result = run_scan(handle.spark, plan_scan([logdir]), options)
+                    seconds = time.perf_counter() - t0
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
+                v = out.setdefault(variant, _counts(result) | {"times_s": [], "tasks": result.tasks})
+                v["times_s"].append(seconds)
     finally:
         handle.spark.stop()
         if handle.log_path:
             Path(handle.log_path).unlink(missing_ok=True)
-    assert result is not None
-    return _counts(result) | {
-        "times_s": times,
-        "startup_s": startup_s,
-        "jvm_s": jvm_s,
-        "tasks": result.tasks,
-        "parallelism": parallelism,
-    }
+    return out
 
 
 def warm(logdir: str) -> None:
@@ -217,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--block-mib", type=int, default=64, help="block built record by record (default 64)")
     p.add_argument("--split-mib", type=int, default=128, help="ktool scan --split-size (default 128)")
-    p.add_argument("--runs", type=int, default=2, help="timed runs per mode (default 2)")
+    p.add_argument("--runs", type=int, default=3, help="timed runs per mode and variant (default 3)")
+    p.add_argument("--waves", type=int, default=3, help="ScanOptions.waves: tasks per core (default 3)")
     p.add_argument("--records", action="store_true", help="Spark modes also write the records table")
     p.add_argument("--master", action="append", help="Spark masters (default: local[1] and local[2])")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 x 2 segments of 64 MiB, 1 run")
@@ -231,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child_single(a.logdir, a.runs, a.split_mib)))
         return 0
     if a.child == "spark":
-        print(json.dumps(child_spark(a.logdir, a.runs, a.split_mib, a.master[0], a.records)))
+        print(json.dumps(child_spark(a.logdir, a.runs, a.split_mib, a.master[0], a.records, a.waves)))
         return 0
 
     if a.quick:
@@ -241,39 +240,58 @@ def main(argv: list[str] | None = None) -> int:
     data = ensure_logdir(a.partitions, a.segments, a.segment_mib, a.codec, a.block_mib)
     logdir = str(Path(data["path"]) / "logdir")
     common = ["--logdir", logdir, "--runs", str(a.runs), "--split-mib", str(a.split_mib)]
-    modes: list[tuple[str, dict]] = []
     log(f"single process: {a.runs} run(s) over {data['bytes'] / MiB:.0f} MiB ...")
-    modes.append(("single process", run_child(["--child", "single", *common])))
+    children = {"single process": run_child(["--child", "single", *common])}
     for master in masters:
-        log(f"{master}: start-up, then {a.runs} run(s) ...")
-        extra = ["--records"] if a.records else []
-        modes.append((master, run_child(["--child", "spark", "--master", master, *common, *extra])))
+        log(f"{master}: start-up, then {a.runs} run(s) of each variant ...")
+        extra = (["--records"] if a.records else []) + ["--waves", str(a.waves)]
+        children[master] = run_child(["--child", "spark", "--master", master, *common, *extra])
 
-    for label, res in modes:
-        got = (res["batches"], res["records"], res["errors"])
-        if got != (data["batches"], data["records"], 0):
-            raise SystemExit(
-                f"{label}: {got} (batches, records, errors), "
-                f"expected ({data['batches']}, {data['records']}, 0)"
+    rows: list[dict] = []
+    for mode, child in children.items():
+        for variant in VARIANTS:
+            if variant not in child:
+                continue
+            res = child[variant]
+            got = (res["batches"], res["records"], res["errors"])
+            if got != (data["batches"], data["records"], 0):
+                raise SystemExit(
+                    f"{mode} {variant}: {got} (batches, records, errors), "
+                    f"expected ({data['batches']}, {data['records']}, 0)"
+                )
+            median = statistics.median(res["times_s"])
+            rows.append(
+                {
+                    "mode": mode,
+                    "variant": variant,
+                    "tasks": res["tasks"],
+                    "startup_s": child["startup_s"],
+                    "times_s": res["times_s"],
+                    "median_s": median,
+                    "mb_per_s": data["bytes"] / median / 1e6,
+                    "records_per_s": data["records"] / median,
+                }
             )
-        res["median_s"] = statistics.median(res["times_s"])
-        res["mb_per_s"] = data["bytes"] / res["median_s"] / 1e6
-        res["records_per_s"] = data["records"] / res["median_s"]
-    by = dict(modes)
-    base = by.get("local[1]")
-    for _, res in modes:
-        res["vs_local1"] = base["median_s"] / res["median_s"] if base else None
-    single = by["single process"]
-    speedup = by["local[2]"]["vs_local1"] if "local[2]" in by and base else None
+    by = {(r["mode"], r["variant"]): r for r in rows}
+    single = by[("single process", "scan")]["median_s"]
+    speedups = {}
+    for r in rows:
+        base = by.get(("local[1]", r["variant"]))
+        r["vs_local1"] = base["median_s"] / r["median_s"] if base else None
+        r["vs_single"] = single / r["median_s"]
+        if r["mode"] == "local[2]" and base:
+            speedups[r["variant"]] = r["vs_local1"]
+    ok = bool(speedups) and all(s >= TARGET_SPEEDUP for s in speedups.values())
     result = {
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "data": data,
         "records_table": a.records,
         "split_mib": a.split_mib,
-        "modes": [{"mode": label, **res} for label, res in modes],
-        "speedup_local2_vs_local1": speedup,
-        "check": {"target": TARGET_SPEEDUP, "ok": speedup is not None and speedup >= TARGET_SPEEDUP},
+        "waves": a.waves,
+        "modes": rows,
+        "speedup_local2_vs_local1": speedups,
+        "check": {"target": TARGET_SPEEDUP, "ok": ok},
         "wall_s": round(time.perf_counter() - wall0, 1),
     }
     if a.json:
@@ -286,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         cols = [
             "mode",
+            "variant",
             "tasks",
             "start-up s",
             "median s",
@@ -295,27 +314,30 @@ def main(argv: list[str] | None = None) -> int:
             "vs local[1]",
             "vs single",
         ]
-        rows = [
+        table = [
             [
-                label,
-                str(res["tasks"]),
-                "-" if res["startup_s"] is None else f"{res['startup_s']:.1f}",
-                f"{res['median_s']:.2f}",
-                f"{min(res['times_s']):.2f}-{max(res['times_s']):.2f}",
-                f"{res['mb_per_s']:.0f}",
-                f"{res['records_per_s'] / 1e6:.2f}",
-                "-" if res["vs_local1"] is None else f"{res['vs_local1']:.2f}x",
-                f"{single['median_s'] / res['median_s']:.2f}x",
+                r["mode"],
+                r["variant"],
+                str(r["tasks"]),
+                "-" if r["startup_s"] is None else f"{r['startup_s']:.1f}",
+                f"{r['median_s']:.2f}",
+                f"{min(r['times_s']):.2f}-{max(r['times_s']):.2f}",
+                f"{r['mb_per_s']:.0f}",
+                f"{r['records_per_s'] / 1e6:.2f}",
+                "-" if r["vs_local1"] is None else f"{r['vs_local1']:.2f}x",
+                f"{r['vs_single']:.2f}x",
             ]
-            for label, res in modes
+            for r in rows
         ]
         print(head)
-        print("\n".join(format_table(cols, rows)))
-        what = "segments, batches, findings" + (", records" if a.records else "")
-        print(f"Spark modes write the {what} tables (parquet); start-up is excluded from their times.")
-        if speedup is not None:
-            ok = speedup >= TARGET_SPEEDUP
-            print(f"[{'PASS' if ok else 'FAIL'}] local[2] >= {TARGET_SPEEDUP}x local[1]: {speedup:.2f}x")
+        print("\n".join(format_table(cols, table)))
+        tables_written = "segments, batches, findings" + (", records" if a.records else "")
+        print(
+            f"`scan --out` writes the {tables_written} tables (parquet); start-up is excluded from the times."
+        )
+        for variant, s in speedups.items():
+            verdict = "PASS" if s >= TARGET_SPEEDUP else "FAIL"
+            print(f"[{verdict}] {variant}: local[2] >= {TARGET_SPEEDUP}x local[1]: {s:.2f}x")
         print(f"wall time {result['wall_s']} s")
     return 1 if a.check and not result["check"]["ok"] else 0
 

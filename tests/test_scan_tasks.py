@@ -14,7 +14,7 @@ from kafka_tools.pipeline.local import scan_in_process
 from kafka_tools.pipeline.plan import OffsetsSegment, pack
 from kafka_tools.pipeline.tasks import (
     batch_chunks,
-    check_segment,
+    range_starts,
     record_chunks,
     replay_offsets,
     split_ranges,
@@ -30,46 +30,40 @@ def _entry_positions(path: str) -> list[int]:
     return [e.position for e in iter_log_entries(path) if not isinstance(e, Problem)]
 
 
-def test_splits_start_only_where_the_walk_finds_an_entry() -> None:
-    plan = plan_scan([GENERATED / "v2", GENERATED / "corrupt"])
+def test_ranges_start_where_the_walk_finds_an_entry_and_decode_to_the_whole_file() -> None:
+    plan = plan_scan([GENERATED / "v0", GENERATED / "v2", GENERATED / "corrupt"])
     split = 0
     for spec in plan.segments:
-        if spec.kafka07:
-            continue
-        check = check_segment(spec, 1024)
-        positions = set(_entry_positions(spec.path))
-        assert set(check.split_starts) <= positions | {0}
-        split += len(check.split_starts) > 1
-        # The ranges decode to exactly the entries and records of a whole-file walk.
+        starts = range_starts(spec, 1024)
+        assert set(starts) <= set(_entry_positions(spec.path)) | {0}
+        split += len(starts) > 1
+        # The ranges decode to exactly the entries and records of a whole-file walk, damage included.
         whole = [p for cols in batch_chunks(spec) for p in cols["position"]]
-        parts = [
-            p
-            for s, e in split_ranges(check.split_starts)
-            for cols in batch_chunks(spec, s, e)
-            for p in cols["position"]
-        ]
-        assert parts == whole
+        ranges = split_ranges(starts)
+        assert [p for s, e in ranges for cols in batch_chunks(spec, s, e) for p in cols["position"]] == whole
         offsets = [o for cols in record_chunks(spec) for o in cols["offset"]]
-        ranged = [
-            o
-            for s, e in split_ranges(check.split_starts)
-            for cols in record_chunks(spec, s, e)
-            for o in cols["offset"]
-        ]
-        assert ranged == offsets
-    assert split >= 5
+        assert [o for s, e in ranges for cols in record_chunks(spec, s, e) for o in cols["offset"]] == offsets
+    assert split >= 10
 
 
-def test_pack_keeps_big_items_alone_and_small_ones_together() -> None:
+def test_a_hop_stops_before_damage() -> None:
+    spec = plan_scan([GENERATED / "corrupt" / "v2-length-below-minimum-0"]).segments[0]
+    assert range_starts(spec, 100) == [0, 920]  # the entry at 2081 has a bad size: no range starts there
+
+
+def test_pack_makes_even_tasks_with_big_items_alone() -> None:
     tasks = pack([("a", 100), ("b", 3), ("c", 2), ("d", 90), ("e", 1)], 64)
     assert tasks[0] == ["a"] and tasks[1] == ["d"]
-    assert sorted(x for t in tasks[2:] for x in t) == ["b", "c", "e"] and len(tasks) == 3
+    assert sorted(x for t in tasks for x in t) == list("abcde")
+    sixteen = pack([(i, 128) for i in range(16)], -(-16 * 128 // 6))
+    assert len(sixteen) == 6 and sorted(map(len, sixteen)) == [2, 2, 3, 3, 3, 3]
+    assert len(pack([(i, 0) for i in range(1000)], 64 << 20)) <= 8  # empty files: a few tasks
     assert pack([], 64) == []
 
 
 def test_in_process_scan_finds_what_validate_finds() -> None:
     paths = ALL + ([REALWORLD] if REALWORLD.is_dir() else [])
-    result = scan_in_process(plan_scan(paths), ScanOptions(split_bytes=2048, pack_bytes=65536))
+    result = scan_in_process(plan_scan(paths), ScanOptions(split_bytes=2048))
     expected = validate_paths(paths, ValidateOptions())
     key = lambda f: (f.file, f.kind, f.position, f.severity, f.repairable)  # noqa: E731
     assert sorted(map(key, result.validation.all_findings())) == sorted(map(key, expected.all_findings()))
@@ -192,3 +186,32 @@ def test_check_master_refuses_what_spark_would_wait_on(monkeypatch) -> None:
         check_master("yarn")
     check_master("local[*]")
     check_master("local[2]")
+
+
+def test_the_zip_shipped_to_cluster_executors_decodes_without_the_c_extension(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyspark")
+    from kafka_tools.pipeline.session import package_zip
+
+    shipped = package_zip()
+    try:
+        code = (
+            "import kafka_tools, sys; from kafka_tools.format import record_batch as rb\n"
+            "from kafka_tools.pipeline import plan_scan\n"
+            "from kafka_tools.pipeline.tasks import batch_chunks\n"
+            "spec = plan_scan([sys.argv[1]]).segments[0]\n"
+            "records = sum(sum(c['records']) for c in batch_chunks(spec))\n"
+            "print(kafka_tools.__file__, rb.HAS_SPEEDUPS, records)\n"
+        )
+        segment = GENERATED / "v2" / "zstd-0" / "00000000000000000000.log"
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": shipped}
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(segment)], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        where, speedups, records = proc.stdout.split()
+        assert where.startswith(shipped) and speedups == "False" and int(records) == 21
+    finally:
+        Path(shipped).unlink()

@@ -54,7 +54,7 @@ def cli(ctx: click.Context, color: str) -> None:
 
 
 def _register() -> None:
-    from kafka_tools.cli import cluster
+    from kafka_tools.cli import cluster, scan
     from kafka_tools.cli.dump_log import dump_log
     from kafka_tools.cli.groups import groups
     from kafka_tools.cli.offsets import migrate_offsets, offsets
@@ -68,6 +68,7 @@ def _register() -> None:
     cli.add_command(groups)
     cli.add_command(migrate_offsets)
     cli.add_command(offsets)
+    scan.register(cli)
 
 
 _register()

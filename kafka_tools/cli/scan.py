@@ -55,8 +55,8 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
     default=128,
     show_default=True,
     metavar="MIB",
-    help="Split larger segments into byte ranges of about this size (always at a batch boundary), and "
-    "pack smaller ones into tasks of this size.",
+    help="Split larger segments into byte ranges of about this size, always at a batch boundary "
+    "(ranges are then packed into about three tasks per core, small segments together).",
 )
 @click.option(
     "--conf",

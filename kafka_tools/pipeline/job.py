@@ -1,16 +1,21 @@
-"""The Spark job of `ktool scan`, in phases (each a Spark job in one job group, one progress bar):
+"""The Spark job of `ktool scan` (every Spark job in one job group: one progress bar).
 
-1. check: one task per segment, largest first: `tasks.check_segment` (validate's per-segment checks)
-   returns the segment's report and the entry boundaries it may be split at; collected to the driver.
-2. batches: one task per byte range [start, end) of a segment (a segment larger than `split_bytes`
-   is cut into several, always at an entry boundary found in phase 1): every entry decoded, its
-   records decompressed and decoded, one `batches` row per entry, handed to Spark as Arrow batches
-   (`mapInArrow`). The per-segment totals (batches, records, offsets, codecs, timestamps) are a Spark
-   aggregation over those rows.
-3. records (`--records`): the same ranges decoded again, one row per record. Decoding twice costs less
-   than caching every record in Spark between two writes.
-4. offsets (`--offsets-topic`): one task per `__consumer_offsets` partition, its segments in order
-   (a replay is sequential by nature): every commit, and which one the broker would load.
+1. On the driver: the byte ranges. A segment larger than `split_bytes` is cut where an entry begins
+   (`tasks.range_starts` hops from entry head to entry head, reading 17 bytes an entry); small ones
+   are whole. Ranges are packed into even tasks of at least `split_bytes`, about three per core
+   (`ScanOptions.task_bytes`: a Python task costs ~0.1 s of CPU before it does any work), small
+   segments together, the largest tasks first.
+2. The main stage, one Spark task per pack of ranges: every entry of a range decoded (its records
+   decompressed and decoded, as `dump-log --deep-iteration` does), one `batches` row per entry; the
+   task that decodes a segment's first range also runs `ktool validate`'s per-segment checks on the
+   whole segment. Rows reach Spark as Arrow batches (`mapInArrow`) and are written by the same task
+   (`--out`; else Spark's `noop` sink). What the driver needs besides rows goes back through an
+   accumulator: per range its totals (batches, records, offsets, codecs, timestamps), per segment
+   its validation report. One Spark job, no cache, no shuffle.
+3. `--records`: the same ranges decoded again, one row per record, written as they come (decoding
+   twice costs less than caching every record between two writes).
+4. `--offsets-topic`: each `__consumer_offsets` partition replayed whole by one task, its segments in
+   order (a replay is sequential), up to the first byte the broker's recovery would cut.
 
 Then, on the driver: the partition-level checks (`plan.assemble_validation`, so the findings are
 `ktool validate`'s), and the small `segments` and `findings` tables.
@@ -21,6 +26,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError, UsageError
@@ -30,7 +37,6 @@ from kafka_tools.pipeline.plan import (
     ScanOptions,
     ScanPlan,
     ScanResult,
-    SegmentTotals,
     TableWritten,
     finding_row,
     finish,
@@ -38,9 +44,11 @@ from kafka_tools.pipeline.plan import (
     pack,
 )
 from kafka_tools.pipeline.session import job_progress
-from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentCheck, split_ranges
+from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentTotals
+from kafka_tools.validate import SegmentReport
 
 FORMATS = ("parquet", "json")
+Range = tuple[int, int, "int | None"]  # segment index, start, end (None: the end of the file)
 
 
 def run_scan(
@@ -54,29 +62,29 @@ def run_scan(
     sc = spark.sparkContext
     t0 = time.perf_counter()
     written: list[TableWritten] = []
+    ranges = plan.ranges(options.split_bytes)
     if plan.remote:
         from kafka_tools.pipeline.remote import RemoteFiles
 
-        source = RemoteFiles(spark, plan, options)
+        source = RemoteFiles(spark, plan, options, ranges)
     else:
-        source = LocalFiles(spark, plan, options)
+        source = LocalFiles(spark, plan, options, ranges)
     with job_progress(sc, progress), executor_errors():
-        checks = source.check()
-        source.plan_ranges(checks)
-        batches = source.table("batches")
+        meta = sc.accumulator([], ListParam())
+        main = source.main(meta, batches=bool(options.out))
         if options.out:
-            batches = batches.persist()
-            written.append(write(batches, options, "batches"))
-        totals = segment_totals(batches)
+            written.append(write(main, options, "batches"))
+        else:
+            main.write.format("noop").mode("overwrite").save()  # run the stage, keep nothing
+        reports, totals = collect_meta(meta.value, plan)
         if options.out:
-            batches.unpersist()
             written[-1].rows = sum(t.batches for t in totals.values())
         if options.records and options.out:
-            written.append(write(source.table("records"), options, "records"))
-            written[-1].rows = sum(t.records for t in totals.values())
+            rows = sum(t.records for t in totals.values())
+            written.append(write(source.table("records"), options, "records", rows))
         committed = None
         if options.offsets_topic:
-            offsets = source.offsets(offsets_replay_segments(plan, checks))
+            offsets = source.offsets(offsets_replay_segments(plan, reports))
             if options.out:
                 offsets = offsets.persist()
                 written.append(write(offsets, options, "offsets"))
@@ -85,13 +93,9 @@ def run_scan(
                 written[-1].rows = offsets.count()
                 offsets.unpersist()
         source.close()
-        result = finish(plan, checks, totals, committed)
+        result = finish(plan, reports, totals, ranges, committed)
         if options.out:
-            rows = [tuple(r[c] for c in tables.names(tables.SEGMENTS)) for r in result.segments]
-            written.append(write(small_table(spark, rows, tables.SEGMENTS), options, "segments", len(rows)))
-            findings = [finding_row(f) for f in result.validation.all_findings()]
-            rows = [tuple(r[c] for c in tables.names(tables.FINDINGS)) for r in findings]
-            written.append(write(small_table(spark, rows, tables.FINDINGS), options, "findings", len(rows)))
+            written += write_small_tables(spark, options, result)
     result.tables = written
     result.master = sc.master
     result.tasks = source.tasks
@@ -99,79 +103,97 @@ def run_scan(
     return result
 
 
-# -- phases, over files every executor opens by path ------------------------------------------------
+class ListParam:
+    """An accumulator of lists (a pyspark AccumulatorParam by its two methods): how the main stage's
+    tasks hand the driver what is not a table row."""
+
+    def zero(self, value: list) -> list:
+        return []
+
+    def addInPlace(self, a: list, b: list) -> list:  # noqa: N802 (pyspark's name)
+        a.extend(b)
+        return a
+
+
+def collect_meta(items: list[tuple], plan: ScanPlan) -> tuple[list[SegmentReport], dict[str, SegmentTotals]]:
+    """The per-segment validation reports and decoded totals the main stage's tasks sent back, once
+    per byte range (a task Spark ran twice sent its range twice: the first copy counts)."""
+    index = {spec.file: i for i, spec in enumerate(plan.segments)}
+    reports: list = [None] * len(plan.segments)
+    totals: dict[str, SegmentTotals] = {}
+    seen = set()
+    for file, start, report, range_totals in items:
+        if (file, start) in seen:
+            continue
+        seen.add((file, start))
+        if report is not None:
+            reports[index[file]] = report
+        totals.setdefault(file, SegmentTotals()).merge(range_totals)
+    missing = [plan.segments[i].file for i, r in enumerate(reports) if r is None]
+    if missing:  # a bug, not the data: every segment has a first range
+        raise RuntimeError(f"no check came back for {missing[:3]}")
+    return reports, totals
+
+
+# -- the tasks, over files every executor opens by path ---------------------------------------------
 
 
 class LocalFiles:
     """Segments on this machine's filesystem (or one mounted at the same path on every worker): the
     tasks open them by path, decode byte ranges of them, and hand Arrow batches to Spark."""
 
-    def __init__(self, spark, plan: ScanPlan, options: ScanOptions) -> None:
+    def __init__(self, spark, plan: ScanPlan, options: ScanOptions, ranges: list[Range]) -> None:
         self.spark = spark
         self.sc = spark.sparkContext
-        self.plan = plan
-        self.options = options
         self.specs = self.sc.broadcast(plan.segments)
-        self.units = None
+        sizes = [(r, (plan.segments[r[0]].size if r[2] is None else r[2]) - r[1]) for r in ranges]
+        self.task_bytes = options.task_bytes(plan.bytes, self.sc.defaultParallelism)
+        self.units = self.sc.broadcast(pack(sizes, self.task_bytes))
+        self.options = options
         self.tasks = 0
 
-    def check(self) -> list[SegmentCheck]:
-        """Phase 1: every segment's checks (small segments packed together)."""
-        segments = self.plan.segments
-        if not segments:
-            return []
-        # A check runs at CRC speed, far faster than decoding: pack them into about two tasks a core.
-        target = max(self.options.task_bytes, self.plan.bytes // (2 * self.sc.defaultParallelism) + 1)
-        units = pack([(i, s.size) for i, s in enumerate(segments)], target)
-        specs, split_bytes = self.specs, self.options.split_bytes
-
-        def check(unit: list[int]):
-            from kafka_tools.pipeline.tasks import check_segment
-
-            return [(i, check_segment(specs.value[i], split_bytes)) for i in unit]
-
-        self.tasks += len(units)
-        done = dict(self.sc.parallelize(units, len(units)).flatMap(check).collect())
-        return [done[i] for i in range(len(segments))]
-
-    def plan_ranges(self, checks: list[SegmentCheck]) -> None:
-        """The byte ranges to decode (split at the entry boundaries phase 1 found), packed into tasks."""
-        sizes = []
-        for i, check in enumerate(checks):
-            for start, end in split_ranges(check.split_starts):
-                stop = self.plan.segments[i].size if end is None else end
-                sizes.append(((i, start, end), stop - start))
-        self.units = self.sc.broadcast(pack(sizes, self.options.task_bytes))
-
-    def table(self, table: str):
-        """The `batches` or `records` rows of every byte range; a task decodes one unit of ranges."""
-        columns = tables.BATCHES if table == "batches" else tables.RECORDS
+    def _stage(self, columns, produce):
         n = len(self.units.value)
         self.tasks += n
         if n == 0:
             return self.spark.createDataFrame([], tables.spark_ddl(columns))
         specs, units = self.specs, self.units
 
-        def decode(id_batches):
+        def run(id_batches):
             from kafka_tools.pipeline import tables as t
-            from kafka_tools.pipeline import tasks
 
-            chunks = tasks.batch_chunks if table == "batches" else tasks.record_chunks
             for ids in id_batches:
                 for task in ids.column(0).to_pylist():
                     for segment, start, end in units.value[task]:
                         spec = specs.value[segment]
-                        for cols in chunks(spec, start, end):
+                        for cols in produce(spec, start, end):
                             yield t.arrow_batch(columns, cols, constants=spec.where)
 
-        return self.spark.range(0, n, 1, n).mapInArrow(decode, tables.spark_ddl(columns))
+        return self.spark.range(0, n, 1, n).mapInArrow(run, tables.spark_ddl(columns))
+
+    def main(self, meta, batches: bool = True):
+        """The main stage: the `batches` rows of every range (if `batches`); each range's totals and
+        its segment's report (first ranges) go to the accumulator `meta`."""
+        from kafka_tools.pipeline.tasks import range_chunks
+
+        def sink(item: tuple) -> None:
+            meta.add([item])
+
+        return self._stage(tables.BATCHES, partial(range_chunks, sink=sink, batches=batches))
+
+    def table(self, table: str):
+        """The `records` rows of every range (the same tasks as the main stage)."""
+        from kafka_tools.pipeline.tasks import record_chunks
+
+        assert table == "records"
+        return self._stage(tables.RECORDS, record_chunks)
 
     def offsets(self, replay: dict[int, list[OffsetsSegment]]):
         """Every offset commit of every `__consumer_offsets` partition; a partition is replayed whole by
         one task (a replay is sequential), small partitions packed together."""
         columns = tables.OFFSETS
         sizes = [((n, segs), sum(s.spec.size for s in segs)) for n, segs in sorted(replay.items())]
-        units = self.sc.broadcast(pack(sizes, self.options.task_bytes))
+        units = self.sc.broadcast(pack(sizes, self.task_bytes))
         n = len(units.value)
         self.tasks += n
         if n == 0:
@@ -184,48 +206,14 @@ class LocalFiles:
             for ids in id_batches:
                 for task in ids.column(0).to_pylist():
                     for number, segments in units.value[task]:
-                        cols = tasks.replay_offsets(number, segments)
-                        for part in tasks.chunked(cols):
+                        for part in tasks.chunked(tasks.replay_offsets(number, segments)):
                             yield t.arrow_batch(columns, part)
 
         return self.spark.range(0, n, 1, n).mapInArrow(replay_task, tables.spark_ddl(columns))
 
     def close(self) -> None:
         self.specs.destroy()
-        if self.units is not None:
-            self.units.destroy()
-
-
-def segment_totals(batches) -> dict[str, SegmentTotals]:
-    from pyspark.sql import functions as F
-
-    rows = (
-        batches.groupBy("file")
-        .agg(
-            F.count("*").alias("batches"),
-            F.sum("records").alias("records"),
-            F.min("base_offset").alias("first"),
-            F.max("last_offset").alias("last"),
-            F.collect_set("codec").alias("codecs"),
-            F.collect_set("magic").alias("magic"),
-            F.min("min_timestamp").alias("min_ts"),
-            F.max("max_timestamp").alias("max_ts"),
-        )
-        .collect()
-    )
-    return {
-        r["file"]: SegmentTotals(
-            r["batches"],
-            r["records"] or 0,
-            r["first"],
-            r["last"],
-            set(r["codecs"]),
-            set(r["magic"]),
-            r["min_ts"],
-            r["max_ts"],
-        )
-        for r in rows
-    }
+        self.units.destroy()
 
 
 def committed_from(offsets) -> list[CommittedOffset]:
@@ -248,8 +236,20 @@ def committed_from(offsets) -> list[CommittedOffset]:
     return sorted(out, key=lambda c: (c.group, c.topic, c.partition))
 
 
-def small_table(spark, rows: list[tuple], columns):
-    return spark.createDataFrame(rows, tables.spark_ddl(columns))
+def write_small_tables(spark, options: ScanOptions, result: ScanResult) -> list[TableWritten]:
+    """The tables the driver builds (segments, findings), one file each, written side by side (two
+    Spark jobs at once: each is mostly fixed cost)."""
+    findings = [finding_row(f) for f in result.validation.all_findings()]
+    jobs = [("segments", tables.SEGMENTS, result.segments), ("findings", tables.FINDINGS, findings)]
+
+    def one(job: tuple) -> TableWritten:
+        name, columns, rows = job
+        data = [tuple(r[c] for c in tables.names(columns)) for r in rows]
+        df = spark.createDataFrame(data, tables.spark_ddl(columns)).coalesce(1)
+        return write(df, options, name, len(data))
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        return list(pool.map(one, jobs))
 
 
 # -- output --------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
-"""The scan's work in this one process, task after task, without Spark.
+"""The scan's work in this one process, range after range, without Spark.
 
-The same task functions the executors run, in the same order of phases; no tables are written. It is
-the benchmark's single-process baseline and a reference the tests hold the Spark job to.
+The same task functions the executors run, on the same byte ranges; no tables are written. It is the
+benchmark's single-process baseline and a reference the tests hold the Spark job to.
 """
 
 from __future__ import annotations
@@ -17,28 +17,30 @@ from kafka_tools.pipeline.plan import (
     finish,
     offsets_replay_segments,
 )
-from kafka_tools.pipeline.tasks import batch_chunks, check_segment, replay_offsets, split_ranges
+from kafka_tools.pipeline.tasks import batch_chunks, check_segment, replay_offsets
 
 
 def scan_in_process(plan: ScanPlan, options: ScanOptions) -> ScanResult:
     t0 = time.perf_counter()
-    checks = [check_segment(spec, options.split_bytes) for spec in plan.segments]
+    ranges = plan.ranges(options.split_bytes)
+    reports: list = [None] * len(plan.segments)
     totals: dict[str, SegmentTotals] = {}
-    tasks = len(checks)
-    for spec, check in zip(plan.segments, checks, strict=True):
+    for i, start, end in ranges:
+        spec = plan.segments[i]
+        if start == 0:
+            reports[i] = check_segment(spec)
         t = totals.setdefault(spec.file, SegmentTotals())
-        for start, end in split_ranges(check.split_starts):
-            tasks += 1
-            for cols in batch_chunks(spec, start, end):
-                t.add_columns(cols)
+        for cols in batch_chunks(spec, start, end):
+            t.add_columns(cols)
+    tasks = len(ranges)
     committed = None
     if options.offsets_topic:
         committed = []
-        for number, segs in offsets_replay_segments(plan, checks).items():
+        for number, segs in offsets_replay_segments(plan, reports).items():
             tasks += 1
             committed += committed_offsets(replay_offsets(number, segs))
         committed.sort(key=lambda c: (c.group, c.topic, c.partition))
-    result = finish(plan, checks, totals, committed)
+    result = finish(plan, reports, totals, ranges, committed)
     result.master = "in-process"
     result.tasks = tasks
     result.seconds = time.perf_counter() - t0

@@ -8,6 +8,7 @@ decoded counts and the committed offsets and makes the `ScanResult` the renderer
 
 from __future__ import annotations
 
+import heapq
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +16,11 @@ from pathlib import Path
 from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.logdir import Discovery, Partition, discover
-from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentCheck, SegmentSpec
+from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentSpec, SegmentTotals, range_starts, split_ranges
 from kafka_tools.validate import (
     Finding,
     PartitionReport,
+    SegmentReport,
     Severity,
     Summary,
     ValidateOptions,
@@ -51,12 +53,17 @@ class ScanOptions:
     records: bool = False  # also the `records` table
     offsets_topic: bool = False  # also replay __consumer_offsets: the `offsets` table, committed offsets
     split_bytes: int = 128 * MiB  # segments larger than this are decoded in several byte ranges
-    pack_bytes: int | None = None  # bytes per task, small segments packed together (None: split_bytes)
+    pack_bytes: int | None = None  # bytes per task (None: see task_bytes)
+    waves: int = 3  # tasks per core the ranges are packed into, at least
     overwrite: bool = False
 
-    @property
-    def task_bytes(self) -> int:
-        return self.pack_bytes or self.split_bytes
+    def task_bytes(self, total: int, cores: int) -> int:
+        """How many bytes of ranges one task decodes: `split_bytes`, or more when the input would make
+        more than `waves` tasks a core (a Python task costs ~0.1 s of CPU before it does anything:
+        fewer, larger tasks, as long as every core gets a few)."""
+        if self.pack_bytes:
+            return self.pack_bytes
+        return max(self.split_bytes, -(-total // (self.waves * max(cores, 1))))
 
 
 @dataclass
@@ -71,6 +78,16 @@ class ScanPlan:
     @property
     def bytes(self) -> int:
         return sum(s.size for s in self.segments)
+
+    def ranges(self, split_bytes: int) -> list[tuple[int, int, int | None]]:
+        """(segment index, start, end) of every byte range to decode: segments larger than
+        `split_bytes` are cut at entry boundaries (`tasks.range_starts`; on the driver, reading only
+        entry heads), a remote segment is read whole. End None: to the end of the file."""
+        out = []
+        for i, spec in enumerate(self.segments):
+            starts = [0] if self.remote else range_starts(spec, split_bytes)
+            out += [(i, start, end) for start, end in split_ranges(starts)]
+        return out
 
     def offsets_partitions(self) -> dict[int, list[int]]:
         """`__consumer_offsets` partition number -> its segment indexes in offset order."""
@@ -129,46 +146,53 @@ def _spec(log: Path, part: Partition | None, index: Path | None, time_index: Pat
 
 
 def pack(sizes: list[tuple[object, int]], target: int) -> list[list]:
-    """Items in tasks of about `target` bytes, largest first (next fit decreasing, as Spark packs small
-    files into one partition): a big item alone, small ones together. Each item also counts 1/64 of
-    the target, the price of opening a file, so a task never holds thousands of empty ones."""
-    cost = max(target // 64, 1)
-    tasks: list[list] = []
-    load = 0
-    for item, size in sorted(sizes, key=lambda s: -s[1]):
-        size += cost
-        if not tasks or load + size > target:
-            tasks.append([])
-            load = 0
-        tasks[-1].append(item)
-        load += size
-    return tasks
+    """Items in tasks of about `target` bytes: as many tasks as the total needs, each item (largest
+    first) given to the task with the least so far, so the tasks come out even; a big item stands
+    alone, small ones go together (as Spark packs small files into one partition). Each item also
+    counts 1/128 of the target, the price of opening a file, so a task never holds thousands of
+    empty ones. Tasks come largest first."""
+    if not sizes:
+        return []
+    cost = max(target // 128, 1)
+    items = sorted(
+        ((size + cost, n, item) for n, (item, size) in enumerate(sizes)), key=lambda s: (-s[0], s[1])
+    )
+    raw = sum(size for _, size in sizes)
+    count = min(len(items), max(1, -(-raw // target), -(-len(items) * cost // target)))
+    heap = [(0, t) for t in range(count)]
+    tasks: list[list] = [[] for _ in range(count)]
+    for size, _, item in items:
+        load, t = heapq.heappop(heap)
+        tasks[t].append(item)
+        heapq.heappush(heap, (load + size, t))
+    loads = dict((t, load) for load, t in heap)
+    return [tasks[t] for t in sorted(range(count), key=lambda t: -loads[t])]
 
 
 # -- validation, assembled as validate_paths assembles it -------------------------------------------
 
 
-def assemble_validation(plan: ScanPlan, checks: list[SegmentCheck]) -> Validation:
+def assemble_validation(plan: ScanPlan, reports: list[SegmentReport]) -> Validation:
     """The `Validation` `validate_paths(plan.paths, ValidateOptions())` returns, built from the
     executors' per-segment reports plus the partition- and log-dir-level checks (cheap, on the driver).
     """
     result = Validation()
-    reports = {id(part): [checks[i].report for i in indexes] for part, indexes in plan.partitions}
+    by_part = {id(part): [reports[i] for i in indexes] for part, indexes in plan.partitions}
     in_log_dirs = set()
     for ld in plan.discovery.log_dirs:
         compacted = _compacted_partitions(ld)
         by_name = {}
         for part in ld.partitions:
             in_log_dirs.add(id(part))
-            rep = assemble_partition(part, reports[id(part)], part.name in compacted)
+            rep = assemble_partition(part, by_part[id(part)], part.name in compacted)
             by_name[part.name] = rep
             result.partitions.append(rep)
         result.findings += check_log_dir_checkpoints(ld, by_name)
     for part in plan.discovery.partitions:
-        result.partitions.append(assemble_partition(part, reports[id(part)], False))
+        result.partitions.append(assemble_partition(part, by_part[id(part)], False))
     for path, index in plan.files:
         if index is not None:
-            result.files.append(checks[index].report)
+            result.files.append(reports[index])
         else:
             result_for_file(path, ValidateOptions(), result)
     return result
@@ -211,7 +235,7 @@ def assemble_partition(part: Partition, segments, compacted: bool) -> PartitionR
     return report
 
 
-def offsets_replay_segments(plan: ScanPlan, checks: list[SegmentCheck]) -> dict[int, list[OffsetsSegment]]:
+def offsets_replay_segments(plan: ScanPlan, reports: list[SegmentReport]) -> dict[int, list[OffsetsSegment]]:
     """Per `__consumer_offsets` partition, its segments and how much of each the broker's recovery
     keeps: up to the first invalid byte of the partition, nothing of the segments after it."""
     out: dict[int, list[OffsetsSegment]] = {}
@@ -219,7 +243,7 @@ def offsets_replay_segments(plan: ScanPlan, checks: list[SegmentCheck]) -> dict[
         cut = False
         segs = []
         for i in indexes:
-            report = checks[i].report
+            report = reports[i]
             segs.append(OffsetsSegment(plan.segments[i], None if cut else report.recovery_point))
             cut = cut or report.tail_bytes > 0
         out[number] = segs
@@ -227,45 +251,6 @@ def offsets_replay_segments(plan: ScanPlan, checks: list[SegmentCheck]) -> dict[
 
 
 # -- the result --------------------------------------------------------------------------------------
-
-
-@dataclass
-class SegmentTotals:
-    """What decoding a segment's entries found: the `segments` table's decoded columns."""
-
-    batches: int = 0
-    records: int = 0
-    first_offset: int | None = None
-    last_offset: int | None = None
-    codecs: set[str] = field(default_factory=set)
-    magic: set[int] = field(default_factory=set)
-    min_timestamp: int | None = None
-    max_timestamp: int | None = None
-
-    def add_columns(self, cols: dict[str, list]) -> None:
-        """Fold in a chunk of `batches` columns (as `tasks.batch_chunks` yields them)."""
-        if not cols["position"]:
-            return
-        self.batches += len(cols["position"])
-        self.records += sum(n for n in cols["records"] if n is not None)
-        self.first_offset = _min(self.first_offset, min(cols["base_offset"]))
-        self.last_offset = _max(self.last_offset, max(cols["last_offset"]))
-        self.codecs.update(cols["codec"])
-        self.magic.update(cols["magic"])
-        present = [t for t in cols["min_timestamp"] if t is not None]
-        if present:
-            self.min_timestamp = _min(self.min_timestamp, min(present))
-        present = [t for t in cols["max_timestamp"] if t is not None]
-        if present:
-            self.max_timestamp = _max(self.max_timestamp, max(present))
-
-
-def _min(a: int | None, b: int) -> int:
-    return b if a is None else min(a, b)
-
-
-def _max(a: int | None, b: int) -> int:
-    return b if a is None else max(a, b)
 
 
 @dataclass
@@ -332,10 +317,14 @@ class ScanResult:
         return sum(p.bytes for p in self.partitions)
 
 
-def segment_rows(plan: ScanPlan, checks: list[SegmentCheck], totals: dict[str, SegmentTotals]) -> list[dict]:
+def segment_rows(
+    plan: ScanPlan, reports: list[SegmentReport], totals: dict[str, SegmentTotals], ranges: list[tuple]
+) -> list[dict]:
+    cuts: dict[int, int] = {}
+    for i, _, _ in ranges:
+        cuts[i] = cuts.get(i, 0) + 1
     rows = []
-    for spec, check in zip(plan.segments, checks, strict=True):
-        rep = check.report
+    for i, (spec, rep) in enumerate(zip(plan.segments, reports, strict=True)):
         t = totals.get(spec.file) or SegmentTotals()
         rows.append(
             {
@@ -355,14 +344,14 @@ def segment_rows(plan: ScanPlan, checks: list[SegmentCheck], totals: dict[str, S
                 "max_timestamp": t.max_timestamp,
                 "errors": sum(1 for f in rep.findings if f.severity == Severity.ERROR),
                 "warnings": sum(1 for f in rep.findings if f.severity == Severity.WARNING),
-                "ranges": len(check.split_starts),
+                "ranges": cuts.get(i, 0),
             }
         )
     return rows
 
 
 def partition_summaries(
-    plan: ScanPlan, checks: list[SegmentCheck], validation: Validation, rows: list[dict]
+    plan: ScanPlan, reports: list[SegmentReport], validation: Validation, rows: list[dict]
 ) -> list[PartitionSummary]:
     """A summary per partition directory; segment files given on their own are grouped by the
     topic-partition their directory names (or stand alone)."""
@@ -385,15 +374,15 @@ def partition_summaries(
     for key, indexes in groups.items():
         indexes.sort(key=lambda i: plan.segments[i].base_offset)
         first = plan.segments[indexes[0]]
-        reports = [checks[i].report for i in indexes]
+        group = [reports[i] for i in indexes]
         if isinstance(key, tuple):
             s = PartitionSummary(f"{first.topic}-{first.partition}", key[0], first.topic, first.partition)
         else:
             s = PartitionSummary(first.file, first.file, None, None)
-        _fill(s, [rows[i] for i in indexes], [f for r in reports for f in r.findings])
-        ends = [r.next_offset for r in reports if r.next_offset is not None]
+        _fill(s, [rows[i] for i in indexes], [f for r in group for f in r.findings])
+        ends = [r.next_offset for r in group if r.next_offset is not None]
         s.log_end_offset = ends[-1] if ends else None
-        s.tail_bytes = sum(r.tail_bytes for r in reports)
+        s.tail_bytes = sum(r.tail_bytes for r in group)
         out.append(s)
     return out
 
@@ -451,16 +440,17 @@ def committed_offsets(cols: dict[str, list]) -> list[CommittedOffset]:
 
 def finish(
     plan: ScanPlan,
-    checks: list[SegmentCheck],
+    reports: list[SegmentReport],
     totals: dict[str, SegmentTotals],
+    ranges: list[tuple[int, int, int | None]],
     committed: list[CommittedOffset] | None,
 ) -> ScanResult:
-    validation = assemble_validation(plan, checks)
-    rows = segment_rows(plan, checks, totals)
+    validation = assemble_validation(plan, reports)
+    rows = segment_rows(plan, reports, totals, ranges)
     return ScanResult(
         validation=validation,
         summary=validation.summary(),
-        partitions=partition_summaries(plan, checks, validation, rows),
+        partitions=partition_summaries(plan, reports, validation, rows),
         segments=rows,
         committed=committed,
     )

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError
@@ -25,9 +26,7 @@ from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partitio
 from kafka_tools.logdir import Discovery
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.plan import ScanOptions, ScanPlan
-from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentCheck, SegmentSpec, with_path
-
-WHOLE_FILE = 1 << 62  # a split size no segment reaches: one range per segment
+from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentSpec, with_path
 
 
 def is_remote(path: str) -> bool:
@@ -116,6 +115,7 @@ def local_copy(specs: list[SegmentSpec], contents: list[bytes]) -> Iterator[list
 
 
 def _rows(columns, spec: SegmentSpec | None, chunks) -> Iterator[tuple]:
+    """Column lists as row tuples; with `spec`, its file, topic and partition lead every row."""
     names = tables.names(columns)
     if spec is not None:
         names = names[3:]
@@ -125,16 +125,15 @@ def _rows(columns, spec: SegmentSpec | None, chunks) -> Iterator[tuple]:
 
 
 class RemoteFiles:
-    """The phases of `job.run_scan` over segments read with `binaryFiles`, one whole file a record."""
+    """The stages of `job.run_scan` over segments read with `binaryFiles`, one whole file a record."""
 
-    def __init__(self, spark, plan: ScanPlan, options: ScanOptions) -> None:
+    def __init__(self, spark, plan: ScanPlan, options: ScanOptions, ranges: list) -> None:
         self.spark = spark
         self.sc = spark.sparkContext
         self.plan = plan
         self.options = options
         self.specs = self.sc.broadcast(plan.segments)
         self.lookup = self.sc.broadcast({_normal(s.file): i for i, s in enumerate(plan.segments)})
-        self.decode: list[int] = []
         self.tasks = 0
 
     def _files(self, indexes: list[int]):
@@ -143,40 +142,34 @@ class RemoteFiles:
         self.tasks += rdd.getNumPartitions()
         return rdd
 
-    def check(self) -> list[SegmentCheck]:
-        specs, lookup = self.specs, self.lookup
-
-        def check(item):
-            from kafka_tools.pipeline.remote import local_copy
-            from kafka_tools.pipeline.tasks import check_segment
-
-            i = lookup.value[_normal(item[0])]
-            with local_copy([specs.value[i]], [item[1]]) as (spec,):
-                return i, check_segment(spec, WHOLE_FILE)
-
-        done = dict(self._files(list(range(len(self.plan.segments)))).map(check).collect())
-        return [done[i] for i in range(len(self.plan.segments))]
-
-    def plan_ranges(self, checks: list[SegmentCheck]) -> None:
-        self.decode = [i for i, check in enumerate(checks) if check.split_starts]
-
-    def table(self, table: str):
-        columns = tables.BATCHES if table == "batches" else tables.RECORDS
-        if not self.decode:
+    def _stage(self, columns, produce):
+        if not self.plan.segments:
             return self.spark.createDataFrame([], tables.spark_ddl(columns))
         specs, lookup = self.specs, self.lookup
 
         def rows(item):
-            from kafka_tools.pipeline import tasks
-            from kafka_tools.pipeline.remote import _rows, local_copy
+            from kafka_tools.pipeline.remote import _normal, _rows, local_copy
 
             spec = specs.value[lookup.value[_normal(item[0])]]
-            chunks = tasks.batch_chunks if table == "batches" else tasks.record_chunks
             with local_copy([spec], [item[1]]) as (local,):
-                yield from _rows(columns, spec, chunks(local))
+                yield from _rows(columns, spec, produce(local, 0, None))
 
-        rdd = self._files(self.decode).flatMap(rows)
+        rdd = self._files(list(range(len(self.plan.segments)))).flatMap(rows)
         return self.spark.createDataFrame(rdd, tables.spark_ddl(columns))
+
+    def main(self, meta, batches: bool = True):
+        from kafka_tools.pipeline.tasks import range_chunks
+
+        def sink(item: tuple) -> None:
+            meta.add([item])
+
+        return self._stage(tables.BATCHES, partial(range_chunks, sink=sink, batches=batches))
+
+    def table(self, table: str):
+        from kafka_tools.pipeline.tasks import record_chunks
+
+        assert table == "records"
+        return self._stage(tables.RECORDS, record_chunks)
 
     def offsets(self, replay: dict[int, list[OffsetsSegment]]):
         columns = tables.OFFSETS
@@ -189,6 +182,8 @@ class RemoteFiles:
         specs, lookup, where = self.specs, self.lookup, self.sc.broadcast(place)
 
         def key(item):
+            from kafka_tools.pipeline.remote import _normal
+
             i = lookup.value[_normal(item[0])]
             number, order, recovered = where.value[i]
             return number, (order, i, recovered, item[1])
@@ -198,7 +193,7 @@ class RemoteFiles:
             from kafka_tools.pipeline.remote import _rows, local_copy
 
             number, items = group
-            items = sorted(items)
+            items = sorted(items, key=lambda item: item[0])
             with local_copy([specs.value[i] for _, i, _, _ in items], [d for *_, d in items]) as local:
                 segs = [tasks.OffsetsSegment(s, r) for s, (_, _, r, _) in zip(local, items, strict=True)]
                 yield from _rows(columns, None, [tasks.replay_offsets(number, segs)])

@@ -53,6 +53,7 @@ class SparkHandle:
     startup_seconds: float
     owned: bool  # started here (and stopped here); False: an active session was reused
     log_path: str | None = None
+    shipped: str | None = None  # the zip of kafka_tools sent to a cluster's executors
 
 
 def require_pyspark():
@@ -157,8 +158,10 @@ def spark_session(settings: SparkSettings) -> Iterator[SparkHandle]:
         ok = True
     finally:
         handle.spark.stop()
-        if ok and handle.log_path and not settings.verbose:
-            with _suppress():
+        with _suppress():
+            if handle.shipped:
+                os.unlink(handle.shipped)
+            if ok and handle.log_path and not settings.verbose:
                 os.unlink(handle.log_path)
 
 
@@ -205,7 +208,8 @@ def start(settings: SparkSettings) -> SparkHandle:
     handle = SparkHandle(spark, settings.master, 0.0, owned=True, log_path=log_path)
     try:
         if not settings.is_local:
-            sc.addPyFile(package_zip())
+            handle.shipped = package_zip()
+            sc.addPyFile(handle.shipped)
             wait_for_executors(sc, settings.executor_timeout, settings.master, log_path)
     except BaseException:
         spark.stop()

@@ -1,12 +1,13 @@
-"""What one task of `ktool scan` does, as plain Python over local files.
+"""What the tasks of `ktool scan` do, as plain Python over local files.
 
 Nothing here imports pyspark: the same functions run inside a Spark executor, in one process (the
 benchmark's baseline, the tests' references) and on a temporary local copy of a segment read from
-HDFS or S3. Three kinds of task:
+HDFS or S3. The work:
 
-- `check_segment`: the checks `ktool validate` makes on one segment (its CRCs, framing, offsets, the
-  `.index`/`.timeindex` beside it), plus the positions where it may be split: entry boundaries found
-  by that very walk, so no later task ever starts inside a batch;
+- `range_starts` (on the driver): where a large segment may be cut into byte ranges, always at an
+  entry boundary, found by hopping from one log header to the next as the decoder's walk does;
+- `check_segment`: the checks `ktool validate` makes on one segment (CRCs, framing, offsets, the
+  `.index`/`.timeindex` beside it), done by the task that decodes the segment's first range;
 - `batch_chunks` / `record_chunks`: decode the entries that start in bytes [start, end) of a segment,
   every batch decompressed and every record decoded (what `dump-log --deep-iteration` does), as
   column lists for the `batches` and `records` tables;
@@ -17,22 +18,27 @@ HDFS or S3. Three kinds of task:
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
+import os
+import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kafka_tools.format.compression import codec_label
 from kafka_tools.format.internal_topics import decode_consumer_offsets
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
-from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.message_set import LegacyMessage, min_message_size
 from kafka_tools.format.record_batch import (
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
     ControlType,
     RecordBatch,
     RecordDecodeError,
     control_record,
 )
-from kafka_tools.format.segment import Problem, iter_log_entries, looks_like_text
+from kafka_tools.format.segment import HEADER_UP_TO_MAGIC, Problem, iter_log_entries, looks_like_text
 from kafka_tools.logdir import Segment
+from kafka_tools.pipeline.tables import BATCHES, OFFSETS
 from kafka_tools.validate import (
     Finding,
     SegmentReport,
@@ -44,7 +50,9 @@ from kafka_tools.validate import (
 )
 
 CHUNK_ROWS = 65536  # rows per Arrow batch handed to Spark: bounded memory whatever the segment size
+MAX_HOPS = 4_000_000  # header hops per segment on the driver before it stops looking for more cuts
 _TIMESTAMP = operator.itemgetter(1)  # Record.timestamp
+_HEAD = struct.Struct(">qi")
 
 
 @dataclass(frozen=True)
@@ -69,17 +77,110 @@ class SegmentSpec:
 
 
 @dataclass
-class SegmentCheck:
-    """A segment's validation (findings, valid bytes, offsets) and the positions it may be split at."""
+class SegmentTotals:
+    """What decoding a segment's entries found: the `segments` table's decoded columns."""
 
-    report: SegmentReport
-    split_starts: list[int] = field(default_factory=list)  # empty: nothing to decode
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    codecs: set[str] = field(default_factory=set)
+    magic: set[int] = field(default_factory=set)
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
+
+    def merge(self, other: SegmentTotals) -> None:
+        """Fold in the totals of another range of the same segment."""
+        self.batches += other.batches
+        self.records += other.records
+        for name, pick in (
+            ("first_offset", min),
+            ("last_offset", max),
+            ("min_timestamp", min),
+            ("max_timestamp", max),
+        ):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(self, name, theirs if mine is None else mine if theirs is None else pick(mine, theirs))
+        self.codecs |= other.codecs
+        self.magic |= other.magic
+
+    def add_columns(self, cols: dict[str, list]) -> None:
+        """Fold in a chunk of `batches` columns (as `tasks.batch_chunks` yields them)."""
+        if not cols["position"]:
+            return
+        self.batches += len(cols["position"])
+        self.records += sum(n for n in cols["records"] if n is not None)
+        self.first_offset = _min(self.first_offset, min(cols["base_offset"]))
+        self.last_offset = _max(self.last_offset, max(cols["last_offset"]))
+        self.codecs.update(cols["codec"])
+        self.magic.update(cols["magic"])
+        present = [t for t in cols["min_timestamp"] if t is not None]
+        if present:
+            self.min_timestamp = _min(self.min_timestamp, min(present))
+        present = [t for t in cols["max_timestamp"] if t is not None]
+        if present:
+            self.max_timestamp = _max(self.max_timestamp, max(present))
+
+
+def _min(a: int | None, b: int) -> int:
+    return b if a is None else min(a, b)
+
+
+def _max(a: int | None, b: int) -> int:
+    return b if a is None else max(a, b)
+
+
+# -- splitting -----------------------------------------------------------------------------------
+
+
+def range_starts(spec: SegmentSpec, split_bytes: int, max_hops: int = MAX_HOPS) -> list[int]:
+    """Starts of byte ranges of about `split_bytes` (the first is 0): positions where an entry begins.
+
+    Found by reading only each entry's 17-byte head (offset, size, magic) and stepping over it, the
+    framing `walk_entries` follows, so a range's walk meets exactly the entries a whole-file walk
+    meets there. The hop stops wherever that walk would stop, and at anything unusual (an unknown
+    magic) or after `max_hops` entries (tiny batches): the last range then runs to the end of the
+    file, and its task walks the rest, damage included, as a whole-file walk would.
+    """
+    starts = [0]
+    if spec.kafka07 or spec.size <= split_bytes:
+        return starts
+    size = spec.size
+    with open(spec.path, "rb") as f:
+        fd = f.fileno()
+        buf, at = b"", 0
+        pos = 0
+        for _ in range(max_hops):
+            if size - pos < HEADER_UP_TO_MAGIC:
+                break
+            i = pos - at
+            if i + HEADER_UP_TO_MAGIC > len(buf):
+                buf, at, i = os.pread(fd, 1 << 20, pos), pos, 0
+                if len(buf) < HEADER_UP_TO_MAGIC:
+                    break
+            _, length = _HEAD.unpack_from(buf, i)
+            magic = buf[i + 16]
+            if magic > 2:
+                break
+            minimum = MIN_BATCH_LENGTH if magic == 2 else min_message_size(magic)
+            if length < minimum or length > size - pos - LOG_OVERHEAD:
+                break
+            # A well-framed entry begins here: a range may start at it.
+            if pos - starts[-1] >= split_bytes and size - pos >= split_bytes // 8:
+                starts.append(pos)
+            pos += LOG_OVERHEAD + length
+    return starts
+
+
+def split_ranges(starts: list[int]) -> list[tuple[int, int | None]]:
+    """[start, end) ranges from range starts; the last runs to the end of the file (None)."""
+    return [(s, starts[i + 1] if i + 1 < len(starts) else None) for i, s in enumerate(starts)]
 
 
 # -- checking ------------------------------------------------------------------------------------
 
 
-def check_segment(spec: SegmentSpec, split_bytes: int) -> SegmentCheck:
+def check_segment(spec: SegmentSpec) -> SegmentReport:
     """Exactly the per-segment part of `ktool validate` (scan_segment, then the index checks and the
     base-offset check `validate_partition` adds), findings named as the user named the files."""
     path = Path(spec.path)
@@ -105,26 +206,9 @@ def check_segment(spec: SegmentSpec, split_bytes: int) -> SegmentCheck:
                     repairable=False,
                 )
             )
-    starts = _split_starts(spec, report, split_bytes)
     report.entry_positions = {}  # one entry per batch: too big to send back, and used up
     _rename(spec, report)
-    return SegmentCheck(report, starts)
-
-
-def _split_starts(spec: SegmentSpec, report: SegmentReport, split_bytes: int) -> list[int]:
-    """Byte ranges of about `split_bytes`, each starting where the validation walk found an entry.
-
-    Only entries before the first invalid byte are known boundaries; everything from the last chosen
-    start to the end of the file (damage included) is one range, walked exactly as a whole-file walk
-    would walk it from there.
-    """
-    if report.size == 0 or looks_like_text(spec.path):
-        return []
-    starts = [0]
-    for position in report.entry_positions:
-        if position - starts[-1] >= split_bytes:
-            starts.append(position)
-    return starts
+    return report
 
 
 def _rename(spec: SegmentSpec, report: SegmentReport) -> None:
@@ -137,9 +221,24 @@ def _rename(spec: SegmentSpec, report: SegmentReport) -> None:
         f.file = names.get(f.file, f.file)
 
 
-def split_ranges(starts: list[int]) -> list[tuple[int, int | None]]:
-    """[start, end) ranges from split starts; the last runs to the end of the file (None)."""
-    return [(s, starts[i + 1] if i + 1 < len(starts) else None) for i, s in enumerate(starts)]
+def range_chunks(
+    spec: SegmentSpec,
+    start: int,
+    end: int | None,
+    sink: Callable[[tuple], None],
+    batches: bool = True,
+) -> Iterator[dict[str, list]]:
+    """The main stage's work on one byte range: the `batches` columns of its entries (none yielded if
+    `batches` is False: no table to write), and `sink((file, start, report, totals))` once the range
+    is done: its SegmentTotals and, for a segment's first range, the segment's validation report (the
+    task that decodes a segment's first range checks the whole segment)."""
+    report = check_segment(spec) if start == 0 else None
+    totals = SegmentTotals()
+    for cols in batch_chunks(spec, start, end):
+        totals.add_columns(cols)
+        if batches:
+            yield cols
+    sink((spec.file, start, report, totals))
 
 
 # -- decoding ------------------------------------------------------------------------------------
@@ -147,7 +246,9 @@ def split_ranges(starts: list[int]) -> list[tuple[int, int | None]]:
 
 def iter_entries(spec: SegmentSpec, start: int = 0, end: int | None = None) -> Iterator:
     """The entries that start in [start, end), as `dump-log` walks them (Problems skipped: the checks
-    report those)."""
+    report those; a text file is no segment and has none)."""
+    if spec.size and looks_like_text(spec.path):
+        return
     if spec.kafka07:
         walk = iter_kafka07_entries(spec.path, spec.base_offset, start=start, end=end)
     else:
@@ -163,8 +264,6 @@ def _new(columns: list[tuple[str, str]], skip: tuple[str, ...] = ("file", "topic
 
 def batch_chunks(spec: SegmentSpec, start: int = 0, end: int | None = None) -> Iterator[dict[str, list]]:
     """Column lists for the `batches` table (without file/topic/partition), CHUNK_ROWS at a time."""
-    from kafka_tools.pipeline.tables import BATCHES
-
     cols = _new(BATCHES)
     row = [cols[name] for name, _ in BATCHES[3:]]
     for entry in iter_entries(spec, start, end):
@@ -304,8 +403,6 @@ def replay_offsets(log_partition: int, segments: list[OffsetsSegment]) -> dict[s
     (and then replace the loaded one only if that was appended earlier) or vanish with its ABORT.
     Only what the broker's recovery keeps is replayed: nothing from the first invalid byte on.
     """
-    from kafka_tools.pipeline.tables import OFFSETS
-
     cols = _new(OFFSETS, skip=())
     loaded: dict[tuple, tuple[int, int]] = {}  # key -> (row, base offset of its batch)
     pending: dict[int, dict[tuple, tuple[int, int]]] = {}  # producer id -> key -> (row, batch base)
