@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 from urllib.parse import urlsplit
 
@@ -294,20 +295,19 @@ def write(df, options: ScanOptions, name: str, rows: int | None = None) -> Table
     return TableWritten(name, path, options.fmt, rows)
 
 
-class executor_errors:
+@contextmanager
+def executor_errors() -> Iterator[None]:
     """A file an executor cannot read is an environment problem (exit 3), said in one line; anything
     else is a bug and keeps its traceback."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, tb) -> bool:
-        if exc is None or isinstance(exc, (InputError, UsageError)):
-            return False
+    try:
+        yield
+    except (InputError, UsageError):
+        raise
+    except Exception as exc:
         text = str(exc)
         for name in ("PermissionError", "FileNotFoundError", "IsADirectoryError", "OSError"):
             at = text.rfind(f"{name}:")
             if at >= 0:
                 line = text[at:].splitlines()[0]
                 raise InputError(f"an executor could not read its input: {line}") from None
-        return False
+        raise

@@ -85,7 +85,10 @@ class ScanPlan:
         entry heads), a remote segment is read whole. End None: to the end of the file."""
         out = []
         for i, spec in enumerate(self.segments):
-            starts = [0] if self.remote else range_starts(spec, split_bytes)
+            try:
+                starts = [0] if self.remote else range_starts(spec, split_bytes)
+            except OSError as exc:
+                raise InputError(f"{spec.file}: {exc.strerror or exc}") from None
             out += [(i, start, end) for start, end in split_ranges(starts)]
         return out
 
