@@ -360,8 +360,17 @@ def table(title: str, seg: dict, results: list[dict]) -> str:
         f"{title}: {seg['bytes'] / MiB:.0f} MiB, {seg['records']:,} records, {seg['batches']:,} batches, "
         f"codec {seg['codec']}"
     )
-    cols = ["implementation", "runs", "median s", "M rec/s", "MB/s", "min-max s", "peak RSS",
-            "vs kafka-python", "vs aiokafka"]
+    cols = [
+        "implementation",
+        "runs",
+        "median s",
+        "M rec/s",
+        "MB/s",
+        "min-max s",
+        "peak RSS",
+        "vs kafka-python",
+        "vs aiokafka",
+    ]
     rows = [
         [
             r["label"],
@@ -397,13 +406,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size-mib", type=int, default=256, help="throughput segment size (default 256)")
     p.add_argument("--runs", type=int, default=5, help="timed runs per implementation (default 5)")
     p.add_argument("--slow-runs", type=int, help="runs for the pure-Python decoders (default: --runs)")
-    p.add_argument("--memory-mib", type=int, default=1024,
-                   help="segment size for ktool's peak-memory check, 0 to skip (default 1024)")
-    p.add_argument("--codec", choices=["zstd", "lz4", "gzip", "snappy", "none", "off"], default="zstd",
-                   help="also measure a compressed segment with this codec (default zstd, off: skip)")
+    p.add_argument(
+        "--memory-mib",
+        type=int,
+        default=1024,
+        help="segment size for ktool's peak-memory check, 0 to skip (default 1024)",
+    )
+    p.add_argument(
+        "--codec",
+        choices=["zstd", "lz4", "gzip", "snappy", "none", "off"],
+        default="zstd",
+        help="also measure a compressed segment with this codec (default zstd, off: skip)",
+    )
     p.add_argument("--codec-size-mib", type=int, default=64, help="compressed segment size (default 64)")
-    p.add_argument("--block-mib", type=int, default=64,
-                   help="size of the block built record by record, then repeated (default 64)")
+    p.add_argument(
+        "--block-mib",
+        type=int,
+        default=64,
+        help="size of the block built record by record, then repeated (default 64)",
+    )
     p.add_argument("--impl", action="append", choices=IMPLS, help="only these (repeatable; default all)")
     p.add_argument("--quick", action="store_true", help="smoke run: 32 MiB, 2 runs, 128 MiB memory check")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -460,8 +481,11 @@ def main(argv: list[str] | None = None) -> int:
     if ktool_c is not None:
         ok = ktool_c["records_per_s"] >= TARGET_RECORDS_PER_S
         checks.append(
-            (f"ktool C decode >= {TARGET_RECORDS_PER_S / 1e6:.1f} M records/s (uncompressed)",
-             f"{ktool_c['records_per_s'] / 1e6:.2f} M/s", ok)
+            (
+                f"ktool C decode >= {TARGET_RECORDS_PER_S / 1e6:.1f} M records/s (uncompressed)",
+                f"{ktool_c['records_per_s'] / 1e6:.2f} M/s",
+                ok,
+            )
         )
     if a.memory_mib:
         mseg = segment(a.memory_mib, "none", a.block_mib)
@@ -470,9 +494,12 @@ def main(argv: list[str] | None = None) -> int:
         result["memory"] = {"segment": mseg, "result": mem}
         ok = mem["peak_rss_mb"] < TARGET_PEAK_RSS_MB
         checks.append(
-            (f"ktool peak RSS on {mseg['bytes'] / MiB:.0f} MiB < {TARGET_PEAK_RSS_MB:.0f} MB",
-             f"{mem['peak_rss_mb']:.0f} MB (before decode {mem['rss_before_decode_mb']:.0f} MB, "
-             f"{mem['records_per_s'] / 1e6:.2f} M rec/s)", ok)
+            (
+                f"ktool peak RSS on {mseg['bytes'] / MiB:.0f} MiB < {TARGET_PEAK_RSS_MB:.0f} MB",
+                f"{mem['peak_rss_mb']:.0f} MB (before decode {mem['rss_before_decode_mb']:.0f} MB, "
+                f"{mem['records_per_s'] / 1e6:.2f} M rec/s)",
+                ok,
+            )
         )
     result["checks"] = [{"target": t, "measured": m, "ok": ok} for t, m, ok in checks]
     result["wall_s"] = round(time.perf_counter() - wall0, 1)

@@ -13,6 +13,8 @@ validate` checks it, then every batch decompressed and every record decoded (wha
 
 * single process: `kafka_tools.pipeline.local.scan_in_process`, the same task functions one after the
   other in one Python process (no tables written);
+* 2 processes: the partitions in two halves, each scanned like the single process, both at once: the
+  machine's own ceiling for two cores, without Spark;
 * local[N]: `ktool scan --master local[N] --out TMP` as the CLI runs it (`pipeline.job.run_scan`), each
   master in its own child process. Spark's start-up (JVM, SparkContext, the first Python workers, and
   a warm-up scan of the small v2 fixtures, which imports ktool and pyarrow in the workers and lets
@@ -118,14 +120,48 @@ def child_single(logdir: str, runs: int, split_mib: int) -> dict:
     from kafka_tools.pipeline import ScanOptions, plan_scan
     from kafka_tools.pipeline.local import scan_in_process
 
-    times, result = [], None
+    times, cpu, result = [], [], None
+    probe = CpuProbe()
     for _ in range(runs):
         warm(logdir)
+        probe.start()
         t0 = time.perf_counter()
         result = scan_in_process(plan_scan([logdir]), ScanOptions(split_bytes=split_mib * MiB))
         times.append(time.perf_counter() - t0)
+        cpu.append(probe.stop())
     assert result is not None
-    return {"scan": _counts(result) | {"times_s": times, "tasks": result.tasks}, "startup_s": None}
+    scan = _counts(result) | {"times_s": times, "cpu": cpu, "tasks": result.tasks}
+    return {"scan": scan, "startup_s": None}
+
+
+def _scan_part(args: tuple[list[str], int]) -> dict:
+    from kafka_tools.pipeline import ScanOptions, plan_scan
+    from kafka_tools.pipeline.local import scan_in_process
+
+    paths, split_mib = args
+    return _counts(scan_in_process(plan_scan(paths), ScanOptions(split_bytes=split_mib * MiB)))
+
+
+def child_pair(logdir: str, runs: int, split_mib: int) -> dict:
+    """The machine's own ceiling for two cores: the partitions in two halves, each scanned by a plain
+    Python process (no Spark), both at once."""
+    import multiprocessing
+
+    parts = sorted(str(p) for p in Path(logdir).iterdir() if p.is_dir())
+    halves = [(parts[0::2], split_mib), (parts[1::2], split_mib)]
+    times, cpu, counts = [], [], {}
+    probe = CpuProbe()
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        pool.map(abs, [0, 0])  # both workers started before the clock
+        for _ in range(runs):
+            warm(logdir)
+            probe.start()
+            t0 = time.perf_counter()
+            results = pool.map(_scan_part, halves)
+            times.append(time.perf_counter() - t0)
+            cpu.append(probe.stop())
+            counts = {k: sum(r[k] for r in results) for k in results[0]}
+    return {"scan": counts | {"times_s": times, "cpu": cpu, "tasks": 2}, "startup_s": None}
 
 
 def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bool, waves: int) -> dict:
@@ -150,22 +186,28 @@ def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bo
         shutil.rmtree(scratch, ignore_errors=True)
     startup_s = time.perf_counter() - t0  # JVM + SparkContext + workers + the warm-up scan
     out: dict = {"startup_s": startup_s, "jvm_s": jvm_s, "parallelism": parallelism}
+    probe = CpuProbe()
     try:
         for _ in range(runs):
             for variant in VARIANTS:
                 scratch = tempfile.mkdtemp(prefix="ktool-bench-scan-")
                 try:
                     warm(logdir)
+                    probe.start()
                     t0 = time.perf_counter()
                     options = ScanOptions(split_bytes=split_mib * MiB, waves=waves)
                     if variant != "scan":
                         options.out, options.overwrite, options.records = scratch, True, records
                     result = run_scan(handle.spark, plan_scan([logdir]), options)
                     seconds = time.perf_counter() - t0
+                    cpu = probe.stop()
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
-                v = out.setdefault(variant, _counts(result) | {"times_s": [], "tasks": result.tasks})
+                v = out.setdefault(
+                    variant, _counts(result) | {"times_s": [], "cpu": [], "tasks": result.tasks}
+                )
                 v["times_s"].append(seconds)
+                v["cpu"].append(cpu)
     finally:
         handle.spark.stop()
         if handle.log_path:
@@ -178,6 +220,54 @@ def warm(logdir: str) -> None:
     busy machine it does not stay warm through a Spark start-up)."""
     for f in sorted(Path(logdir).rglob("*.log")):
         warm_page_cache(f)
+
+
+class CpuProbe:
+    """CPU seconds used during a timed run by this process and its descendants (the JVM, the Python
+    workers) and by everything else on the machine (Linux /proc; zeros elsewhere): on a shared box
+    the others' share says how much of the machine the run really had."""
+
+    def __init__(self) -> None:
+        self.hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def _busy(self) -> float:
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+        except OSError:
+            return 0.0
+        return (sum(fields) - fields[3] - fields[4]) / self.hz  # all but idle and iowait
+
+    def _ours(self) -> float:
+        me, total = os.getpid(), 0.0
+        parents: dict[int, int] = {}
+        times: dict[int, float] = {}
+        for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    rest = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry)] = int(rest[1])
+            times[int(entry)] = (int(rest[11]) + int(rest[12])) / self.hz
+        for pid, cpu in times.items():
+            p = pid
+            while p > 1 and p != me:
+                p = parents.get(p, 0)
+            if p == me:
+                total += cpu
+        return total
+
+    def start(self) -> None:
+        self.t0, self.busy0, self.ours0 = time.perf_counter(), self._busy(), self._ours()
+
+    def stop(self) -> dict:
+        wall = time.perf_counter() - self.t0
+        ours = self._ours() - self.ours0
+        others = max(0.0, self._busy() - self.busy0 - ours)
+        return {"ours_cpu_s": ours, "others_cpu_s": others, "wall_s": wall}
 
 
 def _counts(result) -> dict:
@@ -216,18 +306,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block-mib", type=int, default=64, help="block built record by record (default 64)")
     p.add_argument("--split-mib", type=int, default=128, help="ktool scan --split-size (default 128)")
     p.add_argument("--runs", type=int, default=3, help="timed runs per mode and variant (default 3)")
-    p.add_argument("--waves", type=int, default=3, help="ScanOptions.waves: tasks per core (default 3)")
+    p.add_argument("--waves", type=int, default=2, help="ScanOptions.waves: tasks per core (default 2)")
     p.add_argument("--records", action="store_true", help="Spark modes also write the records table")
     p.add_argument("--master", action="append", help="Spark masters (default: local[1] and local[2])")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 x 2 segments of 64 MiB, 1 run")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.add_argument("--check", action="store_true", help=f"exit 1 when local[2] < {TARGET_SPEEDUP}x local[1]")
-    p.add_argument("--child", choices=["single", "spark"], help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=["single", "pair", "spark"], help=argparse.SUPPRESS)
     p.add_argument("--logdir", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
 
     if a.child == "single":
         print(json.dumps(child_single(a.logdir, a.runs, a.split_mib)))
+        return 0
+    if a.child == "pair":
+        print(json.dumps(child_pair(a.logdir, a.runs, a.split_mib)))
         return 0
     if a.child == "spark":
         print(json.dumps(child_spark(a.logdir, a.runs, a.split_mib, a.master[0], a.records, a.waves)))
@@ -242,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     common = ["--logdir", logdir, "--runs", str(a.runs), "--split-mib", str(a.split_mib)]
     log(f"single process: {a.runs} run(s) over {data['bytes'] / MiB:.0f} MiB ...")
     children = {"single process": run_child(["--child", "single", *common])}
+    log("2 processes (no Spark: the machine's ceiling for two cores) ...")
+    children["2 processes"] = run_child(["--child", "pair", *common])
     for master in masters:
         log(f"{master}: start-up, then {a.runs} run(s) of each variant ...")
         extra = (["--records"] if a.records else []) + ["--waves", str(a.waves)]
@@ -267,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
                     "tasks": res["tasks"],
                     "startup_s": child["startup_s"],
                     "times_s": res["times_s"],
+                    "cpu": res["cpu"],
+                    "ours_cpu_s": statistics.median(c["ours_cpu_s"] for c in res["cpu"]),
+                    "others_cores": statistics.median(c["others_cpu_s"] / c["wall_s"] for c in res["cpu"]),
                     "median_s": median,
                     "mb_per_s": data["bytes"] / median / 1e6,
                     "records_per_s": data["records"] / median,
@@ -313,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
             "M rec/s",
             "vs local[1]",
             "vs single",
+            "our CPU s",
+            "others' cores",
         ]
         table = [
             [
@@ -326,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['records_per_s'] / 1e6:.2f}",
                 "-" if r["vs_local1"] is None else f"{r['vs_local1']:.2f}x",
                 f"{r['vs_single']:.2f}x",
+                f"{r['ours_cpu_s']:.1f}",
+                f"{r['others_cores']:.2f}",
             ]
             for r in rows
         ]

@@ -348,8 +348,17 @@ def table(seg: dict, results: list[dict], runs: int) -> str:
         f"CRC validation, uncompressed v2: {seg['bytes'] / MiB:.0f} MiB ({seg['bytes'] / GB:.2f} GB), "
         f"{seg['batches']:,} batches, {seg['records']:,} records; median of {runs} runs"
     )
-    cols = ["implementation", "read s", "validate s", "total s", "GB/s", "min-max s", "peak RSS",
-            "vs kafka-python", "vs aiokafka"]
+    cols = [
+        "implementation",
+        "read s",
+        "validate s",
+        "total s",
+        "GB/s",
+        "min-max s",
+        "peak RSS",
+        "vs kafka-python",
+        "vs aiokafka",
+    ]
 
     def row(r: dict) -> list[str]:
         read = r["median_read_s"]
@@ -374,14 +383,19 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size-mib", type=int, default=1024, help="segment size (default 1024)")
     p.add_argument("--runs", type=int, default=5, help="timed runs per implementation (default 5)")
-    p.add_argument("--block-mib", type=int, default=64,
-                   help="size of the block built record by record, then repeated (default 64, as decode.py)")
+    p.add_argument(
+        "--block-mib",
+        type=int,
+        default=64,
+        help="size of the block built record by record, then repeated (default 64, as decode.py)",
+    )
     p.add_argument("--impl", action="append", choices=IMPLS, help="only these (repeatable; default all)")
     p.add_argument("--no-cli", action="store_true", help="skip timing `ktool validate --json FILE`")
     p.add_argument("--quick", action="store_true", help="smoke run: 32 MiB, 2 runs")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.add_argument("--check", action="store_true",
-                   help=f"exit 1 when ktool is below {TARGET_GB_PER_S:g} GB/s")
+    p.add_argument(
+        "--check", action="store_true", help=f"exit 1 when ktool is below {TARGET_GB_PER_S:g} GB/s"
+    )
     p.add_argument("--child", choices=IMPLS, help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)
     p.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
@@ -406,8 +420,13 @@ def main(argv: list[str] | None = None) -> int:
     checks = []
     ktool = next((r for r in res if r["impl"] == "ktool"), None)
     if ktool is not None:
-        checks.append((f"ktool >= {TARGET_GB_PER_S:g} GB/s (scan_segment, mmap, warm cache)",
-                       f"{ktool['gb_per_s']:.2f} GB/s", ktool["gb_per_s"] >= TARGET_GB_PER_S))
+        checks.append(
+            (
+                f"ktool >= {TARGET_GB_PER_S:g} GB/s (scan_segment, mmap, warm cache)",
+                f"{ktool['gb_per_s']:.2f} GB/s",
+                ktool["gb_per_s"] >= TARGET_GB_PER_S,
+            )
+        )
     result = {
         "python": platform.python_version(),
         "machine": platform.machine(),

@@ -101,23 +101,13 @@ def zk_root(zookeeper_server, request):
 def zk_cli(tmp_path):
     """Run ktool's ZooKeeper commands through CliRunner: ``zk_cli("brokers", "--json", …) -> Result``.
 
-    The commands are registered on a private copy of the `ktool` group, so the real one (and the man
-    pages generated from it) stays as kafka_tools.cli.main builds it. The caller's KTOOL_* variables
-    and config file are hidden; ``env`` adds variables for one run.
+    Always through the real `ktool` group: invoking a subcommand alone would make Click cache a help
+    option without `-h` on it. The caller's KTOOL_* variables and config file are hidden; ``env`` adds
+    variables for one run.
     """
     from click.testing import CliRunner
 
-    from kafka_tools.cli.cluster import register
-    from kafka_tools.cli.main import KtoolGroup, cli
-
-    group = KtoolGroup(
-        name="ktool",
-        callback=cli.callback,
-        params=list(cli.params),
-        context_settings=cli.context_settings,
-        commands=dict(cli.commands),
-    )
-    register(group)
+    from kafka_tools.cli.main import cli
 
     base_env = {
         "KTOOL_ZOOKEEPER": None,
@@ -127,7 +117,7 @@ def zk_cli(tmp_path):
     }
 
     def run(*args: str, env: dict[str, str] | None = None):
-        return CliRunner().invoke(group, list(args), env={**base_env, **(env or {})}, catch_exceptions=False)
+        return CliRunner().invoke(cli, list(args), env={**base_env, **(env or {})}, catch_exceptions=False)
 
     return run
 

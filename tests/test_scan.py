@@ -210,14 +210,9 @@ def test_spark_and_one_process_agree(scanned: Scanned) -> None:
 
 
 def ktool(*args: str) -> tuple[int, str, str]:
-    from kafka_tools.cli.main import KtoolGroup, cli
-    from kafka_tools.cli.scan import register
+    from kafka_tools.cli.main import cli
 
-    group = KtoolGroup(
-        name="ktool", callback=cli.callback, params=list(cli.params), commands=dict(cli.commands)
-    )
-    register(group)
-    result = CliRunner().invoke(group, list(args), catch_exceptions=False)
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -270,10 +265,8 @@ def test_cli_exits_1_with_validates_findings(spark) -> None:
     code, stdout, _ = ktool("scan", "--json", corrupt)
     assert code == 1
     got = [json.loads(line) for line in stdout.splitlines() if '"type":"finding"' in line]
-    from kafka_tools.cli.validate import validate
-
-    ref = CliRunner().invoke(validate, ["--json", corrupt])
-    expected = [json.loads(line) for line in ref.stdout.splitlines() if '"type":"finding"' in line]
+    _, ref, _ = ktool("validate", "--json", corrupt)
+    expected = [json.loads(line) for line in ref.splitlines() if '"type":"finding"' in line]
     assert got == expected and len(got) >= 15
 
 

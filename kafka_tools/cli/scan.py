@@ -56,7 +56,7 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
     show_default=True,
     metavar="MIB",
     help="Split larger segments into byte ranges of about this size, always at a batch boundary "
-    "(ranges are then packed into about three tasks per core, small segments together).",
+    "(ranges are then packed into a few even tasks per core, small segments together).",
 )
 @click.option(
     "--conf",

@@ -2,7 +2,7 @@
 
 1. On the driver: the byte ranges. A segment larger than `split_bytes` is cut where an entry begins
    (`tasks.range_starts` hops from entry head to entry head, reading 17 bytes an entry); small ones
-   are whole. Ranges are packed into even tasks of at least `split_bytes`, about three per core
+   are whole. Ranges are packed into even tasks of at least `split_bytes`, about two per core
    (`ScanOptions.task_bytes`: a Python task costs ~0.1 s of CPU before it does any work), small
    segments together, the largest tasks first.
 2. The main stage, one Spark task per pack of ranges: every entry of a range decoded (its records

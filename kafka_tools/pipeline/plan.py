@@ -54,7 +54,7 @@ class ScanOptions:
     offsets_topic: bool = False  # also replay __consumer_offsets: the `offsets` table, committed offsets
     split_bytes: int = 128 * MiB  # segments larger than this are decoded in several byte ranges
     pack_bytes: int | None = None  # bytes per task (None: see task_bytes)
-    waves: int = 3  # tasks per core the ranges are packed into, at least
+    waves: int = 2  # tasks per core the ranges are packed into, at least
     overwrite: bool = False
 
     def task_bytes(self, total: int, cores: int) -> int:
