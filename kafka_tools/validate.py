@@ -56,6 +56,29 @@ class Finding:
     actual: object = None
     repairable: bool | None = None  # True: inside a tail that `ktool truncate` removes; False: it cannot
 
+    def fields(self) -> dict:
+        """Its fields by their stable names (`--json` and the `findings` table of `ktool scan`)."""
+        return {
+            "file": self.file,
+            "severity": self.severity.value,
+            "kind": self.kind,
+            "position": self.position,
+            "offset": self.offset,
+            "message": self.message,
+            "expected": self.expected,
+            "actual": self.actual,
+            "repairable": self.repairable,
+        }
+
+
+def status_of(findings: list[Finding]) -> tuple[str, int]:
+    """A partition's status and error count: clean, tail (every error in a tail `ktool truncate`
+    removes) or CORRUPT."""
+    errors = [f for f in findings if f.severity == Severity.ERROR]
+    if not errors:
+        return "clean", 0
+    return ("tail" if all(f.repairable for f in errors) else "CORRUPT"), len(errors)
+
 
 @dataclass
 class SegmentReport:
@@ -557,28 +580,42 @@ class PartitionReport:
 def validate_partition(
     part: Partition, options: ValidateOptions, compacted: bool = False, progress=None
 ) -> PartitionReport:
-    report = PartitionReport(part)
-    previous: SegmentReport | None = None
+    reports = []
     for seg in part.segments:
         seg_report = scan_segment(seg.log, options, progress(seg.log) if progress else None)
-        report.segments.append(seg_report)
-        if seg.offset_index is not None:
-            seg_report.findings += check_offset_index(seg, seg_report)
-        if seg.time_index is not None:
-            seg_report.findings += check_time_index(seg, seg_report)
-        if seg_report.first_offset is not None and seg_report.first_offset < seg.base_offset:
-            seg_report.findings.append(
-                Finding(
-                    str(seg.log),
-                    "offset-below-base",
-                    Severity.ERROR,
-                    f"first offset {seg_report.first_offset} is below the segment's "
-                    f"base offset {seg.base_offset}",
-                    0,
-                    seg_report.first_offset,
-                    repairable=False,
-                )
+        check_segment_in_partition(seg, seg_report)
+        reports.append(seg_report)
+    return assemble_partition(part, reports, compacted)
+
+
+def check_segment_in_partition(seg: Segment, report: SegmentReport) -> None:
+    """What a segment's own files add to its scan: its indexes, and its first offset vs its name.
+    (Apart from `assemble_partition` so that `ktool scan` can run it next to the scan, in an executor.)"""
+    if seg.offset_index is not None:
+        report.findings += check_offset_index(seg, report)
+    if seg.time_index is not None:
+        report.findings += check_time_index(seg, report)
+    if report.first_offset is not None and report.first_offset < seg.base_offset:
+        report.findings.append(
+            Finding(
+                str(seg.log),
+                "offset-below-base",
+                Severity.ERROR,
+                f"first offset {report.first_offset} is below the segment's base offset {seg.base_offset}",
+                0,
+                report.first_offset,
+                repairable=False,
             )
+        )
+
+
+def assemble_partition(part: Partition, segments: list[SegmentReport], compacted: bool) -> PartitionReport:
+    """The partition-level checks over its segments' reports (in offset order): continuity between
+    segments, later segments lost to a cut, snapshots, leader epochs, stray files."""
+    report = PartitionReport(part)
+    previous: SegmentReport | None = None
+    for seg_report in segments:
+        report.segments.append(seg_report)
         if previous is not None:
             report.findings += _continuity(part, previous, seg_report, compacted or previous.has_gaps)
         previous = seg_report if seg_report.next_offset is not None else previous
@@ -743,7 +780,7 @@ def check_log_dir_checkpoints(ld: LogDir, reports: dict[str, PartitionReport]) -
     return out
 
 
-def _compacted_partitions(ld: LogDir) -> set[str]:
+def compacted_partitions(ld: LogDir) -> set[str]:
     path = ld.path / "cleaner-offset-checkpoint"
     if not path.is_file():
         return set()
@@ -796,7 +833,7 @@ def validate_paths(paths: list[str | os.PathLike], options: ValidateOptions, pro
     found: Discovery = discover(paths)
     result = Validation()
     for ld in found.log_dirs:
-        compacted = _compacted_partitions(ld)
+        compacted = compacted_partitions(ld)
         reports = {}
         for part in ld.partitions:
             rep = validate_partition(part, options, part.name in compacted, progress)

@@ -39,7 +39,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kafka_tools.cli.main import cli
-from tests.support.servers import KafkaBroker, OldConsumer, run_kafka_script
+from tests.support.servers import KafkaBroker, OldConsumer, murmur2, run_kafka_script
+from tests.support.servers import key_for_partition as key_for
 
 pytestmark = pytest.mark.slow
 
@@ -60,35 +61,6 @@ TP = tuple[str, int]
 
 
 # --------------------------------------------------------------------------- keys -> partitions
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's Utils.murmur2 as an unsigned 32-bit value."""
-    m, mask = 0x5BD1E995, 0xFFFFFFFF
-    length = len(data)
-    h = (0x9747B28C ^ length) & mask
-    for i in range(0, length - length % 4, 4):
-        k = (int.from_bytes(data[i : i + 4], "little") * m) & mask
-        k ^= k >> 24
-        h = ((h * m) & mask) ^ ((k * m) & mask)
-    tail, base = length % 4, length - length % 4
-    if tail == 3:
-        h ^= data[base + 2] << 16
-    if tail >= 2:
-        h ^= data[base + 1] << 8
-    if tail >= 1:
-        h = ((h ^ data[base]) * m) & mask
-    h ^= h >> 13
-    h = (h * m) & mask
-    return h ^ (h >> 15)
-
-
-def key_for(partition: int, partitions: int) -> str:
-    """A key 0.9's DefaultPartitioner sends to `partition`: toPositive(murmur2(key)) % partitions."""
-    n = 0
-    while (murmur2(f"key{n}".encode()) & 0x7FFFFFFF) % partitions != partition:
-        n += 1
-    return f"key{n}"
 
 
 def test_murmur2_is_kafkas() -> None:

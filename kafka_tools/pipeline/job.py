@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from functools import partial
 from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError, UsageError
@@ -45,6 +44,7 @@ from kafka_tools.pipeline.plan import (
     pack,
 )
 from kafka_tools.pipeline.session import job_progress
+from kafka_tools.pipeline.sources import SegmentSource
 from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentTotals
 from kafka_tools.validate import SegmentReport
 
@@ -139,7 +139,7 @@ def collect_meta(items: list[tuple], plan: ScanPlan) -> tuple[list[SegmentReport
 # -- the tasks, over files every executor opens by path ---------------------------------------------
 
 
-class LocalFiles:
+class LocalFiles(SegmentSource):
     """Segments on this machine's filesystem (or one mounted at the same path on every worker): the
     tasks open them by path, decode byte ranges of them, and hand Arrow batches to Spark."""
 
@@ -171,23 +171,6 @@ class LocalFiles:
                             yield t.arrow_batch(columns, cols, constants=spec.where)
 
         return self.spark.range(0, n, 1, n).mapInArrow(run, tables.spark_ddl(columns))
-
-    def main(self, meta, batches: bool = True):
-        """The main stage: the `batches` rows of every range (if `batches`); each range's totals and
-        its segment's report (first ranges) go to the accumulator `meta`."""
-        from kafka_tools.pipeline.tasks import range_chunks
-
-        def sink(item: tuple) -> None:
-            meta.add([item])
-
-        return self._stage(tables.BATCHES, partial(range_chunks, sink=sink, batches=batches))
-
-    def table(self, table: str):
-        """The `records` rows of every range (the same tasks as the main stage)."""
-        from kafka_tools.pipeline.tasks import record_chunks
-
-        assert table == "records"
-        return self._stage(tables.RECORDS, record_chunks)
 
     def offsets(self, replay: dict[int, list[OffsetsSegment]]):
         """Every offset commit of every `__consumer_offsets` partition; a partition is replayed whole by

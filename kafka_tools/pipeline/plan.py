@@ -19,19 +19,16 @@ from kafka_tools.logdir import Discovery, Partition, discover
 from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentSpec, SegmentTotals, range_starts, split_ranges
 from kafka_tools.validate import (
     Finding,
-    PartitionReport,
     SegmentReport,
     Severity,
     Summary,
     ValidateOptions,
     Validation,
-    _compacted_partitions,
-    _continuity,
-    _later_segments_after_cut,
-    _leader_epochs,
+    assemble_partition,
     check_log_dir_checkpoints,
-    check_snapshot,
+    compacted_partitions,
     result_for_file,
+    status_of,
 )
 
 MiB = 1024 * 1024
@@ -183,7 +180,7 @@ def assemble_validation(plan: ScanPlan, reports: list[SegmentReport]) -> Validat
     by_part = {id(part): [reports[i] for i in indexes] for part, indexes in plan.partitions}
     in_log_dirs = set()
     for ld in plan.discovery.log_dirs:
-        compacted = _compacted_partitions(ld)
+        compacted = compacted_partitions(ld)
         by_name = {}
         for part in ld.partitions:
             in_log_dirs.add(id(part))
@@ -199,43 +196,6 @@ def assemble_validation(plan: ScanPlan, reports: list[SegmentReport]) -> Validat
         else:
             result_for_file(path, ValidateOptions(), result)
     return result
-
-
-def assemble_partition(part: Partition, segments, compacted: bool) -> PartitionReport:
-    """`validate_partition` after its per-segment work (done by `tasks.check_segment`): continuity
-    between segments, later segments lost to a cut, snapshots, leader epochs, stray files."""
-    report = PartitionReport(part)
-    previous = None
-    for seg_report in segments:
-        report.segments.append(seg_report)
-        if previous is not None:
-            report.findings += _continuity(part, previous, seg_report, compacted or previous.has_gaps)
-        previous = seg_report if seg_report.next_offset is not None else previous
-    _later_segments_after_cut(report)
-    for snap in part.snapshots:
-        report.findings += check_snapshot(snap)
-    if part.leader_epoch_checkpoint is not None:
-        report.findings += _leader_epochs(part.leader_epoch_checkpoint, report.log_end_offset)
-    for f in part.transient:
-        report.findings.append(
-            Finding(
-                str(f),
-                "transient-file",
-                Severity.WARNING,
-                "left by an interrupted log cleaning, segment swap or deletion",
-                None,
-            )
-        )
-    for f in part.orphans:
-        report.findings.append(
-            Finding(
-                str(f),
-                "orphan-file",
-                Severity.WARNING,
-                "not part of any segment (an index without its log, or an unknown file)",
-            )
-        )
-    return report
 
 
 def offsets_replay_segments(plan: ScanPlan, reports: list[SegmentReport]) -> dict[int, list[OffsetsSegment]]:
@@ -400,24 +360,16 @@ def _fill(s: PartitionSummary, rows: list[dict], findings: list[Finding]) -> Non
     s.first_offset = min(firsts) if firsts else None
     s.last_offset = max(lasts) if lasts else None
     s.codecs = sorted({c for r in rows for c in r["codecs"]})
-    errors = [f for f in findings if f.severity == Severity.ERROR]
-    s.errors = len(errors)
+    s.status, s.errors = status_of(findings)
     s.warnings = sum(1 for f in findings if f.severity == Severity.WARNING)
-    s.status = "clean" if not errors else "tail" if all(f.repairable for f in errors) else "CORRUPT"
 
 
 def finding_row(f: Finding) -> dict:
-    return {
-        "file": f.file,
-        "severity": f.severity.value,
-        "kind": f.kind,
-        "position": f.position,
-        "offset": f.offset,
-        "message": f.message,
-        "expected": None if f.expected is None else str(f.expected),
-        "actual": None if f.actual is None else str(f.actual),
-        "repairable": f.repairable,
-    }
+    """A `findings` table row: expected/actual as text (they are numbers or words)."""
+    row = f.fields()
+    for name in ("expected", "actual"):
+        row[name] = None if row[name] is None else str(row[name])
+    return row
 
 
 def committed_offsets(cols: dict[str, list]) -> list[CommittedOffset]:

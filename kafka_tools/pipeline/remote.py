@@ -18,7 +18,6 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import partial
 from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError
@@ -26,6 +25,7 @@ from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partitio
 from kafka_tools.logdir import Discovery
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.plan import ScanOptions, ScanPlan
+from kafka_tools.pipeline.sources import SegmentSource
 from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentSpec, with_path
 
 
@@ -124,7 +124,7 @@ def _rows(columns, spec: SegmentSpec | None, chunks) -> Iterator[tuple]:
             yield (spec.file, spec.topic, spec.partition, *values) if spec is not None else values
 
 
-class RemoteFiles:
+class RemoteFiles(SegmentSource):
     """The stages of `job.run_scan` over segments read with `binaryFiles`, one whole file a record."""
 
     def __init__(self, spark, plan: ScanPlan, options: ScanOptions, ranges: list) -> None:
@@ -156,20 +156,6 @@ class RemoteFiles:
 
         rdd = self._files(list(range(len(self.plan.segments)))).flatMap(rows)
         return self.spark.createDataFrame(rdd, tables.spark_ddl(columns))
-
-    def main(self, meta, batches: bool = True):
-        from kafka_tools.pipeline.tasks import range_chunks
-
-        def sink(item: tuple) -> None:
-            meta.add([item])
-
-        return self._stage(tables.BATCHES, partial(range_chunks, sink=sink, batches=batches))
-
-    def table(self, table: str):
-        from kafka_tools.pipeline.tasks import record_chunks
-
-        assert table == "records"
-        return self._stage(tables.RECORDS, record_chunks)
 
     def offsets(self, replay: dict[int, list[OffsetsSegment]]):
         columns = tables.OFFSETS

@@ -40,12 +40,9 @@ from kafka_tools.format.segment import HEADER_UP_TO_MAGIC, Problem, iter_log_ent
 from kafka_tools.logdir import Segment
 from kafka_tools.pipeline.tables import BATCHES, OFFSETS
 from kafka_tools.validate import (
-    Finding,
     SegmentReport,
-    Severity,
     ValidateOptions,
-    check_offset_index,
-    check_time_index,
+    check_segment_in_partition,
     scan_segment,
 )
 
@@ -189,23 +186,9 @@ def check_segment(spec: SegmentSpec) -> SegmentReport:
         seg = Segment(spec.base_offset, path)
         if spec.offset_index is not None:
             seg.offset_index = Path(spec.offset_index[1])
-            report.findings += check_offset_index(seg, report)
         if spec.time_index is not None:
             seg.time_index = Path(spec.time_index[1])
-            report.findings += check_time_index(seg, report)
-        if report.first_offset is not None and report.first_offset < spec.base_offset:
-            report.findings.append(
-                Finding(
-                    spec.path,
-                    "offset-below-base",
-                    Severity.ERROR,
-                    f"first offset {report.first_offset} is below the segment's "
-                    f"base offset {spec.base_offset}",
-                    0,
-                    report.first_offset,
-                    repairable=False,
-                )
-            )
+        check_segment_in_partition(seg, report)
     report.entry_positions = {}  # one entry per batch: too big to send back, and used up
     _rename(spec, report)
     return report

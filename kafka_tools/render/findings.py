@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TextIO
 
-from kafka_tools.validate import Finding, PartitionReport, Severity, Summary, Validation
+from kafka_tools.validate import Finding, PartitionReport, Severity, Summary, Validation, status_of
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -39,16 +40,19 @@ def verdict(summary: Summary) -> str:
 
 
 def partition_status(rep: PartitionReport) -> tuple[str, int]:
-    findings = rep.all_findings()
-    errors = [f for f in findings if f.severity == Severity.ERROR]
-    if not errors:
-        return "clean", 0
-    if all(f.repairable for f in errors):
-        return "tail", len(errors)
-    return "CORRUPT", len(errors)
+    return status_of(rep.all_findings())
 
 
-class ValidateTextRenderer:
+def finding_object(f: Finding) -> dict:
+    """A finding as a JSON Lines object (the same fields from `validate --json` and `scan --json`)."""
+    return {"type": "finding", **f.fields()}
+
+
+class FindingsText:
+    """Findings one a line, tables and a verdict: rich on a terminal, plain ASCII when piped."""
+
+    STATUS_STYLE = {"clean": "green", "tail": "yellow", "CORRUPT": "bold red"}
+
     def __init__(self, out: TextIO, colour: bool) -> None:
         from rich.console import Console
 
@@ -63,28 +67,49 @@ class ValidateTextRenderer:
         self.out = out
         self.colour = colour
 
-    def render(self, result: Validation, summary: Summary) -> None:
-        for f in result.all_findings():
+    def findings(self, findings: Iterable[Finding]) -> None:
+        for f in findings:
             if self.colour:
                 self.console.print(finding_line(f), style=_STYLE[f.severity], markup=False)
             else:
                 self.out.write(finding_line(f) + "\n")
-        if result.partitions:
-            self._table(result.partitions)
-        self.console.print(verdict(summary), style="bold" if self.colour else None, markup=False)
 
-    def _table(self, partitions: list[PartitionReport]) -> None:
+    def table(self, columns: list[str], left: set[str]):
         from rich import box
         from rich.table import Table
 
         table = Table(box=box.SIMPLE_HEAD if self.colour else box.ASCII2, show_edge=False)
-        for col in ("partition", "segments", "bytes", "batches", "log end", "tail bytes", "errors", "status"):
-            table.add_column(col, justify="left" if col in ("partition", "status") else "right")
+        for col in columns:
+            table.add_column(col, justify="left" if col in left else "right")
+        return table
+
+    def status_style(self, status: str) -> str | None:
+        return self.STATUS_STYLE[status] if self.colour else None
+
+    def verdict(self, summary: Summary) -> None:
+        self.console.print(verdict(summary), style="bold" if self.colour else None, markup=False)
+
+
+class JsonLines:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def emit(self, obj: dict) -> None:
+        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n")
+
+
+class ValidateTextRenderer(FindingsText):
+    def render(self, result: Validation, summary: Summary) -> None:
+        self.findings(result.all_findings())
+        if result.partitions:
+            self._table(result.partitions)
+        self.verdict(summary)
+
+    def _table(self, partitions: list[PartitionReport]) -> None:
+        cols = ["partition", "segments", "bytes", "batches", "log end", "tail bytes", "errors", "status"]
+        table = self.table(cols, {"partition", "status"})
         for rep in partitions:
             status, errors = partition_status(rep)
-            style = (
-                {"clean": "green", "tail": "yellow", "CORRUPT": "bold red"}[status] if self.colour else None
-            )
             table.add_row(
                 rep.partition.name,
                 str(len(rep.segments)),
@@ -94,34 +119,15 @@ class ValidateTextRenderer:
                 str(sum(s.tail_bytes for s in rep.segments)),
                 str(errors),
                 status,
-                style=style,
+                style=self.status_style(status),
             )
         self.console.print(table)
 
 
-class ValidateJsonRenderer:
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def emit(self, obj: dict) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n")
-
+class ValidateJsonRenderer(JsonLines):
     def render(self, result: Validation, summary: Summary) -> None:
         for f in result.all_findings():
-            self.emit(
-                {
-                    "type": "finding",
-                    "file": f.file,
-                    "severity": f.severity.value,
-                    "kind": f.kind,
-                    "position": f.position,
-                    "offset": f.offset,
-                    "message": f.message,
-                    "expected": f.expected,
-                    "actual": f.actual,
-                    "repairable": f.repairable,
-                }
-            )
+            self.emit(finding_object(f))
         for rep in result.partitions:
             status, errors = partition_status(rep)
             self.emit(

@@ -3,19 +3,13 @@ written and a verdict; or JSON Lines. Also the one progress bar Spark's stages a
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import TextIO
 
 from kafka_tools.pipeline.plan import CommittedOffset, PartitionSummary, ScanResult
-from kafka_tools.render.findings import finding_line, verdict
-from kafka_tools.validate import Severity
-
-_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-_STATUS_STYLE = {"clean": "green", "tail": "yellow", "CORRUPT": "bold red"}
+from kafka_tools.render.findings import FindingsText, JsonLines, finding_object, verdict
 
 
 def _time(ms: int | None) -> str:
@@ -42,27 +36,9 @@ def timing_line(result: ScanResult) -> str:
     return line
 
 
-class ScanTextRenderer:
-    def __init__(self, out: TextIO, colour: bool) -> None:
-        from rich.console import Console
-
-        self.console = Console(
-            file=out,
-            force_terminal=colour,
-            no_color=not colour,
-            highlight=False,
-            soft_wrap=True,
-            width=200 if not colour else None,
-        )
-        self.out = out
-        self.colour = colour
-
+class ScanTextRenderer(FindingsText):
     def render(self, result: ScanResult) -> None:
-        for f in result.validation.all_findings():
-            if self.colour:
-                self.console.print(finding_line(f), style=_STYLE[f.severity], markup=False)
-            else:
-                self.out.write(finding_line(f) + "\n")
+        self.findings(result.validation.all_findings())
         if result.partitions:
             self._partitions(result.partitions)
         if result.committed is not None:
@@ -70,17 +46,8 @@ class ScanTextRenderer:
         for t in result.tables:
             rows = "" if t.rows is None else f"{t.rows} rows, "
             self.console.print(f"wrote {t.name}: {rows}{t.fmt}, {t.path}", markup=False)
-        self.console.print(verdict(result.summary), style="bold" if self.colour else None, markup=False)
+        self.verdict(result.summary)
         self.console.print(timing_line(result), style="dim" if self.colour else None, markup=False)
-
-    def _table(self, columns: list[str], right: set[str]):
-        from rich import box
-        from rich.table import Table
-
-        table = Table(box=box.SIMPLE_HEAD if self.colour else box.ASCII2, show_edge=False)
-        for col in columns:
-            table.add_column(col, justify="right" if col in right else "left")
-        return table
 
     def _partitions(self, partitions: list[PartitionSummary]) -> None:
         cols = [
@@ -95,7 +62,7 @@ class ScanTextRenderer:
             "errors",
             "status",
         ]
-        table = self._table(cols, {"segments", "bytes", "batches", "records", "offsets", "log end", "errors"})
+        table = self.table(cols, {"partition", "codecs", "status"})
         names = [p.name for p in partitions]
         for p in partitions:
             table.add_row(
@@ -109,7 +76,7 @@ class ScanTextRenderer:
                 ",".join(p.codecs),
                 str(p.errors),
                 p.status,
-                style=_STATUS_STYLE[p.status] if self.colour else None,
+                style=self.status_style(p.status),
             )
         self.console.print(table)
 
@@ -120,7 +87,7 @@ class ScanTextRenderer:
             )
             return
         cols = ["group", "topic", "partition", "offset", "committed at", "metadata"]
-        table = self._table(cols, {"partition", "offset"})
+        table = self.table(cols, {"group", "topic", "committed at", "metadata"})
         for c in committed:
             table.add_row(
                 c.group, c.topic, str(c.partition), str(c.offset), _time(c.commit_timestamp), c.metadata or ""
@@ -128,29 +95,10 @@ class ScanTextRenderer:
         self.console.print(table)
 
 
-class ScanJsonRenderer:
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def emit(self, obj: dict) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n")
-
+class ScanJsonRenderer(JsonLines):
     def render(self, result: ScanResult) -> None:
         for f in result.validation.all_findings():
-            self.emit(
-                {
-                    "type": "finding",
-                    "file": f.file,
-                    "severity": f.severity.value,
-                    "kind": f.kind,
-                    "position": f.position,
-                    "offset": f.offset,
-                    "message": f.message,
-                    "expected": f.expected,
-                    "actual": f.actual,
-                    "repairable": f.repairable,
-                }
-            )
+            self.emit(finding_object(f))
         for p in result.partitions:
             self.emit(
                 {

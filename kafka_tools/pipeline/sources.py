@@ -1,0 +1,31 @@
+"""What the two segment sources of `ktool scan` share: local paths (`job.LocalFiles`, tasks open the
+files themselves) and URIs (`remote.RemoteFiles`, Spark reads the bytes). Each runs the same task
+functions through its own `_stage`; the stages it is asked for are defined once, here."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from kafka_tools.pipeline import tables
+
+
+class SegmentSource:
+    def _stage(self, columns, produce):  # each source runs the task functions its own way
+        raise NotImplementedError
+
+    def main(self, meta, batches: bool = True):
+        """The main stage: the `batches` rows of every range (if `batches`); each range's totals and
+        its segment's report (first ranges) go to the accumulator `meta`."""
+        from kafka_tools.pipeline.tasks import range_chunks
+
+        def sink(item: tuple) -> None:
+            meta.add([item])
+
+        return self._stage(tables.BATCHES, partial(range_chunks, sink=sink, batches=batches))
+
+    def table(self, table: str):
+        """The `records` rows of every range (the same tasks as the main stage)."""
+        from kafka_tools.pipeline.tasks import record_chunks
+
+        assert table == "records"
+        return self._stage(tables.RECORDS, record_chunks)
