@@ -1,7 +1,7 @@
 """One error hierarchy for every command: a one-line message and an exit code.
 
 Exit codes, for every command: 0 ok; 1 findings (corruption, lag over a threshold, refused plan);
-2 usage; 3 environment (file unreadable, server unreachable, auth failed).
+2 usage; 3 environment (file unreadable, server unreachable, auth failed); 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
 
 
 class KtoolError(Exception):

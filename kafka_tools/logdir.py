@@ -83,6 +83,12 @@ def read_partition(path: Path) -> Partition:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
     for f in entries:
         if not f.is_file():
+            if kind_of(f) in SEGMENT_KINDS and base_offset_of(f) is not None:
+                # A segment that cannot be read (a link into an unmounted disk, a FIFO that would block)
+                # is not "no data": the partition cannot be checked.
+                dangling = f.is_symlink() and not f.exists()
+                what = "a dangling symbolic link" if dangling else "not a regular file"
+                raise InputError(f"{f}: named as a segment but {what}")
             part.orphans.append(f)
             continue
         if f.name.endswith(TRANSIENT_SUFFIXES):

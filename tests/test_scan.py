@@ -277,23 +277,98 @@ def test_cli_text_shows_a_table_per_partition(spark) -> None:
     assert "clean: 10 segments" in stdout and "tasks on local[2]" in stdout
 
 
-def test_cli_refuses_to_write_over_tables(spark, tmp_path: Path) -> None:
-    (tmp_path / "segments").mkdir()
+def test_cli_refuses_to_write_over_tables_before_spark_starts(tmp_path: Path, monkeypatch) -> None:
+    import kafka_tools.pipeline.session as session
+
+    def no_spark(settings):
+        raise AssertionError("Spark started although the command had to be refused")
+
+    monkeypatch.setattr(session, "spark_session", no_spark)
+    (tmp_path / "records").mkdir()
     code, _, stderr = ktool("scan", "--out", str(tmp_path), str(GENERATED / "v2"))
-    assert code == 2 and "already holds segments" in stderr and "--overwrite" in stderr
+    assert (
+        code == 2
+        and stderr == f"ktool: {tmp_path} already holds records: choose another --out or add --overwrite\n"
+    )
     code, _, stderr = ktool("scan", "--records", str(GENERATED / "v2"))
     assert code == 2 and "--records writes a table: give --out DIR" in stderr
+    (tmp_path / "plain").write_text("not a directory")
+    code, _, stderr = ktool("scan", "--out", str(tmp_path / "plain/tables"), str(GENERATED / "v2"))
+    assert (
+        code == 3 and stderr == f"ktool: --out {tmp_path}/plain/tables: cannot write there: Not a directory\n"
+    )
+
+
+def test_overwrite_leaves_no_table_of_an_earlier_scan(spark, tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    code, _, stderr = ktool("scan", "--out", str(out), "--records", "--offsets-topic", str(KAFKA09))
+    assert code == 0, stderr
+    assert sorted(p.name for p in out.iterdir()) == ["batches", "findings", "offsets", "records", "segments"]
+    code, _, stderr = ktool(
+        "scan", "--out", str(out), "--overwrite", "--format", "json", str(KAFKA09 / "plain-0")
+    )
+    assert code == 0, stderr
+    assert "removed the earlier segments, batches, findings, records, offsets tables" in stderr
+    assert sorted(p.name for p in out.iterdir()) == ["batches", "findings", "segments"]
+    rows = [json.loads(line) for f in sorted((out / "segments").glob("part-*.json")) for line in f.open()]
+    assert [r["file"].rsplit("/", 2)[-2] for r in rows] == ["plain-0"]
+    # JSON tables keep every column, null or not (Spark's writer drops nulls unless told otherwise).
+    assert rows[0]["first_invalid_position"] is None and rows[0]["records"] == 30
+
+
+def test_out_on_a_hadoop_filesystem_is_checked_and_cleared_there(spark, tmp_path: Path) -> None:
+    from kafka_tools.errors import UsageError
+    from kafka_tools.pipeline.job import prepare_out_dir
+
+    (tmp_path / "segments").mkdir()
+    (tmp_path / "segments" / "part-0.parquet").write_bytes(b"old")
+    uri = f"file://{tmp_path}"
+    assert prepare_out_dir(ScanOptions(out="hdfs://namenode/x"), None) == []  # before Spark: not yet
+    with pytest.raises(UsageError, match="already holds segments"):
+        _hadoop(spark, ScanOptions(out=uri))
+    assert _hadoop(spark, ScanOptions(out=uri, overwrite=True)) == ["segments"]
+    assert not (tmp_path / "segments").exists()
+
+
+def _hadoop(spark, options: ScanOptions) -> list[str]:
+    """`prepare_out_dir` on Hadoop's FileSystem (a file:// --out is otherwise handled as a local path)."""
+    from kafka_tools.pipeline import job
+
+    return job._prepare_hadoop(options, spark)
+
+
+def test_interrupt_is_one_line_exit_130_and_no_log_left(tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        _unavailable("java is not installed")
+    import signal
+
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    env["TMPDIR"] = str(tmp_path)  # where Spark's log would stay behind
+    out = tmp_path / "t"
+    target = REALWORLD if REALWORLD.is_dir() else KAFKA09
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MAIN, "scan", "--no-progress", "--records", "--out", str(out), str(target)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not (out / "batches").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # Spark creates the first table's directory as its job starts
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the scan finished before the interrupt arrived")
+    assert (proc.returncode, stderr) == (130, "ktool: interrupted\n")
+    assert not list(tmp_path.glob("ktool-spark-*.log"))
 
 
 # -- failing clearly, in a fresh interpreter ----------------------------------------------------------
 
-_MAIN = (
-    "from kafka_tools.cli.main import cli, main\n"
-    "from kafka_tools.cli.scan import register\n"
-    "if 'scan' not in cli.commands:\n"
-    "    register(cli)\n"
-    "main()\n"
-)
+_MAIN = "from kafka_tools.cli.main import main\nmain()\n"
 
 
 def _run_fresh(args: list[str], env: dict[str, str], timeout: float = 60) -> tuple[int, str, float]:

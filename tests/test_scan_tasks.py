@@ -186,6 +186,8 @@ def test_check_master_refuses_what_spark_would_wait_on(monkeypatch) -> None:
         check_master("yarn")
     check_master("local[*]")
     check_master("local[2]")
+    with pytest.raises(UsageError, match="at least one thread"):
+        check_master("local[0]")
 
 
 def test_the_zip_shipped_to_cluster_executors_decodes_without_the_c_extension(tmp_path: Path) -> None:
@@ -215,3 +217,21 @@ def test_the_zip_shipped_to_cluster_executors_decodes_without_the_c_extension(tm
         assert where.startswith(shipped) and speedups == "False" and int(records) == 21
     finally:
         Path(shipped).unlink()
+
+
+def test_copies_of_an_offsets_partition_from_two_log_dirs_are_replayed_apart(tmp_path: Path) -> None:
+    """Two brokers' replicas of `__consumer_offsets-0` are two logs: each replayed on its own (one
+    history after the other would load the older copy's commits over the newer's)."""
+    import shutil
+
+    logdir = FIXTURES / "kafka-0.9.0.1/logdir"
+    for broker in ("broker-1", "broker-2"):
+        shutil.copytree(logdir / "__consumer_offsets-0", tmp_path / broker / "__consumer_offsets-0")
+    one = scan_in_process(plan_scan([logdir / "__consumer_offsets-0"]), ScanOptions(offsets_topic=True))
+    two = scan_in_process(plan_scan([tmp_path]), ScanOptions(offsets_topic=True))
+    assert one.committed and len(two.committed) == 2 * len(one.committed)
+    for broker in ("broker-1", "broker-2"):
+        mine = [c for c in two.committed if f"/{broker}/" in c.file]
+        assert [(c.group, c.topic, c.partition, c.offset, c.log_offset) for c in mine] == [
+            (c.group, c.topic, c.partition, c.offset, c.log_offset) for c in one.committed
+        ]

@@ -8,7 +8,7 @@ import sys
 import click
 
 from kafka_tools import __version__
-from kafka_tools.errors import EXIT_USAGE, KtoolError
+from kafka_tools.errors import EXIT_INTERRUPTED, EXIT_USAGE, KtoolError
 
 
 class KtoolGroup(click.Group):
@@ -20,6 +20,10 @@ class KtoolGroup(click.Group):
         except KtoolError as exc:
             click.echo(f"ktool: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            # Click would say "Aborted!" and exit 1, which scripts read as "findings".
+            click.echo("ktool: interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             # `ktool dump-log … | head`: the reader left; not an error of ours. Point stdout at devnull
             # so the interpreter's final flush does not complain either.

@@ -120,7 +120,7 @@ def scan(
       3  a path could not be read, Java or pyspark is missing, the master is unreachable
     """
     from kafka_tools.pipeline import ScanOptions, plan_scan
-    from kafka_tools.pipeline.job import run_scan
+    from kafka_tools.pipeline.job import prepare_out_dir, run_scan
     from kafka_tools.pipeline.remote import is_remote, local_path, plan_remote
     from kafka_tools.pipeline.session import SparkSettings, spark_session
     from kafka_tools.render.scan import ScanJsonRenderer, ScanTextRenderer, scan_progress, starting
@@ -140,6 +140,7 @@ def scan(
         raise UsageError("give local paths or Hadoop filesystem URIs (hdfs://, s3a://…), not both")
     # Local paths are listed (and a missing one reported) before Spark starts; URIs need Spark's JVM.
     plan = None if remote else plan_scan([local_path(p) for p in paths])
+    _said_replaced(prepare_out_dir(options), out)  # a local --out: checked (cleared with --overwrite) now
     show = sys.stderr.isatty() if progress is None else progress
     settings = SparkSettings(master=master, conf=conf, verbose=verbose, executor_timeout=executor_timeout)
     with ExitStack() as stack:
@@ -150,6 +151,7 @@ def scan(
         with scan_progress(show) as tick:
             result = run_scan(handle.spark, plan, options, tick)
     result.startup_seconds = handle.startup_seconds if handle.owned else None
+    _said_replaced(result.replaced, out)
     if as_json:
         ScanJsonRenderer(sys.stdout).render(result)
     else:
@@ -158,6 +160,12 @@ def scan(
     sys.stdout.flush()
     if result.summary.errors:
         ctx.exit(EXIT_FINDINGS)
+
+
+def _said_replaced(tables: list[str], out: str | None) -> None:
+    if tables:
+        names = ", ".join(tables)
+        click.echo(f"ktool: --overwrite: removed the earlier {names} tables under {out}", err=True)
 
 
 def register(cli: click.Group) -> None:

@@ -24,6 +24,9 @@ Then, on the driver: the partition-level checks (`plan.assemble_validation`, so 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -49,6 +52,7 @@ from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentTotals
 from kafka_tools.validate import SegmentReport
 
 FORMATS = ("parquet", "json")
+TABLES = ("segments", "batches", "findings", "records", "offsets")  # what --out holds
 Range = tuple[int, int, "int | None"]  # segment index, start, end (None: the end of the file)
 
 
@@ -58,8 +62,7 @@ def run_scan(
     """Scan `plan` with `spark`; write the tables under `options.out` if set."""
     if options.fmt not in FORMATS:
         raise UsageError(f"--format {options.fmt}: expected one of {', '.join(FORMATS)}")
-    if options.out:
-        check_out_dir(options)
+    replaced = prepare_out_dir(options, spark)
     sc = spark.sparkContext
     t0 = time.perf_counter()
     written: list[TableWritten] = []
@@ -98,6 +101,7 @@ def run_scan(
         if options.out:
             written += write_small_tables(spark, options, result)
     result.tables = written
+    result.replaced = replaced
     result.master = sc.master
     result.tasks = source.tasks
     result.seconds = time.perf_counter() - t0
@@ -172,11 +176,11 @@ class LocalFiles(SegmentSource):
 
         return self.spark.range(0, n, 1, n).mapInArrow(run, tables.spark_ddl(columns))
 
-    def offsets(self, replay: dict[int, list[OffsetsSegment]]):
+    def offsets(self, replay: dict[tuple[str, int], list[OffsetsSegment]]):
         """Every offset commit of every `__consumer_offsets` partition; a partition is replayed whole by
         one task (a replay is sequential), small partitions packed together."""
         columns = tables.OFFSETS
-        sizes = [((n, segs), sum(s.spec.size for s in segs)) for n, segs in sorted(replay.items())]
+        sizes = [((key, segs), sum(s.spec.size for s in segs)) for key, segs in sorted(replay.items())]
         units = self.sc.broadcast(pack(sizes, self.task_bytes))
         n = len(units.value)
         self.tasks += n
@@ -189,7 +193,7 @@ class LocalFiles(SegmentSource):
 
             for ids in id_batches:
                 for task in ids.column(0).to_pylist():
-                    for number, segments in units.value[task]:
+                    for (_, number), segments in units.value[task]:
                         for part in tasks.chunked(tasks.replay_offsets(number, segments)):
                             yield t.arrow_batch(columns, part)
 
@@ -214,10 +218,11 @@ def committed_from(offsets) -> list[CommittedOffset]:
             r["leader_epoch"],
             r["log_partition"],
             r["log_offset"],
+            r["file"],
         )
         for r in rows
     ]
-    return sorted(out, key=lambda c: (c.group, c.topic, c.partition))
+    return sorted(out, key=lambda c: (c.group, c.topic, c.partition, c.file))
 
 
 def write_small_tables(spark, options: ScanOptions, result: ScanResult) -> list[TableWritten]:
@@ -250,30 +255,91 @@ def _local_dir(out: str) -> str | None:
     return None
 
 
-def check_out_dir(options: ScanOptions) -> None:
-    """Refuse, before any work, to write over tables of an earlier scan (unless --overwrite)."""
-    local = _local_dir(options.out or "")
-    if local is None or options.overwrite:
-        return
-    names = ["segments", "batches", "findings"]
-    names += ["records"] if options.records else []
-    names += ["offsets"] if options.offsets_topic else []
-    existing = [n for n in names if os.path.exists(os.path.join(local, n))]
-    if existing:
+def prepare_out_dir(options: ScanOptions, spark=None) -> list[str]:
+    """Before any work: --out must be a directory ktool can create and write in, and hold no table of
+    an earlier scan, unless --overwrite; then every earlier table goes, the ones this scan writes and
+    the ones it does not (a `records` table of another scan must not stay beside new `segments`).
+    A local --out is checked before Spark starts; a Hadoop URI (spark given) through Hadoop's
+    FileSystem. Returns the tables removed."""
+    if not options.out:
+        return []
+    local = _local_dir(options.out)
+    if local is not None:
+        return _prepare_local(options, local)
+    if spark is None:
+        return []
+    return _prepare_hadoop(options, spark)
+
+
+def _prepare_local(options: ScanOptions, local: str) -> list[str]:
+    try:
+        os.makedirs(local, exist_ok=True)
+        with tempfile.TemporaryFile(dir=local):
+            pass
+    except OSError as exc:
+        raise InputError(f"--out {options.out}: cannot write there: {exc.strerror or exc}") from None
+    existing = [n for n in TABLES if os.path.lexists(os.path.join(local, n))]
+    if existing and not options.overwrite:
         raise UsageError(
             f"{options.out} already holds {', '.join(existing)}: choose another --out or add --overwrite"
         )
+    for name in existing:
+        path = os.path.join(local, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+        except OSError as exc:
+            raise InputError(f"--overwrite: cannot remove {path}: {exc.strerror or exc}") from None
+    return existing
+
+
+def _prepare_hadoop(options: ScanOptions, spark) -> list[str]:
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    existing, paths = [], {}
+    try:
+        for name in TABLES:
+            path = jvm.org.apache.hadoop.fs.Path(table_path(options.out or "", name))
+            fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
+            if fs.exists(path):
+                existing.append(name)
+                paths[name] = (fs, path)
+    except Exception as exc:
+        raise InputError(f"--out {options.out}: {_java_line(exc)}") from None
+    if existing and not options.overwrite:
+        raise UsageError(
+            f"{options.out} already holds {', '.join(existing)}: choose another --out or add --overwrite"
+        )
+    for name in existing:
+        fs, path = paths[name]
+        try:
+            fs.delete(path, True)
+        except Exception as exc:
+            raise InputError(f"--overwrite: cannot remove {path.toString()}: {_java_line(exc)}") from None
+    return existing
+
+
+def _java_line(exc: BaseException) -> str:
+    """The first `SomeException: message` line of a Java error seen through py4j, else the text."""
+    text = str(exc)
+    match = re.search(r"([\w.$]+(?:Exception|Error)): ([^\n]*)", text)
+    if match:
+        return f"{match.group(1).rsplit('.', 1)[-1]}: {match.group(2).strip()}"
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
 def write(df, options: ScanOptions, name: str, rows: int | None = None) -> TableWritten:
     path = table_path(options.out or "", name)
-    mode = "overwrite" if options.overwrite else "errorifexists"
+    writer = df.write.format(options.fmt).mode("overwrite")
+    if options.fmt == "json":
+        writer = writer.option("ignoreNullFields", "false")  # every column on every line, null or not
     try:
-        df.write.format(options.fmt).mode(mode).save(path)
+        writer.save(path)
     except Exception as exc:
-        text = str(exc)
-        if "PATH_ALREADY_EXISTS" in text or "already exists" in text:
-            raise UsageError(f"{path} already exists: choose another --out or add --overwrite") from None
+        if type(exc).__module__.startswith(("py4j", "pyspark")) and "PythonException" not in str(exc)[:300]:
+            raise InputError(f"cannot write the {name} table to {path}: {_java_line(exc)}") from None
         raise
     return TableWritten(name, path, options.fmt, rows)
 

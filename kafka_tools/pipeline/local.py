@@ -36,10 +36,10 @@ def scan_in_process(plan: ScanPlan, options: ScanOptions) -> ScanResult:
     committed = None
     if options.offsets_topic:
         committed = []
-        for number, segs in offsets_replay_segments(plan, reports).items():
+        for (_, number), segs in offsets_replay_segments(plan, reports).items():
             tasks += 1
             committed += committed_offsets(replay_offsets(number, segs))
-        committed.sort(key=lambda c: (c.group, c.topic, c.partition))
+        committed.sort(key=lambda c: (c.group, c.topic, c.partition, c.file))
     result = finish(plan, reports, totals, ranges, committed)
     result.master = "in-process"
     result.tasks = tasks

@@ -89,12 +89,14 @@ class ScanPlan:
             out += [(i, start, end) for start, end in split_ranges(starts)]
         return out
 
-    def offsets_partitions(self) -> dict[int, list[int]]:
-        """`__consumer_offsets` partition number -> its segment indexes in offset order."""
-        out: dict[int, list[int]] = {}
+    def offsets_partitions(self) -> dict[tuple[str, int], list[int]]:
+        """(directory, number) of every `__consumer_offsets` partition -> its segment indexes in offset
+        order. Keyed by directory too: copies of one partition from several brokers' log dirs are
+        separate logs, each replayed on its own."""
+        out: dict[tuple[str, int], list[int]] = {}
         for i, spec in enumerate(self.segments):
             if spec.topic == CONSUMER_OFFSETS and spec.partition is not None and not spec.kafka07:
-                out.setdefault(spec.partition, []).append(i)
+                out.setdefault((spec.file.rpartition("/")[0], spec.partition), []).append(i)
         for indexes in out.values():
             indexes.sort(key=lambda i: self.segments[i].base_offset)
         return out
@@ -198,18 +200,20 @@ def assemble_validation(plan: ScanPlan, reports: list[SegmentReport]) -> Validat
     return result
 
 
-def offsets_replay_segments(plan: ScanPlan, reports: list[SegmentReport]) -> dict[int, list[OffsetsSegment]]:
+def offsets_replay_segments(
+    plan: ScanPlan, reports: list[SegmentReport]
+) -> dict[tuple[str, int], list[OffsetsSegment]]:
     """Per `__consumer_offsets` partition, its segments and how much of each the broker's recovery
     keeps: up to the first invalid byte of the partition, nothing of the segments after it."""
-    out: dict[int, list[OffsetsSegment]] = {}
-    for number, indexes in plan.offsets_partitions().items():
+    out: dict[tuple[str, int], list[OffsetsSegment]] = {}
+    for key, indexes in plan.offsets_partitions().items():
         cut = False
         segs = []
         for i in indexes:
             report = reports[i]
             segs.append(OffsetsSegment(plan.segments[i], None if cut else report.recovery_point))
             cut = cut or report.tail_bytes > 0
-        out[number] = segs
+        out[key] = segs
     return out
 
 
@@ -252,6 +256,7 @@ class CommittedOffset:
     leader_epoch: int | None
     log_partition: int
     log_offset: int
+    file: str = ""  # the __consumer_offsets segment it was read from (which copy, with several log dirs)
 
 
 @dataclass
@@ -270,6 +275,7 @@ class ScanResult:
     segments: list[dict]  # rows of the `segments` table
     committed: list[CommittedOffset] | None = None  # None: --offsets-topic not asked for
     tables: list[TableWritten] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)  # earlier tables --overwrite removed
     master: str = ""
     tasks: int = 0
     startup_seconds: float | None = None
@@ -386,11 +392,12 @@ def committed_offsets(cols: dict[str, list]) -> list[CommittedOffset]:
             cols["leader_epoch"][i],
             cols["log_partition"][i],
             cols["log_offset"][i],
+            cols["file"][i],
         )
         for i, loaded in enumerate(cols["loaded"])
         if loaded
     ]
-    return sorted(out, key=lambda c: (c.group, c.topic, c.partition))
+    return sorted(out, key=lambda c: (c.group, c.topic, c.partition, c.file))
 
 
 def finish(

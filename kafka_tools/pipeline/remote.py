@@ -157,12 +157,12 @@ class RemoteFiles(SegmentSource):
         rdd = self._files(list(range(len(self.plan.segments)))).flatMap(rows)
         return self.spark.createDataFrame(rdd, tables.spark_ddl(columns))
 
-    def offsets(self, replay: dict[int, list[OffsetsSegment]]):
+    def offsets(self, replay: dict[tuple[str, int], list[OffsetsSegment]]):
         columns = tables.OFFSETS
-        place = {}  # segment index -> (partition, its place in the partition, recovered bytes)
-        for number, segs in replay.items():
+        place = {}  # segment index -> ((directory, partition), its place in it, recovered bytes)
+        for log, segs in replay.items():
             for order, seg in enumerate(segs):
-                place[self.lookup.value[_normal(seg.spec.file)]] = (number, order, seg.recovered_bytes)
+                place[self.lookup.value[_normal(seg.spec.file)]] = (log, order, seg.recovered_bytes)
         if not place:
             return self.spark.createDataFrame([], tables.spark_ddl(columns))
         specs, lookup, where = self.specs, self.lookup, self.sc.broadcast(place)
@@ -171,14 +171,14 @@ class RemoteFiles(SegmentSource):
             from kafka_tools.pipeline.remote import _normal
 
             i = lookup.value[_normal(item[0])]
-            number, order, recovered = where.value[i]
-            return number, (order, i, recovered, item[1])
+            log, order, recovered = where.value[i]
+            return log, (order, i, recovered, item[1])
 
         def replay_partition(group):
             from kafka_tools.pipeline import tasks
             from kafka_tools.pipeline.remote import _rows, local_copy
 
-            number, items = group
+            (_, number), items = group
             items = sorted(items, key=lambda item: item[0])
             with local_copy([specs.value[i] for _, i, _, _ in items], [d for *_, d in items]) as local:
                 segs = [tasks.OffsetsSegment(s, r) for s, (_, _, r, _) in zip(local, items, strict=True)]

@@ -8,9 +8,11 @@ port. The JVM's output (Spark's log4j noise, the executors' Python stderr) goes 
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import InputError, KtoolError, UsageError
 
 DEFAULT_MASTER = "local[*]"
 PROBE_TIMEOUT = 5.0
@@ -102,7 +104,10 @@ def java_major_version(java: str) -> int | None:
 
 def check_master(master: str, timeout: float = PROBE_TIMEOUT) -> None:
     """Fail fast on a master URL Spark would wait on: nothing listening, or yarn without a config."""
-    if _LOCAL.match(master):
+    local = _LOCAL.match(master)
+    if local:
+        if local.group(2) == "0":
+            raise UsageError(f"--master {master}: a local master needs at least one thread (local[1])")
         return
     if master.startswith("spark://"):
         endpoints = [_host_port(hp, 7077) for hp in master[len("spark://") :].split(",")]
@@ -152,16 +157,25 @@ def spark_session(settings: SparkSettings) -> Iterator[SparkHandle]:
     java_command()
     check_master(settings.master)
     handle = start(settings)
-    ok = False
+    keep_log = False  # Spark's log is kept only where a message points to it
     try:
         yield handle
-        ok = True
+    except KtoolError as exc:
+        keep_log = bool(handle.log_path) and handle.log_path in str(exc)
+        raise
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        keep_log = bool(handle.log_path)
+        if keep_log:
+            print(f"ktool: Spark's log: {handle.log_path}", file=sys.stderr)
+        raise
     finally:
         handle.spark.stop()
         with _suppress():
             if handle.shipped:
                 os.unlink(handle.shipped)
-            if ok and handle.log_path and not settings.verbose:
+            if handle.log_path and not settings.verbose and not keep_log:
                 os.unlink(handle.log_path)
 
 
@@ -203,7 +217,16 @@ def start(settings: SparkSettings) -> SparkHandle:
         sc = SparkContext(conf=conf, gateway=gateway)
     except Exception as exc:  # pyspark raises its own runtime errors, py4j its own: all mean "no Spark"
         raise InputError(f"Spark did not start: {_first_line(exc, log_path)}{_see(log_path)}") from None
+    except KeyboardInterrupt:
+        if log_path:
+            os.unlink(log_path)
+        raise
     sc.setLogLevel("INFO" if settings.verbose else "WARN")
+    if not settings.verbose:
+        # py4j logs through the root logger (a traceback per broken call when a scan is interrupted).
+        logging.getLogger().addHandler(logging.NullHandler())
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _interrupt(sc))
     spark = SparkSession(sc)
     handle = SparkHandle(spark, settings.master, 0.0, owned=True, log_path=log_path)
     try:
@@ -216,6 +239,23 @@ def start(settings: SparkSettings) -> SparkHandle:
         raise
     handle.startup_seconds = time.perf_counter() - t0
     return handle
+
+
+def _interrupt(sc):
+    """Ctrl-C: cancel Spark's jobs from another thread and interrupt the main one. (PySpark's own handler
+    cancels them on the main thread, in the middle of its py4j call: a cascade of tracebacks.)"""
+
+    def cancel() -> None:
+        try:
+            sc.cancelAllJobs()
+        except Exception:  # noqa: BLE001 - Spark may be stopping already; the interrupt goes on anyway
+            pass
+
+    def handler(signum, frame) -> None:
+        threading.Thread(target=cancel, name="ktool-cancel", daemon=True).start()
+        raise KeyboardInterrupt
+
+    return handler
 
 
 def _local_worker_env() -> None:

@@ -87,11 +87,21 @@ class ScanTextRenderer(FindingsText):
             )
             return
         cols = ["group", "topic", "partition", "offset", "committed at", "metadata"]
-        table = self.table(cols, {"group", "topic", "committed at", "metadata"})
+        keys = [(c.group, c.topic, c.partition) for c in committed]
+        copies = len(set(keys)) < len(keys)  # one partition's copies from several log dirs: say which
+        table = self.table(
+            cols + ["read from"] * copies, {"group", "topic", "committed at", "metadata", "read from"}
+        )
         for c in committed:
-            table.add_row(
-                c.group, c.topic, str(c.partition), str(c.offset), _time(c.commit_timestamp), c.metadata or ""
-            )
+            row = [
+                c.group,
+                c.topic,
+                str(c.partition),
+                str(c.offset),
+                _time(c.commit_timestamp),
+                c.metadata or "",
+            ]
+            table.add_row(*row, *[c.file] * copies)
         self.console.print(table)
 
 
@@ -134,6 +144,7 @@ class ScanJsonRenderer(JsonLines):
                     "leaderEpoch": c.leader_epoch,
                     "logPartition": c.log_partition,
                     "logOffset": c.log_offset,
+                    "file": c.file,
                 }
             )
         for t in result.tables:
