@@ -738,17 +738,22 @@ def _leader_epochs(path: Path, log_end: int | None) -> list[Finding]:
     if log_end is not None and cp.entries and cp.entries[-1].start_offset > log_end:
         e = cp.entries[-1]
         out.append(
-            Finding(
-                str(path),
-                "checkpoint-past-log-end",
-                Severity.WARNING,
-                f"epoch {e.epoch} starts at {e.start_offset}, past the log end offset {log_end}",
-                offset=e.start_offset,
-                expected=f"<= {log_end}",
-                actual=e.start_offset,
-            )
+            _past_log_end(path, f"epoch {e.epoch} starts at {e.start_offset},", e.start_offset, log_end)
         )
     return out
+
+
+def _past_log_end(path: Path, what: str, offset: int, log_end: int) -> Finding:
+    """A checkpoint naming an offset the log does not reach (`what`: the entry, the start of the message)."""
+    return Finding(
+        str(path),
+        "checkpoint-past-log-end",
+        Severity.WARNING,
+        f"{what} past the log end offset {log_end}",
+        offset=offset,
+        expected=f"<= {log_end}",
+        actual=offset,
+    )
 
 
 def check_log_dir_checkpoints(ld: LogDir, reports: dict[str, PartitionReport]) -> list[Finding]:
@@ -766,17 +771,7 @@ def check_log_dir_checkpoints(ld: LogDir, reports: dict[str, PartitionReport]) -
                 continue
             end = rep.log_end_offset
             if end is not None and e.offset > end and path.name != "cleaner-offset-checkpoint":
-                out.append(
-                    Finding(
-                        str(path),
-                        "checkpoint-past-log-end",
-                        Severity.WARNING,
-                        f"{e.topic}-{e.partition}: {e.offset} is past the log end offset {end}",
-                        offset=e.offset,
-                        expected=f"<= {end}",
-                        actual=e.offset,
-                    )
-                )
+                out.append(_past_log_end(path, f"{e.topic}-{e.partition}: {e.offset} is", e.offset, end))
     return out
 
 

@@ -98,28 +98,12 @@ def zk_root(zookeeper_server, request):
 
 
 @pytest.fixture
-def zk_cli(tmp_path):
-    """Run ktool's ZooKeeper commands through CliRunner: ``zk_cli("brokers", "--json", …) -> Result``.
+def zk_cli():
+    """Run ktool's ZooKeeper commands through CliRunner: ``zk_cli("brokers", "--json", …) -> Result``
+    (tests.support.cli.run_ktool: the caller's settings hidden; ``env`` adds variables for one run)."""
+    from tests.support.cli import run_ktool
 
-    Always through the real `ktool` group: invoking a subcommand alone would make Click cache a help
-    option without `-h` on it. The caller's KTOOL_* variables and config file are hidden; ``env`` adds
-    variables for one run.
-    """
-    from click.testing import CliRunner
-
-    from kafka_tools.cli.main import cli
-
-    base_env = {
-        "KTOOL_ZOOKEEPER": None,
-        "KTOOL_ZK_AUTH": None,
-        "KTOOL_CONFIG": None,
-        "XDG_CONFIG_HOME": str(tmp_path / "no-config"),
-    }
-
-    def run(*args: str, env: dict[str, str] | None = None):
-        return CliRunner().invoke(cli, list(args), env={**base_env, **(env or {})}, catch_exceptions=False)
-
-    return run
+    return run_ktool
 
 
 # --------------------------------------------------------------------------- one Kafka 0.9 broker per module

@@ -36,9 +36,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from kafka_tools.cli.main import cli
+from tests.support.cli import run_ktool
 from tests.support.servers import KafkaBroker, OldConsumer, murmur2, run_kafka_script
 from tests.support.servers import key_for_partition as key_for
 
@@ -154,20 +154,9 @@ def consumers(cluster, tmp_path):
 
 
 @pytest.fixture
-def ktool(tmp_path) -> Callable[..., Result]:
+def ktool() -> Callable[..., Result]:
     """Run ktool in-process; the caller's KTOOL_* variables and config file are hidden."""
-    env = {
-        "KTOOL_ZOOKEEPER": None,
-        "KTOOL_BOOTSTRAP_SERVER": None,
-        "KTOOL_ZK_AUTH": None,
-        "KTOOL_CONFIG": None,
-        "XDG_CONFIG_HOME": str(tmp_path / "no-config"),
-    }
-
-    def run(*args: str) -> Result:
-        return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
-
-    return run
+    return run_ktool
 
 
 # --------------------------------------------------------------------------- ground truth

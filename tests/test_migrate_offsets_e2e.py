@@ -33,9 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from kafka_tools.cli.main import cli
+from tests.support.cli import run_ktool
 from tests.support.servers import (
     OldConsumer,
     console_consume,
@@ -264,17 +264,6 @@ class LiveKafkaMember:
 
 
 # --------------------------------------------------------------------------- ktool
-
-
-def run_ktool(*args: str) -> Result:
-    env = {
-        "KTOOL_ZOOKEEPER": None,
-        "KTOOL_BOOTSTRAP_SERVER": None,
-        "KTOOL_ZK_AUTH": None,
-        "KTOOL_CONFIG": None,
-        "XDG_CONFIG_HOME": "/nonexistent-ktool-test-config",
-    }
-    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
 
 
 class Run:

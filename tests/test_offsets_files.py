@@ -22,9 +22,9 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from kafka_tools.cli.main import cli
+from tests.support.cli import run_ktool
 from tests.support.servers import (
     console_consume,
     kafka_commit,
@@ -76,24 +76,13 @@ def cluster(kafka09_cluster):
     return kafka09_cluster
 
 
-def ktool(*args: str) -> Result:
-    env = {
-        "KTOOL_ZOOKEEPER": None,
-        "KTOOL_BOOTSTRAP_SERVER": None,
-        "KTOOL_ZK_AUTH": None,
-        "KTOOL_CONFIG": None,
-        "XDG_CONFIG_HOME": "/nonexistent-ktool-test-config",
-    }
-    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
-
-
 def export(cluster, *args: str, bootstrap: bool = False) -> Result:
     extra = ["--bootstrap-server", cluster.bootstrap] if bootstrap else []
-    return ktool("offsets", "export", "--zookeeper", cluster.connect, *extra, *args)
+    return run_ktool("offsets", "export", "--zookeeper", cluster.connect, *extra, *args)
 
 
 def import_(cluster, path: Path, journal_dir: Path, *args: str) -> Result:
-    return ktool(
+    return run_ktool(
         "offsets", "import", str(path), "--zookeeper", cluster.connect, "--bootstrap-server",
         cluster.bootstrap, "--journal-dir", str(journal_dir), *args,
     )  # fmt: skip
