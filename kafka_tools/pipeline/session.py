@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -66,6 +67,18 @@ def require_pyspark():
             "pyspark is not installed: pip install 'ktool[spark]' (Spark 4 runs on Java 17+)"
         ) from None
     return pyspark
+
+
+# Libraries whose Python warnings are theirs to fix, not the user's to read (PySpark's FutureWarning
+# about pandas >= 3 at import, py4j's, pandas' and pyarrow's deprecations).
+_QUIET_MODULES = ("pyspark", "py4j", "pandas", "pyarrow")
+
+
+def quiet_library_warnings() -> None:
+    """Keep the Python warnings of Spark's libraries out of ktool's stderr (unless --verbose): stderr
+    carries ktool's own diagnostics, one line each."""
+    for module in _QUIET_MODULES:
+        warnings.filterwarnings("ignore", module=rf"{module}(\.|$)")
 
 
 def java_command() -> str:
@@ -147,6 +160,8 @@ def _host_port(text: str, default: int) -> tuple[str, int]:
 def spark_session(settings: SparkSettings) -> Iterator[SparkHandle]:
     """A SparkSession for the scan: the active one if there is one (a notebook, the tests), else one
     started here and stopped on the way out."""
+    if not settings.verbose:
+        quiet_library_warnings()  # before pyspark is imported: it warns as it loads
     require_pyspark()
     from pyspark.sql import SparkSession
 
