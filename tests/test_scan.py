@@ -450,3 +450,56 @@ def test_uris_are_read_through_spark(spark, tmp_path: Path) -> None:
     assert committed == independent_commits(plan_scan([KAFKA09]))
     assert {p.name for p in result.partitions} >= {"segmented-0", "gzip-0", "__consumer_offsets-0"}
     assert len([p for p in result.partitions if p.name == "gzip-0"]) == 2  # v2's and Kafka 0.9's
+
+
+def test_installed_in_a_virtualenv_not_activated_workers_run_ktools_python(tmp_path: Path) -> None:
+    """ktool installed into a virtualenv and run as `venv/bin/ktool`, not activated (as pipx runs it),
+    with a `python3` first on PATH that has none of ktool's dependencies: Spark's Python workers must
+    run ktool's interpreter, and nothing but ktool's output reaches the terminal."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        _unavailable("java is not on PATH")
+    pytest.importorskip("wheel", reason="pip builds ktool without build isolation (no network in tests)")
+    root = Path(__file__).resolve().parents[1]
+    src = tmp_path / "src"  # built from a copy: the build leaves nothing in the checkout
+    shutil.copytree(
+        root / "kafka_tools", src / "kafka_tools", ignore=shutil.ignore_patterns("*.so", "__pycache__")
+    )
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(root / name, src / name)
+    venv, bare = tmp_path / "venv", tmp_path / "bare"
+    # ktool's dependencies come from the site-packages this interpreter was installed with; the
+    # `python3` of `bare` sees none of them.
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", venv], check=True
+    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", bare], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", venv / "bin/python", "install", "-q", "--no-deps"]
+        + ["--no-build-isolation", "--no-index", src],
+        check=True,
+        capture_output=True,
+    )
+    assert subprocess.run([bare / "bin/python3", "-c", "import crc32c"], capture_output=True).returncode
+    env = {"HOME": os.environ.get("HOME", str(tmp_path)), "TMPDIR": str(tmp_path)}
+    env["PATH"] = os.pathsep.join(
+        [str(bare / "bin"), os.path.dirname(shutil.which("java") or ""), "/usr/bin:/bin"]
+    )
+    if os.environ.get("JAVA_HOME"):
+        env["JAVA_HOME"] = os.environ["JAVA_HOME"]
+    proc = subprocess.run(
+        [venv / "bin/ktool", "scan", "--json", "--master", "local[2]", str(GENERATED / "v2")],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    expected = scan_in_process(plan_scan([GENERATED / "v2"]), ScanOptions())
+    assert (summary["segments"], summary["records"]) == (
+        expected.summary.segments,
+        sum(p.records for p in expected.partitions),
+    )
+    assert not list(tmp_path.glob("ktool-spark-*.log"))

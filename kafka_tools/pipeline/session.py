@@ -208,16 +208,12 @@ def start(settings: SparkSettings) -> SparkHandle:
         "spark.sql.shuffle.partitions": "8",
         "spark.sql.adaptive.enabled": "true",
     }
+    python = worker_python(settings)
+    if python:
+        defaults["spark.pyspark.python"] = python
     if settings.is_local:
         _local_worker_env()
-        defaults.update(
-            {
-                "spark.driver.host": "127.0.0.1",
-                "spark.driver.bindAddress": "127.0.0.1",
-                "spark.pyspark.python": sys.executable,
-                "spark.pyspark.driver.python": sys.executable,
-            }
-        )
+        defaults.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     for key, value in {**defaults, **settings.conf}.items():
         conf.set(key, value)
     log_path = None
@@ -271,6 +267,22 @@ def _interrupt(sc):
         raise KeyboardInterrupt
 
     return handler
+
+
+def worker_python(settings: SparkSettings) -> str | None:
+    """The interpreter Spark's Python workers run, made effective. PySpark takes it from
+    `$PYSPARK_PYTHON` when the SparkContext starts (default `python3` on the workers' PATH);
+    `spark.pyspark.python` only reaches it through spark-submit, which ktool does not use. So: the
+    user's `--conf spark.pyspark.python`, else their `$PYSPARK_PYTHON`, else for a local master this
+    very interpreter (the `python3` on PATH may be any Python, without ktool's dependencies: ktool run
+    from a virtualenv that is not activated, or from pipx); a cluster's executors keep `python3` on
+    their own PATH unless told otherwise."""
+    chosen = settings.conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON")
+    if not chosen and settings.is_local:
+        chosen = sys.executable
+    if chosen:
+        os.environ["PYSPARK_PYTHON"] = chosen
+    return chosen
 
 
 def _local_worker_env() -> None:
