@@ -356,14 +356,17 @@ def test_interrupt_is_one_line_exit_130_and_no_log_left(tmp_path: Path) -> None:
         text=True,
     )
     deadline = time.monotonic() + 120
-    while not (out / "batches").exists() and proc.poll() is None and time.monotonic() < deadline:
+    while not list(out.glob("_ktool-staging-*/batches")) and proc.poll() is None:
         time.sleep(0.05)  # Spark creates the first table's directory as its job starts
+        if time.monotonic() > deadline:
+            break
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     if proc.returncode == 0:
         pytest.skip("the scan finished before the interrupt arrived")
     assert (proc.returncode, stderr) == (130, "ktool: interrupted\n")
     assert not list(tmp_path.glob("ktool-spark-*.log"))
+    assert list(out.iterdir()) == []  # no table, complete or not: they are moved in at the very end
 
 
 # -- failing clearly, in a fresh interpreter ----------------------------------------------------------
@@ -503,3 +506,117 @@ def test_installed_in_a_virtualenv_not_activated_workers_run_ktools_python(tmp_p
         sum(p.records for p in expected.partitions),
     )
     assert not list(tmp_path.glob("ktool-spark-*.log"))
+
+
+# -- a real standalone cluster: a master and two workers started from the pyspark install ----------------
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        _unavailable("java is not installed")
+    from tests.support.spark_cluster import StandaloneCluster
+
+    with StandaloneCluster(workers=2, cores=1) as c:
+        yield c
+
+
+def _cluster_scan(cluster, *args: str) -> subprocess.Popen:
+    """`ktool scan --master spark://…` in a fresh interpreter (this one holds the local session). The
+    executors' Python is this interpreter; ktool itself reaches them as the zip the driver ships."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", "PYSPARK_PYTHON")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    cmd = [sys.executable, "-c", _MAIN, "scan", "--json", "--no-progress", "--master", cluster.url]
+    cmd += ["--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=512m"]
+    return subprocess.Popen(
+        cmd + list(args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _same_rows(spark, a: str, b: str, drop: tuple[str, ...] = ()) -> None:
+    left, right = spark.read.parquet(a).drop(*drop), spark.read.parquet(b).drop(*drop)
+    assert left.columns == right.columns
+    assert left.count() == right.count() > 0, a
+    assert left.exceptAll(right).count() == 0 == right.exceptAll(left).count(), a
+
+
+def test_cluster_scan_gives_the_local_runs_tables(cluster, scanned: Scanned, spark, tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    proc = _cluster_scan(cluster, "--out", str(out), "--records", "--offsets-topic", *map(str, scanned.paths))
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 1 and stderr == ""  # the corrupt fixtures: findings, exit 1
+    objs = [json.loads(line) for line in stdout.splitlines()]
+    summary = objs[-1]
+    assert summary["master"] == cluster.url and summary["retriedTasks"] == 0
+    _, ref, _ = ktool("validate", "--json", *map(str, scanned.paths))
+    expected = [json.loads(line) for line in ref.splitlines() if '"type":"finding"' in line]
+    assert [o for o in objs if o["type"] == "finding"] == expected
+    local = {t.name: t.path for t in scanned.result.tables}
+    for name in ("batches", "records", "offsets", "findings"):
+        _same_rows(spark, str(out / name), local[name])
+    _same_rows(spark, str(out / "segments"), local["segments"], drop=("ranges",))  # split sizes differ
+    assert (out / "segments" / "_SUCCESS").exists() and not list(out.glob("_ktool-staging-*"))
+
+
+def _generated(tmp_path_factory):
+    from tests.support.logs import write_log_dir
+
+    # ~17 MB of gzip batches, 1.6 million records: seconds of work per task for pure-Python executors
+    return write_log_dir(
+        tmp_path_factory.mktemp("gen") / "logdir", partitions=4, segments=2, batches=4000, codec=1
+    )
+
+
+SLOW = ("--split-size", "1", "--conf", "spark.executorEnv.KTOOL_PURE_PYTHON=1")
+
+
+def _when_tasks_run(cluster, proc: subprocess.Popen, workers: list[int], timeout: float = 240) -> int:
+    """Wait until a Python worker runs under one of `workers` (a task has started there); its index."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        for i in workers:
+            if cluster.python_workers_of(i):
+                return i
+        time.sleep(0.05)
+    raise AssertionError(f"no task started on workers {workers} (exit {proc.poll()})")
+
+
+def test_a_worker_killed_mid_scan_changes_nothing_but_the_retry_count(
+    cluster, spark, tmp_path_factory, tmp_path: Path
+) -> None:
+    gen = _generated(tmp_path_factory)
+    out = tmp_path / "t"
+    proc = _cluster_scan(cluster, "--out", str(out), *SLOW, str(gen.path))
+    victim = _when_tasks_run(cluster, proc, [0, 1])
+    cluster.kill_worker(victim)  # SIGKILL: the worker, its executor and its Python workers
+    stdout, stderr = proc.communicate(timeout=600)
+    assert (proc.returncode, stderr) == (0, "")
+    summary = json.loads(stdout.splitlines()[-1])
+    assert summary["retriedTasks"] >= 1
+    expected = scan_in_process(plan_scan([gen.path]), ScanOptions(split_bytes=1 << 20))
+    assert summary["records"] == gen.records == sum(p.records for p in expected.partitions)
+    segments = [r.asDict() for r in spark.read.parquet(str(out / "segments")).collect()]
+    assert sorted(segments, key=lambda r: r["file"]) == sorted(expected.segments, key=lambda r: r["file"])
+    batches = spark.read.parquet(str(out / "batches"))
+    assert (
+        batches.count()
+        == batches.select("file", "position").distinct().count()
+        == sum(r["batches"] for r in expected.segments)
+    )
+    cluster.start_worker(victim)  # for the tests after this one
+    cluster.wait_for_workers(2)
+
+
+def test_a_master_gone_mid_scan_is_one_line_exit_3_and_no_table(cluster, tmp_path_factory, tmp_path) -> None:
+    gen = _generated(tmp_path_factory)
+    out = tmp_path / "t"
+    proc = _cluster_scan(cluster, "--out", str(out), "--records", *SLOW, str(gen.path))
+    _when_tasks_run(cluster, proc, [0, 1])
+    cluster.kill_master()
+    _, stderr = proc.communicate(timeout=300)
+    assert (proc.returncode, stderr) == (
+        3,
+        f"ktool: Spark master {cluster.url} went away during the scan; the job was cancelled\n",
+    )
+    assert list(out.iterdir()) == []  # no table: neither a half-written one nor complete ones

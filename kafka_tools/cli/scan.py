@@ -79,6 +79,12 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
 )
 @click.option("--verbose", is_flag=True, help="Let Spark's own log through to the terminal.")
 @click.option(
+    "--spark-log",
+    metavar="FILE",
+    help="Write Spark's own log (Java stack traces included) to FILE and keep it "
+    "[default: a temporary file, kept only when an error names it].",
+)
+@click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
 )
 @click.pass_context
@@ -96,6 +102,7 @@ def scan(
     executor_timeout: float,
     as_json: bool,
     verbose: bool,
+    spark_log: str | None,
     progress: bool | None,
 ) -> None:
     """Validate and decode segments in parallel with Spark, and write what they hold as tables.
@@ -142,7 +149,9 @@ def scan(
     plan = None if remote else plan_scan([local_path(p) for p in paths])
     _said_replaced(prepare_out_dir(options), out)  # a local --out: checked (cleared with --overwrite) now
     show = sys.stderr.isatty() if progress is None else progress
-    settings = SparkSettings(master=master, conf=conf, verbose=verbose, executor_timeout=executor_timeout)
+    settings = SparkSettings(
+        master=master, conf=conf, verbose=verbose, executor_timeout=executor_timeout, log_file=spark_log
+    )
     with ExitStack() as stack:
         with starting(master, show and not verbose):
             handle = stack.enter_context(spark_session(settings))

@@ -28,9 +28,11 @@ import re
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError, UsageError
@@ -46,13 +48,14 @@ from kafka_tools.pipeline.plan import (
     offsets_replay_segments,
     pack,
 )
-from kafka_tools.pipeline.session import job_progress
+from kafka_tools.pipeline.session import job_progress, master_watch
 from kafka_tools.pipeline.sources import SegmentSource
 from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentTotals
 from kafka_tools.validate import SegmentReport
 
 FORMATS = ("parquet", "json")
 TABLES = ("segments", "batches", "findings", "records", "offsets")  # what --out holds
+STAGING_PREFIX = "_ktool-staging-"  # where the tables are written before they are moved into --out
 Range = tuple[int, int, "int | None"]  # segment index, start, end (None: the end of the file)
 
 
@@ -65,7 +68,6 @@ def run_scan(
     replaced = prepare_out_dir(options, spark)
     sc = spark.sparkContext
     t0 = time.perf_counter()
-    written: list[TableWritten] = []
     ranges = plan.ranges(options.split_bytes)
     if plan.remote:
         from kafka_tools.pipeline.remote import RemoteFiles
@@ -73,39 +75,104 @@ def run_scan(
         source = RemoteFiles(spark, plan, options, ranges)
     else:
         source = LocalFiles(spark, plan, options, ranges)
-    with job_progress(sc, progress), executor_errors():
-        meta = sc.accumulator([], ListParam())
-        main = source.main(meta, batches=bool(options.out))
-        if options.out:
-            written.append(write(main, options, "batches"))
-        else:
-            main.write.format("noop").mode("overwrite").save()  # run the stage, keep nothing
-        reports, totals = collect_meta(meta.value, plan)
-        if options.out:
-            written[-1].rows = sum(t.batches for t in totals.values())
-        if options.records and options.out:
-            rows = sum(t.records for t in totals.values())
-            written.append(write(source.table("records"), options, "records", rows))
-        committed = None
-        if options.offsets_topic:
-            offsets = source.offsets(offsets_replay_segments(plan, reports))
-            if options.out:
-                offsets = offsets.persist()
-                written.append(write(offsets, options, "offsets"))
-            committed = committed_from(offsets)
-            if options.out:
-                written[-1].rows = offsets.count()
-                offsets.unpersist()
-        source.close()
-        result = finish(plan, reports, totals, ranges, committed)
-        if options.out:
-            written += write_small_tables(spark, options, result)
+    staging = Staging(spark, options.out) if options.out else None
+    staged = replace(options, out=staging.path) if staging else options
+    with job_progress(sc, progress) as counts, master_watch(sc, sc.master, counts.group), executor_errors():
+        try:
+            result, written = _run(spark, plan, staged, source, ranges)
+            if staging:
+                written = staging.publish(written)
+        except BaseException:
+            if staging:
+                staging.discard()
+            raise
     result.tables = written
     result.replaced = replaced
     result.master = sc.master
     result.tasks = source.tasks
+    result.retried = counts.failed
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range]):
+    """The scan's Spark jobs; the tables go under `options.out` (the staging directory)."""
+    sc = spark.sparkContext
+    written: list[TableWritten] = []
+    meta = sc.accumulator([], ListParam())
+    main = source.main(meta, batches=bool(options.out))
+    if options.out:
+        written.append(write(main, options, "batches"))
+    else:
+        main.write.format("noop").mode("overwrite").save()  # run the stage, keep nothing
+    reports, totals = collect_meta(meta.value, plan)
+    if options.out:
+        written[-1].rows = sum(t.batches for t in totals.values())
+    if options.records and options.out:
+        rows = sum(t.records for t in totals.values())
+        written.append(write(source.table("records"), options, "records", rows))
+    committed = None
+    if options.offsets_topic:
+        offsets = source.offsets(offsets_replay_segments(plan, reports))
+        if options.out:
+            offsets = offsets.persist()
+            written.append(write(offsets, options, "offsets"))
+        committed = committed_from(offsets)
+        if options.out:
+            written[-1].rows = offsets.count()
+            offsets.unpersist()
+    source.close()
+    result = finish(plan, reports, totals, ranges, committed)
+    if options.out:
+        written += write_small_tables(spark, options, result)
+    return result, written
+
+
+class Staging:
+    """The tables are written under `OUT/_ktool-staging-ID/` and moved to `OUT/` (a rename each) only
+    once every one of them is complete: a scan that fails or is interrupted leaves no table, and no
+    half-written one beside complete ones."""
+
+    def __init__(self, spark, out: str) -> None:
+        self.spark = spark
+        self.out = out
+        self.path = table_path(out, f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}")
+
+    def publish(self, written: list[TableWritten]) -> list[TableWritten]:
+        final = []
+        for t in written:
+            target = table_path(self.out, t.name)
+            self._move(t.path, target)
+            final.append(replace(t, path=target))
+        self.discard()
+        return final
+
+    def _move(self, src: str, dst: str) -> None:
+        local = _local_dir(src)
+        try:
+            if local is not None:
+                os.rename(local, _local_dir(dst) or dst)
+                return
+            jvm = self.spark.sparkContext._jvm
+            path = jvm.org.apache.hadoop.fs.Path(src)
+            fs = path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
+            if not fs.rename(path, jvm.org.apache.hadoop.fs.Path(dst)):
+                raise OSError(f"rename to {dst} refused")
+        except Exception as exc:
+            raise InputError(f"cannot move the finished table {src} to {dst}: {_java_line(exc)}") from None
+
+    def discard(self) -> None:
+        """Remove the staging directory (best effort: the scan is failing or done)."""
+        local = _local_dir(self.path)
+        try:
+            if local is not None:
+                shutil.rmtree(local, ignore_errors=True)
+                return
+            jvm = self.spark.sparkContext._jvm
+            path = jvm.org.apache.hadoop.fs.Path(self.path)
+            path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()).delete(path, True)
+        except Exception:  # noqa: BLE001 - the master or the filesystem may be gone; leave it
+            pass
 
 
 class ListParam:

@@ -278,6 +278,7 @@ class ScanResult:
     replaced: list[str] = field(default_factory=list)  # earlier tables --overwrite removed
     master: str = ""
     tasks: int = 0
+    retried: int = 0  # task attempts that failed (a lost executor's) and Spark ran again
     startup_seconds: float | None = None
     seconds: float = 0.0
 

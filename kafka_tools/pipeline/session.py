@@ -43,6 +43,7 @@ class SparkSettings:
     verbose: bool = False
     executor_timeout: float = 120.0  # cluster masters: seconds to wait for a first executor
     app_name: str = "ktool scan"
+    log_file: str | None = None  # --spark-log: Spark's log goes (and stays) there
 
     @property
     def is_local(self) -> bool:
@@ -172,11 +173,16 @@ def spark_session(settings: SparkSettings) -> Iterator[SparkHandle]:
     java_command()
     check_master(settings.master)
     handle = start(settings)
-    keep_log = False  # Spark's log is kept only where a message points to it
+    keep_log = bool(settings.log_file)  # else Spark's log is kept only where a message points to it
+    stop_timeout = None
     try:
         yield handle
+    except MasterLost:
+        stop_timeout = 10.0  # stopping would wait for the master to unregister the application
+        keep_log = bool(handle.log_path)
+        raise
     except KtoolError as exc:
-        keep_log = bool(handle.log_path) and handle.log_path in str(exc)
+        keep_log = keep_log or (bool(handle.log_path) and handle.log_path in str(exc))
         raise
     except KeyboardInterrupt:
         raise
@@ -186,12 +192,29 @@ def spark_session(settings: SparkSettings) -> Iterator[SparkHandle]:
             print(f"ktool: Spark's log: {handle.log_path}", file=sys.stderr)
         raise
     finally:
-        handle.spark.stop()
+        _stop(handle.spark, stop_timeout)
         with _suppress():
             if handle.shipped:
                 os.unlink(handle.shipped)
             if handle.log_path and not settings.verbose and not keep_log:
                 os.unlink(handle.log_path)
+
+
+def _stop(spark, timeout: float | None) -> None:
+    """spark.stop(), waiting at most `timeout` seconds (None: as long as it takes)."""
+    if timeout is None:
+        spark.stop()
+        return
+    thread = threading.Thread(target=lambda: _quietly(spark.stop), name="ktool-spark-stop", daemon=True)
+    thread.start()
+    thread.join(timeout)
+
+
+def _quietly(call: Callable[[], object]) -> None:
+    try:
+        call()
+    except Exception:  # noqa: BLE001 - Spark is going down anyway
+        pass
 
 
 def start(settings: SparkSettings) -> SparkHandle:
@@ -218,10 +241,16 @@ def start(settings: SparkSettings) -> SparkHandle:
         conf.set(key, value)
     log_path = None
     popen: dict = {}
-    if not settings.verbose:
+    if settings.log_file:
+        log_path = os.path.abspath(settings.log_file)
+    elif not settings.verbose:
         fd, log_path = tempfile.mkstemp(prefix="ktool-spark-", suffix=".log")
         os.close(fd)
-        log = open(log_path, "ab")  # noqa: SIM115 (the JVM keeps writing to it after we return)
+    if log_path:
+        try:
+            log = open(log_path, "ab")  # noqa: SIM115 (the JVM keeps writing to it after we return)
+        except OSError as exc:
+            raise InputError(f"--spark-log {log_path}: {exc.strerror or exc}") from None
         popen = {"stdout": log, "stderr": log}
     try:
         gateway = launch_gateway(conf, popen_kwargs=popen)
@@ -229,7 +258,7 @@ def start(settings: SparkSettings) -> SparkHandle:
     except Exception as exc:  # pyspark raises its own runtime errors, py4j its own: all mean "no Spark"
         raise InputError(f"Spark did not start: {_first_line(exc, log_path)}{_see(log_path)}") from None
     except KeyboardInterrupt:
-        if log_path:
+        if log_path and not settings.log_file:
             os.unlink(log_path)
         raise
     sc.setLogLevel("INFO" if settings.verbose else "WARN")
@@ -351,21 +380,28 @@ def _suppress():
 # -- progress ----------------------------------------------------------------------------------------
 
 
+@dataclass
+class JobCounts:
+    """Tasks of this run's Spark jobs, as Spark's status tracker counts them."""
+
+    group: str
+    done: int = 0
+    total: int = 0
+    failed: int = 0  # task attempts that failed (a lost executor's included) and were run again
+
+
 @contextmanager
-def job_progress(sc, callback: Callable[[int, int], None] | None, every: float = 0.25) -> Iterator[None]:
+def job_progress(sc, callback: Callable[[int, int], None] | None, every: float = 0.25) -> Iterator[JobCounts]:
     """Run the body's Spark jobs in one job group and report (tasks done, tasks known) of all its
-    stages to `callback` from a background thread: Spark's progress folded into one bar."""
-    group = f"{JOB_GROUP}-{uuid.uuid4().hex[:12]}"  # this run's jobs only, in a reused session too
-    sc.setJobGroup(group, "ktool scan", interruptOnCancel=True)
-    if callback is None:
-        yield
-        return
-    stop = threading.Event()
+    stages to `callback` from a background thread: Spark's progress folded into one bar. The counts,
+    failed attempts included, are final once the body is done."""
+    counts = JobCounts(f"{JOB_GROUP}-{uuid.uuid4().hex[:12]}")  # this run's jobs only (a reused session)
+    sc.setJobGroup(counts.group, "ktool scan", interruptOnCancel=True)
     tracker = sc.statusTracker()
 
     def report() -> None:
-        done = total = 0
-        for job in tracker.getJobIdsForGroup(group):
+        done = total = failed = 0
+        for job in tracker.getJobIdsForGroup(counts.group):
             info = tracker.getJobInfo(job)
             finished = info is not None and info.status == "SUCCEEDED"  # its skipped stages count as done
             for stage in info.stageIds if info else ():
@@ -373,7 +409,12 @@ def job_progress(sc, callback: Callable[[int, int], None] | None, every: float =
                 if st is not None:
                     total += st.numTasks
                     done += st.numTasks if finished else st.numCompletedTasks
-        callback(done, total)
+                    failed += st.numFailedTasks
+        counts.done, counts.total, counts.failed = done, total, max(counts.failed, failed)
+        if callback is not None:
+            callback(done, total)
+
+    stop = threading.Event()
 
     def poll() -> None:
         while not stop.wait(every):
@@ -382,8 +423,61 @@ def job_progress(sc, callback: Callable[[int, int], None] | None, every: float =
     thread = threading.Thread(target=poll, name="ktool-scan-progress", daemon=True)
     thread.start()
     try:
-        yield
+        yield counts
     finally:
         stop.set()
         thread.join()
     report()  # the final count, once everything has run
+
+
+@contextmanager
+def master_watch(sc, master: str, group: str, every: float = 1.0, misses: int = 3) -> Iterator[None]:
+    """A standalone master that goes away mid-job leaves its executors running, and Spark waits for
+    it to come back: probe its port meanwhile; after `misses` failed probes in a row cancel this run's
+    jobs and fail with one line (exit 3)."""
+    if not master.startswith("spark://"):
+        yield
+        return
+    lost = threading.Event()
+    stop = threading.Event()
+
+    def watch() -> None:
+        missed = 0
+        while not stop.wait(every):
+            try:
+                check_master(master, timeout=every)
+                missed = 0
+            except KtoolError:
+                missed += 1
+                if missed >= misses:
+                    lost.set()
+                    with _suppress_all():
+                        sc.cancelJobGroup(group)
+                    return
+
+    thread = threading.Thread(target=watch, name="ktool-master-watch", daemon=True)
+    thread.start()
+    gone = f"Spark master {master} went away during the scan; the job was cancelled"
+    try:
+        yield
+    except Exception:
+        if lost.is_set():
+            raise MasterLost(gone) from None
+        raise
+    finally:
+        stop.set()
+        thread.join()
+    if lost.is_set():
+        raise MasterLost(gone)
+
+
+class MasterLost(InputError):
+    """The cluster's master went away: stopping the SparkContext must not wait for it."""
+
+
+@contextmanager
+def _suppress_all():
+    try:
+        yield
+    except Exception:  # noqa: BLE001 - best effort while Spark is failing anyway
+        pass

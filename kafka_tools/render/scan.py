@@ -31,6 +31,8 @@ def timing_line(result: ScanResult) -> str:
         f"scanned {result.bytes} bytes in {result.seconds:.1f} s ({rate:.0f} MB/s), "
         f"{result.tasks} tasks on {result.master}"
     )
+    if result.retried:
+        line += f" ({result.retried} failed task attempts run again)"
     if result.startup_seconds:
         line += f"; Spark start-up {result.startup_seconds:.1f} s"
     return line
@@ -155,6 +157,7 @@ class ScanJsonRenderer(JsonLines):
                 "type": "summary",
                 "master": result.master,
                 "tasks": result.tasks,
+                "retriedTasks": result.retried,
                 "partitions": len(result.partitions),
                 "segments": s.segments,
                 "bytes": result.bytes,
