@@ -455,6 +455,12 @@ def test_uris_are_read_through_spark(spark, tmp_path: Path) -> None:
     assert len([p for p in result.partitions if p.name == "gzip-0"]) == 2  # v2's and Kafka 0.9's
 
 
+def _has_extension() -> bool:
+    from kafka_tools.pipeline.shipped import built_extension
+
+    return built_extension() is not None
+
+
 def test_installed_in_a_virtualenv_not_activated_workers_run_ktools_python(tmp_path: Path) -> None:
     """ktool installed into a virtualenv and run as `venv/bin/ktool`, not activated (as pipx runs it),
     with a `python3` first on PATH that has none of ktool's dependencies: Spark's Python workers must
@@ -500,6 +506,7 @@ def test_installed_in_a_virtualenv_not_activated_workers_run_ktools_python(tmp_p
     )
     assert (proc.returncode, proc.stderr) == (0, "")
     summary = json.loads(proc.stdout.splitlines()[-1])
+    assert summary["decoders"] == (["c"] if _has_extension() else ["python"])
     expected = scan_in_process(plan_scan([GENERATED / "v2"]), ScanOptions())
     assert (summary["segments"], summary["records"]) == (
         expected.summary.segments,
@@ -534,85 +541,81 @@ def _cluster_scan(cluster, *args: str) -> subprocess.Popen:
     )
 
 
-def _same_rows(spark, a: str, b: str, drop: tuple[str, ...] = ()) -> None:
-    left, right = spark.read.parquet(a).drop(*drop), spark.read.parquet(b).drop(*drop)
-    assert left.columns == right.columns
-    assert left.count() == right.count() > 0, a
-    assert left.exceptAll(right).count() == 0 == right.exceptAll(left).count(), a
-
-
-def test_cluster_scan_gives_the_local_runs_tables(cluster, scanned: Scanned, spark, tmp_path: Path) -> None:
-    out = tmp_path / "t"
-    proc = _cluster_scan(cluster, "--out", str(out), "--records", "--offsets-topic", *map(str, scanned.paths))
-    stdout, stderr = proc.communicate(timeout=600)
-    assert proc.returncode == 1 and stderr == ""  # the corrupt fixtures: findings, exit 1
-    objs = [json.loads(line) for line in stdout.splitlines()]
-    summary = objs[-1]
-    assert summary["master"] == cluster.url and summary["retriedTasks"] == 0
-    _, ref, _ = ktool("validate", "--json", *map(str, scanned.paths))
-    expected = [json.loads(line) for line in ref.splitlines() if '"type":"finding"' in line]
-    assert [o for o in objs if o["type"] == "finding"] == expected
-    local = {t.name: t.path for t in scanned.result.tables}
-    for name in ("batches", "records", "offsets", "findings"):
-        _same_rows(spark, str(out / name), local[name])
-    _same_rows(spark, str(out / "segments"), local["segments"], drop=("ranges",))  # split sizes differ
-    assert (out / "segments" / "_SUCCESS").exists() and not list(out.glob("_ktool-staging-*"))
-
-
 def _generated(tmp_path_factory):
     from tests.support.logs import write_log_dir
 
     # ~17 MB of gzip batches, 1.6 million records: seconds of work per task for pure-Python executors
-    return write_log_dir(
-        tmp_path_factory.mktemp("gen") / "logdir", partitions=4, segments=2, batches=4000, codec=1
-    )
+    root = tmp_path_factory.mktemp("gen") / "logdir"
+    return write_log_dir(root, partitions=4, segments=2, batches=4000, codec=1)
 
 
+# Byte ranges of 1 MiB, decoded by the pure-Python decoder: tasks long enough to be caught running.
 SLOW = ("--split-size", "1", "--conf", "spark.executorEnv.KTOOL_PURE_PYTHON=1")
 
 
-def _when_tasks_run(cluster, proc: subprocess.Popen, workers: list[int], timeout: float = 240) -> int:
-    """Wait until a Python worker runs under one of `workers` (a task has started there); its index."""
+def _when_tasks_run(cluster, proc: subprocess.Popen, timeout: float = 240) -> int:
+    """Wait until a Python worker runs under a worker (a task has started there); that worker's index."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
-        for i in workers:
-            if cluster.python_workers_of(i):
+        for i in range(len(cluster.workers)):
+            if cluster.workers[i].poll() is None and cluster.python_workers_of(i):
                 return i
         time.sleep(0.05)
-    raise AssertionError(f"no task started on workers {workers} (exit {proc.poll()})")
+    raise AssertionError(f"no task started on the cluster (ktool exited {proc.poll()})")
 
 
-def test_a_worker_killed_mid_scan_changes_nothing_but_the_retry_count(
-    cluster, spark, tmp_path_factory, tmp_path: Path
+def test_cluster_scan_with_a_worker_killed_gives_the_local_runs_tables(
+    cluster, scanned: Scanned, spark, tmp_path_factory, tmp_path: Path
 ) -> None:
+    """One run on the cluster, over the fixtures (the local run's input) and a generated log dir; a
+    worker is SIGKILLed as soon as a task runs on it. Spark runs its lost tasks again elsewhere: the
+    tables are the local run's, row for row, and the summary counts the failed attempts."""
+    from pyspark.sql.functions import col
+
     gen = _generated(tmp_path_factory)
     out = tmp_path / "t"
-    proc = _cluster_scan(cluster, "--out", str(out), *SLOW, str(gen.path))
-    victim = _when_tasks_run(cluster, proc, [0, 1])
+    paths = [*map(str, scanned.paths), str(gen.path)]
+    proc = _cluster_scan(cluster, "--out", str(out), "--records", "--offsets-topic", *SLOW, *paths)
+    victim = _when_tasks_run(cluster, proc)
     cluster.kill_worker(victim)  # SIGKILL: the worker, its executor and its Python workers
     stdout, stderr = proc.communicate(timeout=600)
-    assert (proc.returncode, stderr) == (0, "")
-    summary = json.loads(stdout.splitlines()[-1])
-    assert summary["retriedTasks"] >= 1
+    cluster.start_worker(victim)  # back for the next test
+    assert (proc.returncode, stderr) == (1, "")  # the corrupt fixtures: findings, exit 1
+    objs = [json.loads(line) for line in stdout.splitlines()]
+    summary = objs[-1]
+    assert summary["master"] == cluster.url and summary["retriedTasks"] >= 1
+    assert summary["decoders"] == ["python"]  # KTOOL_PURE_PYTHON on the executors: reported
+    _, ref, _ = ktool("validate", "--json", *paths)
+    assert [o for o in objs if o["type"] == "finding"] == [
+        json.loads(line) for line in ref.splitlines() if '"type":"finding"' in line
+    ]
+    fixtures = ~col("file").startswith(str(gen.path))
+    local = {t.name: t.path for t in scanned.result.tables}
+    for name in ("batches", "records", "offsets", "findings", "segments"):
+        mine, theirs = spark.read.parquet(str(out / name)), spark.read.parquet(local[name])
+        if name == "segments":  # the split sizes differ: so do the ranges
+            mine, theirs = mine.drop("ranges"), theirs.drop("ranges")
+        if name != "offsets":
+            mine = mine.filter(fixtures)
+        assert mine.columns == theirs.columns and mine.count() == theirs.count() > 0, name
+        assert mine.exceptAll(theirs).count() == 0 == theirs.exceptAll(mine).count(), name
     expected = scan_in_process(plan_scan([gen.path]), ScanOptions(split_bytes=1 << 20))
-    assert summary["records"] == gen.records == sum(p.records for p in expected.partitions)
-    segments = [r.asDict() for r in spark.read.parquet(str(out / "segments")).collect()]
+    segments = [r.asDict() for r in spark.read.parquet(str(out / "segments")).filter(~fixtures).collect()]
     assert sorted(segments, key=lambda r: r["file"]) == sorted(expected.segments, key=lambda r: r["file"])
-    batches = spark.read.parquet(str(out / "batches"))
-    assert (
-        batches.count()
-        == batches.select("file", "position").distinct().count()
-        == sum(r["batches"] for r in expected.segments)
-    )
-    cluster.start_worker(victim)  # for the tests after this one
-    cluster.wait_for_workers(2)
+    for name, column in (("batches", "position"), ("records", "offset")):
+        rows = spark.read.parquet(str(out / name)).filter(~fixtures)
+        distinct = rows.select("file", column).distinct().count()
+        assert rows.count() == distinct == sum(r[name] for r in expected.segments), name  # each once
+    assert gen.records == sum(r["records"] for r in expected.segments)
+    assert (out / "segments" / "_SUCCESS").exists() and not list(out.glob("_ktool-staging-*"))
 
 
 def test_a_master_gone_mid_scan_is_one_line_exit_3_and_no_table(cluster, tmp_path_factory, tmp_path) -> None:
     gen = _generated(tmp_path_factory)
     out = tmp_path / "t"
+    cluster.wait_for_workers(1)
     proc = _cluster_scan(cluster, "--out", str(out), "--records", *SLOW, str(gen.path))
-    _when_tasks_run(cluster, proc, [0, 1])
+    _when_tasks_run(cluster, proc)
     cluster.kill_master()
     _, stderr = proc.communicate(timeout=300)
     assert (proc.returncode, stderr) == (
@@ -620,3 +623,45 @@ def test_a_master_gone_mid_scan_is_one_line_exit_3_and_no_table(cluster, tmp_pat
         f"ktool: Spark master {cluster.url} went away during the scan; the job was cancelled\n",
     )
     assert list(out.iterdir()) == []  # no table: neither a half-written one nor complete ones
+
+
+def test_the_shipped_zip_and_extension_are_what_an_executor_runs(tmp_path: Path) -> None:
+    """As on an executor without ktool: the zip first on sys.path, the C extension in Spark's files
+    directory. The decoder found is the shipped extension; without it, the pure-Python one."""
+    pytest.importorskip("pyspark")
+    from kafka_tools.pipeline.session import package_zip
+    from kafka_tools.pipeline.shipped import built_extension
+
+    extension = built_extension()
+    if extension is None:
+        pytest.skip("ktool was installed without its C extension")
+    zipped = package_zip()
+    files = tmp_path / "spark-files"
+    files.mkdir()
+    shutil.copy(extension, files)
+    probe = f"""
+import os, sys
+# A machine without ktool installed: no editable-install finder, no checkout on the path.
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in str(getattr(f, "__module__", ""))]
+sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p or ".", "kafka_tools"))]
+sys.path.insert(0, {zipped!r})
+from pyspark.files import SparkFiles
+SparkFiles._root_directory, SparkFiles._is_running_on_worker = sys.argv[1], True
+import kafka_tools.pipeline
+from kafka_tools.format import record_batch
+from kafka_tools.pipeline.shipped import decoder_name
+print(kafka_tools.pipeline.__file__, getattr(record_batch._C, "__file__", None), decoder_name(), sep="\\n")
+"""
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KTOOL_PURE_PYTHON")}
+        run = lambda d: subprocess.run(  # noqa: E731
+            [sys.executable, "-c", probe, str(d)], env=env, cwd=tmp_path, capture_output=True, text=True
+        )
+        proc = run(files)
+        got = proc.stdout.splitlines()
+        print(got, proc.stderr[-2000:])
+        assert got[0].startswith(zipped) and got[1].startswith(str(files)) and got[2] == "the C extension"
+        (tmp_path / "empty").mkdir()
+        assert run(tmp_path / "empty").stdout.splitlines()[1:] == ["None", "the pure-Python decoder"]
+    finally:
+        os.unlink(zipped)

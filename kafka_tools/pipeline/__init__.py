@@ -17,7 +17,11 @@ renderers never pay for it.
 
 from __future__ import annotations
 
-from kafka_tools.pipeline.plan import (
+from kafka_tools.pipeline.shipped import use_shipped_extension
+
+use_shipped_extension()  # on an executor, before the decoder loads: the C extension the driver shipped
+
+from kafka_tools.pipeline.plan import (  # noqa: E402
     CommittedOffset,
     PartitionSummary,
     ScanOptions,

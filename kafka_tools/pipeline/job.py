@@ -105,7 +105,8 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
         written.append(write(main, options, "batches"))
     else:
         main.write.format("noop").mode("overwrite").save()  # run the stage, keep nothing
-    reports, totals = collect_meta(meta.value, plan)
+    decoders: set[str] = set()
+    reports, totals = collect_meta(meta.value, plan, decoders)
     if options.out:
         written[-1].rows = sum(t.batches for t in totals.values())
     if options.records and options.out:
@@ -125,6 +126,7 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
     result = finish(plan, reports, totals, ranges, committed)
     if options.out:
         written += write_small_tables(spark, options, result)
+    result.decoders = sorted(decoders)
     return result, written
 
 
@@ -187,14 +189,19 @@ class ListParam:
         return a
 
 
-def collect_meta(items: list[tuple], plan: ScanPlan) -> tuple[list[SegmentReport], dict[str, SegmentTotals]]:
+def collect_meta(
+    items: list[tuple], plan: ScanPlan, decoders: set[str] | None = None
+) -> tuple[list[SegmentReport], dict[str, SegmentTotals]]:
     """The per-segment validation reports and decoded totals the main stage's tasks sent back, once
-    per byte range (a task Spark ran twice sent its range twice: the first copy counts)."""
+    per byte range (a task Spark ran twice sent its range twice: the first copy counts); the record
+    decoders the tasks ran go into `decoders`."""
     index = {spec.file: i for i, spec in enumerate(plan.segments)}
     reports: list = [None] * len(plan.segments)
     totals: dict[str, SegmentTotals] = {}
     seen = set()
-    for file, start, report, range_totals in items:
+    for file, start, report, range_totals, decoder in items:
+        if decoders is not None:
+            decoders.add(decoder)
         if (file, start) in seen:
             continue
         seen.add((file, start))

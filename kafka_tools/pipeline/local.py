@@ -17,6 +17,7 @@ from kafka_tools.pipeline.plan import (
     finish,
     offsets_replay_segments,
 )
+from kafka_tools.pipeline.shipped import decoder_name
 from kafka_tools.pipeline.tasks import batch_chunks, check_segment, replay_offsets
 
 
@@ -42,6 +43,7 @@ def scan_in_process(plan: ScanPlan, options: ScanOptions) -> ScanResult:
         committed.sort(key=lambda c: (c.group, c.topic, c.partition, c.file))
     result = finish(plan, reports, totals, ranges, committed)
     result.master = "in-process"
+    result.decoders = [decoder_name()]
     result.tasks = tasks
     result.seconds = time.perf_counter() - t0
     return result

@@ -279,6 +279,7 @@ class ScanResult:
     master: str = ""
     tasks: int = 0
     retried: int = 0  # task attempts that failed (a lost executor's) and Spark ran again
+    decoders: list[str] = field(default_factory=list)  # the record decoders the tasks ran (C, Python)
     startup_seconds: float | None = None
     seconds: float = 0.0
 

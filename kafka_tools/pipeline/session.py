@@ -29,6 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError, KtoolError, UsageError
+from kafka_tools.pipeline.shipped import built_extension
 
 DEFAULT_MASTER = "local[*]"
 PROBE_TIMEOUT = 5.0
@@ -273,6 +274,9 @@ def start(settings: SparkSettings) -> SparkHandle:
         if not settings.is_local:
             handle.shipped = package_zip()
             sc.addPyFile(handle.shipped)
+            extension = built_extension()
+            if extension:
+                sc.addFile(extension)
             wait_for_executors(sc, settings.executor_timeout, settings.master, log_path)
     except BaseException:
         spark.stop()

@@ -38,6 +38,7 @@ from kafka_tools.format.record_batch import (
 )
 from kafka_tools.format.segment import HEADER_UP_TO_MAGIC, Problem, iter_log_entries, looks_like_text
 from kafka_tools.logdir import Segment
+from kafka_tools.pipeline.shipped import decoder_name
 from kafka_tools.pipeline.tables import BATCHES, OFFSETS
 from kafka_tools.validate import (
     SegmentReport,
@@ -212,8 +213,8 @@ def range_chunks(
     batches: bool = True,
 ) -> Iterator[dict[str, list]]:
     """The main stage's work on one byte range: the `batches` columns of its entries (none yielded if
-    `batches` is False: no table to write), and `sink((file, start, report, totals))` once the range
-    is done: its SegmentTotals and, for a segment's first range, the segment's validation report (the
+    `batches` is False: no table to write), and `sink((file, start, report, totals, decoder))` once the
+    range is done: its SegmentTotals and, for a segment's first range, the segment's validation report (the
     task that decodes a segment's first range checks the whole segment)."""
     report = check_segment(spec) if start == 0 else None
     totals = SegmentTotals()
@@ -221,7 +222,7 @@ def range_chunks(
         totals.add_columns(cols)
         if batches:
             yield cols
-    sink((spec.file, start, report, totals))
+    sink((spec.file, start, report, totals, decoder_name()))
 
 
 # -- decoding ------------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ def timing_line(result: ScanResult) -> str:
         f"scanned {result.bytes} bytes in {result.seconds:.1f} s ({rate:.0f} MB/s), "
         f"{result.tasks} tasks on {result.master}"
     )
+    if result.decoders:
+        line += f", records decoded by {' and '.join(result.decoders)}"
     if result.retried:
         line += f" ({result.retried} failed task attempts run again)"
     if result.startup_seconds:
@@ -158,6 +160,7 @@ class ScanJsonRenderer(JsonLines):
                 "master": result.master,
                 "tasks": result.tasks,
                 "retriedTasks": result.retried,
+                "decoders": ["c" if "C" in d else "python" for d in result.decoders],
                 "partitions": len(result.partitions),
                 "segments": s.segments,
                 "bytes": result.bytes,
