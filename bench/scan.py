@@ -5,6 +5,8 @@
     python bench/scan.py --records        # also write the `records` table (every record, parquet)
     python bench/scan.py --json           # the result as JSON on stdout (progress on stderr)
     python bench/scan.py --check          # exit 1 when local[2] is below 1.7x local[1]
+    python bench/scan.py --master local[2] --master standalone   # vs a two-worker standalone cluster
+    python bench/scan.py --lookup 4       # --key with/without a time window, 4 GiB, single process + local[2]
 
 What is timed is the scan's work on the same data in every mode: every segment checked as `ktool
 validate` checks it, then every batch decompressed and every record decoded (what `ktool dump-log
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as `python bench/scan.py`: make `bench` (and ktool) importable
@@ -172,7 +175,8 @@ def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bo
 
     java_command()
     t0 = time.perf_counter()
-    handle = start(SparkSettings(master=master))
+    conf = {"spark.pyspark.python": sys.executable} if master.startswith("spark://") else {}
+    handle = start(SparkSettings(master=master, conf=conf))
     jvm_s = time.perf_counter() - t0
     parallelism = handle.spark.sparkContext.defaultParallelism
     # Warm-up: a scan of the small v2 fixtures starts the Python workers (which import ktool and
@@ -213,6 +217,163 @@ def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bo
         if handle.log_path:
             Path(handle.log_path).unlink(missing_ok=True)
     return out
+
+
+def ensure_lookup_logdir(gib: int) -> dict:
+    """A log dir of about `gib` GiB for the key lookup: 4 partitions x 10 segments, each segment one
+    hour of timestamps (tests/support/logs.py: one uncompressed batch repeated, CRCs recomputed), cached."""
+    from tests.support.logs import template_batch, write_log_dir
+
+    batch = len(template_batch(50, 100))
+    batches = max(1, gib * 1024 * MiB // (4 * 10 * batch))
+    name = f"lookup-{gib}GiB-4x10-g1"
+    root = data_dir() / name
+    meta_path = data_dir() / f"{name}.json"
+    if not (meta_path.exists() and root.is_dir()):
+        log(f"generating {name} ...")
+        shutil.rmtree(root, ignore_errors=True)
+        gen = write_log_dir(root, partitions=4, segments=10, batches=batches, records=50, value_bytes=100)
+        meta_path.write_text(
+            json.dumps({"records": gen.records, "batches": batches, "segment_ms": gen.segment_ms})
+        )
+    meta = json.loads(meta_path.read_text())
+    meta["path"] = str(root)
+    meta["bytes"] = sum(f.stat().st_size for f in root.rglob("*.log"))
+    return meta
+
+
+def child_lookup(logdir: str, runs: int, master: str | None, segment_ms: int) -> dict:
+    """`--key k7` over the whole log dir, then with `--time-from` at the start of the last hour (one
+    segment of ten per partition), alternated `runs` times; in this process (master None) or on Spark."""
+    from kafka_tools.pipeline import ScanOptions, plan_scan
+    from kafka_tools.pipeline.questions import make_question
+    from tests.support.logs import T0
+
+    questions = {
+        "key": make_question(keys=("k7",)),
+        "key + time window": make_question(keys=("k7",), time_from=str(T0 + 9 * segment_ms)),
+    }
+    handle = None
+    if master is not None:
+        from kafka_tools.pipeline.job import run_questions
+        from kafka_tools.pipeline.session import SparkSettings, java_command, start
+
+        java_command()
+        conf = {"spark.pyspark.python": sys.executable} if master.startswith("spark://") else {}
+        handle = start(SparkSettings(master=master, conf=conf))
+        run_questions(handle.spark, plan_scan([WARM_UP]), questions["key"], ScanOptions())  # warm-up
+
+        def ask(plan, q):
+            return run_questions(handle.spark, plan, q, ScanOptions(), limit=None)
+    else:
+        from kafka_tools.pipeline.local import answer_in_process
+
+        def ask(plan, q):
+            return answer_in_process(plan, q, ScanOptions())
+
+    out: dict = {}
+    probe = CpuProbe()
+    try:
+        for _ in range(runs):
+            for name, q in questions.items():
+                warm(logdir)
+                probe.start()
+                t0 = time.perf_counter()
+                answer = ask(plan_scan([logdir]), q)
+                seconds = time.perf_counter() - t0
+                v = out.setdefault(name, {"times_s": [], "cpu": []})
+                v["times_s"].append(seconds)
+                v["cpu"].append(probe.stop())
+                v.update(
+                    matches=len(answer.matches),
+                    segments=answer.segments,
+                    segments_decoded=answer.segments_decoded,
+                    batches_decoded=answer.batches_decoded,
+                    batches=answer.batches,
+                    tasks=answer.tasks,
+                )
+    finally:
+        if handle is not None:
+            handle.spark.stop()
+            if handle.log_path:
+                Path(handle.log_path).unlink(missing_ok=True)
+    return out
+
+
+def lookup_main(a) -> int:
+    """The key lookup with and without a time window that leaves out 90% of the segments."""
+    wall0 = time.perf_counter()
+    data = ensure_lookup_logdir(a.lookup)
+    logdir = data["path"]
+    modes = {"single process": None, **{m: m for m in (a.master or ["local[2]"])}}
+    rows = []
+    for label, master in modes.items():
+        with _maybe_cluster(master) as url:
+            log(f"key lookup, {label}: {a.runs} run(s) of each question, {data['bytes'] / MiB:.0f} MiB ...")
+            args = ["--child", "lookup", "--logdir", logdir, "--runs", str(a.runs)]
+            args += ["--segment-ms", str(data["segment_ms"])] + (["--master", url] if url else [])
+            res = run_child(args)
+        whole, window = res["key"], res["key + time window"]
+        if whole["matches"] != data["records"] // 50 or window["matches"] != whole["matches"] // 10:
+            raise SystemExit(
+                f"{label}: {whole['matches']} / {window['matches']} matches, expected "
+                f"{data['records'] // 50} / {data['records'] // 500}"
+            )
+        for name, r in res.items():
+            rows.append({"mode": label, "question": name, "median_s": statistics.median(r["times_s"]), **r})
+        rows[-1]["ratio"] = rows[-2]["median_s"] / rows[-1]["median_s"]
+    result = {"data": data, "rows": rows, "wall_s": round(time.perf_counter() - wall0, 1)}
+    if a.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(
+        f"ktool scan --key k7 [--time-from …], {data['bytes'] / MiB:.0f} MiB in 40 segments "
+        f"(4 partitions x 10 hours), {data['records']:,} records; {os.cpu_count()} CPUs"
+    )
+    cols = [
+        "mode",
+        "question",
+        "tasks",
+        "median s",
+        "min-max s",
+        "segments decoded",
+        "batches decoded",
+        "matches",
+        "speed-up",
+        "others' cores",
+    ]
+    table = [
+        [
+            r["mode"],
+            r["question"],
+            str(r["tasks"]),
+            f"{r['median_s']:.2f}",
+            f"{min(r['times_s']):.2f}-{max(r['times_s']):.2f}",
+            f"{r['segments_decoded']}/{r['segments']}",
+            f"{r['batches_decoded']}/{r['batches']}",
+            str(r["matches"]),
+            f"{r['ratio']:.1f}x" if "ratio" in r else "",
+            f"{statistics.median(c['others_cpu_s'] / c['wall_s'] for c in r['cpu']):.2f}",
+        ]
+        for r in rows
+    ]
+    print("\n".join(format_table(cols, table)))
+    print(f"wall time {result['wall_s']} s")
+    return 0
+
+
+@contextmanager
+def _maybe_cluster(master: str | None):
+    """`standalone`: a master and two one-core workers started from the pyspark install (tests'
+    StandaloneCluster), its spark:// URL; anything else as it is."""
+    if master != "standalone":
+        yield master
+        return
+    from tests.support.spark_cluster import StandaloneCluster
+
+    log("starting a standalone cluster (a master, two workers of one core) ...")
+    with StandaloneCluster(workers=2, cores=1) as cluster:
+        yield cluster.url
 
 
 def warm(logdir: str) -> None:
@@ -312,7 +473,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="smoke run: 2 x 2 segments of 64 MiB, 1 run")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.add_argument("--check", action="store_true", help=f"exit 1 when local[2] < {TARGET_SPEEDUP}x local[1]")
-    p.add_argument("--child", choices=["single", "pair", "spark"], help=argparse.SUPPRESS)
+    p.add_argument(
+        "--lookup",
+        type=int,
+        metavar="GIB",
+        help="measure the key lookup instead: --key with and without a time window leaving out 90%% of "
+        "the segments, on a generated log dir of GIB GiB",
+    )
+    p.add_argument("--child", choices=["single", "pair", "spark", "lookup"], help=argparse.SUPPRESS)
+    p.add_argument("--segment-ms", type=int, help=argparse.SUPPRESS)
     p.add_argument("--logdir", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
 
@@ -325,6 +494,12 @@ def main(argv: list[str] | None = None) -> int:
     if a.child == "spark":
         print(json.dumps(child_spark(a.logdir, a.runs, a.split_mib, a.master[0], a.records, a.waves)))
         return 0
+
+    if a.child == "lookup":
+        print(json.dumps(child_lookup(a.logdir, a.runs, a.master[0] if a.master else None, a.segment_ms)))
+        return 0
+    if a.lookup:
+        return lookup_main(a)
 
     if a.quick:
         a.partitions, a.segments, a.segment_mib, a.runs = 2, 2, 64, 1
@@ -340,7 +515,9 @@ def main(argv: list[str] | None = None) -> int:
     for master in masters:
         log(f"{master}: start-up, then {a.runs} run(s) of each variant ...")
         extra = (["--records"] if a.records else []) + ["--waves", str(a.waves)]
-        children[master] = run_child(["--child", "spark", "--master", master, *common, *extra])
+        with _maybe_cluster(master) as url:
+            label = "standalone, 2 workers" if master == "standalone" else master
+            children[label] = run_child(["--child", "spark", "--master", url, *common, *extra])
 
     rows: list[dict] = []
     for mode, child in children.items():

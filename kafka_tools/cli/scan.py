@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from contextlib import ExitStack
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 
 import click
 
@@ -75,6 +78,37 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
     help="With a cluster master: how long to wait for a first executor.",
 )
 @click.option(
+    "--key", "keys", multiple=True, metavar="K", help="Question: records whose key is K (repeatable)."
+)
+@click.option(
+    "--key-regex", metavar="R", help="Question: records whose key matches the regex R (over its bytes)."
+)
+@click.option("--value-contains", metavar="S", help="Question: records whose value holds the bytes of S.")
+@click.option("--producer-id", type=int, metavar="P", help="Question: records of producer id P (v2 batches).")
+@click.option(
+    "--time-from",
+    metavar="T",
+    help="Question: records with a timestamp at or after T (epoch ms or ISO-8601, UTC by default); "
+    "batches entirely older are not decoded.",
+)
+@click.option("--time-to", metavar="T", help="Question: records with a timestamp at or before T.")
+@click.option(
+    "--topic", "topics", multiple=True, metavar="T", help="Ask the question of topic T only (repeatable)."
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="With a question: print at most this many matching records.",
+)
+@click.option(
+    "--sql",
+    metavar="QUERY",
+    help="Run a Spark SQL query over this scan's views `segments`, `batches`, `findings`, `records`, "
+    "`offsets` and print its rows.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="JSON Lines: findings, partitions, commits, tables, summary."
 )
 @click.option("--verbose", is_flag=True, help="Let Spark's own log through to the terminal.")
@@ -103,6 +137,15 @@ def scan(
     as_json: bool,
     verbose: bool,
     spark_log: str | None,
+    keys: tuple[str, ...],
+    key_regex: str | None,
+    value_contains: str | None,
+    producer_id: int | None,
+    time_from: str | None,
+    time_to: str | None,
+    topics: tuple[str, ...],
+    limit: int,
+    sql: str | None,
     progress: bool | None,
 ) -> None:
     """Validate and decode segments in parallel with Spark, and write what they hold as tables.
@@ -128,11 +171,27 @@ def scan(
     """
     from kafka_tools.pipeline import ScanOptions, plan_scan
     from kafka_tools.pipeline.job import prepare_out_dir, run_scan
+    from kafka_tools.pipeline.questions import make_question
     from kafka_tools.pipeline.remote import is_remote, local_path, plan_remote
     from kafka_tools.pipeline.session import SparkSettings, spark_session
     from kafka_tools.render.scan import ScanJsonRenderer, ScanTextRenderer, scan_progress, starting
 
-    if records and not out:
+    question = make_question(keys, key_regex, value_contains, producer_id, time_from, time_to, topics)
+    if topics and not question.asked:
+        raise UsageError(
+            "--topic narrows a question: add --key, --key-regex, --value-contains, "
+            "--producer-id or --time-from/--time-to"
+        )
+    if question.asked and (out or records or offsets_topic or sql):
+        raise UsageError(
+            "a question (--key, --time-from …) prints records: not with --out, --records, "
+            "--offsets-topic or --sql"
+        )
+    if sql is not None:
+        lowered = sql.lower()
+        records = records or "records" in lowered
+        offsets_topic = offsets_topic or "offsets" in lowered
+    elif records and not out:
         raise UsageError("--records writes a table: give --out DIR")
     options = ScanOptions(
         out=out,
@@ -157,8 +216,25 @@ def scan(
             handle = stack.enter_context(spark_session(settings))
         if plan is None:
             plan = plan_remote(handle.spark, list(paths))
+        if question.asked:
+            from kafka_tools.pipeline.job import run_questions
+            from kafka_tools.render.scan import render_answer
+
+            with scan_progress(show) as tick:
+                answer = run_questions(handle.spark, plan, question, options, limit, tick)
+            render_answer(answer, as_json, (ctx.obj or {}).get("color"))
+            return
+        if sql is not None:
+            stack.enter_context(_sql_out(options))
         with scan_progress(show) as tick:
             result = run_scan(handle.spark, plan, options, tick)
+        if sql is not None:
+            from kafka_tools.pipeline.job import run_sql
+            from kafka_tools.render.scan import render_rows
+
+            columns, rows = run_sql(handle.spark, result, sql, limit)
+            render_rows(columns, rows, as_json, (ctx.obj or {}).get("color"))
+            return
     result.startup_seconds = handle.startup_seconds if handle.owned else None
     _said_replaced(result.replaced, out)
     if as_json:
@@ -169,6 +245,17 @@ def scan(
     sys.stdout.flush()
     if result.summary.errors:
         ctx.exit(EXIT_FINDINGS)
+
+
+@contextmanager
+def _sql_out(options) -> Iterator[None]:
+    """--sql without --out: the tables go to a temporary directory, removed afterwards."""
+    if options.out:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="ktool-sql-") as tmp:
+        options.out = os.path.join(tmp, "tables")
+        yield
 
 
 def _said_replaced(tables: list[str], out: str | None) -> None:

@@ -130,6 +130,66 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
     return result, written
 
 
+def run_questions(
+    spark, plan: ScanPlan, question, options: ScanOptions, limit: int | None = None, progress=None
+):
+    """The records `question` matches in `plan`'s segments (its topic filter applied first), at most
+    `limit` of them, sorted by topic, partition, offset; with the counts of what was decoded."""
+    from functools import partial
+
+    from kafka_tools.pipeline.questions import Answer, fold, match_chunks
+
+    sc = spark.sparkContext
+    t0 = time.perf_counter()
+    asked = plan.only_topics(question.topics)
+    answer = Answer(question, segments=len(asked.segments), bytes=asked.bytes, master=sc.master)
+    answer.segments_skipped_by_topic = len(plan.segments) - len(asked.segments)
+    ranges = asked.ranges(options.split_bytes)
+    if asked.remote:
+        from kafka_tools.pipeline.remote import RemoteFiles
+
+        source = RemoteFiles(spark, asked, options, ranges)
+    else:
+        source = LocalFiles(spark, asked, options, ranges)
+    with job_progress(sc, progress) as counts, master_watch(sc, sc.master, counts.group), executor_errors():
+        meta = sc.accumulator([], ListParam())
+
+        def sink(item: tuple) -> None:
+            meta.add([item])
+
+        df = source._stage(tables.MATCHES, partial(match_chunks, question=question, sink=sink))
+        df = df.orderBy("topic", "partition", "offset", "file")
+        rows = df.limit(limit + 1).collect() if limit is not None else df.collect()
+        source.close()
+    fold(answer, meta.value)
+    if limit is not None and len(rows) > limit:
+        rows, answer.truncated = rows[:limit], True
+    answer.matches = [r.asDict() for r in rows]
+    answer.tasks = source.tasks
+    answer.seconds = time.perf_counter() - t0
+    return answer
+
+
+def run_sql(spark, result: ScanResult, query: str, limit: int | None = None) -> tuple[list[str], list[tuple]]:
+    """`query` over the tables `result` wrote, each a temporary view named after it; (columns, rows)."""
+    for t in result.tables:
+        spark.read.format(t.fmt).load(t.path).createOrReplaceTempView(t.name)
+    try:
+        df = spark.sql(query)
+        rows = df.limit(limit).collect() if limit is not None else df.collect()
+    except Exception as exc:
+        if type(exc).__module__.startswith(("py4j", "pyspark")):
+            raise UsageError(f"--sql: {_sql_error(exc)}") from None
+        raise
+    return df.columns, [tuple(r) for r in rows]
+
+
+def _sql_error(exc: BaseException) -> str:
+    """The first line of Spark's message, without the query excerpt it appends."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class Staging:
     """The tables are written under `OUT/_ktool-staging-ID/` and moved to `OUT/` (a rename each) only
     once every one of them is complete: a scan that fails or is interrupted leaves no table, and no

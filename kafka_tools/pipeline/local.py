@@ -47,3 +47,28 @@ def scan_in_process(plan: ScanPlan, options: ScanOptions) -> ScanResult:
     result.tasks = tasks
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def answer_in_process(plan: ScanPlan, question, options: ScanOptions):
+    """`job.run_questions` in this one process: the benchmark's baseline and the tests' reference."""
+    from kafka_tools.pipeline import tables
+    from kafka_tools.pipeline.questions import Answer, fold, match_chunks, match_order
+
+    t0 = time.perf_counter()
+    asked = plan.only_topics(question.topics)
+    answer = Answer(question, segments=len(asked.segments), bytes=asked.bytes, master="in-process")
+    answer.segments_skipped_by_topic = len(plan.segments) - len(asked.segments)
+    items: list[tuple] = []
+    names = tables.names(tables.MATCHES)
+    rows = []
+    ranges = asked.ranges(options.split_bytes)
+    for i, start, end in ranges:
+        spec = asked.segments[i]
+        for cols in match_chunks(spec, start, end, question, sink=items.append):
+            for values in zip(*(cols[n] for n in names[3:]), strict=True):
+                rows.append(dict(zip(names, (spec.file, spec.topic, spec.partition, *values), strict=True)))
+    fold(answer, items)
+    answer.matches = sorted(rows, key=match_order)
+    answer.tasks = len(ranges)
+    answer.seconds = time.perf_counter() - t0
+    return answer

@@ -89,6 +89,14 @@ class ScanPlan:
             out += [(i, start, end) for start, end in split_ranges(starts)]
         return out
 
+    def only_topics(self, topics: tuple[str, ...] | list[str]) -> ScanPlan:
+        """The same plan with only the segments of `topics` (all of them when empty): for questions,
+        which need no partition-level checks."""
+        if not topics:
+            return self
+        keep = [s for s in self.segments if s.topic in set(topics)]
+        return ScanPlan(self.paths, self.discovery, segments=keep, remote=self.remote)
+
     def offsets_partitions(self) -> dict[tuple[str, int], list[int]]:
         """(directory, number) of every `__consumer_offsets` partition -> its segment indexes in offset
         order. Keyed by directory too: copies of one partition from several brokers' log dirs are

@@ -81,6 +81,9 @@ def quiet_library_warnings() -> None:
     carries ktool's own diagnostics, one line each."""
     for module in _QUIET_MODULES:
         warnings.filterwarnings("ignore", module=rf"{module}(\.|$)")
+    # PySpark logs a failed query's error with its stack to stderr itself; ktool says it in one line.
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger", "pyspark", "py4j"):
+        logging.getLogger(name).disabled = True
 
 
 def java_command() -> str:

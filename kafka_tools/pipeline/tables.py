@@ -104,6 +104,16 @@ FINDINGS = [
     ("repairable", "bool"),
 ]
 
+MATCHES = WHERE + [  # records a question (--key, --time-from …) found; not written as a table
+    ("position", "long"),  # of the batch holding the record
+    ("offset", "long"),
+    ("timestamp", "long"),
+    ("key", "binary"),
+    ("value_size", "int"),
+    ("value_preview", "string"),
+    ("producer_id", "long"),
+]
+
 TABLES = {
     "segments": SEGMENTS,
     "batches": BATCHES,

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 
 from kafka_tools.pipeline.plan import CommittedOffset, PartitionSummary, ScanResult
 from kafka_tools.render.findings import FindingsText, JsonLines, finding_object, verdict
+from kafka_tools.render.lines import wants_colour
 
 
 def _time(ms: int | None) -> str:
@@ -222,3 +223,101 @@ def scan_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
             bar.update(task, completed=done, total=max(total, done) or None)
 
         yield update
+
+
+# -- questions and --sql ------------------------------------------------------------------------------
+
+
+def _key_text(key: bytes | None) -> str | None:
+    from kafka_tools.pipeline.questions import preview
+
+    return preview(key, 1 << 16)
+
+
+def answer_objects(answer) -> Iterator[dict]:
+    """JSON Lines of a question's answer: one `match` per record, then a `summary`."""
+    for m in answer.matches:
+        yield {
+            "type": "match",
+            "topic": m["topic"],
+            "partition": m["partition"],
+            "offset": m["offset"],
+            "timestamp": m["timestamp"],
+            "key": _key_text(m["key"]),
+            "valueSize": m["value_size"],
+            "valuePreview": m["value_preview"],
+            "producerId": m["producer_id"],
+            "file": m["file"],
+            "position": m["position"],
+        }
+    yield {
+        "type": "summary",
+        "master": answer.master,
+        "tasks": answer.tasks,
+        "matches": len(answer.matches),
+        "truncated": answer.truncated,
+        "segments": answer.segments,
+        "segmentsSkippedByTopic": answer.segments_skipped_by_topic,
+        "segmentsDecoded": answer.segments_decoded,
+        "batches": answer.batches,
+        "batchesDecoded": answer.batches_decoded,
+        "bytes": answer.bytes,
+        "scanSeconds": round(answer.seconds, 3),
+    }
+
+
+def render_answer(answer, as_json: bool, colour: bool | None) -> None:
+    if as_json:
+        out = JsonLines(sys.stdout)
+        for obj in answer_objects(answer):
+            out.emit(obj)
+        return
+    text = FindingsText(sys.stdout, wants_colour(sys.stdout, colour))
+    cols = ["topic", "partition", "offset", "timestamp", "key", "value", "file", "position"]
+    table = text.table(cols, {"topic", "timestamp", "key", "value", "file"})
+    for m in answer.matches:
+        table.add_row(
+            m["topic"] or "",
+            "" if m["partition"] is None else str(m["partition"]),
+            str(m["offset"]),
+            _time(m["timestamp"]),
+            _key_text(m["key"]) or "",
+            m["value_preview"] or "",
+            m["file"],
+            str(m["position"]),
+        )
+    if answer.matches:
+        text.console.print(table)
+    more = f" (the first {len(answer.matches)}: --limit)" if answer.truncated else ""
+    text.console.print(
+        f"{len(answer.matches)} matching records{more}; {answer.segments_decoded} of {answer.segments} "
+        f"segments and {answer.batches_decoded} of {answer.batches} batches decoded "
+        f"(the others stepped over by their headers), {answer.segments_skipped_by_topic} segments of "
+        f"other topics left out; {answer.tasks} tasks on {answer.master} in {answer.seconds:.1f} s",
+        markup=False,
+    )
+
+
+def _cell(value) -> object:
+    if isinstance(value, (bytes, bytearray)):
+        return _key_text(bytes(value))
+    if isinstance(value, list):
+        return [_cell(v) for v in value]
+    if hasattr(value, "asDict"):
+        return {k: _cell(v) for k, v in value.asDict().items()}
+    return value
+
+
+def render_rows(columns: list[str], rows: list[tuple], as_json: bool, colour: bool | None) -> None:
+    """The rows of a --sql query: a table, or one JSON object per row (bytes as UTF-8 text)."""
+    if as_json:
+        out = JsonLines(sys.stdout)
+        for row in rows:
+            out.emit({c: _cell(v) for c, v in zip(columns, row, strict=True)})
+        return
+    text = FindingsText(sys.stdout, wants_colour(sys.stdout, colour))
+    table = text.table(columns, set(columns))
+    for row in rows:
+        table.add_row(*("" if v is None else str(_cell(v)) for v in row))
+    text.console.print(table)
+    text.console.print(f"{len(rows)} rows", markup=False)
