@@ -137,7 +137,7 @@ def run_questions(
     `limit` of them, sorted by topic, partition, offset; with the counts of what was decoded."""
     from functools import partial
 
-    from kafka_tools.pipeline.questions import Answer, fold, match_chunks
+    from kafka_tools.pipeline.questions import Answer, fold, match_chunks, match_order
 
     sc = spark.sparkContext
     t0 = time.perf_counter()
@@ -158,13 +158,17 @@ def run_questions(
             meta.add([item])
 
         df = source._stage(tables.MATCHES, partial(match_chunks, question=question, sink=sink))
-        df = df.orderBy("topic", "partition", "offset", "file")
-        rows = df.limit(limit + 1).collect() if limit is not None else df.collect()
+        if limit is not None:  # the first `limit` + 1: Spark's top-K per task (one pass, no sort job)
+            df = df.orderBy("topic", "partition", "offset", "file").limit(limit + 1)
+        # Every match otherwise, sorted here (a Spark sort would first sample its input: a second
+        # pass); as Arrow, not pickled rows.
+        rows = df.toArrow().to_pylist()
         source.close()
     fold(answer, meta.value)
-    if limit is not None and len(rows) > limit:
-        rows, answer.truncated = rows[:limit], True
-    answer.matches = [r.asDict() for r in rows]
+    matches = sorted(rows, key=match_order)
+    if limit is not None and len(matches) > limit:
+        matches, answer.truncated = matches[:limit], True
+    answer.matches = matches
     answer.tasks = source.tasks
     answer.seconds = time.perf_counter() - t0
     return answer
