@@ -168,9 +168,10 @@ def _dump_log(
     for item in walk:
         if isinstance(item, Problem):
             end.problems += 1
-            if recovery_point is None:
-                recovery_point = item.position
-            end.trailing_bytes = size - item.position
+            if not item.kept_by_broker:
+                if recovery_point is None:
+                    recovery_point = item.position
+                end.trailing_bytes = size - item.position
             if item.offset is not None and not _plausible_offset(item.offset, last_offset):
                 item.offset = None  # read from garbage: naming it would mislead
             yield ProblemEvent(name, item)

@@ -37,11 +37,12 @@ from kafka_tools.logdir import (
     read_partition,
 )
 from kafka_tools.validate import (
+    Finding,
+    PartitionReport,
     SegmentReport,
+    Severity,
     ValidateOptions,
-    check_offset_index,
-    check_time_index,
-    scan_segment,
+    validate_partition,
 )
 
 DEFAULT_INDEX_INTERVAL = 4096
@@ -75,11 +76,13 @@ class RecoveryPlan:
     new_log_end: int | None = None
     index_interval: int = DEFAULT_INDEX_INTERVAL
     notes: list[str] = field(default_factory=list)
+    unrepairable: list[Finding] = field(default_factory=list)  # errors the plan leaves: truncate refuses
 
     @property
     def is_noop(self) -> bool:
         return (
-            self.cut is None
+            not self.unrepairable
+            and self.cut is None
             and not self.deleted_segments
             and not self.rebuild_indexes
             and not self.deleted_snapshots
@@ -90,50 +93,99 @@ class RecoveryPlan:
     def loses_valid_data(self) -> bool:
         return self.lost_entries > 0
 
+    @property
+    def advice(self) -> str:
+        """What `ktool truncate` does with this partition: `none` (nothing to repair), `truncate`,
+        `truncate --force` (valid data would be lost) or `refused` (damage truncation cannot repair)."""
+        if self.unrepairable:
+            return "refused"
+        if self.is_noop:
+            return "none"
+        return "truncate --force" if self.loses_valid_data else "truncate"
+
 
 def plan_partition(
     part: Partition, start: Segment | None = None, index_interval: int = DEFAULT_INDEX_INTERVAL
 ) -> RecoveryPlan:
     """The broker's recovery from segment `start` (default: the first) to the end of the partition."""
+    return plan_from_report(validate_partition(part, ValidateOptions()), start, index_interval)
+
+
+def plan_from_report(
+    report: PartitionReport, start: Segment | None = None, index_interval: int = DEFAULT_INDEX_INTERVAL
+) -> RecoveryPlan:
+    """The plan for a partition `validate` has already checked. `validate` takes its repair advice from
+    this same plan, so the two commands cannot disagree."""
+    part = report.partition
     plan = RecoveryPlan(part, index_interval=index_interval)
-    options = ValidateOptions()
-    segments = part.segments if start is None else part.segments[part.segments.index(start) :]
-    reports: list[SegmentReport] = []
-    for seg in segments:
-        report = scan_segment(seg.log, options)
-        reports.append(report)
-        if plan.cut is None and report.tail_bytes:
-            first = min((f for f in report.findings if f.position is not None), key=lambda f: f.position)
-            plan.cut = SegmentCut(
-                seg,
-                report.recovery_point,
-                report.size,
-                report.valid_after,
-                f"{first.kind} at position {first.position}: {first.message}",
+    first = 0 if start is None else part.segments.index(start)
+    segments = part.segments[first:]
+    reports = report.segments[first:]
+    for seg, seg_report in zip(segments, reports, strict=True):
+        if plan.cut is None and seg_report.tail_bytes:
+            cut_at = [
+                f
+                for f in seg_report.findings
+                if f.file == str(seg.log)
+                and f.position is not None
+                and f.position >= seg_report.recovery_point
+            ]
+            first_bad = min(cut_at, key=lambda f: f.position) if cut_at else None
+            reason = (
+                f"{first_bad.kind} at position {first_bad.position}: {first_bad.message}"
+                if first_bad is not None
+                else f"no valid entry from position {seg_report.recovery_point}"
             )
-            plan.lost_entries += len(report.valid_after)
+            plan.cut = SegmentCut(
+                seg, seg_report.recovery_point, seg_report.size, seg_report.valid_after, reason
+            )
+            plan.lost_entries += len(seg_report.valid_after)
             if seg.kind != FileKind.KAFKA07:  # Kafka 0.7 kept no index files
                 plan.rebuild_indexes.append((seg, "the segment is truncated"))
             continue
         if plan.cut is not None:
             plan.deleted_segments.append(seg)
-            plan.lost_entries += report.entries
+            plan.lost_entries += seg_report.entries
             continue
-        broken = _broken_indexes(seg, report)
+        broken = _broken_indexes(seg, seg_report)
         if broken:
             plan.rebuild_indexes.append((seg, broken))
     plan.new_log_end = _log_end(part, reports, plan)
     _plan_snapshots(plan)
     _plan_epochs(plan)
+    plan.unrepairable = _left_unrepaired(
+        plan, report, {str(f) for s in part.segments[:first] for f in _files(s)}
+    )
     return plan
 
 
+def _left_unrepaired(plan: RecoveryPlan, report: PartitionReport, before_start: set[str]) -> list[Finding]:
+    """The errors this plan would leave: what the broker's recovery keeps (a wrong offset, an entry of
+    unknown magic whose checksum matches, a malformed checkpoint). Truncation cannot repair those."""
+    gone: set[str] = set()
+    for seg in plan.deleted_segments:
+        gone.update(str(f) for f in _files(seg))
+    for seg, _ in plan.rebuild_indexes:
+        gone.update(str(f) for f in (seg.offset_index, seg.time_index) if f is not None)
+    gone.update(str(p) for p, _ in plan.deleted_snapshots)
+    cut_file = str(plan.cut.segment.log) if plan.cut is not None else None
+    left = []
+    for f in report.all_findings():
+        if f.severity != Severity.ERROR or f.file in gone or f.file in before_start:
+            continue
+        if f.file == cut_file and f.position is not None and f.position >= plan.cut.keep_bytes:
+            continue
+        left.append(f)
+    return left
+
+
+def _files(seg: Segment) -> list[Path]:
+    return [f for f in (seg.log, seg.offset_index, seg.time_index, seg.txn_index) if f is not None]
+
+
 def _broken_indexes(seg: Segment, report: SegmentReport) -> str | None:
-    findings = []
-    if seg.offset_index is not None:
-        findings += check_offset_index(seg, report)
-    if seg.time_index is not None:
-        findings += check_time_index(seg, report)
+    names = {str(f) for f in (seg.offset_index, seg.time_index) if f is not None}
+    findings = [f for f in report.findings if f.file in names and f.severity == Severity.ERROR]
     if findings:
         return f"{findings[0].kind}: {findings[0].message}"
     return None

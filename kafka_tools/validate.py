@@ -123,6 +123,8 @@ class Summary:
     tail_bytes: int = 0
     all_repairable: bool = True  # every error is a tail that `ktool truncate` repairs
     unreadable: int = 0
+    needs_force: int = 0  # partitions `ktool truncate` repairs only with --force (losing valid data)
+    refused: int = 0  # partitions with damage `ktool truncate` cannot repair (the broker keeps it)
 
     @property
     def corrupt(self) -> bool:
@@ -154,9 +156,9 @@ def scan_segment(
                 Severity.ERROR,
                 "this is text, not a Kafka log segment",
                 0,
-                repairable=False,
             )
         )
+        _mark_repairable(report)  # the broker's recovery reads no valid entry in it and keeps 0 bytes
         return report
     kafka07 = kind_of(path) == FileKind.KAFKA07
     cut: int | None = None
@@ -201,6 +203,14 @@ def scan_segment(
                         win.buf, win.ensure(item.position, item.entry_size), item.position
                     )
             if isinstance(item, Problem):
+                if item.kept_by_broker:
+                    # An entry the broker's recovery accepts: not a cut, and no truncation repairs it.
+                    if cut is not None:
+                        report.valid_after.append(item.position)
+                    report.findings.append(
+                        Finding(name, item.kind.value, Severity.ERROR, item.message, item.position, None)
+                    )
+                    continue
                 if cut is None:
                     cut = item.position
                 offset = (
@@ -241,9 +251,11 @@ def scan_segment(
     return report
 
 
-_RECOVERY_CUTS = frozenset(
-    {ProblemKind.CRC_MISMATCH.value, "offset-out-of-range", ProblemKind.UNKNOWN_MAGIC.value}
-)
+# What makes the broker's recovery (LogSegment.recover) stop at an entry it could frame: its checksum.
+# Offsets sit outside every checksum, so a wrong one is kept by the broker (0.9 never looks at them;
+# since 2.x an offset that does not fit the segment makes it split the segment, not truncate it):
+# truncation cannot repair such an entry, and validate says so.
+_RECOVERY_CUTS = frozenset({ProblemKind.CRC_MISMATCH.value})
 
 
 def _first_offset(entry) -> int:
@@ -564,6 +576,7 @@ class PartitionReport:
     partition: Partition
     segments: list[SegmentReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    advice: str = "none"  # what `ktool truncate` does: none, truncate, truncate --force, refused
 
     @property
     def log_end_offset(self) -> int | None:
@@ -643,7 +656,21 @@ def assemble_partition(part: Partition, segments: list[SegmentReport], compacted
                 "not part of any segment (an index without its log, or an unknown file)",
             )
         )
+    advise_repair(report)
     return report
+
+
+def advise_repair(report: PartitionReport) -> None:
+    """Mark each error with what `ktool truncate` would do about it, from the plan truncate itself runs
+    (recovery.plan_from_report): repairable only when truncate repairs it without --force."""
+    from kafka_tools.recovery import plan_from_report  # recovery builds on this module
+
+    plan = plan_from_report(report)
+    report.advice = plan.advice
+    left = {id(f) for f in plan.unrepairable}
+    for f in report.all_findings():
+        if f.severity == Severity.ERROR:
+            f.repairable = report.advice == "truncate" and id(f) not in left
 
 
 def _continuity(part: Partition, prev: SegmentReport, seg: SegmentReport, compacted: bool) -> list[Finding]:
@@ -810,6 +837,8 @@ class Validation:
         s.entries = sum(seg.entries for seg in segments)
         s.records = sum(seg.records for seg in segments)
         s.tail_bytes = sum(seg.tail_bytes for seg in segments)
+        s.needs_force = sum(p.advice == "truncate --force" for p in self.partitions)
+        s.refused = sum(p.advice == "refused" for p in self.partitions)
         for f in self.all_findings():
             if f.severity == Severity.ERROR:
                 s.errors += 1

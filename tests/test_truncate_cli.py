@@ -221,6 +221,9 @@ def test_random_damage_never_loses_a_batch_before_it(
     log.write_bytes(bytes(data))
     before_damage = [e for e in entries(source) if e[0] + e[1] <= where]
     code, _, err = truncate("--force", "--backup-dir", str(tmp / "bk"), str(log.parent))
+    if code == 1:  # damage the broker's recovery keeps (an offset outside every checksum): nothing changes
+        assert "truncating cannot repair it" in err and log.read_bytes() == bytes(data)
+        return
     assert code == 0, err
     kept = entries(log)
     assert kept[: len(before_damage)] == before_damage

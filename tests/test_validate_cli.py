@@ -16,6 +16,7 @@ GENERATED = FIXTURES / "generated"
 CORRUPT = GENERATED / "corrupt"
 MANIFEST = json.loads((CORRUPT / "manifest.json").read_text())["files"]
 TAIL_KINDS = {
+    "not-a-log",  # a text file named .log: the broker's recovery keeps 0 bytes of it, and so does truncate
     "truncated-header",
     "truncated-batch",
     "trailing-garbage",

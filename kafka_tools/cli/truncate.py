@@ -25,6 +25,14 @@ from kafka_tools.recovery import (
 
 def plan_lines(plan: RecoveryPlan) -> list[str]:
     part = plan.partition
+    if plan.unrepairable:
+        f = plan.unrepairable[0]
+        where = f"{f.file}:{f.position}" if f.position is not None else f.file
+        more = f" (and {len(plan.unrepairable) - 1} more)" if len(plan.unrepairable) > 1 else ""
+        return [
+            f"{part.name}: cannot repair: {where}: {f.kind}: {f.message}{more}; the broker's recovery "
+            "keeps this damage, so truncating would not repair it"
+        ]
     if plan.is_noop:
         return [f"{part.name}: nothing to do (every segment is valid)"]
     lines = [f"{part.name}: the broker's recovery would:"]
@@ -61,6 +69,8 @@ def plan_json(plan: RecoveryPlan) -> dict:
         "partition": plan.partition.name,
         "path": str(plan.partition.path),
         "noop": plan.is_noop,
+        "repair": plan.advice,
+        "unrepairable": [f.fields() for f in plan.unrepairable],
         "truncate": None
         if c is None
         else {
@@ -163,7 +173,16 @@ def truncate(
     refused = False
     for plan in plans:
         _say(out, as_json, plan_json(plan), "\n".join(plan_lines(plan)))
-        if plan.is_noop or dry_run:
+        if plan.unrepairable and not dry_run:
+            refused = True
+            msg = (
+                f"{plan.partition.name}: refused: damage the broker's recovery keeps; truncating cannot "
+                "repair it (with or without --force)"
+            )
+            click.echo(f"ktool: {msg}", err=True)
+            _say(out, as_json, {"type": "refused", "partition": plan.partition.name, "reason": msg}, None)
+            continue
+        if plan.is_noop or plan.unrepairable or dry_run:
             continue
         if plan.loses_valid_data and not force:
             refused = True

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from kafka_tools.format.checksums import crc32c
+from kafka_tools.format.checksums import crc32, crc32c
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
 from kafka_tools.format.record_batch import (
     BATCH_HEADER,
     CRC_START,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
+    RECORD_BATCH_OVERHEAD,
     RecordBatch,
     RecordDecodeError,
     parse_batch_header,
@@ -70,6 +71,9 @@ class Problem:
     kind: ProblemKind
     message: str
     offset: int | None = None
+    # The broker's recovery accepts this entry all the same (its checksum matches: only a field the
+    # checksum does not cover is wrong), so recovery does not cut here and truncation cannot repair it.
+    kept_by_broker: bool = False
 
     @property
     def is_fatal(self) -> bool:
@@ -256,12 +260,14 @@ def walk_entries(
             )
             return
         entry_size = size + LOG_OVERHEAD
+        i = win.ensure(position, entry_size)
         if magic not in (0, 1, 2):
             # The frame (offset, size) is the same in every generation, so the walk can step over it.
-            yield Problem(position, ProblemKind.UNKNOWN_MAGIC, f"unknown magic {magic}", offset)
+            kept = checksum_matches(win.view[i : i + entry_size], magic)
+            why = "; its checksum matches, so the broker's recovery keeps it" if kept else ""
+            yield Problem(position, ProblemKind.UNKNOWN_MAGIC, f"unknown magic {magic}{why}", offset, kept)
             position += entry_size
             continue
-        i = win.ensure(position, entry_size)
         if magic == 2 and light:
             h = unpack(win.buf, i)
             yield make(
@@ -284,10 +290,22 @@ def walk_entries(
             try:
                 yield parse_message(win.buf, i, position, i + entry_size)
             except RecordDecodeError as exc:
-                yield Problem(exc.position, ProblemKind.MALFORMED_ENTRY, str(exc), offset)
+                # The problem is where the entry starts: that is where the broker's recovery cuts
+                # (the byte at fault goes in the message).
+                yield Problem(position, ProblemKind.MALFORMED_ENTRY, f"{exc} (byte {exc.position})", offset)
         position += entry_size
     if progress is not None:
         progress(position)
+
+
+def checksum_matches(entry: memoryview | bytes, magic: int) -> bool:
+    """Whether the broker's recovery accepts an entry of unknown magic: since 0.11 it reads magic >= 2
+    as a record batch (length >= 61, CRC-32C from the attributes on) and anything below 2 as a legacy
+    message (CRC32 from the magic on); neither check covers the magic byte of a batch."""
+    stored = struct.unpack_from(">I", entry, 12 if magic < 2 else 17)[0]
+    if magic < 2:
+        return len(entry) >= LOG_OVERHEAD + 14 and crc32(entry[16:]) == stored
+    return len(entry) >= RECORD_BATCH_OVERHEAD and crc32c(entry[CRC_START:]) == stored
 
 
 def looks_like_text(path: str | os.PathLike, probe: int = 512) -> bool:

@@ -33,6 +33,12 @@ def verdict(summary: Summary) -> str:
             f"corrupt: {summary.errors} errors, all in tails ({summary.tail_bytes} bytes) that "
             "`ktool truncate` repairs as the broker's recovery would"
         )
+    if summary.refused:
+        more = f"; {summary.needs_force} more need --force" if summary.needs_force else ""
+        return (
+            f"corrupt: {summary.errors} errors; `ktool truncate` cannot repair {summary.refused} "
+            f"partitions (damage the broker's recovery keeps){more}"
+        )
     return (
         f"corrupt: {summary.errors} errors, some in the middle of the data: `ktool truncate` would lose "
         "valid data and refuses without --force"
@@ -142,6 +148,7 @@ class ValidateJsonRenderer(JsonLines):
                     "tailBytes": sum(s.tail_bytes for s in rep.segments),
                     "errors": errors,
                     "status": status,
+                    "repair": rep.advice,
                 }
             )
         self.emit(
