@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from kafka_tools.dump import DumpOptions, FileEnd, dump_file
+from kafka_tools.cli import pipe
+from kafka_tools.dump import DumpOptions, FileEnd, ProblemEvent, dump_file
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 from kafka_tools.render.dump_json import DumpJsonRenderer
 from kafka_tools.render.dump_text import DumpTextRenderer
@@ -100,21 +101,25 @@ def dump_log(
             key_decoder,
             value_decoder,
         )
+    problems_only = DumpTextRenderer(err, err, False, False, key_decoder, value_decoder)
     exit_code = 0
     for path in files:
         try:
             size = os.path.getsize(path) if os.path.isfile(path) else 0
             with file_progress(path, size, progress) as tick:
                 for event in dump_file(path, options, tick):
-                    renderer.render(event)
+                    if not pipe.reader_gone():
+                        renderer.render(event)
+                    elif isinstance(event, ProblemEvent):
+                        # The reader left: stop printing, keep checking, and say on stderr what the
+                        # exit code is about.
+                        problems_only.render(event)
                     if isinstance(event, FileEnd) and event.problems:
                         exit_code = max(exit_code, EXIT_FINDINGS)
         except KtoolError as exc:
             sys.stdout.flush()
             err.problem(str(exc))
             exit_code = max(exit_code, exc.exit_code if exc.exit_code != 2 else EXIT_ENVIRONMENT)
-        except BrokenPipeError:
-            raise
         except OSError as exc:
             sys.stdout.flush()
             err.problem(f"{path}: {exc.strerror or exc}")

@@ -6,8 +6,9 @@ import sys
 
 import click
 
+from kafka_tools.cli import pipe
 from kafka_tools.errors import EXIT_FINDINGS
-from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer
+from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer, verdict
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.progress import tree_progress
 from kafka_tools.validate import ValidateOptions, validate_paths
@@ -59,4 +60,6 @@ def validate(
         ValidateTextRenderer(sys.stdout, wants_colour(sys.stdout, colour)).render(result, summary)
     sys.stdout.flush()
     if summary.errors or (strict and summary.warnings):
+        if pipe.reader_gone():
+            click.echo(f"ktool: output cut short by its reader; {verdict(summary)}", err=True)
         ctx.exit(EXIT_FINDINGS)
