@@ -99,6 +99,8 @@ def dump_file(
     p = Path(path)
     try:
         size = p.stat().st_size
+        if p.is_dir():
+            raise InputError(f"{p}: a directory (dump-log decodes files; `ktool validate` reads directories)")
         if not p.is_file():
             raise InputError(f"{p}: not a regular file")
         with open(p, "rb"):

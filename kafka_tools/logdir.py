@@ -49,6 +49,10 @@ class Partition:
     transient: list[Path] = field(default_factory=list)  # .deleted, .cleaned, .swap files
     orphans: list[Path] = field(default_factory=list)  # index files without their log, unknown files
     other: list[Path] = field(default_factory=list)  # partition.metadata and the like
+    # Files that cannot be read (a segment linked into an unmounted disk, a FIFO that would block a
+    # reader, the directory itself): (path, why). The rest of the partition is still listed, so one bad
+    # file does not hide the others; whoever judges the partition must say it was not fully read.
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -57,6 +61,15 @@ class Partition:
     @property
     def log_dir(self) -> Path:
         return self.path.parent
+
+    def unreadable_lines(self) -> list[str]:
+        """One line per file that could not be read (`path: why`), as errors name them."""
+        return [f"{path}: {why}" for path, why in self.unreadable]
+
+    def check_readable(self) -> None:
+        """Raise InputError (exit 3) naming the first unreadable file, for work that needs every file."""
+        if self.unreadable:
+            raise InputError(self.unreadable_lines()[0])
 
 
 @dataclass
@@ -77,18 +90,22 @@ def read_partition(path: Path) -> Partition:
     part = Partition(path, where[0], where[1])
     segments: dict[int, Segment] = {}
     indexes: list[tuple[int, FileKind, Path]] = []
+    unreadable_bases: set[int | None] = set()
     try:
         entries = sorted(path.iterdir())
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
+        part.unreadable.append((path, str(exc.strerror or exc)))
+        return part
     for f in entries:
         if not f.is_file():
             if kind_of(f) in SEGMENT_KINDS and base_offset_of(f) is not None:
                 # A segment that cannot be read (a link into an unmounted disk, a FIFO that would block)
-                # is not "no data": the partition cannot be checked.
+                # is not "no data": the partition cannot be fully checked.
                 dangling = f.is_symlink() and not f.exists()
                 what = "a dangling symbolic link" if dangling else "not a regular file"
-                raise InputError(f"{f}: named as a segment but {what}")
+                part.unreadable.append((f, f"named as a segment but {what}"))
+                unreadable_bases.add(base_offset_of(f))
+                continue
             part.orphans.append(f)
             continue
         if f.name.endswith(TRANSIENT_SUFFIXES):
@@ -110,6 +127,8 @@ def read_partition(path: Path) -> Partition:
             part.orphans.append(f)
     for base, kind, f in indexes:
         seg = segments.get(base)
+        if seg is None and base in unreadable_bases:
+            continue  # the index of a segment that cannot be read: that segment is reported
         if seg is None:
             part.orphans.append(f)
         elif kind == FileKind.OFFSET_INDEX:
@@ -146,7 +165,10 @@ def is_log_dir(path: Path) -> bool:
 
 def _holds_segments(path: Path) -> bool:
     """A `name-N` directory is a partition when it holds segment files (any dir may be named so)."""
-    return any(kind_of(f) in (*SEGMENT_KINDS, FileKind.OFFSET_INDEX) for f in path.iterdir())
+    try:
+        return any(kind_of(f) in (*SEGMENT_KINDS, FileKind.OFFSET_INDEX) for f in path.iterdir())
+    except OSError:
+        return True  # unreadable: read_partition says so, rather than the partition going unseen
 
 
 def read_log_dir(path: Path) -> LogDir:

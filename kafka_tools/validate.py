@@ -73,8 +73,10 @@ class Finding:
 
 def status_of(findings: list[Finding]) -> tuple[str, int]:
     """A partition's status and error count: clean, tail (every error in a tail `ktool truncate`
-    removes) or CORRUPT."""
+    removes), CORRUPT, or unreadable (a file of it could not be read)."""
     errors = [f for f in findings if f.severity == Severity.ERROR]
+    if any(f.kind == UNREADABLE for f in errors):
+        return "unreadable", len(errors)
     if not errors:
         return "clean", 0
     return ("tail" if all(f.repairable for f in errors) else "CORRUPT"), len(errors)
@@ -581,11 +583,26 @@ def validate_partition(
     part: Partition, options: ValidateOptions, compacted: bool = False, progress=None
 ) -> PartitionReport:
     reports = []
+    unreadable = list(part.unreadable)
     for seg in part.segments:
-        seg_report = scan_segment(seg.log, options, progress(seg.log) if progress else None)
-        check_segment_in_partition(seg, seg_report)
+        try:
+            seg_report = scan_segment(seg.log, options, progress(seg.log) if progress else None)
+            check_segment_in_partition(seg, seg_report)
+        except OSError as exc:
+            unreadable.append((seg.log, str(exc.strerror or exc)))
+            continue
         reports.append(seg_report)
-    return assemble_partition(part, reports, compacted)
+    report = assemble_partition(part, reports, compacted)
+    report.findings += [unreadable_finding(path, why) for path, why in unreadable]
+    return report
+
+
+UNREADABLE = "unreadable-file"
+
+
+def unreadable_finding(path: Path, why: str) -> Finding:
+    """A file of the partition that could not be read: the partition is not known to be clean (exit 3)."""
+    return Finding(str(path), UNREADABLE, Severity.ERROR, f"cannot be read: {why}", repairable=False)
 
 
 def check_segment_in_partition(seg: Segment, report: SegmentReport) -> None:
@@ -811,6 +828,9 @@ class Validation:
         s.records = sum(seg.records for seg in segments)
         s.tail_bytes = sum(seg.tail_bytes for seg in segments)
         for f in self.all_findings():
+            if f.kind == UNREADABLE:
+                s.unreadable += 1  # exit 3, said apart: not corruption, and nothing truncate can do
+                continue
             if f.severity == Severity.ERROR:
                 s.errors += 1
                 if not f.repairable:

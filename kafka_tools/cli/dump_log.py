@@ -18,9 +18,12 @@ from kafka_tools.render.values import DECODERS
 
 
 @click.command("dump-log")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option(
-    "--deep-iteration", is_flag=True, help="Iterate into batches and compressed wrappers, one line a record."
+    "--deep-iteration",
+    "--deep",
+    is_flag=True,
+    help="Iterate into batches and compressed wrappers, one line a record.",
 )
 @click.option(
     "--print-data-log", is_flag=True, help="Print keys, values and headers (implies --deep-iteration)."
@@ -78,6 +81,11 @@ def dump_log(
 
     Exit status: 0 every file clean; 1 problems found; 2 usage error; 3 a file could not be read.
     """
+    if from_offset is not None and to_offset is not None and from_offset > to_offset:
+        raise click.BadParameter(
+            f"--from-offset {from_offset} is past --to-offset {to_offset}: no record would be printed",
+            param_hint="'--from-offset'",
+        )
     options = DumpOptions(
         deep_iteration=deep_iteration,
         print_data_log=print_data_log,
@@ -91,7 +99,9 @@ def dump_log(
     colour = (ctx.obj or {}).get("color")
     err = LineWriter(sys.stderr, colour)
     if as_json:
-        renderer = DumpJsonRenderer(sys.stdout, options.print_data_log, key_decoder, value_decoder)
+        renderer = DumpJsonRenderer(
+            sys.stdout, options.print_data_log, key_decoder, value_decoder, skip_record_metadata
+        )
     else:
         renderer = DumpTextRenderer(
             LineWriter(sys.stdout, colour),

@@ -108,6 +108,7 @@ def plan_scan(paths: list[str | os.PathLike]) -> ScanPlan:
     found = discover(paths)
     plan = ScanPlan([str(p) for p in paths], found)
     for ld_part in found.all_partitions():
+        ld_part.check_readable()
         indexes = []
         for seg in ld_part.segments:
             indexes.append(len(plan.segments))

@@ -76,6 +76,14 @@ class DumpTextRenderer:
             self._message(entry, entry.position, event.internal)
 
     def _message(self, m: LegacyMessage | Kafka07Message, position: int, internal: str | None) -> None:
+        if self.skip_metadata:
+            # Only the data, as for v2 records: nothing at all for a message whose data is not printed.
+            key, value = (m.key, m.value) if isinstance(m, LegacyMessage) else (None, m.payload)
+            shown = self.print_data and not m.is_compressed and (value is not None or internal is not None)
+            data = self._data(key, value, internal) if shown else []
+            if data:
+                self.out.fields(data)
+            return
         fields: Fields = [("offset", m.offset), ("position", position)]
         if isinstance(m, LegacyMessage):
             if m.magic >= 1:
