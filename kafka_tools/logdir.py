@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_tools.errors import InputError
-from kafka_tools.format.checkpoints import LEADER_EPOCH_CHECKPOINT, OFFSET_CHECKPOINTS
+from kafka_tools.format.checkpoints import BOOTSTRAP_CHECKPOINT, LEADER_EPOCH_CHECKPOINT, OFFSET_CHECKPOINTS
 from kafka_tools.format.kinds import TRANSIENT_SUFFIXES, FileKind, base_offset_of, kind_of, partition_of
 
 SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
@@ -48,7 +48,8 @@ class Partition:
     leader_epoch_checkpoint: Path | None = None
     transient: list[Path] = field(default_factory=list)  # .deleted, .cleaned, .swap files
     orphans: list[Path] = field(default_factory=list)  # index files without their log, unknown files
-    other: list[Path] = field(default_factory=list)  # partition.metadata and the like
+    other: list[Path] = field(default_factory=list)  # partition.metadata, quorum-state (KRaft)
+    metadata_snapshots: list[Path] = field(default_factory=list)  # KRaft `<offset>-<epoch>.checkpoint`
     # Files that cannot be read (a segment linked into an unmounted disk, a FIFO that would block a
     # reader, the directory itself): (path, why). The rest of the partition is still listed, so one bad
     # file does not hide the others; whoever judges the partition must say it was not fully read.
@@ -77,6 +78,7 @@ class LogDir:
     path: Path
     partitions: list[Partition] = field(default_factory=list)
     checkpoints: list[Path] = field(default_factory=list)
+    side_files: list[Path] = field(default_factory=list)  # meta.properties, bootstrap.checkpoint (KRaft)
 
     @property
     def lock_file(self) -> Path:
@@ -121,8 +123,10 @@ def read_partition(path: Path) -> Partition:
             part.snapshots.append(f)
         elif f.name == LEADER_EPOCH_CHECKPOINT:
             part.leader_epoch_checkpoint = f
-        elif kind == FileKind.PARTITION_METADATA:
+        elif kind in (FileKind.PARTITION_METADATA, FileKind.QUORUM_STATE):
             part.other.append(f)
+        elif kind == FileKind.METADATA_SNAPSHOT:
+            part.metadata_snapshots.append(f)
         else:
             part.orphans.append(f)
     for base, kind, f in indexes:
@@ -141,16 +145,19 @@ def read_partition(path: Path) -> Partition:
     return part
 
 
+# Files a broker keeps in a log dir and never in a partition directory.
+_LOG_DIR_ONLY = frozenset({"meta.properties", LOCK_FILE, CLEAN_SHUTDOWN_FILE, BOOTSTRAP_CHECKPOINT})
+
+
 def is_partition_dir(path: Path) -> bool:
-    return path.is_dir() and partition_of(path / "x") is not None
+    """A `topic-N` directory, unless it holds what only a log dir holds (a log dir may be named
+    `kafka-logs-1` too: Kafka's own test runs leave `kafka-<number>` log dirs)."""
+    return path.is_dir() and partition_of(path / "x") is not None and not has_log_dir_markers(path)
 
 
 def has_log_dir_markers(path: Path) -> bool:
     """The files only a broker's log dir holds (a lock, checkpoints, meta.properties)."""
-    return any(
-        (path / name).exists()
-        for name in (*OFFSET_CHECKPOINTS, "meta.properties", LOCK_FILE, CLEAN_SHUTDOWN_FILE)
-    )
+    return any((path / name).exists() for name in (*OFFSET_CHECKPOINTS, *_LOG_DIR_ONLY))
 
 
 def is_log_dir(path: Path) -> bool:
@@ -158,7 +165,7 @@ def is_log_dir(path: Path) -> bool:
     if not path.is_dir():
         return False
     names = {p.name for p in path.iterdir()}
-    if names & (OFFSET_CHECKPOINTS | {"meta.properties", LOCK_FILE, CLEAN_SHUTDOWN_FILE}):
+    if names & (OFFSET_CHECKPOINTS | _LOG_DIR_ONLY):
         return True
     return any(is_partition_dir(p) and _holds_segments(p) for p in path.iterdir())
 
@@ -178,6 +185,8 @@ def read_log_dir(path: Path) -> LogDir:
             ld.partitions.append(read_partition(p))
         elif p.is_file() and p.name in OFFSET_CHECKPOINTS:
             ld.checkpoints.append(p)
+        elif p.is_file() and p.name in ("meta.properties", BOOTSTRAP_CHECKPOINT):
+            ld.side_files.append(p)
     return ld
 
 

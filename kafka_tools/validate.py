@@ -639,6 +639,8 @@ def assemble_partition(part: Partition, segments: list[SegmentReport], compacted
     _later_segments_after_cut(report)
     for snap in part.snapshots:
         report.findings += check_snapshot(snap)
+    for path in side_files(part):
+        report.findings += dump_checks(path)
     if part.leader_epoch_checkpoint is not None:
         report.findings += _leader_epochs(part.leader_epoch_checkpoint, report.log_end_offset)
     for f in part.transient:
@@ -661,6 +663,28 @@ def assemble_partition(part: Partition, segments: list[SegmentReport], compacted
             )
         )
     return report
+
+
+def side_files(part: Partition) -> list[Path]:
+    """The partition's files validate has no checks of its own for: `.txnindex`, partition.metadata,
+    KRaft's quorum-state and metadata snapshots, and index files whose segment is missing."""
+    txn = [seg.txn_index for seg in part.segments if seg.txn_index is not None]
+    indexes = [f for f in part.orphans if kind_of(f) in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX)]
+    return txn + part.other + part.metadata_snapshots + indexes
+
+
+def dump_checks(path: Path) -> list[Finding]:
+    """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands."""
+    from kafka_tools.dump import DumpOptions, ProblemEvent, dump_file
+
+    try:
+        problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]
+    except InputError as exc:
+        return [unreadable_finding(path, str(exc).removeprefix(f"{path}: "))]
+    return [
+        Finding(str(path), p.kind.value, Severity.ERROR, p.message, p.position, p.offset, repairable=False)
+        for p in problems
+    ]
 
 
 def _continuity(part: Partition, prev: SegmentReport, seg: SegmentReport, compacted: bool) -> list[Finding]:
@@ -792,6 +816,11 @@ def check_log_dir_checkpoints(ld: LogDir, reports: dict[str, PartitionReport]) -
     return out
 
 
+def check_log_dir_files(ld: LogDir) -> list[Finding]:
+    """meta.properties and KRaft's bootstrap.checkpoint, checked as `ktool dump-log` checks them."""
+    return [f for path in ld.side_files for f in dump_checks(path)]
+
+
 def compacted_partitions(ld: LogDir) -> set[str]:
     path = ld.path / "cleaner-offset-checkpoint"
     if not path.is_file():
@@ -854,12 +883,23 @@ def validate_paths(paths: list[str | os.PathLike], options: ValidateOptions, pro
             rep = validate_partition(part, options, part.name in compacted, progress)
             reports[part.name] = rep
             result.partitions.append(rep)
-        result.findings += check_log_dir_checkpoints(ld, reports)
+        result.findings += check_log_dir_checkpoints(ld, reports) + check_log_dir_files(ld)
     for part in found.partitions:
         result.partitions.append(validate_partition(part, options, False, progress))
     for path in found.files:
         result_for_file(path, options, result, progress)
     return result
+
+
+_DUMP_CHECKED = frozenset(
+    {
+        FileKind.TXN_INDEX,
+        FileKind.PARTITION_METADATA,
+        FileKind.META_PROPERTIES,
+        FileKind.QUORUM_STATE,
+        FileKind.METADATA_SNAPSHOT,
+    }
+)
 
 
 def result_for_file(path: Path, options: ValidateOptions, result: Validation, progress=None) -> None:
@@ -869,6 +909,10 @@ def result_for_file(path: Path, options: ValidateOptions, result: Validation, pr
             result.files.append(scan_segment(path, options, progress(path) if progress else None))
         elif kind == FileKind.PRODUCER_SNAPSHOT:
             result.findings += check_snapshot(path)
+        elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX) and not path.with_suffix(".log").is_file():
+            result.findings += dump_checks(path)  # no segment to check it against: its own structure
+        elif kind in _DUMP_CHECKED:
+            result.findings += dump_checks(path)
         elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX):
             log = path.with_suffix(".log")
             seg = Segment(base_offset_of(path) or 0, log)

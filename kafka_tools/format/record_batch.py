@@ -46,14 +46,15 @@ class TimestampType(IntEnum):
 
 
 class ControlType(IntEnum):
+    """Kafka's ControlRecordType ids (2-4 since KRaft, 5-6 since Kafka 3.8)."""
+
     ABORT = 0
     COMMIT = 1
-    QUORUM_REASSIGNMENT = 2
-    LEADER_CHANGE = 3
-    SNAPSHOT_HEADER = 4
-    SNAPSHOT_FOOTER = 5
-    KRAFT_VERSION = 6
-    KRAFT_VOTERS = 7
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
 
 
 class RecordDecodeError(ValueError):

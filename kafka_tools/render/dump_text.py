@@ -54,6 +54,12 @@ class DumpTextRenderer:
                 self.out.plain(
                     f"Starting offset: {event.base_offset if event.base_offset is not None else 0}"
                 )
+            elif event.kind == FileKind.METADATA_SNAPSHOT:
+                # KRaft names a snapshot `<end offset>-<epoch>.checkpoint` (bootstrap.checkpoint: neither).
+                stem = event.path.rsplit("/", 1)[-1].split(".", 1)[0]
+                end, _, epoch = stem.partition("-")
+                if end.isdigit() and epoch.isdigit():
+                    self.out.plain(f"Snapshot end offset: {int(end)}, epoch: {int(epoch)}")
         elif isinstance(event, ItemsEvent):
             self._items(event)
         elif isinstance(event, FileEnd):
@@ -250,4 +256,6 @@ def _item_fields(item) -> Fields:
     if isinstance(item, EpochEntry):
         return [("epoch", item.epoch), ("startOffset", item.start_offset)]
     key, value = item
+    if isinstance(value, (list, dict)):  # quorum-state's voters
+        value = json.dumps(value, separators=(",", ":"))
     return [(key, value)]
