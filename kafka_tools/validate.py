@@ -32,6 +32,7 @@ from kafka_tools.format.segment import (
     safe_to_map,
     walk_entries,
 )
+from kafka_tools.format.stream_check import InnerStats, inner_stats
 from kafka_tools.logdir import Discovery, LogDir, Partition, Segment, discover
 
 INT32_MAX = (1 << 31) - 1
@@ -217,7 +218,8 @@ def scan_segment(
                     report.valid_after = resync(path, item.position + 1, min_offset=(last or base - 1) + 1)
                 continue
             entry = item
-            problems = _entry_findings(name, entry, base, last, options)
+            inner: list[InnerStats] = []  # what _deep_look learnt of a compressed entry's contents
+            problems = _entry_findings(name, entry, base, last, options, inner)
             breaks = [f for f in problems if f.kind in _RECOVERY_CUTS]
             if breaks and cut is None:
                 cut = entry.position
@@ -225,14 +227,14 @@ def scan_segment(
                 report.valid_after.append(entry.position)
             if cut is None:
                 report.entries += 1
-                first = _first_offset(entry)
+                first = _first_offset(entry, inner)
                 report.first_offset = first if report.first_offset is None else report.first_offset
                 positions[entry.position] = (first, entry.last_offset)
                 if last is not None and first > last + 1:
                     report.has_gaps = True
                 last = entry.last_offset
                 nxt = entry.next_offset
-                report.records += _count(entry)
+                report.records += _count(entry, inner)
                 ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
                 report.max_timestamp = max(report.max_timestamp, ts)
             report.findings += problems
@@ -248,9 +250,12 @@ _RECOVERY_CUTS = frozenset(
 )
 
 
-def _first_offset(entry) -> int:
+def _first_offset(entry, inner: list[InnerStats]) -> int:
     if isinstance(entry, (RecordBatch, BatchHeader)):
         return entry.base_offset
+    if inner:  # a compressed wrapper, already walked (not decompressed again)
+        first = inner[0].first_offset
+        return entry.offset if first is None else first
     if isinstance(entry, LegacyMessage) and entry.is_compressed:
         try:
             return entry.base_offset
@@ -259,9 +264,11 @@ def _first_offset(entry) -> int:
     return entry.offset
 
 
-def _count(entry) -> int:
+def _count(entry, inner: list[InnerStats]) -> int:
     if isinstance(entry, (RecordBatch, BatchHeader)):
         return entry.records_count
+    if inner:
+        return inner[0].count
     if isinstance(entry, (LegacyMessage, Kafka07Message)) and entry.is_compressed:
         try:
             return len(entry.inner_messages())
@@ -270,7 +277,9 @@ def _count(entry) -> int:
     return 1
 
 
-def _entry_findings(name: str, entry, base: int, last: int | None, options: ValidateOptions) -> list[Finding]:
+def _entry_findings(
+    name: str, entry, base: int, last: int | None, options: ValidateOptions, inner: list[InnerStats]
+) -> list[Finding]:
     out: list[Finding] = []
     pos = entry.position
     if not entry.is_valid:
@@ -289,7 +298,7 @@ def _entry_findings(name: str, entry, base: int, last: int | None, options: Vali
         return out  # nothing else in a batch whose bytes are wrong is worth reporting
     if isinstance(entry, Kafka07Message):
         if entry.is_compressed:
-            _deep_look(name, entry, out)
+            _deep_look(name, entry, out, inner)
         return out
     unknown_codec = entry.codec not in _KNOWN_CODECS
     if unknown_codec:
@@ -343,17 +352,32 @@ def _entry_findings(name: str, entry, base: int, last: int | None, options: Vali
                 )
             )
         if (entry.is_compressed or options.deep) and not unknown_codec:
-            _deep_look(name, entry, out)
+            _deep_look(name, entry, out, inner)
     elif entry.is_compressed and not unknown_codec:
-        _deep_look(name, entry, out)
+        _deep_look(name, entry, out, inner)
     return out
 
 
-def _deep_look(name: str, entry, out: list[Finding]) -> None:
-    """Decompress and decode: a batch whose CRC is right can still hold what no consumer can read."""
+def _deep_look(name: str, entry, out: list[Finding], inner: list[InnerStats]) -> None:
+    """Decompress and decode: a batch whose CRC is right can still hold what no consumer can read.
+    Compressed contents are walked as a stream (format/stream_check.py): memory stays flat however
+    far the payload inflates, up to the cap."""
     try:
-        records = entry.records()
+        if isinstance(entry, (RecordBatch, LegacyMessage)) and entry.is_compressed:
+            stats = inner_stats(entry)
+        elif isinstance(entry, RecordBatch):
+            offsets = [r.offset for r in entry.records()]
+            stats = InnerStats(
+                offsets[0] if offsets else None,
+                offsets[-1] if offsets else None,
+                len(offsets),
+                all(b > a for a, b in zip(offsets, offsets[1:], strict=False)),
+            )
+        else:
+            entry.records()  # a 0.7 wrapper
+            return
     except RecordDecodeError as exc:
+        inner.append(InnerStats(None, None, 0, True))  # undecodable: counted as holding nothing
         out.append(
             Finding(
                 name,
@@ -365,37 +389,37 @@ def _deep_look(name: str, entry, out: list[Finding]) -> None:
             )
         )
         return
+    inner.append(stats)
+    if stats.first_offset is None:
+        return
     if isinstance(entry, RecordBatch):
-        offsets = [r.offset for r in records]
-        if offsets and (
-            offsets[0] < entry.base_offset
-            or offsets[-1] > entry.last_offset
-            or any(b <= a for a, b in zip(offsets, offsets[1:], strict=False))
+        if (
+            stats.first_offset < entry.base_offset
+            or stats.last_offset > entry.last_offset
+            or not stats.increasing
         ):
             out.append(
                 Finding(
                     name,
                     "record-offsets-inconsistent",
                     Severity.ERROR,
-                    f"record offsets {offsets[0]}..{offsets[-1]} do not lie in increasing order within "
-                    f"{entry.base_offset}..{entry.last_offset}",
+                    f"record offsets {stats.first_offset}..{stats.last_offset} do not lie in increasing "
+                    f"order within {entry.base_offset}..{entry.last_offset}",
                     entry.position,
                     entry.last_offset,
                 )
             )
-    elif isinstance(entry, LegacyMessage):
-        inner = [r.offset for r in records]
-        if inner and inner[-1] != entry.offset:
-            out.append(
-                Finding(
-                    name,
-                    "record-offsets-inconsistent",
-                    Severity.ERROR,
-                    f"wrapper offset {entry.offset} is not its last inner offset {inner[-1]}",
-                    entry.position,
-                    entry.offset,
-                )
+    elif stats.last_offset != entry.offset:
+        out.append(
+            Finding(
+                name,
+                "record-offsets-inconsistent",
+                Severity.ERROR,
+                f"wrapper offset {entry.offset} is not its last inner offset {stats.last_offset}",
+                entry.position,
+                entry.offset,
             )
+        )
 
 
 def _mark_repairable(report: SegmentReport) -> None:

@@ -182,6 +182,10 @@ class RecordBatch(CodecAndCrc):
                     f"{self.codec_label} payload cannot be decompressed: {exc}",
                     self.position + RECORD_BATCH_OVERHEAD,
                 ) from None
+        return self.decode_payload(data)
+
+    def decode_payload(self, data: bytes | memoryview) -> list[Record]:
+        """The records of this batch's (already decompressed) records section."""
         log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         try:
             return decode_records(
