@@ -4,7 +4,10 @@ reader left early. Everything runs through the installed console script in a rea
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
+import shutil
 import struct
 from pathlib import Path
 
@@ -82,3 +85,60 @@ def test_dump_log_stops_printing_when_the_reader_leaves(log_dirs) -> None:
     assert piped.returncode == 1
     lines = piped.stderr.splitlines()
     assert len(lines) == 1 and "size-below-minimum" in lines[0], piped.stderr
+
+
+# -- the commands that read ZooKeeper, and scan ----------------------------------------------------
+
+ZK_COMMANDS = ["brokers", "topics", "groups list", "offsets export --all-groups"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reader", ["head -1", "true"])
+@pytest.mark.parametrize("command", ZK_COMMANDS)
+def test_zookeeper_commands_keep_their_exit_code_under_pipefail(zk_root, command, reader) -> None:
+    from tests.test_zk_reader import write_kafka09_cluster
+
+    write_kafka09_cluster(zk_root)
+    for b in range(2, 40):  # enough brokers that `brokers` writes after the reader has left
+        zk_root.write(
+            f"/brokers/ids/{b}",
+            json.dumps(
+                {
+                    "version": 2,
+                    "host": "h",
+                    "port": 9092,
+                    "jmx_port": -1,
+                    "timestamp": "1463000000000",
+                    "endpoints": ["PLAINTEXT://h:9092"],
+                }
+            ),
+        )
+    args = [*command.split(), "--zookeeper", zk_root.connect]
+    alone = run_script(*args)
+    assert alone.returncode == 0, alone.stderr
+    piped = run_pipeline(f'"$KTOOL" {shlex.join(args)} | {reader}')
+    assert (piped.returncode, piped.stderr) == (0, "")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reader", ["head -1", "true"])
+def test_a_zookeeper_error_keeps_exit_3_under_pipefail(zk_root, reader) -> None:
+    from tests.test_zk_reader import write_kafka09_cluster
+
+    write_kafka09_cluster(zk_root)
+    zk_root.write("/brokers/ids/2", "{not json")
+    args = ["brokers", "--zookeeper", zk_root.connect]
+    piped = run_pipeline(f'"$KTOOL" {shlex.join(args)} | {reader}')
+    assert piped.returncode == 3
+    assert piped.stderr.startswith("ktool: malformed znode /brokers/ids/2") and piped.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("data", "reader", "code"), [("clean", "head -1", 0), ("corrupt", "true", 1)])
+def test_scan_keeps_its_exit_code_under_pipefail(log_dirs, data, reader, code) -> None:
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("java is not installed")
+    piped = run_pipeline(f'"$KTOOL" scan --no-progress {shlex.quote(str(log_dirs[data]))} | {reader}')
+    assert piped.returncode == code, piped.stderr
+    assert "Traceback" not in piped.stderr
