@@ -34,6 +34,22 @@ def batches(first: int, count: int) -> bytes:
     return bytes(out)
 
 
+class _ControlBatchBuilder(DefaultRecordBatchBuilder):
+    def _get_attributes(self, include_compression_type=True):
+        return super()._get_attributes(include_compression_type) | self.CONTROL_MASK
+
+
+def control_batch(offset: int, control_type: int) -> bytes:
+    """A control batch whose record key is (version 0, `control_type`), as KRaft writes
+    SnapshotHeader (3) and SnapshotFooter (4) around a snapshot."""
+    b = _ControlBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    key = struct.pack(">hh", 0, control_type)
+    b.append(0, timestamp=1_700_000_000_000, key=key, value=b"\0\0\0", headers=[])
+    buf = bytearray(b.build())
+    struct.pack_into(">q", buf, 0, offset)
+    return bytes(buf)
+
+
 @pytest.fixture
 def kraft_log_dir(tmp_path: Path) -> Path:
     """A KRaft combined node's log dir, laid out as Kafka 3.x writes it."""
@@ -44,7 +60,7 @@ def kraft_log_dir(tmp_path: Path) -> Path:
         "#\n#Tue Nov 14 06:46:06 UTC 2023\nnode.id=1\nversion=1\ncluster.id=hSCzevIQRUa-ojqTd_8C5w\n"
         "directory.id=850bXYO4TaCvXty2WNo63w\n"
     )
-    (logs / "bootstrap.checkpoint").write_bytes(batches(0, 3))
+    (logs / "bootstrap.checkpoint").write_bytes(control_batch(0, 3) + batches(1, 1) + control_batch(2, 4))
     for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
         (logs / name).write_text("0\n1\n__cluster_metadata 0 10\n")
     (meta / "00000000000000000000.log").write_bytes(batches(0, 10))
@@ -83,13 +99,13 @@ def test_dump_log_decodes_kraft_files(kraft_log_dir: Path) -> None:
     assert snapshot.returncode == 0, snapshot.stderr
     assert snapshot.stdout.splitlines()[1] == "Snapshot end offset: 6, epoch: 1"
     assert snapshot.stdout.count("baseOffset: ") == 6
-    boot = run_script("dump-log", "--json", str(kraft_log_dir / "bootstrap.checkpoint"))
+    boot = run_script("dump-log", "--json", "--deep-iteration", str(kraft_log_dir / "bootstrap.checkpoint"))
     assert boot.returncode == 0, boot.stderr
-    assert [o["baseOffset"] for o in map(json.loads, boot.stdout.splitlines()) if o["type"] == "batch"] == [
-        0,
-        1,
-        2,
-    ]
+    objs = [json.loads(line) for line in boot.stdout.splitlines()]
+    assert [o["baseOffset"] for o in objs if o["type"] == "batch"] == [0, 1, 2]
+    # control types as Kafka's ControlRecordType numbers them (2 LEADER_CHANGE … 6 KRAFT_VOTERS)
+    controls = [o["control"]["type"] for o in objs if o["type"] == "record" and "control" in o]
+    assert controls == ["SNAPSHOT_HEADER", "SNAPSHOT_FOOTER"]
     props = run_script("dump-log", str(kraft_log_dir / "meta.properties"))
     assert (props.returncode, props.stderr) == (
         0,
