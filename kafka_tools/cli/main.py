@@ -29,6 +29,9 @@ class KtoolGroup(click.Group):
             click.echo("ktool: interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
         finally:
+            # Flushed through the guard: what is still buffered must not meet a closed pipe at exit.
+            sys.stdout.flush()
+            sys.stderr.flush()
             sys.stdout, sys.stderr = saved
 
 
@@ -79,6 +82,7 @@ _register()
 
 
 def main() -> None:
+    pipe.install()  # also for what Click prints before a command runs (`ktool --help | head -1`)
     try:
         cli.main(prog_name="ktool")
     except KeyboardInterrupt:
