@@ -99,6 +99,8 @@ def dump_file(
     p = Path(path)
     try:
         size = p.stat().st_size
+        if p.is_dir():
+            raise InputError(f"{p}: a directory (dump-log decodes files; `ktool validate` reads directories)")
         if not p.is_file():
             raise InputError(f"{p}: not a regular file")
         with open(p, "rb"):
@@ -114,7 +116,7 @@ def dump_file(
     kind = kind_of(p)
     name = str(path)
     yield FileStart(name, kind, base_offset_of(p), size)
-    if kind in (FileKind.LOG, FileKind.KAFKA07):
+    if kind in (FileKind.LOG, FileKind.KAFKA07, FileKind.METADATA_SNAPSHOT):
         yield from _dump_log(name, p, kind, size, options, progress)
         return
     end = FileEnd(name, kind, size=size)
@@ -237,7 +239,7 @@ def _entry_problems(entry: Entry, last_offset: int | None, kind: FileKind) -> li
                 entry.last_offset,
             )
         )
-    if last_offset is not None and entry.last_offset <= last_offset and kind == FileKind.LOG:
+    if last_offset is not None and entry.last_offset <= last_offset and kind != FileKind.KAFKA07:
         problems.append(
             Problem(
                 entry.position,
@@ -322,6 +324,9 @@ def _dump_other(
         yield _items(end, ItemsEvent(name, kind, list(checkpoints.read_properties(p).items())))
     elif kind == FileKind.PARTITION_METADATA:
         yield _items(end, ItemsEvent(name, kind, list(checkpoints.read_partition_metadata(p).items())))
+    elif kind == FileKind.QUORUM_STATE:
+        state = checkpoints.read_quorum_state(p)
+        yield _items(end, ItemsEvent(name, kind, list(state.items())))
 
 
 def _items(end: FileEnd, event: ItemsEvent) -> ItemsEvent:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_tools.errors import InputError
-from kafka_tools.format.checkpoints import LEADER_EPOCH_CHECKPOINT, OFFSET_CHECKPOINTS
+from kafka_tools.format.checkpoints import BOOTSTRAP_CHECKPOINT, LEADER_EPOCH_CHECKPOINT, OFFSET_CHECKPOINTS
 from kafka_tools.format.kinds import TRANSIENT_SUFFIXES, FileKind, base_offset_of, kind_of, partition_of
 
 SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
@@ -48,7 +48,12 @@ class Partition:
     leader_epoch_checkpoint: Path | None = None
     transient: list[Path] = field(default_factory=list)  # .deleted, .cleaned, .swap files
     orphans: list[Path] = field(default_factory=list)  # index files without their log, unknown files
-    other: list[Path] = field(default_factory=list)  # partition.metadata and the like
+    other: list[Path] = field(default_factory=list)  # partition.metadata, quorum-state (KRaft)
+    metadata_snapshots: list[Path] = field(default_factory=list)  # KRaft `<offset>-<epoch>.checkpoint`
+    # Files that cannot be read (a segment linked into an unmounted disk, a FIFO that would block a
+    # reader, the directory itself): (path, why). The rest of the partition is still listed, so one bad
+    # file does not hide the others; whoever judges the partition must say it was not fully read.
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -58,12 +63,22 @@ class Partition:
     def log_dir(self) -> Path:
         return self.path.parent
 
+    def unreadable_lines(self) -> list[str]:
+        """One line per file that could not be read (`path: why`), as errors name them."""
+        return [f"{path}: {why}" for path, why in self.unreadable]
+
+    def check_readable(self) -> None:
+        """Raise InputError (exit 3) naming the first unreadable file, for work that needs every file."""
+        if self.unreadable:
+            raise InputError(self.unreadable_lines()[0])
+
 
 @dataclass
 class LogDir:
     path: Path
     partitions: list[Partition] = field(default_factory=list)
     checkpoints: list[Path] = field(default_factory=list)
+    side_files: list[Path] = field(default_factory=list)  # meta.properties, bootstrap.checkpoint (KRaft)
 
     @property
     def lock_file(self) -> Path:
@@ -77,18 +92,22 @@ def read_partition(path: Path) -> Partition:
     part = Partition(path, where[0], where[1])
     segments: dict[int, Segment] = {}
     indexes: list[tuple[int, FileKind, Path]] = []
+    unreadable_bases: set[int | None] = set()
     try:
         entries = sorted(path.iterdir())
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
+        part.unreadable.append((path, str(exc.strerror or exc)))
+        return part
     for f in entries:
         if not f.is_file():
             if kind_of(f) in SEGMENT_KINDS and base_offset_of(f) is not None:
                 # A segment that cannot be read (a link into an unmounted disk, a FIFO that would block)
-                # is not "no data": the partition cannot be checked.
+                # is not "no data": the partition cannot be fully checked.
                 dangling = f.is_symlink() and not f.exists()
                 what = "a dangling symbolic link" if dangling else "not a regular file"
-                raise InputError(f"{f}: named as a segment but {what}")
+                part.unreadable.append((f, f"named as a segment but {what}"))
+                unreadable_bases.add(base_offset_of(f))
+                continue
             part.orphans.append(f)
             continue
         if f.name.endswith(TRANSIENT_SUFFIXES):
@@ -104,12 +123,16 @@ def read_partition(path: Path) -> Partition:
             part.snapshots.append(f)
         elif f.name == LEADER_EPOCH_CHECKPOINT:
             part.leader_epoch_checkpoint = f
-        elif kind == FileKind.PARTITION_METADATA:
+        elif kind in (FileKind.PARTITION_METADATA, FileKind.QUORUM_STATE):
             part.other.append(f)
+        elif kind == FileKind.METADATA_SNAPSHOT:
+            part.metadata_snapshots.append(f)
         else:
             part.orphans.append(f)
     for base, kind, f in indexes:
         seg = segments.get(base)
+        if seg is None and base in unreadable_bases:
+            continue  # the index of a segment that cannot be read: that segment is reported
         if seg is None:
             part.orphans.append(f)
         elif kind == FileKind.OFFSET_INDEX:
@@ -122,16 +145,19 @@ def read_partition(path: Path) -> Partition:
     return part
 
 
+# Files a broker keeps in a log dir and never in a partition directory.
+_LOG_DIR_ONLY = frozenset({"meta.properties", LOCK_FILE, CLEAN_SHUTDOWN_FILE, BOOTSTRAP_CHECKPOINT})
+
+
 def is_partition_dir(path: Path) -> bool:
-    return path.is_dir() and partition_of(path / "x") is not None
+    """A `topic-N` directory, unless it holds what only a log dir holds (a log dir may be named
+    `kafka-logs-1` too: Kafka's own test runs leave `kafka-<number>` log dirs)."""
+    return path.is_dir() and partition_of(path / "x") is not None and not has_log_dir_markers(path)
 
 
 def has_log_dir_markers(path: Path) -> bool:
     """The files only a broker's log dir holds (a lock, checkpoints, meta.properties)."""
-    return any(
-        (path / name).exists()
-        for name in (*OFFSET_CHECKPOINTS, "meta.properties", LOCK_FILE, CLEAN_SHUTDOWN_FILE)
-    )
+    return any((path / name).exists() for name in (*OFFSET_CHECKPOINTS, *_LOG_DIR_ONLY))
 
 
 def is_log_dir(path: Path) -> bool:
@@ -139,14 +165,17 @@ def is_log_dir(path: Path) -> bool:
     if not path.is_dir():
         return False
     names = {p.name for p in path.iterdir()}
-    if names & (OFFSET_CHECKPOINTS | {"meta.properties", LOCK_FILE, CLEAN_SHUTDOWN_FILE}):
+    if names & (OFFSET_CHECKPOINTS | _LOG_DIR_ONLY):
         return True
     return any(is_partition_dir(p) and _holds_segments(p) for p in path.iterdir())
 
 
 def _holds_segments(path: Path) -> bool:
     """A `name-N` directory is a partition when it holds segment files (any dir may be named so)."""
-    return any(kind_of(f) in (*SEGMENT_KINDS, FileKind.OFFSET_INDEX) for f in path.iterdir())
+    try:
+        return any(kind_of(f) in (*SEGMENT_KINDS, FileKind.OFFSET_INDEX) for f in path.iterdir())
+    except OSError:
+        return True  # unreadable: read_partition says so, rather than the partition going unseen
 
 
 def read_log_dir(path: Path) -> LogDir:
@@ -156,6 +185,8 @@ def read_log_dir(path: Path) -> LogDir:
             ld.partitions.append(read_partition(p))
         elif p.is_file() and p.name in OFFSET_CHECKPOINTS:
             ld.checkpoints.append(p)
+        elif p.is_file() and p.name in ("meta.properties", BOOTSTRAP_CHECKPOINT):
+            ld.side_files.append(p)
     return ld
 
 

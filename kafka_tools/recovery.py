@@ -515,6 +515,9 @@ def undo(manifest_path: Path) -> list[str]:
     manifest = read_json(manifest_path, "truncate manifest", "actions")
     backup = manifest_path.parent
     partition = Path(manifest["partition"])
+    if manifest.get("state") == "undone":
+        # Undoing twice must change nothing: the files may have moved on since (a broker ran).
+        return [f"already undone: {manifest_path}; nothing changed"]
     done: list[str] = []
     with log_dir_lock(partition.parent):
         for a in reversed(manifest["actions"]):
@@ -531,7 +534,9 @@ def _undo_action(a: dict, backup: Path) -> str:
     path = Path(a["file"])
     kind = a["action"]
     if kind == "create":
-        path.unlink(missing_ok=True)
+        if not path.exists():
+            return f"{path} already absent"
+        path.unlink()
         return f"removed {path}"
     if kind == "truncate":
         if (

@@ -32,6 +32,7 @@ from kafka_tools.format.segment import (
     safe_to_map,
     walk_entries,
 )
+from kafka_tools.format.stream_check import InnerStats, inner_stats
 from kafka_tools.logdir import Discovery, LogDir, Partition, Segment, discover
 
 INT32_MAX = (1 << 31) - 1
@@ -73,8 +74,10 @@ class Finding:
 
 def status_of(findings: list[Finding]) -> tuple[str, int]:
     """A partition's status and error count: clean, tail (every error in a tail `ktool truncate`
-    removes) or CORRUPT."""
+    removes), CORRUPT, or unreadable (a file of it could not be read)."""
     errors = [f for f in findings if f.severity == Severity.ERROR]
+    if any(f.kind == UNREADABLE for f in errors):
+        return "unreadable", len(errors)
     if not errors:
         return "clean", 0
     return ("tail" if all(f.repairable for f in errors) else "CORRUPT"), len(errors)
@@ -225,7 +228,8 @@ def scan_segment(
                     report.valid_after = resync(path, item.position + 1, min_offset=(last or base - 1) + 1)
                 continue
             entry = item
-            problems = _entry_findings(name, entry, base, last, options)
+            inner: list[InnerStats] = []  # what _deep_look learnt of a compressed entry's contents
+            problems = _entry_findings(name, entry, base, last, options, inner)
             breaks = [f for f in problems if f.kind in _RECOVERY_CUTS]
             if breaks and cut is None:
                 cut = entry.position
@@ -233,14 +237,14 @@ def scan_segment(
                 report.valid_after.append(entry.position)
             if cut is None:
                 report.entries += 1
-                first = _first_offset(entry)
+                first = _first_offset(entry, inner)
                 report.first_offset = first if report.first_offset is None else report.first_offset
                 positions[entry.position] = (first, entry.last_offset)
                 if last is not None and first > last + 1:
                     report.has_gaps = True
                 last = entry.last_offset
                 nxt = entry.next_offset
-                report.records += _count(entry)
+                report.records += _count(entry, inner)
                 ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
                 report.max_timestamp = max(report.max_timestamp, ts)
             report.findings += problems
@@ -258,9 +262,12 @@ def scan_segment(
 _RECOVERY_CUTS = frozenset({ProblemKind.CRC_MISMATCH.value})
 
 
-def _first_offset(entry) -> int:
+def _first_offset(entry, inner: list[InnerStats]) -> int:
     if isinstance(entry, (RecordBatch, BatchHeader)):
         return entry.base_offset
+    if inner:  # a compressed wrapper, already walked (not decompressed again)
+        first = inner[0].first_offset
+        return entry.offset if first is None else first
     if isinstance(entry, LegacyMessage) and entry.is_compressed:
         try:
             return entry.base_offset
@@ -269,9 +276,11 @@ def _first_offset(entry) -> int:
     return entry.offset
 
 
-def _count(entry) -> int:
+def _count(entry, inner: list[InnerStats]) -> int:
     if isinstance(entry, (RecordBatch, BatchHeader)):
         return entry.records_count
+    if inner:
+        return inner[0].count
     if isinstance(entry, (LegacyMessage, Kafka07Message)) and entry.is_compressed:
         try:
             return len(entry.inner_messages())
@@ -280,7 +289,9 @@ def _count(entry) -> int:
     return 1
 
 
-def _entry_findings(name: str, entry, base: int, last: int | None, options: ValidateOptions) -> list[Finding]:
+def _entry_findings(
+    name: str, entry, base: int, last: int | None, options: ValidateOptions, inner: list[InnerStats]
+) -> list[Finding]:
     out: list[Finding] = []
     pos = entry.position
     if not entry.is_valid:
@@ -299,7 +310,7 @@ def _entry_findings(name: str, entry, base: int, last: int | None, options: Vali
         return out  # nothing else in a batch whose bytes are wrong is worth reporting
     if isinstance(entry, Kafka07Message):
         if entry.is_compressed:
-            _deep_look(name, entry, out)
+            _deep_look(name, entry, out, inner)
         return out
     unknown_codec = entry.codec not in _KNOWN_CODECS
     if unknown_codec:
@@ -353,17 +364,32 @@ def _entry_findings(name: str, entry, base: int, last: int | None, options: Vali
                 )
             )
         if (entry.is_compressed or options.deep) and not unknown_codec:
-            _deep_look(name, entry, out)
+            _deep_look(name, entry, out, inner)
     elif entry.is_compressed and not unknown_codec:
-        _deep_look(name, entry, out)
+        _deep_look(name, entry, out, inner)
     return out
 
 
-def _deep_look(name: str, entry, out: list[Finding]) -> None:
-    """Decompress and decode: a batch whose CRC is right can still hold what no consumer can read."""
+def _deep_look(name: str, entry, out: list[Finding], inner: list[InnerStats]) -> None:
+    """Decompress and decode: a batch whose CRC is right can still hold what no consumer can read.
+    Compressed contents are walked as a stream (format/stream_check.py): memory stays flat however
+    far the payload inflates, up to the cap."""
     try:
-        records = entry.records()
+        if isinstance(entry, (RecordBatch, LegacyMessage)) and entry.is_compressed:
+            stats = inner_stats(entry)
+        elif isinstance(entry, RecordBatch):
+            offsets = [r.offset for r in entry.records()]
+            stats = InnerStats(
+                offsets[0] if offsets else None,
+                offsets[-1] if offsets else None,
+                len(offsets),
+                all(b > a for a, b in zip(offsets, offsets[1:], strict=False)),
+            )
+        else:
+            entry.records()  # a 0.7 wrapper
+            return
     except RecordDecodeError as exc:
+        inner.append(InnerStats(None, None, 0, True))  # undecodable: counted as holding nothing
         out.append(
             Finding(
                 name,
@@ -375,37 +401,37 @@ def _deep_look(name: str, entry, out: list[Finding]) -> None:
             )
         )
         return
+    inner.append(stats)
+    if stats.first_offset is None:
+        return
     if isinstance(entry, RecordBatch):
-        offsets = [r.offset for r in records]
-        if offsets and (
-            offsets[0] < entry.base_offset
-            or offsets[-1] > entry.last_offset
-            or any(b <= a for a, b in zip(offsets, offsets[1:], strict=False))
+        if (
+            stats.first_offset < entry.base_offset
+            or stats.last_offset > entry.last_offset
+            or not stats.increasing
         ):
             out.append(
                 Finding(
                     name,
                     "record-offsets-inconsistent",
                     Severity.ERROR,
-                    f"record offsets {offsets[0]}..{offsets[-1]} do not lie in increasing order within "
-                    f"{entry.base_offset}..{entry.last_offset}",
+                    f"record offsets {stats.first_offset}..{stats.last_offset} do not lie in increasing "
+                    f"order within {entry.base_offset}..{entry.last_offset}",
                     entry.position,
                     entry.last_offset,
                 )
             )
-    elif isinstance(entry, LegacyMessage):
-        inner = [r.offset for r in records]
-        if inner and inner[-1] != entry.offset:
-            out.append(
-                Finding(
-                    name,
-                    "record-offsets-inconsistent",
-                    Severity.ERROR,
-                    f"wrapper offset {entry.offset} is not its last inner offset {inner[-1]}",
-                    entry.position,
-                    entry.offset,
-                )
+    elif stats.last_offset != entry.offset:
+        out.append(
+            Finding(
+                name,
+                "record-offsets-inconsistent",
+                Severity.ERROR,
+                f"wrapper offset {entry.offset} is not its last inner offset {stats.last_offset}",
+                entry.position,
+                entry.offset,
             )
+        )
 
 
 def _mark_repairable(report: SegmentReport) -> None:
@@ -594,11 +620,26 @@ def validate_partition(
     part: Partition, options: ValidateOptions, compacted: bool = False, progress=None
 ) -> PartitionReport:
     reports = []
+    unreadable = list(part.unreadable)
     for seg in part.segments:
-        seg_report = scan_segment(seg.log, options, progress(seg.log) if progress else None)
-        check_segment_in_partition(seg, seg_report)
+        try:
+            seg_report = scan_segment(seg.log, options, progress(seg.log) if progress else None)
+            check_segment_in_partition(seg, seg_report)
+        except OSError as exc:
+            unreadable.append((seg.log, str(exc.strerror or exc)))
+            continue
         reports.append(seg_report)
-    return assemble_partition(part, reports, compacted)
+    report = assemble_partition(part, reports, compacted)
+    report.findings += [unreadable_finding(path, why) for path, why in unreadable]
+    return report
+
+
+UNREADABLE = "unreadable-file"
+
+
+def unreadable_finding(path: Path, why: str) -> Finding:
+    """A file of the partition that could not be read: the partition is not known to be clean (exit 3)."""
+    return Finding(str(path), UNREADABLE, Severity.ERROR, f"cannot be read: {why}", repairable=False)
 
 
 def check_segment_in_partition(seg: Segment, report: SegmentReport) -> None:
@@ -635,6 +676,8 @@ def assemble_partition(part: Partition, segments: list[SegmentReport], compacted
     _later_segments_after_cut(report)
     for snap in part.snapshots:
         report.findings += check_snapshot(snap)
+    for path in side_files(part):
+        report.findings += dump_checks(path)
     if part.leader_epoch_checkpoint is not None:
         report.findings += _leader_epochs(part.leader_epoch_checkpoint, report.log_end_offset)
     for f in part.transient:
@@ -671,6 +714,28 @@ def advise_repair(report: PartitionReport) -> None:
     for f in report.all_findings():
         if f.severity == Severity.ERROR:
             f.repairable = report.advice == "truncate" and id(f) not in left
+
+
+def side_files(part: Partition) -> list[Path]:
+    """The partition's files validate has no checks of its own for: `.txnindex`, partition.metadata,
+    KRaft's quorum-state and metadata snapshots, and index files whose segment is missing."""
+    txn = [seg.txn_index for seg in part.segments if seg.txn_index is not None]
+    indexes = [f for f in part.orphans if kind_of(f) in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX)]
+    return txn + part.other + part.metadata_snapshots + indexes
+
+
+def dump_checks(path: Path) -> list[Finding]:
+    """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands."""
+    from kafka_tools.dump import DumpOptions, ProblemEvent, dump_file
+
+    try:
+        problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]
+    except InputError as exc:
+        return [unreadable_finding(path, str(exc).removeprefix(f"{path}: "))]
+    return [
+        Finding(str(path), p.kind.value, Severity.ERROR, p.message, p.position, p.offset, repairable=False)
+        for p in problems
+    ]
 
 
 def _continuity(part: Partition, prev: SegmentReport, seg: SegmentReport, compacted: bool) -> list[Finding]:
@@ -802,6 +867,11 @@ def check_log_dir_checkpoints(ld: LogDir, reports: dict[str, PartitionReport]) -
     return out
 
 
+def check_log_dir_files(ld: LogDir) -> list[Finding]:
+    """meta.properties and KRaft's bootstrap.checkpoint, checked as `ktool dump-log` checks them."""
+    return [f for path in ld.side_files for f in dump_checks(path)]
+
+
 def compacted_partitions(ld: LogDir) -> set[str]:
     path = ld.path / "cleaner-offset-checkpoint"
     if not path.is_file():
@@ -840,6 +910,9 @@ class Validation:
         s.needs_force = sum(p.advice == "truncate --force" for p in self.partitions)
         s.refused = sum(p.advice == "refused" for p in self.partitions)
         for f in self.all_findings():
+            if f.kind == UNREADABLE:
+                s.unreadable += 1  # exit 3, said apart: not corruption, and nothing truncate can do
+                continue
             if f.severity == Severity.ERROR:
                 s.errors += 1
                 if not f.repairable:
@@ -863,12 +936,23 @@ def validate_paths(paths: list[str | os.PathLike], options: ValidateOptions, pro
             rep = validate_partition(part, options, part.name in compacted, progress)
             reports[part.name] = rep
             result.partitions.append(rep)
-        result.findings += check_log_dir_checkpoints(ld, reports)
+        result.findings += check_log_dir_checkpoints(ld, reports) + check_log_dir_files(ld)
     for part in found.partitions:
         result.partitions.append(validate_partition(part, options, False, progress))
     for path in found.files:
         result_for_file(path, options, result, progress)
     return result
+
+
+_DUMP_CHECKED = frozenset(
+    {
+        FileKind.TXN_INDEX,
+        FileKind.PARTITION_METADATA,
+        FileKind.META_PROPERTIES,
+        FileKind.QUORUM_STATE,
+        FileKind.METADATA_SNAPSHOT,
+    }
+)
 
 
 def result_for_file(path: Path, options: ValidateOptions, result: Validation, progress=None) -> None:
@@ -878,6 +962,10 @@ def result_for_file(path: Path, options: ValidateOptions, result: Validation, pr
             result.files.append(scan_segment(path, options, progress(path) if progress else None))
         elif kind == FileKind.PRODUCER_SNAPSHOT:
             result.findings += check_snapshot(path)
+        elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX) and not path.with_suffix(".log").is_file():
+            result.findings += dump_checks(path)  # no segment to check it against: its own structure
+        elif kind in _DUMP_CHECKED:
+            result.findings += dump_checks(path)
         elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX):
             log = path.with_suffix(".log")
             seg = Segment(base_offset_of(path) or 0, log)

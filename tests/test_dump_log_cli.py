@@ -155,10 +155,13 @@ def test_good_files_are_dumped_even_when_another_is_missing() -> None:
     assert "no such file" in err
 
 
-def test_a_directory_is_a_usage_error() -> None:
+def test_a_directory_is_one_line_and_exit_3_as_the_readme_says() -> None:
     code, _, err = run(str(GENERATED))
-    assert code == 2
-    assert "is a directory" in err
+    assert code == 3
+    assert (
+        err
+        == f"ktool: {GENERATED}: a directory (dump-log decodes files; `ktool validate` reads directories)\n"
+    )
 
 
 def test_text_file_named_log_is_called_what_it_is() -> None:

@@ -142,7 +142,8 @@ def test_a_directory_without_kafka_data_is_exit_3(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["dangling-link", "fifo"])
 def test_a_segment_that_is_no_regular_file_is_exit_3_not_clean(tmp_path: Path, kind: str) -> None:
     """A segment linked into an unmounted disk (or a FIFO, which would block a reader) leaves the
-    partition unchecked: saying "clean" would be wrong."""
+    partition unchecked: saying "clean" would be wrong. (That the other partitions are still reported:
+    tests/test_runbook_exit_codes.py.)"""
     import os
 
     logs = _copy(FIXTURES / "kafka-0.9.0.1/logdir", tmp_path)
@@ -154,4 +155,7 @@ def test_a_segment_that_is_no_regular_file_is_exit_3_not_clean(tmp_path: Path, k
         segment.symlink_to("/nonexistent/disk/00000000000000000000.log")
     result = CliRunner().invoke(cli, ["validate", str(logs)])
     what = "a dangling symbolic link" if kind == "dangling-link" else "not a regular file"
-    assert (result.exit_code, result.stderr) == (3, f"ktool: {segment}: named as a segment but {what}\n")
+    assert (result.exit_code, result.stderr) == (
+        3,
+        f"ktool: {segment}: cannot be read: named as a segment but {what}\n",
+    )

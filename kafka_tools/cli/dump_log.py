@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from kafka_tools.dump import DumpOptions, FileEnd, dump_file
+from kafka_tools.cli import pipe
+from kafka_tools.dump import DumpOptions, FileEnd, ProblemEvent, dump_file
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 from kafka_tools.render.dump_json import DumpJsonRenderer
 from kafka_tools.render.dump_text import DumpTextRenderer
@@ -17,9 +18,12 @@ from kafka_tools.render.values import DECODERS
 
 
 @click.command("dump-log")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option(
-    "--deep-iteration", is_flag=True, help="Iterate into batches and compressed wrappers, one line a record."
+    "--deep-iteration",
+    "--deep",
+    is_flag=True,
+    help="Iterate into batches and compressed wrappers, one line a record.",
 )
 @click.option(
     "--print-data-log", is_flag=True, help="Print keys, values and headers (implies --deep-iteration)."
@@ -77,6 +81,11 @@ def dump_log(
 
     Exit status: 0 every file clean; 1 problems found; 2 usage error; 3 a file could not be read.
     """
+    if from_offset is not None and to_offset is not None and from_offset > to_offset:
+        raise click.BadParameter(
+            f"--from-offset {from_offset} is past --to-offset {to_offset}: no record would be printed",
+            param_hint="'--from-offset'",
+        )
     options = DumpOptions(
         deep_iteration=deep_iteration,
         print_data_log=print_data_log,
@@ -90,7 +99,9 @@ def dump_log(
     colour = (ctx.obj or {}).get("color")
     err = LineWriter(sys.stderr, colour)
     if as_json:
-        renderer = DumpJsonRenderer(sys.stdout, options.print_data_log, key_decoder, value_decoder)
+        renderer = DumpJsonRenderer(
+            sys.stdout, options.print_data_log, key_decoder, value_decoder, skip_record_metadata
+        )
     else:
         renderer = DumpTextRenderer(
             LineWriter(sys.stdout, colour),
@@ -100,21 +111,25 @@ def dump_log(
             key_decoder,
             value_decoder,
         )
+    problems_only = DumpTextRenderer(err, err, False, False, key_decoder, value_decoder)
     exit_code = 0
     for path in files:
         try:
             size = os.path.getsize(path) if os.path.isfile(path) else 0
             with file_progress(path, size, progress) as tick:
                 for event in dump_file(path, options, tick):
-                    renderer.render(event)
+                    if not pipe.reader_gone():
+                        renderer.render(event)
+                    elif isinstance(event, ProblemEvent):
+                        # The reader left: stop printing, keep checking, and say on stderr what the
+                        # exit code is about.
+                        problems_only.render(event)
                     if isinstance(event, FileEnd) and event.problems:
                         exit_code = max(exit_code, EXIT_FINDINGS)
         except KtoolError as exc:
             sys.stdout.flush()
             err.problem(str(exc))
             exit_code = max(exit_code, exc.exit_code if exc.exit_code != 2 else EXIT_ENVIRONMENT)
-        except BrokenPipeError:
-            raise
         except OSError as exc:
             sys.stdout.flush()
             err.problem(f"{path}: {exc.strerror or exc}")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
 from kafka_tools import __version__
+from kafka_tools.cli import pipe
 from kafka_tools.errors import EXIT_INTERRUPTED, EXIT_USAGE, KtoolError
 
 
@@ -15,6 +15,10 @@ class KtoolGroup(click.Group):
     """Turns every KtoolError into its one line on stderr and its exit code; nothing else exits."""
 
     def invoke(self, ctx: click.Context):
+        # A reader that leaves early (`| head -1`, `| true`) must not decide the exit code: writes
+        # after that are dropped and the command finishes its verdict (see cli/pipe.py).
+        saved = sys.stdout, sys.stderr
+        pipe.install()
         try:
             return super().invoke(ctx)
         except KtoolError as exc:
@@ -24,12 +28,11 @@ class KtoolGroup(click.Group):
             # Click would say "Aborted!" and exit 1, which scripts read as "findings".
             click.echo("ktool: interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
-        except BrokenPipeError:
-            # `ktool dump-log … | head`: the reader left; not an error of ours. Point stdout at devnull
-            # so the interpreter's final flush does not complain either.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            ctx.exit(0)
+        finally:
+            # Flushed through the guard: what is still buffered must not meet a closed pipe at exit.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sys.stdout, sys.stderr = saved
 
 
 @click.group(
@@ -79,6 +82,7 @@ _register()
 
 
 def main() -> None:
+    pipe.install()  # also for what Click prints before a command runs (`ktool --help | head -1`)
     try:
         cli.main(prog_name="ktool")
     except KeyboardInterrupt:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from kafka_tools.errors import EXIT_FINDINGS, UsageError
-from kafka_tools.logdir import discover
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, UsageError
+from kafka_tools.logdir import Partition, Segment, discover
 from kafka_tools.recovery import (
     DEFAULT_INDEX_INTERVAL,
     MANIFEST,
@@ -91,7 +91,7 @@ def plan_json(plan: RecoveryPlan) -> dict:
 
 
 @click.command("truncate")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option(
     "--force", is_flag=True, help="Also cut corruption that valid data follows (kept in the backup)."
@@ -161,15 +161,29 @@ def truncate(
         raise UsageError("give a partition directory, a log dir or a segment (or --undo MANIFEST)")
     if not dry_run:
         check_backup_location(backup_dir)
-    plans: list[RecoveryPlan] = []
+    targets: list[tuple[Partition, Segment | None]] = []
     for path in paths:
+        check_exists(path)
         if path.is_dir() and not _is_partition(path):
-            plans += [
-                plan_partition(p, None, index_interval_bytes) for p in discover([path]).all_partitions()
-            ]
+            targets += [(p, None) for p in discover([path]).all_partitions()]
         else:
-            part, start = partition_for(path)
-            plans.append(plan_partition(part, start, index_interval_bytes))
+            targets.append(partition_for(path))
+    plans: list[RecoveryPlan] = []
+    unreadable = False
+    for part, start in targets:
+        # One partition that cannot be read fully is left alone and said so; the others go on.
+        problems = part.unreadable_lines()
+        if not problems:
+            try:
+                plans.append(plan_partition(part, start, index_interval_bytes))
+                continue
+            except OSError as exc:
+                problems = [f"{exc.filename or part.path}: {exc.strerror or exc}"]
+        unreadable = True
+        for line in problems:
+            click.echo(f"ktool: {line}; {part.name} left unchanged", err=True)
+            if as_json:
+                _say(out, True, {"type": "unreadable", "partition": part.name, "reason": line}, None)
     refused = False
     for plan in plans:
         _say(out, as_json, plan_json(plan), "\n".join(plan_lines(plan)))
@@ -212,8 +226,18 @@ def truncate(
         )
     if dry_run and not as_json:
         out.write("dry run: nothing changed\n")
+    if unreadable:
+        ctx.exit(EXIT_ENVIRONMENT)
     if refused:
         ctx.exit(EXIT_FINDINGS)
+
+
+def check_exists(path: Path) -> None:
+    """A path that is not there is exit 3 in one line (as in `validate`), not a usage error."""
+    if path.is_symlink() and not path.exists():
+        raise InputError(f"{path}: a dangling symbolic link")
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
 
 
 def _is_partition(path: Path) -> bool:

@@ -6,11 +6,12 @@ import sys
 
 import click
 
-from kafka_tools.errors import EXIT_FINDINGS
-from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer
+from kafka_tools.cli import pipe
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
+from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer, verdict
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.progress import tree_progress
-from kafka_tools.validate import ValidateOptions, validate_paths
+from kafka_tools.validate import UNREADABLE, ValidateOptions, validate_paths
 
 
 @click.command("validate")
@@ -58,5 +59,13 @@ def validate(
         colour = (ctx.obj or {}).get("color")
         ValidateTextRenderer(sys.stdout, wants_colour(sys.stdout, colour)).render(result, summary)
     sys.stdout.flush()
+    for f in result.all_findings():
+        if f.kind == UNREADABLE:
+            click.echo(f"ktool: {f.file}: {f.message}", err=True)
+    if summary.unreadable:
+        # Everything else was checked and reported; what could not be read decides the exit code.
+        ctx.exit(EXIT_ENVIRONMENT)
     if summary.errors or (strict and summary.warnings):
+        if pipe.reader_gone():
+            click.echo(f"ktool: output cut short by its reader; {verdict(summary)}", err=True)
         ctx.exit(EXIT_FINDINGS)

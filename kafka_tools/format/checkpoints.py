@@ -1,8 +1,10 @@
-"""The broker's small text files: offset checkpoints, leader-epoch checkpoints, meta.properties and
-partition.metadata (CheckpointFile.scala: a version line, a count line, then one entry per line)."""
+"""The broker's small text files: offset checkpoints, leader-epoch checkpoints, meta.properties,
+partition.metadata (CheckpointFile.scala: a version line, a count line, then one entry per line) and
+KRaft's quorum-state (one JSON object)."""
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 
@@ -15,6 +17,8 @@ OFFSET_CHECKPOINTS = frozenset(
     }
 )
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+QUORUM_STATE = "quorum-state"  # KRaft: the election state of __cluster_metadata-0
+BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"  # KRaft: the metadata a log dir was formatted with
 MAX_TEXT_FILE = 64 * 1024 * 1024
 
 
@@ -124,3 +128,16 @@ def read_partition_metadata(path: str | os.PathLike) -> dict[str, str]:
             raise CheckpointError(f"not a `key: value` line: {line[:60]!r}", n)
         meta[key.strip()] = value.strip()
     return meta
+
+
+def read_quorum_state(path: str | os.PathLike) -> dict[str, object]:
+    """KRaft's `quorum-state` (QuorumStateData as JSON: leaderId, leaderEpoch, votedId, currentVoters,
+    data_version, …), one object on one line."""
+    text = "\n".join(_read_text(path))
+    try:
+        state = json.loads(text)
+    except ValueError as exc:
+        raise CheckpointError(f"not JSON: {exc}", text[: getattr(exc, "pos", 0)].count("\n") + 1) from None
+    if not isinstance(state, dict) or "leaderEpoch" not in state:
+        raise CheckpointError("not a quorum state (a JSON object with leaderEpoch)", 1)
+    return state

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import struct
 import zlib
+from collections.abc import Iterator
 from enum import IntEnum
 
 MAX_DECOMPRESSED = 256 * 1024 * 1024
@@ -62,12 +63,11 @@ def codec_label(codec_id: int) -> str:
 
 def decompress(codec_id: int, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED) -> bytes:
     """Decompress a payload written by any Kafka producer with codec `codec_id`."""
-    if codec_id == Codec.GZIP:
-        return _gunzip(data, limit)
-    if codec_id == Codec.SNAPPY:
-        return _unsnappy(bytes(data), limit)
-    if codec_id == Codec.LZ4:
-        return _unlz4(bytes(data), limit)
+    if codec_id in (Codec.GZIP, Codec.SNAPPY, Codec.LZ4):
+        out = bytearray()  # grown piece by piece: the cap stops it before a second copy exists
+        for piece in iter_decompressed(codec_id, data, limit):
+            out += piece
+        return bytes(out)
     if codec_id == Codec.ZSTD:
         return _unzstd(data, limit)
     if codec_id == Codec.NONE:
@@ -75,26 +75,101 @@ def decompress(codec_id: int, data: bytes | memoryview, limit: int = MAX_DECOMPR
     raise DecompressionError(f"unknown compression codec {codec_id}")
 
 
-def _gunzip(data: bytes | memoryview, limit: int) -> bytes:
+STREAM_PIECE = 1 << 20  # bytes of output per piece when decompressing as a stream
+
+
+def iter_decompressed(
+    codec_id: int, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED, piece: int = STREAM_PIECE
+) -> Iterator[bytes]:
+    """The decompressed payload in pieces (about `piece` bytes; a codec's block at most), the cap
+    applied as it goes: a reader that looks at each piece and lets it go holds one piece, not the
+    whole payload. Raises DecompressionError as `decompress` does, once the output passes `limit`."""
+    if codec_id == Codec.GZIP:
+        yield from _gunzip_pieces(data, limit, piece)
+        return
+    if codec_id == Codec.SNAPPY:
+        pieces = _snappy_pieces(bytes(data), limit)
+    elif codec_id == Codec.LZ4:
+        pieces = _lz4_pieces(bytes(data))
+    elif codec_id == Codec.ZSTD:
+        pieces = _zstd_pieces(data, limit, piece)
+    elif codec_id == Codec.NONE:
+        pieces = iter((bytes(data),))
+    else:
+        raise DecompressionError(f"unknown compression codec {codec_id}")
+    total = 0
+    for out in pieces:
+        total += len(out)
+        if total > limit:
+            raise DecompressionError(
+                f"{codec_label(codec_id)} payload decompresses past the {limit}-byte limit"
+            )
+        yield out
+
+
+def _gunzip_pieces(data: bytes | memoryview, limit: int, piece: int) -> Iterator[bytes]:
     # wbits 47 accepts both gzip and zlib headers; some old clients wrote bare zlib streams.
-    out = bytearray()
+    total = 0
     rest = data
     try:
         while True:
             d = zlib.decompressobj(47)
-            out += d.decompress(rest, limit + 1 - len(out))
-            if len(out) > limit:
-                raise DecompressionError(f"gzip payload decompresses past the {limit}-byte limit")
-            if d.unconsumed_tail:
-                raise DecompressionError(f"gzip payload decompresses past the {limit}-byte limit")
+            tail = rest
+            while True:
+                out = d.decompress(tail, piece)
+                total += len(out)
+                if total > limit:
+                    raise DecompressionError(f"gzip payload decompresses past the {limit}-byte limit")
+                if out:
+                    yield out
+                tail = d.unconsumed_tail
+                if d.eof or (not tail and not out):
+                    break
             if not d.eof:
                 raise DecompressionError("gzip payload ends before its stream does")
             rest = d.unused_data
             # Concatenated gzip members are legal; trailing zero padding is not another member.
             if not rest or not rest.strip(b"\x00"):
-                return bytes(out)
+                return
     except zlib.error as exc:
         raise DecompressionError(f"gzip: {exc}") from None
+
+
+def _snappy_pieces(data: bytes, limit: int) -> Iterator[bytes]:
+    if not data.startswith(_XERIAL_MAGIC):
+        yield _snappy_raw(data, limit)
+        return
+    pos = 16
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise DecompressionError(f"snappy xerial frame cut inside a block length at byte {pos}")
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if n < 0 or pos + n > len(data):
+            raise DecompressionError(f"snappy xerial block of {n} bytes runs past the payload")
+        yield _snappy_raw(data[pos : pos + n], limit)
+        pos += n
+
+
+def _zstd_pieces(data: bytes | memoryview, limit: int, piece: int) -> Iterator[bytes]:
+    import zstandard
+
+    data = bytes(data)
+    try:
+        declared = zstandard.frame_content_size(data)
+    except zstandard.ZstdError as exc:
+        raise DecompressionError(f"zstd: {exc}") from None
+    if declared > limit:
+        raise DecompressionError(f"zstd frame claims {declared} bytes, past the {limit}-byte limit")
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
+        while True:
+            out = reader.read(piece)
+            if not out:
+                return
+            yield out
+    except zstandard.ZstdError as exc:
+        raise DecompressionError(f"zstd: {exc}") from None
 
 
 def _snappy_raw(block: bytes, limit: int) -> bytes:
@@ -110,26 +185,7 @@ def _snappy_raw(block: bytes, limit: int) -> bytes:
         raise DecompressionError(f"snappy: {exc}") from None
 
 
-def _unsnappy(data: bytes, limit: int) -> bytes:
-    if not data.startswith(_XERIAL_MAGIC):
-        return _snappy_raw(data, limit)
-    # Xerial framing (what Java's SnappyOutputStream writes): magic, int32 version, int32 compatible
-    # version, then [int32 length][raw snappy block]* .
-    pos = 16
-    out = bytearray()
-    while pos < len(data):
-        if pos + 4 > len(data):
-            raise DecompressionError(f"snappy xerial frame cut inside a block length at byte {pos}")
-        (n,) = struct.unpack_from(">i", data, pos)
-        pos += 4
-        if n < 0 or pos + n > len(data):
-            raise DecompressionError(f"snappy xerial block of {n} bytes runs past the payload")
-        out += _snappy_raw(data[pos : pos + n], limit - len(out))
-        pos += n
-    return bytes(out)
-
-
-def _unlz4(data: bytes, limit: int) -> bytes:
+def _lz4_pieces(data: bytes) -> Iterator[bytes]:
     """Decode the LZ4 frame format block by block.
 
     Parsing the frame ourselves sidesteps the header checksum that Kafka before 0.10 computed over the
@@ -137,7 +193,7 @@ def _unlz4(data: bytes, limit: int) -> bytes:
     """
     import lz4.block
 
-    out = bytearray()
+    history = b""  # the last 64 KiB of output, for blocks linked to the ones before them
     pos = 0
     while pos < len(data):
         if pos + 7 > len(data):
@@ -174,22 +230,19 @@ def _unlz4(data: bytes, limit: int) -> bytes:
                 raise DecompressionError(f"lz4 block of {size} bytes is invalid at byte {pos - 4}")
             block = data[pos : pos + size]
             pos += size + (4 if block_checksum else 0)
-            if stored:
-                out += block
-            else:
+            if not stored:
                 try:
                     if independent:
-                        out += lz4.block.decompress(block, uncompressed_size=block_max)
+                        block = lz4.block.decompress(block, uncompressed_size=block_max)
                     else:
-                        history = bytes(out[-65536:])
-                        out += lz4.block.decompress(block, uncompressed_size=block_max, dict=history)
+                        block = lz4.block.decompress(block, uncompressed_size=block_max, dict=history)
                 except Exception as exc:  # lz4.block.LZ4BlockError
                     raise DecompressionError(f"lz4: {exc}") from None
-            if len(out) > limit:
-                raise DecompressionError(f"lz4 payload decompresses past the {limit}-byte limit")
+            if not independent:
+                history = (history + block)[-65536:]
+            yield block
         if content_checksum:
             pos += 4
-    return bytes(out)
 
 
 def _unzstd(data: bytes | memoryview, limit: int) -> bytes:

@@ -6,7 +6,7 @@ import re
 from enum import Enum
 from pathlib import PurePath
 
-from kafka_tools.format.checkpoints import LEADER_EPOCH_CHECKPOINT, OFFSET_CHECKPOINTS
+from kafka_tools.format.checkpoints import LEADER_EPOCH_CHECKPOINT, OFFSET_CHECKPOINTS, QUORUM_STATE
 
 # Suffixes the log cleaner and segment deletion add while they work; the content keeps its format.
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
@@ -24,6 +24,10 @@ class FileKind(str, Enum):
     LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
     META_PROPERTIES = "meta-properties"
     PARTITION_METADATA = "partition-metadata"
+    QUORUM_STATE = "quorum-state"  # KRaft
+    # KRaft: `bootstrap.checkpoint` and the `<end offset>-<epoch>.checkpoint` snapshots of
+    # __cluster_metadata-0, record batches as in a segment
+    METADATA_SNAPSHOT = "metadata-snapshot"
     UNKNOWN = "unknown"
 
 
@@ -34,6 +38,7 @@ _BY_SUFFIX = {
     ".timeindex": FileKind.TIME_INDEX,
     ".txnindex": FileKind.TXN_INDEX,
     ".snapshot": FileKind.PRODUCER_SNAPSHOT,
+    ".checkpoint": FileKind.METADATA_SNAPSHOT,
 }
 
 
@@ -54,6 +59,8 @@ def kind_of(path: str | PurePath) -> FileKind:
         return FileKind.META_PROPERTIES
     if name == "partition.metadata":
         return FileKind.PARTITION_METADATA
+    if name == QUORUM_STATE:
+        return FileKind.QUORUM_STATE
     return _BY_SUFFIX.get(PurePath(name).suffix, FileKind.UNKNOWN)
 
 

@@ -96,7 +96,7 @@ class LegacyMessage(CodecAndCrc):
         """
         if not self.is_compressed:
             return [self]
-        where = self.position + LOG_OVERHEAD + self.size - (0 if self.value is None else len(self.value))
+        where = self.wrapper_payload_position
         if self.value is None:
             raise RecordDecodeError("compressed wrapper has a null value", where)
         try:
@@ -105,6 +105,16 @@ class LegacyMessage(CodecAndCrc):
             raise RecordDecodeError(
                 f"{self.codec_label} payload cannot be decompressed: {exc}", where
             ) from None
+        return self.inner_from(data)
+
+    @property
+    def wrapper_payload_position(self) -> int:
+        """File position of a wrapper's compressed value (where its inner-set problems are reported)."""
+        return self.position + LOG_OVERHEAD + self.size - (0 if self.value is None else len(self.value))
+
+    def inner_from(self, data: bytes) -> list[LegacyMessage]:
+        """The inner messages of this wrapper's (already decompressed) value."""
+        where = self.wrapper_payload_position
         inner: list[LegacyMessage] = []
         pos = 0
         while pos < len(data):

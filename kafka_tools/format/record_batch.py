@@ -46,14 +46,15 @@ class TimestampType(IntEnum):
 
 
 class ControlType(IntEnum):
+    """Kafka's ControlRecordType ids (2-4 since KRaft, 5-6 since Kafka 3.8)."""
+
     ABORT = 0
     COMMIT = 1
-    QUORUM_REASSIGNMENT = 2
-    LEADER_CHANGE = 3
-    SNAPSHOT_HEADER = 4
-    SNAPSHOT_FOOTER = 5
-    KRAFT_VERSION = 6
-    KRAFT_VOTERS = 7
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
 
 
 class RecordDecodeError(ValueError):
@@ -181,6 +182,10 @@ class RecordBatch(CodecAndCrc):
                     f"{self.codec_label} payload cannot be decompressed: {exc}",
                     self.position + RECORD_BATCH_OVERHEAD,
                 ) from None
+        return self.decode_payload(data)
+
+    def decode_payload(self, data: bytes | memoryview) -> list[Record]:
+        """The records of this batch's (already decompressed) records section."""
         log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         try:
             return decode_records(

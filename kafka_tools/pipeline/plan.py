@@ -26,6 +26,7 @@ from kafka_tools.validate import (
     Validation,
     assemble_partition,
     check_log_dir_checkpoints,
+    check_log_dir_files,
     compacted_partitions,
     result_for_file,
     status_of,
@@ -116,6 +117,7 @@ def plan_scan(paths: list[str | os.PathLike]) -> ScanPlan:
     found = discover(paths)
     plan = ScanPlan([str(p) for p in paths], found)
     for ld_part in found.all_partitions():
+        ld_part.check_readable()
         indexes = []
         for seg in ld_part.segments:
             indexes.append(len(plan.segments))
@@ -197,7 +199,7 @@ def assemble_validation(plan: ScanPlan, reports: list[SegmentReport]) -> Validat
             rep = assemble_partition(part, by_part[id(part)], part.name in compacted)
             by_name[part.name] = rep
             result.partitions.append(rep)
-        result.findings += check_log_dir_checkpoints(ld, by_name)
+        result.findings += check_log_dir_checkpoints(ld, by_name) + check_log_dir_files(ld)
     for part in plan.discovery.partitions:
         result.partitions.append(assemble_partition(part, by_part[id(part)], False))
     for path, index in plan.files:

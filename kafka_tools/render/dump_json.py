@@ -35,10 +35,16 @@ def _camel(name: str) -> str:
 
 class DumpJsonRenderer:
     def __init__(
-        self, out: TextIO, print_data: bool, key_decoder: str = "utf8", value_decoder: str = "utf8"
+        self,
+        out: TextIO,
+        print_data: bool,
+        key_decoder: str = "utf8",
+        value_decoder: str = "utf8",
+        skip_metadata: bool = False,
     ) -> None:
         self.out = out
         self.print_data = print_data
+        self.skip_metadata = skip_metadata  # records and messages carry only their data
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
 
@@ -95,7 +101,8 @@ class DumpJsonRenderer:
             for record in event.records or ():
                 self.emit(self._record(event.path, entry, record, event.internal))
             return
-        self.emit(self._message(event.path, entry, entry.position, event.internal, inner=False))
+        if not (self.skip_metadata and event.inner is not None):  # the wrapper holds no data of its own
+            self.emit(self._message(event.path, entry, entry.position, event.internal, inner=False))
         for m in event.inner or ():
             self.emit(self._message(event.path, m, entry.position, event.internal, inner=True))
 
@@ -128,18 +135,18 @@ class DumpJsonRenderer:
         }
 
     def _record(self, path: str, b: RecordBatch, r: Record, internal: str | None) -> dict:
-        obj = {
-            "type": "record",
-            "file": path,
-            "batchPosition": b.position,
-            "offset": r.offset,
-            "timestamp": r.timestamp,
-            "timestampType": b.timestamp_type.label,
-            "keySize": -1 if r.key is None else len(r.key),
-            "valueSize": -1 if r.value is None else len(r.value),
-            "sequence": r.sequence,
-            "headerKeys": [k for k, _ in r.headers],
-        }
+        obj: dict = {"type": "record", "file": path}
+        if not self.skip_metadata:
+            obj.update(
+                batchPosition=b.position,
+                offset=r.offset,
+                timestamp=r.timestamp,
+                timestampType=b.timestamp_type.label,
+                keySize=-1 if r.key is None else len(r.key),
+                valueSize=-1 if r.value is None else len(r.value),
+                sequence=r.sequence,
+                headerKeys=[k for k, _ in r.headers],
+            )
         if b.is_control:
             try:
                 c = control_record(r)
@@ -183,6 +190,8 @@ class DumpJsonRenderer:
             assert isinstance(m, Kafka07Message)
             obj.update(nextOffset=m.next_offset, valueSize=len(m.payload))
             key, value = None, m.payload
+        if self.skip_metadata:
+            obj = {"type": "message", "file": path, "inner": inner}
         if self.print_data and not m.is_compressed:  # a wrapper's value is its compressed inner set
             obj.update(self._data(key, value, internal))
         return obj

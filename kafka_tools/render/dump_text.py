@@ -54,6 +54,12 @@ class DumpTextRenderer:
                 self.out.plain(
                     f"Starting offset: {event.base_offset if event.base_offset is not None else 0}"
                 )
+            elif event.kind == FileKind.METADATA_SNAPSHOT:
+                # KRaft names a snapshot `<end offset>-<epoch>.checkpoint` (bootstrap.checkpoint: neither).
+                stem = event.path.rsplit("/", 1)[-1].split(".", 1)[0]
+                end, _, epoch = stem.partition("-")
+                if end.isdigit() and epoch.isdigit():
+                    self.out.plain(f"Snapshot end offset: {int(end)}, epoch: {int(epoch)}")
         elif isinstance(event, ItemsEvent):
             self._items(event)
         elif isinstance(event, FileEnd):
@@ -76,6 +82,14 @@ class DumpTextRenderer:
             self._message(entry, entry.position, event.internal)
 
     def _message(self, m: LegacyMessage | Kafka07Message, position: int, internal: str | None) -> None:
+        if self.skip_metadata:
+            # Only the data, as for v2 records: nothing at all for a message whose data is not printed.
+            key, value = (m.key, m.value) if isinstance(m, LegacyMessage) else (None, m.payload)
+            shown = self.print_data and not m.is_compressed and (value is not None or internal is not None)
+            data = self._data(key, value, internal) if shown else []
+            if data:
+                self.out.fields(data)
+            return
         fields: Fields = [("offset", m.offset), ("position", position)]
         if isinstance(m, LegacyMessage):
             if m.magic >= 1:
@@ -242,4 +256,6 @@ def _item_fields(item) -> Fields:
     if isinstance(item, EpochEntry):
         return [("epoch", item.epoch), ("startOffset", item.start_offset)]
     key, value = item
+    if isinstance(value, (list, dict)):  # quorum-state's voters
+        value = json.dumps(value, separators=(",", ":"))
     return [(key, value)]

@@ -26,6 +26,13 @@ def finding_line(f: Finding) -> str:
 
 
 def verdict(summary: Summary) -> str:
+    if summary.unreadable:
+        unread = "1 file" if summary.unreadable == 1 else f"{summary.unreadable} files"
+        return f"incomplete: {unread} could not be read (exit 3); the rest: {_checked(summary)}"
+    return _checked(summary)
+
+
+def _checked(summary: Summary) -> str:
     if not summary.errors:
         return f"clean: {summary.segments} segments, {summary.entries} batches, {summary.bytes} bytes"
     if summary.all_repairable:
@@ -57,7 +64,7 @@ def finding_object(f: Finding) -> dict:
 class FindingsText:
     """Findings one a line, tables and a verdict: rich on a terminal, plain ASCII when piped."""
 
-    STATUS_STYLE = {"clean": "green", "tail": "yellow", "CORRUPT": "bold red"}
+    STATUS_STYLE = {"clean": "green", "tail": "yellow", "CORRUPT": "bold red", "unreadable": "bold red"}
 
     def __init__(self, out: TextIO, colour: bool) -> None:
         from rich.console import Console
@@ -165,6 +172,7 @@ class ValidateJsonRenderer(JsonLines):
                 "tailBytes": summary.tail_bytes,
                 "corrupt": summary.corrupt,
                 "allRepairable": summary.all_repairable,
+                "unreadable": summary.unreadable,
                 "verdict": verdict(summary),
             }
         )

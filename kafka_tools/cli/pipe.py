@@ -1,0 +1,72 @@
+"""stdout that survives its reader leaving (`ktool … | head -1`, `ktool … | true`).
+
+In a runbook the exit status decides what happens next, and with `set -o pipefail` it is ktool's that
+counts. So when the reader closes the pipe, ktool stops writing (further writes are dropped) but keeps
+going: it still reaches the verdict its input deserves and exits with that code, instead of dying on
+EPIPE with whatever code the interpreter or Click picks (0 or 1, unrelated to the data).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from typing import TextIO
+
+
+class GuardedStdout:
+    """A text stream in front of stdout that turns a broken pipe into "reader gone", once."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return self._stream.write(text)
+            except OSError as exc:
+                self._broken(exc)
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+            except OSError as exc:
+                self._broken(exc)
+
+    def _broken(self, exc: OSError) -> None:
+        if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
+            raise exc
+        self.reader_gone = True
+        # What the stream still buffers would fail again at the interpreter's final flush: point the
+        # descriptor at /dev/null so that flush succeeds silently.
+        try:
+            fd = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def install() -> None:
+    """Put a guard in front of `sys.stdout` and `sys.stderr` (idempotent; `2>&1 | head` closes both);
+    commands keep writing to `sys.stdout`."""
+    if not isinstance(sys.stdout, GuardedStdout):
+        sys.stdout = GuardedStdout(sys.stdout)  # type: ignore[assignment]
+    if not isinstance(sys.stderr, GuardedStdout):
+        sys.stderr = GuardedStdout(sys.stderr)  # type: ignore[assignment]
+
+
+def reader_gone() -> bool:
+    """True once a write to stdout found the pipe closed: output is no longer worth producing."""
+    return isinstance(sys.stdout, GuardedStdout) and sys.stdout.reader_gone

@@ -1,0 +1,326 @@
+"""Checking what is inside a compressed batch or wrapper without holding it: the payload is
+decompressed as a stream and its records (v2) or inner messages (v0/v1) are framed and checked as the
+pieces go by, so memory stays at a piece or two whatever the payload inflates to (up to the cap).
+
+Small payloads are decoded whole by the ordinary decoder (same messages, faster); only a payload that
+inflates past `WHOLE_LIMIT` is walked as a stream, with the decoder's own checks and messages.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from kafka_tools.format.compression import DecompressionError, iter_decompressed
+from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
+from kafka_tools.format.record_batch import RECORD_BATCH_OVERHEAD, RecordBatch, RecordDecodeError
+
+WHOLE_LIMIT = 8 << 20  # decompressed bytes decoded whole; past this, walked as a stream
+_BIG_MESSAGE = 1 << 20  # inner messages up to this size are parsed whole by parse_message
+_HEAD = struct.Struct(">qi")
+
+
+@dataclass(slots=True)
+class InnerStats:
+    """What validation needs of a batch's contents: the offsets it holds, in order or not."""
+
+    first_offset: int | None
+    last_offset: int | None
+    count: int
+    increasing: bool
+
+
+class _End(Exception):
+    """The stream ended inside what was being read."""
+
+
+class _Reader:
+    """Bytes of a stream of pieces, read a byte, a few bytes or a skip at a time."""
+
+    __slots__ = ("buf", "i", "base", "rest")
+
+    def __init__(self, head: bytes, rest: Iterator[bytes]) -> None:
+        self.buf = head
+        self.i = 0
+        self.base = 0  # stream position of buf[0]
+        self.rest = rest
+
+    def _next(self) -> None:
+        for piece in self.rest:
+            if piece:
+                self.base += len(self.buf)
+                self.buf = piece
+                self.i = 0
+                return
+        raise _End
+
+    def position(self) -> int:
+        return self.base + self.i
+
+    def byte(self) -> int:
+        if self.i >= len(self.buf):
+            self._next()
+        b = self.buf[self.i]
+        self.i += 1
+        return b
+
+    def take(self, n: int) -> bytes:
+        if self.i + n <= len(self.buf):
+            out = self.buf[self.i : self.i + n]
+            self.i += n
+            return out
+        parts = []
+        while n:
+            if self.i >= len(self.buf):
+                self._next()
+            part = self.buf[self.i : self.i + n]
+            self.i += len(part)
+            n -= len(part)
+            parts.append(part)
+        return b"".join(parts)
+
+    def skip(self, n: int, crc: int | None = None) -> int | None:
+        """Step over `n` bytes (a key, a value), folding them into a running CRC-32 when given one."""
+        while n:
+            if self.i >= len(self.buf):
+                self._next()
+            step = min(n, len(self.buf) - self.i)
+            if crc is not None:
+                crc = zlib.crc32(memoryview(self.buf)[self.i : self.i + step], crc)
+            self.i += step
+            n -= step
+        return crc
+
+    def drain(self) -> int:
+        """Bytes left in the stream (read through to the end: the cap still bounds it)."""
+        left = len(self.buf) - self.i
+        self.i = len(self.buf)
+        for piece in self.rest:
+            left += len(piece)
+        return left
+
+    def zigzag(self) -> int:
+        raw = shift = 0
+        for _ in range(10):
+            b = self.byte()
+            raw |= (b & 0x7F) << shift
+            if b < 0x80:
+                raw &= 0xFFFFFFFFFFFFFFFF
+                return (raw >> 1) ^ -(raw & 1)
+            shift += 7
+        raise _TooLong
+
+
+class _TooLong(Exception):
+    """A varint longer than 10 bytes."""
+
+
+class _Said(RecordDecodeError):
+    """An error already worded for the user (a decompression failure): passed on as it is."""
+
+
+def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
+    """Offsets of a compressed batch's records (or a wrapper's inner messages), every record framed
+    and checked; raises RecordDecodeError as `records()` / `inner_messages()` would."""
+    if isinstance(entry, RecordBatch):
+        where = entry.position + RECORD_BATCH_OVERHEAD
+        pieces = _pieces(entry.codec, entry.payload, entry.codec_label, where)
+        head = _gather(pieces)
+        if head is not None:
+            return _stats([r.offset for r in entry.decode_payload(head)])
+        try:
+            first, last, count, increasing = _walk_v2(_Reader(b"", pieces), entry.records_count)
+        except RecordDecodeError as exc:
+            if isinstance(exc, _Said):
+                raise
+            raise RecordDecodeError(f"{exc} (inside the decompressed payload)", where) from None
+        if first is None:
+            return InnerStats(None, None, 0, True)
+        return InnerStats(entry.base_offset + first, entry.base_offset + last, count, increasing)
+    where = entry.wrapper_payload_position
+    if entry.value is None:
+        raise RecordDecodeError("compressed wrapper has a null value", where)
+    pieces = _pieces(entry.codec, entry.value, entry.codec_label, where)
+    head = _gather(pieces)
+    if head is not None:
+        return _stats([m.offset for m in entry.inner_from(head)])
+    first, last, count, increasing = _walk_legacy(_Reader(b"", pieces), where)
+    if entry.magic >= 1:  # v1 inner offsets are relative: the wrapper holds the last one's
+        shift = entry.offset - last
+        first, last = first + shift, last + shift
+    return InnerStats(first, last, count, increasing)
+
+
+def _stats(offsets: list[int]) -> InnerStats:
+    if not offsets:
+        return InnerStats(None, None, 0, True)
+    increasing = all(b > a for a, b in zip(offsets, offsets[1:], strict=False))
+    return InnerStats(offsets[0], offsets[-1], len(offsets), increasing)
+
+
+class _Pieces:
+    """The decompressed pieces, with decompression errors said as the decoder says them, and the
+    pieces read ahead by `_gather` handed out first."""
+
+    def __init__(self, codec: int, data, label: str, where: int) -> None:
+        self.it = iter_decompressed(codec, data)
+        self.label = label
+        self.where = where
+        self.ahead: list[bytes] = []
+
+    def __iter__(self) -> _Pieces:
+        return self  # one iterator, never restarted: closing a generator here would close the stream
+
+    def __next__(self) -> bytes:
+        if self.ahead:
+            return self.ahead.pop(0)
+        try:
+            return next(self.it)
+        except DecompressionError as exc:
+            raise _Said(f"{self.label} payload cannot be decompressed: {exc}", self.where) from None
+
+
+def _pieces(codec: int, data, label: str, where: int) -> _Pieces:
+    return _Pieces(codec, data, label, where)
+
+
+def _gather(pieces: _Pieces) -> bytes | None:
+    """The whole payload when it is small (decoded whole, as dump-log does); None when it is not (the
+    pieces read so far are kept to be walked as a stream)."""
+    got: list[bytes] = []
+    size = 0
+    for piece in pieces:
+        got.append(piece)
+        size += len(piece)
+        if size > WHOLE_LIMIT:
+            pieces.ahead = got
+            return None
+    return b"".join(got)
+
+
+def _walk_v2(r: _Reader, count: int) -> tuple[int | None, int | None, int, bool]:
+    """Frame and check `count` varint records as decode_records does: (first, last offset delta,
+    count, whether the deltas increase)."""
+    first = last = None
+    increasing = True
+    i = 0
+    start = 0
+    try:
+        for i in range(count):  # noqa: B007 (i names the record in the errors below)
+            start = r.position()
+            length = r.zigzag()
+            if length < 6:
+                raise RecordDecodeError(f"length {length} is impossible", start)
+            rec_end = r.position() + length
+            r.byte()  # attributes
+            r.zigzag()  # timestamp delta
+            delta = r.zigzag()
+            for what in ("key", "value"):
+                n = r.zigzag()
+                if n < -1:
+                    raise RecordDecodeError(f"{what} length {n} is invalid", start)
+                if n > 0:
+                    r.skip(n)
+            headers = r.zigzag()
+            if headers < 0 or headers * 2 > rec_end - r.position():
+                raise RecordDecodeError(f"header count {headers} is impossible", start)
+            for _ in range(headers):
+                n = r.zigzag()
+                if n < 0 or r.position() + n > rec_end:
+                    raise RecordDecodeError(f"header key length {n} is invalid", start)
+                r.skip(n)
+                n = r.zigzag()
+                if n < -1 or r.position() + max(n, 0) > rec_end:
+                    raise RecordDecodeError(f"header value length {n} is invalid", start)
+                if n > 0:
+                    r.skip(n)
+            if r.position() != rec_end:
+                raise RecordDecodeError(f"fields do not end where its length {length} says", start)
+            if first is None:
+                first = delta
+            elif delta <= last:
+                increasing = False
+            last = delta
+    except _End:
+        raise RecordDecodeError(f"record {i}: runs past the end of the batch", start) from None
+    except _TooLong:
+        raise RecordDecodeError(f"record {i}: varint longer than 10 bytes", start) from None
+    except RecordDecodeError as exc:
+        if isinstance(exc, _Said):
+            raise
+        raise RecordDecodeError(f"record {i}: {exc}", start) from None
+    at = r.position()
+    left = r.drain()
+    if left:
+        raise RecordDecodeError(f"{left} bytes follow the batch's {count} records", at)
+    return first, last, count, increasing
+
+
+def _walk_legacy(r: _Reader, where: int) -> tuple[int, int, int, bool]:
+    """Frame every inner message of a wrapper as inner_messages() does: (first, last, count, increasing)."""
+    first = last = None
+    count = 0
+    increasing = True
+    while True:
+        start = r.position()
+        try:
+            head = r.take(12)
+        except _End:
+            left = r.position() - start + (len(r.buf) - r.i)
+            if left:
+                raise RecordDecodeError(
+                    f"{left} stray bytes after {count} inner messages (decompressed payload)", where
+                ) from None
+            break
+        offset, size = _HEAD.unpack(head)
+        try:
+            if size < min_message_size(0):
+                text = f"message size {size} is below the minimum {min_message_size(0)}"
+                raise _Said(f"inner message {count}: {text} (inside the decompressed payload)", where)
+            if size <= _BIG_MESSAGE:
+                parse_message(head + r.take(size), 0, start, 12 + size)
+            else:
+                _walk_big_message(r, size, start)
+        except _End:
+            raise RecordDecodeError(
+                f"inner message {count}: message size {size} runs past the end of its message set "
+                "(inside the decompressed payload)",
+                where,
+            ) from None
+        except RecordDecodeError as exc:
+            if isinstance(exc, _Said):
+                raise
+            raise RecordDecodeError(
+                f"inner message {count}: {exc} (inside the decompressed payload)", where
+            ) from None
+        if first is None:
+            first = offset
+        elif offset <= last:
+            increasing = False
+        last = offset
+        count += 1
+    if not count:
+        raise RecordDecodeError("compressed wrapper holds no messages", where)
+    return first, last, count, increasing
+
+
+def _walk_big_message(r: _Reader, size: int, start: int) -> None:
+    """An inner message too large to hold: its fields framed as parse_message frames them."""
+    head = r.take(6)  # crc, magic, attributes
+    magic = head[4]
+    if magic not in (0, 1):
+        raise RecordDecodeError(f"magic {magic} is not a message-set magic (0 or 1)", start + 16)
+    end = r.position() - 6 + size
+    if magic == 1:
+        r.take(8)
+    for what in ("key", "value"):
+        (n,) = struct.unpack(">i", r.take(4))
+        if n == -1:
+            continue
+        if n < 0 or r.position() + n > end:
+            raise RecordDecodeError(f"{what} length {n} runs past the message", r.position() - 4)
+        r.skip(n)
+    if r.position() != end:
+        raise RecordDecodeError(f"message has {end - r.position()} bytes after its value", r.position())
