@@ -85,6 +85,16 @@ def _first_server(bootstrap: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+@dataclass
+class KafkaMember:
+    """A member of a group the brokers coordinate, as DescribeGroups reports it."""
+
+    member_id: str
+    client_id: str
+    host: str
+    assignment: list[tuple[str, int]]
+
+
 class Broker:
     """One client per command: consumer handles for offsets, an admin handle for groups."""
 
@@ -199,17 +209,7 @@ class Broker:
 
     def live_members(self, group: str) -> list[str]:
         """Members of the group the coordinator has now (empty for a group with only stored offsets)."""
-        from confluent_kafka import KafkaException
-
-        try:
-            desc = (
-                self._admin()
-                .describe_consumer_groups([group], request_timeout=self.config.timeout)[group]
-                .result()
-            )
-        except KafkaException as exc:
-            raise InputError(f"{self.config.bootstrap}: group {group}: {_why(exc)}") from None
-        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in desc.members]
+        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in self.members(group)]
 
     def commit(self, group: str, offsets: dict[tuple[str, int], int], metadata: str) -> None:
         """Store offsets for the group in `__consumer_offsets`, in one request (AlterConsumerGroupOffsets)."""
@@ -241,6 +241,36 @@ class Broker:
             raise InputError(
                 f"{self.config.bootstrap}: commit for group {group} failed for " + ", ".join(failed)
             )
+
+    def topics(self) -> dict[str, list[int]]:
+        """Every topic's partition numbers, from the brokers' metadata (the catalog ZooKeeper would give
+        otherwise; KRaft clusters have no ZooKeeper)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            metadata = self._admin().list_topics(timeout=self.config.timeout)
+        except KafkaException as exc:
+            raise InputError(f"{self.config.bootstrap}: cannot list topics: {_why(exc)}") from None
+        return {name: sorted(t.partitions) for name, t in sorted(metadata.topics.items()) if not t.error}
+
+    def members(self, group: str) -> list[KafkaMember]:
+        """The members the group's coordinator has now, with their assigned partitions."""
+        from confluent_kafka import KafkaException
+
+        try:
+            futures = self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)
+            desc = futures[group].result(timeout=self.config.timeout + 5)
+        except KafkaException as exc:
+            raise InputError(f"{self.config.bootstrap}: group {group}: {_why(exc)}") from None
+        except TimeoutError:
+            raise InputError(f"{self.config.bootstrap}: no answer describing group {group}") from None
+        out = []
+        for m in desc.members:
+            assigned = m.assignment.topic_partitions if m.assignment is not None else []
+            out.append(
+                KafkaMember(m.member_id, m.client_id, m.host, [(tp.topic, tp.partition) for tp in assigned])
+            )
+        return out
 
     def groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) of the groups the brokers coordinate."""

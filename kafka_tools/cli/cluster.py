@@ -14,8 +14,9 @@ Also the ZooKeeper options every ZooKeeper-reading command shares: decorate a co
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -28,9 +29,19 @@ from kafka_tools.render.cluster import (
     render_topics_text,
 )
 from kafka_tools.render.lines import wants_colour
-from kafka_tools.zk.connection import ENV_AUTH, ENV_CONNECT, ZkConfig, open_zk, resolve_config
+from kafka_tools.zk.connection import (
+    ENV_AUTH,
+    ENV_CONNECT,
+    NoZooKeeperError,
+    ZkConfig,
+    open_zk,
+    resolve_config,
+)
 from kafka_tools.zk.reader import cluster_id as read_cluster_id
 from kafka_tools.zk.reader import read_cluster, read_topics
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -101,6 +112,23 @@ def zk_config_from_options(**options: Any) -> ZkConfig:
         cert=options.get("zk_cert"),
         key=options.get("zk_key"),
     )
+
+
+@contextmanager
+def zk_if_configured(*, needed_for: str | None = None, **options: Any) -> Iterator[KazooClient | None]:
+    """An open ZooKeeper when one is configured, else None: commands whose data lives in Kafka work
+    with --bootstrap-server alone (KRaft and Kafka 4.x clusters have no ZooKeeper). `needed_for` says
+    what could not be done without it, for the one line when neither server is given."""
+    try:
+        config = zk_config_from_options(**options)
+    except NoZooKeeperError as exc:
+        if needed_for is not None or not options.get("bootstrap_server"):
+            what = needed_for or "give --bootstrap-server host:port for the groups and offsets in Kafka"
+            raise NoZooKeeperError(f"{exc}; {what}") from None
+        yield None
+        return
+    with open_zk(config) as zk:
+        yield zk
 
 
 def _colour(ctx: click.Context) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from kafka_tools.broker.options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.groups.assignors import Member, consumers_per_topic
 from kafka_tools.groups.describe import describe_group, list_all_groups
 from kafka_tools.groups.plan import plan_rebalance
@@ -45,7 +45,7 @@ def groups() -> None:
 def list_cmd(ctx: click.Context, as_json: bool, **options: Any) -> None:
     """List groups in ZooKeeper (/consumers) and, with --bootstrap-server, those Kafka coordinates;
     mark where each group's offsets live (zookeeper, kafka, both, none)."""
-    with open_zk(zk_config_from_options(**options)) as zk:
+    with zk_if_configured(**options) as zk:
         broker = broker_from_options(zk, **options)
         found = list_all_groups(zk, broker)
     render_group_list(found, sys.stdout, _colour(ctx), as_json)
@@ -62,9 +62,9 @@ def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, 
     --bootstrap-server the log start and end offsets and lag; members with their subscriptions; sums per
     topic and group. Impossible lag (a committed offset past the log end or below its start) is clamped
     and explained. Without GROUP: every group in ZooKeeper."""
-    with open_zk(zk_config_from_options(**options)) as zk:
+    with zk_if_configured(**options) as zk:
         broker = broker_from_options(zk, **options)
-        names = list(group_ids) or list_groups(zk)
+        names = list(group_ids) or (list_groups(zk) if zk is not None else [g for g, _ in broker.groups()])
         descriptions = [describe_group(zk, g, broker) for g in names]
     for desc in descriptions:
         render_group(desc, sys.stdout, _colour(ctx), as_json)

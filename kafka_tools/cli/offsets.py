@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from kafka_tools.broker.options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.errors import EXIT_FINDINGS, FindingsError, InputError, UsageError
 from kafka_tools.migration import (
     DEFAULT_METADATA,
@@ -319,7 +319,8 @@ def export_cmd(
 ) -> None:
     """Write a store's offsets to a file."""
     rows: list[tuple[str, str, int, int]] = []
-    with open_zk(zk_config_from_options(**options)) as zk:
+    needed = "--from zookeeper reads /consumers in ZooKeeper" if source == ZK else None
+    with zk_if_configured(needed_for=needed, **options) as zk:
         broker = broker_from_options(zk, **options)
         if source == KAFKA and broker is None:
             raise UsageError("--from kafka needs --bootstrap-server")
@@ -404,7 +405,8 @@ def import_cmd(
     if group_ids:
         wanted = {g: v for g, v in wanted.items() if g in group_ids}
     mopts = MigrationOptions(FILE, target, False, force, allow_rewind, metadata, topics)
-    with open_zk(zk_config_from_options(**options)) as zk:
+    needed = "--to zookeeper writes /consumers in ZooKeeper" if target == ZK else None
+    with zk_if_configured(needed_for=needed, **options) as zk:
         broker = _need_broker(zk, options)
         plans = [plan_group(zk, broker, g, mopts, given) for g, given in sorted(wanted.items())]
         for p in plans:

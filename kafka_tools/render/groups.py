@@ -8,6 +8,7 @@ from typing import TextIO
 
 from kafka_tools.groups.describe import GroupDescription, GroupSummary
 from kafka_tools.groups.plan import RebalancePlan
+from kafka_tools.plural import plural
 
 
 def _console(out: TextIO, colour: bool):
@@ -114,7 +115,7 @@ def render_group(desc: GroupDescription, out: TextIO, colour: bool, as_json: boo
         return
     console = _console(out, colour)
     console.print(
-        f"group {desc.group}: offsets in {desc.storage}, {len(desc.members)} live members"
+        f"group {desc.group}: offsets in {desc.storage}, {plural(len(desc.members), 'live member')}"
         + (f", layout {desc.layout}" if desc.layout else ""),
         style="bold" if colour else None,
         markup=False,
@@ -207,7 +208,9 @@ def render_plan(group: str, plan: RebalancePlan, out: TextIO, colour: bool, as_j
         )
     console.print(table)
     console.print(
-        f"{len(plan.moves)} of {len(keys)} partitions move ({plan.strategy} assignor)", markup=False
+        f"{len(plan.moves)} of {plural(len(keys), 'partition')} "
+        f"{'moves' if len(plan.moves) == 1 else 'move'} ({plan.strategy} assignor)",
+        markup=False,
     )
     if plan.unassigned:
         console.print("unassigned: " + ", ".join(f"{t}-{p}" for t, p in plan.unassigned), markup=False)

@@ -72,6 +72,10 @@ class ZnodeMissingError(InputError):
         self.path = path
 
 
+class NoZooKeeperError(UsageError):
+    """No ZooKeeper is configured anywhere (command line, environment, config file)."""
+
+
 # --------------------------------------------------------------------------- credentials
 
 
@@ -278,7 +282,7 @@ def resolve_config(
     if connect is None:
         connect, source = pick(None, "connect", str), f"{where}: zookeeper.connect"
     if not connect:
-        raise UsageError(
+        raise NoZooKeeperError(
             f"no ZooKeeper to talk to: give --zookeeper host:port[/chroot], set {ENV_CONNECT}, "
             'or put connect = "…" under [zookeeper] in the config file'
         )
