@@ -171,8 +171,10 @@ def test_unreachable_server_fails_within_the_timeout_naming_it(zk_cli) -> None:
     t0 = time.monotonic()
     result = zk_cli("brokers", "--zookeeper", f"127.0.0.1:{port}/kafka", "--zk-timeout", "2")
     elapsed = time.monotonic() - t0
-    assert one_line_error(result) == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port} within 2 s"
-    assert elapsed < 6, elapsed
+    assert (
+        one_line_error(result) == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port}: connection refused"
+    )
+    assert elapsed < 2, elapsed  # refused is known at once: no waiting for the timeout
 
 
 def test_silent_server_fails_within_the_timeout(zk_cli) -> None:
@@ -187,7 +189,10 @@ def test_silent_server_fails_within_the_timeout(zk_cli) -> None:
         t0 = time.monotonic()
         result = zk_cli("topics", "--zookeeper", f"127.0.0.1:{port}", "--zk-timeout", "1.5")
         elapsed = time.monotonic() - t0
-    assert one_line_error(result) == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port} within 1.5 s"
+    assert one_line_error(result) == (
+        f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port}: accepted the connection but gave no "
+        "ZooKeeper session within 1.5 s"
+    )
     assert elapsed < 5, elapsed
 
 
