@@ -37,6 +37,7 @@ from kafka_tools.migration import (
     write_journal,
 )
 from kafka_tools.render.lines import wants_colour
+from kafka_tools.render.tables import TextTable, make_console
 from kafka_tools.zk.connection import open_zk
 
 _STORES = click.Choice([ZK, KAFKA])
@@ -75,32 +76,26 @@ def render_moves(moves: list[PartitionMove], colour: bool, as_json: bool, title:
                 + "\n"
             )
         return
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(
-        file=sys.stdout,
-        force_terminal=colour,
-        no_color=not colour,
-        highlight=False,
-        width=None if colour else 240,
+    right = ["partition", "zookeeper", "kafka before", "offset", "zookeeper after", "kafka after"]
+    table = TextTable(
+        [
+            "group",
+            "topic",
+            "partition",
+            "zookeeper",
+            "kafka before",
+            "offset",
+            "zookeeper after",
+            "kafka after",
+            "status",
+            "reason",
+        ],
+        colour,
+        title,
+        right=right,
+        drop=("zookeeper after", "kafka after", "kafka before", "zookeeper"),
+        wrap=("reason",),
     )
-    table = Table(box=box.SIMPLE_HEAD if colour else box.ASCII2, show_edge=False, title=title)
-    right = {"partition", "zookeeper", "kafka before", "offset", "zookeeper after", "kafka after"}
-    for col in (
-        "group",
-        "topic",
-        "partition",
-        "zookeeper",
-        "kafka before",
-        "offset",
-        "zookeeper after",
-        "kafka after",
-        "status",
-        "reason",
-    ):
-        table.add_column(col, justify="right" if col in right else "left")
     styles = {VERIFIED: "green", UNCHANGED: "dim", WRITE: "cyan"}
     for m in moves:
         style = styles.get(m.status, "bold red") if colour else None
@@ -117,7 +112,7 @@ def render_moves(moves: list[PartitionMove], colour: bool, as_json: bool, title:
             m.reason,
             style=style,
         )
-    console.print(table)
+    make_console(sys.stdout, colour).print(table)
 
 
 def _summary(plans: list[GroupPlan]) -> dict[str, int]:
