@@ -39,7 +39,7 @@ def make_console(out: TextIO, colour: bool) -> Console:
 
     return Console(
         file=out,
-        force_terminal=colour,
+        force_terminal=True if colour else None,  # False would hide a terminal from rich
         no_color=not colour,
         color_system="auto" if colour else None,
         highlight=False,
