@@ -152,6 +152,7 @@ def brokers(ctx: click.Context, as_json: bool, **options: Any) -> None:
     \b
     Exit status:
       0  ok
+      2  usage error
       3  ZooKeeper unreachable, wrong chroot, no /brokers/ids, a malformed znode, not allowed
     """
     with open_zk(zk_config_from_options(**options)) as zk:
@@ -168,7 +169,9 @@ def brokers(ctx: click.Context, as_json: bool, **options: Any) -> None:
 @_json_option
 @click.pass_context
 def topics(ctx: click.Context, topics: tuple[str, ...], as_json: bool, **options: Any) -> None:
-    """Show partitions of TOPIC… (default: every topic): leader, replicas, ISR, leader epoch.
+    """Show the partitions of topics: leader, replicas, ISR, leader epoch.
+
+    Every partition of each TOPIC given, or of every topic.
 
     The status column marks partitions that are under-replicated (ISR smaller than the replicas),
     offline (no leader) or without a state znode. 0.7 topics list their partitions as
@@ -177,6 +180,7 @@ def topics(ctx: click.Context, topics: tuple[str, ...], as_json: bool, **options
     \b
     Exit status:
       0  ok
+      2  usage error
       3  a topic does not exist, ZooKeeper unreachable, wrong chroot, a malformed znode
     """
     with open_zk(zk_config_from_options(**options)) as zk:
@@ -196,6 +200,7 @@ def cluster_id(as_json: bool, **options: Any) -> None:
     \b
     Exit status:
       0  ok
+      2  usage error
       3  no /cluster/id (clusters before 0.10.1 have none), ZooKeeper unreachable, wrong chroot
     """
     config = zk_config_from_options(**options)

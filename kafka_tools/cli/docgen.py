@@ -51,13 +51,38 @@ def _commands(group: click.Group, prefix: str) -> list[tuple[str, click.Command]
     return found
 
 
+def summary(cmd: click.Command) -> str:
+    """The one-line summary for NAME and the command lists: the help's first sentence, no full stop."""
+    return cmd.get_short_help_str(limit=200).rstrip(".")
+
+
+def see_also(full_name: str) -> list[str]:
+    """The pages next to this one: ktool(1), the parent group's, and a group's own commands."""
+    words = full_name.split()
+    related = [" ".join(words[:n]) for n in range(1, len(words))]
+    cmd = _lookup(words[1:])
+    if isinstance(cmd, click.Group):
+        related += [f"{full_name} {name}" for name in sorted(cmd.commands)]
+    elif len(words) == 1:
+        related = []
+    return [name.replace(" ", "-") for name in related]
+
+
+def _lookup(path: list[str]) -> click.Command:
+    cmd: click.Command = cli
+    for word in path:
+        assert isinstance(cmd, click.Group)
+        cmd = cmd.commands[word]
+    return cmd
+
+
 def man_page(full_name: str, cmd: click.Command) -> str:
     ctx = click.Context(cmd, info_name=full_name, **cli.context_settings)
     title = full_name.replace(" ", "-")
     lines = [
         f'.TH "{title.upper()}" "1" "{MAN_DATE}" "ktool {__version__}" "ktool manual"',
         ".SH NAME",
-        f"{_roff(title)} \\- {_roff(cmd.get_short_help_str(limit=200))}",
+        f"{_roff(title)} \\- {_roff(summary(cmd))}",
         ".SH SYNOPSIS",
         f".B {_roff(full_name)}",
         _roff(" ".join(cmd.collect_usage_pieces(ctx))),
@@ -75,18 +100,32 @@ def man_page(full_name: str, cmd: click.Command) -> str:
     if isinstance(cmd, click.Group):
         lines.append(".SH COMMANDS")
         for name in sorted(cmd.commands):
-            summary = cmd.commands[name].get_short_help_str(limit=200)
-            lines += [".TP", f"\\fB{_roff(name)}\\fR", _roff(summary)]
-            lines.append(f"See \\fB{title}-{name}\\fR(1).")
+            lines += [".TP", f"\\fB{_roff(name)}\\fR", _roff(summary(cmd.commands[name]))]
+            lines.append(f"See \\fB{_roff(title)}\\-{_roff(name)}\\fR(1).")
+    related = see_also(full_name)
+    if related:
+        lines.append(".SH SEE ALSO")
+        lines.append(",\n".join(f".BR {_roff(page)} (1)" for page in related))
     return "\n".join(lines) + "\n"
 
 
+def man_pages() -> dict[str, str]:
+    """Every page by file name: `ktool.1`, `ktool-groups-list.1`, …"""
+    return {f"{full.replace(' ', '-')}.1": man_page(full, cmd) for full, cmd in _commands(cli, "ktool")}
+
+
+_COMPLETERS = {"bash": BashComplete, "zsh": ZshComplete, "fish": FishComplete}
+COMPLETION_FILES = {"bash": "ktool.bash", "zsh": "_ktool", "fish": "ktool.fish"}
+
+
+def completion_script(shell: str) -> str:
+    return _COMPLETERS[shell](cli, {}, "ktool", "_KTOOL_COMPLETE").source()
+
+
 def expected_files() -> dict[Path, str]:
-    files: dict[Path, str] = {}
-    for full_name, cmd in _commands(cli, "ktool"):
-        files[ROOT / "man" / f"{full_name.replace(' ', '-')}.1"] = man_page(full_name, cmd)
-    for cls, name in ((BashComplete, "ktool.bash"), (ZshComplete, "_ktool"), (FishComplete, "ktool.fish")):
-        files[ROOT / "completions" / name] = cls(cli, {}, "ktool", "_KTOOL_COMPLETE").source()
+    files = {ROOT / "man" / name: text for name, text in man_pages().items()}
+    for shell, name in COMPLETION_FILES.items():
+        files[ROOT / "completions" / name] = completion_script(shell)
     return files
 
 

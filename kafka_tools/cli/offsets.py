@@ -36,6 +36,7 @@ from kafka_tools.migration import (
     undo_journal,
     write_journal,
 )
+from kafka_tools.plural import plural
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.tables import TextTable, make_console
 from kafka_tools.zk.connection import open_zk
@@ -224,9 +225,19 @@ def _need_broker(zk, options: dict[str, Any]):
 
 @click.command("migrate-offsets")
 @click.option(
-    "--from", "source", type=_STORES, default=ZK, show_default=True, help="Where the offsets come from."
+    "--from",
+    "source",
+    type=_STORES,
+    default=ZK,
+    show_default=True,
+    help="The store to read: ZooKeeper's /consumers, or Kafka's __consumer_offsets.",
 )
-@click.option("--to", "target", type=_STORES, default=KAFKA, show_default=True, help="Where they go.")
+@click.option(
+    "--to",
+    "target",
+    type=_STORES,
+    help="The store to write [default: the other store: kafka, or zookeeper with --from kafka].",
+)
 @click.option(
     "--dual-commit",
     is_flag=True,
@@ -243,7 +254,7 @@ def _need_broker(zk, options: dict[str, Any]):
 def migrate_offsets(
     ctx: click.Context,
     source: str,
-    target: str,
+    target: str | None,
     dual_commit: bool,
     undo: Path | None,
     group_ids: tuple[str, ...],
@@ -257,8 +268,10 @@ def migrate_offsets(
     as_json: bool,
     **options: Any,
 ) -> None:
-    """Move consumer offsets from ZooKeeper (/consumers/G/offsets/T/P) to Kafka (__consumer_offsets),
-    or back with --from kafka --to zookeeper, or keep both with --dual-commit.
+    """Move consumer offsets between ZooKeeper and Kafka, with a journal and undo.
+
+    From ZooKeeper (/consumers/G/offsets/T/P) to Kafka (__consumer_offsets), or back with --from kafka
+    --to zookeeper, or keep both with --dual-commit.
 
     For each partition: read both stores and the log's start and end, refuse what is unsafe (a group
     with live members, an offset that would move backwards, an offset outside the log, Kafka 0.7
@@ -273,6 +286,7 @@ def migrate_offsets(
       2  usage error
       3  ZooKeeper or a broker unreachable (the journal says what was written)
     """
+    target = target or (KAFKA if source == ZK else ZK)
     if source == target and not dual_commit:
         raise UsageError("--from and --to name the same store")
     mopts = MigrationOptions(source, target, dual_commit, force, allow_rewind, metadata, topics)
@@ -288,14 +302,32 @@ def migrate_offsets(
 
 @click.group("offsets")
 def offsets() -> None:
-    """Consumer offsets to and from files (Kafka's ExportZkOffsets/ImportZkOffsets line format, or CSV)."""
+    """Consumer offsets to and from files (ExportZkOffsets lines, or CSV).
+
+    Files in Kafka's ExportZkOffsets/ImportZkOffsets line format (`/consumers/G/offsets/T/P:offset`) or
+    CSV (`group,topic,partition,offset`).
+
+    \b
+    Exit status:
+      0  ok
+      1  refusals, or a read-back that does not match (import)
+      2  usage error
+      3  ZooKeeper or a broker unreachable, a file unreadable or malformed
+    """
 
 
 @offsets.command("export")
-@click.option("--from", "source", type=_STORES, default=ZK, show_default=True)
-@click.option("--group", "group_ids", multiple=True, metavar="GROUP")
-@click.option("--all-groups", is_flag=True)
-@click.option("--topic", "topics", multiple=True, metavar="TOPIC")
+@click.option(
+    "--from",
+    "source",
+    type=_STORES,
+    default=ZK,
+    show_default=True,
+    help="The store to read: ZooKeeper's /consumers, or Kafka's __consumer_offsets.",
+)
+@click.option("--group", "group_ids", multiple=True, metavar="GROUP", help="A group to export (repeatable).")
+@click.option("--all-groups", is_flag=True, help="Every group in the store.")
+@click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable).")
 @click.option(
     "--format",
     "fmt",
@@ -312,7 +344,16 @@ def offsets() -> None:
 def export_cmd(
     source: str, group_ids, all_groups: bool, topics, fmt: str, output: Path | None, **options
 ) -> None:
-    """Write a store's offsets to a file."""
+    """Write a store's offsets to a file (or stdout).
+
+    --from kafka needs only --bootstrap-server: no ZooKeeper (KRaft and Kafka 4.x clusters have none).
+
+    \b
+    Exit status:
+      0  ok
+      2  usage error
+      3  ZooKeeper or a broker unreachable, the file cannot be written
+    """
     rows: list[tuple[str, str, int, int]] = []
     needed = "--from zookeeper reads /consumers in ZooKeeper" if source == ZK else None
     with zk_if_configured(needed_for=needed, **options) as zk:
@@ -344,7 +385,7 @@ def export_cmd(
         sys.stdout.write(text.getvalue())
     else:
         output.write_text(text.getvalue())
-        click.echo(f"ktool: {len(rows)} offsets written to {output}", err=True)
+        click.echo(f"ktool: {plural(len(rows), 'offset')} written to {output}", err=True)
 
 
 def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
@@ -376,7 +417,14 @@ def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
 
 @offsets.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--to", "target", type=_STORES, default=ZK, show_default=True)
+@click.option(
+    "--to",
+    "target",
+    type=_STORES,
+    required=True,
+    help="The store to write: ZooKeeper's /consumers, or Kafka's __consumer_offsets (always named: "
+    "import writes, so ktool does not guess where).",
+)
 @common_options
 @click.pass_context
 def import_cmd(
@@ -394,8 +442,18 @@ def import_cmd(
     as_json: bool,
     **options,
 ) -> None:
-    """Write offsets from a file (either format) into a store, with the same checks, journal and
-    verification as migrate-offsets."""
+    """Write offsets from a file (either format) into a store.
+
+    With the same checks, journal and verification as migrate-offsets. --to kafka needs only
+    --bootstrap-server: no ZooKeeper.
+
+    \b
+    Exit status:
+      0  every offset written and verified, or already in place
+      1  refusals, or a read-back that does not match
+      2  usage error
+      3  ZooKeeper or a broker unreachable, the file unreadable or malformed
+    """
     wanted = parse_offsets_file(file)
     if group_ids:
         wanted = {g: v for g, v in wanted.items() if g in group_ids}

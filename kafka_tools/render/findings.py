@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import TextIO
 
+from kafka_tools.plural import plural
 from kafka_tools.render.tables import TextTable, make_console
 from kafka_tools.validate import Finding, PartitionReport, Severity, Summary, Validation, status_of
 
@@ -28,14 +29,19 @@ def finding_line(f: Finding) -> str:
 
 def verdict(summary: Summary) -> str:
     if not summary.errors:
-        return f"clean: {summary.segments} segments, {summary.entries} batches, {summary.bytes} bytes"
+        return (
+            f"clean: {plural(summary.segments, 'segment')}, {plural(summary.entries, 'batch', 'batches')}, "
+            f"{plural(summary.bytes, 'byte')}"
+        )
     if summary.all_repairable:
         return (
-            f"corrupt: {summary.errors} errors, all in tails ({summary.tail_bytes} bytes) that "
+            f"corrupt: {plural(summary.errors, 'error')}, all in tails "
+            f"({plural(summary.tail_bytes, 'byte')}) that "
             "`ktool truncate` repairs as the broker's recovery would"
         )
     return (
-        f"corrupt: {summary.errors} errors, some in the middle of the data: `ktool truncate` would lose "
+        f"corrupt: {plural(summary.errors, 'error')}, some in the middle of the data: `ktool truncate` "
+        "would lose "
         "valid data and refuses without --force"
     )
 
