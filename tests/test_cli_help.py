@@ -101,6 +101,7 @@ def test_man_pages_name_and_see_also() -> None:
         assert title.replace("\\-", "-") == page
         assert summary and "..." not in summary and "…" not in summary and not summary.endswith(".")
         assert not summary.lower().startswith("ktool"), name_line  # the name is not repeated
+        assert '.SH "EXIT STATUS"' in lines and ".nh" in lines, page  # words never hyphenated
         assert ".SH SEE ALSO" in lines, page
         see = lines[lines.index(".SH SEE ALSO") + 1 :]
         named = [

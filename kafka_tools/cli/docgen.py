@@ -39,6 +39,20 @@ def _paragraphs(text: str) -> list[str]:
     return out
 
 
+def _split_exit_status(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The help without its exit-status table, and the table's (code, meaning) rows."""
+    kept, rows = [], []
+    for para in text.split("\n\n"):
+        body = para[2:] if para.startswith("\b\n") else para
+        if body.startswith("Exit status"):
+            for line in body.splitlines()[1:]:
+                code, _, meaning = line.strip().partition(" ")
+                rows.append((code, meaning.strip()))
+        else:
+            kept.append(para)
+    return "\n\n".join(kept), rows
+
+
 def _commands(group: click.Group, prefix: str) -> list[tuple[str, click.Command]]:
     found: list[tuple[str, click.Command]] = [(prefix, group)]
     for name in sorted(group.commands):
@@ -81,14 +95,17 @@ def man_page(full_name: str, cmd: click.Command) -> str:
     title = full_name.replace(" ", "-")
     lines = [
         f'.TH "{title.upper()}" "1" "{MAN_DATE}" "ktool {__version__}" "ktool manual"',
+        ".nh",  # no hyphenation: words stay whole
+        ".ad l",  # ragged right: no stretched spaces
         ".SH NAME",
         f"{_roff(title)} \\- {_roff(summary(cmd))}",
         ".SH SYNOPSIS",
         f".B {_roff(full_name)}",
         _roff(" ".join(cmd.collect_usage_pieces(ctx))),
     ]
-    if cmd.help:
-        lines += [".SH DESCRIPTION", *_paragraphs(inspect.cleandoc(cmd.help))]
+    description, exit_status = _split_exit_status(inspect.cleandoc(cmd.help or ""))
+    if description:
+        lines += [".SH DESCRIPTION", *_paragraphs(description)]
     options = [p for p in cmd.get_params(ctx) if isinstance(p, click.Option)]
     if options:
         lines.append(".SH OPTIONS")
@@ -102,6 +119,10 @@ def man_page(full_name: str, cmd: click.Command) -> str:
         for name in sorted(cmd.commands):
             lines += [".TP", f"\\fB{_roff(name)}\\fR", _roff(summary(cmd.commands[name]))]
             lines.append(f"See \\fB{_roff(title)}\\-{_roff(name)}\\fR(1).")
+    if exit_status:
+        lines.append('.SH "EXIT STATUS"')
+        for code, meaning in exit_status:
+            lines += [".TP", f".B {code}", _roff(meaning)]
     related = see_also(full_name)
     if related:
         lines.append(".SH SEE ALSO")
