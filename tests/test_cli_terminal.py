@@ -98,6 +98,17 @@ def test_no_color_on_a_terminal_for_every_zookeeper_table(zk_root) -> None:
     assert " billing_host1-1463000000000-1a2b3c4d " in plain  # the member id, whole
 
 
+def test_no_color_for_dump_log_on_a_terminal() -> None:
+    segment = FIXTURES / "v2" / "gzip-0" / "00000000000000000000.log"
+    code, coloured = on_terminal("dump-log", "--deep-iteration", "--no-progress", str(segment))
+    assert code == 0 and ANSI.search(coloured)
+    code, plain = on_terminal(
+        "dump-log", "--deep-iteration", "--no-progress", str(segment), env={"NO_COLOR": "1"}
+    )
+    assert code == 0 and not ANSI.search(plain)
+    assert "baseOffset: 0" in plain
+
+
 def test_80_columns_never_elide_a_name(log_dir) -> None:
     code, text = on_terminal("validate", str(log_dir), env={"COLUMNS": "80", "NO_COLOR": "1"})
     assert code == 1

@@ -41,7 +41,7 @@ class KtoolGroup(click.Group):
     type=click.Choice(["auto", "always", "never"]),
     default="auto",
     show_default=True,
-    help="Colour text output: auto colours when writing to a terminal.",
+    help="Colour text output: auto colours a terminal unless NO_COLOR is set; always overrides NO_COLOR.",
 )
 @click.pass_context
 def cli(ctx: click.Context, color: str) -> None:
