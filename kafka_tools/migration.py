@@ -86,10 +86,12 @@ def read_stores(
     zk_offsets: dict[tuple[str, int], int] = {}
     layout = None
     live: list[str] = []
-    try:
-        g = read_group(zk, group)
-    except KtoolError:
-        g = None
+    g = None
+    if zk is not None:  # without ZooKeeper (KRaft, or only --bootstrap-server given): Kafka's side alone
+        try:
+            g = read_group(zk, group)
+        except KtoolError:
+            g = None
     if g is not None:
         layout = g.layout
         for (topic, key), offset in g.offsets.items():
@@ -99,7 +101,7 @@ def read_stores(
         live += [f"{m.id} (ZooKeeper)" for m in g.members]
     # OffsetFetch for named partitions works with every broker version: ask for those of the topics the
     # group is known to read (ZooKeeper) or was asked about, else of every topic.
-    catalog = _catalog(zk)
+    catalog = _catalog(zk, broker)
     wanted = set(topics) or (set(g.topics()) | {t for m in g.members for t in m.subscription} if g else set())
     names = sorted(wanted & set(catalog)) if wanted else [t for t in catalog if t != "__consumer_offsets"]
     candidates = [(t, p) for t in names for p in catalog[t]]
@@ -109,12 +111,17 @@ def read_stores(
     return zk_offsets, kafka, layout, live
 
 
-def _catalog(zk) -> dict[str, list[int]]:
-    """Every topic's partitions, read once per ZooKeeper session however many groups are planned."""
-    cached = getattr(zk, "_ktool_catalog", None)
+def _catalog(zk, broker: Broker) -> dict[str, list[int]]:
+    """Every topic's partitions, read once per session however many groups are planned: from ZooKeeper
+    when there is one, else from the brokers' metadata."""
+    holder = zk if zk is not None else broker
+    cached = getattr(holder, "_ktool_catalog", None)
     if cached is None:
-        cached = {t.name: [p.partition for p in t.partitions] for t in read_topics(zk, list_topics(zk))}
-        zk._ktool_catalog = cached
+        if zk is not None:
+            cached = {t.name: [p.partition for p in t.partitions] for t in read_topics(zk, list_topics(zk))}
+        else:
+            cached = broker.topics()
+        holder._ktool_catalog = cached
     return cached
 
 
@@ -311,7 +318,7 @@ def groups_for(zk, broker: Broker, groups: tuple[str, ...], all_groups: bool) ->
         return list(groups)
     if not all_groups:
         raise UsageError("name the groups (--group G) or ask for --all-groups")
-    found = set(list_groups(zk))
+    found = set(list_groups(zk)) if zk is not None else set()
     found |= {g for g, _ in broker.groups()}
     return sorted(found)
 

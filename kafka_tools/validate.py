@@ -34,6 +34,7 @@ from kafka_tools.format.segment import (
 )
 from kafka_tools.format.stream_check import InnerStats, inner_stats
 from kafka_tools.logdir import Discovery, LogDir, Partition, Segment, discover
+from kafka_tools.plural import plural
 
 INT32_MAX = (1 << 31) - 1
 _KNOWN_CODECS = frozenset(int(c) for c in Codec)
@@ -446,8 +447,9 @@ def _mark_repairable(report: SegmentReport) -> None:
                 str(report.path),
                 "valid-data-after-damage",
                 Severity.ERROR,
-                f"{len(report.valid_after)} valid entries follow the first invalid byte at "
-                f"{report.recovery_point} (the first at {report.valid_after[0]}): truncation would lose them",
+                f"{plural(len(report.valid_after), 'valid entry', 'valid entries')} after the first invalid "
+                f"byte at {report.recovery_point} (the first at {report.valid_after[0]}): truncation "
+                "would lose them",
                 report.valid_after[0],
                 repairable=False,
             )
@@ -765,7 +767,7 @@ def _continuity(part: Partition, prev: SegmentReport, seg: SegmentReport, compac
                 name,
                 "offset-gap",
                 Severity.INFO,
-                f"{gap} offsets missing before this segment: expected in a compacted topic",
+                f"{plural(gap, 'offset')} missing before this segment: expected in a compacted topic",
                 0,
                 seg.base_offset,
                 expected=expected,
@@ -777,7 +779,7 @@ def _continuity(part: Partition, prev: SegmentReport, seg: SegmentReport, compac
             name,
             "offset-gap",
             Severity.WARNING,
-            f"{gap} offsets missing before this segment (after {prev.path.name}); only a compacted "
+            f"{plural(gap, 'offset')} missing before this segment (after {prev.path.name}); only a compacted "
             f"topic should have gaps",
             0,
             seg.base_offset,
@@ -798,8 +800,8 @@ def _later_segments_after_cut(report: PartitionReport) -> None:
                     str(seg.path),
                     "later-segments-after-damage",
                     Severity.ERROR if entries else Severity.WARNING,
-                    f"truncating this segment makes the broker delete {len(later)} later segments holding "
-                    f"{entries} valid entries",
+                    f"truncating this segment makes the broker delete {plural(len(later), 'later segment')} "
+                    f"holding {plural(entries, 'valid entry', 'valid entries')}",
                     seg.recovery_point,
                     repairable=entries == 0,
                 )

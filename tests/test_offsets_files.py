@@ -82,6 +82,9 @@ def export(cluster, *args: str, bootstrap: bool = False) -> Result:
 
 
 def import_(cluster, path: Path, journal_dir: Path, *args: str) -> Result:
+    """`offsets import` with --to zookeeper unless ARGS name the store (--to is required)."""
+    if "--to" not in args:
+        args = ("--to", "zookeeper", *args)
     return run_ktool(
         "offsets", "import", str(path), "--zookeeper", cluster.connect, "--bootstrap-server",
         cluster.bootstrap, "--journal-dir", str(journal_dir), *args,

@@ -77,7 +77,7 @@ def test_text_output_has_a_table_and_a_verdict() -> None:
     assert lines[0].startswith("ERROR ") and ":3767: truncated-entry" in lines[0]
     assert "(tail: truncate repairs)" in lines[0]
     assert any("v2-trailing-garbage-0" in line and "tail" in line for line in lines[1:])
-    assert lines[-1].startswith("corrupt: 1 errors, all in tails (100 bytes)")
+    assert lines[-1].startswith("corrupt: 1 error, all in tails (100 bytes)")
 
 
 def _copy(src: Path, tmp_path: Path, name: str = "logs") -> Path:

@@ -21,6 +21,11 @@ def json_lines(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines()]
 
 
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of a table in ktool's piped style (`|` between cells, a `-+-` rule under the header)."""
+    return [[c.strip() for c in line.split("|")] for line in text.splitlines() if "|" in line]
+
+
 def one_line_error(result) -> str:
     assert result.exit_code == EXIT_ENVIRONMENT, (result.exit_code, result.output, result.stderr)
     assert result.stdout == ""
@@ -33,20 +38,19 @@ def test_brokers_table_with_controller_cluster_id_and_version_advice(zk_root, zk
     write_kafka09_cluster(zk_root)
     result = zk_cli("brokers", "--zookeeper", zk_root.connect)
     assert result.exit_code == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0].split() == [
+    rows = table_rows(result.stdout)
+    assert rows[0] == [
         "id",
         "host",
         "port",
         "endpoints",
         "rack",
-        "jmx",
-        "port",
+        "jmx port",
         "version",
         "kafka",
         "registered",
     ]
-    assert lines[1].split() == [
+    assert rows[1] == [
         "0",
         "127.0.0.1",
         "9092",
@@ -55,12 +59,12 @@ def test_brokers_table_with_controller_cluster_id_and_version_advice(zk_root, zk
         "-1",
         "2",
         "0.9.x",
-    ] + [
-        "2016-05-11",
-        "20:53:20",
-        "UTC",
+        "2016-05-11 20:53:20 UTC",
     ]
-    assert lines[2].split()[:3] == ["1", "127.0.0.1", "9093"]
+    assert rows[2][:3] == ["1", "127.0.0.1", "9093"]
+    lines = result.stdout.splitlines()
+    assert set(lines[1]) <= {"-", "+"}  # the rule under the header
+    del lines[1]
     assert lines[3] == "controller: broker 1 (epoch 3, since 2016-05-11 20:53:20 UTC)"
     assert lines[4] == "cluster id: none (clusters before 0.10.1 have no /cluster/id)"
     assert lines[5] == (
@@ -118,9 +122,9 @@ def test_topics_table_and_json_mark_under_replicated(zk_root, zk_cli) -> None:
     write_kafka09_cluster(zk_root)
     result = zk_cli("topics", "--zookeeper", zk_root.connect)
     assert result.exit_code == 0, result.stderr
-    assert [line.split() for line in result.stdout.splitlines()] == [
-        ["topic", "partition", "leader", "replicas", "isr", "leader", "epoch", "status"],
-        ["orders", "0", "0", "0,1", "0,1", "0"],
+    assert table_rows(result.stdout) == [
+        ["topic", "partition", "leader", "replicas", "isr", "leader epoch", "status"],
+        ["orders", "0", "0", "0,1", "0,1", "0", ""],
         ["orders", "1", "1", "1,0", "1", "2", "under-replicated"],
     ]
     objs = json_lines(zk_cli("topics", "orders", "--json", "--zookeeper", zk_root.connect).stdout)
@@ -171,8 +175,10 @@ def test_unreachable_server_fails_within_the_timeout_naming_it(zk_cli) -> None:
     t0 = time.monotonic()
     result = zk_cli("brokers", "--zookeeper", f"127.0.0.1:{port}/kafka", "--zk-timeout", "2")
     elapsed = time.monotonic() - t0
-    assert one_line_error(result) == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port} within 2 s"
-    assert elapsed < 6, elapsed
+    assert (
+        one_line_error(result) == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port}: connection refused"
+    )
+    assert elapsed < 2, elapsed  # refused is known at once: no waiting for the timeout
 
 
 def test_silent_server_fails_within_the_timeout(zk_cli) -> None:
@@ -187,7 +193,10 @@ def test_silent_server_fails_within_the_timeout(zk_cli) -> None:
         t0 = time.monotonic()
         result = zk_cli("topics", "--zookeeper", f"127.0.0.1:{port}", "--zk-timeout", "1.5")
         elapsed = time.monotonic() - t0
-    assert one_line_error(result) == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port} within 1.5 s"
+    assert one_line_error(result) == (
+        f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port}: accepted the connection but gave no "
+        "ZooKeeper session within 1.5 s"
+    )
     assert elapsed < 5, elapsed
 
 

@@ -55,13 +55,25 @@ def probe_broker_version(bootstrap: str, timeout: float = 3.0) -> str | None:
     host, port = _first_server(bootstrap)
     request = struct.pack(">hhih", _API_VERSIONS_KEY, 0, 1, 5) + b"ktool"
     try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise InputError(f"broker {host}:{port}: host name not resolved") from None
+    try:
+        s = socket.create_connection((host, port), timeout=timeout)
+    except ConnectionRefusedError:
+        raise InputError(f"broker {host}:{port}: connection refused (is a broker listening there?)") from None
+    except TimeoutError:
+        raise InputError(f"broker {host}:{port}: no answer to a connection within {timeout:g} s") from None
+    except OSError as exc:
+        raise InputError(f"broker {host}:{port}: cannot connect ({exc.strerror or exc})") from None
+    try:
+        with s:
             s.sendall(struct.pack(">i", len(request)) + request)
             head = _recv_exactly(s, 4)
     except TimeoutError:
         return "0.9.0.1"
-    except OSError as exc:
-        raise InputError(f"{bootstrap}: cannot reach the broker ({exc.strerror or exc})") from None
+    except OSError:
+        head = None  # reset by a broker that does not know the request
     return "0.9.0.1" if head is None else None
 
 
@@ -83,6 +95,16 @@ def _first_server(bootstrap: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise InputError(f"{bootstrap}: not a host:port bootstrap server list")
     return host.strip("[]"), int(port)
+
+
+@dataclass
+class KafkaMember:
+    """A member of a group the brokers coordinate, as DescribeGroups reports it."""
+
+    member_id: str
+    client_id: str
+    host: str
+    assignment: list[tuple[str, int]]
 
 
 class Broker:
@@ -108,6 +130,12 @@ class Broker:
         )
         return Consumer(conf, logger=_QuietLogger())
 
+    def _error(self, what: str, exc: Exception) -> InputError:
+        return InputError(f"broker {self.config.bootstrap}: {what}: {_why(exc, self.config.timeout)}")
+
+    def _no_answer(self, what: str) -> InputError:
+        return InputError(f"broker {self.config.bootstrap}: {what} within {self.config.timeout + 5:g} s")
+
     def watermarks(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
         """(log start, log end) offset of each partition, as ListOffsets reports them; each partition is
         asked once per Broker (a command over many groups reads the same partitions again and again)."""
@@ -124,9 +152,7 @@ class Broker:
                         TopicPartition(topic, partition), timeout=self.config.timeout, cached=False
                     )
                 except KafkaException as exc:
-                    raise InputError(
-                        f"{self.config.bootstrap}: offsets of {topic}-{partition}: {_why(exc)}"
-                    ) from None
+                    raise self._error(f"offsets of {topic}-{partition}", exc) from None
                 self._marks[(topic, partition)] = (low, high)
         return {tp: self._marks[tp] for tp in wanted}
 
@@ -158,11 +184,9 @@ class Broker:
             try:
                 result = future.result(timeout=self.config.timeout + 5)
             except KafkaException as exc:
-                raise InputError(f"{self.config.bootstrap}: offsets of group {group}: {_why(exc)}") from None
+                raise self._error(f"offsets of group {group}", exc) from None
             except TimeoutError:
-                raise InputError(
-                    f"{self.config.bootstrap}: no answer for the offsets of group {group}"
-                ) from None
+                raise self._no_answer(f"no answer for the offsets of group {group}") from None
             out[group] = {
                 (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
                 for tp in result.topic_partitions
@@ -192,24 +216,14 @@ class Broker:
             )
             result = futures[group].result(timeout=self.config.timeout + 5)
         except KafkaException as exc:
-            raise InputError(f"{self.config.bootstrap}: offsets of group {group}: {_why(exc)}") from None
+            raise self._error(f"offsets of group {group}", exc) from None
         except TimeoutError:
-            raise InputError(f"{self.config.bootstrap}: no answer for the offsets of group {group}") from None
+            raise self._no_answer(f"no answer for the offsets of group {group}") from None
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
     def live_members(self, group: str) -> list[str]:
         """Members of the group the coordinator has now (empty for a group with only stored offsets)."""
-        from confluent_kafka import KafkaException
-
-        try:
-            desc = (
-                self._admin()
-                .describe_consumer_groups([group], request_timeout=self.config.timeout)[group]
-                .result()
-            )
-        except KafkaException as exc:
-            raise InputError(f"{self.config.bootstrap}: group {group}: {_why(exc)}") from None
-        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in desc.members]
+        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in self.members(group)]
 
     def commit(self, group: str, offsets: dict[tuple[str, int], int], metadata: str) -> None:
         """Store offsets for the group in `__consumer_offsets`, in one request (AlterConsumerGroupOffsets)."""
@@ -222,25 +236,55 @@ class Broker:
             )
             result = futures[group].result(timeout=self.config.timeout + 5)
         except KafkaException as exc:
-            why = _why(exc)
+            why = _why(exc, self.config.timeout)
             if any(code in why for code in _MEMBER_ERRORS):
                 raise FindingsError(
-                    f"{self.config.bootstrap}: the broker refuses offsets for group {group} while it has "
+                    f"broker {self.config.bootstrap} refuses offsets for group {group} while it has "
                     f"live members in Kafka ({why}); stop them first"
                 ) from None
-            raise InputError(f"{self.config.bootstrap}: commit for group {group}: {why}") from None
+            raise InputError(f"broker {self.config.bootstrap}: commit for group {group}: {why}") from None
         except TimeoutError:
-            raise InputError(f"{self.config.bootstrap}: no answer to the commit for group {group}") from None
+            raise self._no_answer(f"no answer to the commit for group {group}") from None
         failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in result.topic_partitions if tp.error]
         if any(code in text for text in failed for code in _MEMBER_ERRORS):
             raise FindingsError(
-                f"{self.config.bootstrap}: the broker refuses offsets for group {group} while it has live "
+                f"broker {self.config.bootstrap} refuses offsets for group {group} while it has live "
                 "members in Kafka (" + failed[0] + "); stop them first"
             )
         if failed:
             raise InputError(
-                f"{self.config.bootstrap}: commit for group {group} failed for " + ", ".join(failed)
+                f"broker {self.config.bootstrap}: commit for group {group} failed for " + ", ".join(failed)
             )
+
+    def topics(self) -> dict[str, list[int]]:
+        """Every topic's partition numbers, from the brokers' metadata (the catalog ZooKeeper would give
+        otherwise; KRaft clusters have no ZooKeeper)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            metadata = self._admin().list_topics(timeout=self.config.timeout)
+        except KafkaException as exc:
+            raise self._error("cannot list topics", exc) from None
+        return {name: sorted(t.partitions) for name, t in sorted(metadata.topics.items()) if not t.error}
+
+    def members(self, group: str) -> list[KafkaMember]:
+        """The members the group's coordinator has now, with their assigned partitions."""
+        from confluent_kafka import KafkaException
+
+        try:
+            futures = self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)
+            desc = futures[group].result(timeout=self.config.timeout + 5)
+        except KafkaException as exc:
+            raise self._error(f"group {group}", exc) from None
+        except TimeoutError:
+            raise self._no_answer(f"no answer describing group {group}") from None
+        out = []
+        for m in desc.members:
+            assigned = m.assignment.topic_partitions if m.assignment is not None else []
+            out.append(
+                KafkaMember(m.member_id, m.client_id, m.host, [(tp.topic, tp.partition) for tp in assigned])
+            )
+        return out
 
     def groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) of the groups the brokers coordinate."""
@@ -249,12 +293,23 @@ class Broker:
         try:
             listed = self._admin().list_groups(timeout=self.config.timeout)
         except KafkaException as exc:
-            raise InputError(f"{self.config.bootstrap}: cannot list groups: {_why(exc)}") from None
+            raise self._error("cannot list groups", exc) from None
         return sorted((g.id, g.protocol_type or "") for g in listed)
 
 
-def _why(exc: Exception) -> str:
+def _why(exc: Exception, timeout: float | None = None) -> str:
+    """librdkafka's error in ktool's words: what failed, not "Local: Timed out"."""
+    from confluent_kafka import KafkaError
+
     err = exc.args[0] if exc.args else exc
+    code = err.code() if isinstance(err, KafkaError) else None
+    within = f" within {timeout:g} s" if timeout else ""
+    if code in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT_QUEUE):
+        return f"no answer{within} (is the broker running, and is this its Kafka port?)"
+    if code == KafkaError._RESOLVE:
+        return "broker host name not resolved"
+    if code in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
+        return "the connection to the broker failed or was closed"
     return getattr(err, "str", lambda: str(err))()
 
 

@@ -14,8 +14,9 @@ Also the ZooKeeper options every ZooKeeper-reading command shares: decorate a co
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -28,9 +29,19 @@ from kafka_tools.render.cluster import (
     render_topics_text,
 )
 from kafka_tools.render.lines import wants_colour
-from kafka_tools.zk.connection import ENV_AUTH, ENV_CONNECT, ZkConfig, open_zk, resolve_config
+from kafka_tools.zk.connection import (
+    ENV_AUTH,
+    ENV_CONNECT,
+    NoZooKeeperError,
+    ZkConfig,
+    open_zk,
+    resolve_config,
+)
 from kafka_tools.zk.reader import cluster_id as read_cluster_id
 from kafka_tools.zk.reader import read_cluster, read_topics
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -103,6 +114,23 @@ def zk_config_from_options(**options: Any) -> ZkConfig:
     )
 
 
+@contextmanager
+def zk_if_configured(*, needed_for: str | None = None, **options: Any) -> Iterator[KazooClient | None]:
+    """An open ZooKeeper when one is configured, else None: commands whose data lives in Kafka work
+    with --bootstrap-server alone (KRaft and Kafka 4.x clusters have no ZooKeeper). `needed_for` says
+    what could not be done without it, for the one line when neither server is given."""
+    try:
+        config = zk_config_from_options(**options)
+    except NoZooKeeperError as exc:
+        if needed_for is not None or not options.get("bootstrap_server"):
+            what = needed_for or "give --bootstrap-server host:port for the groups and offsets in Kafka"
+            raise NoZooKeeperError(f"{exc}; {what}") from None
+        yield None
+        return
+    with open_zk(config) as zk:
+        yield zk
+
+
 def _colour(ctx: click.Context) -> bool:
     return wants_colour(sys.stdout, (ctx.obj or {}).get("color"))
 
@@ -124,6 +152,7 @@ def brokers(ctx: click.Context, as_json: bool, **options: Any) -> None:
     \b
     Exit status:
       0  ok
+      2  usage error
       3  ZooKeeper unreachable, wrong chroot, no /brokers/ids, a malformed znode, not allowed
     """
     with open_zk(zk_config_from_options(**options)) as zk:
@@ -140,7 +169,9 @@ def brokers(ctx: click.Context, as_json: bool, **options: Any) -> None:
 @_json_option
 @click.pass_context
 def topics(ctx: click.Context, topics: tuple[str, ...], as_json: bool, **options: Any) -> None:
-    """Show partitions of TOPIC… (default: every topic): leader, replicas, ISR, leader epoch.
+    """Show the partitions of topics: leader, replicas, ISR, leader epoch.
+
+    Every partition of each TOPIC given, or of every topic.
 
     The status column marks partitions that are under-replicated (ISR smaller than the replicas),
     offline (no leader) or without a state znode. 0.7 topics list their partitions as
@@ -149,6 +180,7 @@ def topics(ctx: click.Context, topics: tuple[str, ...], as_json: bool, **options
     \b
     Exit status:
       0  ok
+      2  usage error
       3  a topic does not exist, ZooKeeper unreachable, wrong chroot, a malformed znode
     """
     with open_zk(zk_config_from_options(**options)) as zk:
@@ -168,6 +200,7 @@ def cluster_id(as_json: bool, **options: Any) -> None:
     \b
     Exit status:
       0  ok
+      2  usage error
       3  no /cluster/id (clusters before 0.10.1 have none), ZooKeeper unreachable, wrong chroot
     """
     config = zk_config_from_options(**options)

@@ -39,6 +39,20 @@ def _paragraphs(text: str) -> list[str]:
     return out
 
 
+def _split_exit_status(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The help without its exit-status table, and the table's (code, meaning) rows."""
+    kept, rows = [], []
+    for para in text.split("\n\n"):
+        body = para[2:] if para.startswith("\b\n") else para
+        if body.startswith("Exit status"):
+            for line in body.splitlines()[1:]:
+                code, _, meaning = line.strip().partition(" ")
+                rows.append((code, meaning.strip()))
+        else:
+            kept.append(para)
+    return "\n\n".join(kept), rows
+
+
 def _commands(group: click.Group, prefix: str) -> list[tuple[str, click.Command]]:
     found: list[tuple[str, click.Command]] = [(prefix, group)]
     for name in sorted(group.commands):
@@ -51,19 +65,47 @@ def _commands(group: click.Group, prefix: str) -> list[tuple[str, click.Command]
     return found
 
 
+def summary(cmd: click.Command) -> str:
+    """The one-line summary for NAME and the command lists: the help's first sentence, no full stop."""
+    return cmd.get_short_help_str(limit=200).rstrip(".")
+
+
+def see_also(full_name: str) -> list[str]:
+    """The pages next to this one: ktool(1), the parent group's, and a group's own commands."""
+    words = full_name.split()
+    related = [" ".join(words[:n]) for n in range(1, len(words))]
+    cmd = _lookup(words[1:])
+    if isinstance(cmd, click.Group):
+        related += [f"{full_name} {name}" for name in sorted(cmd.commands)]
+    elif len(words) == 1:
+        related = []
+    return [name.replace(" ", "-") for name in related]
+
+
+def _lookup(path: list[str]) -> click.Command:
+    cmd: click.Command = cli
+    for word in path:
+        assert isinstance(cmd, click.Group)
+        cmd = cmd.commands[word]
+    return cmd
+
+
 def man_page(full_name: str, cmd: click.Command) -> str:
     ctx = click.Context(cmd, info_name=full_name, **cli.context_settings)
     title = full_name.replace(" ", "-")
     lines = [
         f'.TH "{title.upper()}" "1" "{MAN_DATE}" "ktool {__version__}" "ktool manual"',
+        ".nh",  # no hyphenation: words stay whole
+        ".ad l",  # ragged right: no stretched spaces
         ".SH NAME",
-        f"{_roff(title)} \\- {_roff(cmd.get_short_help_str(limit=200))}",
+        f"{_roff(title)} \\- {_roff(summary(cmd))}",
         ".SH SYNOPSIS",
         f".B {_roff(full_name)}",
         _roff(" ".join(cmd.collect_usage_pieces(ctx))),
     ]
-    if cmd.help:
-        lines += [".SH DESCRIPTION", *_paragraphs(inspect.cleandoc(cmd.help))]
+    description, exit_status = _split_exit_status(inspect.cleandoc(cmd.help or ""))
+    if description:
+        lines += [".SH DESCRIPTION", *_paragraphs(description)]
     options = [p for p in cmd.get_params(ctx) if isinstance(p, click.Option)]
     if options:
         lines.append(".SH OPTIONS")
@@ -75,18 +117,36 @@ def man_page(full_name: str, cmd: click.Command) -> str:
     if isinstance(cmd, click.Group):
         lines.append(".SH COMMANDS")
         for name in sorted(cmd.commands):
-            summary = cmd.commands[name].get_short_help_str(limit=200)
-            lines += [".TP", f"\\fB{_roff(name)}\\fR", _roff(summary)]
-            lines.append(f"See \\fB{title}-{name}\\fR(1).")
+            lines += [".TP", f"\\fB{_roff(name)}\\fR", _roff(summary(cmd.commands[name]))]
+            lines.append(f"See \\fB{_roff(title)}\\-{_roff(name)}\\fR(1).")
+    if exit_status:
+        lines.append('.SH "EXIT STATUS"')
+        for code, meaning in exit_status:
+            lines += [".TP", f".B {code}", _roff(meaning)]
+    related = see_also(full_name)
+    if related:
+        lines.append(".SH SEE ALSO")
+        lines.append(",\n".join(f".BR {_roff(page)} (1)" for page in related))
     return "\n".join(lines) + "\n"
 
 
+def man_pages() -> dict[str, str]:
+    """Every page by file name: `ktool.1`, `ktool-groups-list.1`, …"""
+    return {f"{full.replace(' ', '-')}.1": man_page(full, cmd) for full, cmd in _commands(cli, "ktool")}
+
+
+_COMPLETERS = {"bash": BashComplete, "zsh": ZshComplete, "fish": FishComplete}
+COMPLETION_FILES = {"bash": "ktool.bash", "zsh": "_ktool", "fish": "ktool.fish"}
+
+
+def completion_script(shell: str) -> str:
+    return _COMPLETERS[shell](cli, {}, "ktool", "_KTOOL_COMPLETE").source()
+
+
 def expected_files() -> dict[Path, str]:
-    files: dict[Path, str] = {}
-    for full_name, cmd in _commands(cli, "ktool"):
-        files[ROOT / "man" / f"{full_name.replace(' ', '-')}.1"] = man_page(full_name, cmd)
-    for cls, name in ((BashComplete, "ktool.bash"), (ZshComplete, "_ktool"), (FishComplete, "ktool.fish")):
-        files[ROOT / "completions" / name] = cls(cli, {}, "ktool", "_KTOOL_COMPLETE").source()
+    files = {ROOT / "man" / name: text for name, text in man_pages().items()}
+    for shell, name in COMPLETION_FILES.items():
+        files[ROOT / "completions" / name] = completion_script(shell)
     return files
 
 

@@ -44,8 +44,20 @@ from kafka_tools.render.values import DECODERS
 @click.option(
     "--skip-record-metadata", is_flag=True, help="Print only the data of each record, no offsets or sizes."
 )
-@click.option("--key-decoder", type=click.Choice(DECODERS), default="utf8", show_default=True)
-@click.option("--value-decoder", type=click.Choice(DECODERS), default="utf8", show_default=True)
+@click.option(
+    "--key-decoder",
+    type=click.Choice(DECODERS),
+    default="utf8",
+    show_default=True,
+    help="How record keys are printed with --print-data-log (none: not at all).",
+)
+@click.option(
+    "--value-decoder",
+    type=click.Choice(DECODERS),
+    default="utf8",
+    show_default=True,
+    help="How record values are printed with --print-data-log (none: not at all).",
+)
 @click.option("--from-offset", type=int, help="Skip records below this offset.")
 @click.option("--to-offset", type=int, help="Skip records above this offset.")
 @click.option(
@@ -79,7 +91,12 @@ def dump_log(
     payloads) are reported on stderr with their byte position (in --json: as `problem` objects), after
     everything that could be decoded has been printed.
 
-    Exit status: 0 every file clean; 1 problems found; 2 usage error; 3 a file could not be read.
+    \b
+    Exit status:
+      0  every file clean
+      1  problems found
+      2  usage error
+      3  a file could not be read
     """
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise click.BadParameter(

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from kafka_tools.broker.options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.groups.assignors import Member, consumers_per_topic
 from kafka_tools.groups.describe import describe_group, list_all_groups
 from kafka_tools.groups.plan import plan_rebalance
@@ -26,7 +26,7 @@ def _colour(ctx: click.Context) -> bool:
 
 @click.group("groups")
 def groups() -> None:
-    """Consumer groups: where their offsets live, who owns what, lag, and rebalance plans.
+    """Consumer groups: where their offsets live, who owns what, lag, rebalance plans.
 
     \b
     Exit status:
@@ -43,9 +43,19 @@ def groups() -> None:
 @_json_option
 @click.pass_context
 def list_cmd(ctx: click.Context, as_json: bool, **options: Any) -> None:
-    """List groups in ZooKeeper (/consumers) and, with --bootstrap-server, those Kafka coordinates;
-    mark where each group's offsets live (zookeeper, kafka, both, none)."""
-    with open_zk(zk_config_from_options(**options)) as zk:
+    """List consumer groups and where their offsets live.
+
+    Groups in ZooKeeper (/consumers) and, with --bootstrap-server, those Kafka coordinates, each marked
+    with where its offsets live (zookeeper, kafka, both, none). With --bootstrap-server alone (KRaft
+    and Kafka 4.x clusters have no ZooKeeper): the groups Kafka coordinates.
+
+    \b
+    Exit status:
+      0  ok
+      2  usage error
+      3  ZooKeeper or a broker unreachable, a malformed znode
+    """
+    with zk_if_configured(**options) as zk:
         broker = broker_from_options(zk, **options)
         found = list_all_groups(zk, broker)
     render_group_list(found, sys.stdout, _colour(ctx), as_json)
@@ -58,13 +68,24 @@ def list_cmd(ctx: click.Context, as_json: bool, **options: Any) -> None:
 @_json_option
 @click.pass_context
 def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, **options: Any) -> None:
-    """Per topic-partition: owner (consumer thread), committed offset in ZooKeeper and in Kafka, and with
+    """Show owners, committed offsets and lag of consumer groups.
+
+    Per topic-partition: owner (consumer thread), committed offset in ZooKeeper and in Kafka, and with
     --bootstrap-server the log start and end offsets and lag; members with their subscriptions; sums per
     topic and group. Impossible lag (a committed offset past the log end or below its start) is clamped
-    and explained. Without GROUP: every group in ZooKeeper."""
-    with open_zk(zk_config_from_options(**options)) as zk:
+    and explained. Without GROUP: every group in ZooKeeper. With --bootstrap-server alone: the group as
+    its coordinator knows it (members and their assignments, offsets in Kafka, lag), and without GROUP
+    every group Kafka coordinates.
+
+    \b
+    Exit status:
+      0  ok
+      2  usage error
+      3  ZooKeeper or a broker unreachable, a group missing, a malformed znode
+    """
+    with zk_if_configured(**options) as zk:
         broker = broker_from_options(zk, **options)
-        names = list(group_ids) or list_groups(zk)
+        names = list(group_ids) or (list_groups(zk) if zk is not None else [g for g, _ in broker.groups()])
         descriptions = [describe_group(zk, g, broker) for g in names]
     for desc in descriptions:
         render_group(desc, sys.stdout, _colour(ctx), as_json)
@@ -107,10 +128,20 @@ def rebalance_plan_cmd(
     as_json: bool,
     **options: Any,
 ) -> None:
-    """The assignment the group's consumers would compute (Kafka's own range assignor of the ZooKeeper
+    """Plan the assignment a ZooKeeper-based group would compute, and the moves.
+
+    The assignment the group's consumers would compute (Kafka's own range assignor of the ZooKeeper
     consumer: per topic, partitions by number, thread ids `consumerId-N` sorted as strings, the first
-    P % C threads one extra), and the moves against today's /owners: unassigned partitions, idle
-    consumers and threads, how many partitions move."""
+    P % C threads one extra; or its round-robin assignor), and the moves against today's /owners:
+    unassigned partitions, idle consumers and threads, how many partitions move.
+
+    \b
+    Exit status:
+      0  ok
+      1  a refused plan (e.g. round-robin with unequal subscriptions)
+      2  usage error
+      3  ZooKeeper unreachable, a group or topic missing, a malformed znode
+    """
     from kafka_tools.groups.plan import parse_partition_count
 
     counts = dict(parse_partition_count(spec) for spec in partition_counts)

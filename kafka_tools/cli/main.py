@@ -44,26 +44,32 @@ class KtoolGroup(click.Group):
     type=click.Choice(["auto", "always", "never"]),
     default="auto",
     show_default=True,
-    help="Colour text output: auto colours when writing to a terminal.",
+    help="Colour text output: auto colours a terminal unless NO_COLOR is set; always overrides NO_COLOR.",
 )
 @click.pass_context
 def cli(ctx: click.Context, color: str) -> None:
-    """ktool: decode, validate and repair Kafka logs; move offsets; inspect groups.
+    """Decode, validate and repair Kafka logs; move offsets; inspect groups.
+
+    `ktool COMMAND -h` tells more; `ktool man COMMAND` prints its manual page and `ktool completion
+    bash|zsh|fish` the shell completion script.
 
     \b
-    Exit codes (every command):
-      0  ok
-      1  findings: corruption, a refused plan, lag over a threshold
-      2  usage error
-      3  environment: a file unreadable, a server unreachable, auth failed
+    Exit status (every command):
+      0    ok
+      1    findings: corruption, a refused plan, lag over a threshold
+      2    usage error
+      3    environment: a file unreadable, a server unreachable, auth failed
+      130  interrupted (Ctrl-C)
     """
     ctx.obj = {"color": None if color == "auto" else color == "always"}
 
 
 def _register() -> None:
     from kafka_tools.cli import cluster, scan
+    from kafka_tools.cli.docs import completion, man
     from kafka_tools.cli.dump_log import dump_log
     from kafka_tools.cli.groups import groups
+    from kafka_tools.cli.help import use_ktool_help
     from kafka_tools.cli.offsets import migrate_offsets, offsets
     from kafka_tools.cli.truncate import truncate
     from kafka_tools.cli.validate import validate
@@ -76,6 +82,9 @@ def _register() -> None:
     cli.add_command(migrate_offsets)
     cli.add_command(offsets)
     scan.register(cli)
+    cli.add_command(completion)
+    cli.add_command(man)
+    use_ktool_help([cli])
 
 
 _register()

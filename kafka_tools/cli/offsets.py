@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from kafka_tools.broker.options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.errors import EXIT_FINDINGS, FindingsError, InputError, UsageError
 from kafka_tools.migration import (
     DEFAULT_METADATA,
@@ -36,7 +36,9 @@ from kafka_tools.migration import (
     undo_journal,
     write_journal,
 )
+from kafka_tools.plural import plural
 from kafka_tools.render.lines import wants_colour
+from kafka_tools.render.tables import TextTable, make_console
 from kafka_tools.zk.connection import open_zk
 
 _STORES = click.Choice([ZK, KAFKA])
@@ -75,32 +77,26 @@ def render_moves(moves: list[PartitionMove], colour: bool, as_json: bool, title:
                 + "\n"
             )
         return
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(
-        file=sys.stdout,
-        force_terminal=colour,
-        no_color=not colour,
-        highlight=False,
-        width=None if colour else 240,
+    right = ["partition", "zookeeper", "kafka before", "offset", "zookeeper after", "kafka after"]
+    table = TextTable(
+        [
+            "group",
+            "topic",
+            "partition",
+            "zookeeper",
+            "kafka before",
+            "offset",
+            "zookeeper after",
+            "kafka after",
+            "status",
+            "reason",
+        ],
+        colour,
+        title,
+        right=right,
+        drop=("zookeeper after", "kafka after", "kafka before", "zookeeper"),
+        wrap=("reason",),
     )
-    table = Table(box=box.SIMPLE_HEAD if colour else box.ASCII2, show_edge=False, title=title)
-    right = {"partition", "zookeeper", "kafka before", "offset", "zookeeper after", "kafka after"}
-    for col in (
-        "group",
-        "topic",
-        "partition",
-        "zookeeper",
-        "kafka before",
-        "offset",
-        "zookeeper after",
-        "kafka after",
-        "status",
-        "reason",
-    ):
-        table.add_column(col, justify="right" if col in right else "left")
     styles = {VERIFIED: "green", UNCHANGED: "dim", WRITE: "cyan"}
     for m in moves:
         style = styles.get(m.status, "bold red") if colour else None
@@ -117,7 +113,7 @@ def render_moves(moves: list[PartitionMove], colour: bool, as_json: bool, title:
             m.reason,
             style=style,
         )
-    console.print(table)
+    make_console(sys.stdout, colour).print(table)
 
 
 def _summary(plans: list[GroupPlan]) -> dict[str, int]:
@@ -229,9 +225,19 @@ def _need_broker(zk, options: dict[str, Any]):
 
 @click.command("migrate-offsets")
 @click.option(
-    "--from", "source", type=_STORES, default=ZK, show_default=True, help="Where the offsets come from."
+    "--from",
+    "source",
+    type=_STORES,
+    default=ZK,
+    show_default=True,
+    help="The store to read: ZooKeeper's /consumers, or Kafka's __consumer_offsets.",
 )
-@click.option("--to", "target", type=_STORES, default=KAFKA, show_default=True, help="Where they go.")
+@click.option(
+    "--to",
+    "target",
+    type=_STORES,
+    help="The store to write [default: the other store: kafka, or zookeeper with --from kafka].",
+)
 @click.option(
     "--dual-commit",
     is_flag=True,
@@ -248,7 +254,7 @@ def _need_broker(zk, options: dict[str, Any]):
 def migrate_offsets(
     ctx: click.Context,
     source: str,
-    target: str,
+    target: str | None,
     dual_commit: bool,
     undo: Path | None,
     group_ids: tuple[str, ...],
@@ -262,8 +268,10 @@ def migrate_offsets(
     as_json: bool,
     **options: Any,
 ) -> None:
-    """Move consumer offsets from ZooKeeper (/consumers/G/offsets/T/P) to Kafka (__consumer_offsets),
-    or back with --from kafka --to zookeeper, or keep both with --dual-commit.
+    """Move consumer offsets between ZooKeeper and Kafka, with a journal and undo.
+
+    From ZooKeeper (/consumers/G/offsets/T/P) to Kafka (__consumer_offsets), or back with --from kafka
+    --to zookeeper, or keep both with --dual-commit.
 
     For each partition: read both stores and the log's start and end, refuse what is unsafe (a group
     with live members, an offset that would move backwards, an offset outside the log, Kafka 0.7
@@ -278,6 +286,7 @@ def migrate_offsets(
       2  usage error
       3  ZooKeeper or a broker unreachable (the journal says what was written)
     """
+    target = target or (KAFKA if source == ZK else ZK)
     if source == target and not dual_commit:
         raise UsageError("--from and --to name the same store")
     mopts = MigrationOptions(source, target, dual_commit, force, allow_rewind, metadata, topics)
@@ -293,14 +302,32 @@ def migrate_offsets(
 
 @click.group("offsets")
 def offsets() -> None:
-    """Consumer offsets to and from files (Kafka's ExportZkOffsets/ImportZkOffsets line format, or CSV)."""
+    """Consumer offsets to and from files (ExportZkOffsets lines, or CSV).
+
+    Files in Kafka's ExportZkOffsets/ImportZkOffsets line format (`/consumers/G/offsets/T/P:offset`) or
+    CSV (`group,topic,partition,offset`).
+
+    \b
+    Exit status:
+      0  ok
+      1  refusals, or a read-back that does not match (import)
+      2  usage error
+      3  ZooKeeper or a broker unreachable, a file unreadable or malformed
+    """
 
 
 @offsets.command("export")
-@click.option("--from", "source", type=_STORES, default=ZK, show_default=True)
-@click.option("--group", "group_ids", multiple=True, metavar="GROUP")
-@click.option("--all-groups", is_flag=True)
-@click.option("--topic", "topics", multiple=True, metavar="TOPIC")
+@click.option(
+    "--from",
+    "source",
+    type=_STORES,
+    default=ZK,
+    show_default=True,
+    help="The store to read: ZooKeeper's /consumers, or Kafka's __consumer_offsets.",
+)
+@click.option("--group", "group_ids", multiple=True, metavar="GROUP", help="A group to export (repeatable).")
+@click.option("--all-groups", is_flag=True, help="Every group in the store.")
+@click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable).")
 @click.option(
     "--format",
     "fmt",
@@ -317,9 +344,19 @@ def offsets() -> None:
 def export_cmd(
     source: str, group_ids, all_groups: bool, topics, fmt: str, output: Path | None, **options
 ) -> None:
-    """Write a store's offsets to a file."""
+    """Write a store's offsets to a file (or stdout).
+
+    --from kafka needs only --bootstrap-server: no ZooKeeper (KRaft and Kafka 4.x clusters have none).
+
+    \b
+    Exit status:
+      0  ok
+      2  usage error
+      3  ZooKeeper or a broker unreachable, the file cannot be written
+    """
     rows: list[tuple[str, str, int, int]] = []
-    with open_zk(zk_config_from_options(**options)) as zk:
+    needed = "--from zookeeper reads /consumers in ZooKeeper" if source == ZK else None
+    with zk_if_configured(needed_for=needed, **options) as zk:
         broker = broker_from_options(zk, **options)
         if source == KAFKA and broker is None:
             raise UsageError("--from kafka needs --bootstrap-server")
@@ -348,7 +385,7 @@ def export_cmd(
         sys.stdout.write(text.getvalue())
     else:
         output.write_text(text.getvalue())
-        click.echo(f"ktool: {len(rows)} offsets written to {output}", err=True)
+        click.echo(f"ktool: {plural(len(rows), 'offset')} written to {output}", err=True)
 
 
 def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
@@ -380,7 +417,14 @@ def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
 
 @offsets.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--to", "target", type=_STORES, default=ZK, show_default=True)
+@click.option(
+    "--to",
+    "target",
+    type=_STORES,
+    required=True,
+    help="The store to write: ZooKeeper's /consumers, or Kafka's __consumer_offsets (always named: "
+    "import writes, so ktool does not guess where).",
+)
 @common_options
 @click.pass_context
 def import_cmd(
@@ -398,13 +442,24 @@ def import_cmd(
     as_json: bool,
     **options,
 ) -> None:
-    """Write offsets from a file (either format) into a store, with the same checks, journal and
-    verification as migrate-offsets."""
+    """Write offsets from a file (either format) into a store.
+
+    With the same checks, journal and verification as migrate-offsets. --to kafka needs only
+    --bootstrap-server: no ZooKeeper.
+
+    \b
+    Exit status:
+      0  every offset written and verified, or already in place
+      1  refusals, or a read-back that does not match
+      2  usage error
+      3  ZooKeeper or a broker unreachable, the file unreadable or malformed
+    """
     wanted = parse_offsets_file(file)
     if group_ids:
         wanted = {g: v for g, v in wanted.items() if g in group_ids}
     mopts = MigrationOptions(FILE, target, False, force, allow_rewind, metadata, topics)
-    with open_zk(zk_config_from_options(**options)) as zk:
+    needed = "--to zookeeper writes /consumers in ZooKeeper" if target == ZK else None
+    with zk_if_configured(needed_for=needed, **options) as zk:
         broker = _need_broker(zk, options)
         plans = [plan_group(zk, broker, g, mopts, given) for g, given in sorted(wanted.items())]
         for p in plans:

@@ -10,6 +10,7 @@ import click
 
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, UsageError
 from kafka_tools.logdir import Partition, Segment, discover
+from kafka_tools.plural import plural
 from kafka_tools.recovery import (
     DEFAULT_INDEX_INTERVAL,
     MANIFEST,
@@ -44,7 +45,8 @@ def plan_lines(plan: RecoveryPlan) -> list[str]:
         )
         if c.valid_after:
             lines.append(
-                f"    losing {len(c.valid_after)} valid entries after the damage (first at position "
+                f"    losing {plural(len(c.valid_after), 'valid entry', 'valid entries')} after the damage "
+                "(first at position "
                 f"{c.valid_after[0]}): corruption in the middle, not a tail"
             )
     for seg in plan.deleted_segments:
@@ -201,8 +203,9 @@ def truncate(
         if plan.loses_valid_data and not force:
             refused = True
             msg = (
-                f"{plan.partition.name}: refused: {plan.lost_entries} valid entries would be lost; the "
-                "damage is in the middle, not a tail (--force cuts it anyway, keeping them in the backup)"
+                f"{plan.partition.name}: refused: "
+                f"{plural(plan.lost_entries, 'valid entry', 'valid entries')} would be lost; the damage is "
+                "in the middle, not a tail (--force cuts it anyway, keeping them in the backup)"
             )
             click.echo(f"ktool: {msg}", err=True)
             _say(out, as_json, {"type": "refused", "partition": plan.partition.name, "reason": msg}, None)

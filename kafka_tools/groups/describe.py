@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_tools.broker.client import Broker
+from kafka_tools.broker.client import Broker, KafkaMember
+from kafka_tools.plural import plural
 from kafka_tools.zk.layout import ConsumerGroupZk, ConsumerMember, PartitionKey, Topic
 from kafka_tools.zk.reader import list_groups as zk_list_groups
 from kafka_tools.zk.reader import read_group, read_topics, zk_children
@@ -70,6 +71,12 @@ def storage_of(has_zk: bool, has_kafka: bool) -> str:
 
 
 def describe_group(zk, group: str, broker: Broker | None = None) -> GroupDescription:
+    """ZooKeeper's view joined with the brokers'; with no ZooKeeper (KRaft, or only --bootstrap-server
+    given), the brokers' view alone."""
+    if zk is None:
+        if broker is None:
+            raise ValueError("describe_group needs ZooKeeper or a broker")
+        return describe_kafka_group(broker, group)
     g: ConsumerGroupZk = read_group(zk, group)
     topics = _group_topics(g)
     partitions = _partitions(read_topics(zk, topics) if topics else [], g)
@@ -96,13 +103,48 @@ def describe_group(zk, group: str, broker: Broker | None = None) -> GroupDescrip
     if not desc.members:
         desc.notes.append("no live members: no consumer of this group is registered in ZooKeeper")
     if desc.unowned and desc.members:
-        desc.notes.append(f"{len(desc.unowned)} partitions have no owner")
+        desc.notes.append(f"{plural(len(desc.unowned), 'partition')} without an owner")
     differ = [
         r for r in desc.rows if None not in (r.zk_offset, r.kafka_offset) and r.zk_offset != r.kafka_offset
     ]
     if differ:
-        desc.notes.append(f"{len(differ)} partitions have different offsets in ZooKeeper and Kafka")
+        desc.notes.append(f"{plural(len(differ), 'partition')} with different offsets in ZooKeeper and Kafka")
     return desc
+
+
+def describe_kafka_group(broker: Broker, group: str) -> GroupDescription:
+    """A group as the brokers know it: members and their assignments from its coordinator, offsets from
+    `__consumer_offsets`, log start and end, lag. Without members, every topic's partitions are asked
+    for (OffsetFetch for named partitions works on every broker version) and those with an offset kept."""
+    members = broker.members(group)
+    catalog = broker.topics()
+    owners = {tp: m.member_id for m in members for tp in m.assignment}
+    assigned = {t for t, _ in owners}
+    topics = sorted(assigned) if assigned else [t for t in catalog if t != "__consumer_offsets"]
+    candidates = [(t, p) for t in topics for p in catalog.get(t, [])]
+    committed = broker.committed(group, candidates) if candidates else {}
+    keys = sorted(set(owners) | {k for k, v in committed.items() if v is not None})
+    rows = {k: PartitionRow(*k, owner=owners.get(k), kafka_offset=committed.get(k)) for k in keys}
+    for key, (low, high) in (broker.watermarks(keys) if keys else {}).items():
+        rows[key].log_start, rows[key].log_end = low, high
+        _lag(rows[key])
+    desc = GroupDescription(group, None, STORE_NONE, [_kafka_member(m) for m in members])
+    desc.rows = [rows[k] for k in keys]
+    desc.storage = storage_of(False, any(r.kafka_offset is not None for r in desc.rows))
+    if not members:
+        desc.notes.append("no live members: the group's coordinator has no consumer in it")
+    if desc.unowned and members:
+        desc.notes.append(f"{plural(len(desc.unowned), 'partition')} without an owner")
+    if not keys:
+        desc.notes.append("no offsets in Kafka for this group")
+    return desc
+
+
+def _kafka_member(m: KafkaMember) -> ConsumerMember:
+    per_topic: dict[str, int] = {}
+    for topic, _ in m.assignment:
+        per_topic[topic] = per_topic.get(topic, 0) + 1
+    return ConsumerMember(f"{m.member_id} ({m.client_id}@{m.host})", per_topic, "kafka")
 
 
 def _lag(row: PartitionRow) -> None:

@@ -1,5 +1,5 @@
-"""`ktool brokers`, `ktool topics`, `ktool cluster-id` output: tables (rich on a terminal, aligned text
-otherwise) or JSON Lines with stable camelCase fields, one object per broker or partition."""
+"""`ktool brokers`, `ktool topics`, `ktool cluster-id` output: tables in ktool's one style
+(render/tables.py) or JSON Lines with stable camelCase fields, one object per broker or partition."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TextIO
 
+from kafka_tools.render.tables import TextTable, make_console
 from kafka_tools.zk.layout import (
     LAYOUT_07,
     Broker,
@@ -92,18 +93,14 @@ def _partition_status(p: TopicPartition) -> str:
 
 
 class TableWriter:
-    """A table as rich renders it on a terminal, or as plain columns aligned with spaces."""
+    """Tables in ktool's one style (render/tables.py) and plain lines."""
 
     _STATUS_STYLE = {"offline": "bold red", "under-replicated": "yellow", "no state": "yellow"}
 
     def __init__(self, out: TextIO, colour: bool) -> None:
         self.out = out
         self.colour = colour
-        self._console = None
-        if colour:
-            from rich.console import Console
-
-            self._console = Console(file=out, force_terminal=True, highlight=False, soft_wrap=True)
+        self._console = make_console(out, colour)
 
     def table(
         self,
@@ -111,34 +108,17 @@ class TableWriter:
         rows: Sequence[Sequence[str]],
         right: frozenset[str],
         status: bool = False,
+        drop: Sequence[str] = (),
     ) -> None:
-        """``right``: right-aligned columns; ``status``: the last column colours its row."""
-        if self._console is not None:
-            from rich import box
-            from rich.table import Table
-
-            table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-            for h in headers:
-                table.add_column(h, justify="right" if h in right else "left", overflow="fold")
-            for row in rows:
-                table.add_row(*row, style=self._STATUS_STYLE.get(row[-1]) if status else None)
-            self._console.print(table)
-            return
-        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-
-        def line(cells: Sequence[str]) -> str:
-            parts = [
-                c.rjust(w) if h in right else c.ljust(w)
-                for c, w, h in zip(cells, widths, headers, strict=True)
-            ]
-            return "  ".join(parts).rstrip() + "\n"
-
-        self.out.write(line(headers))
+        """``right``: right-aligned columns; ``status``: the last column colours its row; ``drop``: the
+        lesser columns, left out first when the terminal is too narrow."""
+        table = TextTable(headers, self.colour, right=tuple(right), drop=drop)
         for row in rows:
-            self.out.write(line(row))
+            table.add_row(*row, style=self._STATUS_STYLE.get(row[-1]) if status else None)
+        self._console.print(table)
 
     def line(self, text: str) -> None:
-        if self._console is not None:
+        if self.colour:
             self._console.print(text, style="bold", markup=False)
         else:
             self.out.write(text + "\n")
@@ -177,7 +157,12 @@ def render_brokers_text(cluster: Cluster, out: TextIO, colour: bool) -> None:
         for b in cluster.brokers
     ]
     if rows:
-        writer.table(_BROKER_HEADERS, rows, right=frozenset({"id", "port", "jmx port", "version"}))
+        writer.table(
+            _BROKER_HEADERS,
+            rows,
+            right=frozenset({"id", "port", "jmx port", "version"}),
+            drop=("jmx port", "rack", "version", "registered", "endpoints"),
+        )
     else:
         writer.line("no broker is registered (/brokers/ids is empty)")
     writer.line(controller_line(cluster.controller))
@@ -208,7 +193,13 @@ def render_topics_text(topics: Sequence[Topic], out: TextIO, colour: bool) -> No
             )
     writer = TableWriter(out, colour)
     if rows:
-        writer.table(_TOPIC_HEADERS, rows, frozenset({"partition", "leader", "leader epoch"}), status=True)
+        writer.table(
+            _TOPIC_HEADERS,
+            rows,
+            frozenset({"partition", "leader", "leader epoch"}),
+            status=True,
+            drop=("leader epoch",),
+        )
     else:
         writer.line("no partitions")
 

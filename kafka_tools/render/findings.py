@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import TextIO
 
+from kafka_tools.plural import plural
+from kafka_tools.render.tables import TextTable, make_console
 from kafka_tools.validate import Finding, PartitionReport, Severity, Summary, Validation, status_of
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -34,10 +36,14 @@ def verdict(summary: Summary) -> str:
 
 def _checked(summary: Summary) -> str:
     if not summary.errors:
-        return f"clean: {summary.segments} segments, {summary.entries} batches, {summary.bytes} bytes"
+        return (
+            f"clean: {plural(summary.segments, 'segment')}, {plural(summary.entries, 'batch', 'batches')}, "
+            f"{plural(summary.bytes, 'byte')}"
+        )
     if summary.all_repairable:
         return (
-            f"corrupt: {summary.errors} errors, all in tails ({summary.tail_bytes} bytes) that "
+            f"corrupt: {plural(summary.errors, 'error')}, all in tails "
+            f"({plural(summary.tail_bytes, 'byte')}) that "
             "`ktool truncate` repairs as the broker's recovery would"
         )
     if summary.refused:
@@ -47,7 +53,8 @@ def _checked(summary: Summary) -> str:
             f"partitions (damage the broker's recovery keeps){more}"
         )
     return (
-        f"corrupt: {summary.errors} errors, some in the middle of the data: `ktool truncate` would lose "
+        f"corrupt: {plural(summary.errors, 'error')}, some in the middle of the data: `ktool truncate` "
+        "would lose "
         "valid data and refuses without --force"
     )
 
@@ -67,16 +74,7 @@ class FindingsText:
     STATUS_STYLE = {"clean": "green", "tail": "yellow", "CORRUPT": "bold red", "unreadable": "bold red"}
 
     def __init__(self, out: TextIO, colour: bool) -> None:
-        from rich.console import Console
-
-        self.console = Console(
-            file=out,
-            force_terminal=colour,
-            no_color=not colour,
-            highlight=False,
-            soft_wrap=True,
-            width=200 if not colour else None,
-        )
+        self.console = make_console(out, colour)
         self.out = out
         self.colour = colour
 
@@ -87,14 +85,12 @@ class FindingsText:
             else:
                 self.out.write(finding_line(f) + "\n")
 
-    def table(self, columns: list[str], left: set[str]):
-        from rich import box
-        from rich.table import Table
-
-        table = Table(box=box.SIMPLE_HEAD if self.colour else box.ASCII2, show_edge=False)
-        for col in columns:
-            table.add_column(col, justify="left" if col in left else "right")
-        return table
+    def table(self, columns: list[str], left: set[str]) -> TextTable:
+        """Left-aligned names, right-aligned numbers; counts (all but errors, partitions and offsets),
+        the rightmost first, are left out when the terminal is too narrow."""
+        right = [c for c in columns if c not in left]
+        lesser = [c for c in reversed(right) if c not in ("errors", "partition", "offset")]
+        return TextTable(columns, self.colour, right=right, drop=lesser)
 
     def status_style(self, status: str) -> str | None:
         return self.STATUS_STYLE[status] if self.colour else None

@@ -8,29 +8,16 @@ from typing import TextIO
 
 from kafka_tools.groups.describe import GroupDescription, GroupSummary
 from kafka_tools.groups.plan import RebalancePlan
+from kafka_tools.plural import plural
+from kafka_tools.render.tables import TextTable, make_console
 
 
 def _console(out: TextIO, colour: bool):
-    from rich.console import Console
-
-    return Console(
-        file=out,
-        force_terminal=colour,
-        no_color=not colour,
-        highlight=False,
-        soft_wrap=True,
-        width=None if colour else 220,
-    )
+    return make_console(out, colour)
 
 
-def _table(colour: bool, columns: list[str], right: set[str]):
-    from rich import box
-    from rich.table import Table
-
-    table = Table(box=box.SIMPLE_HEAD if colour else box.ASCII2, show_edge=False)
-    for col in columns:
-        table.add_column(col, justify="right" if col in right else "left")
-    return table
+def _table(colour: bool, columns: list[str], right: set[str], drop=(), wrap=()) -> TextTable:
+    return TextTable(columns, colour, right=tuple(right), drop=drop, wrap=wrap)
 
 
 def _s(value: object) -> str:
@@ -56,7 +43,10 @@ def render_group_list(groups: list[GroupSummary], out: TextIO, colour: bool, as_
             )
         return
     table = _table(
-        colour, ["group", "offsets in", "members (ZooKeeper)", "protocol type"], {"members (ZooKeeper)"}
+        colour,
+        ["group", "offsets in", "members (ZooKeeper)", "protocol type"],
+        {"members (ZooKeeper)"},
+        drop=("protocol type", "members (ZooKeeper)"),
     )
     for g in groups:
         table.add_row(g.group, g.storage, _s(g.members), _s(g.protocol_type))
@@ -114,7 +104,7 @@ def render_group(desc: GroupDescription, out: TextIO, colour: bool, as_json: boo
         return
     console = _console(out, colour)
     console.print(
-        f"group {desc.group}: offsets in {desc.storage}, {len(desc.members)} live members"
+        f"group {desc.group}: offsets in {desc.storage}, {plural(len(desc.members), 'live member')}"
         + (f", layout {desc.layout}" if desc.layout else ""),
         style="bold" if colour else None,
         markup=False,
@@ -123,6 +113,8 @@ def render_group(desc: GroupDescription, out: TextIO, colour: bool, as_json: boo
         colour,
         ["topic", "partition", "owner", "zk offset", "kafka offset", "log start", "log end", "lag", "note"],
         {"partition", "zk offset", "kafka offset", "log start", "log end", "lag"},
+        drop=("log start", "zk offset", "kafka offset", "owner", "log end"),
+        wrap=("note",),
     )
     for r in desc.rows:
         table.add_row(
@@ -145,7 +137,13 @@ def render_group(desc: GroupDescription, out: TextIO, colour: bool, as_json: boo
     )
     console.print(table)
     if desc.members:
-        members = _table(colour, ["member", "subscription", "pattern", "registered"], set())
+        members = _table(
+            colour,
+            ["member", "subscription", "pattern", "registered"],
+            set(),
+            drop=("registered", "pattern"),
+            wrap=("subscription",),
+        )
         for m in desc.members:
             subs = ", ".join(f"{t}:{n}" for t, n in sorted(m.subscription.items()))
             members.add_row(m.id, subs, m.pattern, _time(m.timestamp))
@@ -194,7 +192,12 @@ def render_plan(group: str, plan: RebalancePlan, out: TextIO, colour: bool, as_j
         )
         return
     console = _console(out, colour)
-    table = _table(colour, ["topic", "partition", "current owner", "proposed owner", "moves"], {"partition"})
+    table = _table(
+        colour,
+        ["topic", "partition", "current owner", "proposed owner", "moves"],
+        {"partition"},
+        drop=("current owner",),
+    )
     for key in keys:
         new = plan.proposed.get(key)
         table.add_row(
@@ -207,7 +210,9 @@ def render_plan(group: str, plan: RebalancePlan, out: TextIO, colour: bool, as_j
         )
     console.print(table)
     console.print(
-        f"{len(plan.moves)} of {len(keys)} partitions move ({plan.strategy} assignor)", markup=False
+        f"{len(plan.moves)} of {plural(len(keys), 'partition')} "
+        f"{'moves' if len(plan.moves) == 1 else 'move'} ({plan.strategy} assignor)",
+        markup=False,
     )
     if plan.unassigned:
         console.print("unassigned: " + ", ".join(f"{t}-{p}" for t, p in plan.unassigned), markup=False)

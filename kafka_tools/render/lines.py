@@ -6,6 +6,7 @@ dumping large segments into a pipe); a terminal gets rich styling.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TextIO
 
@@ -21,11 +22,22 @@ def show(value: object) -> str:
     return str(value)
 
 
+def is_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
 def wants_colour(stream: TextIO, colour: bool | None) -> bool:
+    """`--color always/never` (True/False) wins; otherwise colour on a terminal unless NO_COLOR is set
+    to anything non-empty (https://no-color.org)."""
     if colour is not None:
         return colour
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
+    if os.environ.get("NO_COLOR"):
+        return False
+    return is_terminal(stream)
 
 
 class LineWriter:

@@ -29,6 +29,7 @@ import importlib.util
 import logging
 import os
 import re
+import socket
 import threading
 import time
 import warnings
@@ -70,6 +71,10 @@ class ZnodeMissingError(InputError):
     def __init__(self, message: str, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class NoZooKeeperError(UsageError):
+    """No ZooKeeper is configured anywhere (command line, environment, config file)."""
 
 
 # --------------------------------------------------------------------------- credentials
@@ -278,7 +283,7 @@ def resolve_config(
     if connect is None:
         connect, source = pick(None, "connect", str), f"{where}: zookeeper.connect"
     if not connect:
-        raise UsageError(
+        raise NoZooKeeperError(
             f"no ZooKeeper to talk to: give --zookeeper host:port[/chroot], set {ENV_CONNECT}, "
             'or put connect = "…" under [zookeeper] in the config file'
         )
@@ -392,21 +397,79 @@ def _client(config: ZkConfig) -> KazooClient:
     )
 
 
+REFUSED = "connection refused"
+UNRESOLVED = "host name not resolved"
+
+
+def _server_name(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def probe_servers(config: ZkConfig, timeout: float) -> dict[str, str | None]:
+    """Each server's TCP reachability, all at once: None when it accepts a connection, else why not
+    (REFUSED, UNRESOLVED, or no answer within the timeout). Lets a refused or unresolvable server be
+    reported at once instead of after the whole connect timeout."""
+    results: dict[str, str | None] = {}
+
+    def probe(host: str, port: int) -> None:
+        name = _server_name(host, port)
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError):
+            results[name] = UNRESOLVED
+            return
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            results[name] = None
+        except ConnectionRefusedError:
+            results[name] = REFUSED
+        except TimeoutError:
+            results[name] = f"no answer within {timeout:g} s"
+        except OSError as exc:
+            results[name] = (exc.strerror or str(exc)).lower()
+
+    threads = [
+        threading.Thread(target=probe, args=server, name="ktool-zk-probe", daemon=True)
+        for server in config.servers
+    ]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    return {
+        _server_name(h, p): results.get(_server_name(h, p), f"no answer within {timeout:g} s")
+        for h, p in config.servers
+    }
+
+
+def connect_failure(config: ZkConfig, reasons: dict[str, str]) -> InputError:
+    """One line saying why each server could not be used."""
+    tls = " over TLS" if config.tls else ""
+    if len(reasons) == 1:
+        (server, why), *_ = reasons.items()
+        return InputError(f"cannot connect to ZooKeeper {server}{tls}: {why}")
+    listed = "; ".join(f"{server} {why}" for server, why in reasons.items())
+    return InputError(f"cannot connect to ZooKeeper{tls}: {listed}")
+
+
 def _start(zk: KazooClient, config: ZkConfig) -> None:
     from kazoo.protocol.states import KeeperState
 
+    started = time.monotonic()
+    reachable = probe_servers(config, config.connect_timeout)
+    if all(why is not None for why in reachable.values()):
+        raise connect_failure(config, reachable)  # type: ignore[arg-type]
     event = zk.start_async()
-    deadline = time.monotonic() + config.connect_timeout
+    deadline = started + config.connect_timeout
     while not event.is_set() and time.monotonic() < deadline:
         if zk.client_state == KeeperState.AUTH_FAILED:
             users = ", ".join(config.auth.users) if config.auth else ""
             raise InputError(f"ZooKeeper {config} rejected the credentials of {users or 'this client'}")
         event.wait(0.05)
     if not zk.connected:
-        tls = " over TLS" if config.tls else ""
-        raise InputError(
-            f"cannot connect to ZooKeeper {config.hosts}{tls} within {config.connect_timeout:g} s"
-        )
+        silent = f"accepted the connection but gave no ZooKeeper session within {config.connect_timeout:g} s"
+        raise connect_failure(config, {k: (why or silent) for k, why in reachable.items()})
 
 
 def _stop(zk: KazooClient) -> None:

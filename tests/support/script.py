@@ -1,4 +1,4 @@
-"""Running the installed `ktool` console script in a subprocess, as a runbook would."""
+"""Running the installed `ktool` console script in a subprocess, as a user or a runbook runs it."""
 
 from __future__ import annotations
 
@@ -31,20 +31,25 @@ def ktool_script() -> str:
     return found
 
 
-def script_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in HIDDEN_ENV}
-    env.update({k: v for k, v in HIDDEN_ENV.items() if v is not None})
-    env.update(extra)
-    return env
+def script_env(env: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """The caller's environment with its KTOOL_* settings and config file hidden, plus `env` and `extra`."""
+    out = {k: v for k, v in os.environ.items() if k not in HIDDEN_ENV}
+    out.update({k: v for k, v in HIDDEN_ENV.items() if v is not None})
+    out.update(env or {})
+    out.update(extra)
+    return out
 
 
-def run_script(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    """`ktool ARGS` through the console script: stdout, stderr (text) and the exit status."""
-    kwargs.setdefault("timeout", 300)
-    return subprocess.run([ktool_script(), *args], capture_output=True, text=True, env=script_env(), **kwargs)
+def run_script(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300, **kwargs
+) -> subprocess.CompletedProcess[str]:
+    """`ktool ARGS` through the console script: stdout, stderr and the exit code a shell would see."""
+    return subprocess.run(
+        [ktool_script(), *args], env=script_env(env), capture_output=True, text=True, timeout=timeout, **kwargs
+    )
 
 
-def run_pipeline(command: str, **kwargs) -> subprocess.CompletedProcess:
+def run_pipeline(command: str, **kwargs) -> subprocess.CompletedProcess[str]:
     """A bash pipeline with `set -o pipefail`, `$KTOOL` naming the console script."""
     kwargs.setdefault("timeout", 300)
     env = script_env(KTOOL=ktool_script())

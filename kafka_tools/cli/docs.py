@@ -1,0 +1,76 @@
+"""`ktool completion SHELL` and `ktool man [COMMAND]…`: the generated docs, from the installed program.
+
+`pip install` does not put `man/` and `completions/` anywhere a shell or `man` looks, so ktool prints
+them (the same text `python -m kafka_tools.cli.docgen` writes into the repository).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kafka_tools.errors import InputError, UsageError
+
+_SHELLS = ("bash", "zsh", "fish")
+
+
+@click.command("completion")
+@click.argument("shell", type=click.Choice(_SHELLS))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL.
+
+    \b
+    Install it where your shell looks:
+      bash  ktool completion bash > ~/.local/share/bash-completion/completions/ktool
+      zsh   ktool completion zsh > ~/.zfunc/_ktool   (with fpath+=~/.zfunc before compinit)
+      fish  ktool completion fish > ~/.config/fish/completions/ktool.fish
+
+    \b
+    Exit status:
+      0  ok
+      2  usage error
+    """
+    from kafka_tools.cli.docgen import completion_script
+
+    click.echo(completion_script(shell), nl=False)
+
+
+@click.command("man")
+@click.argument("command", nargs=-1)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write every page (ktool.1, ktool-COMMAND.1, …) into this directory instead.",
+)
+def man(command: tuple[str, ...], output_dir: Path | None) -> None:
+    """Print the manual page (roff) of ktool or of COMMAND, e.g. `ktool man groups list | man -l -`.
+
+    \b
+    Install them all where man looks:
+      ktool man --output-dir ~/.local/share/man/man1
+
+    \b
+    Exit status:
+      0  ok
+      2  usage error (no such command)
+      3  the directory cannot be written
+    """
+    from kafka_tools.cli.docgen import man_pages
+
+    pages = man_pages()
+    if output_dir is not None:
+        if command:
+            raise UsageError("--output-dir writes every page: give no COMMAND with it")
+        try:
+            output_dir.mkdir(parents=True, exist_ok=True)
+            for name, text in pages.items():
+                (output_dir / name).write_text(text)
+        except OSError as exc:
+            raise InputError(f"{output_dir}: {exc.strerror or exc}") from None
+        click.echo(f"ktool: {len(pages)} manual pages written to {output_dir}", err=True)
+        return
+    name = "-".join(("ktool", *command)) + ".1"
+    if name not in pages:
+        raise UsageError(f"no command `ktool {' '.join(command)}`: see `ktool -h`")
+    click.echo(pages[name], nl=False)

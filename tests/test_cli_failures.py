@@ -1,0 +1,106 @@
+"""Failure messages that say what failed, through the installed `ktool` console script.
+
+A refused ZooKeeper or broker port is reported at once (no waiting for the connect timeout), an
+unresolvable name as such, and a server that accepts a connection and never answers after the timeout it
+was given; each as one line naming the server, exit 3. No test needs a server of its own: a free port
+(nothing listens), a listening socket that never answers, and a name under `.invalid` (RFC 2606: never
+resolves).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.script import run_script
+from tests.support.servers import free_port
+
+UNRESOLVABLE = "no-such-host.invalid"
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port that accepts connections and never says a word (a wrong service, a hung server)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        yield listener.getsockname()[1]
+
+
+def timed(*args: str):
+    t0 = time.monotonic()
+    result = run_script(*args)
+    return result, time.monotonic() - t0
+
+
+def one_line(result) -> str:
+    assert result.returncode == 3, (result.returncode, result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_refused_zookeeper_is_reported_at_once() -> None:
+    port = free_port()
+    result, elapsed = timed("brokers", "--zookeeper", f"127.0.0.1:{port}/kafka", "--zk-timeout", "10")
+    assert one_line(result) == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port}: connection refused"
+    assert elapsed < 2, elapsed  # not the 10 s timeout
+
+
+def test_unresolvable_zookeeper_is_named_as_such() -> None:
+    result, elapsed = timed("topics", "--zookeeper", f"{UNRESOLVABLE}:2181", "--zk-timeout", "10")
+    assert (
+        one_line(result) == f"ktool: cannot connect to ZooKeeper {UNRESOLVABLE}:2181: host name not resolved"
+    )
+    assert elapsed < 8, elapsed
+
+
+def test_silent_zookeeper_is_reported_after_its_timeout(silent_port) -> None:
+    result, elapsed = timed("cluster-id", "--zookeeper", f"127.0.0.1:{silent_port}", "--zk-timeout", "1.5")
+    assert one_line(result) == (
+        f"ktool: cannot connect to ZooKeeper 127.0.0.1:{silent_port}: accepted the connection but gave no "
+        "ZooKeeper session within 1.5 s"
+    )
+    assert 1.4 < elapsed < 6, elapsed
+
+
+def test_several_zookeeper_servers_each_say_why() -> None:
+    port = free_port()
+    result, elapsed = timed("brokers", "--zookeeper", f"127.0.0.1:{port},{UNRESOLVABLE}:2181")
+    assert one_line(result) == (
+        f"ktool: cannot connect to ZooKeeper: 127.0.0.1:{port} connection refused; "
+        f"{UNRESOLVABLE}:2181 host name not resolved"
+    )
+    assert elapsed < 8, elapsed
+
+
+def test_refused_broker_is_named_at_once() -> None:
+    port = free_port()
+    result, elapsed = timed("groups", "list", "--bootstrap-server", f"127.0.0.1:{port}")
+    assert one_line(result) == (
+        f"ktool: broker 127.0.0.1:{port}: connection refused (is a broker listening there?)"
+    )
+    assert elapsed < 2, elapsed
+
+
+def test_unresolvable_broker_is_named_as_such() -> None:
+    result, _ = timed("offsets", "export", "--from", "kafka", "--group", "g", "--bootstrap-server",
+                      f"{UNRESOLVABLE}:9092")  # fmt: skip
+    assert one_line(result) == f"ktool: broker {UNRESOLVABLE}:9092: host name not resolved"
+
+
+def test_silent_broker_says_no_answer_in_ktools_words(silent_port) -> None:
+    result, elapsed = timed(
+        "groups", "describe", "g", "--bootstrap-server", f"127.0.0.1:{silent_port}", "--broker-timeout", "2"
+    )
+    line = one_line(result)
+    assert line == (
+        f"ktool: broker 127.0.0.1:{silent_port}: group g: no answer within 2 s (is the broker running, and "
+        "is this its Kafka port?)"
+    )
+    assert "Local:" not in line and "Timed out" not in line
+    assert elapsed < 12, elapsed
