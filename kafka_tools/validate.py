@@ -10,7 +10,7 @@ point decides if truncation repairs the segment (a tail) or would lose data (cor
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -24,8 +24,10 @@ from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, parse_batch_header
 from kafka_tools.format.segment import (
     BatchHeader,
+    MessageRun,
     Problem,
     ProblemKind,
+    RunBounds,
     SegmentWindow,
     looks_like_text,
     resync,
@@ -139,9 +141,16 @@ class ValidateOptions:
 
 
 def scan_segment(
-    path: Path, options: ValidateOptions, progress: Callable[[int], None] | None = None
+    path: Path,
+    options: ValidateOptions,
+    progress: Callable[[int], None] | None = None,
+    index_positions: Collection[int] = (),
 ) -> SegmentReport:
-    """Walk a `.log` or `.kafka` file and find everything the broker's recovery would object to."""
+    """Walk a `.log` or `.kafka` file and find everything the broker's recovery would object to.
+
+    `entry_positions` keeps only the entries at `index_positions` (what `check_offset_index` looks
+    up): one per entry would make memory grow with the segment (a million a 130 MB of small v0
+    messages)."""
     size = path.stat().st_size
     base = base_offset_of(path) or 0
     report = SegmentReport(path, base, size)
@@ -164,13 +173,31 @@ def scan_segment(
     nxt: int | None = None  # the offset after the last valid entry (0.7: the byte offset after it)
     deep = options.deep
     positions = report.entry_positions
+    wanted = index_positions if isinstance(index_positions, (set, frozenset)) else set(index_positions)
+    runs = RunBounds(lo=base, hi=base + INT32_MAX, stops=sorted(wanted))
     with open(path, "rb") as f:
         win = SegmentWindow(f, size, use_mmap=safe_to_map(path))
         if kafka07:
             walk = iter_kafka07_entries(path, base, progress=progress)
         else:
-            walk = walk_entries(win, 0, size, progress, light=True)
+            walk = walk_entries(win, 0, size, progress, light=True, runs=runs)
         for item in walk:
+            if type(item) is MessageRun:
+                # Valid plain messages in order and in range (the C walk checked it), before any cut.
+                report.entries += item.count
+                report.records += item.count
+                if report.first_offset is None:
+                    report.first_offset = item.first_offset
+                if item.has_gaps:
+                    report.has_gaps = True
+                if item.position in wanted:
+                    positions[item.position] = (item.first_offset, item.first_offset)
+                last = item.last_offset
+                nxt = last + 1
+                runs.prev = last
+                if item.max_timestamp > report.max_timestamp:
+                    report.max_timestamp = item.max_timestamp
+                continue
             if type(item) is BatchHeader:
                 lo = item.last_offset
                 if (
@@ -189,8 +216,9 @@ def scan_segment(
                         report.first_offset = first
                     elif first > last + 1:
                         report.has_gaps = True
-                    positions[item.position] = (first, lo)
-                    last = lo
+                    if item.position in wanted:
+                        positions[item.position] = (first, lo)
+                    last = runs.prev = lo
                     nxt = lo + 1
                     report.records += item.records_count
                     if item.max_timestamp > report.max_timestamp:
@@ -203,6 +231,7 @@ def scan_segment(
             if isinstance(item, Problem):
                 if cut is None:
                     cut = item.position
+                    runs.enabled = False
                 offset = (
                     item.offset
                     if item.offset is not None and last is not None and item.offset > last
@@ -219,16 +248,18 @@ def scan_segment(
             breaks = [f for f in problems if f.kind in _RECOVERY_CUTS]
             if breaks and cut is None:
                 cut = entry.position
+                runs.enabled = False
             if cut is not None and not breaks and entry.is_valid:
                 report.valid_after.append(entry.position)
             if cut is None:
                 report.entries += 1
                 first = _first_offset(entry)
                 report.first_offset = first if report.first_offset is None else report.first_offset
-                positions[entry.position] = (first, entry.last_offset)
+                if entry.position in wanted:
+                    positions[entry.position] = (first, entry.last_offset)
                 if last is not None and first > last + 1:
                     report.has_gaps = True
-                last = entry.last_offset
+                last = runs.prev = entry.last_offset
                 nxt = entry.next_offset
                 report.records += _count(entry)
                 ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
@@ -582,10 +613,22 @@ def validate_partition(
 ) -> PartitionReport:
     reports = []
     for seg in part.segments:
-        seg_report = scan_segment(seg.log, options, progress(seg.log) if progress else None)
-        check_segment_in_partition(seg, seg_report)
-        reports.append(seg_report)
+        reports.append(check_segment(seg, options, progress(seg.log) if progress else None))
     return assemble_partition(part, reports, compacted)
+
+
+def check_segment(seg: Segment, options: ValidateOptions, progress=None) -> SegmentReport:
+    """One segment of a partition: its scan, then its indexes against it."""
+    report = scan_segment(seg.log, options, progress, index_positions(seg.offset_index, seg.base_offset))
+    check_segment_in_partition(seg, report)
+    return report
+
+
+def index_positions(path: Path | None, base_offset: int) -> set[int]:
+    """The positions an `.index` points at: the entries `check_offset_index` must find in the scan."""
+    if path is None:
+        return set()
+    return {e.position for e in index.read_offset_index(path, base_offset)[0]}
 
 
 def check_segment_in_partition(seg: Segment, report: SegmentReport) -> None:
@@ -852,7 +895,12 @@ def result_for_file(path: Path, options: ValidateOptions, result: Validation, pr
         elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX):
             log = path.with_suffix(".log")
             seg = Segment(base_offset_of(path) or 0, log)
-            report = scan_segment(log, options) if log.is_file() else SegmentReport(log, seg.base_offset, 0)
+            wanted = index_positions(path, seg.base_offset) if kind == FileKind.OFFSET_INDEX else ()
+            report = (
+                scan_segment(log, options, index_positions=wanted)
+                if log.is_file()
+                else SegmentReport(log, seg.base_offset, 0)
+            )
             if kind == FileKind.OFFSET_INDEX:
                 seg.offset_index = path
                 result.findings += check_offset_index(seg, report) if log.is_file() else []
