@@ -282,7 +282,7 @@ def _first_offset(entry) -> int:
         return entry.base_offset
     if isinstance(entry, LegacyMessage) and entry.is_compressed:
         try:
-            return entry.base_offset
+            return entry.inner_summary()[1]
         except RecordDecodeError:
             return entry.offset
     return entry.offset
@@ -291,7 +291,12 @@ def _first_offset(entry) -> int:
 def _count(entry) -> int:
     if isinstance(entry, (RecordBatch, BatchHeader)):
         return entry.records_count
-    if isinstance(entry, (LegacyMessage, Kafka07Message)) and entry.is_compressed:
+    if isinstance(entry, LegacyMessage) and entry.is_compressed:
+        try:
+            return entry.inner_summary()[0]
+        except RecordDecodeError:
+            return 0
+    if isinstance(entry, Kafka07Message) and entry.is_compressed:
         try:
             return len(entry.inner_messages())
         except RecordDecodeError:
@@ -381,6 +386,20 @@ def _entry_findings(name: str, entry, base: int, last: int | None, options: Vali
 def _deep_look(name: str, entry, out: list[Finding]) -> None:
     """Decompress and decode: a batch whose CRC is right can still hold what no consumer can read."""
     try:
+        if isinstance(entry, LegacyMessage):
+            _, _, inner_last = entry.inner_summary()
+            if inner_last != entry.offset:
+                out.append(
+                    Finding(
+                        name,
+                        "record-offsets-inconsistent",
+                        Severity.ERROR,
+                        f"wrapper offset {entry.offset} is not its last inner offset {inner_last}",
+                        entry.position,
+                        entry.offset,
+                    )
+                )
+            return
         records = entry.records()
     except RecordDecodeError as exc:
         out.append(
@@ -410,19 +429,6 @@ def _deep_look(name: str, entry, out: list[Finding]) -> None:
                     f"{entry.base_offset}..{entry.last_offset}",
                     entry.position,
                     entry.last_offset,
-                )
-            )
-    elif isinstance(entry, LegacyMessage):
-        inner = [r.offset for r in records]
-        if inner and inner[-1] != entry.offset:
-            out.append(
-                Finding(
-                    name,
-                    "record-offsets-inconsistent",
-                    Severity.ERROR,
-                    f"wrapper offset {entry.offset} is not its last inner offset {inner[-1]}",
-                    entry.position,
-                    entry.offset,
                 )
             )
 

@@ -572,6 +572,8 @@ format_messages(PyObject *self, PyObject *args)
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t end = view.len, at = 0;
     out_t o = {NULL, 0, 0};
+    if (out_reserve(&o, end * 2 + (1 << 16)) < 0) /* about the output of ~100-byte messages */
+        goto fail;
     while (at < end) {
         message_t m;
         if (read_message(p, at, end, &m) < 0 || (m.attributes & 0x07) != 0) {

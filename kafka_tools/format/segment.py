@@ -160,6 +160,7 @@ class RunBounds:
     enabled: bool = True
     keep_data: bool = False
     stops: Sequence[int] = ()  # sorted positions a run must begin at, not run through (index targets)
+    max_bytes: int = WINDOW  # a run ends within this many bytes (pages behind are released, progress told)
 
 
 HAS_MESSAGE_RUNS = _SPEEDUPS is not None
@@ -324,8 +325,7 @@ def walk_entries(
         elif magic == 2:
             yield parse_batch_header(win.buf, i, position)
         elif scan_messages is not None and runs.enabled:
-            # At most a window a run, so that pages behind it are released and progress is told.
-            stop = min(limit, position + WINDOW)
+            stop = min(limit, position + runs.max_bytes)
             if runs.stops:
                 k = bisect.bisect_right(runs.stops, position)
                 if k < len(runs.stops):

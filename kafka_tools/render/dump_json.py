@@ -9,14 +9,17 @@ import json
 from dataclasses import asdict
 from typing import TextIO
 
-from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, ProblemEvent
+from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, MessageRunEvent, ProblemEvent
 from kafka_tools.format import index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.kafka07 import Kafka07Message
-from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.format.message_set import LegacyMessage, iter_messages
+from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.render.dump_text import write_utf8
 from kafka_tools.render.internal import decode_internal
 from kafka_tools.render.values import decode_json
+
+_format_messages = _C.format_messages if _C is not None else None  # `message` objects, in C
 
 _ITEM_TYPES = {
     index.OffsetIndexEntry: "index-entry",
@@ -48,6 +51,8 @@ class DumpJsonRenderer:
     def render(self, event) -> None:
         if isinstance(event, EntryEvent):
             self._entry(event)
+        elif isinstance(event, MessageRunEvent):
+            self._run(event)
         elif isinstance(event, ProblemEvent):
             p = event.problem
             self.emit(
@@ -98,6 +103,19 @@ class DumpJsonRenderer:
         self.emit(self._message(event.path, entry, entry.position, event.internal, inner=False))
         for m in event.inner or ():
             self.emit(self._message(event.path, m, entry.position, event.internal, inner=True))
+
+    def _run(self, event: MessageRunEvent) -> None:
+        """Plain v0/v1 messages: their objects made in C in one go (data as UTF-8 text), else one by one."""
+        if (
+            _format_messages is not None
+            and event.internal is None
+            and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
+        ):
+            name = json.dumps(event.path, ensure_ascii=False)
+            write_utf8(self.out, _format_messages(event.data, event.position, True, self.print_data, name))
+            return
+        for m in iter_messages(event.data, event.position):
+            self.emit(self._message(event.path, m, m.position, event.internal, inner=False))
 
     def _batch(self, path: str, b: RecordBatch) -> dict:
         return {

@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import json
 
-from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, ProblemEvent
+from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, MessageRunEvent, ProblemEvent
 from kafka_tools.format import index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
-from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.format.message_set import LegacyMessage, iter_messages
+from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
 from kafka_tools.render.internal import decode_internal
 from kafka_tools.render.lines import LineWriter
 from kafka_tools.render.values import decode_text
 
 Fields = list[tuple[str, object]]
+_format_messages = _C.format_messages if _C is not None else None  # Kafka 0.9's message lines, in C
 
 
 class DumpTextRenderer:
@@ -44,6 +45,8 @@ class DumpTextRenderer:
     def render(self, event) -> None:
         if isinstance(event, EntryEvent):
             self._entry(event)
+        elif isinstance(event, MessageRunEvent):
+            self._run(event)
         elif isinstance(event, ProblemEvent):
             p = event.problem
             at = f" (offset {p.offset})" if p.offset is not None else ""
@@ -74,6 +77,21 @@ class DumpTextRenderer:
                 self._message(message, entry.position, event.internal)
         else:
             self._message(entry, entry.position, event.internal)
+
+    def _run(self, event: MessageRunEvent) -> None:
+        """Plain v0/v1 messages: formatted in C in one go when the line is Kafka 0.9's own (no colour,
+        metadata shown, data as UTF-8 text), else message by message as below."""
+        if (
+            _format_messages is not None
+            and not self.out.colour
+            and not self.skip_metadata
+            and event.internal is None
+            and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
+        ):
+            write_utf8(self.out.stream, _format_messages(event.data, event.position, False, self.print_data, ""))
+            return
+        for m in iter_messages(event.data, event.position):
+            self._message(m, m.position, event.internal)
 
     def _message(self, m: LegacyMessage | Kafka07Message, position: int, internal: str | None) -> None:
         fields: Fields = [("offset", m.offset), ("position", position)]
@@ -189,6 +207,27 @@ class DumpTextRenderer:
         if event.kind == FileKind.PRODUCER_SNAPSHOT and event.header:
             h = event.header
             self.out.fields([("version", h["version"]), ("crc", h["crc"]), ("entries", len(event.items))])
+
+
+def write_utf8(stream, data: bytes) -> None:
+    """Write UTF-8 bytes (keys and values as stored) as the text `data.decode("utf-8", "replace")`
+    would be written: straight to the binary buffer beneath a UTF-8 text stream when it is valid
+    UTF-8, saving a decode and an encode of every byte."""
+    buffer = getattr(stream, "buffer", None)
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+    if buffer is not None and encoding == "utf8" and (data.isascii() or _is_utf8(data)):
+        stream.flush()
+        buffer.write(data)
+        return
+    stream.write(data.decode("utf-8", "replace"))
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _legacy_codec(codec: int) -> str:
