@@ -924,7 +924,9 @@ def _validate_found(found: Discovery, options: ValidateOptions, progress, scans)
     return result
 
 
-def result_for_file(path: Path, options: ValidateOptions, result: Validation, progress=None, scans=None) -> None:
+def result_for_file(
+    path: Path, options: ValidateOptions, result: Validation, progress=None, scans=None
+) -> None:
     kind = kind_of(path)
     try:
         if kind in (FileKind.LOG, FileKind.KAFKA07) and scans is not None and path in scans:

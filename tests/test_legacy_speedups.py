@@ -71,8 +71,19 @@ def test_real_segments_walk_the_same_with_runs() -> None:
 def _report(path: Path, wanted=()) -> tuple:
     r = scan_segment(path, ValidateOptions(), index_positions=wanted)
     findings = [(f.kind, f.severity, f.position, f.offset, f.message, f.repairable) for f in r.findings]
-    return (r.entries, r.records, r.first_offset, r.last_offset, r.next_offset, r.recovery_point,
-            r.valid_after, r.max_timestamp, r.has_gaps, r.entry_positions, findings)
+    return (
+        r.entries,
+        r.records,
+        r.first_offset,
+        r.last_offset,
+        r.next_offset,
+        r.recovery_point,
+        r.valid_after,
+        r.max_timestamp,
+        r.has_gaps,
+        r.entry_positions,
+        findings,
+    )
 
 
 def _validate_json(paths: list[str]) -> str:
@@ -152,7 +163,11 @@ def test_dump_log_prints_the_same_in_c_and_python(args: list[str], monkeypatch) 
         per_message = runner.invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
     pure(monkeypatch)
     reference = runner.invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
-    assert (fast.exit_code, fast.stdout, fast.stderr) == (reference.exit_code, reference.stdout, reference.stderr)
+    assert (fast.exit_code, fast.stdout, fast.stderr) == (
+        reference.exit_code,
+        reference.stdout,
+        reference.stderr,
+    )
     assert (per_message.exit_code, per_message.stdout) == (reference.exit_code, reference.stdout)
 
 

@@ -44,7 +44,7 @@ def usable_cores() -> int:
     "-j",
     type=click.IntRange(min=1),
     default=None,
-    help="Segments checked at once, in threads; output stays in file order [default: the cores ktool may use].",
+    help="Segments checked at once (threads); output stays in file order [default: the usable cores].",
 )
 @click.pass_context
 def validate(

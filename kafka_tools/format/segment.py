@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from kafka_tools.format.checksums import crc32c
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
+from kafka_tools.format.record_batch import _C as _SPEEDUPS
 from kafka_tools.format.record_batch import (
     BATCH_HEADER,
     CRC_START,
@@ -29,7 +30,6 @@ from kafka_tools.format.record_batch import (
     RecordDecodeError,
     parse_batch_header,
 )
-from kafka_tools.format.record_batch import _C as _SPEEDUPS
 
 HEADER_UP_TO_MAGIC = 17  # offset + size + (crc | partitionLeaderEpoch) + magic
 WINDOW = 8 * 1024 * 1024

@@ -88,7 +88,9 @@ class DumpTextRenderer:
             and event.internal is None
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         ):
-            write_utf8(self.out.stream, _format_messages(event.data, event.position, False, self.print_data, ""))
+            write_utf8(
+                self.out.stream, _format_messages(event.data, event.position, False, self.print_data, "")
+            )
             return
         for m in iter_messages(event.data, event.position):
             self._message(m, m.position, event.internal)
