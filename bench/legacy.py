@@ -213,10 +213,10 @@ from kafka.record import MemoryRecords
 data = open(sys.argv[1], 'rb').read()
 r = MemoryRecords(data); n = 0
 while r.has_next():
-    b = r.next_batch()
-    for m in b:
-        if not m.validate_crc():
-            raise SystemExit('bad crc')
+    b = r.next_batch()            # one top-level message (or wrapper)
+    if not b.validate_crc():
+        raise SystemExit('bad crc')
+    for m in b:                   # a wrapper's inner messages, decompressed
         n += 1
 print(n)
 """
@@ -227,10 +227,12 @@ from kafka.record import MemoryRecords
 data = open(sys.argv[1], 'rb').read()
 r = MemoryRecords(data); out = sys.stdout.write
 while r.has_next():
-    for m in r.next_batch():
+    b = r.next_batch()
+    valid = str(b.validate_crc()).lower()
+    for m in b:
         v = m.value
-        out(f'offset: {m.offset} isvalid: {str(m.validate_crc()).lower()} payloadsize: {len(v)} '
-            f'crc: {m.crc} keysize: {len(m.key)} key: {m.key.decode(errors="replace")} '
+        out(f'offset: {m.offset} isvalid: {valid} payloadsize: {len(v)} magic: {m.magic} '
+            f'crc: {m.checksum} keysize: {len(m.key)} key: {m.key.decode(errors="replace")} '
             f'payload: {v.decode(errors="replace")}\\n')
 """
 
