@@ -65,6 +65,9 @@ class EntryEvent:
     entry: Entry
     records: list[Record] | None = None  # deep iteration: the records inside
     inner: list | None = None  # deep iteration over v0/v1/0.7 wrappers: the inner messages
+    # or, for a v0/v1 wrapper the C walk read (with DumpOptions.message_runs): its decompressed inner
+    # set, as LegacyMessage.plain_inner_set gives it; `entry.inner_messages()` reads it one by one
+    inner_set: tuple[bytes, int, int, int | None] | None = None
     error: Problem | None = None  # the records could not be decoded
     internal: str | None = None  # "offsets" / "transactions" when records get schema-decoded
 
@@ -223,11 +226,13 @@ def _dump_log(
             try:
                 if isinstance(entry, RecordBatch):
                     event.records = _filter_records(entry.records(), options)
+                elif runs is not None and entry.is_compressed and (found := entry.plain_inner_set()):
+                    event.inner_set = found  # (no offset filter: runs are off with one)
                 else:
                     if entry.is_compressed:
                         event.inner = [m for m in entry.inner_messages() if _offset_wanted(m.offset, options)]
                     event.records = _filter_records(entry.records(), options)
-                end.records += len(event.records)
+                end.records += found[1] if event.inner_set else len(event.records)
             except RecordDecodeError as exc:
                 event.error = Problem(
                     exc.position, ProblemKind.RECORDS_UNDECODABLE, str(exc), entry.last_offset

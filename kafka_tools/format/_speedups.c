@@ -605,8 +605,23 @@ format_messages(PyObject *self, PyObject *args)
     int json, print_data;
     const char *file_json;
     Py_ssize_t file_json_len;
-    if (!PyArg_ParseTuple(args, "y*Lpps#", &view, &position, &json, &print_data, &file_json, &file_json_len))
+    long long wrapper_position = -1, shift = 0;
+    PyObject *append_time_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "y*Lpps#|LLO", &view, &position, &json, &print_data, &file_json, &file_json_len,
+                          &wrapper_position, &shift, &append_time_obj))
         return NULL;
+    /* Inside a wrapper (wrapper_position >= 0): every line names the wrapper's position, offsets move
+     * by `shift` (v1 inner offsets are relative), a LogAppendTime wrapper's time replaces theirs. */
+    int inner = wrapper_position >= 0;
+    long long append_time = 0;
+    int have_append_time = append_time_obj != Py_None;
+    if (have_append_time) {
+        append_time = PyLong_AsLongLong(append_time_obj);
+        if (append_time == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t end = view.len, at = 0;
     out_t o = {NULL, 0, 0};
@@ -620,8 +635,13 @@ format_messages(PyObject *self, PyObject *args)
         }
         if (out_reserve(&o, 512 + file_json_len) < 0)
             goto fail;
-        long long pos = position + at;
+        long long pos = inner ? wrapper_position : position + at;
         int log_append = m.attributes & 0x08;
+        uint32_t computed = crc_of(p, at, &m);
+        int valid = computed == m.crc;
+        m.offset += shift;
+        if (have_append_time)
+            m.timestamp = append_time;
         if (!json) {
             PUT(&o, "offset: ");
             out_int(&o, m.offset);
@@ -634,7 +654,10 @@ format_messages(PyObject *self, PyObject *args)
                     PUT(&o, " CreateTime: ");
                 out_int(&o, m.timestamp);
             }
-            PUT(&o, " isvalid: true payloadsize: ");
+            if (valid)
+                PUT(&o, " isvalid: true payloadsize: ");
+            else
+                PUT(&o, " isvalid: false payloadsize: ");
             out_int(&o, m.value_len);
             PUT(&o, " magic: ");
             out_int(&o, m.magic);
@@ -665,15 +688,21 @@ format_messages(PyObject *self, PyObject *args)
         out_int(&o, pos);
         PUT(&o, ",\"offset\":");
         out_int(&o, m.offset);
-        PUT(&o, ",\"inner\":false,\"magic\":");
+        if (inner)
+            PUT(&o, ",\"inner\":true,\"magic\":");
+        else
+            PUT(&o, ",\"inner\":false,\"magic\":");
         out_int(&o, m.magic);
         PUT(&o, ",\"size\":");
         out_int(&o, m.size);
         PUT(&o, ",\"crc\":");
         out_int(&o, m.crc);
         PUT(&o, ",\"computedCrc\":");
-        out_int(&o, m.crc);
-        PUT(&o, ",\"isValid\":true,\"compressCodec\":\"none\",\"attributes\":");
+        out_int(&o, computed);
+        if (valid)
+            PUT(&o, ",\"isValid\":true,\"compressCodec\":\"none\",\"attributes\":");
+        else
+            PUT(&o, ",\"isValid\":false,\"compressCodec\":\"none\",\"attributes\":");
         out_int(&o, m.attributes);
         if (m.magic == 0)
             PUT(&o, ",\"timestampType\":\"NoTimestampType\",\"timestamp\":");
@@ -737,7 +766,7 @@ static PyMethodDef methods[] = {
      "scan_messages(buf, at, limit, end, prev, lo, hi) -> (at, count, first, last, max_timestamp, gaps)"},
     {"scan_inner", scan_inner, METH_VARARGS, "scan_inner(data) -> (count, first, last) or None"},
     {"format_messages", format_messages, METH_VARARGS,
-     "format_messages(buf, position, json, print_data, file_json) -> bytes (UTF-8, decode with replace)"},
+     "format_messages(buf, position, json, print_data, file_json[, wrapper_position, shift, append_time]) -> bytes"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
     {NULL, NULL, 0, NULL},
 };

@@ -160,6 +160,25 @@ class LegacyMessage(CodecAndCrc):
         self._summary = summary
         return summary
 
+    def plain_inner_set(self) -> tuple[bytes, int, int, int | None] | None:
+        """A wrapper's decompressed inner set, with what shows it as `inner_messages` would —
+        (bytes, count, offset shift, LogAppendTime or None) — when the C walk finds it regular;
+        None otherwise (then `inner_messages` is the way, and says what is wrong)."""
+        if _scan_inner is None or not self.is_compressed or self.value is None:
+            return None
+        try:
+            data = decompress(self.codec, self.value)
+        except DecompressionError:
+            return None
+        found = _scan_inner(data)
+        if found is None:
+            return None
+        count, first, last = found
+        shift = self.offset - last if self.magic >= 1 else 0
+        self._summary = (count, first + shift, last + shift)
+        log_append = self.magic >= 1 and self.timestamp_type == TimestampType.LOG_APPEND_TIME
+        return data, count, shift, self.timestamp if log_append else None
+
     @property
     def base_offset(self) -> int:
         """First offset the entry holds (decompressing a wrapper to find it, as Kafka does)."""

@@ -101,21 +101,42 @@ class DumpJsonRenderer:
                 self.emit(self._record(event.path, entry, record, event.internal))
             return
         self.emit(self._message(event.path, entry, entry.position, event.internal, inner=False))
+        if event.inner_set is not None:
+            if not self._fast_messages(event.path, event.internal, event.inner_set, entry.position):
+                for m in entry.inner_messages():
+                    self.emit(self._message(event.path, m, entry.position, event.internal, inner=True))
+            return
         for m in event.inner or ():
             self.emit(self._message(event.path, m, entry.position, event.internal, inner=True))
 
     def _run(self, event: MessageRunEvent) -> None:
         """Plain v0/v1 messages: their objects made in C in one go (data as UTF-8 text), else one by one."""
+        inner_set = (event.data, event.count, 0, None)
+        if not self._fast_messages(event.path, event.internal, inner_set, -1, event.position):
+            for m in iter_messages(event.data, event.position):
+                self.emit(self._message(event.path, m, m.position, event.internal, inner=False))
+
+    def _fast_messages(
+        self, path: str, internal, inner_set, wrapper_position: int, position: int = 0
+    ) -> bool:
+        """A message set's objects made in C (True) when it holds plain messages only and the data is
+        UTF-8 text; False leaves it to `_message`."""
         if (
-            _format_messages is not None
-            and event.internal is None
-            and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
+            _format_messages is None
+            or internal is not None
+            or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
         ):
-            name = json.dumps(event.path, ensure_ascii=False)
-            write_utf8(self.out, _format_messages(event.data, event.position, True, self.print_data, name))
-            return
-        for m in iter_messages(event.data, event.position):
-            self.emit(self._message(event.path, m, m.position, event.internal, inner=False))
+            return False
+        data, _, shift, append_time = inner_set
+        name = json.dumps(path, ensure_ascii=False)
+        try:
+            text = _format_messages(
+                data, position, True, self.print_data, name, wrapper_position, shift, append_time
+            )
+        except ValueError:  # a compressed message inside a wrapper
+            return False
+        write_utf8(self.out, text)
+        return True
 
     def _batch(self, path: str, b: RecordBatch) -> dict:
         return {

@@ -72,6 +72,10 @@ class DumpTextRenderer:
         entry = event.entry
         if isinstance(entry, RecordBatch):
             self._batch(event, entry)
+        elif event.inner_set is not None:
+            if not self._fast_messages(event.internal, event.inner_set, entry.position):
+                for message in entry.inner_messages():
+                    self._message(message, entry.position, event.internal)
         elif event.inner is not None:
             for message in event.inner:
                 self._message(message, entry.position, event.internal)
@@ -81,19 +85,30 @@ class DumpTextRenderer:
     def _run(self, event: MessageRunEvent) -> None:
         """Plain v0/v1 messages: formatted in C in one go when the line is Kafka 0.9's own (no colour,
         metadata shown, data as UTF-8 text), else message by message as below."""
+        if not self._fast_messages(event.internal, (event.data, event.count, 0, None), -1, event.position):
+            for m in iter_messages(event.data, event.position):
+                self._message(m, m.position, event.internal)
+
+    def _fast_messages(self, internal, inner_set, wrapper_position: int, position: int = 0) -> bool:
+        """Print a message set's lines in C (True), when the line is Kafka 0.9's own and the set holds
+        plain messages only; False leaves it to `_message`."""
         if (
-            _format_messages is not None
-            and not self.out.colour
-            and not self.skip_metadata
-            and event.internal is None
-            and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
+            _format_messages is None
+            or self.out.colour
+            or self.skip_metadata
+            or internal is not None
+            or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
         ):
-            write_utf8(
-                self.out.stream, _format_messages(event.data, event.position, False, self.print_data, "")
+            return False
+        data, _, shift, append_time = inner_set
+        try:
+            text = _format_messages(
+                data, position, False, self.print_data, "", wrapper_position, shift, append_time
             )
-            return
-        for m in iter_messages(event.data, event.position):
-            self._message(m, m.position, event.internal)
+        except ValueError:  # a compressed message inside a wrapper
+            return False
+        write_utf8(self.out.stream, text)
+        return True
 
     def _message(self, m: LegacyMessage | Kafka07Message, position: int, internal: str | None) -> None:
         fields: Fields = [("offset", m.offset), ("position", position)]
