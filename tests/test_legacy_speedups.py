@@ -276,3 +276,27 @@ def test_validate_jobs_gives_the_same_answer() -> None:
     one = _validate_json(["--jobs", "1", *trees])
     assert _validate_json(["--jobs", "2", *trees]) == one == _validate_json(trees)
     assert validate_paths(trees, ValidateOptions()).summary().entries > 100
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3])
+def test_log_append_time_wrappers_print_the_same(codec: int, tmp_path: Path, monkeypatch) -> None:
+    import sys
+
+    sys.path.insert(0, str(FIXTURES))
+    from make_fixtures import BrokerLegacyBuilder
+
+    path = tmp_path / "lat-0" / "00000000000000000000.log"
+    path.parent.mkdir()
+    blobs = []
+    for w in range(3):
+        b = BrokerLegacyBuilder(
+            1, codec, wrapper_offset=w * 4 + 3, wrapper_timestamp=1_800_000_000_000 + w, log_append_time=True
+        )
+        for k in range(4):
+            b.append(k, 1_700_000_000_000 + k, b"key", f"value {w} {k}".encode())
+        blobs.append(bytes(b.build()))
+    path.write_bytes(b"".join(blobs))
+    fast = [_dump(path), _dump(path, "--json"), _dump(path, "--deep-iteration")]
+    assert ": 1800000000002 isvalid" in fast[0][1]  # the wrapper's append time on its inner messages
+    pure(monkeypatch)
+    assert [_dump(path), _dump(path, "--json"), _dump(path, "--deep-iteration")] == fast
