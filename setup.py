@@ -13,6 +13,7 @@ setup(
             ["kafka_tools/format/_speedups.c"],
             optional=True,
             extra_compile_args=["-O2"],
+            libraries=["z"],  # zlib's crc32 for message sets (magic 0/1)
         )
     ]
 )

@@ -18,7 +18,14 @@ from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
-from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries, looks_like_text
+from kafka_tools.format.segment import (
+    MessageRun,
+    Problem,
+    ProblemKind,
+    RunBounds,
+    iter_log_entries,
+    looks_like_text,
+)
 
 Entry = RecordBatch | LegacyMessage | Kafka07Message
 
@@ -34,6 +41,7 @@ class DumpOptions:
     from_offset: int | None = None
     to_offset: int | None = None
     index_sanity: bool = True  # compare .index entries with the .log beside them
+    message_runs: bool = False  # plain v0/v1 messages as MessageRunEvents (renderers that take them)
 
     @property
     def deep(self) -> bool:
@@ -57,8 +65,24 @@ class EntryEvent:
     entry: Entry
     records: list[Record] | None = None  # deep iteration: the records inside
     inner: list | None = None  # deep iteration over v0/v1/0.7 wrappers: the inner messages
+    # or, for a v0/v1 wrapper the C walk read (with DumpOptions.message_runs): its decompressed inner
+    # set, as LegacyMessage.plain_inner_set gives it; `entry.inner_messages()` reads it one by one
+    inner_set: tuple[bytes, int, int, int | None] | None = None
     error: Problem | None = None  # the records could not be decoded
     internal: str | None = None  # "offsets" / "transactions" when records get schema-decoded
+
+
+@dataclass(slots=True)
+class MessageRunEvent:
+    """Consecutive plain (uncompressed) v0/v1 messages, each valid, in offset order, none with a
+    problem: their bytes, for a renderer to print in one go (`format.message_set.parse_message` reads
+    them one by one). Only with `DumpOptions.message_runs`, and only from the C walk."""
+
+    path: str
+    position: int  # file position of data[0]
+    data: bytes
+    count: int
+    internal: str | None = None
 
 
 @dataclass(slots=True)
@@ -89,7 +113,7 @@ class FileEnd:
     problems: int = 0
 
 
-Event = FileStart | EntryEvent | ProblemEvent | ItemsEvent | FileEnd
+Event = FileStart | EntryEvent | MessageRunEvent | ProblemEvent | ItemsEvent | FileEnd
 
 
 def dump_file(
@@ -161,13 +185,24 @@ def _dump_log(
         yield end
         return
     internal = _internal_mode(p, options) if options.deep else None
+    runs: RunBounds | None = None
     if kind == FileKind.KAFKA07:
         walk = iter_kafka07_entries(p, base_offset_of(p) or 0, end=options.max_bytes, progress=progress)
     else:
-        walk = iter_log_entries(p, end=options.max_bytes, progress=progress)
+        if options.message_runs and options.from_offset is None and options.to_offset is None:
+            runs = RunBounds(keep_data=True, max_bytes=1 << 20)  # a renderer's output stays small
+        walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs)
     last_offset: int | None = None
     recovery_point: int | None = None  # where the broker's recovery would cut: first bad CRC or frame
     for item in walk:
+        if type(item) is MessageRun:
+            # Valid plain messages above `last_offset` (RunBounds.prev): nothing to report in them.
+            end.entries += item.count
+            if options.deep:
+                end.records += item.count
+            last_offset = runs.prev = item.last_offset
+            yield MessageRunEvent(name, item.position, item.data, item.count, internal)
+            continue
         if isinstance(item, Problem):
             end.problems += 1
             if not item.kept_by_broker:
@@ -188,15 +223,19 @@ def _dump_log(
         if problems and problems[0].kind == ProblemKind.CRC_MISMATCH and recovery_point is None:
             recovery_point = entry.position
         last_offset = entry.last_offset
+        if runs is not None:
+            runs.prev = last_offset  # a run's first message must lie above it, or it needs a problem
         if options.deep:
             try:
                 if isinstance(entry, RecordBatch):
                     event.records = _filter_records(entry.records(), options)
+                elif runs is not None and entry.is_compressed and (found := entry.plain_inner_set()):
+                    event.inner_set = found  # (no offset filter: runs are off with one)
                 else:
                     if entry.is_compressed:
                         event.inner = [m for m in entry.inner_messages() if _offset_wanted(m.offset, options)]
                     event.records = _filter_records(entry.records(), options)
-                end.records += len(event.records)
+                end.records += found[1] if event.inner_set else len(event.records)
             except RecordDecodeError as exc:
                 event.error = Problem(
                     exc.position, ProblemKind.RECORDS_UNDECODABLE, str(exc), entry.last_offset

@@ -10,7 +10,8 @@ point decides if truncation repairs the segment (a tail) or would lose data (cor
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -24,8 +25,10 @@ from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, parse_batch_header
 from kafka_tools.format.segment import (
     BatchHeader,
+    MessageRun,
     Problem,
     ProblemKind,
+    RunBounds,
     SegmentWindow,
     looks_like_text,
     resync,
@@ -145,9 +148,16 @@ class ValidateOptions:
 
 
 def scan_segment(
-    path: Path, options: ValidateOptions, progress: Callable[[int], None] | None = None
+    path: Path,
+    options: ValidateOptions,
+    progress: Callable[[int], None] | None = None,
+    index_positions: Collection[int] = (),
 ) -> SegmentReport:
-    """Walk a `.log` or `.kafka` file and find everything the broker's recovery would object to."""
+    """Walk a `.log` or `.kafka` file and find everything the broker's recovery would object to.
+
+    `entry_positions` keeps only the entries at `index_positions` (what `check_offset_index` looks
+    up): one per entry would make memory grow with the segment (a million a 130 MB of small v0
+    messages)."""
     size = path.stat().st_size
     base = base_offset_of(path) or 0
     report = SegmentReport(path, base, size)
@@ -170,13 +180,31 @@ def scan_segment(
     nxt: int | None = None  # the offset after the last valid entry (0.7: the byte offset after it)
     deep = options.deep
     positions = report.entry_positions
+    wanted = index_positions if isinstance(index_positions, (set, frozenset)) else set(index_positions)
+    runs = RunBounds(lo=base, hi=base + INT32_MAX, stops=sorted(wanted))
     with open(path, "rb") as f:
         win = SegmentWindow(f, size, use_mmap=safe_to_map(path))
         if kafka07:
             walk = iter_kafka07_entries(path, base, progress=progress)
         else:
-            walk = walk_entries(win, 0, size, progress, light=True)
+            walk = walk_entries(win, 0, size, progress, light=True, runs=runs)
         for item in walk:
+            if type(item) is MessageRun:
+                # Valid plain messages in order and in range (the C walk checked it), before any cut.
+                report.entries += item.count
+                report.records += item.count
+                if report.first_offset is None:
+                    report.first_offset = item.first_offset
+                if item.has_gaps:
+                    report.has_gaps = True
+                if item.position in wanted:
+                    positions[item.position] = (item.first_offset, item.first_offset)
+                last = item.last_offset
+                nxt = last + 1
+                runs.prev = last
+                if item.max_timestamp > report.max_timestamp:
+                    report.max_timestamp = item.max_timestamp
+                continue
             if type(item) is BatchHeader:
                 lo = item.last_offset
                 if (
@@ -195,8 +223,9 @@ def scan_segment(
                         report.first_offset = first
                     elif first > last + 1:
                         report.has_gaps = True
-                    positions[item.position] = (first, lo)
-                    last = lo
+                    if item.position in wanted:
+                        positions[item.position] = (first, lo)
+                    last = runs.prev = lo
                     nxt = lo + 1
                     report.records += item.records_count
                     if item.max_timestamp > report.max_timestamp:
@@ -217,6 +246,7 @@ def scan_segment(
                     continue
                 if cut is None:
                     cut = item.position
+                    runs.enabled = False
                 offset = (
                     item.offset
                     if item.offset is not None and last is not None and item.offset > last
@@ -234,16 +264,18 @@ def scan_segment(
             breaks = [f for f in problems if f.kind in _RECOVERY_CUTS]
             if breaks and cut is None:
                 cut = entry.position
+                runs.enabled = False
             if cut is not None and not breaks and entry.is_valid:
                 report.valid_after.append(entry.position)
             if cut is None:
                 report.entries += 1
                 first = _first_offset(entry, inner)
                 report.first_offset = first if report.first_offset is None else report.first_offset
-                positions[entry.position] = (first, entry.last_offset)
+                if entry.position in wanted:
+                    positions[entry.position] = (first, entry.last_offset)
                 if last is not None and first > last + 1:
                     report.has_gaps = True
-                last = entry.last_offset
+                last = runs.prev = entry.last_offset
                 nxt = entry.next_offset
                 report.records += _count(entry, inner)
                 ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
@@ -271,7 +303,7 @@ def _first_offset(entry, inner: list[InnerStats]) -> int:
         return entry.offset if first is None else first
     if isinstance(entry, LegacyMessage) and entry.is_compressed:
         try:
-            return entry.base_offset
+            return entry.inner_summary()[1]
         except RecordDecodeError:
             return entry.offset
     return entry.offset
@@ -282,7 +314,12 @@ def _count(entry, inner: list[InnerStats]) -> int:
         return entry.records_count
     if inner:
         return inner[0].count
-    if isinstance(entry, (LegacyMessage, Kafka07Message)) and entry.is_compressed:
+    if isinstance(entry, LegacyMessage) and entry.is_compressed:
+        try:
+            return entry.inner_summary()[0]
+        except RecordDecodeError:
+            return 0
+    if isinstance(entry, Kafka07Message) and entry.is_compressed:
         try:
             return len(entry.inner_messages())
         except RecordDecodeError:
@@ -619,14 +656,17 @@ class PartitionReport:
 
 
 def validate_partition(
-    part: Partition, options: ValidateOptions, compacted: bool = False, progress=None
+    part: Partition, options: ValidateOptions, compacted: bool = False, progress=None, scans=None
 ) -> PartitionReport:
+    """`scans`: segments already being checked (`scan_ahead`), by log path; the rest are checked here."""
     reports = []
     unreadable = list(part.unreadable)
     for seg in part.segments:
         try:
-            seg_report = scan_segment(seg.log, options, progress(seg.log) if progress else None)
-            check_segment_in_partition(seg, seg_report)
+            if scans is not None and seg.log in scans:
+                seg_report = scans.pop(seg.log).result()
+            else:
+                seg_report = check_segment(seg, options, progress(seg.log) if progress else None)
         except OSError as exc:
             unreadable.append((seg.log, str(exc.strerror or exc)))
             continue
@@ -642,6 +682,34 @@ UNREADABLE = "unreadable-file"
 def unreadable_finding(path: Path, why: str) -> Finding:
     """A file of the partition that could not be read: the partition is not known to be clean (exit 3)."""
     return Finding(str(path), UNREADABLE, Severity.ERROR, f"cannot be read: {why}", repairable=False)
+
+
+def scan_ahead(found: Discovery, options: ValidateOptions, progress, pool: Executor) -> dict[Path, Future]:
+    """Every segment of `found` submitted to `pool` (threads: the walks spend their time in C, zlib
+    and crc32c, which release the GIL), in file order; callers take the reports in that order."""
+    scans: dict[Path, Future] = {}
+    parts = [p for ld in found.log_dirs for p in ld.partitions] + list(found.partitions)
+    for part in parts:
+        for seg in part.segments:
+            scans[seg.log] = pool.submit(check_segment, seg, options, progress(seg.log) if progress else None)
+    for path in found.files:
+        if kind_of(path) in (FileKind.LOG, FileKind.KAFKA07):
+            scans[path] = pool.submit(scan_segment, path, options, progress(path) if progress else None)
+    return scans
+
+
+def check_segment(seg: Segment, options: ValidateOptions, progress=None) -> SegmentReport:
+    """One segment of a partition: its scan, then its indexes against it."""
+    report = scan_segment(seg.log, options, progress, index_positions(seg.offset_index, seg.base_offset))
+    check_segment_in_partition(seg, report)
+    return report
+
+
+def index_positions(path: Path | None, base_offset: int) -> set[int]:
+    """The positions an `.index` points at: the entries `check_offset_index` must find in the scan."""
+    if path is None:
+        return set()
+    return {e.position for e in index.read_offset_index(path, base_offset)[0]}
 
 
 def check_segment_in_partition(seg: Segment, report: SegmentReport) -> None:
@@ -928,21 +996,35 @@ class Validation:
         return s
 
 
-def validate_paths(paths: list[str | os.PathLike], options: ValidateOptions, progress=None) -> Validation:
+def validate_paths(
+    paths: list[str | os.PathLike], options: ValidateOptions, progress=None, jobs: int = 1
+) -> Validation:
+    """`jobs` > 1: that many segments checked at once (threads), the results still in file order."""
     found: Discovery = discover(paths)
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        scans = scan_ahead(found, options, progress, pool) if jobs > 1 else None
+        try:
+            return _validate_found(found, options, progress, scans)
+        finally:
+            if scans:
+                for future in scans.values():
+                    future.cancel()
+
+
+def _validate_found(found: Discovery, options: ValidateOptions, progress, scans) -> Validation:
     result = Validation()
     for ld in found.log_dirs:
         compacted = compacted_partitions(ld)
         reports = {}
         for part in ld.partitions:
-            rep = validate_partition(part, options, part.name in compacted, progress)
+            rep = validate_partition(part, options, part.name in compacted, progress, scans)
             reports[part.name] = rep
             result.partitions.append(rep)
         result.findings += check_log_dir_checkpoints(ld, reports) + check_log_dir_files(ld)
     for part in found.partitions:
-        result.partitions.append(validate_partition(part, options, False, progress))
+        result.partitions.append(validate_partition(part, options, False, progress, scans))
     for path in found.files:
-        result_for_file(path, options, result, progress)
+        result_for_file(path, options, result, progress, scans)
     return result
 
 
@@ -957,10 +1039,14 @@ _DUMP_CHECKED = frozenset(
 )
 
 
-def result_for_file(path: Path, options: ValidateOptions, result: Validation, progress=None) -> None:
+def result_for_file(
+    path: Path, options: ValidateOptions, result: Validation, progress=None, scans=None
+) -> None:
     kind = kind_of(path)
     try:
-        if kind in (FileKind.LOG, FileKind.KAFKA07):
+        if kind in (FileKind.LOG, FileKind.KAFKA07) and scans is not None and path in scans:
+            result.files.append(scans.pop(path).result())
+        elif kind in (FileKind.LOG, FileKind.KAFKA07):
             result.files.append(scan_segment(path, options, progress(path) if progress else None))
         elif kind == FileKind.PRODUCER_SNAPSHOT:
             result.findings += check_snapshot(path)
@@ -971,7 +1057,12 @@ def result_for_file(path: Path, options: ValidateOptions, result: Validation, pr
         elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX):
             log = path.with_suffix(".log")
             seg = Segment(base_offset_of(path) or 0, log)
-            report = scan_segment(log, options) if log.is_file() else SegmentReport(log, seg.base_offset, 0)
+            wanted = index_positions(path, seg.base_offset) if kind == FileKind.OFFSET_INDEX else ()
+            report = (
+                scan_segment(log, options, index_positions=wanted)
+                if log.is_file()
+                else SegmentReport(log, seg.base_offset, 0)
+            )
             if kind == FileKind.OFFSET_INDEX:
                 seg.offset_index = path
                 result.findings += check_offset_index(seg, report) if log.is_file() else []

@@ -112,6 +112,7 @@ def dump_log(
         skip_record_metadata=skip_record_metadata,
         from_offset=from_offset,
         to_offset=to_offset,
+        message_runs=True,  # both renderers print MessageRunEvents
     )
     colour = (ctx.obj or {}).get("color")
     err = LineWriter(sys.stderr, colour)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -12,6 +13,14 @@ from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRender
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.progress import tree_progress
 from kafka_tools.validate import UNREADABLE, ValidateOptions, validate_paths
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity, as `taskset` or a container's cpuset sets it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 @click.command("validate")
@@ -31,9 +40,22 @@ from kafka_tools.validate import UNREADABLE, ValidateOptions, validate_paths
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Segments checked at once (threads); output stays in file order [default: the usable cores].",
+)
 @click.pass_context
 def validate(
-    ctx: click.Context, paths: tuple[str, ...], deep: bool, strict: bool, as_json: bool, progress: bool | None
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    deep: bool,
+    strict: bool,
+    as_json: bool,
+    progress: bool | None,
+    jobs: int | None,
 ) -> None:
     """Check CRCs and structure of segments, partitions or whole log.dirs trees.
 
@@ -51,7 +73,7 @@ def validate(
     """
     options = ValidateOptions(deep=deep, strict=strict)
     with tree_progress(paths, progress) as tick:
-        result = validate_paths(list(paths), options, tick)
+        result = validate_paths(list(paths), options, tick, jobs or usable_cores())
     summary = result.summary()
     if as_json:
         ValidateJsonRenderer(sys.stdout).render(result, summary)

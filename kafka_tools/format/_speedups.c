@@ -1,5 +1,6 @@
 /*
- * The hot loop of a full decode, in C: the varint records of an uncompressed v2 records section.
+ * The hot loops of the decoder, in C: the varint records of an uncompressed v2 records section, and
+ * the walk of magic 0/1 message sets (framing, CRC32, offsets) with their Kafka 0.9 text and JSON lines.
  *
  * Same contract as kafka_tools.format.record_batch.decode_records_py (the reference, pure Python):
  * returns a list of Record tuples, raises RecordDecodeError(message, position) on any inconsistency.
@@ -9,6 +10,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
+#include <zlib.h>
 
 static PyTypeObject *record_type = NULL;
 static PyObject *decode_error = NULL;
@@ -284,6 +287,463 @@ fail:
     return NULL;
 }
 
+
+/* ---- message sets, magic 0 and 1 ------------------------------------------------------------------
+ * Layout (LegacyRecord.java): offset int64 @0, size int32 @8, crc uint32 @12, magic int8 @16,
+ * attributes int8 @17, timestamp int64 @18 (magic 1), key (int32 length + bytes), value (same).
+ * These loops only ever accept what the pure-Python parser (message_set.parse_message) accepts; at
+ * anything else they stop, and the caller hands that entry to the Python path, which reports it. */
+
+static inline int64_t
+be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < 8; k++)
+        v = (v << 8) | p[k];
+    return (int64_t)v;
+}
+
+static inline int32_t
+be32(const unsigned char *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+}
+
+/* The message at p[at..]: 0 when it is one parse_message accepts (framed within `end`, magic 0/1,
+ * key and value lengths exactly filling the size), with its fields; -1 otherwise. */
+typedef struct {
+    int64_t offset;
+    int32_t size;
+    uint32_t crc;
+    int magic;
+    int attributes;
+    int64_t timestamp;
+    Py_ssize_t key_at, key_len; /* key_len -1: null */
+    Py_ssize_t value_at, value_len;
+} message_t;
+
+static inline int
+read_message(const unsigned char *p, Py_ssize_t at, Py_ssize_t end, message_t *m)
+{
+    if (end - at < 17)
+        return -1;
+    m->offset = be64(p + at);
+    m->size = be32(p + at + 8);
+    m->magic = (signed char)p[at + 16];
+    if (m->magic != 0 && m->magic != 1)
+        return -1;
+    if (m->size < (m->magic == 0 ? 14 : 22) || (Py_ssize_t)m->size > end - at - 12)
+        return -1;
+    Py_ssize_t stop = at + 12 + m->size;
+    m->crc = (uint32_t)be32(p + at + 12);
+    m->attributes = p[at + 17];
+    Py_ssize_t pos = at + 18;
+    m->timestamp = -1;
+    if (m->magic == 1) {
+        m->timestamp = be64(p + pos);
+        pos += 8;
+    }
+    int32_t n = be32(p + pos);
+    pos += 4;
+    if (n < -1 || (n >= 0 && (Py_ssize_t)n > stop - pos))
+        return -1;
+    m->key_len = n;
+    m->key_at = pos;
+    if (n > 0)
+        pos += n;
+    if (stop - pos < 4)
+        return -1;
+    n = be32(p + pos);
+    pos += 4;
+    if (n < -1 || (n >= 0 && (Py_ssize_t)n > stop - pos))
+        return -1;
+    m->value_len = n;
+    m->value_at = pos;
+    if (n > 0)
+        pos += n;
+    return pos == stop ? 0 : -1;
+}
+
+/* CRC32 (zlib's polynomial) of a short message, slicing by 8 bytes: zlib's crc32 costs ~0.5 us a call
+ * on a 100-byte message here (its set-up dominates), four times the walk's whole budget. */
+static uint32_t crc_table[8][256];
+
+static void
+make_crc_table(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+
+static inline uint32_t
+crc32_short(const unsigned char *q, Py_ssize_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint32_t one = ((uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24) ^ c;
+        uint32_t two = (uint32_t)q[4] | (uint32_t)q[5] << 8 | (uint32_t)q[6] << 16 | (uint32_t)q[7] << 24;
+        c = crc_table[7][one & 0xFF] ^ crc_table[6][(one >> 8) & 0xFF] ^ crc_table[5][(one >> 16) & 0xFF] ^
+            crc_table[4][one >> 24] ^ crc_table[3][two & 0xFF] ^ crc_table[2][(two >> 8) & 0xFF] ^
+            crc_table[1][(two >> 16) & 0xFF] ^ crc_table[0][two >> 24];
+        q += 8;
+        n -= 8;
+    }
+    while (n-- > 0)
+        c = crc_table[0][(c ^ *q++) & 0xFF] ^ (c >> 8);
+    return ~c;
+}
+
+static inline uint32_t
+crc_of(const unsigned char *p, Py_ssize_t at, const message_t *m)
+{
+    /* CRC32 of magic..end of value; zlib's crc32 (for long messages) takes an unsigned int length. */
+    const unsigned char *q = p + at + 16;
+    Py_ssize_t left = m->size - 4;
+    if (left < 4096)
+        return crc32_short(q, left);
+    uLong c = crc32(0L, Z_NULL, 0);
+    while (left > 0) {
+        uInt step = left > (1 << 30) ? (1u << 30) : (uInt)left;
+        c = crc32(c, q, step);
+        q += step;
+        left -= step;
+    }
+    return (uint32_t)c;
+}
+
+/* scan_messages(buf, at, limit, end, prev, lo, hi) -> (at, count, first, last, max_timestamp, gaps)
+ *
+ * Walks the plain (uncompressed) magic 0/1 messages from buf[at], none starting at or past `limit`
+ * nor reaching past `end`, while each is one the Python parser accepts, its CRC matches, its codec
+ * is none, and its offset lies in lo..hi and above the one before it (`prev`, None for none). Stops
+ * before the first message that is anything else. The GIL is released while it walks. */
+static PyObject *
+scan_messages(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t at, limit, end;
+    PyObject *prev_obj;
+    long long lo, hi;
+    if (!PyArg_ParseTuple(args, "y*nnnOLL", &view, &at, &limit, &end, &prev_obj, &lo, &hi))
+        return NULL;
+    int have_prev = prev_obj != Py_None;
+    long long prev = 0;
+    if (have_prev) {
+        prev = PyLong_AsLongLong(prev_obj);
+        if (prev == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    if (end > view.len)
+        end = view.len;
+    if (at < 0)
+        at = end;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t count = 0;
+    long long first = 0, last = prev, max_ts = -1;
+    int gaps = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (at < limit) {
+        message_t m;
+        if (read_message(p, at, end, &m) < 0 || (m.attributes & 0x07) != 0)
+            break;
+        if (m.offset < lo || m.offset > hi || (have_prev && m.offset <= last))
+            break;
+        if (crc_of(p, at, &m) != m.crc)
+            break;
+        if (have_prev && m.offset > last + 1)
+            gaps = 1;
+        if (count == 0)
+            first = m.offset;
+        last = m.offset;
+        have_prev = 1;
+        if (m.timestamp > max_ts)
+            max_ts = m.timestamp;
+        count++;
+        at += 12 + m.size;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return Py_BuildValue("nnLLLO", at, count, first, count ? last : prev, max_ts, gaps ? Py_True : Py_False);
+}
+
+/* scan_inner(data) -> (count, first_offset, last_offset) of the messages of a decompressed wrapper,
+ * offsets as stored; None when anything is irregular (the Python parser then says what). */
+static PyObject *
+scan_inner(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len, at = 0, count = 0;
+    long long first = 0, last = 0;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    while (at < end) {
+        message_t m;
+        if (end - at < 26 || read_message(p, at, end, &m) < 0) {
+            ok = 0;
+            break;
+        }
+        if (count == 0)
+            first = m.offset;
+        last = m.offset;
+        count++;
+        at += 12 + m.size;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (!ok || count == 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("nLL", count, first, last);
+}
+
+/* ---- output: a growing byte buffer ---- */
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} out_t;
+
+static int
+out_reserve(out_t *o, Py_ssize_t more)
+{
+    if (o->len + more <= o->cap)
+        return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
+    while (cap < o->len + more)
+        cap *= 2;
+    char *d = PyMem_Realloc(o->data, (size_t)cap);
+    if (d == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->data = d;
+    o->cap = cap;
+    return 0;
+}
+
+static inline void
+out_put(out_t *o, const char *s, Py_ssize_t n)
+{
+    memcpy(o->data + o->len, s, (size_t)n);
+    o->len += n;
+}
+
+static inline void
+out_int(out_t *o, long long v)
+{
+    char tmp[24];
+    int k = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        o->data[o->len++] = '-';
+    while (k)
+        o->data[o->len++] = tmp[--k];
+}
+
+#define PUT(o, lit) out_put((o), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+
+/* JSON string body of raw bytes: `"` `\` and control characters escaped as json.dumps does
+ * (ensure_ascii=False); other bytes as they are (the caller decodes the whole output as UTF-8 with
+ * `replace`, which for these bytes is the same as decoding each field first). */
+static int
+out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
+{
+    if (out_reserve(o, n * 6 + 2) < 0)
+        return -1;
+    o->data[o->len++] = '"';
+    static const char hex[] = "0123456789abcdef";
+    for (Py_ssize_t k = 0; k < n; k++) {
+        unsigned char c = s[k];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            o->data[o->len++] = (char)c;
+            continue;
+        }
+        o->data[o->len++] = '\\';
+        switch (c) {
+        case '"': o->data[o->len++] = '"'; break;
+        case '\\': o->data[o->len++] = '\\'; break;
+        case '\n': o->data[o->len++] = 'n'; break;
+        case '\r': o->data[o->len++] = 'r'; break;
+        case '\t': o->data[o->len++] = 't'; break;
+        case '\b': o->data[o->len++] = 'b'; break;
+        case '\f': o->data[o->len++] = 'f'; break;
+        default:
+            PUT(o, "u00");
+            o->data[o->len++] = hex[c >> 4];
+            o->data[o->len++] = hex[c & 15];
+        }
+    }
+    o->data[o->len++] = '"';
+    return 0;
+}
+
+/* format_messages(buf, position, json, print_data, file_json) -> bytes
+ *
+ * The lines of every message in `buf` (plain, valid messages as scan_messages accepts them; `position`
+ * is the file position of buf[0]): Kafka 0.9's DumpLogSegments line (json false) or ktool's `message`
+ * JSON object (json true; `file_json` is the file name already encoded as a JSON string). Keys and
+ * values are written as raw bytes: decode the result as UTF-8 with errors="replace". */
+static PyObject *
+format_messages(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long position;
+    int json, print_data;
+    const char *file_json;
+    Py_ssize_t file_json_len;
+    long long wrapper_position = -1, shift = 0;
+    PyObject *append_time_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "y*Lpps#|LLO", &view, &position, &json, &print_data, &file_json, &file_json_len,
+                          &wrapper_position, &shift, &append_time_obj))
+        return NULL;
+    /* Inside a wrapper (wrapper_position >= 0): every line names the wrapper's position, offsets move
+     * by `shift` (v1 inner offsets are relative), a LogAppendTime wrapper's time replaces theirs. */
+    int inner = wrapper_position >= 0;
+    long long append_time = 0;
+    int have_append_time = append_time_obj != Py_None;
+    if (have_append_time) {
+        append_time = PyLong_AsLongLong(append_time_obj);
+        if (append_time == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len, at = 0;
+    out_t o = {NULL, 0, 0};
+    if (out_reserve(&o, end * 2 + (1 << 16)) < 0) /* about the output of ~100-byte messages */
+        goto fail;
+    while (at < end) {
+        message_t m;
+        if (read_message(p, at, end, &m) < 0 || (m.attributes & 0x07) != 0) {
+            PyErr_Format(PyExc_ValueError, "not a plain message at %zd", at);
+            goto fail;
+        }
+        if (out_reserve(&o, 512 + file_json_len) < 0)
+            goto fail;
+        long long pos = inner ? wrapper_position : position + at;
+        int log_append = m.attributes & 0x08;
+        uint32_t computed = crc_of(p, at, &m);
+        int valid = computed == m.crc;
+        m.offset += shift;
+        if (have_append_time)
+            m.timestamp = append_time;
+        if (!json) {
+            PUT(&o, "offset: ");
+            out_int(&o, m.offset);
+            PUT(&o, " position: ");
+            out_int(&o, pos);
+            if (m.magic >= 1) {
+                if (log_append)
+                    PUT(&o, " LogAppendTime: ");
+                else
+                    PUT(&o, " CreateTime: ");
+                out_int(&o, m.timestamp);
+            }
+            if (valid)
+                PUT(&o, " isvalid: true payloadsize: ");
+            else
+                PUT(&o, " isvalid: false payloadsize: ");
+            out_int(&o, m.value_len);
+            PUT(&o, " magic: ");
+            out_int(&o, m.magic);
+            PUT(&o, " compresscodec: NoCompressionCodec crc: ");
+            out_int(&o, m.crc);
+            if (m.key_len >= 0) {
+                PUT(&o, " keysize: ");
+                out_int(&o, m.key_len);
+            }
+            if (print_data && m.value_len >= 0) {
+                if (out_reserve(&o, m.key_len + m.value_len + 32) < 0)
+                    goto fail;
+                if (m.key_len >= 0) {
+                    PUT(&o, " key: ");
+                    out_put(&o, (const char *)p + m.key_at, m.key_len);
+                }
+                PUT(&o, " payload: ");
+                out_put(&o, (const char *)p + m.value_at, m.value_len);
+            }
+            o.data[o.len++] = '\n';
+            continue_next:
+            at += 12 + m.size;
+            continue;
+        }
+        PUT(&o, "{\"type\":\"message\",\"file\":");
+        out_put(&o, file_json, file_json_len);
+        PUT(&o, ",\"position\":");
+        out_int(&o, pos);
+        PUT(&o, ",\"offset\":");
+        out_int(&o, m.offset);
+        if (inner)
+            PUT(&o, ",\"inner\":true,\"magic\":");
+        else
+            PUT(&o, ",\"inner\":false,\"magic\":");
+        out_int(&o, m.magic);
+        PUT(&o, ",\"size\":");
+        out_int(&o, m.size);
+        PUT(&o, ",\"crc\":");
+        out_int(&o, m.crc);
+        PUT(&o, ",\"computedCrc\":");
+        out_int(&o, computed);
+        if (valid)
+            PUT(&o, ",\"isValid\":true,\"compressCodec\":\"none\",\"attributes\":");
+        else
+            PUT(&o, ",\"isValid\":false,\"compressCodec\":\"none\",\"attributes\":");
+        out_int(&o, m.attributes);
+        if (m.magic == 0)
+            PUT(&o, ",\"timestampType\":\"NoTimestampType\",\"timestamp\":");
+        else if (log_append)
+            PUT(&o, ",\"timestampType\":\"LogAppendTime\",\"timestamp\":");
+        else
+            PUT(&o, ",\"timestampType\":\"CreateTime\",\"timestamp\":");
+        out_int(&o, m.timestamp);
+        PUT(&o, ",\"keySize\":");
+        out_int(&o, m.key_len);
+        PUT(&o, ",\"valueSize\":");
+        out_int(&o, m.value_len);
+        if (print_data) {
+            PUT(&o, ",\"key\":");
+            if (m.key_len < 0)
+                PUT(&o, "null");
+            else if (out_json_string(&o, p + m.key_at, m.key_len) < 0)
+                goto fail;
+            if (out_reserve(&o, 16) < 0)
+                goto fail;
+            PUT(&o, ",\"value\":");
+            if (m.value_len < 0)
+                PUT(&o, "null");
+            else if (out_json_string(&o, p + m.value_at, m.value_len) < 0)
+                goto fail;
+            if (out_reserve(&o, 4) < 0)
+                goto fail;
+        }
+        PUT(&o, "}\n");
+        goto continue_next;
+    }
+    PyBuffer_Release(&view);
+    PyObject *result = PyBytes_FromStringAndSize(o.data ? o.data : "", o.len);
+    PyMem_Free(o.data);
+    return result;
+fail:
+    PyBuffer_Release(&view);
+    PyMem_Free(o.data);
+    return NULL;
+}
+
 static PyObject *
 configure(PyObject *self, PyObject *args)
 {
@@ -302,6 +762,11 @@ configure(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> list"},
+    {"scan_messages", scan_messages, METH_VARARGS,
+     "scan_messages(buf, at, limit, end, prev, lo, hi) -> (at, count, first, last, max_timestamp, gaps)"},
+    {"scan_inner", scan_inner, METH_VARARGS, "scan_inner(data) -> (count, first, last) or None"},
+    {"format_messages", format_messages, METH_VARARGS,
+     "format_messages(buf, position, json, print_data, file_json[, wrapper_position, shift, append_time]) -> bytes"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
     {NULL, NULL, 0, NULL},
 };
@@ -312,6 +777,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups", "C hot l
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    make_crc_table();
     empty_tuple = PyTuple_New(0);
     if (empty_tuple == NULL)
         return NULL;

@@ -8,8 +8,10 @@ value (int32 length + bytes).
 
 from __future__ import annotations
 
+import os
 import struct
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
@@ -49,6 +51,7 @@ class LegacyMessage(CodecAndCrc):
     key: bytes | None
     value: bytes | None
     computed_crc: int
+    _summary: tuple[int, int, int] | None = field(default=None, compare=False, repr=False)
 
     @property
     def entry_size(self) -> int:
@@ -142,6 +145,58 @@ class LegacyMessage(CodecAndCrc):
                     m.timestamp = self.timestamp
         return inner
 
+    def inner_summary(self) -> tuple[int, int, int]:
+        """(count, first offset, last offset) of the messages a consumer would receive, offsets
+        absolute; the same answer (or RecordDecodeError) as `inner_messages`, decompressing once and
+        walking the inner set in C when it is built."""
+        if self._summary is not None:
+            return self._summary
+        if not self.is_compressed:
+            summary = (1, self.offset, self.offset)
+        else:
+            found = None
+            if _scan_inner is not None and self.value is not None:
+                try:
+                    found = self.summary_of(decompress(self.codec, self.value))
+                except DecompressionError:
+                    found = None  # inner_messages says why
+            if found is None:
+                inner = self.inner_messages()
+                summary = (len(inner), inner[0].offset, inner[-1].offset)
+            else:
+                summary = found
+        self._summary = summary
+        return summary
+
+    def summary_of(self, data: bytes) -> tuple[int, int, int] | None:
+        """(count, first offset, last offset) of this wrapper's decompressed inner set `data`, offsets
+        absolute, walked in C; None when the C walk is not built or finds the set irregular."""
+        found = _scan_inner(data) if _scan_inner is not None else None
+        if found is None:
+            return None
+        count, first, last = found
+        shift = self.offset - last if self.magic >= 1 else 0
+        return count, first + shift, last + shift
+
+    def plain_inner_set(self) -> tuple[bytes, int, int, int | None] | None:
+        """A wrapper's decompressed inner set, with what shows it as `inner_messages` would —
+        (bytes, count, offset shift, LogAppendTime or None) — when the C walk finds it regular;
+        None otherwise (then `inner_messages` is the way, and says what is wrong)."""
+        if _scan_inner is None or not self.is_compressed or self.value is None:
+            return None
+        try:
+            data = decompress(self.codec, self.value)
+        except DecompressionError:
+            return None
+        found = _scan_inner(data)
+        if found is None:
+            return None
+        count, first, last = found
+        shift = self.offset - last if self.magic >= 1 else 0
+        self._summary = (count, first + shift, last + shift)
+        log_append = self.magic >= 1 and self.timestamp_type == TimestampType.LOG_APPEND_TIME
+        return data, count, shift, self.timestamp if log_append else None
+
     @property
     def base_offset(self) -> int:
         """First offset the entry holds (decompressing a wrapper to find it, as Kafka does)."""
@@ -186,6 +241,16 @@ def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> 
     )
 
 
+def iter_messages(data: bytes, position: int) -> Iterator[LegacyMessage]:
+    """The messages of a message set known to be well framed (a MessageRun's bytes), one by one;
+    `position` is the file position of data[0]."""
+    at = 0
+    while at < len(data):
+        message = parse_message(data, at, position + at, len(data))
+        yield message
+        at += message.size + LOG_OVERHEAD
+
+
 def _sized_bytes(
     buf: bytes | memoryview, pos: int, stop: int, what: str, position: int, at: int
 ) -> tuple[bytes | None, int]:
@@ -196,3 +261,16 @@ def _sized_bytes(
     if n < 0 or pos + n > stop:
         raise RecordDecodeError(f"{what} length {n} runs past the message", position + pos - 4 - at)
     return bytes(buf[pos : pos + n]), pos + n
+
+
+def _speedups():
+    if os.environ.get("KTOOL_PURE_PYTHON"):
+        return None
+    try:
+        from kafka_tools.format import _speedups
+    except ImportError:
+        return None
+    return _speedups.scan_inner
+
+
+_scan_inner = _speedups()

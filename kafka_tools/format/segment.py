@@ -8,17 +8,19 @@ file is ever used to allocate before it has been checked against the file's real
 
 from __future__ import annotations
 
+import bisect
 import mmap
 import os
 import re
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
 from kafka_tools.format.checksums import crc32, crc32c
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
+from kafka_tools.format.record_batch import _C as _SPEEDUPS
 from kafka_tools.format.record_batch import (
     BATCH_HEADER,
     CRC_START,
@@ -132,21 +134,60 @@ class SegmentWindow:
         return True
 
 
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+
+class MessageRun(NamedTuple):
+    """Consecutive plain (uncompressed) magic 0/1 messages, each framed, CRC-checked and above the
+    offset before it, walked in C: what validate and dump need of them, without an object a message.
+    The pure-Python walk never makes runs; it yields the same messages one by one."""
+
+    position: int  # of the first message
+    end: int  # the file position after the last one
+    count: int
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    has_gaps: bool  # offsets within the run (or from `RunBounds.prev` to the first) skip some
+    data: bytes | None  # the messages' bytes, when `RunBounds.keep_data` asks for them
+
+
+@dataclass
+class RunBounds:
+    """Asks `walk_entries` for MessageRuns, and which messages they may hold. The caller keeps `prev`
+    (the offset a message must exceed) and `enabled` current as it consumes the walk."""
+
+    lo: int = INT64_MIN  # offsets must lie in lo..hi
+    hi: int = INT64_MAX
+    prev: int | None = None
+    enabled: bool = True
+    keep_data: bool = False
+    stops: Sequence[int] = ()  # sorted positions a run must begin at, not run through (index targets)
+    max_bytes: int = WINDOW  # a run ends within this many bytes (pages behind are released, progress told)
+
+
+HAS_MESSAGE_RUNS = _SPEEDUPS is not None
+
+
 def iter_log_entries(
     path: str | os.PathLike,
     start: int = 0,
     end: int | None = None,
     progress: Callable[[int], None] | None = None,
-) -> Iterator[Entry | Problem]:
+    runs: RunBounds | None = None,
+) -> Iterator[Entry | MessageRun | Problem]:
     """Yield each entry of a `.log` segment in file order, then at most one fatal Problem.
 
     Entries with a bad CRC are yielded as they are (their `is_valid` is False) and the walk goes on,
-    as DumpLogSegments does; a frame that cannot be followed ends the walk with a Problem.
+    as DumpLogSegments does; a frame that cannot be followed ends the walk with a Problem. With
+    `runs` (and the C extension), plain magic 0/1 messages come as MessageRuns.
     """
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         limit = size if end is None else min(size, end)
-        yield from walk_entries(SegmentWindow(f, size, use_mmap=safe_to_map(path)), start, limit, progress)
+        win = SegmentWindow(f, size, use_mmap=safe_to_map(path))
+        yield from walk_entries(win, start, limit, progress, runs=runs)
 
 
 def safe_to_map(path: str | os.PathLike) -> bool:
@@ -210,12 +251,15 @@ def walk_entries(
     limit: int,
     progress: Callable[[int], None] | None = None,
     light: bool = False,
-) -> Iterator[Entry | BatchHeader | Problem]:
-    """The walk itself; `light` yields v2 batches as BatchHeader tuples (CRC checked, records not kept)."""
+    runs: RunBounds | None = None,
+) -> Iterator[Entry | BatchHeader | MessageRun | Problem]:
+    """The walk itself; `light` yields v2 batches as BatchHeader tuples (CRC checked, records not kept),
+    `runs` plain magic 0/1 messages as MessageRuns (walked in C, when it is built)."""
     file_end = win.size
     unpack = BATCH_HEADER.unpack_from
     make = BatchHeader._make
     next_report = position
+    scan_messages = _SPEEDUPS.scan_messages if runs is not None and _SPEEDUPS is not None else None
     while position < limit:
         if progress is not None and position >= next_report:
             progress(position)
@@ -286,6 +330,25 @@ def walk_entries(
             )
         elif magic == 2:
             yield parse_batch_header(win.buf, i, position)
+        elif scan_messages is not None and runs.enabled:
+            stop = min(limit, position + runs.max_bytes)
+            if runs.stops:
+                k = bisect.bisect_right(runs.stops, position)
+                if k < len(runs.stops):
+                    stop = min(stop, runs.stops[k])
+            j, count, first, last, max_ts, gaps = scan_messages(
+                win.buf, i, i + stop - position, i + file_end - position, runs.prev, runs.lo, runs.hi
+            )
+            if count:
+                data = bytes(win.view[i:j]) if runs.keep_data else None
+                end_pos = position + j - i
+                yield MessageRun(position, end_pos, count, first, last, max_ts, gaps, data)
+                position = end_pos
+                continue
+            try:
+                yield parse_message(win.buf, i, position, i + entry_size)
+            except RecordDecodeError as exc:
+                yield Problem(exc.position, ProblemKind.MALFORMED_ENTRY, str(exc), offset)
         else:
             try:
                 yield parse_message(win.buf, i, position, i + entry_size)

@@ -29,7 +29,7 @@ class InnerStats:
     first_offset: int | None
     last_offset: int | None
     count: int
-    increasing: bool
+    increasing: bool | None  # None: not looked at (a v0/v1 wrapper walked in C; only batches need it)
 
 
 class _End(Exception):
@@ -145,6 +145,10 @@ def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
     pieces = _pieces(entry.codec, entry.value, entry.codec_label, where)
     head = _gather(pieces)
     if head is not None:
+        found = entry.summary_of(head)
+        if found is not None:  # walked in C: only the offsets validate looks at for a wrapper
+            count, first, last = found
+            return InnerStats(first, last, count, None)
         return _stats([m.offset for m in entry.inner_from(head)])
     first, last, count, increasing = _walk_legacy(_Reader(b"", pieces), where)
     if entry.magic >= 1:  # v1 inner offsets are relative: the wrapper holds the last one's

@@ -44,6 +44,7 @@ from kafka_tools.validate import (
     SegmentReport,
     ValidateOptions,
     check_segment_in_partition,
+    index_positions,
     scan_segment,
 )
 
@@ -182,7 +183,9 @@ def check_segment(spec: SegmentSpec) -> SegmentReport:
     """Exactly the per-segment part of `ktool validate` (scan_segment, then the index checks and the
     base-offset check `validate_partition` adds), findings named as the user named the files."""
     path = Path(spec.path)
-    report = scan_segment(path, ValidateOptions())
+    offset_index = Path(spec.offset_index[1]) if spec.in_partition and spec.offset_index else None
+    wanted = index_positions(offset_index, spec.base_offset)
+    report = scan_segment(path, ValidateOptions(), index_positions=wanted)
     if spec.in_partition:
         seg = Segment(spec.base_offset, path)
         if spec.offset_index is not None:

@@ -9,14 +9,17 @@ import json
 from dataclasses import asdict
 from typing import TextIO
 
-from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, ProblemEvent
+from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, MessageRunEvent, ProblemEvent
 from kafka_tools.format import index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.kafka07 import Kafka07Message
-from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.format.message_set import LegacyMessage, iter_messages
+from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.render.dump_text import write_utf8
 from kafka_tools.render.internal import decode_internal
 from kafka_tools.render.values import decode_json
+
+_format_messages = _C.format_messages if _C is not None else None  # `message` objects, in C
 
 _ITEM_TYPES = {
     index.OffsetIndexEntry: "index-entry",
@@ -54,6 +57,8 @@ class DumpJsonRenderer:
     def render(self, event) -> None:
         if isinstance(event, EntryEvent):
             self._entry(event)
+        elif isinstance(event, MessageRunEvent):
+            self._run(event)
         elif isinstance(event, ProblemEvent):
             p = event.problem
             self.emit(
@@ -101,10 +106,46 @@ class DumpJsonRenderer:
             for record in event.records or ():
                 self.emit(self._record(event.path, entry, record, event.internal))
             return
-        if not (self.skip_metadata and event.inner is not None):  # the wrapper holds no data of its own
+        wrapper_only = event.inner is not None or event.inner_set is not None
+        if not (self.skip_metadata and wrapper_only):  # a wrapper holds no data of its own
             self.emit(self._message(event.path, entry, entry.position, event.internal, inner=False))
+        if event.inner_set is not None:
+            if not self._fast_messages(event.path, event.internal, event.inner_set, entry.position):
+                for m in entry.inner_messages():
+                    self.emit(self._message(event.path, m, entry.position, event.internal, inner=True))
+            return
         for m in event.inner or ():
             self.emit(self._message(event.path, m, entry.position, event.internal, inner=True))
+
+    def _run(self, event: MessageRunEvent) -> None:
+        """Plain v0/v1 messages: their objects made in C in one go (data as UTF-8 text), else one by one."""
+        inner_set = (event.data, event.count, 0, None)
+        if not self._fast_messages(event.path, event.internal, inner_set, -1, event.position):
+            for m in iter_messages(event.data, event.position):
+                self.emit(self._message(event.path, m, m.position, event.internal, inner=False))
+
+    def _fast_messages(
+        self, path: str, internal, inner_set, wrapper_position: int, position: int = 0
+    ) -> bool:
+        """A message set's objects made in C (True) when it holds plain messages only and the data is
+        UTF-8 text; False leaves it to `_message`."""
+        if (
+            _format_messages is None
+            or internal is not None
+            or self.skip_metadata
+            or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
+        ):
+            return False
+        data, _, shift, append_time = inner_set
+        name = json.dumps(path, ensure_ascii=False)
+        try:
+            text = _format_messages(
+                data, position, True, self.print_data, name, wrapper_position, shift, append_time
+            )
+        except ValueError:  # a compressed message inside a wrapper
+            return False
+        write_utf8(self.out, text)
+        return True
 
     def _batch(self, path: str, b: RecordBatch) -> dict:
         return {

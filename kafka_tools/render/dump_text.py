@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import json
 
-from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, ProblemEvent
+from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, MessageRunEvent, ProblemEvent
 from kafka_tools.format import index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
-from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.format.message_set import LegacyMessage, iter_messages
+from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
 from kafka_tools.render.internal import decode_internal
 from kafka_tools.render.lines import LineWriter
 from kafka_tools.render.values import decode_text
 
 Fields = list[tuple[str, object]]
+_format_messages = _C.format_messages if _C is not None else None  # Kafka 0.9's message lines, in C
 
 
 class DumpTextRenderer:
@@ -44,6 +45,8 @@ class DumpTextRenderer:
     def render(self, event) -> None:
         if isinstance(event, EntryEvent):
             self._entry(event)
+        elif isinstance(event, MessageRunEvent):
+            self._run(event)
         elif isinstance(event, ProblemEvent):
             p = event.problem
             at = f" (offset {p.offset})" if p.offset is not None else ""
@@ -75,11 +78,43 @@ class DumpTextRenderer:
         entry = event.entry
         if isinstance(entry, RecordBatch):
             self._batch(event, entry)
+        elif event.inner_set is not None:
+            if not self._fast_messages(event.internal, event.inner_set, entry.position):
+                for message in entry.inner_messages():
+                    self._message(message, entry.position, event.internal)
         elif event.inner is not None:
             for message in event.inner:
                 self._message(message, entry.position, event.internal)
         else:
             self._message(entry, entry.position, event.internal)
+
+    def _run(self, event: MessageRunEvent) -> None:
+        """Plain v0/v1 messages: formatted in C in one go when the line is Kafka 0.9's own (no colour,
+        metadata shown, data as UTF-8 text), else message by message as below."""
+        if not self._fast_messages(event.internal, (event.data, event.count, 0, None), -1, event.position):
+            for m in iter_messages(event.data, event.position):
+                self._message(m, m.position, event.internal)
+
+    def _fast_messages(self, internal, inner_set, wrapper_position: int, position: int = 0) -> bool:
+        """Print a message set's lines in C (True), when the line is Kafka 0.9's own and the set holds
+        plain messages only; False leaves it to `_message`."""
+        if (
+            _format_messages is None
+            or self.out.colour
+            or self.skip_metadata
+            or internal is not None
+            or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
+        ):
+            return False
+        data, _, shift, append_time = inner_set
+        try:
+            text = _format_messages(
+                data, position, False, self.print_data, "", wrapper_position, shift, append_time
+            )
+        except ValueError:  # a compressed message inside a wrapper
+            return False
+        write_utf8(self.out.stream, text)
+        return True
 
     def _message(self, m: LegacyMessage | Kafka07Message, position: int, internal: str | None) -> None:
         if self.skip_metadata:
@@ -203,6 +238,27 @@ class DumpTextRenderer:
         if event.kind == FileKind.PRODUCER_SNAPSHOT and event.header:
             h = event.header
             self.out.fields([("version", h["version"]), ("crc", h["crc"]), ("entries", len(event.items))])
+
+
+def write_utf8(stream, data: bytes) -> None:
+    """Write UTF-8 bytes (keys and values as stored) as the text `data.decode("utf-8", "replace")`
+    would be written: straight to the binary buffer beneath a UTF-8 text stream when it is valid
+    UTF-8, saving a decode and an encode of every byte."""
+    buffer = getattr(stream, "buffer", None)
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+    if buffer is not None and encoding == "utf8" and (data.isascii() or _is_utf8(data)):
+        stream.flush()
+        buffer.write(data)
+        return
+    stream.write(data.decode("utf-8", "replace"))
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _legacy_codec(codec: int) -> str:

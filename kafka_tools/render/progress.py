@@ -65,13 +65,15 @@ def tree_progress(paths, enabled: bool | None) -> Iterator[Callable[[str], Calla
 
         def for_file(path) -> Callable[[int], None]:
             nonlocal done
-            base = done
             size = os.path.getsize(path)
             done += size
             bar.update(task, description=os.path.basename(os.path.dirname(path)) or "validating")
+            reached = 0
 
-            def tick(position: int) -> None:
-                bar.update(task, completed=base + position)
+            def tick(position: int) -> None:  # by steps, so files walked at once (--jobs) add up
+                nonlocal reached
+                bar.update(task, advance=position - reached)
+                reached = position
 
             return tick
 

@@ -45,7 +45,12 @@ def run_script(
 ) -> subprocess.CompletedProcess[str]:
     """`ktool ARGS` through the console script: stdout, stderr and the exit code a shell would see."""
     return subprocess.run(
-        [ktool_script(), *args], env=script_env(env), capture_output=True, text=True, timeout=timeout, **kwargs
+        [ktool_script(), *args],
+        env=script_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kwargs,
     )
 
 
