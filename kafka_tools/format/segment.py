@@ -345,20 +345,21 @@ def walk_entries(
                 yield MessageRun(position, end_pos, count, first, last, max_ts, gaps, data)
                 position = end_pos
                 continue
-            try:
-                yield parse_message(win.buf, i, position, i + entry_size)
-            except RecordDecodeError as exc:
-                yield Problem(exc.position, ProblemKind.MALFORMED_ENTRY, str(exc), offset)
+            yield _parsed_message(win.buf, i, position, entry_size, offset)
         else:
-            try:
-                yield parse_message(win.buf, i, position, i + entry_size)
-            except RecordDecodeError as exc:
-                # The problem is where the entry starts: that is where the broker's recovery cuts
-                # (the byte at fault goes in the message).
-                yield Problem(position, ProblemKind.MALFORMED_ENTRY, f"{exc} (byte {exc.position})", offset)
+            yield _parsed_message(win.buf, i, position, entry_size, offset)
         position += entry_size
     if progress is not None:
         progress(position)
+
+
+def _parsed_message(buf, i: int, position: int, entry_size: int, offset: int | None):
+    try:
+        return parse_message(buf, i, position, i + entry_size)
+    except RecordDecodeError as exc:
+        # The problem is where the entry starts: that is where the broker's recovery cuts
+        # (the byte at fault goes in the message).
+        return Problem(position, ProblemKind.MALFORMED_ENTRY, f"{exc} (byte {exc.position})", offset)
 
 
 def checksum_matches(entry: memoryview | bytes, magic: int) -> bool:
