@@ -26,6 +26,7 @@ from kafka_tools.format.segment import (
     iter_log_entries,
     looks_like_text,
 )
+from kafka_tools.internal_records import decode_internal
 
 Entry = RecordBatch | LegacyMessage | Kafka07Message
 
@@ -69,7 +70,9 @@ class EntryEvent:
     # set, as LegacyMessage.plain_inner_set gives it; `entry.inner_messages()` reads it one by one
     inner_set: tuple[bytes, int, int, int | None] | None = None
     error: Problem | None = None  # the records could not be decoded
-    internal: str | None = None  # "offsets" / "transactions" when records get schema-decoded
+    # `__consumer_offsets` / `__transaction_state` (deep iteration): each record's key and value decoded
+    # by their schemas, one per record shown — `records` of a batch, `inner` of a wrapper, else the entry
+    decoded: list[dict] | None = None
 
 
 @dataclass(slots=True)
@@ -82,7 +85,6 @@ class MessageRunEvent:
     position: int  # file position of data[0]
     data: bytes
     count: int
-    internal: str | None = None
 
 
 @dataclass(slots=True)
@@ -164,6 +166,20 @@ def _problem(
     return ProblemEvent(end.path, Problem(position, kind, message, offset))
 
 
+def _decoded(mode: str, event: EntryEvent) -> list[dict]:
+    if isinstance(event.entry, RecordBatch):
+        shown = event.records or []
+    elif event.inner is not None:
+        shown = event.inner
+    else:
+        shown = [event.entry]
+    return [decode_internal(mode, getattr(r, "key", None), _value_of(r)) for r in shown]
+
+
+def _value_of(r) -> bytes | None:
+    return r.payload if isinstance(r, Kafka07Message) else r.value
+
+
 def _internal_mode(p: Path, options: DumpOptions) -> str | None:
     where = partition_of(p)
     topic = where[0] if where else None
@@ -189,7 +205,8 @@ def _dump_log(
     if kind == FileKind.KAFKA07:
         walk = iter_kafka07_entries(p, base_offset_of(p) or 0, end=options.max_bytes, progress=progress)
     else:
-        if options.message_runs and options.from_offset is None and options.to_offset is None:
+        plain = options.from_offset is None and options.to_offset is None and internal is None
+        if options.message_runs and plain:
             runs = RunBounds(keep_data=True, max_bytes=1 << 20)  # a renderer's output stays small
         walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs)
     last_offset: int | None = None
@@ -201,7 +218,7 @@ def _dump_log(
             if options.deep:
                 end.records += item.count
             last_offset = runs.prev = item.last_offset
-            yield MessageRunEvent(name, item.position, item.data, item.count, internal)
+            yield MessageRunEvent(name, item.position, item.data, item.count)
             continue
         if isinstance(item, Problem):
             end.problems += 1
@@ -218,7 +235,7 @@ def _dump_log(
             last_offset = entry.last_offset
             continue
         end.entries += 1
-        event = EntryEvent(name, entry, internal=internal)
+        event = EntryEvent(name, entry)
         problems = _entry_problems(entry, last_offset, kind)
         if problems and problems[0].kind == ProblemKind.CRC_MISMATCH and recovery_point is None:
             recovery_point = entry.position
@@ -236,6 +253,8 @@ def _dump_log(
                         event.inner = [m for m in entry.inner_messages() if _offset_wanted(m.offset, options)]
                     event.records = _filter_records(entry.records(), options)
                 end.records += found[1] if event.inner_set else len(event.records)
+                if internal is not None:
+                    event.decoded = _decoded(internal, event)
             except RecordDecodeError as exc:
                 event.error = Problem(
                     exc.position, ProblemKind.RECORDS_UNDECODABLE, str(exc), entry.last_offset

@@ -16,7 +16,6 @@ from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
 from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
 from kafka_tools.render.dump_text import write_utf8
-from kafka_tools.render.internal import decode_internal
 from kafka_tools.render.values import decode_json
 
 _format_messages = _C.format_messages if _C is not None else None  # `message` objects, in C
@@ -103,35 +102,36 @@ class DumpJsonRenderer:
         entry = event.entry
         if isinstance(entry, RecordBatch):
             self.emit(self._batch(event.path, entry))
-            for record in event.records or ():
-                self.emit(self._record(event.path, entry, record, event.internal))
+            records = event.records or []
+            for record, decoded in zip(records, _each(event.decoded, records), strict=True):
+                self.emit(self._record(event.path, entry, record, decoded))
             return
         wrapper_only = event.inner is not None or event.inner_set is not None
         if not (self.skip_metadata and wrapper_only):  # a wrapper holds no data of its own
-            self.emit(self._message(event.path, entry, entry.position, event.internal, inner=False))
+            own = event.decoded[0] if event.decoded and event.inner is None else None
+            self.emit(self._message(event.path, entry, entry.position, own, inner=False))
         if event.inner_set is not None:
-            if not self._fast_messages(event.path, event.internal, event.inner_set, entry.position):
+            if not self._fast_messages(event.path, event.inner_set, entry.position):
                 for m in entry.inner_messages():
-                    self.emit(self._message(event.path, m, entry.position, event.internal, inner=True))
+                    self.emit(self._message(event.path, m, entry.position, None, inner=True))
             return
-        for m in event.inner or ():
-            self.emit(self._message(event.path, m, entry.position, event.internal, inner=True))
+        if event.inner is None:
+            return
+        for m, decoded in zip(event.inner, _each(event.decoded, event.inner), strict=True):
+            self.emit(self._message(event.path, m, entry.position, decoded, inner=True))
 
     def _run(self, event: MessageRunEvent) -> None:
         """Plain v0/v1 messages: their objects made in C in one go (data as UTF-8 text), else one by one."""
         inner_set = (event.data, event.count, 0, None)
-        if not self._fast_messages(event.path, event.internal, inner_set, -1, event.position):
+        if not self._fast_messages(event.path, inner_set, -1, event.position):
             for m in iter_messages(event.data, event.position):
-                self.emit(self._message(event.path, m, m.position, event.internal, inner=False))
+                self.emit(self._message(event.path, m, m.position, None, inner=False))
 
-    def _fast_messages(
-        self, path: str, internal, inner_set, wrapper_position: int, position: int = 0
-    ) -> bool:
+    def _fast_messages(self, path: str, inner_set, wrapper_position: int, position: int = 0) -> bool:
         """A message set's objects made in C (True) when it holds plain messages only and the data is
         UTF-8 text; False leaves it to `_message`."""
         if (
             _format_messages is None
-            or internal is not None
             or self.skip_metadata
             or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
         ):
@@ -175,7 +175,7 @@ class DumpJsonRenderer:
             "attributes": b.attributes,
         }
 
-    def _record(self, path: str, b: RecordBatch, r: Record, internal: str | None) -> dict:
+    def _record(self, path: str, b: RecordBatch, r: Record, decoded: dict | None) -> dict:
         obj: dict = {"type": "record", "file": path}
         if not self.skip_metadata:
             obj.update(
@@ -201,10 +201,10 @@ class DumpJsonRenderer:
                 obj["control"] = {"error": str(exc)}
         elif self.print_data:
             obj["headers"] = [{"key": k, "value": decode_json(v, self.value_decoder)} for k, v in r.headers]
-            obj.update(self._data(r.key, r.value, internal))
+            obj.update(self._data(r.key, r.value, decoded))
         return obj
 
-    def _message(self, path: str, m, position: int, internal: str | None, inner: bool) -> dict:
+    def _message(self, path: str, m, position: int, decoded: dict | None, inner: bool) -> dict:
         obj = {
             "type": "message",
             "file": path,
@@ -234,12 +234,11 @@ class DumpJsonRenderer:
         if self.skip_metadata:
             obj = {"type": "message", "file": path, "inner": inner}
         if self.print_data and not m.is_compressed:  # a wrapper's value is its compressed inner set
-            obj.update(self._data(key, value, internal))
+            obj.update(self._data(key, value, decoded))
         return obj
 
-    def _data(self, key: bytes | None, value: bytes | None, internal: str | None) -> dict:
-        if internal is not None:
-            decoded = decode_internal(internal, key, value)
+    def _data(self, key: bytes | None, value: bytes | None, decoded: dict | None) -> dict:
+        if decoded is not None:  # an internal topic's record, as the dump service decoded it
             return {"key": decoded["key"], "value": decoded["payload"]}
         return {"key": decode_json(key, self.key_decoder), "value": decode_json(value, self.value_decoder)}
 
@@ -252,3 +251,8 @@ class DumpJsonRenderer:
                 continue
             fields = {_camel(k): v for k, v in asdict(item).items()}
             self.emit({"type": _ITEM_TYPES[type(item)], "file": event.path, **fields})
+
+
+def _each(decoded: list[dict] | None, shown) -> list[dict | None]:
+    """What the dump service decoded for each record shown (None for each when it decoded nothing)."""
+    return decoded if decoded is not None else [None] * len(shown)

@@ -17,7 +17,6 @@ from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
 from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
-from kafka_tools.render.internal import decode_internal
 from kafka_tools.render.lines import LineWriter
 from kafka_tools.render.values import decode_text
 
@@ -79,30 +78,29 @@ class DumpTextRenderer:
         if isinstance(entry, RecordBatch):
             self._batch(event, entry)
         elif event.inner_set is not None:
-            if not self._fast_messages(event.internal, event.inner_set, entry.position):
+            if not self._fast_messages(event.inner_set, entry.position):
                 for message in entry.inner_messages():
-                    self._message(message, entry.position, event.internal)
+                    self._message(message, entry.position, None)
         elif event.inner is not None:
-            for message in event.inner:
-                self._message(message, entry.position, event.internal)
+            for message, decoded in zip(event.inner, _each(event.decoded, event.inner), strict=True):
+                self._message(message, entry.position, decoded)
         else:
-            self._message(entry, entry.position, event.internal)
+            self._message(entry, entry.position, event.decoded[0] if event.decoded else None)
 
     def _run(self, event: MessageRunEvent) -> None:
         """Plain v0/v1 messages: formatted in C in one go when the line is Kafka 0.9's own (no colour,
         metadata shown, data as UTF-8 text), else message by message as below."""
-        if not self._fast_messages(event.internal, (event.data, event.count, 0, None), -1, event.position):
+        if not self._fast_messages((event.data, event.count, 0, None), -1, event.position):
             for m in iter_messages(event.data, event.position):
-                self._message(m, m.position, event.internal)
+                self._message(m, m.position, None)
 
-    def _fast_messages(self, internal, inner_set, wrapper_position: int, position: int = 0) -> bool:
+    def _fast_messages(self, inner_set, wrapper_position: int, position: int = 0) -> bool:
         """Print a message set's lines in C (True), when the line is Kafka 0.9's own and the set holds
         plain messages only; False leaves it to `_message`."""
         if (
             _format_messages is None
             or self.out.colour
             or self.skip_metadata
-            or internal is not None
             or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
         ):
             return False
@@ -116,12 +114,12 @@ class DumpTextRenderer:
         write_utf8(self.out.stream, text)
         return True
 
-    def _message(self, m: LegacyMessage | Kafka07Message, position: int, internal: str | None) -> None:
+    def _message(self, m: LegacyMessage | Kafka07Message, position: int, decoded: dict | None) -> None:
         if self.skip_metadata:
             # Only the data, as for v2 records: nothing at all for a message whose data is not printed.
             key, value = (m.key, m.value) if isinstance(m, LegacyMessage) else (None, m.payload)
-            shown = self.print_data and not m.is_compressed and (value is not None or internal is not None)
-            data = self._data(key, value, internal) if shown else []
+            shown = self.print_data and not m.is_compressed and (value is not None or decoded is not None)
+            data = self._data(key, value, decoded) if shown else []
             if data:
                 self.out.fields(data)
             return
@@ -149,8 +147,8 @@ class DumpTextRenderer:
             ]
             key, value = None, m.payload
         # Kafka 0.9 printed neither key nor payload of a message whose value is null (a tombstone).
-        if self.print_data and (value is not None or internal is not None):
-            fields += self._data(key, value, internal)
+        if self.print_data and (value is not None or decoded is not None):
+            fields += self._data(key, value, decoded)
         self.out.fields(fields)
 
     def _batch(self, event: EntryEvent, b: RecordBatch) -> None:
@@ -179,8 +177,8 @@ class DumpTextRenderer:
         )
         records = event.records or ()
         if self.out.colour or self.print_data or self.skip_metadata or b.is_control:
-            for record in records:
-                self._record(b, record, event.internal)
+            for record, decoded in zip(records, _each(event.decoded, records), strict=True):
+                self._record(b, record, decoded)
         elif records:
             # The common bulk case (plain text, metadata only): one formatted write a batch.
             label = b.timestamp_type.label
@@ -194,7 +192,7 @@ class DumpTextRenderer:
                 )
             )
 
-    def _record(self, b: RecordBatch, r: Record, internal: str | None) -> None:
+    def _record(self, b: RecordBatch, r: Record, decoded: dict | None) -> None:
         fields: Fields = []
         if not self.skip_metadata:
             fields += [
@@ -214,12 +212,13 @@ class DumpTextRenderer:
                     for k, v in r.headers
                 )
                 fields.append(("headers", "[" + ",".join(shown) + "]"))
-            fields += self._data(r.key, r.value, internal)
+            fields += self._data(r.key, r.value, decoded)
         self.out.fields(fields, prefix="| ")
 
-    def _data(self, key: bytes | None, value: bytes | None, internal: str | None) -> Fields:
-        if internal is not None:
-            decoded = decode_internal(internal, key, value)
+    def _data(self, key: bytes | None, value: bytes | None, decoded: dict | None) -> Fields:
+        """The data fields: a record of an internal topic as the dump service decoded it, else the key
+        and value as the decoders given show them."""
+        if decoded is not None:
             return [("key", _compact(decoded["key"])), ("payload", _compact(decoded["payload"]))]
         fields: Fields = []
         k = decode_text(key, self.key_decoder)
@@ -315,3 +314,8 @@ def _item_fields(item) -> Fields:
     if isinstance(value, (list, dict)):  # quorum-state's voters
         value = json.dumps(value, separators=(",", ":"))
     return [(key, value)]
+
+
+def _each(decoded: list[dict] | None, shown) -> list[dict | None]:
+    """What the dump service decoded for each record shown (None for each when it decoded nothing)."""
+    return decoded if decoded is not None else [None] * len(shown)

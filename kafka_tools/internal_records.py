@@ -1,5 +1,6 @@
-"""Keys and values of `__consumer_offsets` / `__transaction_state` records as JSON-ready objects,
-shaped like modern DumpLogSegments' `--offsets-decoder` output: `{"type": …, "data": {…}}`."""
+"""Keys and values of `__consumer_offsets` / `__transaction_state` records decoded for `dump-log`, as
+JSON-ready objects shaped like modern DumpLogSegments' `--offsets-decoder` output
+(`{"type": …, "data": {…}}`): the dump service decodes, the text and JSON renderers only print."""
 
 from __future__ import annotations
 
