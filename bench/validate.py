@@ -7,7 +7,7 @@
 
 Target: CRC validation of a large uncompressed v2 segment on a warm page cache at >= 5 GB/s. Every
 implementation runs in its own child process pinned to one CPU, after reading the whole file once (warm
-page cache). ktool is `kafka_tools.validate.scan_segment` (every batch's CRC-32C and header, no record
+page cache). ktool is `kafka_tools.log.validate.scan_segment` (every batch's CRC-32C and header, no record
 decode); kafka-python and aiokafka read the file into bytes, then call `validate_crc()` on every batch of
 `MemoryRecords` (read and loop timed separately, both reported); a plain-Python header walk with
 `crc32c.crc32c` over an mmap and one `crc32c` call over the whole file are the reference ceilings.
@@ -71,7 +71,7 @@ MIN_V2_ENTRY = 61  # 12 bytes offset + length, 49 bytes minimum batch
 
 
 def validate_ktool(path: str) -> tuple[int, int, int | None]:
-    from kafka_tools.validate import ValidateOptions, scan_segment
+    from kafka_tools.log.validate import ValidateOptions, scan_segment
 
     report = scan_segment(Path(path), ValidateOptions())
     if report.findings:
@@ -151,13 +151,13 @@ def child_main(impl: str, path: str, runs: int, cpu: int | None) -> dict:
     validate_times: list[float] = []
     if impl in ("ktool", "ktool-pread"):
         from kafka_tools.format.segment import safe_to_map
-        from kafka_tools.validate import scan_segment  # noqa: F401  (imported before timing)
+        from kafka_tools.log.validate import scan_segment  # noqa: F401  (imported before timing)
 
         mapped = safe_to_map(path)
         if mapped != (impl == "ktool"):
             raise SystemExit(f"{impl}: safe_to_map() is {mapped}, expected {impl == 'ktool'}")
         detail = (
-            f"kafka_tools.validate.scan_segment, {'mmap' if mapped else 'pread (KTOOL_NO_MMAP=1)'}, "
+            f"kafka_tools.log.validate.scan_segment, {'mmap' if mapped else 'pread (KTOOL_NO_MMAP=1)'}, "
             "light walk (header + CRC-32C, records not decoded)"
         )
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from kafka.record import MemoryRecords
 
-REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "realworld"
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+ROOT = Path(__file__).resolve().parents[1]  # the project
+REALWORLD = ROOT.parent / "shared" / "realworld"
+FIXTURES = ROOT / "fixtures"
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ import sys
 import click
 
 from kafka_tools.cli import pipe
-from kafka_tools.dump import DumpOptions, FileEnd, ProblemEvent, dump_file
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
+from kafka_tools.log.dump import DumpOptions, FileEnd, ProblemEvent, dump_file
 from kafka_tools.render.dump_json import DumpJsonRenderer
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter

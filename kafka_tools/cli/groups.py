@@ -9,9 +9,9 @@ import click
 
 from kafka_tools.broker.options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
-from kafka_tools.groups.assignors import Member, consumers_per_topic
-from kafka_tools.groups.describe import describe_group, list_all_groups
-from kafka_tools.groups.plan import plan_rebalance
+from kafka_tools.consumers.assignors import Member, consumers_per_topic
+from kafka_tools.consumers.groups import describe_group, list_all_groups
+from kafka_tools.consumers.rebalance import plan_rebalance
 from kafka_tools.render.groups import render_group, render_group_list, render_plan
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.zk.connection import open_zk
@@ -142,7 +142,7 @@ def rebalance_plan_cmd(
       2  usage error
       3  ZooKeeper unreachable, a group or topic missing, a malformed znode
     """
-    from kafka_tools.groups.plan import parse_partition_count
+    from kafka_tools.consumers.rebalance import parse_partition_count
 
     counts = dict(parse_partition_count(spec) for spec in partition_counts)
     with open_zk(zk_config_from_options(**options)) as zk:

@@ -9,9 +9,8 @@ from pathlib import Path
 import click
 
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, UsageError
-from kafka_tools.logdir import Partition, Segment, discover
-from kafka_tools.plural import plural
-from kafka_tools.recovery import (
+from kafka_tools.log.dirs import Partition, Segment, discover
+from kafka_tools.log.recovery import (
     DEFAULT_INDEX_INTERVAL,
     MANIFEST,
     RecoveryPlan,
@@ -22,6 +21,7 @@ from kafka_tools.recovery import (
     plan_partition,
     undo,
 )
+from kafka_tools.plural import plural
 
 
 def plan_lines(plan: RecoveryPlan) -> list[str]:
@@ -244,7 +244,7 @@ def check_exists(path: Path) -> None:
 
 
 def _is_partition(path: Path) -> bool:
-    from kafka_tools.logdir import is_partition_dir
+    from kafka_tools.log.dirs import is_partition_dir
 
     return is_partition_dir(path)
 

@@ -36,6 +36,7 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError, UsageError
+from kafka_tools.log.validate import SegmentReport
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.plan import (
     CommittedOffset,
@@ -51,7 +52,6 @@ from kafka_tools.pipeline.plan import (
 from kafka_tools.pipeline.session import job_progress, master_watch
 from kafka_tools.pipeline.sources import SegmentSource
 from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentTotals
-from kafka_tools.validate import SegmentReport
 
 FORMATS = ("parquet", "json")
 TABLES = ("segments", "batches", "findings", "records", "offsets")  # what --out holds

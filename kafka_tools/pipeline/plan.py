@@ -15,9 +15,8 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
-from kafka_tools.logdir import Discovery, Partition, discover
-from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentSpec, SegmentTotals, range_starts, split_ranges
-from kafka_tools.validate import (
+from kafka_tools.log.dirs import Discovery, Partition, discover
+from kafka_tools.log.validate import (
     Finding,
     SegmentReport,
     Severity,
@@ -31,6 +30,7 @@ from kafka_tools.validate import (
     result_for_file,
     status_of,
 )
+from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentSpec, SegmentTotals, range_starts, split_ranges
 
 MiB = 1024 * 1024
 CONSUMER_OFFSETS = "__consumer_offsets"

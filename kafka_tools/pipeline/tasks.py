@@ -37,16 +37,16 @@ from kafka_tools.format.record_batch import (
     control_record,
 )
 from kafka_tools.format.segment import HEADER_UP_TO_MAGIC, Problem, iter_log_entries, looks_like_text
-from kafka_tools.logdir import Segment
-from kafka_tools.pipeline.shipped import decoder_name
-from kafka_tools.pipeline.tables import BATCHES, OFFSETS
-from kafka_tools.validate import (
+from kafka_tools.log.dirs import Segment
+from kafka_tools.log.validate import (
     SegmentReport,
     ValidateOptions,
     check_segment_in_partition,
     index_positions,
     scan_segment,
 )
+from kafka_tools.pipeline.shipped import decoder_name
+from kafka_tools.pipeline.tables import BATCHES, OFFSETS
 
 CHUNK_ROWS = 65536  # rows per Arrow batch handed to Spark: bounded memory whatever the segment size
 MAX_HOPS = 4_000_000  # header hops per segment on the driver before it stops looking for more cuts

@@ -9,12 +9,12 @@ import json
 from dataclasses import asdict
 from typing import TextIO
 
-from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, MessageRunEvent, ProblemEvent
 from kafka_tools.format import index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
 from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.log.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, MessageRunEvent, ProblemEvent
 from kafka_tools.render.dump_text import write_utf8
 from kafka_tools.render.values import decode_json
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-from kafka_tools.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, MessageRunEvent, ProblemEvent
 from kafka_tools.format import index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.compression import Codec
@@ -17,6 +16,7 @@ from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
 from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.log.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, MessageRunEvent, ProblemEvent
 from kafka_tools.render.lines import LineWriter
 from kafka_tools.render.values import decode_text
 

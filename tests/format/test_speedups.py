@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from kafka_tools.format import record_batch as rb
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, decode_records_py
 from kafka_tools.format.segment import iter_log_entries
-from tests.test_decoder_vs_kafka_python import SEGMENTS
+from tests.format.test_decoder_vs_kafka_python import SEGMENTS
 
 pytestmark = pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built")
 

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.independent import FIXTURES
 from tests.support.script import ktool_script, run_script, script_env
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "generated"
+GENERATED = FIXTURES / "generated"
 LONG = "com.example.payments.settlement-events-12"  # 41 characters: the name an operator needs
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours and other SGR styles (a progress bar's cursor moves are not)
 
@@ -56,8 +57,8 @@ def on_terminal(*args: str, env: dict[str, str] | None = None, timeout: float = 
 @pytest.fixture
 def log_dir(tmp_path) -> Path:
     """A log dir with a clean partition under a long name and a corrupt one."""
-    shutil.copytree(FIXTURES / "v2" / "segmented-0", tmp_path / LONG)
-    shutil.copytree(FIXTURES / "corrupt" / "v2-trailing-garbage-0", tmp_path / "v2-trailing-garbage-0")
+    shutil.copytree(GENERATED / "v2" / "segmented-0", tmp_path / LONG)
+    shutil.copytree(GENERATED / "corrupt" / "v2-trailing-garbage-0", tmp_path / "v2-trailing-garbage-0")
     return tmp_path
 
 
@@ -82,7 +83,7 @@ def test_no_color_is_honoured_on_a_terminal(log_dir) -> None:
 def test_no_color_on_a_terminal_for_every_zookeeper_table(zk_root) -> None:
     """brokers/topics (render/cluster.py) and groups (render/groups.py) on a terminal: coloured
     without NO_COLOR, plain with it, and the names whole at 80 columns."""
-    from tests.test_zk_reader import write_kafka09_cluster
+    from tests.zk.test_zk_reader import write_kafka09_cluster
 
     write_kafka09_cluster(zk_root)
     for args in (["brokers"], ["topics"], ["groups", "list"], ["groups", "describe", "billing"]):
@@ -99,7 +100,7 @@ def test_no_color_on_a_terminal_for_every_zookeeper_table(zk_root) -> None:
 
 
 def test_no_color_for_dump_log_on_a_terminal() -> None:
-    segment = FIXTURES / "v2" / "gzip-0" / "00000000000000000000.log"
+    segment = GENERATED / "v2" / "gzip-0" / "00000000000000000000.log"
     code, coloured = on_terminal("dump-log", "--deep-iteration", "--no-progress", str(segment))
     assert code == 0 and ANSI.search(coloured)
     code, plain = on_terminal(

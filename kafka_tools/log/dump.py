@@ -26,7 +26,7 @@ from kafka_tools.format.segment import (
     iter_log_entries,
     looks_like_text,
 )
-from kafka_tools.internal_records import decode_internal
+from kafka_tools.log.internal_records import decode_internal
 
 Entry = RecordBatch | LegacyMessage | Kafka07Message
 

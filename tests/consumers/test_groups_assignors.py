@@ -14,8 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_tools.errors import UsageError
-from kafka_tools.groups import (
+from kafka_tools.consumers.assignors import (
     BLACK_LIST,
     WHITE_LIST,
     AssignmentError,
@@ -32,6 +31,7 @@ from kafka_tools.groups import (
     threads_for,
     wildcard_regex,
 )
+from kafka_tools.errors import UsageError
 
 # --- independent references ----------------------------------------------------------------------
 

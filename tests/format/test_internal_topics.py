@@ -12,7 +12,6 @@ import random
 import struct
 import uuid
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
@@ -26,8 +25,9 @@ from kafka_tools.format.internal_topics import (
     to_jsonable,
 )
 from kafka_tools.format.schema import F, Schema, SchemaError, decode, decode_versioned
+from tests.independent import REALWORLD
 
-REALWORLD = Path(__file__).resolve().parent.parent.parent / "shared" / "realworld" / "kafka-2.x-logdir"
+LOGDIR_2X = REALWORLD / "kafka-2.x-logdir"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def assignment_v0(parts: list[tuple[str, list[int]]], user_data: bytes | None = 
 
 
 def _read_log(name: str) -> list[tuple[int, bytes | None, bytes | None]]:
-    path = REALWORLD / name / "00000000000000000000.log"
+    path = LOGDIR_2X / name / "00000000000000000000.log"
     if not path.is_file():
         pytest.skip(f"real-world data not available: {path}")
     kafka_record = pytest.importorskip("kafka.record")

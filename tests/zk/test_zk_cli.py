@@ -10,7 +10,7 @@ import pytest
 
 from kafka_tools.errors import EXIT_ENVIRONMENT
 from tests.support.servers import free_port
-from tests.test_zk_reader import write_kafka07_cluster, write_kafka09_cluster
+from tests.zk.test_zk_reader import write_kafka07_cluster, write_kafka09_cluster
 
 pytestmark = pytest.mark.slow
 

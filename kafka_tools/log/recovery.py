@@ -28,7 +28,7 @@ from kafka_tools.format import checkpoints, index, snapshot
 from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.logdir import (
+from kafka_tools.log.dirs import (
     LOCK_FILE,
     Partition,
     Segment,
@@ -36,7 +36,7 @@ from kafka_tools.logdir import (
     is_partition_dir,
     read_partition,
 )
-from kafka_tools.validate import (
+from kafka_tools.log.validate import (
     Finding,
     PartitionReport,
     SegmentReport,

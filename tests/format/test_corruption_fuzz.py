@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_tools.dump import DumpOptions, EntryEvent, FileEnd, dump_file
+from kafka_tools.log.dump import DumpOptions, EntryEvent, FileEnd, dump_file
 from tests.independent import FIXTURES
 
 SOURCES = sorted(

@@ -96,7 +96,7 @@ ZK_COMMANDS = ["brokers", "topics", "groups list", "offsets export --all-groups"
 @pytest.mark.parametrize("reader", ["head -1", "true"])
 @pytest.mark.parametrize("command", ZK_COMMANDS)
 def test_zookeeper_commands_keep_their_exit_code_under_pipefail(zk_root, command, reader) -> None:
-    from tests.test_zk_reader import write_kafka09_cluster
+    from tests.zk.test_zk_reader import write_kafka09_cluster
 
     write_kafka09_cluster(zk_root)
     for b in range(2, 40):  # enough brokers that `brokers` writes after the reader has left
@@ -123,7 +123,7 @@ def test_zookeeper_commands_keep_their_exit_code_under_pipefail(zk_root, command
 @pytest.mark.slow
 @pytest.mark.parametrize("reader", ["head -1", "true"])
 def test_a_zookeeper_error_keeps_exit_3_under_pipefail(zk_root, reader) -> None:
-    from tests.test_zk_reader import write_kafka09_cluster
+    from tests.zk.test_zk_reader import write_kafka09_cluster
 
     write_kafka09_cluster(zk_root)
     zk_root.write("/brokers/ids/2", "{not json")

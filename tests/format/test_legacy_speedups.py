@@ -18,8 +18,8 @@ from kafka_tools.format import message_set, segment
 from kafka_tools.format.message_set import iter_messages, parse_message
 from kafka_tools.format.record_batch import RecordDecodeError
 from kafka_tools.format.segment import MessageRun, RunBounds, iter_log_entries
+from kafka_tools.log.validate import ValidateOptions, scan_segment, validate_paths
 from kafka_tools.render import dump_json, dump_text
-from kafka_tools.validate import ValidateOptions, scan_segment, validate_paths
 from tests.independent import FIXTURES
 
 pytestmark = pytest.mark.skipif(not segment.HAS_MESSAGE_RUNS, reason="C extension not built")

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_tools import recovery
 from kafka_tools.cli.main import cli
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.logdir import read_partition
+from kafka_tools.log import recovery
+from kafka_tools.log.dirs import read_partition
 from tests.independent import FIXTURES
 from tests.support.locks import lock_held_elsewhere
 

@@ -9,6 +9,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafka_tools.format.segment import Problem, iter_log_entries
+from kafka_tools.log.validate import ValidateOptions, validate_paths
 from kafka_tools.pipeline import ScanOptions, plan_scan
 from kafka_tools.pipeline.local import scan_in_process
 from kafka_tools.pipeline.plan import OffsetsSegment, pack
@@ -19,7 +20,6 @@ from kafka_tools.pipeline.tasks import (
     replay_offsets,
     split_ranges,
 )
-from kafka_tools.validate import ValidateOptions, validate_paths
 from tests.independent import FIXTURES, REALWORLD
 
 GENERATED = FIXTURES / "generated"

@@ -14,16 +14,15 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import click
 import pytest
 
 from kafka_tools.cli.docgen import _commands
 from kafka_tools.cli.main import cli
+from tests.independent import ROOT
 from tests.support.script import run_script
 
-ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = [name.split()[1:] for name, _ in _commands(cli, "ktool")]
 EXIT_ROW = re.compile(r"^    (\d{1,3}) {2,}\S")
 

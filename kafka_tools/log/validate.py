@@ -36,7 +36,7 @@ from kafka_tools.format.segment import (
     walk_entries,
 )
 from kafka_tools.format.stream_check import InnerStats, inner_stats
-from kafka_tools.logdir import Discovery, LogDir, Partition, Segment, discover
+from kafka_tools.log.dirs import Discovery, LogDir, Partition, Segment, discover
 from kafka_tools.plural import plural
 
 INT32_MAX = (1 << 31) - 1
@@ -776,7 +776,7 @@ def assemble_partition(part: Partition, segments: list[SegmentReport], compacted
 def advise_repair(report: PartitionReport) -> None:
     """Mark each error with what `ktool truncate` would do about it, from the plan truncate itself runs
     (recovery.plan_from_report): repairable only when truncate repairs it without --force."""
-    from kafka_tools.recovery import plan_from_report  # recovery builds on this module
+    from kafka_tools.log.recovery import plan_from_report  # recovery builds on this module
 
     plan = plan_from_report(report)
     report.advice = plan.advice
@@ -796,7 +796,7 @@ def side_files(part: Partition) -> list[Path]:
 
 def dump_checks(path: Path) -> list[Finding]:
     """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands."""
-    from kafka_tools.dump import DumpOptions, ProblemEvent, dump_file
+    from kafka_tools.log.dump import DumpOptions, ProblemEvent, dump_file
 
     try:
         problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]

@@ -6,18 +6,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_tools.errors import UsageError
-from kafka_tools.groups import (
+from kafka_tools.consumers.assignors import (
     WHITE_LIST,
     AssignmentError,
     Member,
-    Move,
     ThreadId,
+)
+from kafka_tools.consumers.rebalance import (
+    Move,
     member_like,
     parse_consumer_spec,
     parse_partition_count,
     plan_rebalance,
 )
+from kafka_tools.errors import UsageError
 
 C1 = "g_host-1463000000000-abcd1234"
 C2 = "g_host-1463000000001-ef567890"

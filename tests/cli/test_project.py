@@ -5,13 +5,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from kafka_tools.cli import docgen
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.independent import ROOT
 
 
 def test_man_pages_and_completions_are_generated_from_the_current_commands() -> None:

@@ -23,12 +23,12 @@ import pytest
 from click.testing import CliRunner
 from kafka.record import MemoryRecords
 
-from kafka_tools.dump import DumpOptions, EntryEvent, FileEnd, dump_file
 from kafka_tools.format.internal_topics import decode_consumer_offsets
+from kafka_tools.log.dump import DumpOptions, EntryEvent, FileEnd, dump_file
+from kafka_tools.log.validate import ValidateOptions, validate_paths
 from kafka_tools.pipeline import ScanOptions, ScanPlan, ScanResult, plan_scan
 from kafka_tools.pipeline.local import scan_in_process
-from kafka_tools.validate import ValidateOptions, validate_paths
-from tests.independent import FIXTURES, REALWORLD
+from tests.independent import FIXTURES, REALWORLD, ROOT
 
 GENERATED = FIXTURES / "generated"
 KAFKA09 = FIXTURES / "kafka-0.9.0.1/logdir"
@@ -344,7 +344,7 @@ def test_interrupt_is_one_line_exit_130_and_no_log_left(tmp_path: Path) -> None:
     import signal
 
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = str(ROOT)
     env["TMPDIR"] = str(tmp_path)  # where Spark's log would stay behind
     out = tmp_path / "t"
     target = REALWORLD if REALWORLD.is_dir() else KAFKA09
@@ -385,7 +385,7 @@ def _run_fresh(args: list[str], env: dict[str, str], timeout: float = 60) -> tup
 def _no_java_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PYSPARK_GATEWAY_PORT")}
     env["PATH"] = str(tmp_path)  # no java on it (ktool runs by absolute path)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = str(ROOT)
     return {**env, **extra}
 
 
@@ -414,7 +414,7 @@ def test_unreachable_master_is_one_line_and_exit_3_quickly() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = str(ROOT)
     code, stderr, seconds = _run_fresh(
         ["scan", "--master", f"spark://127.0.0.1:{port}", str(GENERATED / "v2")], env
     )
@@ -469,7 +469,7 @@ def test_installed_in_a_virtualenv_not_activated_workers_run_ktools_python(tmp_p
     if shutil.which("java") is None:
         _unavailable("java is not on PATH")
     pytest.importorskip("wheel", reason="pip builds ktool without build isolation (no network in tests)")
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     src = tmp_path / "src"  # built from a copy: the build leaves nothing in the checkout
     shutil.copytree(
         root / "kafka_tools", src / "kafka_tools", ignore=shutil.ignore_patterns("*.so", "__pycache__")
@@ -533,7 +533,7 @@ def _cluster_scan(cluster, *args: str) -> subprocess.Popen:
     """`ktool scan --master spark://…` in a fresh interpreter (this one holds the local session). The
     executors' Python is this interpreter; ktool itself reaches them as the zip the driver ships."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", "PYSPARK_PYTHON")}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = str(ROOT)
     cmd = [sys.executable, "-c", _MAIN, "scan", "--json", "--no-progress", "--master", cluster.url]
     cmd += ["--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=512m"]
     return subprocess.Popen(

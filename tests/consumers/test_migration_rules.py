@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafka_tools.migration import (
+from kafka_tools.consumers.migration import (
     FILE,
     KAFKA,
     REFUSED_RANGE,

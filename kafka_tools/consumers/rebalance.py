@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kafka_tools.errors import UsageError
-from kafka_tools.groups.assignors import (
+from kafka_tools.consumers.assignors import (
     RANGE,
     ROUND_ROBIN,
     Member,
@@ -20,6 +19,7 @@ from kafka_tools.groups.assignors import (
     round_robin_ties,
     threads_for,
 )
+from kafka_tools.errors import UsageError
 
 
 @dataclass(frozen=True)

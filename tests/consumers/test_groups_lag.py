@@ -3,7 +3,7 @@ committed offset lies outside the log."""
 
 from __future__ import annotations
 
-from kafka_tools.groups.describe import PartitionRow, _lag, storage_of
+from kafka_tools.consumers.groups import PartitionRow, _lag, storage_of
 
 
 def row(zk=None, kafka=None, start=0, end=100) -> PartitionRow:
