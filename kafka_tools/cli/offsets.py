@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kafka_tools.broker.options import broker_from_options, broker_options
+from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.consumers.migration import (
     DEFAULT_METADATA,

@@ -1,4 +1,5 @@
-"""The broker options every Kafka-reading command shares, and the client they make."""
+"""The broker options every Kafka-reading command shares, and the client they make (told the brokers'
+version from their ZooKeeper registration when it is known)."""
 
 from __future__ import annotations
 

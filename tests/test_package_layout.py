@@ -1,0 +1,95 @@
+"""The package's dependencies point one way: cli -> services (log, consumers, pipeline) -> format / zk /
+broker, with render beside cli. Read from the source with `ast`, so an import inside a function counts."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "kafka_tools"
+
+FOUNDATIONS = {"errors", "durable", "plural", "__version__"}  # shared by every layer
+# What each part of the package may import of ktool (besides itself and the foundations).
+ALLOWED: dict[str, set[str]] = {
+    "format": set(),  # pure decoding: nothing of ktool's, not even its errors
+    "zk": set(),
+    "broker": set(),
+    "log": {"format"},
+    "consumers": {"zk", "broker", "format"},
+    "pipeline": {"log", "format"},
+    "render": {"format", "log", "consumers", "pipeline", "zk", "broker"},
+    "cli": {"format", "log", "consumers", "pipeline", "zk", "broker", "render"},
+    "__main__": {"cli"},
+}
+THIRD_PARTY_KEPT_OUT = {
+    "format": {"click", "rich", "kazoo", "pyspark", "confluent_kafka"},
+    "log": {"click", "rich", "pyspark"},
+    "consumers": {"click", "rich", "pyspark"},
+    "zk": {"click", "rich", "pyspark"},
+    "broker": {"click", "rich", "pyspark"},
+    "pipeline": {"click", "rich"},
+}
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import in the file; `from kafka_tools import x` names kafka_tools.x."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "kafka_tools":
+                found += [(node.lineno, f"kafka_tools.{a.name}") for a in node.names]
+            else:
+                found.append((node.lineno, node.module))
+    return found
+
+
+def _modules() -> list[tuple[str, Path]]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        out.append((".".join(rel.parts), path))
+    return out
+
+
+def test_every_part_of_the_package_is_covered_by_a_rule() -> None:
+    parts = {_part(m) for m, _ in _modules()} - {"__init__"} - FOUNDATIONS
+    assert parts <= set(ALLOWED), f"a new part of the package needs a rule here: {parts - set(ALLOWED)}"
+
+
+@pytest.mark.parametrize("module, path", _modules(), ids=[m for m, _ in _modules()])
+def test_imports_point_one_way(module: str, path: Path) -> None:
+    part = _part(module)
+    allowed = ALLOWED.get(part, set()) | FOUNDATIONS | {part}
+    if part in FOUNDATIONS:
+        allowed = {"errors", "__version__"}
+    if part == "format":
+        allowed = {"format"}  # the decoder stands alone: it can be lifted out with nothing else
+    wrong = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
+        for line, target in _imports(path)
+        if target.startswith("kafka_tools.") and _part(target) not in allowed
+    ]
+    banned = THIRD_PARTY_KEPT_OUT.get(part, set())
+    wrong += [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
+        for line, target in _imports(path)
+        if target.split(".")[0] in banned
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_rule_catches_a_wrong_import(tmp_path: Path) -> None:
+    """The checker itself: a decoder module importing the CLI is reported."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from kafka_tools.cli.main import cli\n    import rich\n")
+    assert [t for _, t in _imports(bad)] == ["kafka_tools.cli.main", "rich"]
+    assert _part("kafka_tools.cli.main") not in ALLOWED["format"] | FOUNDATIONS | {"format"}
