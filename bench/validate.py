@@ -71,7 +71,8 @@ MIN_V2_ENTRY = 61  # 12 bytes offset + length, 49 bytes minimum batch
 
 
 def validate_ktool(path: str) -> tuple[int, int, int | None]:
-    from kafka_tools.log.validate import ValidateOptions, scan_segment
+    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.segment_checks import scan_segment
 
     report = scan_segment(Path(path), ValidateOptions())
     if report.findings:
@@ -151,7 +152,6 @@ def child_main(impl: str, path: str, runs: int, cpu: int | None) -> dict:
     validate_times: list[float] = []
     if impl in ("ktool", "ktool-pread"):
         from kafka_tools.format.segment import safe_to_map
-        from kafka_tools.log.validate import scan_segment  # noqa: F401  (imported before timing)
 
         mapped = safe_to_map(path)
         if mapped != (impl == "ktool"):

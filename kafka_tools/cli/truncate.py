@@ -10,17 +10,8 @@ import click
 
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, UsageError
 from kafka_tools.log.dirs import Partition, Segment, discover
-from kafka_tools.log.recovery import (
-    DEFAULT_INDEX_INTERVAL,
-    MANIFEST,
-    RecoveryPlan,
-    apply_plan,
-    check_backup_location,
-    log_dir_lock,
-    partition_for,
-    plan_partition,
-    undo,
-)
+from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
+from kafka_tools.log.repair import MANIFEST, apply_plan, check_backup_location, log_dir_lock, undo
 from kafka_tools.plural import plural
 
 

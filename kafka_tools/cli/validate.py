@@ -9,7 +9,8 @@ import click
 
 from kafka_tools.cli import pipe
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
-from kafka_tools.log.validate import UNREADABLE, ValidateOptions, validate_paths
+from kafka_tools.log.findings import UNREADABLE, ValidateOptions
+from kafka_tools.log.validate import validate_paths
 from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer, verdict
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.progress import tree_progress

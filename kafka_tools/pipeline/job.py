@@ -36,7 +36,7 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError, UsageError
-from kafka_tools.log.validate import SegmentReport
+from kafka_tools.log.findings import SegmentReport
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.plan import (
     CommittedOffset,

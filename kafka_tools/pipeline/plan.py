@@ -16,19 +16,14 @@ from pathlib import Path
 from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.log.dirs import Discovery, Partition, discover
+from kafka_tools.log.findings import Finding, SegmentReport, Severity, Summary, ValidateOptions, status_of
+from kafka_tools.log.partition_checks import assemble_partition
 from kafka_tools.log.validate import (
-    Finding,
-    SegmentReport,
-    Severity,
-    Summary,
-    ValidateOptions,
     Validation,
-    assemble_partition,
     check_log_dir_checkpoints,
     check_log_dir_files,
     compacted_partitions,
     result_for_file,
-    status_of,
 )
 from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentSpec, SegmentTotals, range_starts, split_ranges
 

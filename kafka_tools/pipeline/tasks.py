@@ -38,13 +38,9 @@ from kafka_tools.format.record_batch import (
 )
 from kafka_tools.format.segment import HEADER_UP_TO_MAGIC, Problem, iter_log_entries, looks_like_text
 from kafka_tools.log.dirs import Segment
-from kafka_tools.log.validate import (
-    SegmentReport,
-    ValidateOptions,
-    check_segment_in_partition,
-    index_positions,
-    scan_segment,
-)
+from kafka_tools.log.findings import SegmentReport, ValidateOptions
+from kafka_tools.log.index_checks import index_positions
+from kafka_tools.log.segment_checks import check_segment_in_partition, scan_segment
 from kafka_tools.pipeline.shipped import decoder_name
 from kafka_tools.pipeline.tables import BATCHES, OFFSETS
 

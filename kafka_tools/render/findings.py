@@ -6,7 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import TextIO
 
-from kafka_tools.log.validate import Finding, PartitionReport, Severity, Summary, Validation, status_of
+from kafka_tools.log.findings import Finding, PartitionReport, Severity, Summary, status_of
+from kafka_tools.log.validate import Validation
 from kafka_tools.plural import plural
 from kafka_tools.render.tables import TextTable, make_console
 

@@ -18,7 +18,9 @@ from kafka_tools.format import message_set, segment
 from kafka_tools.format.message_set import iter_messages, parse_message
 from kafka_tools.format.record_batch import RecordDecodeError
 from kafka_tools.format.segment import MessageRun, RunBounds, iter_log_entries
-from kafka_tools.log.validate import ValidateOptions, scan_segment, validate_paths
+from kafka_tools.log.findings import ValidateOptions
+from kafka_tools.log.segment_checks import scan_segment
+from kafka_tools.log.validate import validate_paths
 from kafka_tools.render import dump_json, dump_text
 from tests.independent import FIXTURES
 

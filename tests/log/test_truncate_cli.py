@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kafka_tools.cli.main import cli
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.log import recovery
+from kafka_tools.log import repair
 from kafka_tools.log.dirs import read_partition
 from tests.independent import FIXTURES
 from tests.support.locks import lock_held_elsewhere
@@ -138,14 +138,14 @@ def test_rebuilt_index_equals_the_one_kafka_0_9_wrote(tmp_path: Path) -> None:
     # index.interval.bytes=100 in that topic; uncompressed, so first and last offsets of an entry agree.
     part = read_partition(FIXTURES / "kafka-0.9.0.1/logdir/segmented-0")
     for seg in part.segments:
-        offsets, _ = recovery.build_indexes(seg, seg.size, 100)
+        offsets, _ = repair.build_indexes(seg, seg.size, 100)
         assert offsets == seg.offset_index.read_bytes(), seg.log.name
 
 
 def test_rebuilt_indexes_equal_the_independently_written_ones() -> None:
     part = read_partition(GENERATED / "v2/segmented-0")
     for seg in part.segments:
-        offsets, times = recovery.build_indexes(seg, seg.size, 2048)
+        offsets, times = repair.build_indexes(seg, seg.size, 2048)
         assert offsets == seg.offset_index.read_bytes(), seg.log.name
         assert times == seg.time_index.read_bytes(), seg.log.name
 
@@ -175,13 +175,13 @@ def test_a_crash_part_way_leaves_old_or_new_files_and_undo_restores(
     with open(part / "00000000000000000050.log", "ab") as f:
         f.write(b"\x07" * 50)  # garbage tail in the middle segment
     before = tree_digest(logs)
-    real = recovery._apply_actions
+    real = repair._apply_actions
 
     def crashing(plan, actions):
         real(plan, actions[:fail_at])
         raise RuntimeError("power cut")
 
-    monkeypatch.setattr(recovery, "_apply_actions", crashing)
+    monkeypatch.setattr(repair, "_apply_actions", crashing)
     with pytest.raises(RuntimeError, match="power cut"):
         CliRunner().invoke(
             cli,
@@ -190,7 +190,7 @@ def test_a_crash_part_way_leaves_old_or_new_files_and_undo_restores(
         )
     manifest = next((tmp_path / "bk").glob("*/manifest.json"))
     assert json.loads(manifest.read_text())["state"] == "prepared"
-    monkeypatch.setattr(recovery, "_apply_actions", real)
+    monkeypatch.setattr(repair, "_apply_actions", real)
     assert truncate("--undo", str(manifest))[0] == 0
     assert tree_digest(logs) == before
 

@@ -25,7 +25,8 @@ from kafka.record import MemoryRecords
 
 from kafka_tools.format.internal_topics import decode_consumer_offsets
 from kafka_tools.log.dump import DumpOptions, EntryEvent, FileEnd, dump_file
-from kafka_tools.log.validate import ValidateOptions, validate_paths
+from kafka_tools.log.findings import ValidateOptions
+from kafka_tools.log.validate import validate_paths
 from kafka_tools.pipeline import ScanOptions, ScanPlan, ScanResult, plan_scan
 from kafka_tools.pipeline.local import scan_in_process
 from tests.independent import FIXTURES, REALWORLD, ROOT

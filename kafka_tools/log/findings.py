@@ -1,0 +1,141 @@
+"""What validation reports: findings with their severity, and the reports of a segment, a partition
+and a whole run that `validate`, `truncate` and `scan` share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+from kafka_tools.log.dirs import Partition
+
+
+class Severity(str, Enum):
+    ERROR = "error"  # corruption: exit code 1
+    WARNING = "warning"  # worth a look, not corruption (exit 1 only with --strict)
+    INFO = "info"  # a fact an operator should know (a compacted topic's gaps)
+
+
+@dataclass
+class Finding:
+    file: str
+    kind: str
+    severity: Severity
+    message: str
+    position: int | None = None
+    offset: int | None = None
+    expected: object = None
+    actual: object = None
+    repairable: bool | None = None  # True: inside a tail that `ktool truncate` removes; False: it cannot
+
+    def fields(self) -> dict:
+        """Its fields by their stable names (`--json` and the `findings` table of `ktool scan`)."""
+        return {
+            "file": self.file,
+            "severity": self.severity.value,
+            "kind": self.kind,
+            "position": self.position,
+            "offset": self.offset,
+            "message": self.message,
+            "expected": self.expected,
+            "actual": self.actual,
+            "repairable": self.repairable,
+        }
+
+
+def status_of(findings: list[Finding]) -> tuple[str, int]:
+    """A partition's status and error count: clean, tail (every error in a tail `ktool truncate`
+    removes), CORRUPT, or unreadable (a file of it could not be read)."""
+    errors = [f for f in findings if f.severity == Severity.ERROR]
+    if any(f.kind == UNREADABLE for f in errors):
+        return "unreadable", len(errors)
+    if not errors:
+        return "clean", 0
+    return ("tail" if all(f.repairable for f in errors) else "CORRUPT"), len(errors)
+
+
+@dataclass
+class SegmentReport:
+    path: Path
+    base_offset: int
+    size: int
+    entries: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None  # of the last valid entry before the recovery point
+    next_offset: int | None = None  # the offset after it (0.7: the byte offset after its message)
+    recovery_point: int = 0  # bytes the broker's recovery keeps
+    valid_after: list[int] = field(default_factory=list)  # positions of valid entries past the recovery point
+    max_timestamp: int = -1
+    has_gaps: bool = False
+    entry_positions: dict[int, tuple[int, int]] = field(
+        default_factory=dict
+    )  # position -> (first, last offset)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def tail_bytes(self) -> int:
+        return self.size - self.recovery_point
+
+    @property
+    def is_tail(self) -> bool:
+        """Everything wrong lies in a tail with no valid entry after it: truncation repairs it."""
+        return not self.valid_after
+
+
+@dataclass
+class Summary:
+    files: int = 0
+    partitions: int = 0
+    segments: int = 0
+    bytes: int = 0
+    entries: int = 0
+    records: int = 0
+    errors: int = 0
+    warnings: int = 0
+    infos: int = 0
+    tail_bytes: int = 0
+    all_repairable: bool = True  # every error is a tail that `ktool truncate` repairs
+    unreadable: int = 0
+    needs_force: int = 0  # partitions `ktool truncate` repairs only with --force (losing valid data)
+    refused: int = 0  # partitions with damage `ktool truncate` cannot repair (the broker keeps it)
+
+    @property
+    def corrupt(self) -> bool:
+        return self.errors > 0
+
+
+@dataclass
+class ValidateOptions:
+    deep: bool = False  # decode the records of uncompressed batches too (compressed ones always are)
+    strict: bool = False
+
+
+# -- partitions and log dirs ---------------------------------------------------------------------
+
+
+@dataclass
+class PartitionReport:
+    partition: Partition
+    segments: list[SegmentReport] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    advice: str = "none"  # what `ktool truncate` does: none, truncate, truncate --force, refused
+
+    @property
+    def log_end_offset(self) -> int | None:
+        """The offset after the last valid entry (what the broker would call the log end offset)."""
+        for seg in reversed(self.segments):
+            if seg.next_offset is not None:
+                return seg.next_offset
+        return self.segments[-1].base_offset if self.segments else None
+
+    def all_findings(self) -> list[Finding]:
+        return [f for s in self.segments for f in s.findings] + self.findings
+
+
+UNREADABLE = "unreadable-file"
+
+
+def unreadable_finding(path: Path, why: str) -> Finding:
+    """A file of the partition that could not be read: the partition is not known to be clean (exit 3)."""
+    return Finding(str(path), UNREADABLE, Severity.ERROR, f"cannot be read: {why}", repairable=False)

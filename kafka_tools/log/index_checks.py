@@ -1,0 +1,159 @@
+"""Checks of a segment's side files against the segment: the offset index, the time index, and
+producer-state snapshots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_tools.format import index, snapshot
+from kafka_tools.format.segment import (
+    ProblemKind,
+)
+from kafka_tools.log.dirs import Segment
+from kafka_tools.log.findings import Finding, SegmentReport, Severity
+
+# -- the files beside the segments ---------------------------------------------------------------
+
+
+def _index_size_findings(path: Path, tail: index.IndexTail, width: int) -> list[Finding]:
+    if not tail.trailing_bytes:
+        return []
+    message = f"size {path.stat().st_size} is not a multiple of {width}"
+    return [Finding(str(path), "index-size", Severity.ERROR, message, tail.position, repairable=True)]
+
+
+def check_offset_index(seg: Segment, report: SegmentReport) -> list[Finding]:
+    """Entries must increase and point at the start of an entry whose last offset they name (KAFKA-7487;
+    before it, brokers stored the first offset of a compressed message set, which is accepted too)."""
+    path = seg.offset_index
+    assert path is not None
+    name = str(path)
+    out: list[Finding] = []
+    entries, tail = index.read_offset_index(path, seg.base_offset)
+    out += _index_size_findings(path, tail, 8)
+    previous = None
+    for e in entries:
+        where = e.slot * 8
+        if previous is not None and e.offset <= previous.offset:
+            out.append(
+                Finding(
+                    name,
+                    "index-not-increasing",
+                    Severity.ERROR,
+                    f"entry {e.slot}: offset {e.offset} after {previous.offset}",
+                    where,
+                    e.offset,
+                    repairable=True,
+                )
+            )
+            break
+        previous = e
+        if e.position >= report.recovery_point:
+            out.append(
+                Finding(
+                    name,
+                    "index-past-valid-data",
+                    Severity.ERROR,
+                    f"entry {e.slot} points at position {e.position}, past the segment's valid "
+                    f"{report.recovery_point} bytes",
+                    where,
+                    e.offset,
+                    repairable=True,
+                )
+            )
+            continue
+        known = report.entry_positions.get(e.position)
+        if known is None:
+            out.append(
+                Finding(
+                    name,
+                    "index-position-mismatch",
+                    Severity.ERROR,
+                    f"entry {e.slot} points at position {e.position}, where no batch starts",
+                    where,
+                    e.offset,
+                    repairable=True,
+                )
+            )
+        elif e.offset not in known:
+            out.append(
+                Finding(
+                    name,
+                    "index-offset-mismatch",
+                    Severity.ERROR,
+                    f"entry {e.slot} says offset {e.offset} at position {e.position}",
+                    where,
+                    e.offset,
+                    expected=known[1],
+                    actual=e.offset,
+                    repairable=True,
+                )
+            )
+    return out
+
+
+def check_time_index(seg: Segment, report: SegmentReport) -> list[Finding]:
+    path = seg.time_index
+    assert path is not None
+    name = str(path)
+    out: list[Finding] = []
+    entries, tail = index.read_time_index(path, seg.base_offset)
+    out += _index_size_findings(path, tail, 12)
+    for before, after in zip(entries, entries[1:], strict=False):
+        if after.timestamp < before.timestamp or after.offset < before.offset:
+            out.append(
+                Finding(
+                    name,
+                    "time-index-not-increasing",
+                    Severity.ERROR,
+                    f"entry {after.slot}: ({after.timestamp}, {after.offset}) after "
+                    f"({before.timestamp}, {before.offset})",
+                    after.slot * 12,
+                    after.offset,
+                    repairable=True,
+                )
+            )
+            break
+    last = report.last_offset
+    for e in entries:
+        if last is not None and e.offset > last:
+            out.append(
+                Finding(
+                    name,
+                    "time-index-past-log-end",
+                    Severity.ERROR,
+                    f"entry {e.slot} names offset {e.offset}, past the segment's last valid offset {last}",
+                    e.slot * 12,
+                    e.offset,
+                    repairable=True,
+                )
+            )
+            break
+    return out
+
+
+def check_snapshot(path: Path) -> list[Finding]:
+    snap = snapshot.read_snapshot(path)
+    if snap.problem:
+        return [Finding(str(path), "snapshot-malformed", Severity.ERROR, snap.problem, 0, repairable=False)]
+    if not snap.is_valid:
+        return [
+            Finding(
+                str(path),
+                ProblemKind.CRC_MISMATCH.value,
+                Severity.ERROR,
+                f"stored crc {snap.crc} does not match computed {snap.computed_crc}",
+                2,
+                expected=snap.computed_crc,
+                actual=snap.crc,
+                repairable=False,
+            )
+        ]
+    return []
+
+
+def index_positions(path: Path | None, base_offset: int) -> set[int]:
+    """The positions an `.index` points at: the entries `check_offset_index` must find in the scan."""
+    if path is None:
+        return set()
+    return {e.position for e in index.read_offset_index(path, base_offset)[0]}

@@ -1,0 +1,230 @@
+"""A partition's verdict from its segments' reports: offsets continuing from segment to segment,
+what a cut would delete, leader epochs, side files, and the repair advice taken from truncate's plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_tools.errors import InputError
+from kafka_tools.format import checkpoints
+from kafka_tools.format.kinds import FileKind, kind_of
+from kafka_tools.log.dirs import Partition
+from kafka_tools.log.findings import (
+    Finding,
+    PartitionReport,
+    SegmentReport,
+    Severity,
+    ValidateOptions,
+    unreadable_finding,
+)
+from kafka_tools.log.index_checks import check_snapshot
+from kafka_tools.log.segment_checks import check_segment
+from kafka_tools.plural import plural
+
+
+def validate_partition(
+    part: Partition, options: ValidateOptions, compacted: bool = False, progress=None, scans=None
+) -> PartitionReport:
+    """`scans`: segments already being checked (`scan_ahead`), by log path; the rest are checked here."""
+    reports = []
+    unreadable = list(part.unreadable)
+    for seg in part.segments:
+        try:
+            if scans is not None and seg.log in scans:
+                seg_report = scans.pop(seg.log).result()
+            else:
+                seg_report = check_segment(seg, options, progress(seg.log) if progress else None)
+        except OSError as exc:
+            unreadable.append((seg.log, str(exc.strerror or exc)))
+            continue
+        reports.append(seg_report)
+    report = assemble_partition(part, reports, compacted)
+    report.findings += [unreadable_finding(path, why) for path, why in unreadable]
+    return report
+
+
+def assemble_partition(part: Partition, segments: list[SegmentReport], compacted: bool) -> PartitionReport:
+    """The partition-level checks over its segments' reports (in offset order): continuity between
+    segments, later segments lost to a cut, snapshots, leader epochs, stray files."""
+    report = PartitionReport(part)
+    previous: SegmentReport | None = None
+    for seg_report in segments:
+        report.segments.append(seg_report)
+        if previous is not None:
+            report.findings += _continuity(part, previous, seg_report, compacted or previous.has_gaps)
+        previous = seg_report if seg_report.next_offset is not None else previous
+    _later_segments_after_cut(report)
+    for snap in part.snapshots:
+        report.findings += check_snapshot(snap)
+    for path in side_files(part):
+        report.findings += dump_checks(path)
+    if part.leader_epoch_checkpoint is not None:
+        report.findings += leader_epoch_findings(part.leader_epoch_checkpoint, report.log_end_offset)
+    for f in part.transient:
+        report.findings.append(
+            Finding(
+                str(f),
+                "transient-file",
+                Severity.WARNING,
+                "left by an interrupted log cleaning, segment swap or deletion",
+                None,
+            )
+        )
+    for f in part.orphans:
+        report.findings.append(
+            Finding(
+                str(f),
+                "orphan-file",
+                Severity.WARNING,
+                "not part of any segment (an index without its log, or an unknown file)",
+            )
+        )
+    advise_repair(report)
+    return report
+
+
+def advise_repair(report: PartitionReport) -> None:
+    """Mark each error with what `ktool truncate` would do about it, from the plan truncate itself runs
+    (recovery.plan_from_report): repairable only when truncate repairs it without --force."""
+    from kafka_tools.log.recovery import plan_from_report
+
+    plan = plan_from_report(report)
+    report.advice = plan.advice
+    left = {id(f) for f in plan.unrepairable}
+    for f in report.all_findings():
+        if f.severity == Severity.ERROR:
+            f.repairable = report.advice == "truncate" and id(f) not in left
+
+
+def side_files(part: Partition) -> list[Path]:
+    """The partition's files validate has no checks of its own for: `.txnindex`, partition.metadata,
+    KRaft's quorum-state and metadata snapshots, and index files whose segment is missing."""
+    txn = [seg.txn_index for seg in part.segments if seg.txn_index is not None]
+    indexes = [f for f in part.orphans if kind_of(f) in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX)]
+    return txn + part.other + part.metadata_snapshots + indexes
+
+
+def dump_checks(path: Path) -> list[Finding]:
+    """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands."""
+    from kafka_tools.log.dump import DumpOptions, ProblemEvent, dump_file
+
+    try:
+        problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]
+    except InputError as exc:
+        return [unreadable_finding(path, str(exc).removeprefix(f"{path}: "))]
+    return [
+        Finding(str(path), p.kind.value, Severity.ERROR, p.message, p.position, p.offset, repairable=False)
+        for p in problems
+    ]
+
+
+def _continuity(part: Partition, prev: SegmentReport, seg: SegmentReport, compacted: bool) -> list[Finding]:
+    assert prev.next_offset is not None
+    expected = prev.next_offset
+    if seg.base_offset == expected or seg.first_offset is None and seg.base_offset >= expected:
+        return []
+    name = str(seg.path)
+    if seg.base_offset < expected:
+        return [
+            Finding(
+                name,
+                "segments-overlap",
+                Severity.ERROR,
+                f"segment starts at {seg.base_offset} but {prev.path.name} ends at offset {prev.last_offset}",
+                0,
+                seg.base_offset,
+                expected=expected,
+                actual=seg.base_offset,
+                repairable=False,
+            )
+        ]
+    gap = seg.base_offset - expected
+    if compacted:
+        return [
+            Finding(
+                name,
+                "offset-gap",
+                Severity.INFO,
+                f"{plural(gap, 'offset')} missing before this segment: expected in a compacted topic",
+                0,
+                seg.base_offset,
+                expected=expected,
+                actual=seg.base_offset,
+            )
+        ]
+    return [
+        Finding(
+            name,
+            "offset-gap",
+            Severity.WARNING,
+            f"{plural(gap, 'offset')} missing before this segment (after {prev.path.name}); only a compacted "
+            f"topic should have gaps",
+            0,
+            seg.base_offset,
+            expected=expected,
+            actual=seg.base_offset,
+        )
+    ]
+
+
+def _later_segments_after_cut(report: PartitionReport) -> None:
+    """A cut in one segment makes the broker delete every later one: data there is lost, not a tail."""
+    for i, seg in enumerate(report.segments):
+        if seg.tail_bytes and i + 1 < len(report.segments):
+            later = report.segments[i + 1 :]
+            entries = sum(s.entries for s in later)
+            report.findings.append(
+                Finding(
+                    str(seg.path),
+                    "later-segments-after-damage",
+                    Severity.ERROR if entries else Severity.WARNING,
+                    f"truncating this segment makes the broker delete {plural(len(later), 'later segment')} "
+                    f"holding {plural(entries, 'valid entry', 'valid entries')}",
+                    seg.recovery_point,
+                    repairable=entries == 0,
+                )
+            )
+            if entries:
+                for f in seg.findings:
+                    if f.repairable:
+                        f.repairable = False
+            return
+
+
+def leader_epoch_findings(path: Path, log_end: int | None) -> list[Finding]:
+    try:
+        cp = checkpoints.read_leader_epoch_checkpoint(path)
+    except checkpoints.CheckpointError as exc:
+        return [Finding(str(path), "checkpoint-malformed", Severity.ERROR, f"line {exc.line}: {exc}")]
+    out = []
+    for before, after in zip(cp.entries, cp.entries[1:], strict=False):
+        if after.epoch <= before.epoch or after.start_offset < before.start_offset:
+            out.append(
+                Finding(
+                    str(path),
+                    "leader-epochs-not-increasing",
+                    Severity.ERROR,
+                    f"epoch {after.epoch}@{after.start_offset} after {before.epoch}@{before.start_offset}",
+                )
+            )
+    if log_end is not None and cp.entries and cp.entries[-1].start_offset > log_end:
+        e = cp.entries[-1]
+        out.append(
+            past_log_end_finding(
+                path, f"epoch {e.epoch} starts at {e.start_offset},", e.start_offset, log_end
+            )
+        )
+    return out
+
+
+def past_log_end_finding(path: Path, what: str, offset: int, log_end: int) -> Finding:
+    """A checkpoint naming an offset the log does not reach (`what`: the entry, the start of the message)."""
+    return Finding(
+        str(path),
+        "checkpoint-past-log-end",
+        Severity.WARNING,
+        f"{what} past the log end offset {log_end}",
+        offset=offset,
+        expected=f"<= {log_end}",
+        actual=offset,
+    )

@@ -1,0 +1,411 @@
+"""Checks of one segment file: every entry framed and checksummed, offsets in order, compressed
+contents decoded (as a stream), and where the broker's recovery would cut."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from pathlib import Path
+
+from kafka_tools.format.compression import Codec
+from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
+from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
+from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, parse_batch_header
+from kafka_tools.format.segment import (
+    BatchHeader,
+    MessageRun,
+    Problem,
+    ProblemKind,
+    RunBounds,
+    SegmentWindow,
+    looks_like_text,
+    resync,
+    safe_to_map,
+    walk_entries,
+)
+from kafka_tools.format.stream_check import InnerStats, inner_stats
+from kafka_tools.log.dirs import Segment
+from kafka_tools.log.findings import Finding, SegmentReport, Severity, ValidateOptions
+from kafka_tools.log.index_checks import check_offset_index, check_time_index, index_positions
+from kafka_tools.plural import plural
+
+_KNOWN_CODECS = frozenset(int(c) for c in Codec)
+
+INT32_MAX = (1 << 31) - 1  # offsets in a segment are kept as 32-bit deltas from its base offset
+
+
+# -- one segment ---------------------------------------------------------------------------------
+
+
+def scan_segment(
+    path: Path,
+    options: ValidateOptions,
+    progress: Callable[[int], None] | None = None,
+    index_positions: Collection[int] = (),
+) -> SegmentReport:
+    """Walk a `.log` or `.kafka` file and find everything the broker's recovery would object to.
+
+    `entry_positions` keeps only the entries at `index_positions` (what `check_offset_index` looks
+    up): one per entry would make memory grow with the segment (a million a 130 MB of small v0
+    messages)."""
+    size = path.stat().st_size
+    base = base_offset_of(path) or 0
+    report = SegmentReport(path, base, size)
+    name = str(path)
+    if size and looks_like_text(path):
+        report.findings.append(
+            Finding(
+                name,
+                ProblemKind.NOT_A_SEGMENT.value,
+                Severity.ERROR,
+                "this is text, not a Kafka log segment",
+                0,
+            )
+        )
+        _mark_repairable(report)  # the broker's recovery reads no valid entry in it and keeps 0 bytes
+        return report
+    kafka07 = kind_of(path) == FileKind.KAFKA07
+    cut: int | None = None
+    last: int | None = None
+    nxt: int | None = None  # the offset after the last valid entry (0.7: the byte offset after it)
+    deep = options.deep
+    positions = report.entry_positions
+    wanted = index_positions if isinstance(index_positions, (set, frozenset)) else set(index_positions)
+    runs = RunBounds(lo=base, hi=base + INT32_MAX, stops=sorted(wanted))
+    with open(path, "rb") as f:
+        win = SegmentWindow(f, size, use_mmap=safe_to_map(path))
+        if kafka07:
+            walk = iter_kafka07_entries(path, base, progress=progress)
+        else:
+            walk = walk_entries(win, 0, size, progress, light=True, runs=runs)
+        for item in walk:
+            if type(item) is MessageRun:
+                # Valid plain messages in order and in range (the C walk checked it), before any cut.
+                report.entries += item.count
+                report.records += item.count
+                if report.first_offset is None:
+                    report.first_offset = item.first_offset
+                if item.has_gaps:
+                    report.has_gaps = True
+                if item.position in wanted:
+                    positions[item.position] = (item.first_offset, item.first_offset)
+                last = item.last_offset
+                nxt = last + 1
+                runs.prev = last
+                if item.max_timestamp > report.max_timestamp:
+                    report.max_timestamp = item.max_timestamp
+                continue
+            if type(item) is BatchHeader:
+                lo = item.last_offset
+                if (
+                    cut is None
+                    and item.crc == item.computed_crc
+                    and not item.attributes & 0x07
+                    and not deep
+                    and (last is None or lo > last)
+                    and 0 <= lo - base <= INT32_MAX
+                    and 0 <= item.records_count <= item.last_offset_delta + 1
+                ):
+                    # The common case, kept flat: a valid, uncompressed batch in order.
+                    report.entries += 1
+                    first = item.base_offset
+                    if report.first_offset is None:
+                        report.first_offset = first
+                    elif first > last + 1:
+                        report.has_gaps = True
+                    if item.position in wanted:
+                        positions[item.position] = (first, lo)
+                    last = runs.prev = lo
+                    nxt = lo + 1
+                    report.records += item.records_count
+                    if item.max_timestamp > report.max_timestamp:
+                        report.max_timestamp = item.max_timestamp
+                    continue
+                if item.is_valid and (item.is_compressed or deep):
+                    item = parse_batch_header(
+                        win.buf, win.ensure(item.position, item.entry_size), item.position
+                    )
+            if isinstance(item, Problem):
+                if item.kept_by_broker:
+                    # An entry the broker's recovery accepts: not a cut, and no truncation repairs it.
+                    if cut is not None:
+                        report.valid_after.append(item.position)
+                    report.findings.append(
+                        Finding(name, item.kind.value, Severity.ERROR, item.message, item.position, None)
+                    )
+                    continue
+                if cut is None:
+                    cut = item.position
+                    runs.enabled = False
+                offset = (
+                    item.offset
+                    if item.offset is not None and last is not None and item.offset > last
+                    else None
+                )
+                report.findings.append(
+                    Finding(name, item.kind.value, Severity.ERROR, item.message, item.position, offset)
+                )
+                if item.is_fatal and not kafka07:
+                    report.valid_after = resync(path, item.position + 1, min_offset=(last or base - 1) + 1)
+                continue
+            entry = item
+            inner: list[InnerStats] = []  # what _deep_look learnt of a compressed entry's contents
+            problems = _entry_findings(name, entry, base, last, options, inner)
+            breaks = [f for f in problems if f.kind in _RECOVERY_CUTS]
+            if breaks and cut is None:
+                cut = entry.position
+                runs.enabled = False
+            if cut is not None and not breaks and entry.is_valid:
+                report.valid_after.append(entry.position)
+            if cut is None:
+                report.entries += 1
+                first = _first_offset(entry, inner)
+                report.first_offset = first if report.first_offset is None else report.first_offset
+                if entry.position in wanted:
+                    positions[entry.position] = (first, entry.last_offset)
+                if last is not None and first > last + 1:
+                    report.has_gaps = True
+                last = runs.prev = entry.last_offset
+                nxt = entry.next_offset
+                report.records += _count(entry, inner)
+                ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
+                report.max_timestamp = max(report.max_timestamp, ts)
+            report.findings += problems
+    report.next_offset = nxt
+    report.recovery_point = size if cut is None else cut
+    report.last_offset = last
+    _mark_repairable(report)
+    return report
+
+
+# What makes the broker's recovery (LogSegment.recover) stop at an entry it could frame: its checksum.
+# Offsets sit outside every checksum, so a wrong one is kept by the broker (0.9 never looks at them;
+# since 2.x an offset that does not fit the segment makes it split the segment, not truncate it):
+# truncation cannot repair such an entry, and validate says so.
+_RECOVERY_CUTS = frozenset({ProblemKind.CRC_MISMATCH.value})
+
+
+def _first_offset(entry, inner: list[InnerStats]) -> int:
+    if isinstance(entry, (RecordBatch, BatchHeader)):
+        return entry.base_offset
+    if inner:  # a compressed wrapper, already walked (not decompressed again)
+        first = inner[0].first_offset
+        return entry.offset if first is None else first
+    if isinstance(entry, LegacyMessage) and entry.is_compressed:
+        try:
+            return entry.inner_summary()[1]
+        except RecordDecodeError:
+            return entry.offset
+    return entry.offset
+
+
+def _count(entry, inner: list[InnerStats]) -> int:
+    if isinstance(entry, (RecordBatch, BatchHeader)):
+        return entry.records_count
+    if inner:
+        return inner[0].count
+    if isinstance(entry, LegacyMessage) and entry.is_compressed:
+        try:
+            return entry.inner_summary()[0]
+        except RecordDecodeError:
+            return 0
+    if isinstance(entry, Kafka07Message) and entry.is_compressed:
+        try:
+            return len(entry.inner_messages())
+        except RecordDecodeError:
+            return 0
+    return 1
+
+
+def _entry_findings(
+    name: str, entry, base: int, last: int | None, options: ValidateOptions, inner: list[InnerStats]
+) -> list[Finding]:
+    out: list[Finding] = []
+    pos = entry.position
+    if not entry.is_valid:
+        out.append(
+            Finding(
+                name,
+                ProblemKind.CRC_MISMATCH.value,
+                Severity.ERROR,
+                f"stored crc {entry.crc} does not match computed {entry.computed_crc}",
+                pos,
+                entry.last_offset,
+                expected=entry.computed_crc,
+                actual=entry.crc,
+            )
+        )
+        return out  # nothing else in a batch whose bytes are wrong is worth reporting
+    if isinstance(entry, Kafka07Message):
+        if entry.is_compressed:
+            _deep_look(name, entry, out, inner)
+        return out
+    unknown_codec = entry.codec not in _KNOWN_CODECS
+    if unknown_codec:
+        out.append(
+            Finding(
+                name,
+                ProblemKind.UNKNOWN_CODEC.value,
+                Severity.ERROR,
+                f"unknown compression codec {entry.codec}",
+                pos,
+                entry.last_offset,
+            )
+        )
+    delta = entry.last_offset - base
+    if delta < 0 or delta > INT32_MAX:
+        out.append(
+            Finding(
+                name,
+                "offset-out-of-range",
+                Severity.ERROR,
+                f"offset {entry.last_offset} does not fit a segment based at {base}",
+                pos,
+                entry.last_offset,
+                expected=f"{base}..{base + INT32_MAX}",
+                actual=entry.last_offset,
+            )
+        )
+    if last is not None and entry.last_offset <= last:
+        out.append(
+            Finding(
+                name,
+                ProblemKind.OFFSETS_NOT_INCREASING.value,
+                Severity.ERROR,
+                f"offset {entry.last_offset} follows {last}",
+                pos,
+                entry.last_offset,
+                expected=f"> {last}",
+                actual=entry.last_offset,
+            )
+        )
+    if isinstance(entry, (RecordBatch, BatchHeader)):
+        if entry.records_count < 0 or entry.records_count > entry.last_offset_delta + 1:
+            out.append(
+                Finding(
+                    name,
+                    "record-count-mismatch",
+                    Severity.ERROR,
+                    f"{entry.records_count} records cannot span offset deltas 0..{entry.last_offset_delta}",
+                    pos,
+                    entry.last_offset,
+                )
+            )
+        if (entry.is_compressed or options.deep) and not unknown_codec:
+            _deep_look(name, entry, out, inner)
+    elif entry.is_compressed and not unknown_codec:
+        _deep_look(name, entry, out, inner)
+    return out
+
+
+def _deep_look(name: str, entry, out: list[Finding], inner: list[InnerStats]) -> None:
+    """Decompress and decode: a batch whose CRC is right can still hold what no consumer can read.
+    Compressed contents are walked as a stream (format/stream_check.py): memory stays flat however
+    far the payload inflates, up to the cap."""
+    try:
+        if isinstance(entry, (RecordBatch, LegacyMessage)) and entry.is_compressed:
+            stats = inner_stats(entry)
+        elif isinstance(entry, RecordBatch):
+            offsets = [r.offset for r in entry.records()]
+            stats = InnerStats(
+                offsets[0] if offsets else None,
+                offsets[-1] if offsets else None,
+                len(offsets),
+                all(b > a for a, b in zip(offsets, offsets[1:], strict=False)),
+            )
+        else:
+            entry.records()  # a 0.7 wrapper
+            return
+    except RecordDecodeError as exc:
+        inner.append(InnerStats(None, None, 0, True))  # undecodable: counted as holding nothing
+        out.append(
+            Finding(
+                name,
+                ProblemKind.RECORDS_UNDECODABLE.value,
+                Severity.ERROR,
+                str(exc),
+                exc.position,
+                entry.last_offset,
+            )
+        )
+        return
+    inner.append(stats)
+    if stats.first_offset is None:
+        return
+    if isinstance(entry, RecordBatch):
+        if (
+            stats.first_offset < entry.base_offset
+            or stats.last_offset > entry.last_offset
+            or not stats.increasing
+        ):
+            out.append(
+                Finding(
+                    name,
+                    "record-offsets-inconsistent",
+                    Severity.ERROR,
+                    f"record offsets {stats.first_offset}..{stats.last_offset} do not lie in increasing "
+                    f"order within {entry.base_offset}..{entry.last_offset}",
+                    entry.position,
+                    entry.last_offset,
+                )
+            )
+    elif stats.last_offset != entry.offset:
+        out.append(
+            Finding(
+                name,
+                "record-offsets-inconsistent",
+                Severity.ERROR,
+                f"wrapper offset {entry.offset} is not its last inner offset {stats.last_offset}",
+                entry.position,
+                entry.offset,
+            )
+        )
+
+
+def _mark_repairable(report: SegmentReport) -> None:
+    for f in report.findings:
+        if f.severity != Severity.ERROR:
+            continue
+        in_tail = f.position is not None and f.position >= report.recovery_point
+        f.repairable = in_tail and report.is_tail
+    if report.valid_after:
+        report.findings.append(
+            Finding(
+                str(report.path),
+                "valid-data-after-damage",
+                Severity.ERROR,
+                f"{plural(len(report.valid_after), 'valid entry', 'valid entries')} after the first invalid "
+                f"byte at {report.recovery_point} (the first at {report.valid_after[0]}): truncation "
+                "would lose them",
+                report.valid_after[0],
+                repairable=False,
+            )
+        )
+
+
+def check_segment(seg: Segment, options: ValidateOptions, progress=None) -> SegmentReport:
+    """One segment of a partition: its scan, then its indexes against it."""
+    report = scan_segment(seg.log, options, progress, index_positions(seg.offset_index, seg.base_offset))
+    check_segment_in_partition(seg, report)
+    return report
+
+
+def check_segment_in_partition(seg: Segment, report: SegmentReport) -> None:
+    """What a segment's own files add to its scan: its indexes, and its first offset vs its name.
+    (Apart from `assemble_partition` so that `ktool scan` can run it next to the scan, in an executor.)"""
+    if seg.offset_index is not None:
+        report.findings += check_offset_index(seg, report)
+    if seg.time_index is not None:
+        report.findings += check_time_index(seg, report)
+    if report.first_offset is not None and report.first_offset < seg.base_offset:
+        report.findings.append(
+            Finding(
+                str(seg.log),
+                "offset-below-base",
+                Severity.ERROR,
+                f"first offset {report.first_offset} is below the segment's base offset {seg.base_offset}",
+                0,
+                report.first_offset,
+                repairable=False,
+            )
+        )
