@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,13 +18,10 @@ from kafka_tools.consumers.migration import (
     FILE,
     KAFKA,
     NO_SOURCE,
-    UNCHANGED,
-    VERIFIED,
     WRITE,
     ZK,
     GroupPlan,
     MigrationOptions,
-    PartitionMove,
     apply_group,
     groups_for,
     journal_path,
@@ -35,10 +31,11 @@ from kafka_tools.consumers.migration import (
     undo_journal,
     write_journal,
 )
+from kafka_tools.consumers.offsets_file import parse_offsets_file
 from kafka_tools.errors import EXIT_FINDINGS, FindingsError, InputError, UsageError
 from kafka_tools.plural import plural
 from kafka_tools.render.lines import wants_colour
-from kafka_tools.render.tables import TextTable, make_console
+from kafka_tools.render.offsets import render_moves
 from kafka_tools.zk.connection import open_zk
 
 _STORES = click.Choice([ZK, KAFKA])
@@ -46,74 +43,6 @@ _STORES = click.Choice([ZK, KAFKA])
 
 def _colour(ctx: click.Context) -> bool:
     return wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
-
-
-def _s(v: object) -> str:
-    return "-" if v is None else str(v)
-
-
-def render_moves(moves: list[PartitionMove], colour: bool, as_json: bool, title: str) -> None:
-    if as_json:
-        for m in moves:
-            sys.stdout.write(
-                json.dumps(
-                    {
-                        "type": "partition",
-                        "group": m.group,
-                        "topic": m.topic,
-                        "partition": m.partition,
-                        "zookeeperOffset": m.zookeeper,
-                        "kafkaOffset": m.kafka,
-                        "offset": m.offset,
-                        "zookeeperAfter": m.zookeeper_after,
-                        "kafkaAfter": m.kafka_after,
-                        "logStartOffset": m.log_start,
-                        "logEndOffset": m.log_end,
-                        "status": m.status,
-                        "reason": m.reason or None,
-                    },
-                    separators=(",", ":"),
-                )
-                + "\n"
-            )
-        return
-    right = ["partition", "zookeeper", "kafka before", "offset", "zookeeper after", "kafka after"]
-    table = TextTable(
-        [
-            "group",
-            "topic",
-            "partition",
-            "zookeeper",
-            "kafka before",
-            "offset",
-            "zookeeper after",
-            "kafka after",
-            "status",
-            "reason",
-        ],
-        colour,
-        title,
-        right=right,
-        drop=("zookeeper after", "kafka after", "kafka before", "zookeeper"),
-        wrap=("reason",),
-    )
-    styles = {VERIFIED: "green", UNCHANGED: "dim", WRITE: "cyan"}
-    for m in moves:
-        style = styles.get(m.status, "bold red") if colour else None
-        table.add_row(
-            m.group,
-            m.topic,
-            str(m.partition),
-            _s(m.zookeeper),
-            _s(m.kafka),
-            _s(m.offset),
-            _s(m.zookeeper_after),
-            _s(m.kafka_after),
-            m.status,
-            m.reason,
-            style=style,
-        )
-    make_console(sys.stdout, colour).print(table)
 
 
 def _summary(plans: list[GroupPlan]) -> dict[str, int]:
@@ -386,33 +315,6 @@ def export_cmd(
     else:
         output.write_text(text.getvalue())
         click.echo(f"ktool: {plural(len(rows), 'offset')} written to {output}", err=True)
-
-
-def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
-    """Both formats, told apart line by line; errors name the line."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
-    out: dict[str, dict[tuple[str, int], int]] = {}
-    for n, line in enumerate(lines, start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            if line.startswith("/consumers/"):
-                znode, _, offset = line.rpartition(":")
-                _, _, group, kind, topic, partition = znode.split("/")
-                if kind != "offsets":
-                    raise ValueError(kind)
-            else:
-                group, topic, partition, offset = next(csv.reader([line]))
-            out.setdefault(group, {})[(topic, int(partition))] = int(offset)
-        except ValueError:
-            raise InputError(
-                f"{path}:{n}: not `/consumers/G/offsets/T/P:offset` nor `group,topic,partition,offset`"
-            ) from None
-    return out
 
 
 @offsets.command("import")

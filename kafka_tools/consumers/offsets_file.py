@@ -1,0 +1,36 @@
+"""The offsets files `ktool offsets export` writes and `import` reads: ZooKeeper-style
+`/consumers/G/offsets/T/P:offset` lines or `group,topic,partition,offset` CSV, told apart line by line."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from kafka_tools.errors import InputError
+
+
+def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
+    """Both formats, told apart line by line; errors name the line."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    out: dict[str, dict[tuple[str, int], int]] = {}
+    for n, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            if line.startswith("/consumers/"):
+                znode, _, offset = line.rpartition(":")
+                _, _, group, kind, topic, partition = znode.split("/")
+                if kind != "offsets":
+                    raise ValueError(kind)
+            else:
+                group, topic, partition, offset = next(csv.reader([line]))
+            out.setdefault(group, {})[(topic, int(partition))] = int(offset)
+        except ValueError:
+            raise InputError(
+                f"{path}:{n}: not `/consumers/G/offsets/T/P:offset` nor `group,topic,partition,offset`"
+            ) from None
+    return out
