@@ -9,7 +9,8 @@ import click
 
 from kafka_tools.cli import pipe
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
-from kafka_tools.log.dump import DumpOptions, FileEnd, ProblemEvent, dump_file
+from kafka_tools.log.dump import dump_file
+from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
 from kafka_tools.render.dump_json import DumpJsonRenderer
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_tools.errors import InputError
@@ -26,96 +25,18 @@ from kafka_tools.format.segment import (
     iter_log_entries,
     looks_like_text,
 )
+from kafka_tools.log.dump_events import (
+    DumpOptions,
+    Entry,
+    EntryEvent,
+    Event,
+    FileEnd,
+    FileStart,
+    ItemsEvent,
+    MessageRunEvent,
+    ProblemEvent,
+)
 from kafka_tools.log.internal_records import decode_internal
-
-Entry = RecordBatch | LegacyMessage | Kafka07Message
-
-
-@dataclass(slots=True)
-class DumpOptions:
-    deep_iteration: bool = False
-    print_data_log: bool = False
-    offsets_decoder: bool | None = None  # None: on for files under __consumer_offsets-N
-    transaction_decoder: bool | None = None  # None: on for files under __transaction_state-N
-    max_bytes: int | None = None
-    skip_record_metadata: bool = False
-    from_offset: int | None = None
-    to_offset: int | None = None
-    index_sanity: bool = True  # compare .index entries with the .log beside them
-    message_runs: bool = False  # plain v0/v1 messages as MessageRunEvents (renderers that take them)
-
-    @property
-    def deep(self) -> bool:
-        # As in Kafka's DumpLogSegments, printing the data implies iterating into the batches.
-        return self.deep_iteration or self.print_data_log
-
-
-@dataclass(slots=True)
-class FileStart:
-    path: str
-    kind: FileKind
-    base_offset: int | None
-    size: int
-
-
-@dataclass(slots=True)
-class EntryEvent:
-    """One batch (v2), message or wrapper (v0/v1) or 0.7 message, with what deep iteration found."""
-
-    path: str
-    entry: Entry
-    records: list[Record] | None = None  # deep iteration: the records inside
-    inner: list | None = None  # deep iteration over v0/v1/0.7 wrappers: the inner messages
-    # or, for a v0/v1 wrapper the C walk read (with DumpOptions.message_runs): its decompressed inner
-    # set, as LegacyMessage.plain_inner_set gives it; `entry.inner_messages()` reads it one by one
-    inner_set: tuple[bytes, int, int, int | None] | None = None
-    error: Problem | None = None  # the records could not be decoded
-    # `__consumer_offsets` / `__transaction_state` (deep iteration): each record's key and value decoded
-    # by their schemas, one per record shown — `records` of a batch, `inner` of a wrapper, else the entry
-    decoded: list[dict] | None = None
-
-
-@dataclass(slots=True)
-class MessageRunEvent:
-    """Consecutive plain (uncompressed) v0/v1 messages, each valid, in offset order, none with a
-    problem: their bytes, for a renderer to print in one go (`format.message_set.parse_message` reads
-    them one by one). Only with `DumpOptions.message_runs`, and only from the C walk."""
-
-    path: str
-    position: int  # file position of data[0]
-    data: bytes
-    count: int
-
-
-@dataclass(slots=True)
-class ProblemEvent:
-    path: str
-    problem: Problem
-
-
-@dataclass(slots=True)
-class ItemsEvent:
-    """The content of a non-log file: index entries, snapshot entries, checkpoint lines, properties."""
-
-    path: str
-    kind: FileKind
-    items: list
-    header: dict = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class FileEnd:
-    path: str
-    kind: FileKind
-    entries: int = 0
-    records: int = 0
-    valid_bytes: int = 0  # log files: bytes before the first bad CRC or broken frame (what recovery keeps)
-    trailing_bytes: int = 0  # log files: bytes after the last entry that could be framed
-    size: int = 0
-    problems: int = 0
-
-
-Event = FileStart | EntryEvent | MessageRunEvent | ProblemEvent | ItemsEvent | FileEnd
 
 
 def dump_file(

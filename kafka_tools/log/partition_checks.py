@@ -106,7 +106,8 @@ def side_files(part: Partition) -> list[Path]:
 
 def dump_checks(path: Path) -> list[Finding]:
     """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands."""
-    from kafka_tools.log.dump import DumpOptions, ProblemEvent, dump_file
+    from kafka_tools.log.dump import dump_file
+    from kafka_tools.log.dump_events import DumpOptions, ProblemEvent
 
     try:
         problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]

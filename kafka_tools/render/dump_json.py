@@ -14,7 +14,14 @@ from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
 from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
-from kafka_tools.log.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, MessageRunEvent, ProblemEvent
+from kafka_tools.log.dump_events import (
+    EntryEvent,
+    FileEnd,
+    FileStart,
+    ItemsEvent,
+    MessageRunEvent,
+    ProblemEvent,
+)
 from kafka_tools.render.dump_text import write_utf8
 from kafka_tools.render.values import decode_json
 

@@ -16,7 +16,14 @@ from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
 from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
-from kafka_tools.log.dump import EntryEvent, FileEnd, FileStart, ItemsEvent, MessageRunEvent, ProblemEvent
+from kafka_tools.log.dump_events import (
+    EntryEvent,
+    FileEnd,
+    FileStart,
+    ItemsEvent,
+    MessageRunEvent,
+    ProblemEvent,
+)
 from kafka_tools.render.lines import LineWriter
 from kafka_tools.render.values import decode_text
 
