@@ -21,6 +21,7 @@ from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, parse_batch_header
 from kafka_tools.format.segment import (
     BatchHeader,
@@ -33,7 +34,6 @@ from kafka_tools.format.segment import (
     walk_entries,
 )
 from kafka_tools.logdir import Discovery, LogDir, Partition, Segment, discover
-from kafka_tools.plural import plural
 
 INT32_MAX = (1 << 31) - 1
 _KNOWN_CODECS = frozenset(int(c) for c in Codec)
@@ -336,7 +336,8 @@ def _entry_findings(name: str, entry, base: int, last: int | None, options: Vali
                     name,
                     "record-count-mismatch",
                     Severity.ERROR,
-                    f"{entry.records_count} records cannot span offset deltas 0..{entry.last_offset_delta}",
+                    f"{plural(entry.records_count, 'record')} cannot span offset deltas "
+                    f"0..{entry.last_offset_delta}",
                     pos,
                     entry.last_offset,
                 )
@@ -461,7 +462,7 @@ def check_offset_index(seg: Segment, report: SegmentReport) -> list[Finding]:
                     "index-past-valid-data",
                     Severity.ERROR,
                     f"entry {e.slot} points at position {e.position}, past the segment's valid "
-                    f"{report.recovery_point} bytes",
+                    f"{plural(report.recovery_point, 'byte')}",
                     where,
                     e.offset,
                     repairable=True,

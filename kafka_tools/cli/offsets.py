@@ -15,6 +15,7 @@ import click
 from kafka_tools.broker.options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.errors import EXIT_FINDINGS, FindingsError, InputError, UsageError
+from kafka_tools.format.plural import plural
 from kafka_tools.migration import (
     DEFAULT_METADATA,
     FILE,
@@ -36,7 +37,6 @@ from kafka_tools.migration import (
     undo_journal,
     write_journal,
 )
-from kafka_tools.plural import plural
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.tables import TextTable, make_console
 from kafka_tools.zk.connection import open_zk

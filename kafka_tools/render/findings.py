@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import TextIO
 
-from kafka_tools.plural import plural
+from kafka_tools.format.plural import plural
 from kafka_tools.render.tables import TextTable, make_console
 from kafka_tools.validate import Finding, PartitionReport, Severity, Summary, Validation, status_of
 

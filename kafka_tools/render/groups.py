@@ -6,9 +6,9 @@ import json
 from datetime import datetime, timezone
 from typing import TextIO
 
+from kafka_tools.format.plural import plural
 from kafka_tools.groups.describe import GroupDescription, GroupSummary
 from kafka_tools.groups.plan import RebalancePlan
-from kafka_tools.plural import plural
 from kafka_tools.render.tables import TextTable, make_console
 
 
