@@ -37,7 +37,9 @@ class BrokerConfig:
 
     def librdkafka(self) -> dict[str, object]:
         conf: dict[str, object] = {"bootstrap.servers": self.bootstrap, **self.extra}
-        version = self.version or probe_broker_version(self.bootstrap, min(self.timeout, 1.5))
+        # The connection gets the user's timeout; the answer to the probe only a short one (an old
+        # broker closes the connection at once, a new one answers at once).
+        version = self.version or probe_broker_version(self.bootstrap, min(self.timeout, 1.5), self.timeout)
         if version and not version_at_least(version, (0, 10)):
             conf["api.version.request"] = False
             conf["broker.version.fallback"] = version
@@ -49,7 +51,9 @@ def version_at_least(version: str, minimum: tuple[int, ...]) -> bool:
     return parts >= minimum
 
 
-def probe_broker_version(bootstrap: str, timeout: float = 3.0) -> str | None:
+def probe_broker_version(
+    bootstrap: str, timeout: float = 3.0, connect_timeout: float | None = None
+) -> str | None:
     """None when the broker answers ApiVersions (0.10+: librdkafka's defaults work), "0.9.0.1" when it
     closes the connection on it, as brokers before 0.10 do with requests they do not know."""
     host, port = _first_server(bootstrap)
@@ -59,15 +63,17 @@ def probe_broker_version(bootstrap: str, timeout: float = 3.0) -> str | None:
     except (socket.gaierror, UnicodeError):
         raise InputError(f"broker {host}:{port}: host name not resolved") from None
     try:
-        s = socket.create_connection((host, port), timeout=timeout)
+        s = socket.create_connection((host, port), timeout=connect_timeout or timeout)
     except ConnectionRefusedError:
         raise InputError(f"broker {host}:{port}: connection refused (is a broker listening there?)") from None
     except TimeoutError:
-        raise InputError(f"broker {host}:{port}: no answer to a connection within {timeout:g} s") from None
+        waited = connect_timeout or timeout
+        raise InputError(f"broker {host}:{port}: no answer to a connection within {waited:g} s") from None
     except OSError as exc:
         raise InputError(f"broker {host}:{port}: cannot connect ({exc.strerror or exc})") from None
     try:
         with s:
+            s.settimeout(timeout)
             s.sendall(struct.pack(">i", len(request)) + request)
             head = _recv_exactly(s, 4)
     except TimeoutError:

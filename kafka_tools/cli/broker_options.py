@@ -36,7 +36,7 @@ def broker_options(func: F) -> F:
             default=10.0,
             show_default=True,
             metavar="SECONDS",
-            help="Timeout for each broker request.",
+            help="Wait this long for a broker connection and for each request.",
         ),
     ]
     for option in reversed(options):

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from kafka_tools.errors import InputError, UsageError
+from kafka_tools.format.plural import plural
 
 _SHELLS = ("bash", "zsh", "fish")
 
@@ -68,7 +69,7 @@ def man(command: tuple[str, ...], output_dir: Path | None) -> None:
                 (output_dir / name).write_text(text)
         except OSError as exc:
             raise InputError(f"{output_dir}: {exc.strerror or exc}") from None
-        click.echo(f"ktool: {len(pages)} manual pages written to {output_dir}", err=True)
+        click.echo(f"ktool: {plural(len(pages), 'manual page')} written to {output_dir}", err=True)
         return
     name = "-".join(("ktool", *command)) + ".1"
     if name not in pages:

@@ -33,7 +33,7 @@ from kafka_tools.consumers.migration import (
 )
 from kafka_tools.consumers.offsets_file import parse_offsets_file
 from kafka_tools.errors import EXIT_FINDINGS, FindingsError, InputError, UsageError
-from kafka_tools.plural import plural
+from kafka_tools.format.plural import plural
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.offsets import render_moves
 from kafka_tools.zk.connection import open_zk

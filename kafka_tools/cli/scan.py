@@ -261,7 +261,8 @@ def _sql_out(options) -> Iterator[None]:
 def _said_replaced(tables: list[str], out: str | None) -> None:
     if tables:
         names = ", ".join(tables)
-        click.echo(f"ktool: --overwrite: removed the earlier {names} tables under {out}", err=True)
+        noun = "table" if len(tables) == 1 else "tables"
+        click.echo(f"ktool: --overwrite: removed the earlier {names} {noun} under {out}", err=True)
 
 
 def register(cli: click.Group) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import click
 
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, UsageError
+from kafka_tools.format.plural import plural
 from kafka_tools.log.dirs import Partition, Segment, discover
 from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
 from kafka_tools.log.repair import MANIFEST, apply_plan, check_backup_location, log_dir_lock, undo
-from kafka_tools.plural import plural
 
 
 def plan_lines(plan: RecoveryPlan) -> list[str]:
@@ -31,7 +31,7 @@ def plan_lines(plan: RecoveryPlan) -> list[str]:
     if plan.cut is not None:
         c = plan.cut
         lines.append(
-            f"  truncate {c.segment.log} from {c.size} to {c.keep_bytes} bytes (cut {c.cut_bytes}):"
+            f"  truncate {c.segment.log} from {c.size} to {plural(c.keep_bytes, 'byte')} (cut {c.cut_bytes}):"
             f" {c.reason}"
         )
         if c.valid_after:
@@ -43,7 +43,9 @@ def plan_lines(plan: RecoveryPlan) -> list[str]:
     for seg in plan.deleted_segments:
         lines.append(f"  delete segment {seg.log.name} and its indexes (after the cut)")
     for seg, why in plan.rebuild_indexes:
-        lines.append(f"  rebuild the indexes of {seg.log.name} (every {plan.index_interval} bytes): {why}")
+        lines.append(
+            f"  rebuild the indexes of {seg.log.name} (every {plural(plan.index_interval, 'byte')}): {why}"
+        )
     for path, why in plan.deleted_snapshots:
         lines.append(f"  delete producer snapshot {path.name}: {why}")
     if plan.epoch_checkpoint_keep is not None:

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kafka_tools.errors import FindingsError, UsageError
+from kafka_tools.format.plural import plural
 
 STATIC = "static"
 WHITE_LIST = "white_list"
@@ -162,7 +163,9 @@ def threads_for(
     for topic in sorted(counts, key=java_string_key):
         streams = counts[topic]
         if streams < 1:  # makeConsumerThreadIdsPerTopic asserts nConsumers >= 1
-            raise AssignmentError(f"consumer {member.consumer_id}: {streams} streams for topic {topic}")
+            raise AssignmentError(
+                f"consumer {member.consumer_id}: {plural(streams, 'stream')} for topic {topic}"
+            )
         threads[topic] = [ThreadId(member.consumer_id, i) for i in range(streams)]
     return threads
 

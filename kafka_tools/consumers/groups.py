@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafka_tools.broker.client import Broker, KafkaMember
-from kafka_tools.plural import plural
+from kafka_tools.format.plural import plural
 from kafka_tools.zk.layout import ConsumerGroupZk, ConsumerMember, PartitionKey, Topic
 from kafka_tools.zk.reader import list_groups as zk_list_groups
 from kafka_tools.zk.reader import read_group, read_topics, zk_children

@@ -268,7 +268,8 @@ decode_records(PyObject *self, PyObject *args)
     }
     if (pos != end) {
         char message[120];
-        PyOS_snprintf(message, sizeof(message), "%zd bytes follow the batch's %zd records", end - pos, count);
+        PyOS_snprintf(message, sizeof(message), "%zd stray byte%s after the batch's %zd record%s", end - pos,
+                      end - pos == 1 ? "" : "s", count, count == 1 ? "" : "s");
         PyObject *exc = PyObject_CallFunction(decode_error, "sn", message, pos);
         if (exc != NULL) {
             PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);

@@ -8,6 +8,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from kafka_tools.format.plural import plural
+
 OFFSET_CHECKPOINTS = frozenset(
     {
         "recovery-point-offset-checkpoint",
@@ -80,7 +82,7 @@ def _read_checkpoint(path: str | os.PathLike, fields: int, parse) -> Checkpoint:
         raise CheckpointError(f"count line {lines[1][:40]!r} is not a number", 2) from None
     body = lines[2:]
     if count != len(body):
-        raise CheckpointError(f"count line says {count} entries but {len(body)} follow", 2)
+        raise CheckpointError(f"count line says {plural(count, 'entry')} but the file has {len(body)}", 2)
     entries = []
     for n, line in enumerate(body, start=3):
         parts = line.split()

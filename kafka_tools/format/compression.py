@@ -12,6 +12,8 @@ import zlib
 from collections.abc import Iterator
 from enum import IntEnum
 
+from kafka_tools.format.plural import plural
+
 MAX_DECOMPRESSED = 256 * 1024 * 1024
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -146,7 +148,7 @@ def _snappy_pieces(data: bytes, limit: int) -> Iterator[bytes]:
         (n,) = struct.unpack_from(">i", data, pos)
         pos += 4
         if n < 0 or pos + n > len(data):
-            raise DecompressionError(f"snappy xerial block of {n} bytes runs past the payload")
+            raise DecompressionError(f"snappy xerial block of {plural(n, 'byte')} runs past the payload")
         yield _snappy_raw(data[pos : pos + n], limit)
         pos += n
 
@@ -160,7 +162,7 @@ def _zstd_pieces(data: bytes | memoryview, limit: int, piece: int) -> Iterator[b
     except zstandard.ZstdError as exc:
         raise DecompressionError(f"zstd: {exc}") from None
     if declared > limit:
-        raise DecompressionError(f"zstd frame claims {declared} bytes, past the {limit}-byte limit")
+        raise DecompressionError(f"zstd frame claims {plural(declared, 'byte')}, past the {limit}-byte limit")
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
         while True:
@@ -178,7 +180,7 @@ def _snappy_raw(block: bytes, limit: int) -> bytes:
     declared, _ = _read_uvarint(block, 0)
     # A snappy element emits at most 64 bytes from 3 input bytes; anything above ~22x is a lie.
     if declared > limit or declared > 22 * len(block) + 64:
-        raise DecompressionError(f"snappy block claims {declared} bytes from {len(block)}")
+        raise DecompressionError(f"snappy block claims {plural(declared, 'byte')} from {len(block)}")
     try:
         return snappy.decompress(block)
     except Exception as exc:  # python-snappy raises its own and cramjam's exception types
@@ -227,7 +229,7 @@ def _lz4_pieces(data: bytes) -> Iterator[bytes]:
             stored = bool(size & 0x80000000)
             size &= 0x7FFFFFFF
             if size > block_max or pos + size > len(data):
-                raise DecompressionError(f"lz4 block of {size} bytes is invalid at byte {pos - 4}")
+                raise DecompressionError(f"lz4 block of {plural(size, 'byte')} is invalid at byte {pos - 4}")
             block = data[pos : pos + size]
             pos += size + (4 if block_checksum else 0)
             if not stored:
@@ -254,7 +256,7 @@ def _unzstd(data: bytes | memoryview, limit: int) -> bytes:
     except zstandard.ZstdError as exc:
         raise DecompressionError(f"zstd: {exc}") from None
     if declared > limit:
-        raise DecompressionError(f"zstd frame claims {declared} bytes, past the {limit}-byte limit")
+        raise DecompressionError(f"zstd frame claims {plural(declared, 'byte')}, past the {limit}-byte limit")
     if declared >= 0:
         # One frame that states its size (what most clients write): decode in one call, which is much
         # faster than streaming. More frames after it make that call fail, and the stream reads them all.

@@ -23,6 +23,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_tools.format.plural import plural
 from kafka_tools.format.schema import F, Schema, SchemaError, decode, decode_versioned
 
 __all__ = [
@@ -401,7 +402,7 @@ def _decode_consumer_protocol(schema: Schema, blob: bytes) -> dict[str, Any]:
     """
     blob = bytes(blob)
     if len(blob) < 2:
-        raise SchemaError(f"{schema.name}: need a 2-byte version but got {len(blob)} byte(s)", 0)
+        raise SchemaError(f"{schema.name}: need a 2-byte version but got {plural(len(blob), 'byte')}", 0)
     (version,) = struct.unpack_from(">h", blob, 0)
     if version < 0:
         raise SchemaError(f"{schema.name}: negative version {version}", 0)
@@ -529,7 +530,7 @@ def _decode_record(
             rec.error = "record has no key"
             return rec
         if len(raw_key) < 2:
-            rec.error = f"key: need a 2-byte key version but got {len(raw_key)} byte(s)"
+            rec.error = f"key: need a 2-byte key version but got {plural(len(raw_key), 'byte')}"
             return rec
         (rec.key_version,) = struct.unpack_from(">h", raw_key, 0)
         kind = table.get(rec.key_version)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import Codec, CodecAndCrc, DecompressionError, decompress
+from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import NO_SEQUENCE, Record, RecordDecodeError
 from kafka_tools.format.segment import Problem, ProblemKind, SegmentWindow
 
@@ -125,7 +126,7 @@ def _frame_problem(
         return Problem(
             position,
             ProblemKind.TRUNCATED_HEADER,
-            f"{remaining} trailing bytes, too few for a message",
+            f"{plural(remaining, 'trailing byte')}, too few for a message",
             offset,
         )
     (size,) = struct.unpack_from(">i", buf, at)
@@ -143,7 +144,8 @@ def _frame_problem(
         return Problem(
             position,
             ProblemKind.TRUNCATED_ENTRY,
-            f"message of {size + SIZE_FIELD} bytes runs past the end of the file ({remaining} bytes left)",
+            f"message of {size + SIZE_FIELD} bytes runs past the end of the file "
+            f"({plural(remaining, 'byte')} left)",
             offset,
         )
     return None
@@ -171,7 +173,7 @@ def iter_kafka07_entries(
                 yield Problem(
                     position,
                     ProblemKind.ZERO_TAIL,
-                    f"{size - position} zero bytes at the end of the file",
+                    f"{plural(size - position, 'zero byte')} at the end of the file",
                     base_offset + position,
                 )
                 return

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
+from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import (
     LOG_OVERHEAD,
     NO_SEQUENCE,
@@ -123,7 +124,8 @@ class LegacyMessage(CodecAndCrc):
         while pos < len(data):
             if len(data) - pos < LOG_OVERHEAD + MESSAGE_OVERHEAD_V0:
                 raise RecordDecodeError(
-                    f"{len(data) - pos} stray bytes after {len(inner)} inner messages (decompressed payload)",
+                    f"{plural(len(data) - pos, 'stray byte')} after {plural(len(inner), 'inner message')} "
+                    "(decompressed payload)",
                     where,
                 )
             try:
@@ -234,7 +236,9 @@ def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> 
         raise RecordDecodeError("message ends inside its value length", position + pos - at)
     value, pos = _sized_bytes(buf, pos, stop, "value", position, at)
     if pos != stop:
-        raise RecordDecodeError(f"message has {stop - pos} bytes after its value", position + pos - at)
+        raise RecordDecodeError(
+            f"message has {plural(stop - pos, 'byte')} after its value", position + pos - at
+        )
     computed = crc32(memoryview(buf)[at + 16 : stop])
     return LegacyMessage(
         position, offset, size, crc, magic, attributes & 0xFF, timestamp, key, value, computed

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from kafka_tools.format.checksums import crc32c
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
+from kafka_tools.format.plural import plural
 from kafka_tools.format.varint import VarintError, read_uvarint
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -350,7 +351,9 @@ def decode_records_py(
     except RecordDecodeError as exc:
         raise RecordDecodeError(f"record {len(out)}: {exc}", start) from None
     if pos != end:
-        raise RecordDecodeError(f"{end - pos} bytes follow the batch's {count} records", pos)
+        raise RecordDecodeError(
+            f"{plural(end - pos, 'stray byte')} after the batch's {plural(count, 'record')}", pos
+        )
     return out
 
 

@@ -29,6 +29,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_tools.format.plural import plural
+
 __all__ = [
     "F",
     "Field",
@@ -201,7 +203,9 @@ class _Reader:
         if n < 0:
             raise SchemaError(f"negative length {n} for {what}", self.pos)
         if n > self.remaining:
-            raise SchemaError(f"{what} needs {n} bytes but only {self.remaining} remain", self.pos)
+            raise SchemaError(
+                f"{what} needs {plural(n, 'byte')}, {plural(self.remaining, 'byte')} left", self.pos
+            )
 
     def fixed(self, kind: str, what: str) -> Any:
         st = _FIXED[kind]
@@ -331,8 +335,8 @@ class _Decoder:
             min_size = _min_size(elem, field.fields, self.version, self.flexible)
             if n * min_size > r.remaining:
                 raise SchemaError(
-                    f"array {field.name} claims {n} elements (at least {n * min_size} bytes) "
-                    f"but only {r.remaining} bytes remain",
+                    f"array {field.name} claims {plural(n, 'element')} "
+                    f"(at least {plural(n * min_size, 'byte')}) with {plural(r.remaining, 'byte')} left",
                     start,
                 )
             return [self._element(field, elem) for _ in range(n)]
@@ -369,7 +373,7 @@ class _Decoder:
         count = r.uvarint("tagged field count")
         if count * 2 > r.remaining:  # every tagged field takes at least 2 bytes (tag + size)
             raise SchemaError(
-                f"tagged field count {count} exceeds the {r.remaining} bytes remaining", count_pos
+                f"tagged field count {count} exceeds the {plural(r.remaining, 'byte')} left", count_pos
             )
         seen: set[int] = set()
         for _ in range(count):
@@ -391,7 +395,8 @@ class _Decoder:
                 out[field.key] = self.value(field)
                 if r.pos != end:
                     raise SchemaError(
-                        f"tagged field {field.name} (tag {tag}) left {end - r.pos} of {size} bytes unread",
+                        f"tagged field {field.name} (tag {tag}) left {end - r.pos} of "
+                        f"{plural(size, 'byte')} unread",
                         r.pos,
                     )
             finally:
@@ -423,7 +428,8 @@ def decode(
     result = _Decoder(version, schema.is_flexible(version), reader).struct(schema.fields)
     if reader.remaining and not allow_trailing:
         raise SchemaError(
-            f"{reader.remaining} unexpected trailing byte(s) after {schema.name} v{version}", reader.pos
+            f"{plural(reader.remaining, 'unexpected trailing byte')} after {schema.name} v{version}",
+            reader.pos,
         )
     return result
 
@@ -433,6 +439,8 @@ def decode_versioned(
 ) -> tuple[int, dict[str, Any]]:
     """Decode a buffer that starts with an int16 version followed by ``schema`` at that version."""
     if len(buf) < 2:
-        raise SchemaError(f"{schema.name}: need a 2-byte version prefix but got {len(buf)} byte(s)", 0)
+        raise SchemaError(
+            f"{schema.name}: need a 2-byte version prefix but got {plural(len(buf), 'byte')}", 0
+        )
     (version,) = _FIXED["int16"].unpack_from(buf, 0)
     return version, decode(schema, version, buf, offset=2, allow_trailing=allow_trailing)

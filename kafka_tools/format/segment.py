@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from kafka_tools.format.checksums import crc32, crc32c
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
+from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import _C as _SPEEDUPS
 from kafka_tools.format.record_batch import (
     BATCH_HEADER,
@@ -106,7 +107,7 @@ class SegmentWindow:
         """Make `length` bytes at `position` available; return their index in `self.buf`."""
         if self._map is not None:
             if position + length > self.size:
-                raise OSError(f"file shrank while being read (wanted {length} bytes at {position})")
+                raise OSError(f"file shrank while being read (wanted {plural(length, 'byte')} at {position})")
             if position - self._released >= _RELEASE_STEP:
                 upto = position - position % mmap.PAGESIZE - _RELEASE_STEP // 2
                 self._map.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
@@ -120,7 +121,7 @@ class SegmentWindow:
         self.view = memoryview(self.buf)
         self.start = position
         if len(self.buf) < length:
-            raise OSError(f"file shrank while being read (wanted {length} bytes at {position})")
+            raise OSError(f"file shrank while being read (wanted {plural(length, 'byte')} at {position})")
         return 0
 
     def is_zero_from(self, position: int) -> bool:
@@ -268,13 +269,16 @@ def walk_entries(
         if remaining < HEADER_UP_TO_MAGIC:
             if win.is_zero_from(position):
                 yield Problem(
-                    position, ProblemKind.ZERO_TAIL, f"{remaining} zero bytes at the end of the file"
+                    position,
+                    ProblemKind.ZERO_TAIL,
+                    f"{plural(remaining, 'zero byte')} at the end of the file",
                 )
             else:
                 yield Problem(
                     position,
                     ProblemKind.TRUNCATED_HEADER,
-                    f"{remaining} trailing bytes, too few for an entry header ({HEADER_UP_TO_MAGIC})",
+                    f"{plural(remaining, 'trailing byte')}, too few for an entry header "
+                    f"({HEADER_UP_TO_MAGIC})",
                 )
             return
         i = win.ensure(position, HEADER_UP_TO_MAGIC)
@@ -284,7 +288,9 @@ def walk_entries(
         if magic > 127:
             magic -= 256
         if size == 0 and offset == 0 and win.is_zero_from(position):
-            yield Problem(position, ProblemKind.ZERO_TAIL, f"{remaining} zero bytes at the end of the file")
+            yield Problem(
+                position, ProblemKind.ZERO_TAIL, f"{plural(remaining, 'zero byte')} at the end of the file"
+            )
             return
         minimum = MIN_BATCH_LENGTH if magic == 2 else min_message_size(magic) if magic in (0, 1) else 14
         if size < minimum:

@@ -12,6 +12,7 @@ import struct
 from dataclasses import dataclass, field
 
 from kafka_tools.format.checksums import crc32c
+from kafka_tools.format.plural import plural
 
 SNAPSHOT_VERSION = 1
 HEADER = struct.Struct(">hIi")
@@ -56,7 +57,7 @@ def read_snapshot(path: str | os.PathLike) -> ProducerSnapshot:
         data = f.read()
     if len(data) < HEADER.size:
         return ProducerSnapshot(
-            -1, 0, 0, [], f"{len(data)} bytes, too short for a snapshot header ({HEADER.size})"
+            -1, 0, 0, [], f"{plural(len(data), 'byte')}, too short for a snapshot header ({HEADER.size})"
         )
     version, crc, count = HEADER.unpack_from(data, 0)
     snapshot = ProducerSnapshot(version, crc, crc32c(memoryview(data)[6:]))
@@ -66,7 +67,8 @@ def read_snapshot(path: str | os.PathLike) -> ProducerSnapshot:
     expected = HEADER.size + max(count, 0) * ENTRY.size
     if count < 0 or expected != len(data):
         snapshot.problem = (
-            f"header says {count} entries ({expected} bytes) but the file has {len(data)} bytes"
+            f"header says {plural(count, 'entry')} ({plural(expected, 'byte')}) but the file has "
+            f"{plural(len(data), 'byte')}"
         )
         count = max(0, min(count, (len(data) - HEADER.size) // ENTRY.size))
     for i in range(count):

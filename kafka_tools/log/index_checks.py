@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka_tools.format import index, snapshot
+from kafka_tools.format.plural import plural
 from kafka_tools.format.segment import (
     ProblemKind,
 )
@@ -55,7 +56,7 @@ def check_offset_index(seg: Segment, report: SegmentReport) -> list[Finding]:
                     "index-past-valid-data",
                     Severity.ERROR,
                     f"entry {e.slot} points at position {e.position}, past the segment's valid "
-                    f"{report.recovery_point} bytes",
+                    f"{plural(report.recovery_point, 'byte')}",
                     where,
                     e.offset,
                     repairable=True,

@@ -8,6 +8,7 @@ from pathlib import Path
 from kafka_tools.errors import InputError
 from kafka_tools.format import checkpoints
 from kafka_tools.format.kinds import FileKind, kind_of
+from kafka_tools.format.plural import plural
 from kafka_tools.log.dirs import Partition
 from kafka_tools.log.findings import (
     Finding,
@@ -19,7 +20,6 @@ from kafka_tools.log.findings import (
 )
 from kafka_tools.log.index_checks import check_snapshot
 from kafka_tools.log.segment_checks import check_segment
-from kafka_tools.plural import plural
 
 
 def validate_partition(

@@ -19,6 +19,7 @@ from kafka_tools.errors import FindingsError, InputError, UsageError
 from kafka_tools.format import checkpoints, index
 from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
+from kafka_tools.format.plural import plural
 from kafka_tools.format.segment import Problem, iter_log_entries
 from kafka_tools.log.dirs import (
     LOCK_FILE,
@@ -352,7 +353,7 @@ def _undo_action(a: dict, backup: Path) -> str:
             os.fsync(f.fileno())
         if _sha256_file(path) != a["originalSha256"]:
             raise FindingsError(f"{path}: restored bytes do not match the original sha256")
-        return f"restored {a['originalSize'] - a['newSize']} bytes to {path}"
+        return f"restored {plural(a['originalSize'] - a['newSize'], 'byte')} to {path}"
     # delete / rewrite: the whole file is in the backup
     if path.exists() and _sha256_file(path) == a["originalSha256"]:
         return f"{path} already as before"

@@ -10,6 +10,7 @@ from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, parse_batch_header
 from kafka_tools.format.segment import (
     BatchHeader,
@@ -27,7 +28,6 @@ from kafka_tools.format.stream_check import InnerStats, inner_stats
 from kafka_tools.log.dirs import Segment
 from kafka_tools.log.findings import Finding, SegmentReport, Severity, ValidateOptions
 from kafka_tools.log.index_checks import check_offset_index, check_time_index, index_positions
-from kafka_tools.plural import plural
 
 _KNOWN_CODECS = frozenset(int(c) for c in Codec)
 
@@ -286,7 +286,8 @@ def _entry_findings(
                     name,
                     "record-count-mismatch",
                     Severity.ERROR,
-                    f"{entry.records_count} records cannot span offset deltas 0..{entry.last_offset_delta}",
+                    f"{plural(entry.records_count, 'record')} cannot span offset deltas "
+                    f"0..{entry.last_offset_delta}",
                     pos,
                     entry.last_offset,
                 )

@@ -15,6 +15,7 @@ from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
+from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
 from kafka_tools.log.dump_events import (
     EntryEvent,
@@ -74,7 +75,7 @@ class DumpTextRenderer:
         elif isinstance(event, FileEnd):
             name = event.path.rsplit("/", 1)[-1]
             if event.trailing_bytes:
-                self.out.plain(f"Found {event.trailing_bytes} invalid bytes at the end of {name}")
+                self.out.plain(f"Found {plural(event.trailing_bytes, 'invalid byte')} at the end of {name}")
             if event.size == 0:
                 self.err.problem(f"{event.path}: empty file, nothing to dump")
 

@@ -6,9 +6,9 @@ import json
 from collections.abc import Iterable
 from typing import TextIO
 
+from kafka_tools.format.plural import plural
 from kafka_tools.log.findings import Finding, PartitionReport, Severity, Summary, status_of
 from kafka_tools.log.validate import Validation
-from kafka_tools.plural import plural
 from kafka_tools.render.tables import TextTable, make_console
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from kafka_tools.consumers.groups import GroupDescription, GroupSummary
 from kafka_tools.consumers.rebalance import RebalancePlan
-from kafka_tools.plural import plural
+from kafka_tools.format.plural import plural
 from kafka_tools.render.tables import TextTable, make_console
 
 

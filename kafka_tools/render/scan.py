@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
+from kafka_tools.format.plural import plural
 from kafka_tools.pipeline.plan import CommittedOffset, PartitionSummary, ScanResult
 from kafka_tools.render.findings import FindingsText, JsonLines, finding_object, verdict
 from kafka_tools.render.lines import wants_colour
@@ -29,8 +30,8 @@ def _offsets(p: PartitionSummary) -> str:
 def timing_line(result: ScanResult) -> str:
     rate = result.bytes / result.seconds / 1e6 if result.seconds else 0.0
     line = (
-        f"scanned {result.bytes} bytes in {result.seconds:.1f} s ({rate:.0f} MB/s), "
-        f"{result.tasks} tasks on {result.master}"
+        f"scanned {plural(result.bytes, 'byte')} in {result.seconds:.1f} s ({rate:.0f} MB/s), "
+        f"{plural(result.tasks, 'task')} on {result.master}"
     )
     if result.decoders:
         line += f", records decoded by {' and '.join(result.decoders)}"
@@ -49,7 +50,7 @@ class ScanTextRenderer(FindingsText):
         if result.committed is not None:
             self._committed(result.committed)
         for t in result.tables:
-            rows = "" if t.rows is None else f"{t.rows} rows, "
+            rows = "" if t.rows is None else f"{plural(t.rows, 'row')}, "
             self.console.print(f"wrote {t.name}: {rows}{t.fmt}, {t.path}", markup=False)
         self.verdict(result.summary)
         self.console.print(timing_line(result), style="dim" if self.colour else None, markup=False)

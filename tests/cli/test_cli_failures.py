@@ -104,3 +104,38 @@ def test_silent_broker_says_no_answer_in_ktools_words(silent_port) -> None:
     )
     assert "Local:" not in line and "Timed out" not in line
     assert elapsed < 12, elapsed
+
+
+@pytest.fixture
+def unanswered_port() -> Iterator[int]:
+    """A port where the connection itself is never answered (a full listen queue, as a dropping
+    firewall or a hung host looks): the client's SYN goes unacknowledged."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = []
+        try:
+            for _ in range(8):  # fill the queue until a connection attempt goes unanswered
+                s = socket.socket()
+                s.settimeout(0.5)
+                try:
+                    s.connect(("127.0.0.1", port))
+                except TimeoutError:
+                    s.close()
+                    break
+                fillers.append(s)
+            else:
+                pytest.skip("this kernel answers every connection to a full listen queue")
+            yield port
+        finally:
+            for s in fillers:
+                s.close()
+
+
+def test_unanswered_broker_connection_waits_the_broker_timeout_and_says_so(unanswered_port) -> None:
+    result, elapsed = timed("groups", "list", "--bootstrap-server", f"127.0.0.1:{unanswered_port}",
+                            "--broker-timeout", "3")  # fmt: skip
+    line = one_line(result)
+    assert line == f"ktool: broker 127.0.0.1:{unanswered_port}: no answer to a connection within 3 s"
+    assert 2.9 < elapsed < 12, elapsed

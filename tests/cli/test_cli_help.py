@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 
 import click
 import pytest
@@ -123,3 +124,27 @@ def test_counts_read_in_the_singular_for_one() -> None:
     res = run_script("validate", str(clean))
     assert res.returncode == 0, res.stdout
     assert re.search(r"^clean: 1 segment, \d+ batches, \d+ bytes$", res.stdout, re.M), res.stdout
+
+
+def test_one_stray_byte_reads_in_the_singular_in_validate_truncate_and_dump_log(tmp_path) -> None:
+    """A partition whose log ends in one stray byte: every command says "1 byte", never "1 bytes"."""
+    part = tmp_path / "logs" / "none-0"
+    shutil.copytree(ROOT / "fixtures" / "generated" / "v2" / "none-0", part)
+    log = part / "00000000000000000000.log"
+    log.write_bytes(log.read_bytes() + b"x")
+    res = run_script("validate", str(part.parent))
+    assert res.returncode == 1
+    assert "1 trailing byte, too few for an entry header" in res.stdout
+    assert "corrupt: 1 error, all in tails (1 byte)" in res.stdout
+    dump = run_script("dump-log", str(log))
+    assert "Found 1 invalid byte at the end of 00000000000000000000.log" in dump.stdout
+    backups = tmp_path / "backups"
+    res = run_script("truncate", "--backup-dir", str(backups), "--index-interval-bytes=1", str(part.parent))
+    assert res.returncode == 0, res.stderr
+    assert "(every 1 byte)" in res.stdout and "1 trailing byte," in res.stdout
+    (manifest,) = backups.glob("*/manifest.json")
+    undo = run_script("truncate", "--undo", str(manifest))
+    assert undo.returncode == 0, undo.stderr
+    assert f"restored 1 byte to {log}" in undo.stdout
+    for out in (res.stdout, dump.stdout, undo.stdout):
+        assert not re.search(r"\b1 (bytes|errors|segments|batches|entries)\b", out), out

@@ -337,9 +337,9 @@ def test_offset_commit_value_v4_without_tags_section_is_truncated() -> None:
 def test_trailing_bytes_are_reported() -> None:
     rec = decode_consumer_offsets(offset_key("g", "t", 0), i16(0) + i64(1) + s("") + i64(2) + b"\xff\xfe\xfd")
     assert rec.value is None
-    assert "3 unexpected trailing byte(s)" in rec.error
+    assert "3 unexpected trailing bytes" in rec.error
     rec = decode_consumer_offsets(offset_key("g", "t", 0) + b"\x00", None)
-    assert rec.key is None and "1 unexpected trailing byte(s)" in rec.error
+    assert rec.key is None and "1 unexpected trailing byte after" in rec.error
 
 
 # --------------------------------------------------------------------------------------------------

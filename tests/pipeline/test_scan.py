@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from kafka_tools.log.validate import validate_paths
 from kafka_tools.pipeline import ScanOptions, ScanPlan, ScanResult, plan_scan
 from kafka_tools.pipeline.local import scan_in_process
 from tests.independent import FIXTURES, REALWORLD, ROOT
+from tests.support.script import run_script
 
 GENERATED = FIXTURES / "generated"
 KAFKA09 = FIXTURES / "kafka-0.9.0.1/logdir"
@@ -276,7 +278,16 @@ def test_cli_text_shows_a_table_per_partition(spark) -> None:
     code, stdout, _ = ktool("scan", str(GENERATED / "v2"))
     assert code == 0
     assert "segmented-0" in stdout and "gzip,none" in stdout
-    assert "clean: 10 segments" in stdout and "tasks on local[2]" in stdout
+    assert "clean: 10 segments" in stdout
+    assert re.search(r"\b(1 task|\d+ tasks) on local\[2\]", stdout), stdout
+
+
+def test_console_script_summary_counts_one_segment_and_one_task(spark, tmp_path: Path) -> None:
+    shutil.copytree(GENERATED / "v2" / "none-0", tmp_path / "none-0")
+    res = run_script("scan", "--master", "local[1]", str(tmp_path), timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"^clean: 1 segment, 4 batches, \d+ bytes$", res.stdout, re.M), res.stdout
+    assert re.search(r", 1 task on local\[1\]", res.stdout), res.stdout
 
 
 def test_cli_refuses_to_write_over_tables_before_spark_starts(tmp_path: Path, monkeypatch) -> None:

@@ -1,4 +1,8 @@
-"""Counts in words: "1 error", "2 errors" (one spelling for every message and table)."""
+"""Counts in words: "1 error", "2 errors" (one spelling for every message and table).
+
+It lives with the decoder because the decoder's own problem messages count bytes and entries, and
+the decoder imports nothing else of ktool's; every other layer imports it from here.
+"""
 
 from __future__ import annotations
 
