@@ -300,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--memory-mib", type=int, default=1024, help="size of the memory-check segments (0: skip)"
     )
+    ap.add_argument(
+        "--jobs-segments", type=int, default=8, help="log dir of N v0 x4 segments, --jobs 1 vs 2 (0: skip)"
+    )
     ap.add_argument("--no-kafka", action="store_true", help="skip Kafka 0.9.0.1's DumpLogSegments")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", action="store_true")
@@ -388,6 +391,13 @@ def main(argv: list[str] | None = None) -> int:
     inproc["v0-pure"]["gb_per_s"] = plain4.stat().st_size / inproc["v0-pure"]["seconds"] / 1e9
     inproc["gzip_vs_decompression"] = inproc["gzip"]["seconds"] / inproc["decompress"]["seconds"]
 
+    jobs = None
+    if a.jobs_segments:
+        from bench.validate import jobs_log_dir, measure_jobs
+
+        log(f"validate --jobs 1 and 2 of a log dir of {a.jobs_segments} v0 segments …")
+        jobs = measure_jobs(jobs_log_dir(plain4, f"legacy-v0-{n}-x4", a.jobs_segments), a.runs)
+
     memory = []
     if a.memory_mib:
         memory = memory_check(a.memory_mib, plain, gz)
@@ -403,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         "in_process": inproc,
         "memory": memory,
         "v2_dump": v2,
+        "jobs": jobs,
     }
     result["checks"] = checks(result, a.no_kafka)
     print(report(result), file=sys.stderr if a.json else sys.stdout)
@@ -527,6 +538,16 @@ def checks(result: dict, no_kafka: bool) -> list[dict]:
                 "ok": m["peak_rss_mb"] < TARGET_RSS_MB,
             }
         )
+    if result.get("jobs"):
+        sp = result["jobs"]["speedup"]
+        out.append(
+            {
+                "what": f"validate --jobs 2 vs --jobs 1, log dir of {result['jobs']['segments']} v0 segments",
+                "value": f"{sp:.2f}x",
+                "target": ">= 1.7x",
+                "ok": sp >= 1.7,
+            }
+        )
     for v in result["v2_dump"]:
         out.append(
             {
@@ -593,6 +614,10 @@ def report(result: dict) -> str:
         f"({v['records']:,} records)"
         for v in result["v2_dump"]
     ]
+    if result.get("jobs"):
+        from bench.validate import jobs_lines
+
+        lines += ["", *jobs_lines(result["jobs"])]
     lines += ["", "checks:"] + [
         f"  [{'PASS' if c['ok'] else 'MISS'}] {c['what']}: {c['value']} (target {c['target']})"
         for c in result["checks"]
