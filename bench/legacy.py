@@ -264,6 +264,11 @@ def decompression_alone(path: Path) -> float:
 def child_main(what: str, path: str) -> None:
     """In-process timings, in a fresh child: `validate` (scan_segment, the service behind `ktool
     validate`, best of 3 on a warm cache) and `decompress` (every wrapper's value gunzipped, nothing else)."""
+    if what in ("memory-files", "memory"):
+        size_mib, plain, gz = json.loads(path)
+        files = memory_files(size_mib, Path(plain), Path(gz))
+        print(json.dumps(memory_check(files) if what == "memory" else {}))
+        return
     warm_page_cache(path)
     if what == "decompress":
         print(json.dumps({"seconds": decompression_alone(Path(path))}))
@@ -400,7 +405,11 @@ def main(argv: list[str] | None = None) -> int:
 
     memory = []
     if a.memory_mib:
-        memory = memory_check(a.memory_mib, plain, gz)
+        # Generated in one child, measured from another: a process's peak RSS (ru_maxrss) is
+        # inherited through fork and execve, so the parent of the measured commands must stay small.
+        spec = json.dumps([a.memory_mib, str(plain), str(gz)])
+        child("memory-files", spec)
+        memory = child("memory", spec)
 
     v2 = v2_dump(a.runs, a.quick)
     result = {
@@ -424,9 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def memory_check(size_mib: int, plain: Path, gz: Path) -> list[dict]:
-    """Peak RSS of validate, dump-log (to /dev/null) and truncate --dry-run on a segment of `size_mib`
-    of each generation: v0, v1 gzip wrappers, v2 (bench/decode.py's cached segment)."""
+def memory_files(size_mib: int, plain: Path, gz: Path) -> dict[str, Path]:
+    """A segment of `size_mib` of each generation: v0, v1 gzip wrappers, v2 (bench/decode.py's)."""
     from bench.decode import segment as v2_segment
 
     size = size_mib * MiB
@@ -442,6 +450,11 @@ def memory_check(size_mib: int, plain: Path, gz: Path) -> list[dict]:
             Path(v2_segment(size_mib, "none", min(64, size_mib))["path"]), f"mem-v2-{size_mib}"
         ),
     }
+    return files
+
+
+def memory_check(files: dict[str, Path]) -> list[dict]:
+    """Peak RSS of validate, dump-log (to /dev/null) and truncate --dry-run on each segment."""
     out = []
     for fmt, path in files.items():
         warm_page_cache(path)
