@@ -264,6 +264,11 @@ def decompression_alone(path: Path) -> float:
 def child_main(what: str, path: str) -> None:
     """In-process timings, in a fresh child: `validate` (scan_segment, the service behind `ktool
     validate`, best of 3 on a warm cache) and `decompress` (every wrapper's value gunzipped, nothing else)."""
+    if what in ("memory-files", "memory"):
+        size_mib, plain, gz = json.loads(path)
+        files = memory_files(size_mib, Path(plain), Path(gz))
+        print(json.dumps(memory_check(files) if what == "memory" else {}))
+        return
     warm_page_cache(path)
     if what == "decompress":
         print(json.dumps({"seconds": decompression_alone(Path(path))}))
@@ -300,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument(
         "--memory-mib", type=int, default=1024, help="size of the memory-check segments (0: skip)"
+    )
+    ap.add_argument(
+        "--jobs-segments", type=int, default=8, help="log dir of N v0 x4 segments, --jobs 1 vs 2 (0: skip)"
     )
     ap.add_argument("--no-kafka", action="store_true", help="skip Kafka 0.9.0.1's DumpLogSegments")
     ap.add_argument("--quick", action="store_true")
@@ -389,9 +397,20 @@ def main(argv: list[str] | None = None) -> int:
     inproc["v0-pure"]["gb_per_s"] = plain4.stat().st_size / inproc["v0-pure"]["seconds"] / 1e9
     inproc["gzip_vs_decompression"] = inproc["gzip"]["seconds"] / inproc["decompress"]["seconds"]
 
+    jobs = None
+    if a.jobs_segments:
+        from bench.validate import jobs_log_dir, measure_jobs
+
+        log(f"validate --jobs 1 and 2 of a log dir of {a.jobs_segments} v0 segments …")
+        jobs = measure_jobs(jobs_log_dir(plain4, f"legacy-v0-{n}-x4", a.jobs_segments), a.runs)
+
     memory = []
     if a.memory_mib:
-        memory = memory_check(a.memory_mib, plain, gz)
+        # Generated in one child, measured from another: a process's peak RSS (ru_maxrss) is
+        # inherited through fork and execve, so the parent of the measured commands must stay small.
+        spec = json.dumps([a.memory_mib, str(plain), str(gz)])
+        child("memory-files", spec)
+        memory = child("memory", spec)
 
     v2 = v2_dump(a.runs, a.quick)
     result = {
@@ -404,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         "in_process": inproc,
         "memory": memory,
         "v2_dump": v2,
+        "jobs": jobs,
     }
     result["checks"] = checks(result, a.no_kafka)
     print(report(result), file=sys.stderr if a.json else sys.stdout)
@@ -414,9 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def memory_check(size_mib: int, plain: Path, gz: Path) -> list[dict]:
-    """Peak RSS of validate, dump-log (to /dev/null) and truncate --dry-run on a segment of `size_mib`
-    of each generation: v0, v1 gzip wrappers, v2 (bench/decode.py's cached segment)."""
+def memory_files(size_mib: int, plain: Path, gz: Path) -> dict[str, Path]:
+    """A segment of `size_mib` of each generation: v0, v1 gzip wrappers, v2 (bench/decode.py's)."""
     from bench.decode import segment as v2_segment
 
     size = size_mib * MiB
@@ -432,6 +451,11 @@ def memory_check(size_mib: int, plain: Path, gz: Path) -> list[dict]:
             Path(v2_segment(size_mib, "none", min(64, size_mib))["path"]), f"mem-v2-{size_mib}"
         ),
     }
+    return files
+
+
+def memory_check(files: dict[str, Path]) -> list[dict]:
+    """Peak RSS of validate, dump-log (to /dev/null) and truncate --dry-run on each segment."""
     out = []
     for fmt, path in files.items():
         warm_page_cache(path)
@@ -528,6 +552,16 @@ def checks(result: dict, no_kafka: bool) -> list[dict]:
                 "ok": m["peak_rss_mb"] < TARGET_RSS_MB,
             }
         )
+    if result.get("jobs"):
+        sp = result["jobs"]["speedup"]
+        out.append(
+            {
+                "what": f"validate --jobs 2 vs --jobs 1, log dir of {result['jobs']['segments']} v0 segments",
+                "value": f"{sp:.2f}x",
+                "target": ">= 1.7x",
+                "ok": sp >= 1.7,
+            }
+        )
     for v in result["v2_dump"]:
         out.append(
             {
@@ -594,6 +628,10 @@ def report(result: dict) -> str:
         f"({v['records']:,} records)"
         for v in result["v2_dump"]
     ]
+    if result.get("jobs"):
+        from bench.validate import jobs_lines
+
+        lines += ["", *jobs_lines(result["jobs"])]
     lines += ["", "checks:"] + [
         f"  [{'PASS' if c['ok'] else 'MISS'}] {c['what']}: {c['value']} (target {c['target']})"
         for c in result["checks"]

@@ -57,6 +57,7 @@ LABELS = {
 }
 PEERS = ("kafka-python", "aiokafka")
 TARGET_GB_PER_S = 5.0
+TARGET_JOBS_SPEEDUP = 1.7  # --jobs 2 against --jobs 1 on this 2-core box
 GB = 1e9  # throughput in decimal GB/s, as in the issue
 
 _LENGTH = struct.Struct(">i")
@@ -343,6 +344,76 @@ def measure_cli(seg: dict, cpu: int | None) -> dict:
     }
 
 
+def jobs_log_dir(src: str | os.PathLike, tag: str, partitions: int) -> Path:
+    """A log dir of `partitions` partitions (`bench-0` …), each one segment: hard links to `src`, so
+    every file is a full segment while the page cache holds one copy."""
+    from bench.decode import data_dir
+
+    root = data_dir() / f"jobs-{tag}-x{partitions}"  # not `-N`: that names a partition
+    for i in range(partitions):
+        d = root / f"bench-{i}"
+        d.mkdir(parents=True, exist_ok=True)
+        target = d / "00000000000000000000.log"
+        if not target.exists():
+            os.link(src, target)
+    return root
+
+
+def measure_jobs(log_dir: Path, runs: int, jobs: tuple[int, ...] = (1, 2)) -> dict:
+    """`ktool validate --json --jobs J LOG_DIR` for each J, `runs` times (alternated), median wall
+    clock; every run must exit 0 with no errors. `speedup` = median of --jobs 1 / median of the last."""
+    files = sorted(log_dir.glob("*/*.log"))
+    total = sum(f.stat().st_size for f in files)
+    warm_page_cache(files[0])
+    walls: dict[int, list[float]] = {j: [] for j in jobs}
+    rss: dict[int, float] = {j: 0.0 for j in jobs}
+    for _ in range(runs):
+        for j in jobs:
+            cmd = ktool_command() + ["validate", "--json", "--jobs", str(j), str(log_dir)]
+            wall, code, out, peak = timed_process(cmd, None)
+            summary = next(
+                (o for o in map(json.loads, filter(None, out.splitlines())) if o.get("type") == "summary"),
+                None,
+            )
+            if code != 0 or summary is None or summary.get("errors") or summary.get("segments") != len(files):
+                raise SystemExit(f"`{' '.join(cmd)}` exited {code}, summary {summary}")
+            walls[j].append(wall)
+            rss[j] = max(rss[j], peak)
+    med = {j: statistics.median(walls[j]) for j in jobs}
+    return {
+        "log_dir": str(log_dir),
+        "segments": len(files),
+        "bytes": total,
+        "command": " ".join(ktool_command() + ["validate", "--json", "--jobs", "J", str(log_dir)]),
+        "runs": runs,
+        "by_jobs": {
+            str(j): {
+                "median_s": med[j],
+                "min_s": min(walls[j]),
+                "max_s": max(walls[j]),
+                "gb_per_s": total / med[j] / GB,
+                "peak_rss_mb": rss[j],
+            }
+            for j in jobs
+        },
+        "speedup": med[jobs[0]] / med[jobs[-1]],
+    }
+
+
+def jobs_lines(res: dict) -> list[str]:
+    lines = [
+        f"validate of a log dir, {res['segments']} segments, {res['bytes'] / GB:.2f} GB, median of "
+        f"{res['runs']} runs (CLI, not pinned): {res['command']}"
+    ]
+    for j, r in res["by_jobs"].items():
+        lines.append(
+            f"  --jobs {j}: {r['median_s']:.2f} s ({r['min_s']:.2f}-{r['max_s']:.2f}), "
+            f"{r['gb_per_s']:.2f} GB/s, peak RSS {r['peak_rss_mb']:.0f} MB"
+        )
+    lines.append(f"  speedup --jobs {list(res['by_jobs'])[-1]} vs --jobs 1: {res['speedup']:.2f}x")
+    return lines
+
+
 def table(seg: dict, results: list[dict], runs: int) -> str:
     head = (
         f"CRC validation, uncompressed v2: {seg['bytes'] / MiB:.0f} MiB ({seg['bytes'] / GB:.2f} GB), "
@@ -391,6 +462,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--impl", action="append", choices=IMPLS, help="only these (repeatable; default all)")
     p.add_argument("--no-cli", action="store_true", help="skip timing `ktool validate --json FILE`")
+    p.add_argument(
+        "--jobs-segments",
+        type=int,
+        default=16,
+        help="log dir of N links to the segment, validated with --jobs 1 and 2 (default 16; 0 skips)",
+    )
     p.add_argument("--quick", action="store_true", help="smoke run: 32 MiB, 2 runs")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.add_argument(
@@ -416,6 +493,10 @@ def main(argv: list[str] | None = None) -> int:
     warm_page_cache(seg["path"])
     res = measure(seg, impls, a.runs, cpu)
     cli = None if a.no_cli else measure_cli(seg, cpu)
+    jobs = None
+    if a.jobs_segments:
+        log(f"validate --jobs 1 and 2 of a log dir of {a.jobs_segments} segments ...")
+        jobs = measure_jobs(jobs_log_dir(seg["path"], f"v2-{a.size_mib}", a.jobs_segments), a.runs)
 
     checks = []
     ktool = next((r for r in res if r["impl"] == "ktool"), None)
@@ -427,6 +508,14 @@ def main(argv: list[str] | None = None) -> int:
                 ktool["gb_per_s"] >= TARGET_GB_PER_S,
             )
         )
+    if jobs is not None:
+        checks.append(
+            (
+                f"validate --jobs 2 >= {TARGET_JOBS_SPEEDUP:g}x --jobs 1 (log dir of many segments)",
+                f"{jobs['speedup']:.2f}x",
+                jobs["speedup"] >= TARGET_JOBS_SPEEDUP,
+            )
+        )
     result = {
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -436,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         "segment": seg,
         "results": res,
         "cli": cli,
+        "jobs": jobs,
         "target_gb_per_s": TARGET_GB_PER_S,
         "checks": [{"target": t, "measured": m, "ok": ok} for t, m, ok in checks],
         "wall_s": round(time.perf_counter() - wall0, 1),
@@ -461,6 +551,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"= {cli['gb_per_s']:.2f} GB/s, incl. Python start-up (`python -c pass` alone: "
                 f"{cli['python_startup_s']:.3f} s), peak RSS {cli['ru_maxrss_mb']:.0f} MB"
             )
+        if jobs is not None:
+            print()
+            print("\n".join(jobs_lines(jobs)))
         if checks:
             print()
             for t, m, ok in checks:

@@ -745,6 +745,142 @@ fail:
     return NULL;
 }
 
+/* format_records(records, label, print_data) -> bytes
+ *
+ * DumpLogSegments' `| offset: …` line of every v2 record (Record tuples as decode_records makes them),
+ * `label` the batch's timestamp type (CreateTime, …); with print_data, headers, key and payload as raw
+ * bytes (decode the result as UTF-8 with errors="replace"). */
+static int
+out_utf8_of(out_t *o, PyObject *text)
+{
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(text, &n);
+    if (s == NULL || out_reserve(o, n) < 0)
+        return -1;
+    out_put(o, s, n);
+    return 0;
+}
+
+static int
+out_bytes(out_t *o, PyObject *b)
+{
+    if (out_reserve(o, PyBytes_GET_SIZE(b)) < 0)
+        return -1;
+    out_put(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
+    return 0;
+}
+
+static PyObject *
+format_records(PyObject *self, PyObject *args)
+{
+    PyObject *records;
+    const char *label;
+    Py_ssize_t label_len;
+    int print_data;
+    if (!PyArg_ParseTuple(args, "O!s#p", &PyList_Type, &records, &label, &label_len, &print_data))
+        return NULL;
+    out_t o = {NULL, 0, 0};
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyList_GET_ITEM(records, i);
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 6) {
+            PyErr_SetString(PyExc_TypeError, "records must be Record tuples");
+            goto fail;
+        }
+        PyObject *key = PyTuple_GET_ITEM(r, 2), *value = PyTuple_GET_ITEM(r, 3), *headers = PyTuple_GET_ITEM(r, 4);
+        if ((key != Py_None && !PyBytes_Check(key)) || (value != Py_None && !PyBytes_Check(value)) ||
+            !PyTuple_Check(headers)) {
+            PyErr_SetString(PyExc_TypeError, "records must be Record tuples");
+            goto fail;
+        }
+        long long offset = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 0));
+        long long ts = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 1));
+        long long seq = PyLong_AsLongLong(PyTuple_GET_ITEM(r, 5));
+        if (PyErr_Occurred())
+            goto fail;
+        if (out_reserve(&o, 200 + label_len) < 0)
+            goto fail;
+        PUT(&o, "| offset: ");
+        out_int(&o, offset);
+        o.data[o.len++] = ' ';
+        out_put(&o, label, label_len);
+        PUT(&o, ": ");
+        out_int(&o, ts);
+        PUT(&o, " keySize: ");
+        out_int(&o, key == Py_None ? -1 : PyBytes_GET_SIZE(key));
+        PUT(&o, " valueSize: ");
+        out_int(&o, value == Py_None ? -1 : PyBytes_GET_SIZE(value));
+        PUT(&o, " sequence: ");
+        out_int(&o, seq);
+        PUT(&o, " headerKeys: [");
+        Py_ssize_t nh = PyTuple_GET_SIZE(headers);
+        for (Py_ssize_t h = 0; h < nh; h++) {
+            PyObject *pair = PyTuple_GET_ITEM(headers, h);
+            if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyUnicode_Check(PyTuple_GET_ITEM(pair, 0))) {
+                PyErr_SetString(PyExc_TypeError, "headers must be (str, bytes) pairs");
+                goto fail;
+            }
+            if (h && (out_reserve(&o, 1) < 0 || (o.data[o.len++] = ',', 0)))
+                goto fail;
+            if (out_utf8_of(&o, PyTuple_GET_ITEM(pair, 0)) < 0)
+                goto fail;
+        }
+        if (out_reserve(&o, 16) < 0)
+            goto fail;
+        o.data[o.len++] = ']';
+        if (print_data) {
+            if (nh) {
+                PUT(&o, " headers: [");
+                for (Py_ssize_t h = 0; h < nh; h++) {
+                    PyObject *pair = PyTuple_GET_ITEM(headers, h);
+                    PyObject *hv = PyTuple_GET_ITEM(pair, 1);
+                    if (hv != Py_None && !PyBytes_Check(hv)) {
+                        PyErr_SetString(PyExc_TypeError, "headers must be (str, bytes) pairs");
+                        goto fail;
+                    }
+                    if (out_reserve(&o, 8) < 0)
+                        goto fail;
+                    if (h)
+                        o.data[o.len++] = ',';
+                    if (out_utf8_of(&o, PyTuple_GET_ITEM(pair, 0)) < 0 || out_reserve(&o, 8) < 0)
+                        goto fail;
+                    o.data[o.len++] = ':';
+                    if (hv == Py_None)
+                        PUT(&o, "null");
+                    else if (out_bytes(&o, hv) < 0)
+                        goto fail;
+                }
+                if (out_reserve(&o, 2) < 0)
+                    goto fail;
+                o.data[o.len++] = ']';
+            }
+            if (key != Py_None) {
+                if (out_reserve(&o, 8) < 0)
+                    goto fail;
+                PUT(&o, " key: ");
+                if (out_bytes(&o, key) < 0)
+                    goto fail;
+            }
+            if (value != Py_None) {
+                if (out_reserve(&o, 12) < 0)
+                    goto fail;
+                PUT(&o, " payload: ");
+                if (out_bytes(&o, value) < 0)
+                    goto fail;
+            }
+        }
+        if (out_reserve(&o, 1) < 0)
+            goto fail;
+        o.data[o.len++] = '\n';
+    }
+    PyObject *result = PyBytes_FromStringAndSize(o.data ? o.data : "", o.len);
+    PyMem_Free(o.data);
+    return result;
+fail:
+    PyMem_Free(o.data);
+    return NULL;
+}
+
 static PyObject *
 configure(PyObject *self, PyObject *args)
 {
@@ -768,6 +904,8 @@ static PyMethodDef methods[] = {
     {"scan_inner", scan_inner, METH_VARARGS, "scan_inner(data) -> (count, first, last) or None"},
     {"format_messages", format_messages, METH_VARARGS,
      "format_messages(buf, position, json, print_data, file_json[, wrapper_position, shift, append_time]) -> bytes"},
+    {"format_records", format_records, METH_VARARGS,
+     "format_records(records, label, print_data) -> bytes: DumpLogSegments' record lines (UTF-8)"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
     {NULL, NULL, 0, NULL},
 };

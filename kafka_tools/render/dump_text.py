@@ -30,6 +30,7 @@ from kafka_tools.render.values import decode_text
 
 Fields = list[tuple[str, object]]
 _format_messages = _C.format_messages if _C is not None else None  # Kafka 0.9's message lines, in C
+_format_records = _C.format_records if _C is not None else None  # v2 record lines, in C
 
 
 class DumpTextRenderer:
@@ -184,7 +185,15 @@ class DumpTextRenderer:
             ]
         )
         records = event.records or ()
-        if self.out.colour or self.print_data or self.skip_metadata or b.is_control:
+        if (
+            _format_records is not None
+            and records
+            and not (self.out.colour or self.skip_metadata or b.is_control or event.decoded is not None)
+            and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
+        ):
+            # The bulk case: Kafka's record lines, made in C, one write a batch.
+            write_utf8(self.out.stream, _format_records(records, b.timestamp_type.label, self.print_data))
+        elif self.out.colour or self.print_data or self.skip_metadata or b.is_control:
             for record, decoded in zip(records, _each(event.decoded, records), strict=True):
                 self._record(b, record, decoded)
         elif records:

@@ -35,6 +35,7 @@ _C_SWITCHES = [
     (segment, "_SPEEDUPS"),
     (message_set, "_scan_inner"),
     (dump_text, "_format_messages"),
+    (dump_text, "_format_records"),
     (dump_json, "_format_messages"),
 ]
 
@@ -302,3 +303,23 @@ def test_log_append_time_wrappers_print_the_same(codec: int, tmp_path: Path, mon
     assert ": 1800000000002 isvalid" in fast[0][1]  # the wrapper's append time on its inner messages
     pure(monkeypatch)
     assert [_dump(path), _dump(path, "--json"), _dump(path, "--deep-iteration")] == fast
+
+
+V2 = sorted([*GENERATED.glob("v2/*/*.log"), *GENERATED.glob("corrupt/v2-*/*.log")])
+
+
+@pytest.mark.parametrize(
+    "args", [["--deep-iteration"], ["--print-data-log"], ["--print-data-log", "--value-decoder", "hex"]]
+)
+def test_v2_record_lines_print_the_same_in_c_and_python(args: list[str], monkeypatch) -> None:
+    files = [str(p) for p in V2]
+    assert files
+    fast = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
+    monkeypatch.setattr(dump_text, "_format_records", None)
+    reference = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
+    assert (fast.exit_code, fast.stdout, fast.stderr) == (
+        reference.exit_code,
+        reference.stdout,
+        reference.stderr,
+    )
+    assert "headerKeys: [" in fast.stdout
