@@ -178,7 +178,7 @@ def test_truncate_keeps_exactly_what_the_broker_recovery_keeps(
     generation: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # What is checked here is the bytes kept, backed up and restored; crash safety (the fsyncs) is
-    # is tested in test_truncate_cli.py (a crash part way). Without them, 10,400 cases take minutes,
+    # tested in test_truncate_cli.py (a crash part way). Without them, 10,400 cases take minutes,
     # not tens of minutes, when other processes share the disk.
     monkeypatch.setattr(os, "fsync", lambda fd: None)
     rules, sources = SOURCES[generation]
