@@ -9,6 +9,7 @@ so a message's offset is that start plus the message's byte position in the file
 from __future__ import annotations
 
 import os
+import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -188,3 +189,52 @@ def iter_kafka07_entries(
             position = message.next_position
         if progress is not None:
             progress(position)
+
+
+_CANDIDATE = re.compile(rb"(?=[\x00-\x7f][\s\S]{3}[\x00\x01])")
+_NONZERO = re.compile(rb"[^\x00]")
+
+
+def resync_kafka07(path: str | os.PathLike, start: int, limit: int = 1 << 20) -> list[int]:
+    """Positions of valid messages (framed, CRC-checked) after damage that lost the framing at
+    `start - 1`: what lies beyond a hole that truncation would throw away. A 0.7 message has no offset
+    to look for, so candidates are positions whose size and magic fit; the CRC decides."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        end = min(size, start + (1 << 30))
+        win = SegmentWindow(f, size)
+        pos = start
+        while pos + SIZE_FIELD + 5 <= end:
+            chunk = min(8 * 1024 * 1024, end - pos)
+            i0 = win.ensure(pos, chunk)
+            m = _CANDIDATE.search(win.buf, i0, i0 + chunk)
+            if m is None:
+                pos += max(1, chunk - SIZE_FIELD - 1)
+                continue
+            cand = pos + (m.start() - i0)
+            if win.buf[m.start() : m.start() + 5] == bytes(5):  # a run of zeros: skip to its end
+                z = _NONZERO.search(win.buf, m.start(), i0 + chunk)
+                pos = max(cand + 1, pos + ((z.start() if z else i0 + chunk) - i0) - SIZE_FIELD)
+                continue
+            if _valid_at(win, cand, size):
+                found = []
+                for item in iter_kafka07_entries(path, 0, cand):
+                    if isinstance(item, Problem) or len(found) >= limit:
+                        break
+                    if item.is_valid:
+                        found.append(item.position)
+                return found
+            pos = cand + 1
+    return []
+
+
+def _valid_at(win: SegmentWindow, position: int, size: int) -> bool:
+    if size - position < SIZE_FIELD + 5:
+        return False
+    i = win.ensure(position, SIZE_FIELD + 1)
+    (length,) = struct.unpack_from(">i", win.buf, i)
+    magic = win.buf[i + 4]
+    if magic not in (0, 1) or length < min_size(magic) or position + SIZE_FIELD + length > size:
+        return False
+    i = win.ensure(position, SIZE_FIELD + length)
+    return parse_kafka07(win.buf, i, position, 0).is_valid

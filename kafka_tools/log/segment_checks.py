@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from kafka_tools.format.compression import Codec
-from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
+from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries, resync_kafka07
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.plural import plural
@@ -145,8 +145,6 @@ def scan_segment(
                 report.findings.append(
                     Finding(name, item.kind.value, Severity.ERROR, item.message, item.position, offset)
                 )
-                if item.is_fatal and not kafka07:
-                    report.valid_after = resync(path, item.position + 1, min_offset=(last or base - 1) + 1)
                 continue
             entry = item
             inner: list[InnerStats] = []  # what _deep_look learnt of a compressed entry's contents
@@ -171,6 +169,14 @@ def scan_segment(
                 ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
                 report.max_timestamp = max(report.max_timestamp, ts)
             report.findings += problems
+    if cut is not None:
+        # The walk past the cut follows framing the damage may have changed (a damaged length field
+        # frames the next entries wrongly), so look for valid entries from the cut itself as well.
+        if kafka07:
+            found = resync_kafka07(path, cut + 1)
+        else:
+            found = resync(path, cut + 1, min_offset=(base - 1 if last is None else last) + 1)
+        report.valid_after = sorted(set(report.valid_after) | set(found))
     report.next_offset = nxt
     report.recovery_point = size if cut is None else cut
     report.last_offset = last
