@@ -771,3 +771,72 @@ def test_cli_question_json_and_sql(spark, questioned) -> None:
     assert got == {t: (len(offs), max(offs)) for t, offs in expected.items()}
     code, _, stderr = ktool("scan", "--sql", "SELECT nope FROM segments", str(KAFKA09 / "plain-0"))
     assert code == 2 and stderr.startswith("ktool: --sql: ") and len(stderr.splitlines()) == 1
+
+
+# -- bad input on the executors' side: one line, exit 3, Java's stack traces only in Spark's log ------------
+
+
+def test_a_worker_without_a_compression_library_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    """The executors' Python lacks python-snappy (a stub that fails to import, as on a machine without
+    it); the v2 fixtures hold snappy batches."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        _unavailable("java is not installed")
+    stub = tmp_path / "stub" / "snappy"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'snappy'\", name='snappy')\n"
+    )
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={tmp_path / "stub"}:$PYTHONPATH exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", "PYSPARK_PYTHON")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    log = tmp_path / "spark.log"
+    args = [
+        "scan",
+        "--spark-log",
+        str(log),
+        "--conf",
+        f"spark.pyspark.python={python}",
+        str(GENERATED / "v2"),
+    ]
+    code, stderr, _ = _run_fresh(args, env, timeout=300)
+    assert code == 3 and stderr == (
+        "ktool: an executor's Python has no module 'snappy': install ktool's dependencies on every worker "
+        "(crc32c, lz4, python-snappy, zstandard, pyarrow), or point spark.pyspark.python at a Python that "
+        "has them\n"
+    )
+    assert "ModuleNotFoundError" in log.read_text()  # the whole story stays in the log named
+
+
+def test_a_segment_the_executors_cannot_see_is_one_line_and_exit_3(spark, tmp_path: Path) -> None:
+    """A path that exists on the driver only (the executors of a cluster without shared storage):
+    listed here, gone where the task opens it."""
+    from kafka_tools.errors import InputError
+    from kafka_tools.pipeline.job import run_scan
+
+    shutil.copytree(GENERATED / "v2" / "gzip-0", tmp_path / "gzip-0")
+    plan = plan_scan([tmp_path / "gzip-0"])
+    for f in (tmp_path / "gzip-0").glob("*.log"):
+        f.unlink()
+    with pytest.raises(InputError) as err:
+        run_scan(spark, plan, ScanOptions())
+    assert str(err.value).startswith("an executor could not read its input: FileNotFoundError: ")
+    assert str(err.value).endswith("(every worker must see the segments at the driver's path, or give URIs)")
+    assert "\n" not in str(err.value)
+
+
+def test_a_master_that_does_not_resolve_is_one_line_and_exit_3() -> None:
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        _unavailable("java is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    code, stderr, _ = _run_fresh(
+        ["scan", "--master", "spark://no-such-host.invalid:7077", str(GENERATED / "v2")], env
+    )
+    assert code == 3 and len(stderr.splitlines()) == 1
+    assert stderr.startswith(
+        "ktool: Spark master spark://no-such-host.invalid:7077 unreachable (no-such-host.invalid:7077: "
+    )

@@ -492,9 +492,21 @@ def executor_errors() -> Iterator[None]:
         raise
     except Exception as exc:
         text = str(exc)
+        missing = re.search(r"ModuleNotFoundError: No module named '([\w.]+)'", text)
+        if missing:
+            raise InputError(
+                f"an executor's Python has no module {missing.group(1)!r}: install ktool's dependencies "
+                f"on every worker ({WORKER_NEEDS}), or point spark.pyspark.python at a Python that has them"
+            ) from None
         for name in ("PermissionError", "FileNotFoundError", "IsADirectoryError", "OSError"):
             at = text.rfind(f"{name}:")
             if at >= 0:
                 line = text[at:].splitlines()[0]
-                raise InputError(f"an executor could not read its input: {line}") from None
+                hint = ""
+                if name == "FileNotFoundError":
+                    hint = " (every worker must see the segments at the driver's path, or give URIs)"
+                raise InputError(f"an executor could not read its input: {line}{hint}") from None
         raise
+
+
+WORKER_NEEDS = "crc32c, lz4, python-snappy, zstandard, pyarrow"
