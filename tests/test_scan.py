@@ -70,7 +70,7 @@ class Scanned:
     options: ScanOptions
     result: ScanResult
     out: Path
-    progress: list[tuple[int, int]]
+    progress: list[tuple[int, int, int, int]]
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +81,8 @@ def scanned(spark, tmp_path_factory) -> Scanned:
     out = tmp_path_factory.mktemp("scan") / "tables"
     options = ScanOptions(out=str(out), records=True, offsets_topic=True, split_bytes=SPLIT, pack_bytes=PACK)
     plan = plan_scan(paths)
-    calls: list[tuple[int, int]] = []
-    result = run_scan(spark, plan, options, progress=lambda done, total: calls.append((done, total)))
+    calls: list[tuple[int, int, int, int]] = []
+    result = run_scan(spark, plan, options, progress=lambda *counts: calls.append(counts))
     return Scanned(paths, plan, options, result, out, calls)
 
 
@@ -191,11 +191,15 @@ def test_committed_offsets_are_what_the_broker_would_load(scanned: Scanned) -> N
         assert got == {0: 11, 1: 12, 2: 18}
 
 
-def test_spark_progress_is_one_count_of_tasks(scanned: Scanned) -> None:
+def test_spark_progress_is_one_count_of_tasks_and_bytes(scanned: Scanned) -> None:
     assert scanned.progress
-    done, total = scanned.progress[-1]
+    done, total, nbytes, bytes_total = scanned.progress[-1]
     assert 0 < done == total >= scanned.result.tasks
-    assert all(d <= t for d, t in scanned.progress)
+    assert all(d <= t for d, t, _, _ in scanned.progress)
+    # --records: every range decoded twice, so every segment byte counted twice, once finished
+    assert nbytes == bytes_total == 2 * scanned.plan.bytes
+    seen = [b for _, _, b, _ in scanned.progress]
+    assert seen == sorted(seen)
 
 
 def test_spark_and_one_process_agree(scanned: Scanned) -> None:
@@ -840,3 +844,50 @@ def test_a_master_that_does_not_resolve_is_one_line_and_exit_3() -> None:
     assert stderr.startswith(
         "ktool: Spark master spark://no-such-host.invalid:7077 unreachable (no-such-host.invalid:7077: "
     )
+
+
+# -- progress: one bar on a terminal, nothing when stderr is piped ----------------------------------------
+
+
+def test_on_a_terminal_one_bar_counts_tasks_and_bytes(tmp_path: Path) -> None:
+    """stderr on a pseudo-terminal (stdout piped, as `ktool scan --json … | jq` runs): the bar is drawn,
+    and its last state counts every task and every segment byte."""
+    import pty
+    import re
+
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        _unavailable("java is not installed")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYSPARK_GATEWAY_PORT", "FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR", "TERM")
+    }
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[1]), COLUMNS="160", TERM="xterm")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MAIN, "scan", "--json", str(GENERATED / "v2")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    stdout = proc.stdout.read().decode() if proc.stdout else ""
+    assert proc.wait(timeout=300) == 0
+    summary = json.loads(stdout.splitlines()[-1])
+    assert summary["type"] == "summary"
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
+    from rich.filesize import decimal
+
+    n, size = summary["tasks"], decimal(summary["bytes"])
+    assert re.search(rf"scanning .* {n}/{n} tasks {re.escape(size)} of {re.escape(size)}", screen), screen
