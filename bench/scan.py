@@ -505,7 +505,9 @@ def main(argv: list[str] | None = None) -> int:
         help="measure the key lookup instead: --key with and without a time window leaving out 90%% of "
         "the segments, on a generated log dir of GIB GiB",
     )
-    p.add_argument("--child", choices=["single", "validate", "pair", "spark", "lookup"], help=argparse.SUPPRESS)
+    p.add_argument(
+        "--child", choices=["single", "validate", "pair", "spark", "lookup"], help=argparse.SUPPRESS
+    )
     p.add_argument("--segment-ms", type=int, help=argparse.SUPPRESS)
     p.add_argument("--logdir", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
