@@ -15,6 +15,9 @@ validate` checks it, then every batch decompressed and every record decoded (wha
 
 * single process: `kafka_tools.pipeline.local.scan_in_process`, the same task functions one after the
   other in one Python process (no tables written);
+* validate, 1 process: `ktool validate LOGDIR` as the CLI runs it (`validate.validate_paths`, default
+  options): the single-process peer the issue names. It checks every CRC and the structure but does
+  not decode the records of uncompressed batches, so it does less work than the scan;
 * 2 processes: the partitions in two halves, each scanned like the single process, both at once: the
   machine's own ceiling for two cores, without Spark;
 * local[N]: `ktool scan --master local[N] --out TMP` as the CLI runs it (`pipeline.job.run_scan`), each
