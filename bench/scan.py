@@ -15,6 +15,9 @@ validate` checks it, then every batch decompressed and every record decoded (wha
 
 * single process: `kafka_tools.pipeline.local.scan_in_process`, the same task functions one after the
   other in one Python process (no tables written);
+* validate, 1 process: `ktool validate LOGDIR` as the CLI runs it (`validate.validate_paths`, default
+  options): the single-process peer the issue names. It checks every CRC and the structure but does
+  not decode the records of uncompressed batches, so it does less work than the scan;
 * 2 processes: the partitions in two halves, each scanned like the single process, both at once: the
   machine's own ceiling for two cores, without Spark;
 * local[N]: `ktool scan --master local[N] --out TMP` as the CLI runs it (`pipeline.job.run_scan`), each
@@ -135,6 +138,32 @@ def child_single(logdir: str, runs: int, split_mib: int) -> dict:
     assert result is not None
     scan = _counts(result) | {"times_s": times, "cpu": cpu, "tasks": result.tasks}
     return {"scan": scan, "startup_s": None}
+
+
+def child_validate(logdir: str, runs: int) -> dict:
+    """`ktool validate LOGDIR` as the CLI runs it (`validate.validate_paths`, default options: every
+    CRC and the structure checked, compressed batches decompressed): the single-process peer."""
+    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.validate import validate_paths
+
+    times, cpu, summary = [], [], None
+    probe = CpuProbe()
+    for _ in range(runs):
+        warm(logdir)
+        probe.start()
+        t0 = time.perf_counter()
+        summary = validate_paths([logdir], ValidateOptions()).summary()
+        times.append(time.perf_counter() - t0)
+        cpu.append(probe.stop())
+    assert summary is not None
+    counts = {
+        "segments": summary.segments,
+        "bytes": summary.bytes,
+        "batches": summary.entries,
+        "records": summary.records,
+        "errors": summary.errors,
+    }
+    return {"scan": counts | {"times_s": times, "cpu": cpu, "tasks": 1}, "startup_s": None}
 
 
 def _scan_part(args: tuple[list[str], int]) -> dict:
@@ -480,13 +509,18 @@ def main(argv: list[str] | None = None) -> int:
         help="measure the key lookup instead: --key with and without a time window leaving out 90%% of "
         "the segments, on a generated log dir of GIB GiB",
     )
-    p.add_argument("--child", choices=["single", "pair", "spark", "lookup"], help=argparse.SUPPRESS)
+    p.add_argument(
+        "--child", choices=["single", "validate", "pair", "spark", "lookup"], help=argparse.SUPPRESS
+    )
     p.add_argument("--segment-ms", type=int, help=argparse.SUPPRESS)
     p.add_argument("--logdir", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
 
     if a.child == "single":
         print(json.dumps(child_single(a.logdir, a.runs, a.split_mib)))
+        return 0
+    if a.child == "validate":
+        print(json.dumps(child_validate(a.logdir, a.runs)))
         return 0
     if a.child == "pair":
         print(json.dumps(child_pair(a.logdir, a.runs, a.split_mib)))
@@ -510,6 +544,8 @@ def main(argv: list[str] | None = None) -> int:
     common = ["--logdir", logdir, "--runs", str(a.runs), "--split-mib", str(a.split_mib)]
     log(f"single process: {a.runs} run(s) over {data['bytes'] / MiB:.0f} MiB ...")
     children = {"single process": run_child(["--child", "single", *common])}
+    log(f"ktool validate, single process: {a.runs} run(s) ...")
+    children["validate, 1 process"] = run_child(["--child", "validate", *common[:4]])
     log("2 processes (no Spark: the machine's ceiling for two cores) ...")
     children["2 processes"] = run_child(["--child", "pair", *common])
     for master in masters:
@@ -554,6 +590,7 @@ def main(argv: list[str] | None = None) -> int:
         base = by.get(("local[1]", r["variant"]))
         r["vs_local1"] = base["median_s"] / r["median_s"] if base else None
         r["vs_single"] = single / r["median_s"]
+        r["vs_validate"] = by[("validate, 1 process", "scan")]["median_s"] / r["median_s"]
         if r["mode"] == "local[2]" and base:
             speedups[r["variant"]] = r["vs_local1"]
     ok = bool(speedups) and all(s >= TARGET_SPEEDUP for s in speedups.values())
@@ -588,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
             "M rec/s",
             "vs local[1]",
             "vs single",
+            "vs validate",
             "our CPU s",
             "others' cores",
         ]
@@ -603,6 +641,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['records_per_s'] / 1e6:.2f}",
                 "-" if r["vs_local1"] is None else f"{r['vs_local1']:.2f}x",
                 f"{r['vs_single']:.2f}x",
+                f"{r['vs_validate']:.2f}x",
                 f"{r['ours_cpu_s']:.1f}",
                 f"{r['others_cores']:.2f}",
             ]

@@ -29,7 +29,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -49,7 +49,7 @@ from kafka_tools.pipeline.plan import (
     offsets_replay_segments,
     pack,
 )
-from kafka_tools.pipeline.session import job_progress, master_watch
+from kafka_tools.pipeline.session import Progress, job_progress, master_watch
 from kafka_tools.pipeline.sources import SegmentSource
 from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentTotals
 
@@ -59,9 +59,7 @@ STAGING_PREFIX = "_ktool-staging-"  # where the tables are written before they a
 Range = tuple[int, int, "int | None"]  # segment index, start, end (None: the end of the file)
 
 
-def run_scan(
-    spark, plan: ScanPlan, options: ScanOptions, progress: Callable[[int, int], None] | None = None
-) -> ScanResult:
+def run_scan(spark, plan: ScanPlan, options: ScanOptions, progress: Progress | None = None) -> ScanResult:
     """Scan `plan` with `spark`; write the tables under `options.out` if set."""
     if options.fmt not in FORMATS:
         raise UsageError(f"--format {options.fmt}: expected one of {', '.join(FORMATS)}")
@@ -77,7 +75,13 @@ def run_scan(
         source = LocalFiles(spark, plan, options, ranges)
     staging = Staging(spark, options.out) if options.out else None
     staged = replace(options, out=staging.path) if staging else options
-    with job_progress(sc, progress) as counts, master_watch(sc, sc.master, counts.group), executor_errors():
+    passes = 2 if options.records and options.out else 1  # --records decodes the ranges again
+    with (
+        job_progress(sc, progress, plan.bytes * passes) as counts,
+        master_watch(sc, sc.master, counts.group),
+        executor_errors(),
+    ):
+        source.scanned = counts.scanned
         try:
             result, written = _run(spark, plan, staged, source, ranges)
             if staging:
@@ -151,7 +155,12 @@ def run_questions(
         source = RemoteFiles(spark, asked, options, ranges)
     else:
         source = LocalFiles(spark, asked, options, ranges)
-    with job_progress(sc, progress) as counts, master_watch(sc, sc.master, counts.group), executor_errors():
+    with (
+        job_progress(sc, progress, asked.bytes) as counts,
+        master_watch(sc, sc.master, counts.group),
+        executor_errors(),
+    ):
+        source.scanned = counts.scanned
         meta = sc.accumulator([], ListParam())
 
         def sink(item: tuple) -> None:
@@ -300,7 +309,7 @@ class LocalFiles(SegmentSource):
         self.tasks += n
         if n == 0:
             return self.spark.createDataFrame([], tables.spark_ddl(columns))
-        specs, units = self.specs, self.units
+        specs, units, scanned = self.specs, self.units, self.scanned
 
         def run(id_batches):
             from kafka_tools.pipeline import tables as t
@@ -311,6 +320,8 @@ class LocalFiles(SegmentSource):
                         spec = specs.value[segment]
                         for cols in produce(spec, start, end):
                             yield t.arrow_batch(columns, cols, constants=spec.where)
+                        if scanned is not None:
+                            scanned.add((spec.size if end is None else end) - start)
 
         return self.spark.range(0, n, 1, n).mapInArrow(run, tables.spark_ddl(columns))
 
@@ -492,9 +503,21 @@ def executor_errors() -> Iterator[None]:
         raise
     except Exception as exc:
         text = str(exc)
+        missing = re.search(r"ModuleNotFoundError: No module named '([\w.]+)'", text)
+        if missing:
+            raise InputError(
+                f"an executor's Python has no module {missing.group(1)!r}: install ktool's dependencies "
+                f"on every worker ({WORKER_NEEDS}), or point spark.pyspark.python at a Python that has them"
+            ) from None
         for name in ("PermissionError", "FileNotFoundError", "IsADirectoryError", "OSError"):
             at = text.rfind(f"{name}:")
             if at >= 0:
                 line = text[at:].splitlines()[0]
-                raise InputError(f"an executor could not read its input: {line}") from None
+                hint = ""
+                if name == "FileNotFoundError":
+                    hint = " (every worker must see the segments at the driver's path, or give URIs)"
+                raise InputError(f"an executor could not read its input: {line}{hint}") from None
         raise
+
+
+WORKER_NEEDS = "crc32c, lz4, python-snappy, zstandard, pyarrow"

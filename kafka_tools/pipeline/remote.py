@@ -145,7 +145,7 @@ class RemoteFiles(SegmentSource):
     def _stage(self, columns, produce):
         if not self.plan.segments:
             return self.spark.createDataFrame([], tables.spark_ddl(columns))
-        specs, lookup = self.specs, self.lookup
+        specs, lookup, scanned = self.specs, self.lookup, self.scanned
 
         def rows(item):
             from kafka_tools.pipeline.remote import _normal, _rows, local_copy
@@ -153,6 +153,8 @@ class RemoteFiles(SegmentSource):
             spec = specs.value[lookup.value[_normal(item[0])]]
             with local_copy([spec], [item[1]]) as (local,):
                 yield from _rows(columns, spec, produce(local, 0, None))
+            if scanned is not None:
+                scanned.add(spec.size)
 
         rdd = self._files(list(range(len(self.plan.segments)))).flatMap(rows)
         return self.spark.createDataFrame(rdd, tables.spark_ddl(columns))

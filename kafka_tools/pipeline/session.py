@@ -395,14 +395,26 @@ class JobCounts:
     done: int = 0
     total: int = 0
     failed: int = 0  # task attempts that failed (a lost executor's included) and were run again
+    bytes_done: int = 0  # segment bytes of the byte ranges finished tasks covered
+    bytes_total: int = 0
+    scanned: object = None  # the accumulator the tasks add their ranges' bytes to (`SegmentSource.scanned`)
+
+
+Progress = Callable[[int, int, int, int], None]  # tasks done, tasks known, bytes done, bytes in all
 
 
 @contextmanager
-def job_progress(sc, callback: Callable[[int, int], None] | None, every: float = 0.25) -> Iterator[JobCounts]:
-    """Run the body's Spark jobs in one job group and report (tasks done, tasks known) of all its
-    stages to `callback` from a background thread: Spark's progress folded into one bar. The counts,
-    failed attempts included, are final once the body is done."""
+def job_progress(
+    sc, callback: Progress | None, bytes_total: int = 0, every: float = 0.25
+) -> Iterator[JobCounts]:
+    """Run the body's Spark jobs in one job group and report (tasks done, tasks known, bytes done,
+    `bytes_total`) of all its stages to `callback` from a background thread: Spark's progress folded
+    into one bar. Tasks come from Spark's status tracker; bytes from the accumulator `counts.scanned`,
+    which the body hands its tasks (Spark merges a task's additions when it finishes: a failed
+    attempt's are dropped). The counts, failed attempts included, are final once the body is done."""
     counts = JobCounts(f"{JOB_GROUP}-{uuid.uuid4().hex[:12]}")  # this run's jobs only (a reused session)
+    counts.bytes_total = bytes_total
+    counts.scanned = sc.accumulator(0)
     sc.setJobGroup(counts.group, "ktool scan", interruptOnCancel=True)
     tracker = sc.statusTracker()
 
@@ -418,8 +430,9 @@ def job_progress(sc, callback: Callable[[int, int], None] | None, every: float =
                     done += st.numTasks if finished else st.numCompletedTasks
                     failed += st.numFailedTasks
         counts.done, counts.total, counts.failed = done, total, max(counts.failed, failed)
+        counts.bytes_done = min(counts.scanned.value, bytes_total)  # a speculative copy adds twice
         if callback is not None:
-            callback(done, total)
+            callback(done, total, counts.bytes_done, bytes_total)
 
     stop = threading.Event()
 

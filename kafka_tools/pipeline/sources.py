@@ -10,6 +10,8 @@ from kafka_tools.pipeline import tables
 
 
 class SegmentSource:
+    scanned = None  # an accumulator: each task adds the segment bytes of the ranges it has done
+
     def _stage(self, columns, produce):  # each source runs the task functions its own way
         raise NotImplementedError
 

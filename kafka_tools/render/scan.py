@@ -201,12 +201,14 @@ def starting(master: str, enabled: bool) -> Iterator[None]:
 
 
 @contextmanager
-def scan_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """One bar for every stage of the scan: tasks done of tasks known so far."""
+def scan_progress(enabled: bool) -> Iterator[Callable[[int, int, int, int], None] | None]:
+    """One bar for every stage of the scan: tasks done of tasks known so far, and the segment bytes
+    the finished tasks covered."""
     if not enabled:
         yield None
         return
     from rich.console import Console
+    from rich.filesize import decimal
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -214,14 +216,16 @@ def scan_progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("tasks"),
+        TextColumn("{task.fields[data]}"),
         TimeElapsedColumn(),
         console=Console(file=sys.stderr),
         transient=True,
     ) as bar:
-        task = bar.add_task("scan", total=None)
+        task = bar.add_task("scan", total=None, data="")
 
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=max(total, done) or None)
+        def update(done: int, total: int, nbytes: int = 0, bytes_total: int = 0) -> None:
+            data = f"{decimal(nbytes)} of {decimal(bytes_total)}" if bytes_total else ""
+            bar.update(task, completed=done, total=max(total, done) or None, data=data)
 
         yield update
 

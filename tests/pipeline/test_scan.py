@@ -74,7 +74,7 @@ class Scanned:
     options: ScanOptions
     result: ScanResult
     out: Path
-    progress: list[tuple[int, int]]
+    progress: list[tuple[int, int, int, int]]
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +85,8 @@ def scanned(spark, tmp_path_factory) -> Scanned:
     out = tmp_path_factory.mktemp("scan") / "tables"
     options = ScanOptions(out=str(out), records=True, offsets_topic=True, split_bytes=SPLIT, pack_bytes=PACK)
     plan = plan_scan(paths)
-    calls: list[tuple[int, int]] = []
-    result = run_scan(spark, plan, options, progress=lambda done, total: calls.append((done, total)))
+    calls: list[tuple[int, int, int, int]] = []
+    result = run_scan(spark, plan, options, progress=lambda *counts: calls.append(counts))
     return Scanned(paths, plan, options, result, out, calls)
 
 
@@ -195,11 +195,15 @@ def test_committed_offsets_are_what_the_broker_would_load(scanned: Scanned) -> N
         assert got == {0: 11, 1: 12, 2: 18}
 
 
-def test_spark_progress_is_one_count_of_tasks(scanned: Scanned) -> None:
+def test_spark_progress_is_one_count_of_tasks_and_bytes(scanned: Scanned) -> None:
     assert scanned.progress
-    done, total = scanned.progress[-1]
+    done, total, nbytes, bytes_total = scanned.progress[-1]
     assert 0 < done == total >= scanned.result.tasks
-    assert all(d <= t for d, t in scanned.progress)
+    assert all(d <= t for d, t, _, _ in scanned.progress)
+    # --records: every range decoded twice, so every segment byte counted twice, once finished
+    assert nbytes == bytes_total == 2 * scanned.plan.bytes
+    seen = [b for _, _, b, _ in scanned.progress]
+    assert seen == sorted(seen)
 
 
 def test_spark_and_one_process_agree(scanned: Scanned) -> None:
@@ -784,3 +788,119 @@ def test_cli_question_json_and_sql(spark, questioned) -> None:
     assert got == {t: (len(offs), max(offs)) for t, offs in expected.items()}
     code, _, stderr = ktool("scan", "--sql", "SELECT nope FROM segments", str(KAFKA09 / "plain-0"))
     assert code == 2 and stderr.startswith("ktool: --sql: ") and len(stderr.splitlines()) == 1
+
+
+# -- bad input on the executors' side: one line, exit 3, Java's stack traces only in Spark's log ------------
+
+
+def test_a_worker_without_a_compression_library_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    """The executors' Python lacks python-snappy (a stub that fails to import, as on a machine without
+    it); the v2 fixtures hold snappy batches."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        _unavailable("java is not installed")
+    stub = tmp_path / "stub" / "snappy"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'snappy'\", name='snappy')\n"
+    )
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={tmp_path / "stub"}:$PYTHONPATH exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", "PYSPARK_PYTHON")}
+    env["PYTHONPATH"] = str(ROOT)
+    log = tmp_path / "spark.log"
+    args = [
+        "scan",
+        "--spark-log",
+        str(log),
+        "--conf",
+        f"spark.pyspark.python={python}",
+        str(GENERATED / "v2"),
+    ]
+    code, stderr, _ = _run_fresh(args, env, timeout=300)
+    assert code == 3 and stderr == (
+        "ktool: an executor's Python has no module 'snappy': install ktool's dependencies on every worker "
+        "(crc32c, lz4, python-snappy, zstandard, pyarrow), or point spark.pyspark.python at a Python that "
+        "has them\n"
+    )
+    assert "ModuleNotFoundError" in log.read_text()  # the whole story stays in the log named
+
+
+def test_a_segment_the_executors_cannot_see_is_one_line_and_exit_3(spark, tmp_path: Path) -> None:
+    """A path that exists on the driver only (the executors of a cluster without shared storage):
+    listed here, gone where the task opens it."""
+    from kafka_tools.errors import InputError
+    from kafka_tools.pipeline.job import run_scan
+
+    shutil.copytree(GENERATED / "v2" / "gzip-0", tmp_path / "gzip-0")
+    plan = plan_scan([tmp_path / "gzip-0"])
+    for f in (tmp_path / "gzip-0").glob("*.log"):
+        f.unlink()
+    with pytest.raises(InputError) as err:
+        run_scan(spark, plan, ScanOptions())
+    assert str(err.value).startswith("an executor could not read its input: FileNotFoundError: ")
+    assert str(err.value).endswith("(every worker must see the segments at the driver's path, or give URIs)")
+    assert "\n" not in str(err.value)
+
+
+def test_a_master_that_does_not_resolve_is_one_line_and_exit_3() -> None:
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        _unavailable("java is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_GATEWAY_PORT"}
+    env["PYTHONPATH"] = str(ROOT)
+    code, stderr, _ = _run_fresh(
+        ["scan", "--master", "spark://no-such-host.invalid:7077", str(GENERATED / "v2")], env
+    )
+    assert code == 3 and len(stderr.splitlines()) == 1
+    assert stderr.startswith(
+        "ktool: Spark master spark://no-such-host.invalid:7077 unreachable (no-such-host.invalid:7077: "
+    )
+
+
+# -- progress: one bar on a terminal, nothing when stderr is piped ----------------------------------------
+
+
+def test_on_a_terminal_one_bar_counts_tasks_and_bytes(tmp_path: Path) -> None:
+    """stderr on a pseudo-terminal (stdout piped, as `ktool scan --json … | jq` runs): the bar is drawn,
+    and its last state counts every task and every segment byte."""
+    import pty
+    import re
+
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        _unavailable("java is not installed")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYSPARK_GATEWAY_PORT", "FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR", "TERM")
+    }
+    env.update(PYTHONPATH=str(ROOT), COLUMNS="160", TERM="xterm")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MAIN, "scan", "--json", str(GENERATED / "v2")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    stdout = proc.stdout.read().decode() if proc.stdout else ""
+    assert proc.wait(timeout=300) == 0
+    summary = json.loads(stdout.splitlines()[-1])
+    assert summary["type"] == "summary"
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
+    from rich.filesize import decimal
+
+    n, size = summary["tasks"], decimal(summary["bytes"])
+    assert re.search(rf"scanning .* {n}/{n} tasks {re.escape(size)} of {re.escape(size)}", screen), screen
