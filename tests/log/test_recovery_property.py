@@ -9,7 +9,7 @@ for byte; `validate` and `dump-log` never raise and agree with the reference on 
 
 The bulk (REPLAY_CASES per generation) runs the service layer in-process, the very functions the CLI
 calls; a smaller sample goes through the CLI. A failure names the source, the mutation and the seed;
-replay it with `KTOOL_PROPERTY_SEED=<seed> pytest tests/test_recovery_property.py`.
+replay it with `KTOOL_PROPERTY_SEED=<seed> pytest tests/log/test_recovery_property.py`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The real broker as the final judge: 30 random corruptions of segments Kafka 0.9.0.1 wrote, recovered
-by that broker (unclean shutdown, as tests/test_truncate_vs_kafka09_recovery.py does) and by
+by that broker (unclean shutdown, as tests/log/test_truncate_vs_kafka09_recovery.py does) and by
 `ktool truncate --force`; both must leave the same bytes.
 
 All 30 damaged copies sit in one log dir as partitions `judge-0` … `judge-29` (the broker loads any

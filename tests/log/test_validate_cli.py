@@ -143,7 +143,7 @@ def test_a_directory_without_kafka_data_is_exit_3(tmp_path: Path) -> None:
 def test_a_segment_that_is_no_regular_file_is_exit_3_not_clean(tmp_path: Path, kind: str) -> None:
     """A segment linked into an unmounted disk (or a FIFO, which would block a reader) leaves the
     partition unchecked: saying "clean" would be wrong. (That the other partitions are still reported:
-    tests/test_runbook_exit_codes.py.)"""
+    tests/cli/test_runbook_exit_codes.py.)"""
     import os
 
     logs = _copy(FIXTURES / "kafka-0.9.0.1/logdir", tmp_path)
