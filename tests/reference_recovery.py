@@ -135,8 +135,8 @@ def soundness(data: bytes, kept: list[KeptEntry], base: int, rules: str) -> str 
                 first, end = _legacy_offsets(raw, e.magic)
             except Exception as exc:  # a wrapper kafka-python cannot read
                 return f"wrapper at {e.position} unreadable: {exc}"
-            if e.magic == 0 and end != offset:
-                return f"v0 wrapper at {e.position}: offset {offset}, last inner {end}"
+            if end != offset:  # v1: a wrapper offset below its last relative one leaves them as stored
+                return f"v{e.magic} wrapper at {e.position}: offset {offset}, last inner {end}"
             end = offset
         if not 0 <= end - base <= INT32_MAX:
             return f"entry at {e.position}: offset {end} outside the segment based at {base}"

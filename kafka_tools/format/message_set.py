@@ -139,7 +139,7 @@ class LegacyMessage(CodecAndCrc):
         if not inner:
             raise RecordDecodeError("compressed wrapper holds no messages", where)
         if self.magic >= 1:
-            shift = self.offset - inner[-1].offset
+            shift = v1_shift(self.offset, inner[-1].offset)
             log_append = self.timestamp_type == TimestampType.LOG_APPEND_TIME
             for m in inner:
                 m.offset += shift
@@ -177,7 +177,7 @@ class LegacyMessage(CodecAndCrc):
         if found is None:
             return None
         count, first, last = found
-        shift = self.offset - last if self.magic >= 1 else 0
+        shift = v1_shift(self.offset, last) if self.magic >= 1 else 0
         return count, first + shift, last + shift
 
     def plain_inner_set(self) -> tuple[bytes, int, int, int | None] | None:
@@ -194,7 +194,7 @@ class LegacyMessage(CodecAndCrc):
         if found is None:
             return None
         count, first, last = found
-        shift = self.offset - last if self.magic >= 1 else 0
+        shift = v1_shift(self.offset, last) if self.magic >= 1 else 0
         self._summary = (count, first + shift, last + shift)
         log_append = self.magic >= 1 and self.timestamp_type == TimestampType.LOG_APPEND_TIME
         return data, count, shift, self.timestamp if log_append else None
@@ -265,6 +265,14 @@ def _sized_bytes(
     if n < 0 or pos + n > stop:
         raise RecordDecodeError(f"{what} length {n} runs past the message", position + pos - 4 - at)
     return bytes(buf[pos : pos + n]), pos + n
+
+
+def v1_shift(wrapper_offset: int, last_relative: int) -> int:
+    """What makes a v1 wrapper's relative inner offsets absolute: the wrapper holds the last one's
+    absolute offset. As Kafka's deep iterator does, a base that comes out negative (a damaged wrapper
+    offset) is not applied: the inner offsets are then taken as stored."""
+    base = wrapper_offset - last_relative
+    return base if base >= 0 else 0
 
 
 def _speedups():

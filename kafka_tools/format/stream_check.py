@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kafka_tools.format.compression import DecompressionError, iter_decompressed
-from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
+from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message, v1_shift
 from kafka_tools.format.record_batch import RECORD_BATCH_OVERHEAD, RecordBatch, RecordDecodeError
 
 WHOLE_LIMIT = 8 << 20  # decompressed bytes decoded whole; past this, walked as a stream
@@ -152,7 +152,7 @@ def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
         return _stats([m.offset for m in entry.inner_from(head)])
     first, last, count, increasing = _walk_legacy(_Reader(b"", pieces), where)
     if entry.magic >= 1:  # v1 inner offsets are relative: the wrapper holds the last one's
-        shift = entry.offset - last
+        shift = v1_shift(entry.offset, last)
         first, last = first + shift, last + shift
     return InnerStats(first, last, count, increasing)
 

@@ -59,3 +59,20 @@ def test_realworld_data_is_present_or_skipped() -> None:
     assert counts["__consumer_offsets-18"] == 499
     assert (counts["first_topic-0"], counts["first_topic-1"], counts["first_topic-2"]) == (11, 12, 18)
     assert counts["new_topic-0"] == 2
+
+
+@pytest.mark.parametrize("wrapper_offset", [0, 2, 3, 4, 1000])
+def test_a_v1_wrapper_offset_below_its_last_relative_one_reads_as_kafka_reads_it(
+    wrapper_offset: int, tmp_path: Path
+) -> None:
+    """Kafka's deep iterator applies a v1 wrapper's base (its offset minus the last relative inner
+    offset) only when it is not negative; a damaged wrapper offset then leaves the inner offsets as
+    stored. ktool must hand out the offsets a consumer would see."""
+    source = FIXTURES / "generated" / "v1" / "gzip-0" / "00000000000000000000.log"
+    data = bytearray(source.read_bytes())
+    data[0:8] = wrapper_offset.to_bytes(8, "big")  # the first wrapper's offset, outside its CRC
+    damaged = tmp_path / "00000000000000000000.log"
+    damaged.write_bytes(bytes(data))
+    ours, theirs = read_with_ktool(damaged), read_with_kafka_python(damaged)
+    assert [r.offset for r in ours[0].records] == [r.offset for r in theirs[0].records]
+    assert ours == theirs
