@@ -170,7 +170,8 @@ def scan(
       3  a path could not be read, Java or pyspark is missing, the master is unreachable
     """
     from kafka_tools.pipeline import ScanOptions, plan_scan
-    from kafka_tools.pipeline.job import prepare_out_dir, run_scan
+    from kafka_tools.pipeline.job import run_scan
+    from kafka_tools.pipeline.output import prepare_out_dir
     from kafka_tools.pipeline.questions import make_question
     from kafka_tools.pipeline.remote import is_remote, local_path, plan_remote
     from kafka_tools.pipeline.session import SparkSettings, spark_session

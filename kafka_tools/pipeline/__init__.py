@@ -21,14 +21,12 @@ from kafka_tools.pipeline.shipped import use_shipped_extension
 
 use_shipped_extension()  # on an executor, before the decoder loads: the C extension the driver shipped
 
-from kafka_tools.pipeline.plan import (  # noqa: E402
+from kafka_tools.pipeline.plan import ScanOptions, ScanPlan, plan_scan  # noqa: E402
+from kafka_tools.pipeline.results import (  # noqa: E402
     CommittedOffset,
     PartitionSummary,
-    ScanOptions,
-    ScanPlan,
     ScanResult,
     TableWritten,
-    plan_scan,
 )
 
 __all__ = [

@@ -23,39 +23,23 @@ Then, on the driver: the partition-level checks (`plan.assemble_validation`, so 
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import tempfile
 import time
-import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
-from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.log.findings import SegmentReport
 from kafka_tools.pipeline import tables
-from kafka_tools.pipeline.plan import (
-    CommittedOffset,
-    ScanOptions,
-    ScanPlan,
-    ScanResult,
-    TableWritten,
-    finding_row,
-    finish,
-    offsets_replay_segments,
-    pack,
-)
-from kafka_tools.pipeline.session import Progress, job_progress, master_watch
+from kafka_tools.pipeline.monitor import Progress, job_progress, master_watch
+from kafka_tools.pipeline.offsets_replay import OffsetsSegment
+from kafka_tools.pipeline.output import FORMATS, Staging, prepare_out_dir, write, write_small_tables
+from kafka_tools.pipeline.plan import ScanOptions, ScanPlan, offsets_replay_segments, pack
+from kafka_tools.pipeline.results import CommittedOffset, ScanResult, TableWritten, finish
 from kafka_tools.pipeline.sources import SegmentSource
-from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentTotals
+from kafka_tools.pipeline.tasks import SegmentTotals
 
-FORMATS = ("parquet", "json")
-TABLES = ("segments", "batches", "findings", "records", "offsets")  # what --out holds
-STAGING_PREFIX = "_ktool-staging-"  # where the tables are written before they are moved into --out
 Range = tuple[int, int, "int | None"]  # segment index, start, end (None: the end of the file)
 
 
@@ -203,53 +187,6 @@ def _sql_error(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-class Staging:
-    """The tables are written under `OUT/_ktool-staging-ID/` and moved to `OUT/` (a rename each) only
-    once every one of them is complete: a scan that fails or is interrupted leaves no table, and no
-    half-written one beside complete ones."""
-
-    def __init__(self, spark, out: str) -> None:
-        self.spark = spark
-        self.out = out
-        self.path = table_path(out, f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}")
-
-    def publish(self, written: list[TableWritten]) -> list[TableWritten]:
-        final = []
-        for t in written:
-            target = table_path(self.out, t.name)
-            self._move(t.path, target)
-            final.append(replace(t, path=target))
-        self.discard()
-        return final
-
-    def _move(self, src: str, dst: str) -> None:
-        local = _local_dir(src)
-        try:
-            if local is not None:
-                os.rename(local, _local_dir(dst) or dst)
-                return
-            jvm = self.spark.sparkContext._jvm
-            path = jvm.org.apache.hadoop.fs.Path(src)
-            fs = path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
-            if not fs.rename(path, jvm.org.apache.hadoop.fs.Path(dst)):
-                raise OSError(f"rename to {dst} refused")
-        except Exception as exc:
-            raise InputError(f"cannot move the finished table {src} to {dst}: {_java_line(exc)}") from None
-
-    def discard(self) -> None:
-        """Remove the staging directory (best effort: the scan is failing or done)."""
-        local = _local_dir(self.path)
-        try:
-            if local is not None:
-                shutil.rmtree(local, ignore_errors=True)
-                return
-            jvm = self.spark.sparkContext._jvm
-            path = jvm.org.apache.hadoop.fs.Path(self.path)
-            path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()).delete(path, True)
-        except Exception:  # noqa: BLE001 - the master or the filesystem may be gone; leave it
-            pass
-
-
 class ListParam:
     """An accumulator of lists (a pyspark AccumulatorParam by its two methods): how the main stage's
     tasks hand the driver what is not a table row."""
@@ -372,125 +309,6 @@ def committed_from(offsets) -> list[CommittedOffset]:
         for r in rows
     ]
     return sorted(out, key=lambda c: (c.group, c.topic, c.partition, c.file))
-
-
-def write_small_tables(spark, options: ScanOptions, result: ScanResult) -> list[TableWritten]:
-    """The tables the driver builds (segments, findings), one file each, written side by side (two
-    Spark jobs at once: each is mostly fixed cost)."""
-    findings = [finding_row(f) for f in result.validation.all_findings()]
-    jobs = [("segments", tables.SEGMENTS, result.segments), ("findings", tables.FINDINGS, findings)]
-
-    def one(job: tuple) -> TableWritten:
-        name, columns, rows = job
-        data = [tuple(r[c] for c in tables.names(columns)) for r in rows]
-        df = spark.createDataFrame(data, tables.spark_ddl(columns)).coalesce(1)
-        return write(df, options, name, len(data))
-
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        return list(pool.map(one, jobs))
-
-
-# -- output --------------------------------------------------------------------------------------
-
-
-def table_path(out: str, name: str) -> str:
-    return out.rstrip("/") + "/" + name
-
-
-def _local_dir(out: str) -> str | None:
-    parts = urlsplit(out)
-    if parts.scheme in ("", "file"):
-        return parts.path if parts.scheme else out
-    return None
-
-
-def prepare_out_dir(options: ScanOptions, spark=None) -> list[str]:
-    """Before any work: --out must be a directory ktool can create and write in, and hold no table of
-    an earlier scan, unless --overwrite; then every earlier table goes, the ones this scan writes and
-    the ones it does not (a `records` table of another scan must not stay beside new `segments`).
-    A local --out is checked before Spark starts; a Hadoop URI (spark given) through Hadoop's
-    FileSystem. Returns the tables removed."""
-    if not options.out:
-        return []
-    local = _local_dir(options.out)
-    if local is not None:
-        return _prepare_local(options, local)
-    if spark is None:
-        return []
-    return _prepare_hadoop(options, spark)
-
-
-def _prepare_local(options: ScanOptions, local: str) -> list[str]:
-    try:
-        os.makedirs(local, exist_ok=True)
-        with tempfile.TemporaryFile(dir=local):
-            pass
-    except OSError as exc:
-        raise InputError(f"--out {options.out}: cannot write there: {exc.strerror or exc}") from None
-    existing = [n for n in TABLES if os.path.lexists(os.path.join(local, n))]
-    if existing and not options.overwrite:
-        raise UsageError(
-            f"{options.out} already holds {', '.join(existing)}: choose another --out or add --overwrite"
-        )
-    for name in existing:
-        path = os.path.join(local, name)
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
-        except OSError as exc:
-            raise InputError(f"--overwrite: cannot remove {path}: {exc.strerror or exc}") from None
-    return existing
-
-
-def _prepare_hadoop(options: ScanOptions, spark) -> list[str]:
-    sc = spark.sparkContext
-    jvm = sc._jvm
-    existing, paths = [], {}
-    try:
-        for name in TABLES:
-            path = jvm.org.apache.hadoop.fs.Path(table_path(options.out or "", name))
-            fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
-            if fs.exists(path):
-                existing.append(name)
-                paths[name] = (fs, path)
-    except Exception as exc:
-        raise InputError(f"--out {options.out}: {_java_line(exc)}") from None
-    if existing and not options.overwrite:
-        raise UsageError(
-            f"{options.out} already holds {', '.join(existing)}: choose another --out or add --overwrite"
-        )
-    for name in existing:
-        fs, path = paths[name]
-        try:
-            fs.delete(path, True)
-        except Exception as exc:
-            raise InputError(f"--overwrite: cannot remove {path.toString()}: {_java_line(exc)}") from None
-    return existing
-
-
-def _java_line(exc: BaseException) -> str:
-    """The first `SomeException: message` line of a Java error seen through py4j, else the text."""
-    text = str(exc)
-    match = re.search(r"([\w.$]+(?:Exception|Error)): ([^\n]*)", text)
-    if match:
-        return f"{match.group(1).rsplit('.', 1)[-1]}: {match.group(2).strip()}"
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-
-
-def write(df, options: ScanOptions, name: str, rows: int | None = None) -> TableWritten:
-    path = table_path(options.out or "", name)
-    writer = df.write.format(options.fmt).mode("overwrite")
-    if options.fmt == "json":
-        writer = writer.option("ignoreNullFields", "false")  # every column on every line, null or not
-    try:
-        writer.save(path)
-    except Exception as exc:
-        if type(exc).__module__.startswith(("py4j", "pyspark")) and "PythonException" not in str(exc)[:300]:
-            raise InputError(f"cannot write the {name} table to {path}: {_java_line(exc)}") from None
-        raise
-    return TableWritten(name, path, options.fmt, rows)
 
 
 @contextmanager

@@ -8,17 +8,11 @@ from __future__ import annotations
 
 import time
 
-from kafka_tools.pipeline.plan import (
-    ScanOptions,
-    ScanPlan,
-    ScanResult,
-    SegmentTotals,
-    committed_offsets,
-    finish,
-    offsets_replay_segments,
-)
+from kafka_tools.pipeline.offsets_replay import replay_offsets
+from kafka_tools.pipeline.plan import ScanOptions, ScanPlan, offsets_replay_segments
+from kafka_tools.pipeline.results import ScanResult, committed_offsets, finish
 from kafka_tools.pipeline.shipped import decoder_name
-from kafka_tools.pipeline.tasks import batch_chunks, check_segment, replay_offsets
+from kafka_tools.pipeline.tasks import SegmentTotals, batch_chunks, check_segment
 
 
 def scan_in_process(plan: ScanPlan, options: ScanOptions) -> ScanResult:

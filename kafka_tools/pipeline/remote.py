@@ -24,9 +24,10 @@ from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.log.dirs import Discovery
 from kafka_tools.pipeline import tables
+from kafka_tools.pipeline.offsets_replay import OffsetsSegment
 from kafka_tools.pipeline.plan import ScanOptions, ScanPlan
 from kafka_tools.pipeline.sources import SegmentSource
-from kafka_tools.pipeline.tasks import OffsetsSegment, SegmentSpec, with_path
+from kafka_tools.pipeline.tasks import SegmentSpec, with_path
 
 
 def is_remote(path: str) -> bool:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from kafka_tools.format.plural import plural
-from kafka_tools.pipeline.plan import CommittedOffset, PartitionSummary, ScanResult
+from kafka_tools.pipeline.results import CommittedOffset, PartitionSummary, ScanResult
 from kafka_tools.render.findings import FindingsText, JsonLines, finding_object, verdict
 from kafka_tools.render.lines import wants_colour
 

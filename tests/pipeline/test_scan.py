@@ -335,7 +335,7 @@ def test_overwrite_leaves_no_table_of_an_earlier_scan(spark, tmp_path: Path) -> 
 
 def test_out_on_a_hadoop_filesystem_is_checked_and_cleared_there(spark, tmp_path: Path) -> None:
     from kafka_tools.errors import UsageError
-    from kafka_tools.pipeline.job import prepare_out_dir
+    from kafka_tools.pipeline.output import prepare_out_dir
 
     (tmp_path / "segments").mkdir()
     (tmp_path / "segments" / "part-0.parquet").write_bytes(b"old")

@@ -13,14 +13,9 @@ from kafka_tools.log.findings import ValidateOptions
 from kafka_tools.log.validate import validate_paths
 from kafka_tools.pipeline import ScanOptions, plan_scan
 from kafka_tools.pipeline.local import scan_in_process
-from kafka_tools.pipeline.plan import OffsetsSegment, pack
-from kafka_tools.pipeline.tasks import (
-    batch_chunks,
-    range_starts,
-    record_chunks,
-    replay_offsets,
-    split_ranges,
-)
+from kafka_tools.pipeline.offsets_replay import OffsetsSegment, replay_offsets
+from kafka_tools.pipeline.plan import pack
+from kafka_tools.pipeline.tasks import batch_chunks, range_starts, record_chunks, split_ranges
 from tests.independent import FIXTURES, REALWORLD
 
 GENERATED = FIXTURES / "generated"
