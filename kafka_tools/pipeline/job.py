@@ -274,13 +274,13 @@ class LocalFiles(SegmentSource):
             return self.spark.createDataFrame([], tables.spark_ddl(columns))
 
         def replay_task(id_batches):
+            from kafka_tools.pipeline import offsets_replay, tasks
             from kafka_tools.pipeline import tables as t
-            from kafka_tools.pipeline import tasks
 
             for ids in id_batches:
                 for task in ids.column(0).to_pylist():
                     for (_, number), segments in units.value[task]:
-                        for part in tasks.chunked(tasks.replay_offsets(number, segments)):
+                        for part in tasks.chunked(offsets_replay.replay_offsets(number, segments)):
                             yield t.arrow_batch(columns, part)
 
         return self.spark.range(0, n, 1, n).mapInArrow(replay_task, tables.spark_ddl(columns))

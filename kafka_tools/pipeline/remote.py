@@ -178,14 +178,16 @@ class RemoteFiles(SegmentSource):
             return log, (order, i, recovered, item[1])
 
         def replay_partition(group):
-            from kafka_tools.pipeline import tasks
+            from kafka_tools.pipeline import offsets_replay
             from kafka_tools.pipeline.remote import _rows, local_copy
 
             (_, number), items = group
             items = sorted(items, key=lambda item: item[0])
             with local_copy([specs.value[i] for _, i, _, _ in items], [d for *_, d in items]) as local:
-                segs = [tasks.OffsetsSegment(s, r) for s, (_, _, r, _) in zip(local, items, strict=True)]
-                yield from _rows(columns, None, [tasks.replay_offsets(number, segs)])
+                segs = [
+                    offsets_replay.OffsetsSegment(s, r) for s, (_, _, r, _) in zip(local, items, strict=True)
+                ]
+                yield from _rows(columns, None, [offsets_replay.replay_offsets(number, segs)])
 
         rdd = self._files(sorted(place)).map(key).groupByKey().flatMap(replay_partition)
         return self.spark.createDataFrame(rdd, tables.spark_ddl(columns))

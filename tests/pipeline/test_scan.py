@@ -349,9 +349,9 @@ def test_out_on_a_hadoop_filesystem_is_checked_and_cleared_there(spark, tmp_path
 
 def _hadoop(spark, options: ScanOptions) -> list[str]:
     """`prepare_out_dir` on Hadoop's FileSystem (a file:// --out is otherwise handled as a local path)."""
-    from kafka_tools.pipeline import job
+    from kafka_tools.pipeline import output
 
-    return job._prepare_hadoop(options, spark)
+    return output._prepare_hadoop(options, spark)
 
 
 def test_interrupt_is_one_line_exit_130_and_no_log_left(tmp_path: Path) -> None:
