@@ -26,6 +26,7 @@ with `KTOOL_PROPERTY_SEED=<seed> pytest tests/log/test_recovery_partition_proper
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
@@ -49,6 +50,7 @@ from tests.reference_recovery import (
     recover,
     recover_partition,
 )
+from tests.support.cli import run_ktool
 
 SEED = int(os.environ.get("KTOOL_PROPERTY_SEED", "20261123"))
 CASES = int(os.environ.get("KTOOL_PARTITION_CASES", "500"))  # per kind of damage
@@ -241,9 +243,9 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
-def check_case(case: Case, workdir: Path) -> tuple[str, int]:
-    """One damaged partition, checked through the services; returns what truncate did and how many stale
-    index files it rewrote."""
+def check_case(case: Case, workdir: Path, cli: bool = False) -> tuple[str, int]:
+    """One damaged partition, checked through the services (`cli`: truncate and undo through `ktool`
+    itself); returns what truncate did and how many stale index files it rewrote."""
     src = case.source
     files = case.build()
     where = f"partition={src.name} case={case} seed={SEED}"
@@ -268,6 +270,7 @@ def check_case(case: Case, workdir: Path) -> tuple[str, int]:
         assert plan.advice == "refused" and errors, (
             f"the broker keeps {ref.unsound!r}; ktool did not refuse: {where}"
         )
+        _cli_changes_nothing(cli, part, src, plan.advice, where)
         return "refused", 0
     assert plan.advice != "refused", f"refused {[f.fields() for f in plan.unrepairable]}: {where}"
     # The broker rewrites the indexes of every segment it recovers; ktool rewrites those of the segment it
@@ -287,6 +290,7 @@ def check_case(case: Case, workdir: Path) -> tuple[str, int]:
         stale.add(ref.cut)  # the broker rewrites a cut segment's indexes, stale or not
     if ref.cut is None and not stale:
         assert plan.advice == "none" and errors == 0, f"{findings(result)}: {where}"
+        _cli_changes_nothing(cli, part, src, plan.advice, where)
         return "none", 0
     assert errors, where
     if ref.cut is None:
@@ -302,7 +306,10 @@ def check_case(case: Case, workdir: Path) -> tuple[str, int]:
         assert plan.advice == "truncate --force", f"would silently lose valid entries: {where}"
 
     before = {p.name: p.read_bytes() for p in part.iterdir()}
-    backup = repair.apply_plan(plan, workdir / "backups")
+    if cli:
+        manifest = _cli_truncate(part, src, plan.advice, workdir / "backups", before, where)
+    else:
+        manifest = repair.apply_plan(plan, workdir / "backups") / repair.MANIFEST
     after = {p.name: p.read_bytes() for p in part.iterdir()}
     gone = {_name(b, s) for b in ref.deleted for s in (".log", ".index", ".timeindex")}
     for name in sorted(set(before) | set(after)):
@@ -324,9 +331,39 @@ def check_case(case: Case, workdir: Path) -> tuple[str, int]:
             )
     clean = validate_paths([part], ValidateOptions())
     assert clean.summary().errors == 0, f"{findings(clean)}: {where}"
-    repair.undo(backup / repair.MANIFEST)
+    if cli:
+        undone = run_ktool("truncate", "--undo", str(manifest))
+        assert undone.exit_code == 0, f"{undone.output}: {where}"
+    else:
+        repair.undo(manifest)
     assert {p.name: p.read_bytes() for p in part.iterdir()} == before, f"undo did not restore: {where}"
     return plan.advice, stale_files
+
+
+def _truncate_args(src: Source, backups: Path | None = None) -> list[str]:
+    where = ["--backup-dir", str(backups)] if backups is not None else []
+    return ["truncate", "--json", "--index-interval-bytes", str(src.interval), *where]
+
+
+def _cli_changes_nothing(cli: bool, part: Path, src: Source, advice: str, where: str) -> None:
+    if not cli:
+        return
+    before = {p.name: p.read_bytes() for p in part.iterdir()}
+    res = run_ktool(*_truncate_args(src, part.parents[1] / "backups"), "--force", str(part))
+    assert res.exit_code == (1 if advice == "refused" else 0), f"{res.output}: {where}"
+    assert "Traceback" not in res.output, where
+    assert {p.name: p.read_bytes() for p in part.iterdir()} == before, f"changed files: {where}"
+
+
+def _cli_truncate(part: Path, src: Source, advice: str, backups: Path, before: dict, where: str) -> Path:
+    """`ktool truncate` without --force (refusing when data would be lost), then with it if needed."""
+    plain = run_ktool(*_truncate_args(src, backups), str(part))
+    if advice == "truncate --force":
+        assert plain.exit_code == 1, f"{plain.output}: {where}"
+        assert {p.name: p.read_bytes() for p in part.iterdir()} == before, f"changed without --force: {where}"
+        plain = run_ktool(*_truncate_args(src, backups), "--force", str(part))
+    assert plain.exit_code == 0, f"{plain.output}: {where}"
+    return Path(next(json.loads(x)["manifest"] for x in plain.stdout.splitlines() if '"applied"' in x))
 
 
 def _intact_after_cut(case: Case, cut: int | None, keep: int) -> bool:
@@ -401,3 +438,23 @@ def test_the_reference_rebuilds_the_indexes_a_broker_wrote() -> None:
                 assert times == src.files[_name(base, ".timeindex")], f"{src.name} {base}"
             checked += 1
     assert checked == 16
+
+
+CLI_SAMPLE = int(os.environ.get("KTOOL_PARTITION_CLI_CASES", "15"))  # per kind of damage
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_cli_agrees_on_a_sample(kind: str, tmp_path: Path) -> None:
+    """The same judgement through `ktool truncate` itself: without --force first (exit 1 and nothing
+    changed when valid data would be lost), then with it, and `--undo`."""
+    outcomes: dict[str, int] = {}
+
+    @seed(SEED)
+    @settings(max_examples=CLI_SAMPLE, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(case=cases(kind))
+    def run(case: Case) -> None:
+        outcome, _ = check_case(case, tmp_path / "case", cli=True)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+
+    run()
+    assert sum(outcomes.values()) >= CLI_SAMPLE * 0.9, outcomes
