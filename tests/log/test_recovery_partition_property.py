@@ -56,7 +56,7 @@ from tests.reference_recovery import (
 from tests.support.cli import run_ktool
 
 SEED = int(os.environ.get("KTOOL_PROPERTY_SEED", "20261123"))
-CASES = int(os.environ.get("KTOOL_PARTITION_CASES", "1000"))  # per kind of damage: 4 x 1000 + 500
+CASES = int(os.environ.get("KTOOL_PARTITION_CASES", "800"))  # per kind of damage: 4 x 800 + 400
 GEN = FIXTURES / "generated"
 K09 = FIXTURES / "kafka-0.9.0.1" / "logdir"
 SPLIT_INTERVAL = 256
