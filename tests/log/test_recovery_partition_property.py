@@ -469,3 +469,48 @@ def test_the_cli_agrees_on_a_sample(kind: str, tmp_path: Path) -> None:
 
     run()
     assert sum(outcomes.values()) >= CLI_SAMPLE * 0.9, outcomes
+
+
+def _source(name: str) -> Source:
+    return next(s for s in SOURCES if s.name == name)
+
+
+@pytest.mark.parametrize(
+    ("case", "outcome"),
+    [
+        # A segment emptied by the damage: its `.timeindex` still named offsets it no longer holds, and
+        # validate, finding no last offset to compare with, said nothing.
+        (Case("corrupt", _source("generated/v2/segmented-0"), 1, Mutation("cut", 0.0, 0, b"")), "truncate"),
+        # A segment starting below its predecessor's end, cut to nothing: the cut does not move its base
+        # offset, so the overlap stays (the log end would go back to 2); truncate went ahead.
+        (
+            Case(
+                "base-offset",
+                _source("generated/v0/gzip-0 split in 3"),
+                1,
+                Mutation("flip", 0.5, 0, b""),
+                moved=1,
+                shift=-3,
+            ),
+            "refused",
+        ),
+        # A segment named past its entries, damaged at its first one: the intact entries after it were
+        # dropped without --force (the search past the hole looked only for offsets from the base on).
+        (
+            Case(
+                "base-offset",
+                _source("kafka-0.9.0.1/logdir/segmented-0"),
+                1,
+                Mutation("length", 0.0, 0, b""),
+                moved=1,
+                shift=1000,
+                rename_only=True,
+            ),
+            "truncate --force",
+        ),
+    ],
+    ids=["emptied-segment-time-index", "overlap-cut-to-nothing", "misnamed-segment-damaged-first"],
+)
+def test_the_cases_that_failed_first(case: Case, outcome: str, tmp_path: Path) -> None:
+    """The mismatches this test found, kept as plain cases so they stay checked whatever hypothesis draws."""
+    assert check_case(case, tmp_path / "case")[0] == outcome
