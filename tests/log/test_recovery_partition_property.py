@@ -480,7 +480,10 @@ def _source(name: str) -> Source:
     [
         # A segment emptied by the damage: its `.timeindex` still named offsets it no longer holds, and
         # validate, finding no last offset to compare with, said nothing.
-        (Case("corrupt", _source("generated/v2/segmented-0"), 1, Mutation("cut", 0.0, 0, b"")), "truncate"),
+        (
+            Case("corrupt", _source("generated/v1/gzip-0 split in 3"), 1, Mutation("cut", 0.0, 0, b"")),
+            "truncate",
+        ),
         # A segment starting below its predecessor's end, cut to nothing: the cut does not move its base
         # offset, so the overlap stays (the log end would go back to 2); truncate went ahead.
         (
