@@ -169,3 +169,105 @@ def _kafka07_soundness(data: bytes, kept: list[KeptEntry]) -> str | None:
         if not inner or recover_kafka07(inner)[0] != len(inner):
             return f"message at {e.position}: codec {codec} payload holds no valid message set"
     return None
+
+
+# -- the partition: Log.loadSegments / Log.recoverLog ------------------------------------------------------
+#
+# The broker lists a partition's `<base>.log` files and orders the segments by the base offset in their
+# names; nothing checks that a base offset follows its predecessor's last offset (a missing segment leaves
+# a gap the log simply continues over; an overlap is loaded as it is). After an unclean shutdown every
+# segment past the recovery point (0 without a checkpoint, as here) is recovered in that order with
+# LogSegment.recover, which also rewrites the segment's `.index` and `.timeindex`; the first segment that
+# loses bytes ends the log: every later segment is deleted with its index files (Log.recoverLog,
+# `unflushed.foreach(deleteSegment)`).
+#
+# Index rebuilding (LogSegment.recover, 0.11+): before an entry, when `validBytes - lastIndexEntry >
+# index.interval.bytes`, append (lastOffset - base, validBytes) to the `.index` and, to the `.timeindex`,
+# (max timestamp so far, the last offset of the entry that had it) unless that timestamp is not above the
+# time index's last one (TimeIndex.maybeAppend; an empty time index counts as timestamp -1); after the
+# walk, the same time entry once more (a closed segment's final entry). lastOffset is the shallow offset
+# of a legacy message (a wrapper carries its last inner offset) and baseOffset + lastOffsetDelta for a
+# batch. (0.9/0.10 stored the first inner offset of a compressed wrapper instead; both index forms find
+# the same data, and ktool writes today's.) A legacy message's timestamp is its own (magic 1) or -1.
+
+
+def entry_last_offset(data: bytes, e: KeptEntry) -> int:
+    (offset,) = struct.unpack_from(">q", data, e.position)
+    if e.magic >= 2:
+        return offset + struct.unpack_from(">i", data, e.position + 23)[0]
+    return offset
+
+
+def entry_first_offset(data: bytes, e: KeptEntry) -> int:
+    """The first offset an entry holds: a batch's base offset, a wrapper's first inner message's."""
+    if e.magic >= 2:
+        return struct.unpack_from(">q", data, e.position)[0]
+    return _legacy_offsets(data[e.position : e.position + e.size], e.magic)[0]
+
+
+def entry_max_timestamp(data: bytes, e: KeptEntry) -> int:
+    if e.magic >= 2:
+        return struct.unpack_from(">q", data, e.position + 35)[0]
+    if e.magic == 1:
+        return struct.unpack_from(">q", data, e.position + 18)[0]
+    return -1
+
+
+def rebuild_indexes(data: bytes, kept: list[KeptEntry], base: int, interval: int) -> tuple[bytes, bytes]:
+    """The `.index` and `.timeindex` LogSegment.recover writes for the kept entries of a segment."""
+    offsets, times = bytearray(), bytearray()
+    valid = last_index_entry = 0
+    max_ts, max_ts_offset = -1, base
+    time_last = -1  # TimeIndex.lastEntry of an empty index: (NO_TIMESTAMP, base)
+
+    def maybe_append_time() -> None:
+        nonlocal time_last
+        if max_ts > time_last:
+            times.extend(struct.pack(">qi", max_ts, max_ts_offset - base))
+            time_last = max_ts
+
+    for e in kept:
+        last = entry_last_offset(data, e)
+        ts = entry_max_timestamp(data, e)
+        if ts > max_ts:
+            max_ts, max_ts_offset = ts, last
+        if valid - last_index_entry > interval:
+            offsets.extend(struct.pack(">iI", last - base, valid))
+            maybe_append_time()
+            last_index_entry = valid
+        valid += e.size
+    maybe_append_time()
+    return bytes(offsets), bytes(times)
+
+
+@dataclass
+class PartitionRecovery:
+    cut: int | None  # base offset of the segment recovery truncates (None: nothing cut)
+    keep_bytes: int  # what it keeps of that segment
+    deleted: list[int]  # base offsets of the later segments it deletes
+    lost_entries: int  # valid entries in the deleted segments
+    kept: dict[int, list[KeptEntry]]  # base offset -> entries kept, for every segment left
+    unsound: str | None  # damage recovery keeps (see `soundness`), across segments too
+
+
+def recover_partition(segments: dict[int, bytes], rules: str) -> PartitionRecovery:
+    """Log.recoverLog over `segments` (base offset -> segment bytes), recovery point 0."""
+    out = PartitionRecovery(None, 0, [], 0, {}, None)
+    next_offset = None  # one past the last offset kept so far
+    for base in sorted(segments):
+        data = segments[base]
+        if out.cut is not None:
+            out.deleted.append(base)
+            out.lost_entries += len(recover(data, rules)[1])
+            continue
+        prefix, kept = recover(data, rules)
+        out.kept[base] = kept
+        if prefix < len(data):
+            out.cut, out.keep_bytes = base, prefix
+        if out.unsound is None:
+            out.unsound = soundness(data, kept, base, rules)
+        if out.unsound is None and next_offset is not None and base < next_offset:
+            out.unsound = f"segment {base} starts below its predecessor's next offset {next_offset}"
+        if kept:
+            next_offset = entry_last_offset(data, kept[-1]) + 1
+    return out

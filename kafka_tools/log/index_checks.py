@@ -117,13 +117,14 @@ def check_time_index(seg: Segment, report: SegmentReport) -> list[Finding]:
             break
     last = report.last_offset
     for e in entries:
-        if last is not None and e.offset > last:
+        if last is None or e.offset > last:  # an empty segment's time index must be empty too
+            held = "it holds no valid entry" if last is None else f"its last valid offset is {last}"
             out.append(
                 Finding(
                     name,
                     "time-index-past-log-end",
                     Severity.ERROR,
-                    f"entry {e.slot} names offset {e.offset}, past the segment's last valid offset {last}",
+                    f"entry {e.slot} names offset {e.offset}, past the segment's end: {held}",
                     e.slot * 12,
                     e.offset,
                     repairable=True,

@@ -149,10 +149,20 @@ def _left_unrepaired(plan: RecoveryPlan, report: PartitionReport, before_start: 
     for f in report.all_findings():
         if f.severity != Severity.ERROR or f.file in gone or f.file in before_start:
             continue
-        if f.file == cut_file and f.position is not None and f.position >= plan.cut.keep_bytes:
+        if (
+            f.file == cut_file
+            and f.position is not None
+            and f.position >= plan.cut.keep_bytes
+            and f.kind not in _ABOUT_THE_NAME
+        ):
             continue
         left.append(f)
     return left
+
+
+# Findings about a segment's base offset (its file name), not its bytes: cutting the segment, even to
+# nothing, leaves them (an empty segment below its predecessor's end sets the log end back).
+_ABOUT_THE_NAME = frozenset({"segments-overlap"})
 
 
 def _files(seg: Segment) -> list[Path]:

@@ -176,6 +176,10 @@ def scan_segment(
             found = resync_kafka07(path, cut + 1)
         else:
             found = resync(path, cut + 1, min_offset=(base - 1 if last is None else last) + 1)
+            if not found and last is None and base > 0:
+                # Entries below the base of a segment named past them (a misnamed file) are still data
+                # the cut throws away: truncate must ask for --force, not drop them silently.
+                found = resync(path, cut + 1, min_offset=0)
         report.valid_after = sorted(set(report.valid_after) | set(found))
     report.next_offset = nxt
     report.recovery_point = size if cut is None else cut
