@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 import click
 
 from kafka_tools.cli import pipe
+from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
+from kafka_tools.cli.validate import usable_cores
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 from kafka_tools.log.dump import dump_file
 from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
 from kafka_tools.render.dump_json import DumpJsonRenderer
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter
-from kafka_tools.render.progress import file_progress
+from kafka_tools.render.progress import MIN_BYTES_FOR_BAR, file_progress, tree_progress
 from kafka_tools.render.values import DECODERS
 
 
@@ -67,6 +70,13 @@ from kafka_tools.render.values import DECODERS
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Files dumped at once (processes); output stays in file order [default: the usable cores].",
+)
 @click.pass_context
 def dump_log(
     ctx: click.Context,
@@ -83,6 +93,7 @@ def dump_log(
     to_offset: int | None,
     as_json: bool,
     progress: bool | None,
+    jobs: int | None,
 ) -> None:
     """Decode segment files of every on-disk generation and the files beside them.
 
@@ -117,6 +128,14 @@ def dump_log(
     )
     colour = (ctx.obj or {}).get("color")
     err = LineWriter(sys.stderr, colour)
+    jobs = min(jobs or usable_cores(), len(files))
+    if jobs > 1 and can_run_parallel() and (as_json or not LineWriter(sys.stdout, colour).colour):
+        # Many files, plain output: a worker a file (coloured terminal output stays in one process).
+        setup = dict(options=options, as_json=as_json, key_decoder=key_decoder, value_decoder=value_decoder)
+        with _files_progress(files, progress) as done:
+            exit_code = dump_files_parallel(list(files), setup, jobs, err, done)
+        sys.stdout.flush()
+        ctx.exit(exit_code)
     if as_json:
         renderer = DumpJsonRenderer(
             sys.stdout, options.print_data_log, key_decoder, value_decoder, skip_record_metadata
@@ -155,3 +174,16 @@ def dump_log(
             exit_code = max(exit_code, EXIT_ENVIRONMENT)
     sys.stdout.flush()
     ctx.exit(exit_code)
+
+
+@contextmanager
+def _files_progress(files: tuple[str, ...], enabled: bool | None):
+    """One bar for files dumped by workers, advanced a file at a time (on a terminal, for big dumps)."""
+    sizes = {f: os.path.getsize(f) if os.path.isfile(f) else 0 for f in files}
+    if enabled is None:
+        enabled = sys.stderr.isatty() and sum(sizes.values()) >= MIN_BYTES_FOR_BAR
+    with tree_progress(files, enabled) as for_file:
+        if for_file is None:
+            yield None
+            return
+        yield lambda path: for_file(path)(sizes[path]) if os.path.isfile(path) else None

@@ -29,6 +29,15 @@ class GuardedStdout:
                 self._broken(exc)
         return len(text)
 
+    def write_bytes(self, data: bytes) -> None:
+        """Bytes straight to the binary buffer beneath, after what the text layer still holds."""
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+                self._stream.buffer.write(data)
+            except OSError as exc:
+                self._broken(exc)
+
     def writelines(self, lines) -> None:
         for line in lines:
             self.write(line)

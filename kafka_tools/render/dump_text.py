@@ -263,6 +263,10 @@ def write_utf8(stream, data: bytes) -> None:
     buffer = getattr(stream, "buffer", None)
     encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
     if buffer is not None and encoding == "utf8" and (data.isascii() or _is_utf8(data)):
+        guarded = getattr(stream, "write_bytes", None)  # cli/pipe.py's stdout: a closed pipe is no error
+        if guarded is not None:
+            guarded(data)
+            return
         stream.flush()
         buffer.write(data)
         return
