@@ -592,12 +592,103 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
     return 0;
 }
 
+/* Length of the UTF-8 sequence at s[i] (*ok = 1), or of the maximal subpart of an ill-formed one that
+ * Python's decode(errors="replace") turns into one U+FFFD (*ok = 0): a bad lead byte alone, else the
+ * lead and the continuation bytes that were still acceptable. */
+static inline Py_ssize_t
+utf8_step(const unsigned char *s, Py_ssize_t n, Py_ssize_t i, int *ok)
+{
+    unsigned char c = s[i];
+    *ok = 1;
+    if (c < 0x80)
+        return 1;
+    if (c < 0xC2 || c > 0xF4) {
+        *ok = 0;
+        return 1;
+    }
+    int need = c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c == 0xE0)
+        lo = 0xA0;
+    else if (c == 0xED)
+        hi = 0x9F;
+    else if (c == 0xF0)
+        lo = 0x90;
+    else if (c == 0xF4)
+        hi = 0x8F;
+    for (int j = 1; j <= need; j++) {
+        if (i + j >= n) {
+            *ok = 0;
+            return j;
+        }
+        unsigned char b = s[i + j];
+        if (b < lo || b > hi) {
+            *ok = 0;
+            return j;
+        }
+        lo = 0x80;
+        hi = 0xBF;
+    }
+    return need + 1;
+}
+
+/* The output as bytes that are valid UTF-8: what `bytes(o).decode("utf-8", "replace").encode()`
+ * gives (keys and values are copied raw; separators are ASCII, so fixing the whole output equals
+ * decoding every field alone). Frees o's buffer. */
+static PyObject *
+out_finish_utf8(out_t *o)
+{
+    const unsigned char *s = (const unsigned char *)(o->data ? o->data : "");
+    Py_ssize_t n = o->len, i = 0;
+    int ok = 1;
+    while (i < n) {
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        i += utf8_step(s, n, i, &ok);
+        if (!ok)
+            break;
+    }
+    PyObject *result;
+    if (ok) {
+        result = PyBytes_FromStringAndSize((const char *)s, n);
+        PyMem_Free(o->data);
+        return result;
+    }
+    /* Ill-formed: again from the start, each bad subpart (>= 1 byte) replaced by U+FFFD (3 bytes). */
+    out_t fixed = {NULL, 0, 0};
+    if (out_reserve(&fixed, n * 3 + 1) < 0) {
+        PyMem_Free(o->data);
+        return NULL;
+    }
+    Py_ssize_t k = 0;
+    while (k < n) {
+        int good;
+        Py_ssize_t len = utf8_step(s, n, k, &good);
+        if (good)
+            out_put(&fixed, (const char *)s + k, len);
+        else
+            PUT(&fixed, "\xEF\xBF\xBD");
+        k += len;
+    }
+    result = PyBytes_FromStringAndSize(fixed.data, fixed.len);
+    PyMem_Free(fixed.data);
+    PyMem_Free(o->data);
+    return result;
+}
+
 /* format_messages(buf, position, json, print_data, file_json) -> bytes
  *
  * The lines of every message in `buf` (plain, valid messages as scan_messages accepts them; `position`
  * is the file position of buf[0]): Kafka 0.9's DumpLogSegments line (json false) or ktool's `message`
  * JSON object (json true; `file_json` is the file name already encoded as a JSON string). Keys and
- * values are written as raw bytes: decode the result as UTF-8 with errors="replace". */
+ * values are copied raw, then the whole is made valid UTF-8 as errors="replace" decoding would. */
 static PyObject *
 format_messages(PyObject *self, PyObject *args)
 {
@@ -736,9 +827,7 @@ format_messages(PyObject *self, PyObject *args)
         goto continue_next;
     }
     PyBuffer_Release(&view);
-    PyObject *result = PyBytes_FromStringAndSize(o.data ? o.data : "", o.len);
-    PyMem_Free(o.data);
-    return result;
+    return out_finish_utf8(&o);
 fail:
     PyBuffer_Release(&view);
     PyMem_Free(o.data);
@@ -749,7 +838,7 @@ fail:
  *
  * DumpLogSegments' `| offset: …` line of every v2 record (Record tuples as decode_records makes them),
  * `label` the batch's timestamp type (CreateTime, …); with print_data, headers, key and payload as raw
- * bytes (decode the result as UTF-8 with errors="replace"). */
+ * bytes, then the whole made valid UTF-8 as errors="replace" decoding would. */
 static int
 out_utf8_of(out_t *o, PyObject *text)
 {
@@ -873,9 +962,7 @@ format_records(PyObject *self, PyObject *args)
             goto fail;
         o.data[o.len++] = '\n';
     }
-    PyObject *result = PyBytes_FromStringAndSize(o.data ? o.data : "", o.len);
-    PyMem_Free(o.data);
-    return result;
+    return out_finish_utf8(&o);
 fail:
     PyMem_Free(o.data);
     return NULL;

@@ -151,7 +151,7 @@ class DumpJsonRenderer:
             )
         except ValueError:  # a compressed message inside a wrapper
             return False
-        write_utf8(self.out, text)
+        write_utf8(self.out, text, valid=True)
         return True
 
     def _batch(self, path: str, b: RecordBatch) -> dict:

@@ -120,7 +120,7 @@ class DumpTextRenderer:
             )
         except ValueError:  # a compressed message inside a wrapper
             return False
-        write_utf8(self.out.stream, text)
+        write_utf8(self.out.stream, text, valid=True)
         return True
 
     def _message(self, m: LegacyMessage | Kafka07Message, position: int, decoded: dict | None) -> None:
@@ -192,7 +192,8 @@ class DumpTextRenderer:
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         ):
             # The bulk case: Kafka's record lines, made in C, one write a batch.
-            write_utf8(self.out.stream, _format_records(records, b.timestamp_type.label, self.print_data))
+            text = _format_records(records, b.timestamp_type.label, self.print_data)
+            write_utf8(self.out.stream, text, valid=True)
         elif self.out.colour or self.print_data or self.skip_metadata or b.is_control:
             for record, decoded in zip(records, _each(event.decoded, records), strict=True):
                 self._record(b, record, decoded)
@@ -256,13 +257,14 @@ class DumpTextRenderer:
             self.out.fields([("version", h["version"]), ("crc", h["crc"]), ("entries", len(event.items))])
 
 
-def write_utf8(stream, data: bytes) -> None:
+def write_utf8(stream, data: bytes, valid: bool = False) -> None:
     """Write UTF-8 bytes (keys and values as stored) as the text `data.decode("utf-8", "replace")`
     would be written: straight to the binary buffer beneath a UTF-8 text stream when it is valid
-    UTF-8, saving a decode and an encode of every byte."""
+    UTF-8 (`valid`: the caller knows it is, as the C formatters' output always is), saving a decode
+    and an encode of every byte."""
     buffer = getattr(stream, "buffer", None)
     encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
-    if buffer is not None and encoding == "utf8" and (data.isascii() or _is_utf8(data)):
+    if buffer is not None and encoding == "utf8" and (valid or data.isascii() or _is_utf8(data)):
         guarded = getattr(stream, "write_bytes", None)  # cli/pipe.py's stdout: a closed pipe is no error
         if guarded is not None:
             guarded(data)

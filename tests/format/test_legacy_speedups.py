@@ -323,3 +323,34 @@ def test_v2_record_lines_print_the_same_in_c_and_python(args: list[str], monkeyp
         reference.stderr,
     )
     assert "headerKeys: [" in fast.stdout
+
+
+def _v2_segment_of(records: list[tuple[bytes | None, bytes | None]], path: Path) -> Path:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    for i, (key, value) in enumerate(records):
+        headers = [("h", value), ("null", None)] if i % 2 else []
+        b.append(i, timestamp=1_700_000_000_000 + i, key=key, value=value, headers=headers)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bytes(b.build()))
+    return path
+
+
+def test_v2_awkward_and_random_bytes_print_the_same_in_c_and_python(tmp_path: Path, monkeypatch) -> None:
+    # Bytes that are not UTF-8 become U+FFFD in C exactly as Python's decode("utf-8", "replace") does.
+    rnd = random.Random(16)
+    pieces = [b"\xe0\xa0", b"\xed\xa0\x80", b"\xf0\x90\x80", b"\xf4\x90", b"\xc0", b"\xff", b"\xe2\x82\xac"]
+    pieces += [b"\xf0\x9f\x98\x80", b"a", b"\x80", b"\xc3", b"\xc3\xa9", b"\xf5", b"\xe1\x80", b"\n"]
+    records = AWKWARD + [
+        (bytes(rnd.randrange(256) for _ in range(rnd.randrange(9))), rnd.randbytes(rnd.randrange(40)))
+        for _ in range(200)
+    ]
+    records += [(b"".join(rnd.choices(pieces, k=3)), b"".join(rnd.choices(pieces, k=12))) for _ in range(300)]
+    path = _v2_segment_of(records, tmp_path / "t-0" / "00000000000000000000.log")
+    args = [["--print-data-log"], ["--deep-iteration"]]
+    fast = [CliRunner().invoke(cli, ["dump-log", *a, str(path)], catch_exceptions=False) for a in args]
+    assert "\ufffd" in fast[0].stdout
+    monkeypatch.setattr(dump_text, "_format_records", None)
+    reference = [CliRunner().invoke(cli, ["dump-log", *a, str(path)], catch_exceptions=False) for a in args]
+    assert [(r.exit_code, r.stdout) for r in fast] == [(r.exit_code, r.stdout) for r in reference]
