@@ -639,8 +639,8 @@ static PyObject *
 out_finish_utf8(out_t *o)
 {
     const unsigned char *s = (const unsigned char *)(o->data ? o->data : "");
-    Py_ssize_t n = o->len, i = 0;
-    int ok = 1;
+    Py_ssize_t n = o->len, i = 0, run = 0; /* s[run:i] is valid and not yet copied */
+    out_t fixed = {NULL, 0, 0};
     while (i < n) {
         while (i + 8 <= n) {
             uint64_t w;
@@ -651,34 +651,32 @@ out_finish_utf8(out_t *o)
         }
         if (i >= n)
             break;
-        i += utf8_step(s, n, i, &ok);
-        if (!ok)
-            break;
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        int ok;
+        Py_ssize_t len = utf8_step(s, n, i, &ok);
+        if (!ok) {
+            /* Each bad subpart (>= 1 byte) becomes U+FFFD (3 bytes): the output is at most 3n. */
+            if (fixed.data == NULL && out_reserve(&fixed, n * 3 + 1) < 0) {
+                PyMem_Free(o->data);
+                return NULL;
+            }
+            out_put(&fixed, (const char *)s + run, i - run);
+            PUT(&fixed, "\xEF\xBF\xBD");
+            run = i + len;
+        }
+        i += len;
     }
     PyObject *result;
-    if (ok) {
+    if (fixed.data == NULL) {
         result = PyBytes_FromStringAndSize((const char *)s, n);
-        PyMem_Free(o->data);
-        return result;
+    } else {
+        out_put(&fixed, (const char *)s + run, n - run);
+        result = PyBytes_FromStringAndSize(fixed.data, fixed.len);
+        PyMem_Free(fixed.data);
     }
-    /* Ill-formed: again from the start, each bad subpart (>= 1 byte) replaced by U+FFFD (3 bytes). */
-    out_t fixed = {NULL, 0, 0};
-    if (out_reserve(&fixed, n * 3 + 1) < 0) {
-        PyMem_Free(o->data);
-        return NULL;
-    }
-    Py_ssize_t k = 0;
-    while (k < n) {
-        int good;
-        Py_ssize_t len = utf8_step(s, n, k, &good);
-        if (good)
-            out_put(&fixed, (const char *)s + k, len);
-        else
-            PUT(&fixed, "\xEF\xBF\xBD");
-        k += len;
-    }
-    result = PyBytes_FromStringAndSize(fixed.data, fixed.len);
-    PyMem_Free(fixed.data);
     PyMem_Free(o->data);
     return result;
 }
