@@ -128,14 +128,6 @@ def dump_log(
     )
     colour = (ctx.obj or {}).get("color")
     err = LineWriter(sys.stderr, colour)
-    jobs = min(jobs or usable_cores(), len(files))
-    if jobs > 1 and can_run_parallel() and (as_json or not LineWriter(sys.stdout, colour).colour):
-        # Many files, plain output: a worker a file (coloured terminal output stays in one process).
-        setup = dict(options=options, as_json=as_json, key_decoder=key_decoder, value_decoder=value_decoder)
-        with _files_progress(files, progress) as done:
-            exit_code = dump_files_parallel(list(files), setup, jobs, err, done)
-        sys.stdout.flush()
-        ctx.exit(exit_code)
     if as_json:
         renderer = DumpJsonRenderer(
             sys.stdout, options.print_data_log, key_decoder, value_decoder, skip_record_metadata
@@ -149,6 +141,15 @@ def dump_log(
             key_decoder,
             value_decoder,
         )
+        options.record_lines = renderer.record_lines_from_bytes()
+    jobs = min(jobs or usable_cores(), len(files))
+    if jobs > 1 and can_run_parallel() and (as_json or not renderer.out.colour):
+        # Many files, plain output: a worker a file (coloured terminal output stays in one process).
+        setup = dict(options=options, as_json=as_json, key_decoder=key_decoder, value_decoder=value_decoder)
+        with _files_progress(files, progress) as done:
+            exit_code = dump_files_parallel(list(files), setup, jobs, err, done)
+        sys.stdout.flush()
+        ctx.exit(exit_code)
     problems_only = DumpTextRenderer(err, err, False, False, key_decoder, value_decoder)
     exit_code = 0
     for path in files:

@@ -966,6 +966,202 @@ fail:
     return NULL;
 }
 
+/* format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label,
+ *                print_data, check_only) -> bytes, or the record count when check_only
+ *
+ * format_records' lines read straight from a batch's (uncompressed) records section, no Record objects
+ * made: the same walk, checks and RecordDecodeError (position relative to `data`) as decode_records.
+ * check_only walks and checks without printing, so a caller can learn whether decoding would fail. */
+static PyObject *
+format_payload(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t count;
+    long long base_offset, base_timestamp, base_sequence;
+    PyObject *log_append_obj;
+    const char *label;
+    Py_ssize_t label_len;
+    int print_data, check_only;
+    if (!PyArg_ParseTuple(args, "y*nLLOLs#pp", &view, &count, &base_offset, &base_timestamp, &log_append_obj,
+                          &base_sequence, &label, &label_len, &print_data, &check_only))
+        return NULL;
+    int log_append = log_append_obj != Py_None;
+    long long log_append_time = 0;
+    if (log_append) {
+        log_append_time = PyLong_AsLongLong(log_append_obj);
+        if (log_append_time == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len;
+    Py_ssize_t pos = 0, start = 0, i = 0;
+    int why = 0;
+    long long bad = 0;
+    out_t o = {NULL, 0, 0};
+    if (!check_only && out_reserve(&o, end * 2 + 4096) < 0)
+        goto fail;
+    for (i = 0; i < count; i++) {
+        start = pos;
+        int64_t length, ts_delta, off_delta, n, key_len, value_len, nh;
+        Py_ssize_t key_at = 0, value_at = 0;
+        if ((why = read_varint(p, end, &pos, &length)))
+            goto fail;
+        if (length < 6 || length > (int64_t)(end - pos)) {
+            why = BAD_LENGTH;
+            bad = length;
+            goto fail;
+        }
+        Py_ssize_t rec_end = pos + (Py_ssize_t)length;
+        pos += 1; /* record attributes: unused */
+        if ((why = read_varint(p, end, &pos, &ts_delta)) || (why = read_varint(p, end, &pos, &off_delta)))
+            goto fail;
+        /* key and value: as read_field */
+        for (int f = 0; f < 2; f++) {
+            if ((why = read_varint(p, end, &pos, &n)))
+                goto fail;
+            if (n < -1) {
+                why = f ? BAD_VALUE : BAD_KEY;
+                bad = n;
+                goto fail;
+            }
+            if (n >= (int64_t)(end - pos)) {
+                why = PAST_END;
+                goto fail;
+            }
+            if (f) {
+                value_len = n;
+                value_at = pos;
+            } else {
+                key_len = n;
+                key_at = pos;
+            }
+            if (n > 0)
+                pos += (Py_ssize_t)n;
+        }
+        /* headers: as read_headers */
+        if ((why = read_varint(p, end, &pos, &nh)))
+            goto fail;
+        if (nh < 0 || (nh && nh * 2 > (int64_t)(rec_end - pos))) {
+            why = BAD_HEADER_COUNT;
+            bad = nh;
+            goto fail;
+        }
+        Py_ssize_t headers_at = pos;
+        for (int64_t h = 0; h < nh; h++) {
+            if ((why = read_varint(p, end, &pos, &n)))
+                goto fail;
+            if (n < 0 || n > (int64_t)(rec_end - pos)) {
+                why = BAD_HEADER_KEY;
+                bad = n;
+                goto fail;
+            }
+            pos += (Py_ssize_t)n;
+            if ((why = read_varint(p, end, &pos, &n)))
+                goto fail;
+            if (n < -1 || n > (int64_t)(rec_end - pos)) {
+                why = BAD_HEADER_VALUE;
+                bad = n;
+                goto fail;
+            }
+            if (n > 0)
+                pos += (Py_ssize_t)n;
+        }
+        if (pos != rec_end) {
+            why = FIELDS_MISMATCH;
+            bad = length;
+            goto fail;
+        }
+        if (check_only)
+            continue;
+        long long sequence = base_sequence == NO_SEQUENCE ? NO_SEQUENCE : ((base_sequence + off_delta) & 0x7FFFFFFF);
+        /* the record's own bytes bound every field copied below */
+        if (out_reserve(&o, 200 + label_len + 2 * (rec_end - start) + 16 * nh) < 0)
+            goto fail;
+        PUT(&o, "| offset: ");
+        out_int(&o, base_offset + off_delta);
+        o.data[o.len++] = ' ';
+        out_put(&o, label, label_len);
+        PUT(&o, ": ");
+        out_int(&o, log_append ? log_append_time : base_timestamp + ts_delta);
+        PUT(&o, " keySize: ");
+        out_int(&o, key_len);
+        PUT(&o, " valueSize: ");
+        out_int(&o, value_len);
+        PUT(&o, " sequence: ");
+        out_int(&o, sequence);
+        PUT(&o, " headerKeys: [");
+        Py_ssize_t q = headers_at;
+        for (int64_t h = 0; h < nh; h++) {
+            read_varint(p, end, &q, &n);
+            if (h)
+                o.data[o.len++] = ',';
+            out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+            q += (Py_ssize_t)n;
+            read_varint(p, end, &q, &n);
+            if (n > 0)
+                q += (Py_ssize_t)n;
+        }
+        o.data[o.len++] = ']';
+        if (print_data) {
+            if (nh) {
+                PUT(&o, " headers: [");
+                q = headers_at;
+                for (int64_t h = 0; h < nh; h++) {
+                    read_varint(p, end, &q, &n);
+                    if (h)
+                        o.data[o.len++] = ',';
+                    out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+                    q += (Py_ssize_t)n;
+                    o.data[o.len++] = ':';
+                    read_varint(p, end, &q, &n);
+                    if (n < 0) {
+                        PUT(&o, "null");
+                    } else {
+                        out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+                        q += (Py_ssize_t)n;
+                    }
+                }
+                o.data[o.len++] = ']';
+            }
+            if (key_len >= 0) {
+                PUT(&o, " key: ");
+                out_put(&o, (const char *)p + key_at, (Py_ssize_t)key_len);
+            }
+            if (value_len >= 0) {
+                PUT(&o, " payload: ");
+                out_put(&o, (const char *)p + value_at, (Py_ssize_t)value_len);
+            }
+        }
+        o.data[o.len++] = '\n';
+    }
+    if (pos != end) {
+        char message[120];
+        PyOS_snprintf(message, sizeof(message), "%zd stray byte%s after the batch's %zd record%s", end - pos,
+                      end - pos == 1 ? "" : "s", count, count == 1 ? "" : "s");
+        PyObject *exc = PyObject_CallFunction(decode_error, "sn", message, pos);
+        if (exc != NULL) {
+            PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+            Py_DECREF(exc);
+        }
+        why = 0;
+        goto fail;
+    }
+    PyBuffer_Release(&view);
+    if (check_only) {
+        PyMem_Free(o.data);
+        return PyLong_FromSsize_t(count);
+    }
+    return out_finish_utf8(&o);
+fail:
+    if (why && !PyErr_Occurred())
+        raise_failure((enum failure)why, i, start, bad);
+    PyBuffer_Release(&view);
+    PyMem_Free(o.data);
+    return NULL;
+}
+
 static PyObject *
 configure(PyObject *self, PyObject *args)
 {
@@ -991,6 +1187,9 @@ static PyMethodDef methods[] = {
      "format_messages(buf, position, json, print_data, file_json[, wrapper_position, shift, append_time]) -> bytes"},
     {"format_records", format_records, METH_VARARGS,
      "format_records(records, label, print_data) -> bytes: DumpLogSegments' record lines (UTF-8)"},
+    {"format_payload", format_payload, METH_VARARGS,
+     "format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label, print_data, "
+     "check_only) -> bytes (or the count): format_records' lines from the records section"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
     {NULL, NULL, 0, NULL},
 };

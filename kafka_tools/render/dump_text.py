@@ -31,6 +31,7 @@ from kafka_tools.render.values import decode_text
 Fields = list[tuple[str, object]]
 _format_messages = _C.format_messages if _C is not None else None  # Kafka 0.9's message lines, in C
 _format_records = _C.format_records if _C is not None else None  # v2 record lines, in C
+_format_payload = _C.format_payload if _C is not None else None  # the same, from a batch's bytes
 
 
 class DumpTextRenderer:
@@ -184,6 +185,13 @@ class DumpTextRenderer:
                 ("isvalid", b.is_valid),
             ]
         )
+        if event.record_count is not None:  # checked, not decoded (DumpOptions.record_lines)
+            if self.record_lines_from_bytes():
+                args = b.payload_args()
+                text = _format_payload(*args, b.timestamp_type.label, self.print_data, False)
+                write_utf8(self.out.stream, text, valid=True)
+                return
+            event.records = b.records()
         records = event.records or ()
         if (
             _format_records is not None
@@ -209,6 +217,14 @@ class DumpTextRenderer:
                     for r in records
                 )
             )
+
+    def record_lines_from_bytes(self) -> bool:
+        """Whether v2 record lines are Kafka's own and made in C (DumpOptions.record_lines may be on)."""
+        return (
+            _format_payload is not None
+            and not (self.out.colour or self.skip_metadata)
+            and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
+        )
 
     def _record(self, b: RecordBatch, r: Record, decoded: dict | None) -> None:
         fields: Fields = []

@@ -36,6 +36,7 @@ _C_SWITCHES = [
     (message_set, "_scan_inner"),
     (dump_text, "_format_messages"),
     (dump_text, "_format_records"),
+    (dump_text, "_format_payload"),
     (dump_json, "_format_messages"),
 ]
 
@@ -315,6 +316,10 @@ def test_v2_record_lines_print_the_same_in_c_and_python(args: list[str], monkeyp
     files = [str(p) for p in V2]
     assert files
     fast = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
+    with monkeypatch.context() as m:  # records decoded, then their lines made in C
+        m.setattr(dump_text, "_format_payload", None)
+        from_records = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
+    monkeypatch.setattr(dump_text, "_format_payload", None)
     monkeypatch.setattr(dump_text, "_format_records", None)
     reference = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
     assert (fast.exit_code, fast.stdout, fast.stderr) == (
@@ -323,6 +328,11 @@ def test_v2_record_lines_print_the_same_in_c_and_python(args: list[str], monkeyp
         reference.stderr,
     )
     assert "headerKeys: [" in fast.stdout
+    assert (from_records.exit_code, from_records.stdout, from_records.stderr) == (
+        reference.exit_code,
+        reference.stdout,
+        reference.stderr,
+    )
 
 
 def _v2_segment_of(records: list[tuple[bytes | None, bytes | None]], path: Path) -> Path:
@@ -351,6 +361,52 @@ def test_v2_awkward_and_random_bytes_print_the_same_in_c_and_python(tmp_path: Pa
     args = [["--print-data-log"], ["--deep-iteration"]]
     fast = [CliRunner().invoke(cli, ["dump-log", *a, str(path)], catch_exceptions=False) for a in args]
     assert "\ufffd" in fast[0].stdout
+    monkeypatch.setattr(dump_text, "_format_payload", None)
     monkeypatch.setattr(dump_text, "_format_records", None)
     reference = [CliRunner().invoke(cli, ["dump-log", *a, str(path)], catch_exceptions=False) for a in args]
     assert [(r.exit_code, r.stdout) for r in fast] == [(r.exit_code, r.stdout) for r in reference]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_record_lines_from_bytes_agree_with_decoding_on_garbage(data) -> None:
+    """format_payload (the C walk that prints v2 records from the batch's bytes) accepts exactly what
+    decode_records accepts, fails with the same error, and prints what format_records prints."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from kafka_tools.format.record_batch import _C, decode_records_py
+
+    b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    for i in range(data.draw(st.integers(0, 4))):
+        headers = [("h\xe9", b"v"), ("n", None)] if i % 2 else []
+        b.append(
+            i,
+            timestamp=1_700_000_000_000 + i,
+            key=b"k%d" % i if i % 3 else None,
+            value=b"v\xff" * i,
+            headers=headers,
+        )
+    payload = bytearray(bytes(b.build())[61:])
+    for _ in range(data.draw(st.integers(0, 3))):
+        if payload:
+            payload[data.draw(st.integers(0, len(payload) - 1))] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        payload = payload[: data.draw(st.integers(0, len(payload)))]
+    count = data.draw(st.integers(0, 6))
+    args = (bytes(payload), count, 100, 1_700_000_000_000, None, data.draw(st.sampled_from([-1, 5])))
+
+    def outcome(fn):
+        try:
+            return ("ok", fn())
+        except RecordDecodeError as exc:
+            return ("error", str(exc), exc.position)
+
+    decoded = outcome(lambda: decode_records_py(*args))
+    for print_data in (False, True):
+        lines = outcome(lambda p=print_data: _C.format_payload(*args, "CreateTime", p, False))
+        if decoded[0] == "ok":
+            assert lines == ("ok", _C.format_records(decoded[1], "CreateTime", print_data))
+        else:
+            assert lines == decoded
+    checked = outcome(lambda: _C.format_payload(*args, "", False, True))
+    assert checked == (("ok", len(decoded[1])) if decoded[0] == "ok" else decoded)
