@@ -132,6 +132,7 @@ def dump_log(
         renderer = DumpJsonRenderer(
             sys.stdout, options.print_data_log, key_decoder, value_decoder, skip_record_metadata
         )
+        options.record_lines = renderer.record_lines_from_bytes()
     else:
         renderer = DumpTextRenderer(
             LineWriter(sys.stdout, colour),

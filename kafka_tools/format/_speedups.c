@@ -967,11 +967,13 @@ fail:
 }
 
 /* format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label,
- *                print_data, check_only) -> bytes, or the record count when check_only
+ *                print_data, check_only[, file_json, batch_position]) -> bytes, or the count (check_only)
  *
  * format_records' lines read straight from a batch's (uncompressed) records section, no Record objects
  * made: the same walk, checks and RecordDecodeError (position relative to `data`) as decode_records.
- * check_only walks and checks without printing, so a caller can learn whether decoding would fail. */
+ * check_only walks and checks without printing, so a caller can learn whether decoding would fail.
+ * With file_json (the file name already encoded as a JSON string): ktool's `record` JSON objects
+ * instead, keys and values as UTF-8 text, as render/dump_json.py makes them. */
 static PyObject *
 format_payload(PyObject *self, PyObject *args)
 {
@@ -982,9 +984,14 @@ format_payload(PyObject *self, PyObject *args)
     const char *label;
     Py_ssize_t label_len;
     int print_data, check_only;
-    if (!PyArg_ParseTuple(args, "y*nLLOLs#pp", &view, &count, &base_offset, &base_timestamp, &log_append_obj,
-                          &base_sequence, &label, &label_len, &print_data, &check_only))
+    const char *file_json = NULL;
+    Py_ssize_t file_json_len = 0;
+    long long batch_position = 0;
+    if (!PyArg_ParseTuple(args, "y*nLLOLs#pp|z#L", &view, &count, &base_offset, &base_timestamp,
+                          &log_append_obj, &base_sequence, &label, &label_len, &print_data, &check_only,
+                          &file_json, &file_json_len, &batch_position))
         return NULL;
+    int json = file_json != NULL;
     int log_append = log_append_obj != Py_None;
     long long log_append_time = 0;
     if (log_append) {
@@ -1076,6 +1083,89 @@ format_payload(PyObject *self, PyObject *args)
         if (check_only)
             continue;
         long long sequence = base_sequence == NO_SEQUENCE ? NO_SEQUENCE : ((base_sequence + off_delta) & 0x7FFFFFFF);
+        if (json) {
+            if (out_reserve(&o, 300 + label_len + file_json_len + 16 * nh) < 0)
+                goto fail;
+            PUT(&o, "{\"type\":\"record\",\"file\":");
+            out_put(&o, file_json, file_json_len);
+            PUT(&o, ",\"batchPosition\":");
+            out_int(&o, batch_position);
+            PUT(&o, ",\"offset\":");
+            out_int(&o, base_offset + off_delta);
+            PUT(&o, ",\"timestamp\":");
+            out_int(&o, log_append ? log_append_time : base_timestamp + ts_delta);
+            PUT(&o, ",\"timestampType\":\"");
+            out_put(&o, label, label_len);
+            PUT(&o, "\",\"keySize\":");
+            out_int(&o, key_len);
+            PUT(&o, ",\"valueSize\":");
+            out_int(&o, value_len);
+            PUT(&o, ",\"sequence\":");
+            out_int(&o, sequence);
+            PUT(&o, ",\"headerKeys\":[");
+            Py_ssize_t q = headers_at;
+            for (int64_t h = 0; h < nh; h++) {
+                read_varint(p, end, &q, &n);
+                if (h && (out_reserve(&o, 1) < 0 || (o.data[o.len++] = ',', 0)))
+                    goto fail;
+                if (out_json_string(&o, p + q, (Py_ssize_t)n) < 0)
+                    goto fail;
+                q += (Py_ssize_t)n;
+                read_varint(p, end, &q, &n);
+                if (n > 0)
+                    q += (Py_ssize_t)n;
+            }
+            if (out_reserve(&o, 32) < 0)
+                goto fail;
+            o.data[o.len++] = ']';
+            if (print_data) {
+                PUT(&o, ",\"headers\":[");
+                q = headers_at;
+                for (int64_t h = 0; h < nh; h++) {
+                    read_varint(p, end, &q, &n);
+                    if (out_reserve(&o, 16) < 0)
+                        goto fail;
+                    if (h)
+                        o.data[o.len++] = ',';
+                    PUT(&o, "{\"key\":");
+                    if (out_json_string(&o, p + q, (Py_ssize_t)n) < 0)
+                        goto fail;
+                    q += (Py_ssize_t)n;
+                    if (out_reserve(&o, 16) < 0)
+                        goto fail;
+                    PUT(&o, ",\"value\":");
+                    read_varint(p, end, &q, &n);
+                    if (n < 0) {
+                        PUT(&o, "null");
+                    } else {
+                        if (out_json_string(&o, p + q, (Py_ssize_t)n) < 0)
+                            goto fail;
+                        q += (Py_ssize_t)n;
+                    }
+                    if (out_reserve(&o, 2) < 0)
+                        goto fail;
+                    o.data[o.len++] = '}';
+                }
+                if (out_reserve(&o, 16) < 0)
+                    goto fail;
+                PUT(&o, "],\"key\":");
+                if (key_len < 0)
+                    PUT(&o, "null");
+                else if (out_json_string(&o, p + key_at, (Py_ssize_t)key_len) < 0)
+                    goto fail;
+                if (out_reserve(&o, 16) < 0)
+                    goto fail;
+                PUT(&o, ",\"value\":");
+                if (value_len < 0)
+                    PUT(&o, "null");
+                else if (out_json_string(&o, p + value_at, (Py_ssize_t)value_len) < 0)
+                    goto fail;
+            }
+            if (out_reserve(&o, 4) < 0)
+                goto fail;
+            PUT(&o, "}\n");
+            continue;
+        }
         /* the record's own bytes bound every field copied below */
         if (out_reserve(&o, 200 + label_len + 2 * (rec_end - start) + 16 * nh) < 0)
             goto fail;

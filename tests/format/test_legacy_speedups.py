@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -38,6 +39,7 @@ _C_SWITCHES = [
     (dump_text, "_format_records"),
     (dump_text, "_format_payload"),
     (dump_json, "_format_messages"),
+    (dump_json, "_format_payload"),
 ]
 
 
@@ -310,16 +312,25 @@ V2 = sorted([*GENERATED.glob("v2/*/*.log"), *GENERATED.glob("corrupt/v2-*/*.log"
 
 
 @pytest.mark.parametrize(
-    "args", [["--deep-iteration"], ["--print-data-log"], ["--print-data-log", "--value-decoder", "hex"]]
+    "args",
+    [
+        ["--deep-iteration"],
+        ["--print-data-log"],
+        ["--print-data-log", "--value-decoder", "hex"],
+        ["--json", "--deep-iteration"],
+        ["--json", "--print-data-log"],
+    ],
 )
 def test_v2_record_lines_print_the_same_in_c_and_python(args: list[str], monkeypatch) -> None:
     files = [str(p) for p in V2]
     assert files
     fast = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
-    with monkeypatch.context() as m:  # records decoded, then their lines made in C
+    with monkeypatch.context() as m:  # records decoded, then their lines made in C (text only)
         m.setattr(dump_text, "_format_payload", None)
+        m.setattr(dump_json, "_format_payload", None)
         from_records = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
     monkeypatch.setattr(dump_text, "_format_payload", None)
+    monkeypatch.setattr(dump_json, "_format_payload", None)
     monkeypatch.setattr(dump_text, "_format_records", None)
     reference = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
     assert (fast.exit_code, fast.stdout, fast.stderr) == (
@@ -327,7 +338,7 @@ def test_v2_record_lines_print_the_same_in_c_and_python(args: list[str], monkeyp
         reference.stdout,
         reference.stderr,
     )
-    assert "headerKeys: [" in fast.stdout
+    assert "headerKeys: [" in fast.stdout or '"headerKeys":[' in fast.stdout
     assert (from_records.exit_code, from_records.stdout, from_records.stderr) == (
         reference.exit_code,
         reference.stdout,
@@ -358,10 +369,13 @@ def test_v2_awkward_and_random_bytes_print_the_same_in_c_and_python(tmp_path: Pa
     ]
     records += [(b"".join(rnd.choices(pieces, k=3)), b"".join(rnd.choices(pieces, k=12))) for _ in range(300)]
     path = _v2_segment_of(records, tmp_path / "t-0" / "00000000000000000000.log")
-    args = [["--print-data-log"], ["--deep-iteration"]]
+    args = [["--print-data-log"], ["--deep-iteration"], ["--json", "--print-data-log"], ["--json", "--deep"]]
     fast = [CliRunner().invoke(cli, ["dump-log", *a, str(path)], catch_exceptions=False) for a in args]
-    assert "\ufffd" in fast[0].stdout
+    assert "\ufffd" in fast[0].stdout and "\ufffd" in fast[2].stdout
+    for line in fast[2].stdout.split("\n")[:-1]:
+        json.loads(line)
     monkeypatch.setattr(dump_text, "_format_payload", None)
+    monkeypatch.setattr(dump_json, "_format_payload", None)
     monkeypatch.setattr(dump_text, "_format_records", None)
     reference = [CliRunner().invoke(cli, ["dump-log", *a, str(path)], catch_exceptions=False) for a in args]
     assert [(r.exit_code, r.stdout) for r in fast] == [(r.exit_code, r.stdout) for r in reference]
@@ -408,5 +422,17 @@ def test_record_lines_from_bytes_agree_with_decoding_on_garbage(data) -> None:
             assert lines == ("ok", _C.format_records(decoded[1], "CreateTime", print_data))
         else:
             assert lines == decoded
+    for print_data in (False, True):  # --json's `record` objects
+        lines = outcome(lambda p=print_data: _C.format_payload(*args, "CreateTime", p, False, '"f"', 7))
+        if decoded[0] != "ok":
+            assert lines == decoded
+            continue
+        renderer = dump_json.DumpJsonRenderer(None, print_data)  # type: ignore[arg-type]
+        batch = SimpleNamespace(
+            position=7, timestamp_type=SimpleNamespace(label="CreateTime"), is_control=False
+        )
+        objects = [renderer._record("f", batch, r, None) for r in decoded[1]]  # type: ignore[arg-type]
+        text = "".join(json.dumps(o, ensure_ascii=False, separators=(",", ":")) + "\n" for o in objects)
+        assert lines == ("ok", text.encode())
     checked = outcome(lambda: _C.format_payload(*args, "", False, True))
     assert checked == (("ok", len(decoded[1])) if decoded[0] == "ok" else decoded)
