@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from contextlib import contextmanager
@@ -143,17 +144,11 @@ def dump_log(
             value_decoder,
         )
         options.record_lines = renderer.record_lines_from_bytes()
-    jobs = min(jobs or usable_cores(), len(files))
-    if jobs > 1 and can_run_parallel() and (as_json or not renderer.out.colour):
-        # Many files, plain output: a worker a file (coloured terminal output stays in one process).
-        setup = dict(options=options, as_json=as_json, key_decoder=key_decoder, value_decoder=value_decoder)
-        with _files_progress(files, progress) as done:
-            exit_code = dump_files_parallel(list(files), setup, jobs, err, done)
-        sys.stdout.flush()
-        ctx.exit(exit_code)
     problems_only = DumpTextRenderer(err, err, False, False, key_decoder, value_decoder)
-    exit_code = 0
-    for path in files:
+
+    def dump_one(path: str, progress: bool | None = progress) -> int:
+        """One file's output and problems, straight to stdout and stderr; its exit code."""
+        exit_code = 0
         try:
             size = os.path.getsize(path) if os.path.isfile(path) else 0
             with file_progress(path, size, progress) as tick:
@@ -174,6 +169,17 @@ def dump_log(
             sys.stdout.flush()
             err.problem(f"{path}: {exc.strerror or exc}")
             exit_code = max(exit_code, EXIT_ENVIRONMENT)
+        return exit_code
+
+    jobs = min(jobs or usable_cores(), len(files))
+    if jobs > 1 and can_run_parallel() and (as_json or not renderer.out.colour):
+        # Many files, plain output: workers render files ahead (coloured terminal output stays here).
+        setup = dict(options=options, as_json=as_json, key_decoder=key_decoder, value_decoder=value_decoder)
+        here = functools.partial(dump_one, progress=False)  # one bar for all, below
+        with _files_progress(files, progress) as done:
+            exit_code = dump_files_parallel(list(files), setup, jobs, err, here, done)
+    else:
+        exit_code = max((dump_one(path) for path in files), default=0)
     sys.stdout.flush()
     ctx.exit(exit_code)
 

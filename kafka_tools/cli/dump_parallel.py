@@ -1,17 +1,17 @@
-"""`ktool dump-log --jobs N` over many files: one worker process a file, output still in file order.
+"""`ktool dump-log --jobs N` over many files: N cores at work, output still in file order.
 
-Rendering is Python-bound (the GIL), so the workers are processes (forked: they inherit the options).
-Each renders its file exactly as `dump-log --jobs 1` would, into a spool file on disk rather than into
-memory, so a 1 GiB segment costs a worker no more RAM than the sequential dump does. Lines meant for
-stderr are spooled beside it with the byte position of stdout they follow. The parent copies the
-spools to stdout and stderr in file order, at most `jobs` files ahead of what it has written, so the
-bytes and the exit code are those of `--jobs 1`. When stdout's reader leaves (`| head -1`), the
-workers are told to stop rendering and only their problems are still said, on stderr.
+Rendering is Python-bound (the GIL), so the helpers are processes (forked: they inherit the options).
+The parent renders every N-th file itself, straight to stdout as `--jobs 1` does, while N-1 workers
+render the files between, each exactly as `--jobs 1` would, into a spool file on disk rather than into
+memory (a 1 GiB segment costs a worker no more RAM than the sequential dump does); lines meant for
+stderr are spooled beside it with the byte position of stdout they follow. The parent then copies
+those spools to stdout (sendfile) and stderr, in file order, so the bytes and the exit code are those
+of `--jobs 1`. When stdout's reader leaves (`| head -1`), the workers are told to stop rendering and
+only their problems are still said, on stderr.
 """
 
 from __future__ import annotations
 
-import collections
 import io
 import multiprocessing
 import os
@@ -154,9 +154,12 @@ def dump_files_parallel(
     setup_args: dict,
     jobs: int,
     err: LineWriter,
+    render_here: Callable[[str], int],
     file_done: Callable[[str], None] | None = None,
 ) -> int:
-    """Dump `files` with `jobs` worker processes; write their output in file order; the exit code."""
+    """Dump `files` on `jobs` cores in file order; the exit code. The parent renders every `jobs`-th
+    file itself, straight to stdout (`render_here`, the `--jobs 1` path), while `jobs - 1` workers
+    render the files between into spools that it then copies: only those pay the spool's copy."""
     out_stream = sys.stdout
     with tempfile.TemporaryDirectory(prefix="ktool-dump-") as spool_dir:
         setup = Setup(
@@ -167,35 +170,31 @@ def dump_files_parallel(
         )
         ctx = multiprocessing.get_context("fork")
         gone = ctx.RawValue("b", 0)
-        pool = ctx.Pool(jobs, _init_worker, (setup, gone))
+        pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone))
         exit_code = 0
         try:
-            pending: collections.deque = collections.deque()
-            following = iter(enumerate(files))
-            for _ in range(jobs + 1):  # the one being written, and one ahead for each worker
-                _submit(pool, following, pending)
-            while pending:
-                path, result = pending.popleft()
-                rendered: Rendered = result.get()
-                _submit(pool, following, pending)
-                _replay(rendered, out_stream, err)
-                exit_code = max(exit_code, rendered.exit_code)
-                if pipe.reader_gone():
-                    gone.value = 1
+            for head in range(0, len(files), jobs):
+                # Files head+1 … head+jobs-1 go to the workers; head is rendered here meanwhile.
+                ahead = [
+                    (files[i], pool.apply_async(_render_file, (i, files[i])))
+                    for i in range(head + 1, min(head + jobs, len(files)))
+                ]
+                exit_code = max(exit_code, render_here(files[head]))
                 if file_done is not None:
-                    file_done(path)
+                    file_done(files[head])
+                for path, result in ahead:
+                    if pipe.reader_gone():
+                        gone.value = 1  # the workers stop rendering; their problems are still said
+                    rendered: Rendered = result.get()
+                    _replay(rendered, out_stream, err)
+                    exit_code = max(exit_code, rendered.exit_code)
+                    if file_done is not None:
+                        file_done(path)
             pool.close()
         finally:
             pool.terminate()
             pool.join()
     return exit_code
-
-
-def _submit(pool, following, pending: collections.deque) -> None:
-    nxt = next(following, None)
-    if nxt is not None:
-        index, path = nxt
-        pending.append((path, pool.apply_async(_render_file, (index, path))))
 
 
 def _replay(rendered: Rendered, out_stream, err: LineWriter) -> None:
@@ -218,6 +217,11 @@ def _copy(src, out_stream, written: int, until: int | None) -> int:
     """Bytes of the spool from `written` up to `until` (None: the end) to stdout; where it got to."""
     if pipe.reader_gone():  # nobody reads: skip what is left of it
         return src.seek(0 if until is None else until, os.SEEK_END if until is None else os.SEEK_SET)
+    send = getattr(out_stream, "send_file", None)
+    if send is not None:
+        stop = os.fstat(src.fileno()).st_size if until is None else until
+        if send(src.fileno(), written, stop - written):
+            return src.seek(stop)
     while until is None or written < until:
         chunk = src.read(_CHUNK if until is None else min(_CHUNK, until - written))
         if not chunk:
