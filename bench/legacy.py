@@ -553,7 +553,12 @@ def dump_jobs(files: list[Path], runs: int, records: int) -> dict:
         "identical": True,
         "command": " ".join(["ktool", *args, "--jobs", "J", "FILE…"]),
         "by_jobs": {
-            str(j): {"median_s": med[j], "min_s": min(walls[j]), "max_s": max(walls[j]), "peak_rss_mb": rss[j]}
+            str(j): {
+                "median_s": med[j],
+                "min_s": min(walls[j]),
+                "max_s": max(walls[j]),
+                "peak_rss_mb": rss[j],
+            }
             for j in walls
         },
         "speedup": med[1] / med[2],
@@ -701,7 +706,8 @@ def report(result: dict) -> str:
         lines += ["", *jobs_lines(result["jobs"])]
     if result.get("dump_jobs"):
         dj = result["dump_jobs"]
-        lines += ["", f"{dj['command']}: {dj['segments']} segments, {dj['bytes'] / 1e6:.0f} MB, output identical"]
+        mb = dj["bytes"] / 1e6
+        lines += ["", f"{dj['command']}: {dj['segments']} segments, {mb:.0f} MB, output identical"]
         for j, r in dj["by_jobs"].items():
             lines.append(
                 f"  --jobs {j}: {r['median_s']:.2f} s (min-max {r['min_s']:.2f}-{r['max_s']:.2f}), "
