@@ -176,8 +176,8 @@ def dump_log(
         # Many files, plain output: workers render files ahead (coloured terminal output stays here).
         setup = dict(options=options, as_json=as_json, key_decoder=key_decoder, value_decoder=value_decoder)
         here = functools.partial(dump_one, progress=False)  # one bar for all, below
-        with _files_progress(files, progress) as done:
-            exit_code = dump_files_parallel(list(files), setup, jobs, err, here, done)
+        bar = functools.partial(_files_progress, files, progress)
+        exit_code = dump_files_parallel(list(files), setup, jobs, err, here, bar)
     else:
         exit_code = max((dump_one(path) for path in files), default=0)
     sys.stdout.flush()

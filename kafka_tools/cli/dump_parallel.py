@@ -20,6 +20,7 @@ import struct
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from kafka_tools.cli import pipe
@@ -155,11 +156,13 @@ def dump_files_parallel(
     jobs: int,
     err: LineWriter,
     render_here: Callable[[str], int],
-    file_done: Callable[[str], None] | None = None,
+    progress: Callable[[], AbstractContextManager] | None = None,
 ) -> int:
     """Dump `files` on `jobs` cores in file order; the exit code. The parent renders every `jobs`-th
     file itself, straight to stdout (`render_here`, the `--jobs 1` path), while `jobs - 1` workers
-    render the files between into spools that it then copies: only those pay the spool's copy."""
+    render the files between into spools that it then copies: only those pay the spool's copy.
+    `progress()` gives a context yielding a per-file callback (or None); entered once the workers are
+    forked, so no progress-bar thread is running when they are."""
     out_stream = sys.stdout
     with tempfile.TemporaryDirectory(prefix="ktool-dump-") as spool_dir:
         setup = Setup(
@@ -173,27 +176,34 @@ def dump_files_parallel(
         pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone))
         exit_code = 0
         try:
-            for head in range(0, len(files), jobs):
-                # Files head+1 … head+jobs-1 go to the workers; head is rendered here meanwhile.
-                ahead = [
-                    (files[i], pool.apply_async(_render_file, (i, files[i])))
-                    for i in range(head + 1, min(head + jobs, len(files)))
-                ]
-                exit_code = max(exit_code, render_here(files[head]))
-                if file_done is not None:
-                    file_done(files[head])
-                for path, result in ahead:
-                    if pipe.reader_gone():
-                        gone.value = 1  # the workers stop rendering; their problems are still said
-                    rendered: Rendered = result.get()
-                    _replay(rendered, out_stream, err)
-                    exit_code = max(exit_code, rendered.exit_code)
-                    if file_done is not None:
-                        file_done(path)
+            with progress() if progress is not None else nullcontext() as file_done:
+                exit_code = _dump_in_order(files, jobs, pool, gone, err, render_here, file_done)
             pool.close()
         finally:
             pool.terminate()
             pool.join()
+    return exit_code
+
+
+def _dump_in_order(files, jobs: int, pool, gone, err: LineWriter, render_here, file_done) -> int:
+    exit_code = 0
+    for head in range(0, len(files), jobs):
+        # Files head+1 … head+jobs-1 go to the workers; head is rendered here meanwhile.
+        ahead = [
+            (files[i], pool.apply_async(_render_file, (i, files[i])))
+            for i in range(head + 1, min(head + jobs, len(files)))
+        ]
+        exit_code = max(exit_code, render_here(files[head]))
+        if file_done is not None:
+            file_done(files[head])
+        for path, result in ahead:
+            if pipe.reader_gone():
+                gone.value = 1  # the workers stop rendering; their problems are still said
+            rendered: Rendered = result.get()
+            _replay(rendered, sys.stdout, err)
+            exit_code = max(exit_code, rendered.exit_code)
+            if file_done is not None:
+                file_done(path)
     return exit_code
 
 

@@ -84,3 +84,11 @@ def test_jobs_keep_the_exit_code_and_say_the_problems_when_the_reader_leaves(
     assert "size-below-minimum" in piped.stderr, piped.stderr
     if reader == "head -1":
         assert piped.stdout == f"Dumping {big}\n" or piped.stdout.startswith('{"type":"file"')
+
+
+def test_a_progress_bar_changes_nothing_on_stdout() -> None:
+    files = sorted(str(p) for p in (GENERATED / "v2").rglob("*.log"))
+    one = run_script("dump-log", "--deep-iteration", "-j", "1", *files)
+    many = run_script("dump-log", "--deep-iteration", "--progress", "-j", "2", *files)
+    assert (many.returncode, many.stdout) == (one.returncode, one.stdout)
+    assert "Traceback" not in many.stderr
