@@ -16,6 +16,7 @@ as ktool's Python start-up is. See bench/README.md.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -309,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--jobs-segments", type=int, default=8, help="log dir of N v0 x4 segments, --jobs 1 vs 2 (0: skip)"
     )
+    ap.add_argument(
+        "--dump-jobs-segments",
+        type=int,
+        default=8,
+        help="dump-log --deep-iteration --print-data-log of N v0 segments, --jobs 1 vs 2 (0: skip)",
+    )
     ap.add_argument("--no-kafka", action="store_true", help="skip Kafka 0.9.0.1's DumpLogSegments")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", action="store_true")
@@ -404,6 +411,14 @@ def main(argv: list[str] | None = None) -> int:
         log(f"validate --jobs 1 and 2 of a log dir of {a.jobs_segments} v0 segments …")
         jobs = measure_jobs(jobs_log_dir(plain4, f"legacy-v0-{n}-x4", a.jobs_segments), a.runs)
 
+    dump_jobs_result = None
+    if a.dump_jobs_segments:
+        from bench.validate import jobs_log_dir
+
+        log(f"dump-log --jobs 1 and 2 of {a.dump_jobs_segments} v0 segments …")
+        d = jobs_log_dir(plain, f"legacy-v0-{n}", a.dump_jobs_segments)
+        dump_jobs_result = dump_jobs(sorted(d.glob("*/*.log")), a.runs, n * a.dump_jobs_segments)
+
     memory = []
     if a.memory_mib:
         # Generated in one child, measured from another: a process's peak RSS (ru_maxrss) is
@@ -424,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory": memory,
         "v2_dump": v2,
         "jobs": jobs,
+        "dump_jobs": dump_jobs_result,
     }
     result["checks"] = checks(result, a.no_kafka)
     print(report(result), file=sys.stderr if a.json else sys.stdout)
@@ -494,6 +510,7 @@ def v2_dump(runs: int, quick: bool) -> list[dict]:
         ["--deep-iteration"],
         ["--deep-iteration", "--print-data-log"],
         ["--deep-iteration", "--json"],
+        ["--deep-iteration", "--print-data-log", "--json"],
     ):
         log(f"v2 dump-log {' '.join(args)} …")
         res = median_of(runs, ktool_cmd("dump-log", *args, str(path)), env_for("ktool"))
@@ -501,6 +518,51 @@ def v2_dump(runs: int, quick: bool) -> list[dict]:
         res["records_per_s"] = seg["records"] / res["median_s"]
         out.append(res)
     return out
+
+
+def dump_jobs(files: list[Path], runs: int, records: int) -> dict:
+    """`ktool dump-log --deep-iteration --print-data-log --jobs J FILE…` for J = 1 and 2 (alternated),
+    stdout to /dev/null, median wall clock; once before timing, both outputs must be byte-identical."""
+    args = ["dump-log", "--deep-iteration", "--print-data-log"]
+    digests = {}
+    for j in (1, 2):  # hashed as it streams: the output is GBs
+        cmd = ktool_cmd(*args, "--jobs", str(j), *map(str, files))
+        proc = subprocess.Popen(cmd, env=env_for("ktool"), stdout=subprocess.PIPE)
+        digest, size = hashlib.sha256(), 0
+        while chunk := proc.stdout.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+        if proc.wait():
+            raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}")
+        digests[j] = (digest.hexdigest(), size)
+    if digests[1] != digests[2]:
+        raise SystemExit(f"dump-log --jobs 2 printed other bytes than --jobs 1: {digests}")
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    rss: dict[int, float] = {1: 0.0, 2: 0.0}
+    for _ in range(runs):
+        for j in (1, 2):
+            w, r, _ = run_timed(ktool_cmd(*args, "--jobs", str(j), *map(str, files)), env_for("ktool"))
+            walls[j].append(w)
+            rss[j] = max(rss[j], r)
+    med = {j: statistics.median(walls[j]) for j in walls}
+    return {
+        "segments": len(files),
+        "bytes": sum(f.stat().st_size for f in files),
+        "records": records,
+        "output_bytes": digests[1][1],
+        "identical": True,
+        "command": " ".join(["ktool", *args, "--jobs", "J", "FILE…"]),
+        "by_jobs": {
+            str(j): {
+                "median_s": med[j],
+                "min_s": min(walls[j]),
+                "max_s": max(walls[j]),
+                "peak_rss_mb": rss[j],
+            }
+            for j in walls
+        },
+        "speedup": med[1] / med[2],
+    }
 
 
 def _row(rows: list[dict], task: str, impl: str) -> dict | None:
@@ -557,6 +619,16 @@ def checks(result: dict, no_kafka: bool) -> list[dict]:
         out.append(
             {
                 "what": f"validate --jobs 2 vs --jobs 1, log dir of {result['jobs']['segments']} v0 segments",
+                "value": f"{sp:.2f}x",
+                "target": ">= 1.7x",
+                "ok": sp >= 1.7,
+            }
+        )
+    if result.get("dump_jobs"):
+        sp = result["dump_jobs"]["speedup"]
+        out.append(
+            {
+                "what": f"dump-log --jobs 2 vs --jobs 1, {result['dump_jobs']['segments']} v0 segments",
                 "value": f"{sp:.2f}x",
                 "target": ">= 1.7x",
                 "ok": sp >= 1.7,
@@ -632,6 +704,16 @@ def report(result: dict) -> str:
         from bench.validate import jobs_lines
 
         lines += ["", *jobs_lines(result["jobs"])]
+    if result.get("dump_jobs"):
+        dj = result["dump_jobs"]
+        mb = dj["bytes"] / 1e6
+        lines += ["", f"{dj['command']}: {dj['segments']} segments, {mb:.0f} MB, output identical"]
+        for j, r in dj["by_jobs"].items():
+            lines.append(
+                f"  --jobs {j}: {r['median_s']:.2f} s (min-max {r['min_s']:.2f}-{r['max_s']:.2f}), "
+                f"{dj['records'] / r['median_s'] / 1e6:.2f} M msg/s, peak RSS {r['peak_rss_mb']:.0f} MB"
+            )
+        lines.append(f"  speed-up {dj['speedup']:.2f}x")
     lines += ["", "checks:"] + [
         f"  [{'PASS' if c['ok'] else 'MISS'}] {c['what']}: {c['value']} (target {c['target']})"
         for c in result["checks"]

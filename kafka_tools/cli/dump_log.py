@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from contextlib import contextmanager
 
 import click
 
 from kafka_tools.cli import pipe
+from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
+from kafka_tools.cli.validate import usable_cores
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 from kafka_tools.log.dump import dump_file
 from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
 from kafka_tools.render.dump_json import DumpJsonRenderer
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter
-from kafka_tools.render.progress import file_progress
+from kafka_tools.render.progress import MIN_BYTES_FOR_BAR, file_progress, tree_progress
 from kafka_tools.render.values import DECODERS
 
 
@@ -67,6 +71,13 @@ from kafka_tools.render.values import DECODERS
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Files dumped at once (processes); output stays in file order [default: the usable cores].",
+)
 @click.pass_context
 def dump_log(
     ctx: click.Context,
@@ -83,6 +94,7 @@ def dump_log(
     to_offset: int | None,
     as_json: bool,
     progress: bool | None,
+    jobs: int | None,
 ) -> None:
     """Decode segment files of every on-disk generation and the files beside them.
 
@@ -121,6 +133,7 @@ def dump_log(
         renderer = DumpJsonRenderer(
             sys.stdout, options.print_data_log, key_decoder, value_decoder, skip_record_metadata
         )
+        options.record_lines = renderer.record_lines_from_bytes()
     else:
         renderer = DumpTextRenderer(
             LineWriter(sys.stdout, colour),
@@ -130,9 +143,12 @@ def dump_log(
             key_decoder,
             value_decoder,
         )
+        options.record_lines = renderer.record_lines_from_bytes()
     problems_only = DumpTextRenderer(err, err, False, False, key_decoder, value_decoder)
-    exit_code = 0
-    for path in files:
+
+    def dump_one(path: str, progress: bool | None = progress) -> int:
+        """One file's output and problems, straight to stdout and stderr; its exit code."""
+        exit_code = 0
         try:
             size = os.path.getsize(path) if os.path.isfile(path) else 0
             with file_progress(path, size, progress) as tick:
@@ -153,5 +169,29 @@ def dump_log(
             sys.stdout.flush()
             err.problem(f"{path}: {exc.strerror or exc}")
             exit_code = max(exit_code, EXIT_ENVIRONMENT)
+        return exit_code
+
+    jobs = min(jobs or usable_cores(), len(files))
+    if jobs > 1 and can_run_parallel() and (as_json or not renderer.out.colour):
+        # Many files, plain output: workers render files ahead (coloured terminal output stays here).
+        setup = dict(options=options, as_json=as_json, key_decoder=key_decoder, value_decoder=value_decoder)
+        here = functools.partial(dump_one, progress=False)  # one bar for all, below
+        bar = functools.partial(_files_progress, files, progress)
+        exit_code = dump_files_parallel(list(files), setup, jobs, err, here, bar)
+    else:
+        exit_code = max((dump_one(path) for path in files), default=0)
     sys.stdout.flush()
     ctx.exit(exit_code)
+
+
+@contextmanager
+def _files_progress(files: tuple[str, ...], enabled: bool | None):
+    """One bar for files dumped by workers, advanced a file at a time (on a terminal, for big dumps)."""
+    sizes = {f: os.path.getsize(f) if os.path.isfile(f) else 0 for f in files}
+    if enabled is None:
+        enabled = sys.stderr.isatty() and sum(sizes.values()) >= MIN_BYTES_FOR_BAR
+    with tree_progress(files, enabled) as for_file:
+        if for_file is None:
+            yield None
+            return
+        yield lambda path: for_file(path)(sizes[path]) if os.path.isfile(path) else None

@@ -29,6 +29,38 @@ class GuardedStdout:
                 self._broken(exc)
         return len(text)
 
+    def write_bytes(self, data: bytes) -> None:
+        """Bytes straight to the binary buffer beneath, after what the text layer still holds."""
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+                self._stream.buffer.write(data)
+            except OSError as exc:
+                self._broken(exc)
+
+    def send_file(self, fd: int, offset: int, count: int) -> bool:
+        """`count` bytes of file `fd` from `offset` to stdout by the kernel (sendfile), after what the
+        text layer holds; False when stdout is no file descriptor (the caller copies instead)."""
+        if self.reader_gone:
+            return True
+        try:
+            out = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            return False
+        try:
+            self._stream.flush()
+            while count > 0:
+                sent = os.sendfile(out, fd, offset, count)
+                if sent == 0:
+                    break
+                offset += sent
+                count -= sent
+        except OSError as exc:
+            if exc.errno in (errno.EINVAL, errno.ENOSYS) and not isinstance(exc, BrokenPipeError):
+                return False  # this stdout takes no sendfile (an O_APPEND file on old kernels, …)
+            self._broken(exc)
+        return True
+
     def writelines(self, lines) -> None:
         for line in lines:
             self.write(line)

@@ -592,12 +592,101 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
     return 0;
 }
 
+/* Length of the UTF-8 sequence at s[i] (*ok = 1), or of the maximal subpart of an ill-formed one that
+ * Python's decode(errors="replace") turns into one U+FFFD (*ok = 0): a bad lead byte alone, else the
+ * lead and the continuation bytes that were still acceptable. */
+static inline Py_ssize_t
+utf8_step(const unsigned char *s, Py_ssize_t n, Py_ssize_t i, int *ok)
+{
+    unsigned char c = s[i];
+    *ok = 1;
+    if (c < 0x80)
+        return 1;
+    if (c < 0xC2 || c > 0xF4) {
+        *ok = 0;
+        return 1;
+    }
+    int need = c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c == 0xE0)
+        lo = 0xA0;
+    else if (c == 0xED)
+        hi = 0x9F;
+    else if (c == 0xF0)
+        lo = 0x90;
+    else if (c == 0xF4)
+        hi = 0x8F;
+    for (int j = 1; j <= need; j++) {
+        if (i + j >= n) {
+            *ok = 0;
+            return j;
+        }
+        unsigned char b = s[i + j];
+        if (b < lo || b > hi) {
+            *ok = 0;
+            return j;
+        }
+        lo = 0x80;
+        hi = 0xBF;
+    }
+    return need + 1;
+}
+
+/* The output as bytes that are valid UTF-8: what `bytes(o).decode("utf-8", "replace").encode()`
+ * gives (keys and values are copied raw; separators are ASCII, so fixing the whole output equals
+ * decoding every field alone). Frees o's buffer. */
+static PyObject *
+out_finish_utf8(out_t *o)
+{
+    const unsigned char *s = (const unsigned char *)(o->data ? o->data : "");
+    Py_ssize_t n = o->len, i = 0, run = 0; /* s[run:i] is valid and not yet copied */
+    out_t fixed = {NULL, 0, 0};
+    while (i < n) {
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        int ok;
+        Py_ssize_t len = utf8_step(s, n, i, &ok);
+        if (!ok) {
+            /* Each bad subpart (>= 1 byte) becomes U+FFFD (3 bytes): the output is at most 3n. */
+            if (fixed.data == NULL && out_reserve(&fixed, n * 3 + 1) < 0) {
+                PyMem_Free(o->data);
+                return NULL;
+            }
+            out_put(&fixed, (const char *)s + run, i - run);
+            PUT(&fixed, "\xEF\xBF\xBD");
+            run = i + len;
+        }
+        i += len;
+    }
+    PyObject *result;
+    if (fixed.data == NULL) {
+        result = PyBytes_FromStringAndSize((const char *)s, n);
+    } else {
+        out_put(&fixed, (const char *)s + run, n - run);
+        result = PyBytes_FromStringAndSize(fixed.data, fixed.len);
+        PyMem_Free(fixed.data);
+    }
+    PyMem_Free(o->data);
+    return result;
+}
+
 /* format_messages(buf, position, json, print_data, file_json) -> bytes
  *
  * The lines of every message in `buf` (plain, valid messages as scan_messages accepts them; `position`
  * is the file position of buf[0]): Kafka 0.9's DumpLogSegments line (json false) or ktool's `message`
  * JSON object (json true; `file_json` is the file name already encoded as a JSON string). Keys and
- * values are written as raw bytes: decode the result as UTF-8 with errors="replace". */
+ * values are copied raw, then the whole is made valid UTF-8 as errors="replace" decoding would. */
 static PyObject *
 format_messages(PyObject *self, PyObject *args)
 {
@@ -736,9 +825,7 @@ format_messages(PyObject *self, PyObject *args)
         goto continue_next;
     }
     PyBuffer_Release(&view);
-    PyObject *result = PyBytes_FromStringAndSize(o.data ? o.data : "", o.len);
-    PyMem_Free(o.data);
-    return result;
+    return out_finish_utf8(&o);
 fail:
     PyBuffer_Release(&view);
     PyMem_Free(o.data);
@@ -749,7 +836,7 @@ fail:
  *
  * DumpLogSegments' `| offset: …` line of every v2 record (Record tuples as decode_records makes them),
  * `label` the batch's timestamp type (CreateTime, …); with print_data, headers, key and payload as raw
- * bytes (decode the result as UTF-8 with errors="replace"). */
+ * bytes, then the whole made valid UTF-8 as errors="replace" decoding would. */
 static int
 out_utf8_of(out_t *o, PyObject *text)
 {
@@ -873,10 +960,294 @@ format_records(PyObject *self, PyObject *args)
             goto fail;
         o.data[o.len++] = '\n';
     }
-    PyObject *result = PyBytes_FromStringAndSize(o.data ? o.data : "", o.len);
-    PyMem_Free(o.data);
-    return result;
+    return out_finish_utf8(&o);
 fail:
+    PyMem_Free(o.data);
+    return NULL;
+}
+
+/* format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label,
+ *                print_data, check_only[, file_json, batch_position]) -> bytes, or the count (check_only)
+ *
+ * format_records' lines read straight from a batch's (uncompressed) records section, no Record objects
+ * made: the same walk, checks and RecordDecodeError (position relative to `data`) as decode_records.
+ * check_only walks and checks without printing, so a caller can learn whether decoding would fail.
+ * With file_json (the file name already encoded as a JSON string): ktool's `record` JSON objects
+ * instead, keys and values as UTF-8 text, as render/dump_json.py makes them. */
+static PyObject *
+format_payload(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t count;
+    long long base_offset, base_timestamp, base_sequence;
+    PyObject *log_append_obj;
+    const char *label;
+    Py_ssize_t label_len;
+    int print_data, check_only;
+    const char *file_json = NULL;
+    Py_ssize_t file_json_len = 0;
+    long long batch_position = 0;
+    if (!PyArg_ParseTuple(args, "y*nLLOLs#pp|z#L", &view, &count, &base_offset, &base_timestamp,
+                          &log_append_obj, &base_sequence, &label, &label_len, &print_data, &check_only,
+                          &file_json, &file_json_len, &batch_position))
+        return NULL;
+    int json = file_json != NULL;
+    int log_append = log_append_obj != Py_None;
+    long long log_append_time = 0;
+    if (log_append) {
+        log_append_time = PyLong_AsLongLong(log_append_obj);
+        if (log_append_time == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len;
+    Py_ssize_t pos = 0, start = 0, i = 0;
+    int why = 0;
+    long long bad = 0;
+    out_t o = {NULL, 0, 0};
+    if (!check_only && out_reserve(&o, end * 2 + 4096) < 0)
+        goto fail;
+    for (i = 0; i < count; i++) {
+        start = pos;
+        int64_t length, ts_delta, off_delta, n, key_len, value_len, nh;
+        Py_ssize_t key_at = 0, value_at = 0;
+        if ((why = read_varint(p, end, &pos, &length)))
+            goto fail;
+        if (length < 6 || length > (int64_t)(end - pos)) {
+            why = BAD_LENGTH;
+            bad = length;
+            goto fail;
+        }
+        Py_ssize_t rec_end = pos + (Py_ssize_t)length;
+        pos += 1; /* record attributes: unused */
+        if ((why = read_varint(p, end, &pos, &ts_delta)) || (why = read_varint(p, end, &pos, &off_delta)))
+            goto fail;
+        /* key and value: as read_field */
+        for (int f = 0; f < 2; f++) {
+            if ((why = read_varint(p, end, &pos, &n)))
+                goto fail;
+            if (n < -1) {
+                why = f ? BAD_VALUE : BAD_KEY;
+                bad = n;
+                goto fail;
+            }
+            if (n >= (int64_t)(end - pos)) {
+                why = PAST_END;
+                goto fail;
+            }
+            if (f) {
+                value_len = n;
+                value_at = pos;
+            } else {
+                key_len = n;
+                key_at = pos;
+            }
+            if (n > 0)
+                pos += (Py_ssize_t)n;
+        }
+        /* headers: as read_headers */
+        if ((why = read_varint(p, end, &pos, &nh)))
+            goto fail;
+        if (nh < 0 || (nh && nh * 2 > (int64_t)(rec_end - pos))) {
+            why = BAD_HEADER_COUNT;
+            bad = nh;
+            goto fail;
+        }
+        Py_ssize_t headers_at = pos;
+        for (int64_t h = 0; h < nh; h++) {
+            if ((why = read_varint(p, end, &pos, &n)))
+                goto fail;
+            if (n < 0 || n > (int64_t)(rec_end - pos)) {
+                why = BAD_HEADER_KEY;
+                bad = n;
+                goto fail;
+            }
+            pos += (Py_ssize_t)n;
+            if ((why = read_varint(p, end, &pos, &n)))
+                goto fail;
+            if (n < -1 || n > (int64_t)(rec_end - pos)) {
+                why = BAD_HEADER_VALUE;
+                bad = n;
+                goto fail;
+            }
+            if (n > 0)
+                pos += (Py_ssize_t)n;
+        }
+        if (pos != rec_end) {
+            why = FIELDS_MISMATCH;
+            bad = length;
+            goto fail;
+        }
+        if (check_only)
+            continue;
+        long long sequence = base_sequence == NO_SEQUENCE ? NO_SEQUENCE : ((base_sequence + off_delta) & 0x7FFFFFFF);
+        if (json) {
+            if (out_reserve(&o, 300 + label_len + file_json_len + 16 * nh) < 0)
+                goto fail;
+            PUT(&o, "{\"type\":\"record\",\"file\":");
+            out_put(&o, file_json, file_json_len);
+            PUT(&o, ",\"batchPosition\":");
+            out_int(&o, batch_position);
+            PUT(&o, ",\"offset\":");
+            out_int(&o, base_offset + off_delta);
+            PUT(&o, ",\"timestamp\":");
+            out_int(&o, log_append ? log_append_time : base_timestamp + ts_delta);
+            PUT(&o, ",\"timestampType\":\"");
+            out_put(&o, label, label_len);
+            PUT(&o, "\",\"keySize\":");
+            out_int(&o, key_len);
+            PUT(&o, ",\"valueSize\":");
+            out_int(&o, value_len);
+            PUT(&o, ",\"sequence\":");
+            out_int(&o, sequence);
+            PUT(&o, ",\"headerKeys\":[");
+            Py_ssize_t q = headers_at;
+            for (int64_t h = 0; h < nh; h++) {
+                read_varint(p, end, &q, &n);
+                if (h && (out_reserve(&o, 1) < 0 || (o.data[o.len++] = ',', 0)))
+                    goto fail;
+                if (out_json_string(&o, p + q, (Py_ssize_t)n) < 0)
+                    goto fail;
+                q += (Py_ssize_t)n;
+                read_varint(p, end, &q, &n);
+                if (n > 0)
+                    q += (Py_ssize_t)n;
+            }
+            if (out_reserve(&o, 32) < 0)
+                goto fail;
+            o.data[o.len++] = ']';
+            if (print_data) {
+                PUT(&o, ",\"headers\":[");
+                q = headers_at;
+                for (int64_t h = 0; h < nh; h++) {
+                    read_varint(p, end, &q, &n);
+                    if (out_reserve(&o, 16) < 0)
+                        goto fail;
+                    if (h)
+                        o.data[o.len++] = ',';
+                    PUT(&o, "{\"key\":");
+                    if (out_json_string(&o, p + q, (Py_ssize_t)n) < 0)
+                        goto fail;
+                    q += (Py_ssize_t)n;
+                    if (out_reserve(&o, 16) < 0)
+                        goto fail;
+                    PUT(&o, ",\"value\":");
+                    read_varint(p, end, &q, &n);
+                    if (n < 0) {
+                        PUT(&o, "null");
+                    } else {
+                        if (out_json_string(&o, p + q, (Py_ssize_t)n) < 0)
+                            goto fail;
+                        q += (Py_ssize_t)n;
+                    }
+                    if (out_reserve(&o, 2) < 0)
+                        goto fail;
+                    o.data[o.len++] = '}';
+                }
+                if (out_reserve(&o, 16) < 0)
+                    goto fail;
+                PUT(&o, "],\"key\":");
+                if (key_len < 0)
+                    PUT(&o, "null");
+                else if (out_json_string(&o, p + key_at, (Py_ssize_t)key_len) < 0)
+                    goto fail;
+                if (out_reserve(&o, 16) < 0)
+                    goto fail;
+                PUT(&o, ",\"value\":");
+                if (value_len < 0)
+                    PUT(&o, "null");
+                else if (out_json_string(&o, p + value_at, (Py_ssize_t)value_len) < 0)
+                    goto fail;
+            }
+            if (out_reserve(&o, 4) < 0)
+                goto fail;
+            PUT(&o, "}\n");
+            continue;
+        }
+        /* the record's own bytes bound every field copied below */
+        if (out_reserve(&o, 200 + label_len + 2 * (rec_end - start) + 16 * nh) < 0)
+            goto fail;
+        PUT(&o, "| offset: ");
+        out_int(&o, base_offset + off_delta);
+        o.data[o.len++] = ' ';
+        out_put(&o, label, label_len);
+        PUT(&o, ": ");
+        out_int(&o, log_append ? log_append_time : base_timestamp + ts_delta);
+        PUT(&o, " keySize: ");
+        out_int(&o, key_len);
+        PUT(&o, " valueSize: ");
+        out_int(&o, value_len);
+        PUT(&o, " sequence: ");
+        out_int(&o, sequence);
+        PUT(&o, " headerKeys: [");
+        Py_ssize_t q = headers_at;
+        for (int64_t h = 0; h < nh; h++) {
+            read_varint(p, end, &q, &n);
+            if (h)
+                o.data[o.len++] = ',';
+            out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+            q += (Py_ssize_t)n;
+            read_varint(p, end, &q, &n);
+            if (n > 0)
+                q += (Py_ssize_t)n;
+        }
+        o.data[o.len++] = ']';
+        if (print_data) {
+            if (nh) {
+                PUT(&o, " headers: [");
+                q = headers_at;
+                for (int64_t h = 0; h < nh; h++) {
+                    read_varint(p, end, &q, &n);
+                    if (h)
+                        o.data[o.len++] = ',';
+                    out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+                    q += (Py_ssize_t)n;
+                    o.data[o.len++] = ':';
+                    read_varint(p, end, &q, &n);
+                    if (n < 0) {
+                        PUT(&o, "null");
+                    } else {
+                        out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+                        q += (Py_ssize_t)n;
+                    }
+                }
+                o.data[o.len++] = ']';
+            }
+            if (key_len >= 0) {
+                PUT(&o, " key: ");
+                out_put(&o, (const char *)p + key_at, (Py_ssize_t)key_len);
+            }
+            if (value_len >= 0) {
+                PUT(&o, " payload: ");
+                out_put(&o, (const char *)p + value_at, (Py_ssize_t)value_len);
+            }
+        }
+        o.data[o.len++] = '\n';
+    }
+    if (pos != end) {
+        char message[120];
+        PyOS_snprintf(message, sizeof(message), "%zd stray byte%s after the batch's %zd record%s", end - pos,
+                      end - pos == 1 ? "" : "s", count, count == 1 ? "" : "s");
+        PyObject *exc = PyObject_CallFunction(decode_error, "sn", message, pos);
+        if (exc != NULL) {
+            PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+            Py_DECREF(exc);
+        }
+        why = 0;
+        goto fail;
+    }
+    PyBuffer_Release(&view);
+    if (check_only) {
+        PyMem_Free(o.data);
+        return PyLong_FromSsize_t(count);
+    }
+    return out_finish_utf8(&o);
+fail:
+    if (why && !PyErr_Occurred())
+        raise_failure((enum failure)why, i, start, bad);
+    PyBuffer_Release(&view);
     PyMem_Free(o.data);
     return NULL;
 }
@@ -906,6 +1277,9 @@ static PyMethodDef methods[] = {
      "format_messages(buf, position, json, print_data, file_json[, wrapper_position, shift, append_time]) -> bytes"},
     {"format_records", format_records, METH_VARARGS,
      "format_records(records, label, print_data) -> bytes: DumpLogSegments' record lines (UTF-8)"},
+    {"format_payload", format_payload, METH_VARARGS,
+     "format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label, print_data, "
+     "check_only) -> bytes (or the count): format_records' lines from the records section"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
     {NULL, NULL, 0, NULL},
 };

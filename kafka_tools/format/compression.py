@@ -109,6 +109,20 @@ def iter_decompressed(
         yield out
 
 
+def gunzip_whole(data: bytes | memoryview, limit: int) -> bytes | None:
+    """The common case in one call: a single gzip (or zlib) stream inflating to at most `limit` bytes.
+    None for anything else (several members, padding, a bigger or broken stream), which
+    `iter_decompressed` then handles and reports; the bound holds either way."""
+    d = zlib.decompressobj(47)
+    try:
+        out = d.decompress(data, limit + 1)
+    except zlib.error:
+        return None
+    if not d.eof or d.unused_data or len(out) > limit:
+        return None
+    return out
+
+
 def _gunzip_pieces(data: bytes | memoryview, limit: int, piece: int) -> Iterator[bytes]:
     # wbits 47 accepts both gzip and zlib headers; some old clients wrote bare zlib streams.
     total = 0

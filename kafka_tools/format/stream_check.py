@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kafka_tools.format.compression import DecompressionError, iter_decompressed
+from kafka_tools.format.compression import Codec, DecompressionError, gunzip_whole, iter_decompressed
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message, v1_shift
 from kafka_tools.format.record_batch import RECORD_BATCH_OVERHEAD, RecordBatch, RecordDecodeError
 
@@ -142,8 +142,10 @@ def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
     where = entry.wrapper_payload_position
     if entry.value is None:
         raise RecordDecodeError("compressed wrapper has a null value", where)
-    pieces = _pieces(entry.codec, entry.value, entry.codec_label, where)
-    head = _gather(pieces)
+    head = gunzip_whole(entry.value, WHOLE_LIMIT) if entry.codec == Codec.GZIP else None
+    if head is None:
+        pieces = _pieces(entry.codec, entry.value, entry.codec_label, where)
+        head = _gather(pieces)
     if head is not None:
         found = entry.summary_of(head)
         if found is not None:  # walked in C: only the offsets validate looks at for a wrapper

@@ -16,7 +16,7 @@ from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
+from kafka_tools.format.record_batch import HAS_SPEEDUPS, Record, RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import (
     MessageRun,
     Problem,
@@ -123,12 +123,14 @@ def _dump_log(
         return
     internal = _internal_mode(p, options) if options.deep else None
     runs: RunBounds | None = None
+    record_lines = False
     if kind == FileKind.KAFKA07:
         walk = iter_kafka07_entries(p, base_offset_of(p) or 0, end=options.max_bytes, progress=progress)
     else:
         plain = options.from_offset is None and options.to_offset is None and internal is None
         if options.message_runs and plain:
             runs = RunBounds(keep_data=True, max_bytes=1 << 20)  # a renderer's output stays small
+        record_lines = options.record_lines and plain and HAS_SPEEDUPS
         walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs)
     last_offset: int | None = None
     recovery_point: int | None = None  # where the broker's recovery would cut: first bad CRC or frame
@@ -165,7 +167,10 @@ def _dump_log(
             runs.prev = last_offset  # a run's first message must lie above it, or it needs a problem
         if options.deep:
             try:
-                if isinstance(entry, RecordBatch):
+                plain_batch = type(entry) is RecordBatch and not (entry.is_compressed or entry.is_control)
+                if record_lines and plain_batch:
+                    event.record_count = entry.check_records()
+                elif isinstance(entry, RecordBatch):
                     event.records = _filter_records(entry.records(), options)
                 elif runs is not None and entry.is_compressed and (found := entry.plain_inner_set()):
                     event.inner_set = found  # (no offset filter: runs are off with one)
@@ -173,7 +178,10 @@ def _dump_log(
                     if entry.is_compressed:
                         event.inner = [m for m in entry.inner_messages() if _offset_wanted(m.offset, options)]
                     event.records = _filter_records(entry.records(), options)
-                end.records += found[1] if event.inner_set else len(event.records)
+                if event.record_count is not None:
+                    end.records += event.record_count
+                else:
+                    end.records += found[1] if event.inner_set else len(event.records)
                 if internal is not None:
                     event.decoded = _decoded(internal, event)
             except RecordDecodeError as exc:

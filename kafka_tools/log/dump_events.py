@@ -29,6 +29,9 @@ class DumpOptions:
     to_offset: int | None = None
     index_sanity: bool = True  # compare .index entries with the .log beside them
     message_runs: bool = False  # plain v0/v1 messages as MessageRunEvents (renderers that take them)
+    # uncompressed v2 records checked and counted, not decoded: the renderer prints them from the
+    # batch's bytes (EntryEvent.record_count; the text renderer's C path takes them)
+    record_lines: bool = False
 
     @property
     def deep(self) -> bool:
@@ -59,6 +62,9 @@ class EntryEvent:
     # `__consumer_offsets` / `__transaction_state` (deep iteration): each record's key and value decoded
     # by their schemas, one per record shown — `records` of a batch, `inner` of a wrapper, else the entry
     decoded: list[dict] | None = None
+    # with DumpOptions.record_lines: the records of an uncompressed, non-control batch were checked
+    # (they decode) and counted, not decoded; `records` is None
+    record_count: int | None = None
 
 
 @dataclass(slots=True)

@@ -26,6 +26,7 @@ from kafka_tools.render.dump_text import write_utf8
 from kafka_tools.render.values import decode_json
 
 _format_messages = _C.format_messages if _C is not None else None  # `message` objects, in C
+_format_payload = _C.format_payload if _C is not None else None  # v2 `record` objects from a batch's bytes
 
 _ITEM_TYPES = {
     index.OffsetIndexEntry: "index-entry",
@@ -109,6 +110,10 @@ class DumpJsonRenderer:
         entry = event.entry
         if isinstance(entry, RecordBatch):
             self.emit(self._batch(event.path, entry))
+            if event.record_count is not None:  # checked, not decoded (DumpOptions.record_lines)
+                if self._fast_records(event.path, entry):
+                    return
+                event.records = entry.records()
             records = event.records or []
             for record, decoded in zip(records, _each(event.decoded, records), strict=True):
                 self.emit(self._record(event.path, entry, record, decoded))
@@ -126,6 +131,27 @@ class DumpJsonRenderer:
             return
         for m, decoded in zip(event.inner, _each(event.decoded, event.inner), strict=True):
             self.emit(self._message(event.path, m, entry.position, decoded, inner=True))
+
+    def record_lines_from_bytes(self) -> bool:
+        """Whether v2 `record` objects are made in C from the batch's bytes (metadata shown, data as
+        UTF-8 text): DumpOptions.record_lines may then be on."""
+        return (
+            _format_payload is not None
+            and not self.skip_metadata
+            and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
+        )
+
+    def _fast_records(self, path: str, b: RecordBatch) -> bool:
+        if not self.record_lines_from_bytes():
+            return False
+        name = json.dumps(path, ensure_ascii=False)
+        label = b.timestamp_type.label
+        try:
+            text = _format_payload(*b.payload_args(), label, self.print_data, False, name, b.position)
+        except UnicodeEncodeError:  # a file name that is not text: json.dumps below says it as Python does
+            return False
+        write_utf8(self.out, text, valid=True)
+        return True
 
     def _run(self, event: MessageRunEvent) -> None:
         """Plain v0/v1 messages: their objects made in C in one go (data as UTF-8 text), else one by one."""
@@ -151,7 +177,7 @@ class DumpJsonRenderer:
             )
         except ValueError:  # a compressed message inside a wrapper
             return False
-        write_utf8(self.out, text)
+        write_utf8(self.out, text, valid=True)
         return True
 
     def _batch(self, path: str, b: RecordBatch) -> dict:

@@ -31,6 +31,7 @@ from kafka_tools.render.values import decode_text
 Fields = list[tuple[str, object]]
 _format_messages = _C.format_messages if _C is not None else None  # Kafka 0.9's message lines, in C
 _format_records = _C.format_records if _C is not None else None  # v2 record lines, in C
+_format_payload = _C.format_payload if _C is not None else None  # the same, from a batch's bytes
 
 
 class DumpTextRenderer:
@@ -120,7 +121,7 @@ class DumpTextRenderer:
             )
         except ValueError:  # a compressed message inside a wrapper
             return False
-        write_utf8(self.out.stream, text)
+        write_utf8(self.out.stream, text, valid=True)
         return True
 
     def _message(self, m: LegacyMessage | Kafka07Message, position: int, decoded: dict | None) -> None:
@@ -184,6 +185,13 @@ class DumpTextRenderer:
                 ("isvalid", b.is_valid),
             ]
         )
+        if event.record_count is not None:  # checked, not decoded (DumpOptions.record_lines)
+            if self.record_lines_from_bytes():
+                args = b.payload_args()
+                text = _format_payload(*args, b.timestamp_type.label, self.print_data, False)
+                write_utf8(self.out.stream, text, valid=True)
+                return
+            event.records = b.records()
         records = event.records or ()
         if (
             _format_records is not None
@@ -192,7 +200,8 @@ class DumpTextRenderer:
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         ):
             # The bulk case: Kafka's record lines, made in C, one write a batch.
-            write_utf8(self.out.stream, _format_records(records, b.timestamp_type.label, self.print_data))
+            text = _format_records(records, b.timestamp_type.label, self.print_data)
+            write_utf8(self.out.stream, text, valid=True)
         elif self.out.colour or self.print_data or self.skip_metadata or b.is_control:
             for record, decoded in zip(records, _each(event.decoded, records), strict=True):
                 self._record(b, record, decoded)
@@ -208,6 +217,14 @@ class DumpTextRenderer:
                     for r in records
                 )
             )
+
+    def record_lines_from_bytes(self) -> bool:
+        """Whether v2 record lines are Kafka's own and made in C (DumpOptions.record_lines may be on)."""
+        return (
+            _format_payload is not None
+            and not (self.out.colour or self.skip_metadata)
+            and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
+        )
 
     def _record(self, b: RecordBatch, r: Record, decoded: dict | None) -> None:
         fields: Fields = []
@@ -256,13 +273,18 @@ class DumpTextRenderer:
             self.out.fields([("version", h["version"]), ("crc", h["crc"]), ("entries", len(event.items))])
 
 
-def write_utf8(stream, data: bytes) -> None:
+def write_utf8(stream, data: bytes, valid: bool = False) -> None:
     """Write UTF-8 bytes (keys and values as stored) as the text `data.decode("utf-8", "replace")`
     would be written: straight to the binary buffer beneath a UTF-8 text stream when it is valid
-    UTF-8, saving a decode and an encode of every byte."""
+    UTF-8 (`valid`: the caller knows it is, as the C formatters' output always is), saving a decode
+    and an encode of every byte."""
     buffer = getattr(stream, "buffer", None)
     encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
-    if buffer is not None and encoding == "utf8" and (data.isascii() or _is_utf8(data)):
+    if buffer is not None and encoding == "utf8" and (valid or data.isascii() or _is_utf8(data)):
+        guarded = getattr(stream, "write_bytes", None)  # cli/pipe.py's stdout: a closed pipe is no error
+        if guarded is not None:
+            guarded(data)
+            return
         stream.flush()
         buffer.write(data)
         return

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -36,7 +37,9 @@ _C_SWITCHES = [
     (message_set, "_scan_inner"),
     (dump_text, "_format_messages"),
     (dump_text, "_format_records"),
+    (dump_text, "_format_payload"),
     (dump_json, "_format_messages"),
+    (dump_json, "_format_payload"),
 ]
 
 
@@ -309,12 +312,25 @@ V2 = sorted([*GENERATED.glob("v2/*/*.log"), *GENERATED.glob("corrupt/v2-*/*.log"
 
 
 @pytest.mark.parametrize(
-    "args", [["--deep-iteration"], ["--print-data-log"], ["--print-data-log", "--value-decoder", "hex"]]
+    "args",
+    [
+        ["--deep-iteration"],
+        ["--print-data-log"],
+        ["--print-data-log", "--value-decoder", "hex"],
+        ["--json", "--deep-iteration"],
+        ["--json", "--print-data-log"],
+    ],
 )
 def test_v2_record_lines_print_the_same_in_c_and_python(args: list[str], monkeypatch) -> None:
     files = [str(p) for p in V2]
     assert files
     fast = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
+    with monkeypatch.context() as m:  # records decoded, then their lines made in C (text only)
+        m.setattr(dump_text, "_format_payload", None)
+        m.setattr(dump_json, "_format_payload", None)
+        from_records = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
+    monkeypatch.setattr(dump_text, "_format_payload", None)
+    monkeypatch.setattr(dump_json, "_format_payload", None)
     monkeypatch.setattr(dump_text, "_format_records", None)
     reference = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
     assert (fast.exit_code, fast.stdout, fast.stderr) == (
@@ -322,4 +338,101 @@ def test_v2_record_lines_print_the_same_in_c_and_python(args: list[str], monkeyp
         reference.stdout,
         reference.stderr,
     )
-    assert "headerKeys: [" in fast.stdout
+    assert "headerKeys: [" in fast.stdout or '"headerKeys":[' in fast.stdout
+    assert (from_records.exit_code, from_records.stdout, from_records.stderr) == (
+        reference.exit_code,
+        reference.stdout,
+        reference.stderr,
+    )
+
+
+def _v2_segment_of(records: list[tuple[bytes | None, bytes | None]], path: Path) -> Path:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    for i, (key, value) in enumerate(records):
+        headers = [("h", value), ("null", None)] if i % 2 else []
+        b.append(i, timestamp=1_700_000_000_000 + i, key=key, value=value, headers=headers)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bytes(b.build()))
+    return path
+
+
+def test_v2_awkward_and_random_bytes_print_the_same_in_c_and_python(tmp_path: Path, monkeypatch) -> None:
+    # Bytes that are not UTF-8 become U+FFFD in C exactly as Python's decode("utf-8", "replace") does.
+    rnd = random.Random(16)
+    pieces = [b"\xe0\xa0", b"\xed\xa0\x80", b"\xf0\x90\x80", b"\xf4\x90", b"\xc0", b"\xff", b"\xe2\x82\xac"]
+    pieces += [b"\xf0\x9f\x98\x80", b"a", b"\x80", b"\xc3", b"\xc3\xa9", b"\xf5", b"\xe1\x80", b"\n"]
+    records = AWKWARD + [
+        (bytes(rnd.randrange(256) for _ in range(rnd.randrange(9))), rnd.randbytes(rnd.randrange(40)))
+        for _ in range(200)
+    ]
+    records += [(b"".join(rnd.choices(pieces, k=3)), b"".join(rnd.choices(pieces, k=12))) for _ in range(300)]
+    path = _v2_segment_of(records, tmp_path / "t-0" / "00000000000000000000.log")
+    args = [["--print-data-log"], ["--deep-iteration"], ["--json", "--print-data-log"], ["--json", "--deep"]]
+    fast = [CliRunner().invoke(cli, ["dump-log", *a, str(path)], catch_exceptions=False) for a in args]
+    assert "\ufffd" in fast[0].stdout and "\ufffd" in fast[2].stdout
+    for line in fast[2].stdout.split("\n")[:-1]:
+        json.loads(line)
+    monkeypatch.setattr(dump_text, "_format_payload", None)
+    monkeypatch.setattr(dump_json, "_format_payload", None)
+    monkeypatch.setattr(dump_text, "_format_records", None)
+    reference = [CliRunner().invoke(cli, ["dump-log", *a, str(path)], catch_exceptions=False) for a in args]
+    assert [(r.exit_code, r.stdout) for r in fast] == [(r.exit_code, r.stdout) for r in reference]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_record_lines_from_bytes_agree_with_decoding_on_garbage(data) -> None:
+    """format_payload (the C walk that prints v2 records from the batch's bytes) accepts exactly what
+    decode_records accepts, fails with the same error, and prints what format_records prints."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from kafka_tools.format.record_batch import _C, decode_records_py
+
+    b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    for i in range(data.draw(st.integers(0, 4))):
+        headers = [("h\xe9", b"v"), ("n", None)] if i % 2 else []
+        b.append(
+            i,
+            timestamp=1_700_000_000_000 + i,
+            key=b"k%d" % i if i % 3 else None,
+            value=b"v\xff" * i,
+            headers=headers,
+        )
+    payload = bytearray(bytes(b.build())[61:])
+    for _ in range(data.draw(st.integers(0, 3))):
+        if payload:
+            payload[data.draw(st.integers(0, len(payload) - 1))] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        payload = payload[: data.draw(st.integers(0, len(payload)))]
+    count = data.draw(st.integers(0, 6))
+    args = (bytes(payload), count, 100, 1_700_000_000_000, None, data.draw(st.sampled_from([-1, 5])))
+
+    def outcome(fn):
+        try:
+            return ("ok", fn())
+        except RecordDecodeError as exc:
+            return ("error", str(exc), exc.position)
+
+    decoded = outcome(lambda: decode_records_py(*args))
+    for print_data in (False, True):
+        lines = outcome(lambda p=print_data: _C.format_payload(*args, "CreateTime", p, False))
+        if decoded[0] == "ok":
+            assert lines == ("ok", _C.format_records(decoded[1], "CreateTime", print_data))
+        else:
+            assert lines == decoded
+    for print_data in (False, True):  # --json's `record` objects
+        lines = outcome(lambda p=print_data: _C.format_payload(*args, "CreateTime", p, False, '"f"', 7))
+        if decoded[0] != "ok":
+            assert lines == decoded
+            continue
+        renderer = dump_json.DumpJsonRenderer(None, print_data)  # type: ignore[arg-type]
+        batch = SimpleNamespace(
+            position=7, timestamp_type=SimpleNamespace(label="CreateTime"), is_control=False
+        )
+        objects = [renderer._record("f", batch, r, None) for r in decoded[1]]  # type: ignore[arg-type]
+        text = "".join(json.dumps(o, ensure_ascii=False, separators=(",", ":")) + "\n" for o in objects)
+        assert lines == ("ok", text.encode())
+    checked = outcome(lambda: _C.format_payload(*args, "", False, True))
+    assert checked == (("ok", len(decoded[1])) if decoded[0] == "ok" else decoded)

@@ -1,0 +1,250 @@
+"""`ktool dump-log --jobs N` over many files: N cores at work, output still in file order.
+
+Rendering is Python-bound (the GIL), so the helpers are processes (forked: they inherit the options).
+The parent renders every N-th file itself, straight to stdout as `--jobs 1` does, while N-1 workers
+render the files between, each exactly as `--jobs 1` would, into a spool file on disk rather than into
+memory (a 1 GiB segment costs a worker no more RAM than the sequential dump does); lines meant for
+stderr are spooled beside it with the byte position of stdout they follow. The parent then copies
+those spools to stdout (sendfile) and stderr, in file order, so the bytes and the exit code are those
+of `--jobs 1`. When stdout's reader leaves (`| head -1`), the workers are told to stop rendering and
+only their problems are still said, on stderr.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import os
+import signal
+import struct
+import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+
+from kafka_tools.cli import pipe
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
+from kafka_tools.log.dump import dump_file
+from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
+from kafka_tools.render.dump_json import DumpJsonRenderer
+from kafka_tools.render.dump_text import DumpTextRenderer
+from kafka_tools.render.lines import LineWriter
+
+_RECORD = struct.Struct(">QBI")  # stdout position, kind, length of the UTF-8 text that follows
+ALWAYS, IF_READER_GONE = 0, 1  # a stderr line; a problem already in stdout (JSON), said if unread
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What a worker needs to render a file as the parent's renderer would."""
+
+    options: DumpOptions
+    as_json: bool
+    key_decoder: str
+    value_decoder: str
+    encoding: str
+    errors: str
+    spool_dir: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    out_path: str
+    err_path: str
+    exit_code: int
+
+
+class _ProblemSpool:
+    """Stands in for the stderr LineWriter in a worker: each line with the stdout position it follows."""
+
+    colour = False
+
+    def __init__(self, path: str, text: io.TextIOWrapper) -> None:
+        self._file = open(path, "wb")  # noqa: SIM115 (closed by close())
+        self._text = text
+
+    def problem(self, text: str, kind: int = ALWAYS) -> None:
+        self._text.flush()
+        data = text.encode("utf-8", "surrogateescape")
+        self._file.write(_RECORD.pack(self._text.buffer.tell(), kind, len(data)) + data)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _Shadow:
+    """For --json: a problem object goes to stdout; its text line is kept for when nobody read it."""
+
+    def __init__(self, spool: _ProblemSpool) -> None:
+        self._spool = spool
+
+    def problem(self, text: str) -> None:
+        self._spool.problem(text, IF_READER_GONE)
+
+
+_setup: Setup | None = None
+_gone = None  # a shared byte, set by the parent when stdout's reader left
+
+
+def _init_worker(setup: Setup, gone) -> None:
+    global _setup, _gone
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _setup, _gone = setup, gone
+
+
+def _render_file(index: int, path: str) -> Rendered:
+    """In a worker: one file's output, as `--jobs 1` would print it, into two spool files."""
+    setup = _setup
+    assert setup is not None
+    out_path = os.path.join(setup.spool_dir, f"{index}.out")
+    err_path = os.path.join(setup.spool_dir, f"{index}.err")
+    with open(out_path, "wb") as raw:
+        out = io.TextIOWrapper(raw, encoding=setup.encoding, errors=setup.errors, newline="\n")
+        err = _ProblemSpool(err_path, out)
+        try:
+            exit_code = _render_into(setup, path, out, err)
+        finally:
+            out.flush()
+            err.close()
+            out.detach()
+    return Rendered(out_path, err_path, exit_code)
+
+
+def _render_into(setup: Setup, path: str, out: io.TextIOWrapper, err: _ProblemSpool) -> int:
+    o = setup.options
+    if setup.as_json:
+        renderer = DumpJsonRenderer(
+            out, o.print_data_log, setup.key_decoder, setup.value_decoder, o.skip_record_metadata
+        )
+        shadow = DumpTextRenderer(_Shadow(err), _Shadow(err), False, False)  # type: ignore[arg-type]
+    else:
+        writer = LineWriter(out, False)
+        renderer = DumpTextRenderer(
+            writer, err, o.print_data_log, o.skip_record_metadata, setup.key_decoder, setup.value_decoder
+        )  # type: ignore[arg-type]
+        shadow = None
+    problems_only = DumpTextRenderer(err, err, False, False)  # type: ignore[arg-type]
+    exit_code = 0
+    try:
+        for event in dump_file(path, o, None):
+            if not _gone.value:
+                renderer.render(event)
+                if shadow is not None and isinstance(event, ProblemEvent):
+                    shadow.render(event)
+            elif isinstance(event, ProblemEvent):
+                problems_only.render(event)
+            if isinstance(event, FileEnd) and event.problems:
+                exit_code = max(exit_code, EXIT_FINDINGS)
+    except KtoolError as exc:
+        err.problem(str(exc))
+        exit_code = max(exit_code, exc.exit_code if exc.exit_code != 2 else EXIT_ENVIRONMENT)
+    except OSError as exc:
+        err.problem(f"{path}: {exc.strerror or exc}")
+        exit_code = max(exit_code, EXIT_ENVIRONMENT)
+    return exit_code
+
+
+def can_run_parallel() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def dump_files_parallel(
+    files: list[str],
+    setup_args: dict,
+    jobs: int,
+    err: LineWriter,
+    render_here: Callable[[str], int],
+    progress: Callable[[], AbstractContextManager] | None = None,
+) -> int:
+    """Dump `files` on `jobs` cores in file order; the exit code. The parent renders every `jobs`-th
+    file itself, straight to stdout (`render_here`, the `--jobs 1` path), while `jobs - 1` workers
+    render the files between into spools that it then copies: only those pay the spool's copy.
+    `progress()` gives a context yielding a per-file callback (or None); entered once the workers are
+    forked, so no progress-bar thread is running when they are."""
+    out_stream = sys.stdout
+    with tempfile.TemporaryDirectory(prefix="ktool-dump-") as spool_dir:
+        setup = Setup(
+            encoding=getattr(out_stream, "encoding", None) or "utf-8",
+            errors=getattr(out_stream, "errors", None) or "strict",
+            spool_dir=spool_dir,
+            **setup_args,
+        )
+        ctx = multiprocessing.get_context("fork")
+        gone = ctx.RawValue("b", 0)
+        pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone))
+        exit_code = 0
+        try:
+            with progress() if progress is not None else nullcontext() as file_done:
+                exit_code = _dump_in_order(files, jobs, pool, gone, err, render_here, file_done)
+            pool.close()
+        finally:
+            pool.terminate()
+            pool.join()
+    return exit_code
+
+
+def _dump_in_order(files, jobs: int, pool, gone, err: LineWriter, render_here, file_done) -> int:
+    exit_code = 0
+    for head in range(0, len(files), jobs):
+        # Files head+1 … head+jobs-1 go to the workers; head is rendered here meanwhile.
+        ahead = [
+            (files[i], pool.apply_async(_render_file, (i, files[i])))
+            for i in range(head + 1, min(head + jobs, len(files)))
+        ]
+        exit_code = max(exit_code, render_here(files[head]))
+        if file_done is not None:
+            file_done(files[head])
+        for path, result in ahead:
+            if pipe.reader_gone():
+                gone.value = 1  # the workers stop rendering; their problems are still said
+            rendered: Rendered = result.get()
+            _replay(rendered, sys.stdout, err)
+            exit_code = max(exit_code, rendered.exit_code)
+            if file_done is not None:
+                file_done(path)
+    return exit_code
+
+
+def _replay(rendered: Rendered, out_stream, err: LineWriter) -> None:
+    """A worker's stdout spool to stdout, its stderr lines to stderr where they fell; both removed."""
+    with open(rendered.out_path, "rb") as out, open(rendered.err_path, "rb") as lines:
+        os.unlink(rendered.out_path)
+        os.unlink(rendered.err_path)
+        written = 0
+        while header := lines.read(_RECORD.size):
+            position, kind, length = _RECORD.unpack(header)
+            text = lines.read(length).decode("utf-8", "surrogateescape")
+            written = _copy(out, out_stream, written, position)
+            if kind == ALWAYS or pipe.reader_gone():
+                out_stream.flush()
+                err.problem(text)
+        _copy(out, out_stream, written, None)
+
+
+def _copy(src, out_stream, written: int, until: int | None) -> int:
+    """Bytes of the spool from `written` up to `until` (None: the end) to stdout; where it got to."""
+    if pipe.reader_gone():  # nobody reads: skip what is left of it
+        return src.seek(0 if until is None else until, os.SEEK_END if until is None else os.SEEK_SET)
+    send = getattr(out_stream, "send_file", None)
+    if send is not None:
+        stop = os.fstat(src.fileno()).st_size if until is None else until
+        if send(src.fileno(), written, stop - written):
+            return src.seek(stop)
+    while until is None or written < until:
+        chunk = src.read(_CHUNK if until is None else min(_CHUNK, until - written))
+        if not chunk:
+            break
+        written += len(chunk)
+        _write_bytes(out_stream, chunk)
+    return written
+
+
+def _write_bytes(out_stream, data: bytes) -> None:
+    writer = getattr(out_stream, "write_bytes", None)
+    if writer is not None:
+        writer(data)
+    else:
+        out_stream.flush()
+        out_stream.buffer.write(data)
