@@ -167,16 +167,24 @@ def _snappy_pieces(data: bytes, limit: int) -> Iterator[bytes]:
         pos += n
 
 
-def _zstd_pieces(data: bytes | memoryview, limit: int, piece: int) -> Iterator[bytes]:
+def _zstd_declared(data: bytes, limit: int) -> int:
+    """The size a zstd frame says it holds (-1: not said), refused when past `limit` before any work."""
     import zstandard
 
-    data = bytes(data)
     try:
         declared = zstandard.frame_content_size(data)
     except zstandard.ZstdError as exc:
         raise DecompressionError(f"zstd: {exc}") from None
     if declared > limit:
         raise DecompressionError(f"zstd frame claims {plural(declared, 'byte')}, past the {limit}-byte limit")
+    return declared
+
+
+def _zstd_pieces(data: bytes | memoryview, limit: int, piece: int) -> Iterator[bytes]:
+    import zstandard
+
+    data = bytes(data)
+    _zstd_declared(data, limit)  # a frame that claims more than the cap is refused before any work
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
         while True:
@@ -265,12 +273,7 @@ def _unzstd(data: bytes | memoryview, limit: int) -> bytes:
     import zstandard
 
     data = bytes(data)
-    try:
-        declared = zstandard.frame_content_size(data)
-    except zstandard.ZstdError as exc:
-        raise DecompressionError(f"zstd: {exc}") from None
-    if declared > limit:
-        raise DecompressionError(f"zstd frame claims {plural(declared, 'byte')}, past the {limit}-byte limit")
+    declared = _zstd_declared(data, limit)
     if declared >= 0:
         # One frame that states its size (what most clients write): decode in one call, which is much
         # faster than streaming. More frames after it make that call fail, and the stream reads them all.

@@ -8,7 +8,6 @@ value (int32 length + bytes).
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import (
+    _C,
     LOG_OVERHEAD,
     NO_SEQUENCE,
     Record,
@@ -275,14 +275,4 @@ def v1_shift(wrapper_offset: int, last_relative: int) -> int:
     return base if base >= 0 else 0
 
 
-def _speedups():
-    if os.environ.get("KTOOL_PURE_PYTHON"):
-        return None
-    try:
-        from kafka_tools.format import _speedups
-    except ImportError:
-        return None
-    return _speedups.scan_inner
-
-
-_scan_inner = _speedups()
+_scan_inner = _C.scan_inner if _C is not None else None  # the C walk of a wrapper's inner set
