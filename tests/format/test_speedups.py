@@ -11,6 +11,7 @@ from kafka_tools.format import record_batch as rb
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, decode_records_py
 from kafka_tools.format.segment import iter_log_entries
 from tests.format.test_decoder_vs_kafka_python import SEGMENTS
+from tests.independent import REALWORLD
 
 pytestmark = pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built")
 
@@ -42,7 +43,7 @@ def test_c_and_python_agree_on_every_real_batch() -> None:
         )
         assert rb.decode_records(*args) == decode_records_py(*args)
         checked += 1
-    assert checked > 100
+    assert checked > (100 if REALWORLD.is_dir() else 30)  # the fixtures alone hold 36 v2 batches
 
 
 def test_c_and_python_agree_on_every_truncation_of_a_real_batch() -> None:
