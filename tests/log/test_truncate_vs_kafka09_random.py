@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.log.test_recovery_property import Mutation, _entry_positions
-from tests.log.test_truncate_vs_kafka09_recovery import INDEX_INTERVAL, LOGDIR, _broker_id
+from tests.log.test_truncate_vs_kafka09_recovery import INDEX_INTERVAL, LOGDIR, recover_with_broker
 from tests.reference_recovery import recover, soundness
 from tests.support.cli import run_ktool
-from tests.support.servers import KafkaBroker
 
 pytestmark = pytest.mark.slow
 
@@ -63,21 +62,7 @@ def judged(zookeeper_server, tmp_path_factory):
     workdir = root / "broker"
     broker_logs = workdir / "kafka-logs"
     shutil.copytree(damaged_logs, broker_logs)  # no .kafka_cleanshutdown: 0.9 recovers every segment
-    broker = KafkaBroker(
-        f"{zookeeper_server.connect_string}/judge",
-        _broker_id(),
-        workdir=workdir,
-        properties={
-            "log.index.interval.bytes": INDEX_INTERVAL,
-            "auto.create.topics.enable": "false",
-            "log.cleaner.enable": "false",
-            "log.retention.check.interval.ms": 3_600_000,
-        },
-    )
-    broker.start()
-    clean = broker.stop(clean=True, timeout=60)
-    text = broker.log_file.read_text("utf-8", "replace")
-    assert clean, f"the broker did not shut down cleanly:\n{text[-4000:]}"
+    text = recover_with_broker(f"{zookeeper_server.connect_string}/judge", workdir)
     return damaged_logs, broker_logs, cases, text
 
 

@@ -227,8 +227,16 @@ def recovered(request, zookeeper_server, tmp_path_factory) -> Recovered:
     broker_logs = workdir / "kafka-logs"  # KafkaBroker's log.dirs
     shutil.copytree(damaged, broker_logs)
     _force_full_recovery(broker_logs)
+    # a chroot per broker: nothing left from earlier runs
+    text = recover_with_broker(f"{zookeeper_server.connect_string}/{case}", workdir)
+    return Recovered(case, damaged, broker_logs, text, damage)
+
+
+def recover_with_broker(zookeeper: str, workdir: Path) -> str:
+    """A real 0.9.0.1 broker started over `workdir`/kafka-logs (it recovers what it finds there) and
+    shut down cleanly; its log's text."""
     broker = KafkaBroker(
-        f"{zookeeper_server.connect_string}/{case}",  # a chroot per broker: nothing left from earlier runs
+        zookeeper,
         _broker_id(),
         workdir=workdir,
         properties={
@@ -242,7 +250,7 @@ def recovered(request, zookeeper_server, tmp_path_factory) -> Recovered:
     clean = broker.stop(clean=True, timeout=60)
     text = broker.log_file.read_text("utf-8", "replace")
     assert clean, f"the broker did not shut down cleanly:\n{text[-4000:]}"
-    return Recovered(case, damaged, broker_logs, text, damage)
+    return text
 
 
 # --------------------------------------------------------------------------- the broker side
