@@ -152,8 +152,8 @@ def _need_broker(zk, options: dict[str, Any]):
     return broker
 
 
-@click.command("migrate-offsets")
-@click.option(
+# The store a command reads, the same option (and default) for migrate-offsets and offsets export.
+from_store = click.option(
     "--from",
     "source",
     type=_STORES,
@@ -161,6 +161,10 @@ def _need_broker(zk, options: dict[str, Any]):
     show_default=True,
     help="The store to read: ZooKeeper's /consumers, or Kafka's __consumer_offsets.",
 )
+
+
+@click.command("migrate-offsets")
+@from_store
 @click.option(
     "--to",
     "target",
@@ -246,14 +250,7 @@ def offsets() -> None:
 
 
 @offsets.command("export")
-@click.option(
-    "--from",
-    "source",
-    type=_STORES,
-    default=ZK,
-    show_default=True,
-    help="The store to read: ZooKeeper's /consumers, or Kafka's __consumer_offsets.",
-)
+@from_store
 @click.option("--group", "group_ids", multiple=True, metavar="GROUP", help="A group to export (repeatable).")
 @click.option("--all-groups", is_flag=True, help="Every group in the store.")
 @click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable).")
