@@ -4,7 +4,9 @@ problem, the items of a non-log file). Everything is decoded; renderers only for
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
@@ -62,6 +64,11 @@ class EntryEvent:
     # `__consumer_offsets` / `__transaction_state` (deep iteration): each record's key and value decoded
     # by their schemas, one per record shown — `records` of a batch, `inner` of a wrapper, else the entry
     decoded: list[dict] | None = None
+
+    def with_decoded(self, shown: list) -> Iterator[tuple[Any, dict | None]]:
+        """Each record or message shown, with what the dump service decoded for it (None: nothing)."""
+        return zip(shown, self.decoded or [None] * len(shown), strict=True)
+
     # with DumpOptions.record_lines: the records of an uncompressed, non-control batch were checked
     # (they decode) and counted, not decoded; `records` is None
     record_count: int | None = None

@@ -115,7 +115,7 @@ class DumpJsonRenderer:
                     return
                 event.records = entry.records()
             records = event.records or []
-            for record, decoded in zip(records, _each(event.decoded, records), strict=True):
+            for record, decoded in event.with_decoded(records):
                 self.emit(self._record(event.path, entry, record, decoded))
             return
         wrapper_only = event.inner is not None or event.inner_set is not None
@@ -129,7 +129,7 @@ class DumpJsonRenderer:
             return
         if event.inner is None:
             return
-        for m, decoded in zip(event.inner, _each(event.decoded, event.inner), strict=True):
+        for m, decoded in event.with_decoded(event.inner):
             self.emit(self._message(event.path, m, entry.position, decoded, inner=True))
 
     def record_lines_from_bytes(self) -> bool:
@@ -284,8 +284,3 @@ class DumpJsonRenderer:
                 continue
             fields = {_camel(k): v for k, v in asdict(item).items()}
             self.emit({"type": _ITEM_TYPES[type(item)], "file": event.path, **fields})
-
-
-def _each(decoded: list[dict] | None, shown) -> list[dict | None]:
-    """What the dump service decoded for each record shown (None for each when it decoded nothing)."""
-    return decoded if decoded is not None else [None] * len(shown)

@@ -92,7 +92,7 @@ class DumpTextRenderer:
                 for message in entry.inner_messages():
                     self._message(message, entry.position, None)
         elif event.inner is not None:
-            for message, decoded in zip(event.inner, _each(event.decoded, event.inner), strict=True):
+            for message, decoded in event.with_decoded(event.inner):
                 self._message(message, entry.position, decoded)
         else:
             self._message(entry, entry.position, event.decoded[0] if event.decoded else None)
@@ -203,7 +203,7 @@ class DumpTextRenderer:
             text = _format_records(records, b.timestamp_type.label, self.print_data)
             write_utf8(self.out.stream, text, valid=True)
         elif self.out.colour or self.print_data or self.skip_metadata or b.is_control:
-            for record, decoded in zip(records, _each(event.decoded, records), strict=True):
+            for record, decoded in event.with_decoded(records):
                 self._record(b, record, decoded)
         elif records:
             # The common bulk case (plain text, metadata only): one formatted write a batch.
@@ -353,8 +353,3 @@ def _item_fields(item) -> Fields:
     if isinstance(value, (list, dict)):  # quorum-state's voters
         value = json.dumps(value, separators=(",", ":"))
     return [(key, value)]
-
-
-def _each(decoded: list[dict] | None, shown) -> list[dict | None]:
-    """What the dump service decoded for each record shown (None for each when it decoded nothing)."""
-    return decoded if decoded is not None else [None] * len(shown)
