@@ -15,7 +15,9 @@ import click
 from click.shell_completion import BashComplete, FishComplete, ZshComplete
 
 from kafka_tools import __version__
-from kafka_tools.cli.main import cli
+from kafka_tools.cli.main import cli as _cli
+
+cli = _cli.load_all()
 
 ROOT = Path(__file__).resolve().parents[2]
 MAN_DATE = date(2026, 11, 21).isoformat()  # fixed so regenerating is reproducible

@@ -10,9 +10,54 @@ from kafka_tools import __version__
 from kafka_tools.cli import pipe
 from kafka_tools.errors import EXIT_INTERRUPTED, EXIT_USAGE, KtoolError
 
+# Each subcommand's module is imported only when that command runs (or help lists it): `ktool read`
+# must not pay for rich, kazoo and the Spark pipeline at start-up. Name → "module:attribute".
+LAZY_COMMANDS: dict[str, str] = {
+    "dump-log": "kafka_tools.cli.dump_log:dump_log",
+    "validate": "kafka_tools.cli.validate:validate",
+    "truncate": "kafka_tools.cli.truncate:truncate",
+    "brokers": "kafka_tools.cli.cluster:brokers",
+    "topics": "kafka_tools.cli.cluster:topics",
+    "cluster-id": "kafka_tools.cli.cluster:cluster_id",
+    "groups": "kafka_tools.cli.groups:groups",
+    "migrate-offsets": "kafka_tools.cli.offsets:migrate_offsets",
+    "offsets": "kafka_tools.cli.offsets:offsets",
+    "scan": "kafka_tools.cli.scan:scan",
+    "completion": "kafka_tools.cli.docs:completion",
+    "man": "kafka_tools.cli.docs:man",
+}
+
 
 class KtoolGroup(click.Group):
-    """Turns every KtoolError into its one line on stderr and its exit code; nothing else exits."""
+    """Turns every KtoolError into its one line on stderr and its exit code; nothing else exits.
+
+    Subcommands named in LAZY_COMMANDS are imported on first use; `commands` still holds every
+    command once `load_all()` ran (docgen and the tests that walk the tree call it).
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
+            self._load(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def load_all(self) -> KtoolGroup:
+        for name in LAZY_COMMANDS:
+            if name not in self.commands:
+                self._load(name)
+        return self
+
+    def _load(self, name: str) -> None:
+        from importlib import import_module
+
+        from kafka_tools.cli.help import use_ktool_help
+
+        module, _, attribute = LAZY_COMMANDS[name].partition(":")
+        command = getattr(import_module(module), attribute)
+        use_ktool_help([command])
+        self.add_command(command, name)
 
     def invoke(self, ctx: click.Context):
         # A reader that leaves early (`| head -1`, `| true`) must not decide the exit code: writes
@@ -65,26 +110,9 @@ def cli(ctx: click.Context, color: str) -> None:
 
 
 def _register() -> None:
-    from kafka_tools.cli import cluster, scan
-    from kafka_tools.cli.docs import completion, man
-    from kafka_tools.cli.dump_log import dump_log
-    from kafka_tools.cli.groups import groups
-    from kafka_tools.cli.help import use_ktool_help
-    from kafka_tools.cli.offsets import migrate_offsets, offsets
-    from kafka_tools.cli.truncate import truncate
-    from kafka_tools.cli.validate import validate
+    from kafka_tools.cli.help import KtoolContext
 
-    cli.add_command(dump_log)
-    cli.add_command(validate)
-    cli.add_command(truncate)
-    cluster.register(cli)
-    cli.add_command(groups)
-    cli.add_command(migrate_offsets)
-    cli.add_command(offsets)
-    scan.register(cli)
-    cli.add_command(completion)
-    cli.add_command(man)
-    use_ktool_help([cli])
+    cli.context_class = KtoolContext
 
 
 _register()
