@@ -69,6 +69,7 @@ def _register() -> None:
     from kafka_tools.cli.docs import completion, man
     from kafka_tools.cli.dump_log import dump_log
     from kafka_tools.cli.groups import groups
+    from kafka_tools.cli.groups_watch import watch
     from kafka_tools.cli.help import use_ktool_help
     from kafka_tools.cli.offsets import migrate_offsets, offsets
     from kafka_tools.cli.truncate import truncate
@@ -78,6 +79,7 @@ def _register() -> None:
     cli.add_command(validate)
     cli.add_command(truncate)
     cluster.register(cli)
+    groups.add_command(watch)
     cli.add_command(groups)
     cli.add_command(migrate_offsets)
     cli.add_command(offsets)
