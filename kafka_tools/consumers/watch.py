@@ -229,11 +229,11 @@ class GroupTracker:
                 else "ownership changed"
             )
             self._start(now, old_owners, reason, out)
+        self._check_stuck(now, out)
         if self.rebalancing:
             held = all(_consumer(owners.get(tp, "")) in members for tp in v.planned)
             if v.ok or (held and not v.not_member and now - self.last_change >= QUIET):
                 self._finish(now, out)
-        self._check_stuck(now, out)
         return out
 
     def _member_fields(self, m: ConsumerMember, initial: bool) -> dict[str, Any]:

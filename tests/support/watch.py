@@ -26,7 +26,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def registration(subscription: dict[str, int], pattern: str = "static") -> bytes:
     return json.dumps(
-        {"version": 1, "subscription": subscription, "pattern": pattern, "timestamp": str(int(time.time() * 1000))}
+        {
+            "version": 1,
+            "subscription": subscription,
+            "pattern": pattern,
+            "timestamp": str(int(time.time() * 1000)),
+        }
     ).encode()
 
 
