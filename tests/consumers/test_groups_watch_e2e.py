@@ -119,7 +119,9 @@ def test_real_consumers_join_crash_and_leave_and_each_rebalance_is_reported(kafk
             story.settled(members)
             assert story.owners == range_plan(members, TOPIC, PARTITIONS) == zk_owners(cluster.zk, group)
 
-            result = run_script("groups", "watch", group, "--zookeeper", cluster.connect, "--json", "--until-stable")
+            result = run_script(
+                "groups", "watch", group, "--zookeeper", cluster.connect, "--json", "--until-stable"
+            )
             assert result.returncode == 0, result.stderr
             state = json.loads(result.stdout.splitlines()[-1])
             assert state["event"] == "group-state" and state["stable"] and state["verified"]
@@ -140,3 +142,39 @@ def test_real_consumers_join_crash_and_leave_and_each_rebalance_is_reported(kafk
     finally:
         for c in consumers.values():
             c.stop(timeout=15)
+
+
+def log_ends(cluster, topic: str) -> dict[int, int]:
+    """The broker's own answer (`GetOffsetShell --time -1`: topic:partition:offset)."""
+    text = cluster.broker.run_tool(
+        "kafka.tools.GetOffsetShell", "--broker-list", cluster.bootstrap, "--topic", topic, "--time", "-1"
+    )
+    return {int(line.rsplit(":", 2)[1]): int(line.rsplit(":", 2)[2]) for line in text.split()}
+
+
+def test_lag_status_from_zookeeper_offsets_and_the_brokers_log_end(kafka09_cluster, topic):
+    """No live member and offsets that do not move: STOP where there is lag, OK where there is none;
+    a commit up to the log end turns the partition OK."""
+    cluster = kafka09_cluster
+    lagging = f"lagging-{uuid.uuid4().hex[:6]}"
+    cluster.broker.produce(TOPIC, [f"m{i}" for i in range(60)])
+    ends = log_ends(cluster, TOPIC)
+    assert sum(ends.values()) >= 60
+    for p in range(PARTITIONS):
+        cluster.zk.create(f"/consumers/{lagging}/offsets/{TOPIC}/{p}", b"0", makepath=True)
+    args = [lagging, "--zookeeper", cluster.connect, "--bootstrap-server", cluster.bootstrap, "--json"]
+    with WatchProcess(*args, "--lag-interval", "0.5") as watch:
+        first = {}
+        while len(first) < PARTITIONS:
+            e = watch.event("lag-status", timeout=60)
+            if e["status"] != "OK" or e["previous"] is not None:
+                first.setdefault(e["partition"], e)
+            elif ends[e["partition"]] == 0:
+                first[e["partition"]] = e
+        for p, e in first.items():
+            assert e["logEnd"] == ends[p] and e["offset"] == 0 and e["lag"] == ends[p]
+            assert e["status"] == ("STOP" if ends[p] else "OK"), e
+        busy = max(ends, key=ends.get)
+        cluster.zk.set(f"/consumers/{lagging}/offsets/{TOPIC}/{busy}", str(ends[busy]).encode())
+        caught_up = watch.event("lag-status", timeout=60, partition=busy)
+        assert (caught_up["previous"], caught_up["status"], caught_up["lag"]) == ("STOP", "OK", 0)
