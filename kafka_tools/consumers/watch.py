@@ -23,6 +23,7 @@ never a polling loop) and derives the story from each new view of them:
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -93,6 +94,7 @@ def member_host(group: str, member_id: str) -> str | None:
     return match["host"] if match else None
 
 
+@functools.lru_cache(maxsize=65536)  # owner strings repeat on every view of a 1,000-partition group
 def _consumer(owner: str) -> str | None:
     try:
         return ThreadId.parse(owner).consumer
