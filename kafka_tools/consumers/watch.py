@@ -398,12 +398,13 @@ class GroupWatch:
 
     # ------------------------------------------------------------------ what is tracked
 
-    def _track_group(self, group: str) -> None:
-        if group in self.trackers:
-            return
-        self.trackers[group] = GroupTracker(group, self.options.grace, self.options.strategy)
-        self.mirror.track_children(f"{CONSUMERS}/{group}/ids", with_data=True)
-        self.mirror.track_children(f"{CONSUMERS}/{group}/owners")
+    def _track_group(self, group: str) -> bool:
+        """Track the group's ids and owners (again, if arming failed while the connection was down)."""
+        if group not in self.trackers:
+            self.trackers[group] = GroupTracker(group, self.options.grace, self.options.strategy)
+        ids = self.mirror.track_children(f"{CONSUMERS}/{group}/ids", with_data=True)
+        owners = self.mirror.track_children(f"{CONSUMERS}/{group}/owners")
+        return ids or owners
 
     def _untrack_group(self, group: str) -> None:
         self.trackers.pop(group, None)
@@ -433,11 +434,11 @@ class GroupWatch:
         all_topics = sorted(self.mirror.children(BROKER_TOPICS))
         wanted_topics: set[str] = set()
         for group in self.trackers:
+            added |= self._track_group(group)
             base = f"{CONSUMERS}/{group}"
             topics = set(self.mirror.children(f"{base}/owners"))
-            for topic in topics - owner_topics.get(group, set()):
-                self.mirror.track_children(f"{base}/owners/{topic}", with_data=True)
-                added = True
+            for topic in topics:
+                added |= self.mirror.track_children(f"{base}/owners/{topic}", with_data=True)
             owner_topics[group] = topics | owner_topics.get(group, set())
             members = self._members(group)
             group_members = [Member(m.id, dict(m.subscription), m.pattern) for m in members.values()]
@@ -446,10 +447,9 @@ class GroupWatch:
             except KtoolError:
                 pass
             wanted_topics |= topics
-        for topic in sorted(wanted_topics - set(self.partitions)):
-            if topic in all_topics:
-                self.partitions[topic] = []
-                self.mirror.track_data(f"{BROKER_TOPICS}/{topic}")
+        for topic in sorted(wanted_topics & set(all_topics)):
+            if self.mirror.track_data(f"{BROKER_TOPICS}/{topic}"):
+                self.partitions.setdefault(topic, [])
                 added = True
         return added
 

@@ -66,25 +66,47 @@ class ZnodeMirror:
 
     # ------------------------------------------------------------------ what to watch
 
-    def track_children(self, path: str, with_data: bool = False) -> None:
+    def track_children(self, path: str, with_data: bool = False) -> bool:
+        """Mirror the children of ``path`` (and their data); True when newly tracked, False when already
+        tracked or when the connection is down (the caller asks again on its next view)."""
         from kazoo.recipe.watchers import DataWatch
 
         with self._lock:
             if path in self._children:
-                return
+                return False
             self._stopped.discard(path)
             self._children[path] = _Children(with_data)
-        DataWatch(self._zk, path, lambda data, stat: self._on_parent(path, stat))
+        if not self._arm(DataWatch, path, lambda data, stat: self._on_parent(path, stat)):
+            with self._lock:
+                self._children.pop(path, None)
+            return False
+        return True
 
-    def track_data(self, path: str) -> None:
+    def track_data(self, path: str) -> bool:
+        """Mirror the data of ``path``; True when newly tracked (as for ``track_children``)."""
         from kazoo.recipe.watchers import DataWatch
 
         with self._lock:
             if path in self._data:
-                return
+                return False
             self._stopped.discard(path)
             self._data[path] = None
-        DataWatch(self._zk, path, lambda data, stat: self._on_data(path, data))
+        if not self._arm(DataWatch, path, lambda data, stat: self._on_data(path, data)):
+            with self._lock:
+                self._data.pop(path, None)
+            return False
+        return True
+
+    def _arm(self, recipe: Any, path: str, func: Any) -> bool:
+        """Start a recipe; False when the connection is down (the caller tracks the path again later)."""
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            recipe(self._zk, path, func)
+        except (KazooException, KazooTimeoutError):
+            return False
+        return True
 
     def untrack(self, path: str) -> None:
         """Stop mirroring ``path``; its recipes end at their next notification."""
@@ -199,6 +221,8 @@ class ZnodeMirror:
                 self._changed.add(path)
 
     def _on_parent(self, path: str, stat: Any) -> bool | None:
+        from kazoo.exceptions import KazooException
+        from kazoo.handlers.threading import KazooTimeoutError
         from kazoo.recipe.watchers import ChildrenWatch
 
         with self._lock:
@@ -222,7 +246,13 @@ class ZnodeMirror:
             generation = entry.generation
             self._dirty.add(path)
             self._lock.notify_all()
-        ChildrenWatch(self._zk, path, lambda names: self._on_children(path, generation))
+        try:
+            ChildrenWatch(self._zk, path, lambda names: self._on_children(path, generation))
+        except (KazooException, KazooTimeoutError):
+            # The connection dropped while arming it: forget this incarnation, so that the DataWatch's
+            # re-read after the reconnect arms a new one.
+            with self._lock:
+                entry.exists, entry.czxid = False, None
         return None
 
     def _on_children(self, path: str, generation: int) -> bool | None:
