@@ -54,6 +54,8 @@ def event_text(event: WatchEvent) -> str:
     fields = dict(event.fields)
     if event.event == "rebalance-verified":  # the lists are empty when it is fine: say so shortly
         fields = {k: v for k, v in fields.items() if v != []}
+    if event.event == "group-state":  # a line per partition would drown the state: `--json` has them
+        fields.pop("owners", None)
     parts += [f"{key}={_value(value)}" for key, value in fields.items()]
     return " ".join(parts)
 
