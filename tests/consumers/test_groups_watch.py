@@ -8,6 +8,7 @@ the refused-port fail fast for every ZooKeeper command.
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 
@@ -131,11 +132,35 @@ def test_joins_and_leaves_are_rebalances_verified_against_the_range_plan(zk_root
 
     result = run_script("groups", "watch", GROUP, "--zookeeper", zk_root.connect, "--until-stable", "--json")
     assert result.returncode == 0, result.stderr
-    state = [
-        e for e in map(__import__("json").loads, result.stdout.splitlines()) if e["event"] == "group-state"
-    ]
+    state = [e for e in map(json.loads, result.stdout.splitlines()) if e["event"] == "group-state"]
     assert state[0]["stable"] is True and state[0]["verified"] is True
     assert {(o["topic"], o["partition"]): o["owner"] for o in state[0]["owners"]} == last
+
+
+@pytest.mark.slow
+def test_added_partitions_a_broker_and_a_new_controller_are_events(zk_root) -> None:
+    zk = zk_root.zk
+    _cluster(zk)
+    register_member(zk, GROUP, "billing_c1", {TOPIC: 1})
+    plan = range_plan(["billing_c1"], TOPIC, PARTITIONS)
+    apply_plan(zk, GROUP, {}, plan)
+    with WatchProcess(GROUP, "--zookeeper", zk_root.connect, "--json") as watch:
+        watch.event("member-joined", member="billing_c1")
+        register_broker(zk, 1)
+        assert watch.event("broker-joined", broker=1)["port"] == 9092
+        zk.set("/controller", b'{"version":1,"brokerid":1,"timestamp":"2"}')
+        watch.event("controller-moved", to=1, **{"from": 0})
+        assignment = {"version": 1, "partitions": {str(p): [0] for p in range(PARTITIONS + 2)}}
+        zk.set(f"/brokers/topics/{TOPIC}", json.dumps(assignment).encode())
+        added = watch.event("partitions-added", topic=TOPIC)
+        assert (added["from"], added["to"]) == (PARTITIONS, PARTITIONS + 2)
+        watch.event("rebalance-started", reason="partitions added")
+        wider = range_plan(["billing_c1"], TOPIC, PARTITIONS + 2)
+        apply_plan(zk, GROUP, plan, wider)
+        done = watch.event("rebalance-finished")
+        assert (done["moved"], done["partitions"], done["matchesPlan"]) == (2, PARTITIONS + 2, True)
+        zk.delete("/brokers/ids/1")
+        watch.event("broker-left", broker=1)
 
 
 @pytest.mark.slow
