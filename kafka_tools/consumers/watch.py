@@ -380,6 +380,7 @@ class GroupWatch:
         self.partitions: dict[str, list[int]] = {}
         self.malformed: set[str] = set()
         self.owner_topics: dict[str, set[str]] = {}  # group -> topics under its /owners being tracked
+        self.lag_problem: dict[str, str] = {}  # group -> why its offsets could not be read last time
 
     # ------------------------------------------------------------------ events
 
@@ -563,8 +564,11 @@ class GroupWatch:
             try:
                 desc = describe_group(self.zk, group, self.broker)
             except KtoolError as exc:
-                self._emit("lag-unavailable", group, {"message": str(exc)})
+                if self.lag_problem.get(group) != str(exc):  # once, not every interval
+                    self.lag_problem[group] = str(exc)
+                    self._emit("lag-unavailable", group, {"message": str(exc)})
                 continue
+            self.lag_problem.pop(group, None)
             now = self.clock()
             for event, fields in tracker.sample_lag(now, desc.rows):
                 self._emit(event, group, fields, now)

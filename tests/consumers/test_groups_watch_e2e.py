@@ -178,3 +178,25 @@ def test_lag_status_from_zookeeper_offsets_and_the_brokers_log_end(kafka09_clust
         cluster.zk.set(f"/consumers/{lagging}/offsets/{TOPIC}/{busy}", str(ends[busy]).encode())
         caught_up = watch.event("lag-status", timeout=60, partition=busy)
         assert (caught_up["previous"], caught_up["status"], caught_up["lag"]) == ("STOP", "OK", 0)
+
+
+def test_lag_status_reads_offsets_stored_in_kafka(kafka09_cluster, topic):
+    """A group with offsets.storage=kafka: its owners topic in ZooKeeper, its offsets in Kafka only."""
+    from tests.support.servers import kafka_commit
+
+    cluster = kafka09_cluster
+    group = f"kstored-{uuid.uuid4().hex[:6]}"
+    cluster.broker.produce(TOPIC, [f"k{i}" for i in range(30)])
+    ends = log_ends(cluster, TOPIC)
+    committed = {(TOPIC, p): ends[p] // 2 for p in range(PARTITIONS)}
+    cluster.zk.ensure_path(f"/consumers/{group}/owners/{TOPIC}")
+    kafka_commit(cluster.bootstrap, group, committed)
+    args = [group, "--zookeeper", cluster.connect, "--bootstrap-server", cluster.bootstrap, "--json"]
+    with WatchProcess(*args, "--lag-interval", "0.5") as watch:
+        seen = {}
+        while len(seen) < PARTITIONS:
+            e = watch.event("lag-status", timeout=60)
+            seen[e["partition"]] = e
+    for p, e in seen.items():
+        assert e["offset"] == committed[(TOPIC, p)] and e["logEnd"] == ends[p]
+        assert e["lag"] == ends[p] - committed[(TOPIC, p)]
