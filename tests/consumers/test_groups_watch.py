@@ -304,3 +304,21 @@ def test_every_zookeeper_command_reports_a_refused_port_within_2s(command) -> No
     assert result.stdout == ""
     assert result.stderr == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port}: connection refused\n"
     assert elapsed < 2, elapsed
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give GROUP… or --all (not both)"),
+        (["g", "--all"], "give GROUP… or --all (not both)"),
+        (["g", "--timeout", "5"], "--timeout goes with --until-stable"),
+        (["g", "--once", "--until-stable"], "--once and --until-stable exclude each other"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args, message) -> None:
+    from tests.support.cli import run_ktool
+
+    result = run_ktool("groups", "watch", *args, "--zookeeper", "127.0.0.1:1")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"ktool: {message}\n"
