@@ -166,3 +166,14 @@ def rebalance_plan_cmd(
         all_topics=all_topics,
     )
     render_plan(group, plan, sys.stdout, _colour(ctx), as_json)
+
+
+def _add_watch() -> None:
+    # `groups watch` lives in its own module (kazoo watches, the event renderer); it joins the group here
+    # so that loading `groups` lazily brings it along.
+    from kafka_tools.cli.groups_watch import watch
+
+    groups.add_command(watch)
+
+
+_add_watch()

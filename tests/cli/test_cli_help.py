@@ -112,7 +112,12 @@ def test_man_pages_name_and_see_also() -> None:
         assert named and set(named) <= set(pages), (page, named)
         if page != "ktool":
             assert "ktool" in named
-    assert run_script("man", "groups").stdout.count(".BR ktool\\-groups\\-") == 3
+    groups_page = run_script("man", "groups").stdout
+    subcommands = ["describe", "list", "rebalance-plan", "watch"]
+    assert groups_page.count(".BR ktool\\-groups\\-") == len(subcommands)
+    assert all(
+        f".BR ktool\\-groups\\-{name.replace('-', chr(92) + '-')} (1)" in groups_page for name in subcommands
+    )
 
 
 def test_counts_read_in_the_singular_for_one() -> None:

@@ -1,0 +1,105 @@
+"""`ktool groups watch`: consumer registration and rebalances live, through ZooKeeper watches."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from kafka_tools.cli.broker_options import broker_from_options, broker_options
+from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.consumers.watch import GroupWatch, WatchOptions
+from kafka_tools.errors import UsageError
+from kafka_tools.render.lines import wants_colour
+from kafka_tools.render.watch import WatchRenderer
+from kafka_tools.zk.connection import open_zk
+
+_SECONDS = click.FloatRange(min=0, min_open=True)
+
+
+@click.command("watch")
+@click.argument("group_ids", nargs=-1, metavar="[GROUP]...")
+@click.option(
+    "--all", "all_groups", is_flag=True, help="Every group in /consumers, also those that appear later."
+)
+@zookeeper_options
+@broker_options
+@click.option(
+    "--json", "as_json", is_flag=True, help="JSON Lines on stdout: ts, event, group and the event's fields."
+)
+@click.option(
+    "--lag-interval",
+    type=_SECONDS,
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Read committed and log end offsets this often (needs --bootstrap-server for the log end).",
+)
+@click.option(
+    "--grace",
+    type=_SECONDS,
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A partition not owned by a live member for longer than this is reported as stuck.",
+)
+@click.option("--until-stable", is_flag=True, help="Exit 0 once every group is stable and verified.")
+@click.option(
+    "--timeout",
+    type=_SECONDS,
+    metavar="SECONDS",
+    help="With --until-stable: exit 1 (with the last state) when the groups are not stable by then.",
+)
+@click.option("--once", is_flag=True, help="Print the current state as events and exit.")
+@click.pass_context
+def watch(
+    ctx: click.Context,
+    group_ids: tuple[str, ...],
+    all_groups: bool,
+    as_json: bool,
+    lag_interval: float,
+    grace: float,
+    until_stable: bool,
+    timeout: float | None,
+    once: bool,
+    **options: Any,
+) -> None:
+    """Watch consumer groups' members, owners and rebalances as they happen.
+
+    Sets ZooKeeper watches (kazoo's recipes, no polling) on /consumers/GROUP/ids and /owners, on
+    /brokers/ids, /brokers/topics/TOPIC and /controller, and prints one line per event: member
+    joined/left, broker joined/left, controller moved, partitions added, rebalance started/finished
+    (duration, partitions moved, each owner change), the owners verified against the range assignor's
+    plan, partitions stuck longer than --grace, lag status changes (Burrow's OK, WARN, STALL, STOP,
+    ERR), connection loss and session expiry. Ctrl-C stops it.
+
+    \b
+    Exit status:
+      0    --once printed the state; --until-stable: every group stable and verified
+      1    --until-stable: the --timeout passed first (the last state is printed)
+      2    usage error
+      3    ZooKeeper or a broker unreachable
+      130  interrupted (Ctrl-C)
+    """
+    if bool(group_ids) == all_groups:
+        raise UsageError("give GROUP… or --all (not both)")
+    if timeout is not None and not until_stable:
+        raise UsageError("--timeout goes with --until-stable")
+    if once and until_stable:
+        raise UsageError("--once and --until-stable exclude each other")
+    colour = wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
+    render = WatchRenderer(sys.stdout, colour, as_json)
+    settings = WatchOptions(
+        groups=list(group_ids),
+        all_groups=all_groups,
+        grace=grace,
+        lag_interval=lag_interval,
+        until_stable=until_stable,
+        timeout=timeout,
+        once=once,
+    )
+    with open_zk(zk_config_from_options(**options)) as zk:
+        broker = broker_from_options(zk, **options)
+        code = GroupWatch(zk, settings, render, broker).run()
+    ctx.exit(code)

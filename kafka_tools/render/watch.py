@@ -1,0 +1,82 @@
+"""`ktool groups watch` output: one line per event, flushed at once (a script reads it as it comes).
+
+JSON Lines: ``{"ts": "<ISO-8601 UTC, ms>", "event": …, "group": … or null, <the event's fields>}``.
+Text: ``<ts> <event> [<group>] key=value …``, coloured by kind on a terminal, plain in a pipe.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from kafka_tools.consumers.watch import WatchEvent
+
+_STYLES = {
+    "member-joined": "green",
+    "broker-joined": "green",
+    "member-left": "yellow",
+    "broker-left": "red",
+    "rebalance-started": "yellow",
+    "rebalance-finished": "bold green",
+    "partition-stuck": "bold red",
+    "partition-recovered": "green",
+    "connection-suspended": "red",
+    "session-expired": "bold red",
+    "connection-restored": "green",
+    "malformed-znode": "red",
+    "timeout": "bold red",
+}
+
+
+def timestamp(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def event_json(event: WatchEvent) -> dict[str, Any]:
+    return {"ts": timestamp(event.ts), "event": event.event, "group": event.group, **event.fields}
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def event_text(event: WatchEvent) -> str:
+    parts = [timestamp(event.ts), event.event]
+    if event.group is not None:
+        parts.append(f"group={event.group}")
+    fields = dict(event.fields)
+    if event.event == "rebalance-verified":  # the lists are empty when it is fine: say so shortly
+        fields = {k: v for k, v in fields.items() if v != []}
+    if event.event == "group-state":  # a line per partition would drown the state: `--json` has them
+        fields.pop("owners", None)
+    parts += [f"{key}={_value(value)}" for key, value in fields.items()]
+    return " ".join(parts)
+
+
+class WatchRenderer:
+    def __init__(self, out: TextIO, colour: bool, as_json: bool) -> None:
+        self.out = out
+        self.as_json = as_json
+        self._console = None
+        if colour and not as_json:
+            from rich.console import Console
+
+            self._console = Console(file=out, force_terminal=True, highlight=False, soft_wrap=True)
+
+    def __call__(self, event: WatchEvent) -> None:
+        if self.as_json:
+            self.out.write(json.dumps(event_json(event), separators=(",", ":"), default=str) + "\n")
+        elif self._console is not None:
+            ok = event.fields.get("ok")
+            style = _STYLES.get(event.event) or ("bold red" if ok is False else None)
+            self._console.print(event_text(event), style=style, markup=False)
+        else:
+            self.out.write(event_text(event) + "\n")
+        self.out.flush()
