@@ -18,13 +18,14 @@ its records kept), since the cleaner rewrites batches.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from kafka_tools.format.index import read_txn_index
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import iter_log_entries
-from kafka_tools.log.dirs import Partition
 from kafka_tools.log.retention_config import TopicSettings
+from kafka_tools.log.segment_list import PartitionFiles
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
@@ -99,7 +100,7 @@ class _Batch:
 
 
 def preview_compaction(
-    part: Partition,
+    part: PartitionFiles,
     settings: TopicSettings,
     log_start: int | None,
     log_end: int,
@@ -109,8 +110,9 @@ def preview_compaction(
 ) -> CompactionPreview:
     """The cleaner's view of one compacted partition; unparseable checkpoints go to `problems`."""
     segments = part.segments
-    sizes = [s.log.stat().st_size for s in segments]
-    mtimes = [s.log.stat().st_mtime_ns // 1_000_000 for s in segments]
+    stats = [os.stat(s.log) for s in segments]
+    sizes = [st.st_size for st in stats]
+    mtimes = [st.st_mtime_ns // 1_000_000 for st in stats]
     start = segments[0].base_offset if log_start is None else log_start
     checkpoint, present = checkpoints.offset(part, CLEANER_CHECKPOINT, problems)
     if checkpoint is None:
@@ -201,7 +203,7 @@ def preview_compaction(
 
 
 def _aborted_ranges(
-    part: Partition, cleanable: list[int], warnings: list[str]
+    part: PartitionFiles, cleanable: list[int], warnings: list[str]
 ) -> dict[int, list[tuple[int, int]]]:
     """producer id -> [(first, last offset)] of aborted transactions, from the `.txnindex` files."""
     out: dict[int, list[tuple[int, int]]] = {}
@@ -220,7 +222,7 @@ def _aborted_ranges(
 
 
 def _read_batches(
-    part: Partition, i: int, aborted, prev: CompactionPreview, warnings: list[str]
+    part: PartitionFiles, i: int, aborted, prev: CompactionPreview, warnings: list[str]
 ) -> list[_Batch]:
     seg = part.segments[i]
     out: list[_Batch] = []

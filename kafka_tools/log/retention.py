@@ -27,7 +27,6 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.checkpoints import CheckpointError, read_offset_checkpoint
-from kafka_tools.log.dirs import Partition, Segment, discover
 from kafka_tools.log.retention_config import SettingSources, TopicSettings
 from kafka_tools.log.segment_facts import (
     IndexUntrusted,
@@ -37,6 +36,8 @@ from kafka_tools.log.segment_facts import (
     scan_entries,
     stat_ms,
 )
+from kafka_tools.log.segment_list import PartitionFiles, SegmentFiles
+from kafka_tools.log.segment_list import find_partitions as _find
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
 LSO_CHECKPOINT = "log-start-offset-checkpoint"
@@ -89,7 +90,7 @@ def rule_for_version(text: str) -> Rule:
     return RULES["timestamp+high-watermark+log-start-first"]
 
 
-def detect_rule(part: Partition) -> tuple[Rule, str]:
+def detect_rule(part: PartitionFiles) -> tuple[Rule, str]:
     """The generation that wrote the log, from its files: `.timeindex` files appeared in 0.10.1,
     magic 2 batches and `leader-epoch-checkpoint` in 0.11."""
     magic = None
@@ -182,12 +183,9 @@ class RetentionReport:
         return [p for p in self.partitions if p.unreadable]
 
 
-def find_partitions(paths: list[str]) -> list[Partition]:
+def find_partitions(paths: list[str]) -> list[PartitionFiles]:
     """The partitions under the given log dirs / partition directories (a file is a usage error)."""
-    found = discover(paths)
-    if found.files:
-        raise UsageError(f"{found.files[0]}: a file; give log dirs or partition directories")
-    parts = found.all_partitions()
+    parts = _find(paths)
     if not parts:
         raise InputError(f"{paths[0]}: no partition directories found")
     return parts
@@ -211,7 +209,7 @@ class _Checkpoints:
     def __init__(self) -> None:
         self._cache: dict[tuple[Path, str], tuple[dict | None, list[str]]] = {}
 
-    def offset(self, part: Partition, name: str, problems: list[str]) -> tuple[int | None, bool]:
+    def offset(self, part: PartitionFiles, name: str, problems: list[str]) -> tuple[int | None, bool]:
         """(offset, file present) for the partition in its log dir's checkpoint `name`; a checkpoint
         that cannot be parsed is named in `problems` (for every partition that needed it)."""
         key = (part.log_dir, name)
@@ -225,7 +223,7 @@ class _Checkpoints:
         return table.get((part.topic, part.partition)), True
 
 
-def log_end_offset(seg: Segment, size: int, warnings: list[str]) -> int:
+def log_end_offset(seg: SegmentFiles, size: int, warnings: list[str]) -> int:
     """The offset after the last valid entry of the last segment: from its last `.index` entry on,
     or a scan of the whole segment when that index is missing or untrusted."""
     if size == 0:
@@ -248,7 +246,7 @@ def log_end_offset(seg: Segment, size: int, warnings: list[str]) -> int:
     return seg.base_offset if scan.next_offset is None else scan.next_offset
 
 
-def largest_timestamp(seg: Segment, mtime_ms: int, warnings: list[str]) -> tuple[int, str]:
+def largest_timestamp(seg: SegmentFiles, mtime_ms: int, warnings: list[str]) -> tuple[int, str]:
     """LogSegment.largestTimestamp: the largest record timestamp, else the file's mtime."""
     if seg.time_index is not None:
         try:
@@ -320,7 +318,7 @@ def _apply(log: _Log, chosen: list[int], step: str, reasons: dict[int, str], rol
 
 
 def plan_partition(
-    part: Partition,
+    part: PartitionFiles,
     settings: TopicSettings,
     rule: Rule,
     rule_why: str,
@@ -335,7 +333,7 @@ def plan_partition(
         res.notes.append("no segments")
         return res
     for orphan in part.orphans:
-        res.notes.append(f"{orphan.name}: not a segment of this log (ignored, as the broker ignores it)")
+        res.notes.append(f"{orphan}: not a segment of this log (ignored, as the broker ignores it)")
     last = len(part.segments) - 1
     try:
         facts = [stat_ms(s.log) for s in part.segments]
@@ -392,7 +390,7 @@ def plan_partition(
     return res
 
 
-def _steps(res, log: _Log, rule: Rule, settings: TopicSettings, now_ms: int, part: Partition):
+def _steps(res, log: _Log, rule: Rule, settings: TopicSettings, now_ms: int, part: PartitionFiles):
     """The delete steps in the generation's order: (name, predicate, reasons filled as it runs)."""
     steps: list[tuple[str, Predicate, dict[int, str]]] = []
     if settings.deletes:
@@ -421,7 +419,9 @@ def _steps(res, log: _Log, rule: Rule, settings: TopicSettings, now_ms: int, par
     return steps
 
 
-def _time_predicate(res: PartitionRetention, rule: Rule, retention_ms: int, now_ms: int, part: Partition):
+def _time_predicate(
+    res: PartitionRetention, rule: Rule, retention_ms: int, now_ms: int, part: PartitionFiles
+):
     reasons: dict[int, str] = {}
 
     def predicate(i: int, _next: int | None) -> tuple[bool, str]:
@@ -478,7 +478,7 @@ def _log_start_predicate(log: _Log):
 
 
 def preview(
-    parts: list[Partition],
+    parts: list[PartitionFiles],
     sources: SettingSources,
     now_ms: int,
     broker_version: str | None = None,

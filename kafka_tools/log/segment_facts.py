@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 from kafka_tools.format.segment import ProblemKind, iter_log_entries
 
@@ -29,13 +28,13 @@ class LargestTimestamp:
     source: str  # "timeindex", "batches" (scanned), "mtime"
 
 
-def stat_ms(path: Path) -> tuple[int, int]:
+def stat_ms(path: str | os.PathLike) -> tuple[int, int]:
     """(size, mtime in ms as Java's File.lastModified gives it)."""
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns // 1_000_000
 
 
-def _last_nonzero_entry(path: Path, width: int) -> bytes | None:
+def _last_nonzero_entry(path: str | os.PathLike, width: int) -> bytes | None:
     """The last entry of an index that is not all zeros (a preallocated tail is zeros); None if empty."""
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -56,19 +55,19 @@ def _last_nonzero_entry(path: Path, width: int) -> bytes | None:
         os.close(fd)
 
 
-def last_time_index_entry(path: Path) -> tuple[int, int] | None:
+def last_time_index_entry(path: str | os.PathLike) -> tuple[int, int] | None:
     """(timestamp, relative offset) of the last `.timeindex` entry, or None when it has none."""
     entry = _last_nonzero_entry(path, TIME_ENTRY)
     return None if entry is None else struct.unpack(">qi", entry)
 
 
-def last_offset_index_entry(path: Path) -> tuple[int, int] | None:
+def last_offset_index_entry(path: str | os.PathLike) -> tuple[int, int] | None:
     """(relative offset, position) of the last `.index` entry, or None."""
     entry = _last_nonzero_entry(path, OFFSET_ENTRY)
     return None if entry is None else struct.unpack(">ii", entry)
 
 
-def magic_of(path: Path) -> int | None:
+def magic_of(path: str | os.PathLike) -> int | None:
     """The magic of the segment's first entry; None for an empty or too short file."""
     try:
         with open(path, "rb") as f:
@@ -87,7 +86,7 @@ class Scan:
     problem: str | None  # why the walk stopped early, if it did
 
 
-def scan_entries(path: Path, start: int = 0) -> Scan:
+def scan_entries(path: str | os.PathLike, start: int = 0) -> Scan:
     """Walk entries from byte `start` (a batch boundary), keeping the last offset and the largest
     timestamp; v2 batches and v0/v1 wrappers carry both in their headers, so nothing is decompressed."""
     next_offset: int | None = None
