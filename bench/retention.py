@@ -8,12 +8,13 @@
 The log dir (generated once under bench/.data/, or $KTOOL_BENCH_DIR) holds v2 segments written with
 kafka-python's DefaultRecordBatchBuilder: 4 batches of 25 records a segment (~8 KiB), each with its
 `.index` and `.timeindex` (its last entry is the segment's largest timestamp), timestamps one minute
-apart per segment, so that with `--retention-hours` the oldest half of every partition expires and the
-walk visits half the segments and stops at the next one.
+apart per segment, so that the oldest `--expire` fraction of every partition (default half) is older
+than the retention.ms given; `--expire 1` makes every segment expire (every `.timeindex` is read and
+every partition rolls).
 
 Measured, wall clock, interpreter start included (median of --runs, page cache warm):
 
-* ktool: the installed console script, `ktool retention --now T --retention-hours H LOGDIR` (text
+* ktool: the installed console script, `ktool retention --now T --retention-ms MS LOGDIR` (text
   output to /dev/null) and the same with `--json`;
 * naive peer: the same question answered the obvious way, by a Python child that decodes every segment
   with kafka-python (`MemoryRecords`) to find its largest timestamp and then applies the same
@@ -124,6 +125,7 @@ def main() -> int:
     ap.add_argument("--segments", type=int, default=100, help="segments per partition")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--naive-runs", type=int, default=1)
+    ap.add_argument("--expire", type=float, default=0.5, help="the fraction of segments that expires")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--check", action="store_true", help="exit 1 unless ktool's median is under 2 s")
     args = ap.parse_args()
@@ -133,15 +135,11 @@ def main() -> int:
     print(f"log dir: {logdir} ({total} segments)", file=sys.stderr)
     build(logdir, args.partitions, args.segments)
     now = T0 + args.segments * MINUTE
-    hours = args.segments * MINUTE // 2 // 3_600_000 or 1
-    retention_ms = (
-        hours * 3_600_000 if args.segments * MINUTE // 2 >= 3_600_000 else args.segments * MINUTE // 2
-    )
-    flag = (
-        ["--retention-hours", str(hours)]
-        if retention_ms == hours * 3_600_000
-        else ["--retention-ms", str(retention_ms)]
-    )
+    # segment s has timestamp T0 + s minutes; `now` is one minute after the last: the oldest
+    # --expire fraction of every partition is older than retention.ms
+    expiring = round(args.segments * args.expire)
+    retention_ms = (args.segments - expiring) * MINUTE + MINUTE // 2
+    flag = ["--retention-ms", str(retention_ms)]
     ktool = shutil.which("ktool") or str(Path(sys.executable).parent / "ktool")
     base = [ktool, "retention", "--now", str(now), *flag, str(logdir)]
     for _ in range(1):  # warm the page cache

@@ -112,16 +112,16 @@ def parse_long(text: str, where: str) -> int:
     try:
         return int(str(text).strip())
     except ValueError:
-        raise UsageError(f"{where}: {str(text)[:40]!r} is not a whole number") from None
+        raise InputError(f"{where}: {str(text)[:40]!r} is not a whole number") from None
 
 
 def parse_ratio(text: str, where: str) -> float:
     try:
         value = float(str(text).strip())
     except ValueError:
-        raise UsageError(f"{where}: {str(text)[:40]!r} is not a number") from None
+        raise InputError(f"{where}: {str(text)[:40]!r} is not a number") from None
     if not 0 <= value <= 1:
-        raise UsageError(f"{where}: {value} is outside 0..1")
+        raise InputError(f"{where}: {value} is outside 0..1")
     return value
 
 
@@ -129,7 +129,7 @@ def parse_policy(text: str, where: str) -> frozenset[str]:
     words = frozenset(w.strip().lower() for w in str(text).replace("[", "").replace("]", "").split(","))
     words = frozenset(w for w in words if w)
     if not words or not words <= POLICIES:
-        raise UsageError(f"{where}: {str(text)[:40]!r} is not a cleanup policy (delete, compact, or both)")
+        raise InputError(f"{where}: {str(text)[:40]!r} is not a cleanup policy (delete, compact, or both)")
     return words
 
 
