@@ -402,3 +402,27 @@ def test_an_unparseable_checkpoint_is_an_inconsistent_state(tmp_path):
     assert code == 1
     assert "replication-offset-checkpoint" in err and len(err.strip().splitlines()) == 1
     assert part_of(lines, "t-0")["inconsistent"]
+
+
+def test_an_unreadable_partition_is_exit_3_and_the_others_are_still_previewed(tmp_path):
+    v2_log(tmp_path, "good", [NOW - 10 * DAY, NOW])
+    bad = v2_log(tmp_path, "bad", [NOW])
+    (bad / f"{10:020d}.log").symlink_to(tmp_path / "nowhere")
+    result = run_ktool("retention", "--json", "--now", str(NOW), "--retention-hours", "1", str(tmp_path))
+    assert result.exit_code == 3
+    lines = [json.loads(x) for x in result.stdout.splitlines()]
+    assert actions(lines, "good-0") == [(0, "time"), (10, None)]
+    assert "dangling symbolic link" in part_of(lines, "bad-0")["unreadable"]
+    err = result.stderr.strip().splitlines()
+    assert len(err) == 1 and "dangling symbolic link" in err[0]
+
+
+def test_a_bad_value_in_server_properties_is_exit_3_naming_the_key(tmp_path):
+    v2_log(tmp_path, "t", [NOW])
+    props = tmp_path.parent / "server.properties"
+    props.write_text("log.retention.hours=forever\n")
+    result = run_ktool("retention", "--server-properties", str(props), str(tmp_path))
+    assert result.exit_code == 3
+    assert result.stderr.strip().splitlines() == [
+        f"ktool: {props} (log.retention.hours): 'forever' is not a whole number"
+    ]
