@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -222,3 +223,15 @@ def test_defaults_come_from_server_properties(outcome):
     }
     assert "log.retention.hours" in part["settings"]["retentionMs"]["source"]
     assert part["segmentsDeleted"] == 0
+
+
+def test_the_broker_logs_a_deletion_for_each_segment_ktool_predicted(outcome):
+    predicted, _, text = outcome
+    deleted = [
+        (o["partition"], o["baseOffset"])
+        for o in predicted
+        if o["type"] == "segment" and o["action"] == "delete"
+    ]
+    assert deleted
+    scheduled = set(re.findall(r"Scheduling log segment (\d+) for log (\S+) for deletion", text))
+    assert scheduled == {(str(b), p) for p, b in deleted}, text[-3000:]
