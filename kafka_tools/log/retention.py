@@ -223,11 +223,12 @@ class _Checkpoints:
         return table.get((part.topic, part.partition)), True
 
 
-def log_end_offset(seg: SegmentFiles, size: int, warnings: list[str]) -> int:
-    """The offset after the last valid entry of the last segment: from its last `.index` entry on,
-    or a scan of the whole segment when that index is missing or untrusted."""
+def log_end_offset(seg: SegmentFiles, size: int, warnings: list[str]) -> tuple[int, int]:
+    """The offset after the last valid entry of the last segment, and the largest timestamp of the
+    batches read for it: from its last `.index` entry on, or a scan of the whole segment when that
+    index is missing or untrusted."""
     if size == 0:
-        return seg.base_offset
+        return seg.base_offset, -1
     start = 0
     if seg.offset_index is not None:
         try:
@@ -243,11 +244,16 @@ def log_end_offset(seg: SegmentFiles, size: int, warnings: list[str]) -> int:
         scan = scan_entries(seg.log, 0)
     if scan.problem:
         warnings.append(f"{seg.log}: {scan.problem} (the log end is taken before it)")
-    return seg.base_offset if scan.next_offset is None else scan.next_offset
+    return (seg.base_offset if scan.next_offset is None else scan.next_offset), scan.max_timestamp
 
 
-def largest_timestamp(seg: SegmentFiles, mtime_ms: int, warnings: list[str]) -> tuple[int, str]:
-    """LogSegment.largestTimestamp: the largest record timestamp, else the file's mtime."""
+def largest_timestamp(
+    seg: SegmentFiles, mtime_ms: int, warnings: list[str], tail_max: int = -1
+) -> tuple[int, str]:
+    """LogSegment.largestTimestamp: the largest record timestamp, else the file's mtime. `tail_max`:
+    the largest timestamp of the active segment's batches after its last `.index` entry, which a
+    crashed or running broker's `.timeindex` may not hold yet (a clean shutdown appends it; recovery
+    recomputes it), so the larger of the two is taken."""
     if seg.time_index is not None:
         try:
             entry = last_time_index_entry(seg.time_index)
@@ -255,6 +261,8 @@ def largest_timestamp(seg: SegmentFiles, mtime_ms: int, warnings: list[str]) -> 
             warnings.append(f"{exc}; scanned the segment's batches instead")
             entry = None
         if entry is not None and entry[0] >= 0:
+            if tail_max > entry[0]:
+                return tail_max, "batches after the last .timeindex entry"
             return entry[0], "timeindex"
     scan = scan_entries(seg.log)
     if scan.max_timestamp >= 0:
@@ -344,7 +352,7 @@ def plan_partition(
         SegmentPlan(s.base_offset, str(s.log), size, mtime, i == last)
         for i, (s, (size, mtime)) in enumerate(zip(part.segments, facts, strict=True))
     ]
-    res.log_end_offset = log_end_offset(part.segments[-1], facts[-1][0], res.warnings)
+    res.log_end_offset, tail_max = log_end_offset(part.segments[-1], facts[-1][0], res.warnings)
     first_base = part.segments[0].base_offset
     log_start = first_base
     if rule.log_start_step:
@@ -372,7 +380,7 @@ def plan_partition(
         res.high_watermark = hw
     log = _Log(res.segments, list(range(len(res.segments))), res.log_end_offset, log_start)
     rolled = [False]
-    steps = _steps(res, log, rule, settings, now_ms, part)
+    steps = _steps(res, log, rule, settings, now_ms, part, tail_max)
     stopped: dict[int, list[str]] = {}
     for name, predicate, reasons in steps:
         chosen, why = _deletable(log, hw, predicate)
@@ -390,13 +398,15 @@ def plan_partition(
     return res
 
 
-def _steps(res, log: _Log, rule: Rule, settings: TopicSettings, now_ms: int, part: PartitionFiles):
+def _steps(
+    res, log: _Log, rule: Rule, settings: TopicSettings, now_ms: int, part: PartitionFiles, tail_max: int
+):
     """The delete steps in the generation's order: (name, predicate, reasons filled as it runs)."""
     steps: list[tuple[str, Predicate, dict[int, str]]] = []
     if settings.deletes:
         retention_ms = int(settings.retention_ms.value)  # type: ignore[arg-type]
         if retention_ms >= 0:
-            steps.append(("time", *_time_predicate(res, rule, retention_ms, now_ms, part)))
+            steps.append(("time", *_time_predicate(res, rule, retention_ms, now_ms, part, tail_max)))
         else:
             res.notes.append("retention.ms -1: no time limit")
         retention_bytes = int(settings.retention_bytes.value)  # type: ignore[arg-type]
@@ -420,7 +430,7 @@ def _steps(res, log: _Log, rule: Rule, settings: TopicSettings, now_ms: int, par
 
 
 def _time_predicate(
-    res: PartitionRetention, rule: Rule, retention_ms: int, now_ms: int, part: PartitionFiles
+    res: PartitionRetention, rule: Rule, retention_ms: int, now_ms: int, part: PartitionFiles, tail_max: int
 ):
     reasons: dict[int, str] = {}
 
@@ -429,7 +439,8 @@ def _time_predicate(
             return False, "the active segment is empty"
         plan = res.segments[i]
         if rule.timestamps:
-            ts, src = largest_timestamp(part.segments[i], plan.mtime_ms, res.warnings)
+            tail = tail_max if plan.active else -1
+            ts, src = largest_timestamp(part.segments[i], plan.mtime_ms, res.warnings, tail)
         else:
             ts, src = plan.mtime_ms, "mtime"
         plan.largest_timestamp, plan.timestamp_source = ts, src

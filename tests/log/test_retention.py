@@ -426,3 +426,16 @@ def test_a_bad_value_in_server_properties_is_exit_3_naming_the_key(tmp_path):
     assert result.stderr.strip().splitlines() == [
         f"ktool: {props} (log.retention.hours): 'forever' is not a whole number"
     ]
+
+
+def test_the_active_segment_counts_batches_written_after_its_last_timeindex_entry(tmp_path):
+    # A broker that crashed (or still runs) may not have put the active segment's newest batch in its
+    # .timeindex; recovery would: that batch is fresh, so the segment is not expired.
+    part = tmp_path / "t-0"
+    data = v2_batch(0, records(5, NOW - 10 * DAY)) + v2_batch(5, records(5, NOW - HOUR // 2))
+    write_segment(part, 0, data, max_ts=NOW - 10 * DAY)
+    (part / f"{0:020d}.index").write_bytes(struct.pack(">ii", 4, 0))
+    code, lines, _ = preview("--retention-hours", "1", str(tmp_path))
+    seg = next(o for o in lines if o["type"] == "segment")
+    assert (seg["action"], seg["largestTimestamp"]) == ("keep", NOW - HOUR // 2)
+    assert seg["timestampSource"] == "batches after the last .timeindex entry"
