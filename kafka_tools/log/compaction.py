@@ -150,6 +150,11 @@ def preview_compaction(
         min_ratio,
         total > 0 and ratio > min_ratio,
     )
+    if settings.cleaner_enable is not None and not settings.cleaner_enable.value:
+        prev.would_clean = False
+        prev.notes.append(
+            f"the log cleaner is off (log.cleaner.enable=false, {settings.cleaner_enable.source})"
+        )
     cleanable = [i for i, b in enumerate(bases) if b < uncleanable]
     if not cleanable:
         prev.notes.append("only the active segment: nothing the cleaner may touch")

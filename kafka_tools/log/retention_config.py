@@ -9,7 +9,7 @@ server.properties `log.retention.ms` beats `log.retention.minutes`, which beats 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafka_tools.errors import InputError, UsageError
 
@@ -40,6 +40,7 @@ class TopicSettings:
     cleanup_policy: Setting  # a frozenset of "delete" / "compact"
     min_cleanable_ratio: Setting
     delete_retention_ms: Setting
+    cleaner_enable: Setting | None = None  # log.cleaner.enable, when server.properties sets it
 
     @property
     def deletes(self) -> bool:
@@ -75,6 +76,12 @@ class SettingSources:
     zookeeper: str | None = None  # what was asked (for the source text), None when not asked
 
     def for_topic(self, topic: str) -> TopicSettings:
+        settings = self._for_topic(topic)
+        if "log.cleaner.enable" in self.broker:
+            settings = replace(settings, cleaner_enable=self.broker["log.cleaner.enable"])
+        return settings
+
+    def _for_topic(self, topic: str) -> TopicSettings:
         overrides = self.topic_overrides.get(topic, {})
         where = f"zookeeper /config/topics/{topic}"
 
@@ -180,6 +187,12 @@ def broker_settings(props: dict[str, str], path: str) -> dict[str, Setting]:
     for key, name, parse in simple:
         if key in props:
             out[name] = Setting(parse(props[key], src(key)), src(key))
+    if "log.cleaner.enable" in props:
+        key = "log.cleaner.enable"
+        value = props[key].strip().lower()
+        if value not in ("true", "false"):
+            raise InputError(f"{src(key)}: {props[key][:40]!r} is not true or false")
+        out[key] = Setting(value == "true", src(key))
     return out
 
 

@@ -439,3 +439,15 @@ def test_the_active_segment_counts_batches_written_after_its_last_timeindex_entr
     seg = next(o for o in lines if o["type"] == "segment")
     assert (seg["action"], seg["largestTimestamp"]) == ("keep", NOW - HOUR // 2)
     assert seg["timestampSource"] == "batches after the last .timeindex entry"
+
+
+def test_a_disabled_cleaner_cleans_nothing_and_says_so(tmp_path):
+    part = tmp_path / "c-0"
+    write_segment(part, 0, v2_batch(0, [(NOW, b"k", b"1"), (NOW, b"k", b"2")]))
+    write_segment(part, 2, v2_batch(2, [(NOW, b"k", b"3")]))
+    props = tmp_path.parent / "server.properties"
+    props.write_text("log.cleanup.policy=compact\nlog.cleaner.enable=false\n")
+    code, lines, _ = preview("--compaction", "--server-properties", str(props), str(tmp_path))
+    c = part_of(lines, "c-0")["compaction"]
+    assert c["dirtyRatio"] == 1.0 and not c["wouldClean"] and c["superseded"] == 1
+    assert any("log.cleaner.enable=false" in n for n in c["notes"])
