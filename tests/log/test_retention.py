@@ -451,3 +451,29 @@ def test_a_disabled_cleaner_cleans_nothing_and_says_so(tmp_path):
     c = part_of(lines, "c-0")["compaction"]
     assert c["dirtyRatio"] == 1.0 and not c["wouldClean"] and c["superseded"] == 1
     assert any("log.cleaner.enable=false" in n for n in c["notes"])
+
+
+def v1_message(offset: int, ts: int) -> bytes:
+    b = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+    b.append(offset, timestamp=ts, key=b"k", value=b"v")
+    return bytes(b.build())
+
+
+@pytest.mark.parametrize(
+    "time_index, rule, expected",
+    [
+        (True, "timestamp", [(0, "time"), (1, None)]),  # 0.10.1-0.10.2: timestamps, a .timeindex
+        (False, "mtime", [(0, None), (1, None)]),  # 0.10.0: magic 1, no .timeindex: still the mtime
+    ],
+)
+def test_message_format_1_logs_get_the_rule_of_the_broker_that_wrote_them(
+    tmp_path, time_index, rule, expected
+):
+    part = tmp_path / "v1-0"
+    write_segment(part, 0, v1_message(0, NOW - 10 * DAY), max_ts=NOW - 10 * DAY if time_index else None)
+    write_segment(part, 1, v1_message(1, NOW), max_ts=NOW if time_index else None)
+    code, lines, _ = preview("--retention-hours", "1", str(tmp_path))
+    p = part_of(lines, "v1-0")
+    assert p["rule"] == rule and "magic 1" in p["ruleWhy"]
+    assert p["highWatermark"] is None  # neither generation had the high-watermark bound
+    assert actions(lines, "v1-0") == expected
