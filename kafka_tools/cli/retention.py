@@ -21,11 +21,17 @@ from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.retention import RetentionJsonRenderer, RetentionTextRenderer
 
 
-def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dict[str, str]]:
-    from kafka_tools.zk.connection import open_zk
+def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dict[str, str]] | None:
+    """Each topic's overrides from ZooKeeper, when one is configured (--zookeeper, $KTOOL_ZOOKEEPER or
+    the config file); None when none is."""
+    from kafka_tools.zk.connection import NoZooKeeperError, open_zk
     from kafka_tools.zk.reader import read_topic_configs
 
-    with open_zk(zk_config_from_options(**options)) as zk:
+    try:
+        config = zk_config_from_options(**options)
+    except NoZooKeeperError:
+        return None
+    with open_zk(config) as zk:
         return read_topic_configs(zk, topics)
 
 
@@ -78,8 +84,9 @@ def retention(
     partition: the rule of the broker generation that wrote it (0.8-0.10.0 by segment file mtime; 0.10.1+
     by the largest record timestamp; 0.11.0.1+ never past the high watermark), the segments deleted by
     time, by size or below the log start offset, the bytes and records freed, the new log start offset,
-    and what stays. Settings: flags, then topic overrides from ZooKeeper /config/topics/<topic> (with
-    --zookeeper), then --server-properties, then Kafka's defaults; each is printed with its source.
+    and what stays. Settings: flags, then topic overrides from ZooKeeper /config/topics/<topic> (when
+    ZooKeeper is configured), then --server-properties, then Kafka's defaults; each is printed with its
+    source.
     Nothing is written anywhere.
 
     \b
@@ -94,9 +101,9 @@ def retention(
     if server_properties:
         sources.broker = broker_settings(read_server_properties(server_properties), server_properties)
     parts = find_partitions(list(paths))
-    if zk_options.get("zookeeper"):
-        sources.zookeeper = zk_options["zookeeper"]
-        sources.topic_overrides = _topic_overrides({p.topic for p in parts}, zk_options)
+    overrides = _topic_overrides({p.topic for p in parts}, zk_options)
+    if overrides is not None:
+        sources.topic_overrides = overrides
     report = preview(parts, sources, now_ms, broker_version, compaction)
     if as_json:
         RetentionJsonRenderer(sys.stdout).render(report)

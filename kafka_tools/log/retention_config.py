@@ -73,7 +73,6 @@ class SettingSources:
     flags: dict[str, Setting] = field(default_factory=dict)  # keys: retention.ms, retention.bytes
     broker: dict[str, Setting] = field(default_factory=dict)  # topic-level names, from server.properties
     topic_overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> ZooKeeper config
-    zookeeper: str | None = None  # what was asked (for the source text), None when not asked
 
     def for_topic(self, topic: str) -> TopicSettings:
         settings = self._for_topic(topic)
