@@ -8,7 +8,9 @@ One log dir holds four copies of the fixture `segmented-0` (13 segments, offsets
   the log stays at or above 5000 bytes;
 * ``expired-0``: retention.ms = 1 h, every segment old, the active one too: all go, and the broker
   first rolls a new empty segment at the log end offset (200);
-* ``stays-0``: no override: server.properties' log.retention.hours = 48, mtimes 1 day old: nothing goes.
+* ``stays-0``: no override: server.properties' log.retention.hours = 48, mtimes 1 day old: nothing goes;
+* ``compacted-0``: cleanup.policy = compact, retention.ms = 1 h, every segment old: 0.9's retention skips
+  compacted logs, nothing goes (the cleaner is off in this broker).
 
 ktool predicts from the untouched copy (with --zookeeper and --server-properties); then a real broker
 starts on it with log.retention.check.interval.ms = 1000, and once it has deleted what it deletes, the
@@ -38,6 +40,7 @@ OVERRIDES = {
     "timed": {"retention.ms": "3600000"},
     "sized": {"retention.bytes": "5000", "retention.ms": "-1"},
     "expired": {"retention.ms": "3600000"},
+    "compacted": {"retention.ms": "3600000", "cleanup.policy": "compact"},
 }
 BROKER_PROPS = {
     "log.retention.hours": "48",
@@ -76,6 +79,7 @@ def _prepare(root: Path, now_ms: int) -> Path:
         "sized-0": dict.fromkeys(bases, 0),
         "expired-0": {b: 10 * DAY_MS - i * 1000 for i, b in enumerate(bases)},
         "stays-0": dict.fromkeys(bases, DAY_MS),
+        "compacted-0": dict.fromkeys(bases, 10 * DAY_MS),
     }
     for name, age in ages.items():
         shutil.copytree(source, logs / name)
@@ -171,7 +175,7 @@ def _kept(predicted, name) -> list[int]:
     ]
 
 
-@pytest.mark.parametrize("name", ["timed-0", "sized-0", "stays-0"])
+@pytest.mark.parametrize("name", ["timed-0", "sized-0", "stays-0", "compacted-0"])
 def test_the_broker_keeps_exactly_the_segments_ktool_said_stay(outcome, name):
     predicted, after, text = outcome
     assert after[name] == _kept(predicted, name), text[-3000:]
@@ -235,3 +239,10 @@ def test_the_broker_logs_a_deletion_for_each_segment_ktool_predicted(outcome):
     assert deleted
     scheduled = set(re.findall(r"Scheduling log segment (\d+) for log (\S+) for deletion", text))
     assert scheduled == {(str(b), p) for p, b in deleted}, text[-3000:]
+
+
+def test_compacted_logs_are_not_deleted_by_time(outcome):
+    predicted, after, _ = outcome
+    part = _partition(predicted, "compacted-0")
+    assert part["settings"]["cleanupPolicy"]["value"] == "compact" and part["segmentsDeleted"] == 0
+    assert after["compacted-0"] == _segments(LOGDIR / "segmented-0")
