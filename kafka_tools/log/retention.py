@@ -40,6 +40,7 @@ from kafka_tools.log.segment_list import PartitionFiles, SegmentFiles
 from kafka_tools.log.segment_list import find_partitions as _find
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
+KRAFT_METADATA_TOPIC = "__cluster_metadata"
 LSO_CHECKPOINT = "log-start-offset-checkpoint"
 
 
@@ -394,6 +395,8 @@ def plan_partition(
         default = (
             "cleanup.policy=compact: retention does not delete it" if not settings.deletes else "no limit set"
         )
+        if part.topic == KRAFT_METADATA_TOPIC:
+            default = "KRaft's metadata log: not previewed"
         first_kept.reason = "; ".join(stopped.get(log.remaining[0], [])) or default
     return res
 
@@ -403,6 +406,12 @@ def _steps(
 ):
     """The delete steps in the generation's order: (name, predicate, reasons filled as it runs)."""
     steps: list[tuple[str, Predicate, dict[int, str]]] = []
+    if part.topic == KRAFT_METADATA_TOPIC:
+        res.notes.append(
+            "KRaft's metadata log: not under the delete policy (its segments go behind metadata snapshots, "
+            "by metadata.max.retention.ms/bytes); not previewed"
+        )
+        return steps
     if settings.deletes:
         retention_ms = int(settings.retention_ms.value)  # type: ignore[arg-type]
         if retention_ms >= 0:

@@ -477,3 +477,13 @@ def test_message_format_1_logs_get_the_rule_of_the_broker_that_wrote_them(
     assert p["rule"] == rule and "magic 1" in p["ruleWhy"]
     assert p["highWatermark"] is None  # neither generation had the high-watermark bound
     assert actions(lines, "v1-0") == expected
+
+
+def test_kraft_metadata_log_is_not_previewed_as_a_topic():
+    source = REALWORLD / "kraft" / "kafka-3.x-combined" / "__cluster_metadata-0"
+    if not source.exists():
+        pytest.skip(f"{source} is absent")
+    code, lines, _ = preview("--retention-ms", "1", str(source))
+    p = part_of(lines, "__cluster_metadata-0")
+    assert code == 0 and p["segmentsDeleted"] == 0
+    assert any("KRaft's metadata log" in n for n in p["notes"])
