@@ -102,7 +102,8 @@ def detect_rule(part: PartitionFiles) -> tuple[Rule, str]:
     has_time_index = any(s.time_index is not None for s in part.segments)
     if magic == 2 or part.leader_epoch_checkpoint is not None:
         what = "magic 2 batches" if magic == 2 else "a leader-epoch-checkpoint"
-        return RULES["timestamp+high-watermark+log-start-first"], f"{what}: written by a 0.11+ broker"
+        why = f"{what}: written by a 0.11+ broker (3.0+'s rule assumed; --broker-version names another)"
+        return RULES["timestamp+high-watermark+log-start-first"], why
     if has_time_index:
         return RULES["timestamp"], f".timeindex files, message format magic {magic}: a 0.10.1-0.10.2 broker"
     shown = "none (empty log)" if magic is None else str(magic)
