@@ -23,6 +23,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "migrate-offsets": "kafka_tools.cli.offsets:migrate_offsets",
     "offsets": "kafka_tools.cli.offsets:offsets",
     "scan": "kafka_tools.cli.scan:scan",
+    "retention": "kafka_tools.cli.retention:retention",
     "completion": "kafka_tools.cli.docs:completion",
     "man": "kafka_tools.cli.docs:man",
 }

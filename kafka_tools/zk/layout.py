@@ -467,3 +467,17 @@ class ConsumerGroupZk:
     def topics(self) -> list[str]:
         """Every topic the group has offsets, owners or an (emptied) owners/offsets znode for."""
         return sorted({t for t, _ in self.offsets} | {t for t, _ in self.owners} | set(self.known_topics))
+
+
+# --------------------------------------------------------------------------- topic configs
+
+CONFIG_TOPICS = "/config/topics"
+
+
+def parse_topic_config(data: bytes | None, path: str) -> dict[str, str]:
+    """`/config/topics/<topic>`: {"version": 1, "config": {name: value}} → the overrides as text."""
+    obj = _json_object(data, path)
+    config = obj.get("config", {})
+    if not isinstance(config, dict):
+        raise MalformedZnodeError(path, f"config is {type(config).__name__}, expected an object")
+    return {str(k): str(v) for k, v in config.items()}

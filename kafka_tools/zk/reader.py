@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_tools.zk.connection import ZnodeMissingError, describe, zk_error
 from kafka_tools.zk.layout import (
+    CONFIG_TOPICS,
     Broker,
     ConsumerGroupZk,
     Controller,
@@ -36,6 +37,7 @@ from kafka_tools.zk.layout import (
     parse_owner,
     parse_partition_key,
     parse_topic_assignment,
+    parse_topic_config,
     partition_sort_key,
 )
 
@@ -236,6 +238,19 @@ def read_topics(zk: KazooClient, topics: Iterable[str] | None = None) -> list[To
             states = {p: data for (t, p), data in got.items() if t == name}
             result.append(build_topic(name, first[("data", name)], states, path=base))
     return result
+
+
+def read_topic_configs(zk: KazooClient, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Each topic's config overrides (`/config/topics/<topic>`); {} for a topic with none."""
+    wave = Wave(zk)
+    names = sorted(set(topics))
+    for name in filter(_LEGAL_TOPIC.fullmatch, names):
+        wave.get(name, f"{CONFIG_TOPICS}/{name}")
+    got = wave.collect()
+    return {
+        name: parse_topic_config(got[name], f"{CONFIG_TOPICS}/{name}") if got.get(name) is not None else {}
+        for name in names
+    }
 
 
 # --------------------------------------------------------------------------- consumer groups

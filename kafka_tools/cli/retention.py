@@ -1,0 +1,122 @@
+"""`ktool retention LOGDIR…`: which segments the broker's delete policy would remove next (a preview)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
+from kafka_tools.log.retention import find_partitions, parse_time, preview
+from kafka_tools.log.retention_config import (
+    SettingSources,
+    broker_settings,
+    flag_settings,
+    read_server_properties,
+)
+from kafka_tools.render.lines import wants_colour
+from kafka_tools.render.retention import RetentionJsonRenderer, RetentionTextRenderer
+
+
+def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dict[str, str]] | None:
+    """Each topic's overrides from ZooKeeper, when one is configured (--zookeeper, $KTOOL_ZOOKEEPER or
+    the config file); None when none is."""
+    from kafka_tools.zk.connection import NoZooKeeperError, open_zk
+    from kafka_tools.zk.reader import read_topic_configs
+
+    try:
+        config = zk_config_from_options(**options)
+    except NoZooKeeperError:
+        return None
+    with open_zk(config) as zk:
+        return read_topic_configs(zk, topics)
+
+
+@click.command("retention")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--retention-ms", type=int, metavar="MS", help="retention.ms for every topic (-1: no limit).")
+@click.option("--retention-hours", type=int, metavar="N", help="retention.ms as hours (-1: no limit).")
+@click.option(
+    "--retention-bytes", type=int, metavar="BYTES", help="retention.bytes for every topic (-1: no limit)."
+)
+@click.option(
+    "--server-properties",
+    type=click.Path(dir_okay=False, path_type=str),
+    metavar="FILE",
+    help="The broker's server.properties: log.retention.{ms,minutes,hours}, log.retention.bytes, "
+    "log.cleanup.policy, log.cleaner.* defaults.",
+)
+@zookeeper_options
+@click.option("--now", "now_text", metavar="T", help="Judge as of T (epoch ms or ISO-8601) [default: now].")
+@click.option(
+    "--broker-version",
+    metavar="V",
+    help="Apply this broker version's rule (0.9, 0.10.1, 2.8, 3.7 …) [default: detected from the log].",
+)
+@click.option(
+    "--compaction", is_flag=True, help="Also preview the log cleaner on compacted partitions (decodes them)."
+)
+@click.option("--all-segments", is_flag=True, help="List every segment, not only those deleted and the next.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="JSON Lines: partition and segment objects, then a summary."
+)
+@click.pass_context
+def retention(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    retention_ms: int | None,
+    retention_hours: int | None,
+    retention_bytes: int | None,
+    server_properties: str | None,
+    now_text: str | None,
+    broker_version: str | None,
+    compaction: bool,
+    all_segments: bool,
+    as_json: bool,
+    **zk_options: Any,
+) -> None:
+    """Preview which segments the broker's delete policy would remove next, and why.
+
+    PATH is a log dir, a partition directory (topic-N) or a directory holding log dirs. For every
+    partition: the rule of the broker generation that wrote it (0.8-0.10.0 by segment file mtime; 0.10.1+
+    by the largest record timestamp; 0.11.0.1+ never past the high watermark), the segments deleted by
+    time, by size or below the log start offset, the bytes and records freed, the new log start offset,
+    and what stays. Settings: flags, then topic overrides from ZooKeeper /config/topics/<topic> (when
+    ZooKeeper is configured), then --server-properties, then Kafka's defaults; each is printed with its
+    source.
+    Nothing is written anywhere.
+
+    \b
+    Exit status:
+      0  the preview was printed (whether or not anything would be deleted)
+      1  an inconsistent state: a checkpoint that cannot be parsed, a high watermark past the log end
+      2  usage error
+      3  a path, server.properties or ZooKeeper could not be read
+    """
+    now_ms = parse_time(now_text) if now_text else int(time.time() * 1000)
+    sources = SettingSources(flags=flag_settings(retention_ms, retention_hours, retention_bytes))
+    if server_properties:
+        sources.broker = broker_settings(read_server_properties(server_properties), server_properties)
+    parts = find_partitions(list(paths))
+    overrides = _topic_overrides({p.topic for p in parts}, zk_options)
+    if overrides is not None:
+        sources.topic_overrides = overrides
+    report = preview(parts, sources, now_ms, broker_version, compaction)
+    if as_json:
+        RetentionJsonRenderer(sys.stdout).render(report)
+    else:
+        colour = wants_colour(sys.stdout, (ctx.obj or {}).get("color"))
+        RetentionTextRenderer(sys.stdout, colour, all_segments).render(report)
+    sys.stdout.flush()
+    for p in report.unreadable:
+        click.echo(f"ktool: {p.unreadable}", err=True)
+    inconsistent = [line for p in report.partitions for line in p.inconsistent]
+    for line in dict.fromkeys(inconsistent):
+        click.echo(f"ktool: {line}", err=True)
+    if report.unreadable:
+        ctx.exit(EXIT_ENVIRONMENT)
+    if inconsistent:
+        ctx.exit(EXIT_FINDINGS)

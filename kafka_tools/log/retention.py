@@ -1,0 +1,532 @@
+"""`ktool retention`: which segments the broker's delete policy would remove next, and why; a preview
+that never writes.
+
+The rules are Kafka's, per broker generation (see README "ktool retention"):
+
+* 0.8 – 0.10.0 (LogManager.cleanupExpiredSegments / cleanupSegmentsToMaintainSize, Log.deleteOldSegments):
+  a segment expires when `now - file mtime > retention.ms`; then, while the log is over retention.bytes,
+  the oldest segments whose removal keeps it at or above the limit go. Compacted logs are skipped.
+* 0.10.1+: the same, with the segment's largest record timestamp (the last `.timeindex` entry) in place
+  of the mtime (`largestTimestamp`: the mtime only when the segment has no timestamp).
+* 0.11.0: also segments wholly below the log start offset (`log-start-offset-checkpoint`, KIP-107),
+  also for compacted logs; 0.11.0.1+ (KAFKA-5634): never a segment holding an offset at or above the
+  high watermark (`replication-offset-checkpoint`); 3.0+ (KAFKA-12177): the log-start-offset step first.
+
+Every generation walks the segments oldest first and stops at the first one the predicate keeps; the
+active (last) segment goes only when non-empty, and when every segment goes the broker first rolls a new
+empty one at the log end offset, which becomes the log start offset.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kafka_tools.errors import InputError, UsageError
+from kafka_tools.format.checkpoints import CheckpointError, read_offset_checkpoint
+from kafka_tools.log.retention_config import SettingSources, TopicSettings
+from kafka_tools.log.segment_facts import (
+    IndexUntrusted,
+    last_offset_index_entry,
+    last_time_index_entry,
+    magic_of,
+    scan_entries,
+    stat_ms,
+)
+from kafka_tools.log.segment_list import PartitionFiles, SegmentFiles
+from kafka_tools.log.segment_list import find_partitions as _find
+
+HW_CHECKPOINT = "replication-offset-checkpoint"
+KRAFT_METADATA_TOPIC = "__cluster_metadata"
+LSO_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The delete policy of one broker generation."""
+
+    name: str
+    versions: str
+    timestamps: bool  # largest record timestamp (else the file's mtime)
+    high_watermark: bool  # never past the high watermark
+    log_start_step: bool  # segments below the log start offset go too
+    log_start_first: bool  # ... and that step runs before time and size
+
+    @property
+    def basis(self) -> str:
+        return "largest record timestamp" if self.timestamps else "segment file mtime"
+
+
+RULES = {
+    r.name: r
+    for r in (
+        Rule("mtime", "0.8-0.10.0", False, False, False, False),
+        Rule("timestamp", "0.10.1-0.10.2", True, False, False, False),
+        Rule("timestamp+log-start", "0.11.0.0", True, False, True, False),
+        Rule("timestamp+high-watermark", "0.11.0.1-2.8", True, True, True, False),
+        Rule("timestamp+high-watermark+log-start-first", "3.0+", True, True, True, True),
+    )
+}
+
+
+def rule_for_version(text: str) -> Rule:
+    """The rule of a broker version (`0.9`, `0.10.1.1`, `2.8`, `3.7.0`)."""
+    if not re.fullmatch(r"\d+(\.\d+){0,3}", text.strip()):
+        raise UsageError(f"--broker-version {text!r}: expected a version such as 0.9, 0.10.1 or 3.7")
+    v = tuple(int(x) for x in text.strip().split(".")) + (0, 0, 0)
+    v = v[:4]
+    if v < (0, 8, 0, 0):
+        raise UsageError(f"--broker-version {text}: Kafka 0.7 logs are not previewed (no such policy here)")
+    if v < (0, 10, 1, 0):
+        return RULES["mtime"]
+    if v < (0, 11, 0, 0):
+        return RULES["timestamp"]
+    if v < (0, 11, 0, 1):
+        return RULES["timestamp+log-start"]
+    if v < (3, 0, 0, 0):
+        return RULES["timestamp+high-watermark"]
+    return RULES["timestamp+high-watermark+log-start-first"]
+
+
+def detect_rule(part: PartitionFiles) -> tuple[Rule, str]:
+    """The generation that wrote the log, from its files: `.timeindex` files appeared in 0.10.1,
+    magic 2 batches and `leader-epoch-checkpoint` in 0.11."""
+    magic = None
+    for seg in reversed(part.segments):
+        magic = magic_of(seg.log)
+        if magic is not None:
+            break
+    has_time_index = any(s.time_index is not None for s in part.segments)
+    if magic == 2 or part.leader_epoch_checkpoint is not None:
+        what = "magic 2 batches" if magic == 2 else "a leader-epoch-checkpoint"
+        why = f"{what}: written by a 0.11+ broker (3.0+'s rule assumed; --broker-version names another)"
+        return RULES["timestamp+high-watermark+log-start-first"], why
+    if has_time_index:
+        return RULES["timestamp"], f".timeindex files, message format magic {magic}: a 0.10.1-0.10.2 broker"
+    shown = "none (empty log)" if magic is None else str(magic)
+    return RULES["mtime"], f"no .timeindex files, message format magic {shown}: a 0.8-0.10.0 broker"
+
+
+def parse_time(text: str) -> int:
+    """Epoch milliseconds, or an ISO-8601 time (UTC unless it names a zone)."""
+    t = text.strip()
+    if re.fullmatch(r"-?\d+", t):
+        return int(t)
+    try:
+        when = datetime.fromisoformat(t.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"--now {text!r}: expected epoch milliseconds or an ISO-8601 time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return int(when.timestamp() * 1000)
+
+
+@dataclass
+class SegmentPlan:
+    base_offset: int
+    file: str
+    size: int
+    mtime_ms: int
+    active: bool
+    largest_timestamp: int | None = None  # what the time rule compared (None: not looked at)
+    timestamp_source: str | None = None  # timeindex, batches, mtime
+    deleted_by: str | None = None  # time, size, log-start-offset
+    reason: str = ""  # why it goes, or (for the first that stays) why it stays
+
+
+@dataclass
+class PartitionRetention:
+    partition: str
+    path: str
+    topic: str
+    rule: Rule | None = None
+    rule_why: str = ""
+    settings: TopicSettings | None = None
+    segments: list[SegmentPlan] = field(default_factory=list)
+    log_start_before: int | None = None
+    log_start_after: int | None = None
+    log_end_offset: int | None = None
+    high_watermark: int | None = None
+    high_watermark_source: str = ""
+    rolled: bool = False  # every segment goes: the broker rolls a new empty one first
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    inconsistent: list[str] = field(default_factory=list)  # states the broker's view cannot be had from
+    unreadable: str | None = None
+    compaction: object | None = None  # a CompactionPreview with --compaction
+
+    @property
+    def deleted(self) -> list[SegmentPlan]:
+        return [s for s in self.segments if s.deleted_by]
+
+    @property
+    def bytes_freed(self) -> int:
+        return sum(s.size for s in self.deleted)
+
+    @property
+    def records_freed(self) -> int:
+        """Offsets below the new log start: the records freed (fewer in a compacted log)."""
+        if self.log_start_before is None or self.log_start_after is None:
+            return 0
+        return max(0, self.log_start_after - self.log_start_before)
+
+
+@dataclass
+class RetentionReport:
+    partitions: list[PartitionRetention]
+    now_ms: int
+    sources: SettingSources
+
+    @property
+    def unreadable(self) -> list[PartitionRetention]:
+        return [p for p in self.partitions if p.unreadable]
+
+
+def find_partitions(paths: list[str]) -> list[PartitionFiles]:
+    """The partitions under the given log dirs / partition directories (a file is a usage error)."""
+    parts = _find(paths)
+    if not parts:
+        raise InputError(f"{paths[0]}: no partition directories found")
+    return parts
+
+
+def _checkpoint_offsets(log_dir: Path, name: str, warnings: list[str]) -> dict[tuple[str, int], int] | None:
+    path = log_dir / name
+    if not path.is_file():
+        return None
+    try:
+        cp = read_offset_checkpoint(path)
+    except (CheckpointError, OSError) as exc:
+        warnings.append(f"{path}: not used: {exc}")
+        return None
+    return {(e.topic, e.partition): e.offset for e in cp.entries}
+
+
+class _Checkpoints:
+    """The log dirs' checkpoint files, read once per log dir."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[Path, str], tuple[dict | None, list[str]]] = {}
+
+    def offset(self, part: PartitionFiles, name: str, problems: list[str]) -> tuple[int | None, bool]:
+        """(offset, file present) for the partition in its log dir's checkpoint `name`; a checkpoint
+        that cannot be parsed is named in `problems` (for every partition that needed it)."""
+        key = (part.log_dir, name)
+        if key not in self._cache:
+            w: list[str] = []
+            self._cache[key] = (_checkpoint_offsets(part.log_dir, name, w), w)
+        table, errors = self._cache[key]
+        problems.extend(errors)
+        if table is None:
+            return None, False
+        return table.get((part.topic, part.partition)), True
+
+
+def log_end_offset(seg: SegmentFiles, size: int, warnings: list[str]) -> tuple[int, int]:
+    """The offset after the last valid entry of the last segment, and the largest timestamp of the
+    batches read for it: from its last `.index` entry on, or a scan of the whole segment when that
+    index is missing or untrusted."""
+    if size == 0:
+        return seg.base_offset, -1
+    start = 0
+    if seg.offset_index is not None:
+        try:
+            entry = last_offset_index_entry(seg.offset_index)
+        except (IndexUntrusted, OSError) as exc:
+            warnings.append(f"{exc}; scanned the segment instead")
+            entry = None
+        if entry is not None and 0 <= entry[1] < size:
+            start = entry[1]
+    scan = scan_entries(seg.log, start)
+    if scan.next_offset is None and start:
+        warnings.append(f"{seg.offset_index}: its last entry points at no entry; scanned the segment instead")
+        scan = scan_entries(seg.log, 0)
+    if scan.problem:
+        warnings.append(f"{seg.log}: {scan.problem} (the log end is taken before it)")
+    return (seg.base_offset if scan.next_offset is None else scan.next_offset), scan.max_timestamp
+
+
+def largest_timestamp(
+    seg: SegmentFiles, mtime_ms: int, warnings: list[str], tail_max: int = -1
+) -> tuple[int, str]:
+    """LogSegment.largestTimestamp: the largest record timestamp, else the file's mtime. `tail_max`:
+    the largest timestamp of the active segment's batches after its last `.index` entry, which a
+    crashed or running broker's `.timeindex` may not hold yet (a clean shutdown appends it; recovery
+    recomputes it), so the larger of the two is taken."""
+    if seg.time_index is not None:
+        try:
+            entry = last_time_index_entry(seg.time_index)
+        except (IndexUntrusted, OSError) as exc:
+            warnings.append(f"{exc}; scanned the segment's batches instead")
+            entry = None
+        if entry is not None and entry[0] >= 0:
+            if tail_max > entry[0]:
+                return tail_max, "batches after the last .timeindex entry"
+            return entry[0], "timeindex"
+    scan = scan_entries(seg.log)
+    if scan.max_timestamp >= 0:
+        return scan.max_timestamp, "batches"
+    return mtime_ms, "mtime"
+
+
+_VIRTUAL = -1  # the empty segment the broker rolls when every segment goes
+
+
+@dataclass
+class _Log:
+    """The partition as the simulated broker sees it between steps."""
+
+    plans: list[SegmentPlan]
+    remaining: list[int]  # indexes into plans; _VIRTUAL for a rolled empty segment
+    log_end: int
+    log_start: int
+
+    def base(self, i: int) -> int:
+        return self.log_end if i == _VIRTUAL else self.plans[i].base_offset
+
+    def size(self, i: int) -> int:
+        return 0 if i == _VIRTUAL else self.plans[i].size
+
+
+Predicate = Callable[[int, int | None], tuple[bool, str]]  # (segment, next) -> (deletable, why)
+
+
+def _deletable(log: _Log, hw: int | None, predicate: Predicate) -> tuple[list[int], str]:
+    """Log.deletableSegments: the oldest-first run the predicate accepts, and why the run stopped."""
+    out: list[int] = []
+    for k, i in enumerate(log.remaining):
+        last = k == len(log.remaining) - 1
+        nxt = None if last else log.remaining[k + 1]
+        upper = log.log_end if last else log.base(nxt)  # type: ignore[arg-type]
+        if hw is not None and hw < upper:
+            return out, f"holds offsets at or above the high watermark {hw}"
+        ok, why = predicate(i, nxt)
+        if not ok:
+            return out, why
+        if last and log.size(i) == 0:
+            return out, "the active segment is empty"
+        out.append(i)
+    return out, ""
+
+
+def _apply(log: _Log, chosen: list[int], step: str, reasons: dict[int, str], rolled: list[bool]) -> None:
+    for i in chosen:
+        plan = log.plans[i]
+        plan.deleted_by = step
+        plan.reason = reasons.get(i, step)
+    if not chosen:
+        return
+    if len(chosen) == len(log.remaining):
+        log.remaining = [_VIRTUAL]  # Log.roll() first: a log always keeps one segment
+        rolled[0] = True
+    else:
+        log.remaining = log.remaining[len(chosen) :]
+    log.log_start = max(log.log_start, log.base(log.remaining[0]))
+
+
+def plan_partition(
+    part: PartitionFiles,
+    settings: TopicSettings,
+    rule: Rule,
+    rule_why: str,
+    now_ms: int,
+    checkpoints: _Checkpoints,
+) -> PartitionRetention:
+    res = PartitionRetention(part.name, str(part.path), part.topic, rule, rule_why, settings)
+    if part.unreadable:
+        res.unreadable = part.unreadable_lines()[0]
+        return res
+    if not part.segments:
+        res.notes.append("no segments")
+        return res
+    for orphan in part.orphans:
+        res.notes.append(f"{orphan}: not a segment of this log (ignored, as the broker ignores it)")
+    last = len(part.segments) - 1
+    try:
+        facts = [stat_ms(s.log) for s in part.segments]
+    except OSError as exc:
+        res.unreadable = f"{exc.filename}: {exc.strerror or exc}"
+        return res
+    res.segments = [
+        SegmentPlan(s.base_offset, str(s.log), size, mtime, i == last)
+        for i, (s, (size, mtime)) in enumerate(zip(part.segments, facts, strict=True))
+    ]
+    res.log_end_offset, tail_max = log_end_offset(part.segments[-1], facts[-1][0], res.warnings)
+    first_base = part.segments[0].base_offset
+    log_start = first_base
+    if rule.log_start_step:
+        lso, _ = checkpoints.offset(part, LSO_CHECKPOINT, res.inconsistent)
+        if lso is not None and lso > log_start:
+            log_start = min(lso, res.log_end_offset)
+    res.log_start_before = log_start
+    hw = None
+    if rule.high_watermark:
+        hw, present = checkpoints.offset(part, HW_CHECKPOINT, res.inconsistent)
+        if hw is None:
+            hw = res.log_end_offset
+            where = "no entry in" if present else "no"
+            res.high_watermark_source = (
+                f"{where} {HW_CHECKPOINT}: assumed at the log end (a caught-up leader's)"
+            )
+        else:
+            res.high_watermark_source = HW_CHECKPOINT
+            if hw > res.log_end_offset:
+                res.inconsistent.append(
+                    f"{part.log_dir / HW_CHECKPOINT}: high watermark {hw} of {part.name} is past its log end "
+                    f"{res.log_end_offset} (ktool takes the log end, as the broker clamps it)"
+                )
+                hw = res.log_end_offset
+        res.high_watermark = hw
+    log = _Log(res.segments, list(range(len(res.segments))), res.log_end_offset, log_start)
+    rolled = [False]
+    steps = _steps(res, log, rule, settings, now_ms, part, tail_max)
+    stopped: dict[int, list[str]] = {}
+    for name, predicate, reasons in steps:
+        chosen, why = _deletable(log, hw, predicate)
+        _apply(log, chosen, name, reasons, rolled)
+        if why and log.remaining and log.remaining[0] != _VIRTUAL:
+            stopped.setdefault(log.remaining[0], []).append(f"{name}: {why}")
+    res.rolled = rolled[0]
+    res.log_start_after = log.log_start
+    if log.remaining and log.remaining[0] != _VIRTUAL:
+        first_kept = res.segments[log.remaining[0]]
+        default = (
+            "cleanup.policy=compact: retention does not delete it" if not settings.deletes else "no limit set"
+        )
+        if part.topic == KRAFT_METADATA_TOPIC:
+            default = "KRaft's metadata log: not previewed"
+        first_kept.reason = "; ".join(stopped.get(log.remaining[0], [])) or default
+    return res
+
+
+def _steps(
+    res, log: _Log, rule: Rule, settings: TopicSettings, now_ms: int, part: PartitionFiles, tail_max: int
+):
+    """The delete steps in the generation's order: (name, predicate, reasons filled as it runs)."""
+    steps: list[tuple[str, Predicate, dict[int, str]]] = []
+    if part.topic == KRAFT_METADATA_TOPIC:
+        res.notes.append(
+            "KRaft's metadata log: not under the delete policy (its segments go behind metadata snapshots, "
+            "by metadata.max.retention.ms/bytes); not previewed"
+        )
+        return steps
+    if settings.deletes:
+        retention_ms = int(settings.retention_ms.value)  # type: ignore[arg-type]
+        if retention_ms >= 0:
+            steps.append(("time", *_time_predicate(res, rule, retention_ms, now_ms, part, tail_max)))
+        else:
+            res.notes.append("retention.ms -1: no time limit")
+        retention_bytes = int(settings.retention_bytes.value)  # type: ignore[arg-type]
+        if retention_bytes >= 0:
+            steps.append(("size", *_size_predicate(log, retention_bytes)))
+        else:
+            res.notes.append("retention.bytes -1: no size limit")
+    elif rule.log_start_step:
+        res.notes.append(
+            "cleanup.policy=compact: not deleted by time or size (only below the log start offset)"
+        )
+    else:
+        res.notes.append("cleanup.policy=compact: the broker's retention skips compacted logs")
+    if rule.log_start_step:
+        lso_step = ("log-start-offset", *_log_start_predicate(log))
+        if rule.log_start_first:
+            steps.insert(0, lso_step)
+        else:
+            steps.append(lso_step)
+    return steps
+
+
+def _time_predicate(
+    res: PartitionRetention, rule: Rule, retention_ms: int, now_ms: int, part: PartitionFiles, tail_max: int
+):
+    reasons: dict[int, str] = {}
+
+    def predicate(i: int, _next: int | None) -> tuple[bool, str]:
+        if i == _VIRTUAL:
+            return False, "the active segment is empty"
+        plan = res.segments[i]
+        if rule.timestamps:
+            tail = tail_max if plan.active else -1
+            ts, src = largest_timestamp(part.segments[i], plan.mtime_ms, res.warnings, tail)
+        else:
+            ts, src = plan.mtime_ms, "mtime"
+        plan.largest_timestamp, plan.timestamp_source = ts, src
+        age = now_ms - ts
+        what = "largest timestamp" if src != "mtime" else "mtime"
+        if age > retention_ms:
+            reasons[i] = f"time: {what} {ts} ({src}) is {age} ms old > retention.ms {retention_ms}"
+            return True, ""
+        return False, f"{what} {ts} ({src}) is {age} ms old <= retention.ms {retention_ms}"
+
+    return predicate, reasons
+
+
+def _size_predicate(log: _Log, retention_bytes: int):
+    reasons: dict[int, str] = {}
+    state: dict[str, int | None] = {"diff": None}
+
+    def predicate(i: int, _next: int | None) -> tuple[bool, str]:
+        if state["diff"] is None:
+            total = sum(log.size(j) for j in log.remaining)
+            if total < retention_bytes:
+                state["diff"] = -1
+                return False, f"log size {total} < retention.bytes {retention_bytes}"
+            state["diff"] = total - retention_bytes
+        diff = state["diff"]
+        size = log.size(i)
+        if diff is not None and diff >= 0 and diff - size >= 0:
+            state["diff"] = diff - size
+            reasons[i] = f"size: log over retention.bytes {retention_bytes} by {diff}, segment {size} bytes"
+            return True, ""
+        return False, f"deleting its {size} bytes would leave the log below retention.bytes {retention_bytes}"
+
+    return predicate, reasons
+
+
+def _log_start_predicate(log: _Log):
+    reasons: dict[int, str] = {}
+
+    def predicate(i: int, nxt: int | None) -> tuple[bool, str]:
+        if nxt is not None and log.base(nxt) <= log.log_start:
+            reasons[i] = f"log-start-offset: every offset is below the log start offset {log.log_start}"
+            return True, ""
+        return False, f"holds offsets at or above the log start offset {log.log_start}"
+
+    return predicate, reasons
+
+
+def preview(
+    parts: list[PartitionFiles],
+    sources: SettingSources,
+    now_ms: int,
+    broker_version: str | None = None,
+    compaction: bool = False,
+) -> RetentionReport:
+    """The retention preview of every partition (and the compaction preview with `compaction`)."""
+    forced = rule_for_version(broker_version) if broker_version else None
+    checkpoints = _Checkpoints()
+    out = []
+    for part in parts:
+        if forced is not None:
+            rule, why = forced, f"--broker-version {broker_version}"
+        else:
+            rule, why = detect_rule(part)
+        settings = sources.for_topic(part.topic)
+        res = plan_partition(part, settings, rule, why, now_ms, checkpoints)
+        if compaction and settings.compacts and not res.unreadable and part.segments:
+            from kafka_tools.log.compaction import preview_compaction
+
+            res.compaction = preview_compaction(
+                part,
+                settings,
+                res.log_start_before,
+                res.log_end_offset or 0,
+                checkpoints,
+                res.inconsistent,
+                res.warnings,
+            )
+        out.append(res)
+    return RetentionReport(out, now_ms, sources)

@@ -1,0 +1,106 @@
+"""What the delete policy needs to know of a segment, read cheaply: its size and mtime (one stat), its
+largest timestamp (the last `.timeindex` entry: one pread at the end), and, for the last segment, the
+log end offset (the last `.index` entry, then the batch headers after it). Never a whole-segment decode
+unless an index is missing or cannot be trusted, and then only that one segment is scanned.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+
+from kafka_tools.format.segment import ProblemKind, iter_log_entries
+
+TIME_ENTRY = 12  # timestamp int64, relative offset int32
+OFFSET_ENTRY = 8  # relative offset int32, position int32
+MAGIC_AT = 16  # byte 16 of an entry is its magic in every generation (offset, size, crc|epoch, magic)
+_BACK_CHUNK = 12 * 1024
+
+
+class IndexUntrusted(Exception):
+    """An index file ktool will not read from (its length is not a whole number of entries)."""
+
+
+@dataclass
+class LargestTimestamp:
+    value: int  # ms; -1 when the segment holds no timestamp
+    source: str  # "timeindex", "batches" (scanned), "mtime"
+
+
+def stat_ms(path: str | os.PathLike) -> tuple[int, int]:
+    """(size, mtime in ms as Java's File.lastModified gives it)."""
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns // 1_000_000
+
+
+def _last_nonzero_entry(path: str | os.PathLike, width: int) -> bytes | None:
+    """The last entry of an index that is not all zeros (a preallocated tail is zeros); None if empty."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if size % width:
+            raise IndexUntrusted(f"{path}: {size} bytes is not a whole number of {width}-byte entries")
+        end = size
+        while end > 0:
+            start = max(0, end - _BACK_CHUNK)
+            chunk = os.pread(fd, end - start, start)
+            for at in range(len(chunk) - width, -1, -width):
+                entry = chunk[at : at + width]
+                if entry.count(0) != width:
+                    return entry
+            end = start
+        return None
+    finally:
+        os.close(fd)
+
+
+def last_time_index_entry(path: str | os.PathLike) -> tuple[int, int] | None:
+    """(timestamp, relative offset) of the last `.timeindex` entry, or None when it has none."""
+    entry = _last_nonzero_entry(path, TIME_ENTRY)
+    return None if entry is None else struct.unpack(">qi", entry)
+
+
+def last_offset_index_entry(path: str | os.PathLike) -> tuple[int, int] | None:
+    """(relative offset, position) of the last `.index` entry, or None."""
+    entry = _last_nonzero_entry(path, OFFSET_ENTRY)
+    return None if entry is None else struct.unpack(">ii", entry)
+
+
+def magic_of(path: str | os.PathLike) -> int | None:
+    """The magic of the segment's first entry; None for an empty or too short file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(MAGIC_AT + 1)
+    except OSError:
+        return None
+    return head[MAGIC_AT] if len(head) > MAGIC_AT else None
+
+
+@dataclass
+class Scan:
+    """What a walk of a segment's entry headers found."""
+
+    next_offset: int | None  # after the last valid entry; None when it has none
+    max_timestamp: int  # -1 when no entry carries one
+    problem: str | None  # why the walk stopped early, if it did
+
+
+def scan_entries(path: str | os.PathLike, start: int = 0) -> Scan:
+    """Walk entries from byte `start` (a batch boundary), keeping the last offset and the largest
+    timestamp; v2 batches and v0/v1 wrappers carry both in their headers, so nothing is decompressed."""
+    next_offset: int | None = None
+    max_ts = -1
+    problem = None
+    for entry in iter_log_entries(path, start):
+        if not hasattr(entry, "next_offset"):
+            if getattr(entry, "is_fatal", False) and entry.kind != ProblemKind.ZERO_TAIL:
+                problem = f"byte {entry.position}: {entry.message}"
+            continue
+        next_offset = entry.next_offset
+        ts = getattr(entry, "max_timestamp", None)
+        if ts is None:
+            ts = getattr(entry, "timestamp", -1)
+        if ts > max_ts:
+            max_ts = ts
+    return Scan(next_offset, max_ts, problem)
