@@ -15,8 +15,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafka_tools.metadata.image import (
+    CONFIG_RESOURCE_TYPES,
     MIGRATING_DIRECTORY,
     NO_LEADER_CHANGE,
+    SCRAM_MECHANISMS,
     Acl,
     Broker,
     Controller,
@@ -28,8 +30,6 @@ from kafka_tools.metadata.image import (
     Topic,
     Voter,
     code_name,
-    CONFIG_RESOURCE_TYPES,
-    SCRAM_MECHANISMS,
 )
 
 # Records that change nothing in the image (framing of snapshots, keep-alives).
