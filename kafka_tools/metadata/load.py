@@ -129,7 +129,8 @@ def iter_file_records(
                     name,
                     "crc-mismatch",
                     Severity.ERROR,
-                    f"batch CRC {entry.crc} does not match its contents ({entry.computed_crc}); batch skipped",
+                    f"batch CRC {entry.crc} does not match its contents ({entry.computed_crc}); "
+                    "batch skipped",
                     entry.position,
                     entry.base_offset,
                 )
