@@ -70,6 +70,7 @@ def _register() -> None:
     from kafka_tools.cli.dump_log import dump_log
     from kafka_tools.cli.groups import groups
     from kafka_tools.cli.help import use_ktool_help
+    from kafka_tools.cli.metadata import metadata
     from kafka_tools.cli.offsets import migrate_offsets, offsets
     from kafka_tools.cli.truncate import truncate
     from kafka_tools.cli.validate import validate
@@ -81,6 +82,7 @@ def _register() -> None:
     cli.add_command(groups)
     cli.add_command(migrate_offsets)
     cli.add_command(offsets)
+    cli.add_command(metadata)
     scan.register(cli)
     cli.add_command(completion)
     cli.add_command(man)

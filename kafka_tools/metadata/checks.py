@@ -124,3 +124,32 @@ def check_log_dir(load: MetadataLoad) -> list[Finding]:
                     )
                 )
     return findings
+
+
+def read_findings(load: MetadataLoad) -> list[Finding]:
+    """What reading and replaying found: unreadable files and records, snapshots without footer, and
+    records the image could not take (Kafka's own replay would have stopped on them)."""
+    out = list(load.all_findings)
+    for inc in load.replayer.inconsistencies:
+        out.append(
+            Finding(
+                str(load.partition_dir),
+                "replay-inconsistency",
+                Severity.ERROR,
+                f"{inc.record_type}: {inc.message}",
+                None,
+                inc.offset,
+            )
+        )
+    unknown = sum(load.replayer.unknown.values())
+    if unknown:
+        types = ", ".join(f"{n} x{c}" for n, c in sorted(load.replayer.unknown.items()))
+        out.append(
+            Finding(
+                str(load.partition_dir),
+                "unknown-records",
+                Severity.WARNING,
+                f"{unknown} records of a type or version ktool does not know were not applied ({types})",
+            )
+        )
+    return out
