@@ -204,7 +204,7 @@ def _length(buf: bytes, pos: int, end: int, key: str, flexible: bool, wide: bool
             raise MetadataDecodeError(f"non-nullable field {key} is null", start)
         return None, pos
     if n > end - pos:
-        raise MetadataDecodeError(f"{key} needs {n} bytes, {end - pos} left", pos)
+        raise MetadataDecodeError(f"{key} claims {n} bytes, {end - pos} left", start)
     return n, pos
 
 
