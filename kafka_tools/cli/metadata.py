@@ -14,7 +14,6 @@ from kafka_tools.metadata.load import MetadataLoad, load_image
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.metadata import (
     MetadataText,
-    broker_objects,
     event_object,
     finding_line,
     finding_object,

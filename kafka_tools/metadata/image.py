@@ -154,7 +154,7 @@ class Image:
     controllers: dict[int, Controller] = field(default_factory=dict)
     voters: list[Voter] | None = None  # None: no VotersRecord (a static quorum, controller.quorum.voters)
     kraft_version: int | None = None
-    raft_leader: tuple[int, int] | None = None  # (leaderId, epoch) of the last LeaderChangeMessage
+    raft_leader: int | None = None  # leaderId of the last LeaderChangeMessage
     topics: dict[str, Topic] = field(default_factory=dict)  # by topic id
     configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)

@@ -299,7 +299,7 @@ class Replayer:
         self.image.kraft_version = f.get("kRaftVersion", f.get("kraftVersion"))
 
     def _leader_change(self, offset: int, f: dict) -> None:
-        self.image.raft_leader = (f.get("leaderId", -1), f.get("leaderEpoch", -1))
+        self.image.raft_leader = f.get("leaderId", -1)
 
     # -- topics and partitions -------------------------------------------------------------------
 

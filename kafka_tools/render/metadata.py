@@ -82,9 +82,7 @@ def image_header(load: MetadataLoad) -> dict[str, Any]:
         "recordTypes": dict(sorted(r.applied.items())),
         "metadataVersion": img.metadata_version,
         "kraftVersion": img.kraft_version,
-        "raftLeader": None
-        if img.raft_leader is None
-        else {"leaderId": img.raft_leader[0], "epoch": img.raft_leader[1]},
+        "raftLeader": img.raft_leader,
         "quorumState": None
         if quorum is None
         else {
