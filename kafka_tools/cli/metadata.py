@@ -22,7 +22,7 @@ from kafka_tools.render.metadata import (
     write_json,
 )
 
-_LOGDIR = click.Path(exists=True, file_okay=False, path_type=str)
+_LOGDIR = click.Path(path_type=str)  # a missing one is exit 3 (environment), said by load_image
 _EXIT = """
     \b
     Exit status:
@@ -198,8 +198,8 @@ def check(ctx: click.Context, logdir: str, as_json: bool) -> None:
     if not as_json:
         verdict = "consistent" if not errors else f"{errors} findings"
         click.echo(
-            f"{load.log_dir}: {len(load.image.topics)} topics, {len(load.image.brokers)} brokers in the image "
-            f"at offset {load.image.offset}: {verdict}"
+            f"{load.log_dir}: {len(load.image.topics)} topics, {len(load.image.brokers)} brokers "
+            f"in the image at offset {load.image.offset}: {verdict}"
         )
     _finish(ctx, findings, as_json)
 

@@ -227,7 +227,17 @@ def load_image(
     """The image of the log dir (or `__cluster_metadata-0` dir) at `at_offset` (every record below it
     applied; default: the whole log). With `events_from`, the changes from that offset on are Events
     (then no snapshot past it is used)."""
-    log_dir, part_dir = partition_dir_of(Path(path))
+    try:
+        return _load(Path(path), at_offset, events_from)
+    except OSError as exc:
+        where = exc.filename or path
+        raise InputError(f"{where}: {exc.strerror or exc}") from None
+
+
+def _load(path: Path, at_offset: int | None, events_from: int | None) -> MetadataLoad:
+    if not path.exists():
+        raise InputError(f"{path}: no such directory")
+    log_dir, part_dir = partition_dir_of(path)
     if not part_dir.is_dir():
         raise InputError(f"{path}: no {METADATA_PARTITION} directory (not a KRaft log dir)")
     node = read_node_files(log_dir)

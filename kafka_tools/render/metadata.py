@@ -407,7 +407,8 @@ class MetadataText:
             p = img.producer_ids
             self.line("")
             self.line(
-                f"producer ids: next block from {p.next_producer_id} (broker {p.broker_id}, epoch {p.broker_epoch})"
+                f"producer ids: next block from {p.next_producer_id} "
+                f"(broker {p.broker_id}, epoch {p.broker_epoch})"
             )
         rows = [
             [

@@ -66,13 +66,23 @@ def change(tid: str, pid: int, **fields: Any) -> Entry:
 
 
 def config(name: str, value: str | None, resource: str = "orders", rtype: int = 2) -> Entry:
-    return ("meta", "ConfigRecord", 0, {"resourceType": rtype, "resourceName": resource, "name": name, "value": value})
+    return (
+        "meta",
+        "ConfigRecord",
+        0,
+        {"resourceType": rtype, "resourceName": resource, "name": name, "value": value},
+    )
 
 
 def story() -> list[Entry]:
     """Offset by offset (each entry takes one offset): a cluster's life the tests know the end of."""
     return [
-        ("control", "LeaderChangeMessage", 0, {"version": 0, "leaderId": 3000, "voters": [], "grantingVoters": []}),  # 0
+        (
+            "control",
+            "LeaderChangeMessage",
+            0,
+            {"version": 0, "leaderId": 3000, "voters": [], "grantingVoters": []},
+        ),  # 0
         ("meta", "FeatureLevelRecord", 0, {"name": "metadata.version", "featureLevel": 21}),  # 1
         broker(1, 10, DIR1),  # 2
         broker(2, 11, DIR2),  # 3
@@ -88,7 +98,19 @@ def story() -> list[Entry]:
         ("meta", "AbortTransactionRecord", 0, {"reason": "failover"}),  # 13
         ("meta", "TopicRecord", 0, {"name": "old", "topicId": OLD}),  # 14
         partition(OLD, 0, [1], [DIR1]),  # 15
-        ("meta", "UserScramCredentialRecord", 0, {"name": "alice", "mechanism": 2, "salt": b"SALT", "storedKey": b"STORED", "serverKey": b"SERVER", "iterations": 8192}),  # 16
+        (
+            "meta",
+            "UserScramCredentialRecord",
+            0,
+            {
+                "name": "alice",
+                "mechanism": 2,
+                "salt": b"SALT",
+                "storedKey": b"STORED",
+                "serverKey": b"SERVER",
+                "iterations": 8192,
+            },
+        ),  # 16
         ("meta", "ProducerIdsRecord", 0, {"brokerId": 1, "brokerEpoch": 10, "nextProducerId": 5000}),  # 17
         # --- a snapshot at 18 holds everything above ---
         change(ORDERS, 0, isr=[1]),  # 18: ISR shrinks
@@ -96,14 +118,82 @@ def story() -> list[Entry]:
         ("meta", "RemoveTopicRecord", 0, {"topicId": OLD}),  # 20
         config("retention.ms", None),  # 21
         config("compression.type", "zstd"),  # 22
-        ("meta", "AccessControlEntryRecord", 0, {"id": "YWNsYWNsYWNsYWNsYWNsYQ", "resourceType": 2, "resourceName": "orders", "patternType": 3, "principal": "User:alice", "host": "*", "operation": 3, "permissionType": 3}),  # 23
-        ("meta", "ClientQuotaRecord", 0, {"entity": [{"entityType": "user", "entityName": "alice"}], "key": "producer_byte_rate", "value": 1024.0, "remove": False}),  # 24
-        ("meta", "DelegationTokenRecord", 0, {"owner": "User:alice", "requester": "User:alice", "renewers": ["User:bob"], "issueTimestamp": 1, "maxTimestamp": 3, "expirationTimestamp": 2, "tokenId": "token1"}),  # 25
-        ("meta", "RegisterControllerRecord", 0, {"controllerId": 3000, "incarnationId": "Y29udHJvbGxlcmNvbnRyBA", "zkMigrationReady": False, "endPoints": [{"name": "CONTROLLER", "host": "c", "port": 9093, "securityProtocol": 0}], "features": []}),  # 26
+        (
+            "meta",
+            "AccessControlEntryRecord",
+            0,
+            {
+                "id": "YWNsYWNsYWNsYWNsYWNsYQ",
+                "resourceType": 2,
+                "resourceName": "orders",
+                "patternType": 3,
+                "principal": "User:alice",
+                "host": "*",
+                "operation": 3,
+                "permissionType": 3,
+            },
+        ),  # 23
+        (
+            "meta",
+            "ClientQuotaRecord",
+            0,
+            {
+                "entity": [{"entityType": "user", "entityName": "alice"}],
+                "key": "producer_byte_rate",
+                "value": 1024.0,
+                "remove": False,
+            },
+        ),  # 24
+        (
+            "meta",
+            "DelegationTokenRecord",
+            0,
+            {
+                "owner": "User:alice",
+                "requester": "User:alice",
+                "renewers": ["User:bob"],
+                "issueTimestamp": 1,
+                "maxTimestamp": 3,
+                "expirationTimestamp": 2,
+                "tokenId": "token1",
+            },
+        ),  # 25
+        (
+            "meta",
+            "RegisterControllerRecord",
+            0,
+            {
+                "controllerId": 3000,
+                "incarnationId": "Y29udHJvbGxlcmNvbnRyBA",
+                "zkMigrationReady": False,
+                "endPoints": [{"name": "CONTROLLER", "host": "c", "port": 9093, "securityProtocol": 0}],
+                "features": [],
+            },
+        ),  # 26
         ("control", "KRaftVersionRecord", 0, {"version": 0, "kRaftVersion": 1}),  # 27
-        ("control", "VotersRecord", 0, {"version": 0, "voters": [{"voterId": 3000, "voterDirectoryId": "dm90ZXJ2b3RlcnZvdGVydg", "endpoints": [{"name": "CONTROLLER", "host": "c", "port": 9093}], "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1}}]}),  # 28
+        (
+            "control",
+            "VotersRecord",
+            0,
+            {
+                "version": 0,
+                "voters": [
+                    {
+                        "voterId": 3000,
+                        "voterDirectoryId": "dm90ZXJ2b3RlcnZvdGVydg",
+                        "endpoints": [{"name": "CONTROLLER", "host": "c", "port": 9093}],
+                        "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1},
+                    }
+                ],
+            },
+        ),  # 28
         ("meta", "FenceBrokerRecord", 0, {"id": 2, "epoch": 11}),  # 29
-        ("meta", "BrokerRegistrationChangeRecord", 1, {"brokerId": 1, "brokerEpoch": 10, "inControlledShutdown": 1}),  # 30
+        (
+            "meta",
+            "BrokerRegistrationChangeRecord",
+            1,
+            {"brokerId": 1, "brokerEpoch": 10, "inControlledShutdown": 1},
+        ),  # 30
         ("meta", "NoOpRecord", 0, {}),  # 31
     ]
 
@@ -119,7 +209,9 @@ def encode(entry: Entry) -> tuple[bytes | None, bytes]:
     return None, frame(schema, version, fields)
 
 
-def log_bytes(entries: list[Entry], base: int = 0, per_batch: int = 3, values: dict[int, bytes] | None = None) -> bytes:
+def log_bytes(
+    entries: list[Entry], base: int = 0, per_batch: int = 3, values: dict[int, bytes] | None = None
+) -> bytes:
     """Batches of up to `per_batch` records of one kind (control or not); `values` replaces the
     value of a record by offset (corrupt variants)."""
     out, i = b"", 0
@@ -163,7 +255,12 @@ def write_log_dir(
     (root / "meta.properties").write_text(
         f"#\nnode.id={node_id}\ndirectory.id={directory_id}\nversion=1\ncluster.id=Y2x1c3Rlci1pZC1jbHVzdA\n"
     )
-    state: dict[str, Any] = {"leaderId": 3000, "leaderEpoch": 1, "votedId": -1, "data_version": quorum_version}
+    state: dict[str, Any] = {
+        "leaderId": 3000,
+        "leaderEpoch": 1,
+        "votedId": -1,
+        "data_version": quorum_version,
+    }
     if quorum_version == 0:
         state["currentVoters"] = [{"voterId": 3000}]
     (part / "quorum-state").write_text(json.dumps(state))

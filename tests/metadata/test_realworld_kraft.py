@@ -14,7 +14,9 @@ from kafka_tools.metadata.load import load_image
 from tests.independent import REALWORLD
 
 KRAFT = REALWORLD / "kraft"
-LOG_DIRS = sorted(p for p in KRAFT.glob("*") if (p / "__cluster_metadata-0").is_dir()) if KRAFT.is_dir() else []
+LOG_DIRS = (
+    sorted(p for p in KRAFT.glob("*") if (p / "__cluster_metadata-0").is_dir()) if KRAFT.is_dir() else []
+)
 # Written by a Kafka trunk build of December 2023, whose PartitionRecord v1 carried the ELR fields as
 # tagged fields and no Directories (Kafka 3.7 released v1 with Directories and moved ELR to v2): the
 # schemas of ../shared/kraft-schemas cannot decode those six records.
