@@ -1,5 +1,6 @@
 """The package's dependencies point one way: cli -> services (log, consumers, metadata, pipeline) ->
-format / zk / broker, with render beside cli. Read from the source with `ast`, so an import inside a function counts."""
+format / zk / broker, with render beside cli. Read from the source with `ast`, so an import inside a
+function counts."""
 
 from __future__ import annotations
 

@@ -23,15 +23,6 @@ from kafka_tools.render.metadata import (
 )
 
 _LOGDIR = click.Path(path_type=str)  # a missing one is exit 3 (environment), said by load_image
-_EXIT = """
-    \b
-    Exit status:
-      0  read and replayed cleanly
-      1  findings: an unreadable record or batch, a snapshot without footer, a record the image
-         cannot take, an unknown quorum-state version{extra}
-      2  usage error
-      3  LOGDIR is not a KRaft log dir (no __cluster_metadata-0) or cannot be read
-"""
 
 
 def _at_offset_option(func):
@@ -70,6 +61,14 @@ def metadata() -> None:
     before the offset asked, then the log, into the image the controller holds: brokers, controllers
     and voters, topics and partitions, configs, features, ACLs, client quotas, producer ids,
     delegation tokens and SCRAM users (mechanism and iterations only, never the secrets).
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
     """
 
 
@@ -79,7 +78,19 @@ def metadata() -> None:
 @_json_option
 @click.pass_context
 def show(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) -> None:
-    """Everything in the image, then the log dir's consistency findings (see `metadata check`)."""
+    """Everything in the image, then the log dir's consistency findings.
+
+    The findings are those of `ktool metadata check`, after what reading the log found.
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version;
+         a consistency finding
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
     load = load_image(logdir, at_offset)
     findings = read_findings(load) + check_log_dir(load)
     if as_json:
@@ -89,8 +100,6 @@ def show(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) 
     _finish(ctx, findings, as_json)
 
 
-show.help = (show.help or "") + _EXIT.format(extra=",\n         or a consistency finding of `metadata check`")
-
 
 @metadata.command("topics")
 @click.argument("logdir", type=_LOGDIR)
@@ -98,7 +107,16 @@ show.help = (show.help or "") + _EXIT.format(extra=",\n         or a consistency
 @_json_option
 @click.pass_context
 def topics(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) -> None:
-    """Topics and their partitions: leader, leader epoch, replicas, ISR, ELR, directories."""
+    """Topics and their partitions: leader, epoch, replicas, ISR, ELR, directories.
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
     load = load_image(logdir, at_offset)
     if as_json:
         write_json(sys.stdout, partition_objects(load.image))
@@ -107,8 +125,6 @@ def topics(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool
     _finish(ctx, read_findings(load), as_json)
 
 
-topics.help = (topics.help or "") + _EXIT.format(extra="")
-
 
 @metadata.command("brokers")
 @click.argument("logdir", type=_LOGDIR)
@@ -116,8 +132,19 @@ topics.help = (topics.help or "") + _EXIT.format(extra="")
 @_json_option
 @click.pass_context
 def brokers(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) -> None:
-    """Registered brokers (id, epoch, incarnation, endpoints, rack, fenced / in controlled
-    shutdown), then controllers and voters."""
+    """Registered brokers, then controllers and voters.
+
+    Each broker with its id, epoch, incarnation, endpoints, rack and state (fenced, unfenced, in
+    controlled shutdown).
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
     load = load_image(logdir, at_offset)
     if as_json:
         write_json(
@@ -129,8 +156,6 @@ def brokers(ctx: click.Context, logdir: str, at_offset: int | None, as_json: boo
         out.quorum(load.image)
     _finish(ctx, read_findings(load), as_json)
 
-
-brokers.help = (brokers.help or "") + _EXIT.format(extra="")
 
 
 @metadata.command("diff")
@@ -149,11 +174,22 @@ brokers.help = (brokers.help or "") + _EXIT.format(extra="")
 @_json_option
 @click.pass_context
 def diff(ctx: click.Context, logdir: str, from_offset: int, to_offset: int | None, as_json: bool) -> None:
-    """What changed from offset N to M, as events: topics created or deleted, partitions created,
-    leader changes, ISR shrink and expand, replicas and ELR, configs set or deleted, brokers
-    registered, fenced, unfenced, features, ACLs, quotas, SCRAM users, aborted transactions.
+    """What changed from offset N to M, as events.
 
-    The records from N to M must still be in the log (a snapshot at or before N starts the image)."""
+    Topics created or deleted, partitions created, leader changes, ISR shrink and expand, replicas and
+    ELR, configs set or deleted, brokers registered, fenced and unfenced, features, ACLs, quotas, SCRAM
+    users, aborted transactions; each with its offset. The records from N to M must still be in the
+    log (a snapshot at or before N starts the image).
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version;
+         the log no longer holds offset N
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
     if to_offset is not None and to_offset < from_offset:
         raise UsageError(f"--to {to_offset} is before --from {from_offset}")
     load: MetadataLoad = load_image(logdir, to_offset, events_from=from_offset)
@@ -179,19 +215,28 @@ def diff(ctx: click.Context, logdir: str, from_offset: int, to_offset: int | Non
     _finish(ctx, findings, as_json)
 
 
-diff.help = (diff.help or "") + _EXIT.format(extra=", or the log no longer holds offset N")
-
 
 @metadata.command("check")
 @click.argument("logdir", type=_LOGDIR)
 @_json_option
 @click.pass_context
 def check(ctx: click.Context, logdir: str, as_json: bool) -> None:
-    """Check a log dir against its own metadata image: the partition directories of the partitions
-    the image places on this node (meta.properties' node.id and directory.id) are all here, every
-    partition directory belongs to a topic the image knows, with the same topic id in
-    partition.metadata (a deleted topic's directory left behind, or one of an earlier topic of the
-    same name), and the node is a registered broker, controller or voter."""
+    """Check a log dir against its own metadata image.
+
+    The partition directories of the partitions the image places on this node (meta.properties'
+    node.id and directory.id) are all here; every partition directory belongs to a topic the image
+    knows, with the same topic id in partition.metadata (a deleted topic's directory left behind, or
+    one of an earlier topic of the same name); the node is a registered broker, controller or voter.
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version;
+         a consistency finding
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
     load = load_image(logdir)
     findings = read_findings(load) + check_log_dir(load)
     errors = sum(f.severity == Severity.ERROR for f in findings)
@@ -203,5 +248,3 @@ def check(ctx: click.Context, logdir: str, as_json: bool) -> None:
         )
     _finish(ctx, findings, as_json)
 
-
-check.help = (check.help or "") + _EXIT.format(extra=", or a consistency finding")
