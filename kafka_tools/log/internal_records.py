@@ -10,6 +10,12 @@ from kafka_tools.format.internal_topics import (
     decode_transaction_state,
     to_jsonable,
 )
+from kafka_tools.format.kraft import (
+    MetadataDecodeError,
+    MetadataRecord,
+    decode_control_record,
+    decode_metadata_record,
+)
 
 
 def decode_internal(mode: str, key: bytes | None, value: bytes | None) -> dict:
@@ -36,3 +42,29 @@ def shape(record: InternalRecord) -> dict:
     else:
         payload = {"version": record.value_version, "data": to_jsonable(record.value)}
     return {"key": key, "payload": payload}
+
+
+def decode_cluster_metadata(
+    key: bytes | None, value: bytes | None, control: bool
+) -> tuple[dict, MetadataRecord | None, MetadataDecodeError | None]:
+    """A `__cluster_metadata` record (or a KRaft control record) shaped as Kafka's
+    `--cluster-metadata-decoder` prints it: `{"type": …, "version": …, "data": {…}}`. An unknown type
+    or version keeps its raw value (hex); a record that does not match its schema gives the error."""
+    try:
+        if control:
+            record = decode_control_record(key, value)
+        elif value is None:
+            raise MetadataDecodeError("a metadata record with a null value", 0)
+        else:
+            record = decode_metadata_record(value)
+    except MetadataDecodeError as exc:
+        raw = None if value is None else bytes(value).hex()
+        return {"type": "Undecodable", "error": exc.message, "position": exc.position, "raw": raw}, None, exc
+    if not record.known:
+        shaped = {"type": record.type_name, "typeId": record.type_id, "version": record.version}
+        return {**shaped, "unknown": True, "raw": record.raw.hex()}, record, None
+    return (
+        {"type": record.type_name, "version": record.version, "data": to_jsonable(record.fields)},
+        record,
+        None,
+    )

@@ -10,7 +10,6 @@ import json
 import random
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -25,7 +24,8 @@ CONTROL_TYPE_IDS = {
     "KRaftVersionRecord": 5,
     "VotersRecord": 6,
 }
-_PRIMITIVES = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid", "string", "bytes"}
+_PRIMITIVES = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid"}
+_PRIMITIVES |= {"string", "bytes"}
 
 
 def _within(spec: Any, version: int) -> bool:
@@ -312,7 +312,9 @@ def sample_values(schemas: dict[str, Schema], count: int, seed: int = 1) -> list
     """`count` framed metadata records of every type and version in turn, with sample fields."""
     metadata = [s for s in schemas.values() if s.kind == "metadata"]
     pairs = [(s, v) for s in metadata for v in s.versions]
-    return [frame(s, v, sample(s, v, seed + i)) for i, (s, v) in zip(range(count), _cycle(pairs))]
+    return [
+        frame(s, v, sample(s, v, seed + i)) for i, (s, v) in zip(range(count), _cycle(pairs), strict=False)
+    ]
 
 
 def _cycle(items):

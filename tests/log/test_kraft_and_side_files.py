@@ -22,12 +22,17 @@ QUORUM_STATE = (
     '"currentVoters":[{"voterId":1}],"data_version":0}'
 )
 
+# KRaft record values: frame version 1, NoOpRecord (apiKey 20) version 0, no tagged fields; a
+# SnapshotHeader: version 0, lastContainedLogTimestamp, no tagged fields
+NO_OP_RECORD = b"\x01\x14\x00\x00"
+SNAPSHOT_HEADER = struct.pack(">hq", 0, 1_700_000_000_000) + b"\x00"
+
 
 def batches(first: int, count: int) -> bytes:
     out = bytearray()
     for offset in range(first, first + count):
         b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
-        b.append(0, timestamp=1_700_000_000_000 + offset, key=None, value=b"\x01\x0c\x00" * 4, headers=[])
+        b.append(0, timestamp=1_700_000_000_000 + offset, key=None, value=NO_OP_RECORD, headers=[])
         buf = bytearray(b.build())
         struct.pack_into(">q", buf, 0, offset)
         out += buf
@@ -44,7 +49,8 @@ def control_batch(offset: int, control_type: int) -> bytes:
     SnapshotHeader (3) and SnapshotFooter (4) around a snapshot."""
     b = _ControlBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
     key = struct.pack(">hh", 0, control_type)
-    b.append(0, timestamp=1_700_000_000_000, key=key, value=b"\0\0\0", headers=[])
+    value = SNAPSHOT_HEADER if control_type == 3 else b"\0\0\0"  # SnapshotFooter: version 0, no tags
+    b.append(0, timestamp=1_700_000_000_000, key=key, value=value, headers=[])
     buf = bytearray(b.build())
     struct.pack_into(">q", buf, 0, offset)
     return bytes(buf)
