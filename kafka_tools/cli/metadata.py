@@ -100,7 +100,6 @@ def show(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) 
     _finish(ctx, findings, as_json)
 
 
-
 @metadata.command("topics")
 @click.argument("logdir", type=_LOGDIR)
 @_at_offset_option
@@ -123,7 +122,6 @@ def topics(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool
     else:
         MetadataText(sys.stdout, _colour(ctx)).partitions(load.image)
     _finish(ctx, read_findings(load), as_json)
-
 
 
 @metadata.command("brokers")
@@ -155,7 +153,6 @@ def brokers(ctx: click.Context, logdir: str, at_offset: int | None, as_json: boo
         out.brokers(load.image)
         out.quorum(load.image)
     _finish(ctx, read_findings(load), as_json)
-
 
 
 @metadata.command("diff")
@@ -215,7 +212,6 @@ def diff(ctx: click.Context, logdir: str, from_offset: int, to_offset: int | Non
     _finish(ctx, findings, as_json)
 
 
-
 @metadata.command("check")
 @click.argument("logdir", type=_LOGDIR)
 @_json_option
@@ -247,4 +243,3 @@ def check(ctx: click.Context, logdir: str, as_json: bool) -> None:
             f"in the image at offset {load.image.offset}: {verdict}"
         )
     _finish(ctx, findings, as_json)
-
