@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_tools.metadata.image import (
@@ -32,6 +32,7 @@ from kafka_tools.metadata.image import (
     code_name,
 )
 
+_TRANSACTION_MARKERS = frozenset({"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"})
 # Records that change nothing in the image (framing of snapshots, keep-alives).
 PASSIVE = frozenset({"NoOpRecord", "SnapshotHeaderRecord", "SnapshotFooterRecord"})
 
@@ -120,10 +121,14 @@ class Replayer:
     def replay(self, offset: int, record: Any) -> None:
         """Apply one record (or hold it back inside a transaction); the image's offset moves past it."""
         name = record.type_name
-        if self.image.offset <= offset:
-            self.image.offset = offset + 1
+        image = self.image
+        if image.offset <= offset:
+            image.offset = offset + 1
         if not record.known:
             self.unknown[name] += 1
+            return
+        if self.pending is None and name not in _TRANSACTION_MARKERS:
+            self._apply(offset, record)
             return
         if name == "BeginTransactionRecord":
             if self.pending is not None:
@@ -167,7 +172,8 @@ class Replayer:
             self.unknown[name] += 1
 
     def _wants(self, offset: int) -> bool:
-        return self.events_from is not None and offset >= self.events_from
+        since = self.events_from
+        return since is not None and offset >= since
 
     def _event(self, offset: int, kind: str, subject: str, detail: str, **data: Any) -> None:
         self.events.append(Event(offset, kind, subject, detail, data))
@@ -583,28 +589,31 @@ def merge_partition_change(old: PartitionState, f: dict) -> PartitionState:
     """PartitionRegistration.merge: an absent (null) field keeps its value; a leader other than
     NO_LEADER_CHANGE (-2) replaces the leader and bumps the leader epoch; every change bumps the
     partition epoch; leaderRecoveryState -1 means no change."""
-    replicas = old.replicas if f.get("replicas") is None else list(f["replicas"])
-    directories = old.directories if f.get("directories") is None else list(f["directories"])
+    get = f.get
+    replicas = get("replicas")
+    replicas = old.replicas if replicas is None else list(replicas)
+    directories = get("directories")
+    directories = old.directories if directories is None else list(directories)
     if len(directories) != len(replicas):
         directories = [MIGRATING_DIRECTORY] * len(replicas)
     leader, leader_epoch = old.leader, old.leader_epoch
-    new_leader = f.get("leader", NO_LEADER_CHANGE)
+    new_leader = get("leader", NO_LEADER_CHANGE)
     if new_leader != NO_LEADER_CHANGE:
-        leader, leader_epoch = new_leader, old.leader_epoch + 1
-    recovery = f.get("leaderRecoveryState", -1)
-    return replace(
-        old,
-        replicas=replicas,
-        isr=old.isr if f.get("isr") is None else list(f["isr"]),
-        removing_replicas=old.removing_replicas
-        if f.get("removingReplicas") is None
-        else list(f["removingReplicas"]),
-        adding_replicas=old.adding_replicas if f.get("addingReplicas") is None else list(f["addingReplicas"]),
-        leader=leader,
-        leader_epoch=leader_epoch,
-        partition_epoch=old.partition_epoch + 1,
-        leader_recovery_state=old.leader_recovery_state if recovery == -1 else recovery,
-        directories=directories,
-        elr=old.elr if f.get("eligibleLeaderReplicas") is None else list(f["eligibleLeaderReplicas"]),
-        last_known_elr=old.last_known_elr if f.get("lastKnownElr") is None else list(f["lastKnownElr"]),
+        leader, leader_epoch = new_leader, leader_epoch + 1
+    recovery = get("leaderRecoveryState", -1)
+    isr, removing, adding = get("isr"), get("removingReplicas"), get("addingReplicas")
+    elr, last_known = get("eligibleLeaderReplicas"), get("lastKnownElr")
+    return PartitionState(
+        old.partition_id,
+        replicas,
+        old.isr if isr is None else list(isr),
+        old.removing_replicas if removing is None else list(removing),
+        old.adding_replicas if adding is None else list(adding),
+        leader,
+        leader_epoch,
+        old.partition_epoch + 1,
+        old.leader_recovery_state if recovery == -1 else recovery,
+        directories,
+        old.elr if elr is None else list(elr),
+        old.last_known_elr if last_known is None else list(last_known),
     )
