@@ -137,3 +137,9 @@ def test_check_exit_codes(tmp_path: Path):
         and missing.stderr.startswith("ktool: ")
         and len(missing.stderr.splitlines()) == 1
     )
+
+
+def test_scan_cluster_metadata_needs_out(tmp_path: Path):
+    d = write_log_dir(tmp_path)
+    result = CliRunner().invoke(cli, ["scan", "--cluster-metadata", str(d)])
+    assert result.exit_code == 2 and "--cluster-metadata writes a table: give --out DIR" in result.stderr

@@ -64,3 +64,12 @@ def test_brokers_and_voters_agree_with_quorum_state_and_meta_properties(log_dir:
         assert meta.node_id in members
         if meta.directory_id and meta.node_id in image.brokers:
             assert meta.directory_id in image.brokers[meta.node_id].log_dirs
+
+
+def test_bootstrap_checkpoint_names_the_metadata_version_the_log_starts_with():
+    combined = KRAFT / "kafka-3.x-combined"
+    if not (combined / "bootstrap.checkpoint").is_file():
+        pytest.skip("no bootstrap.checkpoint in ../shared/realworld/kraft")
+    load = load_image(combined)
+    assert load.bootstrap is not None and load.bootstrap.records >= 1
+    assert load.bootstrap.metadata_version == load.image.metadata_version == 14
