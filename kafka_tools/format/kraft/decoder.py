@@ -163,6 +163,25 @@ def _compile_all() -> tuple[dict[int, MessageType], dict[int, MessageType]]:
 METADATA_TYPES, CONTROL_TYPES = _compile_all()
 
 
+def _holds_bytes(program: Program) -> bool:
+    for _key, op, arg in (*program.steps, *program.tags.values()):
+        if op == _BYTES:
+            return True
+        if op == _ARRAY and (arg[0] == _BYTES or (arg[0] == _STRUCT and _holds_bytes(arg[1][0]))):
+            return True
+        if op == _STRUCT and _holds_bytes(arg[0]):
+            return True
+    return False
+
+
+# Record types whose fields can hold `bytes` (renderers must convert those; the rest is JSON as is).
+TYPES_WITH_BYTES = frozenset(
+    t.name
+    for t in (*METADATA_TYPES.values(), *CONTROL_TYPES.values())
+    if any(map(_holds_bytes, t.programs.values()))
+)
+
+
 def _need(buf_len: int, pos: int, n: int, what: str) -> None:
     if n > buf_len - pos:
         raise MetadataDecodeError(f"{what} needs {n} bytes, {buf_len - pos} left", pos)
