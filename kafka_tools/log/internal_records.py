@@ -11,6 +11,7 @@ from kafka_tools.format.internal_topics import (
     to_jsonable,
 )
 from kafka_tools.format.kraft import (
+    TYPES_WITH_BYTES,
     MetadataDecodeError,
     MetadataRecord,
     decode_control_record,
@@ -63,8 +64,6 @@ def decode_cluster_metadata(
     if not record.known:
         shaped = {"type": record.type_name, "typeId": record.type_id, "version": record.version}
         return {**shaped, "unknown": True, "raw": record.raw.hex()}, record, None
-    return (
-        {"type": record.type_name, "version": record.version, "data": to_jsonable(record.fields)},
-        record,
-        None,
-    )
+    # bytes (SCRAM salts and keys) become hex, as for the other internal topics; the rest is JSON as is
+    fields = to_jsonable(record.fields) if record.type_name in TYPES_WITH_BYTES else record.fields
+    return {"type": record.type_name, "version": record.version, "data": fields}, record, None

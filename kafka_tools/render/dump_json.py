@@ -37,6 +37,8 @@ _ITEM_TYPES = {
     EpochEntry: "leader-epoch-entry",
 }
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # as `emit`, made once
+
 
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
@@ -116,6 +118,10 @@ class DumpJsonRenderer:
                     return
                 event.records = entry.records()
             records = event.records or []
+            if event.decoded is not None:  # KRaft records (many small ones): one write a batch
+                objs = (self._record(event.path, entry, r, d) for r, d in event.with_decoded(records))
+                self.out.write("".join(_ENCODE(o) + "\n" for o in objs))
+                return
             for record, decoded in event.with_decoded(records):
                 self.emit(self._record(event.path, entry, record, decoded))
             return

@@ -4,6 +4,7 @@ by a table generated from Kafka's JSON schemas (`generate.py` writes `schemas_ta
 from kafka_tools.format.kraft.decoder import (
     CONTROL_TYPES,
     METADATA_TYPES,
+    TYPES_WITH_BYTES,
     MetadataDecodeError,
     MetadataRecord,
     decode_control_record,
@@ -13,6 +14,7 @@ from kafka_tools.format.kraft.decoder import (
 __all__ = [
     "CONTROL_TYPES",
     "METADATA_TYPES",
+    "TYPES_WITH_BYTES",
     "MetadataDecodeError",
     "MetadataRecord",
     "decode_control_record",

@@ -10,6 +10,7 @@ sliced, and every problem raises `MetadataDecodeError` with the byte offset insi
 from __future__ import annotations
 
 import base64
+import os
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +55,7 @@ class MetadataDecodeError(ValueError):
         self.position = position
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MetadataRecord:
     """One decoded KRaft record: a metadata record (framed) or a control record.
 
@@ -160,6 +161,25 @@ def _compile_all() -> tuple[dict[int, MessageType], dict[int, MessageType]]:
 
 
 METADATA_TYPES, CONTROL_TYPES = _compile_all()
+
+
+def _holds_bytes(program: Program) -> bool:
+    for _key, op, arg in (*program.steps, *program.tags.values()):
+        if op == _BYTES:
+            return True
+        if op == _ARRAY and (arg[0] == _BYTES or (arg[0] == _STRUCT and _holds_bytes(arg[1][0]))):
+            return True
+        if op == _STRUCT and _holds_bytes(arg[0]):
+            return True
+    return False
+
+
+# Record types whose fields can hold `bytes` (renderers must convert those; the rest is JSON as is).
+TYPES_WITH_BYTES = frozenset(
+    t.name
+    for t in (*METADATA_TYPES.values(), *CONTROL_TYPES.values())
+    if any(map(_holds_bytes, t.programs.values()))
+)
 
 
 def _need(buf_len: int, pos: int, n: int, what: str) -> None:
@@ -314,11 +334,12 @@ def decode_body(program: Program, buf: bytes, pos: int, what: str) -> dict[str, 
     return fields
 
 
-def decode_metadata_record(value: bytes) -> MetadataRecord:
+def decode_metadata_record_py(value: bytes) -> MetadataRecord:
     """Decode a `__cluster_metadata` record's value: frame version 1, apiKey, version, body.
 
     An unknown record type or version gives `known=False` (never an exception); a bad frame version
-    or a body that does not match its schema raises `MetadataDecodeError`.
+    or a body that does not match its schema raises `MetadataDecodeError`. (The reference in pure
+    Python; `decode_metadata_record` is the C interpreter of the same programs when it is built.)
     """
     value = bytes(value)
     end = len(value)
@@ -360,3 +381,23 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> MetadataRec
         return MetadataRecord(key_version, type_id, mt.name, version, fields, True, raw)
     assert first_error is not None
     raise first_error
+
+
+def _speedups():
+    """The C interpreter, given the compiled programs, when built and not disabled (KTOOL_PURE_PYTHON)."""
+    if os.environ.get("KTOOL_PURE_PYTHON"):
+        return None
+    try:
+        from kafka_tools.format import _speedups
+    except ImportError:
+        return None
+    if not hasattr(_speedups, "kraft_decode_metadata"):
+        return None
+    types = {type_id: (t.name, t.programs) for type_id, t in METADATA_TYPES.items()}
+    _speedups.kraft_configure(types, MetadataRecord, MetadataDecodeError)
+    return _speedups
+
+
+_C = _speedups()
+HAS_SPEEDUPS = _C is not None
+decode_metadata_record = _C.kraft_decode_metadata if _C is not None else decode_metadata_record_py
