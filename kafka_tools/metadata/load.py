@@ -104,6 +104,7 @@ def iter_file_records(
     """(offset, is_control, MetadataRecord) of each record of a segment or snapshot file with
     `start <= offset < stop`, in file order. Damage is appended to `findings` and stepped over."""
     kraft = _decoder()
+    decode, decode_error = kraft.decode_metadata_record, kraft.MetadataDecodeError
     name = str(path)
     for entry in iter_log_entries(path):
         if isinstance(entry, Problem):
@@ -146,6 +147,14 @@ def iter_file_records(
             )
             continue
         control = entry.is_control
+        if not control and entry.base_offset >= start and (stop is None or entry.last_offset < stop):
+            # The whole batch is wanted (the common case): no per-record bounds.
+            for rec in records:
+                try:
+                    yield rec.offset, False, decode(rec.value or b"")
+                except decode_error as exc:
+                    findings.append(_undecodable(name, entry.position, rec.offset, exc))
+            continue
         for rec in records:
             if rec.offset < start:
                 continue
@@ -155,22 +164,23 @@ def iter_file_records(
                 if control:
                     decoded = kraft.decode_control_record(rec.key or b"", rec.value or b"")
                 else:
-                    decoded = kraft.decode_metadata_record(rec.value or b"")
-            except kraft.MetadataDecodeError as exc:
-                where = getattr(exc, "position", None)
-                findings.append(
-                    Finding(
-                        name,
-                        "record-undecodable",
-                        Severity.ERROR,
-                        f"record at offset {rec.offset}: {exc}"
-                        + (f" (byte {where} of its value)" if where is not None else ""),
-                        entry.position,
-                        rec.offset,
-                    )
-                )
+                    decoded = decode(rec.value or b"")
+            except decode_error as exc:
+                findings.append(_undecodable(name, entry.position, rec.offset, exc))
                 continue
             yield rec.offset, control, decoded
+
+
+def _undecodable(name: str, position: int, offset: int, exc: Exception) -> Finding:
+    where = getattr(exc, "position", None)
+    return Finding(
+        name,
+        "record-undecodable",
+        Severity.ERROR,
+        f"record at offset {offset}: {exc}" + (f" (byte {where} of its value)" if where is not None else ""),
+        position,
+        offset,
+    )
 
 
 def read_snapshot(snapshot: Snapshot, replayer: Replayer, findings: list[Finding]) -> int:
@@ -253,9 +263,10 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
         load.snapshot = usable[-1]
         load.records_read += read_snapshot(load.snapshot, replayer, load.findings)
     start = replayer.image.offset
+    replay, last, read = replayer.replay, None, 0
     for segment in list_segments(part_dir):
         for offset, control, record in iter_file_records(segment, load.findings, start, at_offset):
-            if load.log_start is None:
+            if last is None:
                 load.log_start = offset
                 if offset > start:
                     load.findings.append(
@@ -263,18 +274,20 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
                             str(segment),
                             "log-gap",
                             Severity.ERROR,
-                            f"the log starts at offset {offset} but the image needs records from {start} "
-                            f"({'snapshot ' + load.snapshot.path.name if load.snapshot else 'no snapshot'} "
-                            "covers them)",
+                            f"the log starts at offset {offset} but the image needs the records from "
+                            f"{start}: no snapshot or segment holds them",
                             None,
                             offset,
                         )
                     )
-            load.log_end = offset + 1
-            load.records_read += 1
+            last = offset
+            read += 1
             if control and record.type_name not in IMAGE_CONTROL_RECORDS:
                 continue
-            replayer.replay(offset, record)
+            replay(offset, record)
+    load.records_read += read
+    if last is not None:
+        load.log_end = last + 1
     if at_offset is not None and at_offset > replayer.image.offset:
         raise UsageError(
             f"--at-offset {at_offset} is past the end of the metadata log ({replayer.image.offset})"

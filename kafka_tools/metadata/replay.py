@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from copy import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,13 +164,14 @@ class Replayer:
 
     def _apply(self, offset: int, record: Any) -> None:
         name = record.type_name
-        self.applied[name] += 1
         handler = self._handlers.get(name)
         if handler is not None:
             handler(offset, record.fields)
         elif name not in PASSIVE:
-            self.applied[name] -= 1
             self.unknown[name] += 1
+            return
+        applied = self.applied
+        applied[name] = applied.get(name, 0) + 1
 
     def _wants(self, offset: int) -> bool:
         since = self.events_from
@@ -391,10 +393,12 @@ class Replayer:
                 offset, "PartitionChangeRecord", f"partition {topic.name}-{pid} is not in the image"
             )
             return
-        new = merge_partition_change(old, f)
-        topic.partitions[pid] = new
         if self._wants(offset):
+            new = merge_partition_change(old, f)
+            topic.partitions[pid] = new
             self._partition_events(offset, topic.name, old, new)
+        else:
+            apply_partition_change(old, f)
 
     def _partition_events(self, offset: int, topic: str, old: PartitionState, new: PartitionState) -> None:
         subject = f"{topic}-{new.partition_id}"
@@ -586,34 +590,46 @@ class Replayer:
 
 
 def merge_partition_change(old: PartitionState, f: dict) -> PartitionState:
-    """PartitionRegistration.merge: an absent (null) field keeps its value; a leader other than
-    NO_LEADER_CHANGE (-2) replaces the leader and bumps the leader epoch; every change bumps the
-    partition epoch; leaderRecoveryState -1 means no change."""
+    """PartitionRegistration.merge, as a new PartitionState (see apply_partition_change)."""
+    new = copy(old)
+    apply_partition_change(new, f)
+    return new
+
+
+def apply_partition_change(p: PartitionState, f: dict) -> None:
+    """PartitionRegistration.merge, in place: an absent (null) field keeps its value; a leader other
+    than NO_LEADER_CHANGE (-2) replaces the leader and bumps the leader epoch; every change bumps the
+    partition epoch; leaderRecoveryState -1 means no change; directories that no longer match the
+    replicas become MIGRATING (defaultToMigrating)."""
     get = f.get
     replicas = get("replicas")
-    replicas = old.replicas if replicas is None else list(replicas)
+    if replicas is not None:
+        p.replicas = list(replicas)
     directories = get("directories")
-    directories = old.directories if directories is None else list(directories)
-    if len(directories) != len(replicas):
-        directories = [MIGRATING_DIRECTORY] * len(replicas)
-    leader, leader_epoch = old.leader, old.leader_epoch
-    new_leader = get("leader", NO_LEADER_CHANGE)
-    if new_leader != NO_LEADER_CHANGE:
-        leader, leader_epoch = new_leader, leader_epoch + 1
+    if directories is not None:
+        p.directories = list(directories)
+    if len(p.directories) != len(p.replicas):
+        p.directories = [MIGRATING_DIRECTORY] * len(p.replicas)
+    leader = get("leader", NO_LEADER_CHANGE)
+    if leader != NO_LEADER_CHANGE:
+        p.leader = leader
+        p.leader_epoch += 1
+    p.partition_epoch += 1
+    isr = get("isr")
+    if isr is not None:
+        p.isr = list(isr)
+    removing = get("removingReplicas")
+    if removing is not None:
+        p.removing_replicas = list(removing)
+    adding = get("addingReplicas")
+    if adding is not None:
+        p.adding_replicas = list(adding)
     recovery = get("leaderRecoveryState", -1)
-    isr, removing, adding = get("isr"), get("removingReplicas"), get("addingReplicas")
-    elr, last_known = get("eligibleLeaderReplicas"), get("lastKnownElr")
-    return PartitionState(
-        old.partition_id,
-        replicas,
-        old.isr if isr is None else list(isr),
-        old.removing_replicas if removing is None else list(removing),
-        old.adding_replicas if adding is None else list(adding),
-        leader,
-        leader_epoch,
-        old.partition_epoch + 1,
-        old.leader_recovery_state if recovery == -1 else recovery,
-        directories,
-        old.elr if elr is None else list(elr),
-        old.last_known_elr if last_known is None else list(last_known),
-    )
+    if recovery != -1:
+        p.leader_recovery_state = recovery
+    elr = get("eligibleLeaderReplicas")
+    if elr is not None:
+        p.elr = list(elr)
+    last_known = get("lastKnownElr")
+    if last_known is not None:
+        p.last_known_elr = list(last_known)
