@@ -80,7 +80,8 @@ def metadata() -> None:
 def show(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) -> None:
     """Everything in the image, then the log dir's consistency findings.
 
-    The findings are those of `ktool metadata check`, after what reading the log found.
+    The findings are what reading the log found, then (without --at-offset) those of
+    `ktool metadata check`.
 
     \b
     Exit status:
@@ -92,7 +93,9 @@ def show(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) 
       3  LOGDIR missing, unreadable or not a KRaft log dir
     """
     load = load_image(logdir, at_offset)
-    findings = read_findings(load) + check_log_dir(load)
+    # The log dir is checked against the image of the whole log only: an older one would flag what
+    # happened since.
+    findings = read_findings(load) + (check_log_dir(load) if at_offset is None else [])
     if as_json:
         write_json(sys.stdout, image_objects(load))
     else:

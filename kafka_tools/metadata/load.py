@@ -288,6 +288,7 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
     load.records_read += read
     if last is not None:
         load.log_end = last + 1
+        replayer.image.offset = max(replayer.image.offset, last + 1)  # control records skipped too
     if at_offset is not None and at_offset > replayer.image.offset:
         raise UsageError(
             f"--at-offset {at_offset} is past the end of the metadata log ({replayer.image.offset})"

@@ -64,11 +64,14 @@ def test_show_json_has_stable_objects(tmp_path: Path):
     assert ("old", 0) in parts
     scram = [o for o in objs if o["type"] == "scramUser"]
     assert scram == [{"type": "scramUser", "name": "alice", "mechanism": "SCRAM-SHA-512", "iterations": 8192}]
-    # Checks: node 1 hosts orders-0/1 and old-0 in DIR1 but the log dir holds none: findings, exit 1.
-    assert result.exit_code == 1
-    missing = [o for o in objs if o["type"] == "finding"]
+    assert result.exit_code == 0 and result.stderr == ""  # no checks against a past image
+    # Checks: node 1 hosts orders-0 and orders-1 in DIR1 but the log dir holds neither: exit 1.
+    now = run("show", "--json", str(d))
+    assert now.exit_code == 1
+    missing = [o for o in objects(now) if o["type"] == "finding"]
+    assert sorted(o["message"].split()[0] for o in missing) == ["orders-0", "orders-1"]
     assert {o["kind"] for o in missing} == {"partition-dir-missing"}
-    assert all(line.startswith("ktool: ") for line in result.stderr.splitlines())
+    assert [line.startswith("ktool: ") for line in now.stderr.splitlines()] == [True, True]
 
 
 def test_topics_and_brokers_views(tmp_path: Path):
