@@ -129,7 +129,13 @@ class Replayer:
             self.unknown[name] += 1
             return
         if self.pending is None and name not in _TRANSACTION_MARKERS:
-            self._apply(offset, record)
+            handler = self._handlers.get(name)  # _apply, inlined: this is the hot path
+            if handler is not None:
+                handler(offset, record.fields)
+                applied = self.applied
+                applied[name] = applied.get(name, 0) + 1
+            else:
+                self._apply(offset, record)
             return
         if name == "BeginTransactionRecord":
             if self.pending is not None:
@@ -383,17 +389,19 @@ class Replayer:
                 self._partition_events(offset, topic.name, old, part)
 
     def _partition_change(self, offset: int, f: dict) -> None:
-        topic = self._topic_of(offset, "PartitionChangeRecord", f["topicId"])
+        topic = self.image.topics.get(f["topicId"])
         if topic is None:
+            self._topic_of(offset, "PartitionChangeRecord", f["topicId"])  # says so
             return
-        pid = f.get("partitionId", -1)
+        pid = f["partitionId"]
         old = topic.partitions.get(pid)
         if old is None:
             self._inconsistent(
                 offset, "PartitionChangeRecord", f"partition {topic.name}-{pid} is not in the image"
             )
             return
-        if self._wants(offset):
+        since = self.events_from
+        if since is not None and offset >= since:
             new = merge_partition_change(old, f)
             topic.partitions[pid] = new
             self._partition_events(offset, topic.name, old, new)
