@@ -21,12 +21,10 @@ from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries
 from kafka_tools.log.findings import Finding, Severity
 from kafka_tools.metadata.image import Image
 from kafka_tools.metadata.node_files import METADATA_PARTITION, NodeFiles, read_node_files
-from kafka_tools.metadata.replay import Replayer
+from kafka_tools.metadata.replay import IMAGE_CONTROL_RECORDS, Replayer
 
 SNAPSHOT_NAME = re.compile(r"^(?P<offset>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
 BOOTSTRAP = "bootstrap.checkpoint"
-# KRaft control records that change what the image holds; the others (snapshot framing) do not.
-IMAGE_CONTROL_RECORDS = frozenset({"VotersRecord", "KRaftVersionRecord", "LeaderChangeMessage"})
 
 
 @dataclass(slots=True)
@@ -263,29 +261,27 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
         load.snapshot = usable[-1]
         load.records_read += read_snapshot(load.snapshot, replayer, load.findings)
     start = replayer.image.offset
-    replay, last, read = replayer.replay, None, 0
+    last = None
     for segment in list_segments(part_dir):
-        for offset, control, record in iter_file_records(segment, load.findings, start, at_offset):
-            if last is None:
-                load.log_start = offset
-                if offset > start:
-                    load.findings.append(
-                        Finding(
-                            str(segment),
-                            "log-gap",
-                            Severity.ERROR,
-                            f"the log starts at offset {offset} but the image needs the records from "
-                            f"{start}: no snapshot or segment holds them",
-                            None,
-                            offset,
-                        )
+        first, end, read = replayer.replay_log(iter_file_records(segment, load.findings, start, at_offset))
+        load.records_read += read
+        if first is None:
+            continue
+        if last is None:
+            load.log_start = first
+            if first > start:
+                load.findings.append(
+                    Finding(
+                        str(segment),
+                        "log-gap",
+                        Severity.ERROR,
+                        f"the log starts at offset {first} but the image needs the records from "
+                        f"{start}: no snapshot or segment holds them",
+                        None,
+                        first,
                     )
-            last = offset
-            read += 1
-            if control and record.type_name not in IMAGE_CONTROL_RECORDS:
-                continue
-            replay(offset, record)
-    load.records_read += read
+                )
+        last = end
     if last is not None:
         load.log_end = last + 1
         replayer.image.offset = max(replayer.image.offset, last + 1)  # control records skipped too

@@ -82,6 +82,7 @@ def image_header(load: MetadataLoad) -> dict[str, Any]:
         "recordTypes": dict(sorted(r.applied.items())),
         "metadataVersion": img.metadata_version,
         "kraftVersion": img.kraft_version,
+        "zkMigrationState": img.zk_migration_state,
         "raftLeader": img.raft_leader,
         "quorumState": None
         if quorum is None
