@@ -170,3 +170,23 @@ def test_a_control_record_written_at_an_older_version_decodes_at_that_version(sc
     data = {"version": 0, "leaderId": 3, "voters": [{"voterId": 3}], "grantingVoters": [{"voterId": 3}]}
     rec = decode_control_record(enc.control_key(lcm), enc.encode_body(lcm, 0, data))
     assert (rec.type_name, rec.version, rec.fields) == ("LeaderChangeMessage", 0, data)
+
+
+def test_a_non_flexible_version_reads_classic_lengths_and_no_tagged_fields() -> None:
+    """No KRaft schema has one yet (all are flexible from version 0), but the table allows it: int16
+    string lengths, int32 array and bytes lengths, -1 for null, no tagged-field section."""
+    from kafka_tools.format.kraft.decoder import compile_struct, decode_struct
+
+    fields = (
+        ("Name", "string", (0, -1), None, None, None, None, ()),
+        ("Rack", "string", (0, -1), (0, -1), None, None, None, ()),
+        ("Ids", "[]int32", (0, -1), None, None, None, None, ()),
+        ("Blob", "bytes", (0, -1), None, None, None, None, ()),
+        ("Extra", "int8", (0, -1), None, (0, -1), 0, "5", ()),
+    )
+    program = compile_struct(fields, 0, flexible=False)
+    body = b"\x00\x02ab" + b"\xff\xff" + b"\x00\x00\x00\x02" + b"\x00\x00\x00\x07" * 2 + b"\x00\x00\x00\x01z"
+    assert decode_struct(body, 0, len(body), program) == (
+        {"name": "ab", "rack": None, "ids": [7, 7], "blob": b"z"},
+        len(body),
+    )
