@@ -170,14 +170,10 @@ def iter_file_records(
 
 
 def _undecodable(name: str, position: int, offset: int, exc: Exception) -> Finding:
-    where = getattr(exc, "position", None)
+    """The decoder's message names the byte inside the record's value; the finding's position is the
+    batch's in the file."""
     return Finding(
-        name,
-        "record-undecodable",
-        Severity.ERROR,
-        f"record at offset {offset}: {exc}" + (f" (byte {where} of its value)" if where is not None else ""),
-        position,
-        offset,
+        name, "record-undecodable", Severity.ERROR, f"record at offset {offset}: {exc}", position, offset
     )
 
 

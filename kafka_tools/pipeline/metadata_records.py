@@ -59,7 +59,7 @@ def metadata_chunks(spec: SegmentSpec, start: int = 0, end: int | None = None) -
                 else:
                     m = kraft.decode_metadata_record(rec.value or b"")
             except kraft.MetadataDecodeError as exc:
-                m, error = None, f"{exc} (byte {getattr(exc, 'position', '?')} of the value)"
+                m, error = None, str(exc)  # names the byte inside the value
             cols["batch_position"].append(entry.position)
             cols["offset"].append(rec.offset)
             cols["timestamp"].append(rec.timestamp)
