@@ -146,3 +146,19 @@ def test_scan_cluster_metadata_needs_out(tmp_path: Path):
     d = write_log_dir(tmp_path)
     result = CliRunner().invoke(cli, ["scan", "--cluster-metadata", str(d)])
     assert result.exit_code == 2 and "--cluster-metadata writes a table: give --out DIR" in result.stderr
+
+
+def test_a_truncated_record_is_one_line_and_the_rest_is_shown(tmp_path: Path):
+    from tests.metadata.kraft_log import encode
+
+    cut = encode(story()[14])[1][:-5]  # TopicRecord `old`, its body cut inside a valid batch
+    d = write_log_dir(tmp_path, values={14: cut})
+    result = run("topics", str(d))
+    assert result.exit_code == 1
+    assert "orders" in result.stdout and "Traceback" not in result.stderr
+    first = result.stderr.splitlines()[0]
+    assert (
+        first.startswith("ktool: ")
+        and ": position " in first
+        and "(offset 14): record-undecodable: " in first
+    )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafka_tools.errors import InputError, UsageError
+from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.metadata.checks import check_log_dir, read_findings
 from kafka_tools.metadata.load import load_image
 from tests.metadata.kraft_log import (
@@ -157,3 +158,37 @@ def test_checks_compare_topic_ids_and_the_node(tmp_path: Path):
     partition_dir(d2, "orders-0", ORDERS)
     partition_dir(d2, "orders-1", ORDERS)
     assert check_log_dir(load_image(d2)) == []
+
+
+def test_diff_from_a_snapshot_point_starts_from_the_snapshot(tmp_path: Path):
+    d = write_log_dir(tmp_path, log_from=SNAPSHOT_AT, snapshot_at=SNAPSHOT_AT)
+    load = load_image(d, at_offset=21, events_from=SNAPSHOT_AT)
+    assert load.snapshot is not None
+    assert [(e.offset, e.kind) for e in load.replayer.events] == [
+        (18, "isr-shrunk"),
+        (19, "leader-changed"),
+        (19, "isr-changed"),
+        (20, "topic-deleted"),
+    ]
+
+
+def test_a_batch_with_a_bad_crc_is_a_finding_and_the_batches_after_it_are_replayed(tmp_path: Path):
+    d = write_log_dir(tmp_path)
+    segment = d / "__cluster_metadata-0" / "00000000000000000000.log"
+    (batch,) = [e for e in iter_log_entries(segment) if e.base_offset == 19]  # offsets 19-21
+    data = bytearray(segment.read_bytes())
+    data[batch.position + batch.size - 3] ^= 0xFF  # inside its records, which its CRC covers
+    segment.write_bytes(bytes(data))
+    load = load_image(d)
+    (bad,) = [f for f in read_findings(load) if f.kind == "crc-mismatch"]
+    assert (bad.position, bad.offset) == (batch.position, 19)
+    names = sorted(t.name for t in load.image.topics.values())
+    assert names == ["old", "orders"]  # the RemoveTopicRecord at 20 was in the skipped batch
+    p0 = load.image.topics[ORDERS].partitions[0]
+    assert (p0.leader, p0.isr) == (1, [1])  # the ISR change at 18 applied, the leader's at 19 not
+    assert load.image.brokers[2].fenced  # offset 29, after the damage: replayed
+
+
+def test_a_log_that_starts_after_the_image_needs_it_is_a_gap(tmp_path: Path):
+    load = load_image(write_log_dir(tmp_path, log_from=SNAPSHOT_AT))  # no snapshot below 18
+    assert [f.kind for f in read_findings(load) if f.kind == "log-gap"] == ["log-gap"]
