@@ -259,9 +259,11 @@ class Replayer:
         if broker is None:
             self._inconsistent(offset, record_type, f"broker {bid} is not registered")
         elif epoch != -1 and broker.epoch != epoch:
+            # ClusterDelta's getBrokerOrThrow: a record for another incarnation is not applied.
             self._inconsistent(
-                offset, record_type, f"broker {bid} has epoch {broker.epoch}, the record {epoch}"
+                offset, record_type, f"broker {bid} has epoch {broker.epoch}, the record {epoch}: not applied"
             )
+            return None
         return broker
 
     def _set_fenced(self, offset: int, broker: Broker, fenced: bool) -> None:

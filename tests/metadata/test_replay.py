@@ -348,3 +348,9 @@ def test_voters_controllers_and_kraft_version():
     assert [(v.voter_id, v.directory_id, v.kraft_version_range) for v in r.image.voters] == [
         (3000, "d", (0, 1))
     ]
+
+
+def test_a_fence_for_another_broker_epoch_is_not_applied():
+    r = run(broker(1, epoch=10, fenced=False), Rec("FenceBrokerRecord", {"id": 1, "epoch": 9}))
+    assert not r.image.brokers[1].fenced
+    assert [i.record_type for i in r.inconsistencies] == ["FenceBrokerRecord"]
