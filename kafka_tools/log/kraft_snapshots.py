@@ -18,7 +18,7 @@ from kafka_tools.log.dump_events import DumpOptions, EntryEvent, ProblemEvent
 from kafka_tools.log.findings import Finding, Severity
 
 SNAPSHOT_NAME = re.compile(r"^(?P<end>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
-_HEADER, _FOOTER = "SnapshotHeaderRecord", "SnapshotFooterRecord"
+_HEADER, _FOOTER = "SNAPSHOT_HEADER_RECORD", "SNAPSHOT_FOOTER_RECORD"  # as the dump names them
 
 
 def snapshot_id(path: Path) -> tuple[int, int] | None:
@@ -63,7 +63,7 @@ def check_metadata_snapshot(path: Path) -> list[Finding]:
                 "snapshot-header-missing",
                 Severity.ERROR,
                 f"the first record (offset {offset}) is a {first or 'record that does not decode'}, "
-                "not a SnapshotHeader",
+                "not a SnapshotHeaderRecord",
                 position,
                 offset,
             )
@@ -76,7 +76,7 @@ def check_metadata_snapshot(path: Path) -> list[Finding]:
                 "snapshot-footer-missing",
                 Severity.ERROR,
                 f"the last record (offset {offset}) is a {last or 'record that does not decode'}, not a "
-                "SnapshotFooter: the snapshot was cut while being written",
+                "SnapshotFooterRecord: the snapshot was cut while being written",
                 position,
                 offset,
             )

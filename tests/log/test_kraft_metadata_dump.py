@@ -5,6 +5,7 @@ and damaged variants. Through the installed console script."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,8 @@ def test_every_record_of_every_type_and_version_is_shown_decoded(tmp_path: Path,
     pairs = [(s, v) for s in metadata for v in s.versions]
     for i, rec in enumerate(records):
         schema, version = pairs[i % len(pairs)]
-        assert (rec["offset"], rec["value"]["type"], rec["value"]["version"]) == (i, schema.name, version)
+        kafka_name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", schema.name).upper()  # TopicRecord: TOPIC_RECORD
+        assert (rec["offset"], rec["value"]["type"], rec["value"]["version"]) == (i, kafka_name, version)
         assert set(rec["value"]["data"]) == {
             enc.key_of(f["name"]) for f in schema.fields if enc._within(f["versions"], version)
         }
@@ -64,7 +66,8 @@ def test_the_text_output_prints_each_record_as_kafkas_decoder_does(tmp_path: Pat
     line = result.stdout.splitlines()[-1]
     assert line.startswith("| offset: 0 CreateTime: 1700000000000 keySize: -1 valueSize: 27 ")
     data = '{"name":"orders","topicId":"JiPG0GbKRRqpJrShexbMfw"}'
-    assert line.endswith(f'payload: {{"type":"TopicRecord","version":0,"data":{data}}}')
+    # as Kafka's kafka-dump-log --cluster-metadata-decoder prints it (MetadataRecordType's name)
+    assert line.endswith(f'payload: {{"type":"TOPIC_RECORD","version":0,"data":{data}}}')
     # without the flag and outside __cluster_metadata-N: the value is not read as a metadata record
     plain = run_script("dump-log", "--deep-iteration", str(log))
     assert "payload: {" not in plain.stdout
@@ -82,7 +85,7 @@ def test_a_truncated_record_inside_a_valid_batch_is_a_problem_and_the_rest_is_sh
     assert "Traceback" not in result.stderr
     objs = _objects(result.stdout)
     values = [o["value"] for o in objs if o["type"] == "record"]
-    assert [v["type"] for v in values] == ["TopicRecord", "Undecodable", "TopicRecord", "TopicRecord"]
+    assert [v["type"] for v in values] == ["TOPIC_RECORD", "UNDECODABLE", "TOPIC_RECORD", "TOPIC_RECORD"]
     assert [v["data"]["name"] for v in values if "data" in v] == ["t0", "t2", "t3"]
     [problem] = [o for o in objs if o["type"] == "problem"]
     assert (problem["kind"], problem["offset"], problem["position"]) == ("metadata-record-undecodable", 1, 0)
@@ -112,14 +115,14 @@ def test_unknown_types_and_versions_are_shown_raw_and_counted_not_failed(tmp_pat
     objs = _objects(result.stdout)
     values = [o["value"] for o in objs if o["type"] == "record"]
     assert values[0] == {
-        "type": "TopicRecord",
+        "type": "TOPIC_RECORD",
         "typeId": 2,
         "version": 7,
         "unknown": True,
         "raw": newer.hex(),
     }
     assert values[2] == {
-        "type": "Unknown",
+        "type": "UNKNOWN",
         "typeId": 127,
         "version": 0,
         "unknown": True,
@@ -151,7 +154,7 @@ def test_validate_passes_a_healthy_snapshot_and_dump_log_decodes_it(tmp_path: Pa
     dump = run_script("dump-log", "--deep-iteration", "--json", str(snap))
     assert dump.returncode == 0, dump.stderr
     types = [o["value"]["type"] for o in _objects(dump.stdout) if o["type"] == "record"]
-    assert types[0] == "SnapshotHeaderRecord" and types[-1] == "SnapshotFooterRecord" and len(types) == 42
+    assert types[0] == "SNAPSHOT_HEADER_RECORD" and types[-1] == "SNAPSHOT_FOOTER_RECORD" and len(types) == 42
 
 
 def _findings(*args: str) -> tuple[int, list[dict]]:
