@@ -192,3 +192,17 @@ def test_a_batch_with_a_bad_crc_is_a_finding_and_the_batches_after_it_are_replay
 def test_a_log_that_starts_after_the_image_needs_it_is_a_gap(tmp_path: Path):
     load = load_image(write_log_dir(tmp_path, log_from=SNAPSHOT_AT))  # no snapshot below 18
     assert [f.kind for f in read_findings(load) if f.kind == "log-gap"] == ["log-gap"]
+
+
+def test_a_log_of_several_segments_replays_as_one(tmp_path: Path):
+    from tests.metadata.kraft_log import log_bytes
+
+    whole = load_image(write_log_dir(tmp_path / "one")).image
+    d = write_log_dir(tmp_path / "two")
+    part = d / "__cluster_metadata-0"
+    entries = story()
+    (part / "00000000000000000000.log").write_bytes(log_bytes(entries[:20]))
+    (part / "00000000000000000020.log").write_bytes(log_bytes(entries[20:], 20))
+    load = load_image(d)
+    assert read_findings(load) == [] and load.image == whole
+    assert load_image(d, at_offset=25).image.offset == 25
