@@ -186,9 +186,9 @@ def read_snapshot(snapshot: Snapshot, replayer: Replayer, findings: list[Finding
         count += 1
         if control:
             if record.type_name in IMAGE_CONTROL_RECORDS:
-                replayer._apply(replayer.image.offset, record)
+                replayer.apply(replayer.image.offset, record)
             continue
-        replayer._apply(replayer.image.offset, record)
+        replayer.apply(replayer.image.offset, record)
     name = str(snapshot.path)
     if first != "SnapshotHeaderRecord":
         findings.append(
@@ -220,7 +220,7 @@ def read_bootstrap(path: Path, findings: list[Finding]) -> Bootstrap:
     count = 0
     for _, control, record in iter_file_records(path, findings):
         if not control:
-            replayer._apply(0, record)
+            replayer.apply(0, record)
             count += 1
     return Bootstrap(path, replayer.image.metadata_version, count, dict(replayer.applied))
 

@@ -131,13 +131,13 @@ class Replayer:
             self.unknown[name] += 1
             return
         if self.pending is None and name not in _TRANSACTION_MARKERS:
-            handler = self._handlers.get(name)  # _apply, inlined: this is the hot path
+            handler = self._handlers.get(name)  # apply, inlined: this is the hot path
             if handler is not None:
                 handler(offset, record.fields)
                 applied = self.applied
                 applied[name] = applied.get(name, 0) + 1
             else:
-                self._apply(offset, record)
+                self.apply(offset, record)
             return
         if name == "BeginTransactionRecord":
             if self.pending is not None:
@@ -152,7 +152,7 @@ class Replayer:
                 self._inconsistent(offset, name, "no transaction is open")
             elif name == "EndTransactionRecord":
                 for at, rec in held:
-                    self._apply(at, rec)
+                    self.apply(at, rec)
             else:
                 self.aborted += len(held)
                 if self._wants(offset):
@@ -168,7 +168,7 @@ class Replayer:
         if self.pending is not None:
             self.pending.append((offset, record))
             return
-        self._apply(offset, record)
+        self.apply(offset, record)
 
     def replay_log(self, items: Iterable[tuple[int, bool, Any]]) -> tuple[int | None, int | None, int]:
         """Replay (offset, is_control, record) in order, control records only when they change the
@@ -195,7 +195,8 @@ class Replayer:
                 self.replay(offset, record)
         return first, last, count
 
-    def _apply(self, offset: int, record: Any) -> None:
+    def apply(self, offset: int, record: Any) -> None:
+        """Apply one record now, outside any transaction logic (a snapshot's records, bootstrap)."""
         name = record.type_name
         handler = self._handlers.get(name)
         if handler is not None:
