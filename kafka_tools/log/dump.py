@@ -129,8 +129,11 @@ def _decoded_metadata(event: EntryEvent, end: FileEnd) -> tuple[list[dict], list
 def _internal_mode(p: Path, options: DumpOptions, kind: FileKind | None = None) -> str | None:
     where = partition_of(p)
     topic = where[0] if where else None
-    if options.cluster_metadata_decoder or (
+    if options.cluster_metadata_decoder:  # asked for: before the other decoders' automatic choice
+        return "metadata"
+    if (
         options.cluster_metadata_decoder is None
+        and not (options.offsets_decoder or options.transaction_decoder)
         and (topic == "__cluster_metadata" or kind == FileKind.METADATA_SNAPSHOT)
     ):
         return "metadata"
