@@ -104,12 +104,12 @@ def _value_of(r) -> bytes | None:
 def _decoded_metadata(event: EntryEvent, end: FileEnd) -> tuple[list[dict], list[Problem]]:
     """Each record of a KRaft batch decoded; an undecodable one is a problem (the others still shown)."""
     entry = event.entry
-    control = isinstance(entry, RecordBatch) and entry.is_control
-    shown = event.records if isinstance(entry, RecordBatch) else event.inner or [entry]
+    assert isinstance(entry, RecordBatch)
+    control = entry.is_control
     decoded: list[dict] = []
     problems: list[Problem] = []
-    for r in shown or []:
-        obj, record, error = decode_cluster_metadata(getattr(r, "key", None), _value_of(r), control)
+    for r in event.records or []:
+        obj, record, error = decode_cluster_metadata(r.key, r.value, control)
         decoded.append({"metadata": obj})
         if error is not None:
             what = "control record" if control else "metadata record"
@@ -129,8 +129,11 @@ def _decoded_metadata(event: EntryEvent, end: FileEnd) -> tuple[list[dict], list
 def _internal_mode(p: Path, options: DumpOptions, kind: FileKind | None = None) -> str | None:
     where = partition_of(p)
     topic = where[0] if where else None
-    if options.cluster_metadata_decoder or (
+    if options.cluster_metadata_decoder:  # asked for: before the other decoders' automatic choice
+        return "metadata"
+    if (
         options.cluster_metadata_decoder is None
+        and not (options.offsets_decoder or options.transaction_decoder)
         and (topic == "__cluster_metadata" or kind == FileKind.METADATA_SNAPSHOT)
     ):
         return "metadata"
@@ -213,8 +216,9 @@ def _dump_log(
                 else:
                     end.records += found[1] if event.inner_set else len(event.records)
                 if internal == "metadata":
-                    event.decoded, found_problems = _decoded_metadata(event, end)
-                    problems += found_problems
+                    if isinstance(entry, RecordBatch):  # KRaft writes v2 batches only: v0/v1 stay as they are
+                        event.decoded, found_problems = _decoded_metadata(event, end)
+                        problems += found_problems
                 elif internal is not None:
                     event.decoded = _decoded(internal, event)
             except RecordDecodeError as exc:

@@ -249,3 +249,15 @@ def test_every_record_of_the_real_kraft_logs_decodes(path: Path) -> None:
     summary = objs[-1]
     assert (summary["unknownRecords"], summary["trailingBytes"]) == (0, 0)
     assert result.returncode == (1 if problems else 0)
+
+
+def test_the_decoder_leaves_message_sets_alone() -> None:
+    """KRaft writes record batches (v2) only: asked for on a Kafka 0.9 segment (magic 0/1), the decoder
+    changes nothing and the dump is the usual one."""
+    from tests.independent import FIXTURES
+
+    segment = FIXTURES / "kafka-0.9.0.1" / "logdir" / "gzip-0" / "00000000000000000000.log"
+    with_decoder = run_script("dump-log", "--cluster-metadata-decoder", str(segment))
+    plain = run_script("dump-log", "--print-data-log", str(segment))
+    assert (with_decoder.returncode, with_decoder.stderr) == (0, "")
+    assert with_decoder.stdout == plain.stdout
