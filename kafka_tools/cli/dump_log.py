@@ -44,6 +44,12 @@ from kafka_tools.render.values import DECODERS
     help="Decode records as __transaction_state keys/values [default: on under __transaction_state-N].",
 )
 @click.option(
+    "--cluster-metadata-decoder/--no-cluster-metadata-decoder",
+    default=None,
+    help="Decode records as KRaft metadata and control records (implies --print-data-log) "
+    "[default: on under __cluster_metadata-N and for .checkpoint snapshots, with --deep-iteration].",
+)
+@click.option(
     "--max-bytes", type=click.IntRange(min=0), help="Read at most this many bytes of each log file."
 )
 @click.option(
@@ -86,6 +92,7 @@ def dump_log(
     print_data_log: bool,
     offsets_decoder: bool | None,
     transaction_log_decoder: bool | None,
+    cluster_metadata_decoder: bool | None,
     max_bytes: int | None,
     skip_record_metadata: bool,
     key_decoder: str,
@@ -100,9 +107,11 @@ def dump_log(
 
     FILE may be a `.log` segment (message sets v0/v1, record batches v2), a Kafka 0.7 `.kafka` file,
     an `.index`, `.timeindex` or `.txnindex`, a producer `.snapshot`, a checkpoint file,
-    `meta.properties` or `partition.metadata`. Problems (bad CRC, cut or garbage tails, undecodable
-    payloads) are reported on stderr with their byte position (in --json: as `problem` objects), after
-    everything that could be decoded has been printed.
+    `meta.properties` or `partition.metadata`, a KRaft `quorum-state` or `.checkpoint` snapshot.
+    Records under `__cluster_metadata-N` and in snapshots are decoded as KRaft metadata and control
+    records with --deep-iteration (each as `payload: {"type", "version", "data"}`). Problems (bad
+    CRC, cut or garbage tails, undecodable payloads) are reported on stderr with their byte position
+    (in --json: as `problem` objects), after everything that could be decoded has been printed.
 
     \b
     Exit status:
@@ -118,7 +127,9 @@ def dump_log(
         )
     options = DumpOptions(
         deep_iteration=deep_iteration,
-        print_data_log=print_data_log,
+        # as in Kafka's DumpLogSegments, asking for the metadata decoder asks to print the data
+        print_data_log=print_data_log or bool(cluster_metadata_decoder),
+        cluster_metadata_decoder=cluster_metadata_decoder,
         offsets_decoder=offsets_decoder,
         transaction_decoder=transaction_log_decoder,
         max_bytes=max_bytes,

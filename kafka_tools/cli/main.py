@@ -24,6 +24,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "offsets": "kafka_tools.cli.offsets:offsets",
     "scan": "kafka_tools.cli.scan:scan",
     "retention": "kafka_tools.cli.retention:retention",
+    "metadata": "kafka_tools.cli.metadata:metadata",
     "completion": "kafka_tools.cli.docs:completion",
     "man": "kafka_tools.cli.docs:man",
 }

@@ -39,6 +39,11 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--out", metavar="DIR", help="Write the tables under DIR (a path or an hdfs://, s3a://… URI).")
 @click.option("--records", is_flag=True, help="Also write the `records` table: every record (needs --out).")
 @click.option(
+    "--cluster-metadata",
+    is_flag=True,
+    help="Also write the `metadata` table: every __cluster_metadata record decoded (needs --out).",
+)
+@click.option(
     "--offsets-topic",
     is_flag=True,
     help="Replay __consumer_offsets: print the offset each group would get back, write the `offsets` table.",
@@ -128,6 +133,7 @@ def scan(
     master: str,
     out: str | None,
     records: bool,
+    cluster_metadata: bool,
     offsets_topic: bool,
     fmt: str,
     overwrite: bool,
@@ -160,7 +166,8 @@ def scan(
 
     \b
     Tables under --out: segments, batches, findings; records (--records); offsets (--offsets-topic),
-    every offset commit with `loaded` set on the one the group coordinator would load.
+    every offset commit with `loaded` set on the one the group coordinator would load; metadata
+    (--cluster-metadata), every KRaft record with its type, version and fields as JSON.
 
     \b
     Exit status:
@@ -183,22 +190,26 @@ def scan(
             "--topic narrows a question: add --key, --key-regex, --value-contains, "
             "--producer-id or --time-from/--time-to"
         )
-    if question.asked and (out or records or offsets_topic or sql):
+    if question.asked and (out or records or offsets_topic or cluster_metadata or sql):
         raise UsageError(
             "a question (--key, --time-from …) prints records: not with --out, --records, "
-            "--offsets-topic or --sql"
+            "--offsets-topic, --cluster-metadata or --sql"
         )
     if sql is not None:
         lowered = sql.lower()
         records = records or "records" in lowered
         offsets_topic = offsets_topic or "offsets" in lowered
+        cluster_metadata = cluster_metadata or "metadata" in lowered
     elif records and not out:
         raise UsageError("--records writes a table: give --out DIR")
+    elif cluster_metadata and not out:
+        raise UsageError("--cluster-metadata writes a table: give --out DIR")
     options = ScanOptions(
         out=out,
         fmt=fmt,
         records=records,
         offsets_topic=offsets_topic,
+        cluster_metadata=cluster_metadata,
         split_bytes=split_size * MiB,
         overwrite=overwrite,
     )

@@ -9,6 +9,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
+#include <stdarg.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 #include <zlib.h>
@@ -1267,6 +1270,613 @@ configure(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------------------------------------------
+ * KRaft metadata records: the table of kafka_tools.format.kraft (one program per record type and
+ * version, generated from Kafka's JSON schemas) copied at import into the compact opcode form below,
+ * then interpreted here. Same contract as kafka_tools.format.kraft.decoder.decode_metadata_record (the
+ * reference, pure Python): the same MetadataRecord, or MetadataDecodeError(message, position) with
+ * the same message and position. Every length is checked against the bytes left before it is used.
+ * ------------------------------------------------------------------------------------------------- */
+
+enum { K_I8, K_I16, K_I32, K_I64, K_U16, K_U32, K_F64, K_BOOL, K_UUID, K_STR, K_BYTES, K_ARRAY, K_STRUCT,
+       K_TAGGED };
+
+typedef struct KProg KProg;
+
+typedef struct {
+    PyObject *key;   /* the dict key (str) */
+    int op;
+    int nullable;
+    int elem_op;     /* K_ARRAY: the elements' op */
+    KProg *sub;      /* K_STRUCT, or K_ARRAY of K_STRUCT */
+    PyObject *deflt; /* K_TAGGED: the value when the tag is absent */
+} KStep;
+
+typedef struct {
+    uint32_t tag;
+    KStep step;
+} KTag;
+
+struct KProg {
+    int flexible;
+    Py_ssize_t nsteps;
+    KStep *steps;
+    Py_ssize_t ntags;
+    KTag *tags;
+};
+
+typedef struct {
+    PyObject *name; /* NULL: no such type */
+    long low, high;
+    KProg **progs;  /* by version - low */
+} KType;
+
+#define K_MAX_TYPES 256
+static KType k_types[K_MAX_TYPES];
+static PyObject *k_record_type = NULL;
+static PyObject *k_error = NULL;
+static PyObject *k_unknown_name = NULL;
+static PyObject *k_attr[7] = {NULL};
+static Py_ssize_t k_slot[7] = {0}; /* byte offsets of MetadataRecord's slots (0: set by attribute) */
+
+static void
+k_fail(Py_ssize_t position, const char *format, ...)
+{
+    char message[300];
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(message, sizeof message, format, ap);
+    va_end(ap);
+    PyObject *exc = PyObject_CallFunction(k_error, "sn", message, position);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+}
+
+static const char *
+k_key(const KStep *s)
+{
+    const char *k = PyUnicode_AsUTF8(s->key);
+    return k ? k : "?";
+}
+
+/* An unsigned varint of at most 5 bytes holding at most 32 bits; -1 with the error set otherwise. */
+static int k_uvarint_slow(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, uint32_t *out, const char *what);
+
+/* The common case inline: one byte. `what` names the varint in an error; it is built by the caller
+   only when the slow path fails (see k_uvarint_named). */
+static inline int
+k_uvarint(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, uint32_t *out, const char *what)
+{
+    if (*pos < end && !(b[*pos] & 0x80)) {
+        *out = b[(*pos)++];
+        return 0;
+    }
+    return k_uvarint_slow(b, pos, end, out, what);
+}
+
+static int
+k_uvarint_slow(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, uint32_t *out, const char *what)
+{
+    Py_ssize_t start = *pos, p = *pos;
+    uint64_t value = 0;
+    for (int shift = 0;; shift += 7) {
+        if (shift >= 35) {
+            k_fail(start, "varint for %s is longer than 5 bytes", what);
+            return -1;
+        }
+        if (p >= end) {
+            k_fail(start, "truncated varint for %s", what);
+            return -1;
+        }
+        uint8_t byte = b[p++];
+        value |= (uint64_t)(byte & 0x7F) << shift;
+        if (!(byte & 0x80))
+            break;
+    }
+    if (value > 0xFFFFFFFFu) {
+        k_fail(start, "varint for %s exceeds 32 bits", what);
+        return -1;
+    }
+    *pos = p;
+    *out = (uint32_t)value;
+    return 0;
+}
+
+/* A compact (flexible) or classic length: 0 and *n, 1 for null, -1 on error. */
+static int
+k_length(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, const KStep *s, int flexible, int wide,
+         int nullable, Py_ssize_t *n)
+{
+    Py_ssize_t start = *pos;
+    long long len;
+    char what[200];
+    if (flexible) {
+        uint32_t v;
+        if (*pos < end && !(b[*pos] & 0x80))
+            v = b[(*pos)++];
+        else {
+            snprintf(what, sizeof what, "%s length", k_key(s));
+            if (k_uvarint_slow(b, pos, end, &v, what) < 0)
+                return -1;
+        }
+        len = (long long)v - 1;
+    }
+    else {
+        int size = wide ? 4 : 2;
+        snprintf(what, sizeof what, "%s length", k_key(s));
+        if (end - *pos < size) {
+            k_fail(*pos, "%s needs %d bytes, %zd left", what, size, end - *pos);
+            return -1;
+        }
+        const uint8_t *q = b + *pos;
+        len = wide ? (int32_t)((uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3])
+                   : (int16_t)((uint16_t)q[0] << 8 | q[1]);
+        *pos += size;
+    }
+    if (len < 0) {
+        if (len != -1) {
+            k_fail(start, "invalid length %lld for %s", len, k_key(s));
+            return -1;
+        }
+        if (!nullable) {
+            k_fail(start, "non-nullable field %s is null", k_key(s));
+            return -1;
+        }
+        return 1;
+    }
+    if (len > end - *pos) {
+        k_fail(start, "%s claims %lld bytes, %zd left", k_key(s), len, end - *pos);
+        return -1;
+    }
+    *n = (Py_ssize_t)len;
+    return 0;
+}
+
+static const char k_b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static PyObject *k_struct(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, const KProg *p);
+
+static PyObject *
+k_value(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, const KStep *s, int op, int nullable, int flexible)
+{
+    static const int sizes[] = {1, 2, 4, 8, 2, 4, 8};
+    Py_ssize_t p = *pos;
+    if (op <= K_F64) {
+        int size = sizes[op];
+        if (end - p < size) {
+            k_fail(p, "%s needs %d bytes, %zd left", k_key(s), size, end - p);
+            return NULL;
+        }
+        const uint8_t *q = b + p;
+        uint64_t v = 0;
+        for (int i = 0; i < size; i++)
+            v = v << 8 | q[i];
+        *pos = p + size;
+        switch (op) {
+        case K_I8: return PyLong_FromLong((int8_t)v);
+        case K_I16: return PyLong_FromLong((int16_t)v);
+        case K_I32: return PyLong_FromLong((int32_t)v);
+        case K_I64: return PyLong_FromLongLong((int64_t)v);
+        case K_U16:
+        case K_U32: return PyLong_FromUnsignedLong((unsigned long)v);
+        default: {
+            double d;
+            memcpy(&d, &v, 8);
+            return PyFloat_FromDouble(d);
+        }
+        }
+    }
+    switch (op) {
+    case K_BOOL:
+        if (p >= end) {
+            k_fail(p, "%s needs 1 byte, 0 left", k_key(s));
+            return NULL;
+        }
+        if (b[p] > 1) {
+            k_fail(p, "invalid boolean %d for %s", b[p], k_key(s));
+            return NULL;
+        }
+        *pos = p + 1;
+        return PyBool_FromLong(b[p]);
+    case K_UUID: {
+        if (end - p < 16) {
+            k_fail(p, "%s needs 16 bytes, %zd left", k_key(s), end - p);
+            return NULL;
+        }
+        char text[24];
+        const uint8_t *q = b + p;
+        int t = 0;
+        for (int i = 0; i < 15; i += 3) {
+            uint32_t v = (uint32_t)q[i] << 16 | (uint32_t)q[i + 1] << 8 | q[i + 2];
+            text[t++] = k_b64[v >> 18 & 63];
+            text[t++] = k_b64[v >> 12 & 63];
+            text[t++] = k_b64[v >> 6 & 63];
+            text[t++] = k_b64[v & 63];
+        }
+        text[t++] = k_b64[q[15] >> 2];
+        text[t++] = k_b64[(q[15] & 3) << 4];
+        *pos = p + 16;
+        return PyUnicode_FromStringAndSize(text, 22);
+    }
+    case K_STR:
+    case K_BYTES: {
+        Py_ssize_t n = 0;
+        int r = k_length(b, pos, end, s, flexible, op == K_BYTES, nullable, &n);
+        if (r < 0)
+            return NULL;
+        if (r == 1)
+            Py_RETURN_NONE;
+        p = *pos;
+        *pos = p + n;
+        if (op == K_BYTES)
+            return PyBytes_FromStringAndSize((const char *)b + p, n);
+        PyObject *text = PyUnicode_DecodeUTF8((const char *)b + p, n, NULL);
+        if (text == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyObject *type, *value, *tb;
+            Py_ssize_t at = 0;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            if (value == NULL || PyUnicodeDecodeError_GetStart(value, &at) < 0)
+                PyErr_Clear();
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            k_fail(p + at, "invalid UTF-8 in %s", k_key(s));
+        }
+        return text;
+    }
+    case K_ARRAY: {
+        Py_ssize_t n = 0;
+        int r = k_length(b, pos, end, s, flexible, 1, nullable, &n);
+        if (r < 0)
+            return NULL;
+        if (r == 1)
+            Py_RETURN_NONE;
+        PyObject *list = PyList_New(n);
+        if (list == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = s->elem_op == K_STRUCT ? k_struct(b, pos, end, s->sub)
+                                                    : k_value(b, pos, end, s, s->elem_op, 0, flexible);
+            if (item == NULL) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, i, item);
+        }
+        return list;
+    }
+    case K_STRUCT:
+        if (nullable) {
+            if (p >= end) {
+                k_fail(p, "%s presence marker needs 1 byte, 0 left", k_key(s));
+                return NULL;
+            }
+            if (b[p] == 0xFF) {
+                *pos = p + 1;
+                Py_RETURN_NONE;
+            }
+            if (b[p] != 1) {
+                k_fail(p, "invalid presence marker %d for %s", b[p], k_key(s));
+                return NULL;
+            }
+            *pos = p + 1;
+        }
+        return k_struct(b, pos, end, s->sub);
+    }
+    PyErr_SetString(PyExc_SystemError, "unknown KRaft op");
+    return NULL;
+}
+
+static PyObject *
+k_struct(const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, const KProg *p)
+{
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < p->nsteps; i++) {
+        const KStep *s = &p->steps[i];
+        PyObject *v;
+        if (s->op == K_TAGGED) {
+            if (PyList_CheckExact(s->deflt))
+                v = PyList_GetSlice(s->deflt, 0, PyList_GET_SIZE(s->deflt));
+            else if (PyDict_CheckExact(s->deflt))
+                v = PyDict_Copy(s->deflt);
+            else
+                v = Py_NewRef(s->deflt);
+        }
+        else
+            v = k_value(b, pos, end, s, s->op, s->nullable, p->flexible);
+        if (v == NULL || PyDict_SetItem(out, s->key, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    if (!p->flexible)
+        return out;
+    Py_ssize_t start = *pos;
+    uint32_t count;
+    if (k_uvarint(b, pos, end, &count, "tagged field count") < 0)
+        goto fail;
+    if ((long long)count * 2 > end - *pos) {
+        k_fail(start, "tagged field count %u exceeds the %zd bytes left", count, end - *pos);
+        goto fail;
+    }
+    long long last = -1;
+    for (uint32_t i = 0; i < count; i++) {
+        Py_ssize_t tag_pos = *pos;
+        uint32_t tag, size;
+        if (k_uvarint(b, pos, end, &tag, "tag") < 0)
+            goto fail;
+        if ((long long)tag <= last) {
+            k_fail(tag_pos, "tagged field %u out of order or repeated", tag);
+            goto fail;
+        }
+        last = tag;
+        if (*pos < end && !(b[*pos] & 0x80))
+            size = b[(*pos)++];
+        else {
+            char what[64];
+            snprintf(what, sizeof what, "tagged field %u size", tag);
+            if (k_uvarint_slow(b, pos, end, &size, what) < 0)
+                goto fail;
+        }
+        if ((long long)size > end - *pos) {
+            k_fail(*pos, "tagged field %u needs %u bytes, %zd left", tag, size, end - *pos);
+            goto fail;
+        }
+        const KTag *t = NULL;
+        for (Py_ssize_t j = 0; j < p->ntags; j++)
+            if (p->tags[j].tag == tag) {
+                t = &p->tags[j];
+                break;
+            }
+        if (t == NULL) { /* a tag this version does not know: skipped */
+            *pos += size;
+            continue;
+        }
+        Py_ssize_t field_end = *pos + size;
+        PyObject *v = k_value(b, pos, field_end, &t->step, t->step.op, t->step.nullable, p->flexible);
+        if (v == NULL)
+            goto fail;
+        if (*pos != field_end) {
+            Py_DECREF(v);
+            k_fail(*pos, "tagged field %s (tag %u) left %zd of %u bytes unread", k_key(&t->step), tag,
+                   field_end - *pos, size);
+            goto fail;
+        }
+        int r = PyDict_SetItem(out, t->step.key, v);
+        Py_DECREF(v);
+        if (r < 0)
+            goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* -- the table, from kafka_tools.format.kraft.decoder.Program objects ------------------------------ */
+
+static KProg *k_compile(PyObject *program);
+
+static int
+k_step(PyObject *step, KStep *s)
+{
+    /* step: (key, op, arg) as in decoder.Program.steps */
+    if (!PyTuple_Check(step) || PyTuple_GET_SIZE(step) != 3) {
+        PyErr_SetString(PyExc_TypeError, "a KRaft step is (key, op, arg)");
+        return -1;
+    }
+    PyObject *arg = PyTuple_GET_ITEM(step, 2);
+    memset(s, 0, sizeof *s);
+    s->key = Py_NewRef(PyTuple_GET_ITEM(step, 0));
+    s->op = (int)PyLong_AsLong(PyTuple_GET_ITEM(step, 1));
+    if (s->op == K_TAGGED)
+        s->deflt = Py_NewRef(arg);
+    else if (s->op == K_ARRAY) { /* (elem_op, elem_arg, nullable) */
+        s->elem_op = (int)PyLong_AsLong(PyTuple_GET_ITEM(arg, 0));
+        s->nullable = PyObject_IsTrue(PyTuple_GET_ITEM(arg, 2));
+        if (s->elem_op == K_STRUCT && (s->sub = k_compile(PyTuple_GET_ITEM(PyTuple_GET_ITEM(arg, 1), 0))) == NULL)
+            return -1;
+    }
+    else if (s->op == K_STRUCT) { /* (program, nullable) */
+        s->nullable = PyObject_IsTrue(PyTuple_GET_ITEM(arg, 1));
+        if ((s->sub = k_compile(PyTuple_GET_ITEM(arg, 0))) == NULL)
+            return -1;
+    }
+    else
+        s->nullable = PyObject_IsTrue(arg);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static KProg *
+k_compile(PyObject *program)
+{
+    PyObject *steps = PyObject_GetAttrString(program, "steps");
+    PyObject *tags = PyObject_GetAttrString(program, "tags");
+    PyObject *flexible = PyObject_GetAttrString(program, "flexible");
+    KProg *p = NULL;
+    if (steps == NULL || tags == NULL || flexible == NULL || !PyTuple_Check(steps) || !PyDict_Check(tags))
+        goto done;
+    p = PyMem_Calloc(1, sizeof *p);
+    if (p == NULL)
+        goto done;
+    p->flexible = PyObject_IsTrue(flexible);
+    p->nsteps = PyTuple_GET_SIZE(steps);
+    p->steps = PyMem_Calloc(p->nsteps + 1, sizeof(KStep));
+    p->ntags = PyDict_GET_SIZE(tags);
+    p->tags = PyMem_Calloc(p->ntags + 1, sizeof(KTag));
+    if (p->steps == NULL || p->tags == NULL) {
+        p = NULL; /* leaked on a failed import only */
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < p->nsteps; i++)
+        if (k_step(PyTuple_GET_ITEM(steps, i), &p->steps[i]) < 0) {
+            p = NULL;
+            goto done;
+        }
+    Py_ssize_t at = 0, j = 0;
+    PyObject *tag, *step;
+    while (PyDict_Next(tags, &at, &tag, &step)) {
+        p->tags[j].tag = (uint32_t)PyLong_AsUnsignedLong(tag);
+        if (k_step(step, &p->tags[j].step) < 0) {
+            p = NULL;
+            goto done;
+        }
+        j++;
+    }
+done:
+    if (p == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "not a KRaft program");
+    Py_XDECREF(steps);
+    Py_XDECREF(tags);
+    Py_XDECREF(flexible);
+    return p;
+}
+
+static PyObject *
+kraft_configure(PyObject *self, PyObject *args)
+{
+    /* (types, record_class, error_class): types maps type id -> (name, {version: Program}) */
+    PyObject *types, *rclass, *err;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &types, &PyType_Type, &rclass, &err))
+        return NULL;
+    static const char *names[7] = {"frame_version", "type_id", "type_name", "version", "fields", "known", "raw"};
+    for (int i = 0; i < 7; i++)
+        if (k_attr[i] == NULL && (k_attr[i] = PyUnicode_InternFromString(names[i])) == NULL)
+            return NULL;
+    if (k_unknown_name == NULL && (k_unknown_name = PyUnicode_InternFromString("Unknown")) == NULL)
+        return NULL;
+    Py_ssize_t at = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(types, &at, &key, &value)) {
+        long id = PyLong_AsLong(key);
+        if (id < 0 || id >= K_MAX_TYPES || !PyTuple_Check(value) || PyTuple_GET_SIZE(value) != 2) {
+            PyErr_Format(PyExc_ValueError, "KRaft record type %ld cannot be tabled", id);
+            return NULL;
+        }
+        PyObject *programs = PyTuple_GET_ITEM(value, 1);
+        KType *t = &k_types[id];
+        long low = LONG_MAX, high = -1;
+        Py_ssize_t p = 0;
+        PyObject *version, *program;
+        while (PyDict_Next(programs, &p, &version, &program)) {
+            long v = PyLong_AsLong(version);
+            low = v < low ? v : low;
+            high = v > high ? v : high;
+        }
+        if (high < 0)
+            continue;
+        t->progs = PyMem_Calloc(high - low + 1, sizeof(KProg *));
+        if (t->progs == NULL)
+            return PyErr_NoMemory();
+        t->low = low;
+        t->high = high;
+        p = 0;
+        while (PyDict_Next(programs, &p, &version, &program))
+            if ((t->progs[PyLong_AsLong(version) - low] = k_compile(program)) == NULL)
+                return NULL;
+        t->name = Py_NewRef(PyTuple_GET_ITEM(value, 0));
+    }
+    for (int i = 0; i < 7; i++) {
+        /* A slots dataclass keeps each field in a member descriptor: write it at its offset. */
+        PyObject *descr = PyDict_GetItemWithError(((PyTypeObject *)rclass)->tp_dict, k_attr[i]);
+        k_slot[i] = 0;
+        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+            if (member->type == T_OBJECT_EX)
+                k_slot[i] = member->offset;
+        }
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    Py_XSETREF(k_record_type, Py_NewRef(rclass));
+    Py_XSETREF(k_error, Py_NewRef(err));
+    Py_RETURN_NONE;
+}
+
+/* A MetadataRecord (a frozen dataclass with slots) filled without its __init__: object.__setattr__. */
+static PyObject *
+k_record(uint32_t frame, uint32_t type_id, PyObject *name, uint32_t version, PyObject *fields, int known,
+         PyObject *raw)
+{
+    PyTypeObject *type = (PyTypeObject *)k_record_type;
+    PyObject *obj = type->tp_alloc(type, 0);
+    if (obj == NULL)
+        return NULL;
+    PyObject *values[7] = {PyLong_FromUnsignedLong(frame), PyLong_FromUnsignedLong(type_id), Py_NewRef(name),
+                           PyLong_FromUnsignedLong(version), Py_NewRef(fields), PyBool_FromLong(known),
+                           Py_NewRef(raw)};
+    int ok = 1;
+    for (int i = 0; i < 7; i++) {
+        if (ok && values[i] != NULL && k_slot[i]) {
+            PyObject **slot = (PyObject **)((char *)obj + k_slot[i]);
+            Py_XSETREF(*slot, values[i]); /* the slot takes the reference */
+            continue;
+        }
+        if (ok && (values[i] == NULL || PyObject_GenericSetAttr(obj, k_attr[i], values[i]) < 0))
+            ok = 0;
+        Py_XDECREF(values[i]);
+    }
+    if (!ok) {
+        Py_DECREF(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+static PyObject *
+kraft_decode_metadata(PyObject *self, PyObject *arg)
+{
+    if (k_record_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kraft_configure() was not called");
+        return NULL;
+    }
+    PyObject *raw;
+    if (PyBytes_CheckExact(arg))
+        raw = Py_NewRef(arg);
+    else if ((raw = PyBytes_FromObject(arg)) == NULL)
+        return NULL;
+    const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(raw);
+    Py_ssize_t end = PyBytes_GET_SIZE(raw), pos = 0;
+    uint32_t frame, type_id, version;
+    PyObject *result = NULL, *fields = NULL;
+    if (k_uvarint(b, &pos, end, &frame, "frame version") < 0)
+        goto done;
+    if (frame != 1) {
+        k_fail(0, "unknown metadata frame version %u (expected 1)", frame);
+        goto done;
+    }
+    if (k_uvarint(b, &pos, end, &type_id, "record type") < 0 ||
+        k_uvarint(b, &pos, end, &version, "record version") < 0)
+        goto done;
+    KType *t = type_id < K_MAX_TYPES ? &k_types[type_id] : NULL;
+    if (t == NULL || t->name == NULL || version < (uint32_t)t->low || version > (uint32_t)t->high ||
+        t->progs[version - t->low] == NULL) {
+        fields = PyDict_New();
+        if (fields != NULL)
+            result = k_record(frame, type_id, t && t->name ? t->name : k_unknown_name, version, fields, 0, raw);
+        goto done;
+    }
+    fields = k_struct(b, &pos, end, t->progs[version - t->low]);
+    if (fields == NULL)
+        goto done;
+    if (pos != end) {
+        k_fail(pos, "%zd bytes of garbage after %s v%u", end - pos, PyUnicode_AsUTF8(t->name), version);
+        goto done;
+    }
+    result = k_record(frame, type_id, t->name, version, fields, 1, raw);
+done:
+    Py_XDECREF(fields);
+    Py_DECREF(raw);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> list"},
@@ -1281,6 +1891,10 @@ static PyMethodDef methods[] = {
      "format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label, print_data, "
      "check_only) -> bytes (or the count): format_records' lines from the records section"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
+    {"kraft_configure", kraft_configure, METH_VARARGS,
+     "kraft_configure(types, record_class, error_class): the KRaft metadata table, {id: (name, {version: Program})}"},
+    {"kraft_decode_metadata", kraft_decode_metadata, METH_O,
+     "kraft_decode_metadata(value) -> MetadataRecord: decode_metadata_record in C"},
     {NULL, NULL, 0, NULL},
 };
 

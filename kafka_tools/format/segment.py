@@ -54,6 +54,7 @@ class ProblemKind(str, Enum):
     RECORDS_UNDECODABLE = "records-undecodable"
     NOT_A_SEGMENT = "not-a-segment"
     OFFSETS_NOT_INCREASING = "offsets-not-increasing"
+    METADATA_RECORD_UNDECODABLE = "metadata-record-undecodable"  # a KRaft record's value vs its schema
 
 
 # Problems after which nothing more can be walked: the file's framing is lost from here on.

@@ -36,7 +36,7 @@ from kafka_tools.log.dump_events import (
     MessageRunEvent,
     ProblemEvent,
 )
-from kafka_tools.log.internal_records import decode_internal
+from kafka_tools.log.internal_records import decode_cluster_metadata, decode_internal
 
 
 def dump_file(
@@ -101,9 +101,42 @@ def _value_of(r) -> bytes | None:
     return r.payload if isinstance(r, Kafka07Message) else r.value
 
 
-def _internal_mode(p: Path, options: DumpOptions) -> str | None:
+def _decoded_metadata(event: EntryEvent, end: FileEnd) -> tuple[list[dict], list[Problem]]:
+    """Each record of a KRaft batch decoded; an undecodable one is a problem (the others still shown)."""
+    entry = event.entry
+    assert isinstance(entry, RecordBatch)
+    control = entry.is_control
+    decoded: list[dict] = []
+    problems: list[Problem] = []
+    for r in event.records or []:
+        obj, record, error = decode_cluster_metadata(r.key, r.value, control)
+        decoded.append({"metadata": obj})
+        if error is not None:
+            what = "control record" if control else "metadata record"
+            problems.append(
+                Problem(
+                    entry.position,
+                    ProblemKind.METADATA_RECORD_UNDECODABLE,
+                    f"{what} at offset {r.offset}: byte {error.position} of its value: {error.message}",
+                    r.offset,
+                )
+            )
+        elif record is not None and not record.known:
+            end.unknown_records += 1
+    return decoded, problems
+
+
+def _internal_mode(p: Path, options: DumpOptions, kind: FileKind | None = None) -> str | None:
     where = partition_of(p)
     topic = where[0] if where else None
+    if options.cluster_metadata_decoder:  # asked for: before the other decoders' automatic choice
+        return "metadata"
+    if (
+        options.cluster_metadata_decoder is None
+        and not (options.offsets_decoder or options.transaction_decoder)
+        and (topic == "__cluster_metadata" or kind == FileKind.METADATA_SNAPSHOT)
+    ):
+        return "metadata"
     if options.offsets_decoder or (options.offsets_decoder is None and topic == "__consumer_offsets"):
         return "offsets"
     if options.transaction_decoder or (
@@ -121,7 +154,7 @@ def _dump_log(
         yield _problem(end, 0, ProblemKind.NOT_A_SEGMENT, "this is text, not a Kafka log segment")
         yield end
         return
-    internal = _internal_mode(p, options) if options.deep else None
+    internal = _internal_mode(p, options, kind) if options.deep else None
     runs: RunBounds | None = None
     record_lines = False
     if kind == FileKind.KAFKA07:
@@ -182,7 +215,11 @@ def _dump_log(
                     end.records += event.record_count
                 else:
                     end.records += found[1] if event.inner_set else len(event.records)
-                if internal is not None:
+                if internal == "metadata":
+                    if isinstance(entry, RecordBatch):  # KRaft writes v2 batches only: v0/v1 stay as they are
+                        event.decoded, found_problems = _decoded_metadata(event, end)
+                        problems += found_problems
+                elif internal is not None:
                     event.decoded = _decoded(internal, event)
             except RecordDecodeError as exc:
                 event.error = Problem(

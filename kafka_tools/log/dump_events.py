@@ -25,6 +25,8 @@ class DumpOptions:
     print_data_log: bool = False
     offsets_decoder: bool | None = None  # None: on for files under __consumer_offsets-N
     transaction_decoder: bool | None = None  # None: on for files under __transaction_state-N
+    # None: on for files under __cluster_metadata-N and for KRaft `.checkpoint` snapshots
+    cluster_metadata_decoder: bool | None = None
     max_bytes: int | None = None
     skip_record_metadata: bool = False
     from_offset: int | None = None
@@ -62,7 +64,8 @@ class EntryEvent:
     inner_set: tuple[bytes, int, int, int | None] | None = None
     error: Problem | None = None  # the records could not be decoded
     # `__consumer_offsets` / `__transaction_state` (deep iteration): each record's key and value decoded
-    # by their schemas, one per record shown — `records` of a batch, `inner` of a wrapper, else the entry
+    # by their schemas, one per record shown — `records` of a batch, `inner` of a wrapper, else the entry;
+    # `__cluster_metadata` and KRaft snapshots: each record's value as {"type", "version", "data"}
     decoded: list[dict] | None = None
 
     def with_decoded(self, shown: list) -> Iterator[tuple[Any, dict | None]]:
@@ -112,6 +115,7 @@ class FileEnd:
     trailing_bytes: int = 0  # log files: bytes after the last entry that could be framed
     size: int = 0
     problems: int = 0
+    unknown_records: int = 0  # KRaft records of a type or version newer than the schemas (shown raw)
 
 
 Event = FileStart | EntryEvent | MessageRunEvent | ProblemEvent | ItemsEvent | FileEnd

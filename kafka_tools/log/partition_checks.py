@@ -108,8 +108,11 @@ def dump_checks(path: Path) -> list[Finding]:
     """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands."""
     from kafka_tools.log.dump import dump_file
     from kafka_tools.log.dump_events import DumpOptions, ProblemEvent
+    from kafka_tools.log.kraft_snapshots import check_metadata_snapshot
 
     try:
+        if kind_of(path) == FileKind.METADATA_SNAPSHOT:
+            return check_metadata_snapshot(path)  # the dump's checks, then the snapshot's shape
         problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]
     except InputError as exc:
         return [unreadable_finding(path, str(exc).removeprefix(f"{path}: "))]

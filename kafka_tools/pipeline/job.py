@@ -14,7 +14,9 @@
    its validation report. One Spark job, no cache, no shuffle.
 3. `--records`: the same ranges decoded again, one row per record, written as they come (decoding
    twice costs less than caching every record between two writes).
-4. `--offsets-topic`: each `__consumer_offsets` partition replayed whole by one task, its segments in
+4. `--cluster-metadata`: the `__cluster_metadata` ranges decoded again, one row per KRaft record
+   (pipeline/metadata_records.py); the ranges of other topics yield nothing.
+5. `--offsets-topic`: each `__consumer_offsets` partition replayed whole by one task, its segments in
    order (a replay is sequential), up to the first byte the broker's recovery would cut.
 
 Then, on the driver: the partition-level checks (`plan.assemble_validation`, so the findings are
@@ -100,6 +102,11 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
     if options.records and options.out:
         rows = sum(t.records for t in totals.values())
         written.append(write(source.table("records"), options, "records", rows))
+    if options.cluster_metadata and options.out:
+        metadata = source.table("metadata").persist()
+        written.append(write(metadata, options, "metadata"))
+        written[-1].rows = metadata.count()
+        metadata.unpersist()
     committed = None
     if options.offsets_topic:
         offsets = source.offsets(offsets_replay_segments(plan, reports))

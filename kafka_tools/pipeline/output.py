@@ -18,7 +18,7 @@ from kafka_tools.pipeline.plan import ScanOptions
 from kafka_tools.pipeline.results import ScanResult, TableWritten, finding_row
 
 FORMATS = ("parquet", "json")
-TABLES = ("segments", "batches", "findings", "records", "offsets")  # what --out holds
+TABLES = ("segments", "batches", "findings", "records", "offsets", "metadata")  # what --out holds
 STAGING_PREFIX = "_ktool-staging-"  # where the tables are written before they are moved into --out
 
 

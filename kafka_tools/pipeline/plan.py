@@ -46,6 +46,7 @@ class ScanOptions:
     fmt: str = "parquet"  # parquet | json
     records: bool = False  # also the `records` table
     offsets_topic: bool = False  # also replay __consumer_offsets: the `offsets` table, committed offsets
+    cluster_metadata: bool = False  # also the `metadata` table: __cluster_metadata records decoded
     split_bytes: int = 128 * MiB  # segments larger than this are decoded in several byte ranges
     pack_bytes: int | None = None  # bytes per task (None: see task_bytes)
     waves: int = 2  # tasks per core the ranges are packed into, at least

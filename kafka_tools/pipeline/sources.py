@@ -26,7 +26,11 @@ class SegmentSource:
         return self._stage(tables.BATCHES, partial(range_chunks, sink=sink, batches=batches))
 
     def table(self, table: str):
-        """The `records` rows of every range (the same tasks as the main stage)."""
+        """The `records` (or `metadata`) rows of every range (the same tasks as the main stage)."""
+        if table == "metadata":
+            from kafka_tools.pipeline.metadata_records import metadata_chunks
+
+            return self._stage(tables.METADATA, metadata_chunks)
         from kafka_tools.pipeline.tasks import record_chunks
 
         assert table == "records"

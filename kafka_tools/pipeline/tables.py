@@ -92,6 +92,19 @@ OFFSETS = [
     ("error", "string"),
 ]
 
+METADATA = WHERE + [  # --cluster-metadata: every record of __cluster_metadata, decoded
+    ("batch_position", "long"),
+    ("offset", "long"),
+    ("timestamp", "long"),
+    ("is_control", "bool"),
+    ("record_type", "string"),  # the schema's name (TopicRecord, …; Unknown for a type not known)
+    ("type_id", "int"),
+    ("version", "int"),
+    ("known", "bool"),
+    ("fields", "string"),  # JSON text, bytes as base64; SCRAM secrets left out
+    ("error", "string"),  # why the record could not be decoded (the other columns null)
+]
+
 FINDINGS = [
     ("file", "string"),
     ("severity", "string"),
@@ -119,6 +132,7 @@ TABLES = {
     "batches": BATCHES,
     "records": RECORDS,
     "offsets": OFFSETS,
+    "metadata": METADATA,
     "findings": FINDINGS,
 }
 

@@ -37,6 +37,8 @@ _ITEM_TYPES = {
     EpochEntry: "leader-epoch-entry",
 }
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # as `emit`, made once
+
 
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
@@ -103,6 +105,7 @@ class DumpJsonRenderer:
                     "validBytes": event.valid_bytes,
                     "trailingBytes": event.trailing_bytes,
                     "problems": event.problems,
+                    "unknownRecords": event.unknown_records,
                 }
             )
 
@@ -115,6 +118,10 @@ class DumpJsonRenderer:
                     return
                 event.records = entry.records()
             records = event.records or []
+            if event.decoded is not None:  # KRaft records (many small ones): one write a batch
+                objs = (self._record(event.path, entry, r, d) for r, d in event.with_decoded(records))
+                self.out.write("".join(_ENCODE(o) + "\n" for o in objs))
+                return
             for record, decoded in event.with_decoded(records):
                 self.emit(self._record(event.path, entry, record, decoded))
             return
@@ -221,21 +228,30 @@ class DumpJsonRenderer:
                 sequence=r.sequence,
                 headerKeys=[k for k, _ in r.headers],
             )
-        if b.is_control:
-            try:
-                c = control_record(r)
-                obj["control"] = {
-                    "type": c.type_name,
-                    "typeId": c.type_id,
-                    "version": c.version,
-                    "coordinatorEpoch": c.coordinator_epoch,
-                }
-            except RecordDecodeError as exc:
-                obj["control"] = {"error": str(exc)}
+        if decoded is not None and "metadata" in decoded:  # a KRaft record: {"type", "version", "data"}
+            if b.is_control:
+                obj["control"] = self._control(r)
+            elif self.print_data:
+                obj["key"] = decode_json(r.key, self.key_decoder)
+            obj["value"] = decoded["metadata"]
+        elif b.is_control:
+            obj["control"] = self._control(r)
         elif self.print_data:
             obj["headers"] = [{"key": k, "value": decode_json(v, self.value_decoder)} for k, v in r.headers]
             obj.update(self._data(r.key, r.value, decoded))
         return obj
+
+    def _control(self, r: Record) -> dict:
+        try:
+            c = control_record(r)
+        except RecordDecodeError as exc:
+            return {"error": str(exc)}
+        return {
+            "type": c.type_name,
+            "typeId": c.type_id,
+            "version": c.version,
+            "coordinatorEpoch": c.coordinator_epoch,
+        }
 
     def _message(self, path: str, m, position: int, decoded: dict | None, inner: bool) -> dict:
         obj = {

@@ -80,6 +80,11 @@ class DumpTextRenderer:
                 self.out.plain(f"Found {plural(event.trailing_bytes, 'invalid byte')} at the end of {name}")
             if event.size == 0:
                 self.err.problem(f"{event.path}: empty file, nothing to dump")
+            if event.unknown_records:
+                self.err.problem(
+                    f"{event.path}: {plural(event.unknown_records, 'KRaft record')} of a type or version "
+                    "newer than the schemas ktool knows, shown raw (not a problem)"
+                )
 
     # -- log entries -------------------------------------------------------------------------------
 
@@ -202,7 +207,7 @@ class DumpTextRenderer:
             # The bulk case: Kafka's record lines, made in C, one write a batch.
             text = _format_records(records, b.timestamp_type.label, self.print_data)
             write_utf8(self.out.stream, text, valid=True)
-        elif self.out.colour or self.print_data or self.skip_metadata or b.is_control:
+        elif self.out.colour or self.print_data or self.skip_metadata or b.is_control or event.decoded:
             for record, decoded in event.with_decoded(records):
                 self._record(b, record, decoded)
         elif records:
@@ -239,7 +244,9 @@ class DumpTextRenderer:
             ]
             if b.is_control:
                 fields += _control_fields(r)
-        if self.print_data and not b.is_control:
+        if decoded is not None and "metadata" in decoded:  # a KRaft record, as Kafka's decoder prints it
+            fields.append(("payload", _compact(decoded["metadata"])))
+        elif self.print_data and not b.is_control:
             if r.headers:
                 shown = (
                     f"{k}:{decode_text(v, self.value_decoder) if v is not None else 'null'}"

@@ -22,15 +22,20 @@ QUORUM_STATE = (
     '"currentVoters":[{"voterId":1}],"data_version":0}'
 )
 
+# KRaft record values: frame version 1, NoOpRecord (apiKey 20) version 0, no tagged fields; a
+# SnapshotHeader: version 0, lastContainedLogTimestamp, no tagged fields
+NO_OP_RECORD = b"\x01\x14\x00\x00"
+SNAPSHOT_HEADER = struct.pack(">hq", 0, 1_700_000_000_000) + b"\x00"
 
-def batches(first: int, count: int) -> bytes:
+
+def batches(first: int, count: int, epoch: int = 1) -> bytes:
     out = bytearray()
     for offset in range(first, first + count):
         b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
-        b.append(0, timestamp=1_700_000_000_000 + offset, key=None, value=b"\x01\x0c\x00" * 4, headers=[])
+        b.append(0, timestamp=1_700_000_000_000 + offset, key=None, value=NO_OP_RECORD, headers=[])
         buf = bytearray(b.build())
         struct.pack_into(">q", buf, 0, offset)
-        out += buf
+        out += _with_epoch(buf, epoch)
     return bytes(out)
 
 
@@ -39,15 +44,22 @@ class _ControlBatchBuilder(DefaultRecordBatchBuilder):
         return super()._get_attributes(include_compression_type) | self.CONTROL_MASK
 
 
-def control_batch(offset: int, control_type: int) -> bytes:
+def _with_epoch(buf: bytearray, epoch: int) -> bytes:
+    """The batch with its partition leader epoch set (byte 12; the CRC, from byte 21 on, holds)."""
+    struct.pack_into(">i", buf, 12, epoch)
+    return bytes(buf)
+
+
+def control_batch(offset: int, control_type: int, epoch: int = 1) -> bytes:
     """A control batch whose record key is (version 0, `control_type`), as KRaft writes
     SnapshotHeader (3) and SnapshotFooter (4) around a snapshot."""
     b = _ControlBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
     key = struct.pack(">hh", 0, control_type)
-    b.append(0, timestamp=1_700_000_000_000, key=key, value=b"\0\0\0", headers=[])
+    value = SNAPSHOT_HEADER if control_type == 3 else b"\0\0\0"  # SnapshotFooter: version 0, no tags
+    b.append(0, timestamp=1_700_000_000_000, key=key, value=value, headers=[])
     buf = bytearray(b.build())
     struct.pack_into(">q", buf, 0, offset)
-    return bytes(buf)
+    return _with_epoch(buf, epoch)
 
 
 @pytest.fixture
@@ -60,11 +72,15 @@ def kraft_log_dir(tmp_path: Path) -> Path:
         "#\n#Tue Nov 14 06:46:06 UTC 2023\nnode.id=1\nversion=1\ncluster.id=hSCzevIQRUa-ojqTd_8C5w\n"
         "directory.id=850bXYO4TaCvXty2WNo63w\n"
     )
-    (logs / "bootstrap.checkpoint").write_bytes(control_batch(0, 3) + batches(1, 1) + control_batch(2, 4))
+    (logs / "bootstrap.checkpoint").write_bytes(
+        control_batch(0, 3, 0) + batches(1, 1, 0) + control_batch(2, 4, 0)
+    )
     for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
         (logs / name).write_text("0\n1\n__cluster_metadata 0 10\n")
     (meta / "00000000000000000000.log").write_bytes(batches(0, 10))
-    (meta / "00000000000000000006-0000000001.checkpoint").write_bytes(batches(0, 6))
+    # a snapshot of the log below offset 6, in epoch 1: SnapshotHeader, records, SnapshotFooter
+    snapshot = control_batch(0, 3) + batches(1, 4) + control_batch(5, 4)
+    (meta / "00000000000000000006-0000000001.checkpoint").write_bytes(snapshot)
     (meta / "quorum-state").write_text(QUORUM_STATE)
     (meta / "leader-epoch-checkpoint").write_text("0\n1\n1 0\n")
     (meta / "partition.metadata").write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n")

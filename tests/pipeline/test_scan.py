@@ -80,10 +80,19 @@ class Scanned:
 @pytest.fixture(scope="module")
 def scanned(spark, tmp_path_factory) -> Scanned:
     from kafka_tools.pipeline.job import run_scan
+    from tests.metadata.kraft_log import write_log_dir
 
-    paths = PATHS + ([REALWORLD] if REALWORLD.is_dir() else [])
+    kraft = write_log_dir(tmp_path_factory.mktemp("kraft") / "kraft-logdir")  # a KRaft log built here
+    paths = PATHS + [kraft] + ([REALWORLD] if REALWORLD.is_dir() else [])
     out = tmp_path_factory.mktemp("scan") / "tables"
-    options = ScanOptions(out=str(out), records=True, offsets_topic=True, split_bytes=SPLIT, pack_bytes=PACK)
+    options = ScanOptions(
+        out=str(out),
+        records=True,
+        offsets_topic=True,
+        cluster_metadata=True,
+        split_bytes=SPLIT,
+        pack_bytes=PACK,
+    )
     plan = plan_scan(paths)
     calls: list[tuple[int, int, int, int]] = []
     result = run_scan(spark, plan, options, progress=lambda *counts: calls.append(counts))
@@ -138,12 +147,49 @@ def test_counts_and_offsets_are_dump_logs(scanned: Scanned, spark) -> None:
         )
 
 
+def test_cluster_metadata_table_is_the_single_process_decode(scanned: Scanned, spark) -> None:
+    """`--cluster-metadata`: one row per KRaft record, decoded in ranges by the executors, equal to
+    what `ktool metadata` reads from each segment in one process."""
+    from kafka_tools.metadata.load import iter_file_records
+    from kafka_tools.pipeline.metadata_records import fields_json
+
+    rows = spark.read.parquet(str(scanned.out / "metadata")).collect()
+    got = sorted(
+        (r["file"], r["offset"], r["is_control"], r["record_type"], r["version"], r["known"], r["fields"])
+        for r in rows
+        if r["error"] is None
+    )
+    expected, undecodable = [], []
+    specs = [s for s in scanned.plan.segments if s.topic == "__cluster_metadata"]
+    for spec in specs:
+        findings: list = []
+        for offset, control, m in iter_file_records(Path(spec.path), findings):
+            expected.append(
+                (
+                    spec.file,
+                    offset,
+                    control,
+                    m.type_name,
+                    m.version,
+                    m.known,
+                    fields_json(m.type_name, m.fields),
+                )
+            )
+        undecodable += [(spec.file, f.offset) for f in findings if f.kind == "record-undecodable"]
+    assert got == sorted(expected)
+    assert sorted((r["file"], r["offset"]) for r in rows if r["error"]) == sorted(undecodable)
+    assert len(specs) >= 1 and len(got) >= 30
+    assert any(r["record_type"] == "PartitionChangeRecord" for r in rows)
+    assert not any("SALT" in (r["fields"] or "") or "salt" in (r["fields"] or "") for r in rows)
+    assert sum(r["ranges"] > 1 for r in scanned.result.segments if "__cluster_metadata" in r["file"]) >= 1
+
+
 def test_tables_read_back(scanned: Scanned, spark) -> None:
     from kafka_tools.pipeline import tables
 
     result = scanned.result
     written = {t.name: t for t in result.tables}
-    assert set(written) == {"segments", "batches", "records", "offsets", "findings"}
+    assert set(written) == {"segments", "batches", "records", "offsets", "metadata", "findings"}
     for name, t in written.items():
         df = spark.read.parquet(t.path)
         assert df.columns == tables.names(tables.TABLES[name]), name

@@ -1,0 +1,248 @@
+"""`ktool metadata show|topics|brokers|diff|check LOGDIR`: the KRaft cluster's metadata, read offline
+from a log dir's `__cluster_metadata-0` snapshots and log (a thin skin over kafka_tools.metadata)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kafka_tools.errors import EXIT_FINDINGS, UsageError
+from kafka_tools.log.findings import Finding, Severity
+from kafka_tools.metadata.checks import check_log_dir, read_findings
+from kafka_tools.metadata.load import MetadataLoad, load_image
+from kafka_tools.render.lines import wants_colour
+from kafka_tools.render.metadata import (
+    MetadataText,
+    event_object,
+    finding_line,
+    finding_object,
+    image_objects,
+    partition_objects,
+    write_json,
+)
+
+_LOGDIR = click.Path(path_type=str)  # a missing one is exit 3 (environment), said by load_image
+
+
+def _at_offset_option(func):
+    return click.option(
+        "--at-offset",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="The image as of offset N: every record below N applied [default: the whole log].",
+    )(func)
+
+
+def _json_option(func):
+    return click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per item.")(func)
+
+
+def _colour(ctx: click.Context) -> bool:
+    return wants_colour(sys.stdout, (ctx.obj or {}).get("color"))
+
+
+def _finish(ctx: click.Context, findings: list[Finding], as_json: bool) -> None:
+    """Findings after the data: JSON objects on stdout with --json, one line each on stderr always;
+    exit 1 when one is an error."""
+    if as_json:
+        write_json(sys.stdout, (finding_object(f) for f in findings))
+    for f in findings:
+        click.echo(f"ktool: {finding_line(f)}", err=True)
+    if any(f.severity == Severity.ERROR for f in findings):
+        ctx.exit(EXIT_FINDINGS)
+
+
+@click.group("metadata")
+def metadata() -> None:
+    """The KRaft cluster's metadata, read offline from a log dir.
+
+    Replays the newest `<end offset>-<epoch>.checkpoint` snapshot of `__cluster_metadata-0` at or
+    before the offset asked, then the log, into the image the controller holds: brokers, controllers
+    and voters, topics and partitions, configs, features, ACLs, client quotas, producer ids,
+    delegation tokens and SCRAM users (mechanism and iterations only, never the secrets).
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
+
+
+@metadata.command("show")
+@click.argument("logdir", type=_LOGDIR)
+@_at_offset_option
+@_json_option
+@click.pass_context
+def show(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) -> None:
+    """Everything in the image, then the log dir's consistency findings.
+
+    The findings are what reading the log found, then (without --at-offset) those of
+    `ktool metadata check`.
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version;
+         a consistency finding
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
+    load = load_image(logdir, at_offset)
+    # The log dir is checked against the image of the whole log only: an older one would flag what
+    # happened since.
+    findings = read_findings(load) + (check_log_dir(load) if at_offset is None else [])
+    if as_json:
+        write_json(sys.stdout, image_objects(load))
+    else:
+        MetadataText(sys.stdout, _colour(ctx)).show(load)
+    _finish(ctx, findings, as_json)
+
+
+@metadata.command("topics")
+@click.argument("logdir", type=_LOGDIR)
+@_at_offset_option
+@_json_option
+@click.pass_context
+def topics(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) -> None:
+    """Topics and their partitions: leader, epoch, replicas, ISR, ELR, directories.
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
+    load = load_image(logdir, at_offset)
+    if as_json:
+        write_json(sys.stdout, partition_objects(load.image))
+    else:
+        MetadataText(sys.stdout, _colour(ctx)).partitions(load.image)
+    _finish(ctx, read_findings(load), as_json)
+
+
+@metadata.command("brokers")
+@click.argument("logdir", type=_LOGDIR)
+@_at_offset_option
+@_json_option
+@click.pass_context
+def brokers(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) -> None:
+    """Registered brokers, then controllers and voters.
+
+    Each broker with its id, epoch, incarnation, endpoints, rack and state (fenced, unfenced, in
+    controlled shutdown).
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
+    load = load_image(logdir, at_offset)
+    if as_json:
+        write_json(
+            sys.stdout, (o for o in image_objects(load) if o["type"] in ("broker", "controller", "voter"))
+        )
+    else:
+        out = MetadataText(sys.stdout, _colour(ctx))
+        out.brokers(load.image)
+        out.quorum(load.image)
+    _finish(ctx, read_findings(load), as_json)
+
+
+@metadata.command("diff")
+@click.argument("logdir", type=_LOGDIR)
+@click.option(
+    "--from", "from_offset", type=click.IntRange(min=0), required=True, metavar="N", help="First offset."
+)
+@click.option(
+    "--to",
+    "to_offset",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="M",
+    help="End offset, not included [default: the log end].",
+)
+@_json_option
+@click.pass_context
+def diff(ctx: click.Context, logdir: str, from_offset: int, to_offset: int | None, as_json: bool) -> None:
+    """What changed from offset N to M, as events.
+
+    Topics created or deleted, partitions created, leader changes, ISR shrink and expand, replicas and
+    ELR, configs set or deleted, brokers registered, fenced and unfenced, features, ACLs, quotas, SCRAM
+    users, aborted transactions; each with its offset. The records from N to M must still be in the
+    log (a snapshot at or before N starts the image).
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version;
+         the log no longer holds offset N
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
+    if to_offset is not None and to_offset < from_offset:
+        raise UsageError(f"--to {to_offset} is before --from {from_offset}")
+    load: MetadataLoad = load_image(logdir, to_offset, events_from=from_offset)
+    findings = read_findings(load)
+    if load.log_start is not None and load.log_start > from_offset:
+        findings.append(
+            Finding(
+                str(load.partition_dir),
+                "log-starts-later",
+                Severity.ERROR,
+                f"the log starts at offset {load.log_start}: changes from {from_offset} on are only in "
+                "snapshots, which hold states, not changes",
+            )
+        )
+    events = load.replayer.events
+    if as_json:
+        write_json(sys.stdout, (event_object(e) for e in events))
+    else:
+        out = MetadataText(sys.stdout, _colour(ctx))
+        out.line(f"offsets {from_offset}..{load.image.offset}: {len(events)} changes")
+        if events:
+            out.events(events)
+    _finish(ctx, findings, as_json)
+
+
+@metadata.command("check")
+@click.argument("logdir", type=_LOGDIR)
+@_json_option
+@click.pass_context
+def check(ctx: click.Context, logdir: str, as_json: bool) -> None:
+    """Check a log dir against its own metadata image.
+
+    The partition directories of the partitions the image places on this node (meta.properties'
+    node.id and directory.id) are all here; every partition directory belongs to a topic the image
+    knows, with the same topic id in partition.metadata (a deleted topic's directory left behind, or
+    one of an earlier topic of the same name); the node is a registered broker, controller or voter.
+
+    \b
+    Exit status:
+      0  read and replayed cleanly
+      1  findings: an unreadable batch or record, a snapshot without footer,
+         a record the image cannot take, an unknown quorum-state version;
+         a consistency finding
+      2  usage error
+      3  LOGDIR missing, unreadable or not a KRaft log dir
+    """
+    load = load_image(logdir)
+    findings = read_findings(load) + check_log_dir(load)
+    errors = sum(f.severity == Severity.ERROR for f in findings)
+    if not as_json:
+        verdict = "consistent" if not errors else f"{errors} findings"
+        click.echo(
+            f"{load.log_dir}: {len(load.image.topics)} topics, {len(load.image.brokers)} brokers "
+            f"in the image at offset {load.image.offset}: {verdict}"
+        )
+    _finish(ctx, findings, as_json)

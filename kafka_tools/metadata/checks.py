@@ -1,0 +1,155 @@
+"""What an operator checks before trusting a copied KRaft log dir: does the log dir hold the partitions
+the image says this node hosts, does the image know every partition directory (a deleted topic's
+directory left behind; `partition.metadata` topic ids against the image's), and is the node in
+meta.properties among the registered brokers, controllers or voters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_tools.format.checkpoints import CheckpointError, read_partition_metadata
+from kafka_tools.format.kinds import partition_of
+from kafka_tools.log.findings import Finding, Severity
+from kafka_tools.metadata.image import MIGRATING_DIRECTORY, Image
+from kafka_tools.metadata.load import MetadataLoad
+
+# DirectoryId's reserved ids: UNASSIGNED, LOST, MIGRATING; a partition with one of them lives in
+# whichever log dir the broker chose, so any log dir may hold it.
+RESERVED_DIRECTORIES = frozenset(
+    {"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg"}
+)
+
+
+def _partition_dirs(log_dir: Path) -> list[tuple[Path, str, int]]:
+    out = []
+    for p in sorted(log_dir.iterdir()):
+        if not p.is_dir() or p.name.startswith("__cluster_metadata-"):
+            continue
+        tp = partition_of(p / "x")
+        if tp is not None:
+            out.append((p, tp[0], tp[1]))
+    return out
+
+
+def _hosted_here(image: Image, node_id: int, directory_id: str | None):
+    """(topic, partition) the image places on this node and in this log dir."""
+    for topic in image.topics.values():
+        for part in topic.partitions.values():
+            if node_id not in part.replicas:
+                continue
+            i = part.replicas.index(node_id)
+            where = part.directories[i] if i < len(part.directories) else MIGRATING_DIRECTORY
+            if directory_id and where not in RESERVED_DIRECTORIES and where != directory_id:
+                continue  # another of the node's log dirs holds it (JBOD)
+            yield topic, part
+
+
+def check_log_dir(load: MetadataLoad) -> list[Finding]:
+    """The consistency findings of a log dir against its own image."""
+    image, log_dir, findings = load.image, load.log_dir, []
+    meta = load.node.meta
+    node_id = meta.node_id if meta else None
+    name = str(log_dir)
+    if node_id is not None:
+        voters = {v.voter_id for v in image.voters or ()}
+        if load.node.quorum and load.node.quorum.current_voters:
+            voters |= set(load.node.quorum.current_voters)
+        if node_id not in image.brokers and node_id not in image.controllers and node_id not in voters:
+            findings.append(
+                Finding(
+                    str(log_dir / "meta.properties"),
+                    "node-not-registered",
+                    Severity.ERROR,
+                    f"node {node_id} of meta.properties is neither a registered broker, a controller "
+                    "nor a voter in the image",
+                )
+            )
+    present: dict[tuple[str, int], Path] = {}
+    for path, topic_name, partition in _partition_dirs(log_dir):
+        if path.name.endswith("-delete"):
+            continue  # a deleted partition the broker has not removed yet: the image forgets it at once
+        present[(topic_name, partition)] = path
+        topic = image.topic_by_name(topic_name)
+        if topic is None:
+            findings.append(
+                Finding(
+                    str(path),
+                    "unknown-topic-dir",
+                    Severity.ERROR,
+                    f"topic {topic_name} is not in the image (a deleted topic left behind?)",
+                )
+            )
+            continue
+        if partition not in topic.partitions:
+            findings.append(
+                Finding(
+                    str(path),
+                    "unknown-partition-dir",
+                    Severity.ERROR,
+                    f"topic {topic_name} has no partition {partition} in the image",
+                )
+            )
+        meta_file = path / "partition.metadata"
+        if meta_file.is_file():
+            try:
+                topic_id = read_partition_metadata(meta_file).get("topic_id")
+            except (CheckpointError, OSError) as exc:
+                findings.append(
+                    Finding(str(meta_file), "malformed-partition-metadata", Severity.ERROR, str(exc))
+                )
+                continue
+            if topic_id and topic_id != topic.topic_id:
+                findings.append(
+                    Finding(
+                        str(meta_file),
+                        "topic-id-mismatch",
+                        Severity.ERROR,
+                        f"topic id {topic_id}, the image's {topic_name} is {topic.topic_id} "
+                        "(a directory of an earlier topic of the same name)",
+                        expected=topic.topic_id,
+                        actual=topic_id,
+                    )
+                )
+    if node_id is not None:
+        directory_id = meta.directory_id if meta else None
+        for topic, part in _hosted_here(image, node_id, directory_id):
+            if (topic.name, part.partition_id) not in present:
+                findings.append(
+                    Finding(
+                        name,
+                        "partition-dir-missing",
+                        Severity.ERROR,
+                        f"{topic.name}-{part.partition_id} has node {node_id} among its replicas "
+                        f"{part.replicas} but no directory here",
+                    )
+                )
+    return findings
+
+
+def read_findings(load: MetadataLoad) -> list[Finding]:
+    """What reading and replaying found: unreadable files and records, snapshots without footer, and
+    records the image could not take (Kafka's own replay would have stopped on them)."""
+    out = list(load.all_findings)
+    for inc in load.replayer.inconsistencies:
+        out.append(
+            Finding(
+                str(load.partition_dir),
+                "replay-inconsistency",
+                Severity.ERROR,
+                f"{inc.record_type}: {inc.message}",
+                None,
+                inc.offset,
+            )
+        )
+    unknown = sum(load.replayer.unknown.values())
+    if unknown:
+        types = ", ".join(f"{n} x{c}" for n, c in sorted(load.replayer.unknown.items()))
+        out.append(
+            Finding(
+                str(load.partition_dir),
+                "unknown-records",
+                Severity.WARNING,
+                f"{unknown} records of a type or version ktool does not know were not applied ({types})",
+            )
+        )
+    return out

@@ -1,0 +1,288 @@
+"""Build the image of a KRaft log dir: the newest snapshot (`<end offset>-<epoch>.checkpoint` in
+`__cluster_metadata-0`) at or before the offset asked, then the log's batches from there, as a
+controller or broker does on start-up (Kafka's MetadataLoader).
+
+Batches are walked with format/segment.py and their records decoded with format/kraft.py. Control
+batches are skipped except the KRaft control records that change the image (VotersRecord,
+KRaftVersionRecord, LeaderChangeMessage). What cannot be read is a Finding with its file and byte
+position; everything decodable before and after it is still replayed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka_tools.errors import InputError, UsageError
+from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
+from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries
+from kafka_tools.log.findings import Finding, Severity
+from kafka_tools.metadata.image import Image
+from kafka_tools.metadata.node_files import METADATA_PARTITION, NodeFiles, read_node_files
+from kafka_tools.metadata.replay import IMAGE_CONTROL_RECORDS, Replayer
+
+SNAPSHOT_NAME = re.compile(r"^(?P<offset>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
+BOOTSTRAP = "bootstrap.checkpoint"
+
+
+@dataclass(slots=True)
+class Snapshot:
+    path: Path
+    end_offset: int  # the first offset the snapshot does not hold
+    epoch: int
+
+
+@dataclass(slots=True)
+class Bootstrap:
+    """bootstrap.checkpoint: what the log dir was formatted with (the first records a new cluster's
+    controller writes)."""
+
+    path: Path
+    metadata_version: int | None
+    records: int
+    types: dict[str, int]
+
+
+@dataclass
+class MetadataLoad:
+    """An image and how it was built: from which snapshot and log range, and what could not be read."""
+
+    log_dir: Path
+    partition_dir: Path
+    image: Image
+    replayer: Replayer
+    node: NodeFiles
+    snapshot: Snapshot | None = None
+    snapshots: list[Snapshot] = field(default_factory=list)
+    bootstrap: Bootstrap | None = None
+    log_start: int | None = None  # first offset found in the log's segments
+    log_end: int | None = None  # offset after the last record found
+    findings: list[Finding] = field(default_factory=list)
+    records_read: int = 0
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        return self.node.findings + self.findings
+
+
+def partition_dir_of(path: Path) -> tuple[Path, Path]:
+    """(log dir, __cluster_metadata-0 dir) for a log dir or for the metadata partition dir itself."""
+    if path.name.startswith("__cluster_metadata-"):
+        return path.parent, path
+    return path, path / METADATA_PARTITION
+
+
+def list_snapshots(partition_dir: Path) -> list[Snapshot]:
+    out = []
+    for p in partition_dir.iterdir():
+        m = SNAPSHOT_NAME.match(p.name)
+        if m:
+            out.append(Snapshot(p, int(m.group("offset")), int(m.group("epoch"))))
+    return sorted(out, key=lambda s: (s.end_offset, s.epoch))
+
+
+def list_segments(partition_dir: Path) -> list[Path]:
+    return sorted(
+        (p for p in partition_dir.iterdir() if p.name.endswith(".log") and p.name[:-4].isdigit()),
+        key=lambda p: int(p.name[:-4]),
+    )
+
+
+def _decoder():
+    from kafka_tools.format import kraft
+
+    return kraft
+
+
+def iter_file_records(
+    path: Path, findings: list[Finding], start: int = 0, stop: int | None = None
+) -> Iterator[tuple[int, bool, Any]]:
+    """(offset, is_control, MetadataRecord) of each record of a segment or snapshot file with
+    `start <= offset < stop`, in file order. Damage is appended to `findings` and stepped over."""
+    kraft = _decoder()
+    decode, decode_error = kraft.decode_metadata_record, kraft.MetadataDecodeError
+    name = str(path)
+    for entry in iter_log_entries(path):
+        if isinstance(entry, Problem):
+            severity = Severity.WARNING if entry.kind == ProblemKind.ZERO_TAIL else Severity.ERROR
+            findings.append(
+                Finding(name, entry.kind.value, severity, entry.message, entry.position, entry.offset)
+            )
+            continue
+        if not isinstance(entry, RecordBatch):
+            findings.append(
+                Finding(
+                    name, "not-a-metadata-batch", Severity.ERROR, f"magic {entry.magic} entry", entry.position
+                )
+            )
+            continue
+        if entry.last_offset < start:
+            continue
+        if stop is not None and entry.base_offset >= stop:
+            return
+        if not entry.is_valid:
+            findings.append(
+                Finding(
+                    name,
+                    "crc-mismatch",
+                    Severity.ERROR,
+                    f"batch CRC {entry.crc} does not match its contents ({entry.computed_crc}); "
+                    "batch skipped",
+                    entry.position,
+                    entry.base_offset,
+                )
+            )
+            continue
+        try:
+            records = entry.records()
+        except RecordDecodeError as exc:
+            findings.append(
+                Finding(
+                    name, "records-undecodable", Severity.ERROR, str(exc), exc.position, entry.base_offset
+                )
+            )
+            continue
+        control = entry.is_control
+        if not control and entry.base_offset >= start and (stop is None or entry.last_offset < stop):
+            # The whole batch is wanted (the common case): no per-record bounds.
+            for rec in records:
+                try:
+                    yield rec.offset, False, decode(rec.value or b"")
+                except decode_error as exc:
+                    findings.append(_undecodable(name, entry.position, rec.offset, exc))
+            continue
+        for rec in records:
+            if rec.offset < start:
+                continue
+            if stop is not None and rec.offset >= stop:
+                return
+            try:
+                if control:
+                    decoded = kraft.decode_control_record(rec.key or b"", rec.value or b"")
+                else:
+                    decoded = decode(rec.value or b"")
+            except decode_error as exc:
+                findings.append(_undecodable(name, entry.position, rec.offset, exc))
+                continue
+            yield rec.offset, control, decoded
+
+
+def _undecodable(name: str, position: int, offset: int, exc: Exception) -> Finding:
+    """The decoder's message names the byte inside the record's value; the finding's position is the
+    batch's in the file."""
+    return Finding(
+        name, "record-undecodable", Severity.ERROR, f"record at offset {offset}: {exc}", position, offset
+    )
+
+
+def read_snapshot(snapshot: Snapshot, replayer: Replayer, findings: list[Finding]) -> int:
+    """Replay a snapshot's records; check its SnapshotHeader first and SnapshotFooter last."""
+    first, last, count = None, None, 0
+    for _, control, record in iter_file_records(snapshot.path, findings):
+        first = first or record.type_name
+        last = record.type_name
+        count += 1
+        if control:
+            if record.type_name in IMAGE_CONTROL_RECORDS:
+                replayer.apply(replayer.image.offset, record)
+            continue
+        replayer.apply(replayer.image.offset, record)
+    name = str(snapshot.path)
+    if first != "SnapshotHeaderRecord":
+        findings.append(
+            Finding(
+                name,
+                "snapshot-missing-header",
+                Severity.ERROR,
+                f"the first record is {first or 'missing'}",
+                0,
+            )
+        )
+    if last != "SnapshotFooterRecord":
+        findings.append(
+            Finding(
+                name,
+                "snapshot-missing-footer",
+                Severity.ERROR,
+                f"no SnapshotFooterRecord at the end (last record: {last or 'none'}); "
+                "the snapshot may have been cut while it was written",
+                snapshot.path.stat().st_size,
+            )
+        )
+    replayer.image.offset = snapshot.end_offset
+    return count
+
+
+def read_bootstrap(path: Path, findings: list[Finding]) -> Bootstrap:
+    replayer = Replayer()
+    count = 0
+    for _, control, record in iter_file_records(path, findings):
+        if not control:
+            replayer.apply(0, record)
+            count += 1
+    return Bootstrap(path, replayer.image.metadata_version, count, dict(replayer.applied))
+
+
+def load_image(
+    path: str | Path, at_offset: int | None = None, events_from: int | None = None
+) -> MetadataLoad:
+    """The image of the log dir (or `__cluster_metadata-0` dir) at `at_offset` (every record below it
+    applied; default: the whole log). With `events_from`, the changes from that offset on are Events
+    (then no snapshot past it is used)."""
+    try:
+        return _load(Path(path), at_offset, events_from)
+    except OSError as exc:
+        where = exc.filename or path
+        raise InputError(f"{where}: {exc.strerror or exc}") from None
+
+
+def _load(path: Path, at_offset: int | None, events_from: int | None) -> MetadataLoad:
+    if not path.exists():
+        raise InputError(f"{path}: no such directory")
+    log_dir, part_dir = partition_dir_of(path)
+    if not part_dir.is_dir():
+        raise InputError(f"{path}: no {METADATA_PARTITION} directory (not a KRaft log dir)")
+    node = read_node_files(log_dir)
+    limit = at_offset if events_from is None else min(x for x in (at_offset, events_from) if x is not None)
+    snapshots = list_snapshots(part_dir)
+    usable = [s for s in snapshots if limit is None or s.end_offset <= limit]
+    replayer = Replayer(events_from=events_from)
+    load = MetadataLoad(log_dir, part_dir, replayer.image, replayer, node, snapshots=snapshots)
+    bootstrap = log_dir / BOOTSTRAP
+    if bootstrap.is_file():
+        load.bootstrap = read_bootstrap(bootstrap, load.findings)
+    if usable:
+        load.snapshot = usable[-1]
+        load.records_read += read_snapshot(load.snapshot, replayer, load.findings)
+    start = replayer.image.offset
+    last = None
+    for segment in list_segments(part_dir):
+        first, end, read = replayer.replay_log(iter_file_records(segment, load.findings, start, at_offset))
+        load.records_read += read
+        if first is None:
+            continue
+        if last is None:
+            load.log_start = first
+            if first > start:
+                load.findings.append(
+                    Finding(
+                        str(segment),
+                        "log-gap",
+                        Severity.ERROR,
+                        f"the log starts at offset {first} but the image needs the records from "
+                        f"{start}: no snapshot or segment holds them",
+                        None,
+                        first,
+                    )
+                )
+        last = end
+    if last is not None:
+        load.log_end = last + 1
+        replayer.image.offset = max(replayer.image.offset, last + 1)  # control records skipped too
+    if at_offset is not None and at_offset > replayer.image.offset:
+        raise UsageError(
+            f"--at-offset {at_offset} is past the end of the metadata log ({replayer.image.offset})"
+        )
+    return load
