@@ -71,12 +71,14 @@ def _register() -> None:
     from kafka_tools.cli.groups import groups
     from kafka_tools.cli.help import use_ktool_help
     from kafka_tools.cli.offsets import migrate_offsets, offsets
+    from kafka_tools.cli.read import read
     from kafka_tools.cli.truncate import truncate
     from kafka_tools.cli.validate import validate
 
     cli.add_command(dump_log)
     cli.add_command(validate)
     cli.add_command(truncate)
+    cli.add_command(read)
     cluster.register(cli)
     cli.add_command(groups)
     cli.add_command(migrate_offsets)
