@@ -23,7 +23,9 @@ DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, with
 )
 @click.option("--earliest", is_flag=True, help="Start at the log start offset.")
 @click.option("--latest", is_flag=True, help="The last record (with --count K: the last K offsets).")
-@click.option("--count", "-n", type=click.IntRange(min=1), help="Stop after K records [default: the log end].")
+@click.option(
+    "--count", "-n", type=click.IntRange(min=1), help="Stop after K records [default: the log end]."
+)
 @click.option(
     "--max-bytes",
     type=click.IntRange(min=64),
@@ -101,5 +103,10 @@ def _renderer(as_json: bool, colour: bool | None, key_decoder: str, value_decode
     from kafka_tools.render.lines import LineWriter
 
     return DumpTextRenderer(
-        LineWriter(sys.stdout, colour), LineWriter(sys.stderr, colour), True, False, key_decoder, value_decoder
+        LineWriter(sys.stdout, colour),
+        LineWriter(sys.stderr, colour),
+        True,
+        False,
+        key_decoder,
+        value_decoder,
     )

@@ -34,6 +34,7 @@ DEFAULT_CHUNK = 1 << 20  # bytes read at a time (a consumer's default fetch size
 READ_LIMIT = 64 << 20  # no batch above this is read whole: the bound of message.max.bytes-style settings
 _NAME = re.compile(r"^(\d+)\.(log|kafka|index|timeindex)$")
 _NONZERO = re.compile(rb"[^\x00]")
+INDEX_INTERVAL_BYTES = 4096  # the broker's default index.interval.bytes
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 
 
@@ -335,8 +336,10 @@ def frames_from(
     try:
         offset, position = index_lookup(seg.offset_index, seg.base_offset, target, reader.size)
     except UntrustedIndex as why:
-        name = seg.offset_index or seg.log[: -len(".log")] + ".index"
-        warnings.append(f"{name}: {why}: not used, scanning the segment from its start")
+        # Below index.interval.bytes (4096 by default) a segment's index has no entry by design.
+        if not (why.args[0] in ("no .index", "empty") and reader.size <= INDEX_INTERVAL_BYTES):
+            name = seg.offset_index or seg.log[: -len(".log")] + ".index"
+            warnings.append(f"{name}: {why}: not used, scanning the segment from its start")
         yield from reader.frames(0)
         return
     if position == 0:

@@ -103,7 +103,9 @@ def _out_of_range(part: PartitionLog, offset: int, chunk: int, end: int | None =
         end = log_end_offset(part, chunk)
     start = part.log_start_offset
     if end <= start:
-        return FindingsError(f"{part.path}: offset {offset} is out of range: the partition is empty (log end {end})")
+        return FindingsError(
+            f"{part.path}: offset {offset} is out of range: the partition is empty (log end {end})"
+        )
     return FindingsError(
         f"{part.path}: offset {offset} is out of range: valid offsets are {start} to {end - 1} "
         f"(log start offset {start}, log end offset {end})"
@@ -222,7 +224,9 @@ def _read_kafka07(part: PartitionLog, offset: int, count: int | None, chunk: int
                 try:
                     inner = message.inner_messages() if message.is_compressed else None
                 except RecordDecodeError as exc:
-                    raise FindingsError(f"{seg.log}: position {exc.position}: records undecodable: {exc}") from None
+                    raise FindingsError(
+                        f"{seg.log}: position {exc.position}: records undecodable: {exc}"
+                    ) from None
                 if not message.is_valid:
                     yield ReadNote(
                         f"{seg.log}: position {frame.position} (offset {at}): crc-mismatch: stored crc "
