@@ -71,6 +71,7 @@ def _register() -> None:
     from kafka_tools.cli.groups import groups
     from kafka_tools.cli.help import use_ktool_help
     from kafka_tools.cli.offsets import migrate_offsets, offsets
+    from kafka_tools.cli.offsets_at import offsets_at
     from kafka_tools.cli.read import read
     from kafka_tools.cli.truncate import truncate
     from kafka_tools.cli.validate import validate
@@ -79,6 +80,7 @@ def _register() -> None:
     cli.add_command(validate)
     cli.add_command(truncate)
     cli.add_command(read)
+    cli.add_command(offsets_at)
     cluster.register(cli)
     cli.add_command(groups)
     cli.add_command(migrate_offsets)

@@ -73,7 +73,12 @@ def read_partition(
     FindingsError (exit 1) for a start out of range, with the valid range, and for damaged data."""
     part = open_partition(path)
     if start.kind == "timestamp":
-        offset = yield from _offset_for_time(part, start.value, chunk)
+        offset = yield from offset_for_time(part, start.value, chunk)
+        if offset is None:
+            end = log_end_offset(part, chunk)
+            raise FindingsError(
+                f"{path}: no record has a timestamp at or after {start.value} (log end offset {end})"
+            )
     elif start.kind == "earliest":
         offset = part.log_start_offset
     elif start.kind == "latest":
@@ -254,10 +259,11 @@ def _not_a_boundary(part: PartitionLog, offset: int, before: int | None, after: 
     )
 
 
-def _offset_for_time(part: PartitionLog, timestamp: int, chunk: int):
+def offset_for_time(part: PartitionLog, timestamp: int, chunk: int = DEFAULT_CHUNK):
     """The offset of the first record whose timestamp is at or after `timestamp` (the broker's
-    ListOffsets): the first segment whose largest timestamp reaches it, its `.timeindex` for where to
-    start, then the batches. Magic 0 and 0.7 have no timestamps: an error."""
+    ListOffsets), None when there is none: the first segment whose largest timestamp reaches it, its
+    `.timeindex` for where to start, then the batches. Magic 0 and 0.7 have no timestamps: an error.
+    A generator: it yields ReadNotes and returns the offset."""
     if part.kafka07:
         raise FindingsError(f"{part.path}: Kafka 0.7 messages carry no timestamp: use --offset")
     for seg in part.segments:
@@ -272,10 +278,7 @@ def _offset_for_time(part: PartitionLog, timestamp: int, chunk: int):
                     yield from _notes(part)
                     return found
         yield from _notes(part)
-    end = log_end_offset(part, chunk)
-    raise FindingsError(
-        f"{part.path}: no record has a timestamp at or after {timestamp} (log end offset {end})"
-    )
+    return None
 
 
 def _time_index_start(seg: SegmentFiles, timestamp: int, warnings: list[str]) -> int | None:
