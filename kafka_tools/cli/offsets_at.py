@@ -34,7 +34,7 @@ def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: str, as_json
     \b
     Exit status:
       0  every partition answered
-      1  a partition could not be answered from its data (message format v0 has no timestamps,
+      1  a partition not answered from its data (v0: no timestamps;
          a damaged batch)
       2  usage error
       3  a log dir or a segment could not be read

@@ -33,8 +33,20 @@ DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, with
     show_default=True,
     help="Bytes read at a time; a larger batch is read with the chunk doubled, up to 64 MiB.",
 )
-@click.option("--key-decoder", type=click.Choice(DECODERS), default="utf8", show_default=True)
-@click.option("--value-decoder", type=click.Choice(DECODERS), default="utf8", show_default=True)
+@click.option(
+    "--key-decoder",
+    type=click.Choice(DECODERS),
+    default="utf8",
+    show_default=True,
+    help="How keys are printed (utf8: text, escaped \\xNN where not printable; none: not at all).",
+)
+@click.option(
+    "--value-decoder",
+    type=click.Choice(DECODERS),
+    default="utf8",
+    show_default=True,
+    help="How values and header values are printed (as --key-decoder).",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: dump-log's batch/record/message objects.")
 @click.pass_context
 def read(
@@ -61,8 +73,8 @@ def read(
     \b
     Exit status:
       0  records printed
-      1  offset out of range (the valid range is printed), no record at or after the time,
-         a damaged batch, or a 0.7 offset that is not a message boundary
+      1  out of range (the valid range is printed), no record at or after T,
+         a damaged batch, a 0.7 offset that is not a message boundary
       2  usage error
       3  the directory or a segment could not be read
     """
