@@ -86,8 +86,11 @@ def read_partition(
         yield from _notes(part)
         if end <= part.log_start_offset:
             raise FindingsError(f"{path}: the partition is empty (log start = log end = {end})")
-        offset = max(part.log_start_offset, end - (count or 1))
         count = count or 1
+        if part.kafka07:  # offsets are byte positions: the starts of the last messages
+            offset = _last_kafka07_starts(part, count, chunk)
+        else:
+            offset = max(part.log_start_offset, end - count)
     else:
         offset = start.value
     if offset < part.log_start_offset:
@@ -249,6 +252,16 @@ def _read_kafka07(part: PartitionLog, offset: int, count: int | None, chunk: int
                 raise _not_a_boundary(part, offset, before, None if offset < end else end)
     if not started:
         raise _out_of_range(part, offset, chunk, end)
+
+
+def _last_kafka07_starts(part: PartitionLog, count: int, chunk: int) -> int:
+    """The offset of the `count`-th message from the end of the last non-empty 0.7 segment."""
+    for seg in reversed(part.segments):
+        with SegmentReader(seg.log, chunk) as reader:
+            starts = [seg.base_offset + f.position for f in reader.kafka07_frames(0)]
+        if starts:
+            return starts[-min(count, len(starts))]
+    return part.log_start_offset
 
 
 def _not_a_boundary(part: PartitionLog, offset: int, before: int | None, after: int | None) -> FindingsError:

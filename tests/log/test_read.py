@@ -390,3 +390,12 @@ def test_read_path_imports_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ}
     )
     assert out.stdout.strip() == ""
+
+
+def test_kafka07_latest_is_the_last_message() -> None:
+    part = FIXTURES / "generated" / "kafka07" / "events-0"
+    dumped = run_ktool("dump-log", "--json", *map(str, sorted(part.glob("*.kafka"))))
+    offsets = [o["offset"] for o in map(json.loads, dumped.stdout.splitlines()) if o["type"] == "message"]
+    code, objs, err = read_json(str(part), "--latest", "-n", "2")
+    assert (code, err) == (0, "")
+    assert [o["offset"] for o in objs] == offsets[-2:]
