@@ -20,7 +20,7 @@ import re
 import struct
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kafka_tools.errors import FindingsError, InputError, UsageError
@@ -32,8 +32,10 @@ MIN_ENTRY_SIZE = {0: 14, 1: 22, 2: 49}  # the size field's minimum per magic (Ka
 KAFKA07_MIN_SIZE = 5  # magic + crc (magic 0); the size field is 4 bytes
 DEFAULT_CHUNK = 1 << 20  # bytes read at a time (a consumer's default fetch size)
 READ_LIMIT = 64 << 20  # no batch above this is read whole: the bound of message.max.bytes-style settings
-_NAME = re.compile(r"^(\d+)\.(log|kafka|index|timeindex)$")
 _NONZERO = re.compile(rb"[^\x00]")
+_SEGMENT_STEM = re.compile(r"^(\d+)\.(log|kafka)$", re.M)
+# a name ending like a segment's or an index's whose stem is not all digits
+_BAD_NAME = re.compile(r"^(?!\d+\.(?:log|kafka|index|timeindex)$)[^\n]*\.(log|kafka|index|timeindex)$", re.M)
 INDEX_INTERVAL_BYTES = 4096  # the broker's default index.interval.bytes
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 
@@ -46,6 +48,39 @@ class SegmentFiles:
     time_index: str | None = None
 
 
+class SegmentList(Sequence):
+    """A partition's segments in base-offset order, each made (paths joined) only when asked for: a
+    read of one offset in a partition of thousands of segments touches one or two."""
+
+    def __init__(
+        self, path: str, bases: list[int], stems: dict[int, str], suffix: str, names: set[str]
+    ) -> None:
+        self._path, self._bases, self._stems, self._suffix, self._names = path, bases, stems, suffix, names
+        self._made: dict[int, SegmentFiles] = {}
+
+    def __len__(self) -> int:
+        return len(self._bases)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        i = range(len(self))[i]
+        seg = self._made.get(i)
+        if seg is None:
+            base = self._bases[i]
+            stem = os.path.join(self._path, self._stems[base])
+            index = f"{self._stems[base]}.index"
+            times = f"{self._stems[base]}.timeindex"
+            seg = SegmentFiles(
+                base,
+                f"{stem}.{self._suffix}",
+                f"{stem}.index" if index in self._names else None,
+                f"{stem}.timeindex" if times in self._names else None,
+            )
+            self._made[i] = seg
+        return seg
+
+
 @dataclass(slots=True)
 class PartitionLog:
     """A partition directory's segments in base-offset order, as names tell them (nothing opened)."""
@@ -53,7 +88,7 @@ class PartitionLog:
     path: str
     topic: str
     partition: int
-    segments: list[SegmentFiles]
+    segments: SegmentList
     bases: list[int]
     kafka07: bool
     log_start_offset: int
@@ -86,33 +121,21 @@ def open_partition(path: str) -> PartitionLog:
         names = os.listdir(path)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
-    logs: dict[int, str] = {}
-    indexes: dict[int, str] = {}
-    times: dict[int, str] = {}
-    kinds = set()
-    for entry in names:
-        suffix = entry.rsplit(".", 1)[-1] if "." in entry else ""
-        if suffix not in ("log", "kafka", "index", "timeindex"):
-            continue
-        match = _NAME.match(entry)
-        if match is None:
-            raise InputError(
-                f"{os.path.join(path, entry)}: not a segment file name (expected digits.{suffix})"
-            )
-        base = int(match.group(1))
-        full = os.path.join(path, entry)
-        if suffix in ("log", "kafka"):
-            logs[base] = full
-            kinds.add(suffix)
-        elif suffix == "index":
-            indexes[base] = full
-        else:
-            times[base] = full
-    if len(kinds) > 1:
+    listing = "\n".join(names)  # one regex pass over every name (thousands of segments)
+    bad = _BAD_NAME.search(listing)
+    if bad is not None:
+        raise InputError(
+            f"{os.path.join(path, bad.group())}: not a segment file name (expected digits.{bad.group(1)})"
+        )
+    found = _SEGMENT_STEM.findall(listing)
+    suffixes = {suffix for _, suffix in found}
+    if len(suffixes) > 1:
         raise InputError(f"{path}: holds both .log and 0.7 .kafka segments")
-    bases = sorted(logs)
-    segments = [SegmentFiles(b, logs[b], indexes.get(b), times.get(b)) for b in bases]
-    part = PartitionLog(path, topic, int(number), segments, bases, kinds == {"kafka"}, 0)
+    stems = {int(stem): stem for stem, _ in found}
+    bases = sorted(stems)
+    suffix = "kafka" if suffixes == {"kafka"} else "log"
+    segments = SegmentList(path, bases, stems, suffix, set(names))
+    part = PartitionLog(path, topic, int(number), segments, bases, suffix == "kafka", 0)
     part.log_start_offset = _log_start_offset(part)
     return part
 
