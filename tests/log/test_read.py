@@ -399,3 +399,16 @@ def test_kafka07_latest_is_the_last_message() -> None:
     code, objs, err = read_json(str(part), "--latest", "-n", "2")
     assert (code, err) == (0, "")
     assert [o["offset"] for o in objs] == offsets[-2:]
+
+
+def test_an_unreadable_segment_is_one_line_exit_3(tmp_path) -> None:
+    part, _ = build_partition(tmp_path, 2, "none")
+    last = sorted(part.glob("*.log"))[-1]
+    last.unlink()
+    last.symlink_to(tmp_path / "unmounted-disk" / last.name)  # a dangling link
+    result = run_ktool("read", str(part), "--offset", "50")
+    assert result.exit_code == 3
+    assert result.stderr.count("\n") == 1 and str(last) in result.stderr
+    assert "Traceback" not in result.stderr
+    code, objs, _ = read_json(str(part), "--offset", "2", "-n", "2")  # the other segments still read
+    assert code == 0 and [o for o, _, _ in shown(objs)] == [2, 3]
