@@ -30,6 +30,7 @@ from kafka_tools.log.locate import (
 )
 
 TIME_INDEX_ENTRY = struct.Struct(">qi")
+INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "transactions"}  # as dump-log
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +127,7 @@ def _read(part: PartitionLog, offset: int, count: int | None, chunk: int, exact:
     remaining = count
     shown_any = False
     last_seen: int | None = None
+    internal = INTERNAL_TOPICS.get(part.topic)
     first = segment_for(part, offset)
     for k in range(first, len(part.segments)):
         seg = part.segments[k]
@@ -137,6 +139,8 @@ def _read(part: PartitionLog, offset: int, count: int | None, chunk: int, exact:
                 if frame.last_offset < offset:
                     continue
                 event, problem = _decode(seg, frame, offset, remaining, EntryEvent)
+                if internal is not None and event is not None:
+                    _decode_internal(internal, event)
                 if problem is not None:
                     yield ReadNote(problem, problem=True)
                 shown = _shown(event)
@@ -159,6 +163,19 @@ def _read(part: PartitionLog, offset: int, count: int | None, chunk: int, exact:
         if end is not None and part.segments:
             end = max(end, part.segments[-1].base_offset)
         raise _out_of_range(part, offset, chunk, end)
+
+
+def _decode_internal(mode: str, event) -> None:
+    """`__consumer_offsets` / `__transaction_state` records decoded by their schemas, as dump-log does."""
+    from kafka_tools.log.internal_records import decode_internal
+
+    if event.records is not None:
+        shown = event.records
+    elif event.inner is not None:
+        shown = event.inner
+    else:
+        shown = [event.entry]
+    event.decoded = [decode_internal(mode, r.key, r.value) for r in shown]
 
 
 def _shown(event) -> list[int]:

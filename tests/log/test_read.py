@@ -412,3 +412,13 @@ def test_an_unreadable_segment_is_one_line_exit_3(tmp_path) -> None:
     assert "Traceback" not in result.stderr
     code, objs, _ = read_json(str(part), "--offset", "2", "-n", "2")  # the other segments still read
     assert code == 0 and [o for o, _, _ in shown(objs)] == [2, 3]
+
+
+def test_consumer_offsets_records_are_decoded_as_dump_log_decodes_them() -> None:
+    part = FIXTURES / "kafka-0.9.0.1" / "logdir" / "__consumer_offsets-0"
+    dumped = run_ktool("dump-log", "--print-data-log", *map(str, sorted(part.glob("*.log"))))
+    lines = [line for line in dumped.stdout.splitlines() if line.startswith("offset: ")]
+    result = run_ktool("read", str(part), "--offset", "3")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == lines[3:]
+    assert '"type":"offset_commit"' in result.stdout
