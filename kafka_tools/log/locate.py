@@ -189,8 +189,8 @@ def index_lookup(index_path: str | None, base_offset: int, target: int, log_size
             entries = _entries_before_zero_tail(mm, size // 8)
             if _NONZERO.search(mm, entries * 8) is not None:
                 raise UntrustedIndex("entries follow a run of zeros (not increasing)")
-            if entries == 0:
-                raise UntrustedIndex("holds no entry")
+            if entries == 0 or (entries == 1 and mm[:8] == bytes(8)):
+                raise UntrustedIndex("empty")  # all zeros: a preallocated index with no entry yet
             column = array("I")
             column.frombytes(mm[: entries * 8])
     if sys.byteorder == "little":
