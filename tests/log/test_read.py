@@ -422,3 +422,18 @@ def test_consumer_offsets_records_are_decoded_as_dump_log_decodes_them() -> None
     assert result.exit_code == 0
     assert result.stdout.splitlines() == lines[3:]
     assert '"type":"offset_commit"' in result.stdout
+
+
+def test_a_batch_over_the_read_limit_is_reported_not_read(tmp_path) -> None:
+    from kafka_tools.errors import FindingsError
+    from kafka_tools.log.locate import SegmentReader
+
+    part, _ = build_partition(tmp_path, 2, "none", per_batch=40)  # batches of ~2.6 KB
+    log = sorted(part.glob("*.log"))[0]
+    with SegmentReader(str(log), chunk=64, limit=1024) as reader:
+        with pytest.raises(
+            FindingsError, match=r"position 0: batch of \d+ bytes is over the read limit of 1024"
+        ):
+            next(reader.frames(0))
+    with SegmentReader(str(log), chunk=64, limit=1 << 20) as reader:  # doubled from 64 until it fits
+        assert [f.last_offset for f in reader.frames(0)] == [39 + 40 * i for i in range(6)]
