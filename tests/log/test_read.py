@@ -437,3 +437,19 @@ def test_a_batch_over_the_read_limit_is_reported_not_read(tmp_path) -> None:
             next(reader.frames(0))
     with SegmentReader(str(log), chunk=64, limit=1 << 20) as reader:  # doubled from 64 until it fits
         assert [f.last_offset for f in reader.frames(0)] == [39 + 40 * i for i in range(6)]
+
+
+@pytest.mark.parametrize("partition", ["v2/zstd-0", "v2/transactions-0", "v1/gzip-0", "v0/snappy-0"])
+def test_read_json_objects_are_dump_logs(partition) -> None:
+    part = FIXTURES / "generated" / partition
+    dumped = run_ktool("dump-log", "--json", "--print-data-log", *map(str, sorted(part.glob("*.log"))))
+    control = {o["position"] for o in map(json.loads, dumped.stdout.splitlines()) if o.get("isControl")}
+    want = [
+        o
+        for o in map(json.loads, dumped.stdout.splitlines())
+        if o["type"] in ("batch", "record", "message")
+        and o.get("batchPosition", o.get("position")) not in control
+    ]
+    code, objs, err = read_json(str(part), "--earliest")
+    assert code == 0, err
+    assert objs == want
