@@ -704,6 +704,47 @@ out_text(out_t *o, const unsigned char *s, Py_ssize_t n)
     return 0;
 }
 
+/* A header key for a text line: as it is unless it holds a control character (C0 but the tab, DEL,
+ * C1), then with those as \xNN and a backslash doubled; bytes that are not UTF-8 stay (the output is
+ * made valid UTF-8 afterwards, as the Python path decodes keys with errors="replace").
+ * render/values.py's printable_name does the same. */
+static int
+out_name(out_t *o, const unsigned char *s, Py_ssize_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    int control = 0;
+    for (Py_ssize_t i = 0; i < n && !control; i++) {
+        unsigned char c = s[i];
+        control = (c < 0x20 && c != '\t') || c == 0x7F || (c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] < 0xA0);
+    }
+    if (out_reserve(o, control ? n * 4 : n) < 0)
+        return -1;
+    if (!control) {
+        out_put(o, (const char *)s, n);
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        int two = c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] < 0xA0;
+        if ((c < 0x20 && c != '\t') || c == 0x7F || two) {
+            for (int j = 0; j <= two; j++) {
+                unsigned char b = s[i + j];
+                o->data[o->len++] = '\\';
+                o->data[o->len++] = 'x';
+                o->data[o->len++] = hex[b >> 4];
+                o->data[o->len++] = hex[b & 15];
+            }
+            i += two;
+        } else if (c == '\\') {
+            o->data[o->len++] = '\\';
+            o->data[o->len++] = '\\';
+        } else {
+            o->data[o->len++] = (char)c;
+        }
+    }
+    return 0;
+}
+
 /* The output as bytes that are valid UTF-8: what `bytes(o).decode("utf-8", "replace").encode()`
  * gives (keys and values are copied raw; separators are ASCII, so fixing the whole output equals
  * decoding every field alone). Frees o's buffer. */
@@ -914,12 +955,12 @@ fail:
 static int
 out_utf8_of(out_t *o, PyObject *text)
 {
+    /* header keys of the text lines (out_name: control characters escaped) */
     Py_ssize_t n;
     const char *s = PyUnicode_AsUTF8AndSize(text, &n);
-    if (s == NULL || out_reserve(o, n) < 0)
+    if (s == NULL || out_name(o, (const unsigned char *)s, n) < 0)
         return -1;
-    out_put(o, s, n);
-    return 0;
+    return out_reserve(o, 16);
 }
 
 static int
@@ -1261,7 +1302,8 @@ format_payload(PyObject *self, PyObject *args)
             read_varint(p, end, &q, &n);
             if (h)
                 o.data[o.len++] = ',';
-            out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+            if (out_name(&o, p + q, (Py_ssize_t)n) < 0 || out_reserve(&o, 64 + 2 * (rec_end - start) + 16 * nh) < 0)
+                goto fail;
             q += (Py_ssize_t)n;
             read_varint(p, end, &q, &n);
             if (n > 0)
@@ -1276,7 +1318,8 @@ format_payload(PyObject *self, PyObject *args)
                     read_varint(p, end, &q, &n);
                     if (h)
                         o.data[o.len++] = ',';
-                    out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+                    if (out_name(&o, p + q, (Py_ssize_t)n) < 0 || out_reserve(&o, 64 + 2 * (rec_end - start) + 16 * nh) < 0)
+                        goto fail;
                     q += (Py_ssize_t)n;
                     o.data[o.len++] = ':';
                     read_varint(p, end, &q, &n);

@@ -49,6 +49,17 @@ def printable_text(data: bytes) -> str:
     return _TO_ESCAPE.sub(_escape_one, data.decode("utf-8", "surrogateescape"))
 
 
+_NAME_ESCAPE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\\\\]")
+
+
+def printable_name(name: str) -> str:
+    """A header key (already text) for a text line: unchanged unless it holds a control character, then
+    with those as `\\xNN` (their UTF-8 bytes) and `\\` doubled; `format/_speedups.c` (out_name) agrees."""
+    if _CONTROL_CHARS.search(name) is None:
+        return name
+    return _NAME_ESCAPE.sub(_escape_one, name)
+
+
 def _escape_one(match: re.Match) -> str:
     c = match.group()
     if c == "\\":

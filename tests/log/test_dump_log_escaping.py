@@ -45,7 +45,8 @@ def _segment(tmp_path: Path, kind: str) -> Path:
         for i, (v, _) in enumerate(VALUES)
     ]
     if kind == "v2":
-        data = v2_batch(0, [(ts, k, v, [("h", v), ("n", None)]) for _, ts, k, v in items])
+        headers = [("h", None), ("n", None), ("esc\x1b[0m\\", b"x")]  # a header key with control characters
+        data = v2_batch(0, [(ts, k, v, [("h", v), *headers[1:]]) for _, ts, k, v in items])
     elif kind == "v2-gzip":
         padded = items + [(len(items), 1_700_000_000_100, b"pad", b"x" * 200)]  # worth compressing
         data = v2_batch(0, [(ts, k, v, []) for _, ts, k, v in padded], codec=1)
@@ -70,6 +71,9 @@ def test_dump_log_never_writes_control_characters_and_c_agrees_with_python(
     for _, shown in VALUES:
         assert f"payload: {shown}" in fast.stdout
     assert "key: k\\x070" in fast.stdout and "key: k1 " in fast.stdout
+    if kind == "v2":
+        assert "headerKeys: [h,n,esc\\x1b[0m\\\\]" in fast.stdout
+        assert ",esc\\x1b[0m\\\\:x]" in fast.stdout
     for module, name in (
         (dump_text, "_format_messages"),
         (dump_text, "_format_records"),
@@ -85,7 +89,7 @@ def test_dump_log_never_writes_control_characters_and_c_agrees_with_python(
 def test_hex_and_base64_decoders_show_binary_values_whole(tmp_path) -> None:
     path = _segment(tmp_path, "v2")
     out = run_ktool("dump-log", "--print-data-log", "--value-decoder", "hex", str(path)).stdout
-    assert "payload: 610a62\n" in out and "headers: [h:610a62,n:null]" in out
+    assert "payload: 610a62\n" in out and "headers: [h:610a62,n:null,esc\\x1b[0m\\\\:78]" in out
     out = run_ktool("dump-log", "--print-data-log", "--value-decoder", "base64", str(path)).stdout
     assert "payload: YQpi\n" in out
 
