@@ -1,6 +1,6 @@
 """`ktool read --offset` against `ktool dump-log --deep-iteration --from-offset` on the same partitions.
 
-    python bench/read.py               # partitions of 20, 200 and 2,000 segments (~1.1 MiB each: 2.2 GiB)
+    python bench/read.py               # partitions of 20, 200 and 2,000 segments (~1.1 MiB each: 2.1 GiB)
     python bench/read.py --quick       # 20 and 200 segments only (~250 MiB), fewer runs
     python bench/read.py --json        # the result as JSON on stdout (progress on stderr)
     python bench/read.py --check       # exit 1 when a target of issue 17 is missed
@@ -36,7 +36,7 @@ from bench.decode import data_dir, format_table, log  # noqa: E402
 
 LAYOUT_VERSION = 1  # bump when the generated partitions change, so cached ones are rebuilt
 RECORDS_PER_BATCH = 64
-BATCHES_PER_SEGMENT = 110  # ~1.1 MiB segments: 2,000 of them hold 2.2 GiB
+BATCHES_PER_SEGMENT = 110  # ~1.1 MiB segments: 2,000 of them hold 2.1 GiB
 T0 = 1_700_000_000_000
 TARGET_WALL_S = 0.25
 TARGET_SPEEDUP = 10.0
