@@ -16,6 +16,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "dump-log": "kafka_tools.cli.dump_log:dump_log",
     "validate": "kafka_tools.cli.validate:validate",
     "truncate": "kafka_tools.cli.truncate:truncate",
+    "read": "kafka_tools.cli.read:read",
+    "offsets-at": "kafka_tools.cli.offsets_at:offsets_at",
     "brokers": "kafka_tools.cli.cluster:brokers",
     "topics": "kafka_tools.cli.cluster:topics",
     "cluster-id": "kafka_tools.cli.cluster:cluster_id",

@@ -635,6 +635,119 @@ utf8_step(const unsigned char *s, Py_ssize_t n, Py_ssize_t i, int *ok)
     return need + 1;
 }
 
+/* A key or value is printable text when it is valid UTF-8 without control characters (C0 but the tab,
+ * DEL, C1); render/values.py's printable_text decides the same. */
+static int
+text_is_printable(const unsigned char *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            if ((c < 0x20 && c != '\t') || c == 0x7F)
+                return 0;
+            i++;
+            continue;
+        }
+        int ok;
+        Py_ssize_t len = utf8_step(s, n, i, &ok);
+        if (!ok || (c == 0xC2 && s[i + 1] < 0xA0))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Copy a key or value for a text line: as it is when printable, else escaped as printable_text does
+ * (each byte not part of a printable character as \xNN, a backslash doubled), so that nothing raw
+ * reaches a terminal. */
+static int
+out_text(out_t *o, const unsigned char *s, Py_ssize_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (text_is_printable(s, n)) {
+        if (out_reserve(o, n) < 0)
+            return -1;
+        out_put(o, (const char *)s, n);
+        return 0;
+    }
+    if (out_reserve(o, n * 4) < 0)
+        return -1;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        Py_ssize_t len = 1;
+        int escape;
+        if (c < 0x80) {
+            escape = (c < 0x20 && c != '\t') || c == 0x7F;
+            if (c == '\\') {
+                o->data[o->len++] = '\\';
+                o->data[o->len++] = '\\';
+                i++;
+                continue;
+            }
+        } else {
+            int ok;
+            len = utf8_step(s, n, i, &ok);
+            escape = !ok || (c == 0xC2 && s[i + 1] < 0xA0);
+        }
+        for (Py_ssize_t j = 0; j < len; j++) {
+            unsigned char b = s[i + j];
+            if (escape) {
+                o->data[o->len++] = '\\';
+                o->data[o->len++] = 'x';
+                o->data[o->len++] = hex[b >> 4];
+                o->data[o->len++] = hex[b & 15];
+            } else {
+                o->data[o->len++] = (char)b;
+            }
+        }
+        i += len;
+    }
+    return 0;
+}
+
+/* A header key for a text line: as it is unless it holds a control character (C0 but the tab, DEL,
+ * C1), then with those as \xNN and a backslash doubled; bytes that are not UTF-8 stay (the output is
+ * made valid UTF-8 afterwards, as the Python path decodes keys with errors="replace").
+ * render/values.py's printable_name does the same. */
+static int
+out_name(out_t *o, const unsigned char *s, Py_ssize_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    int control = 0;
+    for (Py_ssize_t i = 0; i < n && !control; i++) {
+        unsigned char c = s[i];
+        control = (c < 0x20 && c != '\t') || c == 0x7F || (c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] < 0xA0);
+    }
+    if (out_reserve(o, control ? n * 4 : n) < 0)
+        return -1;
+    if (!control) {
+        out_put(o, (const char *)s, n);
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        int two = c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] < 0xA0;
+        if ((c < 0x20 && c != '\t') || c == 0x7F || two) {
+            for (int j = 0; j <= two; j++) {
+                unsigned char b = s[i + j];
+                o->data[o->len++] = '\\';
+                o->data[o->len++] = 'x';
+                o->data[o->len++] = hex[b >> 4];
+                o->data[o->len++] = hex[b & 15];
+            }
+            i += two;
+        } else if (c == '\\') {
+            o->data[o->len++] = '\\';
+            o->data[o->len++] = '\\';
+        } else {
+            o->data[o->len++] = (char)c;
+        }
+    }
+    return 0;
+}
+
 /* The output as bytes that are valid UTF-8: what `bytes(o).decode("utf-8", "replace").encode()`
  * gives (keys and values are copied raw; separators are ASCII, so fixing the whole output equals
  * decoding every field alone). Frees o's buffer. */
@@ -765,10 +878,12 @@ format_messages(PyObject *self, PyObject *args)
                     goto fail;
                 if (m.key_len >= 0) {
                     PUT(&o, " key: ");
-                    out_put(&o, (const char *)p + m.key_at, m.key_len);
+                    if (out_text(&o, p + m.key_at, m.key_len) < 0 || out_reserve(&o, 16) < 0)
+                        goto fail;
                 }
                 PUT(&o, " payload: ");
-                out_put(&o, (const char *)p + m.value_at, m.value_len);
+                if (out_text(&o, p + m.value_at, m.value_len) < 0 || out_reserve(&o, 2) < 0)
+                    goto fail;
             }
             o.data[o.len++] = '\n';
             continue_next:
@@ -843,21 +958,21 @@ fail:
 static int
 out_utf8_of(out_t *o, PyObject *text)
 {
+    /* header keys of the text lines (out_name: control characters escaped) */
     Py_ssize_t n;
     const char *s = PyUnicode_AsUTF8AndSize(text, &n);
-    if (s == NULL || out_reserve(o, n) < 0)
+    if (s == NULL || out_name(o, (const unsigned char *)s, n) < 0)
         return -1;
-    out_put(o, s, n);
-    return 0;
+    return out_reserve(o, 16);
 }
 
 static int
 out_bytes(out_t *o, PyObject *b)
 {
-    if (out_reserve(o, PyBytes_GET_SIZE(b)) < 0)
+    /* keys, values and header values of the text lines: escaped when not printable (out_text) */
+    if (out_text(o, (const unsigned char *)PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b)) < 0)
         return -1;
-    out_put(o, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
-    return 0;
+    return out_reserve(o, 16);
 }
 
 static PyObject *
@@ -1190,7 +1305,8 @@ format_payload(PyObject *self, PyObject *args)
             read_varint(p, end, &q, &n);
             if (h)
                 o.data[o.len++] = ',';
-            out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+            if (out_name(&o, p + q, (Py_ssize_t)n) < 0 || out_reserve(&o, 64 + 2 * (rec_end - start) + 16 * nh) < 0)
+                goto fail;
             q += (Py_ssize_t)n;
             read_varint(p, end, &q, &n);
             if (n > 0)
@@ -1205,14 +1321,16 @@ format_payload(PyObject *self, PyObject *args)
                     read_varint(p, end, &q, &n);
                     if (h)
                         o.data[o.len++] = ',';
-                    out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+                    if (out_name(&o, p + q, (Py_ssize_t)n) < 0 || out_reserve(&o, 64 + 2 * (rec_end - start) + 16 * nh) < 0)
+                        goto fail;
                     q += (Py_ssize_t)n;
                     o.data[o.len++] = ':';
                     read_varint(p, end, &q, &n);
                     if (n < 0) {
                         PUT(&o, "null");
                     } else {
-                        out_put(&o, (const char *)p + q, (Py_ssize_t)n);
+                        if (out_text(&o, p + q, (Py_ssize_t)n) < 0 || out_reserve(&o, 64 + 2 * (rec_end - start) + 16 * nh) < 0)
+                            goto fail;
                         q += (Py_ssize_t)n;
                     }
                 }
@@ -1220,11 +1338,13 @@ format_payload(PyObject *self, PyObject *args)
             }
             if (key_len >= 0) {
                 PUT(&o, " key: ");
-                out_put(&o, (const char *)p + key_at, (Py_ssize_t)key_len);
+                if (out_text(&o, p + key_at, (Py_ssize_t)key_len) < 0 || out_reserve(&o, 64 + 2 * (rec_end - start) + 16 * nh) < 0)
+                    goto fail;
             }
             if (value_len >= 0) {
                 PUT(&o, " payload: ");
-                out_put(&o, (const char *)p + value_at, (Py_ssize_t)value_len);
+                if (out_text(&o, p + value_at, (Py_ssize_t)value_len) < 0 || out_reserve(&o, 64 + 2 * (rec_end - start) + 16 * nh) < 0)
+                    goto fail;
             }
         }
         o.data[o.len++] = '\n';

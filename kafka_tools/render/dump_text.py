@@ -26,7 +26,7 @@ from kafka_tools.log.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.render.lines import LineWriter
-from kafka_tools.render.values import decode_text
+from kafka_tools.render.values import decode_text, printable_name
 
 Fields = list[tuple[str, object]]
 _format_messages = _C.format_messages if _C is not None else None  # Kafka 0.9's message lines, in C
@@ -218,7 +218,7 @@ class DumpTextRenderer:
                     f"| offset: {r.offset} {label}: {r.timestamp} "
                     f"keySize: {-1 if r.key is None else len(r.key)} "
                     f"valueSize: {-1 if r.value is None else len(r.value)} sequence: {r.sequence} "
-                    f"headerKeys: [{','.join(k for k, _ in r.headers)}]\n"
+                    f"headerKeys: [{','.join(printable_name(k) for k, _ in r.headers)}]\n"
                     for r in records
                 )
             )
@@ -240,7 +240,7 @@ class DumpTextRenderer:
                 ("keySize", -1 if r.key is None else len(r.key)),
                 ("valueSize", -1 if r.value is None else len(r.value)),
                 ("sequence", r.sequence),
-                ("headerKeys", "[" + ",".join(k for k, _ in r.headers) + "]"),
+                ("headerKeys", "[" + ",".join(printable_name(k) for k, _ in r.headers) + "]"),
             ]
             if b.is_control:
                 fields += _control_fields(r)
@@ -249,7 +249,7 @@ class DumpTextRenderer:
         elif self.print_data and not b.is_control:
             if r.headers:
                 shown = (
-                    f"{k}:{decode_text(v, self.value_decoder) if v is not None else 'null'}"
+                    f"{printable_name(k)}:{decode_text(v, self.value_decoder) if v is not None else 'null'}"
                     for k, v in r.headers
                 )
                 fields.append(("headers", "[" + ",".join(shown) + "]"))

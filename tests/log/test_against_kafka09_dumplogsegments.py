@@ -56,6 +56,11 @@ def _comparable(path: Path) -> bool:
         # 0.9 printed a compressed wrapper's raw bytes as its payload; ktool's --print-data-log, like
         # modern Kafka's, iterates into the wrapper instead (the deep-data case covers it).
         return False
+    if variant == "deep-data" and partition.startswith("__consumer_offsets"):
+        # Binary keys and values (--no-offsets-decoder): 0.9 wrote them raw, control characters and
+        # line breaks included; ktool escapes what is not printable text (\\xNN) so that nothing raw
+        # reaches a terminal. Its decoded form is compared below (test_offsets_decoder_…).
+        return False
     return not (variant == "data" and partition.startswith("__consumer_offsets"))
 
 

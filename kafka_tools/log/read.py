@@ -1,0 +1,372 @@
+"""The service behind `ktool read`: the records of a partition directory from an offset or a time, as
+a consumer fetching from the broker would get them, located without decoding what comes before.
+
+`log/locate.py` finds the segment and the position; this module decodes the batch holding the offset,
+drops what lies below it (inside compressed wrappers and v2 batches too), and goes on batch by batch and
+segment by segment until `count` records are shown or the log ends. Events are `dump-log`'s
+(`EntryEvent`), so its renderers print them; warnings and notes come as `ReadNote`s.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from kafka_tools.errors import FindingsError, UsageError
+from kafka_tools.log.locate import (
+    DEFAULT_CHUNK,
+    Frame,
+    PartitionLog,
+    SegmentFiles,
+    SegmentReader,
+    UntrustedIndex,
+    frames_from,
+    log_end_offset,
+    open_partition,
+    segment_for,
+)
+
+TIME_INDEX_ENTRY = struct.Struct(">qi")
+INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "transactions"}  # as dump-log
+
+
+@dataclass(frozen=True, slots=True)
+class ReadStart:
+    """Where to start: `offset` (value N), `timestamp` (value T, epoch ms), `earliest` or `latest`."""
+
+    kind: str
+    value: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadNote:
+    """A line for stderr: a warning (an index not used, a damaged batch) or a note on the start."""
+
+    message: str
+    problem: bool = False  # a damaged batch: the exit code says findings
+
+
+def parse_time(text: str, option: str = "--timestamp") -> int:
+    """Epoch milliseconds, or an ISO-8601 time (UTC unless it says otherwise)."""
+    text = text.strip()
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    from datetime import datetime, timezone
+
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"{option} {text!r}: expected epoch milliseconds or an ISO-8601 time (2024-05-01T12:00:00Z)"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return int(when.timestamp() * 1000)
+
+
+def read_partition(
+    path: str, start: ReadStart, count: int | None = None, chunk: int = DEFAULT_CHUNK
+) -> Iterator:
+    """EntryEvents (records from the start, at most `count`) and ReadNotes, in output order. Raises
+    FindingsError (exit 1) for a start out of range, with the valid range, and for damaged data."""
+    part = open_partition(path)
+    if start.kind == "timestamp":
+        offset = yield from offset_for_time(part, start.value, chunk)
+        if offset is None:
+            end = log_end_offset(part, chunk)
+            raise FindingsError(
+                f"{path}: no record has a timestamp at or after {start.value} (log end offset {end})"
+            )
+    elif start.kind == "earliest":
+        offset = part.log_start_offset
+    elif start.kind == "latest":
+        end = log_end_offset(part, chunk)
+        yield from _notes(part)
+        if end <= part.log_start_offset:
+            raise FindingsError(f"{path}: the partition is empty (log start = log end = {end})")
+        count = count or 1
+        if part.kafka07:  # offsets are byte positions: the starts of the last messages
+            offset = _last_kafka07_starts(part, count, chunk)
+        else:
+            offset = max(part.log_start_offset, end - count)
+    else:
+        offset = start.value
+    if offset < part.log_start_offset:
+        raise _out_of_range(part, offset, chunk)
+    if part.kafka07:
+        yield from _read_kafka07(part, offset, count, chunk)
+    else:
+        yield from _read(part, offset, count, chunk, exact=start.kind == "offset")
+
+
+def _notes(part: PartitionLog) -> Iterator[ReadNote]:
+    while part.warnings:
+        yield ReadNote(part.warnings.pop(0))
+
+
+def _out_of_range(part: PartitionLog, offset: int, chunk: int, end: int | None = None) -> FindingsError:
+    if end is None:
+        end = log_end_offset(part, chunk)
+    start = part.log_start_offset
+    if end <= start:
+        return FindingsError(
+            f"{part.path}: offset {offset} is out of range: the partition is empty (log end {end})"
+        )
+    return FindingsError(
+        f"{part.path}: offset {offset} is out of range: valid offsets are {start} to {end - 1} "
+        f"(log start offset {start}, log end offset {end})"
+    )
+
+
+def _read(part: PartitionLog, offset: int, count: int | None, chunk: int, exact: bool) -> Iterator:
+    from kafka_tools.log.dump_events import EntryEvent
+
+    remaining = count
+    shown_any = False
+    last_seen: int | None = None
+    internal = INTERNAL_TOPICS.get(part.topic)
+    first = segment_for(part, offset)
+    for k in range(first, len(part.segments)):
+        seg = part.segments[k]
+        with SegmentReader(seg.log, chunk) as reader:
+            frames = frames_from(seg, offset, reader, part.warnings) if k == first else reader.frames(0)
+            for frame in frames:
+                yield from _notes(part)
+                last_seen = frame.last_offset
+                if frame.last_offset < offset:
+                    continue
+                event, problem = _decode(seg, frame, offset, remaining, EntryEvent)
+                if internal is not None and event is not None:
+                    _decode_internal(internal, event)
+                if problem is not None:
+                    yield ReadNote(problem, problem=True)
+                shown = _shown(event)
+                if not shown:
+                    continue
+                if not shown_any and exact and shown[0] != offset:
+                    yield ReadNote(
+                        f"{part.path}: offset {offset} is not in the log (removed by compaction, or a gap "
+                        f"between segments); reading from offset {shown[0]}, the next one"
+                    )
+                shown_any = True
+                yield event
+                if remaining is not None:
+                    remaining -= len(shown)
+                    if remaining <= 0:
+                        return
+        yield from _notes(part)
+    if not shown_any:
+        end = None if last_seen is None else last_seen + 1
+        if end is not None and part.segments:
+            end = max(end, part.segments[-1].base_offset)
+        raise _out_of_range(part, offset, chunk, end)
+
+
+def _decode_internal(mode: str, event) -> None:
+    """`__consumer_offsets` / `__transaction_state` records decoded by their schemas, as dump-log does."""
+    from kafka_tools.log.internal_records import decode_internal
+
+    if event.records is not None:
+        shown = event.records
+    elif event.inner is not None:
+        shown = event.inner
+    else:
+        shown = [event.entry]
+    event.decoded = [decode_internal(mode, r.key, r.value) for r in shown]
+
+
+def _shown(event) -> list[int]:
+    """Offsets of the records an event shows."""
+    if event is None:
+        return []
+    if event.records is not None:
+        return [r.offset for r in event.records]
+    if event.inner is not None:
+        return [m.offset for m in event.inner]
+    return [event.entry.offset]
+
+
+def _decode(seg: SegmentFiles, frame: Frame, offset: int, remaining: int | None, make) -> tuple:
+    """The EntryEvent of a frame holding records at or above `offset` (at most `remaining`), and a
+    problem line when its CRC does not match."""
+    from kafka_tools.format.message_set import parse_message
+    from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header
+
+    try:
+        if frame.magic == 2:
+            entry = parse_batch_header(frame.buf, frame.at, frame.position)
+            if entry.is_control:  # transaction markers: a consumer never sees them
+                return None, _crc_problem(seg, entry)
+            records = [r for r in entry.records() if r.offset >= offset][:remaining]
+            return make(seg.log, entry, records=records), _crc_problem(seg, entry)
+        entry = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.size)
+        if entry.is_compressed:
+            inner = [m for m in entry.inner_messages() if m.offset >= offset][:remaining]
+            return make(seg.log, entry, inner=inner), _crc_problem(seg, entry)
+        return make(seg.log, entry), _crc_problem(seg, entry)
+    except RecordDecodeError as exc:
+        raise FindingsError(f"{seg.log}: position {exc.position}: records undecodable: {exc}") from None
+
+
+def _crc_problem(seg: SegmentFiles, entry) -> str | None:
+    if entry.is_valid:
+        return None
+    return (
+        f"{seg.log}: position {entry.position} (offset {entry.last_offset}): crc-mismatch: stored crc "
+        f"{entry.crc} does not match computed {entry.computed_crc}"
+    )
+
+
+def _read_kafka07(part: PartitionLog, offset: int, count: int | None, chunk: int) -> Iterator:
+    """0.7: an offset is a byte position (the segment's base plus the message's position in it); one
+    that is not where a message starts is an error naming the valid offsets around it."""
+    from kafka_tools.format.kafka07 import parse_kafka07
+    from kafka_tools.format.record_batch import RecordDecodeError
+    from kafka_tools.log.dump_events import EntryEvent
+
+    remaining = count
+    started = False
+    first = segment_for(part, offset)
+    end = part.segments[first].base_offset if part.segments else 0
+    for k in range(first, len(part.segments)):
+        seg = part.segments[k]
+        with SegmentReader(seg.log, chunk) as reader:
+            before = None
+            for frame in reader.kafka07_frames(0):
+                at = seg.base_offset + frame.position
+                end = at + frame.size
+                if not started:
+                    if at < offset:
+                        before = at
+                        continue
+                    if at > offset:
+                        raise _not_a_boundary(part, offset, before, at)
+                    started = True
+                message = parse_kafka07(frame.buf, frame.at, frame.position, seg.base_offset)
+                try:
+                    inner = message.inner_messages() if message.is_compressed else None
+                except RecordDecodeError as exc:
+                    raise FindingsError(
+                        f"{seg.log}: position {exc.position}: records undecodable: {exc}"
+                    ) from None
+                if not message.is_valid:
+                    yield ReadNote(
+                        f"{seg.log}: position {frame.position} (offset {at}): crc-mismatch: stored crc "
+                        f"{message.crc} does not match computed {message.computed_crc}",
+                        problem=True,
+                    )
+                if inner is not None and remaining is not None:
+                    inner = inner[:remaining]
+                yield EntryEvent(seg.log, message, inner=inner)
+                if remaining is not None:
+                    remaining -= len(inner) if inner is not None else 1
+                    if remaining <= 0:
+                        return
+            if not started and before is not None and k == len(part.segments) - 1 and end != offset:
+                raise _not_a_boundary(part, offset, before, None if offset < end else end)
+    if not started:
+        raise _out_of_range(part, offset, chunk, end)
+
+
+def _last_kafka07_starts(part: PartitionLog, count: int, chunk: int) -> int:
+    """The offset of the `count`-th message from the end of the last non-empty 0.7 segment."""
+    for seg in reversed(part.segments):
+        with SegmentReader(seg.log, chunk) as reader:
+            starts = [seg.base_offset + f.position for f in reader.kafka07_frames(0)]
+        if starts:
+            return starts[-min(count, len(starts))]
+    return part.log_start_offset
+
+
+def _not_a_boundary(part: PartitionLog, offset: int, before: int | None, after: int | None) -> FindingsError:
+    near = " and ".join(str(o) for o in (before, after) if o is not None)
+    return FindingsError(
+        f"{part.path}: offset {offset} is not where a message starts (Kafka 0.7 offsets are byte "
+        f"positions); the nearest valid offsets are {near}"
+    )
+
+
+def offset_for_time(part: PartitionLog, timestamp: int, chunk: int = DEFAULT_CHUNK):
+    """The offset of the first record whose timestamp is at or after `timestamp` (the broker's
+    ListOffsets), None when there is none: the first segment whose largest timestamp reaches it, its
+    `.timeindex` for where to start, then the batches. Magic 0 and 0.7 have no timestamps: an error.
+    A generator: it yields ReadNotes and returns the offset."""
+    if part.kafka07:
+        raise FindingsError(f"{part.path}: Kafka 0.7 messages carry no timestamp: use --offset")
+    for seg in part.segments:
+        start = _time_index_start(seg, timestamp, part.warnings)
+        yield from _notes(part)
+        if start is None:
+            continue  # its largest timestamp is below the one asked for
+        with SegmentReader(seg.log, chunk) as reader:
+            for frame in frames_from(seg, start, reader, part.warnings):
+                found = _first_at_or_after(seg, frame, timestamp)
+                if found is not None:
+                    yield from _notes(part)
+                    return found
+        yield from _notes(part)
+    return None
+
+
+def _time_index_start(seg: SegmentFiles, timestamp: int, warnings: list[str]) -> int | None:
+    """Where to look in a segment for `timestamp`: the offset of the last `.timeindex` entry below it
+    (every record before that is older), the base offset when there is none or the index is not to be
+    trusted (then the segment is scanned), None when the index's largest timestamp is below it."""
+    path = seg.time_index
+    if path is None or not os.path.exists(path):
+        return seg.base_offset
+    try:
+        entries = _time_entries(path)
+    except (UntrustedIndex, OSError) as why:
+        warnings.append(f"{path}: {why}: not used, scanning the segment")
+        return seg.base_offset
+    if not entries:
+        return seg.base_offset
+    if entries[-1][0] < timestamp:
+        return None
+    below = [rel for ts, rel in entries if ts < timestamp]
+    return seg.base_offset + below[-1] if below else seg.base_offset
+
+
+def _time_entries(path: str) -> list[tuple[int, int]]:
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) % 12:
+        raise UntrustedIndex(f"size {len(data)} is not a multiple of 12")
+    entries = list(TIME_INDEX_ENTRY.iter_unpack(data))
+    while len(entries) > 1 and entries[-1] == (0, 0):
+        entries.pop()  # the preallocated tail
+    if entries and entries[0] == (0, 0) and len(entries) == 1:
+        return []
+    for (t1, o1), (t2, o2) in zip(entries, entries[1:], strict=False):
+        if t2 < t1 or o2 <= o1:
+            raise UntrustedIndex("entries not increasing")
+    return entries
+
+
+def _first_at_or_after(seg: SegmentFiles, frame: Frame, timestamp: int) -> int | None:
+    from kafka_tools.format.message_set import parse_message
+    from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header
+
+    try:
+        if frame.magic == 0:
+            raise FindingsError(
+                f"{seg.log}: position {frame.position}: message format v0 has no timestamps: use --offset"
+            )
+        if frame.magic == 2:
+            batch = parse_batch_header(frame.buf, frame.at, frame.position)
+            if batch.max_timestamp < timestamp or batch.is_control:
+                return None
+            return next((r.offset for r in batch.records() if r.timestamp >= timestamp), None)
+        message = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.size)
+        if message.timestamp < timestamp and not message.is_compressed:
+            return None
+        if not message.is_compressed:
+            return message.offset
+        inner = message.inner_messages()
+        return next((m.offset for m in inner if m.timestamp >= timestamp), None)
+    except RecordDecodeError as exc:
+        raise FindingsError(f"{seg.log}: position {exc.position}: records undecodable: {exc}") from None

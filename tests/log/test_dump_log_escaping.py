@@ -1,0 +1,100 @@
+"""Keys and values that are not printable text never reach a terminal raw: `dump-log` and `read` escape
+them (`\\xNN`, a backslash doubled), the same in the C record lines and the Python renderer; printable
+text (Unicode included) prints unchanged, as Kafka's DumpLogSegments prints it."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafka_tools.render import dump_json, dump_text
+from kafka_tools.render.values import printable_text
+from tests.independent import FIXTURES
+from tests.support.cli import run_ktool
+
+sys.path.insert(0, str(FIXTURES))
+from make_fixtures import legacy_plain, legacy_wrapper, v2_batch  # noqa: E402
+
+VALUES = [
+    (b"plain text", "plain text"),
+    ("Grüße ✓ 日本語 🚀".encode(), "Grüße ✓ 日本語 🚀"),
+    (b"back\\slash", "back\\slash"),
+    (b"tab\tok", "tab\tok"),
+    (b"a\nb", "a\\x0ab"),
+    (b"\x1b[2J\x1b[31mred", "\\x1b[2J\\x1b[31mred"),
+    (b"\x00\x01bin\xff", "\\x00\\x01bin\\xff"),
+    ("c1\x9b".encode(), "c1\\xc2\\x9b"),
+    (b"del\x7f and back\\slash", "del\\x7f and back\\\\slash"),
+    (b"\xed\xa0\x80 cut \xe2\x82", "\\xed\\xa0\\x80 cut \\xe2\\x82"),
+    (b"\xc3\xa9\x80", "é\\x80"),
+]
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@pytest.mark.parametrize(("raw", "shown"), VALUES)
+def test_printable_text_escapes_only_what_is_not_printable(raw: bytes, shown: str) -> None:
+    assert printable_text(raw) == shown
+
+
+def _segment(tmp_path: Path, kind: str) -> Path:
+    items = [
+        (i, 1_700_000_000_000 + i, b"k\x07%d" % i if i % 3 == 0 else b"k%d" % i, v)
+        for i, (v, _) in enumerate(VALUES)
+    ]
+    if kind == "v2":
+        headers = [("h", None), ("n", None), ("esc\x1b[0m\\", b"x")]  # a header key with control characters
+        data = v2_batch(0, [(ts, k, v, [("h", v), *headers[1:]]) for _, ts, k, v in items])
+    elif kind == "v2-gzip":
+        padded = items + [(len(items), 1_700_000_000_100, b"pad", b"x" * 200)]  # worth compressing
+        data = v2_batch(0, [(ts, k, v, []) for _, ts, k, v in padded], codec=1)
+    elif kind == "v0":
+        data = legacy_plain(0, [(o, None, k, v) for o, _, k, v in items])
+    else:
+        data = legacy_wrapper(1, 1, items)
+    path = tmp_path / "t-0" / "00000000000000000000.log"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["v2", "v2-gzip", "v0", "v1-gzip"])
+def test_dump_log_never_writes_control_characters_and_c_agrees_with_python(
+    tmp_path, kind, monkeypatch
+) -> None:
+    path = _segment(tmp_path, kind)
+    fast = run_ktool("dump-log", "--print-data-log", str(path))
+    assert fast.exit_code == 0
+    assert CONTROL.search(fast.stdout) is None
+    for _, shown in VALUES:
+        assert f"payload: {shown}" in fast.stdout
+    assert "key: k\\x070" in fast.stdout and "key: k1 " in fast.stdout
+    if kind == "v2":
+        assert "headerKeys: [h,n,esc\\x1b[0m\\\\]" in fast.stdout
+        assert ",esc\\x1b[0m\\\\:x]" in fast.stdout
+    for module, name in (
+        (dump_text, "_format_messages"),
+        (dump_text, "_format_records"),
+        (dump_text, "_format_payload"),
+        (dump_json, "_format_messages"),
+        (dump_json, "_format_payload"),
+    ):
+        monkeypatch.setattr(module, name, None)
+    slow = run_ktool("dump-log", "--print-data-log", str(path))
+    assert slow.stdout == fast.stdout
+
+
+def test_hex_and_base64_decoders_show_binary_values_whole(tmp_path) -> None:
+    path = _segment(tmp_path, "v2")
+    out = run_ktool("dump-log", "--print-data-log", "--value-decoder", "hex", str(path)).stdout
+    assert "payload: 610a62\n" in out and "headers: [h:610a62,n:null,esc\\x1b[0m\\\\:78]" in out
+    out = run_ktool("dump-log", "--print-data-log", "--value-decoder", "base64", str(path)).stdout
+    assert "payload: YQpi\n" in out
+
+
+def test_read_escapes_like_dump_log(tmp_path) -> None:
+    path = _segment(tmp_path, "v2")
+    out = run_ktool("read", str(path.parent), "--offset", "4", "-n", "1").stdout
+    assert "payload: a\\x0ab" in out and CONTROL.search(out) is None

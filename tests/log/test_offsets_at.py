@@ -1,0 +1,134 @@
+"""`ktool offsets-at`: each partition's offset at a time from a log dir's files, as GetOffsetShell asks a
+broker: checked on written partitions and against a real Kafka 0.9.0.1 broker's GetOffsetShell on the
+log dir that broker wrote (and `read` against its SimpleConsumerShell)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.independent import FIXTURES
+from tests.log.test_read import T0, build_partition, tree_state
+from tests.support.cli import run_ktool
+
+BROKER_PROPERTIES = {"log.retention.check.interval.ms": "1000", "log.segment.delete.delay.ms": "0"}
+
+
+def test_offsets_at_earliest_latest_and_time(tmp_path) -> None:
+    build_partition(tmp_path / "a", 2, "gzip", topic="orders")  # offsets 0..71, ts T0 + 10*offset
+    build_partition(tmp_path / "a", 1, "none", topic="events", first_offset=500)
+    (tmp_path / "a" / "log-start-offset-checkpoint").write_text("0\n1\norders 0 12\n")
+    logdir = str(tmp_path / "a")
+    assert run_ktool("offsets-at", logdir).stdout == "events:0:572\norders:0:72\n"
+    assert run_ktool("offsets-at", "--time", "-2", logdir).stdout == "events:0:500\norders:0:12\n"
+    assert run_ktool("offsets-at", "--time", str(T0 + 5005), logdir).stdout == "events:0:501\norders:0:\n"
+    result = run_ktool("offsets-at", "--json", "--time", str(T0 + 301), logdir)
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        {"logDir": logdir, "topic": "events", "partition": 0, "offset": 500, "time": T0 + 301},
+        {"logDir": logdir, "topic": "orders", "partition": 0, "offset": 31, "time": T0 + 301},
+    ]
+
+
+def test_offsets_at_v0_time_is_one_line_and_exit_1_the_others_answered(tmp_path) -> None:
+    build_partition(tmp_path, 0, "none", topic="old")
+    build_partition(tmp_path, 2, "none", topic="new")
+    result = run_ktool("offsets-at", "--time", str(T0), str(tmp_path))
+    assert result.exit_code == 1
+    assert result.stdout == "new:0:0\n"
+    assert result.stderr.count("\n") == 1 and "message format v0 has no timestamps" in result.stderr
+
+
+def test_offsets_at_bad_input_is_one_line(tmp_path) -> None:
+    result = run_ktool("offsets-at", str(tmp_path / "missing"))
+    assert result.exit_code == 3 and result.stderr.count("\n") == 1
+    result = run_ktool("offsets-at", "--time", "yesterday", str(FIXTURES / "generated" / "v2"))
+    assert result.exit_code == 2
+
+
+def test_offsets_at_never_writes(tmp_path) -> None:
+    build_partition(tmp_path, 1, "snappy", topic="x")
+    before = tree_state(tmp_path)
+    for when in ("earliest", "latest", str(T0 + 50)):
+        assert run_ktool("offsets-at", "--time", when, str(tmp_path)).exit_code == 0
+    assert tree_state(tmp_path) == before
+
+
+def test_offsets_at_the_09_fixture_log_dir() -> None:
+    result = run_ktool("offsets-at", str(FIXTURES / "kafka-0.9.0.1" / "logdir"))
+    sent = json.loads((FIXTURES / "kafka-0.9.0.1" / "messages.json").read_text())["topics"]
+    lines = dict(line.rsplit(":", 1) for line in result.stdout.splitlines())
+    for topic, messages in sent.items():
+        if f"{topic}:0" in lines:
+            assert int(lines[f"{topic}:0"]) == messages[-1]["offset"] + 1
+
+
+# -- against a real Kafka 0.9.0.1 broker ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def broker_log(kafka09_cluster):
+    """Topics written by the real broker: `kept` (2 partitions, several segments) and `trimmed` (small
+    retention: its oldest segments are deleted by the broker, so its earliest offset is above 0)."""
+    broker = kafka09_cluster.broker
+    broker.create_topic("kept", partitions=2, config={"segment.bytes": 2048})
+    broker.create_topic("trimmed", config={"segment.bytes": 1024, "retention.bytes": 2048})
+    broker.produce("kept", [f"kept message {i:04d}" for i in range(300)], sync=True)
+    broker.produce("trimmed", [f"trimmed message {i:04d}" for i in range(120)], sync=True)  # many sets
+    latest = _get_offset_shell(broker, "kept", -1)
+    assert sum(int(line.rsplit(":", 1)[1]) for line in latest) == 300, latest
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _get_offset_shell(broker, "trimmed", -2) == {"trimmed:0:0"}:
+        time.sleep(1)
+    return broker
+
+
+def _get_offset_shell(broker, topic: str, when: int) -> set[str]:
+    out = broker.run_tool(
+        "kafka.tools.GetOffsetShell", "--broker-list", broker.bootstrap, "--topic", topic, "--time", str(when)
+    )
+    return {line.strip() for line in out.splitlines() if line.startswith(f"{topic}:")}
+
+
+@pytest.mark.parametrize("when", [-1, -2])
+def test_offsets_at_agrees_with_the_brokers_get_offset_shell(broker_log, when) -> None:
+    theirs = _get_offset_shell(broker_log, "kept", when) | _get_offset_shell(broker_log, "trimmed", when)
+    if when == -2:
+        assert "trimmed:0:0" not in theirs  # the broker deleted segments: a log start above 0
+    result = run_ktool("offsets-at", "--time", str(when), str(broker_log.log_dir))
+    assert result.exit_code == 0, result.stderr
+    ours = {line for line in result.stdout.splitlines() if line.split(":")[0] in ("kept", "trimmed")}
+    assert ours == theirs and len(ours) == 3
+
+
+def test_read_agrees_with_the_brokers_simple_consumer_shell(broker_log) -> None:
+    compared = 0
+    for partition in (0, 1):
+        for offset in (0, 37, 120):
+            part = Path(broker_log.log_dir) / f"kept-{partition}"
+            result = run_ktool("read", "--json", str(part), "--offset", str(offset), "-n", "5")
+            if result.exit_code == 1:  # the partition holds fewer messages: the broker agrees
+                assert "out of range" in result.stderr
+                continue
+            assert result.stderr == ""  # the live broker's preallocated (zeroed) indexes are no warning
+            ours = [json.loads(line)["value"] for line in result.stdout.splitlines()]
+            out = broker_log.run_tool(
+                "kafka.tools.SimpleConsumerShell",
+                "--broker-list",
+                broker_log.bootstrap,
+                "--topic",
+                "kept",
+                "--partition",
+                str(partition),
+                "--offset",
+                str(offset),
+                "--max-messages",
+                "5",
+                "--no-wait-at-logend",
+            )
+            theirs = [line for line in out.splitlines() if line.startswith("kept message")]
+            assert ours == theirs and len(ours) == 5
+            compared += 1
+    assert compared >= 4
