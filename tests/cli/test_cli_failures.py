@@ -46,9 +46,9 @@ def one_line(result) -> str:
 
 def test_refused_zookeeper_is_reported_at_once() -> None:
     port = free_port()
-    result, elapsed = timed("brokers", "--zookeeper", f"127.0.0.1:{port}/kafka", "--zk-timeout", "10")
+    result, elapsed = timed("brokers", "--zookeeper", f"127.0.0.1:{port}/kafka", "--zk-timeout", "30")
     assert one_line(result) == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port}: connection refused"
-    assert elapsed < 2, elapsed  # not the 10 s timeout
+    assert elapsed < 10, elapsed  # not the 30 s timeout
 
 
 def test_unresolvable_zookeeper_is_named_as_such() -> None:
@@ -80,11 +80,13 @@ def test_several_zookeeper_servers_each_say_why() -> None:
 
 def test_refused_broker_is_named_at_once() -> None:
     port = free_port()
-    result, elapsed = timed("groups", "list", "--bootstrap-server", f"127.0.0.1:{port}")
+    result, elapsed = timed(
+        "groups", "list", "--bootstrap-server", f"127.0.0.1:{port}", "--broker-timeout", "30"
+    )
     assert one_line(result) == (
         f"ktool: broker 127.0.0.1:{port}: connection refused (is a broker listening there?)"
     )
-    assert elapsed < 2, elapsed
+    assert elapsed < 10, elapsed  # not the 30 s timeout
 
 
 def test_unresolvable_broker_is_named_as_such() -> None:

@@ -295,15 +295,17 @@ ZK_COMMANDS = [
 
 
 @pytest.mark.parametrize("command", ZK_COMMANDS, ids=" ".join)
-def test_every_zookeeper_command_reports_a_refused_port_within_2s(command) -> None:
+def test_every_zookeeper_command_reports_a_refused_port_without_waiting(command) -> None:
+    # A refused port is known at once: well under the 30 s timeout given (how fast, under 2 s on an idle
+    # machine, is a figure for bench/, not for a test on a shared CI box).
     port = free_port()
     t0 = time.monotonic()
-    result = run_script(*command, "--zookeeper", f"127.0.0.1:{port}")  # the default 10 s timeout
+    result = run_script(*command, "--zookeeper", f"127.0.0.1:{port}", "--zk-timeout", "30")
     elapsed = time.monotonic() - t0
     assert result.returncode == 3, (result.stdout, result.stderr)
     assert result.stdout == ""
     assert result.stderr == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port}: connection refused\n"
-    assert elapsed < 2, elapsed
+    assert elapsed < 10, elapsed
 
 
 @pytest.mark.parametrize(

@@ -173,12 +173,12 @@ def test_cluster_id_prints_the_id_or_says_there_is_none(zk_root, zk_cli) -> None
 def test_unreachable_server_fails_within_the_timeout_naming_it(zk_cli) -> None:
     port = free_port()  # nothing listens here
     t0 = time.monotonic()
-    result = zk_cli("brokers", "--zookeeper", f"127.0.0.1:{port}/kafka", "--zk-timeout", "2")
+    result = zk_cli("brokers", "--zookeeper", f"127.0.0.1:{port}/kafka", "--zk-timeout", "30")
     elapsed = time.monotonic() - t0
     assert (
         one_line_error(result) == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port}: connection refused"
     )
-    assert elapsed < 2, elapsed  # refused is known at once: no waiting for the timeout
+    assert elapsed < 10, elapsed  # refused is known at once: no waiting for the 30 s timeout
 
 
 def test_silent_server_fails_within_the_timeout(zk_cli) -> None:
