@@ -40,7 +40,8 @@ def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: str, as_json
       3  a log dir or a segment could not be read
     """
     from kafka_tools.log.offsets_at import EARLIEST, LATEST, PartitionOffset, offsets_at
-    from kafka_tools.log.read import ReadNote, parse_time
+    from kafka_tools.log.read import ReadNote
+    from kafka_tools.log.times import parse_time
 
     time = {"earliest": EARLIEST, "latest": LATEST, "-2": EARLIEST, "-1": LATEST}.get(when.strip())
     if time is None:

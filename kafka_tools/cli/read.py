@@ -78,7 +78,8 @@ def read(
       2  usage error
       3  the directory or a segment could not be read
     """
-    from kafka_tools.log.read import ReadNote, ReadStart, parse_time, read_partition
+    from kafka_tools.log.read import ReadNote, ReadStart, read_partition
+    from kafka_tools.log.times import parse_time
 
     chosen = [n for n, v in (("--offset", offset), ("--timestamp", timestamp)) if v is not None]
     chosen += [n for n, v in (("--earliest", earliest), ("--latest", latest)) if v]
@@ -88,7 +89,7 @@ def read(
     if offset is not None:
         start = ReadStart("offset", offset)
     elif timestamp is not None:
-        start = ReadStart("timestamp", parse_time(timestamp))
+        start = ReadStart("timestamp", parse_time(timestamp, "--timestamp"))
     else:
         start = ReadStart("earliest" if earliest else "latest")
     colour = (ctx.obj or {}).get("color")

@@ -10,13 +10,14 @@ import click
 
 from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
-from kafka_tools.log.retention import find_partitions, parse_time, preview
+from kafka_tools.log.retention import find_partitions, preview
 from kafka_tools.log.retention_config import (
     SettingSources,
     broker_settings,
     flag_settings,
     read_server_properties,
 )
+from kafka_tools.log.times import parse_time
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.retention import RetentionJsonRenderer, RetentionTextRenderer
 
@@ -96,7 +97,7 @@ def retention(
       2  usage error
       3  a path, server.properties or ZooKeeper could not be read
     """
-    now_ms = parse_time(now_text) if now_text else int(time.time() * 1000)
+    now_ms = parse_time(now_text, "--now") if now_text else int(time.time() * 1000)
     sources = SettingSources(flags=flag_settings(retention_ms, retention_hours, retention_bytes))
     if server_properties:
         sources.broker = broker_settings(read_server_properties(server_properties), server_properties)

@@ -10,12 +10,11 @@ segment by segment until `count` records are shown or the log ends. Events are `
 from __future__ import annotations
 
 import os
-import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kafka_tools.errors import FindingsError, UsageError
+from kafka_tools.errors import FindingsError
 from kafka_tools.log.locate import (
     DEFAULT_CHUNK,
     Frame,
@@ -47,24 +46,6 @@ class ReadNote:
 
     message: str
     problem: bool = False  # a damaged batch: the exit code says findings
-
-
-def parse_time(text: str, option: str = "--timestamp") -> int:
-    """Epoch milliseconds, or an ISO-8601 time (UTC unless it says otherwise)."""
-    text = text.strip()
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    from datetime import datetime, timezone
-
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(
-            f"{option} {text!r}: expected epoch milliseconds or an ISO-8601 time (2024-05-01T12:00:00Z)"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return int(when.timestamp() * 1000)
 
 
 def read_partition(

@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from kafka_tools.errors import InputError, UsageError
@@ -108,20 +107,6 @@ def detect_rule(part: PartitionFiles) -> tuple[Rule, str]:
         return RULES["timestamp"], f".timeindex files, message format magic {magic}: a 0.10.1-0.10.2 broker"
     shown = "none (empty log)" if magic is None else str(magic)
     return RULES["mtime"], f"no .timeindex files, message format magic {shown}: a 0.8-0.10.0 broker"
-
-
-def parse_time(text: str) -> int:
-    """Epoch milliseconds, or an ISO-8601 time (UTC unless it names a zone)."""
-    t = text.strip()
-    if re.fullmatch(r"-?\d+", t):
-        return int(t)
-    try:
-        when = datetime.fromisoformat(t.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"--now {text!r}: expected epoch milliseconds or an ISO-8601 time") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return int(when.timestamp() * 1000)
 
 
 @dataclass

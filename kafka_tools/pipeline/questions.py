@@ -17,9 +17,9 @@ import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 from kafka_tools.errors import UsageError
+from kafka_tools.log.times import parse_time
 
 PREVIEW = 64  # characters of a value shown
 
@@ -75,22 +75,6 @@ class Question:
         ):
             return False
         return True
-
-
-def parse_time(text: str, option: str) -> int:
-    """Epoch milliseconds, or an ISO-8601 time (UTC unless it says otherwise)."""
-    text = text.strip()
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(
-            f"{option} {text!r}: expected epoch milliseconds or an ISO-8601 time (2024-05-01T12:00:00Z)"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return int(when.timestamp() * 1000)
 
 
 def make_question(
