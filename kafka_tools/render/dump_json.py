@@ -40,6 +40,23 @@ _ITEM_TYPES = {
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # as `emit`, made once
 
 
+def _reusable_encoder():
+    """`_ENCODE` without its per-call set-up (a new C encoder and a circular-reference check each
+    call): the C encoder made once, for acyclic objects (decoded records); the same bytes."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the plain encoder
+        return _ENCODE
+
+    def default(o):
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    chunks = make(None, default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    return lambda obj: "".join(chunks(obj, 0))
+
+
+_ENCODE_ACYCLIC = _reusable_encoder()
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
@@ -119,6 +136,9 @@ class DumpJsonRenderer:
                 event.records = entry.records()
             records = event.records or []
             if event.decoded is not None:  # KRaft records (many small ones): one write a batch
+                if all(d is not None and "metadata" in d for d in event.decoded):
+                    self.out.write(self._metadata_records(event.path, entry, records, event.decoded))
+                    return
                 objs = (self._record(event.path, entry, r, d) for r, d in event.with_decoded(records))
                 self.out.write("".join(_ENCODE(o) + "\n" for o in objs))
                 return
@@ -240,6 +260,35 @@ class DumpJsonRenderer:
             obj["headers"] = [{"key": k, "value": decode_json(v, self.value_decoder)} for k, v in r.headers]
             obj.update(self._data(r.key, r.value, decoded))
         return obj
+
+    def _metadata_records(self, path: str, b: RecordBatch, records: list[Record], decoded: list[dict]) -> str:
+        """The lines `_record` gives for a batch of decoded KRaft records, byte for byte, without a
+        dict per record: the batch's fields encoded once, each record's own joined in, then its
+        decoded value (the one object left to encode)."""
+        enc = _ENCODE_ACYCLIC
+        head = '{"type":"record","file":' + enc(path)
+        if not self.skip_metadata:
+            head += f',"batchPosition":{b.position},"offset":'
+            label = enc(b.timestamp_type.label)
+        control, print_data, key_decoder = b.is_control, self.print_data, self.key_decoder
+        lines = []
+        append = lines.append
+        for r, d in zip(records, decoded, strict=True):
+            line = head
+            if not self.skip_metadata:
+                key, value, headers = r.key, r.value, r.headers
+                line += (
+                    f'{r.offset},"timestamp":{r.timestamp},"timestampType":{label},'
+                    f'"keySize":{-1 if key is None else len(key)},'
+                    f'"valueSize":{-1 if value is None else len(value)},"sequence":{r.sequence},'
+                    f'"headerKeys":{enc([k for k, _ in headers]) if headers else "[]"}'
+                )
+            if control:
+                line += ',"control":' + enc(self._control(r))
+            elif print_data:  # metadata records have no key: null, whatever the decoder
+                line += ',"key":null' if r.key is None else ',"key":' + enc(decode_json(r.key, key_decoder))
+            append(f'{line},"value":{enc(d["metadata"])}}}\n')
+        return "".join(lines)
 
     def _control(self, r: Record) -> dict:
         try:
