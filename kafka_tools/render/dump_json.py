@@ -23,7 +23,7 @@ from kafka_tools.log.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.render.dump_text import write_utf8
-from kafka_tools.render.values import decode_json
+from kafka_tools.render.values import decode_json, encode_acyclic
 
 _format_messages = _C.format_messages if _C is not None else None  # `message` objects, in C
 _format_payload = _C.format_payload if _C is not None else None  # v2 `record` objects from a batch's bytes
@@ -38,23 +38,6 @@ _ITEM_TYPES = {
 }
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # as `emit`, made once
-
-
-def _reusable_encoder():
-    """`_ENCODE` without its per-call set-up (a new C encoder and a circular-reference check each
-    call): the C encoder made once, for acyclic objects (decoded records); the same bytes."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # no C accelerator: the plain encoder
-        return _ENCODE
-
-    def default(o):
-        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
-
-    chunks = make(None, default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
-    return lambda obj: "".join(chunks(obj, 0))
-
-
-_ENCODE_ACYCLIC = _reusable_encoder()
 
 
 def _camel(name: str) -> str:
@@ -265,7 +248,7 @@ class DumpJsonRenderer:
         """The lines `_record` gives for a batch of decoded KRaft records, byte for byte, without a
         dict per record: the batch's fields encoded once, each record's own joined in, then its
         decoded value (the one object left to encode)."""
-        enc = _ENCODE_ACYCLIC
+        enc = encode_acyclic
         head = '{"type":"record","file":' + enc(path)
         if not self.skip_metadata:
             head += f',"batchPosition":{b.position},"offset":'
