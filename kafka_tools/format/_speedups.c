@@ -1315,6 +1315,7 @@ typedef struct {
 static KType k_types[K_MAX_TYPES];
 static PyObject *k_record_type = NULL;
 static PyObject *k_error = NULL;
+static PyObject *k_fallback = NULL; /* the known pre-release layouts (pre_release.py), tried on failure */
 static PyObject *k_unknown_name = NULL;
 static PyObject *k_attr[8] = {NULL};
 static Py_ssize_t k_slot[8] = {0}; /* byte offsets of MetadataRecord's slots (0: set by attribute) */
@@ -1742,10 +1743,12 @@ done:
 static PyObject *
 kraft_configure(PyObject *self, PyObject *args)
 {
-    /* (types, record_class, error_class): types maps type id -> (name, {version: Program}) */
-    PyObject *types, *rclass, *err;
-    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &types, &PyType_Type, &rclass, &err))
+    /* (types, record_class, error_class[, fallback]): types maps type id -> (name, {version: Program});
+     * fallback(value) -> MetadataRecord or None is called on a value the table fails on */
+    PyObject *types, *rclass, *err, *fallback = Py_None;
+    if (!PyArg_ParseTuple(args, "O!O!O|O", &PyDict_Type, &types, &PyType_Type, &rclass, &err, &fallback))
         return NULL;
+    Py_XSETREF(k_fallback, fallback == Py_None ? NULL : Py_NewRef(fallback));
     static const char *names[8] = {"frame_version", "type_id", "type_name", "version", "fields", "known", "raw",
                                    "layout"};
     for (int i = 0; i < 8; i++)
@@ -1873,6 +1876,23 @@ kraft_decode_metadata(PyObject *self, PyObject *arg)
     }
     result = k_record(frame, type_id, t->name, version, fields, 1, raw);
 done:
+    if (result == NULL && k_fallback != NULL && PyErr_ExceptionMatches(k_error)) {
+        /* the released schema failed: a known pre-release layout that takes the value exactly wins,
+         * else the schema's error stands */
+        PyObject *etype, *evalue, *etb;
+        PyErr_Fetch(&etype, &evalue, &etb);
+        PyObject *other = PyObject_CallOneArg(k_fallback, raw);
+        if (other != NULL && other != Py_None) {
+            Py_XDECREF(etype);
+            Py_XDECREF(evalue);
+            Py_XDECREF(etb);
+            result = other;
+        } else {
+            Py_XDECREF(other);
+            PyErr_Clear();
+            PyErr_Restore(etype, evalue, etb);
+        }
+    }
     Py_XDECREF(fields);
     Py_DECREF(raw);
     return result;

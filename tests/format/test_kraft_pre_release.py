@@ -113,14 +113,22 @@ def test_c_and_python_agree_on_pre_release_records_and_their_failures() -> None:
         assert outcomes[0] == outcomes[1], value.hex()
 
 
-def test_the_c_interpreter_alone_knows_only_the_released_schema() -> None:
-    """The C path falls back to the Python layouts: the interpreter itself rejects the record."""
+def test_the_c_interpreter_hands_what_it_fails_on_to_the_pre_release_layouts() -> None:
+    """The C table knows the released schemas only: configured without the fallback it rejects the
+    record, with it (as the decoder configures it) the record comes back decoded and marked."""
     if not decoder.HAS_SPEEDUPS:
         pytest.skip("the C extension is not built")
     value = enc.pre_release_partition_record_v1({**BASE, "eligibleLeaderReplicas": [3]})
-    with pytest.raises(MetadataDecodeError):
-        decoder._C.kraft_decode_metadata(value)
-    assert decode_metadata_record(value).layout == LABEL
+    types = {type_id: (t.name, t.programs) for type_id, t in decoder.METADATA_TYPES.items()}
+    c = decoder._C
+    try:
+        c.kraft_configure(types, MetadataRecord, MetadataDecodeError)
+        with pytest.raises(MetadataDecodeError):
+            c.kraft_decode_metadata(value)
+    finally:
+        c.kraft_configure(types, MetadataRecord, MetadataDecodeError, decoder.decode_pre_release)
+    assert c.kraft_decode_metadata(value).layout == LABEL
+    assert decode_metadata_record is c.kraft_decode_metadata  # no Python layer on the hot path
 
 
 def test_the_real_pre_release_bytes_are_what_the_encoder_writes() -> None:

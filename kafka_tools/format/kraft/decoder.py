@@ -437,28 +437,12 @@ def _speedups():
     if not hasattr(_speedups, "kraft_decode_metadata"):
         return None
     types = {type_id: (t.name, t.programs) for type_id, t in METADATA_TYPES.items()}
-    _speedups.kraft_configure(types, MetadataRecord, MetadataDecodeError)
+    # the C interpreter knows the released schemas; a value it fails on is handed to the known
+    # pre-release layouts (Python; rare) before its error stands
+    _speedups.kraft_configure(types, MetadataRecord, MetadataDecodeError, decode_pre_release)
     return _speedups
-
-
-def _with_pre_release(decode_c):
-    """The C interpreter knows the released schemas only: a record it fails on is retried with the
-    known pre-release layouts (in Python; rare) before the error stands."""
-
-    def decode_metadata_record(value: bytes) -> MetadataRecord:
-        try:
-            return decode_c(value)
-        except MetadataDecodeError:
-            record = decode_pre_release(value)
-            if record is None:
-                raise
-            return record
-
-    return decode_metadata_record
 
 
 _C = _speedups()
 HAS_SPEEDUPS = _C is not None
-decode_metadata_record = (
-    _with_pre_release(_C.kraft_decode_metadata) if _C is not None else decode_metadata_record_py
-)
+decode_metadata_record = _C.kraft_decode_metadata if _C is not None else decode_metadata_record_py
