@@ -4,6 +4,7 @@
     python bench/kraft.py --quick          # 100 k records, 1 run: a smoke run
     python bench/kraft.py --json           # the result as JSON on stdout (progress on stderr)
     python bench/kraft.py --check          # exit 1 when C decoding of values is below 1 M records/s
+    python bench/kraft.py --baseline TREE  # also the decoded dump of another checkout (before/after)
 
 Target: decode at least 1 M metadata records/s in one process. Two generated logs of N records (100
 records a batch, uncompressed, cached in bench/.data/): `controller` is the mix of an active cluster's
@@ -170,7 +171,9 @@ def run_child(path: Path, impl: str, runs: int, cpu: int | None) -> dict:
     return json.loads(out.stdout)
 
 
-def time_dump(path: Path, args: list[str], runs: int, cpu: int | None) -> float:
+def time_dump(path: Path, args: list[str], runs: int, cpu: int | None, tree: Path | None = None) -> float:
+    """Median wall seconds of the dump; `tree`: the ktool of another checkout (its kafka_tools run
+    from its own directory, the C extension built there), for a before/after in the same run."""
     ktool = [
         sys.executable,
         "-m",
@@ -187,7 +190,14 @@ def time_dump(path: Path, args: list[str], runs: int, cpu: int | None) -> float:
     times = []
     for _ in range(runs):
         t = time.perf_counter()
-        done = subprocess.run(ktool, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(
+            ktool,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tree,
+            env=None if tree is None else {**os.environ, "PYTHONPATH": str(tree)},
+        )
         times.append(time.perf_counter() - t)
         if done.returncode != 0:
             raise SystemExit(f"dump-log failed ({done.returncode}): {done.stderr[-500:]}")
@@ -201,6 +211,13 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="TREE",
+        help="also time the decoded dump with the ktool of this checkout (e.g. `git worktree add` of an "
+        "earlier commit, extension built with `python setup.py build_ext --inplace`)",
+    )
     ap.add_argument("--child", nargs=3, metavar=("PATH", "IMPL", "RUNS"), help=argparse.SUPPRESS)
     ap.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -225,11 +242,22 @@ def main() -> int:
         ):
             row[name] = round(args.records / time_dump(path, dump_args, args.runs, cpu))
         row["dump_ratio"] = round(row["dump_decoded"] / row["dump_plain"], 2)
+        if args.baseline is not None:
+            decoded_args = ["--cluster-metadata-decoder", "--json"]
+            seconds = time_dump(path, decoded_args, args.runs, cpu, args.baseline.resolve())
+            row["dump_decoded_baseline"] = round(args.records / seconds)
+            row["baseline_speedup"] = round(row["dump_decoded"] / row["dump_decoded_baseline"], 2)
         result["mixes"][mix] = row
         log(
             f"{mix:>10}: values C {row['values_c']:>10,}/s  values Python {row['values_python']:>8,}/s  "
             f"dump-log decoded {row['dump_decoded']:>8,}/s  plain {row['dump_plain']:>8,}/s "
             f"({row['dump_ratio']}x)"
+            + (
+                f"  baseline decoded {row['dump_decoded_baseline']:>8,}/s "
+                f"({row['baseline_speedup']}x faster now)"
+                if args.baseline is not None
+                else ""
+            )
         )
     if args.json:
         print(json.dumps(result))

@@ -1435,9 +1435,10 @@ typedef struct {
 static KType k_types[K_MAX_TYPES];
 static PyObject *k_record_type = NULL;
 static PyObject *k_error = NULL;
+static PyObject *k_fallback = NULL; /* the known pre-release layouts (pre_release.py), tried on failure */
 static PyObject *k_unknown_name = NULL;
-static PyObject *k_attr[7] = {NULL};
-static Py_ssize_t k_slot[7] = {0}; /* byte offsets of MetadataRecord's slots (0: set by attribute) */
+static PyObject *k_attr[8] = {NULL};
+static Py_ssize_t k_slot[8] = {0}; /* byte offsets of MetadataRecord's slots (0: set by attribute) */
 
 static void
 k_fail(Py_ssize_t position, const char *format, ...)
@@ -1862,12 +1863,15 @@ done:
 static PyObject *
 kraft_configure(PyObject *self, PyObject *args)
 {
-    /* (types, record_class, error_class): types maps type id -> (name, {version: Program}) */
-    PyObject *types, *rclass, *err;
-    if (!PyArg_ParseTuple(args, "O!O!O", &PyDict_Type, &types, &PyType_Type, &rclass, &err))
+    /* (types, record_class, error_class[, fallback]): types maps type id -> (name, {version: Program});
+     * fallback(value) -> MetadataRecord or None is called on a value the table fails on */
+    PyObject *types, *rclass, *err, *fallback = Py_None;
+    if (!PyArg_ParseTuple(args, "O!O!O|O", &PyDict_Type, &types, &PyType_Type, &rclass, &err, &fallback))
         return NULL;
-    static const char *names[7] = {"frame_version", "type_id", "type_name", "version", "fields", "known", "raw"};
-    for (int i = 0; i < 7; i++)
+    Py_XSETREF(k_fallback, fallback == Py_None ? NULL : Py_NewRef(fallback));
+    static const char *names[8] = {"frame_version", "type_id", "type_name", "version", "fields", "known", "raw",
+                                   "layout"};
+    for (int i = 0; i < 8; i++)
         if (k_attr[i] == NULL && (k_attr[i] = PyUnicode_InternFromString(names[i])) == NULL)
             return NULL;
     if (k_unknown_name == NULL && (k_unknown_name = PyUnicode_InternFromString("Unknown")) == NULL)
@@ -1903,7 +1907,7 @@ kraft_configure(PyObject *self, PyObject *args)
                 return NULL;
         t->name = Py_NewRef(PyTuple_GET_ITEM(value, 0));
     }
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         /* A slots dataclass keeps each field in a member descriptor: write it at its offset. */
         PyObject *descr = PyDict_GetItemWithError(((PyTypeObject *)rclass)->tp_dict, k_attr[i]);
         k_slot[i] = 0;
@@ -1929,11 +1933,11 @@ k_record(uint32_t frame, uint32_t type_id, PyObject *name, uint32_t version, PyO
     PyObject *obj = type->tp_alloc(type, 0);
     if (obj == NULL)
         return NULL;
-    PyObject *values[7] = {PyLong_FromUnsignedLong(frame), PyLong_FromUnsignedLong(type_id), Py_NewRef(name),
+    PyObject *values[8] = {PyLong_FromUnsignedLong(frame), PyLong_FromUnsignedLong(type_id), Py_NewRef(name),
                            PyLong_FromUnsignedLong(version), Py_NewRef(fields), PyBool_FromLong(known),
-                           Py_NewRef(raw)};
+                           Py_NewRef(raw), Py_NewRef(Py_None)}; /* layout: the released schema's */
     int ok = 1;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         if (ok && values[i] != NULL && k_slot[i]) {
             PyObject **slot = (PyObject **)((char *)obj + k_slot[i]);
             Py_XSETREF(*slot, values[i]); /* the slot takes the reference */
@@ -1992,6 +1996,23 @@ kraft_decode_metadata(PyObject *self, PyObject *arg)
     }
     result = k_record(frame, type_id, t->name, version, fields, 1, raw);
 done:
+    if (result == NULL && k_fallback != NULL && PyErr_ExceptionMatches(k_error)) {
+        /* the released schema failed: a known pre-release layout that takes the value exactly wins,
+         * else the schema's error stands */
+        PyObject *etype, *evalue, *etb;
+        PyErr_Fetch(&etype, &evalue, &etb);
+        PyObject *other = PyObject_CallOneArg(k_fallback, raw);
+        if (other != NULL && other != Py_None) {
+            Py_XDECREF(etype);
+            Py_XDECREF(evalue);
+            Py_XDECREF(etb);
+            result = other;
+        } else {
+            Py_XDECREF(other);
+            PyErr_Clear();
+            PyErr_Restore(etype, evalue, etb);
+        }
+    }
     Py_XDECREF(fields);
     Py_DECREF(raw);
     return result;

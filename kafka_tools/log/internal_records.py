@@ -74,6 +74,13 @@ def decode_cluster_metadata(
         return {**shaped, "unknown": True, "raw": record.raw.hex()}, record, None
     # bytes (SCRAM salts and keys) become hex, as for the other internal topics; the rest is JSON as is
     fields = to_jsonable(record.fields) if record.type_name in TYPES_WITH_BYTES else record.fields
+    if record.layout is not None:  # decoded by a known pre-release layout, not the released schema
+        shaped = {
+            "type": kafka_type_name(record.type_name),
+            "version": record.version,
+            "layout": record.layout,
+        }
+        return {**shaped, "data": fields}, record, None
     return (
         {"type": kafka_type_name(record.type_name), "version": record.version, "data": fields},
         record,

@@ -23,7 +23,7 @@ from kafka_tools.log.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.render.dump_text import write_utf8
-from kafka_tools.render.values import decode_json
+from kafka_tools.render.values import decode_json, encode_acyclic
 
 _format_messages = _C.format_messages if _C is not None else None  # `message` objects, in C
 _format_payload = _C.format_payload if _C is not None else None  # v2 `record` objects from a batch's bytes
@@ -119,6 +119,9 @@ class DumpJsonRenderer:
                 event.records = entry.records()
             records = event.records or []
             if event.decoded is not None:  # KRaft records (many small ones): one write a batch
+                if all(d is not None and "metadata" in d for d in event.decoded):
+                    self.out.write(self._metadata_records(event.path, entry, records, event.decoded))
+                    return
                 objs = (self._record(event.path, entry, r, d) for r, d in event.with_decoded(records))
                 self.out.write("".join(_ENCODE(o) + "\n" for o in objs))
                 return
@@ -240,6 +243,35 @@ class DumpJsonRenderer:
             obj["headers"] = [{"key": k, "value": decode_json(v, self.value_decoder)} for k, v in r.headers]
             obj.update(self._data(r.key, r.value, decoded))
         return obj
+
+    def _metadata_records(self, path: str, b: RecordBatch, records: list[Record], decoded: list[dict]) -> str:
+        """The lines `_record` gives for a batch of decoded KRaft records, byte for byte, without a
+        dict per record: the batch's fields encoded once, each record's own joined in, then its
+        decoded value (the one object left to encode)."""
+        enc = encode_acyclic
+        head = '{"type":"record","file":' + enc(path)
+        if not self.skip_metadata:
+            head += f',"batchPosition":{b.position},"offset":'
+            label = enc(b.timestamp_type.label)
+        control, print_data, key_decoder = b.is_control, self.print_data, self.key_decoder
+        lines = []
+        append = lines.append
+        for r, d in zip(records, decoded, strict=True):
+            line = head
+            if not self.skip_metadata:
+                key, value, headers = r.key, r.value, r.headers
+                line += (
+                    f'{r.offset},"timestamp":{r.timestamp},"timestampType":{label},'
+                    f'"keySize":{-1 if key is None else len(key)},'
+                    f'"valueSize":{-1 if value is None else len(value)},"sequence":{r.sequence},'
+                    f'"headerKeys":{enc([k for k, _ in headers]) if headers else "[]"}'
+                )
+            if control:
+                line += ',"control":' + enc(self._control(r))
+            elif print_data:  # metadata records have no key: null, whatever the decoder
+                line += ',"key":null' if r.key is None else ',"key":' + enc(decode_json(r.key, key_decoder))
+            append(f'{line},"value":{enc(d["metadata"])}}}\n')
+        return "".join(lines)
 
     def _control(self, r: Record) -> dict:
         try:

@@ -25,8 +25,8 @@ from kafka_tools.log.dump_events import (
     MessageRunEvent,
     ProblemEvent,
 )
-from kafka_tools.render.lines import LineWriter
-from kafka_tools.render.values import decode_text, printable_name
+from kafka_tools.render.lines import LineWriter, show
+from kafka_tools.render.values import decode_text, encode_acyclic, printable_name
 
 Fields = list[tuple[str, object]]
 _format_messages = _C.format_messages if _C is not None else None  # Kafka 0.9's message lines, in C
@@ -207,6 +207,12 @@ class DumpTextRenderer:
             # The bulk case: Kafka's record lines, made in C, one write a batch.
             text = _format_records(records, b.timestamp_type.label, self.print_data)
             write_utf8(self.out.stream, text, valid=True)
+        elif (
+            event.decoded is not None
+            and not (self.out.colour or self.skip_metadata)
+            and all(d is not None and "metadata" in d for d in event.decoded)
+        ):
+            self.out.stream.write(_metadata_lines(b, records, event.decoded))  # KRaft: one write a batch
         elif self.out.colour or self.print_data or self.skip_metadata or b.is_control or event.decoded:
             for record, decoded in event.with_decoded(records):
                 self._record(b, record, decoded)
@@ -321,6 +327,26 @@ def _control_fields(r: Record) -> Fields:
     if c.coordinator_epoch is not None:
         return [("endTxnMarker", c.type_name), ("coordinatorEpoch", c.coordinator_epoch)]
     return [("controlType", f"{c.type_name}({c.type_id})")]
+
+
+def _metadata_lines(b: RecordBatch, records, decoded: list[dict]) -> str:
+    """The lines `_record` prints (plain text) for a batch of decoded KRaft records, byte for byte,
+    without a field list per record."""
+    label = b.timestamp_type.label
+    control = b.is_control
+    lines = []
+    append = lines.append
+    for r, d in zip(records, decoded, strict=True):
+        key, value = r.key, r.value
+        line = (
+            f"| offset: {r.offset} {label}: {r.timestamp} keySize: {-1 if key is None else len(key)} "
+            f"valueSize: {-1 if value is None else len(value)} sequence: {r.sequence} "
+            f"headerKeys: [{','.join(k for k, _ in r.headers)}]"
+        )
+        if control:
+            line += "".join(f" {k}: {show(v)}" for k, v in _control_fields(r))
+        append(f"{line} payload: {encode_acyclic(d['metadata'])}\n")
+    return "".join(lines)
 
 
 def _compact(value: object) -> str:

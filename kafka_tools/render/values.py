@@ -93,3 +93,21 @@ def _try_json(data: bytes) -> object:
         return json.loads(data)
     except (ValueError, RecursionError):
         return _NOT_JSON
+
+
+def _reusable_encoder():
+    """Compact JSON (`ensure_ascii=False`, no spaces) without `json.dumps`' per-call set-up (a new
+    encoder and a circular-reference check each call): Python's C encoder made once, for acyclic
+    objects such as decoded records; the same text."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the plain encoder
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    def default(o):
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    chunks = make(None, default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    return lambda obj: "".join(chunks(obj, 0))
+
+
+encode_acyclic = _reusable_encoder()

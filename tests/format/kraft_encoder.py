@@ -320,3 +320,31 @@ def sample_values(schemas: dict[str, Schema], count: int, seed: int = 1) -> list
 def _cycle(items):
     while True:
         yield from items
+
+
+def _int32_array(values: list[int] | None) -> bytes:
+    """A compact nullable int32 array: unsigned varint length + 1 (0 for null), then the values."""
+    if values is None:
+        return b"\x00"
+    return _uvarint(len(values) + 1) + b"".join(struct.pack(">i", v) for v in values)
+
+
+def pre_release_partition_record_v1(data: dict) -> bytes:
+    """A PartitionRecord value at version 1 as Kafka trunk builds of late 2023 wrote it (before 3.7):
+    the v0 fields (no Directories), then KIP-966's EligibleLeaderReplicas and LastKnownElr as nullable
+    tagged int32 arrays, tags 1 and 2 (LeaderRecoveryState stays tag 0). Written by hand from those
+    facts, not from a schema file (the released schemas give v1 to Directories and ELR to v2); a tagged
+    field is written when its key is in `data`."""
+    body = struct.pack(">i", data["partitionId"]) + _uuid_bytes(data["topicId"])
+    for key in ("replicas", "isr", "removingReplicas", "addingReplicas"):
+        body += _int32_array(data[key])
+    body += struct.pack(">i", data["leader"])
+    body += struct.pack(">ii", data["leaderEpoch"], data["partitionEpoch"])
+    tagged = []
+    if "leaderRecoveryState" in data:
+        tagged.append((0, struct.pack(">b", data["leaderRecoveryState"])))
+    for tag, key in ((1, "eligibleLeaderReplicas"), (2, "lastKnownElr")):
+        if key in data:
+            tagged.append((tag, _int32_array(data[key])))
+    body += _uvarint(len(tagged)) + b"".join(_uvarint(t) + _uvarint(len(p)) + p for t, p in tagged)
+    return _uvarint(1) + _uvarint(3) + _uvarint(1) + body  # frame 1, PartitionRecord (apiKey 3), v1

@@ -222,9 +222,11 @@ def test_a_snapshot_with_a_bad_record_is_a_finding(tmp_path: Path, schemas) -> N
 
 # apache-kafka-test-kafka-1168504093769635972 was written by a pre-release Kafka trunk
 # (metadata.version 16, 3.7-IV1) whose PartitionRecord v1 carried KIP-966's ELR fields as tags 1 and 2;
-# the released schemas give v1 to KIP-858's Directories (a non-tagged []uuid) and ELR to v2. Kafka 3.9
-# cannot read these records either; ktool says so, with the position, and decodes everything else.
+# Written by a pre-release Kafka trunk (November 2023) whose PartitionRecord v1 carried KIP-966's ELR
+# as tags 1-2 and no Directories (3.7 released v1 with Directories and ELR at v2): decoded with the
+# known pre-release layout (kafka_tools/format/kraft/pre_release.py) and marked so.
 PRE_RELEASE = {("apache-kafka-test-kafka-1168504093769635972", offset) for offset in (24, 25, 26, 27, 28, 42)}
+PRE_RELEASE_LABEL = "pre-3.7 trunk: PartitionRecord v1 with KIP-966 ELR as tags 1-2"
 
 
 def _real_files() -> list[Path]:
@@ -240,15 +242,66 @@ def test_every_record_of_the_real_kraft_logs_decodes(path: Path) -> None:
     result = run_script("dump-log", "--deep-iteration", "--json", str(path))
     objs = _objects(result.stdout)
     dir_name = path.parent.name if path.name == "bootstrap.checkpoint" else path.parent.parent.name
-    problems = {(dir_name, o["offset"]) for o in objs if o["type"] == "problem"}
-    assert problems == {p for p in PRE_RELEASE if p[0] == dir_name}
+    assert [o for o in objs if o["type"] == "problem"] == []
     records = [o for o in objs if o["type"] == "record"]
-    assert records and all("value" in r for r in records)
-    decoded = [r for r in records if "data" in r["value"]]
-    assert len(decoded) == len(records) - len(problems)
+    assert records and all("data" in r["value"] for r in records)
+    layouts = {(dir_name, r["offset"]): r["value"].get("layout") for r in records if "layout" in r["value"]}
+    assert layouts == {p: PRE_RELEASE_LABEL for p in PRE_RELEASE if p[0] == dir_name}
+    for r in records:
+        if (dir_name, r["offset"]) in PRE_RELEASE:
+            assert (r["value"]["type"], r["value"]["version"]) == ("PARTITION_RECORD", 1)
+            assert list(r["value"]) == ["type", "version", "layout", "data"]
+            assert (
+                r["value"]["data"]["eligibleLeaderReplicas"] == [] and "directories" not in r["value"]["data"]
+            )
     summary = objs[-1]
-    assert (summary["unknownRecords"], summary["trailingBytes"]) == (0, 0)
-    assert result.returncode == (1 if problems else 0)
+    assert (summary["problems"], summary["unknownRecords"], summary["trailingBytes"]) == (0, 0, 0)
+    assert (result.returncode, result.stderr) == (0, "")
+
+
+@pytest.mark.skipif(not KRAFT.is_dir(), reason="../shared/realworld/kraft is absent")
+def test_the_text_dump_marks_a_record_decoded_with_a_pre_release_layout() -> None:
+    log = (
+        KRAFT
+        / "apache-kafka-test-kafka-1168504093769635972"
+        / "__cluster_metadata-0"
+        / "00000000000000000000.log"
+    )
+    if not log.is_file():
+        pytest.skip("the pre-release log dir is absent")
+    result = run_script("dump-log", "--deep", str(log))
+    assert result.returncode == 0, result.stderr
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("| offset: 42 "))
+    assert line.endswith(
+        f'payload: {{"type":"PARTITION_RECORD","version":1,"layout":"{PRE_RELEASE_LABEL}","data":'
+        '{"partitionId":0,"topicId":"X5HJ16TOTVq6t4OyiVmQOw","replicas":[0,1,2],"isr":[0,1,2],'
+        '"removingReplicas":[],"addingReplicas":[],"leader":0,"leaderRecoveryState":0,"leaderEpoch":0,'
+        '"partitionEpoch":0,"eligibleLeaderReplicas":[],"lastKnownElr":[]}}'
+    )
+    assert sum('"layout":' in ln for ln in result.stdout.splitlines()) == 6
+
+
+def test_a_pre_release_record_built_by_the_encoder_is_shown_with_its_layout(tmp_path: Path, schemas) -> None:
+    data = {
+        "partitionId": 0,
+        "topicId": "JiPG0GbKRRqpJrShexbMfw",
+        "replicas": [1, 2],
+        "isr": [1],
+        "removingReplicas": [],
+        "addingReplicas": [],
+        "leader": 1,
+        "leaderEpoch": 4,
+        "partitionEpoch": 5,
+        "eligibleLeaderReplicas": [2],
+    }
+    values = [_topic(schemas, "orders"), enc.pre_release_partition_record_v1(data)]
+    log = _write_log(tmp_path / "__cluster_metadata-0", [enc.batch(0, [(None, v) for v in values])])
+    result = run_script("dump-log", "--deep-iteration", "--json", str(log))
+    assert result.returncode == 0, result.stderr
+    records = [o for o in _objects(result.stdout) if o["type"] == "record"]
+    assert "layout" not in records[0]["value"]
+    assert records[1]["value"]["layout"] == PRE_RELEASE_LABEL
+    assert records[1]["value"]["data"] == {**data, "leaderRecoveryState": 0, "lastKnownElr": None}
 
 
 def test_the_decoder_leaves_message_sets_alone() -> None:

@@ -206,3 +206,32 @@ def test_a_log_of_several_segments_replays_as_one(tmp_path: Path):
     load = load_image(d)
     assert read_findings(load) == [] and load.image == whole
     assert load_image(d, at_offset=25).image.offset == 25
+
+
+def test_a_pre_release_partition_record_is_applied_with_its_elr(tmp_path: Path):
+    """A PartitionRecord v1 as late-2023 Kafka trunk wrote it (ELR as tags 1-2, no Directories),
+    encoded by the tests' encoder, replaces offset 8 (orders-1): the image takes its ELR."""
+    from kafka_tools.metadata.image import MIGRATING_DIRECTORY
+    from tests.format.kraft_encoder import pre_release_partition_record_v1
+
+    value = pre_release_partition_record_v1(
+        {
+            "partitionId": 1,
+            "topicId": ORDERS,
+            "replicas": [2, 1],
+            "isr": [2],
+            "removingReplicas": [],
+            "addingReplicas": [],
+            "leader": 2,
+            "leaderEpoch": 3,
+            "partitionEpoch": 4,
+            "eligibleLeaderReplicas": [1],
+            "lastKnownElr": [2],
+        }
+    )
+    load = load_image(write_log_dir(tmp_path, values={8: value}))
+    assert [f for f in read_findings(load) if f.kind in ("record-undecodable", "replay-inconsistency")] == []
+    p1 = load.image.topics[ORDERS].partitions[1]
+    assert (p1.replicas, p1.isr, p1.leader, p1.leader_epoch) == ([2, 1], [2], 2, 3)
+    assert (p1.elr, p1.last_known_elr) == ([1], [2])
+    assert p1.directories == [MIGRATING_DIRECTORY] * 2  # no Directories in that layout: defaultToMigrating

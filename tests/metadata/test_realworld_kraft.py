@@ -10,17 +10,18 @@ import pytest
 
 from kafka_tools.format.kinds import partition_of
 from kafka_tools.metadata.checks import read_findings
-from kafka_tools.metadata.load import load_image
+from kafka_tools.metadata.load import iter_file_records, load_image
 from tests.independent import REALWORLD
 
 KRAFT = REALWORLD / "kraft"
 LOG_DIRS = (
     sorted(p for p in KRAFT.glob("*") if (p / "__cluster_metadata-0").is_dir()) if KRAFT.is_dir() else []
 )
-# Written by a Kafka trunk build of December 2023, whose PartitionRecord v1 carried the ELR fields as
-# tagged fields and no Directories (Kafka 3.7 released v1 with Directories and moved ELR to v2): the
-# schemas of ../shared/kraft-schemas cannot decode those six records.
+# Written by a Kafka trunk build of November 2023, whose PartitionRecord v1 carried the ELR fields as
+# tagged fields and no Directories (Kafka 3.7 released v1 with Directories and moved ELR to v2): these
+# six records decode with the known pre-release layout (kafka_tools/format/kraft/pre_release.py).
 PRE_RELEASE = "apache-kafka-test-kafka-1168504093769635972"
+PRE_RELEASE_OFFSETS = {24, 25, 26, 27, 28, 42}
 
 pytestmark = pytest.mark.skipif(not LOG_DIRS, reason="../shared/realworld/kraft is absent")
 
@@ -34,12 +35,40 @@ def test_every_record_is_replayed_and_none_is_unknown(log_dir: Path):
     load = load_image(log_dir)
     assert not load.replayer.unknown
     assert load.records_read > 0 and load.image.offset == load.log_end
-    findings = read_findings(load)
-    if log_dir.name == PRE_RELEASE:
-        assert {f.kind for f in findings} <= {"record-undecodable", "replay-inconsistency"}
-        assert all(f.offset is not None for f in findings)
-        pytest.xfail("PartitionRecord v1 of a pre-release Kafka build (see PRE_RELEASE)")
-    assert findings == []
+    assert read_findings(load) == []
+
+
+@pytest.mark.parametrize("log_dir", LOG_DIRS, ids=_ids(LOG_DIRS))
+def test_every_record_decodes_and_only_the_known_pre_release_ones_need_their_layout(log_dir: Path):
+    findings: list = []
+    layouts, read = {}, 0
+    files = sorted((log_dir / "__cluster_metadata-0").glob("*.log"))
+    files += sorted((log_dir / "__cluster_metadata-0").glob("*.checkpoint"))
+    for path in files:
+        for offset, _control, record in iter_file_records(path, findings):
+            read += 1
+            assert record.known, (path.name, offset)
+            if record.layout is not None:
+                layouts[offset] = (record.type_name, record.version, record.layout)
+    assert findings == [] and read > 0
+    expected = PRE_RELEASE_OFFSETS if log_dir.name == PRE_RELEASE else set()
+    assert set(layouts) == expected
+    assert set(layouts.values()) <= {
+        ("PartitionRecord", 1, "pre-3.7 trunk: PartitionRecord v1 with KIP-966 ELR as tags 1-2")
+    }
+
+
+def test_the_pre_release_partitions_are_in_the_image_with_their_elr():
+    log_dir = KRAFT / PRE_RELEASE
+    if not log_dir.is_dir():
+        pytest.skip("the pre-release log dir is absent")
+    image = load_image(log_dir).image
+    topics = {t.name: t for t in image.topics.values()}
+    assert sorted(topics["__consumer_offsets"].partitions) == [0, 1, 2, 3, 4]
+    assert sorted(topics["topic"].partitions) == [0]
+    for t in topics.values():
+        for p in t.partitions.values():
+            assert p.elr == [] and p.last_known_elr == []  # written as empty arrays, not null
 
 
 @pytest.mark.parametrize("log_dir", LOG_DIRS, ids=_ids(LOG_DIRS))

@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_tools.format.kraft.pre_release import PRE_RELEASE_LAYOUTS
 from kafka_tools.format.kraft.schemas_table import SCHEMAS
 
 FRAME_VERSION = 1  # MetadataRecordSerde's DEFAULT_FRAME_VERSION
@@ -61,7 +62,9 @@ class MetadataRecord:
 
     `fields` holds every field valid at `version`, keyed by the schema's name with a lower-case first
     letter, absent tagged fields at their default. An unknown type or version has `known` False,
-    `fields` empty and its bytes in `raw` (the record's value).
+    `fields` empty and its bytes in `raw` (the record's value). `layout` is None for a record decoded
+    by the released schema, else the label of the known pre-release layout it was decoded with
+    (`pre_release.py`).
     """
 
     frame_version: int
@@ -71,6 +74,7 @@ class MetadataRecord:
     fields: dict[str, Any]
     known: bool
     raw: bytes
+    layout: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,14 @@ def _compile_all() -> tuple[dict[int, MessageType], dict[int, MessageType]]:
 
 
 METADATA_TYPES, CONTROL_TYPES = _compile_all()
+
+# (type id, version) -> ((label, program), …): the known pre-release layouts, tried in order.
+PRE_RELEASE_PROGRAMS: dict[tuple[int, int], tuple[tuple[str, Program], ...]] = {}
+for _type_id, _version, _label, _fields in PRE_RELEASE_LAYOUTS:
+    PRE_RELEASE_PROGRAMS[(_type_id, _version)] = (
+        *PRE_RELEASE_PROGRAMS.get((_type_id, _version), ()),
+        (_label, compile_struct(_fields, _version, True)),
+    )
 
 
 def _holds_bytes(program: Program) -> bool:
@@ -354,8 +366,39 @@ def decode_metadata_record_py(value: bytes) -> MetadataRecord:
     program = mt.programs.get(version)
     if program is None:
         return MetadataRecord(frame, type_id, mt.name, version, {}, False, value)
-    fields = decode_body(program, value, pos, f"{mt.name} v{version}")
+    try:
+        fields = decode_body(program, value, pos, f"{mt.name} v{version}")
+    except MetadataDecodeError:
+        record = decode_pre_release(value)
+        if record is None:
+            raise
+        return record
     return MetadataRecord(frame, type_id, mt.name, version, fields, True, value)
+
+
+def decode_pre_release(value: bytes) -> MetadataRecord | None:
+    """The record decoded by the first known pre-release layout of its type and version that takes
+    every byte of it (marked with the layout's label), or None. Only for a record the released
+    schema failed on: a record the release decodes is never reinterpreted."""
+    value = bytes(value)
+    end = len(value)
+    try:
+        frame, pos = read_uvarint(value, 0, end, "frame version")
+        type_id, pos = read_uvarint(value, pos, end, "record type")
+        version, pos = read_uvarint(value, pos, end, "record version")
+    except MetadataDecodeError:
+        return None
+    layouts = PRE_RELEASE_PROGRAMS.get((type_id, version))
+    if frame != FRAME_VERSION or not layouts:
+        return None
+    name = METADATA_TYPES[type_id].name
+    for label, program in layouts:
+        try:
+            fields = decode_body(program, value, pos, label)
+        except MetadataDecodeError:
+            continue
+        return MetadataRecord(frame, type_id, name, version, fields, True, value, label)
+    return None
 
 
 def decode_control_record(key: bytes | None, value: bytes | None) -> MetadataRecord:
@@ -394,7 +437,9 @@ def _speedups():
     if not hasattr(_speedups, "kraft_decode_metadata"):
         return None
     types = {type_id: (t.name, t.programs) for type_id, t in METADATA_TYPES.items()}
-    _speedups.kraft_configure(types, MetadataRecord, MetadataDecodeError)
+    # the C interpreter knows the released schemas; a value it fails on is handed to the known
+    # pre-release layouts (Python; rare) before its error stands
+    _speedups.kraft_configure(types, MetadataRecord, MetadataDecodeError, decode_pre_release)
     return _speedups
 
 
