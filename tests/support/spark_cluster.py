@@ -137,7 +137,9 @@ class StandaloneCluster:
             try:
                 if self.alive_workers() >= n:
                     return
-            except OSError:
+            except (OSError, ValueError):
+                # Not up yet, or up but not ready: Jetty listens on the UI port before the master's
+                # handlers are attached, and meanwhile /json/ answers with an HTML page (seen under load).
                 pass
             time.sleep(0.2)
         raise ClusterError(f"{n} workers did not register within {timeout:.0f} s; logs in {self.root}")
