@@ -1,7 +1,8 @@
 """An encoder of KRaft records written for the tests from Kafka's JSON schemas themselves (it reads
-`../shared/kraft-schemas/*.json`, not ktool's generated table, and never calls ktool's decoder), plus
-sample values for every field of every version and builders of record batches, logs and snapshots
-(batches through kafka-python's builder). Nothing here imports kafka_tools."""
+`fixtures/kraft-schemas/*.json`, the copy of ../shared/kraft-schemas, not ktool's generated table, and
+never calls ktool's decoder), plus sample values for every field of every version and builders of
+record batches, logs and snapshots (batches through kafka-python's builder). Nothing here imports
+kafka_tools."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from tests.independent import REALWORLD
+from tests.independent import FIXTURES
 
-SCHEMA_DIR = REALWORLD.parent / "kraft-schemas"
+SCHEMA_DIR = FIXTURES / "kraft-schemas"
 CONTROL_TYPE_IDS = {
     "LeaderChangeMessage": 2,
     "SnapshotHeaderRecord": 3,

@@ -190,3 +190,14 @@ def test_a_non_flexible_version_reads_classic_lengths_and_no_tagged_fields() -> 
         {"name": "ab", "rack": None, "ids": [7, 7], "blob": b"z"},
         len(body),
     )
+
+
+def test_the_kept_schemas_are_the_shared_reference() -> None:
+    """fixtures/kraft-schemas is a copy of ../shared/kraft-schemas (so that a clone alone is complete)."""
+    from tests.independent import REALWORLD
+
+    shared = REALWORLD.parent / "kraft-schemas"
+    if not shared.is_dir():
+        pytest.skip("../shared/kraft-schemas is absent")
+    ours = {p.name: p.read_bytes() for p in enc.SCHEMA_DIR.iterdir()}
+    assert ours == {p.name: p.read_bytes() for p in shared.iterdir()}

@@ -2,7 +2,8 @@
 
     python -m kafka_tools.format.kraft.generate [SCHEMA_DIR] [--check]
 
-SCHEMA_DIR defaults to `../shared/kraft-schemas` next to the checkout. The table is plain data (no
+SCHEMA_DIR defaults to the checkout's `fixtures/kraft-schemas` (Kafka's schemas as published, kept
+with the project so that a clone is complete). The table is plain data (no
 imports), so the decoder never reads JSON at run time and a new Kafka version is a regenerated table,
 not new code. `--check` exits 1 when the committed table differs from what the schemas give now.
 """
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 TABLE = Path(__file__).with_name("schemas_table.py")
-DEFAULT_SCHEMAS = Path(__file__).resolve().parents[3] / ".." / "shared" / "kraft-schemas"
+DEFAULT_SCHEMAS = Path(__file__).resolve().parents[3] / "fixtures" / "kraft-schemas"
 
 _SCALARS = {
     "int8",
