@@ -80,9 +80,11 @@ class Scanned:
 @pytest.fixture(scope="module")
 def scanned(spark, tmp_path_factory) -> Scanned:
     from kafka_tools.pipeline.job import run_scan
-    from tests.metadata.kraft_log import write_log_dir
+    from tests.metadata.kraft_log import story, write_log_dir
 
-    kraft = write_log_dir(tmp_path_factory.mktemp("kraft") / "kraft-logdir")  # a KRaft log built here
+    # A KRaft log built here, the story told twice: 4 KB, so that SPLIT cuts it into several ranges
+    # also where ../shared/realworld (whose KRaft logs are larger) is absent.
+    kraft = write_log_dir(tmp_path_factory.mktemp("kraft") / "kraft-logdir", entries=story() * 2)
     paths = PATHS + [kraft] + ([REALWORLD] if REALWORLD.is_dir() else [])
     out = tmp_path_factory.mktemp("scan") / "tables"
     options = ScanOptions(
