@@ -283,14 +283,8 @@ class SegmentReader:
                     f"past the end of the file ({self.size - position} left)"
                 )
             if at + entry > len(buf):
-                while chunk < entry:
-                    chunk *= 2
-                if chunk > self.limit:
-                    raise FindingsError(
-                        f"{self.path}: position {position}: batch of {entry} bytes is over the read "
-                        f"limit of {self.limit} bytes"
-                    )
-                buf, start, at = self._read(position, chunk), position, 0
+                buf, chunk = self._fit(position, entry, chunk, "batch")
+                start, at = position, 0
             if magic == 2:
                 (delta,) = struct.unpack_from(">i", buf, at + V2_LAST_OFFSET_DELTA_AT)
                 yield Frame(position, buf, at, entry, 2, offset, offset + delta)
@@ -323,16 +317,22 @@ class SegmentReader:
                     f"past the end of the file ({self.size - position} left)"
                 )
             if at + entry > len(buf):
-                while chunk < entry:
-                    chunk *= 2
-                if chunk > self.limit:
-                    raise FindingsError(
-                        f"{self.path}: position {position}: message of {entry} bytes is over the read "
-                        f"limit of {self.limit} bytes"
-                    )
-                buf, start, at = self._read(position, chunk), position, 0
+                buf, chunk = self._fit(position, entry, chunk, "message")
+                start, at = position, 0
             yield Frame(position, buf, at, entry, buf[at + 4], position, position)
             position += entry
+
+    def _fit(self, position: int, entry: int, chunk: int, noun: str) -> tuple[bytes, int]:
+        """The bytes from `position` in a chunk doubled until the whole entry fits (the chunk now in
+        use is returned too); an entry over the read limit is a finding."""
+        while chunk < entry:
+            chunk *= 2
+        if chunk > self.limit:
+            raise FindingsError(
+                f"{self.path}: position {position}: {noun} of {entry} bytes is over the read "
+                f"limit of {self.limit} bytes"
+            )
+        return self._read(position, chunk), chunk
 
     def _tail(self, position: int) -> None:
         if not self._zero_from(position):
