@@ -4,11 +4,15 @@ JSON, data_version 0 and 1). Read with format/checkpoints.py; what cannot be rea
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from kafka_tools.format.checkpoints import CheckpointError, read_properties, read_quorum_state
 from kafka_tools.log.findings import Finding, Severity
+
+T = TypeVar("T")
 
 META_PROPERTIES = "meta.properties"
 METADATA_PARTITION = "__cluster_metadata-0"
@@ -54,16 +58,20 @@ def _num(state: dict, key: str) -> int:
     return -1 if value is None else value
 
 
-def read_meta_properties(path: Path, findings: list[Finding]) -> MetaProperties | None:
+def _read(path: Path, reader: Callable[[Path], T], malformed: str, findings: list[Finding]) -> T | None:
+    """`reader(path)`, or None with a finding: `malformed` (with its line) or `unreadable-file`."""
     try:
-        props = read_properties(path)
+        return reader(path)
     except CheckpointError as exc:
-        findings.append(
-            Finding(str(path), "malformed-meta-properties", Severity.ERROR, f"line {exc.line}: {exc}")
-        )
-        return None
+        findings.append(Finding(str(path), malformed, Severity.ERROR, f"line {exc.line}: {exc}"))
     except OSError as exc:
         findings.append(Finding(str(path), "unreadable-file", Severity.ERROR, exc.strerror or str(exc)))
+    return None
+
+
+def read_meta_properties(path: Path, findings: list[Finding]) -> MetaProperties | None:
+    props = _read(path, read_properties, "malformed-meta-properties", findings)
+    if props is None:
         return None
     version = _int(props.get("version", "0"))
     if version not in (0, 1):
@@ -85,15 +93,8 @@ def read_meta_properties(path: Path, findings: list[Finding]) -> MetaProperties 
 
 
 def read_quorum(path: Path, findings: list[Finding]) -> QuorumState | None:
-    try:
-        state = read_quorum_state(path)
-    except CheckpointError as exc:
-        findings.append(
-            Finding(str(path), "malformed-quorum-state", Severity.ERROR, f"line {exc.line}: {exc}")
-        )
-        return None
-    except OSError as exc:
-        findings.append(Finding(str(path), "unreadable-file", Severity.ERROR, exc.strerror or str(exc)))
+    state = _read(path, read_quorum_state, "malformed-quorum-state", findings)
+    if state is None:
         return None
     version = state.get("data_version")
     if version not in QUORUM_STATE_VERSIONS:
