@@ -97,7 +97,6 @@ class Replica:
     batch_epochs: list[EpochEntry]  # (epoch, first offset) as stamped in the v2 batches
     magic: int | None  # of the last entry (None: empty log)
     segments: int
-    size: int
     in_flight: bool  # a broker holds the log dir's lock: its newest tail may still move
     warnings: list[str] = field(default_factory=list)
 
@@ -380,10 +379,9 @@ def read_replica(log: ReplicaLog) -> Replica:
             warnings.append(f"{epoch_file}: unreadable ({exc}); the batches' epochs are used")
     last = log.entry_at(log_end - 1) if log_end > log_start else None
     batch_epochs = _batch_epochs(log, log_start, log_end, last)
-    size = sum(log.segment_size(k) for k in range(len(part.segments)))
     rep = Replica(
         log.label, log.path, _broker_id(log_dir), log_start, log_end, hw, rp, checkpoint, batch_epochs,
-        None if last is None else last.magic, len(part.segments), size, _lock_held(log_dir), warnings,
+        None if last is None else last.magic, len(part.segments), _lock_held(log_dir), warnings,
     )  # fmt: skip
     if checkpoint and batch_epochs and _disagree(checkpoint, batch_epochs):
         warnings.append(

@@ -70,7 +70,6 @@ class ReplicasJsonRenderer:
                     "lastEpoch": r.last_epoch,
                     "magic": r.magic,
                     "segments": r.segments,
-                    "size": r.size,
                     "inFlight": r.in_flight,
                     "rank": rank[i],
                 }
@@ -155,7 +154,6 @@ class ReplicasTextRenderer:
                 "last epoch",
                 "epochs",
                 "segments",
-                "size",
             ],  # fmt: skip
             self.colour,
             title=f"{report.topic}-{report.partition}: {plural(len(report.replicas), 'replica')}",
@@ -167,9 +165,8 @@ class ReplicasTextRenderer:
                 "recovery point",
                 "last epoch",
                 "segments",
-                "size",
             ),  # fmt: skip
-            drop=("epochs", "recovery point", "segments", "size"),
+            drop=("epochs", "recovery point", "segments"),
         )
         rank = {i: n + 1 for n, i in enumerate(report.ranking)}
         for i, r in enumerate(report.replicas):
@@ -177,7 +174,7 @@ class ReplicasTextRenderer:
             table.add_row(
                 str(rank[i]), r.label + (" (in flight)" if r.in_flight else ""), str(r.log_start),
                 str(r.log_end), _none(r.high_watermark), _none(r.recovery_point), _none(r.last_epoch),
-                epochs, str(r.segments), str(r.size),
+                epochs, str(r.segments),
             )  # fmt: skip
         self.console.print(table)
         for p in report.pairs:
