@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # run as `python bench/replicas.py`
 
 from bench.decode import data_dir, format_table, log  # noqa: E402
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 RECORDS_PER_BATCH = 64
 SEGMENTS = 2000
 T0 = 1_700_000_000_000
@@ -104,9 +104,9 @@ def write_replicas(root: Path, batches_per_segment: int) -> dict:
             head, head_index, mid = _segment(template, offset, batches_per_segment // 2, 0)
             own = bytearray(template_batch("b"))
             tail, tail_index, _ = _segment(own, mid, batches_per_segment - batches_per_segment // 2 - 3, 1)
-            shift = len(head)
+            shift, rel = len(head), mid - offset  # the tail's entries, relative to the segment
             moved = b"".join(
-                struct.pack(">ii", r, p + shift) for r, p in struct.iter_unpack(">ii", tail_index)
+                struct.pack(">ii", r + rel, p + shift) for r, p in struct.iter_unpack(">ii", tail_index)
             )
             (b_dir / "bench-0" / f"{name}.log").write_bytes(head + tail)
             (b_dir / "bench-0" / f"{name}.index").write_bytes(head_index + moved)

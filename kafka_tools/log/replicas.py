@@ -140,6 +140,7 @@ class PairDiff:
     method: str  # binary-search, epoch-probes, full-compare
     ranges: list[DivergentRange]
     entries_read: int
+    epochs_part_at: int | None = None  # where the two leader-epoch histories first disagree
 
     @property
     def first_difference(self) -> int | None:
@@ -616,7 +617,25 @@ def compare_pair(
         status = "identical"
     else:
         status = "prefix"
-    return PairDiff(a, b, lo, hi, status, method, ranges, read)
+    return PairDiff(a, b, lo, hi, status, method, ranges, read, epochs_part_at(ra, rb))
+
+
+def epochs_part_at(ra: Replica, rb: Replica) -> int | None:
+    """The first offset below both log ends where the two epoch histories say different things (an
+    epoch starting at a different offset, or only on one side): where KIP-101/279 truncation cuts."""
+    ha, hb = ra.epochs, rb.epochs
+    if not ha or not hb:
+        return None
+    end = min(ra.log_end, rb.log_end)
+    for ea, eb in zip(ha, hb, strict=False):
+        if (ea.epoch, ea.start_offset) != (eb.epoch, eb.start_offset):
+            at = min(ea.start_offset, eb.start_offset)
+            return at if at < end else None
+    longer = ha if len(ha) > len(hb) else hb
+    shorter = min(len(ha), len(hb))
+    if len(longer) > shorter and longer[shorter].start_offset < end:
+        return longer[shorter].start_offset
+    return None
 
 
 # ------------------------------------------------------------------------------------ truncation

@@ -84,6 +84,7 @@ class ReplicasJsonRenderer:
                     "commonStartOffset": p.common_start,
                     "commonEndOffset": p.common_end,
                     "firstDifference": p.first_difference,
+                    "epochsPartAt": p.epochs_part_at,
                     "ranges": [_range_json(report, r, p.a, p.b) for r in p.ranges],
                     "entriesRead": p.entries_read,
                 }
@@ -185,6 +186,8 @@ class ReplicasTextRenderer:
         how = f"[{p.method}, {plural(p.entries_read, 'batch', 'batches')} read]"
         if p.status == "identical":
             self._line(f"{a} and {b}: identical, offsets {p.common_start}..{p.common_end - 1} {how}")
+        elif p.status == "prefix" and p.common_end <= p.common_start:
+            self._line(f"{a} and {b}: one of them holds no record (an empty replica) {how}")
         elif p.status == "prefix":
             self._line(
                 f"{a} and {b}: the same records where both hold them (offsets {p.common_start}.."
@@ -194,6 +197,14 @@ class ReplicasTextRenderer:
             self._line(f"{a} and {b}: no offset in common, nothing to compare")
         else:
             self._line(f"{a} and {b}: diverged at offset {p.first_difference} {how}", "bold red")
+            if p.epochs_part_at is not None:
+                ha, hb = (
+                    " ".join(f"{e.epoch}@{e.start_offset}" for e in report.replicas[i].epochs)
+                    for i in (p.a, p.b)
+                )
+                self._line(
+                    f"  leader-epoch histories part at offset {p.epochs_part_at} ({a}: {ha}; {b}: {hb})"
+                )
             for r in p.ranges:
                 self._line(
                     f"  {_offsets(r.start, r.end)} differ ({_stats(a, r.sides[0])}; {_stats(b, r.sides[1])})"

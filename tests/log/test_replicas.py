@@ -58,7 +58,7 @@ def test_kip101_scenario1_epochs_keep_what_the_high_watermark_would_cut(tmp_path
     a = write_replica(tmp_path / "a", 1, m1m2, epochs=[(0, 0)])
     b = write_replica(tmp_path / "b", 2, m1m2, epochs=[(0, 0)], high_watermark=1)
     by_epoch = diff_replicas([str(a.path), str(b.path)])
-    assert by_epoch.status == "identical"
+    assert by_epoch.status == "identical" and by_epoch.pairs[0].epochs_part_at is None
     assert _loss(by_epoch, 0, 1).truncate_to == 2 and _loss(by_epoch, 0, 1).lost_offsets == 0
     by_hw = diff_replicas([str(a.path), str(b.path)], rule="high-watermark")
     t = _loss(by_hw, 0, 1)
@@ -111,6 +111,7 @@ def test_kip279_the_followers_epoch_is_not_in_the_leaders_history(tmp_path):
     assert len(b_loses.steps) == 2  # the second round
     assert a_loses.lost.bytes == a.batches[1][2] and b_loses.lost.bytes == b.batches[1][2]
     pair = report.pairs[0]
+    assert pair.epochs_part_at == 2  # epoch 1 at 2 on A, epoch 2 at 2 on B
     assert [(r.start, r.end) for r in pair.ranges] == [(2, 4)]
     assert [(s.records, s.bytes) for s in pair.ranges[0].sides] == [
         (2, a.batches[1][2]),

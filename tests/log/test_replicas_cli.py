@@ -72,6 +72,7 @@ def test_json_lines_have_stable_fields_and_a_summary(diverged) -> None:
     assert (replicas[0]["logEndOffset"], replicas[0]["highWatermark"], replicas[0]["rank"]) == (6, 6, 2)
     (comparison,) = objects(out, "comparison")
     assert comparison["firstDifference"] == 3 and comparison["status"] == "diverged"
+    assert comparison["epochsPartAt"] == 3
     (r,) = comparison["ranges"]
     assert (r["startOffset"], r["endOffset"], [s["records"] for s in r["sides"]]) == (3, 5, [2, 2])
     assert [s["bytes"] for s in r["sides"]] == [a.batches[1][2], b.batches[1][2]]
@@ -128,6 +129,18 @@ def test_identical_and_lagging_replicas_exit_0(tmp_path) -> None:
     assert "broker 1 and broker 2: identical, offsets 0..19" in out
     assert "broker 1 and broker 3: the same records where both hold them (offsets 0..11)" in out
     assert "if broker 3 leads: broker 1 truncates to 12, losing offsets 12..19 (8 records" in out
+
+
+def test_an_empty_replica_is_behind_and_would_take_everything_from_the_other(tmp_path) -> None:
+    full = write_replica(tmp_path / "a", 1, [Batch(0, values("x", 0, 5))], epochs=[(0, 0)])
+    empty = tmp_path / "b" / f"{TOPIC}-0"
+    empty.mkdir(parents=True)
+    (empty / "00000000000000000000.log").write_bytes(b"")
+    code, out, _ = diff(str(full.path), str(empty))
+    assert code == 0
+    assert "one of them holds no record (an empty replica)" in out
+    assert f"if {empty} leads: broker 1 (" not in out  # labels are paths: b has no meta.properties
+    assert f"if {empty} leads: {full.path} truncates to 0, losing offsets 0..4 (5 records" in out
 
 
 def test_usage_and_unreadable_exit_codes(tmp_path, diverged) -> None:

@@ -113,8 +113,9 @@ def write_replica(
         else:
             entries = [legacy_entry(offset + i, magic, [v]) for i, v in enumerate(batch.values)]
         last = offset + len(batch.values) - 1
-        if position:  # an entry per batch, as LogSegment.append: (largest offset, where the append starts)
-            index.append((last - segment_base, position))
+        if position:  # an entry per append, as LogSegment.append: where the append starts, with its
+            # largest offset (0.10.1+; v2) or, in 0.8-0.10.0, its first offset (v0/v1 here)
+            index.append(((last if magic == 2 else offset) - segment_base, position))
         for data in entries:
             segment.append(data)
             position += len(data)
