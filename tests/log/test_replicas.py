@@ -216,12 +216,14 @@ def test_unclean_election_before_epochs_leaves_a_silent_divergence(tmp_path, mag
     assert report.ranking == [0, 1]  # no epochs: the longer log
 
 
-def test_a_healed_divergence_between_logs_without_epochs_is_found(tmp_path):
+@pytest.mark.parametrize("codec", [0, 1], ids=["plain", "gzip"])
+def test_a_healed_divergence_between_logs_without_epochs_is_found(tmp_path, codec):
     # After 0.9's truncation and catch-up the two logs agree again at the end; only the middle
     # differs. Both ends agree, so the logs are compared batch by batch.
-    head, tail = Batch(0, values("x", 0, 10)), Batch(0, values("t", 13, 8))
-    a = write_replica(tmp_path / "a", 1, [head, Batch(0, values("a", 10, 3)), tail], magic=0, per_segment=2)
-    b = write_replica(tmp_path / "b", 2, [head, Batch(0, values("b", 10, 3)), tail], magic=0, per_segment=2)
+    head, tail = Batch(0, values("x", 0, 10), codec), Batch(0, values("t", 13, 8), codec)
+    mid_a, mid_b = Batch(0, values("a", 10, 3), codec), Batch(0, values("b", 10, 3), codec)
+    a = write_replica(tmp_path / "a", 1, [head, mid_a, tail], magic=0, per_segment=2)
+    b = write_replica(tmp_path / "b", 2, [head, mid_b, tail], magic=0, per_segment=2)
     report = diff_replicas([str(a.path), str(b.path)])
     pair = report.pairs[0]
     assert pair.method == "full-compare"
