@@ -52,7 +52,10 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 PROBE_CHUNK = 64 * 1024  # a probe reads from an index entry (every 4 KiB by default) to one batch
 COUNT_LIMIT = 256 << 20  # records of a range above this many bytes are not counted (bytes still are)
-MAX_EPOCHS = 10_000  # epoch transitions looked for in the batches of one replica
+MAX_EPOCHS = 10_000
+PROBE_CACHE = (
+    4096  # entries remembered by probed offset  # epoch transitions looked for in the batches of one replica
+)
 UNDEFINED = -1
 RULES = ("auto", "high-watermark", "leader-epoch")
 
@@ -270,6 +273,7 @@ class ReplicaLog:
         self.label = label or path
         self.entries_read = 0
         self._readers: dict[int, SegmentReader] = {}
+        self._probed: dict[int, Entry | None] = {}
 
     def close(self) -> None:
         for r in self._readers.values():
@@ -312,6 +316,15 @@ class ReplicaLog:
 
     def entry_at(self, offset: int) -> Entry | None:
         """The entry holding `offset`, or the first above it (a compacted gap); None past the end."""
+        if offset in self._probed:
+            return self._probed[offset]
+        entry = self._entry_at(offset)
+        if len(self._probed) >= PROBE_CACHE:
+            self._probed.clear()
+        self._probed[offset] = entry
+        return entry
+
+    def _entry_at(self, offset: int) -> Entry | None:
         if self.part.kafka07:
             raise ReplicaUnreadable(f"{self.path}: Kafka 0.7 logs have no replicas to compare")
         k = segment_for(self.part, offset)
@@ -596,16 +609,19 @@ def compare_pair(
         status = "prefix" if empty else "no-overlap"
         return PairDiff(a, b, lo, max(lo, hi), status, "none", [], 0)
     cmp = Comparison(logs[a], logs[b])
+    ends_agree = cmp.equal_at(lo) and cmp.equal_at(hi - 1)
     if full:
         method, spans = "full-compare", cmp.ranges_by_scan(lo, hi)
-    elif not cmp.equal_at(hi - 1) or not cmp.equal_at(lo):
-        method, spans = "binary-search", cmp.ranges_by_search(lo, hi, [])
     elif ra.epochs and rb.epochs:
-        # ends agree; leader epochs leave no healed divergence: probe every epoch boundary
+        # every epoch boundary probed, bisection between probes that disagree: with leader epochs a
+        # divergence starts at an epoch boundary and is cut by truncation (KIP-101/279), never healed
         boundaries = {e.start_offset for e in ra.epochs + rb.epochs + ra.batch_epochs + rb.batch_epochs}
         boundaries |= {x - 1 for x in boundaries}
-        method, spans = "epoch-probes", cmp.ranges_by_search(lo, hi, sorted(boundaries))
-    else:
+        method = "epoch-probes" if ends_agree else "binary-search"
+        spans = cmp.ranges_by_search(lo, hi, sorted(boundaries))
+    elif not ends_agree:
+        method, spans = "binary-search", cmp.ranges_by_search(lo, hi, [])
+    else:  # no epochs and the ends agree: Kafka before 0.11 can leave a healed divergence inside
         method, spans = "full-compare", cmp.ranges_by_scan(lo, hi)
     read = logs[a].entries_read + logs[b].entries_read - before  # to locate, not to count
     ranges = [

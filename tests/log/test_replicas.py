@@ -267,3 +267,31 @@ def test_the_binary_search_reads_few_batches(tmp_path):
     full = diff_replicas([str(a.path), str(b.path)], full=True).pairs[0]
     assert [(r.start, r.end) for r in full.ranges] == [(9500, 10000)]
     assert full.entries_read >= 4000
+
+
+def test_every_epoch_boundary_is_probed_so_an_earlier_range_is_not_missed(tmp_path):
+    # A disk restored from another replica's backup: epoch 1 (offsets 5..7) holds other records on B,
+    # though both agree before and after it, and the two diverge again from 12 (epoch 3 vs 4). The
+    # probes at the epoch boundaries find both ranges without reading every batch.
+    shared0, shared2 = Batch(0, values("s", 0, 5)), Batch(2, values("s", 8, 4))
+    a = write_replica(
+        tmp_path / "a",
+        1,
+        [shared0, Batch(1, values("a", 5, 3)), shared2, Batch(3, values("a", 12, 4))],
+        epochs=[(0, 0), (1, 5), (2, 8), (3, 12)],
+    )
+    b = write_replica(
+        tmp_path / "b",
+        2,
+        [shared0, Batch(1, values("b", 5, 3)), shared2, Batch(4, values("b", 12, 2))],
+        epochs=[(0, 0), (1, 5), (2, 8), (4, 12)],
+    )
+    pair = diff_replicas([str(a.path), str(b.path)]).pairs[0]
+    assert [(r.start, r.end) for r in pair.ranges] == [(5, 8), (12, 14)]
+    assert pair.epochs_part_at == 12  # the histories only part at 12: 5..7 differ within epoch 1
+    assert [
+        (r.start, r.end) for r in diff_replicas([str(a.path), str(b.path)], full=True).pairs[0].ranges
+    ] == [
+        (5, 8),
+        (12, 14),
+    ]
