@@ -10,7 +10,9 @@ Replica A: v2 batches (64 records each, built once by kafka-python's DefaultReco
 again and again with base offset, leader epoch 0, timestamps and CRC-32C patched), an `.index` entry
 per batch, a leader-epoch-checkpoint and the log dir's checkpoints. Replica B: the same segment files
 (hard links) but the last, which holds A's first batches then, from a batch near its middle on,
-different records in epoch 1 (an unclean election). What is timed: the wall time of the console
+different records in epoch 1 (an unclean election); replica C the same records in epoch 0 with no
+epoch change in its checkpoint (a disk restored from elsewhere: only the bisection finds it). Both end
+3 batches before A. What is timed, A against B and A against C: the wall time of the console
 script (`ktool replicas diff A B --json`) minus `ktool --version` (start-up); the service alone in a
 child process; its peak RSS (VmHWM). The answer must name the divergence where it was written.
 """
@@ -33,7 +35,7 @@ if __package__ in (None, ""):  # run as `python bench/replicas.py`
 
 from bench.decode import data_dir, format_table, log  # noqa: E402
 
-LAYOUT_VERSION = 2
+LAYOUT_VERSION = 3
 RECORDS_PER_BATCH = 64
 SEGMENTS = 2000
 T0 = 1_700_000_000_000
@@ -78,7 +80,7 @@ def _log_dir_files(log_dir: Path, broker: int, end: int, epochs: list[tuple[int,
 
 def write_replicas(root: Path, batches_per_segment: int) -> dict:
     """Replicas A and B under `root` (cached when complete); where B starts to differ."""
-    a_dir, b_dir = root / "a", root / "b"
+    a_dir, b_dir, c_dir = root / "a", root / "b", root / "c"
     per_segment = batches_per_segment * RECORDS_PER_BATCH
     diverge = (SEGMENTS - 1) * per_segment + (batches_per_segment // 2) * RECORDS_PER_BATCH
     a_end = SEGMENTS * per_segment
@@ -90,6 +92,7 @@ def write_replicas(root: Path, batches_per_segment: int) -> dict:
     shutil.rmtree(root, ignore_errors=True)
     (a_dir / "bench-0").mkdir(parents=True)
     (b_dir / "bench-0").mkdir(parents=True)
+    (c_dir / "bench-0").mkdir(parents=True)
     template = bytearray(template_batch("a"))
     offset = 0
     for s in range(SEGMENTS):
@@ -99,20 +102,24 @@ def write_replicas(root: Path, batches_per_segment: int) -> dict:
         (a_dir / "bench-0" / f"{name}.index").write_bytes(index)
         if s < SEGMENTS - 1:
             for suffix in (".log", ".index"):
-                os.link(a_dir / "bench-0" / f"{name}{suffix}", b_dir / "bench-0" / f"{name}{suffix}")
-        else:  # B's last segment: A's first half, then its own records in epoch 1
+                for other in (b_dir, c_dir):
+                    os.link(a_dir / "bench-0" / f"{name}{suffix}", other / "bench-0" / f"{name}{suffix}")
+        else:  # B's last segment: A's first half, then its own records in epoch 1; C's the same in epoch 0
             head, head_index, mid = _segment(template, offset, batches_per_segment // 2, 0)
-            own = bytearray(template_batch("b"))
-            tail, tail_index, _ = _segment(own, mid, batches_per_segment - batches_per_segment // 2 - 3, 1)
-            shift, rel = len(head), mid - offset  # the tail's entries, relative to the segment
-            moved = b"".join(
-                struct.pack(">ii", r + rel, p + shift) for r, p in struct.iter_unpack(">ii", tail_index)
-            )
-            (b_dir / "bench-0" / f"{name}.log").write_bytes(head + tail)
-            (b_dir / "bench-0" / f"{name}.index").write_bytes(head_index + moved)
+            for other, epoch in ((b_dir, 1), (c_dir, 0)):
+                own = bytearray(template_batch("b"))
+                count = batches_per_segment - batches_per_segment // 2 - 3
+                tail, tail_index, _ = _segment(own, mid, count, epoch)
+                shift, rel = len(head), mid - offset  # the tail's entries, relative to the segment
+                moved = b"".join(
+                    struct.pack(">ii", r + rel, p + shift) for r, p in struct.iter_unpack(">ii", tail_index)
+                )
+                (other / "bench-0" / f"{name}.log").write_bytes(head + tail)
+                (other / "bench-0" / f"{name}.index").write_bytes(head_index + moved)
         offset = nxt
     _log_dir_files(a_dir, 1, a_end, [(0, 0)])
     _log_dir_files(b_dir, 2, b_end, [(0, 0), (1, diverge)])
+    _log_dir_files(c_dir, 3, b_end, [(0, 0)])  # a restored disk: other records, no epoch change
     stamp.write_text(json.dumps([LAYOUT_VERSION, batches_per_segment, info]))
     return info
 
@@ -157,6 +164,29 @@ def wall(cmd: list[str], runs: int, ok_codes: tuple[int, ...] = (0,)) -> dict:
     return {"median": statistics.median(times), "runs": runs, "stdout": first.stdout}
 
 
+SHAPES = {
+    "b": "unclean election (epoch 1 from the divergence)",
+    "c": "restored disk (same epoch: bisection only)",
+}
+
+
+def measure(ktool: str, a: Path, other: Path, runs: int, startup: float, info: dict, full: bool) -> dict:
+    diff = wall([ktool, "replicas", "diff", "--json", str(a), str(other)], runs, ok_codes=(1,))
+    summary = json.loads(diff.pop("stdout").splitlines()[-1])
+    row = {
+        "replicas diff": diff,
+        "after start-up": diff["median"] - startup,
+        "service in-process": service(a, other, runs, full=False),
+        "first difference found": summary["firstDifference"],
+        "found where written": summary["firstDifference"] == info["divergence"],
+    }
+    if full:
+        log("  the same with --full (every batch of the common range)")
+        row["service --full"] = service(a, other, 1, full=True)
+        row["full / search"] = row["service --full"]["median"] / row["service in-process"]["median"]
+    return row
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="~70 KiB segments, fewer runs")
@@ -171,71 +201,62 @@ def main() -> int:
     if ktool is None:
         raise SystemExit("no `ktool` console script: pip install -e . first")
     root = data_dir() / f"replicas-{batches}"
-    log(f"generating two replicas of {SEGMENTS} segments (cached after the first run) …")
+    log(f"generating replicas of {SEGMENTS} segments (cached after the first run) …")
     info = write_replicas(root, batches)
-    a, b = root / "a" / "bench-0", root / "b" / "bench-0"
+    a = root / "a" / "bench-0"
     size = sum(p.stat().st_size for p in a.glob("*.log"))
-    log(f"replicas of {size / 2**30:.2f} GiB each: ktool --version, ktool replicas diff")
     startup = wall([ktool, "--version"], runs)
-    diff = wall([ktool, "replicas", "diff", "--json", str(a), str(b)], runs, ok_codes=(1,))
-    summary = json.loads(diff.pop("stdout").splitlines()[-1])
     startup.pop("stdout")
-    in_process = service(a, b, runs, full=False)
-    result = {
+    result: dict = {
         "ktool": ktool,
         "python": sys.version.split()[0],
-        "load": os.getloadavg(),
         "segments": SEGMENTS,
         "bytes_per_replica": size,
         "divergence_written_at": info["divergence"],
         "ktool --version": startup,
-        "replicas diff": diff,
-        "after start-up": diff["median"] - startup["median"],
-        "service in-process": in_process,
-        "first difference found": summary["firstDifference"],
+        "shapes": {},
     }
-    if args.full_compare:
-        log("the same with --full (every batch of the common range)")
-        result["service --full"] = service(a, b, 1, full=True)
-        result["full / search"] = result["service --full"]["median"] / in_process["median"]
+    for key, shape in SHAPES.items():
+        log(f"replicas of {size / 2**30:.2f} GiB each, {shape}: ktool replicas diff")
+        row = measure(ktool, a, root / key / "bench-0", runs, startup["median"], info, args.full_compare)
+        result["shapes"][shape] = row
+    result["load"] = os.getloadavg()
+    rows = result["shapes"].values()
     result["targets"] = {
-        "finds the divergence where it was written": summary["firstDifference"] == info["divergence"],
-        "< 1 s after start-up": result["after start-up"] < TARGET_AFTER_STARTUP_S,
-        f"peak RSS < {TARGET_PEAK_RSS_MB:.0f} MB": in_process["peak_rss_kb"] / 1024 < TARGET_PEAK_RSS_MB,
+        "finds the divergence where it was written": all(r["found where written"] for r in rows),
+        "< 1 s after start-up": all(r["after start-up"] < TARGET_AFTER_STARTUP_S for r in rows),
+        f"peak RSS < {TARGET_PEAK_RSS_MB:.0f} MB": all(
+            r["service in-process"]["peak_rss_kb"] / 1024 < TARGET_PEAK_RSS_MB for r in rows
+        ),
     }
     if args.json:
         print(json.dumps(result, indent=1))
     else:
-        rows = [
-            [
-                f"{SEGMENTS:,} segments x2",
-                f"{size / 2**30:.2f} GiB each",
-                f"{diff['median'] * 1000:.0f} ms",
-                f"{startup['median'] * 1000:.0f} ms",
-                f"{result['after start-up'] * 1000:.0f} ms",
-                f"{in_process['median'] * 1000:.0f} ms",
-                str(in_process["entries_read"]),
-                f"{in_process['peak_rss_kb'] / 1024:.0f} MB",
-            ]
-        ]
-        cols = [
-            "replicas",
-            "size",
-            "diff (wall)",
-            "--version",
-            "after start-up",
-            "service",
-            "batches read",
-            "peak RSS",
-        ]
-        for line in format_table(cols, rows):
-            print(line)
-        if args.full_compare:
-            full = result["service --full"]
-            print(
-                f"--full: {full['median']:.2f} s, {full['entries_read']:,} batches read "
-                f"({result['full / search']:.0f}x the binary search)"
+        table = []
+        for shape, r in result["shapes"].items():
+            svc = r["service in-process"]
+            table.append(
+                [
+                    shape,
+                    f"{r['replicas diff']['median'] * 1000:.0f} ms",
+                    f"{r['after start-up'] * 1000:.0f} ms",
+                    f"{svc['median'] * 1000:.0f} ms",
+                    f"{svc['method']}, {svc['entries_read']}",
+                    f"{svc['peak_rss_kb'] / 1024:.0f} MB",
+                ]
             )
+        print(f"{SEGMENTS:,} segments a replica, {size / 2**30:.2f} GiB each")
+        cols = ["B", "diff (wall)", "after start-up", "service", "batches compared", "peak RSS"]
+        for line in format_table(cols, table):
+            print(line)
+        print(f"ktool --version: {startup['median'] * 1000:.0f} ms")
+        if args.full_compare:
+            for shape, r in result["shapes"].items():
+                full = r["service --full"]
+                print(
+                    f"--full, {shape}: {full['median']:.2f} s, {full['entries_read']:,} batches "
+                    f"compared ({r['full / search']:.0f}x)"
+                )
         print(f"load average: {' '.join(f'{x:.2f}' for x in result['load'])}")
         for name, ok in result["targets"].items():
             print(f"{'ok  ' if ok else 'MISS'} {name}")

@@ -528,8 +528,10 @@ class Comparison:
 
     def __init__(self, a: ReplicaLog, b: ReplicaLog) -> None:
         self.a, self.b = a, b
+        self.entries = 0  # entries looked at, both sides (a probe's may come from the cache)
 
     def equal_at(self, offset: int) -> bool:
+        self.entries += 2
         ea, eb = self.a.entry_at(offset), self.b.entry_at(offset)
         if ea is None or eb is None:
             return ea is None and eb is None
@@ -564,9 +566,14 @@ class Comparison:
             out.append((start, hi))
         return out
 
+    def _counted(self, entries: Iterator[Entry]) -> Iterator[Entry]:
+        for entry in entries:
+            self.entries += 1
+            yield entry
+
     def ranges_by_scan(self, lo: int, hi: int) -> list[tuple[int, int]]:
         """Differing ranges of [lo, hi), entry by entry (flat memory: two entry walks in step)."""
-        ia, ib = self.a.entries(lo, hi), self.b.entries(lo, hi)
+        ia, ib = self._counted(self.a.entries(lo, hi)), self._counted(self.b.entries(lo, hi))
         ea, eb = next(ia, None), next(ib, None)
         next_a = next_b = lo  # the offset after each side's previous entry
         out: list[tuple[int, int]] = []
@@ -603,7 +610,6 @@ def compare_pair(
 ) -> PairDiff:
     ra, rb = replicas[a], replicas[b]
     lo, hi = max(ra.log_start, rb.log_start), min(ra.log_end, rb.log_end)
-    before = logs[a].entries_read + logs[b].entries_read
     if lo >= hi:
         empty = ra.log_end <= ra.log_start or rb.log_end <= rb.log_start
         status = "prefix" if empty else "no-overlap"
@@ -623,7 +629,7 @@ def compare_pair(
         method, spans = "binary-search", cmp.ranges_by_search(lo, hi, [])
     else:  # no epochs and the ends agree: Kafka before 0.11 can leave a healed divergence inside
         method, spans = "full-compare", cmp.ranges_by_scan(lo, hi)
-    read = logs[a].entries_read + logs[b].entries_read - before  # to locate, not to count
+    read = cmp.entries  # to locate, not to count
     ranges = [
         DivergentRange(s, e, (_range_stats(logs[a], s, e), _range_stats(logs[b], s, e))) for s, e in spans
     ]
