@@ -271,7 +271,6 @@ class ReplicaLog:
             raise ReplicaUnreadable(str(exc)) from None
         self.path = path
         self.label = label or path
-        self.entries_read = 0
         self._readers: dict[int, SegmentReader] = {}
         self._probed: dict[int, Entry | None] = {}
 
@@ -297,7 +296,6 @@ class ReplicaLog:
         from kafka_tools.format.message_set import parse_message
         from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header
 
-        self.entries_read += 1
         try:
             if frame.magic == 2:
                 b = parse_batch_header(frame.buf, frame.at, frame.position)
@@ -447,12 +445,12 @@ def _batch_epochs(log: ReplicaLog, start: int, end: int, last: Entry | None) -> 
         while b - a > 1:
             mid = (a + b) // 2
             e = log.entry_at(mid)
-            if e.epoch is not None and e.epoch > current:
+            if e is not None and e.epoch is not None and e.epoch > current:
                 b = mid
             else:
                 a = mid
         e = log.entry_at(b)
-        if e.epoch is None or e.epoch <= current:
+        if e is None or e.epoch is None or e.epoch <= current:
             break  # epochs go down somewhere: no monotone history to find
         history.append(EpochEntry(e.epoch, e.first_offset))
         lo = e.last_offset

@@ -295,3 +295,23 @@ def test_every_epoch_boundary_is_probed_so_an_earlier_range_is_not_missed(tmp_pa
         (5, 8),
         (12, 14),
     ]
+
+
+def test_an_upgraded_log_has_epochs_from_its_first_v2_batch(tmp_path):
+    # Message format 0.10 (v1) up to offset 9, then v2 batches stamped 3 and 4 (the upgrade); no
+    # checkpoint: the epochs come from the batches, the first found by bisecting on the magic.
+    old = [Batch(0, values("v1", 5 * i, 5), magic=1) for i in range(2)]
+    new = [Batch(3, values("v2", 10, 4)), Batch(3, values("v2", 14, 4)), Batch(4, values("v2", 18, 2))]
+    a = write_replica(tmp_path / "a", 1, old + new, epochs=None, per_segment=2)
+    report = diff_replicas([str(a.path), str(a.path)])
+    assert [(e.epoch, e.start_offset) for e in report.replicas[0].batch_epochs] == [(3, 10), (4, 18)]
+    assert report.status == "identical"
+
+
+def test_a_checkpoint_that_disagrees_with_the_batches_is_said(tmp_path):
+    a = write_replica(
+        tmp_path / "a", 1, [Batch(0, values("x", 0, 3)), Batch(1, values("x", 3, 3))], epochs=[(0, 0), (1, 4)]
+    )
+    report = diff_replicas([str(a.path), str(a.path)])
+    assert any("says 0@0 1@4 but the batches say 0@0 1@3" in w for w in report.replicas[0].warnings)
+    assert report.replicas[0].last_epoch == 1

@@ -27,6 +27,7 @@ class Batch:
     epoch: int
     values: list[bytes]
     codec: int = 0  # 0 none, 1 gzip
+    magic: int | None = None  # this batch's format, when not the replica's (an upgraded log)
 
 
 @dataclass
@@ -105,17 +106,18 @@ def write_replica(
         if n and n % per_segment == 0:
             flush()
             segment, index, position, segment_base = [], [], 0, offset
-        if magic == 2:
+        this = magic if batch.magic is None else batch.magic
+        if this == 2:
             data = v2_batch(offset, batch.epoch, batch.values, batch.codec)
             entries = [data]
         elif batch.codec:
-            entries = [legacy_entry(offset, magic, batch.values, batch.codec)]
+            entries = [legacy_entry(offset, this, batch.values, batch.codec)]
         else:
-            entries = [legacy_entry(offset + i, magic, [v]) for i, v in enumerate(batch.values)]
+            entries = [legacy_entry(offset + i, this, [v]) for i, v in enumerate(batch.values)]
         last = offset + len(batch.values) - 1
         if position:  # an entry per append, as LogSegment.append: where the append starts, with its
             # largest offset (0.10.1+; v2) or, in 0.8-0.10.0, its first offset (v0/v1 here)
-            index.append(((last if magic == 2 else offset) - segment_base, position))
+            index.append(((last if this == 2 else offset) - segment_base, position))
         for data in entries:
             segment.append(data)
             position += len(data)
