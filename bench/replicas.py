@@ -137,7 +137,7 @@ for _ in range(int(sys.argv[3])):
 hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
 pair = report.pairs[0]
 print(json.dumps({"median": sorted(times)[len(times) // 2], "imports": imported, "peak_rss_kb": hwm,
-                  "first_difference": pair.first_difference, "entries_read": pair.entries_read,
+                  "first_difference": pair.first_difference, "entries_compared": pair.entries_compared,
                   "method": pair.method}))
 """
 
@@ -241,7 +241,7 @@ def main() -> int:
                     f"{r['replicas diff']['median'] * 1000:.0f} ms",
                     f"{r['after start-up'] * 1000:.0f} ms",
                     f"{svc['median'] * 1000:.0f} ms",
-                    f"{svc['method']}, {svc['entries_read']}",
+                    f"{svc['method']}, {svc['entries_compared']}",
                     f"{svc['peak_rss_kb'] / 1024:.0f} MB",
                 ]
             )
@@ -254,7 +254,7 @@ def main() -> int:
             for shape, r in result["shapes"].items():
                 full = r["service --full"]
                 print(
-                    f"--full, {shape}: {full['median']:.2f} s, {full['entries_read']:,} batches "
+                    f"--full, {shape}: {full['median']:.2f} s, {full['entries_compared']:,} batches "
                     f"compared ({r['full / search']:.0f}x)"
                 )
         print(f"load average: {' '.join(f'{x:.2f}' for x in result['load'])}")

@@ -142,7 +142,7 @@ class PairDiff:
     status: str  # identical, prefix, diverged, no-overlap
     method: str  # binary-search, epoch-probes, full-compare
     ranges: list[DivergentRange]
-    entries_read: int
+    entries_compared: int
     epochs_part_at: int | None = None  # where the two leader-epoch histories first disagree
 
     @property

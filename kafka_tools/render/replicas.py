@@ -41,7 +41,7 @@ def summary_of(report: ReplicasReport) -> dict:
         "firstDifference": min(firsts) if firsts else None,
         "ranking": [report.replicas[i].label for i in report.ranking],
         "newEpoch": report.new_epoch,
-        "entriesRead": sum(p.entries_read for p in report.pairs),
+        "entriesCompared": sum(p.entries_compared for p in report.pairs),
     }
 
 
@@ -86,7 +86,7 @@ class ReplicasJsonRenderer:
                     "firstDifference": p.first_difference,
                     "epochsPartAt": p.epochs_part_at,
                     "ranges": [_range_json(report, r, p.a, p.b) for r in p.ranges],
-                    "entriesRead": p.entries_read,
+                    "entriesCompared": p.entries_compared,
                 }
             )
 
@@ -183,7 +183,7 @@ class ReplicasTextRenderer:
 
     def _pair(self, report: ReplicasReport, p: PairDiff) -> None:
         a, b = report.replicas[p.a].label, report.replicas[p.b].label
-        how = f"[{p.method}, {plural(p.entries_read, 'batch', 'batches')} read]"
+        how = f"[{p.method}, {plural(p.entries_compared, 'batch', 'batches')} read]"
         if p.status == "identical":
             self._line(f"{a} and {b}: identical, offsets {p.common_start}..{p.common_end - 1} {how}")
         elif p.status == "prefix" and p.common_end <= p.common_start:

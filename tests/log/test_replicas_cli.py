@@ -94,7 +94,7 @@ def test_json_lines_have_stable_fields_and_a_summary(diverged) -> None:
         "firstDifference": 3,
         "ranking": ["broker 2", "broker 1"],
         "newEpoch": 3,
-        "entriesRead": comparison["entriesRead"],
+        "entriesCompared": comparison["entriesCompared"],
     }
 
 
