@@ -9,9 +9,10 @@ Where two replicas diverge: entries are compared by what identifies their conten
 message or compressed wrapper: its offset and CRC; `replica_log.py`), located by a binary search over
 offsets, so only O(log n) batches are read. A binary search is only sound on a prefix-then-different
 shape; logs with leader epochs are also probed at every epoch boundary (KIP-101/279 leave no healed
-divergence between them), and, when the two ends agree, logs without epochs (Kafka before 0.11 truncates a returning leader to its high watermark
-and then copies the new leader's records, so the logs can differ in the middle and agree again
-after) are compared entry by entry. `full=True` always compares entry by entry.
+divergence between them), and, when the two ends agree, logs without epochs (Kafka before 0.11
+truncates a returning leader to its high watermark and then copies the new leader's records, so the
+logs can differ in the middle and agree again after) are compared entry by entry. `full=True` always
+compares entry by entry.
 
 What each replica would lose if another became (or stayed) leader, as Kafka of that generation
 truncates a follower: before leader epochs (0.8-0.10, or a replica without epochs) to its high
