@@ -27,6 +27,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "scan": "kafka_tools.cli.scan:scan",
     "retention": "kafka_tools.cli.retention:retention",
     "metadata": "kafka_tools.cli.metadata:metadata",
+    "replicas": "kafka_tools.cli.replicas:replicas",
     "completion": "kafka_tools.cli.docs:completion",
     "man": "kafka_tools.cli.docs:man",
 }
