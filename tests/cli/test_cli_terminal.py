@@ -79,7 +79,6 @@ def test_no_color_is_honoured_on_a_terminal(log_dir) -> None:
     assert ANSI.search(empty)
 
 
-@pytest.mark.slow
 def test_no_color_on_a_terminal_for_every_zookeeper_table(zk_root) -> None:
     """brokers/topics (render/cluster.py) and groups (render/groups.py) on a terminal: coloured
     without NO_COLOR, plain with it, and the names whole at 80 columns."""

@@ -42,8 +42,6 @@ from tests.support.cli import run_ktool
 from tests.support.servers import KafkaBroker, OldConsumer, murmur2, run_kafka_script
 from tests.support.servers import key_for_partition as key_for
 
-pytestmark = pytest.mark.slow
-
 BROKER_ID = 3
 ORDERS, PAYMENTS = "orders", "payments"
 PARTITIONS = {ORDERS: 7, PAYMENTS: 3}

@@ -47,8 +47,6 @@ from tests.support.servers import (
     zk_group_offsets,
 )
 
-pytestmark = pytest.mark.slow
-
 # Old segments of the `expiring` topic are deleted within a second of expiring (log start > 0).
 BROKER_PROPERTIES = {"log.retention.check.interval.ms": "1000"}
 

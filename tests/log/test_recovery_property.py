@@ -36,6 +36,9 @@ from tests.independent import FIXTURES
 from tests.reference_recovery import recover, soundness
 from tests.support.cli import run_ktool
 
+# Generated cases in bulk (hypothesis runs inside the tests, or a seeded sample): the property tier.
+pytestmark = pytest.mark.property
+
 SEED = int(os.environ.get("KTOOL_PROPERTY_SEED", "20261123"))
 CASES = int(os.environ.get("KTOOL_PROPERTY_CASES", "2600"))  # per generation: 4 x 2600 = 10,400
 GEN = FIXTURES / "generated"

@@ -32,8 +32,6 @@ from tests.independent import FIXTURES
 from tests.support.cli import run_ktool
 from tests.support.servers import KafkaBroker
 
-pytestmark = pytest.mark.slow
-
 LOGDIR = FIXTURES / "kafka-0.9.0.1" / "logdir"
 DAY_MS = 86_400_000
 OVERRIDES = {
