@@ -21,6 +21,8 @@ import pytest
 from tests.independent import FIXTURES
 from tests.support.script import ktool_script, run_script, script_env
 
+pytestmark = pytest.mark.slow  # the console script on a pseudo-terminal per check: not the fast tier
+
 GENERATED = FIXTURES / "generated"
 LONG = "com.example.payments.settlement-events-12"  # 41 characters: the name an operator needs
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours and other SGR styles (a progress bar's cursor moves are not)
