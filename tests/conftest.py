@@ -36,6 +36,25 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.property)
 
 
+@pytest.fixture(autouse=True)
+def _servers_only_in_their_tier(request, monkeypatch) -> None:
+    """A test that starts ZooKeeper, Kafka or a Spark cluster itself, without a fixture that says so, is
+    stopped at once with the marker it needs: otherwise it would slip into the fast tier unseen."""
+    from tests.support import servers, spark_cluster
+
+    def refuse(what: str, marker: str):
+        def start(self, *args, **kwargs):
+            raise AssertionError(f"{request.node.nodeid} starts {what}: mark it `{marker}`")
+
+        return start
+
+    if request.node.get_closest_marker("server") is None:
+        monkeypatch.setattr(servers.ZooKeeperServer, "start", refuse("ZooKeeper", "server"))
+        monkeypatch.setattr(servers.KafkaBroker, "start", refuse("a Kafka broker", "server"))
+    if request.node.get_closest_marker("spark") is None:
+        monkeypatch.setattr(spark_cluster.StandaloneCluster, "start", refuse("a Spark cluster", "spark"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def state_home(tmp_path_factory) -> Iterator[Path]:
     """ktool's state (migration journals, truncate backups) goes under $XDG_STATE_HOME/ktool when no
