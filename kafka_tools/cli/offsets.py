@@ -14,28 +14,29 @@ import click
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.consumers.migration import (
+    APPLIED,
     DEFAULT_METADATA,
     FILE,
+    INTERRUPTED,
     KAFKA,
     NO_SOURCE,
-    WRITE,
+    REFUSED,
     ZK,
     GroupPlan,
     MigrationOptions,
-    apply_group,
     groups_for,
-    journal_path,
     plan_group,
     read_journal,
     read_stores,
+    run_migration,
     undo_journal,
-    write_journal,
 )
 from kafka_tools.consumers.offsets_file import parse_offsets_file
-from kafka_tools.errors import EXIT_FINDINGS, FindingsError, InputError, UsageError
+from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.format.plural import plural
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.offsets import render_moves
+from kafka_tools.state import STATE_HOME_HELP
 from kafka_tools.zk.connection import open_zk
 
 _STORES = click.Choice([ZK, KAFKA])
@@ -45,12 +46,7 @@ def _colour(ctx: click.Context) -> bool:
     return wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
 
 
-def _summary(plans: list[GroupPlan]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for p in plans:
-        for m in p.moves:
-            counts[m.status] = counts.get(m.status, 0) + 1
-    return counts
+_TITLES = {APPLIED: "result", REFUSED: "refused by the broker", INTERRUPTED: "interrupted"}
 
 
 def run_plans(
@@ -60,52 +56,41 @@ def run_plans(
     plans: list[GroupPlan],
     options: MigrationOptions,
     dry_run: bool,
-    journal_dir: Path,
+    journal_dir: Path | None,
     as_json: bool,
 ) -> None:
+    """Say what consumers/migration.run_migration does, and exit as its outcome says."""
     colour = _colour(ctx)
-    moves = [m for p in plans for m in p.moves]
     for p in plans:
         if p.refused:
             click.echo(f"ktool: group {p.group}: refused: {p.refused}", err=True)
-    writes = [m for m in moves if m.status == WRITE]
-    refused = [m for m in moves if m.status.startswith("refused")]
-    if dry_run or not writes:
-        render_moves(moves, colour, as_json, "plan (dry run)" if dry_run else "plan")
-        if not writes:
+
+    def announce(journal: Path) -> None:
+        click.echo(
+            f"ktool: journal of every offset before the change: {journal} "
+            f"(undo: ktool migrate-offsets --undo {journal})",
+            err=True,
+        )
+
+    run = run_migration(zk, broker, plans, options, journal_dir, dry_run, announce)
+    if run.state is None:
+        render_moves(run.moves, colour, as_json, "plan (dry run)" if dry_run else "plan")
+        if not run.pending:
             click.echo("ktool: nothing to write: every offset is already in place or refused", err=True)
-        if refused:
+        if run.refused:
             ctx.exit(EXIT_FINDINGS)
         return
-    journal = journal_path(journal_dir)
-    write_journal(journal, plans, options, "prepared")
-    click.echo(
-        f"ktool: journal of every offset before the change: {journal} "
-        f"(undo: ktool migrate-offsets --undo {journal})",
-        err=True,
-    )
-    try:
-        # The journal is written before (all offsets, both stores) and after; a failure writes it too.
-        for p in plans:
-            apply_group(zk, broker, p, options)
-    except FindingsError:
-        write_journal(journal, plans, options, "refused")
-        render_moves(moves, colour, as_json, "refused by the broker")
-        raise
-    except InputError:
-        write_journal(journal, plans, options, "interrupted")
-        render_moves(moves, colour, as_json, "interrupted")
+    render_moves(run.moves, colour, as_json, _TITLES[run.state])
+    if run.state == INTERRUPTED:
         click.echo(
-            f"ktool: interrupted; the journal {journal} says what was written; run the same command "
+            f"ktool: interrupted; the journal {run.journal} says what was written; run the same command "
             "again to finish",
             err=True,
         )
-        raise
-    write_journal(journal, plans, options, "applied")
-    render_moves(moves, colour, as_json, "result")
-    counts = _summary(plans)
-    click.echo("ktool: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), err=True)
-    if refused or counts.get("mismatch"):
+    if run.failure is not None:
+        raise run.failure
+    click.echo("ktool: " + ", ".join(f"{n} {s}" for s, n in sorted(run.counts().items())), err=True)
+    if run.findings:
         ctx.exit(EXIT_FINDINGS)
 
 
@@ -129,9 +114,8 @@ _common = [
     click.option(
         "--journal-dir",
         type=click.Path(file_okay=False, path_type=Path),
-        default=Path("ktool-journals"),
-        show_default=True,
-        help="Where the journal is written.",
+        help="Where the journal is written "
+        f"[default: journals/ in ktool's state directory, {STATE_HOME_HELP}].",
     ),
     click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout."),
 ]
@@ -197,7 +181,7 @@ def migrate_offsets(
     force: bool,
     allow_rewind: bool,
     metadata: str,
-    journal_dir: Path,
+    journal_dir: Path | None,
     as_json: bool,
     **options: Any,
 ) -> None:
@@ -337,7 +321,7 @@ def import_cmd(
     force: bool,
     allow_rewind: bool,
     metadata: str,
-    journal_dir: Path,
+    journal_dir: Path | None,
     as_json: bool,
     **options,
 ) -> None:

@@ -13,6 +13,7 @@ from kafka_tools.format.plural import plural
 from kafka_tools.log.dirs import Partition, Segment, discover
 from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
 from kafka_tools.log.repair import MANIFEST, apply_plan, check_backup_location, log_dir_lock, undo
+from kafka_tools.state import STATE_HOME_HELP, backups_dir
 
 
 def plan_lines(plan: RecoveryPlan) -> list[str]:
@@ -94,9 +95,8 @@ def plan_json(plan: RecoveryPlan) -> dict:
 @click.option(
     "--backup-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("ktool-backups"),
-    show_default=True,
-    help="Where removed bytes and the manifest go (never inside a log dir).",
+    help="Where removed bytes and the manifest go, never inside a log dir "
+    f"[default: backups/ in ktool's state directory, {STATE_HOME_HELP}].",
 )
 @click.option(
     "--index-interval-bytes",
@@ -120,7 +120,7 @@ def truncate(
     paths: tuple[Path, ...],
     dry_run: bool,
     force: bool,
-    backup_dir: Path,
+    backup_dir: Path | None,
     index_interval_bytes: int,
     undo_manifest: Path | None,
     as_json: bool,
@@ -154,6 +154,7 @@ def truncate(
         return
     if not paths:
         raise UsageError("give a partition directory, a log dir or a segment (or --undo MANIFEST)")
+    backup_dir = backups_dir() if backup_dir is None else backup_dir
     if not dry_run:
         check_backup_location(backup_dir)
     targets: list[tuple[Partition, Segment | None]] = []

@@ -11,13 +11,15 @@ stores; `undo` writes those values back. A run is idempotent: what is already in
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
 from kafka_tools.durable import read_json, write_json
-from kafka_tools.errors import InputError, KtoolError, UsageError
+from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError
+from kafka_tools.state import journals_dir
 from kafka_tools.zk.layout import LAYOUT_07
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
 
@@ -202,8 +204,17 @@ def _decide(move: PartitionMove, options: MigrationOptions, given: int | None = 
 
 # -- the journal ------------------------------------------------------------------------------------
 
+# A journal's states: every offset of both stores recorded and nothing written yet, then how the run
+# ended: every write done and read back, a commit the broker refused, a store lost part way.
+PREPARED = "prepared"
+APPLIED = "applied"
+REFUSED = "refused"
+INTERRUPTED = "interrupted"
 
-def journal_path(directory: Path) -> Path:
+
+def journal_path(directory: Path | None = None) -> Path:
+    """A new journal's file in `directory` (default: ktool's state directory, never the working one)."""
+    directory = journals_dir() if directory is None else directory
     directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     path = directory / f"migrate-offsets-{stamp}.json"
@@ -236,6 +247,86 @@ def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions,
 
 def read_journal(path: Path) -> dict:
     return read_json(path, "migrate-offsets journal", "groups")
+
+
+# -- a run: journal, apply, journal again ------------------------------------------------------------
+
+
+@dataclass
+class MigrationRun:
+    """What a run did: the plans (their moves carry each partition's status), the journal written (None
+    when nothing was to be written, or on a dry run), its last state, and the error that ended the run
+    early (the journal says so too)."""
+
+    plans: list[GroupPlan]
+    journal: Path | None = None
+    state: str | None = None
+    failure: KtoolError | None = None
+
+    @property
+    def moves(self) -> list[PartitionMove]:
+        return [m for p in self.plans for m in p.moves]
+
+    @property
+    def pending(self) -> list[PartitionMove]:
+        """The moves planned and not written (all of them before the run, none after it)."""
+        return [m for m in self.moves if m.status == WRITE]
+
+    @property
+    def refused(self) -> list[PartitionMove]:
+        return [m for m in self.moves if m.status.startswith("refused")]
+
+    def counts(self) -> dict[str, int]:
+        """How many partitions ended in each status."""
+        counts: dict[str, int] = {}
+        for m in self.moves:
+            counts[m.status] = counts.get(m.status, 0) + 1
+        return counts
+
+    @property
+    def findings(self) -> bool:
+        """Refusals, or a read-back that does not match: exit 1."""
+        return bool(self.refused) or self.counts().get(MISMATCH, 0) > 0
+
+
+def run_migration(
+    zk,
+    broker: Broker,
+    plans: list[GroupPlan],
+    options: MigrationOptions,
+    journal_dir: Path | None = None,
+    dry_run: bool = False,
+    journal_started: Callable[[Path], None] = lambda journal: None,
+) -> MigrationRun:
+    """Carry out the plans: the journal of every offset in both stores is written (``prepared``) and
+    announced through `journal_started` before the first write, then the groups are written and read
+    back, and the journal is written again with how the run ended. A commit the broker refuses
+    (FindingsError) or a store lost part way (InputError) ends the run: the journal records it and
+    `failure` holds the error; running the same command again finishes the job."""
+    run = MigrationRun(plans)
+    if dry_run or not run.pending:
+        return run
+    run.journal = journal_path(journal_dir)
+    _journal(run, options, PREPARED)
+    journal_started(run.journal)
+    try:
+        for p in plans:
+            apply_group(zk, broker, p, options)
+    except FindingsError as exc:
+        run.failure = exc
+        _journal(run, options, REFUSED)
+    except InputError as exc:
+        run.failure = exc
+        _journal(run, options, INTERRUPTED)
+    else:
+        _journal(run, options, APPLIED)
+    return run
+
+
+def _journal(run: MigrationRun, options: MigrationOptions, state: str) -> None:
+    assert run.journal is not None
+    write_journal(run.journal, run.plans, options, state)
+    run.state = state
 
 
 # -- applying ---------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ def test_unresolvable_zookeeper_is_named_as_such() -> None:
     assert elapsed < 8, elapsed
 
 
+@pytest.mark.slow  # waits out the client's timeout, as the user would
 def test_silent_zookeeper_is_reported_after_its_timeout(silent_port) -> None:
     result, elapsed = timed("cluster-id", "--zookeeper", f"127.0.0.1:{silent_port}", "--zk-timeout", "1.5")
     assert one_line(result) == (
@@ -95,6 +96,7 @@ def test_unresolvable_broker_is_named_as_such() -> None:
     assert one_line(result) == f"ktool: broker {UNRESOLVABLE}:9092: host name not resolved"
 
 
+@pytest.mark.slow  # waits out the client's timeout, as the user would
 def test_silent_broker_says_no_answer_in_ktools_words(silent_port) -> None:
     result, elapsed = timed(
         "groups", "describe", "g", "--bootstrap-server", f"127.0.0.1:{silent_port}", "--broker-timeout", "2"
@@ -135,6 +137,7 @@ def unanswered_port() -> Iterator[int]:
                 s.close()
 
 
+@pytest.mark.slow  # waits out the client's timeout, as the user would
 def test_unanswered_broker_connection_waits_the_broker_timeout_and_says_so(unanswered_port) -> None:
     result, elapsed = timed("groups", "list", "--bootstrap-server", f"127.0.0.1:{unanswered_port}",
                             "--broker-timeout", "3")  # fmt: skip

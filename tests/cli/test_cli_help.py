@@ -24,6 +24,8 @@ from kafka_tools.cli.main import cli
 from tests.independent import ROOT
 from tests.support.script import run_script
 
+pytestmark = pytest.mark.slow  # the console script in a fresh interpreter per check: not the fast tier
+
 COMMANDS = [name.split()[1:] for name, _ in _commands(cli, "ktool")]
 EXIT_ROW = re.compile(r"^    (\d{1,3}) {2,}\S")
 

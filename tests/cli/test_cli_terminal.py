@@ -21,6 +21,8 @@ import pytest
 from tests.independent import FIXTURES
 from tests.support.script import ktool_script, run_script, script_env
 
+pytestmark = pytest.mark.slow  # the console script on a pseudo-terminal per check: not the fast tier
+
 GENERATED = FIXTURES / "generated"
 LONG = "com.example.payments.settlement-events-12"  # 41 characters: the name an operator needs
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours and other SGR styles (a progress bar's cursor moves are not)
@@ -79,7 +81,6 @@ def test_no_color_is_honoured_on_a_terminal(log_dir) -> None:
     assert ANSI.search(empty)
 
 
-@pytest.mark.slow
 def test_no_color_on_a_terminal_for_every_zookeeper_table(zk_root) -> None:
     """brokers/topics (render/cluster.py) and groups (render/groups.py) on a terminal: coloured
     without NO_COLOR, plain with it, and the names whole at 80 columns."""

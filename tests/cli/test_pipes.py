@@ -16,6 +16,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from tests.support.script import run_pipeline, run_script
 
+pytestmark = pytest.mark.slow  # dozens of bash pipelines around the console script: not the fast tier
+
 BATCHES = 3000  # enough output (hundreds of KB) that the reader is gone long before ktool is done
 
 
@@ -96,7 +98,6 @@ def test_dump_log_stops_printing_when_the_reader_leaves(log_dirs) -> None:
 ZK_COMMANDS = ["brokers", "topics", "groups list", "offsets export --all-groups"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("reader", ["head -1", "true"])
 @pytest.mark.parametrize("command", ZK_COMMANDS)
 def test_zookeeper_commands_keep_their_exit_code_under_pipefail(zk_root, command, reader) -> None:
@@ -124,7 +125,6 @@ def test_zookeeper_commands_keep_their_exit_code_under_pipefail(zk_root, command
     assert (piped.returncode, piped.stderr) == (0, "")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("reader", ["head -1", "true"])
 def test_a_zookeeper_error_keeps_exit_3_under_pipefail(zk_root, reader) -> None:
     from tests.zk.test_zk_reader import write_kafka09_cluster
@@ -137,7 +137,7 @@ def test_a_zookeeper_error_keeps_exit_3_under_pipefail(zk_root, reader) -> None:
     assert piped.stderr.startswith("ktool: malformed znode /brokers/ids/2") and piped.stderr.count("\n") == 1
 
 
-@pytest.mark.slow
+@pytest.mark.spark  # `ktool scan` runs a local Spark in the subprocess
 @pytest.mark.parametrize(("data", "reader", "code"), [("clean", "head -1", 0), ("corrupt", "true", 1)])
 def test_scan_keeps_its_exit_code_under_pipefail(log_dirs, data, reader, code) -> None:
     pytest.importorskip("pyspark")

@@ -14,6 +14,8 @@ from tests.independent import FIXTURES
 from tests.support.script import run_script
 
 GENERATED = FIXTURES / "generated"
+# Dozens of fresh interpreters (the console script, one per check): the slow tier, not the fast one.
+pytestmark = pytest.mark.slow
 
 
 def json_lines(text: str) -> list[dict]:

@@ -42,8 +42,6 @@ from tests.support.cli import run_ktool
 from tests.support.servers import KafkaBroker, OldConsumer, murmur2, run_kafka_script
 from tests.support.servers import key_for_partition as key_for
 
-pytestmark = pytest.mark.slow
-
 BROKER_ID = 3
 ORDERS, PAYMENTS = "orders", "payments"
 PARTITIONS = {ORDERS: 7, PAYMENTS: 3}
@@ -55,7 +53,9 @@ EXTRA = {ORDERS: {1: 3, 4: 5, 6: 1}, PAYMENTS: {2: 4}}
 KAFKA_STORAGE = {"offsets.storage": "kafka", "dual.commit.enabled": "false"}
 DUAL_STORAGE = {"offsets.storage": "kafka", "dual.commit.enabled": "true"}
 SETTLE_TIMEOUT = 60.0
-QUIET = 1.5  # seconds a settled group must stay unchanged
+# Seconds a settled group must stay unchanged: three of the consumers' rebalance backoffs, the interval at
+# which a member still rebalancing retries, so a group that stays put that long has finished.
+QUIET = 3 * int(OldConsumer.DEFAULTS["rebalance.backoff.ms"]) / 1000
 
 TP = tuple[str, int]
 

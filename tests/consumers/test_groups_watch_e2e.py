@@ -21,8 +21,6 @@ from tests.support.script import run_script
 from tests.support.servers import OldConsumer
 from tests.support.watch import WatchProcess, range_plan
 
-pytestmark = pytest.mark.slow
-
 TOPIC = "watched"
 PARTITIONS = 6
 

@@ -28,8 +28,6 @@ from tests.support.servers import (
     rdkafka_logger,
 )
 
-pytestmark = pytest.mark.slow
-
 TOPIC = "kfk"
 COUNTS = [3, 5, 2]  # messages per partition: the log end offsets
 LIVE = "live"

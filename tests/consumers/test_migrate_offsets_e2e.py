@@ -47,8 +47,6 @@ from tests.support.servers import (
     zk_group_offsets,
 )
 
-pytestmark = pytest.mark.slow
-
 # Old segments of the `expiring` topic are deleted within a second of expiring (log start > 0).
 BROKER_PROPERTIES = {"log.retention.check.interval.ms": "1000"}
 
@@ -522,6 +520,23 @@ def test_undo_restores_both_stores(data, tmp_path) -> None:
         assert undo.of(group)[tp]["kafkaAfter"] == after[tp]
 
 
+def test_the_journal_goes_to_the_state_directory_not_the_working_one(data, tmp_path, monkeypatch) -> None:
+    group = "state-dir"
+    zk_from_old_consumer(data, group, max_messages=20)
+    cwd, state = tmp_path / "cwd", tmp_path / "state"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    args = ["--zookeeper", data.connect, "--bootstrap-server", data.bootstrap, "--group", group, "--json"]
+    run = Run(run_ktool("migrate-offsets", *args, env={"XDG_STATE_HOME": str(state)}))
+    assert run.code == 0, run
+    assert run.journal is not None and run.journal.parent == state / "ktool" / "journals", run.stderr
+    assert json.loads(run.journal.read_text())["state"] == "applied"
+    assert list(cwd.iterdir()) == []
+    assert "ktool's state directory, $XDG_STATE_HOME/ktool" in " ".join(
+        run_ktool("migrate-offsets", "-h").stdout.split()
+    )
+
+
 def test_live_group_is_refused_and_named(data, tmp_path) -> None:
     group = "live"
     consumer = OldConsumer(
@@ -717,8 +732,8 @@ def test_usage_and_unreachable_servers(data, tmp_path) -> None:
 # (pid in $KTOOL_TEST_BROKER_PID) as soon as the first group's commit has been made and verified.
 KILL_AFTER_FIRST_GROUP = """
 import os, signal, sys
-import kafka_tools.cli.offsets as offsets_cli
-real_apply = offsets_cli.apply_group
+import kafka_tools.consumers.migration as migration
+real_apply = migration.apply_group
 def apply_then_kill(zk, broker, plan, options):
     real_apply(zk, broker, plan, options)
     with open(os.environ["KTOOL_TEST_APPLIED"], "a") as f:
@@ -726,7 +741,7 @@ def apply_then_kill(zk, broker, plan, options):
     if not os.environ.get("KTOOL_TEST_KILLED"):
         os.environ["KTOOL_TEST_KILLED"] = "1"
         os.kill(int(os.environ["KTOOL_TEST_BROKER_PID"]), signal.SIGKILL)
-offsets_cli.apply_group = apply_then_kill
+migration.apply_group = apply_then_kill
 from kafka_tools.cli.main import cli
 cli(sys.argv[1:], prog_name="ktool")
 """

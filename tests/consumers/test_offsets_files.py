@@ -33,8 +33,6 @@ from tests.support.servers import (
     zk_group_offsets,
 )
 
-pytestmark = pytest.mark.slow
-
 EVENTS, AUDIT = "events", "audit"
 COUNTS = {EVENTS: [30, 12, 25], AUDIT: [8, 40, 5, 16, 22, 9, 11, 30, 14, 27, 6]}  # audit: 11 partitions
 ALL = sorted((t, p) for t, counts in COUNTS.items() for p in range(len(counts)))

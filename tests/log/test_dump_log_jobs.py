@@ -14,6 +14,8 @@ from tests.independent import FIXTURES
 from tests.support.script import run_pipeline, run_script
 
 GENERATED = FIXTURES / "generated"
+# Dozens of console-script runs in real pipes, with --jobs workers: the slow tier, not the fast one.
+pytestmark = pytest.mark.slow
 # Every file the generator wrote (segments of every generation, indexes, snapshots, checkpoints,
 # corrupt ones), a missing file and a directory: exit codes 0, 1 and 3 all occur.
 ALL_FILES = sorted(str(p) for p in GENERATED.rglob("*") if p.is_file() and p.suffix != ".json")

@@ -16,6 +16,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from tests.independent import FIXTURES, REALWORLD
 from tests.support.script import run_script
 
+pytestmark = pytest.mark.slow  # the console script in a fresh interpreter per check: not the fast tier
+
 KRAFT = REALWORLD / "kraft"
 QUORUM_STATE = (
     '{"clusterId":"","leaderId":1,"leaderEpoch":6,"votedId":-1,"appliedOffset":0,'

@@ -14,7 +14,10 @@ from tests.format import kraft_encoder as enc
 from tests.independent import REALWORLD
 from tests.support.script import run_script
 
-pytestmark = pytest.mark.skipif(not enc.SCHEMA_DIR.is_dir(), reason="../shared/kraft-schemas is absent")
+pytestmark = [
+    pytest.mark.skipif(not enc.SCHEMA_DIR.is_dir(), reason="../shared/kraft-schemas is absent"),
+    pytest.mark.slow,  # the console script in a fresh interpreter per check: not the fast tier
+]
 KRAFT = REALWORLD / "kraft"
 
 

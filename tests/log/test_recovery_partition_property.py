@@ -55,6 +55,9 @@ from tests.reference_recovery import (
 )
 from tests.support.cli import run_ktool
 
+# Generated cases in bulk (hypothesis runs inside the tests, or a seeded sample): the property tier.
+pytestmark = pytest.mark.property
+
 SEED = int(os.environ.get("KTOOL_PROPERTY_SEED", "20261123"))
 CASES = int(os.environ.get("KTOOL_PARTITION_CASES", "800"))  # per kind of damage: 4 x 800 + 400
 GEN = FIXTURES / "generated"

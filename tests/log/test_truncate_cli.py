@@ -17,6 +17,7 @@ from kafka_tools.format.segment import Problem, iter_log_entries
 from kafka_tools.log import repair
 from kafka_tools.log.dirs import read_partition
 from tests.independent import FIXTURES
+from tests.reference_recovery import recover, soundness
 from tests.support.locks import lock_held_elsewhere
 
 GENERATED = FIXTURES / "generated"
@@ -92,6 +93,20 @@ def test_tail_is_cut_at_the_last_valid_byte_and_undo_restores_it(tmp_path: Path,
     assert tree_digest(logs) == before
 
 
+def test_backups_go_to_the_state_directory_not_the_working_one(tmp_path: Path, monkeypatch) -> None:
+    logs = logdir_with(tmp_path, CORRUPT / "v2-trailing-garbage-0")
+    cwd, state = tmp_path / "cwd", tmp_path / "state"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    code, out, err = truncate(str(logs / "v2-trailing-garbage-0"))
+    assert code == 0, err
+    [manifest] = (state / "ktool" / "backups").glob("v2-trailing-garbage-0-*/manifest.json")
+    assert f"undo: ktool truncate --undo {manifest}" in out
+    assert list(cwd.iterdir()) == []
+    assert truncate("--undo", str(manifest))[0] == 0
+
+
 def test_damage_in_the_middle_is_refused_without_force(tmp_path: Path) -> None:
     logs = logdir_with(tmp_path, CORRUPT / "v2-flipped-record-byte-0")
     before = tree_digest(logs)
@@ -107,7 +122,9 @@ def test_force_keeps_the_valid_entries_after_the_hole_in_the_backup(tmp_path: Pa
     original = log.read_bytes()
     code, _, err = truncate("--force", "--backup-dir", str(tmp_path / "bk"), str(log.parent))
     assert code == 0, err
-    assert log.stat().st_size == 920
+    assert recover(original, "modern")[0] == 920  # where the broker's recovery stops
+    assert log.read_bytes() == original[:920]
+    assert CliRunner().invoke(cli, ["validate", str(log.parent)]).exit_code == 0
     manifest = json.loads(next((tmp_path / "bk").glob("*/manifest.json")).read_text())
     salvage = next(a for a in manifest["actions"] if a["action"] == "truncate")["salvaged"]
     salvaged = next((tmp_path / "bk").glob(f"*/{salvage['file']}"))
@@ -122,6 +139,7 @@ def test_cut_in_a_middle_segment_deletes_later_ones_only_with_force(tmp_path: Pa
     middle = part / "00000000000000000050.log"
     with open(middle, "r+b") as f:
         f.truncate(middle.stat().st_size - 7)
+    cut_middle = middle.read_bytes()
     before = tree_digest(logs)
     code, out, err = truncate("--backup-dir", str(tmp_path / "bk"), str(part))
     assert code == 1 and "refused" in err
@@ -130,6 +148,9 @@ def test_cut_in_a_middle_segment_deletes_later_ones_only_with_force(tmp_path: Pa
     assert code == 0, err
     assert not (part / "00000000000000000100.log").exists()
     assert not (part / "00000000000000000150.snapshot").exists()  # past the new log end
+    keep, _ = recover(cut_middle, "modern")  # the broker keeps the middle segment's whole batches
+    assert 0 < keep < len(cut_middle) and middle.read_bytes() == cut_middle[:keep]
+    assert CliRunner().invoke(cli, ["validate", str(part)]).exit_code == 0
     assert truncate("--undo", str(next((tmp_path / "bk").glob("*/manifest.json"))))[0] == 0
     assert tree_digest(logs) == before
 
@@ -219,13 +240,24 @@ def test_random_damage_never_loses_a_batch_before_it(
     else:
         data[where:] = bytes(range(256))[: len(data) - where] or b"\x01"
     log.write_bytes(bytes(data))
+    damaged = bytes(data)
     before_damage = [e for e in entries(source) if e[0] + e[1] <= where]
-    code, _, err = truncate("--force", "--backup-dir", str(tmp / "bk"), str(log.parent))
-    if code == 1:  # damage the broker's recovery keeps (an offset outside every checksum): nothing changes
-        assert "truncating cannot repair it" in err and log.read_bytes() == bytes(data)
+    # What the broker's recovery keeps (tests/reference_recovery.py, independent of ktool).
+    rules = "modern" if source.parent.parent.name == "v2" else "0.9"
+    prefix, kept_by_broker = recover(damaged, rules)
+    unsound = soundness(damaged, kept_by_broker, 0, rules)
+    code, out, err = truncate("--force", "--json", "--backup-dir", str(tmp / "bk"), str(log.parent))
+    if unsound:  # damage the broker's recovery keeps (an offset outside every checksum): nothing changes
+        assert code == 1 and "truncating cannot repair it" in err, (unsound, err)
+        assert log.read_bytes() == damaged
         return
     assert code == 0, err
-    kept = entries(log)
-    assert kept[: len(before_damage)] == before_damage
-    assert log.read_bytes() == bytes(data[: log.stat().st_size])  # only ever cut, never rewritten
-    assert CliRunner().invoke(cli, ["validate", str(log.parent)]).exit_code in (0, 1)
+    assert log.read_bytes() == damaged[:prefix]  # exactly the broker's bytes: only ever cut, never rewritten
+    assert entries(log)[: len(before_damage)] == before_damage
+    assert CliRunner().invoke(cli, ["validate", str(log.parent)]).exit_code == 0
+    if prefix == len(damaged):  # the damage left a valid log (junk that happens to be whole): no change
+        assert '"applied"' not in out
+        return
+    manifest = next(json.loads(x)["manifest"] for x in out.splitlines() if '"applied"' in x)
+    cut = next(a for a in json.loads(Path(manifest).read_text())["actions"] if a["action"] == "truncate")
+    assert (Path(manifest).parent / cut["backup"]).read_bytes() == damaged[prefix:]

@@ -66,8 +66,6 @@ from kafka_tools.cli.main import cli
 from tests.independent import FIXTURES
 from tests.support.servers import KafkaBroker
 
-pytestmark = pytest.mark.slow
-
 K09 = FIXTURES / "kafka-0.9.0.1"
 LOGDIR = K09 / "logdir"
 DUMPS = K09 / "dumps"

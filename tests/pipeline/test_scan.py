@@ -40,6 +40,9 @@ PATHS = [GENERATED / d for d in ("v0", "v1", "v2", "kafka07", "corrupt")] + [KAF
 SPLIT = 2048  # tiny fixtures: split them anyway, so that ranges of one segment meet again
 PACK = 64 * 1024
 
+# Every test here needs Spark: the session fixture, a standalone cluster, or a scan in a subprocess.
+pytestmark = pytest.mark.spark
+
 
 def _unavailable(reason: str):
     if os.environ.get("CI"):

@@ -7,6 +7,8 @@ from click.testing import CliRunner, Result
 from kafka_tools.cli.main import cli
 
 # The caller's own settings must not leak into a test: its KTOOL_* variables and its config file.
+# (Nor may a test write the caller's state: tests/conftest.py points $XDG_STATE_HOME, where ktool keeps
+# journals and backups, into pytest's temporary directory for the whole session.)
 HIDDEN_ENV: dict[str, str | None] = {
     "KTOOL_ZOOKEEPER": None,
     "KTOOL_BOOTSTRAP_SERVER": None,

@@ -142,6 +142,21 @@ class WatchProcess:
             timeout,
         )
 
+    def text_until(self, needle: str, timeout: float = 30.0) -> list[str]:
+        """Text lines (the watch run without --json) up to and including the first holding `needle`."""
+        deadline = time.monotonic() + timeout
+        read: list[str] = []
+        while not read or needle not in read[-1]:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise AssertionError(f"no line with {needle!r} within {timeout} s; read: {read}")
+            try:
+                read.append(str(self.lines.get(timeout=min(left, 0.5))[1]))
+            except queue.Empty:
+                continue
+        return read
+
     def stderr(self) -> str:
         if self.proc.poll() is None:
             return "(running)"

@@ -12,8 +12,6 @@ from kafka_tools.errors import EXIT_ENVIRONMENT
 from tests.support.servers import free_port
 from tests.zk.test_zk_reader import write_kafka07_cluster, write_kafka09_cluster
 
-pytestmark = pytest.mark.slow
-
 PASSWORD = "right-horse-battery"
 
 
@@ -181,6 +179,7 @@ def test_unreachable_server_fails_within_the_timeout_naming_it(zk_cli) -> None:
     assert elapsed < 10, elapsed  # refused is known at once: no waiting for the 30 s timeout
 
 
+@pytest.mark.slow  # waits out the 1.5 s timeout it gives, as the user would
 def test_silent_server_fails_within_the_timeout(zk_cli) -> None:
     """A port that accepts and never answers (e.g. a Kafka port given by mistake) must not hang for the
     session timeout: kazoo's handshake read waits that long, ktool must not."""

@@ -13,12 +13,8 @@ import socket
 import threading
 import time
 
-import pytest
-
 from kafka_tools.zk.connection import ZkConfig, open_zk
 from kafka_tools.zk.reader import read_group
-
-pytestmark = pytest.mark.slow
 
 PARTITIONS = 2000
 MEMBERS = 4

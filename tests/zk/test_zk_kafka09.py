@@ -12,8 +12,6 @@ from kafka_tools.zk.connection import ZkConfig, open_zk
 from kafka_tools.zk.reader import read_group
 from tests.support.servers import KafkaBroker, console_consume
 
-pytestmark = pytest.mark.slow
-
 BROKER_ID = 7
 TOPIC = "orders"
 PARTITIONS = 3

@@ -18,8 +18,6 @@ from kafka_tools.zk.reader import (
     read_topics,
 )
 
-pytestmark = pytest.mark.slow
-
 TS = "1463000000000"
 
 

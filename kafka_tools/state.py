@@ -1,0 +1,35 @@
+"""Where ktool keeps what it writes to be read later: migration journals and truncate backups.
+
+Under the XDG state directory, ``$XDG_STATE_HOME/ktool`` (``~/.local/state/ktool`` when unset), as
+operators expect of a tool's state, and never in the working directory: a command run from a checkout or
+from /var/lib/kafka must not leave a folder there. Each command has one option to put it elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+# How --help names the defaults (the text is the same whatever the environment of the man pages' build).
+STATE_HOME_HELP = "$XDG_STATE_HOME/ktool, ~/.local/state/ktool when unset"
+
+
+def state_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/ktool``; the spec's default ``~/.local/state`` when it is unset, empty or
+    relative (the XDG Base Directory spec says a relative value is to be ignored)."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):
+        base = str(Path(env.get("HOME") or Path.home()) / ".local" / "state")
+    return Path(base) / "ktool"
+
+
+def journals_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where `ktool migrate-offsets` and `ktool offsets import` write their journals by default."""
+    return state_dir(env) / "journals"
+
+
+def backups_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where `ktool truncate` keeps removed bytes and its manifests by default."""
+    return state_dir(env) / "backups"
