@@ -150,3 +150,28 @@ def test_a_question_on_a_small_input_is_answered_here(monkeypatch) -> None:
     assert objs[-1]["master"] == "in-process"
     assert ("plain", 7) in {(o["topic"], o["offset"]) for o in objs[:-1]}
     assert {o["key"] for o in objs[:-1]} == {"k07"}
+
+
+def test_records_come_in_batches_bounded_by_bytes_and_add_up_to_the_whole(monkeypatch) -> None:
+    from kafka_tools.pipeline import tasks
+
+    spec = next(s for s in plan_scan([GENERATED / "v2"]).segments if "none-0" in s.file)
+    whole = list(tasks.record_chunks(spec))
+    monkeypatch.setattr(tasks, "CHUNK_BYTES", 200)
+    parts = list(tasks.record_chunks(spec))
+    assert len(whole) == 1 and len(parts) > 2
+    for part in parts[:-1]:
+        size = sum(len(v) for c in ("key", "value") for v in part[c] if v)
+        biggest = max(len(v or b"") + len(k or b"") for k, v in zip(part["key"], part["value"], strict=True))
+        assert 200 <= size < 200 + biggest * len(part["key"])  # one batch's records past the bound, no more
+    assert {k: [v for p in parts for v in p[k]] for k in whole[0]} == whole[0]
+
+
+def test_a_headers_column_without_headers_is_the_same_arrow_array() -> None:
+    import pyarrow as pa
+
+    from kafka_tools.pipeline import tables
+
+    headers = tables.arrow_schema(tables.RECORDS).field("headers").type
+    for values in ([], [()], [()] * 1000, [(), (("k", b"v"),), ()]):
+        assert tables.arrow_column("headers", headers, values).equals(pa.array(values, headers))
