@@ -175,3 +175,11 @@ def test_a_headers_column_without_headers_is_the_same_arrow_array() -> None:
     headers = tables.arrow_schema(tables.RECORDS).field("headers").type
     for values in ([], [()], [()] * 1000, [(), (("k", b"v"),), ()]):
         assert tables.arrow_column("headers", headers, values).equals(pa.array(values, headers))
+
+
+def test_help_says_the_threshold_the_code_uses() -> None:
+    from kafka_tools.pipeline.plan import IN_PROCESS_BYTES
+
+    code, stdout, _ = ktool("scan", "--help")
+    said = " ".join(stdout.split())
+    assert code == 0 and f"at most {IN_PROCESS_BYTES // 2**30} GiB" in said and "there is no --sql" in said
