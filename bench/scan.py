@@ -14,7 +14,8 @@ validate` checks it, then every batch decompressed and every record decoded (wha
 `findings` tables (parquet, into a temporary directory), plus `records` with --records.
 
 * single process: `kafka_tools.pipeline.local.scan_in_process`, the same task functions one after the
-  other in one Python process (no tables written);
+  other in one Python process, as `ktool scan` runs a small input without --master (`scan --out`: the
+  same tables written with pyarrow); its peak RSS is printed under the table;
 * validate, 1 process: `ktool validate LOGDIR` as the CLI runs it (`validate.validate_paths`, default
   options): the single-process peer the issue names. It checks every CRC and the structure but does
   not decode the records of uncompressed batches, so it does less work than the scan;
@@ -122,22 +123,36 @@ def ensure_logdir(partitions: int, segments: int, segment_mib: int, codec: str, 
 # Children: one mode each
 
 
-def child_single(logdir: str, runs: int, split_mib: int) -> dict:
+def child_single(logdir: str, runs: int, split_mib: int, records: bool) -> dict:
+    """In this process, as `ktool scan` runs a small input without --master: both variants, the tables
+    written with pyarrow (`scan --out`); and the process's peak RSS (it is the executor's memory too)."""
+    import resource
+
     from kafka_tools.pipeline import ScanOptions, plan_scan
     from kafka_tools.pipeline.local import scan_in_process
 
-    times, cpu, result = [], [], None
+    out: dict = {"startup_s": None}
     probe = CpuProbe()
     for _ in range(runs):
-        warm(logdir)
-        probe.start()
-        t0 = time.perf_counter()
-        result = scan_in_process(plan_scan([logdir]), ScanOptions(split_bytes=split_mib * MiB))
-        times.append(time.perf_counter() - t0)
-        cpu.append(probe.stop())
-    assert result is not None
-    scan = _counts(result) | {"times_s": times, "cpu": cpu, "tasks": result.tasks}
-    return {"scan": scan, "startup_s": None}
+        for variant in VARIANTS:
+            scratch = tempfile.mkdtemp(prefix="ktool-bench-scan-")
+            try:
+                warm(logdir)
+                options = ScanOptions(split_bytes=split_mib * MiB)
+                if variant != "scan":
+                    options.out, options.overwrite, options.records = scratch, True, records
+                probe.start()
+                t0 = time.perf_counter()
+                result = scan_in_process(plan_scan([logdir]), options)
+                seconds = time.perf_counter() - t0
+                cpu = probe.stop()
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            v = out.setdefault(variant, _counts(result) | {"times_s": [], "cpu": [], "tasks": result.tasks})
+            v["times_s"].append(seconds)
+            v["cpu"].append(cpu)
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
 
 
 def child_validate(logdir: str, runs: int) -> dict:
@@ -497,7 +512,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split-mib", type=int, default=128, help="ktool scan --split-size (default 128)")
     p.add_argument("--runs", type=int, default=3, help="timed runs per mode and variant (default 3)")
     p.add_argument("--waves", type=int, default=2, help="ScanOptions.waves: tasks per core (default 2)")
-    p.add_argument("--records", action="store_true", help="Spark modes also write the records table")
+    p.add_argument("--records", action="store_true", help="`scan --out` also writes the records table")
+    p.add_argument(
+        "--no-peers", action="store_true", help="leave out the validate and 2-process rows (a shorter run)"
+    )
     p.add_argument("--master", action="append", help="Spark masters (default: local[1] and local[2])")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 x 2 segments of 64 MiB, 1 run")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -517,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
 
     if a.child == "single":
-        print(json.dumps(child_single(a.logdir, a.runs, a.split_mib)))
+        print(json.dumps(child_single(a.logdir, a.runs, a.split_mib, a.records)))
         return 0
     if a.child == "validate":
         print(json.dumps(child_validate(a.logdir, a.runs)))
@@ -543,11 +561,13 @@ def main(argv: list[str] | None = None) -> int:
     logdir = str(Path(data["path"]) / "logdir")
     common = ["--logdir", logdir, "--runs", str(a.runs), "--split-mib", str(a.split_mib)]
     log(f"single process: {a.runs} run(s) over {data['bytes'] / MiB:.0f} MiB ...")
-    children = {"single process": run_child(["--child", "single", *common])}
-    log(f"ktool validate, single process: {a.runs} run(s) ...")
-    children["validate, 1 process"] = run_child(["--child", "validate", *common[:4]])
-    log("2 processes (no Spark: the machine's ceiling for two cores) ...")
-    children["2 processes"] = run_child(["--child", "pair", *common])
+    records_arg = ["--records"] if a.records else []
+    children = {"single process": run_child(["--child", "single", *common, *records_arg])}
+    if not a.no_peers:
+        log(f"ktool validate, single process: {a.runs} run(s) ...")
+        children["validate, 1 process"] = run_child(["--child", "validate", *common[:4]])
+        log("2 processes (no Spark: the machine's ceiling for two cores) ...")
+        children["2 processes"] = run_child(["--child", "pair", *common])
     for master in masters:
         log(f"{master}: start-up, then {a.runs} run(s) of each variant ...")
         extra = (["--records"] if a.records else []) + ["--waves", str(a.waves)]
@@ -590,7 +610,8 @@ def main(argv: list[str] | None = None) -> int:
         base = by.get(("local[1]", r["variant"]))
         r["vs_local1"] = base["median_s"] / r["median_s"] if base else None
         r["vs_single"] = single / r["median_s"]
-        r["vs_validate"] = by[("validate, 1 process", "scan")]["median_s"] / r["median_s"]
+        peer = by.get(("validate, 1 process", "scan"))
+        r["vs_validate"] = peer["median_s"] / r["median_s"] if peer else None
         if r["mode"] == "local[2]" and base:
             speedups[r["variant"]] = r["vs_local1"]
     ok = bool(speedups) and all(s >= TARGET_SPEEDUP for s in speedups.values())
@@ -605,6 +626,7 @@ def main(argv: list[str] | None = None) -> int:
         "speedup_local2_vs_local1": speedups,
         "check": {"target": TARGET_SPEEDUP, "ok": ok},
         "wall_s": round(time.perf_counter() - wall0, 1),
+        "single_peak_rss_mib": children["single process"]["peak_rss_mib"],
     }
     if a.json:
         print(json.dumps(result, indent=2))
@@ -641,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['records_per_s'] / 1e6:.2f}",
                 "-" if r["vs_local1"] is None else f"{r['vs_local1']:.2f}x",
                 f"{r['vs_single']:.2f}x",
-                f"{r['vs_validate']:.2f}x",
+                "-" if r["vs_validate"] is None else f"{r['vs_validate']:.2f}x",
                 f"{r['ours_cpu_s']:.1f}",
                 f"{r['others_cores']:.2f}",
             ]
@@ -656,6 +678,7 @@ def main(argv: list[str] | None = None) -> int:
         for variant, s in speedups.items():
             verdict = "PASS" if s >= TARGET_SPEEDUP else "FAIL"
             print(f"[{verdict}] {variant}: local[2] >= {TARGET_SPEEDUP}x local[1]: {s:.2f}x")
+        print(f"single process (pyarrow tables): peak RSS {result['single_peak_rss_mib']:.0f} MiB")
         print(f"wall time {result['wall_s']} s")
     return 1 if a.check and not result["check"]["ok"] else 0
 

@@ -3,13 +3,15 @@ reference in tests. Nothing here imports kafka_tools."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from kafka.record import MemoryRecords
 
 ROOT = Path(__file__).resolve().parents[1]  # the project
-REALWORLD = ROOT.parent / "shared" / "realworld"
+# ../shared/realworld beside the checkout; KTOOL_REALWORLD points elsewhere (a git worktree's checkout).
+REALWORLD = Path(os.environ.get("KTOOL_REALWORLD") or ROOT.parent / "shared" / "realworld")
 FIXTURES = ROOT / "fixtures"
 
 

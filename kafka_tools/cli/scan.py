@@ -30,11 +30,11 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option(
     "--master",
-    default="local[*]",
-    show_default=True,
     metavar="URL",
     help="Where the job runs: local[N] (Spark started by ktool, on this machine's Java), "
-    "spark://HOST:PORT, yarn or k8s://URL.",
+    "spark://HOST:PORT, yarn or k8s://URL. [default: without Spark, in this process, when the "
+    "local segments total at most 1 GiB and there is no --sql (a JVM costs more than it saves "
+    "there); else local[*]]",
 )
 @click.option("--out", metavar="DIR", help="Write the tables under DIR (a path or an hdfs://, s3a://… URI).")
 @click.option("--records", is_flag=True, help="Also write the `records` table: every record (needs --out).")
@@ -130,7 +130,7 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
 def scan(
     ctx: click.Context,
     paths: tuple[str, ...],
-    master: str,
+    master: str | None,
     out: str | None,
     records: bool,
     cluster_metadata: bool,
@@ -154,14 +154,16 @@ def scan(
     sql: str | None,
     progress: bool | None,
 ) -> None:
-    """Validate and decode segments in parallel with Spark, and write what they hold as tables.
+    """Validate and decode segments (with Spark for large inputs), and write what they hold as tables.
 
     PATH may be a segment, a partition directory (topic-N), a log dir, or a directory holding log
     dirs (searched recursively); or a URI Spark can read (hdfs://, s3a://…), whose segments are
     checked one by one (the index, continuity and checkpoint checks need local paths).
 
     The segments are listed here, then checked and decoded by Spark tasks (large segments split at
-    batch boundaries). The findings are `ktool validate`'s; the record counts and offsets are
+    batch boundaries). Without --master, local segments totalling at most 1 GiB are scanned in this
+    process instead (no JVM; the same tables, written with pyarrow); --sql always runs on Spark.
+    The findings are `ktool validate`'s; the record counts and offsets are
     `ktool dump-log --deep-iteration`'s.
 
     \b
@@ -177,12 +179,12 @@ def scan(
       3  a path could not be read, Java or pyspark is missing, the master is unreachable
     """
     from kafka_tools.pipeline import ScanOptions, plan_scan
-    from kafka_tools.pipeline.job import run_scan
-    from kafka_tools.pipeline.output import prepare_out_dir
+    from kafka_tools.pipeline.output import local_dir, prepare_out_dir
+    from kafka_tools.pipeline.plan import IN_PROCESS_BYTES
     from kafka_tools.pipeline.questions import make_question
     from kafka_tools.pipeline.remote import is_remote, local_path, plan_remote
-    from kafka_tools.pipeline.session import SparkSettings, spark_session
-    from kafka_tools.render.scan import ScanJsonRenderer, ScanTextRenderer, scan_progress, starting
+    from kafka_tools.pipeline.session import DEFAULT_MASTER, SparkSettings, spark_session
+    from kafka_tools.render.scan import scan_progress, starting
 
     question = make_question(keys, key_regex, value_contains, producer_id, time_from, time_to, topics)
     if topics and not question.asked:
@@ -220,11 +222,21 @@ def scan(
     plan = None if remote else plan_scan([local_path(p) for p in paths])
     _said_replaced(prepare_out_dir(options), out)  # a local --out: checked (cleared with --overwrite) now
     show = sys.stderr.isatty() if progress is None else progress
+    if master is None and plan is not None and sql is None and plan.bytes <= IN_PROCESS_BYTES:
+        if out is None or local_dir(out) is not None:
+            _in_process(ctx, plan, question, options, limit, as_json, show)
+            return
     settings = SparkSettings(
-        master=master, conf=conf, verbose=verbose, executor_timeout=executor_timeout, log_file=spark_log
+        master=master or DEFAULT_MASTER,
+        conf=conf,
+        verbose=verbose,
+        executor_timeout=executor_timeout,
+        log_file=spark_log,
     )
+    from kafka_tools.pipeline.job import run_scan  # pyspark's side: only now
+
     with ExitStack() as stack:
-        with starting(master, show and not verbose):
+        with starting(settings.master, show and not verbose):
             handle = stack.enter_context(spark_session(settings))
         if plan is None:
             plan = plan_remote(handle.spark, list(paths))
@@ -248,6 +260,26 @@ def scan(
             render_rows(columns, rows, as_json, (ctx.obj or {}).get("color"))
             return
     result.startup_seconds = handle.startup_seconds if handle.owned else None
+    _render(ctx, result, out, as_json)
+
+
+def _in_process(ctx, plan, question, options, limit: int, as_json: bool, show: bool) -> None:
+    """A small local input: scanned (or asked) in this process, tables written with pyarrow."""
+    from kafka_tools.pipeline.local import answer_in_process, scan_in_process
+    from kafka_tools.render.scan import render_answer, scan_progress
+
+    if question.asked:
+        answer = answer_in_process(plan, question, options, limit)
+        render_answer(answer, as_json, (ctx.obj or {}).get("color"))
+        return
+    with scan_progress(show) as tick:
+        result = scan_in_process(plan, options, tick)
+    _render(ctx, result, options.out, as_json)
+
+
+def _render(ctx, result, out: str | None, as_json: bool) -> None:
+    from kafka_tools.render.scan import ScanJsonRenderer, ScanTextRenderer
+
     _said_replaced(result.replaced, out)
     if as_json:
         ScanJsonRenderer(sys.stdout).render(result)

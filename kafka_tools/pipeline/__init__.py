@@ -1,4 +1,5 @@
-"""The PySpark job behind `ktool scan`: segments listed on the driver, decoded in the executors.
+"""The PySpark job behind `ktool scan`: segments listed on the driver, decoded in the executors (or, for
+a small input, in this process).
 
 Modules, in the order data flows through them:
 
@@ -9,7 +10,9 @@ Modules, in the order data flows through them:
   benchmark, the tests) or on a temporary copy of a file read from HDFS/S3;
 - `tables`: the columns of every table, once, as Arrow and as Spark types;
 - `session`: starting Spark quietly and failing clearly (no Java, an unreachable master);
-- `job`: the Spark job itself.
+- `job`: the Spark job itself;
+- `local` and `arrow_files`: the same scan in this one process, its tables written with pyarrow (what
+  `ktool scan` runs without --master on a small input; the benchmark's baseline, the tests' reference).
 
 Only `session`, `job` and `remote` import pyspark, and only when called: `ktool --help` and the
 renderers never pay for it.

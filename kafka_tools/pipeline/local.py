@@ -1,25 +1,68 @@
 """The scan's work in this one process, range after range, without Spark.
 
-The same task functions the executors run, on the same byte ranges; no tables are written. It is the
-benchmark's single-process baseline and a reference the tests hold the Spark job to.
+The same task functions the executors run, on the same byte ranges, and the same tables, written with
+pyarrow (`arrow_files`) instead of Spark. `ktool scan` runs it without `--master` on an input below
+`plan.IN_PROCESS_BYTES` (a JVM costs more than it saves there); it is also the benchmark's single-process
+baseline and the reference the tests hold the Spark job to.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
+from kafka_tools.errors import UsageError
+from kafka_tools.pipeline import tables
+from kafka_tools.pipeline.arrow_files import TableFile, write_rows
 from kafka_tools.pipeline.offsets_replay import replay_offsets
-from kafka_tools.pipeline.plan import ScanOptions, ScanPlan, offsets_replay_segments
-from kafka_tools.pipeline.results import ScanResult, committed_offsets, finish
+from kafka_tools.pipeline.output import FORMATS, Staging, local_dir, prepare_out_dir
+from kafka_tools.pipeline.plan import IN_PROCESS, ScanOptions, ScanPlan, offsets_replay_segments
+from kafka_tools.pipeline.results import ScanResult, TableWritten, committed_offsets, finding_row, finish
 from kafka_tools.pipeline.shipped import decoder_name
-from kafka_tools.pipeline.tasks import SegmentTotals, batch_chunks, check_segment
+from kafka_tools.pipeline.tasks import SegmentTotals, batch_chunks, check_segment, chunked, record_chunks
+
+Progress = Callable[[int, int, int, int], None]
 
 
-def scan_in_process(plan: ScanPlan, options: ScanOptions) -> ScanResult:
+def scan_in_process(plan: ScanPlan, options: ScanOptions, progress: Progress | None = None) -> ScanResult:
+    """`job.run_scan` in this process: the same result, and under `options.out` the same tables."""
+    if options.fmt not in FORMATS:
+        raise UsageError(f"--format {options.fmt}: expected one of {', '.join(FORMATS)}")
+    if options.out and local_dir(options.out) is None:
+        raise UsageError(f"--out {options.out}: a scan without Spark writes local tables only")
+    replaced = prepare_out_dir(options) if options.out else []
+    staging = Staging(None, options.out) if options.out else None
     t0 = time.perf_counter()
+    try:
+        result, written = _scan(plan, options, local_dir(staging.path) if staging else None, progress)
+        if staging:
+            written = staging.publish(written)
+    except BaseException:
+        if staging:
+            staging.discard()
+        raise
+    result.tables = written
+    result.replaced = replaced
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progress | None):
     ranges = plan.ranges(options.split_bytes)
+    passes = 1 + bool(out and options.records) + bool(out and options.cluster_metadata)
+    total_bytes = plan.bytes * passes
+    done = [0, 0]  # ranges, bytes
+
+    def tick(spec, start: int, end: int | None) -> None:
+        done[0] += 1
+        done[1] += (spec.size if end is None else end) - start
+        if progress is not None:
+            progress(done[0], len(ranges) * passes, done[1], total_bytes)
+
+    written: list[TableWritten] = []
     reports: list = [None] * len(plan.segments)
     totals: dict[str, SegmentTotals] = {}
+    batches = TableFile(out, "batches", options.fmt) if out else None
     for i, start, end in ranges:
         spec = plan.segments[i]
         if start == 0:
@@ -27,30 +70,64 @@ def scan_in_process(plan: ScanPlan, options: ScanOptions) -> ScanResult:
         t = totals.setdefault(spec.file, SegmentTotals())
         for cols in batch_chunks(spec, start, end):
             t.add_columns(cols)
+            if batches is not None:
+                batches.add(tables.arrow_batch(tables.BATCHES, cols, constants=spec.where))
+        tick(spec, start, end)
+    if batches is not None:
+        written.append(batches.close())
+    if out and options.records:
+        written.append(_table(plan, ranges, out, options.fmt, "records", record_chunks, tick))
+    if out and options.cluster_metadata:
+        from kafka_tools.pipeline.metadata_records import metadata_chunks
+
+        written.append(_table(plan, ranges, out, options.fmt, "metadata", metadata_chunks, tick))
     tasks = len(ranges)
     committed = None
     if options.offsets_topic:
         committed = []
+        offsets = TableFile(out, "offsets", options.fmt) if out else None
         for (_, number), segs in offsets_replay_segments(plan, reports).items():
             tasks += 1
-            committed += committed_offsets(replay_offsets(number, segs))
+            cols = replay_offsets(number, segs)
+            committed += committed_offsets(cols)
+            if offsets is not None:
+                for part in chunked(cols):
+                    offsets.add(tables.arrow_batch(tables.OFFSETS, part))
         committed.sort(key=lambda c: (c.group, c.topic, c.partition, c.file))
+        if offsets is not None:
+            written.append(offsets.close())
     result = finish(plan, reports, totals, ranges, committed)
-    result.master = "in-process"
+    if out:
+        findings = [finding_row(f) for f in result.validation.all_findings()]
+        written.append(write_rows(out, "segments", options.fmt, result.segments))
+        written.append(write_rows(out, "findings", options.fmt, findings))
+    result.master = IN_PROCESS
     result.decoders = [decoder_name()]
     result.tasks = tasks
-    result.seconds = time.perf_counter() - t0
-    return result
+    return result, written
 
 
-def answer_in_process(plan: ScanPlan, question, options: ScanOptions):
-    """`job.run_questions` in this one process: the benchmark's baseline and the tests' reference."""
+def _table(plan: ScanPlan, ranges, out: str, fmt: str, name: str, chunks, tick) -> TableWritten:
+    """A table of rows decoded range by range (records, metadata), one Arrow batch a chunk."""
+    table = TableFile(out, name, fmt)
+    columns = tables.TABLES[name]
+    for i, start, end in ranges:
+        spec = plan.segments[i]
+        for cols in chunks(spec, start, end):
+            table.add(tables.arrow_batch(columns, cols, constants=spec.where))
+        tick(spec, start, end)
+    return table.close()
+
+
+def answer_in_process(plan: ScanPlan, question, options: ScanOptions, limit: int | None = None):
+    """`job.run_questions` in this one process: `ktool scan --key …` on a small input, the benchmark's
+    baseline and the tests' reference."""
     from kafka_tools.pipeline import tables
     from kafka_tools.pipeline.questions import Answer, fold, match_chunks, match_order
 
     t0 = time.perf_counter()
     asked = plan.only_topics(question.topics)
-    answer = Answer(question, segments=len(asked.segments), bytes=asked.bytes, master="in-process")
+    answer = Answer(question, segments=len(asked.segments), bytes=asked.bytes, master=IN_PROCESS)
     answer.segments_skipped_by_topic = len(plan.segments) - len(asked.segments)
     items: list[tuple] = []
     names = tables.names(tables.MATCHES)
@@ -62,7 +139,10 @@ def answer_in_process(plan: ScanPlan, question, options: ScanOptions):
             for values in zip(*(cols[n] for n in names[3:]), strict=True):
                 rows.append(dict(zip(names, (spec.file, spec.topic, spec.partition, *values), strict=True)))
     fold(answer, items)
-    answer.matches = sorted(rows, key=match_order)
+    matches = sorted(rows, key=match_order)
+    if limit is not None and len(matches) > limit:
+        matches, answer.truncated = matches[:limit], True
+    answer.matches = matches
     answer.tasks = len(ranges)
     answer.seconds = time.perf_counter() - t0
     return answer

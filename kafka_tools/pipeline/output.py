@@ -42,10 +42,10 @@ class Staging:
         return final
 
     def _move(self, src: str, dst: str) -> None:
-        local = _local_dir(src)
+        local = local_dir(src)
         try:
             if local is not None:
-                os.rename(local, _local_dir(dst) or dst)
+                os.rename(local, local_dir(dst) or dst)
                 return
             jvm = self.spark.sparkContext._jvm
             path = jvm.org.apache.hadoop.fs.Path(src)
@@ -57,7 +57,7 @@ class Staging:
 
     def discard(self) -> None:
         """Remove the staging directory (best effort: the scan is failing or done)."""
-        local = _local_dir(self.path)
+        local = local_dir(self.path)
         try:
             if local is not None:
                 shutil.rmtree(local, ignore_errors=True)
@@ -92,7 +92,7 @@ def table_path(out: str, name: str) -> str:
     return out.rstrip("/") + "/" + name
 
 
-def _local_dir(out: str) -> str | None:
+def local_dir(out: str) -> str | None:
     parts = urlsplit(out)
     if parts.scheme in ("", "file"):
         return parts.path if parts.scheme else out
@@ -107,7 +107,7 @@ def prepare_out_dir(options: ScanOptions, spark=None) -> list[str]:
     FileSystem. Returns the tables removed."""
     if not options.out:
         return []
-    local = _local_dir(options.out)
+    local = local_dir(options.out)
     if local is not None:
         return _prepare_local(options, local)
     if spark is None:

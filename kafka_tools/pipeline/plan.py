@@ -29,6 +29,11 @@ from kafka_tools.pipeline.offsets_replay import OffsetsSegment
 from kafka_tools.pipeline.tasks import SegmentSpec, range_starts, split_ranges
 
 MiB = 1024 * 1024
+# Without --master, local inputs up to this many segment bytes are scanned in this process
+# (pipeline/local.py), not on Spark: measured (bench/README.md, "in-process or Spark"), Spark's start-up
+# costs as much time as this process takes to decode about that much, and local[2] saves at most half.
+IN_PROCESS_BYTES = 1024 * MiB
+IN_PROCESS = "in-process"  # the `master` of a result scanned without Spark
 CONSUMER_OFFSETS = "__consumer_offsets"
 _SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
 _OTHER_KINDS = (

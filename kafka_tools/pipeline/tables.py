@@ -169,9 +169,35 @@ def arrow_batch(columns: list[tuple[str, str]], data: dict[str, list], constants
     schema = arrow_schema(columns)
     rows = len(next(iter(data.values()))) if data else 0
     arrays = []
-    for field in schema:
+    for (_, kind), field in zip(columns, schema, strict=True):
         if constants and field.name in constants:
             arrays.append(pa.repeat(pa.scalar(constants[field.name], field.type), rows))
         else:
-            arrays.append(pa.array(data[field.name], field.type))
+            arrays.append(arrow_column(kind, field.type, data[field.name]))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+# -- columns ---------------------------------------------------------------------------------------
+# Measured (bench/README.md, "records into Arrow"): from Python lists, pa.array is the fastest builder
+# there is for integers and binaries (joining the bytes into one buffer plus int32 offsets in Python is
+# slower); it is the Python object per field that costs, which only a decoder writing Arrow buffers
+# itself (the C extension's record reader) removes. A headers column of records without headers (the
+# common case) is built from its offsets alone.
+
+
+def arrow_column(kind: str, arrow_type, values: list):
+    """`values` as an Arrow array of `arrow_type` (the column kind's type)."""
+    import pyarrow as pa
+
+    if kind == "headers" and not any(values):
+        return empty_lists(arrow_type, len(values))
+    return pa.array(values, arrow_type)
+
+
+def empty_lists(arrow_type, rows: int):
+    """`rows` empty lists (records without headers): zero offsets, an empty child."""
+    import pyarrow as pa
+
+    child = pa.array([], arrow_type.value_type)
+    offsets = pa.py_buffer(bytes(4 * (rows + 1)))
+    return pa.Array.from_buffers(arrow_type, rows, [None, offsets], children=[child])

@@ -42,6 +42,7 @@ from kafka_tools.pipeline.shipped import decoder_name
 from kafka_tools.pipeline.tables import BATCHES
 
 CHUNK_ROWS = 65536  # rows per Arrow batch handed to Spark: bounded memory whatever the segment size
+CHUNK_BYTES = 64 * 1024 * 1024  # and key + value bytes per `records` batch (large values: fewer rows)
 MAX_HOPS = 4_000_000  # header hops per segment on the driver before it stops looking for more cuts
 _TIMESTAMP = operator.itemgetter(1)  # Record.timestamp
 _HEAD = struct.Struct(">qi")
@@ -325,12 +326,13 @@ def batch_row(entry) -> tuple:
 
 
 def record_chunks(spec: SegmentSpec, start: int = 0, end: int | None = None) -> Iterator[dict[str, list]]:
-    """Column lists for the `records` table (without file/topic/partition), about CHUNK_ROWS at a time.
+    """Column lists for the `records` table (without file/topic/partition), about CHUNK_ROWS rows or
+    CHUNK_BYTES of keys and values at a time, whichever comes first (a batch's records stay together).
 
     Records of entries that cannot be decoded are left out (the batch row carries the reason).
     """
     cols: dict[str, list] = {}
-    rows = 0
+    rows = nbytes = 0
     for entry in iter_entries(spec, start, end):
         try:
             records = entry.records()
@@ -355,9 +357,10 @@ def record_chunks(spec: SegmentSpec, start: int = 0, end: int | None = None) -> 
         cols["value"] += values
         cols["headers"] += headers
         rows += len(records)
-        if rows >= CHUNK_ROWS:
+        nbytes += sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values)))
+        if rows >= CHUNK_ROWS or nbytes >= CHUNK_BYTES:
             yield cols
-            cols, rows = {}, 0
+            cols, rows, nbytes = {}, 0, 0
     if cols:
         yield cols
 

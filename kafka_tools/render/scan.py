@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from kafka_tools.format.plural import plural
+from kafka_tools.pipeline.plan import IN_PROCESS, IN_PROCESS_BYTES, MiB
 from kafka_tools.pipeline.results import CommittedOffset, PartitionSummary, ScanResult
 from kafka_tools.render.findings import FindingsText, JsonLines, finding_object, verdict
 from kafka_tools.render.lines import wants_colour
@@ -33,6 +34,12 @@ def timing_line(result: ScanResult) -> str:
         f"scanned {plural(result.bytes, 'byte')} in {result.seconds:.1f} s ({rate:.0f} MB/s), "
         f"{plural(result.tasks, 'task')} on {result.master}"
     )
+    if result.master == IN_PROCESS:
+        line = (
+            f"scanned {plural(result.bytes, 'byte')} in {result.seconds:.1f} s ({rate:.0f} MB/s) "
+            f"in this process, without Spark (input at most {IN_PROCESS_BYTES // MiB} MiB; "
+            "--master local[*] for Spark)"
+        )
     if result.decoders:
         line += f", records decoded by {' and '.join(result.decoders)}"
     if result.retried:
@@ -271,6 +278,12 @@ def answer_objects(answer) -> Iterator[dict]:
     }
 
 
+def _where(tasks: int, master: str) -> str:
+    if master == IN_PROCESS:
+        return f"{plural(tasks, 'range')} in this process, without Spark"
+    return f"{tasks} tasks on {master}"
+
+
 def render_answer(answer, as_json: bool, colour: bool | None) -> None:
     if as_json:
         out = JsonLines(sys.stdout)
@@ -298,7 +311,7 @@ def render_answer(answer, as_json: bool, colour: bool | None) -> None:
         f"{len(answer.matches)} matching records{more}; {answer.segments_decoded} of {answer.segments} "
         f"segments and {answer.batches_decoded} of {answer.batches} batches decoded "
         f"(the others stepped over by their headers), {answer.segments_skipped_by_topic} segments of "
-        f"other topics left out; {answer.tasks} tasks on {answer.master} in {answer.seconds:.1f} s",
+        f"other topics left out; {_where(answer.tasks, answer.master)} in {answer.seconds:.1f} s",
         markup=False,
     )
 

@@ -265,6 +265,28 @@ def test_spark_and_one_process_agree(scanned: Scanned) -> None:
     assert local.committed == scanned.result.committed
 
 
+def _parquet_rows(path: str | Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    return sorted(repr(tuple(r.values())) for r in pq.read_table(path).to_pylist())
+
+
+def test_in_process_tables_are_sparks_row_for_row(scanned: Scanned, spark, tmp_path: Path) -> None:
+    """Without --master a small input is scanned in this process, its tables written with pyarrow: the
+    same tables, columns, Spark types and rows as the Spark job's."""
+    from dataclasses import replace
+
+    out = tmp_path / "tables"
+    local = scan_in_process(scanned.plan, replace(scanned.options, out=str(out)))
+    assert local.segments == scanned.result.segments and local.committed == scanned.result.committed
+    assert {t.name: t.rows for t in local.tables} == {t.name: t.rows for t in scanned.result.tables}
+    for t in scanned.result.tables:
+        mine = out / t.name
+        assert spark.read.parquet(str(mine)).schema == spark.read.parquet(t.path).schema, t.name
+        assert _parquet_rows(mine) == _parquet_rows(t.path), t.name
+    assert sum(t.rows or 0 for t in local.tables) >= 3000
+
+
 # -- the command ------------------------------------------------------------------------------------
 
 
@@ -278,8 +300,9 @@ def ktool(*args: str) -> tuple[int, str, str]:
 def test_cli_json_and_json_tables(spark, tmp_path: Path) -> None:
     out = tmp_path / "t"
     code, stdout, stderr = ktool(
-        "scan", "--json", "--out", str(out), "--format", "json", "--records", "--offsets-topic", str(KAFKA09)
-    )
+        "scan", "--json", "--master", "local[2]", "--out", str(out), "--format", "json", "--records",
+        "--offsets-topic", str(KAFKA09),
+    )  # fmt: skip
     assert code == 0, stderr
     objs = [json.loads(line) for line in stdout.splitlines()]
     kinds = defaultdict(list)
@@ -330,7 +353,7 @@ def test_cli_exits_1_with_validates_findings(spark) -> None:
 
 
 def test_cli_text_shows_a_table_per_partition(spark) -> None:
-    code, stdout, _ = ktool("scan", str(GENERATED / "v2"))
+    code, stdout, _ = ktool("scan", "--master", "local[2]", str(GENERATED / "v2"))
     assert code == 0
     assert "segmented-0" in stdout and "gzip,none" in stdout
     assert "clean: 10 segments" in stdout
@@ -417,7 +440,19 @@ def test_interrupt_is_one_line_exit_130_and_no_log_left(tmp_path: Path) -> None:
     out = tmp_path / "t"
     target = REALWORLD if REALWORLD.is_dir() else KAFKA09
     proc = subprocess.Popen(
-        [sys.executable, "-c", _MAIN, "scan", "--no-progress", "--records", "--out", str(out), str(target)],
+        [
+            sys.executable,
+            "-c",
+            _MAIN,
+            "scan",
+            "--master",
+            "local[2]",
+            "--no-progress",
+            "--records",
+            "--out",
+            str(out),
+        ]
+        + [str(target)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -460,16 +495,22 @@ def _no_java_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 def test_missing_java_is_one_line_and_exit_3(tmp_path: Path) -> None:
     pytest.importorskip("pyspark")
     code, stderr, _ = _run_fresh(
-        ["scan", str(GENERATED / "v2")], _no_java_env(tmp_path, JAVA_HOME="/nonexistent")
+        ["scan", "--master", "local[1]", str(GENERATED / "v2")],
+        _no_java_env(tmp_path, JAVA_HOME="/nonexistent"),
     )
     assert code == 3
     assert stderr.strip().splitlines() == [
         "ktool: Java not found: JAVA_HOME=/nonexistent has no bin/java (Spark needs Java 17 or newer)"
     ]
-    code, stderr, _ = _run_fresh(["scan", str(GENERATED / "v2")], _no_java_env(tmp_path))
+    code, stderr, _ = _run_fresh(
+        ["scan", "--master", "local[1]", str(GENERATED / "v2")], _no_java_env(tmp_path)
+    )
     assert code == 3 and stderr.strip().splitlines() == [
         "ktool: Java not found: Spark needs Java 17 or newer (install it, or set JAVA_HOME)"
     ]
+    # Without --master a small input needs no Java at all: it is scanned in this process.
+    code, stderr, _ = _run_fresh(["scan", str(GENERATED / "v2")], _no_java_env(tmp_path))
+    assert (code, stderr) == (0, "")
 
 
 def test_unreachable_master_is_one_line_and_exit_3_quickly() -> None:
@@ -863,6 +904,8 @@ def test_a_worker_without_a_compression_library_is_one_line_and_exit_3(tmp_path:
     log = tmp_path / "spark.log"
     args = [
         "scan",
+        "--master",
+        "local[1]",
         "--spark-log",
         str(log),
         "--conf",

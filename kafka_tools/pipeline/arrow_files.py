@@ -1,0 +1,92 @@
+"""The tables of an in-process scan written with pyarrow: the same directories, columns and types as
+the Spark job writes, so a reader (Spark, pyarrow, DuckDB…) cannot tell which wrote them.
+
+A table is a directory `OUT/NAME/` holding `part-00000.parquet` (or `.json`, JSON Lines as Spark's
+writer makes them: every column on every line, nulls included, bytes in base64) and an empty
+`_SUCCESS`, as Hadoop's committer leaves it. Batches are appended as they come (a ParquetWriter's row
+groups), so memory stays the size of one batch whatever the table's size.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+
+from kafka_tools.errors import InputError
+from kafka_tools.pipeline import tables
+from kafka_tools.pipeline.results import TableWritten
+
+_COMPACT = (",", ":")
+
+
+class TableFile:
+    """One table being written: `add` Arrow RecordBatches of its schema, then `close`."""
+
+    def __init__(self, out: str, name: str, fmt: str) -> None:
+        self.name = name
+        self.fmt = fmt
+        self.dir = os.path.join(out, name)
+        self.schema = tables.arrow_schema(tables.TABLES[name])
+        self.rows = 0
+        self._writer = None
+        self._json = None
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+            path = os.path.join(self.dir, f"part-00000.{'snappy.parquet' if fmt == 'parquet' else 'json'}")
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                self._writer = pq.ParquetWriter(path, self.schema, compression="snappy")
+            else:
+                self._json = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
+        except OSError as exc:
+            raise InputError(f"cannot write the {name} table to {self.dir}: {exc.strerror or exc}") from None
+
+    def add(self, batch) -> None:
+        if batch.num_rows == 0:
+            return
+        self.rows += batch.num_rows
+        try:
+            if self._writer is not None:
+                self._writer.write_batch(batch)
+            else:
+                assert self._json is not None
+                for row in batch.to_pylist():
+                    self._json.write(json.dumps(row, default=_bytes, ensure_ascii=False, separators=_COMPACT))
+                    self._json.write("\n")
+        except OSError as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: OSError) -> InputError:
+        return InputError(f"cannot write the {self.name} table to {self.dir}: {exc.strerror or exc}")
+
+    def close(self) -> TableWritten:
+        try:
+            if self._writer is not None:
+                self._writer.close()
+            if self._json is not None:
+                self._json.close()
+            open(os.path.join(self.dir, "_SUCCESS"), "wb").close()
+        except OSError as exc:
+            raise self._error(exc) from None
+        return TableWritten(self.name, self.dir, self.fmt, self.rows)
+
+
+def _bytes(value: object) -> str:
+    """Bytes as Spark's JSON writer puts a binary column: base64."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def write_rows(out: str, name: str, fmt: str, rows: list[dict]) -> TableWritten:
+    """A small table the driver built (segments, findings) from its rows."""
+    import pyarrow as pa
+
+    columns = tables.TABLES[name]
+    table = TableFile(out, name, fmt)
+    schema = table.schema
+    data = {n: [r[n] for r in rows] for n in tables.names(columns)}
+    table.add(pa.RecordBatch.from_arrays([pa.array(data[f.name], f.type) for f in schema], schema=schema))
+    return table.close()

@@ -1,0 +1,185 @@
+"""`ktool scan` without Spark: a small local input is scanned in this process and its tables written
+with pyarrow. The same rows as `ktool dump-log --json`, the same tables whichever format, no Java needed.
+(The in-process tables equal to the Spark job's row for row: tests/pipeline/test_scan.py.)"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from kafka_tools.pipeline import ScanOptions, plan_scan
+from kafka_tools.pipeline.local import scan_in_process
+from tests.independent import FIXTURES, REALWORLD
+from tests.support.script import run_script
+
+GENERATED = FIXTURES / "generated"
+KAFKA09 = FIXTURES / "kafka-0.9.0.1/logdir"
+PATHS = [GENERATED / d for d in ("v0", "v1", "v2", "kafka07", "corrupt")] + [KAFKA09]
+
+
+def ktool(*args: str) -> tuple[int, str, str]:
+    from kafka_tools.cli.main import cli
+
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _b64(value: str | None) -> bytes | None:
+    return None if value is None else base64.b64decode(value)
+
+
+def dump_log_records(file: str) -> list[tuple]:
+    """(offset, timestamp, key size, value size, key, value, headers) of every record `ktool dump-log
+    --json` prints; a control record's key and value are printed decoded: "control" stands for them."""
+    code, stdout, stderr = ktool(
+        "dump-log", "--json", "--print-data-log", "--key-decoder", "base64", "--value-decoder", "base64",
+        "--no-offsets-decoder", "--no-transaction-log-decoder", "--no-cluster-metadata-decoder", file,
+    )  # fmt: skip
+    assert code in (0, 1), stderr
+    rows = []
+    for o in map(json.loads, stdout.splitlines()):
+        if o["type"] == "record" or (o["type"] == "message" and o.get("compressCodec") == "none"):
+            headers = [(h["key"], _b64(h["value"])) for h in o.get("headers") or []]
+            if "control" in o:
+                key = value = "control"
+            else:
+                key, value = _b64(o.get("key")), _b64(o.get("value"))
+            rows.append(
+                (o["offset"], o.get("timestamp", -1), o["keySize"], o["valueSize"], key, value, headers)
+            )
+    return rows
+
+
+def _size(data: bytes | None) -> int:
+    return -1 if data is None else len(data)
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory) -> tuple[Path, object]:
+    paths = PATHS + ([REALWORLD] if REALWORLD.is_dir() else [])
+    out = tmp_path_factory.mktemp("inproc") / "tables"
+    plan = plan_scan(paths)
+    options = ScanOptions(out=str(out), records=True, offsets_topic=True, split_bytes=2048)
+    return out, plan, scan_in_process(plan, options)
+
+
+def test_records_table_is_dump_logs_json(tables) -> None:
+    out, plan, result = tables
+    by_file: dict[str, list[tuple]] = {}
+    for r in pq.read_table(out / "records").to_pylist():
+        headers = [(h["key"], h["value"]) for h in r["headers"] or []]
+        row = (r["offset"], r["timestamp"], _size(r["key"]), _size(r["value"]), r["key"], r["value"], headers)
+        by_file.setdefault(r["file"], []).append(row)
+    compared = 0
+    for spec in plan.segments:
+        if spec.kafka07:
+            continue  # dump-log prints 0.7 messages apart; their counts are checked against the plan
+        expected = dump_log_records(spec.file)
+        control = {e[0] for e in expected if e[4] == "control"}
+        got = [
+            (*r[:4], "control", "control", r[6]) if r[0] in control else r for r in by_file.get(spec.file, [])
+        ]
+        assert sorted(got, key=repr) == sorted(expected, key=repr), spec.file
+        compared += len(expected)
+    assert compared >= 900
+    assert sum(len(v) for v in by_file.values()) == sum(r["records"] for r in result.segments)
+
+
+def test_tables_are_the_same_in_json_and_parquet(tables, tmp_path: Path) -> None:
+    out, plan, _ = tables
+    options = ScanOptions(out=str(tmp_path), fmt="json", records=True, offsets_topic=True, split_bytes=2048)
+    result = scan_in_process(plan, options)
+    for t in result.tables:
+        parquet = pq.read_table(out / t.name)
+        binary = {f.name for f in parquet.schema if str(f.type) == "binary"}
+        lines = [json.loads(line) for f in sorted(Path(t.path).glob("part-*.json")) for line in f.open()]
+        for row in lines:
+            for name in binary:
+                row[name] = _b64(row[name])
+            if row.get("headers"):
+                row["headers"] = [{"key": h["key"], "value": _b64(h["value"])} for h in row["headers"]]
+        assert len(lines) == t.rows == parquet.num_rows, t.name
+        assert sorted(map(repr, lines)) == sorted(map(repr, parquet.to_pylist())), t.name
+        assert lines and list(lines[0]) == parquet.column_names or not lines, t.name
+
+
+def test_the_console_script_scans_a_small_log_dir_without_java(tmp_path: Path) -> None:
+    res = run_script("scan", "--json", str(KAFKA09), env={"JAVA_HOME": "/nonexistent", "PATH": str(tmp_path)})
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout.splitlines()[-1])
+    assert summary["type"] == "summary" and summary["master"] == "in-process"
+    assert summary["records"] == 338 and summary["startupSeconds"] is None
+    text = run_script("scan", str(KAFKA09), env={"JAVA_HOME": "/nonexistent", "PATH": str(tmp_path)})
+    assert (
+        "in this process, without Spark (input at most 1024 MiB; --master local[*] for Spark)" in text.stdout
+    )
+
+
+def test_above_the_threshold_and_with_sql_or_a_master_spark_is_started(monkeypatch) -> None:
+    import kafka_tools.pipeline.plan as plan
+    import kafka_tools.pipeline.session as session
+
+    asked: list[str] = []
+
+    def no_spark(settings):
+        asked.append(settings.master)
+        raise RuntimeError("Spark asked for")
+
+    monkeypatch.setattr(session, "spark_session", no_spark)
+    for args in (["--master", "local[1]"], ["--sql", "SELECT 1"]):
+        with pytest.raises(RuntimeError, match="Spark asked for"):
+            ktool("scan", *args, str(KAFKA09))
+    monkeypatch.setattr(plan, "IN_PROCESS_BYTES", 1000)
+    with pytest.raises(RuntimeError, match="Spark asked for"):
+        ktool("scan", str(KAFKA09))
+    assert asked == ["local[1]", "local[*]", "local[*]"]
+
+
+def test_a_question_on_a_small_input_is_answered_here(monkeypatch) -> None:
+    import kafka_tools.pipeline.session as session
+
+    monkeypatch.setattr(session, "spark_session", lambda settings: pytest.fail("Spark started"))
+    code, stdout, stderr = ktool("scan", "--json", "--key", "k07", str(KAFKA09))
+    assert (code, stderr) == (0, "")
+    objs = [json.loads(line) for line in stdout.splitlines()]
+    assert objs[-1]["master"] == "in-process"
+    assert ("plain", 7) in {(o["topic"], o["offset"]) for o in objs[:-1]}
+    assert {o["key"] for o in objs[:-1]} == {"k07"}
+
+
+def test_records_come_in_batches_bounded_by_bytes_and_add_up_to_the_whole(monkeypatch) -> None:
+    from kafka_tools.pipeline import tasks
+
+    spec = next(s for s in plan_scan([GENERATED / "v2"]).segments if "none-0" in s.file)
+    whole = list(tasks.record_chunks(spec))
+    monkeypatch.setattr(tasks, "CHUNK_BYTES", 200)
+    parts = list(tasks.record_chunks(spec))
+    assert len(whole) == 1 and len(parts) > 2
+    for part in parts[:-1]:
+        size = sum(len(v) for c in ("key", "value") for v in part[c] if v)
+        biggest = max(len(v or b"") + len(k or b"") for k, v in zip(part["key"], part["value"], strict=True))
+        assert 200 <= size < 200 + biggest * len(part["key"])  # one batch's records past the bound, no more
+    assert {k: [v for p in parts for v in p[k]] for k in whole[0]} == whole[0]
+
+
+def test_a_headers_column_without_headers_is_the_same_arrow_array() -> None:
+    import pyarrow as pa
+
+    from kafka_tools.pipeline import tables
+
+    headers = tables.arrow_schema(tables.RECORDS).field("headers").type
+    for values in ([], [()], [()] * 1000, [(), (("k", b"v"),), ()]):
+        assert tables.arrow_column("headers", headers, values).equals(pa.array(values, headers))
+
+
+def test_help_says_the_threshold_the_code_uses() -> None:
+    from kafka_tools.pipeline.plan import IN_PROCESS_BYTES
+
+    code, stdout, _ = ktool("scan", "--help")
+    said = " ".join(stdout.split())
+    assert code == 0 and f"at most {IN_PROCESS_BYTES // 2**30} GiB" in said and "there is no --sql" in said
