@@ -11,13 +11,15 @@ need=()
 dpkg -s zookeeper >/dev/null 2>&1 || need+=(zookeeper)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+command -v clang >/dev/null 2>&1 || need+=(clang)  # the sanitizer build the fuzz tests run (tests/fuzz)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
   else
-    echo "tests/run.sh: missing ${need[*]} (apt-get install them); the real-server tests will skip" >&2
+    echo "tests/run.sh: missing ${need[*]} (apt-get install them); the real-server and sanitizer tests will skip" >&2
   fi
 fi
 
 python3 -m pip install -q -e '.[test]'
+python3 -m pip install -q -e '.[fuzz]' || echo "tests/run.sh: atheris did not install; the sanitizer tests will skip" >&2
 python3 -m pytest -q "$@"

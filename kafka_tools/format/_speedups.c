@@ -22,9 +22,20 @@ static PyObject *empty_tuple = NULL;
 
 #define NO_SEQUENCE (-1)
 
+/* decode_records and format_payload make Record tuples and raise RecordDecodeError: both come from
+ * configure(), which record_batch.py calls at import; called before it they raise, not crash. */
+static int
+not_configured(void)
+{
+    if (record_type != NULL && decode_error != NULL)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+    return 1;
+}
+
 /* Why a record could not be decoded; the message texts equal the pure-Python decoder's. */
 enum failure { PAST_END = 1, TOO_LONG, BAD_LENGTH, BAD_KEY, BAD_VALUE, BAD_HEADER_COUNT, BAD_HEADER_KEY,
-               BAD_HEADER_VALUE, FIELDS_MISMATCH };
+               BAD_HEADER_VALUE, FIELDS_MISMATCH, OFFSET_OVERFLOW, TIMESTAMP_OVERFLOW };
 
 static void
 raise_failure(enum failure why, Py_ssize_t index, Py_ssize_t position, long long n)
@@ -40,6 +51,8 @@ raise_failure(enum failure why, Py_ssize_t index, Py_ssize_t position, long long
     case BAD_HEADER_COUNT: what = "header count %lld is impossible"; break;
     case BAD_HEADER_KEY: what = "header key length %lld is invalid"; break;
     case BAD_HEADER_VALUE: what = "header value length %lld is invalid"; break;
+    case OFFSET_OVERFLOW: what = "offset delta %lld takes the offset past int64"; break;
+    case TIMESTAMP_OVERFLOW: what = "timestamp delta %lld takes the timestamp past int64"; break;
     default: what = "fields do not end where its length %lld says"; break;
     }
     char detail[120];
@@ -82,6 +95,30 @@ read_varint(const unsigned char *p, Py_ssize_t end, Py_ssize_t *pos, int64_t *ou
     return 0;
 }
 
+/* A header count is possible when its headers (2 bytes each at least) fit in the `left` bytes of the
+ * record; compared by division, as count * 2 can wrap. */
+static inline int
+header_count_fits(int64_t count, Py_ssize_t left)
+{
+    return count >= 0 && left >= 0 && count <= (int64_t)(left / 2);
+}
+
+/* base + delta, or 0 when the sum leaves int64 (a corrupt record: Kafka's offsets and timestamps are
+ * int64). The sequence is wrapped to 31 bits, as Kafka does, from the exact sum's low bits. */
+static inline int
+add_int64(long long base, int64_t delta, long long *out)
+{
+    return !__builtin_add_overflow(base, (long long)delta, out);
+}
+
+static inline long long
+sequence_of(long long base_sequence, int64_t delta)
+{
+    if (base_sequence == NO_SEQUENCE)
+        return NO_SEQUENCE;
+    return (long long)(((uint64_t)base_sequence + (uint64_t)delta) & 0x7FFFFFFF);
+}
+
 /* Record i's headers; *why set on failure. The count is read within the section; the headers must
  * fit in the record (count * 2 bytes at least), as the Python decoder checks. */
 static PyObject *
@@ -94,7 +131,7 @@ read_headers(const unsigned char *p, Py_ssize_t end, Py_ssize_t rec_end, Py_ssiz
         Py_INCREF(empty_tuple);
         return empty_tuple;
     }
-    if (count < 0 || count * 2 > (int64_t)(rec_end - *pos)) {
+    if (!header_count_fits(count, rec_end - *pos)) {
         *why = BAD_HEADER_COUNT;
         *bad = count;
         return NULL;
@@ -178,6 +215,8 @@ decode_records(PyObject *self, PyObject *args)
     Py_ssize_t count;
     long long base_offset, base_timestamp, base_sequence;
     PyObject *log_append_obj;
+    if (not_configured())
+        return NULL;
     if (!PyArg_ParseTuple(args, "y*nLLOL", &view, &count, &base_offset, &base_timestamp, &log_append_obj,
                           &base_sequence))
         return NULL;
@@ -237,11 +276,20 @@ decode_records(PyObject *self, PyObject *args)
             bad = length;
             goto fail;
         }
-        long long sequence = base_sequence == NO_SEQUENCE ? NO_SEQUENCE : ((base_sequence + off_delta) & 0x7FFFFFFF);
+        long long offset, timestamp = log_append_time;
+        why = !add_int64(base_offset, off_delta, &offset) ? OFFSET_OVERFLOW
+              : !log_append && !add_int64(base_timestamp, ts_delta, &timestamp) ? TIMESTAMP_OVERFLOW : 0;
+        if (why) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            bad = why == OFFSET_OVERFLOW ? off_delta : ts_delta;
+            goto fail;
+        }
         PyObject *rec = record_type->tp_alloc(record_type, 7);
-        PyObject *o_offset = PyLong_FromLongLong(base_offset + off_delta);
-        PyObject *o_ts = PyLong_FromLongLong(log_append ? log_append_time : base_timestamp + ts_delta);
-        PyObject *o_seq = PyLong_FromLongLong(sequence);
+        PyObject *o_offset = PyLong_FromLongLong(offset);
+        PyObject *o_ts = PyLong_FromLongLong(timestamp);
+        PyObject *o_seq = PyLong_FromLongLong(sequence_of(base_sequence, off_delta));
         PyObject *o_size = PyLong_FromSsize_t(rec_end - start);
         if (rec == NULL || o_offset == NULL || o_ts == NULL || o_seq == NULL || o_size == NULL) {
             Py_XDECREF(rec);
@@ -479,7 +527,7 @@ scan_messages(PyObject *self, PyObject *args)
     return Py_BuildValue("nnLLLO", at, count, first, count ? last : prev, max_ts, gaps ? Py_True : Py_False);
 }
 
-/* scan_inner(data) -> (count, first_offset, last_offset) of the messages of a decompressed wrapper,
+/* scan_inner(data) -> (count, first_offset, last_offset, highest_offset) of the messages of a decompressed wrapper,
  * offsets as stored; None when anything is irregular (the Python parser then says what). */
 static PyObject *
 scan_inner(PyObject *self, PyObject *args)
@@ -489,7 +537,7 @@ scan_inner(PyObject *self, PyObject *args)
         return NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t end = view.len, at = 0, count = 0;
-    long long first = 0, last = 0;
+    long long first = 0, last = 0, high = 0;
     int ok = 1;
     Py_BEGIN_ALLOW_THREADS
     while (at < end) {
@@ -499,8 +547,9 @@ scan_inner(PyObject *self, PyObject *args)
             break;
         }
         if (count == 0)
-            first = m.offset;
+            first = high = m.offset;
         last = m.offset;
+        high = m.offset > high ? m.offset : high;
         count++;
         at += 12 + m.size;
     }
@@ -508,7 +557,7 @@ scan_inner(PyObject *self, PyObject *args)
     PyBuffer_Release(&view);
     if (!ok || count == 0)
         Py_RETURN_NONE;
-    return Py_BuildValue("nLL", count, first, last);
+    return Py_BuildValue("nLLL", count, first, last, high);
 }
 
 /* ---- output: a growing byte buffer ---- */
@@ -520,8 +569,12 @@ typedef struct {
 static int
 out_reserve(out_t *o, Py_ssize_t more)
 {
-    if (o->len + more <= o->cap)
+    if (more <= o->cap - o->len)
         return 0;
+    if (more < 0 || more > PY_SSIZE_T_MAX / 2 - o->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
     Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
     while (cap < o->len + more)
         cap *= 2;
@@ -845,7 +898,10 @@ format_messages(PyObject *self, PyObject *args)
         int log_append = m.attributes & 0x08;
         uint32_t computed = crc_of(p, at, &m);
         int valid = computed == m.crc;
-        m.offset += shift;
+        if (__builtin_add_overflow(m.offset, (int64_t)shift, &m.offset)) {
+            PyErr_Format(PyExc_ValueError, "offset past int64 at %zd", at);
+            goto fail;
+        }
         if (have_append_time)
             m.timestamp = append_time;
         if (!json) {
@@ -985,10 +1041,11 @@ format_records(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!s#p", &PyList_Type, &records, &label, &label_len, &print_data))
         return NULL;
     out_t o = {NULL, 0, 0};
-    Py_ssize_t n = PyList_GET_SIZE(records);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *r = PyList_GET_ITEM(records, i);
-        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 6) {
+    PyObject *r = NULL; /* held: nothing below runs Python code, but the list is not ours */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(records); i++) {
+        Py_XSETREF(r, Py_NewRef(PyList_GET_ITEM(records, i)));
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 6 || !PyLong_Check(PyTuple_GET_ITEM(r, 0)) ||
+            !PyLong_Check(PyTuple_GET_ITEM(r, 1)) || !PyLong_Check(PyTuple_GET_ITEM(r, 5))) {
             PyErr_SetString(PyExc_TypeError, "records must be Record tuples");
             goto fail;
         }
@@ -1078,8 +1135,10 @@ format_records(PyObject *self, PyObject *args)
             goto fail;
         o.data[o.len++] = '\n';
     }
+    Py_XDECREF(r);
     return out_finish_utf8(&o);
 fail:
+    Py_XDECREF(r);
     PyMem_Free(o.data);
     return NULL;
 }
@@ -1105,6 +1164,8 @@ format_payload(PyObject *self, PyObject *args)
     const char *file_json = NULL;
     Py_ssize_t file_json_len = 0;
     long long batch_position = 0;
+    if (not_configured())
+        return NULL;
     if (!PyArg_ParseTuple(args, "y*nLLOLs#pp|z#L", &view, &count, &base_offset, &base_timestamp,
                           &log_append_obj, &base_sequence, &label, &label_len, &print_data, &check_only,
                           &file_json, &file_json_len, &batch_position))
@@ -1168,7 +1229,7 @@ format_payload(PyObject *self, PyObject *args)
         /* headers: as read_headers */
         if ((why = read_varint(p, end, &pos, &nh)))
             goto fail;
-        if (nh < 0 || (nh && nh * 2 > (int64_t)(rec_end - pos))) {
+        if (nh && !header_count_fits(nh, rec_end - pos)) {
             why = BAD_HEADER_COUNT;
             bad = nh;
             goto fail;
@@ -1198,9 +1259,16 @@ format_payload(PyObject *self, PyObject *args)
             bad = length;
             goto fail;
         }
+        long long offset, timestamp = log_append_time;
+        why = !add_int64(base_offset, off_delta, &offset) ? OFFSET_OVERFLOW
+              : !log_append && !add_int64(base_timestamp, ts_delta, &timestamp) ? TIMESTAMP_OVERFLOW : 0;
+        if (why) {
+            bad = why == OFFSET_OVERFLOW ? off_delta : ts_delta;
+            goto fail;
+        }
         if (check_only)
             continue;
-        long long sequence = base_sequence == NO_SEQUENCE ? NO_SEQUENCE : ((base_sequence + off_delta) & 0x7FFFFFFF);
+        long long sequence = sequence_of(base_sequence, off_delta);
         if (json) {
             if (out_reserve(&o, 300 + label_len + file_json_len + 16 * nh) < 0)
                 goto fail;
@@ -1209,9 +1277,9 @@ format_payload(PyObject *self, PyObject *args)
             PUT(&o, ",\"batchPosition\":");
             out_int(&o, batch_position);
             PUT(&o, ",\"offset\":");
-            out_int(&o, base_offset + off_delta);
+            out_int(&o, offset);
             PUT(&o, ",\"timestamp\":");
-            out_int(&o, log_append ? log_append_time : base_timestamp + ts_delta);
+            out_int(&o, timestamp);
             PUT(&o, ",\"timestampType\":\"");
             out_put(&o, label, label_len);
             PUT(&o, "\",\"keySize\":");
@@ -1288,11 +1356,11 @@ format_payload(PyObject *self, PyObject *args)
         if (out_reserve(&o, 200 + label_len + 2 * (rec_end - start) + 16 * nh) < 0)
             goto fail;
         PUT(&o, "| offset: ");
-        out_int(&o, base_offset + off_delta);
+        out_int(&o, offset);
         o.data[o.len++] = ' ';
         out_put(&o, label, label_len);
         PUT(&o, ": ");
-        out_int(&o, log_append ? log_append_time : base_timestamp + ts_delta);
+        out_int(&o, timestamp);
         PUT(&o, " keySize: ");
         out_int(&o, key_len);
         PUT(&o, " valueSize: ");
@@ -2023,7 +2091,7 @@ static PyMethodDef methods[] = {
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> list"},
     {"scan_messages", scan_messages, METH_VARARGS,
      "scan_messages(buf, at, limit, end, prev, lo, hi) -> (at, count, first, last, max_timestamp, gaps)"},
-    {"scan_inner", scan_inner, METH_VARARGS, "scan_inner(data) -> (count, first, last) or None"},
+    {"scan_inner", scan_inner, METH_VARARGS, "scan_inner(data) -> (count, first, last, highest) or None"},
     {"format_messages", format_messages, METH_VARARGS,
      "format_messages(buf, position, json, print_data, file_json[, wrapper_position, shift, append_time]) -> bytes"},
     {"format_records", format_records, METH_VARARGS,

@@ -17,6 +17,7 @@ from kafka_tools.format.compression import CodecAndCrc, DecompressionError, deco
 from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import (
     _C,
+    INT64_MAX,
     LOG_OVERHEAD,
     NO_SEQUENCE,
     Record,
@@ -141,7 +142,12 @@ class LegacyMessage(CodecAndCrc):
         if self.magic >= 1:
             shift = v1_shift(self.offset, inner[-1].offset)
             log_append = self.timestamp_type == TimestampType.LOG_APPEND_TIME
-            for m in inner:
+            for i, m in enumerate(inner):
+                if m.offset + shift > INT64_MAX:
+                    raise RecordDecodeError(
+                        f"inner message {i}: relative offset {m.offset} moved by {shift} is past int64",
+                        where,
+                    )
                 m.offset += shift
                 if log_append:
                     m.timestamp = self.timestamp
@@ -176,8 +182,10 @@ class LegacyMessage(CodecAndCrc):
         found = _scan_inner(data) if _scan_inner is not None else None
         if found is None:
             return None
-        count, first, last = found
+        count, first, last, high = found
         shift = v1_shift(self.offset, last) if self.magic >= 1 else 0
+        if high + shift > INT64_MAX:
+            return None  # inner_messages says which
         return count, first + shift, last + shift
 
     def plain_inner_set(self) -> tuple[bytes, int, int, int | None] | None:
@@ -193,8 +201,10 @@ class LegacyMessage(CodecAndCrc):
         found = _scan_inner(data)
         if found is None:
             return None
-        count, first, last = found
+        count, first, last, high = found
         shift = v1_shift(self.offset, last) if self.magic >= 1 else 0
+        if high + shift > INT64_MAX:
+            return None  # inner_messages says which
         self._summary = (count, first + shift, last + shift)
         log_append = self.magic >= 1 and self.timestamp_type == TimestampType.LOG_APPEND_TIME
         return data, count, shift, self.timestamp if log_append else None

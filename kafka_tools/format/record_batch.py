@@ -25,6 +25,7 @@ RECORD_BATCH_OVERHEAD = BATCH_HEADER.size  # 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength, not counted in batchLength
 MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49
 CRC_START = 21  # the CRC covers attributes..end
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # offsets and timestamps are int64: a sum past them is damage
 
 CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -352,11 +353,22 @@ def decode_records_py(
                 headers, pos = _decode_headers(data, pos, rec_end, start)
             if pos != rec_end:
                 raise RecordDecodeError(f"fields do not end where its length {length} says", start)
+            offset = base_offset + off_delta
+            if not INT64_MIN <= offset <= INT64_MAX:
+                raise RecordDecodeError(f"offset delta {off_delta} takes the offset past int64", start)
+            if log_append_time is None:
+                timestamp = base_timestamp + ts_delta
+                if not INT64_MIN <= timestamp <= INT64_MAX:
+                    raise RecordDecodeError(
+                        f"timestamp delta {ts_delta} takes the timestamp past int64", start
+                    )
+            else:
+                timestamp = log_append_time
             append(
                 make(
                     (
-                        base_offset + off_delta,
-                        base_timestamp + ts_delta if log_append_time is None else log_append_time,
+                        offset,
+                        timestamp,
                         key,
                         value,
                         headers,
@@ -399,7 +411,7 @@ HAS_SPEEDUPS = _C is not None
 def _decode_headers(data: bytes, pos: int, rec_end: int, start: int) -> tuple[tuple, int]:
     raw, pos = read_uvarint(data, pos)
     count = (raw >> 1) ^ -(raw & 1)
-    if count < 0 or count * 2 > rec_end - pos:
+    if count < 0 or count * 2 > max(rec_end - pos, 0):  # none fit past the record: its end is checked after
         raise RecordDecodeError(f"header count {count} is impossible", start)
     headers = []
     for _ in range(count):

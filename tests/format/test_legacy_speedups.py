@@ -224,7 +224,7 @@ def _inner_py(data: bytes):
             pos = m.next_position
     except RecordDecodeError:
         return None
-    return (len(inner), inner[0].offset, inner[-1].offset) if inner else None
+    return (len(inner), inner[0].offset, inner[-1].offset, max(m.offset for m in inner)) if inner else None
 
 
 INNER = (GENERATED / "v1" / "none-0" / "00000000000000000000.log").read_bytes()
