@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "kafka_tools" / "format").glob("_speedups*.c")) + sorted(
-    (ROOT / "kafka_tools" / "format" / "c").glob("*.c")
+    (ROOT / "kafka_tools" / "format" / "csrc").glob("*.c")
 )
 FLAGS = [
     "-shared",
@@ -30,8 +30,6 @@ FLAGS = [
     "-Wall",
     "-Wextra",
     "-Werror",
-    "-Wno-unused-parameter",
-    "-Wno-missing-field-initializers",
 ]
 
 
@@ -63,7 +61,7 @@ def build(out_dir: Path) -> Path:
         "clang",
         *FLAGS,
         f"-I{include}",
-        f"-I{ROOT / 'kafka_tools' / 'format' / 'c'}",
+        f"-I{ROOT / 'kafka_tools' / 'format' / 'csrc'}",
         *map(str, sources),
         "-lz",
         "-o",

@@ -21,7 +21,7 @@ from kafka_tools.format.kraft.schemas_table import SCHEMAS
 FRAME_VERSION = 1  # MetadataRecordSerde's DEFAULT_FRAME_VERSION
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString()
 
-# Field operations (the C interpreter in _speedups.c uses the same numbers).
+# Field operations (the C interpreter in csrc/kraft.c uses the same numbers).
 _I8, _I16, _I32, _I64, _U16, _U32, _F64, _BOOL, _UUID, _STR, _BYTES, _ARRAY, _STRUCT, _TAGGED = range(14)
 _FIXED = {
     _I8: struct.Struct(">b"),
