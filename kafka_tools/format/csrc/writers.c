@@ -358,6 +358,17 @@ out_field_json(out_t *o, const field_t *f)
         out_json_string(o, f->ptr, f->len);
 }
 
+/* `"key":…,"value":…}` and the line's end: the data of a JSON record or message. */
+static void
+out_data_json_end(out_t *o, const field_t *key, const field_t *value)
+{
+    PUT(o, "\"key\":");
+    out_field_json(o, key);
+    PUT(o, ",\"value\":");
+    out_field_json(o, value);
+    PUT(o, "}\n");
+}
+
 /* DumpLogSegments' `| offset: …` line (render/dump_text.py's _record): -1 when a header is not a
  * (str, bytes) pair (Record tuples only). */
 static int
@@ -455,10 +466,9 @@ write_record_json(out_t *o, const record_line_t *r, const char *label, Py_ssize_
             out_field_json(o, &value);
             out_char(o, '}');
         }
-        PUT(o, "],\"key\":");
-        out_field_json(o, &r->key);
-        PUT(o, ",\"value\":");
-        out_field_json(o, &r->value);
+        PUT(o, "],");
+        out_data_json_end(o, &r->key, &r->value);
+        return;
     }
     PUT(o, "}\n");
 }
@@ -659,10 +669,9 @@ write_message_json(out_t *o, const message_t *m, const message_where_t *w, const
     PUT(o, ",\"valueSize\":");
     out_int(o, m->value.len);
     if (print_data) {
-        PUT(o, ",\"key\":");
-        out_field_json(o, &m->key);
-        PUT(o, ",\"value\":");
-        out_field_json(o, &m->value);
+        out_char(o, ',');
+        out_data_json_end(o, &m->key, &m->value);
+        return;
     }
     PUT(o, "}\n");
 }
