@@ -12,11 +12,11 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import (
-    _C,
     INT64_MAX,
     LOG_OVERHEAD,
     NO_SEQUENCE,
@@ -163,7 +163,7 @@ class LegacyMessage(CodecAndCrc):
             summary = (1, self.offset, self.offset)
         else:
             found = None
-            if _scan_inner is not None and self.value is not None:
+            if accel.fast("scan_inner") is not None and self.value is not None:
                 try:
                     found = self.summary_of(decompress(self.codec, self.value))
                 except DecompressionError:
@@ -179,7 +179,8 @@ class LegacyMessage(CodecAndCrc):
     def summary_of(self, data: bytes) -> tuple[int, int, int] | None:
         """(count, first offset, last offset) of this wrapper's decompressed inner set `data`, offsets
         absolute, walked in C; None when the C walk is not built or finds the set irregular."""
-        found = _scan_inner(data) if _scan_inner is not None else None
+        scan_inner = accel.fast("scan_inner")
+        found = scan_inner(data) if scan_inner is not None else None
         if found is None:
             return None
         count, first, last, high = found
@@ -192,13 +193,14 @@ class LegacyMessage(CodecAndCrc):
         """A wrapper's decompressed inner set, with what shows it as `inner_messages` would —
         (bytes, count, offset shift, LogAppendTime or None) — when the C walk finds it regular;
         None otherwise (then `inner_messages` is the way, and says what is wrong)."""
-        if _scan_inner is None or not self.is_compressed or self.value is None:
+        scan_inner = accel.fast("scan_inner")
+        if scan_inner is None or not self.is_compressed or self.value is None:
             return None
         try:
             data = decompress(self.codec, self.value)
         except DecompressionError:
             return None
-        found = _scan_inner(data)
+        found = scan_inner(data)
         if found is None:
             return None
         count, first, last, high = found
@@ -283,6 +285,3 @@ def v1_shift(wrapper_offset: int, last_relative: int) -> int:
     offset) is not applied: the inner offsets are then taken as stored."""
     base = wrapper_offset - last_relative
     return base if base >= 0 else 0
-
-
-_scan_inner = _C.scan_inner if _C is not None else None  # the C walk of a wrapper's inner set

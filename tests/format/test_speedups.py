@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafka_tools.format import accel
 from kafka_tools.format import record_batch as rb
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, decode_records_py
 from kafka_tools.format.segment import iter_log_entries
@@ -101,7 +102,7 @@ def test_c_and_python_agree_on_sums_and_counts_past_int64(
     c = _outcome(rb.decode_records, section, count, base_offset, base_timestamp, log_append, -1)
     assert c == py
     checked = _outcome(
-        rb._C.format_payload, section, count, base_offset, base_timestamp, log_append, -1, "", False, True
+        accel.C.format_payload, section, count, base_offset, base_timestamp, log_append, -1, "", False, True
     )
     assert checked == (py if py[0] == "error" else ("ok", len(py[1])))
     if message is not None:
@@ -153,5 +154,5 @@ def test_format_records_runs_no_python_code_on_a_record() -> None:
 
     records = [rb.Record(Sneaky(), 0, None, None, (), -1, 7), rb.Record(1, 0, None, None, (), -1, 7)]
     with pytest.raises(TypeError):
-        rb._C.format_records(records, "CreateTime", False)
+        accel.C.format_records(records, "CreateTime", False)
     assert len(records) == 2

@@ -9,13 +9,14 @@ import tracemalloc
 
 import pytest
 
+from kafka_tools.format import accel
 from kafka_tools.format import record_batch as rb
 from kafka_tools.format.kraft import decoder as kraft
 from kafka_tools.format.record_batch import RecordDecodeError
 from tests.support import hostile
 
 pytestmark = pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built")
-C = rb._C
+C = accel.C
 CALLS = 3000
 INT64_MAX = 2**63 - 1
 

@@ -49,9 +49,9 @@ def main() -> None:
     target, so_path, *rest = sys.argv[1:]
     _load_extension(so_path)
     with atheris.instrument_imports(include=["kafka_tools.format", "kafka_tools.render"]):
-        from kafka_tools.format import record_batch
+        from kafka_tools.format import accel, record_batch  # noqa: F401 (record_batch configures C)
         from tests.fuzz import targets
-    assert record_batch._C is sys.modules["kafka_tools.format._speedups"], "the sanitizer build is not in use"
+    assert accel.C is sys.modules["kafka_tools.format._speedups"], "the sanitizer build is not in use"
     check = targets.TARGETS[target]
     collect = os.environ.get("KTOOL_FUZZ_COLLECT")
     if collect:  # a survey of old code: every distinct finding noted, the run goes on

@@ -15,7 +15,7 @@ import json
 import struct
 from types import SimpleNamespace
 
-from kafka_tools.format import record_batch as rb
+from kafka_tools.format import accel
 from kafka_tools.format.kraft import decoder as kraft
 from kafka_tools.format.message_set import LegacyMessage, parse_message
 from kafka_tools.format.record_batch import RecordDecodeError, decode_records_py
@@ -32,7 +32,7 @@ MESSAGES_HEAD = struct.Struct(">Bqqqq")
 
 
 def _c():
-    return rb._C
+    return accel.C
 
 
 def _outcome(fn, *args):
