@@ -49,9 +49,10 @@ def available() -> str | None:
 def build(out_dir: Path) -> Path:
     """The sanitizer build of the current sources (reused while they are unchanged)."""
     sources = [s for s in SOURCES if s.is_file()]
-    digest = hashlib.sha1(b"".join(s.read_bytes() for s in sources) + " ".join(FLAGS).encode()).hexdigest()[
-        :12
-    ]
+    headers = sorted((ROOT / "kafka_tools" / "format" / "csrc").glob("*.h"))
+    digest = hashlib.sha1(
+        b"".join(s.read_bytes() for s in [*sources, *headers]) + " ".join(FLAGS).encode()
+    ).hexdigest()[:12]
     target = out_dir / f"_speedups-asan-{digest}.so"
     if target.is_file():
         return target

@@ -2,8 +2,9 @@
  * The C hot loops of kafka_tools.format, shared declarations. One file per concern, as format/ is split:
  *
  *   crc.c          CRC-32 of magic 0/1 messages
- *   records_v2.c   the v2 record reader (varints, lengths, headers: every bound checked once) and
- *                  decode_records, which turns what it reads into Record tuples
+ *   record_reader.h the v2 record reader (varints, lengths, headers: every bound checked once), inline
+ *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, and the
+ *                  reader's error texts
  *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
  *   writers.c      the output buffer and the dump-log lines (text and JSON) of a record or a message,
  *                  with format_records / format_payload / format_messages: a reader plus a writer
@@ -127,7 +128,8 @@ typedef struct {
 } record_t;
 
 /* The reader of a records section: records_next until it gives 0 (the section ends where the
- * batch's count says) or -1 (why, bad and at say what, records_raise raises it). */
+ * batch's count says) or -1 (why, bad and at say what, records_raise raises it). The reader's
+ * functions are inline, in record_reader.h. */
 typedef struct {
     cursor_t c;
     batch_t batch;
@@ -137,11 +139,11 @@ typedef struct {
     Py_ssize_t at;   /* the failure's position in the section */
 } records_t;
 
-void records_open(records_t *r, const unsigned char *p, Py_ssize_t len, const batch_t *batch);
-int records_next(records_t *r, record_t *rec);
 void records_raise(const records_t *r, PyObject *error_class);
 
-/* The headers of a record records_next gave: already checked, so read without checks. */
+/* The headers of a record records_next gave (already checked, so read without checks), or of a
+ * Record tuple: headers_next gives 1 and the next key and value, 0 at the end, -1 with an exception
+ * set (tuples only). */
 typedef struct {
     const unsigned char *p;
     Py_ssize_t pos;
@@ -150,9 +152,6 @@ typedef struct {
     Py_ssize_t index;
 } headers_t;
 
-void headers_of_record(headers_t *h, const unsigned char *p, const record_t *rec);
-/* 1 with the next header's key and value, 0 at the end, -1 with an exception set (tuples only). */
-int headers_next(headers_t *h, field_t *key, field_t *value);
 
 /* Parse decode_records' batch arguments (data, count, base_offset, base_timestamp, log_append_time,
  * base_sequence, ...): 0, or -1 with an exception set. */

@@ -4,7 +4,7 @@
  * JSON objects: render/dump_text.py and render/dump_json.py make the same, byte for byte). The
  * format_* entry points are a reader (records_v2.c, messages_v01.c) or Record tuples, plus a writer.
  */
-#include "speedups.h"
+#include "record_reader.h"
 #include <string.h>
 
 /* A failed allocation sets `failed` (and MemoryError) once; every write after it does nothing, so a
@@ -15,30 +15,39 @@ typedef struct {
     int failed;
 } out_t;
 
-static int
+/* Room for `more` bytes: the common case inline, growing (or a failed buffer) out of line. A failed
+ * buffer keeps cap == len, so every later reserve takes the slow path and fails. */
+static int out_grow(out_t *o, Py_ssize_t more);
+
+static inline int
 out_reserve(out_t *o, Py_ssize_t more)
+{
+    if (more <= o->cap - o->len)
+        return 0;
+    return out_grow(o, more);
+}
+
+static int
+out_grow(out_t *o, Py_ssize_t more)
 {
     if (o->failed)
         return -1;
-    if (more <= o->cap - o->len)
-        return 0;
-    if (more < 0 || more > PY_SSIZE_T_MAX / 4 - o->len) {
-        o->failed = 1;
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (more < 0 || more > PY_SSIZE_T_MAX / 4 - o->len)
+        goto fail;
     Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
     while (cap < o->len + more)
         cap *= 2;
     char *d = PyMem_Realloc(o->data, (size_t)cap);
-    if (d == NULL) {
-        o->failed = 1;
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (d == NULL)
+        goto fail;
     o->data = d;
     o->cap = cap;
     return 0;
+fail:
+    o->failed = 1;
+    o->cap = o->len;
+    PyErr_NoMemory();
+    return -1;
 }
 
 static inline void
