@@ -231,9 +231,11 @@ def _walk_v2(r: _Reader, batch: RecordBatch) -> tuple[int | None, int | None, in
     increasing = True
     i = 0
     start = 0
+    rec_end = length = None
     try:
         for i in range(count):  # noqa: B007 (i names the record in the errors below)
             start = r.position()
+            rec_end = length = None
             length = r.zigzag()
             if length < 6:
                 raise RecordDecodeError(f"length {length} is impossible", start)
@@ -271,13 +273,17 @@ def _walk_v2(r: _Reader, batch: RecordBatch) -> tuple[int | None, int | None, in
             elif delta <= last:
                 increasing = False
             last = delta
-    except _End:
-        raise RecordDecodeError(f"record {i}: runs past the end of the batch", start) from None
-    except _TooLong:
-        raise RecordDecodeError(f"record {i}: varint longer than 10 bytes", start) from None
-    except RecordDecodeError as exc:
+    except (_End, _TooLong, RecordDecodeError) as exc:
         if isinstance(exc, _Said):
             raise
+        # The whole decoder knows the section's end when it reads a length; the stream learns it
+        # only now: a record that claims more bytes than the stream holds is that first.
+        if rec_end is not None and rec_end > r.position() + r.drain():
+            exc = RecordDecodeError(f"length {length} is impossible", start)
+        elif isinstance(exc, _End):
+            exc = RecordDecodeError("runs past the end of the batch", start)
+        elif isinstance(exc, _TooLong):
+            exc = RecordDecodeError("varint longer than 10 bytes", start)
         raise RecordDecodeError(f"record {i}: {exc}", start) from None
     at = r.position()
     left = r.drain()
