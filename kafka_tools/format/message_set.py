@@ -226,8 +226,9 @@ class LegacyMessage(CodecAndCrc):
         ]
 
 
-def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> LegacyMessage:
-    """Parse the magic 0/1 entry at `buf[at]`; its size field must already be known to fit before `end`."""
+def check_head(buf: bytes | memoryview, at: int, position: int) -> tuple[int, int, int, int, int]:
+    """The entry head at `buf[at]` (18 bytes: offset, size, crc, magic, attributes), its magic and size
+    checked: what parse_message checks first, and a streamed walk before it reads the message."""
     offset, size, crc, magic, attributes = ENTRY_HEAD.unpack_from(buf, at)
     if magic not in (0, 1):
         raise RecordDecodeError(f"magic {magic} is not a message-set magic (0 or 1)", position + 16)
@@ -235,6 +236,12 @@ def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> 
         raise RecordDecodeError(
             f"message size {size} is below the minimum {min_message_size(magic)}", position + 8
         )
+    return offset, size, crc, magic, attributes
+
+
+def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> LegacyMessage:
+    """Parse the magic 0/1 entry at `buf[at]`; its size field must already be known to fit before `end`."""
+    offset, size, crc, magic, attributes = check_head(buf, at, position)
     stop = at + LOG_OVERHEAD + size
     if stop > end:
         raise RecordDecodeError(f"message size {size} runs past the end of its message set", position + 8)

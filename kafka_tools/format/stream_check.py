@@ -16,7 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kafka_tools.format.compression import Codec, DecompressionError, gunzip_whole, iter_decompressed
-from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message, v1_shift
+from kafka_tools.format.message_set import (
+    LegacyMessage,
+    check_head,
+    min_message_size,
+    parse_message,
+    v1_shift,
+)
 from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import (
     INT64_MAX,
@@ -68,6 +74,21 @@ class _Reader:
 
     def position(self) -> int:
         return self.base + self.i
+
+    def peek(self, n: int) -> bytes:
+        """The next `n` bytes, left unread (has(n) said they are there)."""
+        return self.buf[self.i : self.i + n]
+
+    def has(self, n: int) -> bool:
+        """Whether `n` more bytes are in the stream (read ahead into the buffer: for a few bytes)."""
+        while len(self.buf) - self.i < n:
+            piece = next(self.rest, None)
+            if piece is None:
+                return False
+            self.base += self.i
+            self.buf = self.buf[self.i :] + piece
+            self.i = 0
+        return True
 
     def byte(self) -> int:
         if self.i >= len(self.buf):
@@ -304,19 +325,16 @@ def _walk_legacy(r: _Reader, where: int) -> tuple[int, int, int, bool, tuple[arr
     highs = (array("q"), array("q"))
     while True:
         start = r.position()
-        try:
-            head = r.take(12)
-        except _End:
-            left = r.position() - start + (len(r.buf) - r.i)
+        if not r.has(12 + min_message_size(0)):  # as inner_from: too short for any message
+            left = r.drain()
             if left:
                 stray = f"{plural(left, 'stray byte')} after {plural(count, 'inner message')}"
-                raise RecordDecodeError(f"{stray} (decompressed payload)", where) from None
+                raise RecordDecodeError(f"{stray} (decompressed payload)", where)
             break
+        head = r.take(12)
         offset, size = _HEAD.unpack(head)
         try:
-            if size < min_message_size(0):
-                text = f"message size {size} is below the minimum {min_message_size(0)}"
-                raise _Said(f"inner message {count}: {text} (inside the decompressed payload)", where)
+            check_head(head + r.peek(6), 0, start)  # magic, then size: as parse_message, before reading on
             if size <= _BIG_MESSAGE:
                 parse_message(head + r.take(size), 0, start, 12 + size)
             else:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_tools.format import accel, stream_check
+from kafka_tools.format.message_set import parse_message
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, decode_records_py
 from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.format.stream_check import _Reader, _walk_v2
@@ -84,3 +86,39 @@ def test_hostile_sections_agree() -> None:
 def test_garbage_agrees(data: bytes, count: int, base_offset: int, cut: int) -> None:
     b = _batch(count, base_offset=base_offset)
     assert _streamed(data, b, min(cut, len(data))) == _whole(data, b)
+
+
+# ---- v0/v1: a wrapper's inner set, streamed and whole ----------------------------------------------
+
+INNER = st.lists(st.tuples(st.integers(-3, 40), st.binary(max_size=8)), max_size=5)
+
+
+def _inner_outcome(entry, monkeypatch, whole: bool) -> tuple:
+    monkeypatch.setattr(stream_check, "WHOLE_LIMIT", 8 << 20 if whole else 0)
+    try:
+        s = stream_check.inner_stats(entry)
+    except RecordDecodeError as exc:
+        return ("error", str(exc), exc.position)
+    return ("ok", s.first_offset, s.last_offset, s.count)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    inner=INNER,
+    offset=st.sampled_from([0, 7, 2**62, 2**63 - 1]),
+    tail=st.binary(max_size=30),
+    c_on=st.booleans(),
+)
+def test_wrapper_inner_sets_agree_streamed_and_whole(inner, offset, tail, c_on, monkeypatch) -> None:
+    if not c_on:
+        monkeypatch.setattr(accel, "C", None)
+    data = b"".join(hostile.v1_message(o, v) for o, v in inner) + tail
+    wrapper = parse_message(hostile.v1_gzip_wrapper(offset, data), 0, 0, 1 << 20)
+    whole = _inner_outcome(wrapper, monkeypatch, whole=True)
+    assert _inner_outcome(wrapper, monkeypatch, whole=False) == whole
+    try:
+        messages = wrapper.inner_messages()
+    except RecordDecodeError as exc:
+        assert whole == ("error", str(exc), exc.position)
+    else:
+        assert whole == ("ok", messages[0].offset, messages[-1].offset, len(messages))
