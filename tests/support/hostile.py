@@ -10,17 +10,9 @@ from pathlib import Path
 
 import crc32c
 
+from kafka_tools.format.varint import encode_varint as zigzag
+
 INT64_MAX = 2**63 - 1
-
-
-def zigzag(n: int) -> bytes:
-    raw = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
 
 
 def v2_record(
