@@ -35,6 +35,7 @@ def test_harness_finds_nothing(target: str, sanitized) -> None:
     so, work = sanitized
     corpus = work / f"corpus-{target}"
     corpus.mkdir()
+    kept = Path(__file__).parent / "regressions" / target  # every input a harness stopped on
     args = [
         f"-max_total_time={SECONDS}",
         f"-max_len={seeds.MAX_LEN}",
@@ -43,6 +44,7 @@ def test_harness_finds_nothing(target: str, sanitized) -> None:
         str(corpus),
         str(work / "seeds" / target),
     ]
+    args += [str(kept)] if kept.is_dir() else []
     result = subprocess.run(
         build.harness_command(target, so, *args),
         capture_output=True,
