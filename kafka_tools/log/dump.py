@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError
 from kafka_tools.format import accel, checkpoints, index, snapshot
+from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
@@ -250,7 +251,7 @@ def _entry_problems(entry: Entry, last_offset: int | None, kind: FileKind) -> li
             Problem(
                 entry.position,
                 ProblemKind.CRC_MISMATCH,
-                f"stored crc {entry.crc} does not match computed {entry.computed_crc}",
+                crc_finding(entry.crc, entry.computed_crc),
                 entry.last_offset,
             )
         )
@@ -336,7 +337,7 @@ def _dump_other(
                 end,
                 2,
                 ProblemKind.CRC_MISMATCH,
-                f"stored crc {snap.crc} does not match computed {snap.computed_crc}",
+                crc_finding(snap.crc, snap.computed_crc),
             )
     elif kind == FileKind.OFFSET_CHECKPOINT:
         cp = checkpoints.read_offset_checkpoint(p)
