@@ -6,11 +6,18 @@ decoder (the reference the extension is tested against).
 
 from setuptools import Extension, setup
 
+# One file per concern, as format/ is split (csrc/speedups.h says which holds what).
+SOURCES = [
+    f"kafka_tools/format/csrc/{name}.c"
+    for name in ("module", "crc", "records_v2", "messages_v01", "writers", "kraft")
+]
+
 setup(
     ext_modules=[
         Extension(
             "kafka_tools.format._speedups",
-            ["kafka_tools/format/_speedups.c"],
+            SOURCES,
+            depends=["kafka_tools/format/csrc/speedups.h", "kafka_tools/format/csrc/record_reader.h"],
             optional=True,
             extra_compile_args=["-O2"],
             libraries=["z"],  # zlib's crc32 for message sets (magic 0/1)

@@ -3,7 +3,7 @@
 # (`.ci/run` calls this; the README names it.)
 #
 # `tests/run.sh --fast [pytest args]`: the fast tier, for a developer between edits, in the environment
-# already installed: no real server, no Spark, no property runs, nothing marked slow (the markers are
+# already installed: no real server, no Spark, no property runs, no sanitizer fuzzing, nothing marked slow (the markers are
 # in pyproject.toml; tests/conftest.py gives them by the fixtures a test uses).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +14,7 @@ if [ "${1:-}" = "--fast" ]; then
   # Python's default, bytecode cached, even where the environment turned it off: the next run then
   # neither recompiles ktool in each subprocess nor rewrites every test module's asserts again.
   unset PYTHONDONTWRITEBYTECODE
-  exec python3 -m pytest -q -m "not server and not spark and not property and not slow" "$@"
+  exec python3 -m pytest -q -m "not server and not spark and not property and not slow and not sanitizer" "$@"
 fi
 
 # Real servers for the end-to-end tests: Debian's ZooKeeper 3.8 and a Java runtime; Kafka 0.9.0.1
@@ -23,13 +23,18 @@ need=()
 dpkg -s zookeeper >/dev/null 2>&1 || need+=(zookeeper)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+command -v clang >/dev/null 2>&1 || need+=(clang)  # the sanitizer build the fuzz tests run (tests/fuzz)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+    apt-get update -qq
+    for pkg in "${need[@]}"; do  # one at a time: a package that cannot install does not block the others
+      apt-get install -y -qq "$pkg" >/dev/null || echo "tests/run.sh: apt-get install $pkg failed; the tests needing it will skip" >&2
+    done
   else
-    echo "tests/run.sh: missing ${need[*]} (apt-get install them); the real-server tests will skip" >&2
+    echo "tests/run.sh: missing ${need[*]} (apt-get install them); the real-server and sanitizer tests will skip" >&2
   fi
 fi
 
 python3 -m pip install -q -e '.[test]'
+python3 -m pip install -q -e '.[fuzz]' || echo "tests/run.sh: atheris did not install; the sanitizer tests will skip" >&2
 python3 -m pytest -q "$@"

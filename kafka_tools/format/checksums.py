@@ -15,3 +15,9 @@ def crc32(data: bytes | memoryview) -> int:
 def crc32c(data: bytes | memoryview) -> int:
     """CRC-32C (Castagnoli), as Kafka's Crc32C computes it."""
     return _crc32c(data)
+
+
+def crc_finding(stored: int, computed: int) -> str:
+    """The one wording of a stored checksum that is not the computed one: every generation's entries
+    and producer snapshots, in dump-log, validate and read."""
+    return f"stored crc {stored} does not match computed {computed}"

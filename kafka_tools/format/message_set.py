@@ -12,11 +12,12 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import (
-    _C,
+    INT64_MAX,
     LOG_OVERHEAD,
     NO_SEQUENCE,
     Record,
@@ -141,7 +142,12 @@ class LegacyMessage(CodecAndCrc):
         if self.magic >= 1:
             shift = v1_shift(self.offset, inner[-1].offset)
             log_append = self.timestamp_type == TimestampType.LOG_APPEND_TIME
-            for m in inner:
+            for i, m in enumerate(inner):
+                if m.offset + shift > INT64_MAX:
+                    raise RecordDecodeError(
+                        f"inner message {i}: relative offset {m.offset} moved by {shift} is past int64",
+                        where,
+                    )
                 m.offset += shift
                 if log_append:
                     m.timestamp = self.timestamp
@@ -157,7 +163,7 @@ class LegacyMessage(CodecAndCrc):
             summary = (1, self.offset, self.offset)
         else:
             found = None
-            if _scan_inner is not None and self.value is not None:
+            if accel.fast("scan_inner") is not None and self.value is not None:
                 try:
                     found = self.summary_of(decompress(self.codec, self.value))
                 except DecompressionError:
@@ -173,28 +179,34 @@ class LegacyMessage(CodecAndCrc):
     def summary_of(self, data: bytes) -> tuple[int, int, int] | None:
         """(count, first offset, last offset) of this wrapper's decompressed inner set `data`, offsets
         absolute, walked in C; None when the C walk is not built or finds the set irregular."""
-        found = _scan_inner(data) if _scan_inner is not None else None
+        scan_inner = accel.fast("scan_inner")
+        found = scan_inner(data) if scan_inner is not None else None
         if found is None:
             return None
-        count, first, last = found
+        count, first, last, high = found
         shift = v1_shift(self.offset, last) if self.magic >= 1 else 0
+        if high + shift > INT64_MAX:
+            return None  # inner_messages says which
         return count, first + shift, last + shift
 
     def plain_inner_set(self) -> tuple[bytes, int, int, int | None] | None:
         """A wrapper's decompressed inner set, with what shows it as `inner_messages` would —
         (bytes, count, offset shift, LogAppendTime or None) — when the C walk finds it regular;
         None otherwise (then `inner_messages` is the way, and says what is wrong)."""
-        if _scan_inner is None or not self.is_compressed or self.value is None:
+        scan_inner = accel.fast("scan_inner")
+        if scan_inner is None or not self.is_compressed or self.value is None:
             return None
         try:
             data = decompress(self.codec, self.value)
         except DecompressionError:
             return None
-        found = _scan_inner(data)
+        found = scan_inner(data)
         if found is None:
             return None
-        count, first, last = found
+        count, first, last, high = found
         shift = v1_shift(self.offset, last) if self.magic >= 1 else 0
+        if high + shift > INT64_MAX:
+            return None  # inner_messages says which
         self._summary = (count, first + shift, last + shift)
         log_append = self.magic >= 1 and self.timestamp_type == TimestampType.LOG_APPEND_TIME
         return data, count, shift, self.timestamp if log_append else None
@@ -214,8 +226,9 @@ class LegacyMessage(CodecAndCrc):
         ]
 
 
-def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> LegacyMessage:
-    """Parse the magic 0/1 entry at `buf[at]`; its size field must already be known to fit before `end`."""
+def check_head(buf: bytes | memoryview, at: int, position: int) -> tuple[int, int, int, int, int]:
+    """The entry head at `buf[at]` (18 bytes: offset, size, crc, magic, attributes), its magic and size
+    checked: what parse_message checks first, and a streamed walk before it reads the message."""
     offset, size, crc, magic, attributes = ENTRY_HEAD.unpack_from(buf, at)
     if magic not in (0, 1):
         raise RecordDecodeError(f"magic {magic} is not a message-set magic (0 or 1)", position + 16)
@@ -223,6 +236,12 @@ def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> 
         raise RecordDecodeError(
             f"message size {size} is below the minimum {min_message_size(magic)}", position + 8
         )
+    return offset, size, crc, magic, attributes
+
+
+def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> LegacyMessage:
+    """Parse the magic 0/1 entry at `buf[at]`; its size field must already be known to fit before `end`."""
+    offset, size, crc, magic, attributes = check_head(buf, at, position)
     stop = at + LOG_OVERHEAD + size
     if stop > end:
         raise RecordDecodeError(f"message size {size} runs past the end of its message set", position + 8)
@@ -273,6 +292,3 @@ def v1_shift(wrapper_offset: int, last_relative: int) -> int:
     offset) is not applied: the inner offsets are then taken as stored."""
     base = wrapper_offset - last_relative
     return base if base >= 0 else 0
-
-
-_scan_inner = _C.scan_inner if _C is not None else None  # the C walk of a wrapper's inner set

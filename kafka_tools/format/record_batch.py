@@ -9,12 +9,12 @@ baseSequence int32 @53, recordsCount int32 @57, records @61.
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
+from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc32c
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
@@ -25,6 +25,7 @@ RECORD_BATCH_OVERHEAD = BATCH_HEADER.size  # 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength, not counted in batchLength
 MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49
 CRC_START = 21  # the CRC covers attributes..end
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1  # offsets and timestamps are int64: a sum past them is damage
 
 CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -188,9 +189,9 @@ class RecordBatch(CodecAndCrc):
     def check_records(self) -> int:
         """For an uncompressed batch: check its records section as `records()` would (the same
         RecordDecodeError) without building a Record each, and give their count. Needs the C
-        extension (HAS_SPEEDUPS); record lines are then made from the bytes by `_C.format_payload`."""
+        paths on (accel.fast("format_payload")); record lines are then made from the bytes in C."""
         try:
-            return _C.format_payload(*self.payload_args(), "", False, True)
+            return accel.C.format_payload(*self.payload_args(), "", False, True)
         except RecordDecodeError as exc:
             raise RecordDecodeError(str(exc), self.position + RECORD_BATCH_OVERHEAD + exc.position) from None
 
@@ -352,11 +353,22 @@ def decode_records_py(
                 headers, pos = _decode_headers(data, pos, rec_end, start)
             if pos != rec_end:
                 raise RecordDecodeError(f"fields do not end where its length {length} says", start)
+            offset = base_offset + off_delta
+            if not INT64_MIN <= offset <= INT64_MAX:
+                raise RecordDecodeError(f"offset delta {off_delta} takes the offset past int64", start)
+            if log_append_time is None:
+                timestamp = base_timestamp + ts_delta
+                if not INT64_MIN <= timestamp <= INT64_MAX:
+                    raise RecordDecodeError(
+                        f"timestamp delta {ts_delta} takes the timestamp past int64", start
+                    )
+            else:
+                timestamp = log_append_time
             append(
                 make(
                     (
-                        base_offset + off_delta,
-                        base_timestamp + ts_delta if log_append_time is None else log_append_time,
+                        offset,
+                        timestamp,
                         key,
                         value,
                         headers,
@@ -379,27 +391,28 @@ def decode_records_py(
     return out
 
 
-def _speedups():
-    """The C decoder when it is built and not disabled (KTOOL_PURE_PYTHON=1), else None."""
-    if os.environ.get("KTOOL_PURE_PYTHON"):
-        return None
-    try:
-        from kafka_tools.format import _speedups
-    except ImportError:
-        return None
-    _speedups.configure(Record, RecordDecodeError)
-    return _speedups
+def decode_records(
+    data: bytes | memoryview,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    base_sequence: int,
+) -> list[Record]:
+    """decode_records_py's records, in C when the C paths are on (accel)."""
+    fn = accel.fast("decode_records") or decode_records_py
+    return fn(data, count, base_offset, base_timestamp, log_append_time, base_sequence)
 
 
-_C = _speedups()
-decode_records = _C.decode_records if _C is not None else decode_records_py
-HAS_SPEEDUPS = _C is not None
+if accel.C is not None:
+    accel.C.configure(Record, RecordDecodeError)  # the types the C reader makes and raises
+HAS_SPEEDUPS = accel.BUILT
 
 
 def _decode_headers(data: bytes, pos: int, rec_end: int, start: int) -> tuple[tuple, int]:
     raw, pos = read_uvarint(data, pos)
     count = (raw >> 1) ^ -(raw & 1)
-    if count < 0 or count * 2 > rec_end - pos:
+    if count < 0 or count * 2 > max(rec_end - pos, 0):  # none fit past the record: its end is checked after
         raise RecordDecodeError(f"header count {count} is impossible", start)
     headers = []
     for _ in range(count):

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
+from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc32, crc32c
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
 from kafka_tools.format.plural import plural
-from kafka_tools.format.record_batch import _C as _SPEEDUPS
 from kafka_tools.format.record_batch import (
     BATCH_HEADER,
     CRC_START,
@@ -169,7 +169,7 @@ class RunBounds:
     max_bytes: int = WINDOW  # a run ends within this many bytes (pages behind are released, progress told)
 
 
-HAS_MESSAGE_RUNS = _SPEEDUPS is not None
+HAS_MESSAGE_RUNS = accel.BUILT
 
 
 def iter_log_entries(
@@ -261,7 +261,7 @@ def walk_entries(
     unpack = BATCH_HEADER.unpack_from
     make = BatchHeader._make
     next_report = position
-    scan_messages = _SPEEDUPS.scan_messages if runs is not None and _SPEEDUPS is not None else None
+    scan_messages = accel.fast("scan_messages") if runs is not None else None
     while position < limit:
         if progress is not None and position >= next_report:
             progress(position)

@@ -8,14 +8,30 @@ inflates past `WHOLE_LIMIT` is walked as a stream, with the decoder's own checks
 
 from __future__ import annotations
 
+import bisect
 import struct
 import zlib
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kafka_tools.format.compression import Codec, DecompressionError, gunzip_whole, iter_decompressed
-from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message, v1_shift
-from kafka_tools.format.record_batch import RECORD_BATCH_OVERHEAD, RecordBatch, RecordDecodeError
+from kafka_tools.format.message_set import (
+    LegacyMessage,
+    check_head,
+    min_message_size,
+    parse_message,
+    v1_shift,
+)
+from kafka_tools.format.plural import plural
+from kafka_tools.format.record_batch import (
+    INT64_MAX,
+    INT64_MIN,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    RecordBatch,
+    RecordDecodeError,
+)
 
 WHOLE_LIMIT = 8 << 20  # decompressed bytes decoded whole; past this, walked as a stream
 _BIG_MESSAGE = 1 << 20  # inner messages up to this size are parsed whole by parse_message
@@ -58,6 +74,21 @@ class _Reader:
 
     def position(self) -> int:
         return self.base + self.i
+
+    def peek(self, n: int) -> bytes:
+        """The next `n` bytes, left unread (has(n) said they are there)."""
+        return self.buf[self.i : self.i + n]
+
+    def has(self, n: int) -> bool:
+        """Whether `n` more bytes are in the stream (read ahead into the buffer: for a few bytes)."""
+        while len(self.buf) - self.i < n:
+            piece = next(self.rest, None)
+            if piece is None:
+                return False
+            self.base += self.i
+            self.buf = self.buf[self.i :] + piece
+            self.i = 0
+        return True
 
     def byte(self) -> int:
         if self.i >= len(self.buf):
@@ -131,7 +162,7 @@ def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
         if head is not None:
             return _stats([r.offset for r in entry.decode_payload(head)])
         try:
-            first, last, count, increasing = _walk_v2(_Reader(b"", pieces), entry.records_count)
+            first, last, count, increasing = _walk_v2(_Reader(b"", pieces), entry)
         except RecordDecodeError as exc:
             if isinstance(exc, _Said):
                 raise
@@ -152,9 +183,15 @@ def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
             count, first, last = found
             return InnerStats(first, last, count, None)
         return _stats([m.offset for m in entry.inner_from(head)])
-    first, last, count, increasing = _walk_legacy(_Reader(b"", pieces), where)
+    first, last, count, increasing, highs = _walk_legacy(_Reader(b"", pieces), where)
     if entry.magic >= 1:  # v1 inner offsets are relative: the wrapper holds the last one's
         shift = v1_shift(entry.offset, last)
+        k = bisect.bisect_right(highs[1], INT64_MAX - shift)
+        if k < len(highs[1]):  # the first inner offset moved past int64, as inner_messages says
+            raise RecordDecodeError(
+                f"inner message {highs[0][k]}: relative offset {highs[1][k]} moved by {shift} is past int64",
+                where,
+            )
         first, last = first + shift, last + shift
     return InnerStats(first, last, count, increasing)
 
@@ -206,22 +243,26 @@ def _gather(pieces: _Pieces) -> bytes | None:
     return b"".join(got)
 
 
-def _walk_v2(r: _Reader, count: int) -> tuple[int | None, int | None, int, bool]:
-    """Frame and check `count` varint records as decode_records does: (first, last offset delta,
+def _walk_v2(r: _Reader, batch: RecordBatch) -> tuple[int | None, int | None, int, bool]:
+    """Frame and check the batch's varint records as decode_records does: (first, last offset delta,
     count, whether the deltas increase)."""
+    count = batch.records_count
+    append_time = batch.attributes & TIMESTAMP_TYPE_MASK
     first = last = None
     increasing = True
     i = 0
     start = 0
+    rec_end = length = None
     try:
         for i in range(count):  # noqa: B007 (i names the record in the errors below)
             start = r.position()
+            rec_end = length = None
             length = r.zigzag()
             if length < 6:
                 raise RecordDecodeError(f"length {length} is impossible", start)
             rec_end = r.position() + length
             r.byte()  # attributes
-            r.zigzag()  # timestamp delta
+            ts_delta = r.zigzag()
             delta = r.zigzag()
             for what in ("key", "value"):
                 n = r.zigzag()
@@ -230,7 +271,7 @@ def _walk_v2(r: _Reader, count: int) -> tuple[int | None, int | None, int, bool]
                 if n > 0:
                     r.skip(n)
             headers = r.zigzag()
-            if headers < 0 or headers * 2 > rec_end - r.position():
+            if headers < 0 or headers * 2 > max(rec_end - r.position(), 0):
                 raise RecordDecodeError(f"header count {headers} is impossible", start)
             for _ in range(headers):
                 n = r.zigzag()
@@ -244,47 +285,56 @@ def _walk_v2(r: _Reader, count: int) -> tuple[int | None, int | None, int, bool]
                     r.skip(n)
             if r.position() != rec_end:
                 raise RecordDecodeError(f"fields do not end where its length {length} says", start)
+            if not INT64_MIN <= batch.base_offset + delta <= INT64_MAX:
+                raise RecordDecodeError(f"offset delta {delta} takes the offset past int64", start)
+            if not append_time and not INT64_MIN <= batch.base_timestamp + ts_delta <= INT64_MAX:
+                raise RecordDecodeError(f"timestamp delta {ts_delta} takes the timestamp past int64", start)
             if first is None:
                 first = delta
             elif delta <= last:
                 increasing = False
             last = delta
-    except _End:
-        raise RecordDecodeError(f"record {i}: runs past the end of the batch", start) from None
-    except _TooLong:
-        raise RecordDecodeError(f"record {i}: varint longer than 10 bytes", start) from None
-    except RecordDecodeError as exc:
+    except (_End, _TooLong, RecordDecodeError) as exc:
         if isinstance(exc, _Said):
             raise
+        # The whole decoder knows the section's end when it reads a length; the stream learns it
+        # only now: a record that claims more bytes than the stream holds is that first.
+        if rec_end is not None and rec_end > r.position() + r.drain():
+            exc = RecordDecodeError(f"length {length} is impossible", start)
+        elif isinstance(exc, _End):
+            exc = RecordDecodeError("runs past the end of the batch", start)
+        elif isinstance(exc, _TooLong):
+            exc = RecordDecodeError("varint longer than 10 bytes", start)
         raise RecordDecodeError(f"record {i}: {exc}", start) from None
     at = r.position()
     left = r.drain()
     if left:
-        raise RecordDecodeError(f"{left} bytes follow the batch's {count} records", at)
+        raise RecordDecodeError(
+            f"{plural(left, 'stray byte')} after the batch's {plural(count, 'record')}", at
+        )
     return first, last, count, increasing
 
 
-def _walk_legacy(r: _Reader, where: int) -> tuple[int, int, int, bool]:
-    """Frame every inner message of a wrapper as inner_messages() does: (first, last, count, increasing)."""
+def _walk_legacy(r: _Reader, where: int) -> tuple[int, int, int, bool, tuple[array, array]]:
+    """Frame every inner message of a wrapper as inner_messages() does: (first, last, count, increasing,
+    highs) — highs the (index, offset) of each offset above all before it, to find the first one a v1
+    shift moves past int64."""
     first = last = None
     count = 0
     increasing = True
+    highs = (array("q"), array("q"))
     while True:
         start = r.position()
-        try:
-            head = r.take(12)
-        except _End:
-            left = r.position() - start + (len(r.buf) - r.i)
+        if not r.has(12 + min_message_size(0)):  # as inner_from: too short for any message
+            left = r.drain()
             if left:
-                raise RecordDecodeError(
-                    f"{left} stray bytes after {count} inner messages (decompressed payload)", where
-                ) from None
+                stray = f"{plural(left, 'stray byte')} after {plural(count, 'inner message')}"
+                raise RecordDecodeError(f"{stray} (decompressed payload)", where)
             break
+        head = r.take(12)
         offset, size = _HEAD.unpack(head)
         try:
-            if size < min_message_size(0):
-                text = f"message size {size} is below the minimum {min_message_size(0)}"
-                raise _Said(f"inner message {count}: {text} (inside the decompressed payload)", where)
+            check_head(head + r.peek(6), 0, start)  # magic, then size: as parse_message, before reading on
             if size <= _BIG_MESSAGE:
                 parse_message(head + r.take(size), 0, start, 12 + size)
             else:
@@ -305,11 +355,14 @@ def _walk_legacy(r: _Reader, where: int) -> tuple[int, int, int, bool]:
             first = offset
         elif offset <= last:
             increasing = False
+        if not highs[1] or offset > highs[1][-1]:
+            highs[0].append(count)
+            highs[1].append(offset)
         last = offset
         count += 1
     if not count:
         raise RecordDecodeError("compressed wrapper holds no messages", where)
-    return first, last, count, increasing
+    return first, last, count, increasing, highs
 
 
 def _walk_big_message(r: _Reader, size: int, start: int) -> None:

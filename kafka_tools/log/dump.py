@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kafka_tools.errors import InputError
-from kafka_tools.format import checkpoints, index, snapshot
+from kafka_tools.format import accel, checkpoints, index, snapshot
+from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import HAS_SPEEDUPS, Record, RecordBatch, RecordDecodeError
+from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import (
     MessageRun,
     Problem,
@@ -163,7 +164,7 @@ def _dump_log(
         plain = options.from_offset is None and options.to_offset is None and internal is None
         if options.message_runs and plain:
             runs = RunBounds(keep_data=True, max_bytes=1 << 20)  # a renderer's output stays small
-        record_lines = options.record_lines and plain and HAS_SPEEDUPS
+        record_lines = options.record_lines and plain and accel.fast("format_payload") is not None
         walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs)
     last_offset: int | None = None
     recovery_point: int | None = None  # where the broker's recovery would cut: first bad CRC or frame
@@ -250,7 +251,7 @@ def _entry_problems(entry: Entry, last_offset: int | None, kind: FileKind) -> li
             Problem(
                 entry.position,
                 ProblemKind.CRC_MISMATCH,
-                f"stored crc {entry.crc} does not match computed {entry.computed_crc}",
+                crc_finding(entry.crc, entry.computed_crc),
                 entry.last_offset,
             )
         )
@@ -336,7 +337,7 @@ def _dump_other(
                 end,
                 2,
                 ProblemKind.CRC_MISMATCH,
-                f"stored crc {snap.crc} does not match computed {snap.computed_crc}",
+                crc_finding(snap.crc, snap.computed_crc),
             )
     elif kind == FileKind.OFFSET_CHECKPOINT:
         cp = checkpoints.read_offset_checkpoint(p)

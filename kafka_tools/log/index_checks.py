@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka_tools.format import index, snapshot
+from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.plural import plural
 from kafka_tools.format.segment import (
     ProblemKind,
@@ -144,7 +145,7 @@ def check_snapshot(path: Path) -> list[Finding]:
                 str(path),
                 ProblemKind.CRC_MISMATCH.value,
                 Severity.ERROR,
-                f"stored crc {snap.crc} does not match computed {snap.computed_crc}",
+                crc_finding(snap.crc, snap.computed_crc),
                 2,
                 expected=snap.computed_crc,
                 actual=snap.crc,

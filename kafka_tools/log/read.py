@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kafka_tools.errors import FindingsError
+from kafka_tools.format.checksums import crc_finding
 from kafka_tools.log.locate import (
     DEFAULT_CHUNK,
     Frame,
@@ -195,9 +196,8 @@ def _decode(seg: SegmentFiles, frame: Frame, offset: int, remaining: int | None,
 def _crc_problem(seg: SegmentFiles, entry) -> str | None:
     if entry.is_valid:
         return None
-    return (
-        f"{seg.log}: position {entry.position} (offset {entry.last_offset}): crc-mismatch: stored crc "
-        f"{entry.crc} does not match computed {entry.computed_crc}"
+    return f"{seg.log}: position {entry.position} (offset {entry.last_offset}): crc-mismatch: " + crc_finding(
+        entry.crc, entry.computed_crc
     )
 
 
@@ -235,8 +235,8 @@ def _read_kafka07(part: PartitionLog, offset: int, count: int | None, chunk: int
                     ) from None
                 if not message.is_valid:
                     yield ReadNote(
-                        f"{seg.log}: position {frame.position} (offset {at}): crc-mismatch: stored crc "
-                        f"{message.crc} does not match computed {message.computed_crc}",
+                        f"{seg.log}: position {frame.position} (offset {at}): crc-mismatch: "
+                        + crc_finding(message.crc, message.computed_crc),
                         problem=True,
                     )
                 if inner is not None and remaining is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from pathlib import Path
 
+from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries, resync_kafka07
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
@@ -238,7 +239,7 @@ def _entry_findings(
                 name,
                 ProblemKind.CRC_MISMATCH.value,
                 Severity.ERROR,
-                f"stored crc {entry.crc} does not match computed {entry.computed_crc}",
+                crc_finding(entry.crc, entry.computed_crc),
                 pos,
                 entry.last_offset,
                 expected=entry.computed_crc,

@@ -178,6 +178,10 @@ def newest_timestamp(path: str, start: int = 0, end: int | None = None) -> tuple
     alone (43 bytes an entry, hopping from one to the next as the decoder's walk does); magic 0 entries
     have none (-1). None when anything is unusual (a size or magic the walk would question, a short
     file): the caller then walks the range entry by entry, damage and all."""
+    from kafka_tools.format.message_set import MESSAGE_OVERHEAD_V0, MESSAGE_OVERHEAD_V1
+    from kafka_tools.format.record_batch import MIN_BATCH_LENGTH
+
+    shortest = (MESSAGE_OVERHEAD_V0, MESSAGE_OVERHEAD_V1, MIN_BATCH_LENGTH)  # by magic, as the decoder
     entries, newest = 0, -1
     with open(path, "rb") as f:
         fd = f.fileno()
@@ -192,7 +196,7 @@ def newest_timestamp(path: str, start: int = 0, end: int | None = None) -> tuple
                     return None
             _, length = _ENTRY.unpack_from(buf, i)
             magic = buf[i + 16]
-            if magic > 2 or length < 14 or length > size - pos - 12:
+            if magic > 2 or length < shortest[magic] or length > size - pos - 12:
                 return None
             if magic == 2 and len(buf) - i >= _HEAD:
                 newest = max(newest, _TS.unpack_from(buf, i + _V2_MAX_TIMESTAMP)[0])

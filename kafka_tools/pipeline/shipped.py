@@ -50,6 +50,6 @@ def use_shipped_extension() -> None:
 
 def decoder_name() -> str:
     """Which record decoder this process runs."""
-    from kafka_tools.format import record_batch
+    from kafka_tools.format import accel, record_batch  # noqa: F401 (record_batch configures the extension)
 
-    return C_EXTENSION if record_batch._C is not None else PURE_PYTHON
+    return C_EXTENSION if accel.C is not None else PURE_PYTHON

@@ -9,11 +9,11 @@ import json
 from dataclasses import asdict
 from typing import TextIO
 
-from kafka_tools.format import index, snapshot
+from kafka_tools.format import accel, index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
-from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
 from kafka_tools.log.dump_events import (
     EntryEvent,
     FileEnd,
@@ -24,9 +24,6 @@ from kafka_tools.log.dump_events import (
 )
 from kafka_tools.render.dump_text import write_utf8
 from kafka_tools.render.values import decode_json, encode_acyclic
-
-_format_messages = _C.format_messages if _C is not None else None  # `message` objects, in C
-_format_payload = _C.format_payload if _C is not None else None  # v2 `record` objects from a batch's bytes
 
 _ITEM_TYPES = {
     index.OffsetIndexEntry: "index-entry",
@@ -146,7 +143,7 @@ class DumpJsonRenderer:
         """Whether v2 `record` objects are made in C from the batch's bytes (metadata shown, data as
         UTF-8 text): DumpOptions.record_lines may then be on."""
         return (
-            _format_payload is not None
+            accel.fast("format_payload") is not None
             and not self.skip_metadata
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         )
@@ -157,7 +154,7 @@ class DumpJsonRenderer:
         name = json.dumps(path, ensure_ascii=False)
         label = b.timestamp_type.label
         try:
-            text = _format_payload(*b.payload_args(), label, self.print_data, False, name, b.position)
+            text = accel.C.format_payload(*b.payload_args(), label, self.print_data, False, name, b.position)
         except UnicodeEncodeError:  # a file name that is not text: json.dumps below says it as Python does
             return False
         write_utf8(self.out, text, valid=True)
@@ -174,7 +171,7 @@ class DumpJsonRenderer:
         """A message set's objects made in C (True) when it holds plain messages only and the data is
         UTF-8 text; False leaves it to `_message`."""
         if (
-            _format_messages is None
+            accel.fast("format_messages") is None
             or self.skip_metadata
             or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
         ):
@@ -182,7 +179,7 @@ class DumpJsonRenderer:
         data, _, shift, append_time = inner_set
         name = json.dumps(path, ensure_ascii=False)
         try:
-            text = _format_messages(
+            text = accel.C.format_messages(
                 data, position, True, self.print_data, name, wrapper_position, shift, append_time
             )
         except ValueError:  # a compressed message inside a wrapper

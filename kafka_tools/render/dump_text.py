@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 
-from kafka_tools.format import index, snapshot
+from kafka_tools.format import accel, index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
 from kafka_tools.format.plural import plural
-from kafka_tools.format.record_batch import _C, Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
 from kafka_tools.log.dump_events import (
     EntryEvent,
     FileEnd,
@@ -29,9 +29,6 @@ from kafka_tools.render.lines import LineWriter, show
 from kafka_tools.render.values import decode_text, encode_acyclic, printable_name
 
 Fields = list[tuple[str, object]]
-_format_messages = _C.format_messages if _C is not None else None  # Kafka 0.9's message lines, in C
-_format_records = _C.format_records if _C is not None else None  # v2 record lines, in C
-_format_payload = _C.format_payload if _C is not None else None  # the same, from a batch's bytes
 
 
 class DumpTextRenderer:
@@ -113,7 +110,7 @@ class DumpTextRenderer:
         """Print a message set's lines in C (True), when the line is Kafka 0.9's own and the set holds
         plain messages only; False leaves it to `_message`."""
         if (
-            _format_messages is None
+            accel.fast("format_messages") is None
             or self.out.colour
             or self.skip_metadata
             or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
@@ -121,7 +118,7 @@ class DumpTextRenderer:
             return False
         data, _, shift, append_time = inner_set
         try:
-            text = _format_messages(
+            text = accel.C.format_messages(
                 data, position, False, self.print_data, "", wrapper_position, shift, append_time
             )
         except ValueError:  # a compressed message inside a wrapper
@@ -193,19 +190,19 @@ class DumpTextRenderer:
         if event.record_count is not None:  # checked, not decoded (DumpOptions.record_lines)
             if self.record_lines_from_bytes():
                 args = b.payload_args()
-                text = _format_payload(*args, b.timestamp_type.label, self.print_data, False)
+                text = accel.C.format_payload(*args, b.timestamp_type.label, self.print_data, False)
                 write_utf8(self.out.stream, text, valid=True)
                 return
             event.records = b.records()
         records = event.records or ()
         if (
-            _format_records is not None
+            accel.fast("format_records") is not None
             and records
             and not (self.out.colour or self.skip_metadata or b.is_control or event.decoded is not None)
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         ):
             # The bulk case: Kafka's record lines, made in C, one write a batch.
-            text = _format_records(records, b.timestamp_type.label, self.print_data)
+            text = accel.C.format_records(records, b.timestamp_type.label, self.print_data)
             write_utf8(self.out.stream, text, valid=True)
         elif (
             event.decoded is not None
@@ -232,7 +229,7 @@ class DumpTextRenderer:
     def record_lines_from_bytes(self) -> bool:
         """Whether v2 record lines are Kafka's own and made in C (DumpOptions.record_lines may be on)."""
         return (
-            _format_payload is not None
+            accel.fast("format_payload") is not None
             and not (self.out.colour or self.skip_metadata)
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         )

@@ -35,7 +35,7 @@ def printable_text(data: bytes) -> str:
     """The bytes as text when they are printable UTF-8 (unchanged, as Kafka's tools print them); else
     escaped so that nothing raw reaches a terminal: each byte that is not part of a printable
     character as `\\xNN`, and `\\` as `\\\\` (so an escaped value reads back unambiguously).
-    `format/_speedups.c` (out_text) does the same for the C record lines."""
+    `format/csrc/writers.c` (out_text) does the same for the C record lines."""
     if data.isascii():
         if _CONTROL_BYTES.search(data) is None:
             return data.decode("ascii")
@@ -54,7 +54,7 @@ _NAME_ESCAPE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\\\\]")
 
 def printable_name(name: str) -> str:
     """A header key (already text) for a text line: unchanged unless it holds a control character, then
-    with those as `\\xNN` (their UTF-8 bytes) and `\\` doubled; `format/_speedups.c` (out_name) agrees."""
+    with those as `\\xNN` (their UTF-8 bytes) and `\\` doubled; `format/csrc/writers.c` (out_name) agrees."""
     if _CONTROL_CHARS.search(name) is None:
         return name
     return _NAME_ESCAPE.sub(_escape_one, name)

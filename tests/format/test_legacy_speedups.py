@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_tools.cli.main import cli
-from kafka_tools.format import message_set, segment
+from kafka_tools.format import accel, segment
 from kafka_tools.format.message_set import iter_messages, parse_message
 from kafka_tools.format.record_batch import RecordDecodeError
 from kafka_tools.format.segment import MessageRun, RunBounds, iter_log_entries
 from kafka_tools.log.findings import ValidateOptions
 from kafka_tools.log.segment_checks import scan_segment
 from kafka_tools.log.validate import validate_paths
-from kafka_tools.render import dump_json, dump_text
+from kafka_tools.render import dump_json
 from tests.independent import FIXTURES
 
 pytestmark = pytest.mark.skipif(not segment.HAS_MESSAGE_RUNS, reason="C extension not built")
@@ -32,21 +32,11 @@ K09 = FIXTURES / "kafka-0.9.0.1" / "logdir"
 SEGMENTS = sorted(
     [*GENERATED.glob("v[01]/*/*.log"), *K09.glob("*/*.log"), *GENERATED.glob("corrupt/v0-*/*.log")]
 )
-_C_SWITCHES = [
-    (segment, "_SPEEDUPS"),
-    (message_set, "_scan_inner"),
-    (dump_text, "_format_messages"),
-    (dump_text, "_format_records"),
-    (dump_text, "_format_payload"),
-    (dump_json, "_format_messages"),
-    (dump_json, "_format_payload"),
-]
 
 
 def pure(monkeypatch) -> None:
-    """Switch every C path of the message-set code off, as KTOOL_PURE_PYTHON=1 does at import."""
-    for module, name in _C_SWITCHES:
-        monkeypatch.setattr(module, name, None)
+    """Switch every C path off, as KTOOL_PURE_PYTHON=1 does at import: format/accel's one switch."""
+    monkeypatch.setattr(accel, "C", None)
 
 
 def _expanded(path, runs: RunBounds | None) -> list[tuple]:
@@ -165,8 +155,7 @@ def test_dump_log_prints_the_same_in_c_and_python(args: list[str], monkeypatch) 
     runner = CliRunner()
     fast = runner.invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
     with monkeypatch.context() as m:  # runs, but each message printed by the Python renderer
-        m.setattr(dump_text, "_format_messages", None)
-        m.setattr(dump_json, "_format_messages", None)
+        m.setattr(accel, "C", accel.without("format_messages"))
         per_message = runner.invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
     pure(monkeypatch)
     reference = runner.invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
@@ -225,7 +214,7 @@ def _inner_py(data: bytes):
             pos = m.next_position
     except RecordDecodeError:
         return None
-    return (len(inner), inner[0].offset, inner[-1].offset) if inner else None
+    return (len(inner), inner[0].offset, inner[-1].offset, max(m.offset for m in inner)) if inner else None
 
 
 INNER = (GENERATED / "v1" / "none-0" / "00000000000000000000.log").read_bytes()
@@ -244,14 +233,14 @@ def test_inner_set_walk_agrees_with_python_on_garbage(data) -> None:
             at = data.draw(st.integers(0, len(blob) - 1))
             blob[at] = data.draw(st.integers(0, 255))
         blob = bytes(blob)
-    assert message_set._scan_inner(blob) == _inner_py(blob)
+    assert accel.C.scan_inner(blob) == _inner_py(blob)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=400), st.integers(0, 3))
 def test_message_walk_agrees_with_python_on_garbage(blob: bytes, prefix: int) -> None:
     buf = INNER[: 40 * prefix] + blob
-    at, count, first, last, _, _ = segment._SPEEDUPS.scan_messages(buf, 0, len(buf), len(buf), None, 0, 2**40)
+    at, count, first, last, _, _ = accel.C.scan_messages(buf, 0, len(buf), len(buf), None, 0, 2**40)
     pos, n, offsets = 0, 0, []
     while pos < len(buf):
         try:
@@ -327,12 +316,9 @@ def test_v2_record_lines_print_the_same_in_c_and_python(args: list[str], monkeyp
     assert files
     fast = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
     with monkeypatch.context() as m:  # records decoded, then their lines made in C (text only)
-        m.setattr(dump_text, "_format_payload", None)
-        m.setattr(dump_json, "_format_payload", None)
+        m.setattr(accel, "C", accel.without("format_payload"))
         from_records = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
-    monkeypatch.setattr(dump_text, "_format_payload", None)
-    monkeypatch.setattr(dump_json, "_format_payload", None)
-    monkeypatch.setattr(dump_text, "_format_records", None)
+    monkeypatch.setattr(accel, "C", accel.without("format_payload", "format_records"))
     reference = CliRunner().invoke(cli, ["dump-log", *args, *files], catch_exceptions=False)
     assert (fast.exit_code, fast.stdout, fast.stderr) == (
         reference.exit_code,
@@ -377,9 +363,7 @@ def test_v2_awkward_and_random_bytes_print_the_same_in_c_and_python(tmp_path: Pa
     assert "\ufffd" in fast[2].stdout
     for line in fast[2].stdout.split("\n")[:-1]:
         json.loads(line)
-    monkeypatch.setattr(dump_text, "_format_payload", None)
-    monkeypatch.setattr(dump_json, "_format_payload", None)
-    monkeypatch.setattr(dump_text, "_format_records", None)
+    monkeypatch.setattr(accel, "C", accel.without("format_payload", "format_records"))
     reference = [CliRunner().invoke(cli, ["dump-log", *a, str(path)], catch_exceptions=False) for a in args]
     assert [(r.exit_code, r.stdout) for r in fast] == [(r.exit_code, r.stdout) for r in reference]
 
@@ -391,7 +375,7 @@ def test_record_lines_from_bytes_agree_with_decoding_on_garbage(data) -> None:
     decode_records accepts, fails with the same error, and prints what format_records prints."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from kafka_tools.format.record_batch import _C, decode_records_py
+    from kafka_tools.format.record_batch import decode_records_py
 
     b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
     for i in range(data.draw(st.integers(0, 4))):
@@ -420,13 +404,13 @@ def test_record_lines_from_bytes_agree_with_decoding_on_garbage(data) -> None:
 
     decoded = outcome(lambda: decode_records_py(*args))
     for print_data in (False, True):
-        lines = outcome(lambda p=print_data: _C.format_payload(*args, "CreateTime", p, False))
+        lines = outcome(lambda p=print_data: accel.C.format_payload(*args, "CreateTime", p, False))
         if decoded[0] == "ok":
-            assert lines == ("ok", _C.format_records(decoded[1], "CreateTime", print_data))
+            assert lines == ("ok", accel.C.format_records(decoded[1], "CreateTime", print_data))
         else:
             assert lines == decoded
     for print_data in (False, True):  # --json's `record` objects
-        lines = outcome(lambda p=print_data: _C.format_payload(*args, "CreateTime", p, False, '"f"', 7))
+        lines = outcome(lambda p=print_data: accel.C.format_payload(*args, "CreateTime", p, False, '"f"', 7))
         if decoded[0] != "ok":
             assert lines == decoded
             continue
@@ -437,5 +421,5 @@ def test_record_lines_from_bytes_agree_with_decoding_on_garbage(data) -> None:
         objects = [renderer._record("f", batch, r, None) for r in decoded[1]]  # type: ignore[arg-type]
         text = "".join(json.dumps(o, ensure_ascii=False, separators=(",", ":")) + "\n" for o in objects)
         assert lines == ("ok", text.encode())
-    checked = outcome(lambda: _C.format_payload(*args, "", False, True))
+    checked = outcome(lambda: accel.C.format_payload(*args, "", False, True))
     assert checked == (("ok", len(decoded[1])) if decoded[0] == "ok" else decoded)

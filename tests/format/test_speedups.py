@@ -3,15 +3,20 @@ valid section, the same error (message and position) on every broken one, and no
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafka_tools.format import accel
 from kafka_tools.format import record_batch as rb
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, decode_records_py
 from kafka_tools.format.segment import iter_log_entries
 from tests.format.test_decoder_vs_kafka_python import SEGMENTS
 from tests.independent import REALWORLD
+from tests.support import hostile
 
 pytestmark = pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built")
 
@@ -61,3 +66,93 @@ def test_c_and_python_agree_on_garbage(data: bytes, count: int, log_append: int 
     assert _run(rb.decode_records, data, count, log_append, 7) == _run(
         decode_records_py, data, count, log_append, 7
     )
+
+
+# ---- inputs that once reached undefined behaviour or an uncaught error in C -----------------------
+
+INT64_MAX = 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    ("section", "count", "base_offset", "base_timestamp", "log_append", "message"),
+    [
+        # a header count whose double wraps in 64 bits: was MemoryError from a huge tuple
+        (hostile.v2_record(tail=hostile.zigzag(8460809781839223477)), 1, 0, 0, None, "header count"),
+        (hostile.v2_record(tail=hostile.zigzag(2**62)), 1, 0, 0, None, "header count"),
+        # sums past int64: C wrapped (undefined behaviour), Python printed a 65-bit offset
+        (
+            bytes.fromhex("0c000002010100"),
+            1,
+            INT64_MAX,
+            0,
+            None,
+            "offset delta 1 takes the offset past int64",
+        ),
+        (hostile.v2_record(offset_delta=-1), 1, -(2**63), 0, None, "offset delta -1"),
+        (hostile.v2_record(ts_delta=1), 1, 0, INT64_MAX, None, "timestamp delta 1"),
+        (hostile.v2_record(ts_delta=-(2**63)), 1, 0, -1, None, "timestamp delta"),
+        # a zero header count after fields that ran past the record: the record's length is wrong
+        (hostile.v2_record(key=b"k" * 3, tail=b"\x80\x00")[:-6] + b"kkkkk\x00", 1, 0, 0, None, None),
+    ],
+)
+def test_c_and_python_agree_on_sums_and_counts_past_int64(
+    section: bytes, count: int, base_offset: int, base_timestamp: int, log_append, message
+) -> None:
+    py = _outcome(decode_records_py, section, count, base_offset, base_timestamp, log_append, -1)
+    c = _outcome(rb.decode_records, section, count, base_offset, base_timestamp, log_append, -1)
+    assert c == py
+    checked = _outcome(
+        accel.C.format_payload, section, count, base_offset, base_timestamp, log_append, -1, "", False, True
+    )
+    assert checked == (py if py[0] == "error" else ("ok", len(py[1])))
+    if message is not None:
+        assert py[0] == "error" and message in py[1], py
+
+
+def test_a_log_append_time_batch_never_sums_timestamps() -> None:
+    section = hostile.v2_record(ts_delta=1)
+    want = _outcome(decode_records_py, section, 1, 0, INT64_MAX, 5, -1)
+    assert want[0] == "ok" and want[1][0].timestamp == 5
+    assert _outcome(rb.decode_records, section, 1, 0, INT64_MAX, 5, -1) == want
+
+
+@pytest.mark.parametrize(("base_sequence", "delta"), [(2**31 - 1, 1), (5, -(2**63)), (2**31 - 1, 2**63 - 1)])
+def test_sequence_wraps_to_31_bits_the_same(base_sequence: int, delta: int) -> None:
+    section = hostile.v2_record(offset_delta=delta)
+    c = rb.decode_records(section, 1, 0, 0, None, base_sequence)
+    assert c == decode_records_py(section, 1, 0, 0, None, base_sequence)
+    assert c[0].sequence == (base_sequence + delta) & 0x7FFFFFFF
+
+
+def _outcome(fn, *args):
+    try:
+        return ("ok", fn(*args))
+    except RecordDecodeError as exc:
+        return ("error", str(exc), exc.position)
+
+
+def test_c_before_configure_raises_instead_of_crashing() -> None:
+    code = (
+        "from kafka_tools.format import _speedups as s\n"
+        "for call in (lambda: s.decode_records(b'', 0, 0, 0, None, -1),\n"
+        "             lambda: s.format_payload(b'', 0, 0, 0, None, -1, '', False, True)):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except RuntimeError as exc:\n"
+        "        print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["_speedups.configure() was not called"] * 2
+
+
+def test_format_records_runs_no_python_code_on_a_record() -> None:
+    class Sneaky:
+        def __index__(self) -> int:
+            records.clear()
+            return 1
+
+    records = [rb.Record(Sneaky(), 0, None, None, (), -1, 7), rb.Record(1, 0, None, None, (), -1, 7)]
+    with pytest.raises(TypeError):
+        accel.C.format_records(records, "CreateTime", False)
+    assert len(records) == 2

@@ -757,9 +757,9 @@ sys.path.insert(0, {zipped!r})
 from pyspark.files import SparkFiles
 SparkFiles._root_directory, SparkFiles._is_running_on_worker = sys.argv[1], True
 import kafka_tools.pipeline
-from kafka_tools.format import record_batch
+from kafka_tools.format import accel, record_batch
 from kafka_tools.pipeline.shipped import decoder_name
-print(kafka_tools.pipeline.__file__, getattr(record_batch._C, "__file__", None), decoder_name(), sep="\\n")
+print(kafka_tools.pipeline.__file__, getattr(accel.C, "__file__", None), decoder_name(), sep="\\n")
 """
     try:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KTOOL_PURE_PYTHON")}

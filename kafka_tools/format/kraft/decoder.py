@@ -10,18 +10,18 @@ sliced, and every problem raises `MetadataDecodeError` with the byte offset insi
 from __future__ import annotations
 
 import base64
-import os
 import struct
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_tools.format import accel
 from kafka_tools.format.kraft.pre_release import PRE_RELEASE_LAYOUTS
 from kafka_tools.format.kraft.schemas_table import SCHEMAS
 
 FRAME_VERSION = 1  # MetadataRecordSerde's DEFAULT_FRAME_VERSION
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString()
 
-# Field operations (the C interpreter in _speedups.c uses the same numbers).
+# Field operations (the C interpreter in csrc/kraft.c uses the same numbers).
 _I8, _I16, _I32, _I64, _U16, _U32, _F64, _BOOL, _UUID, _STR, _BYTES, _ARRAY, _STRUCT, _TAGGED = range(14)
 _FIXED = {
     _I8: struct.Struct(">b"),
@@ -427,20 +427,16 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> MetadataRec
 
 
 def _speedups():
-    """The C interpreter, given the compiled programs, when built and not disabled (KTOOL_PURE_PYTHON)."""
-    if os.environ.get("KTOOL_PURE_PYTHON"):
-        return None
-    try:
-        from kafka_tools.format import _speedups
-    except ImportError:
-        return None
-    if not hasattr(_speedups, "kraft_decode_metadata"):
+    """The C interpreter (format/accel), given the compiled programs. Bound at import, not looked up
+    a record: KRaft records are small and many (KTOOL_PURE_PYTHON=1 turns it off)."""
+    ext = accel.C
+    if ext is None or not hasattr(ext, "kraft_decode_metadata"):
         return None
     types = {type_id: (t.name, t.programs) for type_id, t in METADATA_TYPES.items()}
     # the C interpreter knows the released schemas; a value it fails on is handed to the known
     # pre-release layouts (Python; rare) before its error stands
-    _speedups.kraft_configure(types, MetadataRecord, MetadataDecodeError, decode_pre_release)
-    return _speedups
+    ext.kraft_configure(types, MetadataRecord, MetadataDecodeError, decode_pre_release)
+    return ext
 
 
 _C = _speedups()

@@ -1,0 +1,692 @@
+/*
+ * KRaft metadata records: the table of kafka_tools.format.kraft (one program per record type and
+ * version, generated from Kafka's JSON schemas) copied at import into the compact opcode form below,
+ * then interpreted here. Same contract as kafka_tools.format.kraft.decoder.decode_metadata_record (the
+ * reference, pure Python): the same MetadataRecord, or MetadataDecodeError(message, position) with
+ * the same message and position. Every length is checked against the bytes left before it is used.
+ */
+
+#include "speedups.h"
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+#include <structmember.h>
+
+static int kraft_table(kraft_state *ks, PyObject *types);
+static int kraft_classes(kraft_state *ks, PyObject *rclass, PyObject *err, PyObject *fallback);
+static void k_free_prog(KProg *p);
+
+enum { K_I8, K_I16, K_I32, K_I64, K_U16, K_U32, K_F64, K_BOOL, K_UUID, K_STR, K_BYTES, K_ARRAY, K_STRUCT,
+       K_TAGGED };
+
+typedef struct {
+    PyObject *key;   /* the dict key (str) */
+    int op;
+    int nullable;
+    int elem_op;     /* K_ARRAY: the elements' op */
+    KProg *sub;      /* K_STRUCT, or K_ARRAY of K_STRUCT */
+    PyObject *deflt; /* K_TAGGED: the value when the tag is absent */
+} KStep;
+
+typedef struct {
+    uint32_t tag;
+    KStep step;
+} KTag;
+
+struct KProg {
+    int flexible;
+    Py_ssize_t nsteps;
+    KStep *steps;
+    Py_ssize_t ntags;
+    KTag *tags;
+};
+
+
+static void
+k_fail(PyObject *err, Py_ssize_t position, const char *format, ...)
+{
+    char message[300];
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(message, sizeof message, format, ap);
+    va_end(ap);
+    raise_at(err, message, position);
+}
+
+static const char *
+k_key(const KStep *s)
+{
+    const char *k = PyUnicode_AsUTF8(s->key);
+    return k ? k : "?";
+}
+
+/* An unsigned varint of at most 5 bytes holding at most 32 bits; -1 with the error set otherwise. */
+static int k_uvarint_slow(PyObject *err, const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, uint32_t *out, const char *what);
+
+/* The common case inline: one byte. `what` names the varint in an error; it is built by the caller
+   only when the slow path fails (see k_uvarint_named). */
+static inline int
+k_uvarint(PyObject *err, const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, uint32_t *out, const char *what)
+{
+    if (*pos < end && !(b[*pos] & 0x80)) {
+        *out = b[(*pos)++];
+        return 0;
+    }
+    return k_uvarint_slow(err, b, pos, end, out, what);
+}
+
+static int
+k_uvarint_slow(PyObject *err, const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, uint32_t *out, const char *what)
+{
+    Py_ssize_t start = *pos, p = *pos;
+    uint64_t value = 0;
+    for (int shift = 0;; shift += 7) {
+        if (shift >= 35) {
+            k_fail(err, start, "varint for %s is longer than 5 bytes", what);
+            return -1;
+        }
+        if (p >= end) {
+            k_fail(err, start, "truncated varint for %s", what);
+            return -1;
+        }
+        uint8_t byte = b[p++];
+        value |= (uint64_t)(byte & 0x7F) << shift;
+        if (!(byte & 0x80))
+            break;
+    }
+    if (value > 0xFFFFFFFFu) {
+        k_fail(err, start, "varint for %s exceeds 32 bits", what);
+        return -1;
+    }
+    *pos = p;
+    *out = (uint32_t)value;
+    return 0;
+}
+
+/* A compact (flexible) or classic length: 0 and *n, 1 for null, -1 on error. */
+static int
+k_length(PyObject *err, const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, const KStep *s, int flexible, int wide,
+         int nullable, Py_ssize_t *n)
+{
+    Py_ssize_t start = *pos;
+    long long len;
+    char what[200];
+    if (flexible) {
+        uint32_t v;
+        if (*pos < end && !(b[*pos] & 0x80))
+            v = b[(*pos)++];
+        else {
+            snprintf(what, sizeof what, "%s length", k_key(s));
+            if (k_uvarint_slow(err, b, pos, end, &v, what) < 0)
+                return -1;
+        }
+        len = (long long)v - 1;
+    }
+    else {
+        int size = wide ? 4 : 2;
+        snprintf(what, sizeof what, "%s length", k_key(s));
+        if (end - *pos < size) {
+            k_fail(err, *pos, "%s needs %d bytes, %zd left", what, size, end - *pos);
+            return -1;
+        }
+        const uint8_t *q = b + *pos;
+        len = wide ? (int32_t)((uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3])
+                   : (int16_t)((uint16_t)q[0] << 8 | q[1]);
+        *pos += size;
+    }
+    if (len < 0) {
+        if (len != -1) {
+            k_fail(err, start, "invalid length %lld for %s", len, k_key(s));
+            return -1;
+        }
+        if (!nullable) {
+            k_fail(err, start, "non-nullable field %s is null", k_key(s));
+            return -1;
+        }
+        return 1;
+    }
+    if (len > end - *pos) {
+        k_fail(err, start, "%s claims %lld bytes, %zd left", k_key(s), len, end - *pos);
+        return -1;
+    }
+    *n = (Py_ssize_t)len;
+    return 0;
+}
+
+static const char k_b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static PyObject *k_struct(PyObject *err, const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, const KProg *p);
+
+static PyObject *
+k_value(PyObject *err, const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, const KStep *s, int op, int nullable, int flexible)
+{
+    static const int sizes[] = {1, 2, 4, 8, 2, 4, 8};
+    Py_ssize_t p = *pos;
+    if (op <= K_F64) {
+        int size = sizes[op];
+        if (end - p < size) {
+            k_fail(err, p, "%s needs %d bytes, %zd left", k_key(s), size, end - p);
+            return NULL;
+        }
+        const uint8_t *q = b + p;
+        uint64_t v = 0;
+        for (int i = 0; i < size; i++)
+            v = v << 8 | q[i];
+        *pos = p + size;
+        switch (op) {
+        case K_I8: return PyLong_FromLong((int8_t)v);
+        case K_I16: return PyLong_FromLong((int16_t)v);
+        case K_I32: return PyLong_FromLong((int32_t)v);
+        case K_I64: return PyLong_FromLongLong((int64_t)v);
+        case K_U16:
+        case K_U32: return PyLong_FromUnsignedLong((unsigned long)v);
+        default: {
+            double d;
+            memcpy(&d, &v, 8);
+            return PyFloat_FromDouble(d);
+        }
+        }
+    }
+    switch (op) {
+    case K_BOOL:
+        if (p >= end) {
+            k_fail(err, p, "%s needs 1 byte, 0 left", k_key(s));
+            return NULL;
+        }
+        if (b[p] > 1) {
+            k_fail(err, p, "invalid boolean %d for %s", b[p], k_key(s));
+            return NULL;
+        }
+        *pos = p + 1;
+        return PyBool_FromLong(b[p]);
+    case K_UUID: {
+        if (end - p < 16) {
+            k_fail(err, p, "%s needs 16 bytes, %zd left", k_key(s), end - p);
+            return NULL;
+        }
+        char text[24];
+        const uint8_t *q = b + p;
+        int t = 0;
+        for (int i = 0; i < 15; i += 3) {
+            uint32_t v = (uint32_t)q[i] << 16 | (uint32_t)q[i + 1] << 8 | q[i + 2];
+            text[t++] = k_b64[v >> 18 & 63];
+            text[t++] = k_b64[v >> 12 & 63];
+            text[t++] = k_b64[v >> 6 & 63];
+            text[t++] = k_b64[v & 63];
+        }
+        text[t++] = k_b64[q[15] >> 2];
+        text[t++] = k_b64[(q[15] & 3) << 4];
+        *pos = p + 16;
+        return PyUnicode_FromStringAndSize(text, 22);
+    }
+    case K_STR:
+    case K_BYTES: {
+        Py_ssize_t n = 0;
+        int r = k_length(err, b, pos, end, s, flexible, op == K_BYTES, nullable, &n);
+        if (r < 0)
+            return NULL;
+        if (r == 1)
+            Py_RETURN_NONE;
+        p = *pos;
+        *pos = p + n;
+        if (op == K_BYTES)
+            return PyBytes_FromStringAndSize((const char *)b + p, n);
+        PyObject *text = PyUnicode_DecodeUTF8((const char *)b + p, n, NULL);
+        if (text == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyObject *type, *value, *tb;
+            Py_ssize_t at = 0;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            if (value == NULL || PyUnicodeDecodeError_GetStart(value, &at) < 0)
+                PyErr_Clear();
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            k_fail(err, p + at, "invalid UTF-8 in %s", k_key(s));
+        }
+        return text;
+    }
+    case K_ARRAY: {
+        Py_ssize_t n = 0;
+        int r = k_length(err, b, pos, end, s, flexible, 1, nullable, &n);
+        if (r < 0)
+            return NULL;
+        if (r == 1)
+            Py_RETURN_NONE;
+        PyObject *list = PyList_New(n);
+        if (list == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = s->elem_op == K_STRUCT ? k_struct(err, b, pos, end, s->sub)
+                                                    : k_value(err, b, pos, end, s, s->elem_op, 0, flexible);
+            if (item == NULL) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, i, item);
+        }
+        return list;
+    }
+    case K_STRUCT:
+        if (nullable) {
+            if (p >= end) {
+                k_fail(err, p, "%s presence marker needs 1 byte, 0 left", k_key(s));
+                return NULL;
+            }
+            if (b[p] == 0xFF) {
+                *pos = p + 1;
+                Py_RETURN_NONE;
+            }
+            if (b[p] != 1) {
+                k_fail(err, p, "invalid presence marker %d for %s", b[p], k_key(s));
+                return NULL;
+            }
+            *pos = p + 1;
+        }
+        return k_struct(err, b, pos, end, s->sub);
+    }
+    PyErr_SetString(PyExc_SystemError, "unknown KRaft op");
+    return NULL;
+}
+
+static PyObject *
+k_struct(PyObject *err, const uint8_t *b, Py_ssize_t *pos, Py_ssize_t end, const KProg *p)
+{
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < p->nsteps; i++) {
+        const KStep *s = &p->steps[i];
+        PyObject *v;
+        if (s->op == K_TAGGED) {
+            if (PyList_CheckExact(s->deflt))
+                v = PyList_GetSlice(s->deflt, 0, PyList_GET_SIZE(s->deflt));
+            else if (PyDict_CheckExact(s->deflt))
+                v = PyDict_Copy(s->deflt);
+            else
+                v = Py_NewRef(s->deflt);
+        }
+        else
+            v = k_value(err, b, pos, end, s, s->op, s->nullable, p->flexible);
+        if (v == NULL || PyDict_SetItem(out, s->key, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    if (!p->flexible)
+        return out;
+    Py_ssize_t start = *pos;
+    uint32_t count;
+    if (k_uvarint(err, b, pos, end, &count, "tagged field count") < 0)
+        goto fail;
+    if ((long long)count * 2 > end - *pos) {
+        k_fail(err, start, "tagged field count %u exceeds the %zd bytes left", count, end - *pos);
+        goto fail;
+    }
+    long long last = -1;
+    for (uint32_t i = 0; i < count; i++) {
+        Py_ssize_t tag_pos = *pos;
+        uint32_t tag, size;
+        if (k_uvarint(err, b, pos, end, &tag, "tag") < 0)
+            goto fail;
+        if ((long long)tag <= last) {
+            k_fail(err, tag_pos, "tagged field %u out of order or repeated", tag);
+            goto fail;
+        }
+        last = tag;
+        if (*pos < end && !(b[*pos] & 0x80))
+            size = b[(*pos)++];
+        else {
+            char what[64];
+            snprintf(what, sizeof what, "tagged field %u size", tag);
+            if (k_uvarint_slow(err, b, pos, end, &size, what) < 0)
+                goto fail;
+        }
+        if ((long long)size > end - *pos) {
+            k_fail(err, *pos, "tagged field %u needs %u bytes, %zd left", tag, size, end - *pos);
+            goto fail;
+        }
+        const KTag *t = NULL;
+        for (Py_ssize_t j = 0; j < p->ntags; j++)
+            if (p->tags[j].tag == tag) {
+                t = &p->tags[j];
+                break;
+            }
+        if (t == NULL) { /* a tag this version does not know: skipped */
+            *pos += size;
+            continue;
+        }
+        Py_ssize_t field_end = *pos + size;
+        PyObject *v = k_value(err, b, pos, field_end, &t->step, t->step.op, t->step.nullable, p->flexible);
+        if (v == NULL)
+            goto fail;
+        if (*pos != field_end) {
+            Py_DECREF(v);
+            k_fail(err, *pos, "tagged field %s (tag %u) left %zd of %u bytes unread", k_key(&t->step), tag,
+                   field_end - *pos, size);
+            goto fail;
+        }
+        int r = PyDict_SetItem(out, t->step.key, v);
+        Py_DECREF(v);
+        if (r < 0)
+            goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* -- the table, from kafka_tools.format.kraft.decoder.Program objects ------------------------------ */
+
+static KProg *k_compile(PyObject *program);
+
+static int
+k_step(PyObject *step, KStep *s)
+{
+    /* step: (key, op, arg) as in decoder.Program.steps */
+    if (!PyTuple_Check(step) || PyTuple_GET_SIZE(step) != 3) {
+        PyErr_SetString(PyExc_TypeError, "a KRaft step is (key, op, arg)");
+        return -1;
+    }
+    PyObject *arg = PyTuple_GET_ITEM(step, 2);
+    memset(s, 0, sizeof *s);
+    s->key = Py_NewRef(PyTuple_GET_ITEM(step, 0));
+    s->op = (int)PyLong_AsLong(PyTuple_GET_ITEM(step, 1));
+    if (s->op == K_TAGGED)
+        s->deflt = Py_NewRef(arg);
+    else if (s->op == K_ARRAY) { /* (elem_op, elem_arg, nullable) */
+        s->elem_op = (int)PyLong_AsLong(PyTuple_GET_ITEM(arg, 0));
+        s->nullable = PyObject_IsTrue(PyTuple_GET_ITEM(arg, 2));
+        if (s->elem_op == K_STRUCT && (s->sub = k_compile(PyTuple_GET_ITEM(PyTuple_GET_ITEM(arg, 1), 0))) == NULL)
+            return -1;
+    }
+    else if (s->op == K_STRUCT) { /* (program, nullable) */
+        s->nullable = PyObject_IsTrue(PyTuple_GET_ITEM(arg, 1));
+        if ((s->sub = k_compile(PyTuple_GET_ITEM(arg, 0))) == NULL)
+            return -1;
+    }
+    else
+        s->nullable = PyObject_IsTrue(arg);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static KProg *
+k_compile(PyObject *program)
+{
+    PyObject *steps = PyObject_GetAttrString(program, "steps");
+    PyObject *tags = PyObject_GetAttrString(program, "tags");
+    PyObject *flexible = PyObject_GetAttrString(program, "flexible");
+    KProg *p = NULL;
+    if (steps == NULL || tags == NULL || flexible == NULL || !PyTuple_Check(steps) || !PyDict_Check(tags))
+        goto done;
+    p = PyMem_Calloc(1, sizeof *p);
+    if (p == NULL)
+        goto done;
+    p->flexible = PyObject_IsTrue(flexible);
+    p->nsteps = PyTuple_GET_SIZE(steps);
+    p->steps = PyMem_Calloc(p->nsteps + 1, sizeof(KStep));
+    p->ntags = PyDict_GET_SIZE(tags);
+    p->tags = PyMem_Calloc(p->ntags + 1, sizeof(KTag));
+    if (p->steps == NULL || p->tags == NULL) {
+        goto failed;
+    }
+    for (Py_ssize_t i = 0; i < p->nsteps; i++)
+        if (k_step(PyTuple_GET_ITEM(steps, i), &p->steps[i]) < 0)
+            goto failed;
+    Py_ssize_t at = 0, j = 0;
+    PyObject *tag, *step;
+    while (PyDict_Next(tags, &at, &tag, &step)) {
+        p->tags[j].tag = (uint32_t)PyLong_AsUnsignedLong(tag);
+        if (k_step(step, &p->tags[j].step) < 0)
+            goto failed;
+        j++;
+    }
+    goto done;
+failed:
+    k_free_prog(p);
+    p = NULL;
+done:
+    if (p == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "not a KRaft program");
+    Py_XDECREF(steps);
+    Py_XDECREF(tags);
+    Py_XDECREF(flexible);
+    return p;
+}
+
+/* Everything kraft_configure set: the programs, the types' names, the classes. */
+static void
+k_free_prog(KProg *p)
+{
+    if (p == NULL)
+        return;
+    for (Py_ssize_t i = 0; p->steps != NULL && i < p->nsteps; i++) {
+        Py_XDECREF(p->steps[i].key);
+        Py_XDECREF(p->steps[i].deflt);
+        k_free_prog(p->steps[i].sub);
+    }
+    for (Py_ssize_t i = 0; p->tags != NULL && i < p->ntags; i++) {
+        Py_XDECREF(p->tags[i].step.key);
+        Py_XDECREF(p->tags[i].step.deflt);
+        k_free_prog(p->tags[i].step.sub);
+    }
+    PyMem_Free(p->steps);
+    PyMem_Free(p->tags);
+    PyMem_Free(p);
+}
+
+void
+kraft_clear(kraft_state *ks)
+{
+    for (int id = 0; id < K_MAX_TYPES; id++) {
+        KType *t = &ks->types[id];
+        for (long v = 0; t->progs != NULL && v <= t->high - t->low; v++)
+            k_free_prog(t->progs[v]);
+        PyMem_Free(t->progs);
+        Py_CLEAR(t->name);
+        t->progs = NULL;
+        t->low = 0;
+        t->high = -1;
+    }
+    Py_CLEAR(ks->record_type);
+    Py_CLEAR(ks->error);
+    Py_CLEAR(ks->fallback);
+    Py_CLEAR(ks->unknown_name);
+    for (int i = 0; i < K_ATTRS; i++)
+        Py_CLEAR(ks->attr[i]);
+}
+
+int
+kraft_traverse(kraft_state *ks, visitproc visit, void *arg)
+{
+    Py_VISIT(ks->record_type);
+    Py_VISIT(ks->error);
+    Py_VISIT(ks->fallback);
+    return 0;
+}
+
+PyObject *
+kraft_configure(PyObject *module, PyObject *args)
+{
+    /* (types, record_class, error_class[, fallback]): types maps type id -> (name, {version: Program});
+     * fallback(value) -> MetadataRecord or None is called on a value the table fails on */
+    PyObject *types, *rclass, *err, *fallback = Py_None;
+    if (!PyArg_ParseTuple(args, "O!O!O|O", &PyDict_Type, &types, &PyType_Type, &rclass, &err, &fallback))
+        return NULL;
+    kraft_state *ks = &state_of(module)->kraft;
+    kraft_clear(ks); /* a second call replaces the table */
+    if (kraft_table(ks, types) < 0 || kraft_classes(ks, rclass, err, fallback) < 0) {
+        kraft_clear(ks);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* The table: one compiled program per type and version. */
+static int
+kraft_table(kraft_state *ks, PyObject *types)
+{
+    Py_ssize_t at = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(types, &at, &key, &value)) {
+        long id = PyLong_AsLong(key);
+        if (id < 0 || id >= K_MAX_TYPES || !PyTuple_Check(value) || PyTuple_GET_SIZE(value) != 2) {
+            PyErr_Format(PyExc_ValueError, "KRaft record type %ld cannot be tabled", id);
+            return -1;
+        }
+        PyObject *programs = PyTuple_GET_ITEM(value, 1);
+        KType *t = &ks->types[id];
+        long low = LONG_MAX, high = -1;
+        Py_ssize_t p = 0;
+        PyObject *version, *program;
+        while (PyDict_Next(programs, &p, &version, &program)) {
+            long v = PyLong_AsLong(version);
+            low = v < low ? v : low;
+            high = v > high ? v : high;
+        }
+        if (high < 0)
+            continue;
+        t->progs = PyMem_Calloc(high - low + 1, sizeof(KProg *));
+        if (t->progs == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->low = low;
+        t->high = high;
+        p = 0;
+        while (PyDict_Next(programs, &p, &version, &program))
+            if ((t->progs[PyLong_AsLong(version) - low] = k_compile(program)) == NULL)
+                return -1;
+        t->name = Py_NewRef(PyTuple_GET_ITEM(value, 0));
+    }
+    return 0;
+}
+
+/* MetadataRecord (its slots' offsets), MetadataDecodeError and the pre-release fallback. */
+static int
+kraft_classes(kraft_state *ks, PyObject *rclass, PyObject *err, PyObject *fallback)
+{
+    static const char *names[K_ATTRS] = {"frame_version", "type_id", "type_name", "version", "fields", "known",
+                                         "raw", "layout"};
+    for (int i = 0; i < K_ATTRS; i++)
+        if ((ks->attr[i] = PyUnicode_InternFromString(names[i])) == NULL)
+            return -1;
+    if ((ks->unknown_name = PyUnicode_InternFromString("Unknown")) == NULL)
+        return -1;
+    for (int i = 0; i < K_ATTRS; i++) {
+        /* A slots dataclass keeps each field in a member descriptor: write it at its offset. */
+        PyObject *descr = PyDict_GetItemWithError(((PyTypeObject *)rclass)->tp_dict, ks->attr[i]);
+        ks->slot[i] = 0;
+        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+            if (member->type == T_OBJECT_EX)
+                ks->slot[i] = member->offset;
+        }
+        if (PyErr_Occurred())
+            return -1;
+    }
+    ks->fallback = fallback == Py_None ? NULL : Py_NewRef(fallback);
+    ks->record_type = Py_NewRef(rclass);
+    ks->error = Py_NewRef(err);
+    return 0;
+}
+
+/* A MetadataRecord (a frozen dataclass with slots) filled without its __init__: object.__setattr__. */
+static PyObject *
+k_record(const kraft_state *ks, uint32_t frame, uint32_t type_id, PyObject *name, uint32_t version, PyObject *fields, int known,
+         PyObject *raw)
+{
+    PyTypeObject *type = (PyTypeObject *)ks->record_type;
+    PyObject *obj = type->tp_alloc(type, 0);
+    if (obj == NULL)
+        return NULL;
+    PyObject *values[8] = {PyLong_FromUnsignedLong(frame), PyLong_FromUnsignedLong(type_id), Py_NewRef(name),
+                           PyLong_FromUnsignedLong(version), Py_NewRef(fields), PyBool_FromLong(known),
+                           Py_NewRef(raw), Py_NewRef(Py_None)}; /* layout: the released schema's */
+    int ok = 1;
+    for (int i = 0; i < 8; i++) {
+        if (ok && values[i] != NULL && ks->slot[i]) {
+            PyObject **slot = (PyObject **)((char *)obj + ks->slot[i]);
+            Py_XSETREF(*slot, values[i]); /* the slot takes the reference */
+            continue;
+        }
+        if (ok && (values[i] == NULL || PyObject_GenericSetAttr(obj, ks->attr[i], values[i]) < 0))
+            ok = 0;
+        Py_XDECREF(values[i]);
+    }
+    if (!ok) {
+        Py_DECREF(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+PyObject *
+kraft_decode_metadata(PyObject *module, PyObject *arg)
+{
+    const kraft_state *ks = &state_of(module)->kraft;
+    if (ks->record_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kraft_configure() was not called");
+        return NULL;
+    }
+    PyObject *err = ks->error;
+    PyObject *raw;
+    if (PyBytes_CheckExact(arg))
+        raw = Py_NewRef(arg);
+    else if ((raw = PyBytes_FromObject(arg)) == NULL)
+        return NULL;
+    const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(raw);
+    Py_ssize_t end = PyBytes_GET_SIZE(raw), pos = 0;
+    uint32_t frame, type_id, version;
+    PyObject *result = NULL, *fields = NULL;
+    if (k_uvarint(err, b, &pos, end, &frame, "frame version") < 0)
+        goto done;
+    if (frame != 1) {
+        k_fail(err, 0, "unknown metadata frame version %u (expected 1)", frame);
+        goto done;
+    }
+    if (k_uvarint(err, b, &pos, end, &type_id, "record type") < 0 ||
+        k_uvarint(err, b, &pos, end, &version, "record version") < 0)
+        goto done;
+    const KType *t = type_id < K_MAX_TYPES ? &ks->types[type_id] : NULL;
+    if (t == NULL || t->name == NULL || version < (uint32_t)t->low || version > (uint32_t)t->high ||
+        t->progs[version - t->low] == NULL) {
+        fields = PyDict_New();
+        if (fields != NULL)
+            result = k_record(ks, frame, type_id, t && t->name ? t->name : ks->unknown_name, version, fields, 0, raw);
+        goto done;
+    }
+    fields = k_struct(err, b, &pos, end, t->progs[version - t->low]);
+    if (fields == NULL)
+        goto done;
+    if (pos != end) {
+        k_fail(err, pos, "%zd bytes of garbage after %s v%u", end - pos, PyUnicode_AsUTF8(t->name), version);
+        goto done;
+    }
+    result = k_record(ks, frame, type_id, t->name, version, fields, 1, raw);
+done:
+    if (result == NULL && ks->fallback != NULL && PyErr_ExceptionMatches(err)) {
+        /* the released schema failed: a known pre-release layout that takes the value exactly wins,
+         * else the schema's error stands */
+        PyObject *etype, *evalue, *etb;
+        PyErr_Fetch(&etype, &evalue, &etb);
+        PyObject *other = PyObject_CallOneArg(ks->fallback, raw);
+        if (other != NULL && other != Py_None) {
+            Py_XDECREF(etype);
+            Py_XDECREF(evalue);
+            Py_XDECREF(etb);
+            result = other;
+        } else {
+            Py_XDECREF(other);
+            PyErr_Clear();
+            PyErr_Restore(etype, evalue, etb);
+        }
+    }
+    Py_XDECREF(fields);
+    Py_DECREF(raw);
+    return result;
+}
+

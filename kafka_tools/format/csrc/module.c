@@ -1,0 +1,134 @@
+/*
+ * kafka_tools.format._speedups: the module. Its state holds what configure() and kraft_configure() are
+ * given (the types to make, the errors to raise), one copy per module object; the entry points are in
+ * records_v2.c, messages_v01.c, writers.c and kraft.c.
+ */
+#include "speedups.h"
+
+static struct PyModuleDef module_def;
+
+speedups_state *
+state_of(PyObject *module)
+{
+    return (speedups_state *)PyModule_GetState(module);
+}
+
+speedups_state *
+configured_state(PyObject *module)
+{
+    speedups_state *st = state_of(module);
+    if (st->record_type != NULL && st->decode_error != NULL)
+        return st;
+    PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+    return NULL;
+}
+
+void
+raise_at(PyObject *error_class, const char *message, Py_ssize_t position)
+{
+    PyObject *exc = PyObject_CallFunction(error_class, "sn", message, position);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+}
+
+static PyObject *
+configure(PyObject *module, PyObject *args)
+{
+    PyObject *rtype, *err;
+    if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &rtype, &err))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)rtype, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "record type must be a tuple subclass");
+        return NULL;
+    }
+    speedups_state *st = state_of(module);
+    Py_XSETREF(st->record_type, (PyTypeObject *)Py_NewRef(rtype));
+    Py_XSETREF(st->decode_error, Py_NewRef(err));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_records", decode_records, METH_VARARGS,
+     "decode_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> list"},
+    {"scan_messages", scan_messages, METH_VARARGS,
+     "scan_messages(buf, at, limit, end, prev, lo, hi) -> (at, count, first, last, max_timestamp, gaps)"},
+    {"scan_inner", scan_inner, METH_VARARGS, "scan_inner(data) -> (count, first, last, highest) or None"},
+    {"format_messages", format_messages, METH_VARARGS,
+     "format_messages(buf, position, json, print_data, file_json[, wrapper_position, shift, append_time]) -> bytes"},
+    {"format_records", format_records, METH_VARARGS,
+     "format_records(records, label, print_data) -> bytes: DumpLogSegments' record lines (UTF-8)"},
+    {"format_payload", format_payload, METH_VARARGS,
+     "format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label, print_data, "
+     "check_only[, file_json, batch_position]) -> bytes (or the count): the record lines from the records section"},
+    {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
+    {"kraft_configure", kraft_configure, METH_VARARGS,
+     "kraft_configure(types, record_class, error_class[, fallback]): the KRaft metadata table, "
+     "{id: (name, {version: Program})}"},
+    {"kraft_decode_metadata", kraft_decode_metadata, METH_O,
+     "kraft_decode_metadata(value) -> MetadataRecord: decode_metadata_record in C"},
+    {NULL, NULL, 0, NULL},
+};
+
+static int
+module_exec(PyObject *module)
+{
+    crc_init(); /* the same table every time: a second module object recomputes it harmlessly */
+    speedups_state *st = state_of(module);
+    st->empty_tuple = PyTuple_New(0);
+    return st->empty_tuple == NULL ? -1 : 0;
+}
+
+static int
+module_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    speedups_state *st = state_of(module);
+    if (st == NULL)
+        return 0;
+    Py_VISIT(st->record_type);
+    Py_VISIT(st->decode_error);
+    return kraft_traverse(&st->kraft, visit, arg);
+}
+
+static int
+module_clear(PyObject *module)
+{
+    speedups_state *st = state_of(module);
+    if (st == NULL)
+        return 0;
+    Py_CLEAR(st->record_type);
+    Py_CLEAR(st->decode_error);
+    Py_CLEAR(st->empty_tuple);
+    kraft_clear(&st->kraft);
+    return 0;
+}
+
+static void
+module_free(void *module)
+{
+    module_clear((PyObject *)module);
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_speedups",
+    .m_doc = "C hot loops of the format decoder.",
+    .m_size = sizeof(speedups_state),
+    .m_methods = methods,
+    .m_slots = slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    return PyModuleDef_Init(&module_def);
+}

@@ -1,0 +1,199 @@
+/*
+ * The C hot loops of kafka_tools.format, shared declarations. One file per concern, as format/ is split:
+ *
+ *   crc.c          CRC-32 of magic 0/1 messages
+ *   record_reader.h the v2 record reader (varints, lengths, headers: every bound checked once), inline
+ *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, and the
+ *                  reader's error texts
+ *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
+ *   writers.c      the output buffer and the dump-log lines (text and JSON) of a record or a message,
+ *                  with format_records / format_payload / format_messages: a reader plus a writer
+ *   kraft.c        the KRaft metadata table interpreter
+ *   module.c       the module: its state (set by configure()), method table, init
+ *
+ * Every reader here has the same contract as its pure-Python reference in format/: the same values, or
+ * the same error with the same message and position. No input makes them read out of bounds or
+ * allocate more than a small multiple of the input's size.
+ */
+#ifndef KTOOL_SPEEDUPS_H
+#define KTOOL_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+/* ---- module state (module.c) ---------------------------------------------------------------------- */
+
+typedef struct KProg KProg;
+
+typedef struct {
+    PyObject *name; /* NULL: no such type */
+    long low, high;
+    KProg **progs;  /* by version - low */
+} KType;
+
+#define K_MAX_TYPES 256
+#define K_ATTRS 8
+
+typedef struct {
+    KType types[K_MAX_TYPES];
+    PyObject *record_type; /* MetadataRecord */
+    PyObject *error;       /* MetadataDecodeError */
+    PyObject *fallback;    /* the known pre-release layouts (pre_release.py), tried on failure */
+    PyObject *unknown_name;
+    PyObject *attr[K_ATTRS];
+    Py_ssize_t slot[K_ATTRS]; /* byte offsets of MetadataRecord's slots (0: set by attribute) */
+} kraft_state;
+
+typedef struct {
+    PyTypeObject *record_type; /* Record (a tuple subclass), from configure() */
+    PyObject *decode_error;    /* RecordDecodeError, from configure() */
+    PyObject *empty_tuple;
+    kraft_state kraft;
+} speedups_state;
+
+speedups_state *state_of(PyObject *module);
+/* The state with configure() done, else NULL with RuntimeError set. */
+speedups_state *configured_state(PyObject *module);
+/* Raise error_class(message, position). */
+void raise_at(PyObject *error_class, const char *message, Py_ssize_t position);
+
+/* ---- the cursor: bytes p[pos..end), every read bounded by end ---------------------------------------- */
+
+typedef struct {
+    const unsigned char *p;
+    Py_ssize_t pos, end;
+} cursor_t;
+
+/* Why a read failed; the texts equal the pure-Python decoder's (records_v2.c: failure_text). */
+enum failure {
+    OK = 0, PAST_END, TOO_LONG, BAD_LENGTH, BAD_KEY, BAD_VALUE, BAD_HEADER_COUNT, BAD_HEADER_KEY,
+    BAD_HEADER_VALUE, FIELDS_MISMATCH, OFFSET_OVERFLOW, TIMESTAMP_OVERFLOW, STRAY_BYTES
+};
+
+/* Zigzag varint at the cursor: OK, PAST_END or TOO_LONG. Keeps the low 64 bits, as Java does. */
+static inline int
+cursor_varint(cursor_t *c, int64_t *out)
+{
+    Py_ssize_t i = c->pos;
+    if (i < c->end && c->p[i] < 0x80) {
+        uint64_t b = c->p[i];
+        *out = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
+        c->pos = i + 1;
+        return OK;
+    }
+    uint64_t result = 0;
+    int shift = 0;
+    for (;;) {
+        if (i >= c->end)
+            return PAST_END;
+        unsigned char b = c->p[i++];
+        if (shift < 64)
+            result |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80)
+            break;
+        shift += 7;
+        if (shift >= 70)
+            return TOO_LONG;
+    }
+    *out = (int64_t)(result >> 1) ^ -(int64_t)(result & 1);
+    c->pos = i;
+    return OK;
+}
+
+/* A key, value or header field: `len` bytes at p + at, or null (len -1). */
+typedef struct {
+    const unsigned char *ptr;
+    Py_ssize_t len;
+} field_t;
+
+/* ---- v2 records (records_v2.c) ---------------------------------------------------------------------- */
+
+#define NO_SEQUENCE (-1)
+
+typedef struct {
+    Py_ssize_t count;
+    long long base_offset, base_timestamp, base_sequence;
+    int log_append; /* LogAppendTime: every record's timestamp is log_append_time */
+    long long log_append_time;
+} batch_t;
+
+/* One record of a section, as read and checked: every length lies within the record. */
+typedef struct {
+    Py_ssize_t start, end; /* the record's bytes, its length varint included */
+    long long offset, timestamp, sequence;
+    field_t key, value;
+    int64_t header_count;
+    Py_ssize_t headers_at; /* the first header key's length varint */
+} record_t;
+
+/* The reader of a records section: records_next until it gives 0 (the section ends where the
+ * batch's count says) or -1 (why, bad and at say what, records_raise raises it). The reader's
+ * functions are inline, in record_reader.h. */
+typedef struct {
+    cursor_t c;
+    batch_t batch;
+    Py_ssize_t index; /* records read */
+    int why;
+    long long bad;   /* the value the failure names */
+    Py_ssize_t at;   /* the failure's position in the section */
+} records_t;
+
+void records_raise(const records_t *r, PyObject *error_class);
+
+/* The headers of a record records_next gave (already checked, so read without checks), or of a
+ * Record tuple: headers_next gives 1 and the next key and value, 0 at the end, -1 with an exception
+ * set (tuples only). */
+typedef struct {
+    const unsigned char *p;
+    Py_ssize_t pos;
+    int64_t left;
+    PyObject *tuple; /* or headers of a Record tuple ((str, bytes | None) pairs) */
+    Py_ssize_t index;
+} headers_t;
+
+
+/* Parse decode_records' batch arguments (data, count, base_offset, base_timestamp, log_append_time,
+ * base_sequence, ...): 0, or -1 with an exception set. */
+int parse_batch(PyObject *log_append_obj, batch_t *b);
+
+PyObject *decode_records(PyObject *module, PyObject *args);
+
+/* ---- magic 0/1 messages (messages_v01.c) ------------------------------------------------------------ */
+
+typedef struct {
+    int64_t offset;
+    int32_t size;
+    uint32_t crc;
+    int magic;
+    int attributes;
+    int64_t timestamp;
+    field_t key, value;
+} message_t;
+
+/* The message at p[at..end): 0 when it is one message_set.parse_message accepts, -1 otherwise. */
+int read_message(const unsigned char *p, Py_ssize_t at, Py_ssize_t end, message_t *m);
+
+PyObject *scan_messages(PyObject *module, PyObject *args);
+PyObject *scan_inner(PyObject *module, PyObject *args);
+
+/* ---- CRC-32 (crc.c) ---------------------------------------------------------------------------------- */
+
+void crc_init(void);
+/* CRC-32 of a message: magic..end of value. */
+uint32_t message_crc(const unsigned char *p, Py_ssize_t at, const message_t *m);
+
+/* ---- output (writers.c) ------------------------------------------------------------------------------ */
+
+PyObject *format_records(PyObject *module, PyObject *args);
+PyObject *format_payload(PyObject *module, PyObject *args);
+PyObject *format_messages(PyObject *module, PyObject *args);
+
+/* ---- KRaft (kraft.c) --------------------------------------------------------------------------------- */
+
+PyObject *kraft_configure(PyObject *module, PyObject *args);
+PyObject *kraft_decode_metadata(PyObject *module, PyObject *arg);
+void kraft_clear(kraft_state *k);
+int kraft_traverse(kraft_state *k, visitproc visit, void *arg);
+
+#endif

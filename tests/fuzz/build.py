@@ -1,0 +1,88 @@
+"""The sanitizer build of the C extension and the command that fuzzes it.
+
+clang compiles format/'s C files with AddressSanitizer, UBSan (every check fatal) and libFuzzer's
+coverage counters, and -Wall -Wextra -Werror; atheris (PyPI) supplies libFuzzer and the ASan runtime
+that is preloaded into Python. `available()` says why not when either is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = sorted((ROOT / "kafka_tools" / "format").glob("_speedups*.c")) + sorted(
+    (ROOT / "kafka_tools" / "format" / "csrc").glob("*.c")
+)
+FLAGS = [
+    "-shared",
+    "-fPIC",
+    "-O1",
+    "-g",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=address,undefined,fuzzer-no-link",
+    "-fno-sanitize-recover=all",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+]
+
+
+def available() -> str | None:
+    """None when a sanitizer build can be fuzzed here, else what is missing."""
+    if shutil.which("clang") is None:
+        return "clang is not installed (apt-get install clang)"
+    try:
+        import atheris
+    except ImportError:
+        return "atheris is not installed (pip install atheris)"
+    if not (Path(atheris.path()) / "asan_with_fuzzer.so").is_file():
+        return "atheris has no asan_with_fuzzer.so"
+    return None
+
+
+def build(out_dir: Path) -> Path:
+    """The sanitizer build of the current sources (reused while they are unchanged)."""
+    sources = [s for s in SOURCES if s.is_file()]
+    headers = sorted((ROOT / "kafka_tools" / "format" / "csrc").glob("*.h"))
+    digest = hashlib.sha1(
+        b"".join(s.read_bytes() for s in [*sources, *headers]) + " ".join(FLAGS).encode()
+    ).hexdigest()[:12]
+    target = out_dir / f"_speedups-asan-{digest}.so"
+    if target.is_file():
+        return target
+    out_dir.mkdir(parents=True, exist_ok=True)
+    include = sysconfig.get_paths()["include"]
+    cmd = [
+        "clang",
+        *FLAGS,
+        f"-I{include}",
+        f"-I{ROOT / 'kafka_tools' / 'format' / 'csrc'}",
+        *map(str, sources),
+        "-lz",
+        "-o",
+        str(target),
+    ]
+    subprocess.run(cmd, check=True)
+    return target
+
+
+def harness_env() -> dict[str, str]:
+    import atheris
+
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = str(Path(atheris.path()) / "asan_with_fuzzer.so")
+    # CPython keeps its interned objects to exit: leak reports there are noise, not findings.
+    env["ASAN_OPTIONS"] = "detect_leaks=0:allocator_may_return_null=1:abort_on_error=0"
+    env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def harness_command(target: str, so_path: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "tests.fuzz.run", target, str(so_path), *args]

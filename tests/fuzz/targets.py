@@ -1,0 +1,215 @@
+"""What the fuzz harnesses check, one function per group of C entry points: the C extension and the
+pure-Python reference must agree (the same result, or the same error with the same position), and the
+C side must not crash, whatever the bytes. The harnesses (tests/fuzz/run.py) call these under
+AddressSanitizer + UBSan; tests/fuzz/test_regressions.py replays every saved input through them with
+the ordinary build.
+
+An input is a small fixed header of parameters, then the bytes to parse (see each target's layout);
+tests/fuzz/seeds.py writes real sections, message sets and KRaft values in that layout.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from types import SimpleNamespace
+
+from kafka_tools.format import accel
+from kafka_tools.format.kraft import decoder as kraft
+from kafka_tools.format.message_set import LegacyMessage, parse_message
+from kafka_tools.format.record_batch import RecordDecodeError, decode_records_py
+from kafka_tools.render.dump_json import DumpJsonRenderer
+from kafka_tools.render.dump_text import DumpTextRenderer
+from kafka_tools.render.lines import LineWriter
+
+INT64 = (-(2**63), 2**63 - 1)
+
+# records: flags(1) base_offset(8) base_timestamp(8) log_append_time(8) base_sequence(4) count(2), section
+RECORDS_HEAD = struct.Struct(">BqqqiH")
+# messages: flags(1) shift(8) append_time(8) lo(8) hi(8), message set
+MESSAGES_HEAD = struct.Struct(">Bqqqq")
+
+
+def _c():
+    return accel.C
+
+
+def _outcome(fn, *args):
+    try:
+        return ("ok", fn(*args))
+    except RecordDecodeError as exc:
+        return ("error", str(exc), exc.position)
+
+
+# ---- v2 records section: decode_records, format_payload (check, text, JSON), format_records -------
+
+
+def records_args(data: bytes):
+    """(section, count, base_offset, base_timestamp, log_append_time, base_sequence) and the flags."""
+    if len(data) < RECORDS_HEAD.size:
+        return None
+    flags, base_offset, base_ts, append_time, base_seq, count = RECORDS_HEAD.unpack_from(data)
+    log_append = append_time if flags & 1 else None
+    base_seq = -1 if flags & 2 else base_seq
+    return (data[RECORDS_HEAD.size :], count, base_offset, base_ts, log_append, base_seq), flags
+
+
+def check_records(data: bytes) -> None:
+    parsed = records_args(data)
+    if parsed is None:
+        return
+    args, flags = parsed
+    C = _c()
+    py = _outcome(decode_records_py, *args)
+    c = _outcome(C.decode_records, *args)
+    assert c == py, (c, py)
+    label = "LogAppendTime" if args[4] is not None else "CreateTime"
+    checked = _outcome(C.format_payload, *args, label, False, True)
+    assert checked == (py if py[0] == "error" else ("ok", len(py[1]))), (checked, py)
+    print_data = bool(flags & 4)
+    text = _outcome(C.format_payload, *args, label, print_data, False)
+    if py[0] == "error":
+        assert text == py, (text, py)
+        return
+    records = py[1]
+    for r in records:  # an int64 offset and timestamp, as Kafka stores them
+        assert INT64[0] <= r.offset <= INT64[1] and INT64[0] <= r.timestamp <= INT64[1], r
+    assert text[0] == "ok" and text[1] == C.format_records(records, label, print_data)
+    assert text[1].decode() == _python_record_lines(records, label, print_data)
+    name = json.dumps("f.log")
+    lines = C.format_payload(*args, label, print_data, False, name, 77)
+    assert lines.decode() == _python_record_json(records, label, print_data, 77)
+
+
+def _python_record_lines(records, label: str, print_data: bool) -> str:
+    out = io.StringIO()
+    renderer = DumpTextRenderer(
+        LineWriter(out, colour=False), LineWriter(io.StringIO(), colour=False), print_data, False
+    )
+    batch = SimpleNamespace(timestamp_type=SimpleNamespace(label=label), is_control=False)
+    for r in records:
+        renderer._record(batch, r, None)
+    return out.getvalue()
+
+
+def _python_record_json(records, label: str, print_data: bool, position: int) -> str:
+    out = io.StringIO()
+    renderer = DumpJsonRenderer(out, print_data)
+    batch = SimpleNamespace(timestamp_type=SimpleNamespace(label=label), is_control=False, position=position)
+    for r in records:
+        renderer.emit(renderer._record("f.log", batch, r, None))
+    return out.getvalue()
+
+
+# ---- v0/v1 message sets: scan_messages, scan_inner, format_messages --------------------------------
+
+
+def messages_args(data: bytes):
+    if len(data) < MESSAGES_HEAD.size:
+        return None
+    return MESSAGES_HEAD.unpack_from(data), data[MESSAGES_HEAD.size :]
+
+
+def _python_walk(buf: bytes) -> tuple[list[LegacyMessage], int]:
+    """The messages parse_message accepts from buf[0], and where the first one it does not starts."""
+    out, at = [], 0
+    while len(buf) - at >= 17:
+        try:
+            m = parse_message(buf, at, at, len(buf))
+        except (RecordDecodeError, struct.error):
+            break
+        out.append(m)
+        at = m.next_position
+    return out, at
+
+
+def check_messages(data: bytes) -> None:
+    parsed = messages_args(data)
+    if parsed is None:
+        return
+    (flags, shift, append_time, lo, hi), buf = parsed
+    C = _c()
+    messages, _ = _python_walk(buf)
+    # scan_messages: the plain, valid prefix of offsets within lo..hi, each above the one before
+    have_prev = bool(flags & 16)
+    prev = shift if have_prev else None
+    at, count, first, max_ts, gaps = 0, 0, 0, -1, False
+    for m in messages:
+        if m.attributes & 7 or not lo <= m.offset <= hi or (prev is not None and m.offset <= prev):
+            break
+        if not m.is_valid:
+            break
+        gaps = gaps or (prev is not None and m.offset > prev + 1)
+        first = m.offset if count == 0 else first
+        prev = m.offset
+        max_ts = max(max_ts, m.timestamp)
+        count += 1
+        at = m.next_position
+    got = C.scan_messages(buf, 0, len(buf), len(buf), shift if have_prev else None, lo, hi)
+    assert got == (at, count, first, prev if prev is not None else 0, max_ts, gaps), got
+    # scan_inner: the whole set, or None
+    whole = bool(messages) and messages[-1].next_position == len(buf)
+    whole = whole and all(len(buf) - m.position >= 26 for m in messages)
+    want = (
+        (len(messages), messages[0].offset, messages[-1].offset, max(m.offset for m in messages))
+        if whole
+        else None
+    )
+    assert C.scan_inner(buf) == want
+    # format_messages: every line as the Python renderers make it, or ValueError when not all plain
+    json_out, print_data, inner = bool(flags & 1), bool(flags & 2), bool(flags & 4)
+    append = append_time if flags & 8 else None
+    wrapper_position = 12345 if inner else -1
+    if not inner:
+        shift = 0
+    plain = not buf or (whole and all(not m.attributes & 7 for m in messages))
+    shifted = [m.offset + shift for m in messages]
+    in_range = all(INT64[0] <= o <= INT64[1] for o in shifted)
+    name = json.dumps("f.log")
+    try:
+        text = C.format_messages(buf, 1000, json_out, print_data, name, wrapper_position, shift, append)
+    except ValueError:
+        assert not (plain and in_range), "C refused a plain message set"
+        return
+    assert plain and in_range, "C formatted what the Python path refuses"
+    assert text.decode() == _python_message_lines(messages, shift, append, json_out, print_data, inner)
+
+
+def _python_message_lines(messages, shift, append, json_out, print_data, inner) -> str:
+    out = io.StringIO()
+    for m in messages:
+        m.offset += shift
+        if append is not None:
+            m.timestamp = append
+    if json_out:
+        renderer = DumpJsonRenderer(out, print_data)
+        for m in messages:
+            renderer.emit(renderer._message("f.log", m, 12345 if inner else 1000 + m.position, None, inner))
+    else:
+        writer = LineWriter(out, colour=False)
+        renderer = DumpTextRenderer(writer, LineWriter(io.StringIO(), colour=False), print_data, False)
+        for m in messages:
+            renderer._message(m, 12345 if inner else 1000 + m.position, None)
+    return out.getvalue()
+
+
+# ---- KRaft metadata records ---------------------------------------------------------------------------
+
+
+def check_kraft(data: bytes) -> None:
+    if kraft._C is None:
+        return
+
+    def outcome(fn):
+        try:
+            return fn(data)
+        except kraft.MetadataDecodeError as exc:
+            return ("error", exc.message, exc.position)
+
+    c = outcome(kraft.decode_metadata_record)
+    py = outcome(kraft.decode_metadata_record_py)
+    assert c == py, (c, py)
+
+
+TARGETS = {"records": check_records, "messages": check_messages, "kraft": check_kraft}
