@@ -8,6 +8,7 @@ import sys
 import click
 
 from kafka_tools.cli import pipe
+from kafka_tools.cli.live_options import live_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
 from kafka_tools.log.findings import UNREADABLE, ValidateOptions
 from kafka_tools.log.validate import validate_paths
@@ -48,6 +49,7 @@ def usable_cores() -> int:
     default=None,
     help="Segments checked at once (threads); output stays in file order [default: the usable cores].",
 )
+@live_options
 @click.pass_context
 def validate(
     ctx: click.Context,
