@@ -146,6 +146,25 @@ def _internal_mode(p: Path, options: DumpOptions, kind: FileKind | None = None) 
     return None
 
 
+# How the batch a running broker is appending reads at the end of its newest segment.
+_UNFINISHED = frozenset({ProblemKind.TRUNCATED_ENTRY, ProblemKind.TRUNCATED_HEADER})
+
+
+def is_newest_live_segment(p: Path) -> bool:
+    """`p` is (or is the index of) the newest segment of a partition a running broker writes: the one
+    it appends to (the log dir's `.lock` held, or --live)."""
+    from kafka_tools.broker_lock import is_live
+    from kafka_tools.log.dirs import list_partition
+
+    if partition_of(p) is None or not is_live(p.parent.parent):
+        return False
+    try:
+        listing = list_partition(p.parent, live=True)
+    except InputError:
+        return False
+    return bool(listing.stems) and base_offset_of(p) == max(listing.stems)
+
+
 def _dump_log(
     name: str, p: Path, kind: FileKind, size: int, options: DumpOptions, progress
 ) -> Iterator[Event]:
@@ -167,6 +186,7 @@ def _dump_log(
         walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs)
     last_offset: int | None = None
     recovery_point: int | None = None  # where the broker's recovery would cut: first bad CRC or frame
+    in_flight = is_newest_live_segment(p)
     for item in walk:
         if type(item) is MessageRun:
             # Valid plain messages above `last_offset` (RunBounds.prev): nothing to report in them.
@@ -177,6 +197,8 @@ def _dump_log(
             yield MessageRunEvent(name, item.position, item.data, item.count)
             continue
         if isinstance(item, Problem):
+            if in_flight and item.kind in _UNFINISHED and recovery_point is None:
+                break  # the batch a running broker is appending: not written yet, not damage
             end.problems += 1
             if not item.kept_by_broker:
                 if recovery_point is None:
@@ -392,8 +414,12 @@ def _index_against_log(
     if not positions:
         return
     found: set[int] = set()
+    in_flight = is_newest_live_segment(log)
     for item in iter_log_entries(log):
         if isinstance(item, Problem):
+            if in_flight and item.kind in _UNFINISHED:
+                # entries for the batch being appended (0.9 writes the entry first): in flight
+                entries = [e for e in entries if e.position < item.position]
             break
         e = positions.get(item.position)
         if e is None:

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from kafka_tools.format.plural import plural
-from kafka_tools.log.dirs import Segment
+from kafka_tools.log.dirs import Partition, Segment
 from kafka_tools.log.findings import IN_FLIGHT, Finding, SegmentReport, Severity
 
 # What an index of the segment being written says of bytes not (fully) written yet.
@@ -38,7 +38,7 @@ def settle_active_segment(seg: Segment, report: SegmentReport) -> None:
     data become one in-flight finding each, instead of errors, and the tail leaves the segment's
     size (the broker has not made it part of the log yet). Damage followed by valid data is not a
     tail being written: it stays an error."""
-    log = str(seg.log)
+    log = str(report.path)  # as the findings name it (`ktool scan` names files as the user did)
     if report.tail_bytes and not report.valid_after:
         cut = report.recovery_point
         in_tail = [f for f in report.findings if f.file == log and (f.position or 0) >= cut]
@@ -55,10 +55,19 @@ def settle_active_segment(seg: Segment, report: SegmentReport) -> None:
             )
         )
         report.size = cut
-    indexes = {str(f) for f in (seg.offset_index, seg.time_index) if f is not None}
     for i, f in enumerate(report.findings):
-        if f.file in indexes and f.kind in _INDEX_AHEAD:
+        if f.kind in _INDEX_AHEAD:  # findings only a segment's own .index / .timeindex has
             report.findings[i] = in_flight(f, "an entry ahead of the data written so far")
+
+
+def settle_newest(part: Partition, reports: list[SegmentReport]) -> None:
+    """Settle the newest segment's report when the partition is live or the segment grew meanwhile
+    (`reports` in segment order; a newest segment not read has no report and nothing to settle)."""
+    active = part.active
+    if not reports or active is None or reports[-1].base_offset != active.base_offset:
+        return
+    if part.live or grew_while_read(active, reports[-1]):
+        settle_active_segment(active, reports[-1])
 
 
 def in_flight(f: Finding, why: str) -> Finding:

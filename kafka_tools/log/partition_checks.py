@@ -19,11 +19,10 @@ from kafka_tools.log.findings import (
     unreadable_finding,
 )
 from kafka_tools.log.in_flight import (
-    grew_while_read,
     in_flight,
     index_without_segment,
     removed_segment,
-    settle_active_segment,
+    settle_newest,
     transient_file,
 )
 from kafka_tools.log.index_checks import check_snapshot
@@ -52,10 +51,7 @@ def validate_partition(
             unreadable.append((seg.log, str(exc.strerror or exc)))
             continue
         reports.append(seg_report)
-    active = part.active
-    if reports and active is not None and reports[-1].path == active.log:
-        if part.live or grew_while_read(active, reports[-1]):
-            settle_active_segment(active, reports[-1])
+    settle_newest(part, reports)
     report = assemble_partition(part, reports, compacted)
     report.findings += removed
     report.findings += [unreadable_finding(path, why) for path, why in unreadable]

@@ -326,3 +326,18 @@ def test_truncate_under_live_refuses_before_reading_anything(tmp_path, monkeypat
         assert result.exit_code == 3 and result.stderr.count("\n") == 1 and "--live" in result.stderr
     assert not (tmp_path / "bk").exists()
     shutil.rmtree(logs)
+
+
+def test_dump_log_of_the_segment_being_written_stops_at_its_last_complete_batch(tmp_path) -> None:
+    logs, part, written = _log_dir(tmp_path)
+    seg, _ = _half_written_tail(part)
+    with lock_held_elsewhere(logs / ".lock"):
+        for f in (seg, seg.with_suffix(".index")):
+            result = run_ktool("dump-log", str(f))
+            assert (result.exit_code, result.stderr) == (0, ""), f
+        older = sorted(part.glob("*.log"))[0]
+        with open(older, "ab") as out:
+            out.write(b"\x00\x00\x00")  # a rolled segment's damage is still damage
+        assert run_ktool("dump-log", str(older)).exit_code == 1
+    result = run_ktool("dump-log", str(seg))  # stopped: the same tail is what a crash left
+    assert result.exit_code == 1 and "truncated-entry" in result.stderr
