@@ -36,6 +36,7 @@ from kafka_tools.log.dump_events import (
     MessageRunEvent,
     ProblemEvent,
 )
+from kafka_tools.log.in_flight import is_newest_live_segment
 from kafka_tools.log.internal_records import decode_cluster_metadata, decode_internal
 
 
@@ -148,21 +149,6 @@ def _internal_mode(p: Path, options: DumpOptions, kind: FileKind | None = None) 
 
 # How the batch a running broker is appending reads at the end of its newest segment.
 _UNFINISHED = frozenset({ProblemKind.TRUNCATED_ENTRY, ProblemKind.TRUNCATED_HEADER})
-
-
-def is_newest_live_segment(p: Path) -> bool:
-    """`p` is (or is the index of) the newest segment of a partition a running broker writes: the one
-    it appends to (the log dir's `.lock` held, or --live)."""
-    from kafka_tools.broker_lock import is_live
-    from kafka_tools.log.dirs import list_partition
-
-    if partition_of(p) is None or not is_live(p.parent.parent):
-        return False
-    try:
-        listing = list_partition(p.parent, live=True)
-    except InputError:
-        return False
-    return bool(listing.stems) and base_offset_of(p) == max(listing.stems)
 
 
 def _dump_log(

@@ -60,6 +60,24 @@ def settle_active_segment(seg: Segment, report: SegmentReport) -> None:
             report.findings[i] = in_flight(f, "an entry ahead of the data written so far")
 
 
+def is_newest_live_segment(p: Path) -> bool:
+    """`p` is (or is the index of) the newest segment of a partition a running broker writes: the one
+    it appends to (the log dir's `.lock` held, or --live). For files named one by one."""
+    from kafka_tools.broker_lock import is_live
+    from kafka_tools.errors import InputError
+    from kafka_tools.format.kinds import base_offset_of, partition_of
+    from kafka_tools.log.dirs import list_partition
+
+    p = Path(p).absolute()
+    if partition_of(p) is None or not is_live(p.parent.parent):
+        return False
+    try:
+        listing = list_partition(p.parent, live=True)
+    except InputError:
+        return False
+    return bool(listing.stems) and base_offset_of(p) == max(listing.stems)
+
+
 def settle_newest(part: Partition, reports: list[SegmentReport]) -> None:
     """Settle the newest segment's report when the partition is live or the segment grew meanwhile
     (`reports` in segment order; a newest segment not read has no report and nothing to settle)."""

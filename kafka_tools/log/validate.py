@@ -29,7 +29,7 @@ from kafka_tools.log.findings import (
     Summary,
     ValidateOptions,
 )
-from kafka_tools.log.in_flight import in_flight
+from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
 from kafka_tools.log.index_checks import check_offset_index, check_snapshot, check_time_index, index_positions
 from kafka_tools.log.partition_checks import (
     dump_checks,
@@ -204,10 +204,14 @@ def result_for_file(
 ) -> None:
     kind = kind_of(path)
     try:
-        if kind in (FileKind.LOG, FileKind.KAFKA07) and scans is not None and path in scans:
-            result.files.append(scans.pop(path).result())
-        elif kind in (FileKind.LOG, FileKind.KAFKA07):
-            result.files.append(scan_segment(path, options, progress(path) if progress else None))
+        if kind in (FileKind.LOG, FileKind.KAFKA07):
+            if scans is not None and path in scans:
+                report = scans.pop(path).result()
+            else:
+                report = scan_segment(path, options, progress(path) if progress else None)
+            if is_newest_live_segment(path):  # named alone: the segment a running broker appends to
+                settle_active_segment(Segment(report.base_offset, path), report)
+            result.files.append(report)
         elif kind == FileKind.PRODUCER_SNAPSHOT:
             result.findings += check_snapshot(path)
         elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX) and not path.with_suffix(".log").is_file():

@@ -73,6 +73,8 @@ def test_a_half_written_tail_and_an_index_entry_past_the_data_are_in_flight_on_a
     seg, complete = _half_written_tail(part)
     with lock_held_elsewhere(logs / ".lock"):
         code, objs = _validate(str(logs))
+        named, alone = _validate(str(seg))  # the segment named alone: the same verdict
+    assert named == 0 and {o["kind"] for o in alone if o["type"] == "finding"} == {IN_FLIGHT}
     findings = [o for o in objs if o["type"] == "finding"]
     assert code == 0
     assert findings and {f["kind"] for f in findings} == {IN_FLIGHT}
