@@ -362,7 +362,13 @@ def plan_partition(
             )
         else:
             res.high_watermark_source = HW_CHECKPOINT
-            if hw > res.log_end_offset:
+            if hw > res.log_end_offset and part.live:
+                res.notes.append(
+                    f"high watermark {hw} is past the log end {res.log_end_offset}: in flight (a running "
+                    "broker appended after the segments were read); the log end is taken"
+                )
+                hw = res.log_end_offset
+            elif hw > res.log_end_offset:
                 res.inconsistent.append(
                     f"{part.log_dir / HW_CHECKPOINT}: high watermark {hw} of {part.name} is past its log end "
                     f"{res.log_end_offset} (ktool takes the log end, as the broker clamps it)"
@@ -497,6 +503,9 @@ def preview(
     """The retention preview of every partition (and the compaction preview with `compaction`)."""
     forced = rule_for_version(broker_version) if broker_version else None
     checkpoints = _Checkpoints()
+    for part in parts:  # every log dir's checkpoints read before any segment they are compared with
+        for name in (LSO_CHECKPOINT, HW_CHECKPOINT):
+            checkpoints.offset(part, name, [])
     out = []
     for part in parts:
         if forced is not None:

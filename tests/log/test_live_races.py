@@ -343,3 +343,15 @@ def test_dump_log_of_the_segment_being_written_stops_at_its_last_complete_batch(
         assert run_ktool("dump-log", str(older)).exit_code == 1
     result = run_ktool("dump-log", str(seg))  # stopped: the same tail is what a crash left
     assert result.exit_code == 1 and "truncated-entry" in result.stderr
+
+
+def test_retention_takes_a_high_watermark_past_the_log_end_as_in_flight_on_a_live_broker(tmp_path) -> None:
+    logs, _, written = _log_dir(tmp_path)  # v2: the 3.0+ rule, which never deletes past the watermark
+    (logs / "replication-offset-checkpoint").write_text(f"0\n1\nt 0 {written[-1].offset + 100}\n")
+    args = ("retention", "--now", str(T0 + 10**9), "--retention-ms", "1000", str(logs))
+    stopped = run_ktool(*args)
+    assert stopped.exit_code == 1 and "past its log end" in stopped.stderr  # a stopped broker: inconsistent
+    with lock_held_elsewhere(logs / ".lock"):
+        live = run_ktool(*args)
+    assert (live.exit_code, live.stderr) == (0, "")
+    assert "in flight" in live.stdout
