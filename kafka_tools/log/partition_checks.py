@@ -36,6 +36,7 @@ def validate_partition(
     reports = []
     unreadable = list(part.unreadable)
     removed = []
+    after_removed: set[int] = set()  # segments read after one that was gone: no continuity across it
     for seg in part.segments:
         try:
             if scans is not None and seg.log in scans:
@@ -46,26 +47,33 @@ def validate_partition(
             # Listed, then gone: the broker's retention or cleaner removed it meanwhile. What is left
             # is the partition as it is now, not a file that cannot be read.
             removed.append(removed_segment(seg))
+            after_removed.add(-1)
             continue
         except OSError as exc:
             unreadable.append((seg.log, str(exc.strerror or exc)))
             continue
+        if -1 in after_removed:
+            after_removed.discard(-1)
+            after_removed.add(seg.base_offset)
         reports.append(seg_report)
     settle_newest(part, reports)
-    report = assemble_partition(part, reports, compacted)
+    report = assemble_partition(part, reports, compacted, frozenset(after_removed))
     report.findings += removed
     report.findings += [unreadable_finding(path, why) for path, why in unreadable]
     return report
 
 
-def assemble_partition(part: Partition, segments: list[SegmentReport], compacted: bool) -> PartitionReport:
+def assemble_partition(
+    part: Partition, segments: list[SegmentReport], compacted: bool, after_gone: frozenset[int] = frozenset()
+) -> PartitionReport:
     """The partition-level checks over its segments' reports (in offset order): continuity between
-    segments, later segments lost to a cut, snapshots, leader epochs, stray files."""
+    segments, later segments lost to a cut, snapshots, leader epochs, stray files. `after_gone`: base
+    offsets of segments whose predecessor the broker removed while it was read (no gap to report)."""
     report = PartitionReport(part)
     previous: SegmentReport | None = None
     for seg_report in segments:
         report.segments.append(seg_report)
-        if previous is not None:
+        if previous is not None and seg_report.base_offset not in after_gone:
             report.findings += _continuity(part, previous, seg_report, compacted or previous.has_gaps)
         previous = seg_report if seg_report.next_offset is not None else previous
     _later_segments_after_cut(report)
