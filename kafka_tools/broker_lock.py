@@ -16,26 +16,31 @@ import os
 LOCK_FILE = ".lock"
 
 LIVE, OFFLINE = "live", "offline"
-_mode: str | None = None  # None: ask the lock
+MODE_ENV = "KTOOL_LIVENESS"  # how the override reaches child processes (`ktool scan`'s executors)
 
 
 def set_mode(mode: str | None) -> None:
-    """`live`, `offline` or None (the lock decides), for every log dir this process reads."""
-    global _mode
+    """`live`, `offline` or None (the lock decides), for every log dir this process (and the processes
+    it starts) reads."""
     if mode not in (None, LIVE, OFFLINE):
         raise ValueError(f"not a liveness mode: {mode!r}")
-    _mode = mode
+    if mode is None:
+        os.environ.pop(MODE_ENV, None)
+    else:
+        os.environ[MODE_ENV] = mode
 
 
 def mode() -> str | None:
-    return _mode
+    value = os.environ.get(MODE_ENV)
+    return value if value in (LIVE, OFFLINE) else None
 
 
 def is_live(log_dir: str | os.PathLike) -> bool:
     """A broker may be writing `log_dir` now: the override when given, else whether another process
     holds its `.lock`."""
-    if _mode is not None:
-        return _mode == LIVE
+    override = mode()
+    if override is not None:
+        return override == LIVE
     return lock_held(log_dir)
 
 

@@ -17,8 +17,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _set_mode(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if ctx.resilient_parsing:
         return
+    if value is None:
+        return  # $KTOOL_LIVENESS, or the lock
+    before = broker_lock.mode()
     broker_lock.set_mode(value)
-    ctx.call_on_close(lambda: broker_lock.set_mode(None))  # an in-process caller's next command asks again
+    ctx.call_on_close(lambda: broker_lock.set_mode(before))  # an in-process caller's next command asks again
 
 
 def live_options(func: F) -> F:
@@ -32,5 +35,5 @@ def live_options(func: F) -> F:
             ctx, param, None if value is None else (broker_lock.LIVE if value else broker_lock.OFFLINE)
         ),
         help="Read the log dirs as a running broker's (its newest segment in flight, repairs refused) or "
-        "as a stopped one's [default: whether a broker holds the log dir's .lock].",
+        "as a stopped one's [default: $KTOOL_LIVENESS, else whether a broker holds the log dir's .lock].",
     )(func)

@@ -96,6 +96,7 @@ def test_the_same_tail_on_a_stopped_broker_is_damage_and_live_overrides_the_lock
     assert code == 1 and "index-past-valid-data" in kinds and IN_FLIGHT not in kinds
     code, objs = _validate("--live", str(logs))  # a copy of a running broker's dir: the lock cannot tell
     assert code == 0 and {o["kind"] for o in objs if o["type"] == "finding"} == {IN_FLIGHT}
+    assert run_ktool("validate", str(logs), env={"KTOOL_LIVENESS": "live"}).exit_code == 0  # scan's executors
     with lock_held_elsewhere(logs / ".lock"):
         code, _ = _validate("--offline", str(logs))  # and the other way round
     assert code == 1
