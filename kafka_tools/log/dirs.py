@@ -149,6 +149,11 @@ def list_partition(path: str | os.PathLike, live: bool | None = None) -> Partiti
     out = PartitionListing(text, where[0], where[1], live)
     try:
         entries = list(os.scandir(text))
+    except FileNotFoundError:
+        if live:
+            return out  # deleted (or renamed `-delete`) by the running broker since its log dir was listed
+        out.unreadable.append((text, "no such directory"))
+        return out
     except OSError as exc:
         out.unreadable.append((text, str(exc.strerror or exc)))
         return out
