@@ -157,19 +157,21 @@ def list_partition(path: str | os.PathLike, live: bool | None = None) -> Partiti
     except OSError as exc:
         out.unreadable.append((text, str(exc.strerror or exc)))
         return out
+    out.names = {entry.name for entry in entries}
     for entry in entries:
         name = entry.name
-        out.names.add(name)
         if name.endswith(TRANSIENT_SUFFIXES):
             out.transient.append(name)
             continue
         stem, _, suffix = name.partition(".")
-        digits = stem.isdigit()
+        if suffix in _INDEX_ATTRS and stem.isdigit():
+            out.indexes.append((int(stem), _INDEX_ATTRS[suffix], name))  # the hot path: no stat at all
+            continue
         try:
             regular = entry.is_file()  # the directory entry's type: no stat but for symbolic links
         except OSError:
             regular = False
-        if digits and suffix in ("log", "kafka"):
+        if suffix in ("log", "kafka") and stem.isdigit():
             if not regular:
                 # A segment that cannot be read (a link into an unmounted disk, a FIFO that would
                 # block a reader) is not "no data": the partition cannot be fully read.
@@ -183,11 +185,9 @@ def list_partition(path: str | os.PathLike, live: bool | None = None) -> Partiti
             out.suffixes.add(suffix)
         elif not regular:
             out.orphans.append(name)
-        elif digits and suffix in _INDEX_ATTRS:
-            out.indexes.append((int(stem), _INDEX_ATTRS[suffix], name))
         elif name == LEADER_EPOCH_CHECKPOINT:
             out.leader_epoch_checkpoint = name
-        elif suffix == "snapshot" or name.endswith(".snapshot"):
+        elif name.endswith(".snapshot"):
             out.snapshots.append(name)
         elif name in ("partition.metadata", QUORUM_STATE):
             out.other.append(name)

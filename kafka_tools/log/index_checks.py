@@ -3,6 +3,8 @@ producer-state snapshots."""
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,10 +39,18 @@ class SegmentIndexes:
 def read_indexes(seg: Segment) -> SegmentIndexes:
     out = SegmentIndexes()
     if seg.offset_index is not None:
+        _regular(seg.offset_index)
         out.offset = index.read_offset_index(seg.offset_index, seg.base_offset)
     if seg.time_index is not None:
+        _regular(seg.time_index)
         out.time = index.read_time_index(seg.time_index, seg.base_offset)
     return out
+
+
+def _regular(path: Path) -> None:
+    """An index named so but not a regular file (a FIFO would block the read): OSError, unreadable."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(0, f"{path.name}: named as an index but not a regular file", str(path))
 
 
 def _index_size_findings(path: Path, tail: index.IndexTail, width: int) -> list[Finding]:
