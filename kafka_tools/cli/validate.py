@@ -65,7 +65,9 @@ def validate(
     PATH may be a segment or index file, a partition directory (topic-N), a log dir, or a directory
     holding log dirs (searched recursively). Every finding names the file, byte position, offset and
     what is wrong; errors say whether they lie in a tail that `ktool truncate` repairs as the broker's
-    recovery would, or in the middle of the data.
+    recovery would, or in the middle of the data. On a running broker's log dir (its .lock held, or
+    --live) the newest segment's unfinished tail, index entries ahead of its data, checkpoints ahead
+    of the log end and files being deleted are `in-flight` findings (info), not damage.
 
     \b
     Exit status:

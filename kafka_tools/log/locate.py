@@ -1,9 +1,12 @@
 """Where an offset lives in a partition directory, found the way the broker's read path finds it.
 
-A binary search over the segments' base offsets (their file names) picks the segment; a binary search
-in its memory-mapped `.index` (8-byte entries: relative offset, position) gives the largest entry at or
-below the offset; batches are then stepped over by their headers only, read in bounded chunks, up to the
-one holding the offset. Nothing else is opened, so the cost does not grow with the segment count.
+A binary search over the segments' base offsets (their file names, listed by the one partition model,
+`dirs.list_partition`) picks the segment; a binary search in its `.index` (8-byte entries: relative
+offset, position; read with pread, never mapped: a running broker trims it at a roll) gives the largest
+entry at or below the offset; batches are then stepped over by their headers only, read in bounded
+chunks, up to the one holding the offset. Nothing else is opened, so the cost does not grow with the
+segment count. On a running broker's partition the newest segment's unfinished batch and the index
+entries ahead of its data are in flight: the walk ends before them, without a warning.
 
 An index is never trusted blindly: one that is empty, cut, not increasing, pointing past its segment,
 or whose entry does not match the batch it points at makes the segment be scanned from its start
