@@ -11,6 +11,7 @@ import click
 
 from kafka_tools.cli import pipe
 from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
+from kafka_tools.cli.live_options import live_options
 from kafka_tools.cli.validate import usable_cores
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 from kafka_tools.log.dump import dump_file
@@ -84,6 +85,7 @@ from kafka_tools.render.values import DECODERS
     default=None,
     help="Files dumped at once (processes); output stays in file order [default: the usable cores].",
 )
+@live_options
 @click.pass_context
 def dump_log(
     ctx: click.Context,

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from kafka_tools.cli.live_options import live_options
 from kafka_tools.errors import EXIT_FINDINGS
 
 
@@ -22,6 +23,7 @@ from kafka_tools.errors import EXIT_FINDINGS
     "timestamp is at or after T.",
 )
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: logDir, topic, partition, offset, time.")
+@live_options
 @click.pass_context
 def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: str, as_json: bool) -> None:
     """Print each partition's offset at a time, from the files of log dirs (no broker needed).

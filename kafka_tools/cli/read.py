@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from kafka_tools.cli.live_options import live_options
 from kafka_tools.errors import EXIT_FINDINGS
 
 DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, without importing it here
@@ -48,6 +49,7 @@ DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, with
     help="How values and header values are printed (as --key-decoder).",
 )
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: dump-log's batch/record/message objects.")
+@live_options
 @click.pass_context
 def read(
     ctx: click.Context,

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.cli.live_options import live_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
 from kafka_tools.log.retention import find_partitions, preview
 from kafka_tools.log.retention_config import (
@@ -64,6 +65,7 @@ def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dic
 @click.option(
     "--json", "as_json", is_flag=True, help="JSON Lines: partition and segment objects, then a summary."
 )
+@live_options
 @click.pass_context
 def retention(
     ctx: click.Context,

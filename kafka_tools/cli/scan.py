@@ -10,6 +10,7 @@ from contextlib import ExitStack, contextmanager
 
 import click
 
+from kafka_tools.cli.live_options import live_options
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.render.lines import wants_colour
 
@@ -126,6 +127,7 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
 )
+@live_options
 @click.pass_context
 def scan(
     ctx: click.Context,

@@ -8,11 +8,19 @@ from pathlib import Path
 
 import click
 
+from kafka_tools.cli.live_options import live_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, UsageError
 from kafka_tools.format.plural import plural
-from kafka_tools.log.dirs import Partition, Segment, discover
+from kafka_tools.log.dirs import Partition, Segment, discover, refuse_if_live
 from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
-from kafka_tools.log.repair import MANIFEST, apply_plan, check_backup_location, log_dir_lock, undo
+from kafka_tools.log.repair import (
+    MANIFEST,
+    apply_plan,
+    check_backup_location,
+    log_dir_lock,
+    undo,
+    undo_targets,
+)
 from kafka_tools.state import STATE_HOME_HELP, backups_dir
 
 
@@ -114,6 +122,7 @@ def plan_json(plan: RecoveryPlan) -> dict:
 @click.option(
     "--json", "as_json", is_flag=True, help="JSON Lines: the plan and the result of each partition."
 )
+@live_options
 @click.pass_context
 def truncate(
     ctx: click.Context,
@@ -133,27 +142,32 @@ def truncate(
     every later segment — then does it: every removed or rewritten byte is first copied, with a
     manifest (sizes, sha256), into --backup-dir. `ktool truncate --undo MANIFEST` restores exactly.
 
-    ktool refuses while a broker holds the log dir's .lock, and refuses damage that valid data
+    ktool refuses while a broker holds the log dir's .lock (asked first: one line, exit 3, nothing read
+    or changed, --dry-run too; --live refuses as if one did), and refuses damage that valid data
     follows (cutting it would lose that data) unless --force; even then the valid entries after the
     hole are kept in the backup, as a segment of their own.
 
     \b
     Exit status:
       0  done, or nothing to do
-      1  refused (corruption in the middle, a broker running) or nothing applied
+      1  refused (corruption in the middle) or nothing applied
       2  usage error
-      3  a path could not be read
+      3  a path could not be read, or a broker holds the log dir's .lock
     """
     out = sys.stdout
     if undo_manifest is not None:
         if paths:
             raise UsageError("--undo takes the manifest alone, no PATH")
         manifest = undo_manifest / MANIFEST if undo_manifest.is_dir() else undo_manifest
+        refuse_if_live(undo_targets(manifest), "ktool truncate --undo")
         for line in undo(manifest):
             _say(out, as_json, {"type": "undo", "action": line}, line)
         return
     if not paths:
         raise UsageError("give a partition directory, a log dir or a segment (or --undo MANIFEST)")
+    for path in paths:
+        check_exists(path)
+    refuse_if_live(list(paths), "ktool truncate")  # first: a running broker's files are not planned
     backup_dir = backups_dir() if backup_dir is None else backup_dir
     if not dry_run:
         check_backup_location(backup_dir)

@@ -8,6 +8,7 @@ import sys
 import click
 
 from kafka_tools.cli import pipe
+from kafka_tools.cli.live_options import live_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
 from kafka_tools.log.findings import UNREADABLE, ValidateOptions
 from kafka_tools.log.validate import validate_paths
@@ -48,6 +49,7 @@ def usable_cores() -> int:
     default=None,
     help="Segments checked at once (threads); output stays in file order [default: the usable cores].",
 )
+@live_options
 @click.pass_context
 def validate(
     ctx: click.Context,
@@ -63,7 +65,9 @@ def validate(
     PATH may be a segment or index file, a partition directory (topic-N), a log dir, or a directory
     holding log dirs (searched recursively). Every finding names the file, byte position, offset and
     what is wrong; errors say whether they lie in a tail that `ktool truncate` repairs as the broker's
-    recovery would, or in the middle of the data.
+    recovery would, or in the middle of the data. On a running broker's log dir (its .lock held, or
+    --live) the newest segment's unfinished tail, index entries ahead of its data, checkpoints ahead
+    of the log end and files being deleted are `in-flight` findings (info), not damage.
 
     \b
     Exit status:

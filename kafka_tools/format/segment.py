@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
+from kafka_tools import broker_lock
 from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc32, crc32c
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
@@ -194,24 +195,13 @@ def iter_log_entries(
 
 def safe_to_map(path: str | os.PathLike) -> bool:
     """Memory-map a segment only when no broker holds its log dir: a broker may truncate a segment it
-    owns (recovery, follower truncation), and touching a mapped page past a file's new end kills the
-    reader with SIGBUS. `KTOOL_NO_MMAP=1` always reads with pread instead."""
+    owns (recovery, follower truncation, the index trimmed at a roll), and touching a mapped page past
+    a file's new end kills the reader with SIGBUS. Never under `--live`; never while the lock is held,
+    even under `--offline`. `KTOOL_NO_MMAP=1` always reads with pread instead."""
     if os.environ.get("KTOOL_NO_MMAP"):
         return False
-    lock = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(path))), ".lock")
-    try:
-        st = os.stat(lock)
-    except FileNotFoundError:
-        return True  # a broker creates and locks `.lock` in every log dir it runs on
-    except OSError:
-        return False
-    try:
-        with open("/proc/locks") as f:
-            held = f.read()
-    except OSError:
-        return False
-    needle = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
-    return needle not in held
+    log_dir = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    return not (broker_lock.is_live(log_dir) or broker_lock.lock_held(log_dir))
 
 
 class BatchHeader(NamedTuple):

@@ -37,6 +37,7 @@ from kafka_tools.log.dump_events import (
     MessageRunEvent,
     ProblemEvent,
 )
+from kafka_tools.log.in_flight import is_newest_live_segment
 from kafka_tools.log.internal_records import decode_cluster_metadata, decode_internal
 
 
@@ -147,6 +148,10 @@ def _internal_mode(p: Path, options: DumpOptions, kind: FileKind | None = None) 
     return None
 
 
+# How the batch a running broker is appending reads at the end of its newest segment.
+_UNFINISHED = frozenset({ProblemKind.TRUNCATED_ENTRY, ProblemKind.TRUNCATED_HEADER})
+
+
 def _dump_log(
     name: str, p: Path, kind: FileKind, size: int, options: DumpOptions, progress
 ) -> Iterator[Event]:
@@ -168,6 +173,7 @@ def _dump_log(
         walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs)
     last_offset: int | None = None
     recovery_point: int | None = None  # where the broker's recovery would cut: first bad CRC or frame
+    in_flight = is_newest_live_segment(p)
     for item in walk:
         if type(item) is MessageRun:
             # Valid plain messages above `last_offset` (RunBounds.prev): nothing to report in them.
@@ -178,6 +184,8 @@ def _dump_log(
             yield MessageRunEvent(name, item.position, item.data, item.count)
             continue
         if isinstance(item, Problem):
+            if in_flight and item.kind in _UNFINISHED and recovery_point is None:
+                break  # the batch a running broker is appending: not written yet, not damage
             end.problems += 1
             if not item.kept_by_broker:
                 if recovery_point is None:
@@ -393,8 +401,12 @@ def _index_against_log(
     if not positions:
         return
     found: set[int] = set()
+    in_flight = is_newest_live_segment(log)
     for item in iter_log_entries(log):
         if isinstance(item, Problem):
+            if in_flight and item.kind in _UNFINISHED:
+                # entries for the batch being appended (0.9 writes the entry first): in flight
+                entries = [e for e in entries if e.position < item.position]
             break
         e = positions.get(item.position)
         if e is None:

@@ -3,6 +3,9 @@ producer-state snapshots."""
 
 from __future__ import annotations
 
+import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_tools.format import index, snapshot
@@ -17,6 +20,40 @@ from kafka_tools.log.findings import Finding, SegmentReport, Severity
 # -- the files beside the segments ---------------------------------------------------------------
 
 
+IndexRead = tuple[list, index.IndexTail]  # what index.read_offset_index / read_time_index return
+
+
+@dataclass
+class SegmentIndexes:
+    """A segment's `.index` and `.timeindex` as read before the segment itself: every entry then names
+    bytes already written (a running broker appends to both while ktool reads)."""
+
+    offset: IndexRead | None = None
+    time: IndexRead | None = None
+
+    @property
+    def positions(self) -> set[int]:
+        """The positions the `.index` points at: the entries `check_offset_index` must find in the scan."""
+        return {e.position for e in self.offset[0]} if self.offset is not None else set()
+
+
+def read_indexes(seg: Segment) -> SegmentIndexes:
+    out = SegmentIndexes()
+    if seg.offset_index is not None:
+        _regular(seg.offset_index)
+        out.offset = index.read_offset_index(seg.offset_index, seg.base_offset)
+    if seg.time_index is not None:
+        _regular(seg.time_index)
+        out.time = index.read_time_index(seg.time_index, seg.base_offset)
+    return out
+
+
+def _regular(path: Path) -> None:
+    """An index named so but not a regular file (a FIFO would block the read): OSError, unreadable."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(0, f"{path.name}: named as an index but not a regular file", str(path))
+
+
 def _index_size_findings(path: Path, tail: index.IndexTail, width: int) -> list[Finding]:
     if not tail.trailing_bytes:
         return []
@@ -24,14 +61,15 @@ def _index_size_findings(path: Path, tail: index.IndexTail, width: int) -> list[
     return [Finding(str(path), "index-size", Severity.ERROR, message, tail.position, repairable=True)]
 
 
-def check_offset_index(seg: Segment, report: SegmentReport) -> list[Finding]:
+def check_offset_index(seg: Segment, report: SegmentReport, read: IndexRead | None = None) -> list[Finding]:
     """Entries must increase and point at the start of an entry whose last offset they name (KAFKA-7487;
-    before it, brokers stored the first offset of a compressed message set, which is accepted too)."""
+    before it, brokers stored the first offset of a compressed message set, which is accepted too).
+    `read`: the entries as read before the segment was scanned (`read_indexes`), else read now."""
     path = seg.offset_index
     assert path is not None
     name = str(path)
     out: list[Finding] = []
-    entries, tail = index.read_offset_index(path, seg.base_offset)
+    entries, tail = read if read is not None else index.read_offset_index(path, seg.base_offset)
     out += _index_size_findings(path, tail, 8)
     previous = None
     for e in entries:
@@ -94,12 +132,12 @@ def check_offset_index(seg: Segment, report: SegmentReport) -> list[Finding]:
     return out
 
 
-def check_time_index(seg: Segment, report: SegmentReport) -> list[Finding]:
+def check_time_index(seg: Segment, report: SegmentReport, read: IndexRead | None = None) -> list[Finding]:
     path = seg.time_index
     assert path is not None
     name = str(path)
     out: list[Finding] = []
-    entries, tail = index.read_time_index(path, seg.base_offset)
+    entries, tail = read if read is not None else index.read_time_index(path, seg.base_offset)
     out += _index_size_findings(path, tail, 12)
     for before, after in zip(entries, entries[1:], strict=False):
         if after.timestamp < before.timestamp or after.offset < before.offset:

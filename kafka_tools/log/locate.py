@@ -1,9 +1,12 @@
 """Where an offset lives in a partition directory, found the way the broker's read path finds it.
 
-A binary search over the segments' base offsets (their file names) picks the segment; a binary search
-in its memory-mapped `.index` (8-byte entries: relative offset, position) gives the largest entry at or
-below the offset; batches are then stepped over by their headers only, read in bounded chunks, up to the
-one holding the offset. Nothing else is opened, so the cost does not grow with the segment count.
+A binary search over the segments' base offsets (their file names, listed by the one partition model,
+`dirs.list_partition`) picks the segment; a binary search in its `.index` (8-byte entries: relative
+offset, position; read with pread, never mapped: a running broker trims it at a roll) gives the largest
+entry at or below the offset; batches are then stepped over by their headers only, read in bounded
+chunks, up to the one holding the offset. Nothing else is opened, so the cost does not grow with the
+segment count. On a running broker's partition the newest segment's unfinished batch and the index
+entries ahead of its data are in flight: the walk ends before them, without a warning.
 
 An index is never trusted blindly: one that is empty, cut, not increasing, pointing past its segment,
 or whose entry does not match the batch it points at makes the segment be scanned from its start
@@ -13,10 +16,10 @@ instead (with one warning), which gives the same records.
 from __future__ import annotations
 
 import bisect
-import mmap
 import operator
 import os
 import re
+import stat
 import struct
 import sys
 from array import array
@@ -24,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kafka_tools.errors import FindingsError, InputError, UsageError
+from kafka_tools.log.dirs import list_partition, log_start_offset
 
 LOG_OVERHEAD = 12  # offset + size: the frame of every entry since 0.8
 HEADER_UP_TO_MAGIC = 17
@@ -33,11 +37,7 @@ KAFKA07_MIN_SIZE = 5  # magic + crc (magic 0); the size field is 4 bytes
 DEFAULT_CHUNK = 1 << 20  # bytes read at a time (a consumer's default fetch size)
 READ_LIMIT = 64 << 20  # no batch above this is read whole: the bound of message.max.bytes-style settings
 _NONZERO = re.compile(rb"[^\x00]")
-_SEGMENT_STEM = re.compile(r"^(\d+)\.(log|kafka)$", re.M)
-# a name ending like a segment's or an index's whose stem is not all digits
-_BAD_NAME = re.compile(r"^(?!\d+\.(?:log|kafka|index|timeindex)$)[^\n]*\.(log|kafka|index|timeindex)$", re.M)
 INDEX_INTERVAL_BYTES = 4096  # the broker's default index.interval.bytes
-LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,7 @@ class PartitionLog:
     kafka07: bool
     log_start_offset: int
     warnings: list[str] = field(default_factory=list)
+    live: bool = False  # a broker writes it: the last segment's tail and indexes are in flight
 
 
 @dataclass(slots=True)
@@ -109,7 +110,9 @@ class Frame:
 
 
 def open_partition(path: str) -> PartitionLog:
-    """List a partition directory's segments by name; raise one-line errors for what cannot be read."""
+    """A partition directory's segments by name, from the one partition model (`dirs.list_partition`);
+    raise one-line errors for what cannot be read (a FIFO or a dangling link named as a segment would
+    block or fail a reader halfway: said before anything is read)."""
     name = os.path.basename(os.path.normpath(path))
     topic, sep, number = name.rpartition("-")
     if not os.path.isdir(path):
@@ -117,47 +120,29 @@ def open_partition(path: str) -> PartitionLog:
         raise InputError(f"{path}: {what} (expected a partition directory, topic-N)")
     if not sep or not topic or not number.isdigit():
         raise UsageError(f"{path}: not a partition directory (expected topic-N)")
-    try:
-        names = os.listdir(path)
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
-    listing = "\n".join(names)  # one regex pass over every name (thousands of segments)
-    bad = _BAD_NAME.search(listing)
-    if bad is not None:
-        raise InputError(
-            f"{os.path.join(path, bad.group())}: not a segment file name (expected digits.{bad.group(1)})"
-        )
-    found = _SEGMENT_STEM.findall(listing)
-    suffixes = {suffix for _, suffix in found}
-    if len(suffixes) > 1:
+    listing = list_partition(path)
+    if listing.unreadable and not listing.unreadable_segments:
+        where, why = listing.unreadable[0]  # the directory itself
+        raise InputError(f"{where}: {why}")
+    for base, name in listing.unreadable_segments.items():
+        # listed, so that a read reaching it says it cannot be read (one line, exit 3) where it is
+        stem, _, suffix = name.partition(".")
+        listing.stems[base] = stem
+        listing.suffixes.add(suffix)
+    if listing.bad_names:
+        bad = sorted(listing.bad_names)[0]
+        kind = bad.rpartition(".")[2]
+        raise InputError(f"{os.path.join(path, bad)}: not a segment file name (expected digits.{kind})")
+    if len(listing.suffixes) > 1:
         raise InputError(f"{path}: holds both .log and 0.7 .kafka segments")
-    stems = {int(stem): stem for stem, _ in found}
-    bases = sorted(stems)
-    suffix = "kafka" if suffixes == {"kafka"} else "log"
-    segments = SegmentList(path, bases, stems, suffix, set(names))
-    part = PartitionLog(path, topic, int(number), segments, bases, suffix == "kafka", 0)
-    part.log_start_offset = _log_start_offset(part)
+    bases = listing.bases
+    suffix = listing.suffix
+    segments = SegmentList(path, bases, listing.stems, suffix, listing.names)
+    part = PartitionLog(path, topic, int(number), segments, bases, suffix == "kafka", 0, live=listing.live)
+    first = bases[0] if bases else 0
+    log_dir = os.path.dirname(os.path.abspath(path))
+    part.log_start_offset = log_start_offset(log_dir, part.topic, part.partition, first, part.warnings)
     return part
-
-
-def _log_start_offset(part: PartitionLog) -> int:
-    """From the log dir's `log-start-offset-checkpoint` when it names the partition, else (and never
-    below) the first segment's base offset, as the broker loads it."""
-    first = part.bases[0] if part.bases else 0
-    checkpoint = os.path.join(os.path.dirname(os.path.abspath(part.path)), LOG_START_CHECKPOINT)
-    if not os.path.isfile(checkpoint):
-        return first
-    from kafka_tools.format.checkpoints import CheckpointError, read_offset_checkpoint
-
-    try:
-        entries = read_offset_checkpoint(checkpoint).entries
-    except (CheckpointError, OSError) as exc:
-        part.warnings.append(f"{checkpoint}: unreadable ({exc}); the log start is the first segment's")
-        return first
-    for e in entries:
-        if e.topic == part.topic and e.partition == part.partition:
-            return max(e.offset, first)
-    return first
 
 
 def segment_for(part: PartitionLog, offset: int) -> int:
@@ -165,34 +150,47 @@ def segment_for(part: PartitionLog, offset: int) -> int:
     return max(bisect.bisect_right(part.bases, offset) - 1, 0)
 
 
+class SegmentGone(InputError):
+    """A listed segment no longer exists: the broker deleted it (or renamed it `.deleted`) meanwhile."""
+
+
 class UntrustedIndex(Exception):
     """The index cannot be used; the message says why (the segment is scanned from its start)."""
 
 
-def index_lookup(index_path: str | None, base_offset: int, target: int, log_size: int) -> tuple[int, int]:
+def index_lookup(
+    index_path: str | None, base_offset: int, target: int, log_size: int, in_flight: bool = False
+) -> tuple[int, int]:
     """(offset, position) of the largest `.index` entry at or below `target`, or (base, 0) when there is
     none. Raises UntrustedIndex when the file is missing, empty, cut, not increasing or points past the
-    segment; a preallocated zero tail (after a crash) is not an entry."""
+    segment; a preallocated zero tail (after a crash) is not an entry. `in_flight`: the segment a
+    running broker appends to, whose newest entries may name bytes not written yet (0.9 writes the
+    entry before the batch): those are left out, not a reason to distrust the index.
+
+    The file is read with pread, never memory-mapped: a broker trims the preallocated index of the
+    segment it rolls, and a mapped page past the new end kills the reader with SIGBUS."""
     if index_path is None:
         raise UntrustedIndex("no .index")
     try:
-        f = open(index_path, "rb")
+        fd = os.open(index_path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise UntrustedIndex(f"cannot be read ({exc.strerror or exc})") from None
-    with f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            raise UntrustedIndex("empty")
-        if size % 8:
-            raise UntrustedIndex(f"size {size} is not a multiple of 8")
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            entries = _entries_before_zero_tail(mm, size // 8)
-            if _NONZERO.search(mm, entries * 8) is not None:
-                raise UntrustedIndex("entries follow a run of zeros (not increasing)")
-            if entries == 0 or (entries == 1 and mm[:8] == bytes(8)):
-                raise UntrustedIndex("empty")  # all zeros: a preallocated index with no entry yet
-            column = array("I")
-            column.frombytes(mm[: entries * 8])
+    try:
+        data = _read_whole(fd, index_path)
+    finally:
+        os.close(fd)
+    size = len(data)
+    if size == 0:
+        raise UntrustedIndex("empty")
+    if size % 8:
+        raise UntrustedIndex(f"size {size} is not a multiple of 8")
+    entries = _entries_before_zero_tail(data, size // 8)
+    if _NONZERO.search(data, entries * 8) is not None:
+        raise UntrustedIndex("entries follow a run of zeros (not increasing)")
+    if entries == 0 or (entries == 1 and data[:8] == bytes(8)):
+        raise UntrustedIndex("empty")  # all zeros: a preallocated index with no entry yet
+    column = array("I")
+    column.frombytes(data[: entries * 8])
     if sys.byteorder == "little":
         column.byteswap()
     relative, positions = column[0::2], column[1::2]
@@ -200,6 +198,13 @@ def index_lookup(index_path: str | None, base_offset: int, target: int, log_size
         raise UntrustedIndex("offsets not increasing")
     if not all(map(operator.lt, positions, positions[1:])):
         raise UntrustedIndex("positions not increasing")
+    if in_flight:
+        # Entries at or past the data's end name batches not written yet, and the newest one left
+        # may name a batch still being written; the one before it names a complete batch.
+        keep = max(bisect.bisect_left(positions, log_size) - 1, 0)
+        relative, positions = relative[:keep], positions[:keep]
+        if not keep:
+            return base_offset, 0
     if positions[-1] >= log_size:
         raise UntrustedIndex(f"entry points at position {positions[-1]}, past the segment ({log_size} bytes)")
     slot = bisect.bisect_right(relative, target - base_offset) - 1
@@ -208,7 +213,27 @@ def index_lookup(index_path: str | None, base_offset: int, target: int, log_size
     return base_offset + relative[slot], positions[slot]
 
 
-def _entries_before_zero_tail(mm: mmap.mmap, slots: int) -> int:
+def _read_whole(fd: int, path: str) -> bytes:
+    """The file's bytes as of now (a file shortened meanwhile gives fewer: never a signal)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise UntrustedIndex("not a regular file")
+    parts = []
+    at = 0
+    while at < st.st_size:
+        try:
+            chunk = os.pread(fd, min(st.st_size - at, 1 << 24), at)
+        except OSError as exc:
+            raise UntrustedIndex(f"cannot be read ({exc.strerror or exc})") from None
+        if not chunk:
+            break
+        parts.append(chunk)
+        at += len(chunk)
+    data = b"".join(parts)
+    return data[: len(data) - len(data) % 8] if len(data) < st.st_size else data
+
+
+def _entries_before_zero_tail(mm: bytes, slots: int) -> int:
     """Slots before the preallocated zero tail: slot 0 may be (0, 0); any later real entry has a
     relative offset above 0, so the first all-zero slot after 0 starts the tail (binary search)."""
     if slots == 0:
@@ -228,15 +253,26 @@ class SegmentReader:
     larger than the chunk is read again with the chunk doubled until it fits, up to `limit`. An entry
     cut by the end of the file is never handed out: it ends the walk with a FindingsError."""
 
-    def __init__(self, path: str, chunk: int = DEFAULT_CHUNK, limit: int = READ_LIMIT) -> None:
+    def __init__(
+        self, path: str, chunk: int = DEFAULT_CHUNK, limit: int = READ_LIMIT, in_flight: bool = False
+    ) -> None:
         self.path = path
         self.chunk = max(chunk, 64)
         self.limit = max(limit, self.chunk)
+        self.in_flight = in_flight  # a running broker's active segment: a cut last entry is unwritten
         try:
-            self._fd = os.open(path, os.O_RDONLY)
-            self.size = os.fstat(self._fd).st_size
+            # O_NONBLOCK: a FIFO put where a segment was listed must not block the open
+            self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            why = "removed since the partition was listed (retention or cleaning)"
+            raise SegmentGone(f"{path}: {why}") from None
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from None
+        st = os.fstat(self._fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(self._fd)
+            raise InputError(f"{path}: named as a segment but not a regular file")
+        self.size = st.st_size
 
     def close(self) -> None:
         os.close(self._fd)
@@ -277,6 +313,8 @@ class SegmentReader:
                     f"{self.path}: position {position}: entry size {size} is below the minimum {minimum}"
                 )
             entry = size + LOG_OVERHEAD
+            if entry > self.size - position and self.in_flight:
+                return  # the batch the broker is appending: not there yet
             if entry > self.size - position:
                 raise FindingsError(
                     f"{self.path}: position {position}: truncated batch: entry of {entry} bytes runs "
@@ -335,7 +373,7 @@ class SegmentReader:
         return self._read(position, chunk), chunk
 
     def _tail(self, position: int) -> None:
-        if not self._zero_from(position):
+        if not self.in_flight and not self._zero_from(position):
             raise FindingsError(
                 f"{self.path}: position {position}: truncated batch: {self.size - position} trailing "
                 "bytes, too few for an entry header"
@@ -357,7 +395,9 @@ def frames_from(
     below `target` may come first). An index that cannot be trusted, or whose entry does not match the
     batch it points at, adds one warning and the walk starts at the segment's beginning."""
     try:
-        offset, position = index_lookup(seg.offset_index, seg.base_offset, target, reader.size)
+        offset, position = index_lookup(
+            seg.offset_index, seg.base_offset, target, reader.size, reader.in_flight
+        )
     except UntrustedIndex as why:
         # Below index.interval.bytes (4096 by default) a segment's index has no entry by design.
         if not (why.args[0] in ("no .index", "empty") and reader.size <= INDEX_INTERVAL_BYTES):
@@ -395,7 +435,7 @@ def log_end_offset(part: PartitionLog, chunk: int = DEFAULT_CHUNK) -> int:
     if not part.segments:
         return part.log_start_offset
     seg = part.segments[-1]
-    with SegmentReader(seg.log, chunk) as reader:
+    with SegmentReader(seg.log, chunk, in_flight=part.live) as reader:
         last = seg.base_offset - 1
         try:
             if part.kafka07:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_tools.errors import InputError, KtoolError
-from kafka_tools.log.dirs import is_log_dir, is_partition_dir
+from kafka_tools.log.dirs import is_log_dir, partition_dirs
 from kafka_tools.log.locate import log_end_offset, open_partition
 from kafka_tools.log.read import ReadNote, offset_for_time
 
@@ -36,9 +36,9 @@ def offsets_at(log_dir: str, time: int) -> Iterator[PartitionOffset | ReadNote]:
     if not is_log_dir(root):
         raise InputError(f"{log_dir}: not a Kafka log directory (no partition directories, no checkpoints)")
     parts = []
-    for p in root.iterdir():
-        if is_partition_dir(p):
-            topic, _, number = p.name.rpartition("-")
+    for p in partition_dirs(root):
+        topic, _, number = p.name.rpartition("-")
+        if number.isdigit():
             parts.append((topic, int(number), p))
     for topic, number, path in sorted(parts):
         try:

@@ -18,6 +18,13 @@ from kafka_tools.log.findings import (
     ValidateOptions,
     unreadable_finding,
 )
+from kafka_tools.log.in_flight import (
+    in_flight,
+    index_without_segment,
+    removed_segment,
+    settle_newest,
+    transient_file,
+)
 from kafka_tools.log.index_checks import check_snapshot
 from kafka_tools.log.segment_checks import check_segment
 
@@ -28,29 +35,45 @@ def validate_partition(
     """`scans`: segments already being checked (`scan_ahead`), by log path; the rest are checked here."""
     reports = []
     unreadable = list(part.unreadable)
+    removed = []
+    after_removed: set[int] = set()  # segments read after one that was gone: no continuity across it
     for seg in part.segments:
         try:
             if scans is not None and seg.log in scans:
                 seg_report = scans.pop(seg.log).result()
             else:
                 seg_report = check_segment(seg, options, progress(seg.log) if progress else None)
+        except FileNotFoundError:
+            # Listed, then gone: the broker's retention or cleaner removed it meanwhile. What is left
+            # is the partition as it is now, not a file that cannot be read.
+            removed.append(removed_segment(seg))
+            after_removed.add(-1)
+            continue
         except OSError as exc:
             unreadable.append((seg.log, str(exc.strerror or exc)))
             continue
+        if -1 in after_removed:
+            after_removed.discard(-1)
+            after_removed.add(seg.base_offset)
         reports.append(seg_report)
-    report = assemble_partition(part, reports, compacted)
+    settle_newest(part, reports)
+    report = assemble_partition(part, reports, compacted, frozenset(after_removed))
+    report.findings += removed
     report.findings += [unreadable_finding(path, why) for path, why in unreadable]
     return report
 
 
-def assemble_partition(part: Partition, segments: list[SegmentReport], compacted: bool) -> PartitionReport:
+def assemble_partition(
+    part: Partition, segments: list[SegmentReport], compacted: bool, after_gone: frozenset[int] = frozenset()
+) -> PartitionReport:
     """The partition-level checks over its segments' reports (in offset order): continuity between
-    segments, later segments lost to a cut, snapshots, leader epochs, stray files."""
+    segments, later segments lost to a cut, snapshots, leader epochs, stray files. `after_gone`: base
+    offsets of segments whose predecessor the broker removed while it was read (no gap to report)."""
     report = PartitionReport(part)
     previous: SegmentReport | None = None
     for seg_report in segments:
         report.segments.append(seg_report)
-        if previous is not None:
+        if previous is not None and seg_report.base_offset not in after_gone:
             report.findings += _continuity(part, previous, seg_report, compacted or previous.has_gaps)
         previous = seg_report if seg_report.next_offset is not None else previous
     _later_segments_after_cut(report)
@@ -59,8 +82,17 @@ def assemble_partition(part: Partition, segments: list[SegmentReport], compacted
     for path in side_files(part):
         report.findings += dump_checks(path)
     if part.leader_epoch_checkpoint is not None:
-        report.findings += leader_epoch_findings(part.leader_epoch_checkpoint, report.log_end_offset)
+        epochs = leader_epoch_findings(part.leader_epoch_checkpoint, report.log_end_offset)
+        if part.live:
+            why = "an epoch begun at the log end being written"
+            epochs = [in_flight(f, why) if _ahead(f) else f for f in epochs]
+        report.findings += epochs
+    moving = set(part.transient) | set(_orphan_indexes(part)) if part.live else set()
+    report.findings += [transient_file(f) for f in part.transient if f in moving]
+    report.findings += [index_without_segment(f) for f in part.orphans if f in moving]
     for f in part.transient:
+        if f in moving:
+            continue
         report.findings.append(
             Finding(
                 str(f),
@@ -71,6 +103,8 @@ def assemble_partition(part: Partition, segments: list[SegmentReport], compacted
             )
         )
     for f in part.orphans:
+        if f in moving:
+            continue
         report.findings.append(
             Finding(
                 str(f),
@@ -98,10 +132,19 @@ def advise_repair(report: PartitionReport) -> None:
 
 def side_files(part: Partition) -> list[Path]:
     """The partition's files validate has no checks of its own for: `.txnindex`, partition.metadata,
-    KRaft's quorum-state and metadata snapshots, and index files whose segment is missing."""
+    KRaft's quorum-state and metadata snapshots, and index files whose segment is missing (on a live
+    partition those are a segment being renamed or created: in flight, not checked)."""
     txn = [seg.txn_index for seg in part.segments if seg.txn_index is not None]
-    indexes = [f for f in part.orphans if kind_of(f) in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX)]
+    indexes = [] if part.live else _orphan_indexes(part)
     return txn + part.other + part.metadata_snapshots + indexes
+
+
+def _orphan_indexes(part: Partition) -> list[Path]:
+    return [f for f in part.orphans if kind_of(f) in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX)]
+
+
+def _ahead(f: Finding) -> bool:
+    return f.kind == "checkpoint-past-log-end"
 
 
 def dump_checks(path: Path) -> list[Finding]:

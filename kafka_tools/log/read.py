@@ -21,6 +21,7 @@ from kafka_tools.log.locate import (
     Frame,
     PartitionLog,
     SegmentFiles,
+    SegmentGone,
     SegmentReader,
     UntrustedIndex,
     frames_from,
@@ -113,7 +114,14 @@ def _read(part: PartitionLog, offset: int, count: int | None, chunk: int, exact:
     first = segment_for(part, offset)
     for k in range(first, len(part.segments)):
         seg = part.segments[k]
-        with SegmentReader(seg.log, chunk) as reader:
+        try:
+            reader = SegmentReader(seg.log, chunk, in_flight=_in_flight(part, k))
+        except SegmentGone:
+            if shown_any:
+                raise
+            # Retention removed it since the listing: what it held is below the log start now.
+            raise _out_of_range(_relisted(part), offset, chunk) from None
+        with reader:
             frames = frames_from(seg, offset, reader, part.warnings) if k == first else reader.frames(0)
             for frame in frames:
                 yield from _notes(part)
@@ -145,6 +153,18 @@ def _read(part: PartitionLog, offset: int, count: int | None, chunk: int, exact:
         if end is not None and part.segments:
             end = max(end, part.segments[-1].base_offset)
         raise _out_of_range(part, offset, chunk, end)
+
+
+def _in_flight(part: PartitionLog, k: int) -> bool:
+    """Segment k is the one a running broker appends to (its last entry may be half written)."""
+    return part.live and k == len(part.segments) - 1
+
+
+def _relisted(part: PartitionLog) -> PartitionLog:
+    """The partition listed again, after the broker changed it (its warnings kept)."""
+    fresh = open_partition(part.path)
+    fresh.warnings[:0] = part.warnings
+    return fresh
 
 
 def _decode_internal(mode: str, event) -> None:
@@ -277,14 +297,19 @@ def offset_for_time(part: PartitionLog, timestamp: int, chunk: int = DEFAULT_CHU
     A generator: it yields ReadNotes and returns the offset."""
     if part.kafka07:
         raise FindingsError(f"{part.path}: Kafka 0.7 messages carry no timestamp: use --offset")
-    for seg in part.segments:
-        start = _time_index_start(seg, timestamp, part.warnings)
+    log_start = part.log_start_offset  # ListOffsets never answers below it
+    for k in range(segment_for(part, log_start), len(part.segments)):
+        seg = part.segments[k]
+        start = max(_time_index_start(seg, timestamp, part.warnings), log_start)
         yield from _notes(part)
-        if start is None:
-            continue  # its largest timestamp is below the one asked for
-        with SegmentReader(seg.log, chunk) as reader:
+        try:
+            reader = SegmentReader(seg.log, chunk, in_flight=_in_flight(part, k))
+        except SegmentGone as gone:
+            yield ReadNote(f"{gone}; its records are below the log start now: skipped")
+            continue
+        with reader:
             for frame in frames_from(seg, start, reader, part.warnings):
-                found = _first_at_or_after(seg, frame, timestamp)
+                found = _first_at_or_after(seg, frame, timestamp, log_start)
                 if found is not None:
                     yield from _notes(part)
                     return found
@@ -292,10 +317,13 @@ def offset_for_time(part: PartitionLog, timestamp: int, chunk: int = DEFAULT_CHU
     return None
 
 
-def _time_index_start(seg: SegmentFiles, timestamp: int, warnings: list[str]) -> int | None:
+def _time_index_start(seg: SegmentFiles, timestamp: int, warnings: list[str]) -> int:
     """Where to look in a segment for `timestamp`: the offset of the last `.timeindex` entry below it
     (every record before that is older), the base offset when there is none or the index is not to be
-    trusted (then the segment is scanned), None when the index's largest timestamp is below it."""
+    trusted (then the segment is scanned). When every entry is below it, the records after the last
+    entry are still looked at, as the broker does (LogSegment.readLargestTimestamp): the entry for
+    them is written only when the segment rolls or the broker stops cleanly, so a running broker's
+    active segment holds newer records than its last entry says."""
     path = seg.time_index
     if path is None or not os.path.exists(path):
         return seg.base_offset
@@ -307,7 +335,7 @@ def _time_index_start(seg: SegmentFiles, timestamp: int, warnings: list[str]) ->
     if not entries:
         return seg.base_offset
     if entries[-1][0] < timestamp:
-        return None
+        return seg.base_offset + entries[-1][1]  # only the tail after the last entry can hold it
     below = [rel for ts, rel in entries if ts < timestamp]
     return seg.base_offset + below[-1] if below else seg.base_offset
 
@@ -328,7 +356,11 @@ def _time_entries(path: str) -> list[tuple[int, int]]:
     return entries
 
 
-def _first_at_or_after(seg: SegmentFiles, frame: Frame, timestamp: int) -> int | None:
+def _first_at_or_after(seg: SegmentFiles, frame: Frame, timestamp: int, log_start: int = 0) -> int | None:
+    """The offset of the frame's first record at or above `log_start` whose timestamp is at or after
+    `timestamp`, None when there is none."""
+    if frame.last_offset < log_start:
+        return None
     from kafka_tools.format.message_set import parse_message
     from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header
 
@@ -341,13 +373,14 @@ def _first_at_or_after(seg: SegmentFiles, frame: Frame, timestamp: int) -> int |
             batch = parse_batch_header(frame.buf, frame.at, frame.position)
             if batch.max_timestamp < timestamp or batch.is_control:
                 return None
-            return next((r.offset for r in batch.records() if r.timestamp >= timestamp), None)
+            found = (r.offset for r in batch.records() if r.timestamp >= timestamp and r.offset >= log_start)
+            return next(found, None)
         message = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.size)
         if message.timestamp < timestamp and not message.is_compressed:
             return None
         if not message.is_compressed:
             return message.offset
         inner = message.inner_messages()
-        return next((m.offset for m in inner if m.timestamp >= timestamp), None)
+        return next((m.offset for m in inner if m.timestamp >= timestamp and m.offset >= log_start), None)
     except RecordDecodeError as exc:
         raise FindingsError(f"{seg.log}: position {exc.position}: records undecodable: {exc}") from None

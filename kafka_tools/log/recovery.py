@@ -95,9 +95,11 @@ def plan_from_report(
     part = report.partition
     plan = RecoveryPlan(part, index_interval=index_interval)
     first = 0 if start is None else part.segments.index(start)
-    segments = part.segments[first:]
-    reports = report.segments[first:]
-    for seg, seg_report in zip(segments, reports, strict=True):
+    # The segments that were read (one removed or unreadable since the listing has no report).
+    by_log = {r.path: r for r in report.segments}
+    pairs = [(seg, by_log[seg.log]) for seg in part.segments[first:] if seg.log in by_log]
+    reports = [r for _, r in pairs]
+    for seg, seg_report in pairs:
         if plan.cut is None and seg_report.tail_bytes:
             cut_at = [
                 f

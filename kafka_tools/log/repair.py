@@ -85,7 +85,7 @@ def log_dir_lock(log_dir: Path) -> Iterator[None]:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise FindingsError(
+            raise InputError(
                 f"{log_dir}: a running broker (or another ktool) holds {LOCK_FILE}; stop the broker first"
             ) from None
         yield
@@ -306,6 +306,16 @@ def _apply_actions(plan: RecoveryPlan, actions: list[dict]) -> None:
             path.unlink(missing_ok=True)
     for d in touched_dirs:
         fsync_dir(d)
+
+
+def undo_targets(manifest_path: Path) -> list[Path]:
+    """The partition directory a manifest restores (for asking its log dir's lock first)."""
+    if not manifest_path.is_file():
+        return []
+    try:
+        return [Path(read_json(manifest_path, "truncate manifest", "actions")["partition"])]
+    except (KeyError, TypeError, ValueError, UsageError, InputError):
+        return []  # `undo` itself says what is wrong with the manifest
 
 
 def undo(manifest_path: Path) -> list[str]:

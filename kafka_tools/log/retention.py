@@ -35,7 +35,7 @@ from kafka_tools.log.segment_facts import (
     scan_entries,
     stat_ms,
 )
-from kafka_tools.log.segment_list import PartitionFiles, SegmentFiles
+from kafka_tools.log.segment_list import PartitionFiles, SegmentFiles, list_partition
 from kafka_tools.log.segment_list import find_partitions as _find
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
@@ -210,10 +210,11 @@ class _Checkpoints:
         return table.get((part.topic, part.partition)), True
 
 
-def log_end_offset(seg: SegmentFiles, size: int, warnings: list[str]) -> tuple[int, int]:
+def log_end_offset(seg: SegmentFiles, size: int, warnings: list[str], live: bool = False) -> tuple[int, int]:
     """The offset after the last valid entry of the last segment, and the largest timestamp of the
     batches read for it: from its last `.index` entry on, or a scan of the whole segment when that
-    index is missing or untrusted."""
+    index is missing or untrusted. `live`: a running broker appends to it, so its newest index entry
+    may name a batch not (fully) written yet and a cut last entry is in flight: no warning for those."""
     if size == 0:
         return seg.base_offset, -1
     start = 0
@@ -227,9 +228,10 @@ def log_end_offset(seg: SegmentFiles, size: int, warnings: list[str]) -> tuple[i
             start = entry[1]
     scan = scan_entries(seg.log, start)
     if scan.next_offset is None and start:
-        warnings.append(f"{seg.offset_index}: its last entry points at no entry; scanned the segment instead")
+        if not live:
+            warnings.append(f"{seg.offset_index}: its last entry points at no entry; scanned the segment")
         scan = scan_entries(seg.log, 0)
-    if scan.problem:
+    if scan.problem and not live:
         warnings.append(f"{seg.log}: {scan.problem} (the log end is taken before it)")
     return (seg.base_offset if scan.next_offset is None else scan.next_offset), scan.max_timestamp
 
@@ -332,6 +334,8 @@ def plan_partition(
     last = len(part.segments) - 1
     try:
         facts = [stat_ms(s.log) for s in part.segments]
+    except FileNotFoundError:
+        raise  # removed since listed: `preview` lists the partition again
     except OSError as exc:
         res.unreadable = f"{exc.filename}: {exc.strerror or exc}"
         return res
@@ -339,7 +343,7 @@ def plan_partition(
         SegmentPlan(s.base_offset, str(s.log), size, mtime, i == last)
         for i, (s, (size, mtime)) in enumerate(zip(part.segments, facts, strict=True))
     ]
-    res.log_end_offset, tail_max = log_end_offset(part.segments[-1], facts[-1][0], res.warnings)
+    res.log_end_offset, tail_max = log_end_offset(part.segments[-1], facts[-1][0], res.warnings, part.live)
     first_base = part.segments[0].base_offset
     log_start = first_base
     if rule.log_start_step:
@@ -358,7 +362,13 @@ def plan_partition(
             )
         else:
             res.high_watermark_source = HW_CHECKPOINT
-            if hw > res.log_end_offset:
+            if hw > res.log_end_offset and part.live:
+                res.notes.append(
+                    f"high watermark {hw} is past the log end {res.log_end_offset}: in flight (a running "
+                    "broker appended after the segments were read); the log end is taken"
+                )
+                hw = res.log_end_offset
+            elif hw > res.log_end_offset:
                 res.inconsistent.append(
                     f"{part.log_dir / HW_CHECKPOINT}: high watermark {hw} of {part.name} is past its log end "
                     f"{res.log_end_offset} (ktool takes the log end, as the broker clamps it)"
@@ -493,6 +503,9 @@ def preview(
     """The retention preview of every partition (and the compaction preview with `compaction`)."""
     forced = rule_for_version(broker_version) if broker_version else None
     checkpoints = _Checkpoints()
+    for part in parts:  # every log dir's checkpoints read before any segment they are compared with
+        for name in (LSO_CHECKPOINT, HW_CHECKPOINT):
+            checkpoints.offset(part, name, [])
     out = []
     for part in parts:
         if forced is not None:
@@ -500,18 +513,45 @@ def preview(
         else:
             rule, why = detect_rule(part)
         settings = sources.for_topic(part.topic)
-        res = plan_partition(part, settings, rule, why, now_ms, checkpoints)
-        if compaction and settings.compacts and not res.unreadable and part.segments:
-            from kafka_tools.log.compaction import preview_compaction
-
-            res.compaction = preview_compaction(
-                part,
-                settings,
-                res.log_start_before,
-                res.log_end_offset or 0,
-                checkpoints,
-                res.inconsistent,
-                res.warnings,
-            )
-        out.append(res)
+        out.append(_preview_partition(part, settings, rule, why, now_ms, checkpoints, compaction))
     return RetentionReport(out, now_ms, sources)
+
+
+RELIST_ATTEMPTS = 3
+
+
+def _preview_partition(
+    part: PartitionFiles,
+    settings: TopicSettings,
+    rule: Rule,
+    why: str,
+    now_ms: int,
+    checkpoints: _Checkpoints,
+    compaction: bool,
+) -> PartitionRetention:
+    """One partition's preview; a segment the broker deleted since the listing makes the partition be
+    listed again and previewed afresh (a running broker's retention works while ktool reads)."""
+    for attempt in range(RELIST_ATTEMPTS):
+        try:
+            res = plan_partition(part, settings, rule, why, now_ms, checkpoints)
+            if compaction and settings.compacts and not res.unreadable and part.segments:
+                from kafka_tools.log.compaction import preview_compaction
+
+                res.compaction = preview_compaction(
+                    part,
+                    settings,
+                    res.log_start_before,
+                    res.log_end_offset or 0,
+                    checkpoints,
+                    res.inconsistent,
+                    res.warnings,
+                )
+            if attempt:
+                res.notes.append(f"listed again: the broker removed segments while it was read ({attempt}x)")
+            return res
+        except FileNotFoundError as exc:
+            gone = exc
+            part = list_partition(part.path, part.live)
+    res = PartitionRetention(part.name, str(part.path), part.topic, rule, why, settings)
+    res.unreadable = f"{gone.filename}: removed while read, {RELIST_ATTEMPTS} times in a row"
+    return res

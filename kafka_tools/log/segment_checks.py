@@ -28,7 +28,7 @@ from kafka_tools.format.segment import (
 from kafka_tools.format.stream_check import InnerStats, inner_stats
 from kafka_tools.log.dirs import Segment
 from kafka_tools.log.findings import Finding, SegmentReport, Severity, ValidateOptions
-from kafka_tools.log.index_checks import check_offset_index, check_time_index, index_positions
+from kafka_tools.log.index_checks import SegmentIndexes, check_offset_index, check_time_index, read_indexes
 
 _KNOWN_CODECS = frozenset(int(c) for c in Codec)
 
@@ -396,19 +396,25 @@ def _mark_repairable(report: SegmentReport) -> None:
 
 
 def check_segment(seg: Segment, options: ValidateOptions, progress=None) -> SegmentReport:
-    """One segment of a partition: its scan, then its indexes against it."""
-    report = scan_segment(seg.log, options, progress, index_positions(seg.offset_index, seg.base_offset))
-    check_segment_in_partition(seg, report)
+    """One segment of a partition: its indexes read, then its scan, then the indexes checked against
+    it. The indexes first: a running broker appends to the segment and its indexes while they are
+    read, and an entry read after the scan could name a batch the scan did not reach."""
+    indexes = read_indexes(seg)
+    report = scan_segment(seg.log, options, progress, indexes.positions)
+    check_segment_in_partition(seg, report, indexes)
     return report
 
 
-def check_segment_in_partition(seg: Segment, report: SegmentReport) -> None:
+def check_segment_in_partition(
+    seg: Segment, report: SegmentReport, indexes: SegmentIndexes | None = None
+) -> None:
     """What a segment's own files add to its scan: its indexes, and its first offset vs its name.
     (Apart from `assemble_partition` so that `ktool scan` can run it next to the scan, in an executor.)"""
+    indexes = indexes or SegmentIndexes()
     if seg.offset_index is not None:
-        report.findings += check_offset_index(seg, report)
+        report.findings += check_offset_index(seg, report, indexes.offset)
     if seg.time_index is not None:
-        report.findings += check_time_index(seg, report)
+        report.findings += check_time_index(seg, report, indexes.time)
     if report.first_offset is not None and report.first_offset < seg.base_offset:
         report.findings.append(
             Finding(

@@ -20,6 +20,7 @@ from kafka_tools.format import checkpoints
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.log.dirs import Discovery, LogDir, Segment, discover
 from kafka_tools.log.findings import (
+    IN_FLIGHT,
     UNREADABLE,
     Finding,
     PartitionReport,
@@ -28,6 +29,7 @@ from kafka_tools.log.findings import (
     Summary,
     ValidateOptions,
 )
+from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
 from kafka_tools.log.index_checks import check_offset_index, check_snapshot, check_time_index, index_positions
 from kafka_tools.log.partition_checks import (
     dump_checks,
@@ -52,14 +54,32 @@ def scan_ahead(found: Discovery, options: ValidateOptions, progress, pool: Execu
     return scans
 
 
-def check_log_dir_checkpoints(ld: LogDir, reports: dict[str, PartitionReport]) -> list[Finding]:
-    """Checkpoints that name offsets past a partition's log end, or partitions that do not exist."""
-    out: list[Finding] = []
+CheckpointRead = dict[Path, "checkpoints.Checkpoint | checkpoints.CheckpointError"]
+
+
+def read_log_dir_checkpoints(ld: LogDir) -> CheckpointRead:
+    """The log dir's offset checkpoints, read before its segments: a running broker writes both, and a
+    checkpoint read after the segments may name offsets appended after they were read."""
+    out: CheckpointRead = {}
     for path in ld.checkpoints:
         try:
-            cp = checkpoints.read_offset_checkpoint(path)
+            out[path] = checkpoints.read_offset_checkpoint(path)
         except checkpoints.CheckpointError as exc:
-            out.append(Finding(str(path), "checkpoint-malformed", Severity.ERROR, f"line {exc.line}: {exc}"))
+            out[path] = exc
+        except FileNotFoundError:
+            continue  # replaced between listing and reading (the broker writes a new one and renames it)
+    return out
+
+
+def check_log_dir_checkpoints(
+    ld: LogDir, reports: dict[str, PartitionReport], read: CheckpointRead | None = None
+) -> list[Finding]:
+    """Checkpoints that name offsets past a partition's log end, or partitions that do not exist."""
+    out: list[Finding] = []
+    read = read_log_dir_checkpoints(ld) if read is None else read
+    for path, cp in read.items():
+        if isinstance(cp, checkpoints.CheckpointError):
+            out.append(Finding(str(path), "checkpoint-malformed", Severity.ERROR, f"line {cp.line}: {cp}"))
             continue
         for e in cp.entries:
             rep = reports.get(f"{e.topic}-{e.partition}")
@@ -67,9 +87,8 @@ def check_log_dir_checkpoints(ld: LogDir, reports: dict[str, PartitionReport]) -
                 continue
             end = rep.log_end_offset
             if end is not None and e.offset > end and path.name != "cleaner-offset-checkpoint":
-                out.append(
-                    past_log_end_finding(path, f"{e.topic}-{e.partition}: {e.offset} is", e.offset, end)
-                )
+                f = past_log_end_finding(path, f"{e.topic}-{e.partition}: {e.offset} is", e.offset, end)
+                out.append(in_flight(f, "written by the running broker after") if ld.live else f)
     return out
 
 
@@ -125,6 +144,8 @@ class Validation:
                     s.all_repairable = False
             elif f.severity == Severity.WARNING:
                 s.warnings += 1
+            elif f.kind == IN_FLIGHT:
+                s.in_flight += 1
             else:
                 s.infos += 1
         if s.errors == 0:
@@ -137,17 +158,20 @@ def validate_paths(
 ) -> Validation:
     """`jobs` > 1: that many segments checked at once (threads), the results still in file order."""
     found: Discovery = discover(paths)
+    read = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}  # before any segment
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         scans = scan_ahead(found, options, progress, pool) if jobs > 1 else None
         try:
-            return _validate_found(found, options, progress, scans)
+            return _validate_found(found, options, progress, scans, read)
         finally:
             if scans:
                 for future in scans.values():
                     future.cancel()
 
 
-def _validate_found(found: Discovery, options: ValidateOptions, progress, scans) -> Validation:
+def _validate_found(
+    found: Discovery, options: ValidateOptions, progress, scans, read: dict[Path, CheckpointRead]
+) -> Validation:
     result = Validation()
     for ld in found.log_dirs:
         compacted = compacted_partitions(ld)
@@ -156,7 +180,7 @@ def _validate_found(found: Discovery, options: ValidateOptions, progress, scans)
             rep = validate_partition(part, options, part.name in compacted, progress, scans)
             reports[part.name] = rep
             result.partitions.append(rep)
-        result.findings += check_log_dir_checkpoints(ld, reports) + check_log_dir_files(ld)
+        result.findings += check_log_dir_checkpoints(ld, reports, read.get(ld.path)) + check_log_dir_files(ld)
     for part in found.partitions:
         result.partitions.append(validate_partition(part, options, False, progress, scans))
     for path in found.files:
@@ -180,10 +204,14 @@ def result_for_file(
 ) -> None:
     kind = kind_of(path)
     try:
-        if kind in (FileKind.LOG, FileKind.KAFKA07) and scans is not None and path in scans:
-            result.files.append(scans.pop(path).result())
-        elif kind in (FileKind.LOG, FileKind.KAFKA07):
-            result.files.append(scan_segment(path, options, progress(path) if progress else None))
+        if kind in (FileKind.LOG, FileKind.KAFKA07):
+            if scans is not None and path in scans:
+                report = scans.pop(path).result()
+            else:
+                report = scan_segment(path, options, progress(path) if progress else None)
+            if is_newest_live_segment(path):  # named alone: the segment a running broker appends to
+                settle_active_segment(Segment(report.base_offset, path), report)
+            result.files.append(report)
         elif kind == FileKind.PRODUCER_SNAPSHOT:
             result.findings += check_snapshot(path)
         elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX) and not path.with_suffix(".log").is_file():

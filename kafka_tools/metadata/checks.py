@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kafka_tools.format.checkpoints import CheckpointError, read_partition_metadata
 from kafka_tools.format.kinds import partition_of
+from kafka_tools.log.dirs import partition_dirs
 from kafka_tools.log.findings import Finding, Severity
 from kafka_tools.metadata.image import MIGRATING_DIRECTORY, Image
 from kafka_tools.metadata.load import MetadataLoad
@@ -21,12 +22,11 @@ RESERVED_DIRECTORIES = frozenset(
 
 
 def _partition_dirs(log_dir: Path) -> list[tuple[Path, str, int]]:
+    """The log dir's partition directories as the one partition model lists them (not KRaft's own)."""
     out = []
-    for p in sorted(log_dir.iterdir()):
-        if not p.is_dir() or p.name.startswith("__cluster_metadata-"):
-            continue
+    for p in partition_dirs(log_dir):
         tp = partition_of(p / "x")
-        if tp is not None:
+        if tp is not None and not p.name.startswith("__cluster_metadata-"):
             out.append((p, tp[0], tp[1]))
     return out
 

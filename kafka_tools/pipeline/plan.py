@@ -17,6 +17,7 @@ from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.log.dirs import Discovery, Partition, discover
 from kafka_tools.log.findings import SegmentReport, ValidateOptions
+from kafka_tools.log.in_flight import settle_newest
 from kafka_tools.log.partition_checks import assemble_partition
 from kafka_tools.log.validate import (
     Validation,
@@ -198,11 +199,13 @@ def assemble_validation(plan: ScanPlan, reports: list[SegmentReport]) -> Validat
         by_name = {}
         for part in ld.partitions:
             in_log_dirs.add(id(part))
+            settle_newest(part, by_part[id(part)])  # a running broker's newest segment: in flight
             rep = assemble_partition(part, by_part[id(part)], part.name in compacted)
             by_name[part.name] = rep
             result.partitions.append(rep)
         result.findings += check_log_dir_checkpoints(ld, by_name) + check_log_dir_files(ld)
     for part in plan.discovery.partitions:
+        settle_newest(part, by_part[id(part)])
         result.partitions.append(assemble_partition(part, by_part[id(part)], False))
     for path, index in plan.files:
         if index is not None:

@@ -36,7 +36,7 @@ from kafka_tools.format.record_batch import (
 from kafka_tools.format.segment import HEADER_UP_TO_MAGIC, Problem, iter_log_entries, looks_like_text
 from kafka_tools.log.dirs import Segment
 from kafka_tools.log.findings import SegmentReport, ValidateOptions
-from kafka_tools.log.index_checks import index_positions
+from kafka_tools.log.index_checks import read_indexes
 from kafka_tools.log.segment_checks import check_segment_in_partition, scan_segment
 from kafka_tools.pipeline.shipped import decoder_name
 from kafka_tools.pipeline.tables import BATCHES
@@ -177,16 +177,15 @@ def check_segment(spec: SegmentSpec) -> SegmentReport:
     """Exactly the per-segment part of `ktool validate` (scan_segment, then the index checks and the
     base-offset check `validate_partition` adds), findings named as the user named the files."""
     path = Path(spec.path)
-    offset_index = Path(spec.offset_index[1]) if spec.in_partition and spec.offset_index else None
-    wanted = index_positions(offset_index, spec.base_offset)
-    report = scan_segment(path, ValidateOptions(), index_positions=wanted)
+    seg = Segment(spec.base_offset, path)
+    if spec.in_partition and spec.offset_index is not None:
+        seg.offset_index = Path(spec.offset_index[1])
+    if spec.in_partition and spec.time_index is not None:
+        seg.time_index = Path(spec.time_index[1])
+    indexes = read_indexes(seg)  # before the segment, as validate reads them (a broker may append)
+    report = scan_segment(path, ValidateOptions(), index_positions=indexes.positions)
     if spec.in_partition:
-        seg = Segment(spec.base_offset, path)
-        if spec.offset_index is not None:
-            seg.offset_index = Path(spec.offset_index[1])
-        if spec.time_index is not None:
-            seg.time_index = Path(spec.time_index[1])
-        check_segment_in_partition(seg, report)
+        check_segment_in_partition(seg, report, indexes)
     report.entry_positions = {}  # one entry per batch: too big to send back, and used up
     _rename(spec, report)
     return report

@@ -31,8 +31,16 @@ def finding_line(f: Finding) -> str:
 def verdict(summary: Summary) -> str:
     if summary.unreadable:
         unread = "1 file" if summary.unreadable == 1 else f"{summary.unreadable} files"
-        return f"incomplete: {unread} could not be read (exit 3); the rest: {_checked(summary)}"
-    return _checked(summary)
+        rest = _checked(summary) + _moving(summary)
+        return f"incomplete: {unread} could not be read (exit 3); the rest: {rest}"
+    return _checked(summary) + _moving(summary)
+
+
+def _moving(summary: Summary) -> str:
+    if not summary.in_flight:
+        return ""
+    moving = plural(summary.in_flight, "finding")
+    return f"; {moving} in flight (a running broker's unfinished writes, not damage)"
 
 
 def _checked(summary: Summary) -> str:
@@ -166,6 +174,7 @@ class ValidateJsonRenderer(JsonLines):
                 "errors": summary.errors,
                 "warnings": summary.warnings,
                 "infos": summary.infos,
+                "inFlight": summary.in_flight,
                 "tailBytes": summary.tail_bytes,
                 "corrupt": summary.corrupt,
                 "allRepairable": summary.all_repairable,

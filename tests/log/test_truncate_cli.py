@@ -175,8 +175,12 @@ def test_a_held_log_dir_lock_is_refused(tmp_path: Path) -> None:
     logs = logdir_with(tmp_path, CORRUPT / "v2-trailing-garbage-0")
     with lock_held_elsewhere(logs / ".lock"):
         before = tree_digest(logs)
-        code, _, err = truncate("--backup-dir", str(tmp_path / "bk"), str(logs / "v2-trailing-garbage-0"))
-        assert code == 1 and "holds .lock" in err
+        for how in (["--dry-run"], ["--force"], []):
+            for target in (logs, logs / "v2-trailing-garbage-0"):
+                code, out, err = truncate(*how, "--backup-dir", str(tmp_path / "bk"), str(target))
+                # one line naming the lock, exit 3, before anything is planned or written
+                assert code == 3 and err.count("\n") == 1 and f"holds {logs / '.lock'}" in err, err
+                assert out == "" and not (tmp_path / "bk").exists()
         assert tree_digest(logs) == before
 
 

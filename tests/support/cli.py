@@ -14,6 +14,7 @@ HIDDEN_ENV: dict[str, str | None] = {
     "KTOOL_BOOTSTRAP_SERVER": None,
     "KTOOL_ZK_AUTH": None,
     "KTOOL_CONFIG": None,
+    "KTOOL_LIVENESS": None,
     "XDG_CONFIG_HOME": "/nonexistent-ktool-test-config",
 }
 

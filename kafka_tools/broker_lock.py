@@ -1,0 +1,90 @@
+"""Whether a running broker owns a log dir: Kafka takes an fcntl lock on `LOGDIR/.lock` at start-up
+and holds it until it stops (FileLock.tryLock in LogManager). While it does, the newest segment of
+every partition is being written, the preallocated `.index` is trimmed at each roll, old segments are
+renamed `.deleted` and removed: ktool reads such a dir as "live" (log/dirs.py says what that changes),
+never memory-maps its files, and refuses to repair it.
+
+The lock cannot tell for a copy of a log dir, or a broker on another host's mount: `--live` /
+`--offline` (cli/live_options.py) override it for the whole command through `set_mode`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+LOCK_FILE = ".lock"
+
+LIVE, OFFLINE = "live", "offline"
+MODE_ENV = "KTOOL_LIVENESS"  # how the override reaches child processes (`ktool scan`'s executors)
+
+
+def set_mode(mode: str | None) -> None:
+    """`live`, `offline` or None (the lock decides), for every log dir this process (and the processes
+    it starts) reads."""
+    if mode not in (None, LIVE, OFFLINE):
+        raise ValueError(f"not a liveness mode: {mode!r}")
+    if mode is None:
+        os.environ.pop(MODE_ENV, None)
+    else:
+        os.environ[MODE_ENV] = mode
+
+
+def mode() -> str | None:
+    value = os.environ.get(MODE_ENV)
+    return value if value in (LIVE, OFFLINE) else None
+
+
+def is_live(log_dir: str | os.PathLike) -> bool:
+    """A broker may be writing `log_dir` now: the override when given, else whether another process
+    holds its `.lock`."""
+    override = mode()
+    if override is not None:
+        return override == LIVE
+    return lock_held(log_dir)
+
+
+def lock_held(log_dir: str | os.PathLike) -> bool:
+    """Another process holds an fcntl lock on `log_dir/.lock`. Read from /proc/locks (no side effect,
+    no permission needed on the file); elsewhere by trying a shared lock for an instant."""
+    lock = os.path.join(os.fspath(log_dir), LOCK_FILE)
+    try:
+        st = os.stat(lock)
+    except FileNotFoundError:
+        return False  # a broker creates `.lock` before it locks it
+    except OSError:
+        return True  # cannot tell: assume the careful answer
+    held = _held_per_proc_locks(st)
+    if held is not None:
+        return held
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the shared lock taken for the test
+    return False
+
+
+def _held_per_proc_locks(st: os.stat_result) -> bool | None:
+    """From /proc/locks: a lock on this inode by a process other than this one (ktool's own repair
+    holds the lock while it works); None when /proc/locks cannot be read."""
+    try:
+        with open("/proc/locks") as f:
+            table = f.read()
+    except OSError:
+        return None
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    me = str(os.getpid())
+    for line in table.splitlines():
+        fields = line.split()
+        # "1: POSIX  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (a blocked waiter has "->" after the number)
+        if "->" in fields:
+            continue
+        if len(fields) >= 6 and fields[5] == inode and fields[4] != me:
+            return True
+    return False
