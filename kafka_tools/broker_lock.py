@@ -88,3 +88,14 @@ def _held_per_proc_locks(st: os.stat_result) -> bool | None:
         if len(fields) >= 6 and fields[5] == inode and fields[4] != me:
             return True
     return False
+
+
+def may_map(path: str | os.PathLike) -> bool:
+    """Memory-map a segment only when no broker holds its log dir: a broker may truncate a segment it
+    owns (recovery, follower truncation, the index trimmed at a roll), and touching a mapped page past
+    a file's new end kills the reader with SIGBUS. Never under `--live`; never while the lock is held,
+    even under `--offline`. `KTOOL_NO_MMAP=1` always reads with pread instead."""
+    if os.environ.get("KTOOL_NO_MMAP"):
+        return False
+    log_dir = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    return not (is_live(log_dir) or lock_held(log_dir))

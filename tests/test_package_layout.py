@@ -11,7 +11,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kafka_tools"
 
-FOUNDATIONS = {"errors", "durable", "state", "__version__"}  # shared by every layer
+# shared by every layer; broker_lock: whether a running broker holds a log dir (the --live/--offline
+# mode of the process), which decides even in format/ whether a file may be memory-mapped
+FOUNDATIONS = {"errors", "durable", "state", "broker_lock", "__version__"}
 # What each part of the package may import of ktool (besides itself and the foundations).
 ALLOWED: dict[str, set[str]] = {
     "format": set(),  # pure decoding: nothing of ktool's, not even its errors

@@ -215,10 +215,9 @@ def _broker_id(log_dir: str) -> int | None:
 
 
 def _lock_held(log_dir: str) -> bool:
-    from kafka_tools.format.segment import safe_to_map
+    from kafka_tools import broker_lock
 
-    # safe_to_map says False exactly when a broker holds the log dir's lock (or it cannot tell)
-    return os.path.exists(os.path.join(log_dir, ".lock")) and not safe_to_map(os.path.join(log_dir, "x", "y"))
+    return broker_lock.is_live(log_dir)
 
 
 def read_replica(log: ReplicaLog) -> Replica:
