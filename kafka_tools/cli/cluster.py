@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.errors import InputError
 from kafka_tools.render.cluster import (
     render_brokers_json,
@@ -132,10 +133,10 @@ def zk_if_configured(*, needed_for: str | None = None, **options: Any) -> Iterat
 
 
 def _colour(ctx: click.Context) -> bool:
-    return wants_colour(sys.stdout, (ctx.obj or {}).get("color"))
+    return wants_colour(sys.stdout, colour_of(ctx))
 
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout.")
+_json_option = json_option("`broker`, `partition` or `cluster` objects")
 
 
 @click.command("brokers")

@@ -11,6 +11,7 @@ import click
 
 from kafka_tools.cli import pipe
 from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
+from kafka_tools.cli.options import check_offset_range, colour_of, json_option, offset_range_options
 from kafka_tools.cli.validate import usable_cores
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 from kafka_tools.log.dump import dump_file
@@ -69,11 +70,8 @@ from kafka_tools.render.values import DECODERS
     show_default=True,
     help="How record values are printed with --print-data-log (none: not at all).",
 )
-@click.option("--from-offset", type=int, help="Skip records below this offset.")
-@click.option("--to-offset", type=int, help="Skip records above this offset.")
-@click.option(
-    "--json", "as_json", is_flag=True, help="JSON Lines on stdout, one object per entry/record/problem."
-)
+@offset_range_options()
+@json_option("one object per entry, record and problem, a `file` object per file")
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
 )
@@ -120,11 +118,7 @@ def dump_log(
       2  usage error
       3  a file could not be read
     """
-    if from_offset is not None and to_offset is not None and from_offset > to_offset:
-        raise click.BadParameter(
-            f"--from-offset {from_offset} is past --to-offset {to_offset}: no record would be printed",
-            param_hint="'--from-offset'",
-        )
+    check_offset_range(from_offset, to_offset)
     options = DumpOptions(
         deep_iteration=deep_iteration,
         # as in Kafka's DumpLogSegments, asking for the metadata decoder asks to print the data
@@ -138,7 +132,7 @@ def dump_log(
         to_offset=to_offset,
         message_runs=True,  # both renderers print MessageRunEvents
     )
-    colour = (ctx.obj or {}).get("color")
+    colour = colour_of(ctx)
     err = LineWriter(sys.stderr, colour)
     if as_json:
         renderer = DumpJsonRenderer(

@@ -9,6 +9,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
+from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.assignors import Member, consumers_per_topic
 from kafka_tools.consumers.groups import describe_group, list_all_groups
 from kafka_tools.consumers.rebalance import plan_rebalance
@@ -17,11 +18,11 @@ from kafka_tools.render.lines import wants_colour
 from kafka_tools.zk.connection import open_zk
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout.")
+_json_option = json_option("`group`, `partition`, `member`, `assignment` or `plan` objects")
 
 
 def _colour(ctx: click.Context) -> bool:
-    return wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
+    return wants_colour(sys.stdout, colour_of(ctx))
 
 
 @click.group("groups")

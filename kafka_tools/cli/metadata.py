@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.log.findings import Finding, Severity
 from kafka_tools.metadata.checks import check_log_dir, read_findings
@@ -34,12 +35,11 @@ def _at_offset_option(func):
     )(func)
 
 
-def _json_option(func):
-    return click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per item.")(func)
+_json_option = json_option("one object per item, then a `finding` object per finding")
 
 
 def _colour(ctx: click.Context) -> bool:
-    return wants_colour(sys.stdout, (ctx.obj or {}).get("color"))
+    return wants_colour(sys.stdout, colour_of(ctx))
 
 
 def _finish(ctx: click.Context, findings: list[Finding], as_json: bool) -> None:

@@ -13,6 +13,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
+from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.migration import (
     DEFAULT_METADATA,
     FILE,
@@ -42,7 +43,7 @@ _STORES = click.Choice([ZK, KAFKA])
 
 
 def _colour(ctx: click.Context) -> bool:
-    return wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
+    return wants_colour(sys.stdout, colour_of(ctx))
 
 
 def _summary(plans: list[GroupPlan]) -> dict[str, int]:
@@ -133,7 +134,7 @@ _common = [
         show_default=True,
         help="Where the journal is written.",
     ),
-    click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout."),
+    json_option("one `partition` object per offset move"),
 ]
 
 

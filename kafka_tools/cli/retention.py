@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
 from kafka_tools.log.retention import find_partitions, preview
 from kafka_tools.log.retention_config import (
@@ -61,9 +62,7 @@ def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dic
     "--compaction", is_flag=True, help="Also preview the log cleaner on compacted partitions (decodes them)."
 )
 @click.option("--all-segments", is_flag=True, help="List every segment, not only those deleted and the next.")
-@click.option(
-    "--json", "as_json", is_flag=True, help="JSON Lines: partition and segment objects, then a summary."
-)
+@json_option("`partition` and `segment` objects")
 @click.pass_context
 def retention(
     ctx: click.Context,
@@ -109,7 +108,7 @@ def retention(
     if as_json:
         RetentionJsonRenderer(sys.stdout).render(report)
     else:
-        colour = wants_colour(sys.stdout, (ctx.obj or {}).get("color"))
+        colour = wants_colour(sys.stdout, colour_of(ctx))
         RetentionTextRenderer(sys.stdout, colour, all_segments).render(report)
     sys.stdout.flush()
     for p in report.unreadable:

@@ -10,6 +10,7 @@ from contextlib import ExitStack, contextmanager
 
 import click
 
+from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.render.lines import wants_colour
 
@@ -113,9 +114,7 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
     help="Run a Spark SQL query over this scan's views `segments`, `batches`, `findings`, `records`, "
     "`offsets` and print its rows.",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="JSON Lines: findings, partitions, commits, tables, summary."
-)
+@json_option("`finding`, `partition`, `commit` and `table` objects")
 @click.option("--verbose", is_flag=True, help="Let Spark's own log through to the terminal.")
 @click.option(
     "--spark-log",
@@ -234,7 +233,7 @@ def scan(
 
             with scan_progress(show) as tick:
                 answer = run_questions(handle.spark, plan, question, options, limit, tick)
-            render_answer(answer, as_json, (ctx.obj or {}).get("color"))
+            render_answer(answer, as_json, colour_of(ctx))
             return
         if sql is not None:
             stack.enter_context(_sql_out(options))
@@ -245,14 +244,14 @@ def scan(
             from kafka_tools.render.scan import render_rows
 
             columns, rows = run_sql(handle.spark, result, sql, limit)
-            render_rows(columns, rows, as_json, (ctx.obj or {}).get("color"))
+            render_rows(columns, rows, as_json, colour_of(ctx))
             return
     result.startup_seconds = handle.startup_seconds if handle.owned else None
     _said_replaced(result.replaced, out)
     if as_json:
         ScanJsonRenderer(sys.stdout).render(result)
     else:
-        colour = (ctx.obj or {}).get("color")
+        colour = colour_of(ctx)
         ScanTextRenderer(sys.stdout, wants_colour(sys.stdout, colour)).render(result)
     sys.stdout.flush()
     if result.summary.errors:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from kafka_tools.cli.options import json_option
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, UsageError
 from kafka_tools.format.plural import plural
 from kafka_tools.log.dirs import Partition, Segment, discover
@@ -111,9 +112,7 @@ def plan_json(plan: RecoveryPlan) -> dict:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Restore the files a previous run changed, from its manifest.",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="JSON Lines: the plan and the result of each partition."
-)
+@json_option("the `plan` and the result of each partition")
 @click.pass_context
 def truncate(
     ctx: click.Context,

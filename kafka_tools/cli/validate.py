@@ -8,6 +8,7 @@ import sys
 import click
 
 from kafka_tools.cli import pipe
+from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
 from kafka_tools.log.findings import UNREADABLE, ValidateOptions
 from kafka_tools.log.validate import validate_paths
@@ -32,12 +33,7 @@ def usable_cores() -> int:
 @click.option(
     "--strict", is_flag=True, help="Exit 1 on warnings too (gaps, stray files, checkpoints past the end)."
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="JSON Lines: one object per finding and partition, then a summary.",
-)
+@json_option("one `finding` object per finding, one `partition` object per partition")
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
 )
@@ -79,7 +75,7 @@ def validate(
     if as_json:
         ValidateJsonRenderer(sys.stdout).render(result, summary)
     else:
-        colour = (ctx.obj or {}).get("color")
+        colour = colour_of(ctx)
         ValidateTextRenderer(sys.stdout, wants_colour(sys.stdout, colour)).render(result, summary)
     sys.stdout.flush()
     for f in result.all_findings():
