@@ -13,7 +13,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
-from kafka_tools.cli.options import colour_of, json_option
+from kafka_tools.cli.options import colour_of, json_option, writable_dir, write_output_file
 from kafka_tools.consumers.migration import (
     DEFAULT_METADATA,
     FILE,
@@ -78,7 +78,7 @@ def run_plans(
         if refused:
             ctx.exit(EXIT_FINDINGS)
         return
-    journal = journal_path(journal_dir)
+    journal = journal_path(writable_dir(journal_dir, "journal"))
     write_journal(journal, plans, options, "prepared")
     click.echo(
         f"ktool: journal of every offset before the change: {journal} "
@@ -311,12 +311,12 @@ def export_cmd(
     if output is None:
         sys.stdout.write(text.getvalue())
     else:
-        output.write_text(text.getvalue())
+        write_output_file(output, text.getvalue())
         click.echo(f"ktool: {plural(len(rows), 'offset')} written to {output}", err=True)
 
 
 @offsets.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))  # missing or unreadable: exit 3, as elsewhere
 @click.option(
     "--to",
     "target",

@@ -5,7 +5,6 @@ image does not even keep them)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
@@ -25,6 +24,7 @@ from kafka_tools.metadata.image import (
 )
 from kafka_tools.metadata.load import MetadataLoad
 from kafka_tools.metadata.replay import Event
+from kafka_tools.render.json_lines import dumps as json_line
 from kafka_tools.render.tables import TextTable, make_console
 
 NONE = "-"
@@ -233,7 +233,7 @@ def event_object(e: Event) -> dict[str, Any]:
 
 def write_json(out: TextIO, objects: Iterable[dict[str, Any]]) -> None:
     for obj in objects:
-        out.write(json.dumps(obj, default=str) + "\n")
+        out.write(json_line(obj) + "\n")
 
 
 # --------------------------------------------------------------------------- text

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import TextIO
 
 from kafka_tools.log.retention import PartitionRetention, RetentionReport
 from kafka_tools.log.retention_config import TopicSettings
+from kafka_tools.render.json_lines import dumps as json_line
 from kafka_tools.render.tables import make_console
 
 
@@ -169,7 +169,7 @@ class RetentionJsonRenderer:
         self.out = out
 
     def _emit(self, obj: dict[str, object]) -> None:
-        self.out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self.out.write(json_line(obj) + "\n")
 
     def render(self, report: RetentionReport) -> None:
         for p in report.partitions:
