@@ -100,5 +100,8 @@ def watch(
     )
     with open_zk(zk_config_from_options(**options)) as zk:
         broker = broker_from_options(zk, **options)
-        code = GroupWatch(zk, settings, render, broker).run()
+        try:
+            code = GroupWatch(zk, settings, render, broker).run()
+        finally:
+            render.finish()
     ctx.exit(code)

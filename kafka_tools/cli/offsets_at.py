@@ -57,8 +57,12 @@ def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: int, as_json
             click.echo(f"ktool: {exc}", err=True)
             exit_code = max(exit_code, exc.exit_code)
             continue
+        said: set[str] = set()
         for item in items:
             if isinstance(item, ReadNote):
+                if item.message in said:
+                    continue
+                said.add(item.message)
                 sys.stdout.flush()
                 click.echo(f"ktool: {item.message}", err=True)
                 continue

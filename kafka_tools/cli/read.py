@@ -18,7 +18,7 @@ from kafka_tools.cli.options import (
     json_option,
     renamed_option,
 )
-from kafka_tools.errors import EXIT_FINDINGS
+from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 
 CHUNK = click.IntRange(min=64)
 DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, without importing it here
@@ -113,14 +113,33 @@ def read(
     colour = colour_of(ctx)
     renderer = _renderer(as_json, colour, key_decoder, value_decoder)
     exit_code = 0
-    for item in read_partition(partition_dir, start, count, chunk_bytes):
-        if isinstance(item, ReadNote):
-            sys.stdout.flush()
-            click.echo(f"ktool: {item.message}", err=True)
-            if item.problem:
-                exit_code = EXIT_FINDINGS
-        else:
-            renderer.render(item)
+    entries = warnings = problems = 0
+    said: set[str] = set()  # an index passed twice (to locate, then to read) is warned of once
+    try:
+        for item in read_partition(partition_dir, start, count, chunk_bytes):
+            if isinstance(item, ReadNote):
+                if item.message in said:
+                    continue
+                said.add(item.message)
+                sys.stdout.flush()
+                click.echo(f"ktool: {item.message}", err=True)
+                if item.problem:
+                    exit_code = EXIT_FINDINGS
+                    problems += 1
+                else:
+                    warnings += 1
+            else:
+                renderer.render(item)
+                entries += 1
+    except KtoolError:
+        problems += 1
+        raise
+    finally:
+        if as_json and (entries or warnings or problems):  # what was printed ends with its summary
+            from kafka_tools.render.json_lines import emit
+
+            summary = {"type": "summary", "entries": entries, "warnings": warnings, "problems": problems}
+            emit(sys.stdout, summary)
     sys.stdout.flush()
     ctx.exit(exit_code)
 

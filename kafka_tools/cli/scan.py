@@ -163,10 +163,10 @@ def scan(
     batch boundaries). The findings are `ktool validate`'s; the record counts and offsets are
     `ktool dump-log --deep-iteration`'s.
 
-    \b
-    Tables under --out: segments, batches, findings; records (--records); offsets (--offsets-topic),
-    every offset commit with `loaded` set on the one the group coordinator would load; metadata
-    (--cluster-metadata), every KRaft record with its type, version and fields as JSON.
+    Tables under --out: `segments`, `batches` and `findings` always; `records` with --records (every
+    record); `offsets` with --offsets-topic (every offset commit, `loaded` set on the one the group
+    coordinator would load); `metadata` with --cluster-metadata (every KRaft record: its type as
+    dump-log names it, version, fields as JSON).
 
     \b
     Exit status:

@@ -50,8 +50,8 @@ def _checked(summary: Summary) -> str:
     if summary.refused:
         more = f"; {summary.needs_force} more need --force" if summary.needs_force else ""
         return (
-            f"corrupt: {summary.errors} errors; `ktool truncate` cannot repair {summary.refused} "
-            f"partitions (damage the broker's recovery keeps){more}"
+            f"corrupt: {plural(summary.errors, 'error')}; `ktool truncate` cannot repair "
+            f"{plural(summary.refused, 'partition')} (damage the broker's recovery keeps){more}"
         )
     return (
         f"corrupt: {plural(summary.errors, 'error')}, some in the middle of the data: `ktool truncate` "
