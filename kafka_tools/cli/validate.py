@@ -69,6 +69,13 @@ def validate(
       3  a path could not be read
     """
     options = ValidateOptions(deep=deep, strict=strict)
+    # A path that is not there is said and the others are checked (exit 3 at the end).
+    missing = [p for p in paths if not os.path.lexists(p)]
+    for p in missing:
+        click.echo(f"ktool: {p}: no such file or directory", err=True)
+    paths = tuple(p for p in paths if p not in missing)
+    if missing and not paths:
+        ctx.exit(EXIT_ENVIRONMENT)
     with tree_progress(paths, progress) as tick:
         result = validate_paths(list(paths), options, tick, jobs or usable_cores())
     summary = result.summary()
@@ -81,7 +88,7 @@ def validate(
     for f in result.all_findings():
         if f.kind == UNREADABLE:
             click.echo(f"ktool: {f.file}: {f.message}", err=True)
-    if summary.unreadable:
+    if summary.unreadable or missing:
         # Everything else was checked and reported; what could not be read decides the exit code.
         ctx.exit(EXIT_ENVIRONMENT)
     if summary.errors or (strict and summary.warnings):

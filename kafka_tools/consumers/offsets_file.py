@@ -11,6 +11,8 @@ from kafka_tools.errors import InputError
 
 def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
     """Both formats, told apart line by line; errors name the line."""
+    if path.exists() and not path.is_dir() and not path.is_file():
+        raise InputError(f"{path}: not a regular file (expected an offsets file)")
     try:
         lines = path.read_text().splitlines()
     except FileNotFoundError:

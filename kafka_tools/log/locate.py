@@ -17,6 +17,7 @@ import mmap
 import operator
 import os
 import re
+import stat
 import struct
 import sys
 from array import array
@@ -233,10 +234,15 @@ class SegmentReader:
         self.chunk = max(chunk, 64)
         self.limit = max(limit, self.chunk)
         try:
-            self._fd = os.open(path, os.O_RDONLY)
-            self.size = os.fstat(self._fd).st_size
+            # O_NONBLOCK: a FIFO named as a segment must not block the open (regular files ignore it)
+            self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            info = os.fstat(self._fd)
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(info.st_mode):
+            os.close(self._fd)
+            raise InputError(f"{path}: cannot be read: named as a segment but not a regular file")
+        self.size = info.st_size
 
     def close(self) -> None:
         os.close(self._fd)

@@ -45,7 +45,7 @@ def render_group_list(groups: list[GroupSummary], out: TextIO, colour: bool, as_
                     "type": "group",
                     "group": g.group,
                     "offsetsIn": g.storage,
-                    "zkMembers": g.members,
+                    "zookeeperMembers": g.members,
                     "protocolType": g.protocol_type,
                 },
             )
@@ -73,7 +73,7 @@ def render_group(desc: GroupDescription, out: TextIO, colour: bool, as_json: boo
                     "topic": r.topic,
                     **partition_fields(r.partition),
                     "owner": r.owner,
-                    "zkOffset": r.zk_offset,
+                    "zookeeperOffset": r.zk_offset,
                     "kafkaOffset": r.kafka_offset,
                     "committed": r.committed,
                     "logStartOffset": r.log_start,

@@ -216,6 +216,7 @@ def test_once_prints_the_state_as_events(zk_root) -> None:
     with WatchProcess(GROUP, "--zookeeper", zk_root.connect, "--json", "--once") as watch:
         assert watch.wait() == 0
         events = watch.rest()
+    assert events.pop() == {"type": "summary", "events": len(events)}
     names = [e.get("event") for e in events]
     assert names[:2] == ["broker-joined", "controller-moved"] and names[-1] == "group-state"
     member = next(e for e in events if e.get("event") == "member-joined")
