@@ -10,17 +10,14 @@ from contextlib import contextmanager
 import click
 
 from kafka_tools.cli import pipe
-from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
-from kafka_tools.cli.options import check_offset_range, colour_of, json_option, offset_range_options
-from kafka_tools.cli.validate import usable_cores
+from kafka_tools.cli.options import (
+    DECODERS,
+    check_offset_range,
+    colour_of,
+    json_option,
+    offset_range_options,
+)
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
-from kafka_tools.log.dump import dump_file
-from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
-from kafka_tools.render.dump_json import DumpJsonRenderer
-from kafka_tools.render.dump_text import DumpTextRenderer
-from kafka_tools.render.lines import LineWriter
-from kafka_tools.render.progress import MIN_BYTES_FOR_BAR, file_progress, tree_progress
-from kafka_tools.render.values import DECODERS
 
 
 @click.command("dump-log")
@@ -118,6 +115,16 @@ def dump_log(
       2  usage error
       3  a file could not be read
     """
+    # Imported here, not at the top: `ktool dump-log --<TAB>` and `-h` must not pay for the decoders.
+    from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
+    from kafka_tools.cli.validate import usable_cores
+    from kafka_tools.log.dump import dump_file
+    from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
+    from kafka_tools.render.dump_json import DumpJsonRenderer
+    from kafka_tools.render.dump_text import DumpTextRenderer
+    from kafka_tools.render.lines import LineWriter
+    from kafka_tools.render.progress import file_progress
+
     check_offset_range(from_offset, to_offset)
     options = DumpOptions(
         deep_iteration=deep_iteration,
@@ -192,6 +199,8 @@ def dump_log(
 @contextmanager
 def _files_progress(files: tuple[str, ...], enabled: bool | None):
     """One bar for files dumped by workers, advanced a file at a time (on a terminal, for big dumps)."""
+    from kafka_tools.render.progress import MIN_BYTES_FOR_BAR, tree_progress
+
     sizes = {f: os.path.getsize(f) if os.path.isfile(f) else 0 for f in files}
     if enabled is None:
         enabled = sys.stderr.isatty() and sum(sizes.values()) >= MIN_BYTES_FOR_BAR

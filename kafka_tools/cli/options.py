@@ -33,6 +33,10 @@ def json_option(what: str) -> Callable[[F], F]:
     )
 
 
+# How keys and values print: render/values.py's decoders, named here so that declaring the options
+# imports no renderer (tests/cli/test_lazy_commands.py checks the two lists agree).
+DECODERS = ("utf8", "hex", "base64", "json", "none")
+
 COLOR_CHOICE = click.Choice(["auto", "always", "never"])
 COLOR_HELP = "Colour text output: auto colours a terminal unless NO_COLOR is set; always overrides NO_COLOR."
 

@@ -9,6 +9,7 @@ import sys
 import click
 
 from kafka_tools.cli.options import (
+    DECODERS,
     EARLIEST,
     LATEST,
     MAX_TIMESTAMP,
@@ -21,7 +22,6 @@ from kafka_tools.cli.options import (
 from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 
 CHUNK = click.IntRange(min=64)
-DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, without importing it here
 
 
 @click.command("read")

@@ -10,11 +10,6 @@ import click
 from kafka_tools.cli import pipe
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
-from kafka_tools.log.findings import UNREADABLE, ValidateOptions
-from kafka_tools.log.validate import validate_paths
-from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer, verdict
-from kafka_tools.render.lines import wants_colour
-from kafka_tools.render.progress import tree_progress
 
 
 def usable_cores() -> int:
@@ -68,6 +63,13 @@ def validate(
       2  usage error
       3  a path could not be read
     """
+    # Imported here, not at the top: `ktool validate --<TAB>` and `-h` must not pay for the checks.
+    from kafka_tools.log.findings import UNREADABLE, ValidateOptions
+    from kafka_tools.log.validate import validate_paths
+    from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer, verdict
+    from kafka_tools.render.lines import wants_colour
+    from kafka_tools.render.progress import tree_progress
+
     options = ValidateOptions(deep=deep, strict=strict)
     # A path that is not there is said and the others are checked (exit 3 at the end).
     missing = [p for p in paths if not os.path.lexists(p)]

@@ -60,3 +60,26 @@ def test_every_lazy_entry_loads_the_command_of_that_name():
     for name in LAZY_COMMANDS:
         assert cli.commands[name].name == name
     assert cli.list_commands(None) == sorted(cli.commands)  # type: ignore[arg-type]
+
+
+def test_the_decoder_choices_are_the_renderers():
+    from kafka_tools.cli.options import DECODERS
+    from kafka_tools.render.values import DECODERS as RENDERED
+
+    assert DECODERS == tuple(RENDERED)
+
+
+def test_tab_after_an_option_prefix_imports_no_decoder():
+    import os
+
+    for command in ("dump-log", "validate"):
+        words = f"ktool {command} --"
+        env = {**os.environ, "_KTOOL_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": "2"}
+        loaded = _modules_after([], env)
+        decoders = (
+            "kafka_tools.format",
+            "kafka_tools.log.dump",
+            "kafka_tools.log.validate",
+            "kafka_tools.render",
+        )
+        assert not [m for m in loaded if m.startswith((*decoders, "rich"))], command
