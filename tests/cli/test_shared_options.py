@@ -140,3 +140,15 @@ def test_offsets_at_reports_a_failed_partition_in_its_json() -> None:
     failed = [o for o in objs if o["type"] == "offset" and o["error"]]
     assert failed and all("has no timestamps" in o["error"] for o in failed)
     assert objs[-1] == {"type": "summary", "partitions": len(objs) - 1, "failed": len(failed)}
+
+
+def test_read_warns_once_of_an_index_it_passes_twice(tmp_path: Path) -> None:
+    part = tmp_path / "segmented-0"
+    shutil.copytree(GENERATED / "v2/segmented-0", part)
+    for index in [*part.glob("*.index"), *part.glob("*.timeindex")]:
+        index.write_bytes(b"garbage!garbage!x")  # not a whole number of entries: not used, said
+    for args in (["--latest"], ["--timestamp", "0", "-n", "1"], ["--timestamp", "max-timestamp"]):
+        result = run_ktool("read", str(part), *args)
+        lines = result.stderr.splitlines()
+        assert result.exit_code == 0 and lines, args
+        assert len(lines) == len(set(lines)), (args, lines)
