@@ -279,6 +279,9 @@ def test_cli_json_and_json_tables(spark, tmp_path: Path) -> None:
         "scan", "--json", "--out", str(out), "--format", "json", "--records", "--offsets-topic", str(KAFKA09)
     )
     assert code == 0, stderr
+    from kafka_tools.render.contract import problems
+
+    assert problems("scan", stdout.splitlines()) == []  # the --json contract of every command
     objs = [json.loads(line) for line in stdout.splitlines()]
     kinds = defaultdict(list)
     for o in objs:
