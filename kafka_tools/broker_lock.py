@@ -5,7 +5,7 @@ renamed `.deleted` and removed: ktool reads such a dir as "live" (log/dirs.py sa
 never memory-maps its files, and refuses to repair it.
 
 The lock cannot tell for a copy of a log dir, or a broker on another host's mount: `--live` /
-`--offline` (cli/live_options.py) override it for the whole command through `set_mode`.
+`--offline` (cli/options.py) override it for the whole command through `set_mode`.
 """
 
 from __future__ import annotations

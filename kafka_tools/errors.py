@@ -1,7 +1,7 @@
 """One error hierarchy for every command: a one-line message and an exit code.
 
-Exit codes, for every command: 0 ok; 1 findings (corruption, lag over a threshold, refused plan);
-2 usage; 3 environment (file unreadable, server unreachable, auth failed); 130 interrupted (Ctrl-C).
+Exit codes, for every command: 0 ok; 1 findings (corruption, a refused plan, a read-back that does not
+match); 2 usage; 3 environment (file unreadable, server unreachable, auth failed); 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.errors import InputError
 from kafka_tools.render.cluster import (
     render_brokers_json,
@@ -28,17 +29,19 @@ from kafka_tools.render.cluster import (
     render_topics_json,
     render_topics_text,
 )
+from kafka_tools.render.json_lines import emit
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.zk.connection import (
     ENV_AUTH,
     ENV_CONNECT,
     NoZooKeeperError,
     ZkConfig,
+    describe,
     open_zk,
     resolve_config,
 )
 from kafka_tools.zk.reader import cluster_id as read_cluster_id
-from kafka_tools.zk.reader import read_cluster, read_topics
+from kafka_tools.zk.reader import list_topics, read_cluster, read_topics
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -132,10 +135,10 @@ def zk_if_configured(*, needed_for: str | None = None, **options: Any) -> Iterat
 
 
 def _colour(ctx: click.Context) -> bool:
-    return wants_colour(sys.stdout, (ctx.obj or {}).get("color"))
+    return wants_colour(sys.stdout, colour_of(ctx))
 
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout.")
+_json_option = json_option("`broker`, `partition` or `cluster` objects")
 
 
 @click.command("brokers")
@@ -159,6 +162,7 @@ def brokers(ctx: click.Context, as_json: bool, **options: Any) -> None:
         cluster = read_cluster(zk)
     if as_json:
         render_brokers_json(cluster, sys.stdout)
+        emit(sys.stdout, {"type": "summary", "brokers": len(cluster.brokers)})
     else:
         render_brokers_text(cluster, sys.stdout, _colour(ctx))
 
@@ -183,12 +187,30 @@ def topics(ctx: click.Context, topics: tuple[str, ...], as_json: bool, **options
       2  usage error
       3  a topic does not exist, ZooKeeper unreachable, wrong chroot, a malformed znode
     """
+    missing: list[str] = []
     with open_zk(zk_config_from_options(**options)) as zk:
-        found = read_topics(zk, topics or None)
+        if topics:
+            # A name that does not exist is said, and the others are shown (exit 3 at the end).
+            known = set(list_topics(zk))
+            missing = [t for t in dict.fromkeys(topics) if t not in known]
+            present = [t for t in topics if t in known]
+            found = read_topics(zk, present) if present else []
+            if missing and not present:
+                read_topics(zk, missing)  # its one line: no such topic, or no /brokers/topics at all
+            where = describe(zk)
+        else:
+            found = read_topics(zk, None)
     if as_json:
         render_topics_json(found, sys.stdout)
+        partitions = sum(len(t.partitions) for t in found)
+        summary = {"type": "summary", "topics": len(found), "partitions": partitions, "missing": len(missing)}
+        emit(sys.stdout, summary)
     else:
         render_topics_text(found, sys.stdout, _colour(ctx))
+    if missing:
+        sys.stdout.flush()
+        plural = "s" if len(missing) > 1 else ""
+        raise InputError(f"no topic{plural} {', '.join(missing)} in /brokers/topics on ZooKeeper {where}")
 
 
 @click.command("cluster-id")
@@ -210,6 +232,7 @@ def cluster_id(as_json: bool, **options: Any) -> None:
         raise InputError(f"no /cluster/id on ZooKeeper {config}: clusters before 0.10.1 have no id")
     if as_json:
         render_cluster_id_json(cid, sys.stdout)
+        emit(sys.stdout, {"type": "summary", "clusterIds": 1})
     else:
         click.echo(cid)
 

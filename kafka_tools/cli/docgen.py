@@ -1,6 +1,7 @@
 """Generate the man pages (`man/`) and shell completions (`completions/`) from the Click commands.
 
-`python -m kafka_tools.cli.docgen` rewrites both folders; `--check` exits 1 when they are stale
+`python -m kafka_tools.cli.docgen` rewrites both folders and the README's exit-code table; `--check`
+exits 1 when they are stale
 (a test runs that, so a changed option cannot ship with an old man page).
 """
 
@@ -152,8 +153,17 @@ def expected_files() -> dict[Path, str]:
     return files
 
 
+def _readme_with_table() -> str:
+    """README.md with its exit-code table generated from kafka_tools/cli/exit_codes.py."""
+    from kafka_tools.cli.exit_codes import with_table
+
+    return with_table((ROOT / "README.md").read_text())
+
+
 def stale_files() -> list[Path]:
     stale = [p for p, text in expected_files().items() if not p.is_file() or p.read_text() != text]
+    if (ROOT / "README.md").read_text() != _readme_with_table():
+        stale.append(ROOT / "README.md")
     known = set(expected_files())
     stale += [p for d in ("man", "completions") for p in sorted((ROOT / d).glob("*")) if p not in known]
     return stale
@@ -171,6 +181,7 @@ def main(argv: list[str]) -> int:
     for path, text in expected_files().items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    (ROOT / "README.md").write_text(_readme_with_table())
     return 0
 
 

@@ -23,9 +23,12 @@ def completion(shell: str) -> None:
 
     \b
     Install it where your shell looks:
-      bash  ktool completion bash > ~/.local/share/bash-completion/completions/ktool
-      zsh   ktool completion zsh > ~/.zfunc/_ktool   (with fpath+=~/.zfunc before compinit)
-      fish  ktool completion fish > ~/.config/fish/completions/ktool.fish
+      bash  mkdir -p ~/.local/share/bash-completion/completions &&
+            ktool completion bash > ~/.local/share/bash-completion/completions/ktool
+      zsh   mkdir -p ~/.zfunc && ktool completion zsh > ~/.zfunc/_ktool
+            (with fpath+=~/.zfunc before compinit)
+      fish  mkdir -p ~/.config/fish/completions &&
+            ktool completion fish > ~/.config/fish/completions/ktool.fish
 
     \b
     Exit status:
@@ -37,15 +40,31 @@ def completion(shell: str) -> None:
     click.echo(completion_script(shell), nl=False)
 
 
+def _complete_command(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """`ktool man <TAB>`: the command names, then a group's subcommands (only that group is loaded)."""
+    from kafka_tools.cli.main import cli
+
+    group: click.Command = cli
+    for word in ctx.params.get("command") or ():
+        group = group.get_command(ctx, word) if isinstance(group, click.Group) else None
+        if group is None:
+            return []
+    if not isinstance(group, click.Group):
+        return []
+    return [name for name in group.list_commands(ctx) if name.startswith(incomplete)]
+
+
 @click.command("man")
-@click.argument("command", nargs=-1)
+@click.argument("command", nargs=-1, shell_complete=_complete_command)
 @click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write every page (ktool.1, ktool-COMMAND.1, …) into this directory instead.",
 )
 def man(command: tuple[str, ...], output_dir: Path | None) -> None:
-    """Print the manual page (roff) of ktool or of COMMAND, e.g. `ktool man groups list | man -l -`.
+    """Print the manual page (roff) of ktool or of COMMAND.
+
+    Read one with `ktool man groups list | man -l -`.
 
     \b
     Install them all where man looks:

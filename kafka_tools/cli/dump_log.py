@@ -10,17 +10,15 @@ from contextlib import contextmanager
 import click
 
 from kafka_tools.cli import pipe
-from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
-from kafka_tools.cli.live_options import live_options
-from kafka_tools.cli.validate import usable_cores
+from kafka_tools.cli.options import (
+    DECODERS,
+    check_offset_range,
+    colour_of,
+    json_option,
+    live_options,
+    offset_range_options,
+)
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
-from kafka_tools.log.dump import dump_file
-from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
-from kafka_tools.render.dump_json import DumpJsonRenderer
-from kafka_tools.render.dump_text import DumpTextRenderer
-from kafka_tools.render.lines import LineWriter
-from kafka_tools.render.progress import MIN_BYTES_FOR_BAR, file_progress, tree_progress
-from kafka_tools.render.values import DECODERS
 
 
 @click.command("dump-log")
@@ -70,11 +68,8 @@ from kafka_tools.render.values import DECODERS
     show_default=True,
     help="How record values are printed with --print-data-log (none: not at all).",
 )
-@click.option("--from-offset", type=int, help="Skip records below this offset.")
-@click.option("--to-offset", type=int, help="Skip records above this offset.")
-@click.option(
-    "--json", "as_json", is_flag=True, help="JSON Lines on stdout, one object per entry/record/problem."
-)
+@offset_range_options()
+@json_option("one object per entry, record and problem, a `file` object per file")
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
 )
@@ -122,11 +117,17 @@ def dump_log(
       2  usage error
       3  a file could not be read
     """
-    if from_offset is not None and to_offset is not None and from_offset > to_offset:
-        raise click.BadParameter(
-            f"--from-offset {from_offset} is past --to-offset {to_offset}: no record would be printed",
-            param_hint="'--from-offset'",
-        )
+    # Imported here, not at the top: `ktool dump-log --<TAB>` and `-h` must not pay for the decoders.
+    from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
+    from kafka_tools.cli.validate import usable_cores
+    from kafka_tools.log.dump import dump_file
+    from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
+    from kafka_tools.render.dump_json import DumpJsonRenderer
+    from kafka_tools.render.dump_text import DumpTextRenderer
+    from kafka_tools.render.lines import LineWriter
+    from kafka_tools.render.progress import file_progress
+
+    check_offset_range(from_offset, to_offset)
     options = DumpOptions(
         deep_iteration=deep_iteration,
         # as in Kafka's DumpLogSegments, asking for the metadata decoder asks to print the data
@@ -140,7 +141,7 @@ def dump_log(
         to_offset=to_offset,
         message_runs=True,  # both renderers print MessageRunEvents
     )
-    colour = (ctx.obj or {}).get("color")
+    colour = colour_of(ctx)
     err = LineWriter(sys.stderr, colour)
     if as_json:
         renderer = DumpJsonRenderer(
@@ -200,6 +201,8 @@ def dump_log(
 @contextmanager
 def _files_progress(files: tuple[str, ...], enabled: bool | None):
     """One bar for files dumped by workers, advanced a file at a time (on a terminal, for big dumps)."""
+    from kafka_tools.render.progress import MIN_BYTES_FOR_BAR, tree_progress
+
     sizes = {f: os.path.getsize(f) if os.path.isfile(f) else 0 for f in files}
     if enabled is None:
         enabled = sys.stderr.isatty() and sum(sizes.values()) >= MIN_BYTES_FOR_BAR

@@ -9,19 +9,22 @@ import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
+from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.assignors import Member, consumers_per_topic
 from kafka_tools.consumers.groups import describe_group, list_all_groups
 from kafka_tools.consumers.rebalance import plan_rebalance
+from kafka_tools.errors import FindingsError, KtoolError
 from kafka_tools.render.groups import render_group, render_group_list, render_plan
+from kafka_tools.render.json_lines import emit
 from kafka_tools.render.lines import wants_colour
-from kafka_tools.zk.connection import open_zk
+from kafka_tools.zk.connection import ZnodeMissingError, open_zk
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout.")
+_json_option = json_option("`group`, `partition`, `member`, `assignment` or `plan` objects")
 
 
 def _colour(ctx: click.Context) -> bool:
-    return wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
+    return wants_colour(sys.stdout, colour_of(ctx))
 
 
 @click.group("groups")
@@ -83,12 +86,26 @@ def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, 
       2  usage error
       3  ZooKeeper or a broker unreachable, a group missing, a malformed znode
     """
+    failed: list[KtoolError] = []
+    shown = 0
     with zk_if_configured(**options) as zk:
         broker = broker_from_options(zk, **options)
         names = list(group_ids) or (list_groups(zk) if zk is not None else [g for g, _ in broker.groups()])
-        descriptions = [describe_group(zk, g, broker) for g in names]
-    for desc in descriptions:
-        render_group(desc, sys.stdout, _colour(ctx), as_json)
+        for g in dict.fromkeys(names):
+            # A group that cannot be described is said, and the others are shown (worst code at the end).
+            try:
+                desc = describe_group(zk, g, broker)
+            except (ZnodeMissingError, FindingsError) as exc:
+                sys.stdout.flush()
+                click.echo(f"ktool: {exc}", err=True)
+                failed.append(exc)
+                continue
+            render_group(desc, sys.stdout, _colour(ctx), as_json)
+            shown += 1
+    if as_json:
+        emit(sys.stdout, {"type": "summary", "groups": shown, "failed": len(failed)})
+    if failed:
+        ctx.exit(max(exc.exit_code for exc in failed))
 
 
 @groups.command("rebalance-plan")

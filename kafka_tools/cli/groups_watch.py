@@ -9,6 +9,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.watch import GroupWatch, WatchOptions
 from kafka_tools.errors import UsageError
 from kafka_tools.render.lines import wants_colour
@@ -25,9 +26,7 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
 )
 @zookeeper_options
 @broker_options
-@click.option(
-    "--json", "as_json", is_flag=True, help="JSON Lines on stdout: ts, event, group and the event's fields."
-)
+@json_option("one `event` object per event (ts, event, group and the event's fields)")
 @click.option(
     "--lag-interval",
     type=_SECONDS,
@@ -88,7 +87,7 @@ def watch(
         raise UsageError("--timeout goes with --until-stable")
     if once and until_stable:
         raise UsageError("--once and --until-stable exclude each other")
-    colour = wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
+    colour = wants_colour(sys.stdout, colour_of(ctx))
     render = WatchRenderer(sys.stdout, colour, as_json)
     settings = WatchOptions(
         groups=list(group_ids),
@@ -101,5 +100,8 @@ def watch(
     )
     with open_zk(zk_config_from_options(**options)) as zk:
         broker = broker_from_options(zk, **options)
-        code = GroupWatch(zk, settings, render, broker).run()
+        try:
+            code = GroupWatch(zk, settings, render, broker).run()
+        finally:
+            render.finish()
     ctx.exit(code)

@@ -8,7 +8,8 @@ import click
 
 from kafka_tools import __version__
 from kafka_tools.cli import pipe
-from kafka_tools.errors import EXIT_INTERRUPTED, EXIT_USAGE, KtoolError
+from kafka_tools.cli.options import COLOR_CHOICE, COLOR_HELP, colour_setting
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, KtoolError
 
 # Each subcommand's module is imported only when that command runs (or help lists it): `ktool read`
 # must not pay for rich, kazoo and the Spark pipeline at start-up. Name → "module:attribute".
@@ -32,6 +33,29 @@ LAZY_COMMANDS: dict[str, str] = {
     "man": "kafka_tools.cli.docs:man",
 }
 
+# Each command's first sentence, so that `ktool --help` and a TAB after `ktool ` list the commands
+# without importing them (a test checks these equal the commands' own help). A command missing here
+# is imported to be listed: slower, still right.
+SUMMARIES: dict[str, str] = {
+    "brokers": "List the live brokers as registered in ZooKeeper, with the controller and the cluster id.",
+    "cluster-id": "Print the cluster id (/cluster/id, Kafka 0.10.1+).",
+    "completion": "Print the shell completion script for SHELL.",
+    "dump-log": "Decode segment files of every on-disk generation and the files beside them.",
+    "groups": "Consumer groups: where their offsets live, who owns what, lag, rebalance plans.",
+    "man": "Print the manual page (roff) of ktool or of COMMAND.",
+    "metadata": "The KRaft cluster's metadata, read offline from a log dir.",
+    "migrate-offsets": "Move consumer offsets between ZooKeeper and Kafka, with a journal and undo.",
+    "offsets": "Consumer offsets to and from files (ExportZkOffsets lines, or CSV).",
+    "offsets-at": "Print each partition's offset at a time, from the files of log dirs (no broker needed).",
+    "replicas": "The replicas of a partition, compared offline from their log dirs.",
+    "read": "Print the records of a partition directory from an offset or a time, offline.",
+    "retention": "Preview which segments the broker's delete policy would remove next, and why.",
+    "scan": "Validate and decode segments (with Spark for large inputs), and write what they hold as tables.",
+    "topics": "Show the partitions of topics: leader, replicas, ISR, leader epoch.",
+    "truncate": "Cut corrupt tails of segments as the broker's log recovery does, losing no valid byte.",
+    "validate": "Check CRCs and structure of segments, partitions or whole log.dirs trees.",
+}
+
 
 class KtoolGroup(click.Group):
     """Turns every KtoolError into its one line on stderr and its exit code; nothing else exits.
@@ -48,6 +72,31 @@ class KtoolGroup(click.Group):
             self._load(cmd_name)
         return self.commands.get(cmd_name)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = [(name, self.listed(ctx, name).get_short_help_str(limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list:
+        from click.shell_completion import CompletionItem
+
+        if incomplete.startswith("-"):
+            return super().shell_complete(ctx, incomplete)
+        return [
+            CompletionItem(name, help=self.listed(ctx, name).get_short_help_str())
+            for name in self.list_commands(ctx)
+            if name.startswith(incomplete)
+        ]
+
+    def listed(self, ctx: click.Context, name: str) -> click.Command:
+        """The command as help and completion list it: a stand-in holding its summary when it is not
+        loaded yet (its help's first sentence gives the same short help)."""
+        if name in SUMMARIES and name not in self.commands:
+            return click.Command(name, help=SUMMARIES[name])
+        return self.get_command(ctx, name) or click.Command(name)
+
     def load_all(self) -> KtoolGroup:
         for name in LAZY_COMMANDS:
             if name not in self.commands:
@@ -58,10 +107,12 @@ class KtoolGroup(click.Group):
         from importlib import import_module
 
         from kafka_tools.cli.help import use_ktool_help
+        from kafka_tools.cli.options import add_shared_options
 
         module, _, attribute = LAZY_COMMANDS[name].partition(":")
         command = getattr(import_module(module), attribute)
         use_ktool_help([command])
+        add_shared_options(command)
         self.add_command(command, name)
 
     def invoke(self, ctx: click.Context):
@@ -74,6 +125,12 @@ class KtoolGroup(click.Group):
         except KtoolError as exc:
             click.echo(f"ktool: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except OSError as exc:
+            # The last net: a place ktool could not read or write is the environment (exit 3), said in
+            # one line, never a traceback read by scripts as exit 1.
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"ktool: {where}{exc.strerror or exc}", err=True)
+            ctx.exit(EXIT_ENVIRONMENT)
         except KeyboardInterrupt:
             # Click would say "Aborted!" and exit 1, which scripts read as "findings".
             click.echo("ktool: interrupted", err=True)
@@ -89,13 +146,7 @@ class KtoolGroup(click.Group):
     cls=KtoolGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
 @click.version_option(__version__, prog_name="ktool")
-@click.option(
-    "--color",
-    type=click.Choice(["auto", "always", "never"]),
-    default="auto",
-    show_default=True,
-    help="Colour text output: auto colours a terminal unless NO_COLOR is set; always overrides NO_COLOR.",
-)
+@click.option("--color", type=COLOR_CHOICE, default="auto", show_default=True, help=COLOR_HELP)
 @click.pass_context
 def cli(ctx: click.Context, color: str) -> None:
     """Decode, validate and repair Kafka logs; move offsets; inspect groups.
@@ -106,12 +157,12 @@ def cli(ctx: click.Context, color: str) -> None:
     \b
     Exit status (every command):
       0    ok
-      1    findings: corruption, a refused plan, lag over a threshold
+      1    findings: corruption, a refused plan, a read-back that does not match
       2    usage error
       3    environment: a file unreadable, a server unreachable, auth failed
       130  interrupted (Ctrl-C)
     """
-    ctx.obj = {"color": None if color == "auto" else color == "always"}
+    ctx.obj = {"color": colour_setting(color)}
 
 
 def _register() -> None:

@@ -7,7 +7,16 @@ import sys
 
 import click
 
-from kafka_tools.errors import EXIT_FINDINGS, UsageError
+from kafka_tools.cli.options import (
+    aliased,
+    check_offset_range,
+    colour_of,
+    json_option,
+    offset_range_options,
+    renamed_option,
+)
+from kafka_tools.errors import EXIT_FINDINGS, FindingsError, UsageError
+from kafka_tools.format.plural import plural
 from kafka_tools.log.findings import Finding, Severity
 from kafka_tools.metadata.checks import check_log_dir, read_findings
 from kafka_tools.metadata.load import MetadataLoad, load_image
@@ -34,19 +43,31 @@ def _at_offset_option(func):
     )(func)
 
 
-def _json_option(func):
-    return click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per item.")(func)
+_json_option = json_option("one object per item, then a `finding` object per finding")
 
 
 def _colour(ctx: click.Context) -> bool:
-    return wants_colour(sys.stdout, (ctx.obj or {}).get("color"))
+    return wants_colour(sys.stdout, colour_of(ctx))
 
 
-def _finish(ctx: click.Context, findings: list[Finding], as_json: bool) -> None:
-    """Findings after the data: JSON objects on stdout with --json, one line each on stderr always;
-    exit 1 when one is an error."""
+def _finish(
+    ctx: click.Context, findings: list[Finding], as_json: bool, load: MetadataLoad, **counts: int
+) -> None:
+    """Findings after the data: JSON objects on stdout with --json (then the summary), one line each
+    on stderr always; exit 1 when one is an error."""
     if as_json:
         write_json(sys.stdout, (finding_object(f) for f in findings))
+        errors = sum(f.severity == Severity.ERROR for f in findings)
+        summary = {
+            "type": "summary",
+            "offset": load.image.offset,
+            "topics": len(load.image.topics),
+            "brokers": len(load.image.brokers),
+            **counts,
+            "findings": len(findings),
+            "errors": errors,
+        }
+        write_json(sys.stdout, [summary])
     for f in findings:
         click.echo(f"ktool: {finding_line(f)}", err=True)
     if any(f.severity == Severity.ERROR for f in findings):
@@ -100,7 +121,7 @@ def show(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) 
         write_json(sys.stdout, image_objects(load))
     else:
         MetadataText(sys.stdout, _colour(ctx)).show(load)
-    _finish(ctx, findings, as_json)
+    _finish(ctx, findings, as_json, load)
 
 
 @metadata.command("topics")
@@ -124,7 +145,7 @@ def topics(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool
         write_json(sys.stdout, partition_objects(load.image))
     else:
         MetadataText(sys.stdout, _colour(ctx)).partitions(load.image)
-    _finish(ctx, read_findings(load), as_json)
+    _finish(ctx, read_findings(load), as_json, load)
 
 
 @metadata.command("brokers")
@@ -155,25 +176,19 @@ def brokers(ctx: click.Context, logdir: str, at_offset: int | None, as_json: boo
         out = MetadataText(sys.stdout, _colour(ctx))
         out.brokers(load.image)
         out.quorum(load.image)
-    _finish(ctx, read_findings(load), as_json)
+    _finish(ctx, read_findings(load), as_json, load)
 
 
 @metadata.command("diff")
 @click.argument("logdir", type=_LOGDIR)
-@click.option(
-    "--from", "from_offset", type=click.IntRange(min=0), required=True, metavar="N", help="First offset."
-)
-@click.option(
-    "--to",
-    "to_offset",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="M",
-    help="End offset, not included [default: the log end].",
-)
+@offset_range_options("First offset (required).", "End offset, not included [default: the log end].")
+@renamed_option("--from", "--from-offset", "from_offset")
+@renamed_option("--to", "--to-offset", "to_offset")
 @_json_option
 @click.pass_context
-def diff(ctx: click.Context, logdir: str, from_offset: int, to_offset: int | None, as_json: bool) -> None:
+def diff(
+    ctx: click.Context, logdir: str, from_offset: int | None, to_offset: int | None, as_json: bool
+) -> None:
     """What changed from offset N to M, as events.
 
     Topics created or deleted, partitions created, leader changes, ISR shrink and expand, replicas and
@@ -190,10 +205,28 @@ def diff(ctx: click.Context, logdir: str, from_offset: int, to_offset: int | Non
       2  usage error
       3  LOGDIR missing, unreadable or not a KRaft log dir
     """
-    if to_offset is not None and to_offset < from_offset:
-        raise UsageError(f"--to {to_offset} is before --from {from_offset}")
-    load: MetadataLoad = load_image(logdir, to_offset, events_from=from_offset)
+    from_offset = aliased(ctx, "from_offset", from_offset, click.IntRange(min=0))
+    to_offset = aliased(ctx, "to_offset", to_offset, click.IntRange(min=0))
+    if from_offset is None:
+        raise click.MissingParameter(ctx=ctx, param_hint="'--from-offset'", param_type="option")
+    check_offset_range(from_offset, to_offset)
+    try:
+        load: MetadataLoad = load_image(logdir, to_offset, events_from=from_offset)
+    except UsageError as exc:
+        # The loader says it of --at-offset; here it is --to-offset, out of the log's range: as `read`
+        # says of an offset out of range, a finding (exit 1).
+        raise FindingsError(str(exc).replace("--at-offset", "--to-offset")) from None
     findings = read_findings(load)
+    if from_offset > load.image.offset:
+        findings.append(
+            Finding(
+                str(load.partition_dir),
+                "offset-past-end",
+                Severity.ERROR,
+                f"--from-offset {from_offset} is past the log end offset {load.image.offset}: no change "
+                "can lie there",
+            )
+        )
     if load.log_start is not None and load.log_start > from_offset:
         findings.append(
             Finding(
@@ -209,10 +242,10 @@ def diff(ctx: click.Context, logdir: str, from_offset: int, to_offset: int | Non
         write_json(sys.stdout, (event_object(e) for e in events))
     else:
         out = MetadataText(sys.stdout, _colour(ctx))
-        out.line(f"offsets {from_offset}..{load.image.offset}: {len(events)} changes")
+        out.line(f"offsets {from_offset}..{load.image.offset}: {plural(len(events), 'change')}")
         if events:
             out.events(events)
-    _finish(ctx, findings, as_json)
+    _finish(ctx, findings, as_json, load, events=len(events))
 
 
 @metadata.command("check")
@@ -240,9 +273,10 @@ def check(ctx: click.Context, logdir: str, as_json: bool) -> None:
     findings = read_findings(load) + check_log_dir(load)
     errors = sum(f.severity == Severity.ERROR for f in findings)
     if not as_json:
-        verdict = "consistent" if not errors else f"{errors} findings"
+        verdict = "consistent" if not errors else plural(errors, "finding")
         click.echo(
-            f"{load.log_dir}: {len(load.image.topics)} topics, {len(load.image.brokers)} brokers "
+            f"{load.log_dir}: {plural(len(load.image.topics), 'topic')}, "
+            f"{plural(len(load.image.brokers), 'broker')} "
             f"in the image at offset {load.image.offset}: {verdict}"
         )
-    _finish(ctx, findings, as_json)
+    _finish(ctx, findings, as_json, load)

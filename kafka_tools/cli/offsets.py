@@ -13,6 +13,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
+from kafka_tools.cli.options import colour_of, json_option, write_output_file
 from kafka_tools.consumers.migration import (
     APPLIED,
     DEFAULT_METADATA,
@@ -43,7 +44,7 @@ _STORES = click.Choice([ZK, KAFKA])
 
 
 def _colour(ctx: click.Context) -> bool:
-    return wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
+    return wants_colour(sys.stdout, colour_of(ctx))
 
 
 _TITLES = {APPLIED: "result", REFUSED: "refused by the broker", INTERRUPTED: "interrupted"}
@@ -117,7 +118,7 @@ _common = [
         help="Where the journal is written "
         f"[default: journals/ in ktool's state directory, {STATE_HOME_HELP}].",
     ),
-    click.option("--json", "as_json", is_flag=True, help="JSON Lines on stdout."),
+    json_option("one `partition` object per offset move"),
 ]
 
 
@@ -294,12 +295,12 @@ def export_cmd(
     if output is None:
         sys.stdout.write(text.getvalue())
     else:
-        output.write_text(text.getvalue())
+        write_output_file(output, text.getvalue())
         click.echo(f"ktool: {plural(len(rows), 'offset')} written to {output}", err=True)
 
 
 @offsets.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))  # missing or unreadable: exit 3, as elsewhere
 @click.option(
     "--to",
     "target",

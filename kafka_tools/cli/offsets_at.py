@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
-from kafka_tools.cli.live_options import live_options
-from kafka_tools.errors import EXIT_FINDINGS
+from kafka_tools.cli.options import TimeSpec, json_option, live_options
+from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 
 
 @click.command("offsets-at")
@@ -16,22 +15,24 @@ from kafka_tools.errors import EXIT_FINDINGS
 @click.option(
     "--time",
     "when",
+    type=TimeSpec(),
     default="latest",
     show_default=True,
-    metavar="earliest|latest|T",
-    help="earliest (-2), latest (-1), or T (epoch ms or ISO-8601): the first offset whose record's "
-    "timestamp is at or after T.",
+    help="earliest (-2), latest (-1), max-timestamp (-3: the first record with the largest timestamp), "
+    "or T (epoch ms or ISO-8601): the first offset whose record's timestamp is at or after T.",
 )
-@click.option("--json", "as_json", is_flag=True, help="JSON Lines: logDir, topic, partition, offset, time.")
+@json_option("one `offset` object per partition (logDir, topic, partition, offset, time, error)")
 @live_options
 @click.pass_context
-def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: str, as_json: bool) -> None:
+def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: int, as_json: bool) -> None:
     """Print each partition's offset at a time, from the files of log dirs (no broker needed).
 
     Lines are Kafka's GetOffsetShell's, `topic:partition:offset` (with several LOGDIRs, each log dir's
     lines follow a `# LOGDIR` line); an offset left empty means no record has a timestamp at or after
     T. The latest offset is the log end offset (the next offset to be written), the earliest the log
-    start offset (from `log-start-offset-checkpoint`, else the first segment).
+    start offset (from `log-start-offset-checkpoint`, else the first segment). A partition that cannot
+    be answered is said on stderr (in --json: an `offset` object with its `error`) and the others are
+    answered.
 
     \b
     Exit status:
@@ -41,38 +42,53 @@ def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: str, as_json
       2  usage error
       3  a log dir or a segment could not be read
     """
-    from kafka_tools.log.offsets_at import EARLIEST, LATEST, PartitionOffset, offsets_at
+    from kafka_tools.log.offsets_at import PartitionOffset, offsets_at
     from kafka_tools.log.read import ReadNote
-    from kafka_tools.log.times import parse_time
+    from kafka_tools.render.json_lines import emit
 
-    time = {"earliest": EARLIEST, "latest": LATEST, "-2": EARLIEST, "-1": LATEST}.get(when.strip())
-    if time is None:
-        time = parse_time(when, "--time")
     exit_code = 0
+    answered = failed = 0
     for log_dir in log_dirs:
         if len(log_dirs) > 1 and not as_json:
             click.echo(f"# {log_dir}")
-        for item in offsets_at(log_dir, time):
+        try:
+            items = list(offsets_at(log_dir, when))
+        except KtoolError as exc:  # this log dir missing or not one: said, and the others answered
+            sys.stdout.flush()
+            click.echo(f"ktool: {exc}", err=True)
+            exit_code = max(exit_code, exc.exit_code)
+            continue
+        said: set[str] = set()
+        for item in items:
             if isinstance(item, ReadNote):
+                if item.message in said:
+                    continue
+                said.add(item.message)
                 sys.stdout.flush()
                 click.echo(f"ktool: {item.message}", err=True)
                 continue
             assert isinstance(item, PartitionOffset)
             if item.error is not None:
+                failed += 1
                 sys.stdout.flush()
                 click.echo(f"ktool: {item.error}", err=True)
                 exit_code = max(exit_code, item.exit_code or EXIT_FINDINGS)
-                continue
+            else:
+                answered += 1
             if as_json:
                 obj = {
+                    "type": "offset",
                     "logDir": item.log_dir,
                     "topic": item.topic,
                     "partition": item.partition,
                     "offset": item.offset,
-                    "time": time,
+                    "time": when,
+                    "error": item.error,
                 }
-                click.echo(json.dumps(obj, separators=(",", ":")))
-            else:
+                emit(sys.stdout, obj)
+            elif item.error is None:
                 click.echo(f"{item.topic}:{item.partition}:{'' if item.offset is None else item.offset}")
+    if as_json:
+        emit(sys.stdout, {"type": "summary", "partitions": answered + failed, "failed": failed})
     sys.stdout.flush()
     ctx.exit(exit_code)

@@ -8,10 +8,21 @@ import sys
 
 import click
 
-from kafka_tools.cli.live_options import live_options
-from kafka_tools.errors import EXIT_FINDINGS
+from kafka_tools.cli.options import (
+    DECODERS,
+    EARLIEST,
+    LATEST,
+    MAX_TIMESTAMP,
+    TimeSpec,
+    aliased,
+    colour_of,
+    json_option,
+    live_options,
+    renamed_option,
+)
+from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 
-DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, without importing it here
+CHUNK = click.IntRange(min=64)
 
 
 @click.command("read")
@@ -19,8 +30,10 @@ DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, with
 @click.option("--offset", type=click.IntRange(min=0), help="Start at this offset.")
 @click.option(
     "--timestamp",
-    metavar="T",
-    help="Start at the first record whose timestamp is at or after T (epoch ms or ISO-8601, UTC by default).",
+    type=TimeSpec(),
+    help="Start at the first record whose timestamp is at or after T (epoch ms or ISO-8601, UTC by "
+    "default); earliest (-2) and latest (-1) as --earliest and --latest, max-timestamp (-3) the first "
+    "record with the largest timestamp.",
 )
 @click.option("--earliest", is_flag=True, help="Start at the log start offset.")
 @click.option("--latest", is_flag=True, help="The last record (with --count K: the last K offsets).")
@@ -28,12 +41,13 @@ DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, with
     "--count", "-n", type=click.IntRange(min=1), help="Stop after K records [default: the log end]."
 )
 @click.option(
-    "--max-bytes",
-    type=click.IntRange(min=64),
+    "--chunk-bytes",
+    type=CHUNK,
     default=1 << 20,
     show_default=True,
     help="Bytes read at a time; a larger batch is read with the chunk doubled, up to 64 MiB.",
 )
+@renamed_option("--max-bytes", "--chunk-bytes", "chunk_bytes")
 @click.option(
     "--key-decoder",
     type=click.Choice(DECODERS),
@@ -48,18 +62,18 @@ DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, with
     show_default=True,
     help="How values and header values are printed (as --key-decoder).",
 )
-@click.option("--json", "as_json", is_flag=True, help="JSON Lines: dump-log's batch/record/message objects.")
+@json_option("dump-log's `batch`, `record` and `message` objects")
 @live_options
 @click.pass_context
 def read(
     ctx: click.Context,
     partition_dir: str,
     offset: int | None,
-    timestamp: str | None,
+    timestamp: int | None,
     earliest: bool,
     latest: bool,
     count: int | None,
-    max_bytes: int,
+    chunk_bytes: int,
     key_decoder: str,
     value_decoder: str,
     as_json: bool,
@@ -81,8 +95,10 @@ def read(
       3  the directory or a segment could not be read
     """
     from kafka_tools.log.read import ReadNote, ReadStart, read_partition
-    from kafka_tools.log.times import parse_time
 
+    chunk_bytes = aliased(ctx, "chunk_bytes", chunk_bytes, CHUNK)
+    if timestamp in (EARLIEST, LATEST):  # the one grammar of times: -2/earliest, -1/latest
+        earliest, latest, timestamp = earliest or timestamp == EARLIEST, latest or timestamp == LATEST, None
     chosen = [n for n, v in (("--offset", offset), ("--timestamp", timestamp)) if v is not None]
     chosen += [n for n, v in (("--earliest", earliest), ("--latest", latest)) if v]
     if len(chosen) != 1:
@@ -90,21 +106,42 @@ def read(
         raise click.UsageError(f"give {what} --offset, --timestamp, --earliest, --latest")
     if offset is not None:
         start = ReadStart("offset", offset)
+    elif timestamp == MAX_TIMESTAMP:
+        start = ReadStart("max-timestamp")
     elif timestamp is not None:
-        start = ReadStart("timestamp", parse_time(timestamp, "--timestamp"))
+        start = ReadStart("timestamp", timestamp)
     else:
         start = ReadStart("earliest" if earliest else "latest")
-    colour = (ctx.obj or {}).get("color")
+    colour = colour_of(ctx)
     renderer = _renderer(as_json, colour, key_decoder, value_decoder)
     exit_code = 0
-    for item in read_partition(partition_dir, start, count, max_bytes):
-        if isinstance(item, ReadNote):
-            sys.stdout.flush()
-            click.echo(f"ktool: {item.message}", err=True)
-            if item.problem:
-                exit_code = EXIT_FINDINGS
-        else:
-            renderer.render(item)
+    entries = warnings = problems = 0
+    said: set[str] = set()  # an index passed twice (to locate, then to read) is warned of once
+    try:
+        for item in read_partition(partition_dir, start, count, chunk_bytes):
+            if isinstance(item, ReadNote):
+                if item.message in said:
+                    continue
+                said.add(item.message)
+                sys.stdout.flush()
+                click.echo(f"ktool: {item.message}", err=True)
+                if item.problem:
+                    exit_code = EXIT_FINDINGS
+                    problems += 1
+                else:
+                    warnings += 1
+            else:
+                renderer.render(item)
+                entries += 1
+    except KtoolError:
+        problems += 1
+        raise
+    finally:
+        if as_json and (entries or warnings or problems):  # what was printed ends with its summary
+            from kafka_tools.render.json_lines import emit
+
+            summary = {"type": "summary", "entries": entries, "warnings": warnings, "problems": problems}
+            emit(sys.stdout, summary)
     sys.stdout.flush()
     ctx.exit(exit_code)
 

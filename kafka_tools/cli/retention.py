@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -9,8 +10,8 @@ from typing import Any
 import click
 
 from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
-from kafka_tools.cli.live_options import live_options
-from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
+from kafka_tools.cli.options import colour_of, json_option, live_options
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, KtoolError
 from kafka_tools.log.retention import find_partitions, preview
 from kafka_tools.log.retention_config import (
     SettingSources,
@@ -62,9 +63,7 @@ def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dic
     "--compaction", is_flag=True, help="Also preview the log cleaner on compacted partitions (decodes them)."
 )
 @click.option("--all-segments", is_flag=True, help="List every segment, not only those deleted and the next.")
-@click.option(
-    "--json", "as_json", is_flag=True, help="JSON Lines: partition and segment objects, then a summary."
-)
+@json_option("`partition` and `segment` objects")
 @live_options
 @click.pass_context
 def retention(
@@ -103,7 +102,16 @@ def retention(
     sources = SettingSources(flags=flag_settings(retention_ms, retention_hours, retention_bytes))
     if server_properties:
         sources.broker = broker_settings(read_server_properties(server_properties), server_properties)
-    parts = find_partitions(list(paths))
+    parts, bad_paths = [], 0
+    for path in paths:
+        # A path that is missing or of the wrong kind is said and the others are previewed (exit 3).
+        try:
+            if os.path.isfile(path):
+                raise InputError(f"{path}: a file; give log dirs or partition directories")
+            parts += find_partitions([path])
+        except KtoolError as exc:
+            click.echo(f"ktool: {exc}", err=True)
+            bad_paths += 1
     overrides = _topic_overrides({p.topic for p in parts}, zk_options)
     if overrides is not None:
         sources.topic_overrides = overrides
@@ -111,7 +119,7 @@ def retention(
     if as_json:
         RetentionJsonRenderer(sys.stdout).render(report)
     else:
-        colour = wants_colour(sys.stdout, (ctx.obj or {}).get("color"))
+        colour = wants_colour(sys.stdout, colour_of(ctx))
         RetentionTextRenderer(sys.stdout, colour, all_segments).render(report)
     sys.stdout.flush()
     for p in report.unreadable:
@@ -119,7 +127,7 @@ def retention(
     inconsistent = [line for p in report.partitions for line in p.inconsistent]
     for line in dict.fromkeys(inconsistent):
         click.echo(f"ktool: {line}", err=True)
-    if report.unreadable:
+    if report.unreadable or bad_paths:
         ctx.exit(EXIT_ENVIRONMENT)
     if inconsistent:
         ctx.exit(EXIT_FINDINGS)

@@ -10,7 +10,7 @@ from contextlib import ExitStack, contextmanager
 
 import click
 
-from kafka_tools.cli.live_options import live_options
+from kafka_tools.cli.options import colour_of, json_option, live_options
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.render.lines import wants_colour
 
@@ -114,9 +114,7 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
     help="Run a Spark SQL query over this scan's views `segments`, `batches`, `findings`, `records`, "
     "`offsets` and print its rows.",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="JSON Lines: findings, partitions, commits, tables, summary."
-)
+@json_option("`finding`, `partition`, `commit` and `table` objects")
 @click.option("--verbose", is_flag=True, help="Let Spark's own log through to the terminal.")
 @click.option(
     "--spark-log",
@@ -168,10 +166,10 @@ def scan(
     The findings are `ktool validate`'s; the record counts and offsets are
     `ktool dump-log --deep-iteration`'s.
 
-    \b
-    Tables under --out: segments, batches, findings; records (--records); offsets (--offsets-topic),
-    every offset commit with `loaded` set on the one the group coordinator would load; metadata
-    (--cluster-metadata), every KRaft record with its type, version and fields as JSON.
+    Tables under --out: `segments`, `batches` and `findings` always; `records` with --records (every
+    record); `offsets` with --offsets-topic (every offset commit, `loaded` set on the one the group
+    coordinator would load); `metadata` with --cluster-metadata (every KRaft record: its type as
+    dump-log names it, version, fields as JSON).
 
     \b
     Exit status:
@@ -248,7 +246,7 @@ def scan(
 
             with scan_progress(show) as tick:
                 answer = run_questions(handle.spark, plan, question, options, limit, tick)
-            render_answer(answer, as_json, (ctx.obj or {}).get("color"))
+            render_answer(answer, as_json, colour_of(ctx))
             return
         if sql is not None:
             stack.enter_context(_sql_out(options))
@@ -259,7 +257,7 @@ def scan(
             from kafka_tools.render.scan import render_rows
 
             columns, rows = run_sql(handle.spark, result, sql, limit)
-            render_rows(columns, rows, as_json, (ctx.obj or {}).get("color"))
+            render_rows(columns, rows, as_json, colour_of(ctx))
             return
     result.startup_seconds = handle.startup_seconds if handle.owned else None
     _render(ctx, result, out, as_json)
@@ -286,7 +284,7 @@ def _render(ctx, result, out: str | None, as_json: bool) -> None:
     if as_json:
         ScanJsonRenderer(sys.stdout).render(result)
     else:
-        colour = (ctx.obj or {}).get("color")
+        colour = colour_of(ctx)
         ScanTextRenderer(sys.stdout, wants_colour(sys.stdout, colour)).render(result)
     sys.stdout.flush()
     if result.summary.errors:

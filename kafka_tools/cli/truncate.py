@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from kafka_tools.cli.live_options import live_options
-from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, UsageError
+from kafka_tools.cli.options import json_option, live_options, writable_dir
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, KtoolError, UsageError
 from kafka_tools.format.plural import plural
 from kafka_tools.log.dirs import Partition, Segment, discover, refuse_if_live
 from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
@@ -119,9 +119,7 @@ def plan_json(plan: RecoveryPlan) -> dict:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Restore the files a previous run changed, from its manifest.",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="JSON Lines: the plan and the result of each partition."
-)
+@json_option("the `plan` and the result of each partition")
 @live_options
 @click.pass_context
 def truncate(
@@ -160,26 +158,31 @@ def truncate(
             raise UsageError("--undo takes the manifest alone, no PATH")
         manifest = undo_manifest / MANIFEST if undo_manifest.is_dir() else undo_manifest
         refuse_if_live(undo_targets(manifest), "ktool truncate --undo")
+        actions = 0
         for line in undo(manifest):
+            actions += 1
             _say(out, as_json, {"type": "undo", "action": line}, line)
+        _say(out, as_json, {"type": "summary", "undoActions": actions}, None)
         return
     if not paths:
         raise UsageError("give a partition directory, a log dir or a segment (or --undo MANIFEST)")
-    for path in paths:
-        check_exists(path)
-    refuse_if_live(list(paths), "ktool truncate")  # first: a running broker's files are not planned
+    # First: a running broker's files are not planned (a missing path is said below, with the others).
+    refuse_if_live([p for p in paths if p.exists()], "ktool truncate")
     backup_dir = backups_dir() if backup_dir is None else backup_dir
     if not dry_run:
         check_backup_location(backup_dir)
     targets: list[tuple[Partition, Segment | None]] = []
+    unreadable = 0
     for path in paths:
-        check_exists(path)
-        if path.is_dir() and not _is_partition(path):
-            targets += [(p, None) for p in discover([path]).all_partitions()]
-        else:
-            targets.append(partition_for(path))
+        # A path that is missing or of the wrong kind is said and the others are planned (exit 3).
+        try:
+            targets += _targets(path)
+        except KtoolError as exc:
+            unreadable += 1
+            click.echo(f"ktool: {exc}", err=True)
+            if as_json:
+                _say(out, True, {"type": "unreadable", "partition": None, "reason": str(exc)}, None)
     plans: list[RecoveryPlan] = []
-    unreadable = False
     for part, start in targets:
         # One partition that cannot be read fully is left alone and said so; the others go on.
         problems = part.unreadable_lines()
@@ -189,16 +192,16 @@ def truncate(
                 continue
             except OSError as exc:
                 problems = [f"{exc.filename or part.path}: {exc.strerror or exc}"]
-        unreadable = True
+        unreadable += 1
         for line in problems:
             click.echo(f"ktool: {line}; {part.name} left unchanged", err=True)
             if as_json:
                 _say(out, True, {"type": "unreadable", "partition": part.name, "reason": line}, None)
-    refused = False
+    refused = applied = 0
     for plan in plans:
         _say(out, as_json, plan_json(plan), "\n".join(plan_lines(plan)))
         if plan.unrepairable and not dry_run:
-            refused = True
+            refused += 1
             msg = (
                 f"{plan.partition.name}: refused: damage the broker's recovery keeps; truncating cannot "
                 "repair it (with or without --force)"
@@ -209,7 +212,7 @@ def truncate(
         if plan.is_noop or plan.unrepairable or dry_run:
             continue
         if plan.loses_valid_data and not force:
-            refused = True
+            refused += 1
             msg = (
                 f"{plan.partition.name}: refused: "
                 f"{plural(plan.lost_entries, 'valid entry', 'valid entries')} would be lost; the damage is "
@@ -218,8 +221,10 @@ def truncate(
             click.echo(f"ktool: {msg}", err=True)
             _say(out, as_json, {"type": "refused", "partition": plan.partition.name, "reason": msg}, None)
             continue
+        writable_dir(backup_dir, "backup")
         with log_dir_lock(plan.partition.log_dir):
             backup = apply_plan(plan, backup_dir)
+        applied += 1
         text = (
             f"{plan.partition.name}: done; backup and manifest in {backup} "
             f"(undo: ktool truncate --undo {backup / MANIFEST})"
@@ -235,12 +240,35 @@ def truncate(
             },
             text,
         )
-    if dry_run and not as_json:
+    if dry_run and not as_json and targets:
         out.write("dry run: nothing changed\n")
+    summary = {
+        "type": "summary",
+        "partitions": len(plans),
+        "applied": applied,
+        "refused": refused,
+        "unreadable": unreadable,
+        "dryRun": dry_run,
+    }
+    _say(out, as_json, summary, None)
     if unreadable:
         ctx.exit(EXIT_ENVIRONMENT)
     if refused:
         ctx.exit(EXIT_FINDINGS)
+
+
+def _targets(path: Path) -> list[tuple[Partition, Segment | None]]:
+    """The partitions (and the segment to start at) a PATH names; InputError for a path that is missing
+    or not a partition directory, a log dir or a segment file in a partition directory."""
+    check_exists(path)
+    if path.is_dir() and not _is_partition(path):
+        return [(p, None) for p in discover([path]).all_partitions()]
+    if not path.is_dir() and not _is_partition(path.parent):
+        raise InputError(f"{path}: not a partition directory (topic-N), a log dir or a segment file")
+    try:
+        return [partition_for(path)]
+    except UsageError as exc:  # a file of a partition directory, not one of its segments
+        raise InputError(str(exc)) from None
 
 
 def check_exists(path: Path) -> None:

@@ -8,13 +8,8 @@ import sys
 import click
 
 from kafka_tools.cli import pipe
-from kafka_tools.cli.live_options import live_options
+from kafka_tools.cli.options import colour_of, json_option, live_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
-from kafka_tools.log.findings import UNREADABLE, ValidateOptions
-from kafka_tools.log.validate import validate_paths
-from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer, verdict
-from kafka_tools.render.lines import wants_colour
-from kafka_tools.render.progress import tree_progress
 
 
 def usable_cores() -> int:
@@ -33,12 +28,7 @@ def usable_cores() -> int:
 @click.option(
     "--strict", is_flag=True, help="Exit 1 on warnings too (gaps, stray files, checkpoints past the end)."
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="JSON Lines: one object per finding and partition, then a summary.",
-)
+@json_option("one `finding` object per finding, one `partition` object per partition")
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
 )
@@ -76,20 +66,34 @@ def validate(
       2  usage error
       3  a path could not be read
     """
+    # Imported here, not at the top: `ktool validate --<TAB>` and `-h` must not pay for the checks.
+    from kafka_tools.log.findings import UNREADABLE, ValidateOptions
+    from kafka_tools.log.validate import validate_paths
+    from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer, verdict
+    from kafka_tools.render.lines import wants_colour
+    from kafka_tools.render.progress import tree_progress
+
     options = ValidateOptions(deep=deep, strict=strict)
+    # A path that is not there is said and the others are checked (exit 3 at the end).
+    missing = [p for p in paths if not os.path.lexists(p)]
+    for p in missing:
+        click.echo(f"ktool: {p}: no such file or directory", err=True)
+    paths = tuple(p for p in paths if p not in missing)
+    if missing and not paths:
+        ctx.exit(EXIT_ENVIRONMENT)
     with tree_progress(paths, progress) as tick:
         result = validate_paths(list(paths), options, tick, jobs or usable_cores())
     summary = result.summary()
     if as_json:
         ValidateJsonRenderer(sys.stdout).render(result, summary)
     else:
-        colour = (ctx.obj or {}).get("color")
+        colour = colour_of(ctx)
         ValidateTextRenderer(sys.stdout, wants_colour(sys.stdout, colour)).render(result, summary)
     sys.stdout.flush()
     for f in result.all_findings():
         if f.kind == UNREADABLE:
             click.echo(f"ktool: {f.file}: {f.message}", err=True)
-    if summary.unreadable:
+    if summary.unreadable or missing:
         # Everything else was checked and reported; what could not be read decides the exit code.
         ctx.exit(EXIT_ENVIRONMENT)
     if summary.errors or (strict and summary.warnings):

@@ -215,7 +215,12 @@ INTERRUPTED = "interrupted"
 def journal_path(directory: Path | None = None) -> Path:
     """A new journal's file in `directory` (default: ktool's state directory, never the working one)."""
     directory = journals_dir() if directory is None else directory
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file in the way, /proc, no permission: one line, exit 3
+        raise InputError(f"{directory}: cannot create the journal directory: {exc.strerror or exc}") from None
+    if not directory.is_dir():
+        raise InputError(f"{directory}: cannot create the journal directory: not a directory")
     stamp = time.strftime("%Y%m%dT%H%M%S")
     path = directory / f"migrate-offsets-{stamp}.json"
     n = 1

@@ -11,8 +11,14 @@ from kafka_tools.errors import InputError
 
 def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
     """Both formats, told apart line by line; errors name the line."""
+    if path.exists() and not path.is_dir() and not path.is_file():
+        raise InputError(f"{path}: not a regular file (expected an offsets file)")
     try:
         lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file or directory") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: a directory (expected an offsets file)") from None
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
     out: dict[str, dict[tuple[str, int], int]] = {}

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc32, crc32c
+from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
 from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import (
@@ -190,27 +191,6 @@ def iter_log_entries(
         limit = size if end is None else min(size, end)
         win = SegmentWindow(f, size, use_mmap=safe_to_map(path))
         yield from walk_entries(win, start, limit, progress, runs=runs)
-
-
-def _env_allows_map(path: str | os.PathLike) -> bool:
-    return not os.environ.get("KTOOL_NO_MMAP")
-
-
-_map_policy: Callable[[str | os.PathLike], bool] = _env_allows_map
-
-
-def set_map_policy(policy: Callable[[str | os.PathLike], bool]) -> None:
-    """Who decides whether a segment may be memory-mapped. The decoder knows nothing of brokers:
-    log/ installs the broker-lock check (kafka_tools.broker_lock.may_map) when it is imported."""
-    global _map_policy
-    _map_policy = policy
-
-
-def safe_to_map(path: str | os.PathLike) -> bool:
-    """Memory-map a segment only when the installed policy allows it: a broker may truncate a segment
-    it owns, and touching a mapped page past a file's new end kills the reader with SIGBUS.
-    `KTOOL_NO_MMAP=1` always reads with pread instead."""
-    return _map_policy(path)
 
 
 class BatchHeader(NamedTuple):

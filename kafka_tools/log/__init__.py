@@ -1,7 +1,7 @@
 """Everything about a partition's files on disk: log dirs and segments, dump, validate, recovery."""
 
 from kafka_tools import broker_lock
-from kafka_tools.format import segment as _segment
+from kafka_tools.format import mapping as _mapping
 
 # Segments of a log dir a running broker holds are never memory-mapped (the decoder asks this policy).
-_segment.set_map_policy(broker_lock.may_map)
+_mapping.set_map_policy(broker_lock.may_map)

@@ -178,8 +178,7 @@ def _dump_log(
         if type(item) is MessageRun:
             # Valid plain messages above `last_offset` (RunBounds.prev): nothing to report in them.
             end.entries += item.count
-            if options.deep:
-                end.records += item.count
+            end.records += item.count  # plain messages: one record each, --deep-iteration or not
             last_offset = runs.prev = item.last_offset
             yield MessageRunEvent(name, item.position, item.data, item.count)
             continue
@@ -236,6 +235,12 @@ def _dump_log(
                 )
                 if not any(p.kind == ProblemKind.UNKNOWN_CODEC for p in problems):
                     problems.append(event.error)
+        elif isinstance(entry, RecordBatch):
+            end.records += entry.count  # the batch header's record count: no record decoded
+        elif getattr(entry, "is_compressed", False):
+            end.records_counted = False  # a wrapper's inner messages are counted only by --deep
+        else:
+            end.records += 1
         yield event
         for problem in problems:
             end.problems += 1

@@ -116,6 +116,7 @@ class FileEnd:
     size: int = 0
     problems: int = 0
     unknown_records: int = 0  # KRaft records of a type or version newer than the schemas (shown raw)
+    records_counted: bool = True  # False: compressed v0/v1 wrappers not opened (no --deep-iteration)
 
 
 Event = FileStart | EntryEvent | MessageRunEvent | ProblemEvent | ItemsEvent | FileEnd

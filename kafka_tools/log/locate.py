@@ -271,7 +271,7 @@ class SegmentReader:
         st = os.fstat(self._fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(self._fd)
-            raise InputError(f"{path}: named as a segment but not a regular file")
+            raise InputError(f"{path}: cannot be read: named as a segment but not a regular file")
         self.size = st.st_size
 
     def close(self) -> None:

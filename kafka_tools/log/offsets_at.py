@@ -11,10 +11,8 @@ from pathlib import Path
 from kafka_tools.errors import InputError, KtoolError
 from kafka_tools.log.dirs import is_log_dir, partition_dirs
 from kafka_tools.log.locate import log_end_offset, open_partition
-from kafka_tools.log.read import ReadNote, offset_for_time
-
-EARLIEST = -2  # GetOffsetShell's --time values
-LATEST = -1
+from kafka_tools.log.read import ReadNote, largest_timestamp, offset_for_time
+from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +45,9 @@ def offsets_at(log_dir: str, time: int) -> Iterator[PartitionOffset | ReadNote]:
                 offset = part.log_start_offset
             elif time == LATEST:
                 offset = log_end_offset(part)
+            elif time == MAX_TIMESTAMP:
+                largest = yield from largest_timestamp(part)
+                offset = None if largest is None else (yield from offset_for_time(part, largest))
             else:
                 offset = yield from offset_for_time(part, time)
             for warning in part.warnings:

@@ -36,7 +36,8 @@ INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "tran
 
 @dataclass(frozen=True, slots=True)
 class ReadStart:
-    """Where to start: `offset` (value N), `timestamp` (value T, epoch ms), `earliest` or `latest`."""
+    """Where to start: `offset` (value N), `timestamp` (value T, epoch ms), `earliest`, `latest` or
+    `max-timestamp` (the first record with the largest timestamp)."""
 
     kind: str
     value: int | None = None
@@ -56,6 +57,11 @@ def read_partition(
     """EntryEvents (records from the start, at most `count`) and ReadNotes, in output order. Raises
     FindingsError (exit 1) for a start out of range, with the valid range, and for damaged data."""
     part = open_partition(path)
+    if start.kind == "max-timestamp":
+        largest = yield from largest_timestamp(part, chunk)
+        if largest is None:
+            raise FindingsError(f"{path}: no record carries a timestamp")
+        start = ReadStart("timestamp", largest)
     if start.kind == "timestamp":
         offset = yield from offset_for_time(part, start.value, chunk)
         if offset is None:
@@ -315,6 +321,41 @@ def offset_for_time(part: PartitionLog, timestamp: int, chunk: int = DEFAULT_CHU
                     return found
         yield from _notes(part)
     return None
+
+
+def largest_timestamp(part: PartitionLog, chunk: int = DEFAULT_CHUNK):
+    """The largest record timestamp of the partition, None when no record carries one: what ListOffsets'
+    MAX_TIMESTAMP (-3) asks for the offset of. Every batch header is read; no record is decoded. A
+    generator: it yields ReadNotes and returns the timestamp."""
+    if part.kafka07:
+        raise FindingsError(f"{part.path}: Kafka 0.7 messages carry no timestamp: use --offset")
+    largest = None
+    for seg in part.segments:
+        with SegmentReader(seg.log, chunk) as reader:
+            for frame in frames_from(seg, seg.base_offset, reader, part.warnings):
+                ts = _frame_timestamp(seg, frame)
+                if ts is not None and ts >= 0 and (largest is None or ts > largest):
+                    largest = ts
+        yield from _notes(part)
+    return largest
+
+
+def _frame_timestamp(seg: SegmentFiles, frame: Frame) -> int | None:
+    """The largest timestamp of one entry (a v1 wrapper carries its inner messages' largest)."""
+    from kafka_tools.format.message_set import parse_message
+    from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header
+
+    try:
+        if frame.magic == 0:
+            raise FindingsError(
+                f"{seg.log}: position {frame.position}: message format v0 has no timestamps: use --offset"
+            )
+        if frame.magic == 2:
+            batch = parse_batch_header(frame.buf, frame.at, frame.position)
+            return None if batch.is_control else batch.max_timestamp
+        return parse_message(frame.buf, frame.at, frame.position, frame.at + frame.size).timestamp
+    except RecordDecodeError as exc:
+        raise FindingsError(f"{seg.log}: position {exc.position}: records undecodable: {exc}") from None
 
 
 def _time_index_start(seg: SegmentFiles, timestamp: int, warnings: list[str]) -> int:

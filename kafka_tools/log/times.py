@@ -6,6 +6,11 @@ import re
 
 from kafka_tools.errors import UsageError
 
+# ListOffsets' special timestamps, as GetOffsetShell's --time takes them (-3: Kafka 3.0+, KIP-734).
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+
 
 def parse_time(text: str, option: str) -> int:
     """Epoch milliseconds from `text` (digits, or an ISO-8601 time: UTC unless it names a zone).

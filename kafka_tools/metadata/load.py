@@ -84,10 +84,20 @@ def list_snapshots(partition_dir: Path) -> list[Snapshot]:
 
 
 def list_segments(partition_dir: Path) -> list[Path]:
-    return sorted(
+    found = sorted(
         (p for p in partition_dir.iterdir() if p.name.endswith(".log") and p.name[:-4].isdigit()),
         key=lambda p: int(p.name[:-4]),
     )
+    for p in found + [s.path for s in list_snapshots(partition_dir)]:
+        _check_regular(p)
+    return found
+
+
+def _check_regular(path: Path) -> None:
+    """A FIFO or a device named as a segment would block or mislead a read: one line, exit 3."""
+    if not path.is_file():
+        what = "a dangling symbolic link" if path.is_symlink() and not path.exists() else "not a regular file"
+        raise InputError(f"{path}: cannot be read: named as a segment but {what}")
 
 
 def _decoder():

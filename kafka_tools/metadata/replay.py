@@ -15,6 +15,7 @@ from copy import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_tools.format.plural import plural
 from kafka_tools.metadata.image import (
     CONFIG_RESOURCE_TYPES,
     MIGRATING_DIRECTORY,
@@ -161,7 +162,7 @@ class Replayer:
                         offset,
                         "transaction-aborted",
                         "transaction",
-                        f"{len(held)} records discarded" + (f" ({reason})" if reason else ""),
+                        f"{plural(len(held), 'record')} discarded" + (f" ({reason})" if reason else ""),
                         records=len(held),
                     )
             return
@@ -367,7 +368,7 @@ class Replayer:
                 offset,
                 "topic-deleted",
                 topic.name,
-                f"deleted ({n} partitions)",
+                f"deleted ({plural(n, 'partition')})",
                 topic=topic.name,
                 topicId=tid,
             )

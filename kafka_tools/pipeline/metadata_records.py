@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
+from kafka_tools.log.internal_records import kafka_type_name
 from kafka_tools.pipeline.tables import METADATA
 from kafka_tools.pipeline.tasks import CHUNK_ROWS, SegmentSpec, _new, iter_entries
 
@@ -64,7 +65,7 @@ def metadata_chunks(spec: SegmentSpec, start: int = 0, end: int | None = None) -
             cols["offset"].append(rec.offset)
             cols["timestamp"].append(rec.timestamp)
             cols["is_control"].append(control)
-            cols["record_type"].append(None if m is None else m.type_name)
+            cols["record_type"].append(None if m is None else kafka_type_name(m.type_name))
             cols["type_id"].append(None if m is None else m.type_id)
             cols["version"].append(None if m is None else m.version)
             cols["known"].append(None if m is None else m.known)

@@ -69,7 +69,7 @@ def require_pyspark():
         import pyspark
     except ImportError:
         raise InputError(
-            "pyspark is not installed: pip install 'ktool[spark]' (Spark 4 runs on Java 17+)"
+            "pyspark is not installed: pip install 'pyspark[sql]>=4,<5' (Spark 4 runs on Java 17+)"
         ) from None
     return pyspark
 

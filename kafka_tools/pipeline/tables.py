@@ -97,7 +97,7 @@ METADATA = WHERE + [  # --cluster-metadata: every record of __cluster_metadata, 
     ("offset", "long"),
     ("timestamp", "long"),
     ("is_control", "bool"),
-    ("record_type", "string"),  # the schema's name (TopicRecord, …; Unknown for a type not known)
+    ("record_type", "string"),  # Kafka's MetadataRecordType name, as dump-log prints it (TOPIC_RECORD, …)
     ("type_id", "int"),
     ("version", "int"),
     ("known", "bool"),

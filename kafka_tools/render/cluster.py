@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TextIO
 
+from kafka_tools.render.json_lines import dumps as json_line
 from kafka_tools.render.tables import TextTable, make_console
 from kafka_tools.zk.layout import (
     LAYOUT_07,
@@ -208,7 +208,7 @@ def render_topics_text(topics: Sequence[Topic], out: TextIO, colour: bool) -> No
 
 
 def _emit(out: TextIO, obj: dict) -> None:
-    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+    out.write(json_line(obj) + "\n")
 
 
 def broker_json(b: Broker) -> dict:

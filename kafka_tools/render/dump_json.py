@@ -12,6 +12,7 @@ from typing import TextIO
 from kafka_tools.format import accel, index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.kafka07 import Kafka07Message
+from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
 from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
 from kafka_tools.log.dump_events import (
@@ -84,7 +85,7 @@ class DumpJsonRenderer:
                     "type": "file",
                     "file": event.path,
                     "kind": event.kind.value,
-                    "baseOffset": event.base_offset,
+                    "baseOffset": _starting_offset(event),
                     "size": event.size,
                 }
             )
@@ -97,7 +98,7 @@ class DumpJsonRenderer:
                     "file": event.path,
                     "kind": event.kind.value,
                     "entries": event.entries,
-                    "records": event.records,
+                    "records": event.records if event.records_counted else None,
                     "size": event.size,
                     "validBytes": event.valid_bytes,
                     "trailingBytes": event.trailing_bytes,
@@ -329,3 +330,11 @@ class DumpJsonRenderer:
                 continue
             fields = {_camel(k): v for k, v in asdict(item).items()}
             self.emit({"type": _ITEM_TYPES[type(item)], "file": event.path, **fields})
+
+
+def _starting_offset(event: FileStart) -> int | None:
+    """The offset the file's name gives (a log file named otherwise starts at 0, as the text says and
+    DumpLogSegments assumes); None for files whose name holds no offset."""
+    if event.base_offset is None and event.kind in (FileKind.LOG, FileKind.KAFKA07):
+        return 0
+    return event.base_offset

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import TextIO
 
 from kafka_tools.format.plural import plural
-from kafka_tools.log.findings import Finding, PartitionReport, Severity, Summary, status_of
+from kafka_tools.log.findings import UNREADABLE, Finding, PartitionReport, Severity, Summary, status_of
 from kafka_tools.log.validate import Validation
+from kafka_tools.render.json_lines import dumps as json_line
 from kafka_tools.render.tables import TextTable, make_console
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -58,8 +58,8 @@ def _checked(summary: Summary) -> str:
     if summary.refused:
         more = f"; {summary.needs_force} more need --force" if summary.needs_force else ""
         return (
-            f"corrupt: {summary.errors} errors; `ktool truncate` cannot repair {summary.refused} "
-            f"partitions (damage the broker's recovery keeps){more}"
+            f"corrupt: {plural(summary.errors, 'error')}; `ktool truncate` cannot repair "
+            f"{plural(summary.refused, 'partition')} (damage the broker's recovery keeps){more}"
         )
     return (
         f"corrupt: {plural(summary.errors, 'error')}, some in the middle of the data: `ktool truncate` "
@@ -68,8 +68,14 @@ def _checked(summary: Summary) -> str:
     )
 
 
-def partition_status(rep: PartitionReport) -> tuple[str, int]:
-    return status_of(rep.all_findings())
+def partition_status(rep: PartitionReport) -> tuple[str, int, int]:
+    """Status, errors and unreadable files of a partition, counted as the summary counts them (an
+    unreadable file is not an error of the data)."""
+    findings = rep.all_findings()
+    status, _ = status_of(findings)
+    unreadable = sum(f.kind == UNREADABLE for f in findings)
+    errors = sum(f.severity == Severity.ERROR and f.kind != UNREADABLE for f in findings)
+    return status, errors, unreadable
 
 
 def finding_object(f: Finding) -> dict:
@@ -113,7 +119,7 @@ class JsonLines:
         self.out = out
 
     def emit(self, obj: dict) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str) + "\n")
+        self.out.write(json_line(obj) + "\n")
 
 
 class ValidateTextRenderer(FindingsText):
@@ -124,11 +130,14 @@ class ValidateTextRenderer(FindingsText):
         self.verdict(summary)
 
     def _table(self, partitions: list[PartitionReport]) -> None:
+        # Several log dirs (JBOD, or a tree of brokers) hold partitions of the same name: say whose.
+        several = len({rep.partition.log_dir for rep in partitions}) > 1
         cols = ["partition", "segments", "bytes", "batches", "log end", "tail bytes", "errors", "status"]
-        table = self.table(cols, {"partition", "status"})
+        table = self.table((["log dir"] if several else []) + cols, {"log dir", "partition", "status"})
         for rep in partitions:
-            status, errors = partition_status(rep)
+            status, errors, _ = partition_status(rep)
             table.add_row(
+                *([str(rep.partition.log_dir)] if several else []),
                 rep.partition.name,
                 str(len(rep.segments)),
                 str(sum(s.size for s in rep.segments)),
@@ -147,11 +156,12 @@ class ValidateJsonRenderer(JsonLines):
         for f in result.all_findings():
             self.emit(finding_object(f))
         for rep in result.partitions:
-            status, errors = partition_status(rep)
+            status, errors, unreadable = partition_status(rep)
             self.emit(
                 {
                     "type": "partition",
                     "partition": rep.partition.name,
+                    "logDir": str(rep.partition.log_dir),
                     "path": str(rep.partition.path),
                     "segments": len(rep.segments),
                     "bytes": sum(s.size for s in rep.segments),
@@ -159,6 +169,7 @@ class ValidateJsonRenderer(JsonLines):
                     "logEndOffset": rep.log_end_offset,
                     "tailBytes": sum(s.tail_bytes for s in rep.segments),
                     "errors": errors,
+                    "unreadable": unreadable,
                     "status": status,
                     "repair": rep.advice,
                 }

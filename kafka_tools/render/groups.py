@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import TextIO
 
 from kafka_tools.consumers.groups import GroupDescription, GroupSummary
 from kafka_tools.consumers.rebalance import RebalancePlan
 from kafka_tools.format.plural import plural
+from kafka_tools.render.json_lines import dumps as json_line
 from kafka_tools.render.tables import TextTable, make_console
 
 
@@ -25,7 +25,15 @@ def _s(value: object) -> str:
 
 
 def _emit(out: TextIO, obj: dict) -> None:
-    out.write(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
+    out.write(json_line(obj) + "\n")
+
+
+def partition_fields(partition: int | str) -> dict[str, int | None]:
+    """`partition` always a number; Kafka 0.7's `brokerId-partition` keys give `broker` too (else None)."""
+    if isinstance(partition, str):
+        broker, _, number = partition.partition("-")
+        return {"partition": int(number), "broker": int(broker)}
+    return {"partition": partition, "broker": None}
 
 
 def render_group_list(groups: list[GroupSummary], out: TextIO, colour: bool, as_json: bool) -> None:
@@ -37,10 +45,11 @@ def render_group_list(groups: list[GroupSummary], out: TextIO, colour: bool, as_
                     "type": "group",
                     "group": g.group,
                     "offsetsIn": g.storage,
-                    "zkMembers": g.members,
+                    "zookeeperMembers": g.members,
                     "protocolType": g.protocol_type,
                 },
             )
+        _emit(out, {"type": "summary", "groups": len(groups)})
         return
     table = _table(
         colour,
@@ -62,9 +71,9 @@ def render_group(desc: GroupDescription, out: TextIO, colour: bool, as_json: boo
                     "type": "partition",
                     "group": desc.group,
                     "topic": r.topic,
-                    "partition": str(r.partition),
+                    **partition_fields(r.partition),
                     "owner": r.owner,
-                    "zkOffset": r.zk_offset,
+                    "zookeeperOffset": r.zk_offset,
                     "kafkaOffset": r.kafka_offset,
                     "committed": r.committed,
                     "logStartOffset": r.log_start,
@@ -170,7 +179,7 @@ def render_plan(group: str, plan: RebalancePlan, out: TextIO, colour: bool, as_j
                     "type": "assignment",
                     "group": group,
                     "topic": key[0],
-                    "partition": key[1],
+                    **partition_fields(key[1]),
                     "currentOwner": plan.current.get(key),
                     "proposedOwner": None if new is None else str(new),
                     "moves": key in moved,
@@ -190,6 +199,7 @@ def render_plan(group: str, plan: RebalancePlan, out: TextIO, colour: bool, as_j
                 "warnings": plan.warnings,
             },
         )
+        _emit(out, {"type": "summary", "groups": 1, "partitions": len(keys), "moves": len(plan.moves)})
         return
     console = _console(out, colour)
     table = _table(

@@ -5,10 +5,10 @@ image does not even keep them)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
+from kafka_tools.format.plural import plural
 from kafka_tools.log.findings import Finding
 from kafka_tools.metadata.image import (
     ACL_OPERATIONS,
@@ -25,6 +25,7 @@ from kafka_tools.metadata.image import (
 )
 from kafka_tools.metadata.load import MetadataLoad
 from kafka_tools.metadata.replay import Event
+from kafka_tools.render.json_lines import dumps as json_line
 from kafka_tools.render.tables import TextTable, make_console
 
 NONE = "-"
@@ -233,7 +234,7 @@ def event_object(e: Event) -> dict[str, Any]:
 
 def write_json(out: TextIO, objects: Iterable[dict[str, Any]]) -> None:
     for obj in objects:
-        out.write(json.dumps(obj, default=str) + "\n")
+        out.write(json_line(obj) + "\n")
 
 
 # --------------------------------------------------------------------------- text
@@ -276,7 +277,7 @@ class MetadataText:
         source = f"snapshot {h['snapshot']} + " if h["snapshot"] else ""
         log = f"log {h['logStart']}..{h['logEnd'] - 1}" if h["logStart"] is not None else "no log records"
         self.line(
-            f"image at offset {img.offset} ({source}{log}): {h['recordsApplied']} records applied, "
+            f"image at offset {img.offset} ({source}{log}): {plural(h['recordsApplied'], 'record')} applied, "
             f"{h['recordsUnknown']} unknown, {h['recordsAborted']} aborted"
             + (
                 f", transaction open since offset {h['openTransactionAt']} (not applied)"
@@ -299,7 +300,7 @@ class MetadataText:
         if load.bootstrap is not None:
             self.line(
                 f"bootstrap.checkpoint: metadata.version {load.bootstrap.metadata_version}, "
-                f"{load.bootstrap.records} records"
+                f"{plural(load.bootstrap.records, 'record')}"
             )
 
     def brokers(self, img: Image) -> None:

@@ -43,6 +43,11 @@ def render_moves(moves: list[PartitionMove], colour: bool, as_json: bool, title:
                 )
                 + "\n"
             )
+        statuses: dict[str, int] = {}
+        for m in moves:
+            statuses[m.status] = statuses.get(m.status, 0) + 1
+        summary = {"type": "summary", "stage": title, "partitions": len(moves), "statuses": statuses}
+        sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
         return
     right = ["partition", "zookeeper", "kafka before", "offset", "zookeeper after", "kafka after"]
     table = TextTable(

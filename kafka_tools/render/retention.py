@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import TextIO
 
+from kafka_tools.format.plural import plural
 from kafka_tools.log.retention import PartitionRetention, RetentionReport
 from kafka_tools.log.retention_config import TopicSettings
+from kafka_tools.render.json_lines import dumps as json_line
 from kafka_tools.render.tables import make_console
 
 
@@ -66,8 +67,9 @@ class RetentionTextRenderer:
             self._partition(part)
         s = summary_of(report)
         self._line(
-            f"total: {s['segmentsDeleted']} segments, {s['bytesFreed']} bytes, {s['recordsFreed']} records "
-            f"would be deleted in {s['partitionsWithDeletes']} of {s['partitions']} partitions "
+            f"total: {plural(s['segmentsDeleted'], 'segment')}, {plural(s['bytesFreed'], 'byte')}, "
+            f"{plural(s['recordsFreed'], 'record')} would be deleted in {s['partitionsWithDeletes']} of "
+            f"{plural(s['partitions'], 'partition')} "
             "(a preview: nothing was changed)"
         )
 
@@ -100,7 +102,8 @@ class RetentionTextRenderer:
         if deleted:
             rolled = "; every segment goes: the broker rolls a new empty segment first" if p.rolled else ""
             self._line(
-                f"  delete {len(deleted)} segments, {p.bytes_freed} bytes, {p.records_freed} records; "
+                f"  delete {plural(len(deleted), 'segment')}, {plural(p.bytes_freed, 'byte')}, "
+                f"{plural(p.records_freed, 'record')}; "
                 f"log start offset {p.log_start_before} -> {p.log_start_after}{rolled}"
             )
         else:
@@ -109,7 +112,8 @@ class RetentionTextRenderer:
             self._line(f"  stays: a new empty segment at offset {p.log_end_offset} (the log end offset)")
         elif p.segments:
             self._line(
-                f"  stays: {len(kept)} segments, {sum(s.size for s in kept)} bytes, offsets "
+                f"  stays: {plural(len(kept), 'segment')}, {plural(sum(s.size for s in kept), 'byte')}, "
+                "offsets "
                 f"{p.log_start_after}..{(p.log_end_offset or 0) - 1} (log end offset {p.log_end_offset})"
             )
         if p.compaction is not None:
@@ -155,7 +159,8 @@ class RetentionTextRenderer:
             f"first uncleanable offset {c.first_uncleanable_offset} (the active segment)"
         )
         self._line(
-            f"    a clean drops {c.dropped} of {c.records_examined} records: {c.superseded} superseded by a "
+            f"    a clean drops {c.dropped} of {plural(c.records_examined, 'record')}: {c.superseded} "
+            "superseded by a "
             f"later record of their key, {c.tombstones_expired} tombstones past delete.retention.ms, "
             f"{c.aborted} aborted; {c.tombstones_kept} tombstones kept; {c.keys} distinct keys"
         )
@@ -169,7 +174,7 @@ class RetentionJsonRenderer:
         self.out = out
 
     def _emit(self, obj: dict[str, object]) -> None:
-        self.out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self.out.write(json_line(obj) + "\n")
 
     def render(self, report: RetentionReport) -> None:
         for p in report.partitions:

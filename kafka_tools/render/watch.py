@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from kafka_tools.consumers.watch import WatchEvent
+from kafka_tools.render.json_lines import dumps as json_line
 
 _STYLES = {
     "member-joined": "green",
@@ -34,7 +35,13 @@ def timestamp(ts: float) -> str:
 
 
 def event_json(event: WatchEvent) -> dict[str, Any]:
-    return {"ts": timestamp(event.ts), "event": event.event, "group": event.group, **event.fields}
+    return {
+        "type": "event",
+        "ts": timestamp(event.ts),
+        "event": event.event,
+        "group": event.group,
+        **event.fields,
+    }
 
 
 def _value(value: Any) -> str:
@@ -64,15 +71,23 @@ class WatchRenderer:
     def __init__(self, out: TextIO, colour: bool, as_json: bool) -> None:
         self.out = out
         self.as_json = as_json
+        self.events = 0
         self._console = None
         if colour and not as_json:
             from rich.console import Console
 
             self._console = Console(file=out, force_terminal=True, highlight=False, soft_wrap=True)
 
-    def __call__(self, event: WatchEvent) -> None:
+    def finish(self) -> None:
+        """--json: the summary line, however the watch ended (--once, --until-stable, Ctrl-C)."""
         if self.as_json:
-            self.out.write(json.dumps(event_json(event), separators=(",", ":"), default=str) + "\n")
+            self.out.write(json_line({"type": "summary", "events": self.events}) + "\n")
+            self.out.flush()
+
+    def __call__(self, event: WatchEvent) -> None:
+        self.events += 1
+        if self.as_json:
+            self.out.write(json_line(event_json(event)) + "\n")
         elif self._console is not None:
             ok = event.fields.get("ok")
             style = _STYLES.get(event.event) or ("bold red" if ok is False else None)

@@ -378,7 +378,7 @@ def _client(config: ZkConfig) -> KazooClient:
     try:
         from kazoo.client import KazooClient
     except ImportError:
-        raise InputError("the ZooKeeper commands need kazoo: pip install 'ktool[zookeeper]'") from None
+        raise InputError("the ZooKeeper commands need kazoo: pip install kazoo") from None
     auth = config.auth or ZkAuth()
     if auth.sasl is not None and importlib.util.find_spec("puresasl") is None:
         raise InputError("SASL authentication to ZooKeeper needs pure-sasl: pip install pure-sasl")

@@ -78,7 +78,7 @@ def test_topics_and_brokers_views(tmp_path: Path):
     d = write_log_dir(tmp_path)
     topics = run("topics", str(d))
     assert topics.exit_code == 0 and "orders" in topics.stdout and "old" not in topics.stdout
-    brokers = objects(run("brokers", "--json", str(d)))
+    brokers = [o for o in objects(run("brokers", "--json", str(d))) if o["type"] != "summary"]
     assert [(o["type"], o["id"]) for o in brokers] == [
         ("broker", 1),
         ("broker", 2),
@@ -94,7 +94,17 @@ def test_diff_lists_events_in_text_and_json(tmp_path: Path):
     assert text.exit_code == 0
     assert "offsets 18..22: 5 changes" in text.stdout
     assert "leader 1 -> 2 (epoch 1)" in text.stdout
-    events = objects(run("diff", "--json", str(d), "--from", "18", "--to", "22"))
+    lines = objects(run("diff", "--json", str(d), "--from-offset", "18", "--to-offset", "22"))
+    events = [o for o in lines if o["type"] == "event"]
+    assert lines[-1] == {
+        "type": "summary",
+        "offset": 22,
+        "topics": lines[-1]["topics"],
+        "brokers": lines[-1]["brokers"],
+        "events": 5,
+        "findings": 0,
+        "errors": 0,
+    }
     assert [e["kind"] for e in events] == [
         "isr-shrunk",
         "leader-changed",
@@ -104,6 +114,36 @@ def test_diff_lists_events_in_text_and_json(tmp_path: Path):
     ]
     assert events[1] | {} == events[1] and events[1]["oldLeader"] == 1 and events[1]["leader"] == 2
     assert run("diff", str(d), "--from", "5", "--to", "2").exit_code == 2
+
+
+def test_diff_offsets_are_the_shared_range_options_and_out_of_range_is_said(tmp_path: Path):
+    d = write_log_dir(tmp_path)
+    old = run("diff", str(d), "--from", "18", "--to", "22")
+    new = run("diff", str(d), "--from-offset", "18", "--to-offset", "22")
+    assert old.stdout == new.stdout and new.stderr == ""
+    assert "--from is now --from-offset" in old.stderr
+    end = len(story())
+    past_to = run("diff", str(d), "--from-offset", "0", "--to-offset", "99999")
+    assert past_to.exit_code == 1 and "--to-offset 99999 is past the end" in past_to.stderr
+    assert "--at-offset" not in past_to.stderr
+    past_from = run("diff", str(d), "--from-offset", "5000")
+    assert past_from.exit_code == 1
+    assert f"--from-offset 5000 is past the log end offset {end}" in past_from.stderr
+    reversed_range = run("diff", str(d), "--from-offset", "5", "--to-offset", "2")
+    assert reversed_range.exit_code == 2 and "--from-offset 5 is past --to-offset 2" in reversed_range.stderr
+    assert run("diff", str(d)).exit_code == 2  # --from-offset is required
+
+
+def test_metadata_json_is_compact_and_ends_with_a_summary(tmp_path: Path):
+    d = write_log_dir(tmp_path / "a", node_id=2)
+    partition_dir(d, "orders-0", ORDERS)
+    partition_dir(d, "orders-1", ORDERS)
+    for command in ("show", "topics", "brokers", "check"):
+        result = run(command, "--json", str(d))
+        assert result.exit_code == 0, (command, result.stderr)
+        assert ", " not in result.stdout.replace('", "', "") and '": ' not in result.stdout, command
+        last = objects(result)[-1]
+        assert last["type"] == "summary" and last["errors"] == 0 and last["topics"] >= 1, command
 
 
 def test_diff_needs_the_log_from_the_first_offset(tmp_path: Path):
@@ -130,6 +170,7 @@ def test_check_exit_codes(tmp_path: Path):
     partition_dir(d, "orders-1", ORDERS)
     ok = run("check", str(d))
     assert ok.exit_code == 0 and "consistent" in ok.stdout
+    assert " 1 topics" not in ok.stdout and " 1 brokers" not in ok.stdout
     partition_dir(d, "stale-0", "c3RhbGVzdGFsZXN0YWxlcw")
     bad = run("check", str(d))
     assert bad.exit_code == 1 and "unknown-topic-dir" in bad.stderr

@@ -43,7 +43,7 @@ def _owner_events(events: list[dict], since: int) -> dict[tuple[str, int], tuple
     return {
         (e["topic"], e["partition"]): (e["from"], e["to"])
         for e in events[since:]
-        if e["event"] == "owner-changed"
+        if e.get("event") == "owner-changed"
     }
 
 
@@ -131,7 +131,7 @@ def test_joins_and_leaves_are_rebalances_verified_against_the_range_plan(zk_root
 
     result = run_script("groups", "watch", GROUP, "--zookeeper", zk_root.connect, "--until-stable", "--json")
     assert result.returncode == 0, result.stderr
-    state = [e for e in map(json.loads, result.stdout.splitlines()) if e["event"] == "group-state"]
+    state = [e for e in map(json.loads, result.stdout.splitlines()) if e.get("event") == "group-state"]
     assert state[0]["stable"] is True and state[0]["verified"] is True
     assert {(o["topic"], o["partition"]): o["owner"] for o in state[0]["owners"]} == last
 
@@ -212,9 +212,10 @@ def test_once_prints_the_state_as_events(zk_root) -> None:
     with WatchProcess(GROUP, "--zookeeper", zk_root.connect, "--json", "--once") as watch:
         assert watch.wait() == 0
         events = watch.rest()
-    names = [e["event"] for e in events]
+    assert events.pop() == {"type": "summary", "events": len(events)}
+    names = [e.get("event") for e in events]
     assert names[:2] == ["broker-joined", "controller-moved"] and names[-1] == "group-state"
-    member = next(e for e in events if e["event"] == "member-joined")
+    member = next(e for e in events if e.get("event") == "member-joined")
     assert member["host"] == "host1" and member["initial"] is True
     state = events[-1]
     assert state["members"] == ["billing_host1-1463000000000-0a1b2c3d"] and state["stable"] is False
@@ -261,7 +262,7 @@ def test_connection_loss_and_session_expiry_are_events_and_the_state_is_read_aga
             server.start()
             watch.expect(
                 "session expiry or reconnect",
-                lambda e: e["event"] in ("session-expired", "connection-restored"),
+                lambda e: e.get("event") in ("session-expired", "connection-restored"),
                 60,
             )
             left = watch.event("member-left", member="billing_c1", timeout=60)

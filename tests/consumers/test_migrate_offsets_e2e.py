@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from kafka_tools.render.contract import problems as contract_problems
 from tests.support.cli import run_ktool
 from tests.support.servers import (
     OldConsumer,
@@ -276,6 +277,11 @@ class Run:
         self.stdout = stdout
         self.stderr = stderr
         self.lines = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+        if stdout.strip().startswith("{"):  # the --json contract (kafka_tools/render/contract.py)
+            assert contract_problems("migrate-offsets", stdout.splitlines()) == [], stdout
+        if self.lines:  # every --json stream ends with its summary
+            assert self.lines[-1]["type"] == "summary", stdout
+            self.summary, self.lines = self.lines[-1], self.lines[:-1]
         assert all(o["type"] == "partition" for o in self.lines), stdout
         self.rows = {(o["group"], o["topic"], o["partition"]): o for o in self.lines}
 
@@ -416,6 +422,17 @@ def test_dry_run_writes_nothing(data, tmp_path) -> None:
         "--journal-dir", str(journals), "--group", group, "--dry-run",
     )  # fmt: skip
     assert text.exit_code == 0 and "dry run" in text.stdout and text.stdout.count(" write ") == len(ALL)
+    assert zk_snapshot(data, group) == snapshot and committed(data, group) == dict.fromkeys(ALL)
+
+    # A journal that cannot be written is one line and exit 3, before any offset is written.
+    unwritable = run_ktool(
+        "migrate-offsets", "--zookeeper", data.connect, "--bootstrap-server", data.bootstrap,
+        "--journal-dir", "/proc/nope", "--group", group,
+    )  # fmt: skip
+    assert unwritable.exit_code == 3 and unwritable.stdout == ""
+    assert unwritable.stderr.splitlines() == [
+        "ktool: /proc/nope: cannot create the journal directory: No such file or directory"
+    ]
     assert zk_snapshot(data, group) == snapshot and committed(data, group) == dict.fromkeys(ALL)
 
 

@@ -121,7 +121,8 @@ def kafka_offsets(cluster, group: str) -> dict[TP, int]:
 
 def statuses(result: Result) -> dict[tuple[str, str, int], str]:
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
-    return {(r["group"], r["topic"], r["partition"]): r["status"] for r in rows}
+    assert not rows or rows[-1]["type"] == "summary", result.stdout  # every --json stream ends so
+    return {(r["group"], r["topic"], r["partition"]): r["status"] for r in rows[:-1]}
 
 
 def journal_of(result: Result) -> Path | None:
@@ -257,9 +258,10 @@ def test_a_malformed_line_is_named_and_nothing_is_written(cluster, tmp_path, lin
     assert kafka_offsets(cluster, "g") == {}
 
 
-def test_a_missing_file_is_a_usage_error(cluster, tmp_path) -> None:
+def test_a_missing_file_is_one_line_exit_3_as_everywhere(cluster, tmp_path) -> None:
     res = import_(cluster, tmp_path / "no-such-file.txt", tmp_path / "j")
-    assert res.exit_code == 2, res.stderr
+    assert res.exit_code == 3, res.stderr
+    assert res.stderr == f"ktool: {tmp_path / 'no-such-file.txt'}: no such file or directory\n"
 
 
 # --------------------------------------------------------------------------- round trips

@@ -384,7 +384,7 @@ def test_odd_names_and_gaps_do_not_stop_the_preview(tmp_path):
         (["--now", "yesterday", "{logs}"], 2, "--now"),
         (["--retention-ms", "1", "--retention-hours", "1", "{logs}"], 2, "not both"),
         (["--broker-version", "new", "{logs}"], 2, "--broker-version"),
-        (["{logs}/t-0/00000000000000000000.log"], 2, "a file"),
+        (["{logs}/t-0/00000000000000000000.log"], 3, "a file"),  # the wrong kind of path: exit 3
     ],
 )
 def test_bad_input_is_one_line_and_an_exit_code(tmp_path, args, code, message):

@@ -28,6 +28,7 @@ from kafka_tools.format.internal_topics import decode_consumer_offsets
 from kafka_tools.log.dump import dump_file
 from kafka_tools.log.dump_events import DumpOptions, EntryEvent, FileEnd
 from kafka_tools.log.findings import ValidateOptions
+from kafka_tools.log.internal_records import kafka_type_name
 from kafka_tools.log.validate import validate_paths
 from kafka_tools.pipeline import ScanOptions, ScanPlan, ScanResult, plan_scan
 from kafka_tools.pipeline.local import scan_in_process
@@ -174,7 +175,7 @@ def test_cluster_metadata_table_is_the_single_process_decode(scanned: Scanned, s
                     spec.file,
                     offset,
                     control,
-                    m.type_name,
+                    kafka_type_name(m.type_name),  # the name dump-log prints
                     m.version,
                     m.known,
                     fields_json(m.type_name, m.fields),
@@ -184,7 +185,7 @@ def test_cluster_metadata_table_is_the_single_process_decode(scanned: Scanned, s
     assert got == sorted(expected)
     assert sorted((r["file"], r["offset"]) for r in rows if r["error"]) == sorted(undecodable)
     assert len(specs) >= 1 and len(got) >= 30
-    assert any(r["record_type"] == "PartitionChangeRecord" for r in rows)
+    assert any(r["record_type"] == "PARTITION_CHANGE_RECORD" for r in rows)
     assert not any("SALT" in (r["fields"] or "") or "salt" in (r["fields"] or "") for r in rows)
     assert sum(r["ranges"] > 1 for r in scanned.result.segments if "__cluster_metadata" in r["file"]) >= 1
 
@@ -304,6 +305,9 @@ def test_cli_json_and_json_tables(spark, tmp_path: Path) -> None:
         "--offsets-topic", str(KAFKA09),
     )  # fmt: skip
     assert code == 0, stderr
+    from kafka_tools.render.contract import problems
+
+    assert problems("scan", stdout.splitlines()) == []  # the --json contract of every command
     objs = [json.loads(line) for line in stdout.splitlines()]
     kinds = defaultdict(list)
     for o in objs:

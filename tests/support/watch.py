@@ -138,7 +138,7 @@ class WatchProcess:
     def event(self, name: str, timeout: float = 30.0, **fields) -> dict:
         return self.expect(
             f"{name} {fields}",
-            lambda e: e["event"] == name and all(e.get(k) == v for k, v in fields.items()),
+            lambda e: e.get("event") == name and all(e.get(k) == v for k, v in fields.items()),
             timeout,
         )
 

@@ -16,7 +16,10 @@ PASSWORD = "right-horse-battery"
 
 
 def json_lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines()]
+    """The objects before the summary line that ends every --json stream."""
+    objs = [json.loads(line) for line in text.splitlines()]
+    assert objs and objs[-1]["type"] == "summary", text
+    return objs[:-1]
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -154,8 +157,17 @@ def test_topics_of_a_kafka07_cluster_are_broker_partitions(zk_root, zk_cli) -> N
 
 def test_missing_topic_is_one_line_exit_3(zk_root, zk_cli) -> None:
     write_kafka09_cluster(zk_root)
-    line = one_line_error(zk_cli("topics", "orders", "nope", "--zookeeper", zk_root.connect))
+    line = one_line_error(zk_cli("topics", "nope", "--zookeeper", zk_root.connect))
     assert line == f"ktool: no topic nope in /brokers/topics on ZooKeeper {zk_root.connect}"
+
+
+def test_a_missing_topic_among_good_ones_is_said_and_the_others_shown(zk_root, zk_cli) -> None:
+    write_kafka09_cluster(zk_root)
+    result = zk_cli("topics", "nope", "orders", "gone", "--json", "--zookeeper", zk_root.connect)
+    assert result.exit_code == EXIT_ENVIRONMENT
+    assert result.stderr == f"ktool: no topics nope, gone in /brokers/topics on ZooKeeper {zk_root.connect}\n"
+    objs = json_lines(result.stdout)
+    assert [(o["topic"], o["partition"]) for o in objs] == [("orders", 0), ("orders", 1)]
 
 
 def test_cluster_id_prints_the_id_or_says_there_is_none(zk_root, zk_cli) -> None:

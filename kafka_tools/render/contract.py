@@ -1,0 +1,649 @@
+"""The --json contract: every object a command writes, its fields and their JSON types, described once.
+
+What scripts may rely on, in every command:
+- one compact JSON object a line (no spaces: `grep '"kind":"crc-mismatch"'` works everywhere), each with
+  a `type`;
+- the stream ends with a `summary` object; stdout stays empty only when the command failed before it
+  began (its one line on stderr says why);
+- the fields of each object are those below, of those JSON types (`int|null`: a number or null). A
+  field in `optional` may be left out (a v0 message has no timestamp); an `open` object may carry more
+  fields (an event's own data).
+
+tests/cli/test_json_contract.py runs every command with --json on fixtures and checks every line here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+_JSON_TYPES = {
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "str": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "list": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One object kind: its `type` value, its fields (name -> `int`, `str|null`, …) and what it says."""
+
+    type: str
+    doc: str
+    fields: dict[str, str]
+    optional: frozenset[str] = field(default_factory=frozenset)
+    open: bool = False
+
+    def problems(self, obj: dict[str, Any]) -> list[str]:
+        """What in `obj` breaks this kind (empty: it conforms)."""
+        out = []
+        for name, types in self.fields.items():
+            if name not in obj:
+                if name not in self.optional:
+                    out.append(f"{self.type}: missing field {name!r}")
+                continue
+            if not any(_JSON_TYPES[t](obj[name]) for t in types.split("|")):
+                out.append(f"{self.type}.{name}: {obj[name]!r} is not {types}")
+        if not self.open:
+            out += [f"{self.type}: undocumented field {name!r}" for name in obj if name not in self.fields]
+        return out
+
+
+def _kind(type_: str, doc: str, optional: tuple[str, ...] = (), open_: bool = False, **fields: str) -> Kind:
+    return Kind(type_, doc, {"type": "str", **fields}, frozenset(optional), open_)
+
+
+# --------------------------------------------------------------------------- dump-log and read
+
+BATCH = _kind(
+    "batch",
+    "A record batch (magic 2), DumpLogSegments' batch line.",
+    file="str", position="int", baseOffset="int", lastOffset="int", count="int", size="int", magic="int",
+    crc="int", computedCrc="int", isValid="bool", compressCodec="str", timestampType="str",
+    baseTimestamp="int", maxTimestamp="int", partitionLeaderEpoch="int", producerId="int",
+    producerEpoch="int", baseSequence="int", lastSequence="int", isTransactional="bool", isControl="bool",
+    deleteHorizonMs="int|null", attributes="int",
+)  # fmt: skip
+RECORD = _kind(
+    "record",
+    "A record of a batch (--deep-iteration); key, value and headers with --print-data-log.",
+    optional=("headers", "key", "value", "control", "payload"),
+    file="str", batchPosition="int", offset="int", timestamp="int", timestampType="str", keySize="int",
+    valueSize="int", sequence="int", headerKeys="list", headers="list", key="str|object|null",
+    value="str|object|null", control="object", payload="object",
+)  # fmt: skip
+MESSAGE = _kind(
+    "message",
+    "A message of a v0/v1 message set or a Kafka 0.7 file (inner: inside a compressed wrapper).",
+    optional=("timestampType", "timestamp", "keySize", "key", "value", "nextOffset", "position", "offset",
+              "magic", "size", "crc", "computedCrc", "isValid", "compressCodec", "attributes", "valueSize"),
+    file="str", position="int", offset="int", inner="bool", magic="int", size="int", crc="int",
+    computedCrc="int", isValid="bool", compressCodec="str", attributes="int", timestampType="str",
+    timestamp="int", keySize="int", valueSize="int", key="str|object|null", value="str|object|null",
+    nextOffset="int",
+)  # fmt: skip
+PROBLEM = _kind(
+    "problem",
+    "Something wrong in a file (bad CRC, cut or garbage tail …) at a byte position.",
+    file="str", position="int", offset="int|null", kind="str", fatal="bool", message="str",
+)  # fmt: skip
+FILE = _kind(
+    "file",
+    "A file begins: its kind and the base offset its name gives (0 for a log not named by offset).",
+    file="str", kind="str", baseOffset="int|null", size="int",
+)  # fmt: skip
+FILE_SUMMARY = _kind(
+    "summary",
+    "A file ends: its entries and records (null: compressed v0/v1 wrappers not opened without --deep).",
+    file="str", kind="str", entries="int", records="int|null", size="int", validBytes="int",
+    trailingBytes="int", problems="int", unknownRecords="int",
+)  # fmt: skip
+INDEX_ENTRY = _kind(
+    "index-entry",
+    "An .index/.timeindex entry.",
+    optional=("offset", "position", "timestamp"),
+    open_=True,
+    file="str",
+)
+SIDE_FILE_KINDS = [
+    _kind(
+        "file-header",
+        "A side file's header: its version (a snapshot's: and its CRCs).",
+        optional=("crc", "computedCrc"),
+        open_=True,
+        file="str",
+        version="int",
+        crc="int",
+        computedCrc="int",
+    ),  # fmt: skip
+    _kind(
+        "producer-state",
+        "A producer .snapshot entry.",
+        file="str",
+        producerId="int",
+        producerEpoch="int",
+        lastSequence="int",
+        lastOffset="int",
+        offsetDelta="int",
+        timestamp="int",
+        coordinatorEpoch="int",
+        currentTxnFirstOffset="int",
+    ),  # fmt: skip
+    _kind(
+        "aborted-txn",
+        "A .txnindex entry.",
+        file="str",
+        slot="int",
+        version="int",
+        producerId="int",
+        firstOffset="int",
+        lastOffset="int",
+        lastStableOffset="int",
+    ),  # fmt: skip
+    _kind(
+        "checkpoint-entry",
+        "A line of a checkpoint file.",
+        optional=("topic", "partition", "offset", "epoch", "startOffset"),
+        open_=True,
+        file="str",
+    ),
+    _kind(
+        "property", "A key of meta.properties or partition.metadata.", file="str", key="str", value="str|int"
+    ),
+    INDEX_ENTRY,
+    _kind("quorum-state", "A KRaft quorum-state file.", open_=True, file="str"),
+]
+READ_SUMMARY = _kind("summary", "What `read` printed.", entries="int", warnings="int", problems="int")
+
+# --------------------------------------------------------------------------- validate, truncate, offsets-at
+
+FINDING = _kind(
+    "finding",
+    "A check that failed (validate, scan, metadata): file, byte position, offset, kind, severity.",
+    optional=("partition", "segment"),
+    file="str", severity="str", kind="str", position="int|null", offset="int|null", message="str",
+    expected="int|str|null", actual="int|str|null", repairable="bool", partition="str", segment="str",
+)  # fmt: skip
+VALIDATE_PARTITION = _kind(
+    "partition",
+    "A partition directory checked (partition: its directory name, topic-N).",
+    partition="str", logDir="str", path="str", segments="int", bytes="int", batches="int",
+    logEndOffset="int|null", tailBytes="int", errors="int", unreadable="int", status="str", repair="str",
+)  # fmt: skip
+VALIDATE_SUMMARY = _kind(
+    "summary",
+    "Counts over everything checked and the verdict line.",
+    partitions="int", segments="int", bytes="int", batches="int", records="int", errors="int",
+    warnings="int", infos="int", tailBytes="int", corrupt="bool", allRepairable="bool", unreadable="int",
+    verdict="str", inFlight="int",
+)  # fmt: skip
+TRUNCATE_KINDS = [
+    _kind(
+        "plan",
+        "What the broker's recovery would do to a partition.",
+        partition="str",
+        path="str",
+        noop="bool",
+        repair="str",
+        unrepairable="list",
+        truncate="object|null",
+        deleteSegments="list",
+        rebuildIndexes="list",
+        deleteSnapshots="list",
+        lostValidEntries="int",
+        newLogEndOffset="int|null",
+        indexIntervalBytes="int",
+    ),  # fmt: skip
+    _kind("applied", "A plan done, with its backup.", partition="str", backup="str", manifest="str"),
+    _kind("refused", "A plan refused, and why.", partition="str", reason="str"),
+    _kind("unreadable", "A path or partition left alone.", partition="str|null", reason="str"),
+    _kind("undo", "One file restored by --undo.", action="str"),
+    _kind(
+        "summary",
+        "Partitions planned, applied, refused, unreadable (undo: undoActions).",
+        optional=("partitions", "applied", "refused", "unreadable", "dryRun", "undoActions"),
+        partitions="int",
+        applied="int",
+        refused="int",
+        unreadable="int",
+        dryRun="bool",
+        undoActions="int",
+    ),  # fmt: skip
+]
+OFFSETS_AT_KINDS = [
+    _kind(
+        "offset",
+        "A partition's offset at the time asked (offset null: no record at or after it; error: not "
+        "answered).",
+        logDir="str",
+        topic="str",
+        partition="int",
+        offset="int|null",
+        time="int",
+        error="str|null",
+    ),  # fmt: skip
+    _kind("summary", "Partitions answered and failed.", partitions="int", failed="int"),
+]
+
+# --------------------------------------------------------------------------- retention
+
+RETENTION_KINDS = [
+    _kind(
+        "partition",
+        "A partition's retention preview: the rule, the settings and their sources, what goes.",
+        partition="str",
+        topic="str",
+        path="str",
+        unreadable="str|null",
+        rule="str|null",
+        ruleVersions="str|null",
+        ruleBasis="str|null",
+        ruleWhy="str|null",
+        settings="object|null",
+        logStartOffset="int|null",
+        newLogStartOffset="int|null",
+        logEndOffset="int|null",
+        highWatermark="int|null",
+        highWatermarkSource="str|null",
+        segments="int",
+        segmentsDeleted="int",
+        bytesFreed="int",
+        recordsFreed="int",
+        segmentsKept="int",
+        bytesKept="int",
+        rolled="bool",
+        notes="list",
+        warnings="list",
+        inconsistent="list",
+        compaction="object|null",
+    ),  # fmt: skip
+    _kind(
+        "segment",
+        "A segment: deleted or kept, and why.",
+        partition="str",
+        baseOffset="int",
+        file="str",
+        size="int",
+        mtimeMs="int",
+        active="bool",
+        largestTimestamp="int|null",
+        timestampSource="str|null",
+        action="str",
+        deletedBy="str|null",
+        reason="str",
+    ),  # fmt: skip
+    _kind(
+        "summary",
+        "What would be deleted, over every partition.",
+        now="int",
+        partitions="int",
+        partitionsWithDeletes="int",
+        segmentsDeleted="int",
+        bytesFreed="int",
+        recordsFreed="int",
+        unreadable="int",
+        inconsistent="int",
+    ),  # fmt: skip
+]
+
+# --------------------------------------------------------------------------- metadata (KRaft)
+
+METADATA_KINDS = [
+    _kind(
+        "image",
+        "The image's head: cluster, node, offsets, counts of records read and applied.",
+        logDir="str",
+        clusterId="str|null",
+        nodeId="int|null",
+        directoryId="str|null",
+        offset="int",
+        snapshot="str|null",
+        logStart="int|null",
+        logEnd="int|null",
+        recordsRead="int",
+        recordsApplied="int",
+        recordsUnknown="int",
+        recordsAborted="int",
+        openTransactionAt="int|null",
+        recordTypes="object",
+        metadataVersion="int|null",
+        kraftVersion="int|null",
+        zkMigrationState="str|int|null",
+        raftLeader="int|null",
+        quorumState="object|null",
+        bootstrap="object|null",
+    ),  # fmt: skip
+    _kind(
+        "broker",
+        "A registered broker.",
+        id="int",
+        epoch="int",
+        incarnationId="str",
+        endpoints="list",
+        rack="str|null",
+        fenced="bool",
+        inControlledShutdown="bool",
+        logDirs="list",
+        features="object",
+    ),  # fmt: skip
+    _kind(
+        "partition",
+        "A topic partition of the image.",
+        topic="str",
+        topicId="str",
+        partition="int",
+        leader="int",
+        leaderEpoch="int",
+        partitionEpoch="int",
+        replicas="list",
+        isr="list",
+        elr="list",
+        lastKnownElr="list",
+        addingReplicas="list",
+        removingReplicas="list",
+        directories="list",
+        leaderRecoveryState="int",
+    ),  # fmt: skip
+    _kind("feature", "A finalized feature level.", name="str", level="int"),
+    _kind(
+        "controller",
+        "A registered controller.",
+        id="int",
+        incarnationId="str",
+        endpoints="list",
+        zkMigrationReady="bool",
+    ),  # fmt: skip
+    _kind("voter", "A voter.", id="int", directoryId="str|null", endpoints="list", kraftVersion="list|null"),
+    _kind("topic", "A topic.", name="str", topicId="str", partitions="int"),
+    _kind("config", "A config entry.", resourceType="str", resourceName="str", name="str", value="str|null"),
+    _kind(
+        "acl",
+        "An ACL.",
+        id="str",
+        resourceType="str",
+        resourceName="str",
+        patternType="str",
+        principal="str",
+        host="str",
+        operation="str",
+        permission="str",
+    ),  # fmt: skip
+    _kind("quota", "A client quota.", entity="object", key="str", value="number"),
+    _kind(
+        "producerIds", "The next producer id block.", brokerId="int", brokerEpoch="int", nextProducerId="int"
+    ),
+    _kind(
+        "delegationToken",
+        "A delegation token (never its HMAC).",
+        tokenId="str",
+        owner="str",
+        requester="str",
+        renewers="list",
+        issueTimestamp="int",
+        maxTimestamp="int",
+        expirationTimestamp="int",
+    ),  # fmt: skip
+    _kind(
+        "scramUser", "A SCRAM user (never its salt or keys).", name="str", mechanism="str", iterations="int"
+    ),
+    _kind(
+        "event",
+        "A change between two offsets (metadata diff); its own data in further fields.",
+        open_=True,
+        offset="int",
+        kind="str",
+        subject="str",
+        detail="str",
+    ),  # fmt: skip
+    FINDING,
+    _kind(
+        "summary",
+        "The image's offset and size, the findings (errors decide exit 1); diff: the events.",
+        optional=("events",),
+        offset="int",
+        topics="int",
+        brokers="int",
+        events="int",
+        findings="int",
+        errors="int",
+    ),  # fmt: skip
+]
+
+# --------------------------------------------------------------------------- ZooKeeper and groups
+
+CLUSTER = _kind(
+    "cluster",
+    "The cluster: id, controller, broker count (cluster-id: the id alone).",
+    optional=(
+        "controller", "controllerEpoch", "controllerSince", "brokers", "kafkaVersionHint", "librdkafka"
+    ),
+    clusterId="str|null", controller="int|null", controllerEpoch="int|null", controllerSince="str|null",
+    brokers="int", kafkaVersionHint="str|null", librdkafka="object|null",
+)  # fmt: skip
+ZK_BROKER = _kind(
+    "broker",
+    "A broker registered in /brokers/ids.",
+    id="int", host="str|null", port="int|null", endpoints="list", rack="str|null", jmxPort="int|null",
+    version="int|null", timestamp="int|null", registeredAt="str|null", layout="str",
+    kafkaVersionHint="str|null",
+)  # fmt: skip
+TOPIC_PARTITION = _kind(
+    "partition",
+    "A topic partition as ZooKeeper holds it (broker: the broker of a Kafka 0.7 partition).",
+    topic="str", partition="int", broker="int|null", leader="int|null", replicas="list", isr="list",
+    leaderEpoch="int|null", controllerEpoch="int|null", underReplicated="bool", offline="bool", layout="str",
+)  # fmt: skip
+GROUP_KINDS = [
+    _kind(
+        "group",
+        "A consumer group: where its offsets live; describe adds members, partitions and lag.",
+        optional=(
+            "zookeeperMembers",
+            "protocolType",
+            "layout",
+            "members",
+            "partitions",
+            "unownedPartitions",
+            "lag",
+            "topicLag",
+            "notes",
+        ),
+        group="str",
+        offsetsIn="str",
+        zookeeperMembers="int|null",
+        protocolType="str|null",
+        layout="str|null",
+        members="int",
+        partitions="int",
+        unownedPartitions="int",
+        lag="int|null",
+        topicLag="object",
+        notes="list",
+    ),  # fmt: skip
+    _kind(
+        "partition",
+        "A partition of a group: owner, committed offsets in each store, log start/end and lag.",
+        group="str",
+        topic="str",
+        partition="int",
+        broker="int|null",
+        owner="str|null",
+        zookeeperOffset="int|null",
+        kafkaOffset="int|null",
+        committed="int|null",
+        logStartOffset="int|null",
+        logEndOffset="int|null",
+        lag="int|null",
+        note="str|null",
+    ),  # fmt: skip
+    _kind(
+        "member",
+        "A member of a group.",
+        open_=True,
+        group="str",
+        consumerId="str",
+    ),  # fmt: skip
+    _kind(
+        "assignment",
+        "A partition's owner now and in the plan.",
+        group="str",
+        topic="str",
+        partition="int",
+        broker="int|null",
+        currentOwner="str|null",
+        proposedOwner="str|null",
+        moves="bool",
+    ),  # fmt: skip
+    _kind(
+        "plan",
+        "A rebalance plan's totals.",
+        group="str",
+        strategy="str",
+        partitions="int",
+        moves="int",
+        unassigned="list",
+        idleThreads="list",
+        idleConsumers="list",
+        warnings="list",
+    ),  # fmt: skip
+    _kind(
+        "summary",
+        "Groups shown (and those that could not be); a plan's partitions and moves.",
+        optional=("failed", "partitions", "moves"),
+        groups="int",
+        failed="int",
+        partitions="int",
+        moves="int",
+    ),  # fmt: skip
+]
+WATCH_KINDS = [
+    _kind(
+        "event",
+        "A watched event: ts, event, group and its own fields.",
+        open_=True,
+        ts="str",
+        event="str",
+        group="str|null",
+    ),  # fmt: skip
+    _kind("summary", "Events printed until the watch ended.", events="int"),
+]
+MOVE_KINDS = [
+    _kind(
+        "partition",
+        "An offset move: both stores before and after, the log's range, the status and why.",
+        group="str",
+        topic="str",
+        partition="int",
+        zookeeperOffset="int|null",
+        kafkaOffset="int|null",
+        offset="int|null",
+        zookeeperAfter="int|null",
+        kafkaAfter="int|null",
+        logStartOffset="int|null",
+        logEndOffset="int|null",
+        status="str",
+        reason="str|null",
+    ),  # fmt: skip
+    _kind("summary", "Moves by status.", stage="str", partitions="int", statuses="object"),
+]
+SCAN_KINDS = [
+    FINDING,
+    _kind("partition", "A partition scanned.", open_=True, partition="str"),
+    _kind("commit", "An offset commit --offsets-topic replays.", open_=True),
+    _kind("table", "A table written.", name="str", path="str", format="str", rows="int|null"),
+    _kind("match", "A record a question matched.", open_=True),
+    _kind("row", "A row of --sql.", open_=True),
+    _kind("summary", "Counts over the scan.", open_=True),
+]
+
+REPLICAS_KINDS = [
+    _kind(
+        "replica",
+        "One copy of the partition: offsets, checkpoints, epoch histories, its KIP-966 rank.",
+        replica="str", path="str", brokerId="int|null", logStartOffset="int|null", logEndOffset="int|null",
+        highWatermark="int|null", recoveryPoint="int|null", leaderEpochs="list|null", batchEpochs="list|null",
+        lastEpoch="int|null", magic="int|null", segments="int", inFlight="bool", rank="int",
+    ),
+    _kind(
+        "comparison",
+        "Two replicas compared: where they first differ and the ranges that differ.",
+        replicas="list", status="str", method="str", commonStartOffset="int|null",
+        commonEndOffset="int|null", firstDifference="int|null", epochsPartAt="int|null", ranges="list",
+        entriesCompared="int",
+    ),
+    _kind(
+        "truncation",
+        "What the follower would lose were the leader to lead, as Kafka of that generation truncates.",
+        leader="str", follower="str", rule="str", truncateTo="int|null", startOverAt="int|null",
+        lostStartOffset="int|null", lostEndOffset="int|null", lostOffsets="int|null",
+        lostRecords="int|null", lostBytes="int|null", steps="list", divergentAfter="list",
+    ),
+    BATCH,
+    RECORD,
+    MESSAGE,
+    _kind(
+        "summary",
+        "The partition's verdict, the replicas ranked as KIP-966 would keep them.",
+        topic="str", partition="int", replicas="int", status="str", firstDifference="int|null",
+        ranking="list", newEpoch="int|null", entriesCompared="int",
+    ),
+]  # fmt: skip
+
+COMMAND_KINDS: dict[str, list[Kind]] = {
+    "dump-log": [BATCH, RECORD, MESSAGE, PROBLEM, FILE, FILE_SUMMARY, *SIDE_FILE_KINDS],
+    "read": [BATCH, RECORD, MESSAGE, READ_SUMMARY],
+    "validate": [FINDING, VALIDATE_PARTITION, VALIDATE_SUMMARY],
+    "truncate": TRUNCATE_KINDS,
+    "offsets-at": OFFSETS_AT_KINDS,
+    "retention": RETENTION_KINDS,
+    "metadata show": METADATA_KINDS,
+    "metadata topics": METADATA_KINDS,
+    "metadata brokers": METADATA_KINDS,
+    "metadata diff": METADATA_KINDS,
+    "metadata check": METADATA_KINDS,
+    "brokers": [ZK_BROKER, CLUSTER, _kind("summary", "Brokers listed.", brokers="int")],
+    "topics": [
+        TOPIC_PARTITION,
+        _kind("summary", "Topics shown; names not found.", topics="int", partitions="int", missing="int"),
+    ],
+    "cluster-id": [CLUSTER, _kind("summary", "The id was found.", clusterIds="int")],
+    "groups list": GROUP_KINDS,
+    "groups describe": GROUP_KINDS,
+    "groups rebalance-plan": GROUP_KINDS,
+    "groups watch": WATCH_KINDS,
+    "migrate-offsets": MOVE_KINDS,
+    "offsets import": MOVE_KINDS,
+    "scan": SCAN_KINDS,
+    "replicas diff": REPLICAS_KINDS,
+}
+
+
+def problems(command: str, lines: list[str]) -> list[str]:
+    """Every way `lines` (a command's --json stdout) breaks the contract; empty when it keeps it."""
+    import json
+
+    kinds = {k.type: k for k in COMMAND_KINDS[command]}
+    out = []
+    for n, line in enumerate(lines, start=1):
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            out.append(f"line {n}: not JSON: {exc}")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+            out.append(f"line {n}: not an object with a type")
+            continue
+        if json.dumps(obj, ensure_ascii=False, separators=(",", ":")) != line:
+            out.append(f"line {n}: not compact JSON")
+        kind = kinds.get(obj["type"])
+        if kind is None:
+            out.append(f"line {n}: {command} does not document objects of type {obj['type']!r}")
+            continue
+        out += [f"line {n}: {p}" for p in kind.problems(obj)]
+    if lines and not lines[-1].startswith('{"type":"summary"'):
+        out.append(f"{command}: the last line is not a summary")
+    return out

@@ -1,0 +1,155 @@
+"""Every command run with `--json` on fixtures, as data: the contract test (tests/cli/test_json_contract.py)
+validates every line these runs print. A new command is one entry in OFFLINE_RUNS or ZOOKEEPER_RUNS.
+
+Each run is (command, argv builder); the builder gets a :class:`Place` (fixtures copied where a run may
+change them) and returns the arguments after `ktool`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.independent import FIXTURES
+
+GENERATED = FIXTURES / "generated"
+KAFKA09 = FIXTURES / "kafka-0.9.0.1" / "logdir"
+
+
+@dataclass
+class Place:
+    """Where a run's inputs are: a scratch directory, a KRaft log dir, a ZooKeeper connect string."""
+
+    tmp: Path
+    zookeeper: str | None = None
+
+    def copy(self, source: Path, name: str | None = None) -> Path:
+        target = self.tmp / "copies" / (name or source.name)
+        if not target.exists():
+            shutil.copytree(source, target)
+        return target
+
+    def kraft(self) -> Path:
+        """A KRaft log dir: a snapshot, the metadata log, and partition directories of topic orders."""
+        from tests.metadata.kraft_log import ORDERS, SNAPSHOT_AT, partition_dir, write_log_dir
+
+        root = self.tmp / "kraft"
+        if not root.exists():
+            d = write_log_dir(root, snapshot_at=SNAPSHOT_AT, node_id=2)
+            partition_dir(d, "orders-0", ORDERS)
+            partition_dir(d, "orders-1", ORDERS)
+        return next(root.glob("**/__cluster_metadata-0")).parent
+
+    def zk(self) -> list[str]:
+        assert self.zookeeper is not None
+        return ["--zookeeper", self.zookeeper]
+
+
+Run = tuple[str, Callable[[Place], list[str]]]
+
+
+def _log(generation: str, partition: str) -> str:
+    return str(GENERATED / generation / partition / "00000000000000000000.log")
+
+
+def _applied_truncate(p: Place) -> list[str]:
+    return ["truncate", "--json", "--backup-dir", str(p.tmp / "backups"), str(p.copy(_corrupt()))]
+
+
+def _undo_truncate(p: Place) -> list[str]:
+    from tests.support.script import run_script
+
+    part = p.copy(_corrupt(), "undo-0")
+    backups = p.tmp / "undo-backups"
+    assert run_script("truncate", "--backup-dir", str(backups), str(part)).returncode == 0
+    (manifest,) = backups.glob("*/manifest.json")
+    return ["truncate", "--json", "--undo", str(manifest)]
+
+
+def _corrupt() -> Path:
+    return GENERATED / "corrupt" / "v2-trailing-garbage-0"
+
+
+OFFLINE_RUNS: list[Run] = [
+    ("dump-log", lambda p: ["dump-log", "--json", _log("v2", "none-0")]),
+    ("dump-log", lambda p: ["dump-log", "--json", "--deep", "--print-data-log", _log("v2", "gzip-0")]),
+    (
+        "dump-log",
+        lambda p: ["dump-log", "--json", "--deep", "--print-data-log", _log("v2", "transactions-0")],
+    ),
+    ("dump-log", lambda p: ["dump-log", "--json", "--deep", "--print-data-log", _log("v1", "gzip-0")]),
+    ("dump-log", lambda p: ["dump-log", "--json", "--print-data-log", _log("v0", "none-0")]),
+    (
+        "dump-log",
+        lambda p: ["dump-log", "--json", "--deep", *map(str, sorted(GENERATED.glob("kafka07/events-0/*")))],
+    ),
+    (
+        "dump-log",
+        lambda p: [
+            "dump-log",
+            "--json",
+            "--deep",
+            str(GENERATED / "kafka07/compressed-0/00000000000000000000.kafka"),
+        ],
+    ),
+    (
+        "dump-log",
+        lambda p: [
+            "dump-log",
+            "--json",
+            "--deep",
+            "--print-data-log",
+            str(KAFKA09 / "__consumer_offsets-0/00000000000000000000.log"),
+        ],
+    ),
+    (
+        "dump-log",
+        lambda p: ["dump-log", "--json", *map(str, sorted((GENERATED / "v2/transactions-0").iterdir()))],
+    ),
+    ("dump-log", lambda p: ["dump-log", "--json", *map(str, sorted((GENERATED / "v2").glob("*checkpoint")))]),
+    ("dump-log", lambda p: ["dump-log", "--json", str(GENERATED / "v2/meta.properties")]),
+    ("dump-log", lambda p: ["dump-log", "--json", *map(str, sorted(GENERATED.glob("corrupt/v2-*/*.log")))]),
+    ("dump-log", lambda p: ["dump-log", "--json", *map(str, sorted(GENERATED.glob("corrupt/snapshot-*/*")))]),
+    (
+        "dump-log",
+        lambda p: [
+            "dump-log",
+            "--json",
+            "--deep",
+            *map(str, sorted(p.kraft().glob("__cluster_metadata-0/*"))),
+        ],
+    ),
+    ("validate", lambda p: ["validate", "--json", str(GENERATED / "v2")]),
+    (
+        "replicas diff",
+        lambda p: ["replicas", "diff", "--json", "--records", str(KAFKA09 / "gzip-0"),
+                   str(p.copy(KAFKA09, "replica") / "gzip-0")],
+    ),  # fmt: skip
+    ("validate", lambda p: ["validate", "--json", "--deep", str(GENERATED / "corrupt"), str(KAFKA09)]),
+    ("truncate", lambda p: ["truncate", "--json", "--dry-run", str(GENERATED / "corrupt")]),
+    ("truncate", _applied_truncate),
+    ("truncate", _undo_truncate),
+    ("read", lambda p: ["read", "--json", "--earliest", str(GENERATED / "v2/gzip-0")]),
+    ("read", lambda p: ["read", "--json", "--offset", "3", "-n", "4", str(GENERATED / "v1/snappy-0")]),
+    ("read", lambda p: ["read", "--json", "--earliest", "-n", "5", str(GENERATED / "kafka07/events-0")]),
+    ("offsets-at", lambda p: ["offsets-at", "--json", str(GENERATED / "v2"), str(KAFKA09)]),
+    ("offsets-at", lambda p: ["offsets-at", "--json", "--time", "max-timestamp", str(GENERATED / "v2")]),
+    ("retention", lambda p: ["retention", "--json", "--compaction", str(GENERATED / "v2"), str(KAFKA09)]),
+    ("metadata show", lambda p: ["metadata", "show", "--json", str(p.kraft())]),
+    ("metadata topics", lambda p: ["metadata", "topics", "--json", str(p.kraft())]),
+    ("metadata brokers", lambda p: ["metadata", "brokers", "--json", str(p.kraft())]),
+    ("metadata diff", lambda p: ["metadata", "diff", "--json", "--from-offset", "0", str(p.kraft())]),
+    ("metadata check", lambda p: ["metadata", "check", "--json", str(p.kraft())]),
+]
+
+ZOOKEEPER_RUNS: list[Run] = [
+    ("brokers", lambda p: ["brokers", "--json", *p.zk()]),
+    ("topics", lambda p: ["topics", "--json", *p.zk()]),
+    ("cluster-id", lambda p: ["cluster-id", "--json", *p.zk()]),
+    ("groups list", lambda p: ["groups", "list", "--json", *p.zk()]),
+    ("groups describe", lambda p: ["groups", "describe", "--json", *p.zk()]),
+    ("groups rebalance-plan", lambda p: ["groups", "rebalance-plan", "billing", "--json", *p.zk()]),
+    ("groups watch", lambda p: ["groups", "watch", "--once", "--all", "--json", *p.zk()]),
+]
