@@ -113,7 +113,7 @@ def read(
     else:
         start = ReadStart("earliest" if earliest else "latest")
     colour = colour_of(ctx)
-    renderer = _renderer(as_json, colour, key_decoder, value_decoder)
+    renderer = record_renderer(as_json, colour, key_decoder, value_decoder)
     exit_code = 0
     entries = warnings = problems = 0
     said: set[str] = set()  # an index passed twice (to locate, then to read) is warned of once
@@ -146,7 +146,9 @@ def read(
     ctx.exit(exit_code)
 
 
-def _renderer(as_json: bool, colour: bool | None, key_decoder: str, value_decoder: str):
+def record_renderer(as_json: bool, colour: bool | None, key_decoder: str, value_decoder: str):
+    """dump-log's record lines (or JSON objects) for records printed by offset (`read`, and
+    `replicas diff --records`)."""
     if as_json:
         from kafka_tools.render.dump_json import DumpJsonRenderer
 

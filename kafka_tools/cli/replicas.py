@@ -6,9 +6,10 @@ import sys
 
 import click
 
+from kafka_tools.cli.options import DECODERS, json_option
+from kafka_tools.cli.read import record_renderer
 from kafka_tools.errors import EXIT_FINDINGS
 
-DECODERS = ("utf8", "hex", "base64", "json", "none")  # render/values.py's, without importing it here
 RULES = ("auto", "high-watermark", "leader-epoch")  # log/replicas.py's
 
 
@@ -60,12 +61,7 @@ def replicas() -> None:
     show_default=True,
     help="How values of --records are printed.",
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="JSON Lines: replica, comparison and truncation objects (records as dump-log's), then a summary.",
-)
+@json_option("`replica`, `comparison` and `truncation` objects (records as dump-log's)")
 @click.pass_context
 def diff(
     ctx: click.Context,
@@ -121,7 +117,7 @@ def diff(
         if records and t.lost_offsets:
             if not as_json:
                 out.records_header(report, t)
-            dump = _dump_renderer(as_json, colour, key_decoder, value_decoder)
+            dump = record_renderer(as_json, colour, key_decoder, value_decoder)
             path = report.replicas[t.follower].path
             for event in lost_record_events(path, t.lost_start, t.lost_end):
                 dump.render(event)
@@ -131,21 +127,3 @@ def diff(
         click.echo(f"ktool: {line}", err=True)
     if report.status == "diverged":
         ctx.exit(EXIT_FINDINGS)
-
-
-def _dump_renderer(as_json: bool, colour: bool, key_decoder: str, value_decoder: str):
-    if as_json:
-        from kafka_tools.render.dump_json import DumpJsonRenderer
-
-        return DumpJsonRenderer(sys.stdout, True, key_decoder, value_decoder)
-    from kafka_tools.render.dump_text import DumpTextRenderer
-    from kafka_tools.render.lines import LineWriter
-
-    return DumpTextRenderer(
-        LineWriter(sys.stdout, colour),
-        LineWriter(sys.stderr, colour),
-        True,
-        False,
-        key_decoder,
-        value_decoder,
-    )
