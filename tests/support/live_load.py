@@ -296,7 +296,10 @@ def command_round(loaded: LoadedBroker, ktool: str, env: dict | None = None) -> 
         if o.exit_code != 0:
             o.problems.append(f"exit {o.exit_code}: {o.stderr.strip()[:300]}")
             continue
-        answers = {(x["topic"], x["partition"]): x["offset"] for x in _json_lines(o.stdout)}
+        lines = _json_lines(o.stdout)
+        if not lines or lines[-1].get("type") != "summary":
+            o.problems.append(f"the --json stream does not end with a summary: {o.stdout[-200:]}")
+        answers = {(x["topic"], x["partition"]): x["offset"] for x in lines if x.get("type") != "summary"}
         for key, (b, a) in ((k, (before[k], after[k])) for k in before):
             got = answers.get(key)
             if got is None or not (b[which] <= got <= a[which]):

@@ -39,7 +39,8 @@ def test_brokers_json_parses_the_registration_of_a_real_0_9_broker(kafka09, zk_c
     broker, connect, started = kafka09
     result = zk_cli("brokers", "--json", "--zookeeper", connect)
     assert result.exit_code == 0, result.stderr
-    reg, cluster = (json.loads(line) for line in result.stdout.splitlines())
+    reg, cluster, summary = (json.loads(line) for line in result.stdout.splitlines())
+    assert summary == {"type": "summary", "brokers": 1}
     assert {k: reg[k] for k in ("type", "id", "host", "port", "endpoints", "version", "layout")} == {
         "type": "broker",
         "id": BROKER_ID,
@@ -59,7 +60,8 @@ def test_topics_and_cluster_id_of_a_real_0_9_cluster(kafka09, zk_cli) -> None:
     _, connect, _ = kafka09
     result = zk_cli("topics", TOPIC, "--json", "--zookeeper", connect)
     assert result.exit_code == 0, result.stderr
-    parts = [json.loads(line) for line in result.stdout.splitlines()]
+    *parts, summary = [json.loads(line) for line in result.stdout.splitlines()]
+    assert summary == {"type": "summary", "topics": 1, "partitions": PARTITIONS, "missing": 0}
     assert [(p["partition"], p["leader"], p["replicas"], p["isr"]) for p in parts] == [
         (p, BROKER_ID, [BROKER_ID], [BROKER_ID]) for p in range(PARTITIONS)
     ]
