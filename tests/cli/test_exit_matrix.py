@@ -321,6 +321,7 @@ def _check(command: str, situation: str, cell: Cell, place: Place) -> None:
         assert cell.stdout_has in result.stdout, (command, situation, result.stdout)
 
 
+@pytest.mark.slow  # the console script in a fresh interpreter per cell
 @pytest.mark.parametrize("key", sorted(OFFLINE), ids=[f"{c}:{s}" for c, s in sorted(OFFLINE)])
 def test_offline_cells(key, tmp_path) -> None:
     _check(*key, OFFLINE[key], Place(tmp_path))

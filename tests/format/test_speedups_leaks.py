@@ -15,7 +15,10 @@ from kafka_tools.format.kraft import decoder as kraft
 from kafka_tools.format.record_batch import RecordDecodeError
 from tests.support import hostile
 
-pytestmark = pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built")
+pytestmark = [
+    pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built"),
+    pytest.mark.slow,  # every error path thousands of times
+]
 C = accel.C
 CALLS = 3000
 INT64_MAX = 2**63 - 1

@@ -36,6 +36,7 @@ def _run(args: list[str], pure: bool) -> subprocess.CompletedProcess:
     return subprocess.run([ktool_script(), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.slow  # the console script in a fresh interpreter per case
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("case", sorted(WANTED))
