@@ -238,25 +238,32 @@ def _segment_suffix(listing: PartitionListing, stem: str) -> str:
     return "log" if f"{stem}.log" in listing.names else "kafka"
 
 
+def checkpoint_offset(
+    log_dir: str | os.PathLike, name: str, topic: str, partition: int, warnings: list[str], unused: str
+) -> int | None:
+    """The offset the log dir's checkpoint `name` keeps for one partition; None when the file is
+    missing, does not name it, or cannot be read (then a warning ending in `unused`: what happens instead)."""
+    from kafka_tools.format.checkpoints import CheckpointError, read_offset_checkpoint
+
+    path = os.path.join(os.fspath(log_dir), name)
+    if not os.path.isfile(path):
+        return None
+    try:
+        entries = read_offset_checkpoint(path).entries
+    except (CheckpointError, OSError) as exc:
+        warnings.append(f"{path}: unreadable ({exc}); {unused}")
+        return None
+    return next((e.offset for e in entries if e.topic == topic and e.partition == partition), None)
+
+
 def log_start_offset(
     log_dir: str | os.PathLike, topic: str, partition: int, first_base: int, warnings: list[str]
 ) -> int:
     """The log start offset as the broker loads it: `log-start-offset-checkpoint` when it names the
     partition, never below the first segment's base offset (which it is without a checkpoint)."""
-    from kafka_tools.format.checkpoints import CheckpointError, read_offset_checkpoint
-
-    checkpoint = os.path.join(os.fspath(log_dir), LOG_START_CHECKPOINT)
-    if not os.path.isfile(checkpoint):
-        return first_base
-    try:
-        entries = read_offset_checkpoint(checkpoint).entries
-    except (CheckpointError, OSError) as exc:
-        warnings.append(f"{checkpoint}: unreadable ({exc}); the log start is the first segment's")
-        return first_base
-    for e in entries:
-        if e.topic == topic and e.partition == partition:
-            return max(e.offset, first_base)
-    return first_base
+    unused = "the log start is the first segment's"
+    offset = checkpoint_offset(log_dir, LOG_START_CHECKPOINT, topic, partition, warnings, unused)
+    return first_base if offset is None else max(offset, first_base)
 
 
 # Files a broker keeps in a log dir and never in a partition directory.

@@ -34,10 +34,9 @@ from kafka_tools.format.checkpoints import (
     CheckpointError,
     EpochEntry,
     read_leader_epoch_checkpoint,
-    read_offset_checkpoint,
     read_properties,
 )
-from kafka_tools.log.dirs import is_log_dir, is_partition_dir
+from kafka_tools.log.dirs import checkpoint_offset, is_log_dir, is_partition_dir
 from kafka_tools.log.leader_epochs import epoch_truncation
 from kafka_tools.log.locate import log_end_offset
 from kafka_tools.log.replica_log import (
@@ -191,20 +190,6 @@ def resolve_partition_dirs(paths: list[str], partition: str | None) -> list[str]
     return out
 
 
-def _checkpoint_offset(
-    log_dir: str, name: str, topic: str, partition: int, warnings: list[str]
-) -> int | None:
-    path = os.path.join(log_dir, name)
-    if not os.path.isfile(path):
-        return None
-    try:
-        entries = read_offset_checkpoint(path).entries
-    except (CheckpointError, OSError) as exc:
-        warnings.append(f"{path}: unreadable ({exc}); not used")
-        return None
-    return next((e.offset for e in entries if e.topic == topic and e.partition == partition), None)
-
-
 def _broker_id(log_dir: str) -> int | None:
     path = os.path.join(log_dir, "meta.properties")
     try:
@@ -227,8 +212,9 @@ def read_replica(log: ReplicaLog) -> Replica:
     warnings = part.warnings
     log_end = log_end_offset(part, PROBE_CHUNK)
     log_start = min(part.log_start_offset, log_end)
-    hw = _checkpoint_offset(log_dir, HIGH_WATERMARK_CHECKPOINT, part.topic, part.partition, warnings)
-    rp = _checkpoint_offset(log_dir, RECOVERY_POINT_CHECKPOINT, part.topic, part.partition, warnings)
+    where = (part.topic, part.partition, warnings, "not used")
+    hw = checkpoint_offset(log_dir, HIGH_WATERMARK_CHECKPOINT, *where)
+    rp = checkpoint_offset(log_dir, RECOVERY_POINT_CHECKPOINT, *where)
     checkpoint = None
     epoch_file = os.path.join(log.path, "leader-epoch-checkpoint")
     if os.path.isfile(epoch_file):

@@ -59,23 +59,18 @@ def run_scan(spark, plan: ScanPlan, options: ScanOptions, progress: Progress | N
         source = RemoteFiles(spark, plan, options, ranges)
     else:
         source = LocalFiles(spark, plan, options, ranges)
-    staging = Staging(spark, options.out) if options.out else None
-    staged = replace(options, out=staging.path) if staging else options
+    staging = Staging(spark, options.out)
+    staged = replace(options, out=staging.path) if staging.path else options
     passes = 2 if options.records and options.out else 1  # --records decodes the ranges again
     with (
         job_progress(sc, progress, plan.bytes * passes) as counts,
         master_watch(sc, sc.master, counts.group),
         executor_errors(),
+        staging,
     ):
         source.scanned = counts.scanned
-        try:
-            result, written = _run(spark, plan, staged, source, ranges)
-            if staging:
-                written = staging.publish(written)
-        except BaseException:
-            if staging:
-                staging.discard()
-            raise
+        result, written = _run(spark, plan, staged, source, ranges)
+        written = staging.publish(written)
     result.tables = written
     result.replaced = replaced
     result.master = sc.master

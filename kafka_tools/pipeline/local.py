@@ -31,16 +31,10 @@ def scan_in_process(plan: ScanPlan, options: ScanOptions, progress: Progress | N
     if options.out and local_dir(options.out) is None:
         raise UsageError(f"--out {options.out}: a scan without Spark writes local tables only")
     replaced = prepare_out_dir(options) if options.out else []
-    staging = Staging(None, options.out) if options.out else None
     t0 = time.perf_counter()
-    try:
-        result, written = _scan(plan, options, local_dir(staging.path) if staging else None, progress)
-        if staging:
-            written = staging.publish(written)
-    except BaseException:
-        if staging:
-            staging.discard()
-        raise
+    with Staging(None, options.out) as staging:
+        result, written = _scan(plan, options, local_dir(staging.path) if staging.path else None, progress)
+        written = staging.publish(written)
     result.tables = written
     result.replaced = replaced
     result.seconds = time.perf_counter() - t0

@@ -27,12 +27,23 @@ class Staging:
     once every one of them is complete: a scan that fails or is interrupted leaves no table, and no
     half-written one beside complete ones."""
 
-    def __init__(self, spark, out: str) -> None:
+    def __init__(self, spark, out: str | None) -> None:
         self.spark = spark
         self.out = out
-        self.path = table_path(out, f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}")
+        self.path = table_path(out, f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}") if out else None
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        """A scan that fails or is interrupted inside the block leaves no table behind."""
+        if exc_type is not None:
+            self.discard()
 
     def publish(self, written: list[TableWritten]) -> list[TableWritten]:
+        """Move every finished table to OUT/ (nothing to move for a scan without `--out`)."""
+        if self.path is None:
+            return written
         final = []
         for t in written:
             target = table_path(self.out, t.name)
@@ -57,6 +68,8 @@ class Staging:
 
     def discard(self) -> None:
         """Remove the staging directory (best effort: the scan is failing or done)."""
+        if self.path is None:
+            return
         local = local_dir(self.path)
         try:
             if local is not None:
