@@ -94,29 +94,20 @@ def in_flight(f: Finding, why: str) -> Finding:
     return Finding(f.file, IN_FLIGHT, Severity.INFO, said, f.position, f.offset, f.expected, f.actual)
 
 
+def noted(path: str | Path, what: str) -> Finding:
+    """An in-flight finding on a whole file: what the running broker is doing with it."""
+    return Finding(str(path), IN_FLIGHT, Severity.INFO, what)
+
+
 def removed_segment(seg: Segment) -> Finding:
     """A listed segment that was gone when read: the broker's retention or cleaner removed it."""
-    return Finding(
-        str(seg.log),
-        IN_FLIGHT,
-        Severity.INFO,
-        "removed (or renamed .deleted) by the broker since the partition was listed: not checked",
-    )
+    why = "removed (or renamed .deleted) by the broker since the partition was listed: not checked"
+    return noted(seg.log, why)
 
 
 def transient_file(path: Path) -> Finding:
-    return Finding(
-        str(path),
-        IN_FLIGHT,
-        Severity.INFO,
-        "a segment the running broker is deleting, cleaning or swapping in",
-    )
+    return noted(path, "a segment the running broker is deleting, cleaning or swapping in")
 
 
 def index_without_segment(path: Path) -> Finding:
-    return Finding(
-        str(path),
-        IN_FLIGHT,
-        Severity.INFO,
-        "an index whose segment the running broker is renaming or creating",
-    )
+    return noted(path, "an index whose segment the running broker is renaming or creating")
