@@ -18,6 +18,7 @@ from typing import Any
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries
+from kafka_tools.log.dirs import PartitionListing, list_partition, partition_from
 from kafka_tools.log.findings import Finding, Severity
 from kafka_tools.metadata.image import Image
 from kafka_tools.metadata.node_files import METADATA_PARTITION, NodeFiles, read_node_files
@@ -74,30 +75,32 @@ def partition_dir_of(path: Path) -> tuple[Path, Path]:
     return path, path / METADATA_PARTITION
 
 
-def list_snapshots(partition_dir: Path) -> list[Snapshot]:
+def list_snapshots(listing: PartitionListing) -> list[Snapshot]:
+    """The partition's `<end offset>-<epoch>.checkpoint` snapshots, oldest first; one that is not a
+    regular file (a FIFO would block the read) is one line, exit 3."""
     out = []
-    for p in partition_dir.iterdir():
-        m = SNAPSHOT_NAME.match(p.name)
+    for name in listing.metadata_snapshots + listing.orphans:  # a FIFO is listed as an orphan
+        m = SNAPSHOT_NAME.match(name)
         if m:
-            out.append(Snapshot(p, int(m.group("offset")), int(m.group("epoch"))))
+            path = Path(listing.join(name))
+            _check_regular(path)
+            out.append(Snapshot(path, int(m.group("offset")), int(m.group("epoch"))))
     return sorted(out, key=lambda s: (s.end_offset, s.epoch))
 
 
-def list_segments(partition_dir: Path) -> list[Path]:
-    found = sorted(
-        (p for p in partition_dir.iterdir() if p.name.endswith(".log") and p.name[:-4].isdigit()),
-        key=lambda p: int(p.name[:-4]),
-    )
-    for p in found + [s.path for s in list_snapshots(partition_dir)]:
-        _check_regular(p)
-    return found
+def list_segments(listing: PartitionListing) -> list[Path]:
+    """The partition's segments in offset order, from the one partition model (log/dirs.py)."""
+    if listing.unreadable:
+        path, why = listing.unreadable[0]
+        raise InputError(f"{path}: cannot be read: {why}")
+    return [seg.log for seg in partition_from(listing).segments]
 
 
 def _check_regular(path: Path) -> None:
-    """A FIFO or a device named as a segment would block or mislead a read: one line, exit 3."""
+    """A FIFO or a device named as a snapshot would block or mislead a read: one line, exit 3."""
     if not path.is_file():
         what = "a dangling symbolic link" if path.is_symlink() and not path.exists() else "not a regular file"
-        raise InputError(f"{path}: cannot be read: named as a segment but {what}")
+        raise InputError(f"{path}: cannot be read: named as a snapshot but {what}")
 
 
 def _decoder():
@@ -256,7 +259,8 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
         raise InputError(f"{path}: no {METADATA_PARTITION} directory (not a KRaft log dir)")
     node = read_node_files(log_dir)
     limit = at_offset if events_from is None else min(x for x in (at_offset, events_from) if x is not None)
-    snapshots = list_snapshots(part_dir)
+    listing = list_partition(part_dir)
+    snapshots = list_snapshots(listing)
     usable = [s for s in snapshots if limit is None or s.end_offset <= limit]
     replayer = Replayer(events_from=events_from)
     load = MetadataLoad(log_dir, part_dir, replayer.image, replayer, node, snapshots=snapshots)
@@ -268,7 +272,7 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
         load.records_read += read_snapshot(load.snapshot, replayer, load.findings)
     start = replayer.image.offset
     last = None
-    for segment in list_segments(part_dir):
+    for segment in list_segments(listing):
         first, end, read = replayer.replay_log(iter_file_records(segment, load.findings, start, at_offset))
         load.records_read += read
         if first is None:

@@ -235,3 +235,20 @@ def test_a_pre_release_partition_record_is_applied_with_its_elr(tmp_path: Path):
     assert (p1.replicas, p1.isr, p1.leader, p1.leader_epoch) == ([2, 1], [2], 2, 3)
     assert (p1.elr, p1.last_known_elr) == ([1], [2])
     assert p1.directories == [MIGRATING_DIRECTORY] * 2  # no Directories in that layout: defaultToMigrating
+
+
+@pytest.mark.parametrize("which", ["segment", "snapshot"])
+def test_a_fifo_named_as_a_segment_or_snapshot_is_one_line_not_a_hang(tmp_path: Path, which: str):
+    import os
+
+    from tests.support.script import run_script
+
+    d = write_log_dir(tmp_path, log_from=SNAPSHOT_AT, snapshot_at=SNAPSHOT_AT)
+    part = d / "__cluster_metadata-0"
+    name = f"{99:020d}.log" if which == "segment" else f"{99:020d}-{9:010d}.checkpoint"
+    os.mkfifo(part / name)
+    said = f"{name}: cannot be read: named as a {which} but not a regular file"
+    with pytest.raises(InputError, match=said):
+        load_image(d)
+    result = run_script("metadata", "show", str(d), timeout=60)
+    assert result.returncode == 3 and result.stderr.count("\n") == 1 and name in result.stderr
