@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kafka_tools.errors import InputError
@@ -20,10 +20,12 @@ from kafka_tools.log.findings import SegmentReport, ValidateOptions
 from kafka_tools.log.in_flight import settle_newest
 from kafka_tools.log.partition_checks import assemble_partition
 from kafka_tools.log.validate import (
+    CheckpointRead,
     Validation,
     check_log_dir_checkpoints,
     check_log_dir_files,
     compacted_partitions,
+    read_log_dir_checkpoints,
     result_for_file,
 )
 from kafka_tools.pipeline.offsets_replay import OffsetsSegment
@@ -75,6 +77,9 @@ class ScanPlan:
     partitions: list[tuple[Partition, list[int]]] = field(default_factory=list)  # segment indexes
     files: list[tuple[Path | str, int | None]] = field(default_factory=list)  # given alone; segment index
     remote: bool = False  # segments on a Hadoop filesystem (hdfs://, s3a://…): read through Spark
+    # The log dirs' offset checkpoints, read when planned: before any segment, as validate reads them
+    # (a running broker writes both; read after the segments they may name offsets appended since).
+    checkpoints: dict[Path, CheckpointRead] = field(default_factory=dict)
 
     @property
     def bytes(self) -> int:
@@ -99,7 +104,7 @@ class ScanPlan:
         if not topics:
             return self
         keep = [s for s in self.segments if s.topic in set(topics)]
-        return ScanPlan(self.paths, self.discovery, segments=keep, remote=self.remote)
+        return replace(self, segments=keep, partitions=[], files=[])
 
     def offsets_partitions(self) -> dict[tuple[str, int], list[int]]:
         """(directory, number) of every `__consumer_offsets` partition -> its segment indexes in offset
@@ -119,6 +124,7 @@ def plan_scan(paths: list[str | os.PathLike]) -> ScanPlan:
     before anything is started."""
     found = discover(paths)
     plan = ScanPlan([str(p) for p in paths], found)
+    plan.checkpoints = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}
     for ld_part in found.all_partitions():
         ld_part.check_readable()
         indexes = []
@@ -203,7 +209,8 @@ def assemble_validation(plan: ScanPlan, reports: list[SegmentReport]) -> Validat
             rep = assemble_partition(part, by_part[id(part)], part.name in compacted)
             by_name[part.name] = rep
             result.partitions.append(rep)
-        result.findings += check_log_dir_checkpoints(ld, by_name) + check_log_dir_files(ld)
+        read = plan.checkpoints.get(ld.path)
+        result.findings += check_log_dir_checkpoints(ld, by_name, read) + check_log_dir_files(ld)
     for part in plan.discovery.partitions:
         settle_newest(part, by_part[id(part)])
         result.partitions.append(assemble_partition(part, by_part[id(part)], False))

@@ -183,3 +183,21 @@ def test_help_says_the_threshold_the_code_uses() -> None:
     code, stdout, _ = ktool("scan", "--help")
     said = " ".join(stdout.split())
     assert code == 0 and f"at most {IN_PROCESS_BYTES // 2**30} GiB" in said and "there is no --sql" in said
+
+
+def test_checkpoints_are_read_when_planned_before_any_segment(tmp_path: Path) -> None:
+    """A running broker writes checkpoints and segments: the scan reads the checkpoints first, as
+    validate does, so a checkpoint rewritten while the segments are read cannot name offsets the
+    segments were read without."""
+    import shutil
+
+    logs = tmp_path / "logs"
+    shutil.copytree(KAFKA09, logs)
+    plan = plan_scan([logs])
+    checkpoint = logs / "replication-offset-checkpoint"
+    checkpoint.write_text(checkpoint.read_text().replace("plain 0 30", "plain 0 9999"))
+    result = scan_in_process(plan, ScanOptions())
+    assert [f for f in result.validation.all_findings() if f.file == str(checkpoint)] == []
+    later = scan_in_process(plan_scan([logs]), ScanOptions())
+    past = [f for f in later.validation.all_findings() if f.file == str(checkpoint)]
+    assert [f.kind for f in past] == ["checkpoint-past-log-end"] and "9999" in past[0].message
