@@ -1,7 +1,7 @@
 /*
  * The C hot loops of kafka_tools.format, shared declarations. One file per concern, as format/ is split:
  *
- *   crc.c          CRC-32 of magic 0/1 messages
+ *   crc.c          CRC-32 of magic 0/1 messages, CRC-32C of v2 batches
  *   record_reader.h the v2 record reader (varints, lengths, headers: every bound checked once), inline
  *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, and the
  *                  reader's error texts
@@ -182,6 +182,11 @@ PyObject *scan_inner(PyObject *module, PyObject *args);
 void crc_init(void);
 /* CRC-32 of a message: magic..end of value. */
 uint32_t message_crc(const unsigned char *p, Py_ssize_t at, const message_t *m);
+/* CRC-32C (Castagnoli): hardware (SSE4.2) when the CPU has it, else slicing by 8. crc32c_init first. */
+void crc32c_init(void);
+uint32_t crc32c_update(uint32_t crc, const unsigned char *q, size_t n);
+int crc32c_uses_hardware(void);
+PyObject *crc32c_py(PyObject *module, PyObject *args);
 
 /* ---- output (writers.c) ------------------------------------------------------------------------------ */
 
