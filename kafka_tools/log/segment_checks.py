@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from pathlib import Path
 
+from kafka_tools.format.batch_runs import BatchRun
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries, resync_kafka07
@@ -72,7 +73,7 @@ def scan_segment(
     deep = options.deep
     positions = report.entry_positions
     wanted = index_positions if isinstance(index_positions, (set, frozenset)) else set(index_positions)
-    runs = RunBounds(lo=base, hi=base + INT32_MAX, stops=sorted(wanted))
+    runs = RunBounds(lo=base, hi=base + INT32_MAX, stops=sorted(wanted), batches=not deep)
     with open(path, "rb") as f:
         win = SegmentWindow(f, size, use_mmap=safe_to_map(path))
         if kafka07:
@@ -80,6 +81,21 @@ def scan_segment(
         else:
             walk = walk_entries(win, 0, size, progress, light=True, runs=runs)
         for item in walk:
+            if type(item) is BatchRun:
+                # Valid uncompressed v2 batches in order and in range (the C walk checked it), before any cut.
+                report.entries += item.count
+                report.records += item.records
+                if report.first_offset is None:
+                    report.first_offset = item.first_offset
+                if item.has_gaps:
+                    report.has_gaps = True
+                for position, first, lo in item.hits:
+                    positions[position] = (first, lo)
+                last = runs.prev = item.last_offset
+                nxt = last + 1
+                if item.max_timestamp > report.max_timestamp:
+                    report.max_timestamp = item.max_timestamp
+                continue
             if type(item) is MessageRun:
                 # Valid plain messages in order and in range (the C walk checked it), before any cut.
                 report.entries += item.count

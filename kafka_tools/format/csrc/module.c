@@ -62,6 +62,9 @@ static PyMethodDef methods[] = {
     {"format_payload", format_payload, METH_VARARGS,
      "format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label, print_data, "
      "check_only[, file_json, batch_position]) -> bytes (or the count): the record lines from the records section"},
+    {"scan_batches", scan_batches, METH_VARARGS,
+     "scan_batches(buf, at, limit, end, prev, lo, hi, wanted, shift[, check_crc]) -> "
+     "(at, count, records, first, last, max_timestamp, gaps, hits)"},
     {"crc32c", crc32c_py, METH_VARARGS,
      "crc32c(data, value=0, software=False) -> int: CRC-32C (Castagnoli), continuing from `value`"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},

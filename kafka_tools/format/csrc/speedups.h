@@ -5,6 +5,7 @@
  *   record_reader.h the v2 record reader (varints, lengths, headers: every bound checked once), inline
  *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, and the
  *                  reader's error texts
+ *   batches_v2.c   scan_batches: validate's v2 header walk (framing, CRC-32C, header checks), totals only
  *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
  *   writers.c      the output buffer and the dump-log lines (text and JSON) of a record or a message,
  *                  with format_records / format_payload / format_messages: a reader plus a writer
@@ -176,6 +177,10 @@ int read_message(const unsigned char *p, Py_ssize_t at, Py_ssize_t end, message_
 
 PyObject *scan_messages(PyObject *module, PyObject *args);
 PyObject *scan_inner(PyObject *module, PyObject *args);
+
+/* ---- v2 header walk (batches_v2.c) ----------------------------------------------------------------- */
+
+PyObject *scan_batches(PyObject *module, PyObject *args);
 
 /* ---- CRC-32 (crc.c) ---------------------------------------------------------------------------------- */
 
