@@ -1,0 +1,179 @@
+"""How `ktool validate --jobs N` spreads segments over cores, decided from the inputs, and the split of
+one large v2 segment at batch boundaries.
+
+Measured on 2 cores (bench/validate.py, bench/README.md): a memory-mapped walk is the fastest on one
+core, but two threads of one process walking maps and releasing the pages behind them
+(`madvise(MADV_DONTNEED)`) serialise on the process's memory map, so the parallel walk was slower than
+one core. Threads that read with `pread` into their own buffers scale (the C walks, zlib and CRC-32C
+release the GIL). Hence the plan:
+
+* one core, or a small input: one walker, memory-mapped, as `--jobs 1`;
+* several segments: threads, each reading with `pread`;
+* fewer large segments than cores: each large v2 segment split at batch boundaries into one range a
+  core, the ranges' ordinary batches (`BatchRun`) checked in threads, and the rest of the segment
+  walked after them as usual (the findings are the same: a range's walk stops at the first batch that
+  is not ordinary, and the sequential walk reports it).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka_tools.broker_lock import is_live
+from kafka_tools.format.batch_runs import BatchRun, scanner
+from kafka_tools.format.kinds import FileKind, kind_of
+from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
+from kafka_tools.log.segment_checks import PREAD_WINDOW
+
+SMALL_INPUT = 32 * 1024 * 1024  # below this, threads cost more than they give: one walker
+SPLIT_MIN = 128 * 1024 * 1024  # segments at least this large are split when cores would be idle
+INT32_MAX = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class JobsPlan:
+    """What validate runs: `threads` walkers; `mmap` whether they map the files (else pread);
+    `split` whether large segments are cut into ranges, one a thread."""
+
+    threads: int
+    mmap: bool
+    split: bool
+
+    @property
+    def reader(self) -> str:
+        return "mmap" if self.mmap else "pread"
+
+
+def plan_jobs(sizes: list[int], jobs: int) -> JobsPlan:
+    """The plan for segments of these sizes (bytes) on `jobs` cores."""
+    if jobs <= 1 or sum(sizes) < SMALL_INPUT or not sizes:
+        return JobsPlan(1, True, False)
+    large = sum(s >= SPLIT_MIN for s in sizes)
+    split = large > 0 and len(sizes) < jobs and scanner() is not None
+    return JobsPlan(jobs, False, split)
+
+
+def segment_sizes(found) -> list[int]:
+    """The sizes of the segment files a validation of `found` (a Discovery) walks."""
+    paths = [seg.log for part in found.all_partitions() for seg in part.segments]
+    paths += [p for p in found.files if kind_of(p) in (FileKind.LOG, FileKind.KAFKA07)]
+    sizes = []
+    for p in paths:
+        try:
+            sizes.append(p.stat().st_size)
+        except OSError:
+            sizes.append(0)  # reported unreadable by the walk itself
+    return sizes
+
+
+def splitter(pool: Executor, parts: int):
+    """`ValidateOptions.split`: a segment's first batches checked in `parts` ranges on `pool`; only
+    large v2 segments no running broker may be writing."""
+
+    def split(path: Path, base: int, wanted: list[int]) -> BatchRun | None:
+        try:
+            if path.stat().st_size < SPLIT_MIN or is_live(path.parent.parent):
+                return None
+        except OSError:
+            return None
+        return split_prefix(path, base, wanted, parts, pool)
+
+    return split
+
+
+# -- one segment in ranges ------------------------------------------------------------------------
+
+# baseOffset, length, leaderEpoch, magic, crc, attributes, lastOffsetDelta
+_HEADER = struct.Struct(">qiiBIhi")
+
+
+def split_points(path: Path, parts: int) -> list[int]:
+    """Batch positions that cut `path` into about `parts` ranges of equal size, found by following
+    the batches' lengths from the start (a header read each); none past the first entry that is not
+    a well-framed v2 batch (the sequential walk takes it from there)."""
+    size = path.stat().st_size
+    step = size // parts
+    points: list[int] = []
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        pos, want = 0, step
+        while len(points) < parts - 1 and pos + 61 <= size:
+            head = os.pread(fd, 17, pos)
+            if len(head) < 17 or head[16] != 2:
+                break
+            length = struct.unpack_from(">i", head, 8)[0]
+            if length < 49 or pos + 12 + length > size:
+                break
+            if pos >= want:
+                points.append(pos)
+                want = pos + step
+            pos += 12 + length
+    return points
+
+
+def _range_run(path: Path, start: int, end: int, lo: int, hi: int, wanted: list[int]) -> BatchRun | None:
+    """The ordinary batches from `start` on, in one run, up to `end` or the first other entry (pread)."""
+    runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True)
+    merged: BatchRun | None = None
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        win = SegmentWindow(f, size, PREAD_WINDOW, use_mmap=False)
+        walk = walk_entries(win, start, min(end, size), light=True, runs=runs)
+        for item in walk:
+            if type(item) is not BatchRun or (merged is not None and item.position != merged.end):
+                break
+            merged = item if merged is None else _joined(merged, item, seam_gap=item.has_gaps)
+            runs.prev = item.last_offset
+        walk.close()
+    return merged
+
+
+def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
+    return BatchRun(
+        a.position,
+        b.end,
+        a.count + b.count,
+        a.records + b.records,
+        a.first_offset,
+        b.last_offset,
+        max(a.max_timestamp, b.max_timestamp),
+        a.has_gaps or seam_gap,
+        a.hits + b.hits,
+    )
+
+
+def _first_batch(path: Path, position: int) -> tuple[int, int]:
+    """(base offset, last offset) of the batch at `position`."""
+    with open(path, "rb") as f:
+        base, _, _, _, _, _, delta = _HEADER.unpack(os.pread(f.fileno(), _HEADER.size, position))
+    return base, base + delta
+
+
+def split_prefix(path: Path, base: int, wanted: list[int], parts: int, pool: Executor) -> BatchRun | None:
+    """The ordinary batches of `path` from its start, checked in `parts` ranges on `pool`, as one
+    BatchRun: what the sequential walk would have made of them; None when the file does not begin
+    with one. The prefix ends where a range's walk stopped early or a seam breaks the order."""
+    points = split_points(path, parts)
+    if not points:
+        return None
+    bounds = [0, *points, path.stat().st_size]
+    futures = [
+        pool.submit(_range_run, path, a, b, base, base + INT32_MAX, wanted)
+        for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
+    runs = [f.result() for f in futures]
+    merged = runs[0]
+    if merged is None:
+        return None
+    for k, run in enumerate(runs[1:], start=1):
+        if merged.end != bounds[k] or run is None or run.position != bounds[k]:
+            break
+        first_base, first_last = _first_batch(path, run.position)
+        if first_last <= merged.last_offset:
+            break  # out of order at the seam: the sequential walk reports it
+        merged = _joined(merged, run, seam_gap=first_base > merged.last_offset + 1 or run.has_gaps)
+    return merged
