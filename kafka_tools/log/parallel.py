@@ -7,7 +7,8 @@ core, but two threads of one process walking maps and releasing the pages behind
 one core. Threads that read with `pread` into their own buffers scale (the C walks, zlib and CRC-32C
 release the GIL). Hence the plan:
 
-* one core, or a small input: one walker, memory-mapped, as `--jobs 1`;
+* one core, or a small input: one walker, memory-mapped, as `--jobs 1`; without `--jobs`, as many
+  walkers as there are idle cores when the command starts (a busy machine gets one mapped walker);
 * several segments: threads, each reading with `pread`;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into one range a
   core, the ranges' ordinary batches (`BatchRun`) checked in threads, and the rest of the segment
@@ -46,6 +47,30 @@ class JobsPlan:
     @property
     def reader(self) -> str:
         return "mmap" if self.mmap else "pread"
+
+
+def idle_cores(cores: int, others_running: int) -> int:
+    """The walkers the default `--jobs` starts: the usable cores no other task is running on now. A
+    second walker on a core another task holds only adds the pread reader's extra CPU (and, where
+    the scheduler shares CPU between process groups, buys no time at all), so it is never slower to
+    leave it out."""
+    return max(1, min(cores, cores - others_running))
+
+
+def others_running() -> int:
+    """Tasks runnable on this machine right now besides this one (/proc/loadavg's 4th field, which
+    counts this process too; not the load average, which lags by a minute); 0 where unknown."""
+    try:
+        with open("/proc/loadavg") as f:
+            running = int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, running - 1)
+
+
+def default_jobs(cores: int) -> int:
+    """`ktool validate` without `--jobs`: up to `cores` walkers, as many as are idle now."""
+    return idle_cores(cores, others_running())
 
 
 def plan_jobs(sizes: list[int], jobs: int) -> JobsPlan:

@@ -109,3 +109,13 @@ def test_a_split_segment_reports_what_one_walk_reports(parts: int, monkeypatch) 
             options = ValidateOptions(mmap=False, split=parallel.splitter(pool, parts))
             split = scan_segment(path, options, index_positions=wanted)
         assert split == one, path
+
+
+def test_the_default_uses_only_the_cores_idle_at_start() -> None:
+    """Without --jobs: a busy machine gets one mapped walker, never two walkers fighting for a core."""
+    assert parallel.idle_cores(2, 0) == 2
+    assert parallel.idle_cores(2, 1) == 1
+    assert parallel.idle_cores(2, 5) == 1
+    assert parallel.idle_cores(8, 3) == 5
+    assert plan_jobs([1024 * MiB] * 4, parallel.idle_cores(2, 1)) == JobsPlan(1, True, False)
+    assert 1 <= parallel.default_jobs(2) <= 2
