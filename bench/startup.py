@@ -49,10 +49,10 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
-def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+def run_once(cmd: list[str], env: dict[str, str], cwd: str | None = None) -> tuple[float, float, int]:
     """Wall and CPU (user + sys) seconds of one run, and its exit code."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -64,18 +64,19 @@ def measure(runs: int, tree: str | None) -> dict:
     # As installed (pip compiles every module): the untimed first run writes the .pyc files, which
     # an environment with PYTHONDONTWRITEBYTECODE would otherwise recompile on every run.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if tree:
-        env["PYTHONPATH"] = tree
+    # `python -m` puts the working directory first on sys.path: run in the tree measured.
+    cwd = str(Path(tree).resolve()) if tree else str(ROOT)
+    env["PYTHONPATH"] = cwd
     cases = {"python -c pass": [sys.executable, "-c", "pass"]}
     cases.update({name: [sys.executable, "-m", "kafka_tools", *args] for name, args in COMMANDS.items()})
     walls: dict[str, list[float]] = {k: [] for k in cases}
     cpus: dict[str, list[float]] = {k: [] for k in cases}
     codes: dict[str, int] = {}
     for name, cmd in cases.items():  # one untimed run each: page cache, .pyc files
-        codes[name] = run_once(cmd, env)[2]
+        codes[name] = run_once(cmd, env, cwd)[2]
     for _ in range(runs):
         for name, cmd in cases.items():
-            wall, cpu, _ = run_once(cmd, env)
+            wall, cpu, _ = run_once(cmd, env, cwd)
             walls[name].append(wall)
             cpus[name].append(cpu)
     base = statistics.median(walls["python -c pass"])

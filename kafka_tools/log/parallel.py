@@ -20,15 +20,18 @@ from __future__ import annotations
 
 import os
 import struct
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_tools.broker_lock import is_live
 from kafka_tools.format.batch_runs import BatchRun, scanner
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
 from kafka_tools.log.segment_checks import PREAD_WINDOW
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 SMALL_INPUT = 32 * 1024 * 1024  # below this, threads cost more than they give: one walker
 SPLIT_MIN = 128 * 1024 * 1024  # segments at least this large are split when cores would be idle

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_tools.errors import InputError
 from kafka_tools.format import checkpoints
@@ -39,6 +39,9 @@ from kafka_tools.log.partition_checks import (
     validate_partition,
 )
 from kafka_tools.log.segment_checks import check_segment, scan_segment
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
 
 
 def scan_ahead(found: Discovery, options: ValidateOptions, progress, pool: Executor) -> dict[Path, Future]:
@@ -161,6 +164,10 @@ def validate_paths(
     found: Discovery = discover(paths)
     read = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}  # before any segment
     plan = plan_jobs(segment_sizes(found), jobs)
+    if plan.threads == 1:  # no pool (nor concurrent.futures' import) for one walker
+        return _validate_found(found, replace(options, mmap=plan.mmap), progress, None, read)
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(plan.threads) as pool:
         options = replace(options, mmap=plan.mmap, split=splitter(pool, plan.threads) if plan.split else None)
         scans = scan_ahead(found, options, progress, pool) if plan.threads > 1 and not plan.split else None
