@@ -44,7 +44,7 @@ class Row:
     case: str
     ktool: str  # ktool's figure
     reference: str  # what it is compared with, and its figure
-    ratio: float | None  # higher is better unless `lower_is_better`
+    ratio: float | None  # higher is better unless `lower_is_better` (startup: ms over python -c pass)
     target: float | None
     lower_is_better: bool = False
     peak_rss_mb: float | None = None
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
                 r.case,
                 r.ktool,
                 r.reference,
-                "" if r.ratio is None else f"{r.ratio:.2f}" + ("" if r.lower_is_better else "x"),
+                "" if r.ratio is None else f"{r.ratio:.0f} ms" if r.group == "startup" else f"{r.ratio:.2f}x",
                 "" if r.target is None else ("<= " if r.lower_is_better else ">= ") + f"{r.target:g}",
                 "" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.0f}",
                 {True: "PASS", False: "MISS", None: "-"}[r.ok],

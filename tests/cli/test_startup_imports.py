@@ -59,3 +59,10 @@ def test_validate_checks_crcs_with_the_extension() -> None:
     code, loaded, stdout = _loaded_after(["validate", str(SEGMENT)])
     assert code == 0 and stdout.startswith("clean: 1 segment, 4 batches")
     assert "kafka_tools.format._speedups" in loaded and "crc32c" not in loaded
+
+
+def test_dump_log_of_one_file_starts_no_worker_machinery() -> None:
+    """One file: no second core to use, so neither multiprocessing nor its pickling is imported."""
+    code, loaded, stdout = _loaded_after(["dump-log", str(SEGMENT)])
+    assert code == 0 and "baseOffset: 0" in stdout
+    assert "multiprocessing" not in loaded and "kafka_tools.cli.dump_parallel" not in loaded
