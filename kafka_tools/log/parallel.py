@@ -9,11 +9,12 @@ release the GIL). Hence the plan:
 
 * one core, or a small input: one walker, memory-mapped, as `--jobs 1`; without `--jobs`, as many
   walkers as there are idle cores when the command starts (a busy machine gets one mapped walker);
-* several segments: threads, each reading with `pread`;
+* several segments: threads (no more than segments), each reading with `pread`;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into one range a
   core, the ranges' ordinary batches (`BatchRun`) checked in threads, and the rest of the segment
   walked after them as usual (the findings are the same: a range's walk stops at the first batch that
-  is not ordinary, and the sequential walk reports it).
+  is not ordinary, and the sequential walk reports it); one segment that cannot be split (v0/v1,
+  or below SPLIT_MIN) gets one mapped walker, as `--jobs 1`.
 """
 
 from __future__ import annotations
@@ -76,19 +77,28 @@ def default_jobs(cores: int) -> int:
     return idle_cores(cores, others_running())
 
 
-def plan_jobs(sizes: list[int], jobs: int) -> JobsPlan:
-    """The plan for segments of these sizes (bytes) on `jobs` cores."""
-    if jobs <= 1 or sum(sizes) < SMALL_INPUT or not sizes:
+def plan_jobs(sizes: list[int], jobs: int, v2: list[bool] | None = None) -> JobsPlan:
+    """The plan for segments of these sizes (bytes) on `jobs` cores; `v2`: whether each begins with
+    a v2 batch (only those can be split; None: all do)."""
+    if jobs <= 1 or not sizes or sum(sizes) < SMALL_INPUT:
         return JobsPlan(1, True, False)
-    large = sum(s >= SPLIT_MIN for s in sizes)
-    split = large > 0 and len(sizes) < jobs and scanner() is not None
-    return JobsPlan(jobs, False, split)
+    v2 = [True] * len(sizes) if v2 is None else v2
+    splittable = any(size >= SPLIT_MIN and is_v2 for size, is_v2 in zip(sizes, v2, strict=True))
+    if len(sizes) < jobs and splittable and scanner() is not None:
+        return JobsPlan(jobs, False, True)
+    walkers = min(jobs, len(sizes))
+    if walkers == 1:  # one segment that cannot be split: one mapped walker, as --jobs 1
+        return JobsPlan(1, True, False)
+    return JobsPlan(walkers, False, False)
 
 
-def segment_sizes(found) -> list[int]:
-    """The sizes of the segment files a validation of `found` (a Discovery) walks."""
+def segment_paths(found) -> list[Path]:
+    """The segment files a validation of `found` (a Discovery) walks."""
     paths = [seg.log for part in found.all_partitions() for seg in part.segments]
-    paths += [p for p in found.files if kind_of(p) in (FileKind.LOG, FileKind.KAFKA07)]
+    return paths + [p for p in found.files if kind_of(p) in (FileKind.LOG, FileKind.KAFKA07)]
+
+
+def segment_sizes(paths: list[Path]) -> list[int]:
     sizes = []
     for p in paths:
         try:
@@ -96,6 +106,26 @@ def segment_sizes(found) -> list[int]:
         except OSError:
             sizes.append(0)  # reported unreadable by the walk itself
     return sizes
+
+
+def begins_with_v2(path: Path, size: int) -> bool:
+    """Whether a large segment's first entry is a v2 batch (magic at byte 16); small ones are not
+    looked at (never split)."""
+    if size < SPLIT_MIN:
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = os.pread(f.fileno(), 17, 0)
+    except OSError:
+        return False
+    return len(head) == 17 and head[16] == 2
+
+
+def plan_for(found, jobs: int) -> JobsPlan:
+    """plan_jobs for the segments of `found` (a Discovery)."""
+    paths = segment_paths(found)
+    sizes = segment_sizes(paths)
+    return plan_jobs(sizes, jobs, [begins_with_v2(p, s) for p, s in zip(paths, sizes, strict=True)])
 
 
 def splitter(pool: Executor, parts: int):

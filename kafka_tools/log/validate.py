@@ -31,7 +31,7 @@ from kafka_tools.log.findings import (
 )
 from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
 from kafka_tools.log.index_checks import check_offset_index, check_snapshot, check_time_index, index_positions
-from kafka_tools.log.parallel import plan_jobs, segment_sizes, splitter
+from kafka_tools.log.parallel import plan_for, splitter
 from kafka_tools.log.partition_checks import (
     dump_checks,
     leader_epoch_findings,
@@ -163,7 +163,7 @@ def validate_paths(
     """`jobs` > 1: up to that many cores (log/parallel.py plans how), the results still in file order."""
     found: Discovery = discover(paths)
     read = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}  # before any segment
-    plan = plan_jobs(segment_sizes(found), jobs)
+    plan = plan_for(found, jobs)
     if plan.threads == 1:  # no pool (nor concurrent.futures' import) for one walker
         return _validate_found(found, replace(options, mmap=plan.mmap), progress, None, read)
     from concurrent.futures import ThreadPoolExecutor

@@ -31,7 +31,8 @@ def test_one_core_or_a_small_input_is_one_mapped_walker() -> None:
 
 def test_several_walkers_read_with_pread_never_mmap() -> None:
     """Two threads walking maps and releasing pages serialise on the process's memory map."""
-    for sizes in ([256 * MiB] * 16, [40 * MiB] * 3, [SPLIT_MIN] * 2, [SPLIT_MIN * 8, MiB, MiB]):
+    many = ([256 * MiB] * 16, [40 * MiB] * 3, [SPLIT_MIN] * 2, [SPLIT_MIN * 8, MiB, MiB], [20 * MiB] * 2)
+    for sizes in many:
         plan = plan_jobs(sizes, 2)
         assert (plan.threads, plan.reader, plan.split) == (2, "pread", False), sizes
 
@@ -40,7 +41,23 @@ def test_several_walkers_read_with_pread_never_mmap() -> None:
 def test_fewer_large_segments_than_cores_are_split() -> None:
     assert plan_jobs([1024 * MiB], 2) == JobsPlan(2, False, True)
     assert plan_jobs([SPLIT_MIN, 4 * MiB], 4) == JobsPlan(4, False, True)
-    assert plan_jobs([SPLIT_MIN - 1], 2) == JobsPlan(2, False, False)  # large enough for threads only
+    assert plan_jobs([SPLIT_MIN - 1], 2) == JobsPlan(1, True, False)  # one unsplittable segment
+
+
+def test_one_large_segment_that_cannot_be_split_is_one_mapped_walker() -> None:
+    """A v0/v1 segment (or a v2 one below SPLIT_MIN) alone: a second thread would have nothing to do,
+    and pread costs more than the map."""
+    assert plan_jobs([SPLIT_MIN * 3], 2, [False]) == JobsPlan(1, True, False)
+    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, False]) == JobsPlan(2, False, False)
+    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, True]) == JobsPlan(4, False, True)
+
+
+def test_the_planner_reads_the_magic_of_large_segments(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    v2 = GENERATED / "v2" / "none-0" / "00000000000000000000.log"
+    v0 = GENERATED / "v0" / "none-0" / "00000000000000000000.log"
+    assert parallel.begins_with_v2(v2, v2.stat().st_size)
+    assert not parallel.begins_with_v2(v0, v0.stat().st_size)
 
 
 def test_split_points_are_batch_boundaries() -> None:
