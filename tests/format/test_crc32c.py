@@ -63,3 +63,18 @@ def test_checksums_uses_the_extension() -> None:
 def test_rejects_what_is_not_bytes() -> None:
     with pytest.raises(TypeError):
         C.crc32c("text")
+
+
+@pytest.mark.skipif(C is None or not hasattr(C, "crc32"), reason="C extension not built")
+def test_message_crc32_equals_zlib() -> None:
+    """CRC32 of magic 0/1 messages (PCLMULQDQ folding where the CPU has it, else slicing by 8): every
+    length around the 16-byte folds, unaligned starts, and the long ones zlib takes."""
+    import zlib
+
+    rng = random.Random(32)
+    for n in [*range(0, 80), 119, 120, 121, 255, 256, 4095, 4096, 70_000]:
+        for skew in (0, 1, 7):
+            data = rng.randbytes(n + skew)
+            view = memoryview(data)[skew:]
+            assert C.crc32(view) == zlib.crc32(view), (n, skew)
+    assert C.crc32(b"123456789") == 0xCBF43926

@@ -7,6 +7,11 @@
 /* CRC32 (zlib's polynomial) of a short message, slicing by 8 bytes: zlib's crc32 costs ~0.5 us a call
  * on a 100-byte message here (its set-up dominates), four times the walk's whole budget. */
 static uint32_t crc_table[8][256];
+static int crc32_clmul_ok; /* the CPU has PCLMULQDQ and SSE4.1 (crc_init) */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CRC32_CPU_CHECK 1
+#endif
 
 void
 crc_init(void)
@@ -20,6 +25,10 @@ crc_init(void)
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
             crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+#ifdef CRC32_CPU_CHECK
+    __builtin_cpu_init();
+    crc32_clmul_ok = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+#endif
 }
 
 static inline uint32_t
@@ -40,6 +49,77 @@ crc32_short(const unsigned char *q, Py_ssize_t n)
     return ~c;
 }
 
+/*
+ * CRC32 with PCLMULQDQ (carry-less multiply), for CPUs that have it (checked at run time): the
+ * register is folded 16 bytes at a time, then reduced to 32 bits (Barrett), as in Intel's "Fast CRC
+ * Computation for Generic Polynomials Using PCLMULQDQ"; the constants are x^k mod P for the reflected
+ * polynomial 0xEDB88320. About four times the slicing-by-8 loop on a 120-byte message.
+ */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define CRC32_HAVE_CLMUL 1
+
+/* The raw register after `n` bytes (n a multiple of 16, at least 16), from register `c`. */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t
+crc32_clmul(uint32_t c, const unsigned char *q, size_t n)
+{
+    const __m128i fold16 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0); /* hi R4, lo R3 */
+    const __m128i r5 = _mm_set_epi64x(0, 0x163cd6124);
+    const __m128i poly = _mm_set_epi64x(0x1F7011641, 0x1DB710641); /* hi u', lo P' */
+    const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+    __m128i x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)q), _mm_cvtsi32_si128((int)c));
+    q += 16;
+    n -= 16;
+    while (n >= 16) {
+        __m128i lo = _mm_clmulepi64_si128(x, fold16, 0x00);
+        __m128i hi = _mm_clmulepi64_si128(x, fold16, 0x11);
+        x = _mm_xor_si128(_mm_xor_si128(lo, hi), _mm_loadu_si128((const __m128i *)q));
+        q += 16;
+        n -= 16;
+    }
+    /* 128 -> 64 bits (adding 32 zero bits), then 64 -> 32 */
+    __m128i t = _mm_clmulepi64_si128(x, fold16, 0x10); /* x.lo * R4 */
+    x = _mm_xor_si128(_mm_srli_si128(x, 8), t);
+    t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), r5, 0x00);
+    x = _mm_xor_si128(_mm_srli_si128(x, 4), t);
+    /* Barrett reduction */
+    t = _mm_and_si128(_mm_clmulepi64_si128(_mm_and_si128(x, mask32), poly, 0x10), mask32);
+    t = _mm_clmulepi64_si128(t, poly, 0x00);
+    x = _mm_xor_si128(x, t);
+    return (uint32_t)_mm_extract_epi32(x, 1);
+}
+#endif
+
+/* CRC32 of n bytes (the finished value, as zlib.crc32 gives it). */
+static uint32_t
+crc32_bytes(const unsigned char *q, size_t n)
+{
+#ifdef CRC32_HAVE_CLMUL
+    if (crc32_clmul_ok && n >= 16) {
+        size_t whole = n & ~(size_t)15;
+        uint32_t c = crc32_clmul(0xFFFFFFFFu, q, whole);
+        q += whole;
+        n -= whole;
+        while (n--)
+            c = crc_table[0][(c ^ *q++) & 0xFF] ^ (c >> 8);
+        return ~c;
+    }
+#endif
+    return crc32_short(q, (Py_ssize_t)n);
+}
+
+PyObject *
+crc32_py(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view))
+        return NULL;
+    uint32_t c = crc32_bytes(view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
 uint32_t
 message_crc(const unsigned char *p, Py_ssize_t at, const message_t *m)
 {
@@ -47,7 +127,7 @@ message_crc(const unsigned char *p, Py_ssize_t at, const message_t *m)
     const unsigned char *q = p + at + 16;
     Py_ssize_t left = (Py_ssize_t)m->size - 4;
     if (left < 4096)
-        return crc32_short(q, left);
+        return crc32_bytes(q, (size_t)left);
     uLong c = crc32(0L, Z_NULL, 0);
     while (left > 0) {
         uInt step = left > (1 << 30) ? (1u << 30) : (uInt)left;

@@ -65,6 +65,7 @@ static PyMethodDef methods[] = {
     {"scan_batches", scan_batches, METH_VARARGS,
      "scan_batches(buf, at, limit, end, prev, lo, hi, wanted, shift[, check_crc]) -> "
      "(at, count, records, first, last, max_timestamp, gaps, hits)"},
+    {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: CRC32 as zlib.crc32 gives it (message_crc's)"},
     {"crc32c", crc32c_py, METH_VARARGS,
      "crc32c(data, value=0, software=False) -> int: CRC-32C (Castagnoli), continuing from `value`"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},

@@ -187,6 +187,7 @@ PyObject *scan_batches(PyObject *module, PyObject *args);
 void crc_init(void);
 /* CRC-32 of a message: magic..end of value. */
 uint32_t message_crc(const unsigned char *p, Py_ssize_t at, const message_t *m);
+PyObject *crc32_py(PyObject *module, PyObject *args);
 /* CRC-32C (Castagnoli): hardware (SSE4.2) when the CPU has it, else slicing by 8. crc32c_init first. */
 void crc32c_init(void);
 uint32_t crc32c_update(uint32_t crc, const unsigned char *q, size_t n);
