@@ -144,3 +144,23 @@ def test_only_compressed_batches_are_walked_one_by_one(name: str) -> None:
     path = GENERATED / "v2" / name / "00000000000000000000.log"
     codecs = _codecs(path)
     assert _walk_kinds(path) == (codecs.count(0), len(codecs) - codecs.count(0))
+
+
+def test_scan_batches_on_garbage_and_odd_arguments_never_reads_out_of_bounds() -> None:
+    """Random bytes with batch-like headers, every bound (at, limit, end) anywhere, even past the
+    buffer or negative: a result or a clean stop, and the run never reaches past the buffer."""
+    scan = accel.fast("scan_batches")
+    rnd = random.Random(27)
+    template = (GENERATED / "v2" / "none-0" / "00000000000000000000.log").read_bytes()
+    for _ in range(3000):
+        data = bytearray(rnd.randbytes(rnd.randrange(0, 400)))
+        if rnd.random() < 0.5 and data:
+            cut = rnd.randrange(len(template))
+            data[: rnd.randrange(len(data) + 1)] = template[cut : cut + 400]
+        n = len(data)
+        at, limit, end = (rnd.randrange(-5, n + 100) for _ in range(3))
+        prev = rnd.choice([None, -1, 0, 5, 2**63 - 1, -(2**63)])
+        j, count, records, *_ = scan(bytes(data), at, limit, end, prev, 0, 2**31, [0, 61, 200], 0)
+        assert count == 0 or (0 <= at < j <= n and count > 0 and records >= 0)
+    with pytest.raises(TypeError):
+        scan(b"", 0, 0, 0, None, 0, 1, ["x"], 0)
