@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from kafka_tools.broker_lock import is_live
 from kafka_tools.format.batch_runs import BatchRun, scanner
+from kafka_tools.format.checksums import crc32c
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
 from kafka_tools.log.segment_checks import PREAD_WINDOW
@@ -149,28 +150,62 @@ def splitter(pool: Executor, parts: int):
 _HEADER = struct.Struct(">qiiBIhi")
 
 
+# Looked through for a batch start after each cut, doubled while none is found (batches are smaller)
+RESYNC_WINDOW, RESYNC_MAX = 256 * 1024, 16 * 1024 * 1024
+
+
 def split_points(path: Path, parts: int) -> list[int]:
-    """Batch positions that cut `path` into about `parts` ranges of equal size, found by following
-    the batches' lengths from the start (a header read each); none past the first entry that is not
-    a well-framed v2 batch (the sequential walk takes it from there)."""
+    """Positions that cut `path` into about `parts` ranges of equal size, each the first batch start
+    found at or after the cut: a header of magic 2 whose length fits and whose CRC-32C matches what
+    follows. Nothing is walked from the file's start (that serial walk, a pread a batch, cost as much
+    as a range's CRCs). A start found inside another batch's bytes (a batch carried in a record's
+    value) is harmless: the range before it then does not end exactly there, and split_prefix stops
+    joining at that seam. [] when the file does not begin with a v2 batch."""
     size = path.stat().st_size
-    step = size // parts
     points: list[int] = []
     with open(path, "rb") as f:
         fd = f.fileno()
-        pos, want = 0, step
-        while len(points) < parts - 1 and pos + 61 <= size:
-            head = os.pread(fd, 17, pos)
-            if len(head) < 17 or head[16] != 2:
+        head = os.pread(fd, 17, 0)
+        if len(head) < 17 or head[16] != 2:
+            return []
+        for k in range(1, parts):
+            cut = max(size * k // parts, points[-1] + 1 if points else 1)
+            found = _batch_start_after(fd, cut, size)
+            if found is None:
                 break
-            length = struct.unpack_from(">i", head, 8)[0]
-            if length < 49 or pos + 12 + length > size:
-                break
-            if pos >= want:
-                points.append(pos)
-                want = pos + step
-            pos += 12 + length
+            points.append(found)
     return points
+
+
+def _batch_start_after(fd: int, position: int, size: int) -> int | None:
+    window = RESYNC_WINDOW
+    while True:
+        buf = os.pread(fd, min(window, size - position), position)
+        found = _batch_start_in(buf)
+        if found is not None:
+            return position + found
+        if window >= RESYNC_MAX or len(buf) < window:
+            return None
+        window *= 2
+
+
+def _batch_start_in(buf: bytes) -> int | None:
+    at = 0
+    while True:
+        magic = buf.find(b"\x02", at + 16)
+        if magic < 0:
+            return None
+        candidate = magic - 16
+        at = candidate + 1
+        if candidate + 61 > len(buf):
+            return None
+        length = int.from_bytes(buf[candidate + 8 : candidate + 12], "big", signed=True)
+        end = candidate + 12 + length
+        if length < 49 or end > len(buf):
+            continue
+        stored = int.from_bytes(buf[candidate + 17 : candidate + 21], "big")
+        if crc32c(memoryview(buf)[candidate + 21 : end]) == stored:
+            return candidate
 
 
 def _range_run(path: Path, start: int, end: int, lo: int, hi: int, wanted: list[int]) -> BatchRun | None:

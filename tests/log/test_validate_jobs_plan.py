@@ -136,3 +136,38 @@ def test_the_default_uses_only_the_cores_idle_at_start() -> None:
     assert parallel.idle_cores(8, 3) == 5
     assert plan_jobs([1024 * MiB] * 4, parallel.idle_cores(2, 1)) == JobsPlan(1, True, False)
     assert 1 <= parallel.default_jobs(2) <= 2
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monkeypatch) -> None:
+    """A whole valid batch inside a record's value looks like a batch start to the cut search: the
+    ranges then do not meet at the seam, the prefix stops there and the walk goes on from it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.segment_checks import scan_segment
+
+    inner = (GENERATED / "v2" / "none-0" / "00000000000000000000.log").read_bytes()
+    first = inner[: 12 + int.from_bytes(inner[8:12], "big")]
+    data, offset = b"", 0
+    for n in range(6):
+        b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 30)
+        for i in range(3):
+            value = first if n == 3 else b"v" * 50
+            b.append(i, timestamp=1_700_000_000_000 + offset + i, key=b"k", value=value, headers=[])
+        batch = bytearray(b.build())
+        batch[0:8] = offset.to_bytes(8, "big")
+        data += bytes(batch)
+        offset += 3
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    carried = data.index(first)
+    assert parallel._batch_start_after(open(path, "rb").fileno(), carried - 5, len(data)) == carried
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    monkeypatch.setattr(parallel, "split_points", lambda p, parts: [carried])
+    one = scan_segment(path, ValidateOptions())
+    with ThreadPoolExecutor(2) as pool:
+        split = scan_segment(path, ValidateOptions(mmap=False, split=parallel.splitter(pool, 2)))
+    assert split == one and one.entries == 6 and not one.findings
