@@ -118,7 +118,6 @@ def dump_log(
       3  a file could not be read
     """
     # Imported here, not at the top: `ktool dump-log --<TAB>` and `-h` must not pay for the decoders.
-    from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
     from kafka_tools.cli.validate import usable_cores
     from kafka_tools.log.dump import dump_file
     from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
@@ -186,6 +185,8 @@ def dump_log(
         return exit_code
 
     jobs = min(jobs or usable_cores(), len(files))
+    if jobs > 1:  # multiprocessing only when there are files for a second core
+        from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
     if jobs > 1 and can_run_parallel() and (as_json or not renderer.out.colour):
         # Many files, plain output: workers render files ahead (coloured terminal output stays here).
         setup = dict(options=options, as_json=as_json, key_decoder=key_decoder, value_decoder=value_decoder)

@@ -37,7 +37,7 @@ def usable_cores() -> int:
     "-j",
     type=click.IntRange(min=1),
     default=None,
-    help="Segments checked at once (threads); output stays in file order [default: the usable cores].",
+    help="Cores to use (threads); output stays in file order [default: the usable cores idle at start].",
 )
 @live_options
 @click.pass_context
@@ -68,6 +68,7 @@ def validate(
     """
     # Imported here, not at the top: `ktool validate --<TAB>` and `-h` must not pay for the checks.
     from kafka_tools.log.findings import UNREADABLE, ValidateOptions
+    from kafka_tools.log.parallel import default_jobs
     from kafka_tools.log.validate import validate_paths
     from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer, verdict
     from kafka_tools.render.lines import wants_colour
@@ -82,7 +83,7 @@ def validate(
     if missing and not paths:
         ctx.exit(EXIT_ENVIRONMENT)
     with tree_progress(paths, progress) as tick:
-        result = validate_paths(list(paths), options, tick, jobs or usable_cores())
+        result = validate_paths(list(paths), options, tick, jobs or default_jobs(usable_cores()))
     summary = result.summary()
     if as_json:
         ValidateJsonRenderer(sys.stdout).render(result, summary)

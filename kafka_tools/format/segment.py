@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from kafka_tools.format import accel
+from kafka_tools.format import accel, batch_runs
 from kafka_tools.format.checksums import crc32, crc32c
 from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
@@ -168,6 +168,7 @@ class RunBounds:
     keep_data: bool = False
     stops: Sequence[int] = ()  # sorted positions a run must begin at, not run through (index targets)
     max_bytes: int = WINDOW  # a run ends within this many bytes (pages behind are released, progress told)
+    batches: bool = False  # light walks: ordinary v2 batches as BatchRuns too (format/batch_runs.py)
 
 
 HAS_MESSAGE_RUNS = accel.BUILT
@@ -241,6 +242,7 @@ def walk_entries(
     make = BatchHeader._make
     next_report = position
     scan_messages = accel.fast("scan_messages") if runs is not None else None
+    scan_batches = batch_runs.scanner() if runs is not None and runs.batches and light else None
     while position < limit:
         if progress is not None and position >= next_report:
             progress(position)
@@ -298,6 +300,15 @@ def walk_entries(
             yield Problem(position, ProblemKind.UNKNOWN_MAGIC, f"unknown magic {magic}{why}", offset, kept)
             position += entry_size
             continue
+        if magic == 2 and scan_batches is not None and runs.enabled:
+            run = batch_runs.batch_run(
+                scan_batches, win.buf, i, position, min(limit, position + runs.max_bytes), file_end,
+                runs.prev, runs.lo, runs.hi, runs.stops,
+            )  # fmt: skip
+            if run is not None:
+                yield run
+                position = run.end
+                continue
         if magic == 2 and light:
             h = unpack(win.buf, i)
             yield make(

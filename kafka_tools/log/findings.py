@@ -3,11 +3,16 @@ and a whole run that `validate`, `truncate` and `scan` share."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_tools.log.dirs import Partition
+
+if TYPE_CHECKING:
+    from kafka_tools.format.batch_runs import BatchRun
 
 
 class Severity(str, Enum):
@@ -110,6 +115,10 @@ class Summary:
 class ValidateOptions:
     deep: bool = False  # decode the records of uncompressed batches too (compressed ones always are)
     strict: bool = False
+    # How, not what (set by validate_paths from log/parallel.py's plan, never by the user): whether
+    # segments may be memory-mapped, and what checks a large segment's first batches on several cores.
+    mmap: bool = True
+    split: Callable[[Path, int, list[int]], BatchRun | None] | None = None
 
 
 # -- partitions and log dirs ---------------------------------------------------------------------

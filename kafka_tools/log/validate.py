@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_tools.errors import InputError
 from kafka_tools.format import checkpoints
@@ -31,6 +31,7 @@ from kafka_tools.log.findings import (
 )
 from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
 from kafka_tools.log.index_checks import check_offset_index, check_snapshot, check_time_index, index_positions
+from kafka_tools.log.parallel import plan_for, splitter
 from kafka_tools.log.partition_checks import (
     dump_checks,
     leader_epoch_findings,
@@ -38,6 +39,9 @@ from kafka_tools.log.partition_checks import (
     validate_partition,
 )
 from kafka_tools.log.segment_checks import check_segment, scan_segment
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
 
 
 def scan_ahead(found: Discovery, options: ValidateOptions, progress, pool: Executor) -> dict[Path, Future]:
@@ -156,11 +160,17 @@ class Validation:
 def validate_paths(
     paths: list[str | os.PathLike], options: ValidateOptions, progress=None, jobs: int = 1
 ) -> Validation:
-    """`jobs` > 1: that many segments checked at once (threads), the results still in file order."""
+    """`jobs` > 1: up to that many cores (log/parallel.py plans how), the results still in file order."""
     found: Discovery = discover(paths)
     read = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}  # before any segment
-    with ThreadPoolExecutor(max(1, jobs)) as pool:
-        scans = scan_ahead(found, options, progress, pool) if jobs > 1 else None
+    plan = plan_for(found, jobs)
+    if plan.threads == 1:  # no pool (nor concurrent.futures' import) for one walker
+        return _validate_found(found, replace(options, mmap=plan.mmap), progress, None, read)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(plan.threads) as pool:
+        options = replace(options, mmap=plan.mmap, split=splitter(pool, plan.threads) if plan.split else None)
+        scans = scan_ahead(found, options, progress, pool) if plan.threads > 1 and not plan.split else None
         try:
             return _validate_found(found, options, progress, scans, read)
         finally:

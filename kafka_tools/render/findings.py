@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from kafka_tools.format.plural import plural
 from kafka_tools.log.findings import UNREADABLE, Finding, PartitionReport, Severity, Summary, status_of
 from kafka_tools.log.validate import Validation
 from kafka_tools.render.json_lines import dumps as json_line
 from kafka_tools.render.tables import TextTable, make_console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -89,9 +92,16 @@ class FindingsText:
     STATUS_STYLE = {"clean": "green", "tail": "yellow", "CORRUPT": "bold red", "unreadable": "bold red"}
 
     def __init__(self, out: TextIO, colour: bool) -> None:
-        self.console = make_console(out, colour)
         self.out = out
         self.colour = colour
+        self._console: Console | None = None
+
+    @property
+    def console(self) -> Console:
+        """Made (and rich imported) on first use: a table or colour; plain lines are written directly."""
+        if self._console is None:
+            self._console = make_console(self.out, self.colour)
+        return self._console
 
     def findings(self, findings: Iterable[Finding]) -> None:
         for f in findings:
@@ -111,7 +121,10 @@ class FindingsText:
         return self.STATUS_STYLE[status] if self.colour else None
 
     def verdict(self, summary: Summary) -> None:
-        self.console.print(verdict(summary), style="bold" if self.colour else None, markup=False)
+        if self.colour:
+            self.console.print(verdict(summary), style="bold", markup=False)
+        else:
+            self.out.write(verdict(summary) + "\n")
 
 
 class JsonLines:

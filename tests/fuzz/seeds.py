@@ -2,7 +2,7 @@
 needed), every v0/v1 message set and inner set, every KRaft record value of fixtures/ and, when it is
 there, ../shared/realworld — each in its target's input layout (tests/fuzz/targets.py).
 
-    python -m tests.fuzz.seeds DIR      # writes DIR/records, DIR/messages, DIR/kraft
+    python -m tests.fuzz.seeds DIR      # writes DIR/records, DIR/messages, DIR/kraft, DIR/batches
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from kafka_tools.format.compression import decompress
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import iter_log_entries
-from tests.fuzz.targets import MESSAGES_HEAD, RECORDS_HEAD
+from tests.fuzz.targets import BATCHES_HEAD, MESSAGES_HEAD, RECORDS_HEAD
 from tests.independent import FIXTURES, ROOT
 
 MAX_LEN = 4096  # the harnesses' -max_len: larger sections are cut (the cut is a seed too)
@@ -44,7 +44,7 @@ def _records_seed(b: RecordBatch, section: bytes, flags: int) -> bytes:
 
 
 def seeds() -> dict[str, set[bytes]]:
-    out: dict[str, set[bytes]] = {"records": set(), "messages": set(), "kraft": set()}
+    out: dict[str, set[bytes]] = {"records": set(), "messages": set(), "kraft": set(), "batches": set()}
     for path in _logs():
         raw = path.read_bytes()
         for entry in iter_log_entries(path):
@@ -75,6 +75,12 @@ def seeds() -> dict[str, set[bytes]]:
                     flags = 4 | (len(out["messages"]) % 4) | (8 if entry.attributes & 8 else 0)
                     head = MESSAGES_HEAD.pack(flags, entry.offset, entry.timestamp, 0, 2**62)
                     out["messages"].add(head + data[:MAX_LEN])
+        # v2 segments from their start, for validate's C walk (base 0, and from the first offset)
+        if raw[16:17] == b"\x02":
+            out["batches"].add(BATCHES_HEAD.pack(2, 0, 0) + raw[:MAX_LEN])
+            out["batches"].add(
+                BATCHES_HEAD.pack(1, int.from_bytes(raw[:8], "big", signed=True), -1) + raw[:MAX_LEN]
+            )
         # whole message sets: the first MAX_LEN bytes of each v0/v1 segment
         if raw[16:17] in (b"\x00", b"\x01"):
             out["messages"].add(MESSAGES_HEAD.pack(0, 0, 0, -(2**63), 2**63 - 1) + raw[:MAX_LEN])

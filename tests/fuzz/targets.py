@@ -212,4 +212,53 @@ def check_kraft(data: bytes) -> None:
     assert c == py, (c, py)
 
 
-TARGETS = {"records": check_records, "messages": check_messages, "kraft": check_kraft}
+# ---- v2 batch runs: scan_batches (validate's header walk) ------------------------------------------
+
+# batches: flags(1) lo(8) prev(8), then the bytes of a segment
+BATCHES_HEAD = struct.Struct(">Bqq")
+
+
+def _python_batch_run(buf: bytes, prev: int | None, lo: int, hi: int) -> tuple:
+    """What scan_batches must return, from struct and the crc32c package (not the extension)."""
+    from crc32c import crc32c
+
+    at, count, records, first, last, max_ts, gaps = 0, 0, 0, 0, prev, INT64[0], False
+    while len(buf) - at >= 61:
+        base, length = struct.unpack_from(">qi", buf, at)
+        if buf[at + 16] != 2 or length < 49 or length > len(buf) - at - 12:
+            break
+        crc, attributes, delta = struct.unpack_from(">Ihi", buf, at + 17)
+        (n_records,) = struct.unpack_from(">i", buf, at + 57)
+        last_offset = base + delta
+        if attributes & 7 or not INT64[0] <= last_offset <= INT64[1]:
+            break
+        if not lo <= last_offset <= hi or (last is not None and last_offset <= last):
+            break
+        if not 0 <= n_records <= delta + 1 or crc32c(buf[at + 21 : at + 12 + length]) != crc:
+            break
+        gaps = gaps or (last is not None and base > last + 1)
+        first = base if count == 0 else first
+        max_ts = max(max_ts, struct.unpack_from(">q", buf, at + 35)[0])
+        last, records, count = last_offset, records + n_records, count + 1
+        at += 12 + length
+    return at, count, records, first, last if count else (prev if prev is not None else 0), max_ts, gaps
+
+
+def check_batches(data: bytes) -> None:
+    if len(data) < BATCHES_HEAD.size:
+        return
+    flags, lo, prev = BATCHES_HEAD.unpack_from(data)
+    buf = data[BATCHES_HEAD.size :]
+    hi = min(lo + (1 << 31) - 1, INT64[1])
+    have_prev = prev if flags & 1 else None
+    wanted = [0, 61, 128] if flags & 2 else []
+    got = _c().scan_batches(buf, 0, len(buf), len(buf), have_prev, lo, hi, wanted, 0)
+    assert got[:7] == _python_batch_run(buf, have_prev, lo, hi), got
+
+
+TARGETS = {
+    "records": check_records,
+    "messages": check_messages,
+    "kraft": check_kraft,
+    "batches": check_batches,
+}

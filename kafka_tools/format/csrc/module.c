@@ -62,6 +62,12 @@ static PyMethodDef methods[] = {
     {"format_payload", format_payload, METH_VARARGS,
      "format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label, print_data, "
      "check_only[, file_json, batch_position]) -> bytes (or the count): the record lines from the records section"},
+    {"scan_batches", scan_batches, METH_VARARGS,
+     "scan_batches(buf, at, limit, end, prev, lo, hi, wanted, shift[, check_crc]) -> "
+     "(at, count, records, first, last, max_timestamp, gaps, hits)"},
+    {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: CRC32 as zlib.crc32 gives it (message_crc's)"},
+    {"crc32c", crc32c_py, METH_VARARGS,
+     "crc32c(data, value=0, software=False) -> int: CRC-32C (Castagnoli), continuing from `value`"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
     {"kraft_configure", kraft_configure, METH_VARARGS,
      "kraft_configure(types, record_class, error_class[, fallback]): the KRaft metadata table, "
@@ -75,6 +81,9 @@ static int
 module_exec(PyObject *module)
 {
     crc_init(); /* the same table every time: a second module object recomputes it harmlessly */
+    crc32c_init();
+    if (PyModule_AddIntConstant(module, "CRC32C_HARDWARE", crc32c_uses_hardware()) < 0)
+        return -1;
     speedups_state *st = state_of(module);
     st->empty_tuple = PyTuple_New(0);
     return st->empty_tuple == NULL ? -1 : 0;

@@ -1,10 +1,11 @@
 /*
  * The C hot loops of kafka_tools.format, shared declarations. One file per concern, as format/ is split:
  *
- *   crc.c          CRC-32 of magic 0/1 messages
+ *   crc.c          CRC-32 of magic 0/1 messages, CRC-32C of v2 batches
  *   record_reader.h the v2 record reader (varints, lengths, headers: every bound checked once), inline
  *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, and the
  *                  reader's error texts
+ *   batches_v2.c   scan_batches: validate's v2 header walk (framing, CRC-32C, header checks), totals only
  *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
  *   writers.c      the output buffer and the dump-log lines (text and JSON) of a record or a message,
  *                  with format_records / format_payload / format_messages: a reader plus a writer
@@ -177,11 +178,21 @@ int read_message(const unsigned char *p, Py_ssize_t at, Py_ssize_t end, message_
 PyObject *scan_messages(PyObject *module, PyObject *args);
 PyObject *scan_inner(PyObject *module, PyObject *args);
 
+/* ---- v2 header walk (batches_v2.c) ----------------------------------------------------------------- */
+
+PyObject *scan_batches(PyObject *module, PyObject *args);
+
 /* ---- CRC-32 (crc.c) ---------------------------------------------------------------------------------- */
 
 void crc_init(void);
 /* CRC-32 of a message: magic..end of value. */
 uint32_t message_crc(const unsigned char *p, Py_ssize_t at, const message_t *m);
+PyObject *crc32_py(PyObject *module, PyObject *args);
+/* CRC-32C (Castagnoli): hardware (SSE4.2) when the CPU has it, else slicing by 8. crc32c_init first. */
+void crc32c_init(void);
+uint32_t crc32c_update(uint32_t crc, const unsigned char *q, size_t n);
+int crc32c_uses_hardware(void);
+PyObject *crc32c_py(PyObject *module, PyObject *args);
 
 /* ---- output (writers.c) ------------------------------------------------------------------------------ */
 

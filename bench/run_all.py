@@ -1,0 +1,381 @@
+"""Every bench at once, briefly, and ONE table of ratios against references measured in the same run.
+
+    python bench/run_all.py            # moderate sizes (~5 min on 2 cores after the data is generated)
+    python bench/run_all.py --quick    # smoke sizes: every case runs, the figures are only indicative
+    python bench/run_all.py --json     # the rows as JSON on stdout (progress on stderr)
+    python bench/run_all.py --check    # exit 1 when a row misses its target
+    python bench/run_all.py --only validate --only startup   # some groups only
+
+Each bench runs as a child process with `--json` (bench/startup.py, validate.py, decode.py once per
+codec, legacy.py) and a few `ktool validate` command lines are timed here (the default `--jobs` against
+`--jobs 1`, alternated). A row is `ktool / reference` where the reference ran in the same run: a ceiling
+(a plain Python header walk + crc32c), a peer (aiokafka, kafka-python, Kafka 0.9.0.1's
+DumpLogSegments when bench/legacy.py finds it), `--jobs 1`, or `python -c pass`. Peak RSS is every
+ktool child's own (`wait4`'s ru_maxrss, or the bench's VmHWM). The load average before and after is
+printed beside the table: on a shared machine, re-run on a quiet one before quoting a figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if __package__ in (None, ""):  # run as `python bench/run_all.py`
+    sys.path.insert(0, str(ROOT))
+
+from bench.decode import format_table, log  # noqa: E402
+
+GROUPS = ("startup", "validate", "jobs", "decode", "legacy")
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+RSS_LIMIT_MB = 100.0
+
+
+@dataclass
+class Row:
+    group: str
+    case: str
+    ktool: str  # ktool's figure
+    reference: str  # what it is compared with, and its figure
+    ratio: float | None  # higher is better unless `lower_is_better` (startup: ms over python -c pass)
+    target: float | None
+    lower_is_better: bool = False
+    peak_rss_mb: float | None = None
+
+    @property
+    def ok(self) -> bool | None:
+        if self.target is None or self.ratio is None:
+            ok = None
+        else:
+            ok = self.ratio <= self.target if self.lower_is_better else self.ratio >= self.target
+        if self.peak_rss_mb is not None and self.peak_rss_mb >= RSS_LIMIT_MB:
+            return False
+        return ok
+
+
+def bench_json(script: str, *args: str) -> dict:
+    """Run bench/`script` with `--json`; its result (progress goes to our stderr)."""
+    cmd = [sys.executable, str(ROOT / "bench" / script), *args, "--json"]
+    log(f"$ {' '.join(cmd[1:])}")
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if out.returncode not in (0, 1):
+        raise SystemExit(f"{script} failed ({out.returncode})")
+    return json.loads(out.stdout)
+
+
+def ktool_cmd() -> list[str]:
+    return [sys.executable, "-m", "kafka_tools"]
+
+
+def timed(cmd: list[str]) -> tuple[float, float, float, int]:
+    """(wall s, CPU s, peak RSS MB, exit code) of one child."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def paired(variants: dict[str, list[str]], runs: int) -> dict[str, dict]:
+    """Each command `runs` times, alternated; median wall and CPU, peak RSS, exit codes."""
+    walls: dict[str, list[float]] = {k: [] for k in variants}
+    cpus: dict[str, list[float]] = {k: [] for k in variants}
+    rss: dict[str, float] = dict.fromkeys(variants, 0.0)
+    codes: dict[str, set[int]] = {k: set() for k in variants}
+    for cmd in variants.values():
+        timed(cmd)  # warm: page cache, bytecode
+    for _ in range(runs):
+        for name, cmd in variants.items():
+            wall, cpu, peak, code = timed(cmd)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+            rss[name] = max(rss[name], peak)
+            codes[name].add(code)
+    return {
+        k: {
+            "wall_s": statistics.median(walls[k]),
+            "cpu_s": statistics.median(cpus[k]),
+            "peak_rss_mb": rss[k],
+            "exit_codes": sorted(codes[k]),
+        }
+        for k in variants
+    }
+
+
+# -- the groups -----------------------------------------------------------------------------------
+
+
+def startup_rows(quick: bool) -> list[Row]:
+    res = bench_json("startup.py", *(["--quick"] if quick else ["--runs", "9"]))
+    base = next(r for r in res["rows"] if r["command"] == "python -c pass")
+    rows = []
+    for r in res["rows"]:
+        if r is base:
+            continue
+        rows.append(
+            Row(
+                "startup",
+                f"ktool {r['command']} (small input): over python -c pass",
+                f"{r['median_s'] * 1000:.0f} ms",
+                f"python -c pass {base['median_s'] * 1000:.0f} ms",
+                r["over_pass_s"] * 1000,
+                100.0,
+                lower_is_better=True,
+            )
+        )
+    return rows
+
+
+def validate_rows(quick: bool) -> list[Row]:
+    # --quick's 32 MiB is too small for the ceiling ratio (a fixed ~2 ms cost shows): 256 MiB at least
+    args = ["--size-mib", "256", "--runs", "3"] if quick else ["--size-mib", "1024", "--runs", "3"]
+    res = bench_json("validate.py", *args, "--jobs-segments", "0" if quick else "6")
+    by = {r["impl"]: r for r in res["results"]}
+    k, ceiling = by["ktool"], by["walk-crc32c"]
+    rows = [
+        Row(
+            "validate",
+            f"validate v2 {res['segment']['bytes'] / 2**20:.0f} MiB, one core (mmap)",
+            f"{k['gb_per_s']:.2f} GB/s",
+            f"header walk + crc32c {ceiling['gb_per_s']:.2f} GB/s",
+            k["gb_per_s"] / ceiling["gb_per_s"],
+            1.0,
+            peak_rss_mb=k["peak_rss_mb"],
+        ),
+        Row(
+            "validate",
+            "validate v2, one core (pread, a broker's live dir)",
+            f"{by['ktool-pread']['gb_per_s']:.2f} GB/s",
+            f"header walk + crc32c {ceiling['gb_per_s']:.2f} GB/s",
+            by["ktool-pread"]["gb_per_s"] / ceiling["gb_per_s"],
+            None,
+            peak_rss_mb=by["ktool-pread"]["peak_rss_mb"],
+        ),
+    ]
+    for peer in ("aiokafka", "kafka-python"):
+        if peer in by:
+            rows.append(
+                Row(
+                    "validate",
+                    f"validate v2 vs {peer} (read + validate_crc)",
+                    f"{k['median_s']:.3f} s",
+                    f"{peer} {by[peer]['median_s']:.3f} s",
+                    by[peer]["median_s"] / k["median_s"],
+                    None,
+                )
+            )
+    if res.get("jobs"):
+        j = res["jobs"]
+        rows.append(
+            Row(
+                "validate",
+                f"validate --jobs 2, log dir of {j['segments']} v2 segments",
+                f"{j['by_jobs']['2']['median_s']:.2f} s",
+                f"--jobs 1 {j['by_jobs']['1']['median_s']:.2f} s",
+                j["speedup"],
+                1.8,
+                peak_rss_mb=max(v["peak_rss_mb"] for v in j["by_jobs"].values()),
+            )
+        )
+    return rows
+
+
+def jobs_rows(quick: bool) -> list[Row]:
+    """The default --jobs (all usable cores) against --jobs 1: never slower, whatever the input."""
+    from bench.decode import segment
+    from bench.validate import jobs_log_dir
+
+    big = segment(128 if quick else 1024, "none", 64)
+    small = ROOT / "fixtures" / "generated" / "v2" / "none-0" / "00000000000000000000.log"
+    inputs = {
+        "one v2 segment": big["path"],
+        "log dir of 4 v2 segments": str(jobs_log_dir(big["path"], f"v2-{big['bytes']}", 4)),
+        "one 4 KiB v2 segment": str(small),
+    }
+    legacy = ROOT / "bench" / ".data" / "legacy-v0-600000-x4.log"
+    if legacy.exists():
+        inputs["one v0 segment"] = str(legacy)
+    rows = []
+    for what, path in inputs.items():
+        res = paired(
+            {
+                "default": [*ktool_cmd(), "validate", "--json", path],
+                "jobs1": [*ktool_cmd(), "validate", "--json", "--jobs", "1", path],
+            },
+            3 if quick else 5,
+        )
+        d, one = res["default"], res["jobs1"]
+        target = 1.6 if what == "one v2 segment" else 0.95  # never slower, within noise
+        rows.append(
+            Row(
+                "jobs",
+                f"validate (default --jobs) {what}",
+                f"{d['wall_s']:.3f} s (CPU {d['cpu_s']:.2f})",
+                f"--jobs 1 {one['wall_s']:.3f} s (CPU {one['cpu_s']:.2f})",
+                one["wall_s"] / d["wall_s"],
+                target,
+                peak_rss_mb=max(d["peak_rss_mb"], one["peak_rss_mb"]),
+            )
+        )
+    return rows
+
+
+def decode_rows(quick: bool) -> list[Row]:
+    rows = []
+    size = ["--size-mib", "16" if quick else "64", "--codec-size-mib", "8" if quick else "32"]
+    for n, codec in enumerate(CODECS):
+        runs = ["--runs", "2" if quick else "3"]
+        impls = ["--impl", "ktool", "--impl", "aiokafka", "--impl", "kafka-python"]
+        res = bench_json("decode.py", *size, *runs, *impls, "--codec", codec, "--memory-mib", "0")
+        for m in res["measurements"][(0 if n == 0 else 1) :]:  # "none" once, with the first codec
+            by = {r["impl"]: r for r in m["results"]}
+            k = by["ktool"]
+            for peer, target in (("aiokafka", 1.3), ("kafka-python", None)):
+                rows.append(
+                    Row(
+                        "decode",
+                        f"full decode v2 {m['segment']['codec']} vs {peer}",
+                        f"{k['records_per_s'] / 1e6:.2f} M rec/s",
+                        f"{peer} {by[peer]['records_per_s'] / 1e6:.2f} M rec/s",
+                        by[peer]["median_s"] / k["median_s"],
+                        target,
+                        peak_rss_mb=k.get("peak_rss_mb"),
+                    )
+                )
+    return rows
+
+
+def legacy_rows(quick: bool, startup_s: float) -> list[Row]:
+    args = ["--quick"] if quick else ["--runs", "3", "--memory-mib", "128"]
+    res = bench_json("legacy.py", *args, "--jobs-segments", "0", "--dump-jobs-segments", "0")
+    rows = []
+
+    def row(task: str, impl: str) -> dict | None:
+        return next((r for r in res["rows"] if r["task"] == task and r["impl"] == impl), None)
+
+    dump = "dump --deep-iteration --print-data-log"
+    kafka = row(dump, "Kafka 0.9.0.1 DumpLogSegments")
+    for task in (dump, dump + " --json"):
+        k = row(task, "ktool")
+        if kafka and k:
+            rows.append(
+                Row(
+                    "legacy",
+                    f"{task} v0 vs Kafka 0.9 DumpLogSegments",
+                    f"{k['median_s']:.2f} s",
+                    f"DumpLogSegments {kafka['median_s']:.2f} s",
+                    kafka["median_s"] / k["median_s"],
+                    8.0,
+                    peak_rss_mb=k["peak_rss_mb"],
+                )
+            )
+    v = row("validate x4", "ktool")
+    if v:
+        after = max(v["median_s"] - startup_s, 1e-3)
+        rows.append(
+            Row(
+                "legacy",
+                f"validate v0 {v['bytes'] / 1e6:.0f} MB through the CLI, after start-up",
+                f"{v['bytes'] / after / 1e9:.2f} GB/s",
+                f"1 GB/s (start-up {startup_s * 1000:.0f} ms taken off)",
+                v["bytes"] / after / 1e9,
+                1.0,
+                peak_rss_mb=v["peak_rss_mb"],
+            )
+        )
+        kp = row("validate x4", "kafka-python")
+        if kp:
+            rows.append(
+                Row(
+                    "legacy",
+                    "validate v0 x4 vs kafka-python",
+                    f"{v['median_s']:.2f} s",
+                    f"kafka-python {kp['median_s']:.2f} s",
+                    kp["median_s"] / v["median_s"],
+                    None,
+                )
+            )
+    for m in res.get("memory", []):
+        rows.append(
+            Row(
+                "legacy",
+                f"peak RSS {m['task']} {m['format']}",
+                f"{m['peak_rss_mb']:.0f} MB",
+                f"{RSS_LIMIT_MB:.0f} MB",
+                None,
+                None,
+                peak_rss_mb=m["peak_rss_mb"],
+            )
+        )
+    return rows
+
+
+def python_pass_s() -> float:
+    return statistics.median(timed([sys.executable, "-c", "pass"])[0] for _ in range(5))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--only", action="append", choices=GROUPS, help="run only these groups (repeatable)")
+    a = ap.parse_args(argv)
+    groups = a.only or list(GROUPS)
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    rows: list[Row] = []
+    if "startup" in groups:
+        rows += startup_rows(a.quick)
+    if "validate" in groups:
+        rows += validate_rows(a.quick)
+    if "jobs" in groups:
+        rows += jobs_rows(a.quick)
+    if "decode" in groups:
+        rows += decode_rows(a.quick)
+    if "legacy" in groups:
+        rows += legacy_rows(a.quick, python_pass_s())
+    load_after = os.getloadavg()
+    missed = [r for r in rows if r.ok is False]
+    if a.json:
+        out = {
+            "quick": a.quick,
+            "load_before": load_before,
+            "load_after": load_after,
+            "wall_s": time.perf_counter() - t0,
+            "rows": [{**asdict(r), "ok": r.ok} for r in rows],
+        }
+        print(json.dumps(out, indent=2))
+    else:
+        cols = ["group", "case", "ktool", "same-run reference", "ratio", "target", "RSS MB", "ok"]
+        table = [
+            [
+                r.group,
+                r.case,
+                r.ktool,
+                r.reference,
+                "" if r.ratio is None else f"{r.ratio:.0f} ms" if r.group == "startup" else f"{r.ratio:.2f}x",
+                "" if r.target is None else ("<= " if r.lower_is_better else ">= ") + f"{r.target:g}",
+                "" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.0f}",
+                {True: "PASS", False: "MISS", None: "-"}[r.ok],
+            ]
+            for r in rows
+        ]
+        for line in format_table(cols, table):
+            print(line)
+        print(
+            f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; "
+            f"{os.cpu_count()} CPUs; {time.perf_counter() - t0:.0f} s"
+        )
+    return 1 if a.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Start-up of every command on a small input, against `python -c pass` in the same run.
+
+    python bench/startup.py            # 15 runs of each command, interleaved
+    python bench/startup.py --quick    # 5 runs
+    python bench/startup.py --json     # the result as JSON on stdout (progress on stderr)
+    python bench/startup.py --check    # exit 1 when a command's median is more than 0.1 s over python -c pass
+    python bench/startup.py --tree DIR # the same commands from another checkout (PYTHONPATH=DIR): old vs new
+
+Each command runs as `python -m kafka_tools ...` (the interpreter running this script) on the small
+fixtures in fixtures/generated (a 4 KiB v2 segment, its partition, its log dir); the runs of all
+commands are interleaved, so a burst of load on the shared machine touches each alike. Reported: the
+median and min wall clock, and the median CPU time (user + sys of the child, from wait4), which load
+inflates less than wall time; `over pass` is the median wall minus `python -c pass`'s. Bytecode is
+written and used (PYTHONDONTWRITEBYTECODE is dropped for the children), as in an installed ktool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if __package__ in (None, ""):  # run as `python bench/startup.py`
+    sys.path.insert(0, str(ROOT))
+
+from bench.decode import format_table, log  # noqa: E402
+
+TARGET_OVER_PASS_S = 0.1
+V2 = ROOT / "fixtures" / "generated" / "v2"
+SEGMENT = V2 / "none-0" / "00000000000000000000.log"
+
+COMMANDS: dict[str, list[str]] = {
+    "validate FILE": ["validate", str(SEGMENT)],
+    "validate --json FILE": ["validate", "--json", str(SEGMENT)],
+    "validate LOGDIR": ["validate", str(V2)],
+    "dump-log FILE": ["dump-log", str(SEGMENT)],
+    "dump-log --deep --json FILE": ["dump-log", "--deep-iteration", "--json", str(SEGMENT)],
+    "read PART --offset 1": ["read", str(V2 / "none-0"), "--offset", "1"],
+    "offsets-at PART --time earliest": ["offsets-at", str(V2 / "none-0"), "--time", "earliest"],
+    "truncate --dry-run PART": ["truncate", "--dry-run", str(V2 / "none-0")],
+    "retention LOGDIR": ["retention", str(V2)],
+    "--version": ["--version"],
+}
+
+
+def run_once(cmd: list[str], env: dict[str, str], cwd: str | None = None) -> tuple[float, float, int]:
+    """Wall and CPU (user + sys) seconds of one run, and its exit code."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+def measure(runs: int, tree: str | None) -> dict:
+    env = {**os.environ, "NO_COLOR": "1"}
+    # As installed (pip compiles every module): the untimed first run writes the .pyc files, which
+    # an environment with PYTHONDONTWRITEBYTECODE would otherwise recompile on every run.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # `python -m` puts the working directory first on sys.path: run in the tree measured.
+    cwd = str(Path(tree).resolve()) if tree else str(ROOT)
+    env["PYTHONPATH"] = cwd
+    cases = {"python -c pass": [sys.executable, "-c", "pass"]}
+    cases.update({name: [sys.executable, "-m", "kafka_tools", *args] for name, args in COMMANDS.items()})
+    walls: dict[str, list[float]] = {k: [] for k in cases}
+    cpus: dict[str, list[float]] = {k: [] for k in cases}
+    codes: dict[str, int] = {}
+    for name, cmd in cases.items():  # one untimed run each: page cache, .pyc files
+        codes[name] = run_once(cmd, env, cwd)[2]
+    for _ in range(runs):
+        for name, cmd in cases.items():
+            wall, cpu, _ = run_once(cmd, env, cwd)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    base = statistics.median(walls["python -c pass"])
+    rows = []
+    for name in cases:
+        med = statistics.median(walls[name])
+        rows.append(
+            {
+                "command": name,
+                "median_s": med,
+                "min_s": min(walls[name]),
+                "cpu_s": statistics.median(cpus[name]),
+                "over_pass_s": med - base,
+                "exit_code": codes[name],
+            }
+        )
+    return {"runs": runs, "tree": tree or str(ROOT), "load": os.getloadavg(), "rows": rows}
+
+
+def missed(result: dict) -> list[str]:
+    return [
+        f"{r['command']}: {r['over_pass_s'] * 1000:.0f} ms over python -c pass"
+        for r in result["rows"]
+        if r["over_pass_s"] > TARGET_OVER_PASS_S
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--quick", action="store_true", help="5 runs")
+    ap.add_argument("--tree", help="run another checkout's kafka_tools (PYTHONPATH)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args(argv)
+    runs = 5 if args.quick else args.runs
+    log(f"start-up: {len(COMMANDS)} commands + python -c pass, {runs} runs each, interleaved")
+    result = measure(runs, args.tree)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        cols = ["command", "median ms", "min ms", "CPU ms", "over pass ms", "exit"]
+        rows = [
+            [
+                r["command"],
+                f"{r['median_s'] * 1000:.0f}",
+                f"{r['min_s'] * 1000:.0f}",
+                f"{r['cpu_s'] * 1000:.0f}",
+                f"{r['over_pass_s'] * 1000:+.0f}",
+                str(r["exit_code"]),
+            ]
+            for r in result["rows"]
+        ]
+        for line in format_table(cols, rows):
+            print(line)
+        print("load average {:.2f} {:.2f} {:.2f}".format(*result["load"]))
+    bad = missed(result)
+    for b in bad:
+        log(f"[MISS] {b}")
+    return 1 if args.check and bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

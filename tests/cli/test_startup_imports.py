@@ -1,0 +1,68 @@
+"""Start-up of a small command: what it must not import (work done, not time). The `crc32c` package
+pulls in `importlib.metadata` (a third of a small command's imports), rich another fifth; with the C
+extension built, CRC-32C comes from it and rich is imported only to draw a table, colour or a bar."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafka_tools.format import accel
+
+V2 = Path(__file__).resolve().parents[2] / "fixtures" / "generated" / "v2"
+SEGMENT = V2 / "none-0" / "00000000000000000000.log"
+NOT_AT_START_UP = ("crc32c", "rich", "importlib.metadata")
+
+pytestmark = pytest.mark.skipif(not accel.BUILT, reason="the C extension is what replaces the crc32c package")
+
+
+def _loaded_after(args: list[str]) -> tuple[int, set[str], str]:
+    code = (
+        "import sys\nfrom kafka_tools.cli.main import cli\ncode = 0\n"
+        f"try:\n    cli.main({args!r}, prog_name='ktool')\nexcept SystemExit as e:\n    code = e.code or 0\n"
+        "sys.stdout.flush()\nprint('MODULES', code, ' '.join(sys.modules), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("KTOOL_PURE_PYTHON", "FORCE_COLOR")}
+    env["NO_COLOR"] = "1"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    line = [ln for ln in out.stderr.splitlines() if ln.startswith("MODULES ")][-1].split()
+    return int(line[1]), set(line[2:]), out.stdout
+
+
+def _heavy(loaded: set[str]) -> list[str]:
+    return sorted(m for m in loaded if m in NOT_AT_START_UP or m.startswith(("rich.", "crc32c.")))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", str(SEGMENT)],
+        ["validate", "--json", str(SEGMENT)],
+        ["dump-log", str(SEGMENT)],
+        ["dump-log", "--deep-iteration", "--json", str(SEGMENT)],
+        ["read", str(V2 / "none-0"), "--offset", "1"],
+    ],
+    ids=["validate", "validate-json", "dump-log", "dump-log-deep-json", "read"],
+)
+def test_a_small_command_imports_neither_crc32c_nor_rich(args: list[str]) -> None:
+    code, loaded, stdout = _loaded_after(args)
+    assert code == 0 and stdout  # it did its work
+    assert _heavy(loaded) == []
+
+
+def test_validate_checks_crcs_with_the_extension() -> None:
+    """The batches' CRCs were checked (a clean verdict), and not by the package: it was never imported."""
+    code, loaded, stdout = _loaded_after(["validate", str(SEGMENT)])
+    assert code == 0 and stdout.startswith("clean: 1 segment, 4 batches")
+    assert "kafka_tools.format._speedups" in loaded and "crc32c" not in loaded
+
+
+def test_dump_log_of_one_file_starts_no_worker_machinery() -> None:
+    """One file: no second core to use, so neither multiprocessing nor its pickling is imported."""
+    code, loaded, stdout = _loaded_after(["dump-log", str(SEGMENT)])
+    assert code == 0 and "baseOffset: 0" in stdout
+    assert "multiprocessing" not in loaded and "kafka_tools.cli.dump_parallel" not in loaded

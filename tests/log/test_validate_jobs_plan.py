@@ -1,0 +1,173 @@
+"""`ktool validate --jobs N`: the plan (threads, reader, split) picked for given inputs, and the same
+answer whichever plan runs. The plan is pinned here as work done, not as time: bench/validate.py
+--check measures that it pays (log/parallel.py says why mmap is only for one walker)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafka_tools.cli.main import cli
+from kafka_tools.format import accel
+from kafka_tools.log import parallel
+from kafka_tools.log.parallel import SMALL_INPUT, SPLIT_MIN, JobsPlan, plan_jobs, split_points
+from tests.independent import FIXTURES
+
+GENERATED = FIXTURES / "generated"
+MiB = 1024 * 1024
+has_c = accel.fast("scan_batches") is not None
+
+
+def test_one_core_or_a_small_input_is_one_mapped_walker() -> None:
+    assert plan_jobs([SPLIT_MIN * 4], 1) == JobsPlan(1, True, False)
+    assert plan_jobs([MiB] * 8, 2) == JobsPlan(1, True, False)
+    assert plan_jobs([SMALL_INPUT - 1], 8) == JobsPlan(1, True, False)
+    assert plan_jobs([], 2) == JobsPlan(1, True, False)
+
+
+def test_several_walkers_read_with_pread_never_mmap() -> None:
+    """Two threads walking maps and releasing pages serialise on the process's memory map."""
+    many = ([256 * MiB] * 16, [40 * MiB] * 3, [SPLIT_MIN] * 2, [SPLIT_MIN * 8, MiB, MiB], [20 * MiB] * 2)
+    for sizes in many:
+        plan = plan_jobs(sizes, 2)
+        assert (plan.threads, plan.reader, plan.split) == (2, "pread", False), sizes
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_fewer_large_segments_than_cores_are_split() -> None:
+    assert plan_jobs([1024 * MiB], 2) == JobsPlan(2, False, True)
+    assert plan_jobs([SPLIT_MIN, 4 * MiB], 4) == JobsPlan(4, False, True)
+    assert plan_jobs([SPLIT_MIN - 1], 2) == JobsPlan(1, True, False)  # one unsplittable segment
+
+
+def test_one_large_segment_that_cannot_be_split_is_one_mapped_walker() -> None:
+    """A v0/v1 segment (or a v2 one below SPLIT_MIN) alone: a second thread would have nothing to do,
+    and pread costs more than the map."""
+    assert plan_jobs([SPLIT_MIN * 3], 2, [False]) == JobsPlan(1, True, False)
+    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, False]) == JobsPlan(2, False, False)
+    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, True]) == JobsPlan(4, False, True)
+
+
+def test_the_planner_reads_the_magic_of_large_segments(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    v2 = GENERATED / "v2" / "none-0" / "00000000000000000000.log"
+    v0 = GENERATED / "v0" / "none-0" / "00000000000000000000.log"
+    assert parallel.begins_with_v2(v2, v2.stat().st_size)
+    assert not parallel.begins_with_v2(v0, v0.stat().st_size)
+
+
+def test_split_points_are_batch_boundaries() -> None:
+    path = GENERATED / "v2" / "none-0" / "00000000000000000000.log"
+    data = path.read_bytes()
+    starts, pos = [], 0
+    while pos < len(data):
+        starts.append(pos)
+        pos += 12 + int.from_bytes(data[pos + 8 : pos + 12], "big")
+    points = split_points(path, 3)
+    assert points and set(points) <= set(starts[1:])
+    assert split_points(GENERATED / "v0" / "none-0" / "00000000000000000000.log", 2) == []  # v2 only
+
+
+def _validate(args: list[str]) -> tuple[int, list[dict]]:
+    result = CliRunner().invoke(cli, ["validate", "--json", *args], catch_exceptions=False)
+    return result.exit_code, [json.loads(line) for line in result.stdout.splitlines()]
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@pytest.mark.parametrize("tree", ["v2", "corrupt", "v0"])
+def test_every_plan_gives_the_same_answer(tree: str, monkeypatch, tmp_path: Path) -> None:
+    """Thresholds lowered so that the small fixtures are split into ranges (and into many): the
+    findings, counts and summary equal those of one mapped walker."""
+    src = GENERATED / tree
+    one = _validate(["--jobs", "1", str(src)])
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    assert _validate(["--jobs", "2", str(src)]) == one  # threads, pread
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    splits: list[int] = []
+    real = parallel.split_prefix
+    monkeypatch.setattr(
+        parallel,
+        "split_prefix",
+        lambda *a: splits.append(1) or real(*a),  # count the splits made
+    )
+    for jobs in ("2", "3", "7"):
+        for path in sorted(src.glob("*-0")):  # one partition at a time: fewer segments than cores
+            assert _validate(["--jobs", jobs, str(path)]) == _validate(["--jobs", "1", str(path)]), path
+    if tree == "v2":
+        assert splits
+    copy = tmp_path / "one.log"
+    shutil.copy(GENERATED / "v2" / "segmented-0" / "00000000000000000000.log", copy)
+    assert _validate(["--jobs", "5", str(copy)]) == _validate(["--jobs", "1", str(copy)])
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@pytest.mark.parametrize("parts", [2, 3, 9])
+def test_a_split_segment_reports_what_one_walk_reports(parts: int, monkeypatch) -> None:
+    """Index targets (entry positions) found in every range, gaps and order checked at the seams."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.segment_checks import scan_segment
+
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    for path in sorted([*GENERATED.glob("v2/*/*.log"), *GENERATED.glob("corrupt/v2-*/*.log")]):
+        data = path.read_bytes()
+        starts, pos = [], 0
+        while pos + 12 <= len(data):
+            starts.append(pos)
+            pos += 12 + max(1, int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True))
+        wanted = set(starts[::2])
+        one = scan_segment(path, ValidateOptions(), index_positions=wanted)
+        with ThreadPoolExecutor(parts) as pool:
+            options = ValidateOptions(mmap=False, split=parallel.splitter(pool, parts))
+            split = scan_segment(path, options, index_positions=wanted)
+        assert split == one, path
+
+
+def test_the_default_uses_only_the_cores_idle_at_start() -> None:
+    """Without --jobs: a busy machine gets one mapped walker, never two walkers fighting for a core."""
+    assert parallel.idle_cores(2, 0) == 2
+    assert parallel.idle_cores(2, 1) == 1
+    assert parallel.idle_cores(2, 5) == 1
+    assert parallel.idle_cores(8, 3) == 5
+    assert plan_jobs([1024 * MiB] * 4, parallel.idle_cores(2, 1)) == JobsPlan(1, True, False)
+    assert 1 <= parallel.default_jobs(2) <= 2
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monkeypatch) -> None:
+    """A whole valid batch inside a record's value looks like a batch start to the cut search: the
+    ranges then do not meet at the seam, the prefix stops there and the walk goes on from it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.segment_checks import scan_segment
+
+    inner = (GENERATED / "v2" / "none-0" / "00000000000000000000.log").read_bytes()
+    first = inner[: 12 + int.from_bytes(inner[8:12], "big")]
+    data, offset = b"", 0
+    for n in range(6):
+        b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 30)
+        for i in range(3):
+            value = first if n == 3 else b"v" * 50
+            b.append(i, timestamp=1_700_000_000_000 + offset + i, key=b"k", value=value, headers=[])
+        batch = bytearray(b.build())
+        batch[0:8] = offset.to_bytes(8, "big")
+        data += bytes(batch)
+        offset += 3
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    carried = data.index(first)
+    assert parallel._batch_start_after(open(path, "rb").fileno(), carried - 5, len(data)) == carried
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    monkeypatch.setattr(parallel, "split_points", lambda p, parts: [carried])
+    one = scan_segment(path, ValidateOptions())
+    with ThreadPoolExecutor(2) as pool:
+        split = scan_segment(path, ValidateOptions(mmap=False, split=parallel.splitter(pool, 2)))
+    assert split == one and one.entries == 6 and not one.findings
