@@ -15,10 +15,10 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from kafka_tools.format import accel
+from kafka_tools.format.byte_stream import ByteStream, StreamEnd, StreamError, VarintTooLong
 from kafka_tools.format.checksums import crc32c
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
-from kafka_tools.format.varint import VarintError, read_uvarint
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 RECORD_BATCH_OVERHEAD = BATCH_HEADER.size  # 61
@@ -276,119 +276,237 @@ def decode_records_py(
     log_append_time: int | None,
     base_sequence: int,
 ) -> list[Record]:
-    """Decode `count` varint records from an uncompressed records section.
-
-    The hot path of every full decode: varints of one byte are read inline, longer ones by a call.
-    """
+    """Decode `count` varint records from an uncompressed records section (the pure-Python reference
+    of the C `decode_records`): the RecordReader over the section held whole."""
     if not isinstance(data, bytes):
         data = bytes(data)  # indexing bytes is faster than indexing a memoryview
-    out: list[Record] = []
-    append = out.append
-    make = Record._make
-    end = len(data)
-    pos = 0
-    uvarint = read_uvarint
-    no_seq = base_sequence == NO_SEQUENCE
-    try:
-        for _ in range(count):
-            start = pos
-            b = data[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                raw, pos = uvarint(data, pos)
-                length = (raw >> 1) ^ -(raw & 1)
-            rec_end = pos + length
-            if length < 6 or rec_end > end:
-                raise RecordDecodeError(f"length {length} is impossible", start)
-            pos += 1  # record attributes (unused)
-            b = data[pos]
-            if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                raw, pos = uvarint(data, pos)
-                ts_delta = (raw >> 1) ^ -(raw & 1)
-            b = data[pos]
-            if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                raw, pos = uvarint(data, pos)
-                off_delta = (raw >> 1) ^ -(raw & 1)
-            b = data[pos]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                raw, pos = uvarint(data, pos)
-                n = (raw >> 1) ^ -(raw & 1)
-            if n < 0:
-                if n != -1:
-                    raise RecordDecodeError(f"key length {n} is invalid", start)
-                key = None
-            else:
-                key = data[pos : pos + n]
-                pos += n
-            b = data[pos]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                raw, pos = uvarint(data, pos)
-                n = (raw >> 1) ^ -(raw & 1)
-            if n < 0:
-                if n != -1:
-                    raise RecordDecodeError(f"value length {n} is invalid", start)
-                value = None
-            else:
-                value = data[pos : pos + n]
-                pos += n
-            b = data[pos]
-            if b == 0:
-                headers: tuple = ()
-                pos += 1
-            else:
-                headers, pos = _decode_headers(data, pos, rec_end, start)
-            if pos != rec_end:
-                raise RecordDecodeError(f"fields do not end where its length {length} says", start)
-            offset = base_offset + off_delta
-            if not INT64_MIN <= offset <= INT64_MAX:
-                raise RecordDecodeError(f"offset delta {off_delta} takes the offset past int64", start)
-            if log_append_time is None:
-                timestamp = base_timestamp + ts_delta
-                if not INT64_MIN <= timestamp <= INT64_MAX:
-                    raise RecordDecodeError(
-                        f"timestamp delta {ts_delta} takes the timestamp past int64", start
+    return RecordReader(
+        ByteStream(data), count, base_offset, base_timestamp, log_append_time, base_sequence
+    ).records()
+
+
+_U64 = 0xFFFFFFFFFFFFFFFF
+
+
+def _varint(r: ByteStream, buf: bytes, i: int) -> tuple[int, bytes, int]:
+    """A signed varint at buf[i] longer than a byte: (value, buffer, index after it); read from the
+    stream when it runs past the buffer."""
+    end = len(buf)
+    raw = shift = 0
+    j = i
+    while j < end:
+        b = buf[j]
+        j += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            raw &= _U64  # Kafka reads varlongs into a Java long: the low 64 bits
+            return (raw >> 1) ^ -(raw & 1), buf, j
+        if j - i >= 10:
+            raise VarintTooLong
+        shift += 7
+    r.i = i
+    value = r.zigzag()
+    return value, r.buf, r.i
+
+
+class RecordReader:
+    """The one Python walk of a v2 records section, field by field with every check the C reader
+    makes and the same error texts: over a section held whole (`records()`: the Records) or over a
+    payload decompressed as a stream (`check()`: offsets only; keys and values are stepped over, so
+    memory stays at a piece whatever a record's size). Bytes come from a ByteStream; the fast path
+    reads its buffer in place and calls it only at a piece's end."""
+
+    __slots__ = ("stream", "count", "base_offset", "base_timestamp", "log_append_time", "base_sequence")
+
+    def __init__(
+        self,
+        stream: ByteStream,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        log_append_time: int | None,
+        base_sequence: int,
+    ) -> None:
+        self.stream = stream
+        self.count = count
+        self.base_offset = base_offset
+        self.base_timestamp = base_timestamp
+        self.log_append_time = log_append_time
+        self.base_sequence = base_sequence
+
+    def records(self) -> list[Record]:
+        """Every record, built."""
+        return self._walk(True)[0]
+
+    def check(self) -> tuple[int | None, int | None, int, bool]:
+        """(first offset delta, last offset delta, count, whether the deltas increase), nothing kept."""
+        _, first, last, increasing = self._walk(False)
+        return first, last, self.count, increasing
+
+    def _walk(self, keep: bool) -> tuple[list[Record], int | None, int | None, bool]:
+        r = self.stream
+        base_offset, base_timestamp = self.base_offset, self.base_timestamp
+        log_append_time, base_sequence = self.log_append_time, self.base_sequence
+        no_seq = base_sequence == NO_SEQUENCE
+        out: list[Record] = []
+        append = out.append
+        make = Record._make
+        first = last = None
+        increasing = True
+        buf, i = r.buf, r.i
+        end = len(buf)
+        k = start = 0
+        rec_end = length = None
+        try:
+            for k in range(self.count):  # noqa: B007 (k names the record in the errors)
+                start = r.base + i
+                rec_end = None
+                if i < end and buf[i] < 0x80:
+                    b = buf[i]
+                    length = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    length, buf, i = _varint(r, buf, i)
+                    end = len(buf)
+                if length < 6:
+                    raise RecordDecodeError(f"length {length} is impossible", start)
+                rec_end = r.base + i + length
+                if i < end:
+                    i += 1  # record attributes (unused)
+                else:
+                    r.i = i
+                    r.byte()
+                    buf, i = r.buf, r.i
+                    end = len(buf)
+                if i < end and buf[i] < 0x80:
+                    b = buf[i]
+                    ts_delta = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    ts_delta, buf, i = _varint(r, buf, i)
+                    end = len(buf)
+                if i < end and buf[i] < 0x80:
+                    b = buf[i]
+                    off_delta = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    off_delta, buf, i = _varint(r, buf, i)
+                    end = len(buf)
+                fields = []
+                for what in ("key", "value"):
+                    if i < end and buf[i] < 0x80:
+                        b = buf[i]
+                        n = (b >> 1) ^ -(b & 1)
+                        i += 1
+                    else:
+                        n, buf, i = _varint(r, buf, i)
+                        end = len(buf)
+                    if n < 0:
+                        if n != -1:
+                            raise RecordDecodeError(f"{what} length {n} is invalid", start)
+                        fields.append(None)
+                    elif i + n <= end:
+                        if keep:
+                            fields.append(buf[i : i + n])
+                        i += n
+                    else:
+                        r.i = i
+                        if keep:
+                            fields.append(r.take(n))
+                        else:
+                            r.skip(n)
+                        buf, i = r.buf, r.i
+                        end = len(buf)
+                if i < end and buf[i] == 0:
+                    headers: tuple = ()
+                    i += 1
+                else:
+                    r.i = i
+                    headers = _read_headers(r, rec_end, start, keep)
+                    buf, i = r.buf, r.i
+                    end = len(buf)
+                if r.base + i != rec_end:
+                    raise RecordDecodeError(f"fields do not end where its length {length} says", start)
+                offset = base_offset + off_delta
+                if not INT64_MIN <= offset <= INT64_MAX:
+                    raise RecordDecodeError(f"offset delta {off_delta} takes the offset past int64", start)
+                if log_append_time is None:
+                    timestamp = base_timestamp + ts_delta
+                    if not INT64_MIN <= timestamp <= INT64_MAX:
+                        raise RecordDecodeError(
+                            f"timestamp delta {ts_delta} takes the timestamp past int64", start
+                        )
+                else:
+                    timestamp = log_append_time
+                if keep:
+                    append(
+                        make(
+                            (
+                                offset,
+                                timestamp,
+                                fields[0],
+                                fields[1],
+                                headers,
+                                NO_SEQUENCE if no_seq else (base_sequence + off_delta) & 0x7FFFFFFF,
+                                rec_end - start,
+                            )
+                        )
                     )
-            else:
-                timestamp = log_append_time
-            append(
-                make(
-                    (
-                        offset,
-                        timestamp,
-                        key,
-                        value,
-                        headers,
-                        NO_SEQUENCE if no_seq else (base_sequence + off_delta) & 0x7FFFFFFF,
-                        rec_end - start,
-                    )
-                )
+                elif first is None:
+                    first = last = off_delta
+                else:
+                    if off_delta <= last:
+                        increasing = False
+                    last = off_delta
+        except (StreamEnd, VarintTooLong, RecordDecodeError) as exc:
+            if isinstance(exc, StreamError):
+                raise
+            if r.buf is buf and i > r.i:
+                r.i = i
+            # A record whose length claims more bytes than the section holds is that first, whatever
+            # broke while reading it (a stream learns the section's end only now).
+            if rec_end is not None and rec_end > r.position() + r.drain():
+                exc = RecordDecodeError(f"length {length} is impossible", start)
+            elif isinstance(exc, StreamEnd):
+                exc = RecordDecodeError("runs past the end of the batch", start)
+            elif isinstance(exc, VarintTooLong):
+                exc = RecordDecodeError("varint longer than 10 bytes", start)
+            raise RecordDecodeError(f"record {k}: {exc}", start) from None
+        r.i = i
+        at = r.position()
+        left = r.drain()
+        if left:
+            raise RecordDecodeError(
+                f"{plural(left, 'stray byte')} after the batch's {plural(self.count, 'record')}", at
             )
-    except IndexError:
-        raise RecordDecodeError(f"record {len(out)}: runs past the end of the batch", start) from None
-    except VarintError as exc:
-        what = "varint longer than 10 bytes" if exc.too_long else "runs past the end of the batch"
-        raise RecordDecodeError(f"record {len(out)}: {what}", start) from None
-    except RecordDecodeError as exc:
-        raise RecordDecodeError(f"record {len(out)}: {exc}", start) from None
-    if pos != end:
-        raise RecordDecodeError(
-            f"{plural(end - pos, 'stray byte')} after the batch's {plural(count, 'record')}", pos
-        )
-    return out
+        return out, first, last, increasing
+
+
+def _read_headers(r: ByteStream, rec_end: int, start: int, keep: bool) -> tuple:
+    """A record's headers (key text, value bytes) from the stream, each length checked against the
+    record's end."""
+    count = r.zigzag()
+    if count < 0 or count * 2 > max(rec_end - r.position(), 0):  # none fit: the end is checked after
+        raise RecordDecodeError(f"header count {count} is impossible", start)
+    headers = []
+    for _ in range(count):
+        n = r.zigzag()
+        if n < 0 or r.position() + n > rec_end:
+            raise RecordDecodeError(f"header key length {n} is invalid", start)
+        hkey = r.take(n).decode("utf-8", "replace") if keep else r.skip(n)
+        n = r.zigzag()
+        if n < -1 or r.position() + max(n, 0) > rec_end:
+            raise RecordDecodeError(f"header value length {n} is invalid", start)
+        if n == -1:
+            hvalue = None
+        elif keep:
+            hvalue = r.take(n)
+        else:
+            r.skip(n)
+            hvalue = None
+        if keep:
+            headers.append((hkey, hvalue))
+    return tuple(headers)
 
 
 def decode_records(
@@ -407,34 +525,6 @@ def decode_records(
 if accel.C is not None:
     accel.C.configure(Record, RecordDecodeError)  # the types the C reader makes and raises
 HAS_SPEEDUPS = accel.BUILT
-
-
-def _decode_headers(data: bytes, pos: int, rec_end: int, start: int) -> tuple[tuple, int]:
-    raw, pos = read_uvarint(data, pos)
-    count = (raw >> 1) ^ -(raw & 1)
-    if count < 0 or count * 2 > max(rec_end - pos, 0):  # none fit past the record: its end is checked after
-        raise RecordDecodeError(f"header count {count} is impossible", start)
-    headers = []
-    for _ in range(count):
-        raw, pos = read_uvarint(data, pos)
-        n = (raw >> 1) ^ -(raw & 1)
-        if n < 0 or pos + n > rec_end:
-            raise RecordDecodeError(f"header key length {n} is invalid", start)
-        hkey = data[pos : pos + n].decode("utf-8", "replace")
-        pos += n
-        raw, pos = read_uvarint(data, pos)
-        n = (raw >> 1) ^ -(raw & 1)
-        if n < 0:
-            if n != -1:
-                raise RecordDecodeError(f"header value length {n} is invalid", start)
-            hvalue = None
-        else:
-            if pos + n > rec_end:
-                raise RecordDecodeError(f"header value length {n} is invalid", start)
-            hvalue = data[pos : pos + n]
-            pos += n
-        headers.append((hkey, hvalue))
-    return tuple(headers), pos
 
 
 def control_record(record: Record) -> ControlRecord:
