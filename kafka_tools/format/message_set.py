@@ -9,10 +9,12 @@ value (int32 length + bytes).
 from __future__ import annotations
 
 import struct
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kafka_tools.format import accel
+from kafka_tools.format.byte_stream import ByteStream, StreamEnd, StreamError
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
@@ -120,25 +122,7 @@ class LegacyMessage(CodecAndCrc):
     def inner_from(self, data: bytes) -> list[LegacyMessage]:
         """The inner messages of this wrapper's (already decompressed) value."""
         where = self.wrapper_payload_position
-        inner: list[LegacyMessage] = []
-        pos = 0
-        while pos < len(data):
-            if len(data) - pos < LOG_OVERHEAD + MESSAGE_OVERHEAD_V0:
-                raise RecordDecodeError(
-                    f"{plural(len(data) - pos, 'stray byte')} after {plural(len(inner), 'inner message')} "
-                    "(decompressed payload)",
-                    where,
-                )
-            try:
-                message = parse_message(data, pos, pos, len(data))
-            except RecordDecodeError as exc:
-                raise RecordDecodeError(
-                    f"inner message {len(inner)}: {exc} (inside the decompressed payload)", where
-                ) from None
-            inner.append(message)
-            pos = message.next_position
-        if not inner:
-            raise RecordDecodeError("compressed wrapper holds no messages", where)
+        inner = MessageSetReader(ByteStream(data), where).messages()
         if self.magic >= 1:
             shift = v1_shift(self.offset, inner[-1].offset)
             log_append = self.timestamp_type == TimestampType.LOG_APPEND_TIME
@@ -292,3 +276,111 @@ def v1_shift(wrapper_offset: int, last_relative: int) -> int:
     offset) is not applied: the inner offsets are then taken as stored."""
     base = wrapper_offset - last_relative
     return base if base >= 0 else 0
+
+
+BIG_MESSAGE = 1 << 20  # a streamed walk steps over larger inner messages field by field, never holding one
+
+
+class MessageSetReader:
+    """The one Python walk of a wrapper's inner message set (magic 0/1), over a set held whole
+    (`messages()`) or decompressed as a stream (`check()`: offsets only; a message over BIG_MESSAGE is
+    stepped over without being held), with the same checks and texts either way. `where` is the file
+    position of the wrapper's compressed value, where every inner problem is reported."""
+
+    __slots__ = ("stream", "where")
+
+    def __init__(self, stream: ByteStream, where: int) -> None:
+        self.stream = stream
+        self.where = where
+
+    def messages(self) -> list[LegacyMessage]:
+        out: list[LegacyMessage] = []
+        self._walk(out.append, None)
+        return out
+
+    def check(self) -> tuple[int, int, int, bool, tuple[array, array]]:
+        """(first, last, count, increasing, highs) of the offsets as stored — highs the (index, offset)
+        of each offset above all before it, to find the first one a v1 shift moves past int64."""
+        state = [None, None, 0, True, (array("q"), array("q"))]
+
+        def seen(offset: int) -> None:
+            first, last, count, _, highs = state
+            if first is None:
+                state[0] = offset
+            elif offset <= last:
+                state[3] = False
+            if not highs[1] or offset > highs[1][-1]:
+                highs[0].append(count)
+                highs[1].append(offset)
+            state[1] = offset
+            state[2] = count + 1
+
+        self._walk(None, seen)
+        return state[0], state[1], state[2], state[3], state[4]
+
+    def _walk(self, keep, seen) -> None:
+        r, where = self.stream, self.where
+        count = 0
+        while True:
+            start = r.position()
+            if not r.has(LOG_OVERHEAD + MESSAGE_OVERHEAD_V0):  # too short for any message
+                left = r.drain()
+                if left:
+                    stray = f"{plural(left, 'stray byte')} after {plural(count, 'inner message')}"
+                    raise RecordDecodeError(f"{stray} (decompressed payload)", where)
+                break
+            buf, i = r.buf, r.i
+            offset, size = _HEAD.unpack_from(buf, i)
+            try:
+                if i + LOG_OVERHEAD + size <= len(buf):  # held whole: parsed in place
+                    message = parse_message(buf, i, start, len(buf))
+                    r.i = i + LOG_OVERHEAD + size
+                else:
+                    check_head(buf, i, start)  # magic, then size: before reading on
+                    if keep is not None or size <= BIG_MESSAGE:
+                        head = r.take(LOG_OVERHEAD)
+                        message = parse_message(head + r.take(size), 0, start, LOG_OVERHEAD + size)
+                    else:
+                        r.take(LOG_OVERHEAD)
+                        _step_over_message(r, size, start)
+                        message = None
+            except StreamEnd:
+                raise RecordDecodeError(
+                    f"inner message {count}: message size {size} runs past the end of its message set "
+                    "(inside the decompressed payload)",
+                    where,
+                ) from None
+            except RecordDecodeError as exc:
+                if isinstance(exc, StreamError):
+                    raise
+                raise RecordDecodeError(
+                    f"inner message {count}: {exc} (inside the decompressed payload)", where
+                ) from None
+            if keep is not None:
+                keep(message)
+            else:
+                seen(offset)
+            count += 1
+        if not count:
+            raise RecordDecodeError("compressed wrapper holds no messages", where)
+
+
+def _step_over_message(r: ByteStream, size: int, start: int) -> None:
+    """An inner message too large to hold: its fields framed as parse_message frames them."""
+    head = r.take(6)  # crc, magic, attributes
+    magic = head[4]
+    end = r.position() - 6 + size
+    if magic == 1:
+        r.take(8)
+    for what in ("key", "value"):
+        (n,) = _INT32.unpack(r.take(4))
+        if n == -1:
+            continue
+        if n < 0 or r.position() + n > end:
+            raise RecordDecodeError(f"{what} length {n} runs past the message", r.position() - 4)
+        r.skip(n)
+    if r.position() != end:
+        raise RecordDecodeError(f"message has {end - r.position()} bytes after its value", r.position())
+
+
+_HEAD = struct.Struct(">qi")

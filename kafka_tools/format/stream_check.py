@@ -9,20 +9,11 @@ inflates past `WHOLE_LIMIT` is walked as a stream, with the decoder's own checks
 from __future__ import annotations
 
 import bisect
-import struct
-from array import array
 from dataclasses import dataclass
 
-from kafka_tools.format.byte_stream import ByteStream, StreamEnd, StreamError
+from kafka_tools.format.byte_stream import ByteStream, StreamError
 from kafka_tools.format.compression import Codec, DecompressionError, gunzip_whole, iter_decompressed
-from kafka_tools.format.message_set import (
-    LegacyMessage,
-    check_head,
-    min_message_size,
-    parse_message,
-    v1_shift,
-)
-from kafka_tools.format.plural import plural
+from kafka_tools.format.message_set import LegacyMessage, MessageSetReader, v1_shift
 from kafka_tools.format.record_batch import (
     INT64_MAX,
     RECORD_BATCH_OVERHEAD,
@@ -33,8 +24,6 @@ from kafka_tools.format.record_batch import (
 )
 
 WHOLE_LIMIT = 8 << 20  # decompressed bytes decoded whole; past this, walked as a stream
-_BIG_MESSAGE = 1 << 20  # inner messages up to this size are parsed whole by parse_message
-_HEAD = struct.Struct(">qi")
 
 
 @dataclass(slots=True)
@@ -91,7 +80,7 @@ def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
             count, first, last = found
             return InnerStats(first, last, count, None)
         return _stats([m.offset for m in entry.inner_from(head)])
-    first, last, count, increasing, highs = _walk_legacy(ByteStream(b"", pieces), where)
+    first, last, count, increasing, highs = MessageSetReader(ByteStream(b"", pieces), where).check()
     if entry.magic >= 1:  # v1 inner offsets are relative: the wrapper holds the last one's
         shift = v1_shift(entry.offset, last)
         k = bisect.bisect_right(highs[1], INT64_MAX - shift)
@@ -149,73 +138,3 @@ def _gather(pieces: _Pieces) -> bytes | None:
             pieces.ahead = got
             return None
     return b"".join(got)
-
-
-def _walk_legacy(r: ByteStream, where: int) -> tuple[int, int, int, bool, tuple[array, array]]:
-    """Frame every inner message of a wrapper as inner_messages() does: (first, last, count, increasing,
-    highs) — highs the (index, offset) of each offset above all before it, to find the first one a v1
-    shift moves past int64."""
-    first = last = None
-    count = 0
-    increasing = True
-    highs = (array("q"), array("q"))
-    while True:
-        start = r.position()
-        if not r.has(12 + min_message_size(0)):  # as inner_from: too short for any message
-            left = r.drain()
-            if left:
-                stray = f"{plural(left, 'stray byte')} after {plural(count, 'inner message')}"
-                raise RecordDecodeError(f"{stray} (decompressed payload)", where)
-            break
-        head = r.take(12)
-        offset, size = _HEAD.unpack(head)
-        try:
-            check_head(head + r.peek(6), 0, start)  # magic, then size: as parse_message, before reading on
-            if size <= _BIG_MESSAGE:
-                parse_message(head + r.take(size), 0, start, 12 + size)
-            else:
-                _walk_big_message(r, size, start)
-        except StreamEnd:
-            raise RecordDecodeError(
-                f"inner message {count}: message size {size} runs past the end of its message set "
-                "(inside the decompressed payload)",
-                where,
-            ) from None
-        except RecordDecodeError as exc:
-            if isinstance(exc, _Said):
-                raise
-            raise RecordDecodeError(
-                f"inner message {count}: {exc} (inside the decompressed payload)", where
-            ) from None
-        if first is None:
-            first = offset
-        elif offset <= last:
-            increasing = False
-        if not highs[1] or offset > highs[1][-1]:
-            highs[0].append(count)
-            highs[1].append(offset)
-        last = offset
-        count += 1
-    if not count:
-        raise RecordDecodeError("compressed wrapper holds no messages", where)
-    return first, last, count, increasing, highs
-
-
-def _walk_big_message(r: ByteStream, size: int, start: int) -> None:
-    """An inner message too large to hold: its fields framed as parse_message frames them."""
-    head = r.take(6)  # crc, magic, attributes
-    magic = head[4]
-    if magic not in (0, 1):
-        raise RecordDecodeError(f"magic {magic} is not a message-set magic (0 or 1)", start + 16)
-    end = r.position() - 6 + size
-    if magic == 1:
-        r.take(8)
-    for what in ("key", "value"):
-        (n,) = struct.unpack(">i", r.take(4))
-        if n == -1:
-            continue
-        if n < 0 or r.position() + n > end:
-            raise RecordDecodeError(f"{what} length {n} runs past the message", r.position() - 4)
-        r.skip(n)
-    if r.position() != end:
-        raise RecordDecodeError(f"message has {end - r.position()} bytes after its value", r.position())
