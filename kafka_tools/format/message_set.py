@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kafka_tools.format import accel
+from kafka_tools.format import messages as T
 from kafka_tools.format.byte_stream import ByteStream, StreamEnd, StreamError
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
@@ -105,13 +106,11 @@ class LegacyMessage(CodecAndCrc):
             return [self]
         where = self.wrapper_payload_position
         if self.value is None:
-            raise RecordDecodeError("compressed wrapper has a null value", where)
+            raise RecordDecodeError(T.WRAPPER_NULL, where)
         try:
             data = decompress(self.codec, self.value)
         except DecompressionError as exc:
-            raise RecordDecodeError(
-                f"{self.codec_label} payload cannot be decompressed: {exc}", where
-            ) from None
+            raise RecordDecodeError(T.UNDECOMPRESSABLE.format(self.codec_label, exc), where) from None
         return self.inner_from(data)
 
     @property
@@ -128,10 +127,7 @@ class LegacyMessage(CodecAndCrc):
             log_append = self.timestamp_type == TimestampType.LOG_APPEND_TIME
             for i, m in enumerate(inner):
                 if m.offset + shift > INT64_MAX:
-                    raise RecordDecodeError(
-                        f"inner message {i}: relative offset {m.offset} moved by {shift} is past int64",
-                        where,
-                    )
+                    raise RecordDecodeError(T.INNER_V1_PAST_INT64.format(i, m.offset, shift), where)
                 m.offset += shift
                 if log_append:
                     m.timestamp = self.timestamp
@@ -215,11 +211,9 @@ def check_head(buf: bytes | memoryview, at: int, position: int) -> tuple[int, in
     checked: what parse_message checks first, and a streamed walk before it reads the message."""
     offset, size, crc, magic, attributes = ENTRY_HEAD.unpack_from(buf, at)
     if magic not in (0, 1):
-        raise RecordDecodeError(f"magic {magic} is not a message-set magic (0 or 1)", position + 16)
+        raise RecordDecodeError(T.NOT_MESSAGE_MAGIC.format(magic), position + 16)
     if size < min_message_size(magic):
-        raise RecordDecodeError(
-            f"message size {size} is below the minimum {min_message_size(magic)}", position + 8
-        )
+        raise RecordDecodeError(T.MESSAGE_BELOW_MINIMUM.format(size, min_message_size(magic)), position + 8)
     return offset, size, crc, magic, attributes
 
 
@@ -228,7 +222,7 @@ def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> 
     offset, size, crc, magic, attributes = check_head(buf, at, position)
     stop = at + LOG_OVERHEAD + size
     if stop > end:
-        raise RecordDecodeError(f"message size {size} runs past the end of its message set", position + 8)
+        raise RecordDecodeError(T.MESSAGE_PAST_SET.format(size), position + 8)
     pos = at + 18
     timestamp = NO_TIMESTAMP
     if magic == 1:
@@ -236,12 +230,10 @@ def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> 
         pos += 8
     key, pos = _sized_bytes(buf, pos, stop, "key", position, at)
     if pos + 4 > stop:
-        raise RecordDecodeError("message ends inside its value length", position + pos - at)
+        raise RecordDecodeError(T.VALUE_LENGTH_CUT, position + pos - at)
     value, pos = _sized_bytes(buf, pos, stop, "value", position, at)
     if pos != stop:
-        raise RecordDecodeError(
-            f"message has {plural(stop - pos, 'byte')} after its value", position + pos - at
-        )
+        raise RecordDecodeError(T.AFTER_VALUE.format(plural(stop - pos, "byte")), position + pos - at)
     computed = crc32(memoryview(buf)[at + 16 : stop])
     return LegacyMessage(
         position, offset, size, crc, magic, attributes & 0xFF, timestamp, key, value, computed
@@ -266,7 +258,7 @@ def _sized_bytes(
     if n == -1:
         return None, pos
     if n < 0 or pos + n > stop:
-        raise RecordDecodeError(f"{what} length {n} runs past the message", position + pos - 4 - at)
+        raise RecordDecodeError(T.FIELD_PAST_MESSAGE.format(what, n), position + pos - 4 - at)
     return bytes(buf[pos : pos + n]), pos + n
 
 
@@ -326,8 +318,8 @@ class MessageSetReader:
             if not r.has(LOG_OVERHEAD + MESSAGE_OVERHEAD_V0):  # too short for any message
                 left = r.drain()
                 if left:
-                    stray = f"{plural(left, 'stray byte')} after {plural(count, 'inner message')}"
-                    raise RecordDecodeError(f"{stray} (decompressed payload)", where)
+                    stray = T.INNER_STRAY.format(plural(left, "stray byte"), plural(count, "inner message"))
+                    raise RecordDecodeError(stray, where)
                 break
             buf, i = r.buf, r.i
             offset, size = _HEAD.unpack_from(buf, i)
@@ -345,24 +337,20 @@ class MessageSetReader:
                         _step_over_message(r, size, start)
                         message = None
             except StreamEnd:
-                raise RecordDecodeError(
-                    f"inner message {count}: message size {size} runs past the end of its message set "
-                    "(inside the decompressed payload)",
-                    where,
-                ) from None
+                text = T.INNER_AT.format(count, T.MESSAGE_PAST_SET.format(size))
+                raise RecordDecodeError(T.INSIDE_PAYLOAD.format(text), where) from None
             except RecordDecodeError as exc:
                 if isinstance(exc, StreamError):
                     raise
-                raise RecordDecodeError(
-                    f"inner message {count}: {exc} (inside the decompressed payload)", where
-                ) from None
+                text = T.INNER_AT.format(count, exc)
+                raise RecordDecodeError(T.INSIDE_PAYLOAD.format(text), where) from None
             if keep is not None:
                 keep(message)
             else:
                 seen(offset)
             count += 1
         if not count:
-            raise RecordDecodeError("compressed wrapper holds no messages", where)
+            raise RecordDecodeError(T.WRAPPER_EMPTY, where)
 
 
 def _step_over_message(r: ByteStream, size: int, start: int) -> None:
@@ -377,10 +365,10 @@ def _step_over_message(r: ByteStream, size: int, start: int) -> None:
         if n == -1:
             continue
         if n < 0 or r.position() + n > end:
-            raise RecordDecodeError(f"{what} length {n} runs past the message", r.position() - 4)
+            raise RecordDecodeError(T.FIELD_PAST_MESSAGE.format(what, n), r.position() - 4)
         r.skip(n)
     if r.position() != end:
-        raise RecordDecodeError(f"message has {end - r.position()} bytes after its value", r.position())
+        raise RecordDecodeError(T.AFTER_VALUE.format(plural(end - r.position(), "byte")), r.position())
 
 
 _HEAD = struct.Struct(">qi")

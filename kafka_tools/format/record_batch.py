@@ -15,6 +15,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from kafka_tools.format import accel
+from kafka_tools.format import messages as T
 from kafka_tools.format.byte_stream import ByteStream, StreamEnd, StreamError, VarintTooLong
 from kafka_tools.format.checksums import crc32c
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
@@ -181,7 +182,7 @@ class RecordBatch(CodecAndCrc):
                 data = decompress(self.codec, data) if limit is None else decompress(self.codec, data, limit)
             except DecompressionError as exc:
                 raise RecordDecodeError(
-                    f"{self.codec_label} payload cannot be decompressed: {exc}",
+                    T.UNDECOMPRESSABLE.format(self.codec_label, exc),
                     self.position + RECORD_BATCH_OVERHEAD,
                 ) from None
         return self.decode_payload(data)
@@ -222,8 +223,8 @@ class RecordBatch(CodecAndCrc):
             )
         except RecordDecodeError as exc:
             where = self.position + RECORD_BATCH_OVERHEAD + (0 if self.is_compressed else exc.position)
-            inside = " (inside the decompressed payload)" if self.is_compressed else ""
-            raise RecordDecodeError(f"{exc}{inside}", where) from None
+            text = T.INSIDE_PAYLOAD.format(exc) if self.is_compressed else str(exc)
+            raise RecordDecodeError(text, where) from None
 
 
 def parse_batch_header(buf: bytes | memoryview, at: int, position: int) -> RecordBatch:
@@ -369,7 +370,7 @@ class RecordReader:
                     length, buf, i = _varint(r, buf, i)
                     end = len(buf)
                 if length < 6:
-                    raise RecordDecodeError(f"length {length} is impossible", start)
+                    raise RecordDecodeError(T.BAD_LENGTH.format(length), start)
                 rec_end = r.base + i + length
                 if i < end:
                     i += 1  # record attributes (unused)
@@ -393,7 +394,7 @@ class RecordReader:
                     off_delta, buf, i = _varint(r, buf, i)
                     end = len(buf)
                 fields = []
-                for what in ("key", "value"):
+                for bad in (T.BAD_KEY, T.BAD_VALUE):
                     if i < end and buf[i] < 0x80:
                         b = buf[i]
                         n = (b >> 1) ^ -(b & 1)
@@ -403,7 +404,7 @@ class RecordReader:
                         end = len(buf)
                     if n < 0:
                         if n != -1:
-                            raise RecordDecodeError(f"{what} length {n} is invalid", start)
+                            raise RecordDecodeError(bad.format(n), start)
                         fields.append(None)
                     elif i + n <= end:
                         if keep:
@@ -426,16 +427,14 @@ class RecordReader:
                     buf, i = r.buf, r.i
                     end = len(buf)
                 if r.base + i != rec_end:
-                    raise RecordDecodeError(f"fields do not end where its length {length} says", start)
+                    raise RecordDecodeError(T.FIELDS_END.format(length), start)
                 offset = base_offset + off_delta
                 if not INT64_MIN <= offset <= INT64_MAX:
-                    raise RecordDecodeError(f"offset delta {off_delta} takes the offset past int64", start)
+                    raise RecordDecodeError(T.OFFSET_OVERFLOW.format(off_delta), start)
                 if log_append_time is None:
                     timestamp = base_timestamp + ts_delta
                     if not INT64_MIN <= timestamp <= INT64_MAX:
-                        raise RecordDecodeError(
-                            f"timestamp delta {ts_delta} takes the timestamp past int64", start
-                        )
+                        raise RecordDecodeError(T.TIMESTAMP_OVERFLOW.format(ts_delta), start)
                 else:
                     timestamp = log_append_time
                 if keep:
@@ -466,18 +465,18 @@ class RecordReader:
             # A record whose length claims more bytes than the section holds is that first, whatever
             # broke while reading it (a stream learns the section's end only now).
             if rec_end is not None and rec_end > r.position() + r.drain():
-                exc = RecordDecodeError(f"length {length} is impossible", start)
+                exc = RecordDecodeError(T.BAD_LENGTH.format(length), start)
             elif isinstance(exc, StreamEnd):
-                exc = RecordDecodeError("runs past the end of the batch", start)
+                exc = RecordDecodeError(T.PAST_END, start)
             elif isinstance(exc, VarintTooLong):
-                exc = RecordDecodeError("varint longer than 10 bytes", start)
-            raise RecordDecodeError(f"record {k}: {exc}", start) from None
+                exc = RecordDecodeError(T.TOO_LONG, start)
+            raise RecordDecodeError(T.RECORD_AT.format(k, exc), start) from None
         r.i = i
         at = r.position()
         left = r.drain()
         if left:
             raise RecordDecodeError(
-                f"{plural(left, 'stray byte')} after the batch's {plural(self.count, 'record')}", at
+                T.STRAY_BYTES.format(plural(left, "stray byte"), plural(self.count, "record")), at
             )
         return out, first, last, increasing
 
@@ -487,16 +486,16 @@ def _read_headers(r: ByteStream, rec_end: int, start: int, keep: bool) -> tuple:
     record's end."""
     count = r.zigzag()
     if count < 0 or count * 2 > max(rec_end - r.position(), 0):  # none fit: the end is checked after
-        raise RecordDecodeError(f"header count {count} is impossible", start)
+        raise RecordDecodeError(T.BAD_HEADER_COUNT.format(count), start)
     headers = []
     for _ in range(count):
         n = r.zigzag()
         if n < 0 or r.position() + n > rec_end:
-            raise RecordDecodeError(f"header key length {n} is invalid", start)
+            raise RecordDecodeError(T.BAD_HEADER_KEY.format(n), start)
         hkey = r.take(n).decode("utf-8", "replace") if keep else r.skip(n)
         n = r.zigzag()
         if n < -1 or r.position() + max(n, 0) > rec_end:
-            raise RecordDecodeError(f"header value length {n} is invalid", start)
+            raise RecordDecodeError(T.BAD_HEADER_VALUE.format(n), start)
         if n == -1:
             hvalue = None
         elif keep:

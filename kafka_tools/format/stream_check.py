@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from kafka_tools.format import messages as T
 from kafka_tools.format.byte_stream import ByteStream, StreamError
 from kafka_tools.format.compression import Codec, DecompressionError, gunzip_whole, iter_decompressed
 from kafka_tools.format.message_set import LegacyMessage, MessageSetReader, v1_shift
@@ -63,13 +64,13 @@ def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
         except RecordDecodeError as exc:
             if isinstance(exc, _Said):
                 raise
-            raise RecordDecodeError(f"{exc} (inside the decompressed payload)", where) from None
+            raise RecordDecodeError(T.INSIDE_PAYLOAD.format(exc), where) from None
         if first is None:
             return InnerStats(None, None, 0, True)
         return InnerStats(entry.base_offset + first, entry.base_offset + last, count, increasing)
     where = entry.wrapper_payload_position
     if entry.value is None:
-        raise RecordDecodeError("compressed wrapper has a null value", where)
+        raise RecordDecodeError(T.WRAPPER_NULL, where)
     head = gunzip_whole(entry.value, WHOLE_LIMIT) if entry.codec == Codec.GZIP else None
     if head is None:
         pieces = _pieces(entry.codec, entry.value, entry.codec_label, where)
@@ -85,10 +86,7 @@ def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
         shift = v1_shift(entry.offset, last)
         k = bisect.bisect_right(highs[1], INT64_MAX - shift)
         if k < len(highs[1]):  # the first inner offset moved past int64, as inner_messages says
-            raise RecordDecodeError(
-                f"inner message {highs[0][k]}: relative offset {highs[1][k]} moved by {shift} is past int64",
-                where,
-            )
+            raise RecordDecodeError(T.INNER_V1_PAST_INT64.format(highs[0][k], highs[1][k], shift), where)
         first, last = first + shift, last + shift
     return InnerStats(first, last, count, increasing)
 
@@ -119,7 +117,7 @@ class _Pieces:
         try:
             return next(self.it)
         except DecompressionError as exc:
-            raise _Said(f"{self.label} payload cannot be decompressed: {exc}", self.where) from None
+            raise _Said(T.UNDECOMPRESSABLE.format(self.label, exc), self.where) from None
 
 
 def _pieces(codec: int, data, label: str, where: int) -> _Pieces:
