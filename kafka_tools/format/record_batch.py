@@ -289,9 +289,10 @@ def decode_records_py(
 _U64 = 0xFFFFFFFFFFFFFFFF
 
 
-def _varint(r: ByteStream, buf: bytes, i: int) -> tuple[int, bytes, int]:
-    """A signed varint at buf[i] longer than a byte: (value, buffer, index after it); read from the
-    stream when it runs past the buffer."""
+def _varint(r: ByteStream, buf: bytes, i: int) -> tuple[int, int]:
+    """A signed varint at buf[i] (the stream's buffer) longer than a byte, or past the buffer: (value,
+    index after it); read from the stream when it runs past the buffer (then the stream's buffer may
+    be another piece, and the index is in it)."""
     end = len(buf)
     raw = shift = 0
     j = i
@@ -301,13 +302,16 @@ def _varint(r: ByteStream, buf: bytes, i: int) -> tuple[int, bytes, int]:
         raw |= (b & 0x7F) << shift
         if b < 0x80:
             raw &= _U64  # Kafka reads varlongs into a Java long: the low 64 bits
-            return (raw >> 1) ^ -(raw & 1), buf, j
+            return (raw >> 1) ^ -(raw & 1), j
         if j - i >= 10:
             raise VarintTooLong
         shift += 7
     r.i = i
     value = r.zigzag()
-    return value, r.buf, r.i
+    return value, r.i
+
+
+_PAD = b"\x80" * 2  # after the buffer in the fast path: see RecordReader._walk
 
 
 class RecordReader:
@@ -354,79 +358,110 @@ class RecordReader:
         make = Record._make
         first = last = None
         increasing = True
-        buf, i = r.buf, r.i
-        end = len(buf)
+        # The fast path reads `buf`, the stream's buffer with a few 0x80 bytes after it: a varint read
+        # there is never a one-byte one, so it goes to _varint, which reads the stream itself.
+        raw, i, base = r.buf, r.i, r.base
+        buf = raw + _PAD
+        end = len(raw)
         k = start = 0
         rec_end = length = None
         try:
             for k in range(self.count):  # noqa: B007 (k names the record in the errors)
-                start = r.base + i
+                start = base + i
                 rec_end = None
-                if i < end and buf[i] < 0x80:
-                    b = buf[i]
+                b = buf[i]
+                if b < 0x80:
                     length = (b >> 1) ^ -(b & 1)
                     i += 1
                 else:
-                    length, buf, i = _varint(r, buf, i)
-                    end = len(buf)
+                    length, i = _varint(r, raw, i)
+                    if r.buf is not raw:
+                        raw, base = r.buf, r.base
+                        buf, end = raw + _PAD, len(raw)
                 if length < 6:
                     raise RecordDecodeError(T.BAD_LENGTH.format(length), start)
-                rec_end = r.base + i + length
+                rec_end = base + i + length
                 if i < end:
                     i += 1  # record attributes (unused)
                 else:
                     r.i = i
                     r.byte()
-                    buf, i = r.buf, r.i
-                    end = len(buf)
-                if i < end and buf[i] < 0x80:
-                    b = buf[i]
+                    i = r.i
+                    if r.buf is not raw:
+                        raw, base = r.buf, r.base
+                        buf, end = raw + _PAD, len(raw)
+                b = buf[i]
+                if b < 0x80:
                     ts_delta = (b >> 1) ^ -(b & 1)
                     i += 1
                 else:
-                    ts_delta, buf, i = _varint(r, buf, i)
-                    end = len(buf)
-                if i < end and buf[i] < 0x80:
-                    b = buf[i]
+                    ts_delta, i = _varint(r, raw, i)
+                    if r.buf is not raw:
+                        raw, base = r.buf, r.base
+                        buf, end = raw + _PAD, len(raw)
+                b = buf[i]
+                if b < 0x80:
                     off_delta = (b >> 1) ^ -(b & 1)
                     i += 1
                 else:
-                    off_delta, buf, i = _varint(r, buf, i)
-                    end = len(buf)
-                fields = []
-                for bad in (T.BAD_KEY, T.BAD_VALUE):
-                    if i < end and buf[i] < 0x80:
-                        b = buf[i]
-                        n = (b >> 1) ^ -(b & 1)
-                        i += 1
-                    else:
-                        n, buf, i = _varint(r, buf, i)
-                        end = len(buf)
-                    if n < 0:
-                        if n != -1:
-                            raise RecordDecodeError(bad.format(n), start)
-                        fields.append(None)
-                    elif i + n <= end:
-                        if keep:
-                            fields.append(buf[i : i + n])
+                    off_delta, i = _varint(r, raw, i)
+                    if r.buf is not raw:
+                        raw, base = r.buf, r.base
+                        buf, end = raw + _PAD, len(raw)
+                b = buf[i]
+                if b < 0x80:
+                    n = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    n, i = _varint(r, raw, i)
+                    if r.buf is not raw:
+                        raw, base = r.buf, r.base
+                        buf, end = raw + _PAD, len(raw)
+                key = None
+                if n >= 0:
+                    if i + n <= end:
+                        key = buf[i : i + n] if keep else None
                         i += n
                     else:
-                        r.i = i
-                        if keep:
-                            fields.append(r.take(n))
-                        else:
-                            r.skip(n)
-                        buf, i = r.buf, r.i
-                        end = len(buf)
-                if i < end and buf[i] == 0:
+                        key = _field(r, i, n, keep)
+                        i = r.i
+                        if r.buf is not raw:
+                            raw, base = r.buf, r.base
+                            buf, end = raw + _PAD, len(raw)
+                elif n != -1:
+                    raise RecordDecodeError(T.BAD_KEY.format(n), start)
+                b = buf[i]
+                if b < 0x80:
+                    n = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    n, i = _varint(r, raw, i)
+                    if r.buf is not raw:
+                        raw, base = r.buf, r.base
+                        buf, end = raw + _PAD, len(raw)
+                value = None
+                if n >= 0:
+                    if i + n <= end:
+                        value = buf[i : i + n] if keep else None
+                        i += n
+                    else:
+                        value = _field(r, i, n, keep)
+                        i = r.i
+                        if r.buf is not raw:
+                            raw, base = r.buf, r.base
+                            buf, end = raw + _PAD, len(raw)
+                elif n != -1:
+                    raise RecordDecodeError(T.BAD_VALUE.format(n), start)
+                if buf[i] == 0 and i < end:
                     headers: tuple = ()
                     i += 1
                 else:
-                    r.i = i
-                    headers = _read_headers(r, rec_end, start, keep)
-                    buf, i = r.buf, r.i
-                    end = len(buf)
-                if r.base + i != rec_end:
+                    headers = _read_headers(r, i, rec_end, start, keep)
+                    i = r.i
+                    if r.buf is not raw:
+                        raw, base = r.buf, r.base
+                        buf, end = raw + _PAD, len(raw)
+                if base + i != rec_end:
                     raise RecordDecodeError(T.FIELDS_END.format(length), start)
                 offset = base_offset + off_delta
                 if not INT64_MIN <= offset <= INT64_MAX:
@@ -443,8 +478,8 @@ class RecordReader:
                             (
                                 offset,
                                 timestamp,
-                                fields[0],
-                                fields[1],
+                                key,
+                                value,
                                 headers,
                                 NO_SEQUENCE if no_seq else (base_sequence + off_delta) & 0x7FFFFFFF,
                                 rec_end - start,
@@ -460,8 +495,8 @@ class RecordReader:
         except (StreamEnd, VarintTooLong, RecordDecodeError) as exc:
             if isinstance(exc, StreamError):
                 raise
-            if r.buf is buf and i > r.i:
-                r.i = i
+            if r.buf is raw and i > r.i:
+                r.i = min(i, end)
             # A record whose length claims more bytes than the section holds is that first, whatever
             # broke while reading it (a stream learns the section's end only now).
             if rec_end is not None and rec_end > r.position() + r.drain():
@@ -481,30 +516,68 @@ class RecordReader:
         return out, first, last, increasing
 
 
-def _read_headers(r: ByteStream, rec_end: int, start: int, keep: bool) -> tuple:
-    """A record's headers (key text, value bytes) from the stream, each length checked against the
-    record's end."""
-    count = r.zigzag()
-    if count < 0 or count * 2 > max(rec_end - r.position(), 0):  # none fit: the end is checked after
+def _field(r: ByteStream, i: int, n: int, keep: bool) -> bytes | None:
+    """A key or value that runs past the buffer: read across the stream's pieces (kept) or stepped
+    over (not kept: memory stays at a piece whatever its size)."""
+    r.i = i
+    if keep:
+        return r.take(n)
+    r.skip(n)
+    return None
+
+
+def _read_headers(r: ByteStream, i: int, rec_end: int, start: int, keep: bool) -> tuple:
+    """A record's headers (key text, value bytes) from r.buf[i] on, each length checked against the
+    record's end; read in place while they lie in the buffer, from the stream past it. Leaves r.i
+    after them."""
+    buf = r.buf
+    end = len(buf)
+    count, i = _varint(r, buf, i)
+    if r.buf is not buf:
+        buf, end = r.buf, len(r.buf)
+    if count < 0 or count * 2 > max(rec_end - r.base - i, 0):  # none fit: the end is checked after
         raise RecordDecodeError(T.BAD_HEADER_COUNT.format(count), start)
     headers = []
     for _ in range(count):
-        n = r.zigzag()
-        if n < 0 or r.position() + n > rec_end:
-            raise RecordDecodeError(T.BAD_HEADER_KEY.format(n), start)
-        hkey = r.take(n).decode("utf-8", "replace") if keep else r.skip(n)
-        n = r.zigzag()
-        if n < -1 or r.position() + max(n, 0) > rec_end:
-            raise RecordDecodeError(T.BAD_HEADER_VALUE.format(n), start)
-        if n == -1:
-            hvalue = None
-        elif keep:
-            hvalue = r.take(n)
+        b = buf[i] if i < end else 0x80
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            i += 1
         else:
-            r.skip(n)
-            hvalue = None
+            n, i = _varint(r, buf, i)
+            if r.buf is not buf:
+                buf, end = r.buf, len(r.buf)
+        if n < 0 or r.base + i + n > rec_end:
+            raise RecordDecodeError(T.BAD_HEADER_KEY.format(n), start)
+        if i + n <= end:
+            hkey = buf[i : i + n] if keep else None
+            i += n
+        else:
+            hkey = _field(r, i, n, keep)
+            buf, i = r.buf, r.i
+            end = len(buf)
+        b = buf[i] if i < end else 0x80
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            i += 1
+        else:
+            n, i = _varint(r, buf, i)
+            if r.buf is not buf:
+                buf, end = r.buf, len(r.buf)
+        if n < -1 or r.base + i + max(n, 0) > rec_end:
+            raise RecordDecodeError(T.BAD_HEADER_VALUE.format(n), start)
+        hvalue = None
+        if n >= 0:
+            if i + n <= end:
+                hvalue = buf[i : i + n] if keep else None
+                i += n
+            else:
+                hvalue = _field(r, i, n, keep)
+                buf, i = r.buf, r.i
+                end = len(buf)
         if keep:
-            headers.append((hkey, hvalue))
+            headers.append((hkey.decode("utf-8", "replace"), hvalue))
+    r.i = i
     return tuple(headers)
 
 
