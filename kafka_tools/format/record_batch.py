@@ -314,6 +314,12 @@ def _varint(r: ByteStream, buf: bytes, i: int) -> tuple[int, int]:
 _PAD = b"\x80" * 2  # after the buffer in the fast path: see RecordReader._walk
 
 
+def _piece(r: ByteStream) -> tuple[bytes, int, bytes, int]:
+    """The fast path's view of the stream's current piece: (piece, its stream position, the piece
+    padded, its length)."""
+    return r.buf, r.base, r.buf + _PAD, len(r.buf)
+
+
 class RecordReader:
     """The one Python walk of a v2 records section, field by field with every check the C reader
     makes and the same error texts: over a section held whole (`records()`: the Records) or over a
@@ -375,9 +381,8 @@ class RecordReader:
                     i += 1
                 else:
                     length, i = _varint(r, raw, i)
-                    if r.buf is not raw:
-                        raw, base = r.buf, r.base
-                        buf, end = raw + _PAD, len(raw)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
                 if length < 6:
                     raise RecordDecodeError(T.BAD_LENGTH.format(length), start)
                 rec_end = base + i + length
@@ -387,36 +392,32 @@ class RecordReader:
                     r.i = i
                     r.byte()
                     i = r.i
-                    if r.buf is not raw:
-                        raw, base = r.buf, r.base
-                        buf, end = raw + _PAD, len(raw)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
                 b = buf[i]
                 if b < 0x80:
                     ts_delta = (b >> 1) ^ -(b & 1)
                     i += 1
                 else:
                     ts_delta, i = _varint(r, raw, i)
-                    if r.buf is not raw:
-                        raw, base = r.buf, r.base
-                        buf, end = raw + _PAD, len(raw)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
                 b = buf[i]
                 if b < 0x80:
                     off_delta = (b >> 1) ^ -(b & 1)
                     i += 1
                 else:
                     off_delta, i = _varint(r, raw, i)
-                    if r.buf is not raw:
-                        raw, base = r.buf, r.base
-                        buf, end = raw + _PAD, len(raw)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
                 b = buf[i]
                 if b < 0x80:
                     n = (b >> 1) ^ -(b & 1)
                     i += 1
                 else:
                     n, i = _varint(r, raw, i)
-                    if r.buf is not raw:
-                        raw, base = r.buf, r.base
-                        buf, end = raw + _PAD, len(raw)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
                 key = None
                 if n >= 0:
                     if i + n <= end:
@@ -425,9 +426,8 @@ class RecordReader:
                     else:
                         key = _field(r, i, n, keep)
                         i = r.i
-                        if r.buf is not raw:
-                            raw, base = r.buf, r.base
-                            buf, end = raw + _PAD, len(raw)
+                        if r.buf is not raw:  # the stream moved to another piece
+                            raw, base, buf, end = _piece(r)
                 elif n != -1:
                     raise RecordDecodeError(T.BAD_KEY.format(n), start)
                 b = buf[i]
@@ -436,9 +436,8 @@ class RecordReader:
                     i += 1
                 else:
                     n, i = _varint(r, raw, i)
-                    if r.buf is not raw:
-                        raw, base = r.buf, r.base
-                        buf, end = raw + _PAD, len(raw)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
                 value = None
                 if n >= 0:
                     if i + n <= end:
@@ -447,9 +446,8 @@ class RecordReader:
                     else:
                         value = _field(r, i, n, keep)
                         i = r.i
-                        if r.buf is not raw:
-                            raw, base = r.buf, r.base
-                            buf, end = raw + _PAD, len(raw)
+                        if r.buf is not raw:  # the stream moved to another piece
+                            raw, base, buf, end = _piece(r)
                 elif n != -1:
                     raise RecordDecodeError(T.BAD_VALUE.format(n), start)
                 if buf[i] == 0 and i < end:
@@ -458,9 +456,8 @@ class RecordReader:
                 else:
                     headers = _read_headers(r, i, rec_end, start, keep)
                     i = r.i
-                    if r.buf is not raw:
-                        raw, base = r.buf, r.base
-                        buf, end = raw + _PAD, len(raw)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
                 if base + i != rec_end:
                     raise RecordDecodeError(T.FIELDS_END.format(length), start)
                 offset = base_offset + off_delta
