@@ -98,3 +98,115 @@ def test_the_rule_catches_a_wrong_import(tmp_path: Path) -> None:
     bad.write_text("def f():\n    from kafka_tools.cli.main import cli\n    import rich\n")
     assert [t for _, t in _imports(bad)] == ["kafka_tools.cli.main", "rich"]
     assert _part("kafka_tools.cli.main") not in ALLOWED["format"] | FOUNDATIONS | {"format"}
+
+
+# Byte parsing outside format/ that reads no segment, index or checkpoint: the Kafka wire protocol's
+# ApiVersions probe, the Java String.hashCode of the range assignor, and dump-log's own pipe between
+# its worker processes.
+BYTES_ELSEWHERE = {
+    "kafka_tools/broker/client.py",
+    "kafka_tools/consumers/assignors.py",
+    "kafka_tools/cli/dump_parallel.py",
+}
+_BYTE_READERS = {"struct", "array"}  # modules whose import means fixed-layout bytes are read here
+_BYTE_CALLS = {"from_bytes", "unpack", "unpack_from", "iter_unpack", "read_varint", "read_uvarint"}
+
+
+def _byte_parsing(path: Path) -> list[str]:
+    """Where a module reads binary layouts itself: imports of struct/array, varint readers, int.from_bytes."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = [f"{line}: imports {t}" for line, t in _imports(path) if t.split(".")[0] in _BYTE_READERS]
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.Attribute):
+            name = node.attr
+        elif isinstance(node, ast.Name):
+            name = node.id
+        if name in _BYTE_CALLS or (name and "varint" in name.lower()):
+            found.append(f"{node.lineno}: uses {name}")
+    return found
+
+
+@pytest.mark.parametrize("module, path", _modules(), ids=[m for m, _ in _modules()])
+def test_only_format_reads_bytes(module: str, path: Path) -> None:
+    """Segment, index and checkpoint bytes are read in format/ alone (`iter_headers`, format.index, …):
+    a header walk or a varint reader anywhere else is a second copy of the decoder's checks."""
+    rel = path.relative_to(PACKAGE.parent).as_posix()
+    if _part(module) == "format" or rel in BYTES_ELSEWHERE:
+        return
+    found = _byte_parsing(path)
+    assert not found, f"{rel} parses bytes (move it to format/):\n" + "\n".join(found)
+
+
+def test_the_byte_rule_catches_a_header_walk(tmp_path: Path) -> None:
+    bad = tmp_path / "walk.py"
+    bad.write_text(
+        "import struct\n"
+        "def f(buf):\n"
+        "    head = struct.unpack_from('>qi', buf, 0)\n"
+        "    return head, int.from_bytes(buf[16:17], 'big'), read_varint(buf, 0)\n"
+    )
+    found = _byte_parsing(bad)
+    assert "1: imports struct" in found
+    assert {"3: uses unpack_from", "4: uses from_bytes", "4: uses read_varint"} <= set(found)
+
+
+# What a renderer may not touch of format/: the C switch and the decoders. It is handed decoded
+# records, or lines made from the bytes, by log/record_writer.py (a service), and only shows them.
+DECODE_NAMES = {
+    "accel",
+    "decode_records",
+    "decode_records_py",
+    "parse_batch_header",
+    "parse_message",
+    "iter_messages",
+    "control_record",
+    "decompress",
+    "records",
+    "inner_messages",
+    "inner_from",
+    "format_payload",
+    "format_records",
+    "format_messages",
+    "iter_log_entries",
+    "iter_headers",
+}
+
+
+def _decoding(path: Path) -> list[str]:
+    """Imports of format/'s decoders and calls of a decoding method in a module."""
+    found = []
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kafka_tools.format"):
+            found += [f"{node.lineno}: imports {a.name}" for a in node.names if a.name in DECODE_NAMES]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in DECODE_NAMES and not _is_writer(node.func.value):
+                found.append(f"{node.lineno}: calls .{node.func.attr}()")
+    return found
+
+
+def _is_writer(node: ast.expr) -> bool:
+    """`self.writer.records(b)`, `writer.control(r)`: the record writer's own methods are the way."""
+    return (isinstance(node, ast.Attribute) and node.attr == "writer") or (
+        isinstance(node, ast.Name) and node.id == "writer"
+    )
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "render").glob("*.py")), ids=lambda p: p.name)
+def test_renderers_never_decode(path: Path) -> None:
+    found = _decoding(path)
+    assert not found, f"{path.name} decodes (hand it decoded records or a record writer):\n" + "\n".join(
+        found
+    )
+
+
+def test_the_render_rule_catches_a_decoding_renderer(tmp_path: Path) -> None:
+    bad = tmp_path / "r.py"
+    bad.write_text(
+        "from kafka_tools.format import accel\n"
+        "from kafka_tools.format.record_batch import RecordBatch\n"
+        "def f(b, self):\n"
+        "    return b.records(), self.writer.records(b), accel.C.format_payload(b)\n"
+    )
+    assert _decoding(bad) == ["1: imports accel", "4: calls .records()", "4: calls .format_payload()"]

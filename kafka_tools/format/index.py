@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import struct
+import sys
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -110,3 +112,49 @@ def read_txn_index(path: str | os.PathLike) -> tuple[list[AbortedTxn], IndexTail
     return entries, IndexTail(
         len(entries), 0, size % TXN_INDEX_ENTRY.size, len(entries) * TXN_INDEX_ENTRY.size
     )
+
+
+def offset_index_columns(data: bytes, entries: int) -> tuple[array, array]:
+    """(relative offsets, positions) of the first `entries` `.index` entries in `data`, as two
+    unsigned 32-bit columns (one conversion for the whole file: a lookup bisects them)."""
+    column = array("I")
+    column.frombytes(data[: entries * OFFSET_INDEX_ENTRY.size])
+    if sys.byteorder == "little":
+        column.byteswap()
+    return column[0::2], column[1::2]
+
+
+def time_index_pairs(data: bytes) -> list[tuple[int, int]]:
+    """(timestamp, relative offset) of every whole `.timeindex` entry in `data`."""
+    whole = len(data) - len(data) % TIME_INDEX_ENTRY.size
+    return list(TIME_INDEX_ENTRY.iter_unpack(data[:whole]))
+
+
+def last_entry(path: str | os.PathLike, layout: struct.Struct) -> tuple | None:
+    """The last entry of an index that is not all zeros (a preallocated tail is zeros), read backwards
+    in small chunks from the end; None when it has none. Raises UntrustedIndexSize when the file is
+    not a whole number of entries."""
+    width = layout.size
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if size % width:
+            raise UntrustedIndexSize(f"{path}: {size} bytes is not a whole number of {width}-byte entries")
+        end = size
+        while end > 0:
+            start = max(0, end - _BACK_CHUNK)
+            chunk = os.pread(fd, end - start, start)
+            for at in range(len(chunk) - width, -1, -width):
+                if chunk.count(0, at, at + width) != width:
+                    return layout.unpack_from(chunk, at)
+            end = start
+        return None
+    finally:
+        os.close(fd)
+
+
+class UntrustedIndexSize(ValueError):
+    """An index file whose length is not a whole number of entries."""
+
+
+_BACK_CHUNK = 12 * 1024

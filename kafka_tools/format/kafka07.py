@@ -14,6 +14,7 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from kafka_tools.format import messages as T
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import Codec, CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
@@ -68,15 +69,11 @@ class Kafka07Message(CodecAndCrc):
         try:
             data = decompress(self.codec, self.payload)
         except DecompressionError as exc:
-            raise RecordDecodeError(
-                f"{self.codec_label} payload cannot be decompressed: {exc}", where
-            ) from None
+            raise RecordDecodeError(T.UNDECOMPRESSABLE.format(self.codec_label, exc), where) from None
         inner = []
         for item in walk_kafka07(data, 0, len(data), self.offset):
             if isinstance(item, Problem):
-                raise RecordDecodeError(
-                    f"inner message set: {item.message} (inside the decompressed payload)", where
-                )
+                raise RecordDecodeError(T.INSIDE_PAYLOAD.format(f"inner message set: {item.message}"), where)
             item.offset = self.offset
             inner.append(item)
         return inner

@@ -9,10 +9,13 @@ value (int32 length + bytes).
 from __future__ import annotations
 
 import struct
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kafka_tools.format import accel
+from kafka_tools.format import messages as T
+from kafka_tools.format.byte_stream import ByteStream, StreamEnd, StreamError
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
@@ -103,13 +106,11 @@ class LegacyMessage(CodecAndCrc):
             return [self]
         where = self.wrapper_payload_position
         if self.value is None:
-            raise RecordDecodeError("compressed wrapper has a null value", where)
+            raise RecordDecodeError(T.WRAPPER_NULL, where)
         try:
             data = decompress(self.codec, self.value)
         except DecompressionError as exc:
-            raise RecordDecodeError(
-                f"{self.codec_label} payload cannot be decompressed: {exc}", where
-            ) from None
+            raise RecordDecodeError(T.UNDECOMPRESSABLE.format(self.codec_label, exc), where) from None
         return self.inner_from(data)
 
     @property
@@ -120,34 +121,13 @@ class LegacyMessage(CodecAndCrc):
     def inner_from(self, data: bytes) -> list[LegacyMessage]:
         """The inner messages of this wrapper's (already decompressed) value."""
         where = self.wrapper_payload_position
-        inner: list[LegacyMessage] = []
-        pos = 0
-        while pos < len(data):
-            if len(data) - pos < LOG_OVERHEAD + MESSAGE_OVERHEAD_V0:
-                raise RecordDecodeError(
-                    f"{plural(len(data) - pos, 'stray byte')} after {plural(len(inner), 'inner message')} "
-                    "(decompressed payload)",
-                    where,
-                )
-            try:
-                message = parse_message(data, pos, pos, len(data))
-            except RecordDecodeError as exc:
-                raise RecordDecodeError(
-                    f"inner message {len(inner)}: {exc} (inside the decompressed payload)", where
-                ) from None
-            inner.append(message)
-            pos = message.next_position
-        if not inner:
-            raise RecordDecodeError("compressed wrapper holds no messages", where)
+        inner = MessageSetReader(ByteStream(data), where).messages()
         if self.magic >= 1:
             shift = v1_shift(self.offset, inner[-1].offset)
             log_append = self.timestamp_type == TimestampType.LOG_APPEND_TIME
             for i, m in enumerate(inner):
                 if m.offset + shift > INT64_MAX:
-                    raise RecordDecodeError(
-                        f"inner message {i}: relative offset {m.offset} moved by {shift} is past int64",
-                        where,
-                    )
+                    raise RecordDecodeError(T.INNER_V1_PAST_INT64.format(i, m.offset, shift), where)
                 m.offset += shift
                 if log_append:
                     m.timestamp = self.timestamp
@@ -231,11 +211,9 @@ def check_head(buf: bytes | memoryview, at: int, position: int) -> tuple[int, in
     checked: what parse_message checks first, and a streamed walk before it reads the message."""
     offset, size, crc, magic, attributes = ENTRY_HEAD.unpack_from(buf, at)
     if magic not in (0, 1):
-        raise RecordDecodeError(f"magic {magic} is not a message-set magic (0 or 1)", position + 16)
+        raise RecordDecodeError(T.NOT_MESSAGE_MAGIC.format(magic), position + 16)
     if size < min_message_size(magic):
-        raise RecordDecodeError(
-            f"message size {size} is below the minimum {min_message_size(magic)}", position + 8
-        )
+        raise RecordDecodeError(T.MESSAGE_BELOW_MINIMUM.format(size, min_message_size(magic)), position + 8)
     return offset, size, crc, magic, attributes
 
 
@@ -244,7 +222,7 @@ def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> 
     offset, size, crc, magic, attributes = check_head(buf, at, position)
     stop = at + LOG_OVERHEAD + size
     if stop > end:
-        raise RecordDecodeError(f"message size {size} runs past the end of its message set", position + 8)
+        raise RecordDecodeError(T.MESSAGE_PAST_SET.format(size), position + 8)
     pos = at + 18
     timestamp = NO_TIMESTAMP
     if magic == 1:
@@ -252,12 +230,10 @@ def parse_message(buf: bytes | memoryview, at: int, position: int, end: int) -> 
         pos += 8
     key, pos = _sized_bytes(buf, pos, stop, "key", position, at)
     if pos + 4 > stop:
-        raise RecordDecodeError("message ends inside its value length", position + pos - at)
+        raise RecordDecodeError(T.VALUE_LENGTH_CUT, position + pos - at)
     value, pos = _sized_bytes(buf, pos, stop, "value", position, at)
     if pos != stop:
-        raise RecordDecodeError(
-            f"message has {plural(stop - pos, 'byte')} after its value", position + pos - at
-        )
+        raise RecordDecodeError(T.AFTER_VALUE.format(plural(stop - pos, "byte")), position + pos - at)
     computed = crc32(memoryview(buf)[at + 16 : stop])
     return LegacyMessage(
         position, offset, size, crc, magic, attributes & 0xFF, timestamp, key, value, computed
@@ -282,7 +258,7 @@ def _sized_bytes(
     if n == -1:
         return None, pos
     if n < 0 or pos + n > stop:
-        raise RecordDecodeError(f"{what} length {n} runs past the message", position + pos - 4 - at)
+        raise RecordDecodeError(T.FIELD_PAST_MESSAGE.format(what, n), position + pos - 4 - at)
     return bytes(buf[pos : pos + n]), pos + n
 
 
@@ -292,3 +268,107 @@ def v1_shift(wrapper_offset: int, last_relative: int) -> int:
     offset) is not applied: the inner offsets are then taken as stored."""
     base = wrapper_offset - last_relative
     return base if base >= 0 else 0
+
+
+BIG_MESSAGE = 1 << 20  # a streamed walk steps over larger inner messages field by field, never holding one
+
+
+class MessageSetReader:
+    """The one Python walk of a wrapper's inner message set (magic 0/1), over a set held whole
+    (`messages()`) or decompressed as a stream (`check()`: offsets only; a message over BIG_MESSAGE is
+    stepped over without being held), with the same checks and texts either way. `where` is the file
+    position of the wrapper's compressed value, where every inner problem is reported."""
+
+    __slots__ = ("stream", "where")
+
+    def __init__(self, stream: ByteStream, where: int) -> None:
+        self.stream = stream
+        self.where = where
+
+    def messages(self) -> list[LegacyMessage]:
+        out: list[LegacyMessage] = []
+        self._walk(out.append, None)
+        return out
+
+    def check(self) -> tuple[int, int, int, bool, tuple[array, array]]:
+        """(first, last, count, increasing, highs) of the offsets as stored — highs the (index, offset)
+        of each offset above all before it, to find the first one a v1 shift moves past int64."""
+        state = [None, None, 0, True, (array("q"), array("q"))]
+
+        def seen(offset: int) -> None:
+            first, last, count, _, highs = state
+            if first is None:
+                state[0] = offset
+            elif offset <= last:
+                state[3] = False
+            if not highs[1] or offset > highs[1][-1]:
+                highs[0].append(count)
+                highs[1].append(offset)
+            state[1] = offset
+            state[2] = count + 1
+
+        self._walk(None, seen)
+        return state[0], state[1], state[2], state[3], state[4]
+
+    def _walk(self, keep, seen) -> None:
+        r, where = self.stream, self.where
+        count = 0
+        while True:
+            start = r.position()
+            if not r.has(LOG_OVERHEAD + MESSAGE_OVERHEAD_V0):  # too short for any message
+                left = r.drain()
+                if left:
+                    stray = T.INNER_STRAY.format(plural(left, "stray byte"), plural(count, "inner message"))
+                    raise RecordDecodeError(stray, where)
+                break
+            buf, i = r.buf, r.i
+            offset, size = _HEAD.unpack_from(buf, i)
+            try:
+                if i + LOG_OVERHEAD + size <= len(buf):  # held whole: parsed in place
+                    message = parse_message(buf, i, start, len(buf))
+                    r.i = i + LOG_OVERHEAD + size
+                else:
+                    check_head(buf, i, start)  # magic, then size: before reading on
+                    if keep is not None or size <= BIG_MESSAGE:
+                        head = r.take(LOG_OVERHEAD)
+                        message = parse_message(head + r.take(size), 0, start, LOG_OVERHEAD + size)
+                    else:
+                        r.take(LOG_OVERHEAD)
+                        _step_over_message(r, size, start)
+                        message = None
+            except StreamEnd:
+                text = T.INNER_AT.format(count, T.MESSAGE_PAST_SET.format(size))
+                raise RecordDecodeError(T.INSIDE_PAYLOAD.format(text), where) from None
+            except RecordDecodeError as exc:
+                if isinstance(exc, StreamError):
+                    raise
+                text = T.INNER_AT.format(count, exc)
+                raise RecordDecodeError(T.INSIDE_PAYLOAD.format(text), where) from None
+            if keep is not None:
+                keep(message)
+            else:
+                seen(offset)
+            count += 1
+        if not count:
+            raise RecordDecodeError(T.WRAPPER_EMPTY, where)
+
+
+def _step_over_message(r: ByteStream, size: int, start: int) -> None:
+    """An inner message too large to hold: its fields framed as parse_message frames them."""
+    head = r.take(6)  # crc, magic, attributes
+    magic = head[4]
+    end = r.position() - 6 + size
+    if magic == 1:
+        r.take(8)
+    for what in ("key", "value"):
+        (n,) = _INT32.unpack(r.take(4))
+        if n == -1:
+            continue
+        if n < 0 or r.position() + n > end:
+            raise RecordDecodeError(T.FIELD_PAST_MESSAGE.format(what, n), r.position() - 4)
+        r.skip(n)
+    if r.position() != end:
+        raise RecordDecodeError(T.AFTER_VALUE.format(plural(end - r.position(), "byte")), r.position())
+
+
+_HEAD = struct.Struct(">qi")

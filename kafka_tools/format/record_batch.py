@@ -15,10 +15,11 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from kafka_tools.format import accel
+from kafka_tools.format import messages as T
+from kafka_tools.format.byte_stream import ByteStream, StreamEnd, StreamError, VarintTooLong
 from kafka_tools.format.checksums import crc32c
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
-from kafka_tools.format.varint import VarintError, read_uvarint
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 RECORD_BATCH_OVERHEAD = BATCH_HEADER.size  # 61
@@ -181,7 +182,7 @@ class RecordBatch(CodecAndCrc):
                 data = decompress(self.codec, data) if limit is None else decompress(self.codec, data, limit)
             except DecompressionError as exc:
                 raise RecordDecodeError(
-                    f"{self.codec_label} payload cannot be decompressed: {exc}",
+                    T.UNDECOMPRESSABLE.format(self.codec_label, exc),
                     self.position + RECORD_BATCH_OVERHEAD,
                 ) from None
         return self.decode_payload(data)
@@ -222,8 +223,8 @@ class RecordBatch(CodecAndCrc):
             )
         except RecordDecodeError as exc:
             where = self.position + RECORD_BATCH_OVERHEAD + (0 if self.is_compressed else exc.position)
-            inside = " (inside the decompressed payload)" if self.is_compressed else ""
-            raise RecordDecodeError(f"{exc}{inside}", where) from None
+            text = T.INSIDE_PAYLOAD.format(exc) if self.is_compressed else str(exc)
+            raise RecordDecodeError(text, where) from None
 
 
 def parse_batch_header(buf: bytes | memoryview, at: int, position: int) -> RecordBatch:
@@ -276,119 +277,305 @@ def decode_records_py(
     log_append_time: int | None,
     base_sequence: int,
 ) -> list[Record]:
-    """Decode `count` varint records from an uncompressed records section.
-
-    The hot path of every full decode: varints of one byte are read inline, longer ones by a call.
-    """
+    """Decode `count` varint records from an uncompressed records section (the pure-Python reference
+    of the C `decode_records`): the RecordReader over the section held whole."""
     if not isinstance(data, bytes):
         data = bytes(data)  # indexing bytes is faster than indexing a memoryview
-    out: list[Record] = []
-    append = out.append
-    make = Record._make
-    end = len(data)
-    pos = 0
-    uvarint = read_uvarint
-    no_seq = base_sequence == NO_SEQUENCE
-    try:
-        for _ in range(count):
-            start = pos
-            b = data[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                raw, pos = uvarint(data, pos)
-                length = (raw >> 1) ^ -(raw & 1)
-            rec_end = pos + length
-            if length < 6 or rec_end > end:
-                raise RecordDecodeError(f"length {length} is impossible", start)
-            pos += 1  # record attributes (unused)
-            b = data[pos]
-            if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                raw, pos = uvarint(data, pos)
-                ts_delta = (raw >> 1) ^ -(raw & 1)
-            b = data[pos]
-            if b < 0x80:
-                off_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                raw, pos = uvarint(data, pos)
-                off_delta = (raw >> 1) ^ -(raw & 1)
-            b = data[pos]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                raw, pos = uvarint(data, pos)
-                n = (raw >> 1) ^ -(raw & 1)
-            if n < 0:
-                if n != -1:
-                    raise RecordDecodeError(f"key length {n} is invalid", start)
+    return RecordReader(
+        ByteStream(data), count, base_offset, base_timestamp, log_append_time, base_sequence
+    ).records()
+
+
+_U64 = 0xFFFFFFFFFFFFFFFF
+
+
+def _varint(r: ByteStream, buf: bytes, i: int) -> tuple[int, int]:
+    """A signed varint at buf[i] (the stream's buffer) longer than a byte, or past the buffer: (value,
+    index after it); read from the stream when it runs past the buffer (then the stream's buffer may
+    be another piece, and the index is in it)."""
+    end = len(buf)
+    raw = shift = 0
+    j = i
+    while j < end:
+        b = buf[j]
+        j += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            raw &= _U64  # Kafka reads varlongs into a Java long: the low 64 bits
+            return (raw >> 1) ^ -(raw & 1), j
+        if j - i >= 10:
+            raise VarintTooLong
+        shift += 7
+    r.i = i
+    value = r.zigzag()
+    return value, r.i
+
+
+_PAD = b"\x80" * 2  # after the buffer in the fast path: see RecordReader._walk
+
+
+def _piece(r: ByteStream) -> tuple[bytes, int, bytes, int]:
+    """The fast path's view of the stream's current piece: (piece, its stream position, the piece
+    padded, its length)."""
+    return r.buf, r.base, r.buf + _PAD, len(r.buf)
+
+
+class RecordReader:
+    """The one Python walk of a v2 records section, field by field with every check the C reader
+    makes and the same error texts: over a section held whole (`records()`: the Records) or over a
+    payload decompressed as a stream (`check()`: offsets only; keys and values are stepped over, so
+    memory stays at a piece whatever a record's size). Bytes come from a ByteStream; the fast path
+    reads its buffer in place and calls it only at a piece's end."""
+
+    __slots__ = ("stream", "count", "base_offset", "base_timestamp", "log_append_time", "base_sequence")
+
+    def __init__(
+        self,
+        stream: ByteStream,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        log_append_time: int | None,
+        base_sequence: int,
+    ) -> None:
+        self.stream = stream
+        self.count = count
+        self.base_offset = base_offset
+        self.base_timestamp = base_timestamp
+        self.log_append_time = log_append_time
+        self.base_sequence = base_sequence
+
+    def records(self) -> list[Record]:
+        """Every record, built."""
+        return self._walk(True)[0]
+
+    def check(self) -> tuple[int | None, int | None, int, bool]:
+        """(first offset delta, last offset delta, count, whether the deltas increase), nothing kept."""
+        _, first, last, increasing = self._walk(False)
+        return first, last, self.count, increasing
+
+    def _walk(self, keep: bool) -> tuple[list[Record], int | None, int | None, bool]:
+        r = self.stream
+        base_offset, base_timestamp = self.base_offset, self.base_timestamp
+        log_append_time, base_sequence = self.log_append_time, self.base_sequence
+        no_seq = base_sequence == NO_SEQUENCE
+        out: list[Record] = []
+        append = out.append
+        make = Record._make
+        first = last = None
+        increasing = True
+        # The fast path reads `buf`, the stream's buffer with a few 0x80 bytes after it: a varint read
+        # there is never a one-byte one, so it goes to _varint, which reads the stream itself.
+        raw, i, base = r.buf, r.i, r.base
+        buf = raw + _PAD
+        end = len(raw)
+        k = start = 0
+        rec_end = length = None
+        try:
+            for k in range(self.count):  # noqa: B007 (k names the record in the errors)
+                start = base + i
+                rec_end = None
+                b = buf[i]
+                if b < 0x80:
+                    length = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    length, i = _varint(r, raw, i)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
+                if length < 6:
+                    raise RecordDecodeError(T.BAD_LENGTH.format(length), start)
+                rec_end = base + i + length
+                if i < end:
+                    i += 1  # record attributes (unused)
+                else:
+                    r.i = i
+                    r.byte()
+                    i = r.i
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
+                b = buf[i]
+                if b < 0x80:
+                    ts_delta = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    ts_delta, i = _varint(r, raw, i)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
+                b = buf[i]
+                if b < 0x80:
+                    off_delta = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    off_delta, i = _varint(r, raw, i)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
+                b = buf[i]
+                if b < 0x80:
+                    n = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    n, i = _varint(r, raw, i)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
                 key = None
-            else:
-                key = data[pos : pos + n]
-                pos += n
-            b = data[pos]
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                raw, pos = uvarint(data, pos)
-                n = (raw >> 1) ^ -(raw & 1)
-            if n < 0:
-                if n != -1:
-                    raise RecordDecodeError(f"value length {n} is invalid", start)
+                if n >= 0:
+                    if i + n <= end:
+                        key = buf[i : i + n] if keep else None
+                        i += n
+                    else:
+                        key = _field(r, i, n, keep)
+                        i = r.i
+                        if r.buf is not raw:  # the stream moved to another piece
+                            raw, base, buf, end = _piece(r)
+                elif n != -1:
+                    raise RecordDecodeError(T.BAD_KEY.format(n), start)
+                b = buf[i]
+                if b < 0x80:
+                    n = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    n, i = _varint(r, raw, i)
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
                 value = None
-            else:
-                value = data[pos : pos + n]
-                pos += n
-            b = data[pos]
-            if b == 0:
-                headers: tuple = ()
-                pos += 1
-            else:
-                headers, pos = _decode_headers(data, pos, rec_end, start)
-            if pos != rec_end:
-                raise RecordDecodeError(f"fields do not end where its length {length} says", start)
-            offset = base_offset + off_delta
-            if not INT64_MIN <= offset <= INT64_MAX:
-                raise RecordDecodeError(f"offset delta {off_delta} takes the offset past int64", start)
-            if log_append_time is None:
-                timestamp = base_timestamp + ts_delta
-                if not INT64_MIN <= timestamp <= INT64_MAX:
-                    raise RecordDecodeError(
-                        f"timestamp delta {ts_delta} takes the timestamp past int64", start
+                if n >= 0:
+                    if i + n <= end:
+                        value = buf[i : i + n] if keep else None
+                        i += n
+                    else:
+                        value = _field(r, i, n, keep)
+                        i = r.i
+                        if r.buf is not raw:  # the stream moved to another piece
+                            raw, base, buf, end = _piece(r)
+                elif n != -1:
+                    raise RecordDecodeError(T.BAD_VALUE.format(n), start)
+                if buf[i] == 0 and i < end:
+                    headers: tuple = ()
+                    i += 1
+                else:
+                    headers = _read_headers(r, i, rec_end, start, keep)
+                    i = r.i
+                    if r.buf is not raw:  # the stream moved to another piece
+                        raw, base, buf, end = _piece(r)
+                if base + i != rec_end:
+                    raise RecordDecodeError(T.FIELDS_END.format(length), start)
+                offset = base_offset + off_delta
+                if not INT64_MIN <= offset <= INT64_MAX:
+                    raise RecordDecodeError(T.OFFSET_OVERFLOW.format(off_delta), start)
+                if log_append_time is None:
+                    timestamp = base_timestamp + ts_delta
+                    if not INT64_MIN <= timestamp <= INT64_MAX:
+                        raise RecordDecodeError(T.TIMESTAMP_OVERFLOW.format(ts_delta), start)
+                else:
+                    timestamp = log_append_time
+                if keep:
+                    append(
+                        make(
+                            (
+                                offset,
+                                timestamp,
+                                key,
+                                value,
+                                headers,
+                                NO_SEQUENCE if no_seq else (base_sequence + off_delta) & 0x7FFFFFFF,
+                                rec_end - start,
+                            )
+                        )
                     )
-            else:
-                timestamp = log_append_time
-            append(
-                make(
-                    (
-                        offset,
-                        timestamp,
-                        key,
-                        value,
-                        headers,
-                        NO_SEQUENCE if no_seq else (base_sequence + off_delta) & 0x7FFFFFFF,
-                        rec_end - start,
-                    )
-                )
+                elif first is None:
+                    first = last = off_delta
+                else:
+                    if off_delta <= last:
+                        increasing = False
+                    last = off_delta
+        except (StreamEnd, VarintTooLong, RecordDecodeError) as exc:
+            if isinstance(exc, StreamError):
+                raise
+            if r.buf is raw and i > r.i:
+                r.i = min(i, end)
+            # A record whose length claims more bytes than the section holds is that first, whatever
+            # broke while reading it (a stream learns the section's end only now).
+            if rec_end is not None and rec_end > r.position() + r.drain():
+                exc = RecordDecodeError(T.BAD_LENGTH.format(length), start)
+            elif isinstance(exc, StreamEnd):
+                exc = RecordDecodeError(T.PAST_END, start)
+            elif isinstance(exc, VarintTooLong):
+                exc = RecordDecodeError(T.TOO_LONG, start)
+            raise RecordDecodeError(T.RECORD_AT.format(k, exc), start) from None
+        r.i = i
+        at = r.position()
+        left = r.drain()
+        if left:
+            raise RecordDecodeError(
+                T.STRAY_BYTES.format(plural(left, "stray byte"), plural(self.count, "record")), at
             )
-    except IndexError:
-        raise RecordDecodeError(f"record {len(out)}: runs past the end of the batch", start) from None
-    except VarintError as exc:
-        what = "varint longer than 10 bytes" if exc.too_long else "runs past the end of the batch"
-        raise RecordDecodeError(f"record {len(out)}: {what}", start) from None
-    except RecordDecodeError as exc:
-        raise RecordDecodeError(f"record {len(out)}: {exc}", start) from None
-    if pos != end:
-        raise RecordDecodeError(
-            f"{plural(end - pos, 'stray byte')} after the batch's {plural(count, 'record')}", pos
-        )
-    return out
+        return out, first, last, increasing
+
+
+def _field(r: ByteStream, i: int, n: int, keep: bool) -> bytes | None:
+    """A key or value that runs past the buffer: read across the stream's pieces (kept) or stepped
+    over (not kept: memory stays at a piece whatever its size)."""
+    r.i = i
+    if keep:
+        return r.take(n)
+    r.skip(n)
+    return None
+
+
+def _read_headers(r: ByteStream, i: int, rec_end: int, start: int, keep: bool) -> tuple:
+    """A record's headers (key text, value bytes) from r.buf[i] on, each length checked against the
+    record's end; read in place while they lie in the buffer, from the stream past it. Leaves r.i
+    after them."""
+    buf = r.buf
+    end = len(buf)
+    count, i = _varint(r, buf, i)
+    if r.buf is not buf:
+        buf, end = r.buf, len(r.buf)
+    if count < 0 or count * 2 > max(rec_end - r.base - i, 0):  # none fit: the end is checked after
+        raise RecordDecodeError(T.BAD_HEADER_COUNT.format(count), start)
+    headers = []
+    for _ in range(count):
+        b = buf[i] if i < end else 0x80
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            i += 1
+        else:
+            n, i = _varint(r, buf, i)
+            if r.buf is not buf:
+                buf, end = r.buf, len(r.buf)
+        if n < 0 or r.base + i + n > rec_end:
+            raise RecordDecodeError(T.BAD_HEADER_KEY.format(n), start)
+        if i + n <= end:
+            hkey = buf[i : i + n] if keep else None
+            i += n
+        else:
+            hkey = _field(r, i, n, keep)
+            buf, i = r.buf, r.i
+            end = len(buf)
+        b = buf[i] if i < end else 0x80
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            i += 1
+        else:
+            n, i = _varint(r, buf, i)
+            if r.buf is not buf:
+                buf, end = r.buf, len(r.buf)
+        if n < -1 or r.base + i + max(n, 0) > rec_end:
+            raise RecordDecodeError(T.BAD_HEADER_VALUE.format(n), start)
+        hvalue = None
+        if n >= 0:
+            if i + n <= end:
+                hvalue = buf[i : i + n] if keep else None
+                i += n
+            else:
+                hvalue = _field(r, i, n, keep)
+                buf, i = r.buf, r.i
+                end = len(buf)
+        if keep:
+            headers.append((hkey.decode("utf-8", "replace"), hvalue))
+    r.i = i
+    return tuple(headers)
 
 
 def decode_records(
@@ -407,34 +594,6 @@ def decode_records(
 if accel.C is not None:
     accel.C.configure(Record, RecordDecodeError)  # the types the C reader makes and raises
 HAS_SPEEDUPS = accel.BUILT
-
-
-def _decode_headers(data: bytes, pos: int, rec_end: int, start: int) -> tuple[tuple, int]:
-    raw, pos = read_uvarint(data, pos)
-    count = (raw >> 1) ^ -(raw & 1)
-    if count < 0 or count * 2 > max(rec_end - pos, 0):  # none fit past the record: its end is checked after
-        raise RecordDecodeError(f"header count {count} is impossible", start)
-    headers = []
-    for _ in range(count):
-        raw, pos = read_uvarint(data, pos)
-        n = (raw >> 1) ^ -(raw & 1)
-        if n < 0 or pos + n > rec_end:
-            raise RecordDecodeError(f"header key length {n} is invalid", start)
-        hkey = data[pos : pos + n].decode("utf-8", "replace")
-        pos += n
-        raw, pos = read_uvarint(data, pos)
-        n = (raw >> 1) ^ -(raw & 1)
-        if n < 0:
-            if n != -1:
-                raise RecordDecodeError(f"header value length {n} is invalid", start)
-            hvalue = None
-        else:
-            if pos + n > rec_end:
-                raise RecordDecodeError(f"header value length {n} is invalid", start)
-            hvalue = data[pos : pos + n]
-            pos += n
-        headers.append((hkey, hvalue))
-    return tuple(headers), pos
 
 
 def control_record(record: Record) -> ControlRecord:

@@ -9,33 +9,22 @@ inflates past `WHOLE_LIMIT` is walked as a stream, with the decoder's own checks
 from __future__ import annotations
 
 import bisect
-import struct
-import zlib
-from array import array
-from collections.abc import Iterator
 from dataclasses import dataclass
 
+from kafka_tools.format import messages as T
+from kafka_tools.format.byte_stream import ByteStream, StreamError
 from kafka_tools.format.compression import Codec, DecompressionError, gunzip_whole, iter_decompressed
-from kafka_tools.format.message_set import (
-    LegacyMessage,
-    check_head,
-    min_message_size,
-    parse_message,
-    v1_shift,
-)
-from kafka_tools.format.plural import plural
+from kafka_tools.format.message_set import LegacyMessage, MessageSetReader, v1_shift
 from kafka_tools.format.record_batch import (
     INT64_MAX,
-    INT64_MIN,
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     RecordBatch,
     RecordDecodeError,
+    RecordReader,
 )
 
 WHOLE_LIMIT = 8 << 20  # decompressed bytes decoded whole; past this, walked as a stream
-_BIG_MESSAGE = 1 << 20  # inner messages up to this size are parsed whole by parse_message
-_HEAD = struct.Struct(">qi")
 
 
 @dataclass(slots=True)
@@ -48,107 +37,7 @@ class InnerStats:
     increasing: bool | None  # None: not looked at (a v0/v1 wrapper walked in C; only batches need it)
 
 
-class _End(Exception):
-    """The stream ended inside what was being read."""
-
-
-class _Reader:
-    """Bytes of a stream of pieces, read a byte, a few bytes or a skip at a time."""
-
-    __slots__ = ("buf", "i", "base", "rest")
-
-    def __init__(self, head: bytes, rest: Iterator[bytes]) -> None:
-        self.buf = head
-        self.i = 0
-        self.base = 0  # stream position of buf[0]
-        self.rest = rest
-
-    def _next(self) -> None:
-        for piece in self.rest:
-            if piece:
-                self.base += len(self.buf)
-                self.buf = piece
-                self.i = 0
-                return
-        raise _End
-
-    def position(self) -> int:
-        return self.base + self.i
-
-    def peek(self, n: int) -> bytes:
-        """The next `n` bytes, left unread (has(n) said they are there)."""
-        return self.buf[self.i : self.i + n]
-
-    def has(self, n: int) -> bool:
-        """Whether `n` more bytes are in the stream (read ahead into the buffer: for a few bytes)."""
-        while len(self.buf) - self.i < n:
-            piece = next(self.rest, None)
-            if piece is None:
-                return False
-            self.base += self.i
-            self.buf = self.buf[self.i :] + piece
-            self.i = 0
-        return True
-
-    def byte(self) -> int:
-        if self.i >= len(self.buf):
-            self._next()
-        b = self.buf[self.i]
-        self.i += 1
-        return b
-
-    def take(self, n: int) -> bytes:
-        if self.i + n <= len(self.buf):
-            out = self.buf[self.i : self.i + n]
-            self.i += n
-            return out
-        parts = []
-        while n:
-            if self.i >= len(self.buf):
-                self._next()
-            part = self.buf[self.i : self.i + n]
-            self.i += len(part)
-            n -= len(part)
-            parts.append(part)
-        return b"".join(parts)
-
-    def skip(self, n: int, crc: int | None = None) -> int | None:
-        """Step over `n` bytes (a key, a value), folding them into a running CRC-32 when given one."""
-        while n:
-            if self.i >= len(self.buf):
-                self._next()
-            step = min(n, len(self.buf) - self.i)
-            if crc is not None:
-                crc = zlib.crc32(memoryview(self.buf)[self.i : self.i + step], crc)
-            self.i += step
-            n -= step
-        return crc
-
-    def drain(self) -> int:
-        """Bytes left in the stream (read through to the end: the cap still bounds it)."""
-        left = len(self.buf) - self.i
-        self.i = len(self.buf)
-        for piece in self.rest:
-            left += len(piece)
-        return left
-
-    def zigzag(self) -> int:
-        raw = shift = 0
-        for _ in range(10):
-            b = self.byte()
-            raw |= (b & 0x7F) << shift
-            if b < 0x80:
-                raw &= 0xFFFFFFFFFFFFFFFF
-                return (raw >> 1) ^ -(raw & 1)
-            shift += 7
-        raise _TooLong
-
-
-class _TooLong(Exception):
-    """A varint longer than 10 bytes."""
-
-
-class _Said(RecordDecodeError):
+class _Said(RecordDecodeError, StreamError):
     """An error already worded for the user (a decompression failure): passed on as it is."""
 
 
@@ -161,18 +50,27 @@ def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
         head = _gather(pieces)
         if head is not None:
             return _stats([r.offset for r in entry.decode_payload(head)])
+        log_append = entry.max_timestamp if entry.attributes & TIMESTAMP_TYPE_MASK else None
+        reader = RecordReader(
+            ByteStream(b"", pieces),
+            entry.records_count,
+            entry.base_offset,
+            entry.base_timestamp,
+            log_append,
+            entry.base_sequence,
+        )
         try:
-            first, last, count, increasing = _walk_v2(_Reader(b"", pieces), entry)
+            first, last, count, increasing = reader.check()
         except RecordDecodeError as exc:
             if isinstance(exc, _Said):
                 raise
-            raise RecordDecodeError(f"{exc} (inside the decompressed payload)", where) from None
+            raise RecordDecodeError(T.INSIDE_PAYLOAD.format(exc), where) from None
         if first is None:
             return InnerStats(None, None, 0, True)
         return InnerStats(entry.base_offset + first, entry.base_offset + last, count, increasing)
     where = entry.wrapper_payload_position
     if entry.value is None:
-        raise RecordDecodeError("compressed wrapper has a null value", where)
+        raise RecordDecodeError(T.WRAPPER_NULL, where)
     head = gunzip_whole(entry.value, WHOLE_LIMIT) if entry.codec == Codec.GZIP else None
     if head is None:
         pieces = _pieces(entry.codec, entry.value, entry.codec_label, where)
@@ -183,15 +81,12 @@ def inner_stats(entry: RecordBatch | LegacyMessage) -> InnerStats:
             count, first, last = found
             return InnerStats(first, last, count, None)
         return _stats([m.offset for m in entry.inner_from(head)])
-    first, last, count, increasing, highs = _walk_legacy(_Reader(b"", pieces), where)
+    first, last, count, increasing, highs = MessageSetReader(ByteStream(b"", pieces), where).check()
     if entry.magic >= 1:  # v1 inner offsets are relative: the wrapper holds the last one's
         shift = v1_shift(entry.offset, last)
         k = bisect.bisect_right(highs[1], INT64_MAX - shift)
         if k < len(highs[1]):  # the first inner offset moved past int64, as inner_messages says
-            raise RecordDecodeError(
-                f"inner message {highs[0][k]}: relative offset {highs[1][k]} moved by {shift} is past int64",
-                where,
-            )
+            raise RecordDecodeError(T.INNER_V1_PAST_INT64.format(highs[0][k], highs[1][k], shift), where)
         first, last = first + shift, last + shift
     return InnerStats(first, last, count, increasing)
 
@@ -222,7 +117,7 @@ class _Pieces:
         try:
             return next(self.it)
         except DecompressionError as exc:
-            raise _Said(f"{self.label} payload cannot be decompressed: {exc}", self.where) from None
+            raise _Said(T.UNDECOMPRESSABLE.format(self.label, exc), self.where) from None
 
 
 def _pieces(codec: int, data, label: str, where: int) -> _Pieces:
@@ -241,145 +136,3 @@ def _gather(pieces: _Pieces) -> bytes | None:
             pieces.ahead = got
             return None
     return b"".join(got)
-
-
-def _walk_v2(r: _Reader, batch: RecordBatch) -> tuple[int | None, int | None, int, bool]:
-    """Frame and check the batch's varint records as decode_records does: (first, last offset delta,
-    count, whether the deltas increase)."""
-    count = batch.records_count
-    append_time = batch.attributes & TIMESTAMP_TYPE_MASK
-    first = last = None
-    increasing = True
-    i = 0
-    start = 0
-    rec_end = length = None
-    try:
-        for i in range(count):  # noqa: B007 (i names the record in the errors below)
-            start = r.position()
-            rec_end = length = None
-            length = r.zigzag()
-            if length < 6:
-                raise RecordDecodeError(f"length {length} is impossible", start)
-            rec_end = r.position() + length
-            r.byte()  # attributes
-            ts_delta = r.zigzag()
-            delta = r.zigzag()
-            for what in ("key", "value"):
-                n = r.zigzag()
-                if n < -1:
-                    raise RecordDecodeError(f"{what} length {n} is invalid", start)
-                if n > 0:
-                    r.skip(n)
-            headers = r.zigzag()
-            if headers < 0 or headers * 2 > max(rec_end - r.position(), 0):
-                raise RecordDecodeError(f"header count {headers} is impossible", start)
-            for _ in range(headers):
-                n = r.zigzag()
-                if n < 0 or r.position() + n > rec_end:
-                    raise RecordDecodeError(f"header key length {n} is invalid", start)
-                r.skip(n)
-                n = r.zigzag()
-                if n < -1 or r.position() + max(n, 0) > rec_end:
-                    raise RecordDecodeError(f"header value length {n} is invalid", start)
-                if n > 0:
-                    r.skip(n)
-            if r.position() != rec_end:
-                raise RecordDecodeError(f"fields do not end where its length {length} says", start)
-            if not INT64_MIN <= batch.base_offset + delta <= INT64_MAX:
-                raise RecordDecodeError(f"offset delta {delta} takes the offset past int64", start)
-            if not append_time and not INT64_MIN <= batch.base_timestamp + ts_delta <= INT64_MAX:
-                raise RecordDecodeError(f"timestamp delta {ts_delta} takes the timestamp past int64", start)
-            if first is None:
-                first = delta
-            elif delta <= last:
-                increasing = False
-            last = delta
-    except (_End, _TooLong, RecordDecodeError) as exc:
-        if isinstance(exc, _Said):
-            raise
-        # The whole decoder knows the section's end when it reads a length; the stream learns it
-        # only now: a record that claims more bytes than the stream holds is that first.
-        if rec_end is not None and rec_end > r.position() + r.drain():
-            exc = RecordDecodeError(f"length {length} is impossible", start)
-        elif isinstance(exc, _End):
-            exc = RecordDecodeError("runs past the end of the batch", start)
-        elif isinstance(exc, _TooLong):
-            exc = RecordDecodeError("varint longer than 10 bytes", start)
-        raise RecordDecodeError(f"record {i}: {exc}", start) from None
-    at = r.position()
-    left = r.drain()
-    if left:
-        raise RecordDecodeError(
-            f"{plural(left, 'stray byte')} after the batch's {plural(count, 'record')}", at
-        )
-    return first, last, count, increasing
-
-
-def _walk_legacy(r: _Reader, where: int) -> tuple[int, int, int, bool, tuple[array, array]]:
-    """Frame every inner message of a wrapper as inner_messages() does: (first, last, count, increasing,
-    highs) — highs the (index, offset) of each offset above all before it, to find the first one a v1
-    shift moves past int64."""
-    first = last = None
-    count = 0
-    increasing = True
-    highs = (array("q"), array("q"))
-    while True:
-        start = r.position()
-        if not r.has(12 + min_message_size(0)):  # as inner_from: too short for any message
-            left = r.drain()
-            if left:
-                stray = f"{plural(left, 'stray byte')} after {plural(count, 'inner message')}"
-                raise RecordDecodeError(f"{stray} (decompressed payload)", where)
-            break
-        head = r.take(12)
-        offset, size = _HEAD.unpack(head)
-        try:
-            check_head(head + r.peek(6), 0, start)  # magic, then size: as parse_message, before reading on
-            if size <= _BIG_MESSAGE:
-                parse_message(head + r.take(size), 0, start, 12 + size)
-            else:
-                _walk_big_message(r, size, start)
-        except _End:
-            raise RecordDecodeError(
-                f"inner message {count}: message size {size} runs past the end of its message set "
-                "(inside the decompressed payload)",
-                where,
-            ) from None
-        except RecordDecodeError as exc:
-            if isinstance(exc, _Said):
-                raise
-            raise RecordDecodeError(
-                f"inner message {count}: {exc} (inside the decompressed payload)", where
-            ) from None
-        if first is None:
-            first = offset
-        elif offset <= last:
-            increasing = False
-        if not highs[1] or offset > highs[1][-1]:
-            highs[0].append(count)
-            highs[1].append(offset)
-        last = offset
-        count += 1
-    if not count:
-        raise RecordDecodeError("compressed wrapper holds no messages", where)
-    return first, last, count, increasing, highs
-
-
-def _walk_big_message(r: _Reader, size: int, start: int) -> None:
-    """An inner message too large to hold: its fields framed as parse_message frames them."""
-    head = r.take(6)  # crc, magic, attributes
-    magic = head[4]
-    if magic not in (0, 1):
-        raise RecordDecodeError(f"magic {magic} is not a message-set magic (0 or 1)", start + 16)
-    end = r.position() - 6 + size
-    if magic == 1:
-        r.take(8)
-    for what in ("key", "value"):
-        (n,) = struct.unpack(">i", r.take(4))
-        if n == -1:
-            continue
-        if n < 0 or r.position() + n > end:
-            raise RecordDecodeError(f"{what} length {n} runs past the message", r.position() - 4)
-        r.skip(n)
-    if r.position() != end:
-        raise RecordDecodeError(f"message has {end - r.position()} bytes after its value", r.position())

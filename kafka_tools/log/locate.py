@@ -20,21 +20,25 @@ import operator
 import os
 import re
 import stat
-import struct
-import sys
-from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kafka_tools.errors import FindingsError, InputError, UsageError
+from kafka_tools.format.index import offset_index_columns
+from kafka_tools.format.record_batch import LOG_OVERHEAD
+from kafka_tools.format.segment import (
+    HEADER_CHUNK,
+    KAFKA07_MIN_SIZE,
+    KAFKA07_SIZE_FIELD,
+    MAGICS,
+    EntryHeader,
+    FrameFault,
+    ProblemKind,
+    iter_headers,
+)
 from kafka_tools.log.dirs import list_partition, log_start_offset
 
-LOG_OVERHEAD = 12  # offset + size: the frame of every entry since 0.8
-HEADER_UP_TO_MAGIC = 17
-V2_LAST_OFFSET_DELTA_AT = 23  # baseOffset 8, length 4, leaderEpoch 4, magic 1, crc 4, attributes 2
-MIN_ENTRY_SIZE = {0: 14, 1: 22, 2: 49}  # the size field's minimum per magic (Kafka's record overheads)
-KAFKA07_MIN_SIZE = 5  # magic + crc (magic 0); the size field is 4 bytes
-DEFAULT_CHUNK = 1 << 20  # bytes read at a time (a consumer's default fetch size)
+DEFAULT_CHUNK = HEADER_CHUNK  # bytes read at a time (a consumer's default fetch size)
 READ_LIMIT = 64 << 20  # no batch above this is read whole: the bound of message.max.bytes-style settings
 _NONZERO = re.compile(rb"[^\x00]")
 INDEX_INTERVAL_BYTES = 4096  # the broker's default index.interval.bytes
@@ -96,17 +100,7 @@ class PartitionLog:
     live: bool = False  # a broker writes it: the last segment's tail and indexes are in flight
 
 
-@dataclass(slots=True)
-class Frame:
-    """One entry of a segment, complete in `buf` at `at` (its file position is `position`)."""
-
-    position: int
-    buf: bytes
-    at: int
-    size: int  # bytes the entry occupies in the file
-    magic: int
-    first_offset: int | None  # v2: base offset; v0/v1: None (a wrapper's first needs decompression)
-    last_offset: int
+Frame = EntryHeader  # one entry, complete in `buf` at `at` (its file position is `position`)
 
 
 def open_partition(path: str) -> PartitionLog:
@@ -189,11 +183,7 @@ def index_lookup(
         raise UntrustedIndex("entries follow a run of zeros (not increasing)")
     if entries == 0 or (entries == 1 and data[:8] == bytes(8)):
         raise UntrustedIndex("empty")  # all zeros: a preallocated index with no entry yet
-    column = array("I")
-    column.frombytes(data[: entries * 8])
-    if sys.byteorder == "little":
-        column.byteswap()
-    relative, positions = column[0::2], column[1::2]
+    relative, positions = offset_index_columns(data, entries)
     if relative[-1] > 0x7FFFFFFF or not all(map(operator.lt, relative, relative[1:])):
         raise UntrustedIndex("offsets not increasing")
     if not all(map(operator.lt, positions, positions[1:])):
@@ -283,109 +273,58 @@ class SegmentReader:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _read(self, position: int, length: int) -> bytes:
-        try:
-            return os.pread(self._fd, min(length, self.size - position), position)
-        except OSError as exc:
-            raise InputError(f"{self.path}: position {position}: {exc.strerror or exc}") from None
-
     def frames(self, position: int) -> Iterator[Frame]:
         """Entries of a 0.8+ segment (message sets v0/v1, record batches v2) from `position`."""
-        chunk = self.chunk
-        buf = self._read(position, chunk)
-        start = position
-        while position < self.size:
-            at = position - start
-            if len(buf) - at < HEADER_UP_TO_MAGIC:
-                if self.size - position < HEADER_UP_TO_MAGIC:
-                    self._tail(position)
-                    return
-                buf, start, at = self._read(position, chunk), position, 0
-            offset, size = struct.unpack_from(">qi", buf, at)
-            magic = buf[at + 16]
-            if size == 0 and offset == 0 and self._zero_from(position):
-                return  # a preallocated (zeroed) tail: the end of the data
-            minimum = MIN_ENTRY_SIZE.get(magic)
-            if minimum is None:
-                raise FindingsError(f"{self.path}: position {position}: unknown magic {magic}")
-            if size < minimum:
-                raise FindingsError(
-                    f"{self.path}: position {position}: entry size {size} is below the minimum {minimum}"
-                )
-            entry = size + LOG_OVERHEAD
-            if entry > self.size - position and self.in_flight:
-                return  # the batch the broker is appending: not there yet
-            if entry > self.size - position:
-                raise FindingsError(
-                    f"{self.path}: position {position}: truncated batch: entry of {entry} bytes runs "
-                    f"past the end of the file ({self.size - position} left)"
-                )
-            if at + entry > len(buf):
-                buf, chunk = self._fit(position, entry, chunk, "batch")
-                start, at = position, 0
-            if magic == 2:
-                (delta,) = struct.unpack_from(">i", buf, at + V2_LAST_OFFSET_DELTA_AT)
-                yield Frame(position, buf, at, entry, 2, offset, offset + delta)
-            else:
-                yield Frame(position, buf, at, entry, magic, None, offset)
-            position += entry
+        return self._frames(position, kafka07=False)
 
     def kafka07_frames(self, position: int) -> Iterator[Frame]:
         """Entries of a 0.7 `.kafka` segment (4-byte size, magic, …) from `position`; offsets are
         byte positions, so `last_offset` is the file position here (the caller adds the base)."""
-        chunk = self.chunk
-        buf = self._read(position, chunk)
-        start = position
-        while position < self.size:
-            at = position - start
-            if len(buf) - at < 5:
-                if self.size - position < 5:
-                    self._tail(position)
+        return self._frames(position, kafka07=True)
+
+    def _frames(self, position: int, kafka07: bool) -> Iterator[Frame]:
+        noun = "message" if kafka07 else "batch"
+        walk = iter_headers(
+            self._fd, position, whole=True, chunk=self.chunk, limit=self.limit, kafka07=kafka07
+        )
+        try:
+            for frame in walk:
+                if type(frame) is FrameFault:
+                    self._fault(frame, noun)
                     return
-                buf, start, at = self._read(position, chunk), position, 0
-            (size,) = struct.unpack_from(">i", buf, at)
-            if size == 0 and self._zero_from(position):
-                return
-            if size < KAFKA07_MIN_SIZE:
-                raise FindingsError(f"{self.path}: position {position}: message size {size} is below 5")
-            entry = size + 4
-            if entry > self.size - position:
-                raise FindingsError(
-                    f"{self.path}: position {position}: truncated message: entry of {entry} bytes runs "
-                    f"past the end of the file ({self.size - position} left)"
-                )
-            if at + entry > len(buf):
-                buf, chunk = self._fit(position, entry, chunk, "message")
-                start, at = position, 0
-            yield Frame(position, buf, at, entry, buf[at + 4], position, position)
-            position += entry
+                if frame.buf is None:
+                    raise FindingsError(
+                        f"{self.path}: position {frame.position}: {noun} of {frame.entry_size} bytes is "
+                        f"over the read limit of {self.limit} bytes"
+                    )
+                yield frame
+        except OSError as exc:
+            raise InputError(f"{self.path}: position {position}: {exc.strerror or exc}") from None
 
-    def _fit(self, position: int, entry: int, chunk: int, noun: str) -> tuple[bytes, int]:
-        """The bytes from `position` in a chunk doubled until the whole entry fits (the chunk now in
-        use is returned too); an entry over the read limit is a finding."""
-        while chunk < entry:
-            chunk *= 2
-        if chunk > self.limit:
+    def _fault(self, fault: FrameFault, noun: str) -> None:
+        """The walk stopped at `fault`: the end of the data (a zero tail; on a running broker's active
+        segment, the entry being appended), or a finding."""
+        where = f"{self.path}: position {fault.position}"
+        kind = fault.kind
+        if noun == "batch" and fault.magic is not None and fault.magic not in MAGICS:
+            raise FindingsError(f"{where}: unknown magic {fault.magic & 0xFF}")
+        if kind is ProblemKind.ZERO_TAIL:
+            return
+        if kind is ProblemKind.SIZE_BELOW_MINIMUM:
+            if noun == "message":
+                raise FindingsError(f"{where}: message size {fault.size} is below {KAFKA07_MIN_SIZE}")
+            raise FindingsError(f"{where}: entry size {fault.size} is below the minimum {fault.minimum}")
+        if self.in_flight and (kind is ProblemKind.TRUNCATED_HEADER or noun == "batch"):
+            return  # the entry the broker is appending: not there yet
+        if kind is ProblemKind.TRUNCATED_HEADER:
             raise FindingsError(
-                f"{self.path}: position {position}: {noun} of {entry} bytes is over the read "
-                f"limit of {self.limit} bytes"
+                f"{where}: truncated batch: {fault.remaining} trailing bytes, too few for an entry header"
             )
-        return self._read(position, chunk), chunk
-
-    def _tail(self, position: int) -> None:
-        if not self.in_flight and not self._zero_from(position):
-            raise FindingsError(
-                f"{self.path}: position {position}: truncated batch: {self.size - position} trailing "
-                "bytes, too few for an entry header"
-            )
-
-    def _zero_from(self, position: int) -> bool:
-        while position < self.size:
-            data = self._read(position, 1 << 20)
-            if not data or data.count(0) != len(data):
-                return False
-            position += len(data)
-        return True
+        entry = fault.size + (KAFKA07_SIZE_FIELD if noun == "message" else LOG_OVERHEAD)
+        raise FindingsError(
+            f"{where}: truncated {noun}: entry of {entry} bytes runs past the end of the file "
+            f"({fault.remaining} left)"
+        )
 
 
 def frames_from(
@@ -440,7 +379,7 @@ def log_end_offset(part: PartitionLog, chunk: int = DEFAULT_CHUNK) -> int:
         try:
             if part.kafka07:
                 for frame in reader.kafka07_frames(0):
-                    last = seg.base_offset + frame.position + frame.size - 1
+                    last = seg.base_offset + frame.position + frame.entry_size - 1
             else:
                 for frame in frames_from(seg, 1 << 62, reader, part.warnings):
                     last = frame.last_offset

@@ -20,14 +20,18 @@ release the GIL). Hence the plan:
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_tools.broker_lock import is_live
-from kafka_tools.format.batch_runs import BatchRun, scanner
-from kafka_tools.format.checksums import crc32c
+from kafka_tools.format.batch_runs import (
+    BatchRun,
+    begins_with_batch,
+    first_batch_offsets,
+    scanner,
+    split_points,
+)
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
 from kafka_tools.log.segment_checks import PREAD_WINDOW
@@ -114,12 +118,7 @@ def begins_with_v2(path: Path, size: int) -> bool:
     looked at (never split)."""
     if size < SPLIT_MIN:
         return False
-    try:
-        with open(path, "rb") as f:
-            head = os.pread(f.fileno(), 17, 0)
-    except OSError:
-        return False
-    return len(head) == 17 and head[16] == 2
+    return begins_with_batch(path)
 
 
 def plan_for(found, jobs: int) -> JobsPlan:
@@ -145,67 +144,6 @@ def splitter(pool: Executor, parts: int):
 
 
 # -- one segment in ranges ------------------------------------------------------------------------
-
-# baseOffset, length, leaderEpoch, magic, crc, attributes, lastOffsetDelta
-_HEADER = struct.Struct(">qiiBIhi")
-
-
-# Looked through for a batch start after each cut, doubled while none is found (batches are smaller)
-RESYNC_WINDOW, RESYNC_MAX = 256 * 1024, 16 * 1024 * 1024
-
-
-def split_points(path: Path, parts: int) -> list[int]:
-    """Positions that cut `path` into about `parts` ranges of equal size, each the first batch start
-    found at or after the cut: a header of magic 2 whose length fits and whose CRC-32C matches what
-    follows. Nothing is walked from the file's start (that serial walk, a pread a batch, cost as much
-    as a range's CRCs). A start found inside another batch's bytes (a batch carried in a record's
-    value) is harmless: the range before it then does not end exactly there, and split_prefix stops
-    joining at that seam. [] when the file does not begin with a v2 batch."""
-    size = path.stat().st_size
-    points: list[int] = []
-    with open(path, "rb") as f:
-        fd = f.fileno()
-        head = os.pread(fd, 17, 0)
-        if len(head) < 17 or head[16] != 2:
-            return []
-        for k in range(1, parts):
-            cut = max(size * k // parts, points[-1] + 1 if points else 1)
-            found = _batch_start_after(fd, cut, size)
-            if found is None:
-                break
-            points.append(found)
-    return points
-
-
-def _batch_start_after(fd: int, position: int, size: int) -> int | None:
-    window = RESYNC_WINDOW
-    while True:
-        buf = os.pread(fd, min(window, size - position), position)
-        found = _batch_start_in(buf)
-        if found is not None:
-            return position + found
-        if window >= RESYNC_MAX or len(buf) < window:
-            return None
-        window *= 2
-
-
-def _batch_start_in(buf: bytes) -> int | None:
-    at = 0
-    while True:
-        magic = buf.find(b"\x02", at + 16)
-        if magic < 0:
-            return None
-        candidate = magic - 16
-        at = candidate + 1
-        if candidate + 61 > len(buf):
-            return None
-        length = int.from_bytes(buf[candidate + 8 : candidate + 12], "big", signed=True)
-        end = candidate + 12 + length
-        if length < 49 or end > len(buf):
-            continue
-        stored = int.from_bytes(buf[candidate + 17 : candidate + 21], "big")
-        if crc32c(memoryview(buf)[candidate + 21 : end]) == stored:
-            return candidate
 
 
 def _range_run(path: Path, start: int, end: int, lo: int, hi: int, wanted: list[int]) -> BatchRun | None:
@@ -239,13 +177,6 @@ def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
     )
 
 
-def _first_batch(path: Path, position: int) -> tuple[int, int]:
-    """(base offset, last offset) of the batch at `position`."""
-    with open(path, "rb") as f:
-        base, _, _, _, _, _, delta = _HEADER.unpack(os.pread(f.fileno(), _HEADER.size, position))
-    return base, base + delta
-
-
 def split_prefix(path: Path, base: int, wanted: list[int], parts: int, pool: Executor) -> BatchRun | None:
     """The ordinary batches of `path` from its start, checked in `parts` ranges on `pool`, as one
     BatchRun: what the sequential walk would have made of them; None when the file does not begin
@@ -265,7 +196,7 @@ def split_prefix(path: Path, base: int, wanted: list[int], parts: int, pool: Exe
     for k, run in enumerate(runs[1:], start=1):
         if merged.end != bounds[k] or run is None or run.position != bounds[k]:
             break
-        first_base, first_last = _first_batch(path, run.position)
+        first_base, first_last = first_batch_offsets(path, run.position)
         if first_last <= merged.last_offset:
             break  # out of order at the seam: the sequential walk reports it
         merged = _joined(merged, run, seam_gap=first_base > merged.last_offset + 1 or run.has_gaps)

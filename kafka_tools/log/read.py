@@ -10,12 +10,12 @@ segment by segment until `count` records are shown or the log ends. Events are `
 from __future__ import annotations
 
 import os
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kafka_tools.errors import FindingsError
 from kafka_tools.format.checksums import crc_finding
+from kafka_tools.format.index import time_index_pairs
 from kafka_tools.log.locate import (
     DEFAULT_CHUNK,
     Frame,
@@ -30,7 +30,6 @@ from kafka_tools.log.locate import (
     segment_for,
 )
 
-TIME_INDEX_ENTRY = struct.Struct(">qi")
 INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "transactions"}  # as dump-log
 
 
@@ -210,7 +209,7 @@ def _decode(seg: SegmentFiles, frame: Frame, offset: int, remaining: int | None,
                 return None, _crc_problem(seg, entry)
             records = [r for r in entry.records() if r.offset >= offset][:remaining]
             return make(seg.log, entry, records=records), _crc_problem(seg, entry)
-        entry = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.size)
+        entry = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.entry_size)
         if entry.is_compressed:
             inner = [m for m in entry.inner_messages() if m.offset >= offset][:remaining]
             return make(seg.log, entry, inner=inner), _crc_problem(seg, entry)
@@ -244,7 +243,7 @@ def _read_kafka07(part: PartitionLog, offset: int, count: int | None, chunk: int
             before = None
             for frame in reader.kafka07_frames(0):
                 at = seg.base_offset + frame.position
-                end = at + frame.size
+                end = at + frame.entry_size
                 if not started:
                     if at < offset:
                         before = at
@@ -353,7 +352,7 @@ def _frame_timestamp(seg: SegmentFiles, frame: Frame) -> int | None:
         if frame.magic == 2:
             batch = parse_batch_header(frame.buf, frame.at, frame.position)
             return None if batch.is_control else batch.max_timestamp
-        return parse_message(frame.buf, frame.at, frame.position, frame.at + frame.size).timestamp
+        return parse_message(frame.buf, frame.at, frame.position, frame.at + frame.entry_size).timestamp
     except RecordDecodeError as exc:
         raise FindingsError(f"{seg.log}: position {exc.position}: records undecodable: {exc}") from None
 
@@ -386,7 +385,7 @@ def _time_entries(path: str) -> list[tuple[int, int]]:
         data = f.read()
     if len(data) % 12:
         raise UntrustedIndex(f"size {len(data)} is not a multiple of 12")
-    entries = list(TIME_INDEX_ENTRY.iter_unpack(data))
+    entries = time_index_pairs(data)
     while len(entries) > 1 and entries[-1] == (0, 0):
         entries.pop()  # the preallocated tail
     if entries and entries[0] == (0, 0) and len(entries) == 1:
@@ -416,7 +415,7 @@ def _first_at_or_after(seg: SegmentFiles, frame: Frame, timestamp: int, log_star
                 return None
             found = (r.offset for r in batch.records() if r.timestamp >= timestamp and r.offset >= log_start)
             return next(found, None)
-        message = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.size)
+        message = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.entry_size)
         if message.timestamp < timestamp and not message.is_compressed:
             return None
         if not message.is_compressed:

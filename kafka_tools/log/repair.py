@@ -7,7 +7,6 @@ import fcntl
 import hashlib
 import os
 import shutil
-import struct
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,14 +56,14 @@ def build_indexes(seg: Segment, keep_bytes: int, interval: int) -> tuple[bytes, 
         if ts > max_ts:
             max_ts, max_ts_offset = ts, entry.last_offset
         if valid - last_entry_at > interval:
-            offsets += struct.pack(">iI", entry.last_offset - base, valid)
+            offsets += index.OFFSET_INDEX_ENTRY.pack(entry.last_offset - base, valid)
             if max_ts > last_time[0]:
-                times += struct.pack(">qi", max_ts, max_ts_offset - base)
+                times += index.TIME_INDEX_ENTRY.pack(max_ts, max_ts_offset - base)
                 last_time = (max_ts, max_ts_offset)
             last_entry_at = valid
         valid += entry.entry_size
     if max_ts > last_time[0]:
-        times += struct.pack(">qi", max_ts, max_ts_offset - base)
+        times += index.TIME_INDEX_ENTRY.pack(max_ts, max_ts_offset - base)
     return bytes(offsets), bytes(times)
 
 

@@ -98,14 +98,15 @@ class ReplicaLog:
             if frame.magic == 2:
                 b = parse_batch_header(frame.buf, frame.at, frame.position)
                 return Entry(
-                    k, frame.position, frame.size, 2, b.base_offset, b.last_offset, b.crc,
+                    k, frame.position, frame.entry_size, 2, b.base_offset, b.last_offset, b.crc,
                     b.computed_crc, b.partition_leader_epoch, b.records_count,
                 )  # fmt: skip
-            m = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.size)
+            m = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.entry_size)
             count = None if m.is_compressed else 1
             return Entry(
-                k, frame.position, frame.size, m.magic, None, m.offset, m.crc, m.computed_crc, None, count
-            )
+                k, frame.position, frame.entry_size, m.magic, None, m.offset, m.crc, m.computed_crc, None,
+                count,
+            )  # fmt: skip
         except RecordDecodeError as exc:
             seg = self.part.segments[k].log
             raise ReplicaUnreadable(f"{seg}: position {exc.position}: {exc}") from None
@@ -216,7 +217,7 @@ def _records_in(log: ReplicaLog, entry: Entry, start: int, end: int) -> int:
             if start <= batch.base_offset and batch.last_offset < end:
                 return batch.records_count
             return sum(1 for r in batch.records() if start <= r.offset < end)
-        m = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.size)
+        m = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.entry_size)
         if not m.is_compressed:
             return 1 if start <= m.offset < end else 0
         return sum(1 for inner in m.inner_messages() if start <= inner.offset < end)
@@ -238,7 +239,7 @@ def entry_start(log: ReplicaLog, offset: int) -> int:
 
     frame = next(log._reader(entry.segment).frames(entry.position))
     try:
-        m = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.size)
+        m = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.entry_size)
         inner = m.inner_messages() if m.is_compressed else [m]
     except RecordDecodeError as exc:
         raise ReplicaUnreadable(

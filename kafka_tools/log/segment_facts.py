@@ -7,15 +7,12 @@ unless an index is missing or cannot be trusted, and then only that one segment 
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass
 
+from kafka_tools.format.index import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, UntrustedIndexSize, last_entry
 from kafka_tools.format.segment import ProblemKind, iter_log_entries
 
-TIME_ENTRY = 12  # timestamp int64, relative offset int32
-OFFSET_ENTRY = 8  # relative offset int32, position int32
 MAGIC_AT = 16  # byte 16 of an entry is its magic in every generation (offset, size, crc|epoch, magic)
-_BACK_CHUNK = 12 * 1024
 
 
 class IndexUntrusted(Exception):
@@ -34,37 +31,21 @@ def stat_ms(path: str | os.PathLike) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns // 1_000_000
 
 
-def _last_nonzero_entry(path: str | os.PathLike, width: int) -> bytes | None:
-    """The last entry of an index that is not all zeros (a preallocated tail is zeros); None if empty."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        if size % width:
-            raise IndexUntrusted(f"{path}: {size} bytes is not a whole number of {width}-byte entries")
-        end = size
-        while end > 0:
-            start = max(0, end - _BACK_CHUNK)
-            chunk = os.pread(fd, end - start, start)
-            for at in range(len(chunk) - width, -1, -width):
-                entry = chunk[at : at + width]
-                if entry.count(0) != width:
-                    return entry
-            end = start
-        return None
-    finally:
-        os.close(fd)
-
-
 def last_time_index_entry(path: str | os.PathLike) -> tuple[int, int] | None:
     """(timestamp, relative offset) of the last `.timeindex` entry, or None when it has none."""
-    entry = _last_nonzero_entry(path, TIME_ENTRY)
-    return None if entry is None else struct.unpack(">qi", entry)
+    return _last(path, TIME_INDEX_ENTRY)
 
 
 def last_offset_index_entry(path: str | os.PathLike) -> tuple[int, int] | None:
     """(relative offset, position) of the last `.index` entry, or None."""
-    entry = _last_nonzero_entry(path, OFFSET_ENTRY)
-    return None if entry is None else struct.unpack(">ii", entry)
+    return _last(path, OFFSET_INDEX_ENTRY)
+
+
+def _last(path: str | os.PathLike, layout) -> tuple[int, int] | None:
+    try:
+        return last_entry(path, layout)
+    except UntrustedIndexSize as exc:
+        raise IndexUntrusted(str(exc)) from None
 
 
 def magic_of(path: str | os.PathLike) -> int | None:

@@ -12,13 +12,12 @@ record may be older than its batch's base timestamp, so no header bounds a batch
 
 from __future__ import annotations
 
-import os
 import re
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kafka_tools.errors import UsageError
+from kafka_tools.format.segment import FrameFault, iter_headers
 from kafka_tools.log.times import parse_time
 
 PREVIEW = 64  # characters of a value shown
@@ -168,49 +167,20 @@ def match_chunks(spec, start: int, end: int | None, question: Question, sink=Non
         sink((spec.file, start, counts))
 
 
-_V2_MAX_TIMESTAMP = 35  # a v2 batch header's maxTimestamp, from the entry's start
-_V1_TIMESTAMP = 18  # a magic-1 message's timestamp (the wrapper's: the largest inside)
-_HEAD = 43  # bytes read from each entry: up to the end of a v2 header's maxTimestamp
-
-
 def newest_timestamp(path: str, start: int = 0, end: int | None = None) -> tuple[int, int] | None:
     """(entries, newest timestamp) of the entries that start in [start, end), read from their headers
-    alone (43 bytes an entry, hopping from one to the next as the decoder's walk does); magic 0 entries
-    have none (-1). None when anything is unusual (a size or magic the walk would question, a short
-    file): the caller then walks the range entry by entry, damage and all."""
-    from kafka_tools.format.message_set import MESSAGE_OVERHEAD_V0, MESSAGE_OVERHEAD_V1
-    from kafka_tools.format.record_batch import MIN_BATCH_LENGTH
-
-    shortest = (MESSAGE_OVERHEAD_V0, MESSAGE_OVERHEAD_V1, MIN_BATCH_LENGTH)  # by magic, as the decoder
+    alone (`iter_headers`: the decoder's framing and size checks); magic 0 entries have none (-1).
+    None when anything is unusual (a size or magic the walk would question, a short file): the caller
+    then walks the range entry by entry, damage and all."""
     entries, newest = 0, -1
     with open(path, "rb") as f:
-        fd = f.fileno()
-        size = os.fstat(fd).st_size
-        limit = size if end is None else min(size, end)
-        buf, at, pos = b"", 0, start
-        while pos < limit:
-            i = pos - at
-            if i < 0 or i + _HEAD > len(buf):
-                buf, at, i = os.pread(fd, 1 << 20, pos), pos, 0
-                if len(buf) < 17:
-                    return None
-            _, length = _ENTRY.unpack_from(buf, i)
-            magic = buf[i + 16]
-            if magic > 2 or length < shortest[magic] or length > size - pos - 12:
-                return None
-            if magic == 2 and len(buf) - i >= _HEAD:
-                newest = max(newest, _TS.unpack_from(buf, i + _V2_MAX_TIMESTAMP)[0])
-            elif magic == 1 and len(buf) - i >= _V1_TIMESTAMP + 8:
-                newest = max(newest, _TS.unpack_from(buf, i + _V1_TIMESTAMP)[0])
-            elif magic != 0:
+        for header in iter_headers(f.fileno(), start, end):
+            if type(header) is FrameFault:
                 return None
             entries += 1
-            pos += 12 + length
+            if header.max_timestamp > newest:
+                newest = header.max_timestamp
     return entries, newest
-
-
-_ENTRY = struct.Struct(">qi")
-_TS = struct.Struct(">q")
 
 
 def _new() -> dict[str, list]:

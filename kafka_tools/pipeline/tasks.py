@@ -18,22 +18,16 @@ HDFS or S3. The work:
 from __future__ import annotations
 
 import operator
-import os
-import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 
 from kafka_tools.format.compression import codec_label
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
-from kafka_tools.format.message_set import LegacyMessage, min_message_size
-from kafka_tools.format.record_batch import (
-    LOG_OVERHEAD,
-    MIN_BATCH_LENGTH,
-    RecordBatch,
-    RecordDecodeError,
-)
-from kafka_tools.format.segment import HEADER_UP_TO_MAGIC, Problem, iter_log_entries, looks_like_text
+from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
+from kafka_tools.format.segment import FrameFault, Problem, iter_headers, iter_log_entries, looks_like_text
 from kafka_tools.log.dirs import Segment
 from kafka_tools.log.findings import SegmentReport, ValidateOptions
 from kafka_tools.log.index_checks import read_indexes
@@ -45,7 +39,6 @@ CHUNK_ROWS = 65536  # rows per Arrow batch handed to Spark: bounded memory whate
 CHUNK_BYTES = 64 * 1024 * 1024  # and key + value bytes per `records` batch (large values: fewer rows)
 MAX_HOPS = 4_000_000  # header hops per segment on the driver before it stops looking for more cuts
 _TIMESTAMP = operator.itemgetter(1)  # Record.timestamp
-_HEAD = struct.Struct(">qi")
 
 
 @dataclass(frozen=True)
@@ -140,28 +133,13 @@ def range_starts(spec: SegmentSpec, split_bytes: int, max_hops: int = MAX_HOPS) 
         return starts
     size = spec.size
     with open(spec.path, "rb") as f:
-        fd = f.fileno()
-        buf, at = b"", 0
-        pos = 0
-        for _ in range(max_hops):
-            if size - pos < HEADER_UP_TO_MAGIC:
-                break
-            i = pos - at
-            if i + HEADER_UP_TO_MAGIC > len(buf):
-                buf, at, i = os.pread(fd, 1 << 20, pos), pos, 0
-                if len(buf) < HEADER_UP_TO_MAGIC:
-                    break
-            _, length = _HEAD.unpack_from(buf, i)
-            magic = buf[i + 16]
-            if magic > 2:
-                break
-            minimum = MIN_BATCH_LENGTH if magic == 2 else min_message_size(magic)
-            if length < minimum or length > size - pos - LOG_OVERHEAD:
+        for header in islice(iter_headers(f.fileno()), max_hops):
+            if type(header) is FrameFault:
                 break
             # A well-framed entry begins here: a range may start at it.
+            pos = header.position
             if pos - starts[-1] >= split_bytes and size - pos >= split_bytes // 8:
                 starts.append(pos)
-            pos += LOG_OVERHEAD + length
     return starts
 
 

@@ -9,12 +9,12 @@ import json
 from dataclasses import asdict
 from typing import TextIO
 
-from kafka_tools.format import accel, index, snapshot
+from kafka_tools.format import index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
-from kafka_tools.format.message_set import LegacyMessage, iter_messages
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
 from kafka_tools.log.dump_events import (
     EntryEvent,
     FileEnd,
@@ -23,6 +23,7 @@ from kafka_tools.log.dump_events import (
     MessageRunEvent,
     ProblemEvent,
 )
+from kafka_tools.log.record_writer import RecordWriter
 from kafka_tools.render.dump_text import write_utf8
 from kafka_tools.render.values import decode_json, encode_acyclic
 
@@ -51,8 +52,10 @@ class DumpJsonRenderer:
         key_decoder: str = "utf8",
         value_decoder: str = "utf8",
         skip_metadata: bool = False,
+        writer: RecordWriter | None = None,
     ) -> None:
         self.out = out
+        self.writer = writer or RecordWriter()  # all the decoding: a renderer only shows
         self.print_data = print_data
         self.skip_metadata = skip_metadata  # records and messages carry only their data
         self.key_decoder = key_decoder
@@ -114,7 +117,7 @@ class DumpJsonRenderer:
             if event.record_count is not None:  # checked, not decoded (DumpOptions.record_lines)
                 if self._fast_records(event.path, entry):
                     return
-                event.records = entry.records()
+                event.records = self.writer.records(entry)
             records = event.records or []
             if event.decoded is not None:  # KRaft records (many small ones): one write a batch
                 if all(d is not None and "metadata" in d for d in event.decoded):
@@ -132,7 +135,7 @@ class DumpJsonRenderer:
             self.emit(self._message(event.path, entry, entry.position, own, inner=False))
         if event.inner_set is not None:
             if not self._fast_messages(event.path, event.inner_set, entry.position):
-                for m in entry.inner_messages():
+                for m in self.writer.inner_messages(entry):
                     self.emit(self._message(event.path, m, entry.position, None, inner=True))
             return
         if event.inner is None:
@@ -144,7 +147,7 @@ class DumpJsonRenderer:
         """Whether v2 `record` objects are made in C from the batch's bytes (metadata shown, data as
         UTF-8 text): DumpOptions.record_lines may then be on."""
         return (
-            accel.fast("format_payload") is not None
+            self.writer.has_payload_lines
             and not self.skip_metadata
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         )
@@ -155,7 +158,7 @@ class DumpJsonRenderer:
         name = json.dumps(path, ensure_ascii=False)
         label = b.timestamp_type.label
         try:
-            text = accel.C.format_payload(*b.payload_args(), label, self.print_data, False, name, b.position)
+            text = self.writer.payload_lines(b, label, self.print_data, name)
         except UnicodeEncodeError:  # a file name that is not text: json.dumps below says it as Python does
             return False
         write_utf8(self.out, text, valid=True)
@@ -165,25 +168,21 @@ class DumpJsonRenderer:
         """Plain v0/v1 messages: their objects made in C in one go (data as UTF-8 text), else one by one."""
         inner_set = (event.data, event.count, 0, None)
         if not self._fast_messages(event.path, inner_set, -1, event.position):
-            for m in iter_messages(event.data, event.position):
+            for m in self.writer.messages(event.data, event.position):
                 self.emit(self._message(event.path, m, m.position, None, inner=False))
 
     def _fast_messages(self, path: str, inner_set, wrapper_position: int, position: int = 0) -> bool:
         """A message set's objects made in C (True) when it holds plain messages only and the data is
         UTF-8 text; False leaves it to `_message`."""
         if (
-            accel.fast("format_messages") is None
+            not self.writer.has_message_lines
             or self.skip_metadata
             or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
         ):
             return False
-        data, _, shift, append_time = inner_set
         name = json.dumps(path, ensure_ascii=False)
-        try:
-            text = accel.C.format_messages(
-                data, position, True, self.print_data, name, wrapper_position, shift, append_time
-            )
-        except ValueError:  # a compressed message inside a wrapper
+        text = self.writer.message_lines(inner_set, position, True, self.print_data, name, wrapper_position)
+        if text is None:  # a compressed message inside a wrapper
             return False
         write_utf8(self.out, text, valid=True)
         return True
@@ -273,7 +272,7 @@ class DumpJsonRenderer:
 
     def _control(self, r: Record) -> dict:
         try:
-            c = control_record(r)
+            c = self.writer.control(r)
         except RecordDecodeError as exc:
             return {"error": str(exc)}
         return {

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 
-from kafka_tools.format import accel, index, snapshot
+from kafka_tools.format import index, snapshot
 from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
-from kafka_tools.format.message_set import LegacyMessage, iter_messages
+from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.plural import plural
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, control_record
+from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
 from kafka_tools.log.dump_events import (
     EntryEvent,
     FileEnd,
@@ -25,6 +25,7 @@ from kafka_tools.log.dump_events import (
     MessageRunEvent,
     ProblemEvent,
 )
+from kafka_tools.log.record_writer import RecordWriter
 from kafka_tools.render.lines import LineWriter, show
 from kafka_tools.render.values import decode_text, encode_acyclic, printable_name
 
@@ -40,9 +41,11 @@ class DumpTextRenderer:
         skip_metadata: bool,
         key_decoder: str = "utf8",
         value_decoder: str = "utf8",
+        writer: RecordWriter | None = None,
     ) -> None:
         self.out = out
         self.err = err
+        self.writer = writer or RecordWriter()  # all the decoding: a renderer only shows
         self.print_data = print_data
         self.skip_metadata = skip_metadata
         self.key_decoder = key_decoder
@@ -91,7 +94,7 @@ class DumpTextRenderer:
             self._batch(event, entry)
         elif event.inner_set is not None:
             if not self._fast_messages(event.inner_set, entry.position):
-                for message in entry.inner_messages():
+                for message in self.writer.inner_messages(entry):
                     self._message(message, entry.position, None)
         elif event.inner is not None:
             for message, decoded in event.with_decoded(event.inner):
@@ -103,25 +106,21 @@ class DumpTextRenderer:
         """Plain v0/v1 messages: formatted in C in one go when the line is Kafka 0.9's own (no colour,
         metadata shown, data as UTF-8 text), else message by message as below."""
         if not self._fast_messages((event.data, event.count, 0, None), -1, event.position):
-            for m in iter_messages(event.data, event.position):
+            for m in self.writer.messages(event.data, event.position):
                 self._message(m, m.position, None)
 
     def _fast_messages(self, inner_set, wrapper_position: int, position: int = 0) -> bool:
         """Print a message set's lines in C (True), when the line is Kafka 0.9's own and the set holds
         plain messages only; False leaves it to `_message`."""
         if (
-            accel.fast("format_messages") is None
+            not self.writer.has_message_lines
             or self.out.colour
             or self.skip_metadata
             or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
         ):
             return False
-        data, _, shift, append_time = inner_set
-        try:
-            text = accel.C.format_messages(
-                data, position, False, self.print_data, "", wrapper_position, shift, append_time
-            )
-        except ValueError:  # a compressed message inside a wrapper
+        text = self.writer.message_lines(inner_set, position, False, self.print_data, "", wrapper_position)
+        if text is None:  # a compressed message inside a wrapper
             return False
         write_utf8(self.out.stream, text, valid=True)
         return True
@@ -189,27 +188,28 @@ class DumpTextRenderer:
         )
         if event.record_count is not None:  # checked, not decoded (DumpOptions.record_lines)
             if self.record_lines_from_bytes():
-                args = b.payload_args()
-                text = accel.C.format_payload(*args, b.timestamp_type.label, self.print_data, False)
+                text = self.writer.payload_lines(b, b.timestamp_type.label, self.print_data)
                 write_utf8(self.out.stream, text, valid=True)
                 return
-            event.records = b.records()
+            event.records = self.writer.records(b)
         records = event.records or ()
         if (
-            accel.fast("format_records") is not None
+            self.writer.has_record_lines
             and records
             and not (self.out.colour or self.skip_metadata or b.is_control or event.decoded is not None)
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         ):
             # The bulk case: Kafka's record lines, made in C, one write a batch.
-            text = accel.C.format_records(records, b.timestamp_type.label, self.print_data)
+            text = self.writer.record_lines(records, b.timestamp_type.label, self.print_data)
             write_utf8(self.out.stream, text, valid=True)
         elif (
             event.decoded is not None
             and not (self.out.colour or self.skip_metadata)
             and all(d is not None and "metadata" in d for d in event.decoded)
         ):
-            self.out.stream.write(_metadata_lines(b, records, event.decoded))  # KRaft: one write a batch
+            self.out.stream.write(
+                _metadata_lines(b, records, event.decoded, self.writer)
+            )  # KRaft: one write a batch
         elif self.out.colour or self.print_data or self.skip_metadata or b.is_control or event.decoded:
             for record, decoded in event.with_decoded(records):
                 self._record(b, record, decoded)
@@ -229,7 +229,7 @@ class DumpTextRenderer:
     def record_lines_from_bytes(self) -> bool:
         """Whether v2 record lines are Kafka's own and made in C (DumpOptions.record_lines may be on)."""
         return (
-            accel.fast("format_payload") is not None
+            self.writer.has_payload_lines
             and not (self.out.colour or self.skip_metadata)
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         )
@@ -246,7 +246,7 @@ class DumpTextRenderer:
                 ("headerKeys", "[" + ",".join(printable_name(k) for k, _ in r.headers) + "]"),
             ]
             if b.is_control:
-                fields += _control_fields(r)
+                fields += _control_fields(r, self.writer)
         if decoded is not None and "metadata" in decoded:  # a KRaft record, as Kafka's decoder prints it
             fields.append(("payload", _compact(decoded["metadata"])))
         elif self.print_data and not b.is_control:
@@ -316,9 +316,9 @@ def _legacy_codec(codec: int) -> str:
         return f"UnknownCodec({codec})"
 
 
-def _control_fields(r: Record) -> Fields:
+def _control_fields(r: Record, writer: RecordWriter) -> Fields:
     try:
-        c = control_record(r)
+        c = writer.control(r)
     except RecordDecodeError:
         return [("controlType", "UNPARSEABLE")]
     if c.coordinator_epoch is not None:
@@ -326,7 +326,7 @@ def _control_fields(r: Record) -> Fields:
     return [("controlType", f"{c.type_name}({c.type_id})")]
 
 
-def _metadata_lines(b: RecordBatch, records, decoded: list[dict]) -> str:
+def _metadata_lines(b: RecordBatch, records, decoded: list[dict], writer: RecordWriter) -> str:
     """The lines `_record` prints (plain text) for a batch of decoded KRaft records, byte for byte,
     without a field list per record."""
     label = b.timestamp_type.label
@@ -341,7 +341,7 @@ def _metadata_lines(b: RecordBatch, records, decoded: list[dict]) -> str:
             f"headerKeys: [{','.join(k for k, _ in r.headers)}]"
         )
         if control:
-            line += "".join(f" {k}: {show(v)}" for k, v in _control_fields(r))
+            line += "".join(f" {k}: {show(v)}" for k, v in _control_fields(r, writer))
         append(f"{line} payload: {encode_acyclic(d['metadata'])}\n")
     return "".join(lines)
 

@@ -1,7 +1,8 @@
-"""The streamed walk of a v2 records section (stream_check, for payloads that inflate past 8 MiB) says
-what the whole-section decoder says: the same first and last offset deltas and count, or the same error
-at the same position — on real sections cut into pieces anywhere, and on garbage, including the sums
-past int64 and the stray bytes after the last record."""
+"""The one Python record reader (RecordReader) walking a v2 records section as a stream (stream_check,
+for payloads that inflate past 8 MiB) says what it says over the section held whole, and what the C
+reader says: the same first and last offset deltas and count, or the same error at the same position —
+on real sections cut into pieces anywhere, and on garbage, including the sums past int64 and the stray
+bytes after the last record."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_tools.format import accel, stream_check
+from kafka_tools.format.byte_stream import ByteStream
 from kafka_tools.format.message_set import parse_message
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, decode_records_py
+from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, RecordReader, decode_records_py
 from kafka_tools.format.segment import iter_log_entries
-from kafka_tools.format.stream_check import _Reader, _walk_v2
 from tests.independent import FIXTURES
 from tests.support import hostile
 
@@ -35,9 +36,9 @@ def _batch(count: int, base_offset: int = 100, base_timestamp: int = 1_700_000_0
     )
 
 
-def _whole(section: bytes, b) -> tuple:
+def _whole(section: bytes, b, decode=decode_records_py) -> tuple:
     try:
-        records = decode_records_py(
+        records = decode(
             section, b.records_count, b.base_offset, b.base_timestamp, 5 if b.attributes else None, -1
         )
     except RecordDecodeError as exc:
@@ -48,11 +49,24 @@ def _whole(section: bytes, b) -> tuple:
 
 def _streamed(section: bytes, b, cut: int) -> tuple:
     pieces = iter([section[cut:]]) if cut < len(section) else iter([])
+    log_append = 5 if b.attributes else None
+    reader = RecordReader(
+        ByteStream(section[:cut], pieces), b.records_count, b.base_offset, b.base_timestamp, log_append, -1
+    )
     try:
-        first, last, count, _ = _walk_v2(_Reader(section[:cut], pieces), b)
+        first, last, count, _ = reader.check()
     except RecordDecodeError as exc:
         return ("error", str(exc), exc.position)
     return ("ok", first, last, count)
+
+
+def _agree(section: bytes, b, cut: int) -> tuple:
+    """The Python reader whole, the same reader streamed (cut at `cut`), and the C reader: one answer."""
+    want = _whole(section, b)
+    assert _streamed(section, b, cut) == want, ("streamed", cut)
+    if accel.C is not None:
+        assert _whole(section, b, accel.C.decode_records) == want, "C"
+    return want
 
 
 def test_real_sections_agree_wherever_the_stream_is_cut() -> None:
@@ -60,9 +74,8 @@ def test_real_sections_agree_wherever_the_stream_is_cut() -> None:
     for section in SECTIONS:
         for n in (1, 2, 3, 50):
             b = _batch(n)
-            want = _whole(section, b)
             for cut in sorted({0, 1, len(section) // 2, len(section)}):
-                assert _streamed(section, b, cut) == want, (n, cut)
+                _agree(section, b, cut)
 
 
 HOSTILE = [
@@ -77,15 +90,14 @@ HOSTILE = [
 
 def test_hostile_sections_agree() -> None:
     for section, b in HOSTILE:
-        want = _whole(section, b)
-        assert _streamed(section, b, 1) == want, want
+        _agree(section, b, 1)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200), st.integers(0, 5), st.integers(-(2**63), 2**63 - 1), st.integers(0, 200))
 def test_garbage_agrees(data: bytes, count: int, base_offset: int, cut: int) -> None:
     b = _batch(count, base_offset=base_offset)
-    assert _streamed(data, b, min(cut, len(data))) == _whole(data, b)
+    _agree(data, b, min(cut, len(data)))
 
 
 # ---- v0/v1: a wrapper's inner set, streamed and whole ----------------------------------------------

@@ -146,6 +146,7 @@ def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monk
 
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
+    from kafka_tools.format import batch_runs
     from kafka_tools.log.findings import ValidateOptions
     from kafka_tools.log.segment_checks import scan_segment
 
@@ -164,7 +165,7 @@ def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monk
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(data)
     carried = data.index(first)
-    assert parallel._batch_start_after(open(path, "rb").fileno(), carried - 5, len(data)) == carried
+    assert batch_runs._batch_start_after(open(path, "rb").fileno(), carried - 5, len(data)) == carried
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     monkeypatch.setattr(parallel, "split_points", lambda p, parts: [carried])
     one = scan_segment(path, ValidateOptions())

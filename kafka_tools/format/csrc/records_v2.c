@@ -53,6 +53,32 @@ parse_batch(PyObject *log_append_obj, batch_t *b)
     return 0;
 }
 
+int
+records_args(PyObject *args, Py_buffer *view, batch_t *b, PyObject **rest)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (rest == NULL && n != 6) {
+        PyErr_Format(PyExc_TypeError, "function takes exactly 6 arguments (%zd given)", n);
+        return -1;
+    }
+    PyObject *head = PyTuple_GetSlice(args, 0, 6);
+    if (head == NULL)
+        return -1;
+    PyObject *log_append_obj;
+    int ok = PyArg_ParseTuple(head, "y*nLLOL", view, &b->count, &b->base_offset, &b->base_timestamp,
+                              &log_append_obj, &b->base_sequence);
+    if (ok && parse_batch(log_append_obj, b) < 0) {
+        PyBuffer_Release(view);
+        ok = 0;
+    }
+    Py_DECREF(head);
+    if (ok && rest != NULL && (*rest = PyTuple_GetSlice(args, 6, n)) == NULL) {
+        PyBuffer_Release(view);
+        ok = 0;
+    }
+    return ok ? 0 : -1;
+}
+
 static PyObject *
 field_bytes(const field_t *f)
 {
@@ -118,13 +144,9 @@ decode_records(PyObject *module, PyObject *args)
         return NULL;
     Py_buffer view;
     batch_t b;
-    PyObject *log_append_obj;
-    if (!PyArg_ParseTuple(args, "y*nLLOL", &view, &b.count, &b.base_offset, &b.base_timestamp, &log_append_obj,
-                          &b.base_sequence))
+    if (records_args(args, &view, &b, NULL) < 0)
         return NULL;
     PyObject *out = NULL;
-    if (parse_batch(log_append_obj, &b) < 0)
-        goto done;
     /* Never preallocate from the (untrusted) count: the list grows only as records are found. */
     if ((out = PyList_New(0)) == NULL)
         goto done;

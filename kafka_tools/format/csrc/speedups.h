@@ -158,6 +158,12 @@ typedef struct {
  * base_sequence, ...): 0, or -1 with an exception set. */
 int parse_batch(PyObject *log_append_obj, batch_t *b);
 
+/* The leading arguments of decode_records and format_payload, (data, count, base_offset, base_timestamp,
+ * log_append_time, base_sequence), parsed and checked in one place: 0 with `view` held (the caller
+ * releases it) and, when `rest` is given, the arguments after them in *rest (a new reference; without
+ * `rest` there must be none); -1 with an exception set and nothing held. */
+int records_args(PyObject *args, Py_buffer *view, batch_t *b, PyObject **rest);
+
 PyObject *decode_records(PyObject *module, PyObject *args);
 
 /* ---- magic 0/1 messages (messages_v01.c) ------------------------------------------------------------ */

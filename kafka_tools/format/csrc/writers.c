@@ -367,15 +367,49 @@ out_field_json(out_t *o, const field_t *f)
         out_json_string(o, f->ptr, f->len);
 }
 
-/* `"key":…,"value":…}` and the line's end: the data of a JSON record or message. */
+/* `{"type":"<type>","file":<file>`: how a JSON record or message begins. */
 static void
-out_data_json_end(out_t *o, const field_t *key, const field_t *value)
+out_json_start(out_t *o, const char *type_and_file, const char *file_json, Py_ssize_t file_json_len)
 {
-    PUT(o, "\"key\":");
-    out_field_json(o, key);
-    PUT(o, ",\"value\":");
-    out_field_json(o, value);
+    out_put(o, type_and_file, (Py_ssize_t)strlen(type_and_file));
+    out_put(o, file_json, file_json_len);
+}
+
+/* `,"keySize":…,"valueSize":…` of a JSON record or message. */
+static void
+out_json_sizes(out_t *o, const field_t *key, const field_t *value)
+{
+    PUT(o, ",\"keySize\":");
+    out_int(o, key->len);
+    PUT(o, ",\"valueSize\":");
+    out_int(o, value->len);
+}
+
+/* `,"key":…,"value":…` with print_data, and the line's end: how a JSON record or message ends. */
+static void
+out_json_end(out_t *o, const field_t *key, const field_t *value, int print_data)
+{
+    if (print_data) {
+        PUT(o, ",\"key\":");
+        out_field_json(o, key);
+        PUT(o, ",\"value\":");
+        out_field_json(o, value);
+    }
     PUT(o, "}\n");
+}
+
+/* ` key: … payload: …`, each when present: the data of a text record or message line. */
+static void
+out_data_text(out_t *o, const field_t *key, const field_t *value)
+{
+    if (key->len >= 0) {
+        PUT(o, " key: ");
+        out_text(o, key->ptr, key->len);
+    }
+    if (value->len >= 0) {
+        PUT(o, " payload: ");
+        out_text(o, value->ptr, value->len);
+    }
 }
 
 /* DumpLogSegments' `| offset: …` line (render/dump_text.py's _record): -1 when a header is not a
@@ -420,14 +454,7 @@ write_record_text(out_t *o, const record_line_t *r, const char *label, Py_ssize_
             }
             out_char(o, ']');
         }
-        if (r->key.len >= 0) {
-            PUT(o, " key: ");
-            out_text(o, r->key.ptr, r->key.len);
-        }
-        if (r->value.len >= 0) {
-            PUT(o, " payload: ");
-            out_text(o, r->value.ptr, r->value.len);
-        }
+        out_data_text(o, &r->key, &r->value);
     }
     out_char(o, '\n');
     return 0;
@@ -438,8 +465,7 @@ static void
 write_record_json(out_t *o, const record_line_t *r, const char *label, Py_ssize_t label_len, const char *file_json,
                   Py_ssize_t file_json_len, long long batch_position, int print_data)
 {
-    PUT(o, "{\"type\":\"record\",\"file\":");
-    out_put(o, file_json, file_json_len);
+    out_json_start(o, "{\"type\":\"record\",\"file\":", file_json, file_json_len);
     PUT(o, ",\"batchPosition\":");
     out_int(o, batch_position);
     PUT(o, ",\"offset\":");
@@ -448,10 +474,8 @@ write_record_json(out_t *o, const record_line_t *r, const char *label, Py_ssize_
     out_int(o, r->timestamp);
     PUT(o, ",\"timestampType\":\"");
     out_put(o, label, label_len);
-    PUT(o, "\",\"keySize\":");
-    out_int(o, r->key.len);
-    PUT(o, ",\"valueSize\":");
-    out_int(o, r->value.len);
+    out_char(o, '"');
+    out_json_sizes(o, &r->key, &r->value);
     PUT(o, ",\"sequence\":");
     out_int(o, r->sequence);
     PUT(o, ",\"headerKeys\":[");
@@ -475,11 +499,9 @@ write_record_json(out_t *o, const record_line_t *r, const char *label, Py_ssize_
             out_field_json(o, &value);
             out_char(o, '}');
         }
-        PUT(o, "],");
-        out_data_json_end(o, &r->key, &r->value);
-        return;
+        out_char(o, ']');
     }
-    PUT(o, "}\n");
+    out_json_end(o, &r->key, &r->value, print_data);
 }
 
 /* format_records(records, label, print_data) -> bytes
@@ -547,18 +569,17 @@ format_payload(PyObject *module, PyObject *args)
         return NULL;
     Py_buffer view;
     batch_t b;
-    PyObject *log_append_obj;
+    PyObject *rest; /* holds the label and file name the pointers below borrow */
     const char *label, *file_json = NULL;
     Py_ssize_t label_len, file_json_len = 0;
     int print_data, check_only;
     long long batch_position = 0;
-    if (!PyArg_ParseTuple(args, "y*nLLOLs#pp|z#L", &view, &b.count, &b.base_offset, &b.base_timestamp,
-                          &log_append_obj, &b.base_sequence, &label, &label_len, &print_data, &check_only,
-                          &file_json, &file_json_len, &batch_position))
+    if (records_args(args, &view, &b, &rest) < 0)
         return NULL;
     out_t o = {NULL, 0, 0, 0};
     PyObject *result = NULL;
-    if (parse_batch(log_append_obj, &b) < 0)
+    if (!PyArg_ParseTuple(rest, "s#pp|z#L", &label, &label_len, &print_data, &check_only, &file_json,
+                          &file_json_len, &batch_position))
         goto done;
     if (!check_only && out_reserve(&o, view.len * 2 + 4096) < 0)
         goto done;
@@ -587,6 +608,7 @@ format_payload(PyObject *module, PyObject *args)
         o.data = NULL;
     }
 done:
+    Py_DECREF(rest);
     PyBuffer_Release(&view);
     PyMem_Free(o.data);
     return result;
@@ -628,14 +650,8 @@ write_message_text(out_t *o, const message_t *m, const message_where_t *w, int p
         PUT(o, " keysize: ");
         out_int(o, m->key.len);
     }
-    if (print_data && m->value.len >= 0) {
-        if (m->key.len >= 0) {
-            PUT(o, " key: ");
-            out_text(o, m->key.ptr, m->key.len);
-        }
-        PUT(o, " payload: ");
-        out_text(o, m->value.ptr, m->value.len);
-    }
+    if (print_data && m->value.len >= 0)
+        out_data_text(o, &m->key, &m->value);
     out_char(o, '\n');
 }
 
@@ -644,8 +660,7 @@ static void
 write_message_json(out_t *o, const message_t *m, const message_where_t *w, const char *file_json,
                    Py_ssize_t file_json_len, int print_data)
 {
-    PUT(o, "{\"type\":\"message\",\"file\":");
-    out_put(o, file_json, file_json_len);
+    out_json_start(o, "{\"type\":\"message\",\"file\":", file_json, file_json_len);
     PUT(o, ",\"position\":");
     out_int(o, w->position);
     PUT(o, ",\"offset\":");
@@ -673,16 +688,8 @@ write_message_json(out_t *o, const message_t *m, const message_where_t *w, const
     else
         PUT(o, ",\"timestampType\":\"CreateTime\",\"timestamp\":");
     out_int(o, m->timestamp);
-    PUT(o, ",\"keySize\":");
-    out_int(o, m->key.len);
-    PUT(o, ",\"valueSize\":");
-    out_int(o, m->value.len);
-    if (print_data) {
-        out_char(o, ',');
-        out_data_json_end(o, &m->key, &m->value);
-        return;
-    }
-    PUT(o, "}\n");
+    out_json_sizes(o, &m->key, &m->value);
+    out_json_end(o, &m->key, &m->value, print_data);
 }
 
 /* format_messages(buf, position, json, print_data, file_json[, wrapper_position, shift, append_time])
