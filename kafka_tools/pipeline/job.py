@@ -236,7 +236,10 @@ def collect_meta(
 
 class LocalFiles(SegmentSource):
     """Segments on this machine's filesystem (or one mounted at the same path on every worker): the
-    tasks open them by path, decode byte ranges of them, and hand Arrow batches to Spark."""
+    tasks open them by path, decode byte ranges of them, and hand Arrow batches to Spark (the records
+    table's made in C: pipeline/record_columns.py)."""
+
+    arrow_batches = True
 
     def __init__(self, spark, plan: ScanPlan, options: ScanOptions, ranges: list[Range]) -> None:
         self.spark = spark
@@ -263,7 +266,9 @@ class LocalFiles(SegmentSource):
                     for segment, start, end in units.value[task]:
                         spec = specs.value[segment]
                         for cols in produce(spec, start, end):
-                            yield t.arrow_batch(columns, cols, constants=spec.where)
+                            if isinstance(cols, dict):  # column lists; else an Arrow batch made in C
+                                cols = t.arrow_batch(columns, cols, constants=spec.where)
+                            yield cols
                         if scanned is not None:
                             scanned.add((spec.size if end is None else end) - start)
 

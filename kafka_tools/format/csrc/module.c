@@ -1,7 +1,7 @@
 /*
  * kafka_tools.format._speedups: the module. Its state holds what configure() and kraft_configure() are
  * given (the types to make, the errors to raise), one copy per module object; the entry points are in
- * records_v2.c, messages_v01.c, writers.c and kraft.c.
+ * records_v2.c, messages_v01.c, writers.c, kraft.c and arrow_records.c.
  */
 #include "speedups.h"
 
@@ -62,6 +62,10 @@ static PyMethodDef methods[] = {
     {"format_payload", format_payload, METH_VARARGS,
      "format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label, print_data, "
      "check_only[, file_json, batch_position]) -> bytes (or the count): the record lines from the records section"},
+    {"record_columns", record_columns, METH_NOARGS,
+     "record_columns() -> RecordColumns: the records table's columns, built in C, exported as Arrow"},
+    {"arrow_blocks_alive", arrow_blocks_alive, METH_NOARGS,
+     "arrow_blocks_alive() -> int: exported Arrow arrays and schemas not yet released"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
     {"kraft_configure", kraft_configure, METH_VARARGS,
      "kraft_configure(types, record_class, error_class[, fallback]): the KRaft metadata table, "
@@ -88,6 +92,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
         return 0;
     Py_VISIT(st->record_type);
     Py_VISIT(st->decode_error);
+    Py_VISIT(st->columns_type);
     return kraft_traverse(&st->kraft, visit, arg);
 }
 
@@ -100,6 +105,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->record_type);
     Py_CLEAR(st->decode_error);
     Py_CLEAR(st->empty_tuple);
+    Py_CLEAR(st->columns_type);
     kraft_clear(&st->kraft);
     return 0;
 }

@@ -9,6 +9,8 @@
  *   writers.c      the output buffer and the dump-log lines (text and JSON) of a record or a message,
  *                  with format_records / format_payload / format_messages: a reader plus a writer
  *   kraft.c        the KRaft metadata table interpreter
+ *   arrow_records.c RecordColumns: the records table's Arrow columns, filled by the record readers
+ *                  and exported through the Arrow C data interface
  *   module.c       the module: its state (set by configure()), method table, init
  *
  * Every reader here has the same contract as its pure-Python reference in format/: the same values, or
@@ -49,6 +51,7 @@ typedef struct {
     PyTypeObject *record_type; /* Record (a tuple subclass), from configure() */
     PyObject *decode_error;    /* RecordDecodeError, from configure() */
     PyObject *empty_tuple;
+    PyObject *columns_type; /* RecordColumns (arrow_records.c), made on first use */
     kraft_state kraft;
 } speedups_state;
 
@@ -188,6 +191,11 @@ uint32_t message_crc(const unsigned char *p, Py_ssize_t at, const message_t *m);
 PyObject *format_records(PyObject *module, PyObject *args);
 PyObject *format_payload(PyObject *module, PyObject *args);
 PyObject *format_messages(PyObject *module, PyObject *args);
+
+/* ---- Arrow columns (arrow_records.c) ------------------------------------------------------------------ */
+
+PyObject *record_columns(PyObject *module, PyObject *unused);
+PyObject *arrow_blocks_alive(PyObject *module, PyObject *unused);
 
 /* ---- KRaft (kraft.c) --------------------------------------------------------------------------------- */
 
