@@ -52,43 +52,22 @@ def record_batches(
     max_bytes: int = CHUNK_BYTES,
 ) -> Iterator:
     """The `records` table's rows of the entries that start in [start, end), as pyarrow RecordBatches
-    of the table's whole schema (file, topic and partition filled in); built in C when the extension
-    is on, else from `tasks.record_chunks` (the reference)."""
-    columns = tables.RECORDS
+    of the table's schema (file, topic and partition on every row), none empty; built in C when the
+    extension is on, else from `tasks.record_chunks` (the reference). In C, the kernel bench/scan.py
+    times."""
     if not available():
         for cols in record_chunks(spec, start, end):
-            yield tables.arrow_batch(columns, cols, constants=spec.where)
+            yield tables.arrow_batch(tables.RECORDS, cols, constants=spec.where)
         return
-    schema = tables.arrow_schema(columns)
-    for batch in record_columns(spec, start, end, max_rows, max_bytes):
-        yield with_where(batch, spec, schema)
-
-
-def with_where(batch, spec: SegmentSpec, schema):
-    """A batch of the C builder's columns with the file, topic and partition columns in front."""
     import pyarrow as pa
 
-    n = batch.num_rows
-    where = [pa.repeat(pa.scalar(spec.where[f.name], f.type), n) for f in (schema.field(i) for i in range(3))]
-    return pa.RecordBatch.from_arrays(where + batch.columns, schema=schema)
-
-
-def record_columns(
-    spec: SegmentSpec,
-    start: int = 0,
-    end: int | None = None,
-    max_rows: int = CHUNK_ROWS,
-    max_bytes: int = CHUNK_BYTES,
-) -> Iterator:
-    """The C builder's batches (batch_position … headers), no empty one; the kernel bench/scan.py times."""
-    import pyarrow as pa
-
+    where = (spec.file, spec.topic, spec.partition)
     builder = accel.C.record_columns()
     for _ in _fill(builder, spec, start, end):
         if builder.rows >= max_rows or builder.nbytes >= max_bytes:
-            yield pa.record_batch(_Exported(builder.finish()))
+            yield pa.record_batch(_Exported(builder.finish(*where)))
     if builder.rows:
-        yield pa.record_batch(_Exported(builder.finish()))
+        yield pa.record_batch(_Exported(builder.finish(*where)))
 
 
 def _fill(builder, spec: SegmentSpec, start: int, end: int | None) -> Iterator[None]:

@@ -109,7 +109,9 @@ def test_batches_are_bounded_by_rows_and_bytes() -> None:
 
 
 def _rows(builder) -> list[dict]:
-    return pa.record_batch(record_columns._Exported(builder.finish())).to_pylist()
+    rows = pa.record_batch(record_columns._Exported(builder.finish("f.log", None, None))).to_pylist()
+    assert all((r.pop("file"), r.pop("topic"), r.pop("partition")) == ("f.log", None, None) for r in rows)
+    return rows
 
 
 def _as_rows(records, position: int) -> list[dict]:
@@ -228,7 +230,12 @@ def test_every_exported_buffer_is_freed_when_pyarrow_lets_go() -> None:
     before = alive()
     builder = accel.C.record_columns()
     builder.add_v2(SECTION, 3, 0, 0, None, -1, 0)
-    batch = pa.record_batch(record_columns._Exported(builder.finish()))
+    batch = pa.record_batch(record_columns._Exported(builder.finish("f.log", "topic", 3)))
+    assert batch.schema == SCHEMA
+    assert (
+        batch.column("topic").to_pylist() == ["topic"] * 3
+        and batch.column("partition").to_pylist() == [3] * 3
+    )
     keys = batch.column("key")  # a column outlives its batch
     del batch
     assert alive() > before
@@ -236,7 +243,7 @@ def test_every_exported_buffer_is_freed_when_pyarrow_lets_go() -> None:
     del keys
     gc.collect()
     assert alive() == before
-    capsules = builder.finish()  # never imported: the capsules' destructors free them
+    capsules = builder.finish("f.log", None, None)  # never imported: the capsules' destructors free them
     assert alive() == before + 2
     del capsules
     assert alive() == before

@@ -484,28 +484,45 @@ fail:
 
 /* ---- export ----------------------------------------------------------------------------------------------- */
 
-/* The nodes of the records struct: 0 the struct, 1-3 int64, 4-5 binary, 6 headers list, 7 its struct,
- * 8 header key (string), 9 header value (binary). */
-#define NODES 10
+/* The nodes of the records table's struct: 0 the struct; 1 file, 2 topic (strings), 3 partition (int32),
+ * 4-6 batch_position, offset, timestamp (int64), 7-8 key, value (binary), 9 headers (list), 10 its
+ * struct, 11 header key (string), 12 header value (binary). */
+#define NODES 13
+#define TOP_CHILDREN 9
+#define MAX_OWNED 32
+
+static const char *const node_format[NODES] = {"+s", "u", "u", "i", "l", "l", "l", "z", "z", "+l", "+s", "u", "z"};
+static const char *const node_name[NODES] = {"",      "file",  "topic",   "partition", "batch_position",
+                                             "offset", "timestamp", "key", "value",   "headers",
+                                             "item",  "key",   "value"};
+
+/* The children of node i within a block's `children` array: (first, count). */
+static void
+node_children(int i, int *first, int *count)
+{
+    *first = i == 0 ? 0 : i == 9 ? TOP_CHILDREN : i == 10 ? TOP_CHILDREN + 1 : 0;
+    *count = i == 0 ? TOP_CHILDREN : i == 9 ? 1 : i == 10 ? 2 : 0;
+}
+
+/* children[k] points at node k + 1: the top's 9 children are nodes 1-9, the list's child node 10,
+ * the struct's nodes 11 and 12 */
 
 typedef struct {
     atomic_int live; /* nodes not yet released */
     struct ArrowArray arrays[NODES];
-    struct ArrowArray *children[NODES]; /* 0: 6 children, 6: 1, 7: 2 */
+    struct ArrowArray *children[NODES - 1];
     const void *buffers[NODES][3];
-    void *owned[16];
+    void *owned[MAX_OWNED];
     int n_owned;
 } array_block_t;
 
 static void
-block_unref(array_block_t *b)
+block_free(array_block_t *b)
 {
-    if (atomic_fetch_sub(&b->live, 1) == 1) {
-        for (int i = 0; i < b->n_owned; i++)
-            free(b->owned[i]);
-        free(b);
-        atomic_fetch_sub(&blocks_alive, 1);
-    }
+    for (int i = 0; i < b->n_owned; i++)
+        free(b->owned[i]);
+    free(b);
+    atomic_fetch_sub(&blocks_alive, 1);
 }
 
 static void
@@ -516,32 +533,44 @@ release_array(struct ArrowArray *a)
         if (a->children[i]->release != NULL)
             a->children[i]->release(a->children[i]);
     a->release = NULL;
-    block_unref(b);
+    if (atomic_fetch_sub(&b->live, 1) == 1)
+        block_free(b);
 }
 
 static void
-set_node(array_block_t *b, int i, int64_t length, int64_t nulls, int n_buffers, int n_children,
-         struct ArrowArray **children)
+set_node(array_block_t *b, int i, int64_t length, int64_t nulls, int n_buffers)
 {
     struct ArrowArray *a = &b->arrays[i];
+    int first, count;
+    node_children(i, &first, &count);
     a->length = length;
     a->null_count = nulls;
     a->offset = 0;
     a->n_buffers = n_buffers;
-    a->n_children = n_children;
+    a->n_children = count;
     a->buffers = b->buffers[i];
-    a->children = children;
+    a->children = count ? &b->children[first] : NULL;
     a->dictionary = NULL;
     a->release = release_array;
     a->private_data = b;
 }
 
-static void *
+static const void *
 own(array_block_t *b, buf_t *buf)
 {
     void *p = buf->data;
     b->owned[b->n_owned++] = p;
     memset(buf, 0, sizeof *buf);
+    return p;
+}
+
+/* A new buffer of `size` bytes (zeroed) the block owns, or NULL. */
+static void *
+own_new(array_block_t *b, size_t size)
+{
+    void *p = calloc(1, size ? size : 1);
+    if (p != NULL)
+        b->owned[b->n_owned++] = p;
     return p;
 }
 
@@ -551,63 +580,140 @@ binary_node(array_block_t *b, int i, binary_t *c)
     b->buffers[i][0] = c->nulls ? own(b, &c->valid) : NULL;
     b->buffers[i][1] = own(b, &c->offsets);
     b->buffers[i][2] = own(b, &c->data);
-    set_node(b, i, c->rows, c->nulls, 3, 0, NULL);
+    set_node(b, i, c->rows, 0, 3);
+    b->arrays[i].null_count = c->nulls;
 }
 
-/* The builder's rows as an exported struct array; the builder is left empty (its buffers moved). */
+/* A string column of `rows` copies of text (NULL: all null): 0, or -1 (memory, or past int32). */
+static int
+repeated_string(array_block_t *b, int i, const char *text, Py_ssize_t len, int64_t rows)
+{
+    if (text != NULL && len > 0 && rows > INT32_MAX / len)
+        return -1;
+    int32_t *offsets = own_new(b, (size_t)(rows + 1) * 4);
+    unsigned char *data = own_new(b, text == NULL ? 1 : (size_t)(len * rows));
+    if (offsets == NULL || data == NULL)
+        return -1;
+    if (text != NULL) {
+        for (int64_t r = 0; r < rows; r++) {
+            memcpy(data + r * len, text, (size_t)len);
+            offsets[r + 1] = (int32_t)((r + 1) * len);
+        }
+        b->buffers[i][0] = NULL;
+    }
+    else if ((b->buffers[i][0] = own_new(b, (size_t)(rows + 7) / 8)) == NULL)
+        return -1;
+    b->buffers[i][1] = offsets;
+    b->buffers[i][2] = data;
+    set_node(b, i, rows, text == NULL ? rows : 0, 3);
+    return 0;
+}
+
+static int
+repeated_int32(array_block_t *b, int i, PyObject *value, int64_t rows)
+{
+    int32_t *data = own_new(b, (size_t)rows * 4);
+    if (data == NULL)
+        return -1;
+    if (value != Py_None) {
+        long v = PyLong_AsLong(value);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (v < INT32_MIN || v > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "partition is past int32");
+            return -1;
+        }
+        for (int64_t r = 0; r < rows; r++)
+            data[r] = (int32_t)v;
+        b->buffers[i][0] = NULL;
+    }
+    else if ((b->buffers[i][0] = own_new(b, (size_t)(rows + 7) / 8)) == NULL)
+        return -1;
+    b->buffers[i][1] = data;
+    set_node(b, i, rows, value == Py_None ? rows : 0, 2);
+    return 0;
+}
+
+/* The file, topic and partition columns (the same value on every row): 0, or -1 with an exception set. */
+static int
+where_nodes(array_block_t *b, PyObject *file, PyObject *topic, PyObject *partition, int64_t rows)
+{
+    const char *text[2] = {NULL, NULL};
+    Py_ssize_t len[2] = {0, 0};
+    PyObject *values[2] = {file, topic};
+    for (int k = 0; k < 2; k++) {
+        if (values[k] == Py_None && k == 1)
+            continue;
+        if ((text[k] = PyUnicode_AsUTF8AndSize(values[k], &len[k])) == NULL)
+            return -1;
+    }
+    if (repeated_string(b, 1, text[0], len[0], rows) < 0 || repeated_string(b, 2, text[1], len[1], rows) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (!PyLong_Check(partition) && partition != Py_None) {
+        PyErr_SetString(PyExc_TypeError, "partition must be an int or None");
+        return -1;
+    }
+    if (repeated_int32(b, 3, partition, rows) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* The builder's rows as an exported struct array, file/topic/partition in front; the builder's
+ * buffers are moved into it (the caller starts it again). NULL with an exception set. */
 static array_block_t *
-export_columns(columns_t *c)
+export_columns(columns_t *c, PyObject *file, PyObject *topic, PyObject *partition)
 {
     /* every buffer has bytes: a pointer, never NULL, even for zero rows */
     if (buf_reserve(&c->position, 8) < 0 || buf_reserve(&c->offset, 8) < 0 || buf_reserve(&c->timestamp, 8) < 0 ||
         buf_reserve(&c->key.data, 1) < 0 || buf_reserve(&c->value.data, 1) < 0 ||
-        buf_reserve(&c->header_key.data, 1) < 0 || buf_reserve(&c->header_value.data, 1) < 0)
+        buf_reserve(&c->header_key.data, 1) < 0 || buf_reserve(&c->header_value.data, 1) < 0) {
+        PyErr_NoMemory();
         return NULL;
+    }
     array_block_t *b = calloc(1, sizeof *b);
-    if (b == NULL)
+    if (b == NULL) {
+        PyErr_NoMemory();
         return NULL;
+    }
     atomic_init(&b->live, NODES);
     atomic_fetch_add(&blocks_alive, 1);
+    for (int k = 0; k < NODES - 1; k++)
+        b->children[k] = &b->arrays[k + 1];
     int64_t rows = c->rows;
-    for (int i = 0; i < 6; i++)
-        b->children[i] = &b->arrays[1 + i];
-    b->children[6] = &b->arrays[7];
-    b->children[7] = &b->arrays[8];
-    b->children[8] = &b->arrays[9];
-    b->buffers[0][0] = NULL;
-    set_node(b, 0, rows, 0, 1, 6, &b->children[0]);
-    buf_t *ints[3] = {&c->position, &c->offset, &c->timestamp};
-    for (int i = 0; i < 3; i++) {
-        b->buffers[1 + i][0] = NULL;
-        b->buffers[1 + i][1] = own(b, ints[i]);
-        set_node(b, 1 + i, rows, 0, 2, 0, NULL);
+    if (where_nodes(b, file, topic, partition, rows) < 0) {
+        block_free(b); /* nothing handed out yet; the builder keeps its rows */
+        return NULL;
     }
-    binary_node(b, 4, &c->key);
-    binary_node(b, 5, &c->value);
-    b->buffers[6][0] = NULL;
-    b->buffers[6][1] = own(b, &c->header_offsets);
-    set_node(b, 6, rows, 0, 2, 1, &b->children[6]);
-    b->buffers[7][0] = NULL;
-    set_node(b, 7, c->header_key.rows, 0, 1, 2, &b->children[7]);
-    binary_node(b, 8, &c->header_key);
-    binary_node(b, 9, &c->header_value);
-    /* the buffers not moved (bitmaps of columns without nulls) */
-    free(c->key.valid.data);
-    free(c->value.valid.data);
-    free(c->header_key.valid.data);
-    free(c->header_value.valid.data);
-    memset(&c->key.valid, 0, sizeof(buf_t));
-    memset(&c->value.valid, 0, sizeof(buf_t));
-    memset(&c->header_key.valid, 0, sizeof(buf_t));
-    memset(&c->header_value.valid, 0, sizeof(buf_t));
+    b->buffers[0][0] = NULL;
+    set_node(b, 0, rows, 0, 1);
+    buf_t *ints[3] = {&c->position, &c->offset, &c->timestamp};
+    for (int k = 0; k < 3; k++) {
+        b->buffers[4 + k][0] = NULL;
+        b->buffers[4 + k][1] = own(b, ints[k]);
+        set_node(b, 4 + k, rows, 0, 2);
+    }
+    binary_node(b, 7, &c->key);
+    binary_node(b, 8, &c->value);
+    b->buffers[9][0] = NULL;
+    b->buffers[9][1] = own(b, &c->header_offsets);
+    set_node(b, 9, rows, 0, 2);
+    b->buffers[10][0] = NULL;
+    set_node(b, 10, c->header_key.rows, 0, 1);
+    binary_node(b, 11, &c->header_key);
+    binary_node(b, 12, &c->header_value);
     return b;
 }
 
-/* The schema: a struct of the records table's columns after file, topic and partition. */
+/* The schema: the records table's struct, every column nullable (as pyarrow's schemas are made). */
 typedef struct {
     atomic_int live;
     struct ArrowSchema nodes[NODES];
-    struct ArrowSchema *children[NODES];
+    struct ArrowSchema *children[NODES - 1];
 } schema_block_t;
 
 static void
@@ -627,27 +733,23 @@ release_schema(struct ArrowSchema *s)
 static schema_block_t *
 export_schema(void)
 {
-    static const char *formats[NODES] = {"+s", "l", "l", "l", "z", "z", "+l", "+s", "u", "z"};
-    static const char *names[NODES] = {"", "batch_position", "offset", "timestamp", "key", "value", "headers",
-                                       "item", "key", "value"};
     schema_block_t *b = calloc(1, sizeof *b);
     if (b == NULL)
         return NULL;
     atomic_init(&b->live, NODES);
     atomic_fetch_add(&blocks_alive, 1);
-    for (int i = 0; i < 6; i++)
-        b->children[i] = &b->nodes[1 + i];
-    b->children[6] = &b->nodes[7];
-    b->children[7] = &b->nodes[8];
-    b->children[8] = &b->nodes[9];
+    for (int k = 0; k < NODES - 1; k++)
+        b->children[k] = &b->nodes[k + 1];
     for (int i = 0; i < NODES; i++) {
         struct ArrowSchema *s = &b->nodes[i];
-        s->format = formats[i];
-        s->name = names[i];
+        int first, count;
+        node_children(i, &first, &count);
+        s->format = node_format[i];
+        s->name = node_name[i];
         s->metadata = NULL;
         s->flags = i == 0 ? 0 : ARROW_FLAG_NULLABLE;
-        s->n_children = i == 0 ? 6 : i == 6 ? 1 : i == 7 ? 2 : 0;
-        s->children = i == 0 ? &b->children[0] : i == 6 ? &b->children[6] : i == 7 ? &b->children[7] : NULL;
+        s->n_children = count;
+        s->children = count ? &b->children[first] : NULL;
         s->dictionary = NULL;
         s->release = release_schema;
         s->private_data = b;
@@ -699,27 +801,35 @@ schema_capsule(void)
     return cap;
 }
 
-/* finish() -> (schema capsule, array capsule): the rows so far, the builder emptied. */
+/* finish(file, topic, partition) -> (schema capsule, array capsule): the rows so far, the builder
+ * emptied; the file, topic and partition columns hold the given values on every row. */
 static PyObject *
-columns_finish(columns_t *c, PyObject *unused)
+columns_finish(columns_t *c, PyObject *args)
 {
-    (void)unused;
+    PyObject *file, *topic, *partition;
+    if (!PyArg_ParseTuple(args, "UOO", &file, &topic, &partition))
+        return NULL;
+    if (topic != Py_None && !PyUnicode_Check(topic)) {
+        PyErr_SetString(PyExc_TypeError, "topic must be a str or None");
+        return NULL;
+    }
     PyObject *schema = schema_capsule();
     if (schema == NULL)
         return NULL;
-    array_block_t *b = export_columns(c);
-    struct ArrowArray *top = b == NULL ? NULL : malloc(sizeof *top);
-    if (top == NULL) {
-        if (b != NULL) {
-            b->arrays[0].release(&b->arrays[0]);
-        }
+    array_block_t *b = export_columns(c, file, topic, partition);
+    if (b == NULL) {
         Py_DECREF(schema);
-        columns_free(c);
-        columns_init(c);
+        return NULL;
+    }
+    columns_free(c); /* what export_columns did not move: the bitmaps of columns without nulls */
+    int restarted = columns_init(c);
+    struct ArrowArray *top = malloc(sizeof *top);
+    if (top == NULL) {
+        b->arrays[0].release(&b->arrays[0]);
+        Py_DECREF(schema);
         return PyErr_NoMemory();
     }
     *top = b->arrays[0];
-    columns_free(c); /* what export_columns did not move: nothing but emptied structs */
     PyObject *array = PyCapsule_New(top, "arrow_array", array_capsule_free);
     if (array == NULL) {
         top->release(top);
@@ -727,7 +837,7 @@ columns_finish(columns_t *c, PyObject *unused)
         Py_DECREF(schema);
         return NULL;
     }
-    if (columns_init(c) < 0) {
+    if (restarted < 0) {
         Py_DECREF(schema);
         Py_DECREF(array);
         return NULL;
@@ -766,8 +876,8 @@ static PyMethodDef columns_methods[] = {
     {"add_messages", (PyCFunction)columns_add_messages, METH_VARARGS,
      "add_messages(data, position, inner, shift, log_append_time) -> int"},
     {"add_records", (PyCFunction)columns_add_records, METH_VARARGS, "add_records(records, position) -> int"},
-    {"finish", (PyCFunction)columns_finish, METH_NOARGS,
-     "finish() -> (arrow_schema capsule, arrow_array capsule); the builder starts empty again"},
+    {"finish", (PyCFunction)columns_finish, METH_VARARGS,
+     "finish(file, topic, partition) -> (arrow_schema capsule, arrow_array capsule); the builder starts empty again"},
     {"schema", (PyCFunction)columns_schema, METH_NOARGS | METH_STATIC, "schema() -> arrow_schema capsule"},
     {NULL, NULL, 0, NULL},
 };
