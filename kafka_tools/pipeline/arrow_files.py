@@ -37,7 +37,14 @@ class TableFile:
             if fmt == "parquet":
                 import pyarrow.parquet as pq
 
-                self._writer = pq.ParquetWriter(path, self.schema, compression="snappy")
+                columns = tables.TABLES[name]
+                self._writer = pq.ParquetWriter(
+                    path,
+                    self.schema,
+                    compression="snappy",
+                    use_dictionary=tables.dictionary_columns(columns),
+                    write_statistics=tables.statistics_columns(columns),
+                )
             else:
                 self._json = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
         except OSError as exc:
