@@ -13,7 +13,8 @@
    accumulator: per range its totals (batches, records, offsets, codecs, timestamps), per segment
    its validation report. One Spark job, no cache, no shuffle.
 3. `--records`: the same ranges decoded again, one row per record, written as they come (decoding
-   twice costs less than caching every record between two writes).
+   twice costs less than caching every record between two writes); the rows are Arrow columns built
+   in C by the record readers (pipeline/record_columns.py), no Python object a record.
 4. `--cluster-metadata`: the `__cluster_metadata` ranges decoded again, one row per KRaft record
    (pipeline/metadata_records.py); the ranges of other topics yield nothing.
 5. `--offsets-topic`: each `__consumer_offsets` partition replayed whole by one task, its segments in

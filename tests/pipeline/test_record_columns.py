@@ -326,3 +326,20 @@ def test_hostile_segments_give_the_reference_rows(tmp_path: Path) -> None:
         path.write_bytes(blob)
         spec = SegmentSpec(str(path), str(path), None, None, n, len(blob), in_partition=False)
         assert _table(spec).equals(_reference(spec))
+
+
+@pytest.mark.parametrize("spec", SEGMENTS, ids=_name)
+def test_batches_rows_counted_in_c_equal_the_decoded_rows(spec) -> None:
+    """The `batches` table's record count and smallest timestamp, read by the C reader without a Record
+    each (tasks._v2_stats), are those of the decoded records; a batch that cannot be decoded keeps
+    the decoder's own error text."""
+    from kafka_tools.pipeline.tasks import batch_chunks
+
+    got = [c for c in batch_chunks(spec)]
+    saved = accel.C
+    accel.C = accel.without("record_stats")
+    try:
+        want = [c for c in batch_chunks(spec)]
+    finally:
+        accel.C = saved
+    assert got == want

@@ -52,6 +52,9 @@ configure(PyObject *module, PyObject *args)
 static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> list"},
+    {"record_stats", record_stats, METH_VARARGS,
+     "record_stats(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> (records, "
+     "min_timestamp or None): decode_records' count and smallest timestamp, no Record made"},
     {"scan_messages", scan_messages, METH_VARARGS,
      "scan_messages(buf, at, limit, end, prev, lo, hi) -> (at, count, first, last, max_timestamp, gaps)"},
     {"scan_inner", scan_inner, METH_VARARGS, "scan_inner(data) -> (count, first, last, highest) or None"},

@@ -161,6 +161,7 @@ typedef struct {
 int parse_batch(PyObject *log_append_obj, batch_t *b);
 
 PyObject *decode_records(PyObject *module, PyObject *args);
+PyObject *record_stats(PyObject *module, PyObject *args);
 
 /* ---- magic 0/1 messages (messages_v01.c) ------------------------------------------------------------ */
 
