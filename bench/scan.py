@@ -179,7 +179,8 @@ def variants(records: bool) -> tuple[str, ...]:
 @contextmanager
 def main_records(old: bool):
     """With `old`, the records table built as main built it (the C builder turned off: `accel.without`
-    in this process; the Spark job's tasks given `tasks.record_chunks`, pickled from here)."""
+    in this process; the Spark job's tasks given `tasks.record_chunks`, pickled from here, and their
+    rows written by Spark's writer)."""
     if not old:
         yield
         return
@@ -189,13 +190,13 @@ def main_records(old: bool):
     saved = accel.C
     accel.C = accel.without("record_columns")
     if job is not None:
-        job.LocalFiles.arrow_batches = False
+        job.LocalFiles.arrow_batches = job.LocalFiles.tasks_write = False
     try:
         yield
     finally:
         accel.C = saved
         if job is not None:
-            job.LocalFiles.arrow_batches = True
+            job.LocalFiles.arrow_batches = job.LocalFiles.tasks_write = True
 
 
 def child_kernel(logdir: str, runs: int) -> dict:
