@@ -3,8 +3,8 @@
  *
  *   crc.c          CRC-32 of magic 0/1 messages
  *   record_reader.h the v2 record reader (varints, lengths, headers: every bound checked once), inline
- *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, and the
- *                  reader's error texts
+ *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, record_stats
+ *                  (a section's count and smallest timestamp, no tuple), and the reader's error texts
  *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
  *   writers.c      the output buffer and the dump-log lines (text and JSON) of a record or a message,
  *                  with format_records / format_payload / format_messages: a reader plus a writer
