@@ -343,3 +343,25 @@ def test_batches_rows_counted_in_c_equal_the_decoded_rows(spec) -> None:
     finally:
         accel.C = saved
     assert got == want
+
+
+def test_a_tasks_part_file_appears_whole_and_a_rerun_replaces_it(tmp_path: Path) -> None:
+    """A Spark task writes its part of the records table under a temporary name and renames it when
+    complete (job.LocalFiles.write_table): a task run twice leaves one part, never a half-written one."""
+    import pyarrow.parquet as pq
+
+    from kafka_tools.pipeline.arrow_files import TableFile
+
+    spec = next(s for s in SEGMENTS if "generated/v2/none-0/" in s.file)
+    table_dir = tmp_path / "records"
+    for attempt in range(2):
+        part = TableFile(str(tmp_path), "records", "parquet", part=7)
+        for batch in record_columns.record_batches(spec):
+            part.add(batch)
+        assert [p.name for p in table_dir.iterdir() if not p.name.endswith(".tmp")] == (
+            ["part-00007.snappy.parquet"] if attempt else []
+        )
+        written = part.close()
+    assert sorted(p.name for p in table_dir.iterdir()) == ["part-00007.snappy.parquet"]  # no _SUCCESS yet
+    assert written.rows == _table(spec).num_rows
+    assert pq.read_table(table_dir).equals(_table(spec))
