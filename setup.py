@@ -9,7 +9,16 @@ from setuptools import Extension, setup
 # One file per concern, as format/ is split (csrc/speedups.h says which holds what).
 SOURCES = [
     f"kafka_tools/format/csrc/{name}.c"
-    for name in ("module", "crc", "records_v2", "messages_v01", "writers", "kraft", "batches_v2")
+    for name in (
+        "module",
+        "crc",
+        "records_v2",
+        "messages_v01",
+        "writers",
+        "kraft",
+        "batches_v2",
+        "arrow_records",
+    )
 ]
 
 setup(

@@ -2,7 +2,9 @@
 
     python bench/scan.py                  # 2 GiB: 4 partitions x 4 segments of 128 MiB, 2 runs each
     python bench/scan.py --quick          # 256 MiB: a smoke run (~1 min, mostly Spark start-up)
-    python bench/scan.py --records        # also write the `records` table (every record, parquet)
+    python bench/scan.py --records        # also write the `records` table (every record, parquet),
+                                          # built in C and as main built it (`--out, main's records`),
+                                          # and time the decode-to-Arrow kernel alone on one core
     python bench/scan.py --json           # the result as JSON on stdout (progress on stderr)
     python bench/scan.py --check          # exit 1 when local[2] is below 1.7x local[1]
     python bench/scan.py --master local[2] --master standalone   # vs a two-worker standalone cluster
@@ -25,6 +27,11 @@ validate` checks it, then every batch decompressed and every record decoded (wha
   master in its own child process. Spark's start-up (JVM, SparkContext, the first Python workers, and
   a warm-up scan of the small v2 fixtures, which imports ktool and pyarrow in the workers and lets
   the JVM compile the Arrow, aggregation and Parquet paths) is timed apart and excluded.
+
+* --records: `scan --out` writes the records table too, and a third variant `--out, main's records`
+  writes it the way main did (`tasks.record_chunks`, a Python object a field, then `pa.array`), so
+  the C Arrow builder's gain is a same-run ratio; `kernel` rows time the records table's batches alone
+  (`record_columns.record_batches`, every segment, one core, no parquet), new and old.
 
 Every mode must report the same batches and records, equal to what the generator wrote. Throughput
 is MB/s of segment bytes (decimal), median of the runs, page cache warm. See bench/README.md.
@@ -55,6 +62,7 @@ LOGDIR_VERSION = 1  # bump when the layout changes, so cached log dirs are rebui
 TARGET_SPEEDUP = 1.7
 TOPIC = "bench"
 VARIANTS = ("scan", "scan --out")  # no tables (findings and totals only); the tables written
+OLD_RECORDS = "--out, main's records"  # with --records: the records table built as main built it
 WARM_UP = Path(__file__).resolve().parent.parent / "fixtures" / "generated" / "v2"
 
 
@@ -133,8 +141,16 @@ def child_single(logdir: str, runs: int, split_mib: int, records: bool) -> dict:
 
     out: dict = {"startup_s": None}
     probe = CpuProbe()
+    for variant in variants(records):  # warm-up, as Spark's: imports (pyarrow, parquet), first calls
+        scratch = tempfile.mkdtemp(prefix="ktool-bench-scan-")
+        try:
+            options = ScanOptions(out=scratch, overwrite=True, records=records)
+            with main_records(variant == OLD_RECORDS):
+                scan_in_process(plan_scan([WARM_UP]), options)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     for _ in range(runs):
-        for variant in VARIANTS:
+        for variant in variants(records):
             scratch = tempfile.mkdtemp(prefix="ktool-bench-scan-")
             try:
                 warm(logdir)
@@ -143,7 +159,8 @@ def child_single(logdir: str, runs: int, split_mib: int, records: bool) -> dict:
                     options.out, options.overwrite, options.records = scratch, True, records
                 probe.start()
                 t0 = time.perf_counter()
-                result = scan_in_process(plan_scan([logdir]), options)
+                with main_records(variant == OLD_RECORDS):
+                    result = scan_in_process(plan_scan([logdir]), options)
                 seconds = time.perf_counter() - t0
                 cpu = probe.stop()
             finally:
@@ -152,6 +169,61 @@ def child_single(logdir: str, runs: int, split_mib: int, records: bool) -> dict:
             v["times_s"].append(seconds)
             v["cpu"].append(cpu)
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def variants(records: bool) -> tuple[str, ...]:
+    return VARIANTS + ((OLD_RECORDS,) if records else ())
+
+
+@contextmanager
+def main_records(old: bool):
+    """With `old`, the records table built as main built it (the C builder turned off: `accel.without`
+    in this process; the Spark job's tasks given `tasks.record_chunks`, pickled from here, and their
+    rows written by Spark's writer)."""
+    if not old:
+        yield
+        return
+    from kafka_tools.format import accel
+
+    job = sys.modules.get("kafka_tools.pipeline.job")  # imported by the Spark child only
+    saved = accel.C
+    accel.C = accel.without("record_columns")
+    if job is not None:
+        job.LocalFiles.arrow_batches = job.LocalFiles.tasks_write = False
+    try:
+        yield
+    finally:
+        accel.C = saved
+        if job is not None:
+            job.LocalFiles.arrow_batches = job.LocalFiles.tasks_write = True
+
+
+def child_kernel(logdir: str, runs: int) -> dict:
+    """The records table's Arrow batches alone, every segment whole, in this process (one core, CPU
+    time): `record_columns.record_batches` with the C builder, then as main built them; and the peak
+    RSS of the C runs (what an executor holds whatever the segment size: one batch at a time)."""
+    import resource
+
+    from kafka_tools.pipeline import plan_scan
+    from kafka_tools.pipeline.record_columns import record_batches
+
+    specs = plan_scan([logdir]).segments
+    out: dict = {}
+    for name, old in (("C Arrow builder", False), ("main: Python lists", True)):
+        with main_records(old):  # warm-up: pyarrow imported, first calls made
+            for spec in plan_scan([WARM_UP]).segments:
+                list(record_batches(spec))
+        times, rows = [], 0
+        for _ in range(runs):
+            warm(logdir)
+            with main_records(old):
+                t0 = time.process_time()
+                rows = sum(b.num_rows for spec in specs for b in record_batches(spec))
+                times.append(time.process_time() - t0)
+        out[name] = {"times_s": times, "records": rows}
+        if not old:
+            out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
 
@@ -237,7 +309,7 @@ def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bo
     probe = CpuProbe()
     try:
         for _ in range(runs):
-            for variant in VARIANTS:
+            for variant in variants(records):
                 scratch = tempfile.mkdtemp(prefix="ktool-bench-scan-")
                 try:
                     warm(logdir)
@@ -246,7 +318,8 @@ def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bo
                     options = ScanOptions(split_bytes=split_mib * MiB, waves=waves)
                     if variant != "scan":
                         options.out, options.overwrite, options.records = scratch, True, records
-                    result = run_scan(handle.spark, plan_scan([logdir]), options)
+                    with main_records(variant == OLD_RECORDS):
+                        result = run_scan(handle.spark, plan_scan([logdir]), options)
                     seconds = time.perf_counter() - t0
                     cpu = probe.stop()
                 finally:
@@ -528,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
         "the segments, on a generated log dir of GIB GiB",
     )
     p.add_argument(
-        "--child", choices=["single", "validate", "pair", "spark", "lookup"], help=argparse.SUPPRESS
+        "--child", choices=["single", "validate", "pair", "spark", "lookup", "kernel"], help=argparse.SUPPRESS
     )
     p.add_argument("--segment-ms", type=int, help=argparse.SUPPRESS)
     p.add_argument("--logdir", help=argparse.SUPPRESS)
@@ -539,6 +612,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.child == "validate":
         print(json.dumps(child_validate(a.logdir, a.runs)))
+        return 0
+    if a.child == "kernel":
+        print(json.dumps(child_kernel(a.logdir, a.runs)))
         return 0
     if a.child == "pair":
         print(json.dumps(child_pair(a.logdir, a.runs, a.split_mib)))
@@ -562,6 +638,11 @@ def main(argv: list[str] | None = None) -> int:
     common = ["--logdir", logdir, "--runs", str(a.runs), "--split-mib", str(a.split_mib)]
     log(f"single process: {a.runs} run(s) over {data['bytes'] / MiB:.0f} MiB ...")
     records_arg = ["--records"] if a.records else []
+    load = {"start": os.getloadavg()}
+    kernel = None
+    if a.records:
+        log(f"records kernel: {a.runs} run(s), C builder and main's ...")
+        kernel = run_child(["--child", "kernel", *common[:4]])
     children = {"single process": run_child(["--child", "single", *common, *records_arg])}
     if not a.no_peers:
         log(f"ktool validate, single process: {a.runs} run(s) ...")
@@ -575,9 +656,10 @@ def main(argv: list[str] | None = None) -> int:
             label = "standalone, 2 workers" if master == "standalone" else master
             children[label] = run_child(["--child", "spark", "--master", url, *common, *extra])
 
+    load["end"] = os.getloadavg()
     rows: list[dict] = []
     for mode, child in children.items():
-        for variant in VARIANTS:
+        for variant in variants(a.records):
             if variant not in child:
                 continue
             res = child[variant]
@@ -615,6 +697,19 @@ def main(argv: list[str] | None = None) -> int:
         if r["mode"] == "local[2]" and base:
             speedups[r["variant"]] = r["vs_local1"]
     ok = bool(speedups) and all(s >= TARGET_SPEEDUP for s in speedups.values())
+    for r in rows:  # the C records builder against main's, same mode, same run
+        old = by.get((r["mode"], OLD_RECORDS))
+        same = old is not None and r["variant"] == "scan --out"
+        r["vs_main_records"] = old["median_s"] / r["median_s"] if same else None
+    kernels = {}
+    if kernel is not None:
+        for name, k in kernel.items():
+            if name == "peak_rss_mib":
+                continue
+            if k["records"] != data["records"]:
+                raise SystemExit(f"kernel {name}: {k['records']} records, expected {data['records']}")
+            median = statistics.median(k["times_s"])
+            kernels[name] = {"cpu_s": median, "records_per_s": data["records"] / median}
     result = {
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
@@ -627,6 +722,9 @@ def main(argv: list[str] | None = None) -> int:
         "check": {"target": TARGET_SPEEDUP, "ok": ok},
         "wall_s": round(time.perf_counter() - wall0, 1),
         "single_peak_rss_mib": children["single process"]["peak_rss_mib"],
+        "kernel": kernels,
+        "kernel_peak_rss_mib": kernel["peak_rss_mib"] if kernel else None,
+        "load_average": load,
     }
     if a.json:
         print(json.dumps(result, indent=2))
@@ -648,6 +746,7 @@ def main(argv: list[str] | None = None) -> int:
             "vs local[1]",
             "vs single",
             "vs validate",
+            "vs main's records",
             "our CPU s",
             "others' cores",
         ]
@@ -664,6 +763,7 @@ def main(argv: list[str] | None = None) -> int:
                 "-" if r["vs_local1"] is None else f"{r['vs_local1']:.2f}x",
                 f"{r['vs_single']:.2f}x",
                 "-" if r["vs_validate"] is None else f"{r['vs_validate']:.2f}x",
+                "-" if r["vs_main_records"] is None else f"{r['vs_main_records']:.2f}x",
                 f"{r['ours_cpu_s']:.1f}",
                 f"{r['others_cores']:.2f}",
             ]
@@ -679,6 +779,15 @@ def main(argv: list[str] | None = None) -> int:
             verdict = "PASS" if s >= TARGET_SPEEDUP else "FAIL"
             print(f"[{verdict}] {variant}: local[2] >= {TARGET_SPEEDUP}x local[1]: {s:.2f}x")
         print(f"single process (pyarrow tables): peak RSS {result['single_peak_rss_mib']:.0f} MiB")
+        if kernels:
+            c, old = kernels["C Arrow builder"], kernels["main: Python lists"]
+            print(
+                f"records kernel, one core: C Arrow builder {c['records_per_s'] / 1e6:.2f} M rec/s "
+                f"({c['cpu_s']:.2f} CPU s), main's {old['records_per_s'] / 1e6:.2f} M rec/s "
+                f"({old['cpu_s']:.2f} CPU s): {old['cpu_s'] / c['cpu_s']:.2f}x; "
+                f"peak RSS {result['kernel_peak_rss_mib']:.0f} MiB"
+            )
+        print("load average (1, 5, 15 min): start {}, end {}".format(*(load[k] for k in ("start", "end"))))
         print(f"wall time {result['wall_s']} s")
     return 1 if a.check and not result["check"]["ok"] else 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import uuid
 
 from kafka_tools.errors import InputError
 from kafka_tools.pipeline import tables
@@ -21,9 +22,13 @@ _COMPACT = (",", ":")
 
 
 class TableFile:
-    """One table being written: `add` Arrow RecordBatches of its schema, then `close`."""
+    """One table being written: `add` Arrow RecordBatches of its schema, then `close`.
 
-    def __init__(self, out: str, name: str, fmt: str) -> None:
+    `part` names the file (`part-NNNNN`): a Spark task writing its share of a table on this machine
+    (job.LocalFiles.write_table) writes part NNNNN = its task number, under a temporary name renamed
+    at `close`, so a task run twice leaves one whole file, never half of one."""
+
+    def __init__(self, out: str, name: str, fmt: str, part: int | None = None) -> None:
         self.name = name
         self.fmt = fmt
         self.dir = os.path.join(out, name)
@@ -31,13 +36,25 @@ class TableFile:
         self.rows = 0
         self._writer = None
         self._json = None
+        self._rename: tuple[str, str] | None = None
         try:
             os.makedirs(self.dir, exist_ok=True)
-            path = os.path.join(self.dir, f"part-00000.{'snappy.parquet' if fmt == 'parquet' else 'json'}")
+            suffix = "snappy.parquet" if fmt == "parquet" else "json"
+            path = os.path.join(self.dir, f"part-{part or 0:05d}.{suffix}")
+            if part is not None:
+                self._rename = (f"{path}.{uuid.uuid4().hex[:12]}.tmp", path)
+                path = self._rename[0]
             if fmt == "parquet":
                 import pyarrow.parquet as pq
 
-                self._writer = pq.ParquetWriter(path, self.schema, compression="snappy")
+                columns = tables.TABLES[name]
+                self._writer = pq.ParquetWriter(
+                    path,
+                    self.schema,
+                    compression="snappy",
+                    use_dictionary=tables.dictionary_columns(columns),
+                    write_statistics=tables.statistics_columns(columns),
+                )
             else:
                 self._json = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
         except OSError as exc:
@@ -67,6 +84,9 @@ class TableFile:
                 self._writer.close()
             if self._json is not None:
                 self._json.close()
+            if self._rename is not None:  # a task's part: the driver writes _SUCCESS once all are done
+                os.replace(*self._rename)
+                return TableWritten(self.name, self.dir, self.fmt, self.rows)
             open(os.path.join(self.dir, "_SUCCESS"), "wb").close()
         except OSError as exc:
             raise self._error(exc) from None

@@ -13,7 +13,8 @@
    accumulator: per range its totals (batches, records, offsets, codecs, timestamps), per segment
    its validation report. One Spark job, no cache, no shuffle.
 3. `--records`: the same ranges decoded again, one row per record, written as they come (decoding
-   twice costs less than caching every record between two writes).
+   twice costs less than caching every record between two writes); the rows are Arrow columns built
+   in C by the record readers (pipeline/record_columns.py), no Python object a record.
 4. `--cluster-metadata`: the `__cluster_metadata` ranges decoded again, one row per KRaft record
    (pipeline/metadata_records.py); the ranges of other topics yield nothing.
 5. `--offsets-topic`: each `__consumer_offsets` partition replayed whole by one task, its segments in
@@ -25,6 +26,7 @@ Then, on the driver: the partition-level checks (`plan.assemble_validation`, so 
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -36,7 +38,14 @@ from kafka_tools.log.findings import SegmentReport
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.monitor import Progress, job_progress, master_watch
 from kafka_tools.pipeline.offsets_replay import OffsetsSegment
-from kafka_tools.pipeline.output import FORMATS, Staging, prepare_out_dir, write, write_small_tables
+from kafka_tools.pipeline.output import (
+    FORMATS,
+    Staging,
+    local_dir,
+    prepare_out_dir,
+    write,
+    write_small_tables,
+)
 from kafka_tools.pipeline.plan import ScanOptions, ScanPlan, offsets_replay_segments, pack
 from kafka_tools.pipeline.results import CommittedOffset, ScanResult, TableWritten, finish
 from kafka_tools.pipeline.sources import SegmentSource
@@ -96,7 +105,11 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
         written[-1].rows = sum(t.batches for t in totals.values())
     if options.records and options.out:
         rows = sum(t.records for t in totals.values())
-        written.append(write(source.table("records"), options, "records", rows))
+        here = local_dir(options.out) if sc.master.startswith("local") else None
+        if here is not None and source.tasks_write:
+            written.append(source.write_table("records", here, options.fmt, rows))
+        else:
+            written.append(write(source.table("records"), options, "records", rows))
     if options.cluster_metadata and options.out:
         metadata = source.table("metadata").persist()
         written.append(write(metadata, options, "metadata"))
@@ -231,7 +244,11 @@ def collect_meta(
 
 class LocalFiles(SegmentSource):
     """Segments on this machine's filesystem (or one mounted at the same path on every worker): the
-    tasks open them by path, decode byte ranges of them, and hand Arrow batches to Spark."""
+    tasks open them by path, decode byte ranges of them, and hand Arrow batches to Spark (the records
+    table's made in C: pipeline/record_columns.py)."""
+
+    arrow_batches = True
+    tasks_write = True  # under a local master, the tasks write a local --out's records table themselves
 
     def __init__(self, spark, plan: ScanPlan, options: ScanOptions, ranges: list[Range]) -> None:
         self.spark = spark
@@ -258,11 +275,53 @@ class LocalFiles(SegmentSource):
                     for segment, start, end in units.value[task]:
                         spec = specs.value[segment]
                         for cols in produce(spec, start, end):
-                            yield t.arrow_batch(columns, cols, constants=spec.where)
+                            if isinstance(cols, dict):  # column lists; else an Arrow batch made in C
+                                cols = t.arrow_batch(columns, cols, constants=spec.where)
+                            yield cols
                         if scanned is not None:
                             scanned.add((spec.size if end is None else end) - start)
 
         return self.spark.range(0, n, 1, n).mapInArrow(run, tables.spark_ddl(columns))
+
+    def write_table(self, name: str, out: str, fmt: str, rows: int) -> TableWritten:
+        """The `records` table written by the tasks themselves, each its part file with pyarrow
+        (arrow_files.TableFile), into `out` (this machine's directory: a local master). The batches
+        the C builder makes go straight to the file: through the JVM (Arrow to Spark rows to
+        parquet-mr) they cost 6x their decode (bench/README.md, "records into Arrow in C"). Spark
+        runs the tasks; the files are the ones the in-process scan writes, part by part."""
+        from kafka_tools.pipeline.arrow_files import TableFile
+
+        n = len(self.units.value)
+        self.tasks += n
+        specs, units, scanned = self.specs, self.units, self.scanned
+
+        def run(id_batches):
+            import pyarrow as pa
+
+            from kafka_tools.pipeline.arrow_files import TableFile
+            from kafka_tools.pipeline.record_columns import record_batches
+
+            for ids in id_batches:
+                for task in ids.column(0).to_pylist():
+                    table = TableFile(out, name, fmt, part=task)
+                    for segment, start, end in units.value[task]:
+                        spec = specs.value[segment]
+                        for batch in record_batches(spec, start, end):
+                            table.add(batch)
+                        if scanned is not None:
+                            scanned.add((spec.size if end is None else end) - start)
+                    yield pa.record_batch({"rows": [table.close().rows]})
+
+        assert name == "records"
+        if n:
+            self.spark.range(0, n, 1, n).mapInArrow(run, "rows bigint").collect()
+        else:  # no segment: an empty table all the same, as Spark's writer leaves one
+            TableFile(out, name, fmt).close()
+        try:
+            open(os.path.join(out, name, "_SUCCESS"), "wb").close()
+        except OSError as exc:
+            raise InputError(f"cannot write the {name} table to {out}: {exc.strerror or exc}") from None
+        return TableWritten(name, os.path.join(out, name), fmt, rows)
 
     def offsets(self, replay: dict[tuple[str, int], list[OffsetsSegment]]):
         """Every offset commit of every `__consumer_offsets` partition; a partition is replayed whole by

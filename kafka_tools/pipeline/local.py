@@ -17,9 +17,10 @@ from kafka_tools.pipeline.arrow_files import TableFile, write_rows
 from kafka_tools.pipeline.offsets_replay import replay_offsets
 from kafka_tools.pipeline.output import FORMATS, Staging, local_dir, prepare_out_dir
 from kafka_tools.pipeline.plan import IN_PROCESS, ScanOptions, ScanPlan, offsets_replay_segments
+from kafka_tools.pipeline.record_columns import record_batches
 from kafka_tools.pipeline.results import ScanResult, TableWritten, committed_offsets, finding_row, finish
 from kafka_tools.pipeline.shipped import decoder_name
-from kafka_tools.pipeline.tasks import SegmentTotals, batch_chunks, check_segment, chunked, record_chunks
+from kafka_tools.pipeline.tasks import SegmentTotals, batch_chunks, check_segment, chunked
 
 Progress = Callable[[int, int, int, int], None]
 
@@ -70,7 +71,7 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     if batches is not None:
         written.append(batches.close())
     if out and options.records:
-        written.append(_table(plan, ranges, out, options.fmt, "records", record_chunks, tick))
+        written.append(_table(plan, ranges, out, options.fmt, "records", record_batches, tick))
     if out and options.cluster_metadata:
         from kafka_tools.pipeline.metadata_records import metadata_chunks
 
@@ -108,7 +109,9 @@ def _table(plan: ScanPlan, ranges, out: str, fmt: str, name: str, chunks, tick) 
     for i, start, end in ranges:
         spec = plan.segments[i]
         for cols in chunks(spec, start, end):
-            table.add(tables.arrow_batch(columns, cols, constants=spec.where))
+            if isinstance(cols, dict):  # column lists; else an Arrow batch (the records table, made in C)
+                cols = tables.arrow_batch(columns, cols, constants=spec.where)
+            table.add(cols)
         tick(spec, start, end)
     return table.close()
 

@@ -183,6 +183,10 @@ def write(df, options: ScanOptions, name: str, rows: int | None = None) -> Table
     writer = df.write.format(options.fmt).mode("overwrite")
     if options.fmt == "json":
         writer = writer.option("ignoreNullFields", "false")  # every column on every line, null or not
+    elif name in tables.TABLES:  # no dictionary where it does not pay (tables.dictionary_columns)
+        columns = tables.TABLES[name]
+        for column in set(tables.names(columns)) - set(tables.dictionary_columns(columns)):
+            writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
     try:
         writer.save(path)
     except Exception as exc:

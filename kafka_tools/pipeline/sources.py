@@ -11,6 +11,8 @@ from kafka_tools.pipeline import tables
 
 class SegmentSource:
     scanned = None  # an accumulator: each task adds the segment bytes of the ranges it has done
+    arrow_batches = False  # its stages take Arrow batches from the task functions, not only column lists
+    tasks_write = False  # its tasks can write a table's part files themselves (write_table)
 
     def _stage(self, columns, produce):  # each source runs the task functions its own way
         raise NotImplementedError
@@ -31,7 +33,8 @@ class SegmentSource:
             from kafka_tools.pipeline.metadata_records import metadata_chunks
 
             return self._stage(tables.METADATA, metadata_chunks)
+        from kafka_tools.pipeline.record_columns import record_batches
         from kafka_tools.pipeline.tasks import record_chunks
 
         assert table == "records"
-        return self._stage(tables.RECORDS, record_chunks)
+        return self._stage(tables.RECORDS, record_batches if self.arrow_batches else record_chunks)

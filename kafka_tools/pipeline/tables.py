@@ -137,6 +137,24 @@ TABLES = {
 }
 
 
+# Parquet: dictionary-encode and keep min/max statistics only where they pay. A key, value or headers
+# column rarely repeats, nor does an offset or a timestamp, so a dictionary is built and thrown away
+# (parquet falls back to plain once it grows), and min/max of arbitrary bytes helps no reader. Measured
+# on the records table (bench/README.md, "records into Arrow in C"): without both there, pyarrow writes it
+# 2.6x faster and the file is smaller; file, topic and partition, the same on every row, stay
+# dictionaries (next to nothing on disk).
+_PAYLOAD_KINDS = ("binary", "headers")
+
+
+def dictionary_columns(columns: list[tuple[str, str]]) -> list[str]:
+    """Columns worth a dictionary: not payload, not a long (offsets, timestamps, positions: unique)."""
+    return [name for name, kind in columns if kind not in _PAYLOAD_KINDS and kind != "long"]
+
+
+def statistics_columns(columns: list[tuple[str, str]]) -> list[str]:
+    return [name for name, kind in columns if kind not in _PAYLOAD_KINDS]
+
+
 def names(columns: list[tuple[str, str]]) -> list[str]:
     return [name for name, _ in columns]
 
@@ -178,11 +196,12 @@ def arrow_batch(columns: list[tuple[str, str]], data: dict[str, list], constants
 
 
 # -- columns ---------------------------------------------------------------------------------------
-# Measured (bench/README.md, "records into Arrow"): from Python lists, pa.array is the fastest builder
+# Measured (bench/README.md, "in-process or Spark"): from Python lists, pa.array is the fastest builder
 # there is for integers and binaries (joining the bytes into one buffer plus int32 offsets in Python is
 # slower); it is the Python object per field that costs, which only a decoder writing Arrow buffers
-# itself (the C extension's record reader) removes. A headers column of records without headers (the
-# common case) is built from its offsets alone.
+# itself removes: the records table is built so (pipeline/record_columns.py, in C), these lists are its
+# pure-Python reference and the other tables' builder. A headers column of records without headers
+# (the common case) is built from its offsets alone.
 
 
 def arrow_column(kind: str, arrow_type, values: list):

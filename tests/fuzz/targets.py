@@ -64,6 +64,7 @@ def check_records(data: bytes) -> None:
     py = _outcome(decode_records_py, *args)
     c = _outcome(C.decode_records, *args)
     assert c == py, (c, py)
+    _check_arrow_records(C, args, py)
     label = "LogAppendTime" if args[4] is not None else "CreateTime"
     checked = _outcome(C.format_payload, *args, label, False, True)
     assert checked == (py if py[0] == "error" else ("ok", len(py[1]))), (checked, py)
@@ -80,6 +81,45 @@ def check_records(data: bytes) -> None:
     name = json.dumps("f.log")
     lines = C.format_payload(*args, label, print_data, False, name, 77)
     assert lines.decode() == _python_record_json(records, label, print_data, 77)
+
+
+# ---- the records table's Arrow columns (arrow_records.c): the same records, or the same error and no row
+
+
+def _arrow_rows(builder) -> list[tuple]:
+    import pyarrow as pa
+
+    from kafka_tools.pipeline.record_columns import _Exported
+
+    batch = pa.record_batch(_Exported(builder.finish("f.log", None, None)))
+    return [
+        (
+            r["batch_position"],
+            r["offset"],
+            r["timestamp"],
+            r["key"],
+            r["value"],
+            [tuple(h.values()) for h in r["headers"]],
+        )
+        for r in batch.to_pylist()
+    ]
+
+
+_KEPT = (7, 8, b"k", None, (("h", None),))  # a row before the batch: a failed batch must leave it whole
+
+
+def _check_arrow_records(C, args, py) -> None:
+    builder = C.record_columns()
+    builder.add_records([_KEPT], 3)
+    got = _outcome(builder.add_v2, *args, 99)
+    kept = [(3, *_KEPT[:4], [("h", None)])]
+    if py[0] == "error":
+        assert got == py, (got, py)
+        assert _arrow_rows(builder) == kept
+        return
+    assert got == ("ok", len(py[1])), got
+    want = [(99, r.offset, r.timestamp, r.key, r.value, [tuple(h) for h in r.headers]) for r in py[1]]
+    assert _arrow_rows(builder) == kept + want
 
 
 def _python_record_lines(records, label: str, print_data: bool) -> str:
@@ -157,6 +197,33 @@ def check_messages(data: bytes) -> None:
         else None
     )
     assert C.scan_inner(buf) == want
+    # the records table's columns of the set: every message, or the reader's refusal and no row
+    inner_set = bool(flags & 4)
+    builder = C.record_columns()
+    append_at = append_time if flags & 8 else None
+    moved = shift if inner_set else 0
+    try:
+        added = builder.add_messages(buf, 1000, inner_set, moved, append_at)
+    except RecordDecodeError:
+        added = None
+    complete = not buf or (bool(messages) and messages[-1].next_position == len(buf))
+    fits = all(INT64[0] <= m.offset + moved <= INT64[1] for m in messages)
+    assert (added is not None) == (complete and fits), (added, complete, fits)
+    rows = _arrow_rows(builder)
+    if added is not None:
+        assert rows == [
+            (
+                1000 if inner_set else 1000 + m.position,
+                m.offset + moved,
+                append_at if append_at is not None else m.timestamp,
+                m.key,
+                m.value,
+                [],
+            )
+            for m in messages
+        ]
+    else:
+        assert rows == []
     # format_messages: every line as the Python renderers make it, or ValueError when not all plain
     json_out, print_data, inner = bool(flags & 1), bool(flags & 2), bool(flags & 4)
     append = append_time if flags & 8 else None

@@ -1,7 +1,7 @@
 /*
  * kafka_tools.format._speedups: the module. Its state holds what configure() and kraft_configure() are
  * given (the types to make, the errors to raise), one copy per module object; the entry points are in
- * records_v2.c, messages_v01.c, writers.c and kraft.c.
+ * records_v2.c, messages_v01.c, writers.c, kraft.c and arrow_records.c.
  */
 #include "speedups.h"
 
@@ -52,6 +52,9 @@ configure(PyObject *module, PyObject *args)
 static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> list"},
+    {"record_stats", record_stats, METH_VARARGS,
+     "record_stats(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> (records, "
+     "min_timestamp or None): decode_records' count and smallest timestamp, no Record made"},
     {"scan_messages", scan_messages, METH_VARARGS,
      "scan_messages(buf, at, limit, end, prev, lo, hi) -> (at, count, first, last, max_timestamp, gaps)"},
     {"scan_inner", scan_inner, METH_VARARGS, "scan_inner(data) -> (count, first, last, highest) or None"},
@@ -68,6 +71,10 @@ static PyMethodDef methods[] = {
     {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: CRC32 as zlib.crc32 gives it (message_crc's)"},
     {"crc32c", crc32c_py, METH_VARARGS,
      "crc32c(data, value=0, software=False) -> int: CRC-32C (Castagnoli), continuing from `value`"},
+    {"record_columns", record_columns, METH_NOARGS,
+     "record_columns() -> RecordColumns: the records table's columns, built in C, exported as Arrow"},
+    {"arrow_blocks_alive", arrow_blocks_alive, METH_NOARGS,
+     "arrow_blocks_alive() -> int: exported Arrow arrays and schemas not yet released"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
     {"kraft_configure", kraft_configure, METH_VARARGS,
      "kraft_configure(types, record_class, error_class[, fallback]): the KRaft metadata table, "
@@ -97,6 +104,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
         return 0;
     Py_VISIT(st->record_type);
     Py_VISIT(st->decode_error);
+    Py_VISIT(st->columns_type);
     return kraft_traverse(&st->kraft, visit, arg);
 }
 
@@ -109,6 +117,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->record_type);
     Py_CLEAR(st->decode_error);
     Py_CLEAR(st->empty_tuple);
+    Py_CLEAR(st->columns_type);
     kraft_clear(&st->kraft);
     return 0;
 }

@@ -171,3 +171,43 @@ done:
     PyBuffer_Release(&view);
     return out;
 }
+
+/* record_stats(data, count, base_offset, base_timestamp, log_append_time, base_sequence)
+ *   -> (records, min_timestamp or None)
+ * What a `batches` row needs of the records: read as decode_records reads them (the same error), no
+ * Record made. */
+PyObject *
+record_stats(PyObject *module, PyObject *args)
+{
+    speedups_state *st = configured_state(module);
+    if (st == NULL)
+        return NULL;
+    Py_buffer view;
+    batch_t b;
+    PyObject *log_append_obj;
+    if (!PyArg_ParseTuple(args, "y*nLLOL", &view, &b.count, &b.base_offset, &b.base_timestamp, &log_append_obj,
+                          &b.base_sequence))
+        return NULL;
+    PyObject *out = NULL;
+    if (parse_batch(log_append_obj, &b) < 0)
+        goto done;
+    records_t r;
+    record_t rec;
+    long long min_ts = 0;
+    records_open(&r, (const unsigned char *)view.buf, view.len, &b);
+    int more;
+    while ((more = records_next(&r, &rec)) > 0)
+        if (r.index == 1 || rec.timestamp < min_ts)
+            min_ts = rec.timestamp;
+    if (more < 0) {
+        records_raise(&r, st->decode_error);
+        goto done;
+    }
+    if (r.index == 0)
+        out = Py_BuildValue("nO", r.index, Py_None);
+    else
+        out = Py_BuildValue("nL", r.index, min_ts);
+done:
+    PyBuffer_Release(&view);
+    return out;
+}

@@ -3,13 +3,15 @@
  *
  *   crc.c          CRC-32 of magic 0/1 messages, CRC-32C of v2 batches
  *   record_reader.h the v2 record reader (varints, lengths, headers: every bound checked once), inline
- *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, and the
- *                  reader's error texts
+ *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, record_stats
+ *                  (a section's count and smallest timestamp, no tuple), and the reader's error texts
  *   batches_v2.c   scan_batches: validate's v2 header walk (framing, CRC-32C, header checks), totals only
  *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
  *   writers.c      the output buffer and the dump-log lines (text and JSON) of a record or a message,
  *                  with format_records / format_payload / format_messages: a reader plus a writer
  *   kraft.c        the KRaft metadata table interpreter
+ *   arrow_records.c RecordColumns: the records table's Arrow columns, filled by the record readers
+ *                  and exported through the Arrow C data interface
  *   module.c       the module: its state (set by configure()), method table, init
  *
  * Every reader here has the same contract as its pure-Python reference in format/: the same values, or
@@ -50,6 +52,7 @@ typedef struct {
     PyTypeObject *record_type; /* Record (a tuple subclass), from configure() */
     PyObject *decode_error;    /* RecordDecodeError, from configure() */
     PyObject *empty_tuple;
+    PyObject *columns_type; /* RecordColumns (arrow_records.c), made on first use */
     kraft_state kraft;
 } speedups_state;
 
@@ -165,6 +168,7 @@ int parse_batch(PyObject *log_append_obj, batch_t *b);
 int records_args(PyObject *args, Py_buffer *view, batch_t *b, PyObject **rest);
 
 PyObject *decode_records(PyObject *module, PyObject *args);
+PyObject *record_stats(PyObject *module, PyObject *args);
 
 /* ---- magic 0/1 messages (messages_v01.c) ------------------------------------------------------------ */
 
@@ -205,6 +209,11 @@ PyObject *crc32c_py(PyObject *module, PyObject *args);
 PyObject *format_records(PyObject *module, PyObject *args);
 PyObject *format_payload(PyObject *module, PyObject *args);
 PyObject *format_messages(PyObject *module, PyObject *args);
+
+/* ---- Arrow columns (arrow_records.c) ------------------------------------------------------------------ */
+
+PyObject *record_columns(PyObject *module, PyObject *unused);
+PyObject *arrow_blocks_alive(PyObject *module, PyObject *unused);
 
 /* ---- KRaft (kraft.c) --------------------------------------------------------------------------------- */
 

@@ -1,0 +1,117 @@
+"""The `records` table as Arrow batches built in C: no Python object a record.
+
+The entries of a byte range are walked as `tasks.iter_entries` walks them (plain magic 0/1 messages in
+runs, walked in C); each entry's records go into the C extension's RecordColumns builder
+(format/csrc/arrow_records.c) through the one record reader of its generation — a v2 records section
+(decompressed first when the batch is compressed), a message run or a wrapper's inner set — and the
+builder's columns reach pyarrow through the Arrow C data interface, at most `max_rows` rows or
+`max_bytes` of keys, values and headers a batch (a batch's records stay together).
+
+Anything the C readers do not take (0.7 messages, a wrapper whose inner set is irregular, a plain
+message the run walk stopped at) is decoded by the Python decoders and handed over as Record tuples.
+An entry whose records cannot be decoded adds no row, as in `tasks.record_chunks`, the pure-Python
+reference this is tested equal to, row for row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kafka_tools.format import accel
+from kafka_tools.format.compression import DecompressionError, decompress
+from kafka_tools.format.kafka07 import iter_kafka07_entries
+from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
+from kafka_tools.format.segment import MessageRun, Problem, RunBounds, iter_log_entries, looks_like_text
+from kafka_tools.pipeline import tables
+from kafka_tools.pipeline.tasks import CHUNK_BYTES, CHUNK_ROWS, SegmentSpec, record_chunks
+
+
+class _Exported:
+    """The builder's capsules, as pyarrow takes them (`pa.record_batch` of an `__arrow_c_array__`)."""
+
+    __slots__ = ("capsules",)
+
+    def __init__(self, capsules: tuple) -> None:
+        self.capsules = capsules
+
+    def __arrow_c_array__(self, requested_schema=None) -> tuple:
+        return self.capsules
+
+
+def available() -> bool:
+    """Whether the C builder runs (the extension is built and its C paths are on)."""
+    return accel.fast("record_columns") is not None
+
+
+def record_batches(
+    spec: SegmentSpec,
+    start: int = 0,
+    end: int | None = None,
+    max_rows: int = CHUNK_ROWS,
+    max_bytes: int = CHUNK_BYTES,
+) -> Iterator:
+    """The `records` table's rows of the entries that start in [start, end), as pyarrow RecordBatches
+    of the table's schema (file, topic and partition on every row), none empty; built in C when the
+    extension is on, else from `tasks.record_chunks` (the reference). In C, the kernel bench/scan.py
+    times."""
+    if not available():
+        for cols in record_chunks(spec, start, end):
+            yield tables.arrow_batch(tables.RECORDS, cols, constants=spec.where)
+        return
+    import pyarrow as pa
+
+    where = (spec.file, spec.topic, spec.partition)
+    builder = accel.C.record_columns()
+    for _ in _fill(builder, spec, start, end):
+        if builder.rows >= max_rows or builder.nbytes >= max_bytes:
+            yield pa.record_batch(_Exported(builder.finish(*where)))
+    if builder.rows:
+        yield pa.record_batch(_Exported(builder.finish(*where)))
+
+
+def _fill(builder, spec: SegmentSpec, start: int, end: int | None) -> Iterator[None]:
+    """Add each entry's records to `builder`; yield after each entry (where a batch may end)."""
+    if spec.size and looks_like_text(spec.path):
+        return
+    if spec.kafka07:
+        for entry in iter_kafka07_entries(spec.path, spec.base_offset, start=start, end=end):
+            if not isinstance(entry, Problem):
+                _add_decoded(builder, entry)
+                yield
+        return
+    add_v2, add_messages = builder.add_v2, builder.add_messages
+    for entry in iter_log_entries(spec.path, start=start, end=end, runs=RunBounds(keep_data=True)):
+        kind = type(entry)
+        if kind is RecordBatch:
+            args = entry.payload_args()
+            if entry.is_compressed:
+                try:
+                    args = (decompress(entry.codec, entry.payload), *args[1:])
+                except DecompressionError:
+                    continue
+            try:
+                add_v2(*args, entry.position)
+            except RecordDecodeError:
+                continue
+        elif kind is MessageRun:
+            add_messages(entry.data, entry.position, False, 0, None)
+        elif kind is LegacyMessage:
+            inner = entry.plain_inner_set()
+            if inner is None:
+                _add_decoded(builder, entry)
+            else:
+                data, _, shift, log_append = inner
+                add_messages(data, entry.position, True, shift, log_append)
+        else:
+            continue  # a Problem: the checks report it
+        yield
+
+
+def _add_decoded(builder, entry) -> None:
+    """An entry decoded by its Python decoder (records() as dump-log decodes it), unless it cannot be."""
+    try:
+        records = entry.records()
+    except RecordDecodeError:
+        return
+    builder.add_records(records, entry.position)

@@ -1,0 +1,367 @@
+"""The records table built in C (format/csrc/arrow_records.c, pipeline/record_columns.py) is the table the
+pure-Python reference builds, row for row, on every fixture and ../shared/realworld segment, whole and
+cut into byte ranges; its batches are bounded; every buffer it hands pyarrow is freed once pyarrow lets
+go of it; and hostile input gives the reader's error, no row and no crash.
+
+(The same table against `dump-log --json`: tests/pipeline/test_scan_in_process.py, whose in-process
+scan writes the records table through this builder.)"""
+
+from __future__ import annotations
+
+import gc
+import resource
+import struct
+import tracemalloc
+import zlib
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from kafka_tools.format import accel
+from kafka_tools.format.record_batch import Record, RecordDecodeError, decode_records_py
+from kafka_tools.pipeline import record_columns, tables
+from kafka_tools.pipeline.plan import plan_scan
+from kafka_tools.pipeline.tasks import range_starts, split_ranges
+from tests.independent import FIXTURES, REALWORLD
+from tests.support import hostile
+
+pytestmark = pytest.mark.skipif(not record_columns.available(), reason="C extension not built")
+
+SCHEMA = tables.arrow_schema(tables.RECORDS)
+
+
+def _segments() -> list:
+    roots = [FIXTURES] + ([REALWORLD] if REALWORLD.is_dir() else [])
+    files = sorted(
+        p for root in roots for p in root.rglob("*") if p.suffix in (".log", ".kafka") and p.is_file()
+    )
+    return [spec for f in files for spec in plan_scan([f]).segments]
+
+
+SEGMENTS = _segments()
+
+
+def _table(spec, start=0, end=None, **bounds) -> pa.Table:
+    return pa.Table.from_batches(
+        list(record_columns.record_batches(spec, start, end, **bounds)), schema=SCHEMA
+    )
+
+
+def _reference(spec, start=0, end=None) -> pa.Table:
+    saved = accel.C
+    accel.C = None  # every C path off: tasks.record_chunks and pa.array, the reference
+    try:
+        return _table(spec, start, end)
+    finally:
+        accel.C = saved
+
+
+def _name(spec) -> str:
+    return spec.file.rpartition("fixtures/")[2] or spec.file
+
+
+def test_every_fixture_and_realworld_segment_is_there() -> None:
+    names = {_name(s) for s in SEGMENTS}
+    for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        assert any(f"generated/v2/{codec}-0/" in n for n in names), codec
+    for magic in ("v0", "v1"):
+        for codec in ("none", "gzip", "snappy", "lz4"):
+            assert any(f"generated/{magic}/{codec}-0/" in n for n in names), (magic, codec)
+    assert any("kafka07" in n for n in names) and any("corrupt" in n for n in names)
+    assert sum(_reference(s).num_rows for s in SEGMENTS) > 1000
+
+
+@pytest.mark.parametrize("spec", SEGMENTS, ids=_name)
+def test_records_table_from_c_equals_the_pure_python_table(spec) -> None:
+    want = _reference(spec)
+    got = _table(spec)
+    assert got.schema == SCHEMA
+    assert got.to_pylist() == want.to_pylist()
+    assert got.equals(want)
+
+
+@pytest.mark.parametrize("spec", [s for s in SEGMENTS if s.size > 4096 and not s.kafka07], ids=_name)
+def test_records_of_byte_ranges_add_up_to_the_whole_segment(spec) -> None:
+    ranges = split_ranges(range_starts(spec, 2048))
+    assert len(ranges) > 1
+    parts = [_table(spec, s, e) for s, e in ranges]
+    assert pa.concat_tables(parts).equals(_table(spec))
+    for (s, e), part in zip(ranges, parts, strict=True):
+        assert part.equals(_reference(spec, s, e))
+
+
+def test_batches_are_bounded_by_rows_and_bytes() -> None:
+    spec = max(SEGMENTS, key=lambda s: _reference(s).num_rows)
+    whole = _table(spec)
+    by_rows = list(record_columns.record_batches(spec, max_rows=100))
+    assert len(by_rows) > 3
+    # a batch ends after the entry that reaches the bound: at most one entry's records past it
+    biggest_entry = max(pa.compute.value_counts(whole["batch_position"]).field("counts").to_pylist())
+    assert all(b.num_rows < 100 + biggest_entry for b in by_rows)
+    assert pa.Table.from_batches(by_rows).equals(whole)
+    by_bytes = list(record_columns.record_batches(spec, max_bytes=4096))
+    assert len(by_bytes) > 3
+    assert pa.Table.from_batches(by_bytes).equals(whole)
+
+
+# ---- the builder itself: the readers' values, their errors, its memory ----------------------------
+
+
+def _rows(builder) -> list[dict]:
+    rows = pa.record_batch(record_columns._Exported(builder.finish("f.log", None, None))).to_pylist()
+    assert all((r.pop("file"), r.pop("topic"), r.pop("partition")) == ("f.log", None, None) for r in rows)
+    return rows
+
+
+def _as_rows(records, position: int) -> list[dict]:
+    return [
+        {
+            "batch_position": position,
+            "offset": r.offset,
+            "timestamp": r.timestamp,
+            "key": r.key,
+            "value": r.value,
+            "headers": [{"key": k, "value": v} for k, v in r.headers],
+        }
+        for r in records
+    ]
+
+
+SECTION = b"".join(
+    hostile.v2_record(offset_delta=i, ts_delta=-i, key=k, value=v, tail=t)
+    for i, (k, v, t) in enumerate(
+        [
+            (b"k", b"v", b"\x02\x02h\x02v"),  # one header
+            (None, b"value", b"\x00"),
+            # two headers: a UTF-8 key with a null value, a key that is not UTF-8 with an empty value
+            (b"key", None, b"\x04" + b"\x04\xc3\xa9\x01" + b"\x04\xff\xfe\x00"),
+        ]
+    )
+)
+
+
+def test_a_v2_section_gives_the_readers_records_with_headers_and_nulls() -> None:
+    args = (SECTION, 3, 100, 1_000, None, 5)
+    builder = accel.C.record_columns()
+    assert builder.add_v2(*args, 42) == 3
+    assert builder.rows == 3
+    assert _rows(builder) == _as_rows(decode_records_py(*args), 42)
+    assert builder.rows == 0 and _rows(builder) == []
+
+
+def test_log_append_time_is_every_records_timestamp() -> None:
+    args = (SECTION, 3, 100, 1_000, 777, -1)
+    builder = accel.C.record_columns()
+    builder.add_v2(*args, 0)
+    assert [r["timestamp"] for r in _rows(builder)] == [777] * 3
+
+
+@pytest.mark.parametrize(
+    "section,count",
+    [
+        (SECTION, 4),  # fewer records than the count
+        (SECTION, 2),  # stray bytes after the count
+        (SECTION[:-3], 3),  # cut inside the last record
+        (b"\xff" * 12, 1),  # a varint longer than 10 bytes
+        (
+            hostile.v2_record(tail=b"\x80\x80\x80\x80\x80\x80\x80\x80\x01"),
+            1,
+        ),  # a header count past the record
+    ],
+)
+def test_a_bad_section_raises_the_readers_error_and_adds_no_row(section, count) -> None:
+    builder = accel.C.record_columns()
+    builder.add_records([Record(7, 8, b"k", None, (("h", None),))], 3)
+    args = (section, count, 0, 0, None, -1)
+    with pytest.raises(RecordDecodeError) as want:
+        decode_records_py(*args)
+    with pytest.raises(RecordDecodeError) as got:
+        builder.add_v2(*args, 9)
+    assert (str(got.value), got.value.position) == (str(want.value), want.value.position)
+    assert builder.rows == 1
+    builder.add_v2(SECTION, 3, 0, 0, None, -1, 10)  # the bitmaps and offsets were rolled back whole
+    assert _rows(builder) == _as_rows([Record(7, 8, b"k", None, (("h", None),))], 3) + _as_rows(
+        decode_records_py(SECTION, 3, 0, 0, None, -1), 10
+    )
+
+
+def _message(offset: int, key: bytes | None, value: bytes | None) -> bytes:
+    """A plain magic 1 message, timestamp 5."""
+    body = struct.pack(">bbq", 1, 0, 5)
+    for field in (key, value):
+        body += struct.pack(">i", -1) if field is None else struct.pack(">i", len(field)) + field
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", offset, len(message)) + message
+
+
+def test_message_sets_plain_and_inner() -> None:
+    plain = _message(10, b"a", b"b") + _message(11, None, b"c")
+    builder = accel.C.record_columns()
+    assert builder.add_messages(plain, 1000, False, 0, None) == 2
+    assert builder.add_messages(plain, 2000, True, 90, 123) == 2
+    rows = _rows(builder)
+    second = len(_message(10, b"a", b"b"))
+    assert [(r["batch_position"], r["offset"], r["timestamp"], r["key"], r["value"]) for r in rows] == [
+        (1000, 10, 5, b"a", b"b"),
+        (1000 + second, 11, 5, None, b"c"),
+        (2000, 100, 123, b"a", b"b"),
+        (2000, 101, 123, None, b"c"),
+    ]
+    assert all(r["headers"] == [] for r in rows)
+    with pytest.raises(RecordDecodeError):
+        builder.add_messages(plain + b"\x00" * 20, 0, False, 0, None)
+    with pytest.raises(RecordDecodeError):
+        builder.add_messages(plain, 0, True, 2**63 - 11, None)  # an offset moved past int64
+    assert builder.rows == 0
+
+
+def test_records_not_tuples_are_refused() -> None:
+    builder = accel.C.record_columns()
+    for bad in ([(1, 2, "text", None, ())], [(1, 2, None, None, [])], [("x", 2, None, None, ())], [3]):
+        with pytest.raises((TypeError, OverflowError)):
+            builder.add_records(bad, 0)
+    assert builder.rows == 0
+
+
+def test_every_exported_buffer_is_freed_when_pyarrow_lets_go() -> None:
+    alive = accel.C.arrow_blocks_alive
+    gc.collect()
+    before = alive()
+    builder = accel.C.record_columns()
+    builder.add_v2(SECTION, 3, 0, 0, None, -1, 0)
+    batch = pa.record_batch(record_columns._Exported(builder.finish("f.log", "topic", 3)))
+    assert batch.schema == SCHEMA
+    assert (
+        batch.column("topic").to_pylist() == ["topic"] * 3
+        and batch.column("partition").to_pylist() == [3] * 3
+    )
+    keys = batch.column("key")  # a column outlives its batch
+    del batch
+    assert alive() > before
+    assert keys.to_pylist() == [b"k", None, b"key"]
+    del keys
+    gc.collect()
+    assert alive() == before
+    capsules = builder.finish("f.log", None, None)  # never imported: the capsules' destructors free them
+    assert alive() == before + 2
+    del capsules
+    assert alive() == before
+
+
+def _segment_of(tmp_path: Path, data: bytes):
+    from kafka_tools.pipeline.tasks import SegmentSpec
+
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    return SegmentSpec(str(path), str(path), None, None, 0, len(data), in_partition=False)
+
+
+def test_many_batches_leave_no_memory_behind(tmp_path: Path) -> None:
+    batches = [hostile.v2_batch(SECTION, 3, base_offset=3 * i) for i in range(300)]
+    spec = _segment_of(tmp_path, b"".join(batches))
+    assert len(list(record_columns.record_batches(spec, max_rows=16))) == 50  # 6 entries a batch
+    alive = accel.C.arrow_blocks_alive
+    gc.collect()
+    before = alive()
+
+    def run() -> int:
+        return sum(b.num_rows for b in record_columns.record_batches(spec, max_rows=16))
+
+    for _ in range(10):
+        run()
+    gc.collect()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        rows = sum(run() for _ in range(100))
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert rows == 100 * 900
+    assert grown < 64 * 1024, grown  # Python objects: none kept a call
+    assert alive() == before  # C buffers (malloc, not traced): every block released
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 32 * 1024  # KiB
+
+
+def test_error_paths_leave_no_memory_behind() -> None:
+    builder = accel.C.record_columns()
+    bad = (SECTION[:-3], 3, 0, 0, None, -1, 0)
+    for _ in range(200):
+        try:
+            builder.add_v2(*bad)
+        except RecordDecodeError:
+            pass
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(3000):
+            try:
+                builder.add_v2(*bad)
+            except RecordDecodeError:
+                pass
+            try:
+                builder.add_records([(1, 2, "x", None, ())], 0)
+            except TypeError:
+                pass
+        gc.collect()
+        assert tracemalloc.get_traced_memory()[0] - start < 4096
+    finally:
+        tracemalloc.stop()
+    assert builder.rows == 0
+
+
+def test_hostile_segments_give_the_reference_rows(tmp_path: Path) -> None:
+    from kafka_tools.pipeline.tasks import SegmentSpec
+
+    good = (FIXTURES / "generated/v2/none-0").glob("*.log")
+    data = next(iter(good)).read_bytes()
+    for n, blob in enumerate(
+        [data[: len(data) // 2], data[:100] + b"\xff" * 300, data + b"\x00" * 50, bytes(range(256)) * 8]
+    ):
+        path = tmp_path / f"{n:020d}.log"
+        path.write_bytes(blob)
+        spec = SegmentSpec(str(path), str(path), None, None, n, len(blob), in_partition=False)
+        assert _table(spec).equals(_reference(spec))
+
+
+@pytest.mark.parametrize("spec", SEGMENTS, ids=_name)
+def test_batches_rows_counted_in_c_equal_the_decoded_rows(spec) -> None:
+    """The `batches` table's record count and smallest timestamp, read by the C reader without a Record
+    each (tasks._v2_stats), are those of the decoded records; a batch that cannot be decoded keeps
+    the decoder's own error text."""
+    from kafka_tools.pipeline.tasks import batch_chunks
+
+    got = [c for c in batch_chunks(spec)]
+    saved = accel.C
+    accel.C = accel.without("record_stats")
+    try:
+        want = [c for c in batch_chunks(spec)]
+    finally:
+        accel.C = saved
+    assert got == want
+
+
+def test_a_tasks_part_file_appears_whole_and_a_rerun_replaces_it(tmp_path: Path) -> None:
+    """A Spark task writes its part of the records table under a temporary name and renames it when
+    complete (job.LocalFiles.write_table): a task run twice leaves one part, never a half-written one."""
+    import pyarrow.parquet as pq
+
+    from kafka_tools.pipeline.arrow_files import TableFile
+
+    spec = next(s for s in SEGMENTS if "generated/v2/none-0/" in s.file)
+    table_dir = tmp_path / "records"
+    for attempt in range(2):
+        part = TableFile(str(tmp_path), "records", "parquet", part=7)
+        for batch in record_columns.record_batches(spec):
+            part.add(batch)
+        assert [p.name for p in table_dir.iterdir() if not p.name.endswith(".tmp")] == (
+            ["part-00007.snappy.parquet"] if attempt else []
+        )
+        written = part.close()
+    assert sorted(p.name for p in table_dir.iterdir()) == ["part-00007.snappy.parquet"]  # no _SUCCESS yet
+    assert written.rows == _table(spec).num_rows
+    assert pq.read_table(table_dir).equals(_table(spec))
