@@ -561,7 +561,7 @@ def _read_headers(r: ByteStream, i: int, rec_end: int, start: int, keep: bool) -
             n, i = _varint(r, buf, i)
             if r.buf is not buf:
                 buf, end = r.buf, len(r.buf)
-        if n < -1 or r.base + i + max(n, 0) > rec_end:
+        if n < -1 or (n >= 0 and r.base + i + n > rec_end):  # -1: null, the end is checked after
             raise RecordDecodeError(T.BAD_HEADER_VALUE.format(n), start)
         hvalue = None
         if n >= 0:

@@ -76,7 +76,8 @@ read_headers(records_t *r, Py_ssize_t rec_end, record_t *rec)
         r->c.pos += (Py_ssize_t)n;
         if ((why = cursor_varint(&r->c, &n)))
             return records_fail(r, why, 0);
-        if (n < -1 || n > (int64_t)(rec_end - r->c.pos))
+        /* -1 is a null value wherever it ends: a record read past its length is said once, after */
+        if (n < -1 || (n >= 0 && n > (int64_t)(rec_end - r->c.pos)))
             return records_fail(r, BAD_HEADER_VALUE, n);
         if (n > 0)
             r->c.pos += (Py_ssize_t)n;
