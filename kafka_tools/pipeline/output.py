@@ -36,9 +36,13 @@ class Staging:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        """A scan that fails or is interrupted inside the block leaves no table behind."""
+        """A scan that fails or is interrupted inside the block leaves no table behind. Under Spark a
+        task still running (its master lost, the job being cancelled) can write into the directory
+        after it is removed: it is removed again once the session has stopped (`discard_leftovers`)."""
         if exc_type is not None:
             self.discard()
+            if self.spark is not None and self.path is not None:
+                _LEFTOVERS.append(self)
 
     def publish(self, written: list[TableWritten]) -> list[TableWritten]:
         """Move every finished table to OUT/ (nothing to move for a scan without `--out`)."""
@@ -80,6 +84,19 @@ class Staging:
             path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()).delete(path, True)
         except Exception:  # noqa: BLE001 - the master or the filesystem may be gone; leave it
             pass
+
+
+_LEFTOVERS: list[Staging] = []
+
+
+def discard_leftovers() -> None:
+    """Remove again the staging directories of failed scans (called once Spark has stopped, so no task
+    of theirs writes any more)."""
+    while _LEFTOVERS:
+        staging = _LEFTOVERS.pop()
+        local = local_dir(staging.path)
+        if local is not None:
+            shutil.rmtree(local, ignore_errors=True)
 
 
 def write_small_tables(spark, options: ScanOptions, result: ScanResult) -> list[TableWritten]:

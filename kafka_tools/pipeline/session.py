@@ -200,6 +200,9 @@ def spark_session(settings: SparkSettings) -> Iterator[SparkHandle]:
         raise
     finally:
         _stop(handle.spark, stop_timeout)
+        from kafka_tools.pipeline.output import discard_leftovers
+
+        discard_leftovers()
         with _suppress():
             if handle.shipped:
                 os.unlink(handle.shipped)
