@@ -184,13 +184,9 @@ record_stats(PyObject *module, PyObject *args)
         return NULL;
     Py_buffer view;
     batch_t b;
-    PyObject *log_append_obj;
-    if (!PyArg_ParseTuple(args, "y*nLLOL", &view, &b.count, &b.base_offset, &b.base_timestamp, &log_append_obj,
-                          &b.base_sequence))
+    if (records_args(args, &view, &b, NULL) < 0)
         return NULL;
     PyObject *out = NULL;
-    if (parse_batch(log_append_obj, &b) < 0)
-        goto done;
     records_t r;
     record_t rec;
     long long min_ts = 0;
