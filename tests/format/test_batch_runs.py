@@ -16,32 +16,13 @@ from kafka_tools.cli.main import cli
 from kafka_tools.format import accel
 from kafka_tools.format.batch_runs import BatchRun
 from kafka_tools.format.segment import BatchHeader, RunBounds, SegmentWindow, walk_entries
-from kafka_tools.log.findings import ValidateOptions
-from kafka_tools.log.segment_checks import scan_segment
 from tests.independent import FIXTURES
+from tests.support.reports import segment_report
 
 pytestmark = pytest.mark.skipif(accel.fast("scan_batches") is None, reason="C extension not built")
 
 GENERATED = FIXTURES / "generated"
 SEGMENTS = sorted([*GENERATED.glob("v2/*/*.log"), *GENERATED.glob("corrupt/*/*.log")])
-
-
-def _report(path: Path, wanted=(), deep: bool = False) -> tuple:
-    r = scan_segment(path, ValidateOptions(deep=deep), index_positions=wanted)
-    findings = [(f.kind, f.severity, f.position, f.offset, f.message, f.repairable) for f in r.findings]
-    return (
-        r.entries,
-        r.records,
-        r.first_offset,
-        r.last_offset,
-        r.next_offset,
-        r.recovery_point,
-        r.valid_after,
-        r.max_timestamp,
-        r.has_gaps,
-        r.entry_positions,
-        findings,
-    )
 
 
 def _batch_starts(path: Path) -> list[int]:
@@ -58,13 +39,13 @@ def _python_walk(monkeypatch) -> None:
 
 def test_every_v2_and_corrupt_segment_validates_the_same(monkeypatch) -> None:
     wanted = {p: set(_batch_starts(p)[::2]) | {0, 77} for p in SEGMENTS}
-    fast = [_report(p, wanted[p]) for p in SEGMENTS]
-    fast_deep = [_report(p, wanted[p], deep=True) for p in SEGMENTS]
+    fast = [segment_report(p, wanted[p]) for p in SEGMENTS]
+    fast_deep = [segment_report(p, wanted[p], deep=True) for p in SEGMENTS]
     trees = [str(GENERATED / "v2"), str(GENERATED / "corrupt")]
     fast_cli = CliRunner().invoke(cli, ["validate", "--json", *trees], catch_exceptions=False).stdout
     _python_walk(monkeypatch)
-    assert [_report(p, wanted[p]) for p in SEGMENTS] == fast
-    assert [_report(p, wanted[p], deep=True) for p in SEGMENTS] == fast_deep
+    assert [segment_report(p, wanted[p]) for p in SEGMENTS] == fast
+    assert [segment_report(p, wanted[p], deep=True) for p in SEGMENTS] == fast_deep
     assert CliRunner().invoke(cli, ["validate", "--json", *trees], catch_exceptions=False).stdout == fast_cli
 
 
@@ -112,10 +93,10 @@ def test_corrupted_copies_validate_the_same(source: str, tmp_path: Path, monkeyp
         path.parent.mkdir()
         path.write_bytes(_mutated(original.read_bytes(), rnd))
         copies.append(path)
-    fast = [_report(p, {0, 61, 200}) for p in copies]
+    fast = [segment_report(p, {0, 61, 200}) for p in copies]
     _python_walk(monkeypatch)
     for path, expected in zip(copies, fast, strict=True):
-        assert _report(path, {0, 61, 200}) == expected, path
+        assert segment_report(path, {0, 61, 200}) == expected, path
 
 
 def _walk_kinds(path: Path) -> tuple[int, int]:

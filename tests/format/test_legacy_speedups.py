@@ -24,6 +24,7 @@ from kafka_tools.log.segment_checks import scan_segment
 from kafka_tools.log.validate import validate_paths
 from kafka_tools.render import dump_json
 from tests.independent import FIXTURES
+from tests.support.reports import segment_report
 
 pytestmark = pytest.mark.skipif(not segment.HAS_MESSAGE_RUNS, reason="C extension not built")
 
@@ -64,35 +65,17 @@ def test_real_segments_walk_the_same_with_runs() -> None:
     assert runs_seen > 5
 
 
-def _report(path: Path, wanted=()) -> tuple:
-    r = scan_segment(path, ValidateOptions(), index_positions=wanted)
-    findings = [(f.kind, f.severity, f.position, f.offset, f.message, f.repairable) for f in r.findings]
-    return (
-        r.entries,
-        r.records,
-        r.first_offset,
-        r.last_offset,
-        r.next_offset,
-        r.recovery_point,
-        r.valid_after,
-        r.max_timestamp,
-        r.has_gaps,
-        r.entry_positions,
-        findings,
-    )
-
-
 def _validate_json(paths: list[str]) -> str:
     result = CliRunner().invoke(cli, ["validate", "--json", *paths], catch_exceptions=False)
     return result.stdout
 
 
 def test_validate_is_the_same_on_every_real_segment_and_log_dir(monkeypatch) -> None:
-    fast = [_report(p, {0, 128, 4096}) for p in SEGMENTS]
+    fast = [segment_report(p, {0, 128, 4096}) for p in SEGMENTS]
     trees = [str(GENERATED / "v0"), str(GENERATED / "v1"), str(K09), str(GENERATED / "corrupt")]
     fast_cli = _validate_json(trees)
     pure(monkeypatch)
-    assert [_report(p, {0, 128, 4096}) for p in SEGMENTS] == fast
+    assert [segment_report(p, {0, 128, 4096}) for p in SEGMENTS] == fast
     assert _validate_json(trees) == fast_cli
 
 
@@ -123,10 +106,10 @@ def test_corrupted_copies_validate_and_dump_the_same(source: str, tmp_path: Path
         path.parent.mkdir()
         path.write_bytes(mutated)
         copies.append(path)
-    fast = [(_report(p, {0, 26, 52, 200}), _dump(p), _dump(p, "--json")) for p in copies]
+    fast = [(segment_report(p, {0, 26, 52, 200}), _dump(p), _dump(p, "--json")) for p in copies]
     pure(monkeypatch)
     for path, expected in zip(copies, fast, strict=True):
-        assert (_report(path, {0, 26, 52, 200}), _dump(path), _dump(path, "--json")) == expected, path
+        assert (segment_report(path, {0, 26, 52, 200}), _dump(path), _dump(path, "--json")) == expected, path
 
 
 def _dump(path: Path, *extra: str) -> tuple[int, str, str]:
