@@ -93,10 +93,7 @@ def discard_leftovers() -> None:
     """Remove again the staging directories of failed scans (called once Spark has stopped, so no task
     of theirs writes any more)."""
     while _LEFTOVERS:
-        staging = _LEFTOVERS.pop()
-        local = local_dir(staging.path)
-        if local is not None:
-            shutil.rmtree(local, ignore_errors=True)
+        _LEFTOVERS.pop().discard()
 
 
 def write_small_tables(spark, options: ScanOptions, result: ScanResult) -> list[TableWritten]:
