@@ -10,6 +10,7 @@ groups), so memory stays the size of one batch whatever the table's size.
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import os
 import uuid
@@ -38,7 +39,10 @@ class TableFile:
         self._json = None
         self._rename: tuple[str, str] | None = None
         try:
-            os.makedirs(self.dir, exist_ok=True)
+            if part is None:
+                os.makedirs(self.dir, exist_ok=True)
+            elif not os.path.isdir(self.dir):  # a task: the driver made it; gone = the scan was abandoned
+                raise FileNotFoundError(errno.ENOENT, "the scan's staging directory is gone")
             suffix = "snappy.parquet" if fmt == "parquet" else "json"
             path = os.path.join(self.dir, f"part-{part or 0:05d}.{suffix}")
             if part is not None:

@@ -313,6 +313,10 @@ class LocalFiles(SegmentSource):
                     yield pa.record_batch({"rows": [table.close().rows]})
 
         assert name == "records"
+        try:  # made here, never by a task: a task outliving an abandoned scan cannot make it again
+            os.makedirs(os.path.join(out, name), exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot write the {name} table to {out}: {exc.strerror or exc}") from None
         if n:
             self.spark.range(0, n, 1, n).mapInArrow(run, "rows bigint").collect()
         else:  # no segment: an empty table all the same, as Spark's writer leaves one

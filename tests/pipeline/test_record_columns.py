@@ -354,6 +354,7 @@ def test_a_tasks_part_file_appears_whole_and_a_rerun_replaces_it(tmp_path: Path)
 
     spec = next(s for s in SEGMENTS if "generated/v2/none-0/" in s.file)
     table_dir = tmp_path / "records"
+    table_dir.mkdir()  # as the driver makes it before the tasks run
     for attempt in range(2):
         part = TableFile(str(tmp_path), "records", "parquet", part=7)
         for batch in record_columns.record_batches(spec):
@@ -365,3 +366,15 @@ def test_a_tasks_part_file_appears_whole_and_a_rerun_replaces_it(tmp_path: Path)
     assert sorted(p.name for p in table_dir.iterdir()) == ["part-00007.snappy.parquet"]  # no _SUCCESS yet
     assert written.rows == _table(spec).num_rows
     assert pq.read_table(table_dir).equals(_table(spec))
+
+
+def test_a_task_part_never_makes_the_staging_directory_again(tmp_path):
+    """The driver makes OUT/records before the tasks run; a task that outlives an abandoned scan (its
+    master lost, the staging directory removed) gets one clear error and leaves nothing behind."""
+    from kafka_tools.errors import InputError
+    from kafka_tools.pipeline.arrow_files import TableFile
+
+    gone = tmp_path / "_ktool-staging-gone"
+    with pytest.raises(InputError, match="cannot write the records table to .*staging directory is gone"):
+        TableFile(str(gone), "records", "parquet", part=3)
+    assert list(tmp_path.iterdir()) == []
