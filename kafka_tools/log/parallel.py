@@ -1,17 +1,18 @@
 """How `ktool validate --jobs N` spreads segments over cores, decided from the inputs, and the split of
 one large v2 segment at batch boundaries.
 
-Measured on 2 cores (bench/validate.py, bench/README.md): a memory-mapped walk is the fastest on one
-core, but two threads of one process walking maps and releasing the pages behind them
-(`madvise(MADV_DONTNEED)`) serialise on the process's memory map, so the parallel walk was slower than
-one core. Threads that read with `pread` into their own buffers scale (the C walks, zlib and CRC-32C
-release the GIL). Hence the plan:
+Measured on 2 cores (bench/validate.py, bench/README.md): a memory-mapped walk is the cheapest (pread's
+copy costs 1.7x its CPU), and two threads each walking a map of its own and releasing the pages
+behind it do not slow each other down (per-VMA locks; few voluntary context switches per GiB). The
+C walks, zlib and CRC-32C release the GIL. Hence the plan:
 
-* one core, or a small input: one walker, memory-mapped, as `--jobs 1`; without `--jobs`, as many
-  walkers as there are idle cores when the command starts (a busy machine gets one mapped walker);
+* one core, or a small input: one walker, memory-mapped, as `--jobs 1`, settled before anything is
+  read, started or imported; without `--jobs`, as many walkers as there are idle cores when a large
+  input starts (a busy machine gets one mapped walker);
 * several segments: threads (no more than segments), each reading with `pread`;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into one range a
-  core, the ranges' ordinary batches (`BatchRun`) checked in threads, and the rest of the segment
+  core, the ranges' ordinary batches (`BatchRun`) checked at once, the first on the calling thread
+  and each other on a thread of its own, each mapping the file itself; the rest of the segment is
   walked after them as usual (the findings are the same: a range's walk stops at the first batch that
   is not ordinary, and the sequential walk reports it); one segment that cannot be split (v0/v1,
   or below SPLIT_MIN) gets one mapped walker, as `--jobs 1`.
@@ -20,9 +21,10 @@ release the GIL). Hence the plan:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from kafka_tools.broker_lock import is_live
 from kafka_tools.format.batch_runs import (
@@ -33,11 +35,11 @@ from kafka_tools.format.batch_runs import (
     split_points,
 )
 from kafka_tools.format.kinds import FileKind, kind_of
+from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
 from kafka_tools.log.segment_checks import PREAD_WINDOW
 
-if TYPE_CHECKING:
-    from concurrent.futures import Executor
+T = TypeVar("T")
 
 SMALL_INPUT = 32 * 1024 * 1024  # below this, threads cost more than they give: one walker
 SPLIT_MIN = 128 * 1024 * 1024  # segments at least this large are split when cores would be idle
@@ -86,14 +88,14 @@ def plan_jobs(sizes: list[int], jobs: int, v2: list[bool] | None = None) -> Jobs
     """The plan for segments of these sizes (bytes) on `jobs` cores; `v2`: whether each begins with
     a v2 batch (only those can be split; None: all do)."""
     if jobs <= 1 or not sizes or sum(sizes) < SMALL_INPUT:
-        return JobsPlan(1, True, False)
+        return ONE_WALKER
     v2 = [True] * len(sizes) if v2 is None else v2
     splittable = any(size >= SPLIT_MIN and is_v2 for size, is_v2 in zip(sizes, v2, strict=True))
     if len(sizes) < jobs and splittable and scanner() is not None:
-        return JobsPlan(jobs, False, True)
+        return JobsPlan(jobs, True, True)
     walkers = min(jobs, len(sizes))
     if walkers == 1:  # one segment that cannot be split: one mapped walker, as --jobs 1
-        return JobsPlan(1, True, False)
+        return ONE_WALKER
     return JobsPlan(walkers, False, False)
 
 
@@ -121,15 +123,27 @@ def begins_with_v2(path: Path, size: int) -> bool:
     return begins_with_batch(path)
 
 
-def plan_for(found, jobs: int) -> JobsPlan:
-    """plan_jobs for the segments of `found` (a Discovery)."""
+ONE_WALKER = JobsPlan(1, True, False)  # as `--jobs 1`: no thread, no pool
+
+
+def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
+    """plan_jobs for the segments of `found` (a Discovery). `jobs` None is the default: up to `cores`
+    walkers, as many as are idle now, which is asked (/proc/loadavg) only of an input large enough
+    to use them: one walker is settled before anything else is read (a small input costs exactly
+    what `--jobs 1` costs)."""
+    if (cores if jobs is None else jobs) <= 1:
+        return ONE_WALKER
     paths = segment_paths(found)
     sizes = segment_sizes(paths)
+    if sum(sizes) < SMALL_INPUT:
+        return ONE_WALKER
+    if jobs is None:
+        jobs = default_jobs(cores)
     return plan_jobs(sizes, jobs, [begins_with_v2(p, s) for p, s in zip(paths, sizes, strict=True)])
 
 
-def splitter(pool: Executor, parts: int):
-    """`ValidateOptions.split`: a segment's first batches checked in `parts` ranges on `pool`; only
+def splitter(parts: int):
+    """`ValidateOptions.split`: a segment's first batches checked in `parts` ranges at once; only
     large v2 segments no running broker may be writing."""
 
     def split(path: Path, base: int, wanted: list[int]) -> BatchRun | None:
@@ -138,21 +152,51 @@ def splitter(pool: Executor, parts: int):
                 return None
         except OSError:
             return None
-        return split_prefix(path, base, wanted, parts, pool)
+        return split_prefix(path, base, wanted, parts)
 
     return split
+
+
+def in_threads(work: Callable[..., T], calls: list[tuple]) -> list[T]:
+    """`work(*args)` for each of `calls` at once, the first on this thread and each other on a thread
+    of its own; the results in order, the first exception raised. No pool: a pool's import and the
+    hand-over to its first worker cost more than a range's start."""
+    import threading
+
+    results: list = [None] * len(calls)
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    def one(k: int) -> None:
+        try:
+            results[k] = work(*calls[k])
+        except BaseException as exc:  # re-raised on the calling thread below
+            errors[k] = exc
+
+    threads = [threading.Thread(target=one, args=(k,), daemon=True) for k in range(1, len(calls))]
+    for t in threads:
+        t.start()
+    one(0)
+    for t in threads:
+        t.join()
+    for exc in errors:
+        if exc is not None:
+            raise exc
+    return results
 
 
 # -- one segment in ranges ------------------------------------------------------------------------
 
 
 def _range_run(path: Path, start: int, end: int, lo: int, hi: int, wanted: list[int]) -> BatchRun | None:
-    """The ordinary batches from `start` on, in one run, up to `end` or the first other entry (pread)."""
+    """The ordinary batches from `start` on, in one run, up to `end` or the first other entry. Each range
+    maps the file itself (its own mapping, its pages behind it released as in the one-walker walk):
+    two threads over their own maps scale on 2 cores, and pread costs 1.7x the map's CPU (the copy),
+    which ate the second core's gain (bench/README.md, issue 27)."""
     runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True)
     merged: BatchRun | None = None
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        win = SegmentWindow(f, size, PREAD_WINDOW, use_mmap=False)
+        win = SegmentWindow(f, size, PREAD_WINDOW, use_mmap=safe_to_map(path))
         walk = walk_entries(win, start, min(end, size), light=True, runs=runs)
         for item in walk:
             if type(item) is not BatchRun or (merged is not None and item.position != merged.end):
@@ -177,19 +221,16 @@ def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
     )
 
 
-def split_prefix(path: Path, base: int, wanted: list[int], parts: int, pool: Executor) -> BatchRun | None:
-    """The ordinary batches of `path` from its start, checked in `parts` ranges on `pool`, as one
+def split_prefix(path: Path, base: int, wanted: list[int], parts: int) -> BatchRun | None:
+    """The ordinary batches of `path` from its start, checked in `parts` ranges at once, as one
     BatchRun: what the sequential walk would have made of them; None when the file does not begin
     with one. The prefix ends where a range's walk stopped early or a seam breaks the order."""
     points = split_points(path, parts)
     if not points:
         return None
     bounds = [0, *points, path.stat().st_size]
-    futures = [
-        pool.submit(_range_run, path, a, b, base, base + INT32_MAX, wanted)
-        for a, b in zip(bounds, bounds[1:], strict=False)
-    ]
-    runs = [f.result() for f in futures]
+    calls = [(path, a, b, base, base + INT32_MAX, wanted) for a, b in zip(bounds, bounds[1:], strict=False)]
+    runs = in_threads(_range_run, calls)
     merged = runs[0]
     if merged is None:
         return None

@@ -1,6 +1,6 @@
 """`ktool validate --jobs N`: the plan (threads, reader, split) picked for given inputs, and the same
 answer whichever plan runs. The plan is pinned here as work done, not as time: bench/validate.py
---check measures that it pays (log/parallel.py says why mmap is only for one walker)."""
+--check measures that it pays (log/parallel.py says why each reader is where it is)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ def test_several_walkers_read_with_pread_never_mmap() -> None:
 
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
 def test_fewer_large_segments_than_cores_are_split() -> None:
-    assert plan_jobs([1024 * MiB], 2) == JobsPlan(2, False, True)
-    assert plan_jobs([SPLIT_MIN, 4 * MiB], 4) == JobsPlan(4, False, True)
+    assert plan_jobs([1024 * MiB], 2) == JobsPlan(2, True, True)
+    assert plan_jobs([SPLIT_MIN, 4 * MiB], 4) == JobsPlan(4, True, True)
     assert plan_jobs([SPLIT_MIN - 1], 2) == JobsPlan(1, True, False)  # one unsplittable segment
 
 
@@ -49,7 +49,7 @@ def test_one_large_segment_that_cannot_be_split_is_one_mapped_walker() -> None:
     and pread costs more than the map."""
     assert plan_jobs([SPLIT_MIN * 3], 2, [False]) == JobsPlan(1, True, False)
     assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, False]) == JobsPlan(2, False, False)
-    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, True]) == JobsPlan(4, False, True)
+    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, True]) == JobsPlan(4, True, True)
 
 
 def test_the_planner_reads_the_magic_of_large_segments(tmp_path, monkeypatch) -> None:
@@ -108,8 +108,6 @@ def test_every_plan_gives_the_same_answer(tree: str, monkeypatch, tmp_path: Path
 @pytest.mark.parametrize("parts", [2, 3, 9])
 def test_a_split_segment_reports_what_one_walk_reports(parts: int, monkeypatch) -> None:
     """Index targets (entry positions) found in every range, gaps and order checked at the seams."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from kafka_tools.log.findings import ValidateOptions
     from kafka_tools.log.segment_checks import scan_segment
 
@@ -122,10 +120,10 @@ def test_a_split_segment_reports_what_one_walk_reports(parts: int, monkeypatch) 
             pos += 12 + max(1, int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True))
         wanted = set(starts[::2])
         one = scan_segment(path, ValidateOptions(), index_positions=wanted)
-        with ThreadPoolExecutor(parts) as pool:
-            options = ValidateOptions(mmap=False, split=parallel.splitter(pool, parts))
+        for mapped in (True, False):
+            options = ValidateOptions(mmap=mapped, split=parallel.splitter(parts))
             split = scan_segment(path, options, index_positions=wanted)
-        assert split == one, path
+            assert split == one, path
 
 
 def test_the_default_uses_only_the_cores_idle_at_start() -> None:
@@ -142,8 +140,6 @@ def test_the_default_uses_only_the_cores_idle_at_start() -> None:
 def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monkeypatch) -> None:
     """A whole valid batch inside a record's value looks like a batch start to the cut search: the
     ranges then do not meet at the seam, the prefix stops there and the walk goes on from it."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     from kafka_tools.format import batch_runs
@@ -169,6 +165,89 @@ def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monk
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     monkeypatch.setattr(parallel, "split_points", lambda p, parts: [carried])
     one = scan_segment(path, ValidateOptions())
-    with ThreadPoolExecutor(2) as pool:
-        split = scan_segment(path, ValidateOptions(mmap=False, split=parallel.splitter(pool, 2)))
+    split = scan_segment(path, ValidateOptions(split=parallel.splitter(2)))
     assert split == one and one.entries == 6 and not one.findings
+
+
+def _no_threads(monkeypatch) -> list[str]:
+    """Make every way of starting parallel work fail the test, and /proc/loadavg unread: the calls
+    attempted are listed."""
+    import concurrent.futures
+    import threading
+
+    attempted: list[str] = []
+
+    def refuse(what: str):
+        def call(*args, **kwargs):
+            attempted.append(what)
+            raise AssertionError(f"{what} on a small input")
+
+        return call
+
+    monkeypatch.setattr(parallel, "others_running", refuse("read /proc/loadavg"))
+    monkeypatch.setattr(threading.Thread, "start", refuse("thread start"))
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", refuse("pool"))
+    return attempted
+
+
+def test_the_default_on_a_small_input_starts_nothing(monkeypatch) -> None:
+    """`ktool validate` of a 4 KiB segment without --jobs does the work of `--jobs 1`: no load read,
+    no thread, no pool; the answer is the same."""
+    small = GENERATED / "v2" / "none-0" / "00000000000000000000.log"
+    one = _validate(["--jobs", "1", str(small)])
+    attempted = _no_threads(monkeypatch)
+    monkeypatch.setattr("kafka_tools.cli.validate.usable_cores", lambda: 8)
+    assert _validate([str(small)]) == one
+    assert _validate([str(GENERATED / "v2")]) == _validate(["--jobs", "1", str(GENERATED / "v2")])
+    assert attempted == []
+
+
+def test_one_walker_is_settled_before_the_inputs_are_read(monkeypatch) -> None:
+    """`--jobs 1` (or one usable core) plans without a stat or a read of any segment."""
+    from kafka_tools.log.dirs import discover
+
+    found = discover([GENERATED / "v2"])
+    monkeypatch.setattr(parallel, "segment_sizes", lambda paths: pytest.fail("sizes read for one walker"))
+    assert parallel.plan_for(found, 1, 8) == parallel.ONE_WALKER
+    assert parallel.plan_for(found, None, 1) == parallel.ONE_WALKER
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_the_default_on_a_large_input_asks_the_idle_cores(monkeypatch) -> None:
+    from kafka_tools.log.dirs import discover
+
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    found = discover([GENERATED / "v2" / "none-0" / "00000000000000000000.log"])
+    monkeypatch.setattr(parallel, "others_running", lambda: 0)
+    assert parallel.plan_for(found, None, 2) == JobsPlan(2, True, True)
+    monkeypatch.setattr(parallel, "others_running", lambda: 1)
+    assert parallel.plan_for(found, None, 2) == parallel.ONE_WALKER
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@pytest.mark.parametrize("parts", [2, 3])
+def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monkeypatch) -> None:
+    """The calling thread walks the first range; each other range gets a thread of its own (no pool)
+    and maps the file itself (pread's copy cost 1.7x the map's CPU)."""
+    import threading
+
+    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.segment_checks import scan_segment
+
+    path = GENERATED / "v2" / "segmented-0" / "00000000000000000000.log"
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    started: list[threading.Thread] = []
+    real_start = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda t: started.append(t) or real_start(t))
+    mapped: list[bool] = []
+    real_window = parallel.SegmentWindow
+    monkeypatch.setattr(
+        parallel,
+        "SegmentWindow",
+        lambda *a, use_mmap: mapped.append(use_mmap) or real_window(*a, use_mmap=use_mmap),
+    )
+    split = scan_segment(path, ValidateOptions(split=parallel.splitter(parts)))
+    assert split == scan_segment(path, ValidateOptions())
+    assert len(started) == parts - 1
+    assert mapped == [True] * parts
