@@ -37,13 +37,15 @@ from kafka_tools.format.batch_runs import (
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
-from kafka_tools.log.segment_checks import PREAD_WINDOW
 
 T = TypeVar("T")
 
 SMALL_INPUT = 32 * 1024 * 1024  # below this, threads cost more than they give: one walker
 SPLIT_MIN = 128 * 1024 * 1024  # segments at least this large are split when cores would be idle
 INT32_MAX = (1 << 31) - 1
+# A range's walk hands back its mapped pages (or reads by pread) in steps this large: a few MiB
+# resident a range, so that the peak RSS stays far below 100 MB whatever the number of ranges.
+RANGE_STEP = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -159,25 +161,30 @@ def splitter(parts: int):
 
 def in_threads(work: Callable[..., T], calls: list[tuple]) -> list[T]:
     """`work(*args)` for each of `calls` at once, the first on this thread and each other on a thread
-    of its own; the results in order, the first exception raised. No pool: a pool's import and the
-    hand-over to its first worker cost more than a range's start."""
-    import threading
+    of its own; the results in order, the first exception raised. No pool, and no wait for a thread
+    to be scheduled before the next is started (threading.Thread.start waits: up to 9 ms a thread on
+    a busy machine): a pool's import and hand-overs cost more than a range's start."""
+    import _thread
 
     results: list = [None] * len(calls)
     errors: list[BaseException | None] = [None] * len(calls)
+    done = [_thread.allocate_lock() for _ in calls[1:]]
 
     def one(k: int) -> None:
         try:
             results[k] = work(*calls[k])
         except BaseException as exc:  # re-raised on the calling thread below
             errors[k] = exc
+        finally:
+            if k:
+                done[k - 1].release()
 
-    threads = [threading.Thread(target=one, args=(k,), daemon=True) for k in range(1, len(calls))]
-    for t in threads:
-        t.start()
+    for k, lock in enumerate(done, start=1):
+        lock.acquire()
+        _thread.start_new_thread(one, (k,))
     one(0)
-    for t in threads:
-        t.join()
+    for lock in done:
+        lock.acquire()  # released by its thread when its range is walked
     for exc in errors:
         if exc is not None:
             raise exc
@@ -192,11 +199,11 @@ def _range_run(path: Path, start: int, end: int, lo: int, hi: int, wanted: list[
     maps the file itself (its own mapping, its pages behind it released as in the one-walker walk):
     two threads over their own maps scale on 2 cores, and pread costs 1.7x the map's CPU (the copy),
     which ate the second core's gain (bench/README.md, issue 27)."""
-    runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True)
+    runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True, max_bytes=RANGE_STEP)
     merged: BatchRun | None = None
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        win = SegmentWindow(f, size, PREAD_WINDOW, use_mmap=safe_to_map(path))
+        win = SegmentWindow(f, size, RANGE_STEP, use_mmap=safe_to_map(path), release_step=RANGE_STEP)
         walk = walk_entries(win, start, min(end, size), light=True, runs=runs)
         for item in walk:
             if type(item) is not BatchRun or (merged is not None and item.position != merged.end):

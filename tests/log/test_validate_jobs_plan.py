@@ -172,6 +172,7 @@ def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monk
 def _no_threads(monkeypatch) -> list[str]:
     """Make every way of starting parallel work fail the test, and /proc/loadavg unread: the calls
     attempted are listed."""
+    import _thread
     import concurrent.futures
     import threading
 
@@ -186,6 +187,7 @@ def _no_threads(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(parallel, "others_running", refuse("read /proc/loadavg"))
     monkeypatch.setattr(threading.Thread, "start", refuse("thread start"))
+    monkeypatch.setattr(_thread, "start_new_thread", refuse("thread start"))
     monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", refuse("pool"))
     return attempted
 
@@ -230,24 +232,42 @@ def test_the_default_on_a_large_input_asks_the_idle_cores(monkeypatch) -> None:
 def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monkeypatch) -> None:
     """The calling thread walks the first range; each other range gets a thread of its own (no pool)
     and maps the file itself (pread's copy cost 1.7x the map's CPU)."""
-    import threading
+    import _thread
 
     from kafka_tools.log.findings import ValidateOptions
     from kafka_tools.log.segment_checks import scan_segment
 
     path = GENERATED / "v2" / "segmented-0" / "00000000000000000000.log"
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
-    started: list[threading.Thread] = []
-    real_start = threading.Thread.start
-    monkeypatch.setattr(threading.Thread, "start", lambda t: started.append(t) or real_start(t))
+    started: list[int] = []
+    real_start = _thread.start_new_thread
+    monkeypatch.setattr(_thread, "start_new_thread", lambda f, args: started.append(1) or real_start(f, args))
     mapped: list[bool] = []
     real_window = parallel.SegmentWindow
-    monkeypatch.setattr(
-        parallel,
-        "SegmentWindow",
-        lambda *a, use_mmap: mapped.append(use_mmap) or real_window(*a, use_mmap=use_mmap),
-    )
+
+    def window(*args, use_mmap: bool, release_step: int):
+        mapped.append(use_mmap)
+        return real_window(*args, use_mmap=use_mmap, release_step=release_step)
+
+    monkeypatch.setattr(parallel, "SegmentWindow", window)
     split = scan_segment(path, ValidateOptions(split=parallel.splitter(parts)))
     assert split == scan_segment(path, ValidateOptions())
     assert len(started) == parts - 1
     assert mapped == [True] * parts
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_a_range_that_fails_fails_the_split(monkeypatch) -> None:
+    """An error in a range's thread reaches the caller (after every range has ended), as the
+    sequential walk's own error would."""
+    path = GENERATED / "v2" / "segmented-0" / "00000000000000000000.log"
+    real = parallel._range_run
+
+    def second_fails(p, start, *rest):
+        if start:
+            raise OSError(f"{p}: cannot read at {start}")
+        return real(p, start, *rest)
+
+    monkeypatch.setattr(parallel, "_range_run", second_fails)
+    with pytest.raises(OSError, match="cannot read at"):
+        parallel.split_prefix(path, 0, [], 3)
