@@ -9,13 +9,15 @@ C walks, zlib and CRC-32C release the GIL. Hence the plan:
 * one core, or a small input: one walker, memory-mapped, as `--jobs 1`, settled before anything is
   read, started or imported; without `--jobs`, as many walkers as there are idle cores when a large
   input starts (a busy machine gets one mapped walker);
-* several segments: threads (no more than segments), each reading with `pread`;
-* fewer large segments than cores: each large v2 segment split at batch boundaries into one range a
-  core, the ranges' ordinary batches (`BatchRun`) checked at once, the first on the calling thread
-  and each other on a thread of its own, each mapping the file itself; the rest of the segment is
-  walked after them as usual (the findings are the same: a range's walk stops at the first batch that
-  is not ordinary, and the sequential walk reports it); one segment that cannot be split (v0/v1,
-  or below SPLIT_MIN) gets one mapped walker, as `--jobs 1`.
+* several segments: threads (no more than segments), each reading with `pread` (its buffer is the
+  only memory a walker holds: mapped pages count in the RSS);
+* fewer large segments than cores: each large v2 segment split at batch boundaries into
+  RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked on the calling
+  thread and one new thread a core more, each taking the next range when done with one and mapping
+  the file itself (handing its pages back every RANGE_STEP); the rest of the segment is walked after
+  them as usual (the findings are the same: a range's walk stops at the first batch that is not
+  ordinary, and the sequential walk reports it); one segment that cannot be split (v0/v1, or below
+  SPLIT_MIN) gets one mapped walker, as `--jobs 1`.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ INT32_MAX = (1 << 31) - 1
 # A range's walk hands back its mapped pages (or reads by pread) in steps this large: a few MiB
 # resident a range, so that the peak RSS stays far below 100 MB whatever the number of ranges.
 RANGE_STEP = 2 * 1024 * 1024
+# A split segment is cut into this many ranges a thread, taken in turn by whichever thread is free:
+# a core that another task holds for a while then walks less of the segment, not half of it.
+RANGES_A_THREAD = 4
 
 
 @dataclass(frozen=True)
@@ -159,32 +164,36 @@ def splitter(parts: int):
     return split
 
 
-def in_threads(work: Callable[..., T], calls: list[tuple]) -> list[T]:
-    """`work(*args)` for each of `calls` at once, the first on this thread and each other on a thread
-    of its own; the results in order, the first exception raised. No pool, and no wait for a thread
-    to be scheduled before the next is started (threading.Thread.start waits: up to 9 ms a thread on
-    a busy machine): a pool's import and hand-overs cost more than a range's start."""
+def in_threads(work: Callable[..., T], calls: list[tuple], threads: int) -> list[T]:
+    """`work(*args)` for each of `calls` on `threads` threads, this one and `threads - 1` new ones,
+    each taking the next call as it finishes one (a thread slowed by another task on its core takes
+    fewer); the results in order, the first exception raised once all have ended. No pool, and no
+    wait for a thread to be scheduled before the next is started (threading.Thread.start waits: up
+    to 9 ms a thread on a busy machine): a pool's import and hand-overs cost more than a range."""
     import _thread
 
     results: list = [None] * len(calls)
     errors: list[BaseException | None] = [None] * len(calls)
-    done = [_thread.allocate_lock() for _ in calls[1:]]
+    todo = iter(range(len(calls)))  # shared: next() on it is atomic under the GIL
+    done = [_thread.allocate_lock() for _ in range(min(threads, len(calls)) - 1)]
 
-    def one(k: int) -> None:
+    def worker(lock) -> None:
         try:
-            results[k] = work(*calls[k])
-        except BaseException as exc:  # re-raised on the calling thread below
-            errors[k] = exc
+            for k in todo:
+                try:
+                    results[k] = work(*calls[k])
+                except BaseException as exc:  # re-raised on the calling thread below
+                    errors[k] = exc
         finally:
-            if k:
-                done[k - 1].release()
+            if lock is not None:
+                lock.release()
 
-    for k, lock in enumerate(done, start=1):
-        lock.acquire()
-        _thread.start_new_thread(one, (k,))
-    one(0)
     for lock in done:
-        lock.acquire()  # released by its thread when its range is walked
+        lock.acquire()
+        _thread.start_new_thread(worker, (lock,))
+    worker(None)
+    for lock in done:
+        lock.acquire()  # released by its thread when no call is left
     for exc in errors:
         if exc is not None:
             raise exc
@@ -229,15 +238,16 @@ def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
 
 
 def split_prefix(path: Path, base: int, wanted: list[int], parts: int) -> BatchRun | None:
-    """The ordinary batches of `path` from its start, checked in `parts` ranges at once, as one
-    BatchRun: what the sequential walk would have made of them; None when the file does not begin
-    with one. The prefix ends where a range's walk stopped early or a seam breaks the order."""
-    points = split_points(path, parts)
+    """The ordinary batches of `path` from its start, checked on `parts` threads in RANGES_A_THREAD
+    ranges a thread, as one BatchRun: what the sequential walk would have made of them; None when the
+    file does not begin with one. The prefix ends where a range's walk stopped early or a seam
+    breaks the order."""
+    points = split_points(path, parts * RANGES_A_THREAD)
     if not points:
         return None
     bounds = [0, *points, path.stat().st_size]
     calls = [(path, a, b, base, base + INT32_MAX, wanted) for a, b in zip(bounds, bounds[1:], strict=False)]
-    runs = in_threads(_range_run, calls)
+    runs = in_threads(_range_run, calls, parts)
     merged = runs[0]
     if merged is None:
         return None

@@ -230,8 +230,8 @@ def test_the_default_on_a_large_input_asks_the_idle_cores(monkeypatch) -> None:
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
 @pytest.mark.parametrize("parts", [2, 3])
 def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monkeypatch) -> None:
-    """The calling thread walks the first range; each other range gets a thread of its own (no pool)
-    and maps the file itself (pread's copy cost 1.7x the map's CPU)."""
+    """The calling thread walks ranges too, and `parts - 1` threads of their own (no pool) share the
+    others; each range maps the file itself (pread's copy cost 1.7x the map's CPU)."""
     import _thread
 
     from kafka_tools.log.findings import ValidateOptions
@@ -253,7 +253,7 @@ def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monk
     split = scan_segment(path, ValidateOptions(split=parallel.splitter(parts)))
     assert split == scan_segment(path, ValidateOptions())
     assert len(started) == parts - 1
-    assert mapped == [True] * parts
+    assert len(mapped) > parts and all(mapped)  # more ranges than threads, all mapped
 
 
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
