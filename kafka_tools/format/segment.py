@@ -96,7 +96,7 @@ class SegmentWindow:
         size: int,
         window: int = WINDOW,
         use_mmap: bool = False,
-        release_step: int = _RELEASE_STEP,
+        release_step: int | None = None,
     ) -> None:
         self._f = fileobj
         self.size = size
@@ -106,7 +106,7 @@ class SegmentWindow:
         self.start = 0
         self._map: mmap.mmap | None = None
         self._released = 0
-        self._release_step = release_step  # mapped pages this far behind the walk are handed back
+        self._release_step = release_step or _RELEASE_STEP  # mapped pages this far behind are handed back
         if use_mmap and size > 0:
             self._map = mmap.mmap(fileobj.fileno(), 0, access=mmap.ACCESS_READ)
             self.buf = self._map

@@ -119,6 +119,9 @@ class ValidateOptions:
     # segments may be memory-mapped, and what checks a large segment's first batches on several cores.
     mmap: bool = True
     split: Callable[[Path, int, list[int]], BatchRun | None] | None = None
+    # One of several walkers: its mapped pages are handed back (and its runs end) every `step` bytes,
+    # so that the walkers' resident pages together stay small; None: the one walker's own steps.
+    step: int | None = None
 
 
 # -- partitions and log dirs ---------------------------------------------------------------------

@@ -1,23 +1,23 @@
 """How `ktool validate --jobs N` spreads segments over cores, decided from the inputs, and the split of
 one large v2 segment at batch boundaries.
 
-Measured on 2 cores (bench/validate.py, bench/README.md): a memory-mapped walk is the cheapest (pread's
-copy costs 1.7x its CPU), and two threads each walking a map of its own and releasing the pages
-behind it do not slow each other down (per-VMA locks; few voluntary context switches per GiB). The
-C walks, zlib and CRC-32C release the GIL. Hence the plan:
+Measured on 2 cores (bench/validate.py, bench/split.py, bench/README.md): a memory-mapped walk is the
+cheapest (pread's copy costs 1.2-1.7x its CPU), and threads each walking a map of its own and
+releasing the pages behind it do not slow each other down (kernel 6.18, per-VMA locks: a few dozen
+voluntary context switches a GiB); the C walks, zlib and CRC-32C release the GIL. So every walker
+maps (pread only where format/mapping.py refuses a map), several walkers in WALKER_STEP steps (their
+resident pages are in the RSS). The plan:
 
-* one core, or a small input: one walker, memory-mapped, as `--jobs 1`, settled before anything is
-  read, started or imported; without `--jobs`, as many walkers as there are idle cores when a large
-  input starts (a busy machine gets one mapped walker);
-* several segments: threads (no more than segments), each reading with `pread` (its buffer is the
-  only memory a walker holds: mapped pages count in the RSS);
+* one core, or a small input: one walker, as `--jobs 1`, settled before anything is read, started or
+  imported; without `--jobs`, as many walkers as there are idle cores when a large input starts (a
+  busy machine gets one walker);
+* several segments: threads (no more than segments), a segment each at a time;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into
   RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked on the calling
-  thread and one new thread a core more, each taking the next range when done with one and mapping
-  the file itself (handing its pages back every RANGE_STEP); the rest of the segment is walked after
-  them as usual (the findings are the same: a range's walk stops at the first batch that is not
-  ordinary, and the sequential walk reports it); one segment that cannot be split (v0/v1, or below
-  SPLIT_MIN) gets one mapped walker, as `--jobs 1`.
+  thread and one new thread a core more, each taking the next range when done with one; the rest of
+  the segment is walked after them as usual (the findings are the same: a range's walk stops at the
+  first batch that is not ordinary, and the sequential walk reports it); one segment that cannot be
+  split (v0/v1, or below SPLIT_MIN) gets one walker, as `--jobs 1`.
 """
 
 from __future__ import annotations
@@ -45,9 +45,10 @@ T = TypeVar("T")
 SMALL_INPUT = 32 * 1024 * 1024  # below this, threads cost more than they give: one walker
 SPLIT_MIN = 128 * 1024 * 1024  # segments at least this large are split when cores would be idle
 INT32_MAX = (1 << 31) - 1
-# A range's walk hands back its mapped pages (or reads by pread) in steps this large: a few MiB
-# resident a range, so that the peak RSS stays far below 100 MB whatever the number of ranges.
-RANGE_STEP = 2 * 1024 * 1024
+# One of several walkers (or a range's walk) hands back its mapped pages (or reads by pread) in steps
+# this large: a few MiB resident a walker, so that the peak RSS stays far below 100 MB whatever the
+# number of threads (the one walker's 16 MiB step gave 53 MB with two threads on one segment).
+WALKER_STEP = 2 * 1024 * 1024
 # A split segment is cut into this many ranges a thread, taken in turn by whichever thread is free:
 # a core that another task holds for a while then walks less of the segment, not half of it.
 RANGES_A_THREAD = 4
@@ -55,23 +56,17 @@ RANGES_A_THREAD = 4
 
 @dataclass(frozen=True)
 class JobsPlan:
-    """What validate runs: `threads` walkers; `mmap` whether they map the files (else pread);
-    `split` whether large segments are cut into ranges, one a thread."""
+    """What validate runs: `threads` walkers; `split` whether large segments are cut into ranges,
+    RANGES_A_THREAD a thread. Every walker maps the files it may map (format/mapping.py)."""
 
     threads: int
-    mmap: bool
     split: bool
-
-    @property
-    def reader(self) -> str:
-        return "mmap" if self.mmap else "pread"
 
 
 def idle_cores(cores: int, others_running: int) -> int:
     """The walkers the default `--jobs` starts: the usable cores no other task is running on now. A
-    second walker on a core another task holds only adds the pread reader's extra CPU (and, where
-    the scheduler shares CPU between process groups, buys no time at all), so it is never slower to
-    leave it out."""
+    second walker on a core another task holds buys no time (where the scheduler shares CPU between
+    process groups, none at all) and costs its start, so it is never slower to leave it out."""
     return max(1, min(cores, cores - others_running))
 
 
@@ -99,11 +94,11 @@ def plan_jobs(sizes: list[int], jobs: int, v2: list[bool] | None = None) -> Jobs
     v2 = [True] * len(sizes) if v2 is None else v2
     splittable = any(size >= SPLIT_MIN and is_v2 for size, is_v2 in zip(sizes, v2, strict=True))
     if len(sizes) < jobs and splittable and scanner() is not None:
-        return JobsPlan(jobs, True, True)
+        return JobsPlan(jobs, True)
     walkers = min(jobs, len(sizes))
     if walkers == 1:  # one segment that cannot be split: one mapped walker, as --jobs 1
         return ONE_WALKER
-    return JobsPlan(walkers, False, False)
+    return JobsPlan(walkers, False)
 
 
 def segment_paths(found) -> list[Path]:
@@ -130,7 +125,7 @@ def begins_with_v2(path: Path, size: int) -> bool:
     return begins_with_batch(path)
 
 
-ONE_WALKER = JobsPlan(1, True, False)  # as `--jobs 1`: no thread, no pool
+ONE_WALKER = JobsPlan(1, False)  # as `--jobs 1`: no thread, no pool
 
 
 def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
@@ -208,11 +203,11 @@ def _range_run(path: Path, start: int, end: int, lo: int, hi: int, wanted: list[
     maps the file itself (its own mapping, its pages behind it released as in the one-walker walk):
     two threads over their own maps scale on 2 cores, and pread costs 1.7x the map's CPU (the copy),
     which ate the second core's gain (bench/README.md, issue 27)."""
-    runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True, max_bytes=RANGE_STEP)
+    runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True, max_bytes=WALKER_STEP)
     merged: BatchRun | None = None
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        win = SegmentWindow(f, size, RANGE_STEP, use_mmap=safe_to_map(path), release_step=RANGE_STEP)
+        win = SegmentWindow(f, size, WALKER_STEP, use_mmap=safe_to_map(path), release_step=WALKER_STEP)
         walk = walk_entries(win, start, min(end, size), light=True, runs=runs)
         for item in walk:
             if type(item) is not BatchRun or (merged is not None and item.position != merged.end):

@@ -31,7 +31,7 @@ from kafka_tools.log.findings import (
 )
 from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
 from kafka_tools.log.index_checks import check_offset_index, check_snapshot, check_time_index, index_positions
-from kafka_tools.log.parallel import plan_for, splitter
+from kafka_tools.log.parallel import WALKER_STEP, plan_for, splitter
 from kafka_tools.log.partition_checks import (
     dump_checks,
     leader_epoch_findings,
@@ -170,13 +170,13 @@ def validate_paths(
     read = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}  # before any segment
     plan = plan_for(found, jobs, cores)
     if plan.split:  # one segment at a time, its ranges on threads of their own (no pool)
-        options = replace(options, mmap=plan.mmap, split=splitter(plan.threads))
+        options = replace(options, split=splitter(plan.threads))
     if plan.threads == 1 or plan.split:  # no pool (nor concurrent.futures' import)
-        return _validate_found(found, replace(options, mmap=plan.mmap), progress, None, read)
+        return _validate_found(found, options, progress, None, read)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(plan.threads) as pool:
-        options = replace(options, mmap=plan.mmap)
+        options = replace(options, step=WALKER_STEP)
         scans = scan_ahead(found, options, progress, pool)
         try:
             return _validate_found(found, options, progress, scans, read)

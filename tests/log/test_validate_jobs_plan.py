@@ -1,6 +1,6 @@
-"""`ktool validate --jobs N`: the plan (threads, reader, split) picked for given inputs, and the same
+"""`ktool validate --jobs N`: the plan (threads, split) picked for given inputs, and the same
 answer whichever plan runs. The plan is pinned here as work done, not as time: bench/validate.py
---check measures that it pays (log/parallel.py says why each reader is where it is)."""
+--check measures that it pays (log/parallel.py says why)."""
 
 from __future__ import annotations
 
@@ -23,33 +23,55 @@ has_c = accel.fast("scan_batches") is not None
 
 
 def test_one_core_or_a_small_input_is_one_mapped_walker() -> None:
-    assert plan_jobs([SPLIT_MIN * 4], 1) == JobsPlan(1, True, False)
-    assert plan_jobs([MiB] * 8, 2) == JobsPlan(1, True, False)
-    assert plan_jobs([SMALL_INPUT - 1], 8) == JobsPlan(1, True, False)
-    assert plan_jobs([], 2) == JobsPlan(1, True, False)
+    assert plan_jobs([SPLIT_MIN * 4], 1) == parallel.ONE_WALKER
+    assert plan_jobs([MiB] * 8, 2) == parallel.ONE_WALKER
+    assert plan_jobs([SMALL_INPUT - 1], 8) == parallel.ONE_WALKER
+    assert plan_jobs([], 2) == parallel.ONE_WALKER
 
 
-def test_several_walkers_read_with_pread_never_mmap() -> None:
-    """Two threads walking maps and releasing pages serialise on the process's memory map."""
+def test_several_segments_get_a_walker_a_core_no_more_than_segments() -> None:
     many = ([256 * MiB] * 16, [40 * MiB] * 3, [SPLIT_MIN] * 2, [SPLIT_MIN * 8, MiB, MiB], [20 * MiB] * 2)
     for sizes in many:
-        plan = plan_jobs(sizes, 2)
-        assert (plan.threads, plan.reader, plan.split) == (2, "pread", False), sizes
+        assert plan_jobs(sizes, 2) == JobsPlan(2, False), sizes
+    assert plan_jobs([40 * MiB] * 3, 8) == JobsPlan(3, False)
+
+
+def test_several_walkers_map_in_small_steps(monkeypatch) -> None:
+    """Each of several walkers maps its segment (pread's copy cost 1.2-1.7x the map's CPU) and hands
+    its pages back every WALKER_STEP, so the peak RSS does not grow by 24 MiB a thread."""
+    from kafka_tools.log import segment_checks
+
+    windows: list[tuple[bool, int | None]] = []
+    real_window = segment_checks.SegmentWindow
+
+    def window(*args, use_mmap: bool, release_step: int | None):
+        windows.append((use_mmap, release_step))
+        return real_window(*args, use_mmap=use_mmap, release_step=release_step)
+
+    monkeypatch.setattr(segment_checks, "SegmentWindow", window)
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    src = GENERATED / "v2"
+    assert _validate(["--jobs", "2", str(src)])[0] == 0
+    segments = len(list(src.glob("*-0/*.log")))
+    assert windows == [(True, parallel.WALKER_STEP)] * segments
+    windows.clear()
+    _validate(["--jobs", "1", str(src)])
+    assert windows == [(True, None)] * segments  # one walker: its own (larger) steps
 
 
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
 def test_fewer_large_segments_than_cores_are_split() -> None:
-    assert plan_jobs([1024 * MiB], 2) == JobsPlan(2, True, True)
-    assert plan_jobs([SPLIT_MIN, 4 * MiB], 4) == JobsPlan(4, True, True)
-    assert plan_jobs([SPLIT_MIN - 1], 2) == JobsPlan(1, True, False)  # one unsplittable segment
+    assert plan_jobs([1024 * MiB], 2) == JobsPlan(2, True)
+    assert plan_jobs([SPLIT_MIN, 4 * MiB], 4) == JobsPlan(4, True)
+    assert plan_jobs([SPLIT_MIN - 1], 2) == parallel.ONE_WALKER  # one unsplittable segment
 
 
 def test_one_large_segment_that_cannot_be_split_is_one_mapped_walker() -> None:
     """A v0/v1 segment (or a v2 one below SPLIT_MIN) alone: a second thread would have nothing to do,
     and pread costs more than the map."""
-    assert plan_jobs([SPLIT_MIN * 3], 2, [False]) == JobsPlan(1, True, False)
-    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, False]) == JobsPlan(2, False, False)
-    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, True]) == JobsPlan(4, True, True)
+    assert plan_jobs([SPLIT_MIN * 3], 2, [False]) == parallel.ONE_WALKER
+    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, False]) == JobsPlan(2, False)
+    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, True]) == JobsPlan(4, True)
 
 
 def test_the_planner_reads_the_magic_of_large_segments(tmp_path, monkeypatch) -> None:
@@ -85,7 +107,7 @@ def test_every_plan_gives_the_same_answer(tree: str, monkeypatch, tmp_path: Path
     src = GENERATED / tree
     one = _validate(["--jobs", "1", str(src)])
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
-    assert _validate(["--jobs", "2", str(src)]) == one  # threads, pread
+    assert _validate(["--jobs", "2", str(src)]) == one  # threads
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     splits: list[int] = []
     real = parallel.split_prefix
@@ -132,7 +154,7 @@ def test_the_default_uses_only_the_cores_idle_at_start() -> None:
     assert parallel.idle_cores(2, 1) == 1
     assert parallel.idle_cores(2, 5) == 1
     assert parallel.idle_cores(8, 3) == 5
-    assert plan_jobs([1024 * MiB] * 4, parallel.idle_cores(2, 1)) == JobsPlan(1, True, False)
+    assert plan_jobs([1024 * MiB] * 4, parallel.idle_cores(2, 1)) == parallel.ONE_WALKER
     assert 1 <= parallel.default_jobs(2) <= 2
 
 
@@ -222,7 +244,7 @@ def test_the_default_on_a_large_input_asks_the_idle_cores(monkeypatch) -> None:
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     found = discover([GENERATED / "v2" / "none-0" / "00000000000000000000.log"])
     monkeypatch.setattr(parallel, "others_running", lambda: 0)
-    assert parallel.plan_for(found, None, 2) == JobsPlan(2, True, True)
+    assert parallel.plan_for(found, None, 2) == JobsPlan(2, True)
     monkeypatch.setattr(parallel, "others_running", lambda: 1)
     assert parallel.plan_for(found, None, 2) == parallel.ONE_WALKER
 
