@@ -168,7 +168,7 @@ def in_threads(work: Callable[..., T], calls: list[tuple], threads: int) -> list
     import _thread
 
     results: list = [None] * len(calls)
-    errors: list[BaseException | None] = [None] * len(calls)
+    errors: list[Exception | None] = [None] * len(calls)
     todo = iter(range(len(calls)))  # shared: next() on it is atomic under the GIL
     done = [_thread.allocate_lock() for _ in range(min(threads, len(calls)) - 1)]
 
@@ -177,7 +177,7 @@ def in_threads(work: Callable[..., T], calls: list[tuple], threads: int) -> list
             for k in todo:
                 try:
                     results[k] = work(*calls[k])
-                except BaseException as exc:  # re-raised on the calling thread below
+                except Exception as exc:  # re-raised on the calling thread below (Ctrl-C is at once)
                     errors[k] = exc
         finally:
             if lock is not None:
@@ -200,9 +200,8 @@ def in_threads(work: Callable[..., T], calls: list[tuple], threads: int) -> list
 
 def _range_run(path: Path, start: int, end: int, lo: int, hi: int, wanted: list[int]) -> BatchRun | None:
     """The ordinary batches from `start` on, in one run, up to `end` or the first other entry. Each range
-    maps the file itself (its own mapping, its pages behind it released as in the one-walker walk):
-    two threads over their own maps scale on 2 cores, and pread costs 1.7x the map's CPU (the copy),
-    which ate the second core's gain (bench/README.md, issue 27)."""
+    maps the file itself (a mapping of its own, its pages handed back every WALKER_STEP): pread's copy
+    cost 1.7x the map's CPU, which ate the second core's gain (bench/README.md, issue 27)."""
     runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True, max_bytes=WALKER_STEP)
     merged: BatchRun | None = None
     with open(path, "rb") as f:
