@@ -185,10 +185,14 @@ def in_threads(work: Callable[..., T], calls: list[tuple], threads: int) -> list
 
     for lock in done:
         lock.acquire()
-        _thread.start_new_thread(worker, (lock,))
+        try:
+            _thread.start_new_thread(worker, (lock,))
+        except RuntimeError:  # no thread to be had (a limit): the threads started do the rest
+            lock.release()
+            break
     worker(None)
     for lock in done:
-        lock.acquire()  # released by its thread when no call is left
+        lock.acquire()  # released by its thread when no call is left (never taken: free already)
     for exc in errors:
         if exc is not None:
             raise exc

@@ -293,3 +293,21 @@ def test_a_range_that_fails_fails_the_split(monkeypatch) -> None:
     monkeypatch.setattr(parallel, "_range_run", second_fails)
     with pytest.raises(OSError, match="cannot read at"):
         parallel.split_prefix(path, 0, [], 3)
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_a_split_without_threads_to_be_had_is_walked_by_the_caller(monkeypatch) -> None:
+    """A process at its thread limit still gets its answer: the calling thread walks every range."""
+    import _thread
+
+    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.segment_checks import scan_segment
+
+    def no_thread(function, args):
+        raise RuntimeError("can't start new thread")
+
+    path = GENERATED / "v2" / "segmented-0" / "00000000000000000000.log"
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    one = scan_segment(path, ValidateOptions())
+    monkeypatch.setattr(_thread, "start_new_thread", no_thread)
+    assert scan_segment(path, ValidateOptions(split=parallel.splitter(3))) == one
