@@ -6,11 +6,11 @@
     python bench/run_all.py --check    # exit 1 when a row misses its target
     python bench/run_all.py --only validate --only startup   # some groups only
 
-Each bench runs as a child process with `--json` (bench/startup.py, validate.py, decode.py once per
-codec, legacy.py) and a few `ktool validate` command lines are timed here (the default `--jobs` against
-`--jobs 1`, alternated). A row is `ktool / reference` where the reference ran in the same run: a ceiling
-(a plain Python header walk + crc32c), a peer (aiokafka, kafka-python, Kafka 0.9.0.1's
-DumpLogSegments when bench/legacy.py finds it), `--jobs 1`, or `python -c pass`. Peak RSS is every
+Each bench runs as a child process with `--json` (bench/startup.py, validate.py, split.py, decode.py
+once per codec, legacy.py) and a few `ktool validate` command lines are timed here (the default
+`--jobs` against `--jobs 1`, alternated). A row is `ktool / reference` where the reference ran in
+the same run: a ceiling (a plain Python header walk + crc32c), a peer (aiokafka, kafka-python, Kafka
+0.9.0.1's DumpLogSegments when bench/legacy.py finds it), `--jobs 1`, or `python -c pass`. Peak RSS is every
 ktool child's own (`wait4`'s ru_maxrss, or the bench's VmHWM). The load average before and after is
 printed beside the table: on a shared machine, re-run on a quiet one before quoting a figure.
 """
@@ -224,6 +224,24 @@ def jobs_rows(quick: bool) -> list[Row]:
                 peak_rss_mb=max(d["peak_rss_mb"], one["peak_rss_mb"]),
             )
         )
+    # The split itself, in process: the critical path (serial CPU + the busiest thread) holds on a
+    # loaded machine, where the default falls back to one walker and the walls above say nothing.
+    cores = max(2, len(os.sched_getaffinity(0)))
+    res = bench_json("split.py", "--path", big["path"], "--jobs", str(cores), "--runs", "3" if quick else "5")
+    one, split = res["by_jobs"]["1"], res["by_jobs"][str(cores)]
+    busy = split["least_cpu_run"]["thread_busy_s"]
+    rows.append(
+        Row(
+            "jobs",
+            f"one v2 segment split over {cores} threads, in process: critical path",
+            f"{split['critical_s'] * 1000:.0f} ms (CPU {split['cpu_s']:.2f}, busy "
+            + "/".join(f"{b * 1000:.0f}" for b in busy)
+            + " ms)",
+            f"--jobs 1 {one['critical_s'] * 1000:.0f} ms",
+            one["critical_s"] / split["critical_s"],
+            None,
+        )
+    )
     return rows
 
 

@@ -68,7 +68,6 @@ def validate(
     """
     # Imported here, not at the top: `ktool validate --<TAB>` and `-h` must not pay for the checks.
     from kafka_tools.log.findings import UNREADABLE, ValidateOptions
-    from kafka_tools.log.parallel import default_jobs
     from kafka_tools.log.validate import validate_paths
     from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer, verdict
     from kafka_tools.render.lines import wants_colour
@@ -83,7 +82,7 @@ def validate(
     if missing and not paths:
         ctx.exit(EXIT_ENVIRONMENT)
     with tree_progress(paths, progress) as tick:
-        result = validate_paths(list(paths), options, tick, jobs or default_jobs(usable_cores()))
+        result = validate_paths(list(paths), options, tick, jobs, usable_cores())
     summary = result.summary()
     if as_json:
         ValidateJsonRenderer(sys.stdout).render(result, summary)

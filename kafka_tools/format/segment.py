@@ -90,7 +90,14 @@ class SegmentWindow:
     memory map of the whole file (no copying), whose pages behind the walk are handed back so the
     resident memory stays flat whatever the file's size."""
 
-    def __init__(self, fileobj, size: int, window: int = WINDOW, use_mmap: bool = False) -> None:
+    def __init__(
+        self,
+        fileobj,
+        size: int,
+        window: int = WINDOW,
+        use_mmap: bool = False,
+        release_step: int | None = None,
+    ) -> None:
         self._f = fileobj
         self.size = size
         self._window = window
@@ -99,6 +106,7 @@ class SegmentWindow:
         self.start = 0
         self._map: mmap.mmap | None = None
         self._released = 0
+        self._release_step = release_step or _RELEASE_STEP  # mapped pages this far behind are handed back
         if use_mmap and size > 0:
             self._map = mmap.mmap(fileobj.fileno(), 0, access=mmap.ACCESS_READ)
             self.buf = self._map
@@ -110,8 +118,8 @@ class SegmentWindow:
         if self._map is not None:
             if position + length > self.size:
                 raise OSError(f"file shrank while being read (wanted {plural(length, 'byte')} at {position})")
-            if position - self._released >= _RELEASE_STEP:
-                upto = position - position % mmap.PAGESIZE - _RELEASE_STEP // 2
+            if position - self._released >= self._release_step:
+                upto = position - position % mmap.PAGESIZE - self._release_step // 2
                 self._map.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
                 self._released = upto
             return position

@@ -115,10 +115,14 @@ class Summary:
 class ValidateOptions:
     deep: bool = False  # decode the records of uncompressed batches too (compressed ones always are)
     strict: bool = False
-    # How, not what (set by validate_paths from log/parallel.py's plan, never by the user): whether
-    # segments may be memory-mapped, and what checks a large segment's first batches on several cores.
+    # How, not what (never set by the user): whether segments may be memory-mapped (False: pread, as
+    # the tests compare), and, set by validate_paths from log/parallel.py's plan, what checks a large
+    # segment's first batches on several cores.
     mmap: bool = True
     split: Callable[[Path, int, list[int]], BatchRun | None] | None = None
+    # One of several walkers: its mapped pages are handed back (and its runs end) every `step` bytes,
+    # so that the walkers' resident pages together stay small; None: the one walker's own steps.
+    step: int | None = None
 
 
 # -- partitions and log dirs ---------------------------------------------------------------------

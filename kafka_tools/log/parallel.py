@@ -1,28 +1,32 @@
 """How `ktool validate --jobs N` spreads segments over cores, decided from the inputs, and the split of
 one large v2 segment at batch boundaries.
 
-Measured on 2 cores (bench/validate.py, bench/README.md): a memory-mapped walk is the fastest on one
-core, but two threads of one process walking maps and releasing the pages behind them
-(`madvise(MADV_DONTNEED)`) serialise on the process's memory map, so the parallel walk was slower than
-one core. Threads that read with `pread` into their own buffers scale (the C walks, zlib and CRC-32C
-release the GIL). Hence the plan:
+Measured on 2 cores (bench/validate.py, bench/split.py, bench/README.md): a memory-mapped walk is the
+cheapest (pread's copy costs 1.2-1.7x its CPU), and threads each walking a map of its own and
+releasing the pages behind it do not slow each other down (kernel 6.18, per-VMA locks: a few dozen
+voluntary context switches a GiB); the C walks, zlib and CRC-32C release the GIL. So every walker
+maps (pread only where format/mapping.py refuses a map), several walkers in WALKER_STEP steps (their
+resident pages are in the RSS). The plan:
 
-* one core, or a small input: one walker, memory-mapped, as `--jobs 1`; without `--jobs`, as many
-  walkers as there are idle cores when the command starts (a busy machine gets one mapped walker);
-* several segments: threads (no more than segments), each reading with `pread`;
-* fewer large segments than cores: each large v2 segment split at batch boundaries into one range a
-  core, the ranges' ordinary batches (`BatchRun`) checked in threads, and the rest of the segment
-  walked after them as usual (the findings are the same: a range's walk stops at the first batch that
-  is not ordinary, and the sequential walk reports it); one segment that cannot be split (v0/v1,
-  or below SPLIT_MIN) gets one mapped walker, as `--jobs 1`.
+* one core, or a small input: one walker, as `--jobs 1`, settled before anything is read, started or
+  imported; without `--jobs`, as many walkers as there are idle cores when a large input starts (a
+  busy machine gets one walker);
+* several segments: threads (no more than segments), a segment each at a time;
+* fewer large segments than cores: each large v2 segment split at batch boundaries into
+  RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked on the calling
+  thread and one new thread a core more, each taking the next range when done with one; the rest of
+  the segment is walked after them as usual (the findings are the same: a range's walk stops at the
+  first batch that is not ordinary, and the sequential walk reports it); one segment that cannot be
+  split (v0/v1, or below SPLIT_MIN) gets one walker, as `--jobs 1`.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from kafka_tools.broker_lock import is_live
 from kafka_tools.format.batch_runs import (
@@ -33,36 +37,36 @@ from kafka_tools.format.batch_runs import (
     split_points,
 )
 from kafka_tools.format.kinds import FileKind, kind_of
+from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
-from kafka_tools.log.segment_checks import PREAD_WINDOW
 
-if TYPE_CHECKING:
-    from concurrent.futures import Executor
+T = TypeVar("T")
 
 SMALL_INPUT = 32 * 1024 * 1024  # below this, threads cost more than they give: one walker
 SPLIT_MIN = 128 * 1024 * 1024  # segments at least this large are split when cores would be idle
 INT32_MAX = (1 << 31) - 1
+# One of several walkers (or a range's walk) hands back its mapped pages (or reads by pread) in steps
+# this large: a few MiB resident a walker, so that the peak RSS stays far below 100 MB whatever the
+# number of threads (the one walker's 16 MiB step gave 53 MB with two threads on one segment).
+WALKER_STEP = 2 * 1024 * 1024
+# A split segment is cut into this many ranges a thread, taken in turn by whichever thread is free:
+# a core that another task holds for a while then walks less of the segment, not half of it.
+RANGES_A_THREAD = 4
 
 
 @dataclass(frozen=True)
 class JobsPlan:
-    """What validate runs: `threads` walkers; `mmap` whether they map the files (else pread);
-    `split` whether large segments are cut into ranges, one a thread."""
+    """What validate runs: `threads` walkers; `split` whether large segments are cut into ranges,
+    RANGES_A_THREAD a thread. Every walker maps the files it may map (format/mapping.py)."""
 
     threads: int
-    mmap: bool
     split: bool
-
-    @property
-    def reader(self) -> str:
-        return "mmap" if self.mmap else "pread"
 
 
 def idle_cores(cores: int, others_running: int) -> int:
     """The walkers the default `--jobs` starts: the usable cores no other task is running on now. A
-    second walker on a core another task holds only adds the pread reader's extra CPU (and, where
-    the scheduler shares CPU between process groups, buys no time at all), so it is never slower to
-    leave it out."""
+    second walker on a core another task holds buys no time (where the scheduler shares CPU between
+    process groups, none at all) and costs its start, so it is never slower to leave it out."""
     return max(1, min(cores, cores - others_running))
 
 
@@ -86,15 +90,15 @@ def plan_jobs(sizes: list[int], jobs: int, v2: list[bool] | None = None) -> Jobs
     """The plan for segments of these sizes (bytes) on `jobs` cores; `v2`: whether each begins with
     a v2 batch (only those can be split; None: all do)."""
     if jobs <= 1 or not sizes or sum(sizes) < SMALL_INPUT:
-        return JobsPlan(1, True, False)
+        return ONE_WALKER
     v2 = [True] * len(sizes) if v2 is None else v2
     splittable = any(size >= SPLIT_MIN and is_v2 for size, is_v2 in zip(sizes, v2, strict=True))
     if len(sizes) < jobs and splittable and scanner() is not None:
-        return JobsPlan(jobs, False, True)
+        return JobsPlan(jobs, True)
     walkers = min(jobs, len(sizes))
     if walkers == 1:  # one segment that cannot be split: one mapped walker, as --jobs 1
-        return JobsPlan(1, True, False)
-    return JobsPlan(walkers, False, False)
+        return ONE_WALKER
+    return JobsPlan(walkers, False)
 
 
 def segment_paths(found) -> list[Path]:
@@ -121,15 +125,27 @@ def begins_with_v2(path: Path, size: int) -> bool:
     return begins_with_batch(path)
 
 
-def plan_for(found, jobs: int) -> JobsPlan:
-    """plan_jobs for the segments of `found` (a Discovery)."""
+ONE_WALKER = JobsPlan(1, False)  # as `--jobs 1`: no thread, no pool
+
+
+def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
+    """plan_jobs for the segments of `found` (a Discovery). `jobs` None is the default: up to `cores`
+    walkers, as many as are idle now, which is asked (/proc/loadavg) only of an input large enough
+    to use them: one walker is settled before anything else is read (a small input costs exactly
+    what `--jobs 1` costs)."""
+    if (cores if jobs is None else jobs) <= 1:
+        return ONE_WALKER
     paths = segment_paths(found)
     sizes = segment_sizes(paths)
+    if sum(sizes) < SMALL_INPUT:
+        return ONE_WALKER
+    if jobs is None:
+        jobs = default_jobs(cores)
     return plan_jobs(sizes, jobs, [begins_with_v2(p, s) for p, s in zip(paths, sizes, strict=True)])
 
 
-def splitter(pool: Executor, parts: int):
-    """`ValidateOptions.split`: a segment's first batches checked in `parts` ranges on `pool`; only
+def splitter(parts: int):
+    """`ValidateOptions.split`: a segment's first batches checked in `parts` ranges at once; only
     large v2 segments no running broker may be writing."""
 
     def split(path: Path, base: int, wanted: list[int]) -> BatchRun | None:
@@ -138,21 +154,63 @@ def splitter(pool: Executor, parts: int):
                 return None
         except OSError:
             return None
-        return split_prefix(path, base, wanted, parts, pool)
+        return split_prefix(path, base, wanted, parts)
 
     return split
+
+
+def in_threads(work: Callable[..., T], calls: list[tuple], threads: int) -> list[T]:
+    """`work(*args)` for each of `calls` on `threads` threads, this one and `threads - 1` new ones,
+    each taking the next call as it finishes one (a thread slowed by another task on its core takes
+    fewer); the results in order, the first exception raised once all have ended. No pool, and no
+    wait for a thread to be scheduled before the next is started (threading.Thread.start waits: up
+    to 9 ms a thread on a busy machine): a pool's import and hand-overs cost more than a range."""
+    import _thread
+
+    results: list = [None] * len(calls)
+    errors: list[Exception | None] = [None] * len(calls)
+    todo = iter(range(len(calls)))  # shared: next() on it is atomic under the GIL
+    done = [_thread.allocate_lock() for _ in range(min(threads, len(calls)) - 1)]
+
+    def worker(lock) -> None:
+        try:
+            for k in todo:
+                try:
+                    results[k] = work(*calls[k])
+                except Exception as exc:  # re-raised on the calling thread below (Ctrl-C is at once)
+                    errors[k] = exc
+        finally:
+            if lock is not None:
+                lock.release()
+
+    for lock in done:
+        lock.acquire()
+        try:
+            _thread.start_new_thread(worker, (lock,))
+        except RuntimeError:  # no thread to be had (a limit): the threads started do the rest
+            lock.release()
+            break
+    worker(None)
+    for lock in done:
+        lock.acquire()  # released by its thread when no call is left (never taken: free already)
+    for exc in errors:
+        if exc is not None:
+            raise exc
+    return results
 
 
 # -- one segment in ranges ------------------------------------------------------------------------
 
 
 def _range_run(path: Path, start: int, end: int, lo: int, hi: int, wanted: list[int]) -> BatchRun | None:
-    """The ordinary batches from `start` on, in one run, up to `end` or the first other entry (pread)."""
-    runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True)
+    """The ordinary batches from `start` on, in one run, up to `end` or the first other entry. Each range
+    maps the file itself (a mapping of its own, its pages handed back every WALKER_STEP): pread's copy
+    cost 1.7x the map's CPU, which ate the second core's gain (bench/README.md, issue 27)."""
+    runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True, max_bytes=WALKER_STEP)
     merged: BatchRun | None = None
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        win = SegmentWindow(f, size, PREAD_WINDOW, use_mmap=False)
+        win = SegmentWindow(f, size, WALKER_STEP, use_mmap=safe_to_map(path), release_step=WALKER_STEP)
         walk = walk_entries(win, start, min(end, size), light=True, runs=runs)
         for item in walk:
             if type(item) is not BatchRun or (merged is not None and item.position != merged.end):
@@ -177,19 +235,17 @@ def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
     )
 
 
-def split_prefix(path: Path, base: int, wanted: list[int], parts: int, pool: Executor) -> BatchRun | None:
-    """The ordinary batches of `path` from its start, checked in `parts` ranges on `pool`, as one
-    BatchRun: what the sequential walk would have made of them; None when the file does not begin
-    with one. The prefix ends where a range's walk stopped early or a seam breaks the order."""
-    points = split_points(path, parts)
+def split_prefix(path: Path, base: int, wanted: list[int], parts: int) -> BatchRun | None:
+    """The ordinary batches of `path` from its start, checked on `parts` threads in RANGES_A_THREAD
+    ranges a thread, as one BatchRun: what the sequential walk would have made of them; None when the
+    file does not begin with one. The prefix ends where a range's walk stopped early or a seam
+    breaks the order."""
+    points = split_points(path, parts * RANGES_A_THREAD)
     if not points:
         return None
     bounds = [0, *points, path.stat().st_size]
-    futures = [
-        pool.submit(_range_run, path, a, b, base, base + INT32_MAX, wanted)
-        for a, b in zip(bounds, bounds[1:], strict=False)
-    ]
-    runs = [f.result() for f in futures]
+    calls = [(path, a, b, base, base + INT32_MAX, wanted) for a, b in zip(bounds, bounds[1:], strict=False)]
+    runs = in_threads(_range_run, calls, parts)
     merged = runs[0]
     if merged is None:
         return None

@@ -81,8 +81,11 @@ def scan_segment(
     positions = report.entry_positions
     wanted = index_positions if isinstance(index_positions, (set, frozenset)) else set(index_positions)
     runs = RunBounds(lo=base, hi=base + INT32_MAX, stops=sorted(wanted), batches=not deep)
+    if options.step:
+        runs.max_bytes = options.step
     with open(path, "rb") as f:
-        win = SegmentWindow(f, size, PREAD_WINDOW, use_mmap=options.mmap and safe_to_map(path))
+        mapped = options.mmap and safe_to_map(path)
+        win = SegmentWindow(f, size, PREAD_WINDOW, use_mmap=mapped, release_step=options.step)
         if kafka07:
             walk = iter_kafka07_entries(path, base, progress=progress)
         else:

@@ -31,7 +31,7 @@ from kafka_tools.log.findings import (
 )
 from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
 from kafka_tools.log.index_checks import check_offset_index, check_snapshot, check_time_index, index_positions
-from kafka_tools.log.parallel import plan_for, splitter
+from kafka_tools.log.parallel import WALKER_STEP, plan_for, splitter
 from kafka_tools.log.partition_checks import (
     dump_checks,
     leader_epoch_findings,
@@ -158,19 +158,26 @@ class Validation:
 
 
 def validate_paths(
-    paths: list[str | os.PathLike], options: ValidateOptions, progress=None, jobs: int = 1
+    paths: list[str | os.PathLike],
+    options: ValidateOptions,
+    progress=None,
+    jobs: int | None = 1,
+    cores: int = 1,
 ) -> Validation:
-    """`jobs` > 1: up to that many cores (log/parallel.py plans how), the results still in file order."""
+    """`jobs` > 1: up to that many cores (log/parallel.py plans how), the results still in file order;
+    None: the default, up to `cores`, as many as are idle when a large input starts."""
     found: Discovery = discover(paths)
     read = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}  # before any segment
-    plan = plan_for(found, jobs)
-    if plan.threads == 1:  # no pool (nor concurrent.futures' import) for one walker
-        return _validate_found(found, replace(options, mmap=plan.mmap), progress, None, read)
+    plan = plan_for(found, jobs, cores)
+    if plan.split:  # one segment at a time, its ranges on threads of their own (no pool)
+        options = replace(options, split=splitter(plan.threads))
+    if plan.threads == 1 or plan.split:  # no pool (nor concurrent.futures' import)
+        return _validate_found(found, options, progress, None, read)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(plan.threads) as pool:
-        options = replace(options, mmap=plan.mmap, split=splitter(pool, plan.threads) if plan.split else None)
-        scans = scan_ahead(found, options, progress, pool) if plan.threads > 1 and not plan.split else None
+        options = replace(options, step=WALKER_STEP)
+        scans = scan_ahead(found, options, progress, pool)
         try:
             return _validate_found(found, options, progress, scans, read)
         finally:

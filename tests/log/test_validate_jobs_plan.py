@@ -1,6 +1,6 @@
-"""`ktool validate --jobs N`: the plan (threads, reader, split) picked for given inputs, and the same
+"""`ktool validate --jobs N`: the plan (threads, split) picked for given inputs, and the same
 answer whichever plan runs. The plan is pinned here as work done, not as time: bench/validate.py
---check measures that it pays (log/parallel.py says why mmap is only for one walker)."""
+--check measures that it pays (log/parallel.py says why)."""
 
 from __future__ import annotations
 
@@ -23,33 +23,55 @@ has_c = accel.fast("scan_batches") is not None
 
 
 def test_one_core_or_a_small_input_is_one_mapped_walker() -> None:
-    assert plan_jobs([SPLIT_MIN * 4], 1) == JobsPlan(1, True, False)
-    assert plan_jobs([MiB] * 8, 2) == JobsPlan(1, True, False)
-    assert plan_jobs([SMALL_INPUT - 1], 8) == JobsPlan(1, True, False)
-    assert plan_jobs([], 2) == JobsPlan(1, True, False)
+    assert plan_jobs([SPLIT_MIN * 4], 1) == parallel.ONE_WALKER
+    assert plan_jobs([MiB] * 8, 2) == parallel.ONE_WALKER
+    assert plan_jobs([SMALL_INPUT - 1], 8) == parallel.ONE_WALKER
+    assert plan_jobs([], 2) == parallel.ONE_WALKER
 
 
-def test_several_walkers_read_with_pread_never_mmap() -> None:
-    """Two threads walking maps and releasing pages serialise on the process's memory map."""
+def test_several_segments_get_a_walker_a_core_no_more_than_segments() -> None:
     many = ([256 * MiB] * 16, [40 * MiB] * 3, [SPLIT_MIN] * 2, [SPLIT_MIN * 8, MiB, MiB], [20 * MiB] * 2)
     for sizes in many:
-        plan = plan_jobs(sizes, 2)
-        assert (plan.threads, plan.reader, plan.split) == (2, "pread", False), sizes
+        assert plan_jobs(sizes, 2) == JobsPlan(2, False), sizes
+    assert plan_jobs([40 * MiB] * 3, 8) == JobsPlan(3, False)
+
+
+def test_several_walkers_map_in_small_steps(monkeypatch) -> None:
+    """Each of several walkers maps its segment (pread's copy cost 1.2-1.7x the map's CPU) and hands
+    its pages back every WALKER_STEP, so the peak RSS does not grow by 24 MiB a thread."""
+    from kafka_tools.log import segment_checks
+
+    windows: list[tuple[bool, int | None]] = []
+    real_window = segment_checks.SegmentWindow
+
+    def window(*args, use_mmap: bool, release_step: int | None):
+        windows.append((use_mmap, release_step))
+        return real_window(*args, use_mmap=use_mmap, release_step=release_step)
+
+    monkeypatch.setattr(segment_checks, "SegmentWindow", window)
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    src = GENERATED / "v2"
+    assert _validate(["--jobs", "2", str(src)])[0] == 0
+    segments = len(list(src.glob("*-0/*.log")))
+    assert windows == [(True, parallel.WALKER_STEP)] * segments
+    windows.clear()
+    _validate(["--jobs", "1", str(src)])
+    assert windows == [(True, None)] * segments  # one walker: its own (larger) steps
 
 
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
 def test_fewer_large_segments_than_cores_are_split() -> None:
-    assert plan_jobs([1024 * MiB], 2) == JobsPlan(2, False, True)
-    assert plan_jobs([SPLIT_MIN, 4 * MiB], 4) == JobsPlan(4, False, True)
-    assert plan_jobs([SPLIT_MIN - 1], 2) == JobsPlan(1, True, False)  # one unsplittable segment
+    assert plan_jobs([1024 * MiB], 2) == JobsPlan(2, True)
+    assert plan_jobs([SPLIT_MIN, 4 * MiB], 4) == JobsPlan(4, True)
+    assert plan_jobs([SPLIT_MIN - 1], 2) == parallel.ONE_WALKER  # one unsplittable segment
 
 
 def test_one_large_segment_that_cannot_be_split_is_one_mapped_walker() -> None:
     """A v0/v1 segment (or a v2 one below SPLIT_MIN) alone: a second thread would have nothing to do,
     and pread costs more than the map."""
-    assert plan_jobs([SPLIT_MIN * 3], 2, [False]) == JobsPlan(1, True, False)
-    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, False]) == JobsPlan(2, False, False)
-    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, True]) == JobsPlan(4, False, True)
+    assert plan_jobs([SPLIT_MIN * 3], 2, [False]) == parallel.ONE_WALKER
+    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, False]) == JobsPlan(2, False)
+    assert plan_jobs([SPLIT_MIN * 3, SPLIT_MIN], 4, [False, True]) == JobsPlan(4, True)
 
 
 def test_the_planner_reads_the_magic_of_large_segments(tmp_path, monkeypatch) -> None:
@@ -85,7 +107,7 @@ def test_every_plan_gives_the_same_answer(tree: str, monkeypatch, tmp_path: Path
     src = GENERATED / tree
     one = _validate(["--jobs", "1", str(src)])
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
-    assert _validate(["--jobs", "2", str(src)]) == one  # threads, pread
+    assert _validate(["--jobs", "2", str(src)]) == one  # threads
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     splits: list[int] = []
     real = parallel.split_prefix
@@ -108,8 +130,6 @@ def test_every_plan_gives_the_same_answer(tree: str, monkeypatch, tmp_path: Path
 @pytest.mark.parametrize("parts", [2, 3, 9])
 def test_a_split_segment_reports_what_one_walk_reports(parts: int, monkeypatch) -> None:
     """Index targets (entry positions) found in every range, gaps and order checked at the seams."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from kafka_tools.log.findings import ValidateOptions
     from kafka_tools.log.segment_checks import scan_segment
 
@@ -122,10 +142,10 @@ def test_a_split_segment_reports_what_one_walk_reports(parts: int, monkeypatch) 
             pos += 12 + max(1, int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True))
         wanted = set(starts[::2])
         one = scan_segment(path, ValidateOptions(), index_positions=wanted)
-        with ThreadPoolExecutor(parts) as pool:
-            options = ValidateOptions(mmap=False, split=parallel.splitter(pool, parts))
+        for mapped in (True, False):
+            options = ValidateOptions(mmap=mapped, split=parallel.splitter(parts))
             split = scan_segment(path, options, index_positions=wanted)
-        assert split == one, path
+            assert split == one, path
 
 
 def test_the_default_uses_only_the_cores_idle_at_start() -> None:
@@ -134,7 +154,7 @@ def test_the_default_uses_only_the_cores_idle_at_start() -> None:
     assert parallel.idle_cores(2, 1) == 1
     assert parallel.idle_cores(2, 5) == 1
     assert parallel.idle_cores(8, 3) == 5
-    assert plan_jobs([1024 * MiB] * 4, parallel.idle_cores(2, 1)) == JobsPlan(1, True, False)
+    assert plan_jobs([1024 * MiB] * 4, parallel.idle_cores(2, 1)) == parallel.ONE_WALKER
     assert 1 <= parallel.default_jobs(2) <= 2
 
 
@@ -142,8 +162,6 @@ def test_the_default_uses_only_the_cores_idle_at_start() -> None:
 def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monkeypatch) -> None:
     """A whole valid batch inside a record's value looks like a batch start to the cut search: the
     ranges then do not meet at the seam, the prefix stops there and the walk goes on from it."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     from kafka_tools.format import batch_runs
@@ -169,6 +187,127 @@ def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monk
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     monkeypatch.setattr(parallel, "split_points", lambda p, parts: [carried])
     one = scan_segment(path, ValidateOptions())
-    with ThreadPoolExecutor(2) as pool:
-        split = scan_segment(path, ValidateOptions(mmap=False, split=parallel.splitter(pool, 2)))
+    split = scan_segment(path, ValidateOptions(split=parallel.splitter(2)))
     assert split == one and one.entries == 6 and not one.findings
+
+
+def _no_threads(monkeypatch) -> list[str]:
+    """Make every way of starting parallel work fail the test, and /proc/loadavg unread: the calls
+    attempted are listed."""
+    import _thread
+    import concurrent.futures
+    import threading
+
+    attempted: list[str] = []
+
+    def refuse(what: str):
+        def call(*args, **kwargs):
+            attempted.append(what)
+            raise AssertionError(f"{what} on a small input")
+
+        return call
+
+    monkeypatch.setattr(parallel, "others_running", refuse("read /proc/loadavg"))
+    monkeypatch.setattr(threading.Thread, "start", refuse("thread start"))
+    monkeypatch.setattr(_thread, "start_new_thread", refuse("thread start"))
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", refuse("pool"))
+    return attempted
+
+
+def test_the_default_on_a_small_input_starts_nothing(monkeypatch) -> None:
+    """`ktool validate` of a 4 KiB segment without --jobs does the work of `--jobs 1`: no load read,
+    no thread, no pool; the answer is the same."""
+    small = GENERATED / "v2" / "none-0" / "00000000000000000000.log"
+    one = _validate(["--jobs", "1", str(small)])
+    attempted = _no_threads(monkeypatch)
+    monkeypatch.setattr("kafka_tools.cli.validate.usable_cores", lambda: 8)
+    assert _validate([str(small)]) == one
+    assert _validate([str(GENERATED / "v2")]) == _validate(["--jobs", "1", str(GENERATED / "v2")])
+    assert attempted == []
+
+
+def test_one_walker_is_settled_before_the_inputs_are_read(monkeypatch) -> None:
+    """`--jobs 1` (or one usable core) plans without a stat or a read of any segment."""
+    from kafka_tools.log.dirs import discover
+
+    found = discover([GENERATED / "v2"])
+    monkeypatch.setattr(parallel, "segment_sizes", lambda paths: pytest.fail("sizes read for one walker"))
+    assert parallel.plan_for(found, 1, 8) == parallel.ONE_WALKER
+    assert parallel.plan_for(found, None, 1) == parallel.ONE_WALKER
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_the_default_on_a_large_input_asks_the_idle_cores(monkeypatch) -> None:
+    from kafka_tools.log.dirs import discover
+
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    found = discover([GENERATED / "v2" / "none-0" / "00000000000000000000.log"])
+    monkeypatch.setattr(parallel, "others_running", lambda: 0)
+    assert parallel.plan_for(found, None, 2) == JobsPlan(2, True)
+    monkeypatch.setattr(parallel, "others_running", lambda: 1)
+    assert parallel.plan_for(found, None, 2) == parallel.ONE_WALKER
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@pytest.mark.parametrize("parts", [2, 3])
+def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monkeypatch) -> None:
+    """The calling thread walks ranges too, and `parts - 1` threads of their own (no pool) share the
+    others; each range maps the file itself (pread's copy cost 1.7x the map's CPU)."""
+    import _thread
+
+    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.segment_checks import scan_segment
+
+    path = GENERATED / "v2" / "segmented-0" / "00000000000000000000.log"
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    started: list[int] = []
+    real_start = _thread.start_new_thread
+    monkeypatch.setattr(_thread, "start_new_thread", lambda f, args: started.append(1) or real_start(f, args))
+    mapped: list[bool] = []
+    real_window = parallel.SegmentWindow
+
+    def window(*args, use_mmap: bool, release_step: int):
+        mapped.append(use_mmap)
+        return real_window(*args, use_mmap=use_mmap, release_step=release_step)
+
+    monkeypatch.setattr(parallel, "SegmentWindow", window)
+    split = scan_segment(path, ValidateOptions(split=parallel.splitter(parts)))
+    assert split == scan_segment(path, ValidateOptions())
+    assert len(started) == parts - 1
+    assert len(mapped) > parts and all(mapped)  # more ranges than threads, all mapped
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_a_range_that_fails_fails_the_split(monkeypatch) -> None:
+    """An error in a range's thread reaches the caller (after every range has ended), as the
+    sequential walk's own error would."""
+    path = GENERATED / "v2" / "segmented-0" / "00000000000000000000.log"
+    real = parallel._range_run
+
+    def second_fails(p, start, *rest):
+        if start:
+            raise OSError(f"{p}: cannot read at {start}")
+        return real(p, start, *rest)
+
+    monkeypatch.setattr(parallel, "_range_run", second_fails)
+    with pytest.raises(OSError, match="cannot read at"):
+        parallel.split_prefix(path, 0, [], 3)
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_a_split_without_threads_to_be_had_is_walked_by_the_caller(monkeypatch) -> None:
+    """A process at its thread limit still gets its answer: the calling thread walks every range."""
+    import _thread
+
+    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.segment_checks import scan_segment
+
+    def no_thread(function, args):
+        raise RuntimeError("can't start new thread")
+
+    path = GENERATED / "v2" / "segmented-0" / "00000000000000000000.log"
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    one = scan_segment(path, ValidateOptions())
+    monkeypatch.setattr(_thread, "start_new_thread", no_thread)
+    assert scan_segment(path, ValidateOptions(split=parallel.splitter(3))) == one

@@ -1,0 +1,131 @@
+"""One large v2 segment validated by one walker and split over N threads, in process: wall, CPU and
+each thread's busy time, so that the split can be judged on a shared machine (where the wall-clock
+ratio says little: other processes hold the cores).
+
+    python bench/split.py                  # the bench's 1 GiB v2 segment, --jobs 1 against --jobs 2
+    python bench/split.py --path FILE --jobs 3 --runs 7
+    python bench/split.py --json
+
+Each `--jobs` value runs in a child process of its own (alternated, `--runs` each). A child walks the
+segment with `validate_paths` as `ktool validate --jobs N FILE` does after start-up; the time each
+thread spends inside range walks (its own CPU clock) and its voluntary context switches (a thread
+that waits on a lock switches voluntarily; one preempted by other load does not) are summed by thread.
+`critical` = the serial part (CPU outside the ranges) + the busiest thread: what the wall time would
+be with a core a thread, a figure that holds on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if __package__ in (None, ""):  # run as `python bench/split.py`
+    sys.path.insert(0, str(ROOT))
+
+
+def _switches() -> int:
+    with open(f"/proc/self/task/{threading.get_native_id()}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+
+
+def child(path: str, jobs: int) -> dict:
+    """One validation of `path` on `jobs` cores, measured (runs in its own process)."""
+    from kafka_tools.log import parallel
+    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.validate import validate_paths
+
+    busy: dict[int, list[float]] = {}
+    real = parallel._range_run
+
+    def timed(*args):
+        cpu, switches = time.thread_time(), _switches()
+        try:
+            return real(*args)
+        finally:
+            mine = busy.setdefault(threading.get_native_id(), [0.0, 0, 0])
+            mine[0] += time.thread_time() - cpu
+            mine[1] += 1
+            mine[2] += _switches() - switches
+
+    parallel._range_run = timed
+    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    summary = validate_paths([path], ValidateOptions(), None, jobs).summary()
+    wall, c1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    cpu = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
+    in_ranges = sum(b[0] for b in busy.values())
+    return {
+        "jobs": jobs,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "thread_busy_s": sorted((b[0] for b in busy.values()), reverse=True),
+        "ranges": sum(b[1] for b in busy.values()),
+        "voluntary_switches": sum(b[2] for b in busy.values()),
+        "critical_s": max(0.0, cpu - in_ranges) + max((b[0] for b in busy.values()), default=0.0),
+        "batches": summary.entries,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--path", help="a v2 segment [default: the bench's 1 GiB one, made if missing]")
+    ap.add_argument("--jobs", type=int, default=2, help="the split's threads, against --jobs 1")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child", nargs=2, metavar=("PATH", "JOBS"), help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(child(a.child[0], int(a.child[1]))))
+        return 0
+    if a.path is None:
+        from bench.decode import segment
+
+        a.path = segment(1024, "none", 64)["path"]
+    load_before = os.getloadavg()
+    results: dict[int, list[dict]] = {1: [], a.jobs: []}
+    for _ in range(a.runs):
+        for jobs in results:
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", a.path, str(jobs)]
+            results[jobs].append(json.loads(subprocess.run(cmd, stdout=subprocess.PIPE, check=True).stdout))
+    out = {"path": a.path, "load_before": load_before, "load_after": os.getloadavg(), "by_jobs": {}}
+    for jobs, runs in results.items():
+        least = min(runs, key=lambda r: r["cpu_s"])  # the run least disturbed by other load
+        out["by_jobs"][jobs] = {
+            "wall_s": statistics.median(r["wall_s"] for r in runs),
+            "cpu_s": statistics.median(r["cpu_s"] for r in runs),
+            "critical_s": statistics.median(r["critical_s"] for r in runs),
+            "least_cpu_run": least,
+        }
+    if a.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(
+        f"{a.path} ({a.runs} runs each, medians; "
+        f"load {load_before[0]:.2f} before, {out['load_after'][0]:.2f} after)"
+    )
+    for jobs, m in out["by_jobs"].items():
+        least = m["least_cpu_run"]
+        busy = ", ".join(f"{b * 1000:.0f}" for b in least["thread_busy_s"]) or "-"
+        print(
+            f"  --jobs {jobs}: wall {m['wall_s'] * 1000:.0f} ms, CPU {m['cpu_s'] * 1000:.0f} ms, "
+            f"critical path {m['critical_s'] * 1000:.0f} ms; least-CPU run: threads busy {busy} ms in "
+            f"{least['ranges']} ranges, {least['voluntary_switches']} voluntary switches"
+        )
+    one, split = out["by_jobs"][1], out["by_jobs"][a.jobs]
+    print(
+        f"  --jobs 1 / --jobs {a.jobs}: wall {one['wall_s'] / split['wall_s']:.2f}x, critical path "
+        f"{one['critical_s'] / split['critical_s']:.2f}x, CPU {split['cpu_s'] / one['cpu_s']:.2f}x as much"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
