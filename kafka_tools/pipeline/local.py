@@ -119,22 +119,19 @@ def _table(plan: ScanPlan, ranges, out: str, fmt: str, name: str, chunks, tick) 
 def answer_in_process(plan: ScanPlan, question, options: ScanOptions, limit: int | None = None):
     """`job.run_questions` in this one process: `ktool scan --key …` on a small input, the benchmark's
     baseline and the tests' reference."""
-    from kafka_tools.pipeline import tables
-    from kafka_tools.pipeline.questions import Answer, fold, match_chunks, match_order
+    from kafka_tools.pipeline.question_columns import match_batches
+    from kafka_tools.pipeline.questions import Answer, fold, match_order
 
     t0 = time.perf_counter()
     asked = plan.only_topics(question.topics)
     answer = Answer(question, segments=len(asked.segments), bytes=asked.bytes, master=IN_PROCESS)
     answer.segments_skipped_by_topic = len(plan.segments) - len(asked.segments)
     items: list[tuple] = []
-    names = tables.names(tables.MATCHES)
     rows = []
     ranges = asked.ranges(options.split_bytes)
     for i, start, end in ranges:
-        spec = asked.segments[i]
-        for cols in match_chunks(spec, start, end, question, sink=items.append):
-            for values in zip(*(cols[n] for n in names[3:]), strict=True):
-                rows.append(dict(zip(names, (spec.file, spec.topic, spec.partition, *values), strict=True)))
+        for batch in match_batches(asked.segments[i], start, end, question, sink=items.append):
+            rows += batch.to_pylist()
     fold(answer, items)
     matches = sorted(rows, key=match_order)
     if limit is not None and len(matches) > limit:

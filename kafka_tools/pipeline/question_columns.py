@@ -1,0 +1,200 @@
+"""A question's `matches` as Arrow batches, its record filters applied to columns built in C.
+
+The header hop stays first (questions.py): a range older than `--time-from` is stepped over from its
+headers alone, and each entry whose header says it cannot match (another producer, too old, no
+timestamps, a control batch) is neither decompressed nor decoded — `Gate.admit` asks
+`Question.batch_may_match` of it. The other entries' records go into the C builder of the `records`
+table (record_columns.record_batches), and the record filters run on its columns with pyarrow.compute
+before any Python row exists: the time window, the keys (a set), the value's bytes (a substring, on
+binary: no decoding). `--key-regex` keeps Python's `re` semantics (RE2, pyarrow's engine, differs:
+backreferences, lookarounds, bytes that are not UTF-8): the pattern runs once per distinct key of
+the rows left by the other filters, and the answer is spread back over the rows by their dictionary
+index. Only matched rows reach Python, for `value_preview` (its text, cut as `questions.preview`
+cuts it) — when every matched value is short valid UTF-8, not even those.
+
+`questions.match_chunks`, a Record object per record and `Question.record_matches`, is the reference
+this is tested equal to, row for row and count for count (tests/pipeline/test_question_columns.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import cache
+
+from kafka_tools.format.segment import MessageRun
+from kafka_tools.pipeline import record_columns, tables
+from kafka_tools.pipeline.questions import PREVIEW, MatchCounts, Question, hopped, match_chunks, preview
+from kafka_tools.pipeline.tasks import CHUNK_BYTES, CHUNK_ROWS, SegmentSpec
+
+
+def match_batches(
+    spec: SegmentSpec,
+    start: int,
+    end: int | None,
+    question: Question,
+    sink: Callable[[tuple], None] | None = None,
+    max_rows: int = CHUNK_ROWS,
+    max_bytes: int = CHUNK_BYTES,
+) -> Iterator:
+    """`match_chunks` as pyarrow RecordBatches of the `matches` schema (file, topic and partition on
+    every row), none empty; `sink((file, start, counts))` once the range is done. Without the C
+    builder, `match_chunks`' columns as Arrow."""
+    if not record_columns.available():
+        for cols in match_chunks(spec, start, end, question, sink):
+            yield tables.arrow_batch(tables.MATCHES, cols, constants=spec.where)
+        return
+    counts = MatchCounts()
+    skipped = hopped(spec, start, end, question)
+    if skipped is not None:
+        counts.batches = skipped
+    else:
+        gate = Gate(question, counts)
+        for batch in record_columns.record_batches(spec, start, end, max_rows, max_bytes, admit=gate.admit):
+            found = gate.matches(batch)
+            if found is not None and found.num_rows:
+                counts.matches += found.num_rows
+                yield found
+    if sink is not None:
+        sink((spec.file, start, counts))
+
+
+class Gate:
+    """Which entries a question decodes (their headers), and which of their records it keeps (their
+    columns). What it learns from the headers of a batch's entries — each v2 batch's producer id, the
+    runs of plain messages — is used and forgotten batch by batch."""
+
+    def __init__(self, question: Question, counts: MatchCounts) -> None:
+        self.question = question
+        self.counts = counts
+        self.producers: dict[int, int] = {}  # v2 batch position -> producer id
+        self.runs: list[tuple[int, int]] = []  # (position, messages) of the runs admitted
+        self.timed = question.time_from is not None or question.time_to is not None
+        # A plain message's own header admits it when its timestamp is at least this (a run is admitted
+        # by its newest message: its older ones are sorted out by their rows).
+        self.lowest = max(0, question.time_from) if question.time_from is not None else 0
+        self.pattern = None if question.key_regex is None else question.key_regex.search
+        self.keys = None
+        self.needle = question.value_contains
+
+    def admit(self, entry) -> bool:
+        """`match_chunks`' test of an entry's header, counted as it counts."""
+        counts = self.counts
+        if type(entry) is MessageRun:  # its plain messages, each an entry of its own there
+            counts.batches += entry.count
+            if not self.question.batch_may_match(entry):
+                return False
+            if self.timed:
+                self.runs.append((entry.position, entry.count))  # decoded: counted from the rows
+            else:
+                counts.decoded += entry.count
+            return True
+        counts.batches += 1
+        if not self.question.batch_may_match(entry) or getattr(entry, "is_control", False):
+            return False
+        counts.decoded += 1
+        producer = getattr(entry, "producer_id", None)
+        if producer is not None:
+            self.producers[entry.position] = producer
+        return True
+
+    def matches(self, batch):
+        """The `matches` rows of one `records` batch (whose entries were admitted since the last)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        q = self.question
+        timestamps = batch.column("timestamp")
+        mask = None
+
+        def both(a, b):
+            return b if a is None else pc.and_(a, b)
+
+        if self.runs:
+            in_run = self._run_rows(batch.column("batch_position"), batch.num_rows)
+            header = pc.or_(pc.invert(in_run), pc.greater_equal(timestamps, self.lowest))
+            self.counts.decoded += pc.sum(pc.and_(in_run, header)).as_py() or 0
+            mask = header
+            self.runs = []
+        if q.time_from is not None:
+            mask = both(mask, pc.greater_equal(timestamps, q.time_from))
+        if q.time_to is not None:
+            mask = both(mask, pc.less_equal(timestamps, q.time_to))
+        if q.keys:
+            if self.keys is None:
+                self.keys = pa.array(list(q.keys), pa.binary())
+            mask = both(mask, pc.is_in(batch.column("key"), value_set=self.keys))
+        if self.needle is not None:
+            mask = both(mask, pc.match_substring(batch.column("value"), pattern=self.needle))
+        if mask is not None:
+            batch = batch.filter(mask)  # null (a null key or value): dropped
+        if self.pattern is not None and batch.num_rows:
+            keys = batch.column("key").dictionary_encode()
+            found = [k is not None and self.pattern(k) is not None for k in keys.dictionary.to_pylist()]
+            batch = batch.filter(pc.take(pa.array(found, pa.bool_()), keys.indices))
+        producers, self.producers = self.producers, {}
+        if not batch.num_rows:
+            return None
+        return self._rows(batch, producers)
+
+    def _run_rows(self, positions, rows: int):
+        """Which rows came from the runs admitted: each run's rows are `count` rows from the first with
+        its position (rows are in file order)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        flags = bytearray(rows)
+        at = 0
+        for position, count in self.runs:
+            first = pc.index(positions.slice(at), position).as_py()
+            if first < 0:
+                continue  # its messages could not be read: no rows
+            first += at
+            flags[first : first + count] = b"\x01" * count
+            at = first + count
+        return pc.not_equal(pa.Array.from_buffers(pa.uint8(), rows, [None, pa.py_buffer(flags)]), 0)
+
+    def _rows(self, batch, producers: dict[int, int]):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        positions, values = batch.column("batch_position"), batch.column("value")
+        if producers:
+            known = pa.array(list(producers), pa.int64())
+            producer = pc.take(pa.array(list(producers.values()), pa.int64()), pc.index_in(positions, known))
+        else:
+            producer = pa.nulls(batch.num_rows, pa.int64())
+        return pa.RecordBatch.from_arrays(
+            [
+                batch.column("file"),
+                batch.column("topic"),
+                batch.column("partition"),
+                positions,
+                batch.column("offset"),
+                batch.column("timestamp"),
+                batch.column("key"),
+                pc.binary_length(values),
+                previews(values),
+                producer,
+            ],
+            schema=matches_schema(),
+        )
+
+
+def previews(values):
+    """`questions.preview` of each value: in pyarrow when every value is valid UTF-8 of at most
+    PREVIEW bytes (the text itself), else in Python for these rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    short = pc.less_equal(pc.binary_length(values), PREVIEW)
+    if pc.all(short).as_py() is not False:  # all short (or null)
+        try:
+            return values.cast(pa.string())  # UTF-8 checked: raises on any invalid value
+        except pa.ArrowInvalid:
+            pass
+    return pa.array([preview(v) for v in values.to_pylist()], pa.string())
+
+
+@cache
+def matches_schema():
+    return tables.arrow_schema(tables.MATCHES)
