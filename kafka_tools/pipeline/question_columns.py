@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from functools import cache
 
+from kafka_tools.format.record_batch import RecordBatch
 from kafka_tools.format.segment import MessageRun
 from kafka_tools.pipeline import record_columns, tables
 from kafka_tools.pipeline.questions import PREVIEW, MatchCounts, Question, hopped, match_chunks, preview
@@ -79,6 +80,16 @@ class Gate:
     def admit(self, entry) -> bool:
         """`match_chunks`' test of an entry's header, counted as it counts."""
         counts = self.counts
+        if type(entry) is RecordBatch:  # `batch_may_match` of a v2 header, inline: it runs per batch
+            counts.batches += 1
+            q = self.question
+            if entry.is_control or (q.producer_id is not None and entry.producer_id != q.producer_id):
+                return False
+            if self.timed and (entry.max_timestamp < 0 or entry.max_timestamp < self.lowest):
+                return False
+            counts.decoded += 1
+            self.producers[entry.position] = entry.producer_id
+            return True
         if type(entry) is MessageRun:  # its plain messages, each an entry of its own there
             counts.batches += entry.count
             if not self.question.batch_may_match(entry):
@@ -181,18 +192,25 @@ class Gate:
 
 
 def previews(values):
-    """`questions.preview` of each value: in pyarrow when every value is valid UTF-8 of at most
-    PREVIEW bytes (the text itself), else in Python for these rows."""
+    """`questions.preview` of each value, in pyarrow: its first PREVIEW * 4 bytes as text, cut to
+    PREVIEW characters and "…" when the value is longer. When those bytes are not all valid UTF-8
+    (undecodable bytes, or a character cut at the byte limit) Python's escapes are needed: in Python,
+    as `preview` makes them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    short = pc.less_equal(pc.binary_length(values), PREVIEW)
-    if pc.all(short).as_py() is not False:  # all short (or null)
-        try:
-            return values.cast(pa.string())  # UTF-8 checked: raises on any invalid value
-        except pa.ArrowInvalid:
-            pass
-    return pa.array([preview(v) for v in values.to_pylist()], pa.string())
+    head = pc.binary_slice(values, 0, PREVIEW * 4)
+    try:
+        text = head.cast(pa.string())  # UTF-8 checked: raises on any invalid value
+    except pa.ArrowInvalid:
+        return pa.array([preview(v) for v in values.to_pylist()], pa.string())
+    longer = pc.or_(
+        pc.greater(pc.utf8_length(text), PREVIEW), pc.greater(pc.binary_length(values), PREVIEW * 4)
+    )
+    if not pc.any(longer).as_py():
+        return text
+    cut = pc.binary_join_element_wise(pc.utf8_slice_codeunits(text, 0, PREVIEW), "…", "")
+    return pc.if_else(longer, cut, text)
 
 
 @cache

@@ -133,8 +133,28 @@ def test_previews_of_long_and_undecodable_values_are_pythons() -> None:
     from kafka_tools.pipeline.question_columns import previews
     from kafka_tools.pipeline.questions import preview
 
-    values = [b"short", None, b"\xc3\xa9" * 40, b"x" * 64, b"y" * 65, b"\xff\xfe", "é".encode() * 32, b""]
-    for chosen in (values, values[:2], [values[3], values[7]], [values[5]], [values[2]]):
+    values = [
+        b"short",
+        None,
+        b"\xc3\xa9" * 40,  # 80 bytes, 40 characters: whole
+        b"x" * 64,
+        b"y" * 65,  # cut at 64 characters, "…"
+        b"z" * 300,  # past the 256 bytes looked at
+        "é".encode() * 128,  # 256 bytes exactly, 128 characters
+        b"a" + "€".encode() * 90,  # a character cut at byte 256: Python's escapes
+        b"\xff\xfe",  # not UTF-8
+        "é".encode() * 32,
+        b"",
+    ]
+    for chosen in (
+        values,
+        values[:7],
+        values[9:],
+        [values[3], values[10]],
+        [values[8]],
+        [values[7]],
+        [values[2]],
+    ):
         assert previews(pa.array(chosen, pa.binary())).to_pylist() == [preview(v) for v in chosen]
 
 
