@@ -18,6 +18,7 @@ this is tested equal to, row for row and count for count (tests/pipeline/test_qu
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from functools import cache
 
@@ -135,7 +136,7 @@ class Gate:
                 self.keys = pa.array(list(q.keys), pa.binary())
             mask = both(mask, pc.is_in(batch.column("key"), value_set=self.keys))
         if self.needle is not None:
-            mask = both(mask, pc.match_substring(batch.column("value"), pattern=self.needle))
+            mask = both(mask, contains(batch.column("value"), self.needle))
         if mask is not None:
             batch = batch.filter(mask)  # null (a null key or value): dropped
         if self.pattern is not None and batch.num_rows:
@@ -189,6 +190,41 @@ class Gate:
             ],
             schema=matches_schema(),
         )
+
+
+def contains(values, needle: bytes):
+    """Which values hold `needle` (`needle in value`; a null value: False). A needle few values hold is
+    found by searching the column's data buffer with `bytes.find` and placing each hit in its row by
+    the offsets: 2.4x faster than pyarrow's `match_substring`, which searches value by value, but a
+    Python step a hit; once hits pass one row in 16, `match_substring` takes over (measured:
+    bench/README.md, "Questions on the C Arrow path"). A hit across two values' bytes is no hit; after
+    a hit the search goes on from the next value."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    valid = pc.is_valid(values)
+    if not needle:
+        return valid
+    rows = len(values)
+    _, offsets, data = values.buffers()
+    ends = memoryview(offsets).cast("i")[values.offset : values.offset + rows + 1]
+    haystack = data.to_pybytes()[: ends[rows]] if data is not None else b""
+    flags = bytearray(rows)
+    find, width, budget = haystack.find, len(needle), 64 + rows // 16
+    at = find(needle, ends[0])
+    while at >= 0:
+        budget -= 1
+        if not budget:
+            return pc.fill_null(pc.match_substring(values, pattern=needle), False)
+        row = bisect_right(ends, at) - 1
+        stop = ends[row + 1]
+        if at + width <= stop:
+            flags[row] = 1
+            at = find(needle, stop)
+        else:
+            at = find(needle, at + 1)
+    found = pa.Array.from_buffers(pa.uint8(), rows, [None, pa.py_buffer(flags)])
+    return pc.and_(pc.not_equal(found, 0), valid)
 
 
 def previews(values):

@@ -205,3 +205,25 @@ def test_hostile_segments_give_the_references_answer(tmp_path: Path) -> None:
         spec = _spec(tmp_path, f"{n:020d}.log", blob)
         for question in _questions(spec) + [make_question(keys=("k1",), time_from="0")]:
             assert _columns(spec, question) == _reference(spec, question), (n, question)
+
+
+def test_value_contains_over_the_data_buffer_is_pythons_in() -> None:
+    """`contains` searches the value column's bytes as one buffer: a hit across two values is no hit,
+    a null value never holds anything, a slice of a column is searched within its own values."""
+    import random
+
+    import pyarrow as pa
+
+    from kafka_tools.pipeline.question_columns import contains
+
+    rng = random.Random(7)
+    values = [None, b"", b"ab", b"ba", b"aab", b"b", b"abab", None, b"a", b"bab", b""]
+    values += [
+        bytes(rng.choice(b"ab") for _ in range(rng.randrange(6))) if rng.random() > 0.1 else None
+        for _ in range(300)
+    ]
+    column = pa.array(values, pa.binary())
+    for needle in (b"ab", b"a", b"bb", b"aba", b"", b"abab", b"c"):
+        for lo, hi in ((0, len(values)), (3, 9), (5, 200), (len(values) - 1, len(values))):
+            got = contains(column.slice(lo, hi - lo), needle).to_pylist()
+            assert got == [v is not None and needle in v for v in values[lo:hi]], (needle, lo, hi)
