@@ -127,16 +127,37 @@ def answer_in_process(plan: ScanPlan, question, options: ScanOptions, limit: int
     answer = Answer(question, segments=len(asked.segments), bytes=asked.bytes, master=IN_PROCESS)
     answer.segments_skipped_by_topic = len(plan.segments) - len(asked.segments)
     items: list[tuple] = []
-    rows = []
+    found = []
     ranges = asked.ranges(options.split_bytes)
     for i, start, end in ranges:
-        for batch in match_batches(asked.segments[i], start, end, question, sink=items.append):
-            rows += batch.to_pylist()
+        found += match_batches(asked.segments[i], start, end, question, sink=items.append)
     fold(answer, items)
-    matches = sorted(rows, key=match_order)
+    matches = sorted(first_matches(found, limit), key=match_order)
     if limit is not None and len(matches) > limit:
         matches, answer.truncated = matches[:limit], True
     answer.matches = matches
     answer.tasks = len(ranges)
     answer.seconds = time.perf_counter() - t0
     return answer
+
+
+def first_matches(batches: list, limit: int | None) -> list[dict]:
+    """The rows of the `matches` batches, only the first `limit` + 1 in the answer's order when there is
+    a limit: sorted as Arrow (nulls first, stable, as `questions.match_order`), a Python dict made only
+    for the rows kept."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not batches:
+        return []
+    table = pa.Table.from_batches(batches)
+    if limit is not None and table.num_rows > limit + 1:
+        keys = [
+            ("topic", "ascending"),
+            ("partition", "ascending"),
+            ("offset", "ascending"),
+            ("file", "ascending"),
+        ]
+        order = pc.sort_indices(table, sort_keys=keys, null_placement="at_start")
+        table = table.take(order[: limit + 1])
+    return table.to_pylist()

@@ -227,3 +227,25 @@ def test_value_contains_over_the_data_buffer_is_pythons_in() -> None:
         for lo, hi in ((0, len(values)), (3, 9), (5, 200), (len(values) - 1, len(values))):
             got = contains(column.slice(lo, hi - lo), needle).to_pylist()
             assert got == [v is not None and needle in v for v in values[lo:hi]], (needle, lo, hi)
+
+
+def test_a_limited_answer_is_the_head_of_the_whole_answer(tmp_path: Path) -> None:
+    """`--limit N` in one process: the first N matches in (topic, partition, offset, file) order, sorted
+    as Arrow before any row is made a dict; nulls (a file given on its own) first, as Spark sorts."""
+    from kafka_tools.pipeline import ScanOptions, plan_scan
+    from kafka_tools.pipeline.local import answer_in_process
+
+    loose = tmp_path / "loose" / "00000000000000000000.log"  # not in a partition dir: no topic, nulls first
+    loose.parent.mkdir()
+    loose.write_bytes((FIXTURES / "generated/v1/none-0/00000000000000000000.log").read_bytes())
+    plan = plan_scan([FIXTURES / "generated/v2", FIXTURES / "kafka-0.9.0.1/logdir", loose])
+    assert any(s.topic is None for s in plan.segments)
+    for question in (make_question(key_regex="."), make_question(value_contains="e"), Question(time_from=0)):
+        whole = answer_in_process(plan, question, ScanOptions(split_bytes=2048))
+        assert len(whole.matches) > 100 and not whole.truncated
+        assert whole.matches[0]["topic"] is None
+        for limit in (0, 1, 7, 100, len(whole.matches) - 1, len(whole.matches)):
+            part = answer_in_process(plan, question, ScanOptions(split_bytes=2048), limit=limit)
+            assert part.matches == whole.matches[:limit], (question, limit)
+            assert part.truncated == (limit < len(whole.matches))
+            assert (part.batches, part.batches_decoded) == (whole.batches, whole.batches_decoded)
