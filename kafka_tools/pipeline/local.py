@@ -152,12 +152,17 @@ def first_matches(batches: list, limit: int | None) -> list[dict]:
         return []
     table = pa.Table.from_batches(batches)
     if limit is not None and table.num_rows > limit + 1:
-        keys = [
-            ("topic", "ascending"),
-            ("partition", "ascending"),
-            ("offset", "ascending"),
-            ("file", "ascending"),
-        ]
-        order = pc.sort_indices(table, sort_keys=keys, null_placement="at_start")
+        # nulls first: each nullable key led by whether it is known (False sorts first)
+        keys = pa.table(
+            {
+                "topic_known": pc.is_valid(table["topic"]),
+                "topic": table["topic"],
+                "partition_known": pc.is_valid(table["partition"]),
+                "partition": table["partition"],
+                "offset": table["offset"],
+                "file": table["file"],
+            }
+        )
+        order = pc.sort_indices(keys, sort_keys=[(name, "ascending") for name in keys.column_names])
         table = table.take(order[: limit + 1])
     return table.to_pylist()
