@@ -5,12 +5,12 @@ headers alone, and each entry whose header says it cannot match (another produce
 timestamps, a control batch) is neither decompressed nor decoded — `Gate.admit` asks
 `Question.batch_may_match` of it. The other entries' records go into the C builder of the `records`
 table (record_columns.record_batches), and the record filters run on its columns with pyarrow.compute
-before any Python row exists: the time window, the keys (a set), the value's bytes (a substring, on
-binary: no decoding). `--key-regex` keeps Python's `re` semantics (RE2, pyarrow's engine, differs:
-backreferences, lookarounds, bytes that are not UTF-8): the pattern runs once per distinct key of
-the rows left by the other filters, and the answer is spread back over the rows by their dictionary
-index. Only matched rows reach Python, for `value_preview` (its text, cut as `questions.preview`
-cuts it) — when every matched value is short valid UTF-8, not even those.
+before any Python row exists: the time window, the keys (a set), the value's bytes (a substring of
+the binary column, found by `contains`: no decoding). `--key-regex` keeps Python's `re` semantics
+(RE2, pyarrow's engine, differs: backreferences, lookarounds, bytes that are not UTF-8): the pattern
+runs once per distinct key of the rows the other filters left, its answer spread back over the rows
+by their dictionary index. Only matched rows reach Python, as the answer's dicts; `value_preview` is
+made in pyarrow (in Python only for values whose first 256 bytes are not valid UTF-8).
 
 `questions.match_chunks`, a Record object per record and `Question.record_matches`, is the reference
 this is tested equal to, row for row and count for count (tests/pipeline/test_question_columns.py).
