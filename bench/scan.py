@@ -8,7 +8,9 @@
     python bench/scan.py --json           # the result as JSON on stdout (progress on stderr)
     python bench/scan.py --check          # exit 1 when local[2] is below 1.7x local[1]
     python bench/scan.py --master local[2] --master standalone   # vs a two-worker standalone cluster
-    python bench/scan.py --lookup 4       # --key with/without a time window, 4 GiB, single process + local[2]
+    python bench/scan.py --lookup 4       # questions (--key, a time window, --key-regex, --value-contains),
+                                          # answered from C columns and as main did, 4 GiB, single
+                                          # process + local[2], beside the unfiltered records table
 
 What is timed is the scan's work on the same data in every mode: every segment checked as `ktool
 validate` checks it, then every batch decompressed and every record decoded (what `ktool dump-log
@@ -359,9 +361,35 @@ def ensure_lookup_logdir(gib: int) -> dict:
     return meta
 
 
+QUESTIONS = ("key", "key + time window", "key regex", "value contains")
+LOOKUP_VARIANTS = ("new: C columns", "old: Record objects")  # question_columns vs questions.match_chunks
+
+
+@contextmanager
+def old_questions(old: bool):
+    """Questions answered as main answered them (`questions.match_chunks`: a Record object a record of
+    every batch the header hop admits, tested in Python): the C builder reported absent in this process
+    (in-process answers) and the Spark sources' tasks handed `match_chunks` (their Arrow batches off)."""
+    if not old:
+        yield
+        return
+    from kafka_tools.pipeline import record_columns
+    from kafka_tools.pipeline.job import LocalFiles
+
+    available, arrow = record_columns.available, LocalFiles.arrow_batches
+    record_columns.available, LocalFiles.arrow_batches = (lambda: False), False
+    try:
+        yield
+    finally:
+        record_columns.available, LocalFiles.arrow_batches = available, arrow
+
+
 def child_lookup(logdir: str, runs: int, master: str | None, segment_ms: int) -> dict:
-    """`--key k7` over the whole log dir, then with `--time-from` at the start of the last hour (one
-    segment of ten per partition), alternated `runs` times; in this process (master None) or on Spark."""
+    """`--key k7` over the whole log dir, with `--time-from` at the start of the last hour (one segment
+    of ten per partition), `--key-regex '^k7$'` and `--value-contains value-7-` (the same records),
+    each answered new (C columns) and old (Record objects), alternated `runs` times; in this process
+    (master None) or on Spark. In this process also the unfiltered `records` table of the same data:
+    its batches alone (the kernel) and written as parquet (what a user would otherwise run)."""
     from kafka_tools.pipeline import ScanOptions, plan_scan
     from kafka_tools.pipeline.questions import make_question
     from tests.support.logs import T0
@@ -369,6 +397,8 @@ def child_lookup(logdir: str, runs: int, master: str | None, segment_ms: int) ->
     questions = {
         "key": make_question(keys=("k7",)),
         "key + time window": make_question(keys=("k7",), time_from=str(T0 + 9 * segment_ms)),
+        "key regex": make_question(key_regex="^k7$"),
+        "value contains": make_question(value_contains="value-7-"),
     }
     handle = None
     if master is not None:
@@ -378,7 +408,9 @@ def child_lookup(logdir: str, runs: int, master: str | None, segment_ms: int) ->
         java_command()
         conf = {"spark.pyspark.python": sys.executable} if master.startswith("spark://") else {}
         handle = start(SparkSettings(master=master, conf=conf))
-        run_questions(handle.spark, plan_scan([WARM_UP]), questions["key"], ScanOptions())  # warm-up
+        for variant in LOOKUP_VARIANTS:  # warm-up
+            with old_questions(variant.startswith("old")):
+                run_questions(handle.spark, plan_scan([WARM_UP]), questions["key"], ScanOptions())
 
         def ask(plan, q):
             return run_questions(handle.spark, plan, q, ScanOptions(), limit=None)
@@ -393,22 +425,31 @@ def child_lookup(logdir: str, runs: int, master: str | None, segment_ms: int) ->
     try:
         for _ in range(runs):
             for name, q in questions.items():
-                warm(logdir)
-                probe.start()
-                t0 = time.perf_counter()
-                answer = ask(plan_scan([logdir]), q)
-                seconds = time.perf_counter() - t0
-                v = out.setdefault(name, {"times_s": [], "cpu": []})
-                v["times_s"].append(seconds)
-                v["cpu"].append(probe.stop())
-                v.update(
-                    matches=len(answer.matches),
-                    segments=answer.segments,
-                    segments_decoded=answer.segments_decoded,
-                    batches_decoded=answer.batches_decoded,
-                    batches=answer.batches,
-                    tasks=answer.tasks,
-                )
+                for variant in LOOKUP_VARIANTS:
+                    warm(logdir)
+                    with old_questions(variant.startswith("old")):
+                        probe.start()
+                        t0 = time.perf_counter()
+                        answer = ask(plan_scan([logdir]), q)
+                        seconds = time.perf_counter() - t0
+                        cpu = probe.stop()
+                    v = out.setdefault(f"{name}|{variant}", {"times_s": [], "cpu": []})
+                    v["times_s"].append(seconds)
+                    v["cpu"].append(cpu)
+                    v.update(
+                        matches=len(answer.matches),
+                        segments=answer.segments,
+                        segments_decoded=answer.segments_decoded,
+                        batches_decoded=answer.batches_decoded,
+                        batches=answer.batches,
+                        tasks=answer.tasks,
+                    )
+            if master is None:
+                for name, v in _records_table(logdir, probe).items():
+                    out.setdefault(name, {"times_s": [], "cpu": []})
+                    out[name]["times_s"].append(v["wall_s"])
+                    out[name]["cpu"].append(v)
+                    out[name]["rows"] = v["rows"]
     finally:
         if handle is not None:
             handle.spark.stop()
@@ -417,8 +458,34 @@ def child_lookup(logdir: str, runs: int, master: str | None, segment_ms: int) ->
     return out
 
 
+def _records_table(logdir: str, probe: CpuProbe) -> dict:
+    """The unfiltered `records` table of the log dir in this process: its batches alone, then written
+    as parquet (arrow_files.TableFile, as `ktool scan --records --out` writes it in-process)."""
+    from kafka_tools.pipeline import plan_scan
+    from kafka_tools.pipeline.arrow_files import TableFile
+    from kafka_tools.pipeline.record_columns import record_batches
+
+    specs = plan_scan([logdir]).segments
+    out = {}
+    warm(logdir)
+    probe.start()
+    rows = sum(b.num_rows for spec in specs for b in record_batches(spec))
+    out["records table: batches only|unfiltered"] = {**probe.stop(), "rows": rows}
+    with tempfile.TemporaryDirectory(prefix="ktool-bench-") as tmp:
+        warm(logdir)
+        probe.start()
+        table = TableFile(tmp, "records", "parquet")
+        for spec in specs:
+            for batch in record_batches(spec):
+                table.add(batch)
+        table.close()
+        out["records table: parquet|unfiltered"] = {**probe.stop(), "rows": rows}
+    return out
+
+
 def lookup_main(a) -> int:
-    """The key lookup with and without a time window that leaves out 90% of the segments."""
+    """The questions, new and old, with and without a time window that leaves out 90% of the segments;
+    beside them the unfiltered records table of the same data."""
     wall0 = time.perf_counter()
     data = ensure_lookup_logdir(a.lookup)
     logdir = data["path"]
@@ -426,49 +493,82 @@ def lookup_main(a) -> int:
     rows = []
     for label, master in modes.items():
         with _maybe_cluster(master) as url:
-            log(f"key lookup, {label}: {a.runs} run(s) of each question, {data['bytes'] / MiB:.0f} MiB ...")
+            log(f"questions, {label}: {a.runs} run(s) of each, {data['bytes'] / MiB:.0f} MiB ...")
             args = ["--child", "lookup", "--logdir", logdir, "--runs", str(a.runs)]
             args += ["--segment-ms", str(data["segment_ms"])] + (["--master", url] if url else [])
             res = run_child(args)
-        whole, window = res["key"], res["key + time window"]
-        if whole["matches"] != data["records"] // 50 or window["matches"] != whole["matches"] // 10:
-            raise SystemExit(
-                f"{label}: {whole['matches']} / {window['matches']} matches, expected "
-                f"{data['records'] // 50} / {data['records'] // 500}"
-            )
+        for name in QUESTIONS:
+            whole = res[f"key|{LOOKUP_VARIANTS[0]}"]["matches"]
+            for variant in LOOKUP_VARIANTS:
+                r = res[f"{name}|{variant}"]
+                want = data["records"] // (500 if name == "key + time window" else 50)
+                if r["matches"] != want or (name != "key + time window" and r["matches"] != whole):
+                    raise SystemExit(f"{label}, {name}, {variant}: {r['matches']} matches, expected {want}")
+            new, old = (res[f"{name}|{v}"] for v in LOOKUP_VARIANTS)
+            for variant, r in zip(LOOKUP_VARIANTS, (new, old), strict=True):
+                rows.append(
+                    {
+                        "mode": label,
+                        "question": name,
+                        "variant": variant,
+                        **r,
+                        "median_s": statistics.median(r["times_s"]),
+                    }
+                )
+            rows[-2]["ratio"] = statistics.median(old["times_s"]) / statistics.median(new["times_s"])
         for name, r in res.items():
-            rows.append({"mode": label, "question": name, "median_s": statistics.median(r["times_s"]), **r})
-        rows[-1]["ratio"] = rows[-2]["median_s"] / rows[-1]["median_s"]
-    result = {"data": data, "rows": rows, "wall_s": round(time.perf_counter() - wall0, 1)}
+            if name.startswith("records table"):
+                what, variant = name.split("|")
+                rows.append(
+                    {
+                        "mode": label,
+                        "question": what,
+                        "variant": variant,
+                        **r,
+                        "median_s": statistics.median(r["times_s"]),
+                    }
+                )
+    result = {
+        "data": data,
+        "rows": rows,
+        "wall_s": round(time.perf_counter() - wall0, 1),
+        "load": os.getloadavg(),
+    }
     if a.json:
         print(json.dumps(result, indent=2))
         return 0
     print(
-        f"ktool scan --key k7 [--time-from …], {data['bytes'] / MiB:.0f} MiB in 40 segments "
-        f"(4 partitions x 10 hours), {data['records']:,} records; {os.cpu_count()} CPUs"
+        f"ktool scan questions, {data['bytes'] / MiB:.0f} MiB in 40 segments (4 partitions x 10 hours), "
+        f"{data['records']:,} records; {os.cpu_count()} CPUs; load {result['load'][0]:.1f} at the end"
     )
     cols = [
         "mode",
         "question",
+        "answered by",
         "tasks",
         "median s",
-        "min-max s",
-        "segments decoded",
+        "our CPU s",
+        "records/s",
         "batches decoded",
         "matches",
-        "speed-up",
+        "old/new",
         "others' cores",
     ]
+
+    def cpu(r) -> float:
+        return statistics.median(c["ours_cpu_s"] for c in r["cpu"])
+
     table = [
         [
             r["mode"],
             r["question"],
-            str(r["tasks"]),
+            r["variant"],
+            str(r.get("tasks", "")),
             f"{r['median_s']:.2f}",
-            f"{min(r['times_s']):.2f}-{max(r['times_s']):.2f}",
-            f"{r['segments_decoded']}/{r['segments']}",
-            f"{r['batches_decoded']}/{r['batches']}",
-            str(r["matches"]),
+            f"{cpu(r):.2f}",
+            f"{data['records'] / r['median_s'] / 1e6:.2f} M",
+            f"{r['batches_decoded']}/{r['batches']}" if "batches" in r else "",
+            str(r.get("matches", r.get("rows", ""))),
             f"{r['ratio']:.1f}x" if "ratio" in r else "",
             f"{statistics.median(c['others_cpu_s'] / c['wall_s'] for c in r['cpu']):.2f}",
         ]

@@ -140,6 +140,7 @@ def run_questions(
     `limit` of them, sorted by topic, partition, offset; with the counts of what was decoded."""
     from functools import partial
 
+    from kafka_tools.pipeline.question_columns import match_batches
     from kafka_tools.pipeline.questions import Answer, fold, match_chunks, match_order
 
     sc = spark.sparkContext
@@ -165,7 +166,8 @@ def run_questions(
         def sink(item: tuple) -> None:
             meta.add([item])
 
-        df = source._stage(tables.MATCHES, partial(match_chunks, question=question, sink=sink))
+        matches = match_batches if source.arrow_batches else match_chunks  # Arrow from C, or lists
+        df = source._stage(tables.MATCHES, partial(matches, question=question, sink=sink))
         if limit is not None:  # the first `limit` + 1: Spark's top-K per task (one pass, no sort job)
             df = df.orderBy("topic", "partition", "offset", "file").limit(limit + 1)
         # Every match otherwise, sorted here (a Spark sort would first sample its input: a second

@@ -119,27 +119,50 @@ def _table(plan: ScanPlan, ranges, out: str, fmt: str, name: str, chunks, tick) 
 def answer_in_process(plan: ScanPlan, question, options: ScanOptions, limit: int | None = None):
     """`job.run_questions` in this one process: `ktool scan --key …` on a small input, the benchmark's
     baseline and the tests' reference."""
-    from kafka_tools.pipeline import tables
-    from kafka_tools.pipeline.questions import Answer, fold, match_chunks, match_order
+    from kafka_tools.pipeline.question_columns import match_batches
+    from kafka_tools.pipeline.questions import Answer, fold, match_order
 
     t0 = time.perf_counter()
     asked = plan.only_topics(question.topics)
     answer = Answer(question, segments=len(asked.segments), bytes=asked.bytes, master=IN_PROCESS)
     answer.segments_skipped_by_topic = len(plan.segments) - len(asked.segments)
     items: list[tuple] = []
-    names = tables.names(tables.MATCHES)
-    rows = []
+    found = []
     ranges = asked.ranges(options.split_bytes)
     for i, start, end in ranges:
-        spec = asked.segments[i]
-        for cols in match_chunks(spec, start, end, question, sink=items.append):
-            for values in zip(*(cols[n] for n in names[3:]), strict=True):
-                rows.append(dict(zip(names, (spec.file, spec.topic, spec.partition, *values), strict=True)))
+        found += match_batches(asked.segments[i], start, end, question, sink=items.append)
     fold(answer, items)
-    matches = sorted(rows, key=match_order)
+    matches = sorted(first_matches(found, limit), key=match_order)
     if limit is not None and len(matches) > limit:
         matches, answer.truncated = matches[:limit], True
     answer.matches = matches
     answer.tasks = len(ranges)
     answer.seconds = time.perf_counter() - t0
     return answer
+
+
+def first_matches(batches: list, limit: int | None) -> list[dict]:
+    """The rows of the `matches` batches, only the first `limit` + 1 in the answer's order when there is
+    a limit: sorted as Arrow (nulls first, stable, as `questions.match_order`), a Python dict made only
+    for the rows kept."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not batches:
+        return []
+    table = pa.Table.from_batches(batches)
+    if limit is not None and table.num_rows > limit + 1:
+        # nulls first: each nullable key led by whether it is known (False sorts first)
+        keys = pa.table(
+            {
+                "topic_known": pc.is_valid(table["topic"]),
+                "topic": table["topic"],
+                "partition_known": pc.is_valid(table["partition"]),
+                "partition": table["partition"],
+                "offset": table["offset"],
+                "file": table["file"],
+            }
+        )
+        order = pc.sort_indices(keys, sort_keys=[(name, "ascending") for name in keys.column_names])
+        table = table.take(order[: limit + 1])
+    return table.to_pylist()

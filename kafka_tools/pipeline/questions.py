@@ -131,13 +131,12 @@ def match_chunks(spec, start: int, end: int | None, question: Question, sink=Non
 
     counts = MatchCounts()
     cols: dict[str, list] = _new()
-    if question.time_from is not None and not spec.kafka07:
-        hopped = newest_timestamp(spec.path, start, end)
-        if hopped is not None and hopped[1] < question.time_from:
-            counts.batches = hopped[0]  # every batch older than the window: none decoded, none built
-            if sink is not None:
-                sink((spec.file, start, counts))
-            return
+    skipped = hopped(spec, start, end, question)
+    if skipped is not None:
+        counts.batches = skipped  # every batch older than the window: none decoded, none built
+        if sink is not None:
+            sink((spec.file, start, counts))
+        return
     for entry in iter_entries(spec, start, end):
         counts.batches += 1
         if not question.batch_may_match(entry) or getattr(entry, "is_control", False):
@@ -165,6 +164,17 @@ def match_chunks(spec, start: int, end: int | None, question: Question, sink=Non
         yield cols
     if sink is not None:
         sink((spec.file, start, counts))
+
+
+def hopped(spec, start: int, end: int | None, question: Question) -> int | None:
+    """The entries of [start, end) when their headers alone show all of them older than `--time-from`
+    (none to decode), else None."""
+    if question.time_from is None or spec.kafka07:
+        return None
+    found = newest_timestamp(spec.path, start, end)
+    if found is not None and found[1] < question.time_from:
+        return found[0]
+    return None
 
 
 def newest_timestamp(path: str, start: int = 0, end: int | None = None) -> tuple[int, int] | None:

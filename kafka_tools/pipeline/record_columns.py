@@ -15,7 +15,7 @@ reference this is tested equal to, row for row.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kafka_tools.format import accel
 from kafka_tools.format.compression import DecompressionError, decompress
@@ -50,12 +50,14 @@ def record_batches(
     end: int | None = None,
     max_rows: int = CHUNK_ROWS,
     max_bytes: int = CHUNK_BYTES,
+    admit: Callable[[object], bool] | None = None,
 ) -> Iterator:
     """The `records` table's rows of the entries that start in [start, end), as pyarrow RecordBatches
     of the table's schema (file, topic and partition on every row), none empty; built in C when the
     extension is on, else from `tasks.record_chunks` (the reference). In C, the kernel bench/scan.py
-    times."""
+    times. `admit`: only the entries it admits (C only; see `_fill`)."""
     if not available():
+        assert admit is None, "admit needs the C builder"
         for cols in record_chunks(spec, start, end):
             yield tables.arrow_batch(tables.RECORDS, cols, constants=spec.where)
         return
@@ -63,26 +65,32 @@ def record_batches(
 
     where = (spec.file, spec.topic, spec.partition)
     builder = accel.C.record_columns()
-    for _ in _fill(builder, spec, start, end):
+    for _ in _fill(builder, spec, start, end, admit):
         if builder.rows >= max_rows or builder.nbytes >= max_bytes:
             yield pa.record_batch(_Exported(builder.finish(*where)))
     if builder.rows:
         yield pa.record_batch(_Exported(builder.finish(*where)))
 
 
-def _fill(builder, spec: SegmentSpec, start: int, end: int | None) -> Iterator[None]:
-    """Add each entry's records to `builder`; yield after each entry (where a batch may end)."""
+def _fill(builder, spec: SegmentSpec, start: int, end: int | None, admit=None) -> Iterator[None]:
+    """Add each entry's records to `builder`; yield after each entry (where a batch may end).
+
+    `admit(entry)`, when given, is asked first about every entry (a MessageRun stands for its plain
+    messages): False steps over it from its header, nothing decompressed or decoded (a question's hop).
+    """
     if spec.size and looks_like_text(spec.path):
         return
     if spec.kafka07:
         for entry in iter_kafka07_entries(spec.path, spec.base_offset, start=start, end=end):
-            if not isinstance(entry, Problem):
+            if not isinstance(entry, Problem) and (admit is None or admit(entry)):
                 _add_decoded(builder, entry)
                 yield
         return
     add_v2, add_messages = builder.add_v2, builder.add_messages
     for entry in iter_log_entries(spec.path, start=start, end=end, runs=RunBounds(keep_data=True)):
         kind = type(entry)
+        if isinstance(entry, Problem) or (admit is not None and not admit(entry)):
+            continue  # a Problem: the checks report it
         if kind is RecordBatch:
             args = entry.payload_args()
             if entry.is_compressed:
@@ -104,7 +112,7 @@ def _fill(builder, spec: SegmentSpec, start: int, end: int | None) -> Iterator[N
                 data, _, shift, log_append = inner
                 add_messages(data, entry.position, True, shift, log_append)
         else:
-            continue  # a Problem: the checks report it
+            continue
         yield
 
 
