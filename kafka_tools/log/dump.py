@@ -38,7 +38,6 @@ from kafka_tools.log.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.log.in_flight import is_newest_live_segment
-from kafka_tools.log.internal_records import decode_cluster_metadata, decode_internal
 
 
 def dump_file(
@@ -90,6 +89,9 @@ def _problem(
 
 
 def _decoded(mode: str, event: EntryEvent) -> list[dict]:
+    # The internal topics' schemas (and KRaft's below) are imported by the dumps that decode them.
+    from kafka_tools.log.internal_records import decode_internal
+
     if isinstance(event.entry, RecordBatch):
         shown = event.records or []
     elif event.inner is not None:
@@ -105,6 +107,8 @@ def _value_of(r) -> bytes | None:
 
 def _decoded_metadata(event: EntryEvent, end: FileEnd) -> tuple[list[dict], list[Problem]]:
     """Each record of a KRaft batch decoded; an undecodable one is a problem (the others still shown)."""
+    from kafka_tools.log.internal_records import decode_cluster_metadata
+
     entry = event.entry
     assert isinstance(entry, RecordBatch)
     control = entry.is_control
