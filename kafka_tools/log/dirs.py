@@ -12,13 +12,16 @@ from pathlib import Path
 
 from kafka_tools.broker_lock import LOCK_FILE, is_live
 from kafka_tools.errors import InputError
-from kafka_tools.format.checkpoints import (
+from kafka_tools.format.kinds import (
     BOOTSTRAP_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
     OFFSET_CHECKPOINTS,
     QUORUM_STATE,
+    TRANSIENT_SUFFIXES,
+    FileKind,
+    kind_of,
+    partition_of,
 )
-from kafka_tools.format.kinds import TRANSIENT_SUFFIXES, FileKind, kind_of, partition_of
 
 SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
