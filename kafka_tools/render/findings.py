@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, TextIO
 from kafka_tools.format.plural import plural
 from kafka_tools.log.findings import UNREADABLE, Finding, PartitionReport, Severity, Summary, status_of
 from kafka_tools.log.validate import Validation
-from kafka_tools.render.json_lines import dumps as json_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -135,10 +134,13 @@ class FindingsText:
 
 class JsonLines:
     def __init__(self, out: TextIO) -> None:
+        from kafka_tools.render.json_lines import dumps  # --json only: text output needs no json module
+
         self.out = out
+        self._dumps = dumps
 
     def emit(self, obj: dict) -> None:
-        self.out.write(json_line(obj) + "\n")
+        self.out.write(self._dumps(obj) + "\n")
 
 
 class ValidateTextRenderer(FindingsText):
