@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_tools.errors import InputError
-from kafka_tools.format import accel, checkpoints, index, snapshot
+from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
@@ -38,6 +39,9 @@ from kafka_tools.log.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.log.in_flight import is_newest_live_segment
+
+if TYPE_CHECKING:
+    from kafka_tools.format import index
 
 
 def dump_file(
@@ -67,6 +71,9 @@ def dump_file(
     if kind in (FileKind.LOG, FileKind.KAFKA07, FileKind.METADATA_SNAPSHOT):
         yield from _dump_log(name, p, kind, size, options, progress)
         return
+    # The side files' readers: imported for them, not for the segments most dumps are of.
+    from kafka_tools.format import checkpoints
+
     end = FileEnd(name, kind, size=size)
     try:
         if kind == FileKind.UNKNOWN:
@@ -322,6 +329,8 @@ def _filter_records(records: list[Record], options: DumpOptions) -> list[Record]
 def _dump_other(
     name: str, p: Path, kind: FileKind, size: int, end: FileEnd, options: DumpOptions
 ) -> Iterator[Event]:
+    from kafka_tools.format import checkpoints, index, snapshot
+
     base = base_offset_of(p) or 0
     if kind == FileKind.OFFSET_INDEX:
         entries, tail = index.read_offset_index(p, base)
