@@ -49,6 +49,8 @@ class Segment:
 
 @dataclass
 class Partition:
+    """A partition directory (topic-N): its segments in offset order and the files beside them."""
+
     path: Path
     topic: str
     partition: int
@@ -90,6 +92,8 @@ class Partition:
 
 @dataclass
 class LogDir:
+    """One of a broker's log.dirs: its partitions, offset checkpoints and side files."""
+
     path: Path
     partitions: list[Partition] = field(default_factory=list)
     checkpoints: list[Path] = field(default_factory=list)

@@ -122,6 +122,8 @@ def compacted_partitions(ld: LogDir) -> set[str]:
 
 @dataclass
 class Validation:
+    """Everything `ktool validate` found, by partition, by file named alone, and beside them."""
+
     partitions: list[PartitionReport] = field(default_factory=list)
     files: list[SegmentReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # not tied to one partition (checkpoints, files)
