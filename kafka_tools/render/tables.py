@@ -73,14 +73,14 @@ class PlainConsole:
 
     def print(
         self,
-        renderable: Any,
-        *,
+        *objects: Any,
         style: str | None = None,
         markup: bool | None = None,
         highlight: bool | None = None,
         **kw: Any,
     ) -> None:
         # Without colour, style and highlighting change no character.
+        renderable = objects[0] if len(objects) == 1 else None
         if not kw and isinstance(renderable, TextTable):
             lines = renderable.plain_lines(PIPED_WIDTH)
             if lines is not None:
@@ -92,7 +92,7 @@ class PlainConsole:
                 return
         if self._rich is None:
             self._rich = rich_console(self.out, False)
-        self._rich.print(renderable, style=style, markup=markup, highlight=highlight, **kw)
+        self._rich.print(*objects, style=style, markup=markup, highlight=highlight, **kw)
 
 
 class TextTable:

@@ -105,6 +105,18 @@ def test_a_line_into_a_pipe_reads_as_rich_prints_it(text: str, markup: bool | No
     assert plain == rich
 
 
+def test_anything_else_is_printed_by_rich() -> None:
+    """No object (a blank line), several objects, rich's own renderables: as rich prints them."""
+    from rich.text import Text
+
+    plain, rich = io.StringIO(), io.StringIO()
+    pc, rc = make_console(plain, False), rich_console(rich, False)
+    for args in [(), ("a", "b"), (Text("styled", style="bold"),)]:
+        pc.print(*args)
+        rc.print(*args)
+    assert plain.getvalue() == rich.getvalue() == "\na b\nstyled\n"
+
+
 def test_a_log_dir_table_is_drawn_without_importing_rich() -> None:
     """`ktool validate LOGDIR | …` and `ktool retention LOGDIR | …`: the per-partition table and the
     preview, and no rich module loaded."""
