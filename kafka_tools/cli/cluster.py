@@ -1,26 +1,19 @@
 """`ktool brokers`, `ktool topics`, `ktool cluster-id`: the cluster as ZooKeeper describes it.
 
-Also the ZooKeeper options every ZooKeeper-reading command shares: decorate a command with
-:func:`zookeeper_options` and turn its keyword arguments into a ZkConfig with
-:func:`zk_config_from_options`::
-
-    @click.command("groups")
-    @zookeeper_options
-    def groups(**options):
-        with open_zk(zk_config_from_options(**options)) as zk:
-            ...
+The shared ZooKeeper options (cli/zk_options.py) are re-exported here with `zk_if_configured`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kafka_tools.cli.options import colour_of, json_option
+from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
 from kafka_tools.errors import InputError
 from kafka_tools.render.cluster import (
     render_brokers_json,
@@ -31,90 +24,21 @@ from kafka_tools.render.cluster import (
 )
 from kafka_tools.render.json_lines import emit
 from kafka_tools.render.lines import wants_colour
-from kafka_tools.zk.connection import (
-    ENV_AUTH,
-    ENV_CONNECT,
-    NoZooKeeperError,
-    ZkConfig,
-    describe,
-    open_zk,
-    resolve_config,
-)
+from kafka_tools.zk.connection import NoZooKeeperError, describe, open_zk
 from kafka_tools.zk.reader import cluster_id as read_cluster_id
 from kafka_tools.zk.reader import list_topics, read_cluster, read_topics
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-ZK_OPTION_NAMES = (
-    "zookeeper",
-    "zk_timeout",
-    "zk_session_timeout",
-    "zk_auth_file",
-    "zk_tls",
-    "zk_ca",
-    "zk_cert",
-    "zk_key",
-)
-
-_SECONDS = click.FloatRange(min=0, min_open=True)
-_FILE = click.Path(dir_okay=False, path_type=str)
-
-
-def zookeeper_options(func: F) -> F:
-    """Add the shared ZooKeeper options (connect string, timeouts, credentials file, TLS) to a command."""
-    options = [
-        click.option(
-            "--zookeeper",
-            envvar=ENV_CONNECT,
-            show_envvar=True,
-            metavar="HOST:PORT[,…][/CHROOT]",
-            help="ZooKeeper servers and Kafka's chroot [default: the config file's zookeeper.connect].",
-        ),
-        click.option(
-            "--zk-timeout",
-            type=_SECONDS,
-            metavar="SECONDS",
-            help="Wait this long for a ZooKeeper connection [default: 10].",
-        ),
-        click.option(
-            "--zk-session-timeout",
-            type=_SECONDS,
-            metavar="SECONDS",
-            help="ZooKeeper session timeout [default: 30].",
-        ),
-        click.option(
-            "--zk-auth-file",
-            type=_FILE,
-            help=(
-                "Credentials, one per line: `digest user:password`, `sasl user:password` (DIGEST-MD5) or "
-                f"`gssapi [principal]`. ${ENV_AUTH} may hold the same text. Never on the command line."
-            ),
-        ),
-        click.option("--zk-tls", is_flag=True, help="Talk TLS to ZooKeeper (implied by --zk-ca/--zk-cert)."),
-        click.option("--zk-ca", type=_FILE, help="CA certificates (PEM) to verify ZooKeeper's certificate."),
-        click.option("--zk-cert", type=_FILE, help="Client certificate (PEM) for TLS client authentication."),
-        click.option("--zk-key", type=_FILE, help="Client private key (PEM) for --zk-cert."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def zk_config_from_options(**options: Any) -> ZkConfig:
-    """The ZkConfig for the values of :func:`zookeeper_options` (other keyword arguments are ignored)."""
-    return resolve_config(
-        connect=options.get("zookeeper"),
-        connect_timeout=options.get("zk_timeout"),
-        session_timeout=options.get("zk_session_timeout"),
-        auth_file=options.get("zk_auth_file"),
-        tls=options.get("zk_tls") or None,
-        ca=options.get("zk_ca"),
-        cert=options.get("zk_cert"),
-        key=options.get("zk_key"),
-    )
+__all__ = [
+    "brokers",
+    "cluster_id",
+    "topics",
+    "zk_config_from_options",
+    "zk_if_configured",
+    "zookeeper_options",
+]
 
 
 @contextmanager

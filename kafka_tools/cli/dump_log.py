@@ -121,7 +121,6 @@ def dump_log(
     from kafka_tools.cli.validate import usable_cores
     from kafka_tools.log.dump import dump_file
     from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
-    from kafka_tools.render.dump_json import DumpJsonRenderer
     from kafka_tools.render.dump_text import DumpTextRenderer
     from kafka_tools.render.lines import LineWriter
     from kafka_tools.render.progress import file_progress
@@ -143,6 +142,8 @@ def dump_log(
     colour = colour_of(ctx)
     err = LineWriter(sys.stderr, colour)
     if as_json:
+        from kafka_tools.render.dump_json import DumpJsonRenderer
+
         renderer = DumpJsonRenderer(
             sys.stdout, options.print_data_log, key_decoder, value_decoder, skip_record_metadata
         )

@@ -9,7 +9,6 @@ under `a path`).
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Iterable, Sequence
 
 import click
@@ -38,6 +37,8 @@ def wrap_paragraphs(text: str, width: int, indent: str = "") -> list[str]:
 
 
 def _fill(text: str, width: int, first: str, rest: str) -> list[str]:
+    import textwrap  # help is printed rarely; every command would import it at start-up
+
     return textwrap.wrap(
         text,
         width=max(width, len(rest) + 20),

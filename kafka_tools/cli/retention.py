@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
 from kafka_tools.cli.options import colour_of, json_option, live_options
+from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, KtoolError
 from kafka_tools.log.retention import find_partitions, preview
 from kafka_tools.log.retention_config import (
@@ -27,13 +27,16 @@ from kafka_tools.render.retention import RetentionJsonRenderer, RetentionTextRen
 def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dict[str, str]] | None:
     """Each topic's overrides from ZooKeeper, when one is configured (--zookeeper, $KTOOL_ZOOKEEPER or
     the config file); None when none is."""
-    from kafka_tools.zk.connection import NoZooKeeperError, open_zk
-    from kafka_tools.zk.reader import read_topic_configs
+    from kafka_tools.zk.config import NoZooKeeperError
 
     try:
         config = zk_config_from_options(**options)
     except NoZooKeeperError:
         return None
+    # The connection layers only when there is a ZooKeeper to talk to.
+    from kafka_tools.zk.connection import open_zk
+    from kafka_tools.zk.reader import read_topic_configs
+
     with open_zk(config) as zk:
         return read_topic_configs(zk, topics)
 

@@ -1,26 +1,14 @@
 """The broker's small text files: offset checkpoints, leader-epoch checkpoints, meta.properties,
 partition.metadata (CheckpointFile.scala: a version line, a count line, then one entry per line) and
-KRaft's quorum-state (one JSON object)."""
+KRaft's quorum-state (one JSON object). Their file names: format/kinds.py."""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 
 from kafka_tools.format.plural import plural
 
-OFFSET_CHECKPOINTS = frozenset(
-    {
-        "recovery-point-offset-checkpoint",
-        "replication-offset-checkpoint",
-        "log-start-offset-checkpoint",
-        "cleaner-offset-checkpoint",
-    }
-)
-LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-QUORUM_STATE = "quorum-state"  # KRaft: the election state of __cluster_metadata-0
-BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"  # KRaft: the metadata a log dir was formatted with
 MAX_TEXT_FILE = 64 * 1024 * 1024
 
 
@@ -135,6 +123,8 @@ def read_partition_metadata(path: str | os.PathLike) -> dict[str, str]:
 def read_quorum_state(path: str | os.PathLike) -> dict[str, object]:
     """KRaft's `quorum-state` (QuorumStateData as JSON: leaderId, leaderEpoch, votedId, currentVoters,
     data_version, …), one object on one line."""
+    import json  # KRaft's quorum-state only: not on the path of the offset checkpoints
+
     text = "\n".join(_read_text(path))
     try:
         state = json.loads(text)

@@ -6,7 +6,18 @@ import re
 from enum import Enum
 from pathlib import PurePath
 
-from kafka_tools.format.checkpoints import LEADER_EPOCH_CHECKPOINT, OFFSET_CHECKPOINTS, QUORUM_STATE
+# The names of the text files a log dir and its partitions hold (their contents: format/checkpoints.py).
+OFFSET_CHECKPOINTS = frozenset(
+    {
+        "recovery-point-offset-checkpoint",
+        "replication-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        "cleaner-offset-checkpoint",
+    }
+)
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+QUORUM_STATE = "quorum-state"  # KRaft: the election state of __cluster_metadata-0
+BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"  # KRaft: the metadata a log dir was formatted with
 
 # Suffixes the log cleaner and segment deletion add while they work; the content keeps its format.
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")

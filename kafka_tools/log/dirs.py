@@ -12,13 +12,16 @@ from pathlib import Path
 
 from kafka_tools.broker_lock import LOCK_FILE, is_live
 from kafka_tools.errors import InputError
-from kafka_tools.format.checkpoints import (
+from kafka_tools.format.kinds import (
     BOOTSTRAP_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
     OFFSET_CHECKPOINTS,
     QUORUM_STATE,
+    TRANSIENT_SUFFIXES,
+    FileKind,
+    kind_of,
+    partition_of,
 )
-from kafka_tools.format.kinds import TRANSIENT_SUFFIXES, FileKind, kind_of, partition_of
 
 SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
@@ -46,6 +49,8 @@ class Segment:
 
 @dataclass
 class Partition:
+    """A partition directory (topic-N): its segments in offset order and the files beside them."""
+
     path: Path
     topic: str
     partition: int
@@ -87,6 +92,8 @@ class Partition:
 
 @dataclass
 class LogDir:
+    """One of a broker's log.dirs: its partitions, offset checkpoints and side files."""
+
     path: Path
     partitions: list[Partition] = field(default_factory=list)
     checkpoints: list[Path] = field(default_factory=list)

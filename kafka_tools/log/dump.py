@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_tools.errors import InputError
-from kafka_tools.format import accel, checkpoints, index, snapshot
+from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
@@ -38,7 +39,9 @@ from kafka_tools.log.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.log.in_flight import is_newest_live_segment
-from kafka_tools.log.internal_records import decode_cluster_metadata, decode_internal
+
+if TYPE_CHECKING:
+    from kafka_tools.format import index
 
 
 def dump_file(
@@ -68,6 +71,9 @@ def dump_file(
     if kind in (FileKind.LOG, FileKind.KAFKA07, FileKind.METADATA_SNAPSHOT):
         yield from _dump_log(name, p, kind, size, options, progress)
         return
+    # The side files' readers: imported for them, not for the segments most dumps are of.
+    from kafka_tools.format import checkpoints
+
     end = FileEnd(name, kind, size=size)
     try:
         if kind == FileKind.UNKNOWN:
@@ -90,6 +96,9 @@ def _problem(
 
 
 def _decoded(mode: str, event: EntryEvent) -> list[dict]:
+    # The internal topics' schemas (and KRaft's below) are imported by the dumps that decode them.
+    from kafka_tools.log.internal_records import decode_internal
+
     if isinstance(event.entry, RecordBatch):
         shown = event.records or []
     elif event.inner is not None:
@@ -105,6 +114,8 @@ def _value_of(r) -> bytes | None:
 
 def _decoded_metadata(event: EntryEvent, end: FileEnd) -> tuple[list[dict], list[Problem]]:
     """Each record of a KRaft batch decoded; an undecodable one is a problem (the others still shown)."""
+    from kafka_tools.log.internal_records import decode_cluster_metadata
+
     entry = event.entry
     assert isinstance(entry, RecordBatch)
     control = entry.is_control
@@ -318,6 +329,8 @@ def _filter_records(records: list[Record], options: DumpOptions) -> list[Record]
 def _dump_other(
     name: str, p: Path, kind: FileKind, size: int, end: FileEnd, options: DumpOptions
 ) -> Iterator[Event]:
+    from kafka_tools.format import checkpoints, index, snapshot
+
     base = base_offset_of(p) or 0
     if kind == FileKind.OFFSET_INDEX:
         entries, tail = index.read_offset_index(p, base)

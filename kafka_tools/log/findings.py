@@ -23,6 +23,8 @@ class Severity(str, Enum):
 
 @dataclass
 class Finding:
+    """One thing wrong (or worth saying) in a file: where (byte position, offset), what, how bad."""
+
     file: str
     kind: str
     severity: Severity
@@ -61,6 +63,8 @@ def status_of(findings: list[Finding]) -> tuple[str, int]:
 
 @dataclass
 class SegmentReport:
+    """What the walk of one segment file found: its entries and records, offsets, where validity ends."""
+
     path: Path
     base_offset: int
     size: int
@@ -90,6 +94,8 @@ class SegmentReport:
 
 @dataclass
 class Summary:
+    """The totals of a validation, which decide its verdict and exit code."""
+
     files: int = 0
     partitions: int = 0
     segments: int = 0
@@ -113,6 +119,8 @@ class Summary:
 
 @dataclass
 class ValidateOptions:
+    """What to check (`--deep`, `--strict`) and how the planner chose to read."""
+
     deep: bool = False  # decode the records of uncompressed batches too (compressed ones always are)
     strict: bool = False
     # How, not what (never set by the user): whether segments may be memory-mapped (False: pread, as
@@ -130,6 +138,8 @@ class ValidateOptions:
 
 @dataclass
 class PartitionReport:
+    """A partition's segment reports in offset order, the findings across them, and the repair advice."""
+
     partition: Partition
     segments: list[SegmentReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka_tools.errors import InputError
-from kafka_tools.format import checkpoints
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.plural import plural
 from kafka_tools.log.dirs import Partition
@@ -25,7 +24,6 @@ from kafka_tools.log.in_flight import (
     settle_newest,
     transient_file,
 )
-from kafka_tools.log.index_checks import check_snapshot
 from kafka_tools.log.segment_checks import check_segment
 
 
@@ -77,8 +75,11 @@ def assemble_partition(
             report.findings += _continuity(part, previous, seg_report, compacted or previous.has_gaps)
         previous = seg_report if seg_report.next_offset is not None else previous
     _later_segments_after_cut(report)
-    for snap in part.snapshots:
-        report.findings += check_snapshot(snap)
+    if part.snapshots:
+        from kafka_tools.log.index_checks import check_snapshot
+
+        for snap in part.snapshots:
+            report.findings += check_snapshot(snap)
     for path in side_files(part):
         report.findings += dump_checks(path)
     if part.leader_epoch_checkpoint is not None:
@@ -239,6 +240,8 @@ def _later_segments_after_cut(report: PartitionReport) -> None:
 
 
 def leader_epoch_findings(path: Path, log_end: int | None) -> list[Finding]:
+    from kafka_tools.format import checkpoints
+
     try:
         cp = checkpoints.read_leader_epoch_checkpoint(path)
     except checkpoints.CheckpointError as exc:

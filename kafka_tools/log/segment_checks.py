@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_tools.format.batch_runs import BatchRun
 from kafka_tools.format.checksums import crc_finding
@@ -30,7 +31,9 @@ from kafka_tools.format.segment import (
 from kafka_tools.format.stream_check import InnerStats, inner_stats
 from kafka_tools.log.dirs import Segment
 from kafka_tools.log.findings import Finding, SegmentReport, Severity, ValidateOptions
-from kafka_tools.log.index_checks import SegmentIndexes, check_offset_index, check_time_index, read_indexes
+
+if TYPE_CHECKING:
+    from kafka_tools.log.index_checks import SegmentIndexes
 
 _KNOWN_CODECS = frozenset(int(c) for c in Codec)
 
@@ -430,6 +433,9 @@ def check_segment(seg: Segment, options: ValidateOptions, progress=None) -> Segm
     """One segment of a partition: its indexes read, then its scan, then the indexes checked against
     it. The indexes first: a running broker appends to the segment and its indexes while they are
     read, and an entry read after the scan could name a batch the scan did not reach."""
+    # The index checks are imported for a partition's segments, not for a segment file named alone.
+    from kafka_tools.log.index_checks import read_indexes
+
     indexes = read_indexes(seg)
     report = scan_segment(seg.log, options, progress, indexes.positions)
     check_segment_in_partition(seg, report, indexes)
@@ -441,6 +447,8 @@ def check_segment_in_partition(
 ) -> None:
     """What a segment's own files add to its scan: its indexes, and its first offset vs its name.
     (Apart from `assemble_partition` so that `ktool scan` can run it next to the scan, in an executor.)"""
+    from kafka_tools.log.index_checks import SegmentIndexes, check_offset_index, check_time_index
+
     indexes = indexes or SegmentIndexes()
     if seg.offset_index is not None:
         report.findings += check_offset_index(seg, report, indexes.offset)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_tools.errors import InputError
-from kafka_tools.format import checkpoints
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.log.dirs import Discovery, LogDir, Segment, discover
 from kafka_tools.log.findings import (
@@ -30,7 +29,6 @@ from kafka_tools.log.findings import (
     ValidateOptions,
 )
 from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
-from kafka_tools.log.index_checks import check_offset_index, check_snapshot, check_time_index, index_positions
 from kafka_tools.log.parallel import WALKER_STEP, plan_for, splitter
 from kafka_tools.log.partition_checks import (
     dump_checks,
@@ -42,6 +40,8 @@ from kafka_tools.log.segment_checks import check_segment, scan_segment
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
+
+    from kafka_tools.format import checkpoints
 
 
 def scan_ahead(found: Discovery, options: ValidateOptions, progress, pool: Executor) -> dict[Path, Future]:
@@ -64,6 +64,8 @@ CheckpointRead = dict[Path, "checkpoints.Checkpoint | checkpoints.CheckpointErro
 def read_log_dir_checkpoints(ld: LogDir) -> CheckpointRead:
     """The log dir's offset checkpoints, read before its segments: a running broker writes both, and a
     checkpoint read after the segments may name offsets appended after they were read."""
+    from kafka_tools.format import checkpoints
+
     out: CheckpointRead = {}
     for path in ld.checkpoints:
         try:
@@ -79,6 +81,8 @@ def check_log_dir_checkpoints(
     ld: LogDir, reports: dict[str, PartitionReport], read: CheckpointRead | None = None
 ) -> list[Finding]:
     """Checkpoints that name offsets past a partition's log end, or partitions that do not exist."""
+    from kafka_tools.format import checkpoints
+
     out: list[Finding] = []
     read = read_log_dir_checkpoints(ld) if read is None else read
     for path, cp in read.items():
@@ -102,6 +106,8 @@ def check_log_dir_files(ld: LogDir) -> list[Finding]:
 
 
 def compacted_partitions(ld: LogDir) -> set[str]:
+    from kafka_tools.format import checkpoints
+
     path = ld.path / "cleaner-offset-checkpoint"
     if not path.is_file():
         return set()
@@ -116,6 +122,8 @@ def compacted_partitions(ld: LogDir) -> set[str]:
 
 @dataclass
 class Validation:
+    """Everything `ktool validate` found, by partition, by file named alone, and beside them."""
+
     partitions: list[PartitionReport] = field(default_factory=list)
     files: list[SegmentReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # not tied to one partition (checkpoints, files)
@@ -229,7 +237,25 @@ def result_for_file(
             if is_newest_live_segment(path):  # named alone: the segment a running broker appends to
                 settle_active_segment(Segment(report.base_offset, path), report)
             result.files.append(report)
-        elif kind == FileKind.PRODUCER_SNAPSHOT:
+        else:
+            _side_file_result(path, kind, options, result)
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+
+
+def _side_file_result(path: Path, kind: FileKind, options: ValidateOptions, result: Validation) -> None:
+    """A file beside the segments, named alone. (The index and checkpoint modules are imported here,
+    not for the segment files most runs name.)"""
+    from kafka_tools.format import checkpoints
+    from kafka_tools.log.index_checks import (
+        check_offset_index,
+        check_snapshot,
+        check_time_index,
+        index_positions,
+    )
+
+    try:
+        if kind == FileKind.PRODUCER_SNAPSHOT:
             result.findings += check_snapshot(path)
         elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX) and not path.with_suffix(".log").is_file():
             result.findings += dump_checks(path)  # no segment to check it against: its own structure
@@ -262,5 +288,3 @@ def result_for_file(
         result.findings.append(
             Finding(str(path), "checkpoint-malformed", Severity.ERROR, f"line {exc.line}: {exc}")
         )
-    except PermissionError:
-        raise InputError(f"{path}: permission denied") from None

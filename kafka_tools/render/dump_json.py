@@ -5,12 +5,11 @@ Every object has `type` (file, batch, message, record, problem, index-entry, …
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict
 from typing import TextIO
 
-from kafka_tools.format import index, snapshot
-from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage
@@ -27,14 +26,23 @@ from kafka_tools.log.record_writer import RecordWriter
 from kafka_tools.render.dump_text import write_utf8
 from kafka_tools.render.values import decode_json, encode_acyclic
 
-_ITEM_TYPES = {
-    index.OffsetIndexEntry: "index-entry",
-    index.TimeIndexEntry: "time-index-entry",
-    index.AbortedTxn: "aborted-txn",
-    snapshot.ProducerEntry: "producer-state",
-    OffsetCheckpointEntry: "checkpoint-entry",
-    EpochEntry: "leader-epoch-entry",
-}
+
+@functools.cache
+def _item_types() -> dict[type, str]:
+    """The `type` of each item of an index, snapshot or checkpoint file. (Their modules are imported
+    with the first such file: the dump of a segment needs none of them.)"""
+    from kafka_tools.format import index, snapshot
+    from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
+
+    return {
+        index.OffsetIndexEntry: "index-entry",
+        index.TimeIndexEntry: "time-index-entry",
+        index.AbortedTxn: "aborted-txn",
+        snapshot.ProducerEntry: "producer-state",
+        OffsetCheckpointEntry: "checkpoint-entry",
+        EpochEntry: "leader-epoch-entry",
+    }
+
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # as `emit`, made once
 
@@ -323,12 +331,13 @@ class DumpJsonRenderer:
     def _items(self, event: ItemsEvent) -> None:
         if event.header:
             self.emit({"type": "file-header", "file": event.path, **event.header})
+        item_types = _item_types()
         for item in event.items:
             if isinstance(item, tuple):
                 self.emit({"type": "property", "file": event.path, "key": item[0], "value": item[1]})
                 continue
             fields = {_camel(k): v for k, v in asdict(item).items()}
-            self.emit({"type": _ITEM_TYPES[type(item)], "file": event.path, **fields})
+            self.emit({"type": item_types[type(item)], "file": event.path, **fields})
 
 
 def _starting_offset(event: FileStart) -> int | None:

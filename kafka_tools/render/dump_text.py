@@ -7,10 +7,10 @@ Message sets v0/v1 and 0.7 files print as Kafka 0.9/0.10 printed them (`offset: 
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 
-from kafka_tools.format import index, snapshot
-from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
@@ -276,8 +276,9 @@ class DumpTextRenderer:
     # -- other files -------------------------------------------------------------------------------
 
     def _items(self, event: ItemsEvent) -> None:
+        fields_of = _item_fields()
         for item in event.items:
-            self.out.fields(_item_fields(item))
+            self.out.fields(fields_of(item))
         if event.kind == FileKind.PRODUCER_SNAPSHOT and event.header:
             h = event.header
             self.out.fields([("version", h["version"]), ("crc", h["crc"]), ("entries", len(event.items))])
@@ -350,36 +351,45 @@ def _compact(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _item_fields(item) -> Fields:
-    if isinstance(item, index.OffsetIndexEntry):
-        return [("offset", item.offset), ("position", item.position)]
-    if isinstance(item, index.TimeIndexEntry):
-        return [("timestamp", item.timestamp), ("offset", item.offset)]
-    if isinstance(item, index.AbortedTxn):
-        return [
-            ("version", item.version),
-            ("producerId", item.producer_id),
-            ("firstOffset", item.first_offset),
-            ("lastOffset", item.last_offset),
-            ("lastStableOffset", item.last_stable_offset),
-        ]
-    if isinstance(item, snapshot.ProducerEntry):
-        return [
-            ("producerId", item.producer_id),
-            ("producerEpoch", item.producer_epoch),
-            ("coordinatorEpoch", item.coordinator_epoch),
-            ("currentTxnFirstOffset", item.current_txn_first_offset),
-            ("firstSequence", item.first_sequence),
-            ("lastSequence", item.last_sequence),
-            ("lastOffset", item.last_offset),
-            ("offsetDelta", item.offset_delta),
-            ("timestamp", item.timestamp),
-        ]
-    if isinstance(item, OffsetCheckpointEntry):
-        return [("topic", item.topic), ("partition", item.partition), ("offset", item.offset)]
-    if isinstance(item, EpochEntry):
-        return [("epoch", item.epoch), ("startOffset", item.start_offset)]
-    key, value = item
-    if isinstance(value, (list, dict)):  # quorum-state's voters
-        value = json.dumps(value, separators=(",", ":"))
-    return [(key, value)]
+@functools.cache
+def _item_fields() -> Callable[[object], Fields]:
+    """The fields of one item of an index, snapshot, checkpoint or properties file. (Their modules
+    are imported with the first such file: the dump of a segment needs none of them.)"""
+    from kafka_tools.format import index, snapshot
+    from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
+
+    def fields(item) -> Fields:
+        if isinstance(item, index.OffsetIndexEntry):
+            return [("offset", item.offset), ("position", item.position)]
+        if isinstance(item, index.TimeIndexEntry):
+            return [("timestamp", item.timestamp), ("offset", item.offset)]
+        if isinstance(item, index.AbortedTxn):
+            return [
+                ("version", item.version),
+                ("producerId", item.producer_id),
+                ("firstOffset", item.first_offset),
+                ("lastOffset", item.last_offset),
+                ("lastStableOffset", item.last_stable_offset),
+            ]
+        if isinstance(item, snapshot.ProducerEntry):
+            return [
+                ("producerId", item.producer_id),
+                ("producerEpoch", item.producer_epoch),
+                ("coordinatorEpoch", item.coordinator_epoch),
+                ("currentTxnFirstOffset", item.current_txn_first_offset),
+                ("firstSequence", item.first_sequence),
+                ("lastSequence", item.last_sequence),
+                ("lastOffset", item.last_offset),
+                ("offsetDelta", item.offset_delta),
+                ("timestamp", item.timestamp),
+            ]
+        if isinstance(item, OffsetCheckpointEntry):
+            return [("topic", item.topic), ("partition", item.partition), ("offset", item.offset)]
+        if isinstance(item, EpochEntry):
+            return [("epoch", item.epoch), ("startOffset", item.start_offset)]
+        key, value = item
+        if isinstance(value, (list, dict)):  # quorum-state's voters
+            value = json.dumps(value, separators=(",", ":"))
+        return [(key, value)]
+
+    return fields

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, TextIO
 from kafka_tools.format.plural import plural
 from kafka_tools.log.findings import UNREADABLE, Finding, PartitionReport, Severity, Summary, status_of
 from kafka_tools.log.validate import Validation
-from kafka_tools.render.json_lines import dumps as json_line
-from kafka_tools.render.tables import TextTable, make_console
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from kafka_tools.render.tables import PlainConsole, TextTable
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -94,12 +94,15 @@ class FindingsText:
     def __init__(self, out: TextIO, colour: bool) -> None:
         self.out = out
         self.colour = colour
-        self._console: Console | None = None
+        self._console: Console | PlainConsole | None = None
 
     @property
-    def console(self) -> Console:
-        """Made (and rich imported) on first use: a table or colour; plain lines are written directly."""
+    def console(self) -> Console | PlainConsole:
+        """Made on first use (a table or colour; plain lines are written directly): a segment file
+        named alone draws no table and imports neither render/tables.py nor rich."""
         if self._console is None:
+            from kafka_tools.render.tables import make_console
+
             self._console = make_console(self.out, self.colour)
         return self._console
 
@@ -113,6 +116,8 @@ class FindingsText:
     def table(self, columns: list[str], left: set[str]) -> TextTable:
         """Left-aligned names, right-aligned numbers; counts (all but errors, partitions and offsets),
         the rightmost first, are left out when the terminal is too narrow."""
+        from kafka_tools.render.tables import TextTable
+
         right = [c for c in columns if c not in left]
         lesser = [c for c in reversed(right) if c not in ("errors", "partition", "offset")]
         return TextTable(columns, self.colour, right=right, drop=lesser)
@@ -129,10 +134,13 @@ class FindingsText:
 
 class JsonLines:
     def __init__(self, out: TextIO) -> None:
+        from kafka_tools.render.json_lines import dumps  # --json only: text output needs no json module
+
         self.out = out
+        self._dumps = dumps
 
     def emit(self, obj: dict) -> None:
-        self.out.write(json_line(obj) + "\n")
+        self.out.write(self._dumps(obj) + "\n")
 
 
 class ValidateTextRenderer(FindingsText):

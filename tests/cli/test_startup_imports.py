@@ -15,7 +15,7 @@ from kafka_tools.format import accel
 
 V2 = Path(__file__).resolve().parents[2] / "fixtures" / "generated" / "v2"
 SEGMENT = V2 / "none-0" / "00000000000000000000.log"
-NOT_AT_START_UP = ("crc32c", "rich", "importlib.metadata")
+NOT_AT_START_UP = ("crc32c", "rich", "importlib.metadata")  # and their submodules
 
 pytestmark = pytest.mark.skipif(not accel.BUILT, reason="the C extension is what replaces the crc32c package")
 
@@ -59,6 +59,59 @@ def test_validate_checks_crcs_with_the_extension() -> None:
     code, loaded, stdout = _loaded_after(["validate", str(SEGMENT)])
     assert code == 0 and stdout.startswith("clean: 1 segment, 4 batches")
     assert "kafka_tools.format._speedups" in loaded and "crc32c" not in loaded
+
+
+# What no small command needs, whichever it is: thread pools and worker processes (one core's work),
+# the Spark and Arrow pipeline, the servers' clients, the ZooKeeper connection, a TOML parser.
+NO_SMALL_COMMAND_NEEDS = (
+    "concurrent.futures",
+    "multiprocessing",
+    "pyarrow",
+    "pyspark",
+    "kazoo",
+    "confluent_kafka",
+    "tomllib",
+    "kafka_tools.zk.connection",
+    "kafka_tools.pipeline",
+    "kafka_tools.format.kraft",
+)
+
+SMALL_COMMANDS = {
+    "validate-file": ["validate", str(SEGMENT)],
+    "validate-log-dir": ["validate", str(V2)],
+    "dump-log": ["dump-log", str(SEGMENT)],
+    "read": ["read", str(V2 / "none-0"), "--offset", "1"],
+    "offsets-at": ["offsets-at", str(V2), "--time", "earliest"],
+    "truncate-dry-run": ["truncate", "--dry-run", str(V2 / "none-0")],
+    "retention": ["retention", str(V2)],
+}
+
+
+@pytest.mark.parametrize("name", list(SMALL_COMMANDS))
+def test_a_small_command_on_a_pipe_imports_no_machinery_it_does_not_use(name: str) -> None:
+    """Tables into a pipe are drawn without rich (render/tables.PlainConsole); `retention` without a
+    ZooKeeper configured opens no client layer; one core's work starts no pool."""
+    code, loaded, stdout = _loaded_after(SMALL_COMMANDS[name])
+    assert code == 0 and stdout  # it did its work
+    heavy = _heavy(loaded) + sorted(m for m in loaded if m.startswith(NO_SMALL_COMMAND_NEEDS))
+    assert heavy == []
+
+
+def test_validate_of_a_segment_file_loads_only_the_segment_checks() -> None:
+    """A segment named alone: no index, snapshot or checkpoint checks, no table renderer, no JSON
+    encoder for text output, no dump machinery."""
+    code, loaded, stdout = _loaded_after(["validate", str(SEGMENT)])
+    assert code == 0 and stdout.startswith("clean: 1 segment")
+    not_needed = {
+        "kafka_tools.format.index",
+        "kafka_tools.format.snapshot",
+        "kafka_tools.format.checkpoints",
+        "kafka_tools.log.index_checks",
+        "kafka_tools.log.dump",
+        "kafka_tools.render.tables",
+        "json",
+    }
+    assert sorted(not_needed & loaded) == []
 
 
 def test_dump_log_of_one_file_starts_no_worker_machinery() -> None:
