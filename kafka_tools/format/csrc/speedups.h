@@ -169,6 +169,7 @@ int records_args(PyObject *args, Py_buffer *view, batch_t *b, PyObject **rest);
 
 PyObject *decode_records(PyObject *module, PyObject *args);
 PyObject *record_stats(PyObject *module, PyObject *args);
+PyObject *slot_fields(PyObject *module, PyObject *cls);
 
 /* ---- magic 0/1 messages (messages_v01.c) ------------------------------------------------------------ */
 
