@@ -172,14 +172,19 @@ def _headers(*pairs: tuple[bytes, bytes | None]) -> bytes:
 
 def test_header_keys_read_the_same_however_often_and_in_whatever_order_they_repeat() -> None:
     # More distinct ASCII keys than the reader keeps decoded, keys that only start alike, a non-ASCII
-    # key, an invalid UTF-8 key (replaced) and an empty one, repeated in varying orders.
+    # key, an invalid UTF-8 key (replaced) and an empty one, repeated in varying orders, with values
+    # that repeat, change, are empty, null, or long.
     keys = [b"k%d" % i for i in range(12)] + [b"k1x", "schlüssel".encode(), b"\xff\xfebad", b""]
+    values = [b"v", b"v", None, b"", b"w", b"x" * 70, b"x" * 70, None]
     section = b""
     count = 0
     for round_ in range(4):
         for i, key in enumerate(keys if round_ % 2 else reversed(keys)):
             other = keys[(i * 7 + round_) % len(keys)]
-            section += hostile.v2_record(count, 0, b"key", b"value", _headers((key, b"v"), (other, None)))
+            headers = _headers(
+                (key, b"v"), (other, values[count % len(values)]), (key, values[i % len(values)])
+            )
+            section += hostile.v2_record(count, 0, b"key", b"value", headers)
             count += 1
     c = rb.decode_records(section, count, 0, 0, None, -1)
     assert c == decode_records_py(section, count, 0, 0, None, -1)

@@ -89,44 +89,85 @@ field_bytes(const field_t *f)
     return PyBytes_FromStringAndSize((const char *)f->ptr, f->len);
 }
 
-/* Header keys repeat from record to record ("trace-id", "source"): the str of a recent ASCII key is
- * reused instead of decoding the same bytes again (a str is immutable, so sharing it is not seen). */
+/* Headers repeat from record to record: the same keys ("trace-id", "source"), often with the same
+ * value ("source": "web"). The str of a recent ASCII key is reused instead of decoding its bytes
+ * again, and the last (key, value) pair made for that key is reused when the value is the same:
+ * both are immutable, so sharing them is not seen (a list of records holds less, too). */
 #define KEY_CACHE 8
-#define KEY_CACHE_MAX_LEN 64
+#define KEY_CACHE_MAX_LEN 64 /* longer keys and values are not looked for */
 
 typedef struct {
-    PyObject *keys[KEY_CACHE]; /* compact ASCII str, or NULL */
-    int next;                  /* the slot the next new key takes (round robin) */
+    PyObject *keys[KEY_CACHE];  /* compact ASCII str, or NULL */
+    PyObject *pairs[KEY_CACHE]; /* the last pair of that key with a short value, or NULL */
+    int next;                   /* the slot the next new key takes (round robin) */
 } key_cache_t;
 
 static void
 key_cache_clear(key_cache_t *kc)
 {
-    for (int i = 0; i < KEY_CACHE; i++)
+    for (int i = 0; i < KEY_CACHE; i++) {
         Py_CLEAR(kc->keys[i]);
+        Py_CLEAR(kc->pairs[i]);
+    }
 }
 
-static PyObject *
-header_key(key_cache_t *kc, const field_t *key)
+static int
+same_value(PyObject *v, const field_t *value)
 {
-    if (key->len > KEY_CACHE_MAX_LEN)
-        return PyUnicode_DecodeUTF8((const char *)key->ptr, key->len, "replace");
-    for (int i = 0; i < KEY_CACHE && kc->keys[i] != NULL; i++) {
-        PyObject *k = kc->keys[i];
-        if (PyUnicode_GET_LENGTH(k) == key->len && memcmp(PyUnicode_DATA(k), key->ptr, (size_t)key->len) == 0)
-            return Py_NewRef(k);
-    }
-    PyObject *k = PyUnicode_DecodeUTF8((const char *)key->ptr, key->len, "replace");
-    if (k != NULL && PyUnicode_IS_COMPACT_ASCII(k)) { /* ASCII: its data are the key's bytes */
-        Py_XSETREF(kc->keys[kc->next], Py_NewRef(k));
-        kc->next = (kc->next + 1) % KEY_CACHE;
-    }
-    return k;
+    if (value->len < 0)
+        return v == Py_None;
+    return v != Py_None && PyBytes_GET_SIZE(v) == value->len &&
+           memcmp(PyBytes_AS_STRING(v), value->ptr, (size_t)value->len) == 0;
 }
 
 /* The tuples made here hold only str, bytes, int, None and such tuples: they can never be part of a
  * reference cycle, so they are taken off the garbage collector's lists at once (its collections,
  * triggered every few hundred allocations, then have nothing of them to walk). */
+static PyObject *
+header_pair(key_cache_t *kc, const field_t *key, const field_t *value)
+{
+    int slot = -1;
+    if (key->len <= KEY_CACHE_MAX_LEN)
+        for (int i = 0; i < KEY_CACHE && kc->keys[i] != NULL; i++)
+            if (PyUnicode_GET_LENGTH(kc->keys[i]) == key->len &&
+                memcmp(PyUnicode_DATA(kc->keys[i]), key->ptr, (size_t)key->len) == 0) {
+                slot = i;
+                break;
+            }
+    PyObject *k;
+    if (slot >= 0) {
+        PyObject *last = kc->pairs[slot];
+        if (last != NULL && same_value(PyTuple_GET_ITEM(last, 1), value))
+            return Py_NewRef(last);
+        k = Py_NewRef(kc->keys[slot]);
+    }
+    else {
+        k = PyUnicode_DecodeUTF8((const char *)key->ptr, key->len, "replace");
+        if (k == NULL)
+            return NULL;
+        /* ASCII: the str's data are the key's bytes, which is what the lookup compares */
+        if (key->len <= KEY_CACHE_MAX_LEN && PyUnicode_IS_COMPACT_ASCII(k)) {
+            slot = kc->next;
+            kc->next = (kc->next + 1) % KEY_CACHE;
+            Py_XSETREF(kc->keys[slot], Py_NewRef(k));
+            Py_CLEAR(kc->pairs[slot]);
+        }
+    }
+    PyObject *v = field_bytes(value);
+    PyObject *pair = v == NULL ? NULL : PyTuple_New(2);
+    if (pair == NULL) {
+        Py_DECREF(k);
+        Py_XDECREF(v);
+        return NULL;
+    }
+    PyObject_GC_UnTrack(pair);
+    PyTuple_SET_ITEM(pair, 0, k);
+    PyTuple_SET_ITEM(pair, 1, v);
+    if (slot >= 0 && value->len <= KEY_CACHE_MAX_LEN)
+        Py_XSETREF(kc->pairs[slot], Py_NewRef(pair));
+    return pair;
+}
+
 static PyObject *
 header_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const record_t *rec)
 {
@@ -141,21 +182,12 @@ header_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const 
     headers_of_record(&h, p, rec);
     field_t key, value;
     for (Py_ssize_t i = 0; headers_next(&h, &key, &value) > 0; i++) {
-        PyObject *pair = PyTuple_New(2);
+        PyObject *pair = header_pair(kc, &key, &value);
         if (pair == NULL) {
             Py_DECREF(headers);
             return NULL;
         }
-        PyObject_GC_UnTrack(pair);
         PyTuple_SET_ITEM(headers, i, pair);
-        PyObject *k = header_key(kc, &key);
-        PyTuple_SET_ITEM(pair, 0, k);
-        PyObject *v = k == NULL ? NULL : field_bytes(&value);
-        PyTuple_SET_ITEM(pair, 1, v); /* NULL items are skipped by the tuple's dealloc */
-        if (v == NULL) {
-            Py_DECREF(headers);
-            return NULL;
-        }
     }
     return headers;
 }
@@ -201,7 +233,7 @@ decode_records(PyObject *module, PyObject *args)
     PyObject *out = PyList_New(room);
     if (out == NULL)
         goto done;
-    key_cache_t kc = {{NULL}, 0};
+    key_cache_t kc = {{NULL}, {NULL}, 0};
     records_t r;
     record_t rec;
     records_open(&r, (const unsigned char *)view.buf, view.len, &b);
