@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import random
 import struct
+import zlib
 
 import lz4.frame
 import pytest
@@ -123,12 +124,13 @@ INCOMPRESSIBLE = random.Random(5).randbytes(300_000)
         "gzip-pad",
     ],
 )
-@pytest.mark.parametrize("cramjam", [True, False], ids=["cramjam", "no-cramjam"])
+@pytest.mark.parametrize("cramjam", [True, False], ids=["cramjam-isal", "stdlib"])
 def test_the_in_place_buffer_holds_what_the_pieces_hold(
     codec: Codec, payload: bytes, data: bytes, cramjam: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not cramjam:
+    if not cramjam:  # nor isal: the standard library alone
         monkeypatch.setattr(compression, "_cramjam_module", [None])
+        monkeypatch.setattr(compression, "_fast_inflate_module", [zlib])
     pieces = b"".join(iter_decompressed(codec, payload))
     assert pieces == data
     for given in (payload, memoryview(payload), bytearray(payload)):
@@ -155,3 +157,16 @@ def test_lz4_blocks_are_refused_past_the_cap_before_their_room_is_made() -> None
     payload = lz4.frame.compress(bytes(8 * 1024 * 1024), block_linked=False)
     with pytest.raises(DecompressionError, match="limit"):
         decompress_buffer(Codec.LZ4, payload, limit=1024 * 1024)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["isal", "stdlib"])
+def test_a_broken_gzip_stream_says_the_same_with_or_without_isal(fast: bool, monkeypatch) -> None:
+    if not fast:
+        monkeypatch.setattr(compression, "_fast_inflate_module", [zlib])
+    bad = bytearray(gzip.compress(DATA))
+    bad[-6] ^= 1  # the CRC-32 in the trailer
+    with pytest.raises(
+        DecompressionError, match="^gzip: Error -3 while decompressing data: incorrect data check$"
+    ):
+        decompress(Codec.GZIP, bytes(bad))
+    assert decompress(Codec.GZIP, gzip.compress(DATA)) == DATA
