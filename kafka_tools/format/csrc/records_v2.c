@@ -111,13 +111,23 @@ key_cache_clear(key_cache_t *kc)
     }
 }
 
+/* memcmp(a, b, n) == 0 for the short keys and values here, without a call */
+static inline int
+same_bytes(const void *a, const unsigned char *b, Py_ssize_t n)
+{
+    const unsigned char *x = a;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (x[i] != b[i])
+            return 0;
+    return 1;
+}
+
 static int
 same_value(PyObject *v, const field_t *value)
 {
     if (value->len < 0)
         return v == Py_None;
-    return v != Py_None && PyBytes_GET_SIZE(v) == value->len &&
-           memcmp(PyBytes_AS_STRING(v), value->ptr, (size_t)value->len) == 0;
+    return v != Py_None && PyBytes_GET_SIZE(v) == value->len && same_bytes(PyBytes_AS_STRING(v), value->ptr, value->len);
 }
 
 /* The tuples made here hold only str, bytes, int, None and such tuples: they can never be part of a
@@ -130,7 +140,7 @@ header_pair(key_cache_t *kc, const field_t *key, const field_t *value)
     if (key->len <= KEY_CACHE_MAX_LEN)
         for (int i = 0; i < KEY_CACHE && kc->keys[i] != NULL; i++)
             if (PyUnicode_GET_LENGTH(kc->keys[i]) == key->len &&
-                memcmp(PyUnicode_DATA(kc->keys[i]), key->ptr, (size_t)key->len) == 0) {
+                same_bytes(PyUnicode_DATA(kc->keys[i]), key->ptr, key->len)) {
                 slot = i;
                 break;
             }
@@ -195,10 +205,21 @@ header_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const 
 static PyObject *
 record_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const record_t *rec)
 {
-    PyObject *rec_obj = st->record_type->tp_alloc(st->record_type, 7);
+    PyTypeObject *type = st->record_type;
+    PyObject *rec_obj;
+    if (type->tp_basicsize == PyTuple_Type.tp_basicsize && type->tp_itemsize == PyTuple_Type.tp_itemsize &&
+        type->tp_dictoffset == 0 && type->tp_weaklistoffset == 0) {
+        /* A tuple subclass with nothing beyond its items (Record: __slots__ = ()): made as a tuple is,
+         * untracked, every item set below; tp_alloc would zero it and track it first. */
+        rec_obj = (PyObject *)PyObject_GC_NewVar(PyTupleObject, type, 7);
+    }
+    else {
+        rec_obj = type->tp_alloc(type, 7);
+        if (rec_obj != NULL)
+            PyObject_GC_UnTrack(rec_obj);
+    }
     if (rec_obj == NULL)
         return NULL;
-    PyObject_GC_UnTrack(rec_obj);
     PyObject *items[7] = {PyLong_FromLongLong(rec->offset), PyLong_FromLongLong(rec->timestamp),
                           field_bytes(&rec->key), field_bytes(&rec->value), header_tuple(st, kc, p, rec),
                           PyLong_FromLongLong(rec->sequence), PyLong_FromSsize_t(rec->end - rec->start)};
