@@ -204,3 +204,23 @@ def test_a_record_reads_its_fields_as_the_namedtuple_does() -> None:
     assert pickle.loads(pickle.dumps(rec)) == rec
     # The C paths read the fields as slots of the tuple (what makes a loop over records fast).
     assert all(type(rb.Record.__dict__[name]).__name__ == "member_descriptor" for name in rb.Record._fields)
+
+
+def test_a_record_type_with_more_than_its_items_is_still_made_whole() -> None:
+    # A tuple subclass with a __dict__ cannot be made as a bare tuple: the reader falls back to its
+    # tp_alloc (zeroed), and the records are the same.
+    code = (
+        "from kafka_tools.format import _speedups as s, record_batch as rb\n"
+        "from tests.support import hostile\n"
+        "class Wide(tuple):\n"
+        "    pass\n"
+        "s.configure(Wide, rb.RecordDecodeError)\n"
+        "section = hostile.v2_record(1, 2, b'k', b'v') * 3\n"
+        "out = s.decode_records(section, 3, 10, 100, None, -1)\n"
+        "assert [type(r) for r in out] == [Wide] * 3, out\n"
+        "out[0].note = 'a dict'\n"
+        "print([tuple(r)[:4] for r in out])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str([(11, 102, b"k", b"v")] * 3)
