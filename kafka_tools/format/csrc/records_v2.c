@@ -100,6 +100,8 @@ typedef struct {
     PyObject *keys[KEY_CACHE];  /* compact ASCII str, or NULL */
     PyObject *pairs[KEY_CACHE]; /* the last pair of that key with a short value, or NULL */
     int next;                   /* the slot the next new key takes (round robin) */
+    PyObject *timestamp;        /* the last record's timestamp (records of a batch often share one) */
+    long long timestamp_value;  /* ... its value */
 } key_cache_t;
 
 static void
@@ -109,6 +111,21 @@ key_cache_clear(key_cache_t *kc)
         Py_CLEAR(kc->keys[i]);
         Py_CLEAR(kc->pairs[i]);
     }
+    Py_CLEAR(kc->timestamp);
+}
+
+/* The record's timestamp as an int, the last one's when it is the same (LogAppendTime: always). */
+static PyObject *
+record_timestamp(key_cache_t *kc, long long timestamp)
+{
+    if (kc->timestamp != NULL && kc->timestamp_value == timestamp)
+        return Py_NewRef(kc->timestamp);
+    PyObject *t = PyLong_FromLongLong(timestamp);
+    if (t != NULL) {
+        Py_XSETREF(kc->timestamp, Py_NewRef(t));
+        kc->timestamp_value = timestamp;
+    }
+    return t;
 }
 
 /* memcmp(a, b, n) == 0 for the short keys and values here, without a call */
@@ -220,7 +237,7 @@ record_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const 
     }
     if (rec_obj == NULL)
         return NULL;
-    PyObject *items[7] = {PyLong_FromLongLong(rec->offset), PyLong_FromLongLong(rec->timestamp),
+    PyObject *items[7] = {PyLong_FromLongLong(rec->offset), record_timestamp(kc, rec->timestamp),
                           field_bytes(&rec->key), field_bytes(&rec->value), header_tuple(st, kc, p, rec),
                           PyLong_FromLongLong(rec->sequence), PyLong_FromSsize_t(rec->end - rec->start)};
     int ok = 1;
@@ -254,7 +271,7 @@ decode_records(PyObject *module, PyObject *args)
     PyObject *out = PyList_New(room);
     if (out == NULL)
         goto done;
-    key_cache_t kc = {{NULL}, {NULL}, 0};
+    key_cache_t kc = {{NULL}, {NULL}, 0, NULL, 0};
     records_t r;
     record_t rec;
     records_open(&r, (const unsigned char *)view.buf, view.len, &b);
