@@ -12,6 +12,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from enum import IntEnum
+from typing import NamedTuple
 
 from kafka_tools.format.plural import plural
 
@@ -66,16 +67,34 @@ def codec_label(codec_id: int) -> str:
 
 def decompress(codec_id: int, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED) -> bytes:
     """Decompress a payload written by any Kafka producer with codec `codec_id`."""
-    if codec_id in (Codec.GZIP, Codec.SNAPPY, Codec.LZ4):
-        out = bytearray()  # grown piece by piece: the cap stops it before a second copy exists
-        for piece in iter_decompressed(codec_id, data, limit):
-            out += piece
-        return bytes(out)
+    out = decompress_buffer(codec_id, data, limit)
+    return out if type(out) is bytes else bytes(out)
+
+
+def decompress_buffer(
+    codec_id: int, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED
+) -> bytes | bytearray:
+    """`decompress`'s payload in the one buffer its codec fills (snappy and lz4 blocks are
+    decompressed in place into a bytearray), for a reader that copies out what it keeps, as the record
+    decoders do: no copy of the whole payload is made after the decompressor's own."""
+    if codec_id == Codec.GZIP:
+        return _gunzip(data, limit)
+    if codec_id == Codec.SNAPPY:
+        return _unsnappy(data, limit)
+    if codec_id == Codec.LZ4:
+        return _unlz4(data, limit)
     if codec_id == Codec.ZSTD:
         return _unzstd(data, limit)
     if codec_id == Codec.NONE:
         return bytes(data)
     raise DecompressionError(f"unknown compression codec {codec_id}")
+
+
+def _joined(codec_id: int, data: bytes | memoryview, limit: int) -> bytearray:
+    out = bytearray()  # grown piece by piece: the cap stops it before a second copy exists
+    for piece in iter_decompressed(codec_id, data, limit):
+        out += piece
+    return out
 
 
 STREAM_PIECE = 1 << 20  # bytes of output per piece when decompressing as a stream
@@ -114,14 +133,43 @@ def gunzip_whole(data: bytes | memoryview, limit: int) -> bytes | None:
     """The common case in one call: a single gzip (or zlib) stream inflating to at most `limit` bytes.
     None for anything else (several members, padding, a bigger or broken stream), which
     `iter_decompressed` then handles and reports; the bound holds either way."""
-    d = zlib.decompressobj(47)
+    inflate = _fast_inflate()
+    d = inflate.decompressobj(47)
     try:
         out = d.decompress(data, limit + 1)
-    except zlib.error:
+    except inflate.error:
         return None
     if not d.eof or d.unused_data or len(out) > limit:
         return None
     return out
+
+
+_fast_inflate_module: list = []
+
+
+def _fast_inflate():
+    """isal's zlib when it is installed (ISA-L decodes gzip in about half zlib's time, checking the
+    same trailer), else the standard library's. Only a stream it decodes whole and clean is taken
+    from it: everything else goes the stdlib's way, so what a broken payload reports does not depend
+    on whether isal is there."""
+    if not _fast_inflate_module:
+        try:
+            from isal import isal_zlib as inflate
+        except ImportError:
+            inflate = zlib
+        _fast_inflate_module.append(inflate)
+    return _fast_inflate_module[0]
+
+
+GUNZIP_WHOLE = 16 * 1024 * 1024  # the most output gzip is decoded into in one call
+
+
+def _gunzip(data: bytes | memoryview, limit: int) -> bytes | bytearray:
+    """One gzip (or zlib) stream of up to GUNZIP_WHOLE bytes in one call (zlib joins its output
+    blocks at the end of a call, so a call holds its output twice: hence the bound); anything else
+    (several members, padding, a bigger or broken stream) as pieces, joined, the cap applied."""
+    whole = gunzip_whole(data, min(limit, GUNZIP_WHOLE))
+    return whole if whole is not None else _joined(Codec.GZIP, data, limit)
 
 
 def _gunzip_pieces(data: bytes | memoryview, limit: int, piece: int) -> Iterator[bytes]:
@@ -152,9 +200,11 @@ def _gunzip_pieces(data: bytes | memoryview, limit: int, piece: int) -> Iterator
         raise DecompressionError(f"gzip: {exc}") from None
 
 
-def _snappy_pieces(data: bytes, limit: int) -> Iterator[bytes]:
-    if not data.startswith(_XERIAL_MAGIC):
-        yield _snappy_raw(data, limit)
+def _snappy_blocks(data: bytes | memoryview) -> Iterator[bytes | memoryview]:
+    """The raw snappy blocks of a payload: the xerial framing's blocks (what the Java and most other
+    clients write), or the payload itself when it is one raw block."""
+    if data[: len(_XERIAL_MAGIC)] != _XERIAL_MAGIC:
+        yield data
         return
     pos = 16
     while pos < len(data):
@@ -164,8 +214,63 @@ def _snappy_pieces(data: bytes, limit: int) -> Iterator[bytes]:
         pos += 4
         if n < 0 or pos + n > len(data):
             raise DecompressionError(f"snappy xerial block of {plural(n, 'byte')} runs past the payload")
-        yield _snappy_raw(data[pos : pos + n], limit)
+        yield data[pos : pos + n]
         pos += n
+
+
+def _snappy_pieces(data: bytes, limit: int) -> Iterator[bytes]:
+    for block in _snappy_blocks(data):
+        yield _snappy_raw(block, limit)
+
+
+def _unsnappy(data: bytes | memoryview, limit: int) -> bytes | bytearray:
+    """Every block decompressed into one bytearray of the size the blocks declare (checked against
+    `limit` before it is made), with cramjam (what python-snappy 0.7 runs too); without cramjam, the
+    blocks one by one, joined."""
+    cramjam = _cramjam()
+    if cramjam is None:
+        return _joined(Codec.SNAPPY, data, limit)
+    view = memoryview(data)
+    blocks = [(block, _snappy_declared(block, limit)) for block in _snappy_blocks(view)]
+    total = sum(n for _, n in blocks)
+    if total > limit:
+        raise DecompressionError(f"snappy payload decompresses past the {limit}-byte limit")
+    out = bytearray(total)
+    into = memoryview(out)
+    pos = 0
+    for block, n in blocks:
+        try:
+            got = cramjam.snappy.decompress_raw_into(block, into[pos : pos + n])
+        except cramjam.DecompressionError as exc:
+            raise DecompressionError(f"snappy: {exc}") from None
+        if got != n:
+            raise DecompressionError(f"snappy block gives {plural(got, 'byte')}, its preamble says {n}")
+        pos += n
+    return out
+
+
+def _snappy_declared(block: bytes | memoryview, limit: int) -> int:
+    """The uncompressed size a raw snappy block states, refused when past `limit` or impossible."""
+    declared, _ = _read_uvarint(block, 0)
+    # A snappy element emits at most 64 bytes from 3 input bytes; anything above ~22x is a lie.
+    if declared > limit or declared > 22 * len(block) + 64:
+        raise DecompressionError(f"snappy block claims {plural(declared, 'byte')} from {len(block)}")
+    return declared
+
+
+_cramjam_module: list = []
+
+
+def _cramjam():
+    """The cramjam module, or None when it is not installed (python-snappy before 0.7 bundles its
+    own snappy instead)."""
+    if not _cramjam_module:
+        try:
+            import cramjam
+        except ImportError:
+            cramjam = None
+        _cramjam_module.append(cramjam)
+    return _cramjam_module[0]
 
 
 def _zstd_declared(data: bytes, limit: int) -> int:
@@ -197,28 +302,29 @@ def _zstd_pieces(data: bytes | memoryview, limit: int, piece: int) -> Iterator[b
         raise DecompressionError(f"zstd: {exc}") from None
 
 
-def _snappy_raw(block: bytes, limit: int) -> bytes:
+def _snappy_raw(block: bytes | memoryview, limit: int) -> bytes:
     import snappy  # python-snappy
 
-    declared, _ = _read_uvarint(block, 0)
-    # A snappy element emits at most 64 bytes from 3 input bytes; anything above ~22x is a lie.
-    if declared > limit or declared > 22 * len(block) + 64:
-        raise DecompressionError(f"snappy block claims {plural(declared, 'byte')} from {len(block)}")
+    _snappy_declared(block, limit)
     try:
         return snappy.decompress(block)
     except Exception as exc:  # python-snappy raises its own and cramjam's exception types
         raise DecompressionError(f"snappy: {exc}") from None
 
 
-def _lz4_pieces(data: bytes) -> Iterator[bytes]:
-    """Decode the LZ4 frame format block by block.
+class _Lz4Block(NamedTuple):
+    data: bytes | memoryview
+    stored: bool  # kept uncompressed by the writer
+    independent: bool  # not linked to the blocks before it
+    block_max: int  # the most its frame lets a block hold
+
+
+def _lz4_blocks(data: bytes | memoryview) -> Iterator[_Lz4Block]:
+    """The blocks of the LZ4 frames of a payload.
 
     Parsing the frame ourselves sidesteps the header checksum that Kafka before 0.10 computed over the
     magic number too (KAFKA-3160): such frames are valid data with a wrong descriptor checksum.
     """
-    import lz4.block
-
-    history = b""  # the last 64 KiB of output, for blocks linked to the ones before them
     pos = 0
     while pos < len(data):
         if pos + 7 > len(data):
@@ -253,21 +359,62 @@ def _lz4_pieces(data: bytes) -> Iterator[bytes]:
             size &= 0x7FFFFFFF
             if size > block_max or pos + size > len(data):
                 raise DecompressionError(f"lz4 block of {plural(size, 'byte')} is invalid at byte {pos - 4}")
-            block = data[pos : pos + size]
+            yield _Lz4Block(data[pos : pos + size], stored, independent, block_max)
             pos += size + (4 if block_checksum else 0)
-            if not stored:
-                try:
-                    if independent:
-                        block = lz4.block.decompress(block, uncompressed_size=block_max)
-                    else:
-                        block = lz4.block.decompress(block, uncompressed_size=block_max, dict=history)
-                except Exception as exc:  # lz4.block.LZ4BlockError
-                    raise DecompressionError(f"lz4: {exc}") from None
-            if not independent:
-                history = (history + block)[-65536:]
-            yield block
         if content_checksum:
             pos += 4
+
+
+def _lz4_pieces(data: bytes) -> Iterator[bytes]:
+    """The decoded blocks, one by one."""
+    import lz4.block
+
+    history = b""  # the last 64 KiB of output, for blocks linked to the ones before them
+    for block, stored, independent, block_max in _lz4_blocks(data):
+        if not stored:
+            try:
+                if independent:
+                    block = lz4.block.decompress(block, uncompressed_size=block_max)
+                else:
+                    block = lz4.block.decompress(block, uncompressed_size=block_max, dict=history)
+            except Exception as exc:  # lz4.block.LZ4BlockError
+                raise DecompressionError(f"lz4: {exc}") from None
+        if not independent:
+            history = (history + block)[-65536:]
+        yield bytes(block)
+
+
+# An LZ4 sequence turns 1 input byte into at most 255 bytes of output (a match length goes on in
+# 255-byte steps): no block decodes to more than this, whatever its frame says.
+def _lz4_room(block: _Lz4Block) -> int:
+    n = len(block.data)
+    return n if block.stored else min(block.block_max, 255 * n + 64)
+
+
+def _unlz4(data: bytes | memoryview, limit: int) -> bytes | bytearray:
+    """Independent blocks (what Kafka writes) decompressed in place into one bytearray, with room for
+    the most each block can hold, trimmed after; linked blocks, a payload whose room would pass
+    `limit`, or no cramjam: the blocks one by one, joined (which applies the cap exactly)."""
+    cramjam = _cramjam()
+    blocks = list(_lz4_blocks(memoryview(data)))
+    if cramjam is None or not all(b.independent for b in blocks) or sum(map(_lz4_room, blocks)) > limit:
+        return _joined(Codec.LZ4, bytes(data), limit)
+    out = bytearray(sum(map(_lz4_room, blocks)))
+    into = memoryview(out)
+    pos = 0
+    for block in blocks:
+        room = _lz4_room(block)
+        if block.stored:
+            into[pos : pos + room] = block.data
+            pos += room
+            continue
+        try:
+            pos += cramjam.lz4.decompress_block_into(block.data, into[pos : pos + room])
+        except cramjam.DecompressionError as exc:
+            raise DecompressionError(f"lz4: {exc}") from None
+    into.release()
+    del out[pos:]
+    return out
 
 
 _zstd_local = threading.local()

@@ -18,7 +18,12 @@ from kafka_tools.format import accel
 from kafka_tools.format import messages as T
 from kafka_tools.format.byte_stream import ByteStream, StreamEnd, StreamError, VarintTooLong
 from kafka_tools.format.checksums import crc32c
-from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
+from kafka_tools.format.compression import (
+    MAX_DECOMPRESSED,
+    CodecAndCrc,
+    DecompressionError,
+    decompress_buffer,
+)
 from kafka_tools.format.plural import plural
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -179,7 +184,7 @@ class RecordBatch(CodecAndCrc):
         data = self.payload
         if self.is_compressed:
             try:
-                data = decompress(self.codec, data) if limit is None else decompress(self.codec, data, limit)
+                data = decompress_buffer(self.codec, data, MAX_DECOMPRESSED if limit is None else limit)
             except DecompressionError as exc:
                 raise RecordDecodeError(
                     T.UNDECOMPRESSABLE.format(self.codec_label, exc),
@@ -593,6 +598,7 @@ def decode_records(
 
 if accel.C is not None:
     accel.C.configure(Record, RecordDecodeError)  # the types the C reader makes and raises
+    accel.C.slot_fields(Record)  # `record.offset` read as a slot: a third of a full decode's time
 HAS_SPEEDUPS = accel.BUILT
 
 

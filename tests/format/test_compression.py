@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import gzip
+import random
 import struct
+import zlib
 
 import lz4.frame
 import pytest
 import snappy
 import zstandard
 
-from kafka_tools.format.compression import Codec, DecompressionError, decompress
+from kafka_tools.format import compression
+from kafka_tools.format.compression import (
+    Codec,
+    DecompressionError,
+    decompress,
+    decompress_buffer,
+    iter_decompressed,
+)
 
 DATA = b"".join(b"record-%06d|" % i for i in range(20_000))
 
@@ -85,3 +94,79 @@ def test_zstd_frames_without_size_and_several_frames_are_read_whole() -> None:
     assert decompress(Codec.ZSTD, unsized) == DATA
     two = zstandard.ZstdCompressor().compress(DATA[:1000]) + zstandard.ZstdCompressor().compress(DATA[1000:])
     assert decompress(Codec.ZSTD, two) == DATA
+
+
+INCOMPRESSIBLE = random.Random(5).randbytes(300_000)
+
+
+@pytest.mark.parametrize(
+    ("codec", "payload", "data"),
+    [
+        (Codec.LZ4, lz4.frame.compress(DATA, block_linked=False), DATA),  # what Kafka writes
+        (
+            Codec.LZ4,
+            lz4.frame.compress(DATA, block_linked=False, block_size=lz4.frame.BLOCKSIZE_MAX4MB),
+            DATA,
+        ),
+        (Codec.LZ4, lz4.frame.compress(INCOMPRESSIBLE, block_linked=False), INCOMPRESSIBLE),  # stored blocks
+        (Codec.LZ4, lz4.frame.compress(DATA, block_linked=True), DATA),
+        (Codec.SNAPPY, _xerial(INCOMPRESSIBLE + DATA), INCOMPRESSIBLE + DATA),
+        (Codec.GZIP, gzip.compress(DATA[:5000]) + gzip.compress(DATA[5000:]), DATA),  # two members
+        (Codec.GZIP, gzip.compress(DATA) + bytes(8), DATA),  # zero padding after the member
+    ],
+    ids=[
+        "lz4-independent",
+        "lz4-4mb-blocks",
+        "lz4-stored",
+        "lz4-linked",
+        "snappy-mixed",
+        "gzip-2",
+        "gzip-pad",
+    ],
+)
+@pytest.mark.parametrize("cramjam", [True, False], ids=["cramjam-isal", "stdlib"])
+def test_the_in_place_buffer_holds_what_the_pieces_hold(
+    codec: Codec, payload: bytes, data: bytes, cramjam: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not cramjam:  # nor isal: the standard library alone
+        monkeypatch.setattr(compression, "_cramjam_module", [None])
+        monkeypatch.setattr(compression, "_fast_inflate_module", [zlib])
+    pieces = b"".join(iter_decompressed(codec, payload))
+    assert pieces == data
+    for given in (payload, memoryview(payload), bytearray(payload)):
+        assert decompress_buffer(codec, given) == data
+    assert type(decompress(codec, payload)) is bytes
+
+
+@pytest.mark.parametrize("codec", [Codec.SNAPPY, Codec.LZ4])
+def test_a_damaged_block_is_a_decompression_error_in_place_too(codec: Codec) -> None:
+    payload = bytearray(
+        _xerial(DATA) if codec == Codec.SNAPPY else lz4.frame.compress(DATA, block_linked=False)
+    )
+    for at in range(40, len(payload), 997):  # inside the blocks: lengths and literals made wrong
+        damaged = bytearray(payload)
+        damaged[at : at + 4] = b"\xff\xff\xff\xff"
+        try:
+            out = decompress_buffer(codec, bytes(damaged))
+        except DecompressionError:
+            continue
+        assert len(out) <= len(DATA) + 4 * 65536  # wrong bytes, maybe, but never more than the blocks allow
+
+
+def test_lz4_blocks_are_refused_past_the_cap_before_their_room_is_made() -> None:
+    payload = lz4.frame.compress(bytes(8 * 1024 * 1024), block_linked=False)
+    with pytest.raises(DecompressionError, match="limit"):
+        decompress_buffer(Codec.LZ4, payload, limit=1024 * 1024)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["isal", "stdlib"])
+def test_a_broken_gzip_stream_says_the_same_with_or_without_isal(fast: bool, monkeypatch) -> None:
+    if not fast:
+        monkeypatch.setattr(compression, "_fast_inflate_module", [zlib])
+    bad = bytearray(gzip.compress(DATA))
+    bad[-6] ^= 1  # the CRC-32 in the trailer
+    with pytest.raises(
+        DecompressionError, match="^gzip: Error -3 while decompressing data: incorrect data check$"
+    ):
+        decompress(Codec.GZIP, bytes(bad))
+    assert decompress(Codec.GZIP, gzip.compress(DATA)) == DATA

@@ -3,6 +3,7 @@ valid section, the same error (message and position) on every broken one, and no
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 
@@ -156,3 +157,70 @@ def test_format_records_runs_no_python_code_on_a_record() -> None:
     with pytest.raises(TypeError):
         accel.C.format_records(records, "CreateTime", False)
     assert len(records) == 2
+
+
+# ---- what the C reader makes: Records as the namedtuple makes them, header keys shared ----------------
+
+
+def _headers(*pairs: tuple[bytes, bytes | None]) -> bytes:
+    out = hostile.zigzag(len(pairs))
+    for key, value in pairs:
+        out += hostile.zigzag(len(key)) + key
+        out += hostile.zigzag(-1) if value is None else hostile.zigzag(len(value)) + value
+    return out
+
+
+def test_header_keys_read_the_same_however_often_and_in_whatever_order_they_repeat() -> None:
+    # More distinct ASCII keys than the reader keeps decoded, keys that only start alike, a non-ASCII
+    # key, an invalid UTF-8 key (replaced) and an empty one, repeated in varying orders, with values
+    # that repeat, change, are empty, null, or long.
+    keys = [b"k%d" % i for i in range(12)] + [b"k1x", "schlüssel".encode(), b"\xff\xfebad", b""]
+    values = [b"v", b"v", None, b"", b"w", b"x" * 70, b"x" * 70, None]
+    section = b""
+    count = 0
+    for round_ in range(4):
+        for i, key in enumerate(keys if round_ % 2 else reversed(keys)):
+            other = keys[(i * 7 + round_) % len(keys)]
+            headers = _headers(
+                (key, b"v"), (other, values[count % len(values)]), (key, values[i % len(values)])
+            )
+            section += hostile.v2_record(count, 0, b"key", b"value", headers)
+            count += 1
+    c = rb.decode_records(section, count, 0, 0, None, -1)
+    assert c == decode_records_py(section, count, 0, 0, None, -1)
+    assert {k for rec in c for k, _ in rec.headers} == {k.decode("utf-8", "replace") for k in keys}
+
+
+def test_a_record_reads_its_fields_as_the_namedtuple_does() -> None:
+    section = hostile.v2_record(3, 4, b"key", None, _headers((b"h", b"1")))
+    (rec,) = rb.decode_records(section, 1, 10, 1000, None, 5)
+    assert isinstance(rec, tuple) and type(rec) is rb.Record
+    assert (rec.offset, rec.timestamp, rec.key, rec.value, rec.headers, rec.sequence, rec.size) == tuple(rec)
+    assert rec == (13, 1004, b"key", None, (("h", b"1"),), 8, len(section))
+    assert rec._replace(offset=1).offset == 1 and rec._asdict()["key"] == b"key"
+    assert rb.Record(1, 2, None, None, ()).size == 0  # the defaults
+    with pytest.raises(AttributeError):
+        rec.offset = 5
+    assert pickle.loads(pickle.dumps(rec)) == rec
+    # The C paths read the fields as slots of the tuple (what makes a loop over records fast).
+    assert all(type(rb.Record.__dict__[name]).__name__ == "member_descriptor" for name in rb.Record._fields)
+
+
+def test_a_record_type_with_more_than_its_items_is_still_made_whole() -> None:
+    # A tuple subclass with a __dict__ cannot be made as a bare tuple: the reader falls back to its
+    # tp_alloc (zeroed), and the records are the same.
+    code = (
+        "from kafka_tools.format import _speedups as s, record_batch as rb\n"
+        "from tests.support import hostile\n"
+        "class Wide(tuple):\n"
+        "    pass\n"
+        "s.configure(Wide, rb.RecordDecodeError)\n"
+        "section = hostile.v2_record(1, 2, b'k', b'v') * 3\n"
+        "out = s.decode_records(section, 3, 10, 100, None, -1)\n"
+        "assert [type(r) for r in out] == [Wide] * 3, out\n"
+        "out[0].note = 'a dict'\n"
+        "print([tuple(r)[:4] for r in out])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str([(11, 102, b"k", b"v")] * 3)

@@ -76,6 +76,8 @@ static PyMethodDef methods[] = {
     {"arrow_blocks_alive", arrow_blocks_alive, METH_NOARGS,
      "arrow_blocks_alive() -> int: exported Arrow arrays and schemas not yet released"},
     {"configure", configure, METH_VARARGS, "configure(record_type, error_type): set the types to produce"},
+    {"slot_fields", slot_fields, METH_O,
+     "slot_fields(cls): read a tuple subclass's _fields as slots (item i of the tuple), not item getters"},
     {"kraft_configure", kraft_configure, METH_VARARGS,
      "kraft_configure(types, record_class, error_class[, fallback]): the KRaft metadata table, "
      "{id: (name, {version: Program})}"},

@@ -5,6 +5,8 @@
  */
 #include "record_reader.h"
 
+#include <structmember.h> /* T_OBJECT_EX, READONLY (slot_fields) */
+
 static const char *
 failure_text(int why)
 {
@@ -87,8 +89,114 @@ field_bytes(const field_t *f)
     return PyBytes_FromStringAndSize((const char *)f->ptr, f->len);
 }
 
+/* Headers repeat from record to record: the same keys ("trace-id", "source"), often with the same
+ * value ("source": "web"). The str of a recent ASCII key is reused instead of decoding its bytes
+ * again, and the last (key, value) pair made for that key is reused when the value is the same:
+ * both are immutable, so sharing them is not seen (a list of records holds less, too). */
+#define KEY_CACHE 8
+#define KEY_CACHE_MAX_LEN 64 /* longer keys and values are not looked for */
+
+typedef struct {
+    PyObject *keys[KEY_CACHE];  /* compact ASCII str, or NULL */
+    PyObject *pairs[KEY_CACHE]; /* the last pair of that key with a short value, or NULL */
+    int next;                   /* the slot the next new key takes (round robin) */
+    PyObject *timestamp;        /* the last record's timestamp (records of a batch often share one) */
+    long long timestamp_value;  /* ... its value */
+} key_cache_t;
+
+static void
+key_cache_clear(key_cache_t *kc)
+{
+    for (int i = 0; i < KEY_CACHE; i++) {
+        Py_CLEAR(kc->keys[i]);
+        Py_CLEAR(kc->pairs[i]);
+    }
+    Py_CLEAR(kc->timestamp);
+}
+
+/* The record's timestamp as an int, the last one's when it is the same (LogAppendTime: always). */
 static PyObject *
-header_tuple(speedups_state *st, const unsigned char *p, const record_t *rec)
+record_timestamp(key_cache_t *kc, long long timestamp)
+{
+    if (kc->timestamp != NULL && kc->timestamp_value == timestamp)
+        return Py_NewRef(kc->timestamp);
+    PyObject *t = PyLong_FromLongLong(timestamp);
+    if (t != NULL) {
+        Py_XSETREF(kc->timestamp, Py_NewRef(t));
+        kc->timestamp_value = timestamp;
+    }
+    return t;
+}
+
+/* memcmp(a, b, n) == 0 for the short keys and values here, without a call */
+static inline int
+same_bytes(const void *a, const unsigned char *b, Py_ssize_t n)
+{
+    const unsigned char *x = a;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (x[i] != b[i])
+            return 0;
+    return 1;
+}
+
+static int
+same_value(PyObject *v, const field_t *value)
+{
+    if (value->len < 0)
+        return v == Py_None;
+    return v != Py_None && PyBytes_GET_SIZE(v) == value->len && same_bytes(PyBytes_AS_STRING(v), value->ptr, value->len);
+}
+
+/* The tuples made here hold only str, bytes, int, None and such tuples: they can never be part of a
+ * reference cycle, so they are taken off the garbage collector's lists at once (its collections,
+ * triggered every few hundred allocations, then have nothing of them to walk). */
+static PyObject *
+header_pair(key_cache_t *kc, const field_t *key, const field_t *value)
+{
+    int slot = -1;
+    if (key->len <= KEY_CACHE_MAX_LEN)
+        for (int i = 0; i < KEY_CACHE && kc->keys[i] != NULL; i++)
+            if (PyUnicode_GET_LENGTH(kc->keys[i]) == key->len &&
+                same_bytes(PyUnicode_DATA(kc->keys[i]), key->ptr, key->len)) {
+                slot = i;
+                break;
+            }
+    PyObject *k;
+    if (slot >= 0) {
+        PyObject *last = kc->pairs[slot];
+        if (last != NULL && same_value(PyTuple_GET_ITEM(last, 1), value))
+            return Py_NewRef(last);
+        k = Py_NewRef(kc->keys[slot]);
+    }
+    else {
+        k = PyUnicode_DecodeUTF8((const char *)key->ptr, key->len, "replace");
+        if (k == NULL)
+            return NULL;
+        /* ASCII: the str's data are the key's bytes, which is what the lookup compares */
+        if (key->len <= KEY_CACHE_MAX_LEN && PyUnicode_IS_COMPACT_ASCII(k)) {
+            slot = kc->next;
+            kc->next = (kc->next + 1) % KEY_CACHE;
+            Py_XSETREF(kc->keys[slot], Py_NewRef(k));
+            Py_CLEAR(kc->pairs[slot]);
+        }
+    }
+    PyObject *v = field_bytes(value);
+    PyObject *pair = v == NULL ? NULL : PyTuple_New(2);
+    if (pair == NULL) {
+        Py_DECREF(k);
+        Py_XDECREF(v);
+        return NULL;
+    }
+    PyObject_GC_UnTrack(pair);
+    PyTuple_SET_ITEM(pair, 0, k);
+    PyTuple_SET_ITEM(pair, 1, v);
+    if (slot >= 0 && value->len <= KEY_CACHE_MAX_LEN)
+        Py_XSETREF(kc->pairs[slot], Py_NewRef(pair));
+    return pair;
+}
+
+static PyObject *
+header_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const record_t *rec)
 {
     if (rec->header_count == 0)
         return Py_NewRef(st->empty_tuple);
@@ -96,15 +204,12 @@ header_tuple(speedups_state *st, const unsigned char *p, const record_t *rec)
     PyObject *headers = PyTuple_New((Py_ssize_t)rec->header_count);
     if (headers == NULL)
         return NULL;
+    PyObject_GC_UnTrack(headers);
     headers_t h;
     headers_of_record(&h, p, rec);
     field_t key, value;
     for (Py_ssize_t i = 0; headers_next(&h, &key, &value) > 0; i++) {
-        PyObject *k = PyUnicode_DecodeUTF8((const char *)key.ptr, key.len, "replace");
-        PyObject *v = k == NULL ? NULL : field_bytes(&value);
-        PyObject *pair = v == NULL ? NULL : PyTuple_Pack(2, k, v);
-        Py_XDECREF(k);
-        Py_XDECREF(v);
+        PyObject *pair = header_pair(kc, &key, &value);
         if (pair == NULL) {
             Py_DECREF(headers);
             return NULL;
@@ -115,13 +220,25 @@ header_tuple(speedups_state *st, const unsigned char *p, const record_t *rec)
 }
 
 static PyObject *
-record_tuple(speedups_state *st, const unsigned char *p, const record_t *rec)
+record_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const record_t *rec)
 {
-    PyObject *rec_obj = st->record_type->tp_alloc(st->record_type, 7);
+    PyTypeObject *type = st->record_type;
+    PyObject *rec_obj;
+    if (type->tp_basicsize == PyTuple_Type.tp_basicsize && type->tp_itemsize == PyTuple_Type.tp_itemsize &&
+        type->tp_dictoffset == 0 && type->tp_weaklistoffset == 0) {
+        /* A tuple subclass with nothing beyond its items (Record: __slots__ = ()): made as a tuple is,
+         * untracked, every item set below; tp_alloc would zero it and track it first. */
+        rec_obj = (PyObject *)PyObject_GC_NewVar(PyTupleObject, type, 7);
+    }
+    else {
+        rec_obj = type->tp_alloc(type, 7);
+        if (rec_obj != NULL)
+            PyObject_GC_UnTrack(rec_obj);
+    }
     if (rec_obj == NULL)
         return NULL;
-    PyObject *items[7] = {PyLong_FromLongLong(rec->offset), PyLong_FromLongLong(rec->timestamp),
-                          field_bytes(&rec->key), field_bytes(&rec->value), header_tuple(st, p, rec),
+    PyObject *items[7] = {PyLong_FromLongLong(rec->offset), record_timestamp(kc, rec->timestamp),
+                          field_bytes(&rec->key), field_bytes(&rec->value), header_tuple(st, kc, p, rec),
                           PyLong_FromLongLong(rec->sequence), PyLong_FromSsize_t(rec->end - rec->start)};
     int ok = 1;
     for (int i = 0; i < 7; i++) {
@@ -146,27 +263,44 @@ decode_records(PyObject *module, PyObject *args)
     batch_t b;
     if (records_args(args, &view, &b, NULL) < 0)
         return NULL;
-    PyObject *out = NULL;
-    /* Never preallocate from the (untrusted) count: the list grows only as records are found. */
-    if ((out = PyList_New(0)) == NULL)
+    /* Never preallocate from the (untrusted) count alone: a record takes 7 bytes at least (a length
+     * of 6 or more and its varint), so a section of n bytes holds n / 7 records at most. */
+    Py_ssize_t room = b.count < view.len / 7 ? b.count : view.len / 7;
+    if (room < 0)
+        room = 0;
+    PyObject *out = PyList_New(room);
+    if (out == NULL)
         goto done;
+    key_cache_t kc = {{NULL}, {NULL}, 0, NULL, 0};
     records_t r;
     record_t rec;
     records_open(&r, (const unsigned char *)view.buf, view.len, &b);
     int more;
+    Py_ssize_t n = 0;
     while ((more = records_next(&r, &rec)) > 0) {
-        PyObject *item = record_tuple(st, r.c.p, &rec);
-        if (item == NULL || PyList_Append(out, item) < 0) {
-            Py_XDECREF(item);
+        PyObject *item = record_tuple(st, &kc, r.c.p, &rec);
+        if (item == NULL) {
             Py_CLEAR(out);
-            goto done;
+            break;
         }
-        Py_DECREF(item);
+        if (n < room)
+            PyList_SET_ITEM(out, n, item);
+        else if (PyList_Append(out, item) < 0) { /* not reached: room is an upper bound */
+            Py_DECREF(item);
+            Py_CLEAR(out);
+            break;
+        }
+        else
+            Py_DECREF(item);
+        n++;
     }
-    if (more < 0) {
+    key_cache_clear(&kc);
+    if (out != NULL && more < 0) {
         records_raise(&r, st->decode_error);
         Py_CLEAR(out);
     }
+    if (out != NULL && n < room && PyList_SetSlice(out, n, room, NULL) < 0)
+        Py_CLEAR(out);
 done:
     PyBuffer_Release(&view);
     return out;
@@ -206,4 +340,64 @@ record_stats(PyObject *module, PyObject *args)
 done:
     PyBuffer_Release(&view);
     return out;
+}
+
+/* slot_fields(cls): give the tuple subclass `cls` (Record) a read-only member descriptor per name of
+ * cls._fields, reading the item of that index straight from the tuple, in place of namedtuple's
+ * item getters. Python (3.11+) runs `record.offset` on such a descriptor as a slot read in the
+ * interpreter loop, with no call: reading a record's fields was a third of a full decode's time.
+ * Every instance must have all its items: Record() and Record._make() see to it (a shorter tuple
+ * made with tuple.__new__(Record, ...) is not supported). The definitions live as long as the
+ * process (a descriptor keeps a pointer to its definition): a few bytes once per class. */
+PyObject *
+slot_fields(PyObject *module, PyObject *cls)
+{
+    (void)module;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "slot_fields() takes a tuple subclass");
+        return NULL;
+    }
+    PyObject *fields = PyObject_GetAttrString(cls, "_fields");
+    if (fields == NULL)
+        return NULL;
+    if (!PyTuple_Check(fields)) {
+        Py_DECREF(fields);
+        PyErr_SetString(PyExc_TypeError, "_fields must be a tuple of names");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    PyMemberDef *defs = PyMem_RawCalloc((size_t)n + 1, sizeof(PyMemberDef));
+    if (defs == NULL) {
+        Py_DECREF(fields);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *name = PyUnicode_Check(PyTuple_GET_ITEM(fields, i))
+                               ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(fields, i))
+                               : NULL;
+        char *copy = name == NULL ? NULL : PyMem_RawMalloc(strlen(name) + 1);
+        if (copy == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "_fields must be a tuple of names");
+            Py_DECREF(fields);
+            return NULL; /* the definitions made so far stay (unused): this is never reached in use */
+        }
+        strcpy(copy, name);
+        defs[i].name = copy;
+        defs[i].type = T_OBJECT_EX;
+        defs[i].offset = (Py_ssize_t)(offsetof(PyTupleObject, ob_item) + (size_t)i * sizeof(PyObject *));
+        defs[i].flags = READONLY;
+        defs[i].doc = NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *descr = PyDescr_NewMember((PyTypeObject *)cls, &defs[i]);
+        if (descr == NULL || PyObject_SetAttrString(cls, defs[i].name, descr) < 0) {
+            Py_XDECREF(descr);
+            Py_DECREF(fields);
+            return NULL;
+        }
+        Py_DECREF(descr);
+    }
+    Py_DECREF(fields);
+    Py_RETURN_NONE;
 }

@@ -86,6 +86,12 @@ cursor_varint(cursor_t *c, int64_t *out)
         c->pos = i + 1;
         return OK;
     }
+    if (i + 1 < c->end && c->p[i + 1] < 0x80) { /* two bytes: most lengths and deltas in records */
+        uint64_t b = (uint64_t)(c->p[i] & 0x7F) | ((uint64_t)c->p[i + 1] << 7);
+        *out = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
+        c->pos = i + 2;
+        return OK;
+    }
     uint64_t result = 0;
     int shift = 0;
     for (;;) {
@@ -169,6 +175,7 @@ int records_args(PyObject *args, Py_buffer *view, batch_t *b, PyObject **rest);
 
 PyObject *decode_records(PyObject *module, PyObject *args);
 PyObject *record_stats(PyObject *module, PyObject *args);
+PyObject *slot_fields(PyObject *module, PyObject *cls);
 
 /* ---- magic 0/1 messages (messages_v01.c) ------------------------------------------------------------ */
 
