@@ -8,6 +8,7 @@ baseline and the reference the tests hold the Spark job to.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -58,6 +59,11 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     reports: list = [None] * len(plan.segments)
     totals: dict[str, SegmentTotals] = {}
     batches = TableFile(out, "batches", options.fmt) if out else None
+    # The records table in the same walk over the ranges, its batches encoded on a second core if
+    # there is one while the next range is checked and decoded.
+    records = None
+    if out and options.records:
+        records = TableFile(out, "records", options.fmt, background=spare_core())
     for i, start, end in ranges:
         spec = plan.segments[i]
         if start == 0:
@@ -68,10 +74,14 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
             if batches is not None:
                 batches.add(tables.arrow_batch(tables.BATCHES, cols, constants=spec.where))
         tick(spec, start, end)
+        if records is not None:
+            for batch in record_batches(spec, start, end):
+                records.add(batch)
+            tick(spec, start, end)
     if batches is not None:
         written.append(batches.close())
-    if out and options.records:
-        written.append(_table(plan, ranges, out, options.fmt, "records", record_batches, tick))
+    if records is not None:
+        written.append(records.close())
     if out and options.cluster_metadata:
         from kafka_tools.pipeline.metadata_records import metadata_chunks
 
@@ -100,6 +110,14 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     result.decoders = [decoder_name()]
     result.tasks = tasks
     return result, written
+
+
+def spare_core() -> bool:
+    """Whether this process may run on more than one core (a writer thread then costs no decode time)."""
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except AttributeError:  # not Linux
+        return (os.cpu_count() or 1) > 1
 
 
 def _table(plan: ScanPlan, ranges, out: str, fmt: str, name: str, chunks, tick) -> TableWritten:
