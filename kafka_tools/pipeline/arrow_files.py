@@ -21,6 +21,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from kafka_tools.errors import InputError
 from kafka_tools.pipeline import tables
+from kafka_tools.pipeline.output import CODECS
+from kafka_tools.pipeline.plan import ScanOptions
 from kafka_tools.pipeline.results import TableWritten
 
 _COMPACT = (",", ":")
@@ -34,7 +36,13 @@ class TableFile:
     at `close`, so a task run twice leaves one whole file, never half of one."""
 
     def __init__(
-        self, out: str, name: str, fmt: str, part: int | None = None, background: bool = False
+        self,
+        out: str,
+        name: str,
+        fmt: str,
+        part: int | None = None,
+        background: bool = False,
+        compression: str = "snappy",
     ) -> None:
         self.name = name
         self.fmt = fmt
@@ -48,8 +56,9 @@ class TableFile:
         self._pending: Future | None = None
         try:
             os.makedirs(self.dir, exist_ok=True)
-            suffix = "snappy.parquet" if fmt == "parquet" else "json"
-            path = os.path.join(self.dir, f"part-{part or 0:05d}.{suffix}")
+            codec, _, infix = CODECS[compression]
+            suffix = f"{infix}.parquet" if fmt == "parquet" else ".json"
+            path = os.path.join(self.dir, f"part-{part or 0:05d}{suffix}")
             if part is not None:
                 self._rename = (f"{path}.{uuid.uuid4().hex[:12]}.tmp", path)
                 path = self._rename[0]
@@ -60,7 +69,7 @@ class TableFile:
                 self._writer = pq.ParquetWriter(
                     path,
                     self.schema,
-                    compression="snappy",
+                    compression=codec,
                     use_dictionary=tables.dictionary_columns(columns),
                     write_statistics=tables.statistics_columns(columns),
                 )
@@ -125,12 +134,12 @@ def _bytes(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def write_rows(out: str, name: str, fmt: str, rows: list[dict]) -> TableWritten:
+def write_rows(out: str, name: str, options: ScanOptions, rows: list[dict]) -> TableWritten:
     """A small table the driver built (segments, findings) from its rows."""
     import pyarrow as pa
 
     columns = tables.TABLES[name]
-    table = TableFile(out, name, fmt)
+    table = TableFile(out, name, options.fmt, compression=options.compression)
     schema = table.schema
     data = {n: [r[n] for r in rows] for n in tables.names(columns)}
     table.add(pa.RecordBatch.from_arrays([pa.array(data[f.name], f.type) for f in schema], schema=schema))

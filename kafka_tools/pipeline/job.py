@@ -39,8 +39,8 @@ from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.monitor import Progress, job_progress, master_watch
 from kafka_tools.pipeline.offsets_replay import OffsetsSegment
 from kafka_tools.pipeline.output import (
-    FORMATS,
     Staging,
+    check_formats,
     local_dir,
     prepare_out_dir,
     write,
@@ -56,8 +56,7 @@ Range = tuple[int, int, "int | None"]  # segment index, start, end (None: the en
 
 def run_scan(spark, plan: ScanPlan, options: ScanOptions, progress: Progress | None = None) -> ScanResult:
     """Scan `plan` with `spark`; write the tables under `options.out` if set."""
-    if options.fmt not in FORMATS:
-        raise UsageError(f"--format {options.fmt}: expected one of {', '.join(FORMATS)}")
+    check_formats(options)
     replaced = prepare_out_dir(options, spark)
     sc = spark.sparkContext
     t0 = time.perf_counter()
@@ -107,7 +106,7 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
         rows = sum(t.records for t in totals.values())
         here = local_dir(options.out) if sc.master.startswith("local") else None
         if here is not None and source.tasks_write:
-            written.append(source.write_table("records", here, options.fmt, rows))
+            written.append(source.write_table("records", here, options, rows))
         else:
             written.append(write(source.table("records"), options, "records", rows))
     if options.cluster_metadata and options.out:
@@ -283,7 +282,7 @@ class LocalFiles(SegmentSource):
 
         return self.spark.range(0, n, 1, n).mapInArrow(run, tables.spark_ddl(columns))
 
-    def write_table(self, name: str, out: str, fmt: str, rows: int) -> TableWritten:
+    def write_table(self, name: str, out: str, options: ScanOptions, rows: int) -> TableWritten:
         """The `records` table written by the tasks themselves, each its part file with pyarrow
         (arrow_files.TableFile), into `out` (this machine's directory: a local master). The batches
         the C builder makes go straight to the file: through the JVM (Arrow to Spark rows to
@@ -294,6 +293,7 @@ class LocalFiles(SegmentSource):
         n = len(self.units.value)
         self.tasks += n
         specs, units, scanned = self.specs, self.units, self.scanned
+        fmt, compression = options.fmt, options.compression
 
         def run(id_batches):
             import pyarrow as pa
@@ -303,7 +303,7 @@ class LocalFiles(SegmentSource):
 
             for ids in id_batches:
                 for task in ids.column(0).to_pylist():
-                    table = TableFile(out, name, fmt, part=task)
+                    table = TableFile(out, name, fmt, part=task, compression=compression)
                     for segment, start, end in units.value[task]:
                         spec = specs.value[segment]
                         for batch in record_batches(spec, start, end):
@@ -316,7 +316,7 @@ class LocalFiles(SegmentSource):
         if n:
             self.spark.range(0, n, 1, n).mapInArrow(run, "rows bigint").collect()
         else:  # no segment: an empty table all the same, as Spark's writer leaves one
-            TableFile(out, name, fmt).close()
+            TableFile(out, name, fmt, compression=compression).close()
         try:
             open(os.path.join(out, name, "_SUCCESS"), "wb").close()
         except OSError as exc:

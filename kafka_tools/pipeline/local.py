@@ -16,7 +16,7 @@ from kafka_tools.errors import UsageError
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.arrow_files import TableFile, write_rows
 from kafka_tools.pipeline.offsets_replay import replay_offsets
-from kafka_tools.pipeline.output import FORMATS, Staging, local_dir, prepare_out_dir
+from kafka_tools.pipeline.output import Staging, check_formats, local_dir, prepare_out_dir
 from kafka_tools.pipeline.plan import IN_PROCESS, ScanOptions, ScanPlan, offsets_replay_segments
 from kafka_tools.pipeline.record_columns import record_batches
 from kafka_tools.pipeline.results import ScanResult, TableWritten, committed_offsets, finding_row, finish
@@ -28,8 +28,7 @@ Progress = Callable[[int, int, int, int], None]
 
 def scan_in_process(plan: ScanPlan, options: ScanOptions, progress: Progress | None = None) -> ScanResult:
     """`job.run_scan` in this process: the same result, and under `options.out` the same tables."""
-    if options.fmt not in FORMATS:
-        raise UsageError(f"--format {options.fmt}: expected one of {', '.join(FORMATS)}")
+    check_formats(options)
     if options.out and local_dir(options.out) is None:
         raise UsageError(f"--out {options.out}: a scan without Spark writes local tables only")
     replaced = prepare_out_dir(options) if options.out else []
@@ -58,12 +57,14 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     written: list[TableWritten] = []
     reports: list = [None] * len(plan.segments)
     totals: dict[str, SegmentTotals] = {}
-    batches = TableFile(out, "batches", options.fmt) if out else None
+    batches = TableFile(out, "batches", options.fmt, compression=options.compression) if out else None
     # The records table in the same walk over the ranges, its batches encoded on a second core if
     # there is one while the next range is checked and decoded.
     records = None
     if out and options.records:
-        records = TableFile(out, "records", options.fmt, background=spare_core())
+        records = TableFile(
+            out, "records", options.fmt, background=spare_core(), compression=options.compression
+        )
     for i, start, end in ranges:
         spec = plan.segments[i]
         if start == 0:
@@ -85,12 +86,12 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     if out and options.cluster_metadata:
         from kafka_tools.pipeline.metadata_records import metadata_chunks
 
-        written.append(_table(plan, ranges, out, options.fmt, "metadata", metadata_chunks, tick))
+        written.append(_table(plan, ranges, out, options, "metadata", metadata_chunks, tick))
     tasks = len(ranges)
     committed = None
     if options.offsets_topic:
         committed = []
-        offsets = TableFile(out, "offsets", options.fmt) if out else None
+        offsets = TableFile(out, "offsets", options.fmt, compression=options.compression) if out else None
         for (_, number), segs in offsets_replay_segments(plan, reports).items():
             tasks += 1
             cols = replay_offsets(number, segs)
@@ -104,8 +105,8 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     result = finish(plan, reports, totals, ranges, committed)
     if out:
         findings = [finding_row(f) for f in result.validation.all_findings()]
-        written.append(write_rows(out, "segments", options.fmt, result.segments))
-        written.append(write_rows(out, "findings", options.fmt, findings))
+        written.append(write_rows(out, "segments", options, result.segments))
+        written.append(write_rows(out, "findings", options, findings))
     result.master = IN_PROCESS
     result.decoders = [decoder_name()]
     result.tasks = tasks
@@ -120,9 +121,9 @@ def spare_core() -> bool:
         return (os.cpu_count() or 1) > 1
 
 
-def _table(plan: ScanPlan, ranges, out: str, fmt: str, name: str, chunks, tick) -> TableWritten:
+def _table(plan: ScanPlan, ranges, out: str, options: ScanOptions, name: str, chunks, tick) -> TableWritten:
     """A table of rows decoded range by range (records, metadata), one Arrow batch a chunk."""
-    table = TableFile(out, name, fmt)
+    table = TableFile(out, name, options.fmt, compression=options.compression)
     columns = tables.TABLES[name]
     for i, start, end in ranges:
         spec = plan.segments[i]

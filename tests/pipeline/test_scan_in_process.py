@@ -201,3 +201,32 @@ def test_checkpoints_are_read_when_planned_before_any_segment(tmp_path: Path) ->
     later = scan_in_process(plan_scan([logs]), ScanOptions())
     past = [f for f in later.validation.all_findings() if f.file == str(checkpoint)]
     assert [f.kind for f in past] == ["checkpoint-past-log-end"] and "9999" in past[0].message
+
+
+@pytest.mark.parametrize("codec", ["zstd", "lz4", "none"])
+def test_compression_changes_the_codec_and_nothing_else(tables, tmp_path: Path, codec: str) -> None:
+    """`--compression`: every parquet table in that codec (LZ4 as parquet's LZ4_RAW, the one Spark and
+    pyarrow both read), its part files named as Spark's writer names them, the rows the snappy ones hold."""
+    out, plan, _ = tables
+    options = ScanOptions(
+        out=str(tmp_path), records=True, offsets_topic=True, split_bytes=2048, compression=codec
+    )
+    result = scan_in_process(plan, options)
+    want = {"zstd": "ZSTD", "lz4": "LZ4", "none": "UNCOMPRESSED"}[codec]  # pyarrow says LZ4 for LZ4_RAW
+    suffix = {"zstd": ".zstd.parquet", "lz4": ".lz4raw.parquet", "none": ".parquet"}[codec]
+    for t in result.tables:
+        (part,) = Path(t.path).glob("part-*")
+        assert part.name == f"part-00000{suffix}", t.name
+        meta = pq.ParquetFile(part).metadata
+        assert {meta.row_group(g).column(c).compression for g in range(meta.num_row_groups)
+                for c in range(meta.num_columns)} <= {want}, t.name  # fmt: skip
+        assert pq.read_table(part).equals(pq.read_table(out / t.name)), t.name
+
+
+def test_compression_of_json_tables_is_a_usage_error(tmp_path: Path) -> None:
+    code, stdout, stderr = ktool(
+        "scan", "--out", str(tmp_path / "t"), "--format", "json", "--compression", "zstd", str(KAFKA09)
+    )
+    assert (code, stdout) == (2, "")
+    assert stderr.strip().endswith("--compression is the parquet tables' codec: not with --format json")
+    assert not (tmp_path / "t").exists()
