@@ -243,6 +243,9 @@ def scan(
         verbose=verbose,
         executor_timeout=executor_timeout,
         log_file=spark_log,
+        # Local segments into parquet: Python does the work, the JVM's compiler would cost more than
+        # it saves. SQL, JSON tables and URIs are the JVM's own work: full JIT.
+        light_jvm=sql is None and fmt == "parquet" and not remote,
     )
     from kafka_tools.pipeline.job import run_scan  # pyspark's side: only now
 

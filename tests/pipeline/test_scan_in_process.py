@@ -125,9 +125,11 @@ def test_above_the_threshold_and_with_sql_or_a_master_spark_is_started(monkeypat
     import kafka_tools.pipeline.session as session
 
     asked: list[str] = []
+    light: list[bool] = []
 
     def no_spark(settings):
         asked.append(settings.master)
+        light.append(settings.light_jvm)
         raise RuntimeError("Spark asked for")
 
     monkeypatch.setattr(session, "spark_session", no_spark)
@@ -138,6 +140,9 @@ def test_above_the_threshold_and_with_sql_or_a_master_spark_is_started(monkeypat
     with pytest.raises(RuntimeError, match="Spark asked for"):
         ktool("scan", str(KAFKA09))
     assert asked == ["local[1]", "local[*]", "local[*]"]
+    # The JVM's C2 compiler is left out where Python does the work (local segments into parquet); SQL
+    # is the JVM's own work.
+    assert light == [True, False, True]
 
 
 def test_a_question_on_a_small_input_is_answered_here(monkeypatch) -> None:
@@ -230,3 +235,21 @@ def test_compression_of_json_tables_is_a_usage_error(tmp_path: Path) -> None:
     assert (code, stdout) == (2, "")
     assert stderr.strip().endswith("--compression is the parquet tables' codec: not with --format json")
     assert not (tmp_path / "t").exists()
+
+
+def test_a_light_jvm_compiles_with_c1_only_and_a_users_java_options_win(monkeypatch) -> None:
+    """`SparkSettings.light_jvm` (a local master writing parquet from local segments): the JVM is started
+    with `-XX:TieredStopAtLevel=1`; a user's own spark.driver.extraJavaOptions replaces it; a cluster's
+    JVMs are left alone."""
+    import os
+
+    from kafka_tools.pipeline.session import LIGHT_JIT, SparkSettings, spark_conf
+
+    for name in ("PYSPARK_PYTHON", "PYTHONPATH"):  # spark_conf sets them for the workers: restored after
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    key = "spark.driver.extraJavaOptions"
+    assert spark_conf(SparkSettings(master="local[2]", light_jvm=True))[key] == LIGHT_JIT
+    assert key not in spark_conf(SparkSettings(master="local[2]"))
+    assert key not in spark_conf(SparkSettings(master="spark://127.0.0.1:7077", light_jvm=True))
+    mine = SparkSettings(master="local[2]", conf={key: "-Xss4m"}, light_jvm=True)
+    assert spark_conf(mine)[key] == "-Xss4m"
