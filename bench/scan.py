@@ -656,13 +656,13 @@ def main(argv: list[str] | None = None) -> int:
     common = ["--logdir", logdir, "--runs", str(a.runs), "--split-mib", str(a.split_mib)]
     log(f"single process: {a.runs} run(s) over {data['bytes'] / MiB:.0f} MiB ...")
     records_arg = ["--records"] if a.records else []
+    if a.no_main_records:
+        os.environ[NO_MAIN_RECORDS] = "1"
     load = {"start": os.getloadavg()}
     kernel = None
     if a.records:
         log(f"records kernel: {a.runs} run(s), C builder and main's ...")
         kernel = run_child(["--child", "kernel", *common[:4]])
-    if a.no_main_records:
-        os.environ[NO_MAIN_RECORDS] = "1"
     children = {"single process": run_child(["--child", "single", *common, *records_arg])}
     if a.one_core:
         log("single process on one core ...")
