@@ -32,7 +32,7 @@ class TableFile:
     """One table being written: `add` Arrow RecordBatches of its schema, then `close`.
 
     `part` names the file (`part-NNNNN`): a Spark task writing its share of a table on this machine
-    (job.LocalFiles.write_table) writes part NNNNN = its task number, under a temporary name renamed
+    (job.LocalFiles, its main stage) writes part NNNNN = its task number, under a temporary name renamed
     at `close`, so a task run twice leaves one whole file, never half of one."""
 
     def __init__(

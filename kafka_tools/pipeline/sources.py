@@ -12,7 +12,7 @@ from kafka_tools.pipeline import tables
 class SegmentSource:
     scanned = None  # an accumulator: each task adds the segment bytes of the ranges it has done
     arrow_batches = False  # its stages take Arrow batches from the task functions, not only column lists
-    tasks_write = False  # its tasks can write a table's part files themselves (write_table)
+    tasks_write = False  # its main stage's tasks can write the records table's parts (main(records_to=…))
 
     def _stage(self, columns, produce, records_to=None):  # each source runs the task functions its own way
         raise NotImplementedError

@@ -347,7 +347,7 @@ def test_batches_rows_counted_in_c_equal_the_decoded_rows(spec) -> None:
 
 def test_a_tasks_part_file_appears_whole_and_a_rerun_replaces_it(tmp_path: Path) -> None:
     """A Spark task writes its part of the records table under a temporary name and renames it when
-    complete (job.LocalFiles.write_table): a task run twice leaves one part, never a half-written one."""
+    complete (job.LocalFiles, its main stage): a task run twice leaves one part, never a half-written one."""
     import pyarrow.parquet as pq
 
     from kafka_tools.pipeline.arrow_files import TableFile
