@@ -5,6 +5,8 @@
     python bench/scan.py --records        # also write the `records` table (every record, parquet),
                                           # built in C and as main built it (`--out, main's records`),
                                           # and time the decode-to-Arrow kernel alone on one core
+    python bench/scan.py --records --no-main-records --one-core   # without main's slow variant; the
+                                          # single process also pinned to one core
     python bench/scan.py --json           # the result as JSON on stdout (progress on stderr)
     python bench/scan.py --check          # exit 1 when local[2] is below 1.7x local[1]
     python bench/scan.py --master local[2] --master standalone   # vs a two-worker standalone cluster
@@ -66,6 +68,7 @@ TOPIC = "bench"
 VARIANTS = ("scan", "scan --out")  # no tables (findings and totals only); the tables written
 OLD_RECORDS = "--out, main's records"  # with --records: the records table built as main built it
 WARM_UP = Path(__file__).resolve().parent.parent / "fixtures" / "generated" / "v2"
+NO_MAIN_RECORDS = "KTOOL_BENCH_NO_MAIN_RECORDS"  # --no-main-records, for the children
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -175,7 +178,8 @@ def child_single(logdir: str, runs: int, split_mib: int, records: bool) -> dict:
 
 
 def variants(records: bool) -> tuple[str, ...]:
-    return VARIANTS + ((OLD_RECORDS,) if records else ())
+    old = records and not os.environ.get(NO_MAIN_RECORDS)
+    return VARIANTS + ((OLD_RECORDS,) if old else ())
 
 
 @contextmanager
@@ -212,7 +216,8 @@ def child_kernel(logdir: str, runs: int) -> dict:
 
     specs = plan_scan([logdir]).segments
     out: dict = {}
-    for name, old in (("C Arrow builder", False), ("main: Python lists", True)):
+    builders = (("C Arrow builder", False), ("main: Python lists", True))
+    for name, old in builders[: 1 if os.environ.get(NO_MAIN_RECORDS) else 2]:
         with main_records(old):  # warm-up: pyarrow imported, first calls made
             for spec in plan_scan([WARM_UP]).segments:
                 list(record_batches(spec))
@@ -294,7 +299,7 @@ def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bo
     java_command()
     t0 = time.perf_counter()
     conf = {"spark.pyspark.python": sys.executable} if master.startswith("spark://") else {}
-    handle = start(SparkSettings(master=master, conf=conf))
+    handle = start(SparkSettings(master=master, conf=conf, light_jvm=True))  # as `ktool scan --out` starts it
     jvm_s = time.perf_counter() - t0
     parallelism = handle.spark.sparkContext.defaultParallelism
     # Warm-up: a scan of the small v2 fixtures starts the Python workers (which import ktool and
@@ -689,6 +694,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--no-peers", action="store_true", help="leave out the validate and 2-process rows (a shorter run)"
     )
+    p.add_argument(
+        "--no-main-records",
+        action="store_true",
+        help="with --records: leave out main's records variant and kernel (a shorter run)",
+    )
+    p.add_argument(
+        "--one-core",
+        action="store_true",
+        help="also the single process pinned to one core (`single process, 1 core`)",
+    )
+    p.add_argument("--cpus", type=int, help=argparse.SUPPRESS)
     p.add_argument("--master", action="append", help="Spark masters (default: local[1] and local[2])")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 x 2 segments of 64 MiB, 1 run")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -708,6 +724,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
 
     if a.child == "single":
+        if a.cpus:  # pinned: what one core does (the writer thread then shares it)
+            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: a.cpus])
         print(json.dumps(child_single(a.logdir, a.runs, a.split_mib, a.records)))
         return 0
     if a.child == "validate":
@@ -738,12 +756,18 @@ def main(argv: list[str] | None = None) -> int:
     common = ["--logdir", logdir, "--runs", str(a.runs), "--split-mib", str(a.split_mib)]
     log(f"single process: {a.runs} run(s) over {data['bytes'] / MiB:.0f} MiB ...")
     records_arg = ["--records"] if a.records else []
+    if a.no_main_records:
+        os.environ[NO_MAIN_RECORDS] = "1"
     load = {"start": os.getloadavg()}
     kernel = None
     if a.records:
         log(f"records kernel: {a.runs} run(s), C builder and main's ...")
         kernel = run_child(["--child", "kernel", *common[:4]])
     children = {"single process": run_child(["--child", "single", *common, *records_arg])}
+    if a.one_core:
+        log("single process on one core ...")
+        pinned = ["--child", "single", "--cpus", "1", *common, *records_arg]
+        children["single process, 1 core"] = run_child(pinned)
     if not a.no_peers:
         log(f"ktool validate, single process: {a.runs} run(s) ...")
         children["validate, 1 process"] = run_child(["--child", "validate", *common[:4]])
@@ -879,7 +903,13 @@ def main(argv: list[str] | None = None) -> int:
             verdict = "PASS" if s >= TARGET_SPEEDUP else "FAIL"
             print(f"[{verdict}] {variant}: local[2] >= {TARGET_SPEEDUP}x local[1]: {s:.2f}x")
         print(f"single process (pyarrow tables): peak RSS {result['single_peak_rss_mib']:.0f} MiB")
-        if kernels:
+        if kernels and "main: Python lists" not in kernels:
+            c = kernels["C Arrow builder"]
+            print(
+                f"records kernel, one core: C Arrow builder {c['records_per_s'] / 1e6:.2f} M rec/s "
+                f"({c['cpu_s']:.2f} CPU s); peak RSS {result['kernel_peak_rss_mib']:.0f} MiB"
+            )
+        elif kernels:
             c, old = kernels["C Arrow builder"], kernels["main: Python lists"]
             print(
                 f"records kernel, one core: C Arrow builder {c['records_per_s'] / 1e6:.2f} M rec/s "

@@ -57,6 +57,13 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
     show_default=True,
     help="Format of the tables.",
 )
+@click.option(
+    "--compression",
+    type=click.Choice(["snappy", "zstd", "lz4", "none"]),
+    help="Codec of the parquet tables: snappy (Spark's default; keys and values of text or JSON about "
+    "halve), zstd (smallest files, slowest), lz4, or none (fastest to write, about twice the bytes). "
+    "[default: snappy]",
+)
 @click.option("--overwrite", is_flag=True, help="Replace the tables of an earlier scan under --out.")
 @click.option(
     "--split-size",
@@ -136,6 +143,7 @@ def scan(
     cluster_metadata: bool,
     offsets_topic: bool,
     fmt: str,
+    compression: str | None,
     overwrite: bool,
     split_size: int,
     conf: dict[str, str],
@@ -206,9 +214,12 @@ def scan(
         raise UsageError("--records writes a table: give --out DIR")
     elif cluster_metadata and not out:
         raise UsageError("--cluster-metadata writes a table: give --out DIR")
+    if compression is not None and fmt != "parquet":
+        raise UsageError(f"--compression is the parquet tables' codec: not with --format {fmt}")
     options = ScanOptions(
         out=out,
         fmt=fmt,
+        compression=compression or "snappy",
         records=records,
         offsets_topic=offsets_topic,
         cluster_metadata=cluster_metadata,
@@ -232,6 +243,9 @@ def scan(
         verbose=verbose,
         executor_timeout=executor_timeout,
         log_file=spark_log,
+        # Local segments into parquet: Python does the work, the JVM's compiler would cost more than
+        # it saves. SQL, JSON tables and URIs are the JVM's own work: full JIT.
+        light_jvm=sql is None and fmt == "parquet" and not remote,
     )
     from kafka_tools.pipeline.job import run_scan  # pyspark's side: only now
 

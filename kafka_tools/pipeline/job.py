@@ -14,7 +14,9 @@
    its validation report. One Spark job, no cache, no shuffle.
 3. `--records`: the same ranges decoded again, one row per record, written as they come (decoding
    twice costs less than caching every record between two writes); the rows are Arrow columns built
-   in C by the record readers (pipeline/record_columns.py), no Python object a record.
+   in C by the record readers (pipeline/record_columns.py), no Python object a record. Under a local
+   master with a local --out, the main stage's tasks write them themselves with pyarrow, each range's
+   records right after its batches (no second stage); else a stage of their own through Spark's writer.
 4. `--cluster-metadata`: the `__cluster_metadata` ranges decoded again, one row per KRaft record
    (pipeline/metadata_records.py); the ranges of other topics yield nothing.
 5. `--offsets-topic`: each `__consumer_offsets` partition replayed whole by one task, its segments in
@@ -39,8 +41,8 @@ from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.monitor import Progress, job_progress, master_watch
 from kafka_tools.pipeline.offsets_replay import OffsetsSegment
 from kafka_tools.pipeline.output import (
-    FORMATS,
     Staging,
+    check_formats,
     local_dir,
     prepare_out_dir,
     write,
@@ -56,8 +58,7 @@ Range = tuple[int, int, "int | None"]  # segment index, start, end (None: the en
 
 def run_scan(spark, plan: ScanPlan, options: ScanOptions, progress: Progress | None = None) -> ScanResult:
     """Scan `plan` with `spark`; write the tables under `options.out` if set."""
-    if options.fmt not in FORMATS:
-        raise UsageError(f"--format {options.fmt}: expected one of {', '.join(FORMATS)}")
+    check_formats(options)
     replaced = prepare_out_dir(options, spark)
     sc = spark.sparkContext
     t0 = time.perf_counter()
@@ -94,7 +95,16 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
     sc = spark.sparkContext
     written: list[TableWritten] = []
     meta = sc.accumulator([], ListParam())
-    main = source.main(meta, batches=bool(options.out))
+    here = local_dir(options.out) if options.out and sc.master.startswith("local") else None
+    # Under a local master the main stage's tasks write the records table too, in the same walk over
+    # their ranges (one Spark stage, not two: bench/README.md, "scan --out at the decoder's speed").
+    records_here = bool(options.records and here is not None and source.tasks_write)
+    if records_here:  # made here, never by a task: a task outliving an abandoned scan cannot make it again
+        try:
+            os.makedirs(os.path.join(here, "records"), exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot write the records table to {here}: {exc.strerror or exc}") from None
+    main = source.main(meta, batches=bool(options.out), records_to=(here, options) if records_here else None)
     if options.out:
         written.append(write(main, options, "batches"))
     else:
@@ -105,9 +115,9 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
         written[-1].rows = sum(t.batches for t in totals.values())
     if options.records and options.out:
         rows = sum(t.records for t in totals.values())
-        here = local_dir(options.out) if sc.master.startswith("local") else None
-        if here is not None and source.tasks_write:
-            written.append(source.write_table("records", here, options.fmt, rows))
+        if records_here:
+            assert here is not None
+            written.append(source.tasks_wrote("records", here, options, rows))
         else:
             written.append(write(source.table("records"), options, "records", rows))
     if options.cluster_metadata and options.out:
@@ -262,72 +272,61 @@ class LocalFiles(SegmentSource):
         self.options = options
         self.tasks = 0
 
-    def _stage(self, columns, produce):
+    def _stage(self, columns, produce, records_to=None):
         n = len(self.units.value)
         self.tasks += n
         if n == 0:
             return self.spark.createDataFrame([], tables.spark_ddl(columns))
         specs, units, scanned = self.specs, self.units, self.scanned
+        out, fmt, compression = None, None, None
+        if records_to is not None:
+            out, fmt, compression = records_to[0], records_to[1].fmt, records_to[1].compression
 
         def run(id_batches):
             from kafka_tools.pipeline import tables as t
 
             for ids in id_batches:
                 for task in ids.column(0).to_pylist():
+                    part = None
+                    if out is not None:  # its part of the records table (arrow_files.TableFile)
+                        from kafka_tools.pipeline.arrow_files import TableFile
+                        from kafka_tools.pipeline.record_columns import record_batches
+
+                        part = TableFile(out, "records", fmt, part=task, compression=compression)
                     for segment, start, end in units.value[task]:
                         spec = specs.value[segment]
                         for cols in produce(spec, start, end):
                             if isinstance(cols, dict):  # column lists; else an Arrow batch made in C
                                 cols = t.arrow_batch(columns, cols, constants=spec.where)
                             yield cols
+                        size = (spec.size if end is None else end) - start
+                        if part is not None:
+                            for batch in record_batches(spec, start, end):
+                                part.add(batch)
+                            size *= 2  # the records pass of the progress bar's bytes
                         if scanned is not None:
-                            scanned.add((spec.size if end is None else end) - start)
+                            scanned.add(size)
+                    if part is not None:
+                        part.close()
 
         return self.spark.range(0, n, 1, n).mapInArrow(run, tables.spark_ddl(columns))
 
-    def write_table(self, name: str, out: str, fmt: str, rows: int) -> TableWritten:
-        """The `records` table written by the tasks themselves, each its part file with pyarrow
-        (arrow_files.TableFile), into `out` (this machine's directory: a local master). The batches
-        the C builder makes go straight to the file: through the JVM (Arrow to Spark rows to
-        parquet-mr) they cost 6x their decode (bench/README.md, "records into Arrow in C"). Spark
-        runs the tasks; the files are the ones the in-process scan writes, part by part."""
+    def tasks_wrote(self, name: str, out: str, options: ScanOptions, rows: int) -> TableWritten:
+        """The `records` table the main stage's tasks wrote (`main(records_to=…)`), each its part file
+        with pyarrow (arrow_files.TableFile) into `out` (this machine's directory: a local master),
+        now complete: `_SUCCESS` added (an empty table's part too, as Spark's writer leaves one). The
+        batches the C builder makes go straight to the file: through the JVM (Arrow to Spark rows to
+        parquet-mr) they cost 6x their decode (bench/README.md, "records into Arrow in C")."""
         from kafka_tools.pipeline.arrow_files import TableFile
 
-        n = len(self.units.value)
-        self.tasks += n
-        specs, units, scanned = self.specs, self.units, self.scanned
-
-        def run(id_batches):
-            import pyarrow as pa
-
-            from kafka_tools.pipeline.arrow_files import TableFile
-            from kafka_tools.pipeline.record_columns import record_batches
-
-            for ids in id_batches:
-                for task in ids.column(0).to_pylist():
-                    table = TableFile(out, name, fmt, part=task)
-                    for segment, start, end in units.value[task]:
-                        spec = specs.value[segment]
-                        for batch in record_batches(spec, start, end):
-                            table.add(batch)
-                        if scanned is not None:
-                            scanned.add((spec.size if end is None else end) - start)
-                    yield pa.record_batch({"rows": [table.close().rows]})
-
         assert name == "records"
-        try:  # made here, never by a task: a task outliving an abandoned scan cannot make it again
-            os.makedirs(os.path.join(out, name), exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"cannot write the {name} table to {out}: {exc.strerror or exc}") from None
-        if n:
-            self.spark.range(0, n, 1, n).mapInArrow(run, "rows bigint").collect()
-        else:  # no segment: an empty table all the same, as Spark's writer leaves one
-            TableFile(out, name, fmt).close()
+        if not self.units.value:  # no segment: no task wrote a part
+            TableFile(out, name, options.fmt, compression=options.compression).close()
         try:
             open(os.path.join(out, name, "_SUCCESS"), "wb").close()
         except OSError as exc:
             raise InputError(f"cannot write the {name} table to {out}: {exc.strerror or exc}") from None
-        return TableWritten(name, os.path.join(out, name), fmt, rows)
+        return TableWritten(name, os.path.join(out, name), options.fmt, rows)
 
     def offsets(self, replay: dict[tuple[str, int], list[OffsetsSegment]]):
         """Every offset commit of every `__consumer_offsets` partition; a partition is replayed whole by

@@ -8,6 +8,7 @@ baseline and the reference the tests hold the Spark job to.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -15,7 +16,7 @@ from kafka_tools.errors import UsageError
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.arrow_files import TableFile, write_rows
 from kafka_tools.pipeline.offsets_replay import replay_offsets
-from kafka_tools.pipeline.output import FORMATS, Staging, local_dir, prepare_out_dir
+from kafka_tools.pipeline.output import Staging, check_formats, local_dir, prepare_out_dir
 from kafka_tools.pipeline.plan import IN_PROCESS, ScanOptions, ScanPlan, offsets_replay_segments
 from kafka_tools.pipeline.record_columns import record_batches
 from kafka_tools.pipeline.results import ScanResult, TableWritten, committed_offsets, finding_row, finish
@@ -27,8 +28,7 @@ Progress = Callable[[int, int, int, int], None]
 
 def scan_in_process(plan: ScanPlan, options: ScanOptions, progress: Progress | None = None) -> ScanResult:
     """`job.run_scan` in this process: the same result, and under `options.out` the same tables."""
-    if options.fmt not in FORMATS:
-        raise UsageError(f"--format {options.fmt}: expected one of {', '.join(FORMATS)}")
+    check_formats(options)
     if options.out and local_dir(options.out) is None:
         raise UsageError(f"--out {options.out}: a scan without Spark writes local tables only")
     replaced = prepare_out_dir(options) if options.out else []
@@ -57,7 +57,14 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     written: list[TableWritten] = []
     reports: list = [None] * len(plan.segments)
     totals: dict[str, SegmentTotals] = {}
-    batches = TableFile(out, "batches", options.fmt) if out else None
+    batches = TableFile(out, "batches", options.fmt, compression=options.compression) if out else None
+    # The records table in the same walk over the ranges, its batches encoded on a second core if
+    # there is one while the next range is checked and decoded.
+    records = None
+    if out and options.records:
+        records = TableFile(
+            out, "records", options.fmt, background=spare_core(), compression=options.compression
+        )
     for i, start, end in ranges:
         spec = plan.segments[i]
         if start == 0:
@@ -68,19 +75,23 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
             if batches is not None:
                 batches.add(tables.arrow_batch(tables.BATCHES, cols, constants=spec.where))
         tick(spec, start, end)
+        if records is not None:
+            for batch in record_batches(spec, start, end):
+                records.add(batch)
+            tick(spec, start, end)
     if batches is not None:
         written.append(batches.close())
-    if out and options.records:
-        written.append(_table(plan, ranges, out, options.fmt, "records", record_batches, tick))
+    if records is not None:
+        written.append(records.close())
     if out and options.cluster_metadata:
         from kafka_tools.pipeline.metadata_records import metadata_chunks
 
-        written.append(_table(plan, ranges, out, options.fmt, "metadata", metadata_chunks, tick))
+        written.append(_table(plan, ranges, out, options, "metadata", metadata_chunks, tick))
     tasks = len(ranges)
     committed = None
     if options.offsets_topic:
         committed = []
-        offsets = TableFile(out, "offsets", options.fmt) if out else None
+        offsets = TableFile(out, "offsets", options.fmt, compression=options.compression) if out else None
         for (_, number), segs in offsets_replay_segments(plan, reports).items():
             tasks += 1
             cols = replay_offsets(number, segs)
@@ -94,17 +105,25 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     result = finish(plan, reports, totals, ranges, committed)
     if out:
         findings = [finding_row(f) for f in result.validation.all_findings()]
-        written.append(write_rows(out, "segments", options.fmt, result.segments))
-        written.append(write_rows(out, "findings", options.fmt, findings))
+        written.append(write_rows(out, "segments", options, result.segments))
+        written.append(write_rows(out, "findings", options, findings))
     result.master = IN_PROCESS
     result.decoders = [decoder_name()]
     result.tasks = tasks
     return result, written
 
 
-def _table(plan: ScanPlan, ranges, out: str, fmt: str, name: str, chunks, tick) -> TableWritten:
+def spare_core() -> bool:
+    """Whether this process may run on more than one core (a writer thread then costs no decode time)."""
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except AttributeError:  # not Linux
+        return (os.cpu_count() or 1) > 1
+
+
+def _table(plan: ScanPlan, ranges, out: str, options: ScanOptions, name: str, chunks, tick) -> TableWritten:
     """A table of rows decoded range by range (records, metadata), one Arrow batch a chunk."""
-    table = TableFile(out, name, fmt)
+    table = TableFile(out, name, options.fmt, compression=options.compression)
     columns = tables.TABLES[name]
     for i, start, end in ranges:
         spec = plan.segments[i]

@@ -18,6 +18,16 @@ from kafka_tools.pipeline.plan import ScanOptions
 from kafka_tools.pipeline.results import ScanResult, TableWritten, finding_row
 
 FORMATS = ("parquet", "json")
+# --compression: a parquet table's codec, as (pyarrow names it, Spark names it, its part files' suffix
+# as Spark's writer makes it). snappy by default, as Spark's own: fast, and key/value payloads (JSON,
+# text) still shrink about 2x; none writes 1.6x faster but twice the bytes; zstd the smallest files
+# (bench/README.md, "scan --out at the decoder's speed").
+CODECS = {
+    "snappy": ("snappy", "snappy", ".snappy"),
+    "zstd": ("zstd", "zstd", ".zstd"),
+    "lz4": ("lz4", "lz4_raw", ".lz4raw"),
+    "none": ("none", "none", ""),
+}
 TABLES = ("segments", "batches", "findings", "records", "offsets", "metadata")  # what --out holds
 STAGING_PREFIX = "_ktool-staging-"  # where the tables are written before they are moved into --out
 
@@ -115,6 +125,14 @@ def write_small_tables(spark, options: ScanOptions, result: ScanResult) -> list[
 # -- output --------------------------------------------------------------------------------------
 
 
+def check_formats(options: ScanOptions) -> None:
+    """--format and --compression as a scan takes them (a usage error otherwise)."""
+    if options.fmt not in FORMATS:
+        raise UsageError(f"--format {options.fmt}: expected one of {', '.join(FORMATS)}")
+    if options.compression not in CODECS:
+        raise UsageError(f"--compression {options.compression}: expected one of {', '.join(CODECS)}")
+
+
 def table_path(out: str, name: str) -> str:
     return out.rstrip("/") + "/" + name
 
@@ -195,6 +213,8 @@ def _prepare_hadoop(options: ScanOptions, spark) -> list[str]:
 def write(df, options: ScanOptions, name: str, rows: int | None = None) -> TableWritten:
     path = table_path(options.out or "", name)
     writer = df.write.format(options.fmt).mode("overwrite")
+    if options.fmt == "parquet":
+        writer = writer.option("compression", CODECS[options.compression][1])
     if options.fmt == "json":
         writer = writer.option("ignoreNullFields", "false")  # every column on every line, null or not
     elif name in tables.TABLES:  # no dictionary where it does not pay (tables.dictionary_columns)

@@ -52,6 +52,7 @@ _OTHER_KINDS = (
 class ScanOptions:
     out: str | None = None  # directory (any Hadoop filesystem URI) for the tables; None: write none
     fmt: str = "parquet"  # parquet | json
+    compression: str = "snappy"  # parquet's codec: output.CODECS
     records: bool = False  # also the `records` table
     offsets_topic: bool = False  # also replay __consumer_offsets: the `offsets` table, committed offsets
     cluster_metadata: bool = False  # also the `metadata` table: __cluster_metadata records decoded

@@ -143,7 +143,8 @@ class RemoteFiles(SegmentSource):
         self.tasks += rdd.getNumPartitions()
         return rdd
 
-    def _stage(self, columns, produce):
+    def _stage(self, columns, produce, records_to=None):
+        assert records_to is None  # tasks_write is False: the records table is a stage of its own
         if not self.plan.segments:
             return self.spark.createDataFrame([], tables.spark_ddl(columns))
         specs, lookup, scanned = self.specs, self.lookup, self.scanned

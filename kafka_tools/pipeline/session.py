@@ -33,6 +33,9 @@ from kafka_tools.pipeline.shipped import built_extension
 DEFAULT_MASTER = "local[*]"
 PROBE_TIMEOUT = 5.0
 JOB_GROUP = "ktool-scan"
+# HotSpot's C2 compiler spent ~2 of the JVM's 2.9 CPU s of a 256 MiB `scan --out` under local[1], compiling
+# code that runs for seconds (bench/README.md, "scan --out at the decoder's speed"); C1 alone: 0.3.
+LIGHT_JIT = "-XX:TieredStopAtLevel=1"
 _LOCAL = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?$")
 
 
@@ -48,6 +51,9 @@ class SparkSettings:
     executor_timeout: float = 120.0  # cluster masters: seconds to wait for a first executor
     app_name: str = "ktool scan"
     log_file: str | None = None  # --spark-log: Spark's log goes (and stays) there
+    # The JVM only schedules and writes small tables (the Python tasks decode and write the large
+    # ones): a local master's JVM then compiles with C1 only (LIGHT_JIT). See `start`.
+    light_jvm: bool = False
 
     @property
     def is_local(self) -> bool:
@@ -227,14 +233,9 @@ def _quietly(call: Callable[[], object]) -> None:
         pass
 
 
-def start(settings: SparkSettings) -> SparkHandle:
-    """Launch the JVM and the SparkContext (the caller has checked Java and the master)."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
-    from pyspark.sql import SparkSession
-
-    t0 = time.perf_counter()
-    conf = SparkConf().setMaster(settings.master).setAppName(settings.app_name)
+def spark_conf(settings: SparkSettings) -> dict[str, str]:
+    """The settings `start` gives Spark: ktool's defaults, then the user's --conf over them. (For a
+    local master, sets the workers' Python and path in this environment, which the JVM inherits.)"""
     defaults = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -247,7 +248,20 @@ def start(settings: SparkSettings) -> SparkHandle:
     if settings.is_local:
         _local_worker_env()
         defaults.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
-    for key, value in {**defaults, **settings.conf}.items():
+        if settings.light_jvm:  # a user's spark.driver.extraJavaOptions replaces it
+            defaults["spark.driver.extraJavaOptions"] = LIGHT_JIT
+    return {**defaults, **settings.conf}
+
+
+def start(settings: SparkSettings) -> SparkHandle:
+    """Launch the JVM and the SparkContext (the caller has checked Java and the master)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    t0 = time.perf_counter()
+    conf = SparkConf().setMaster(settings.master).setAppName(settings.app_name)
+    for key, value in spark_conf(settings).items():
         conf.set(key, value)
     log_path = None
     popen: dict = {}

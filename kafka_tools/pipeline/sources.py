@@ -12,20 +12,23 @@ from kafka_tools.pipeline import tables
 class SegmentSource:
     scanned = None  # an accumulator: each task adds the segment bytes of the ranges it has done
     arrow_batches = False  # its stages take Arrow batches from the task functions, not only column lists
-    tasks_write = False  # its tasks can write a table's part files themselves (write_table)
+    tasks_write = False  # its main stage's tasks can write the records table's parts (main(records_to=…))
 
-    def _stage(self, columns, produce):  # each source runs the task functions its own way
+    def _stage(self, columns, produce, records_to=None):  # each source runs the task functions its own way
         raise NotImplementedError
 
-    def main(self, meta, batches: bool = True):
+    def main(self, meta, batches: bool = True, records_to=None):
         """The main stage: the `batches` rows of every range (if `batches`); each range's totals and
-        its segment's report (first ranges) go to the accumulator `meta`."""
+        its segment's report (first ranges) go to the accumulator `meta`. With `records_to` (a
+        `tasks_write` source: (directory, ScanOptions)), each task also writes its part of the
+        `records` table there, range after range, in the same walk."""
         from kafka_tools.pipeline.tasks import range_chunks
 
         def sink(item: tuple) -> None:
             meta.add([item])
 
-        return self._stage(tables.BATCHES, partial(range_chunks, sink=sink, batches=batches))
+        produce = partial(range_chunks, sink=sink, batches=batches)
+        return self._stage(tables.BATCHES, produce, records_to)
 
     def table(self, table: str):
         """The `records` (or `metadata`) rows of every range (the same tasks as the main stage)."""

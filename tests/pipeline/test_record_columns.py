@@ -347,7 +347,7 @@ def test_batches_rows_counted_in_c_equal_the_decoded_rows(spec) -> None:
 
 def test_a_tasks_part_file_appears_whole_and_a_rerun_replaces_it(tmp_path: Path) -> None:
     """A Spark task writes its part of the records table under a temporary name and renames it when
-    complete (job.LocalFiles.write_table): a task run twice leaves one part, never a half-written one."""
+    complete (job.LocalFiles, its main stage): a task run twice leaves one part, never a half-written one."""
     import pyarrow.parquet as pq
 
     from kafka_tools.pipeline.arrow_files import TableFile
@@ -378,3 +378,31 @@ def test_a_task_part_never_makes_the_staging_directory_again(tmp_path):
     with pytest.raises(InputError, match="cannot write the records table to .*staging directory is gone"):
         TableFile(str(gone), "records", "parquet", part=3)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_table_written_on_a_writer_thread_is_the_same_file_and_its_errors_come_back(tmp_path: Path) -> None:
+    """`TableFile(background=True)` (the in-process scan's records table, encoded while the next batch
+    is decoded) writes the table the plain writer writes, row groups included; a batch the writer
+    refuses fails the next `add` or `close`, not silently on its thread."""
+    import pyarrow.parquet as pq
+
+    from kafka_tools.pipeline.arrow_files import TableFile
+
+    spec = next(s for s in SEGMENTS if "generated/v2/none-0/" in s.file)
+    files = {}
+    for background in (False, True):
+        out = tmp_path / str(background)
+        table = TableFile(str(out), "records", "parquet", background=background)
+        for batch in record_columns.record_batches(spec, max_rows=7):
+            table.add(batch)
+        assert table.close().rows == _table(spec).num_rows
+        files[background] = pq.ParquetFile(out / "records" / "part-00000.snappy.parquet")
+    assert files[True].metadata.num_row_groups == files[False].metadata.num_row_groups > 1
+    assert files[True].read().equals(files[False].read())
+    assert files[True].read().equals(_table(spec))
+
+    table = TableFile(str(tmp_path / "bad"), "records", "parquet", background=True)
+    wrong = pa.record_batch({"x": [1]})  # not the table's schema: the writer raises on its thread
+    table.add(wrong)
+    with pytest.raises(ValueError, match="schema"):
+        table.close()

@@ -288,6 +288,26 @@ def test_in_process_tables_are_sparks_row_for_row(scanned: Scanned, spark, tmp_p
     assert sum(t.rows or 0 for t in local.tables) >= 3000
 
 
+def test_compression_is_every_tables_codec_and_spark_reads_them(spark, tmp_path: Path) -> None:
+    """`--compression lz4` on Spark: the tables Spark's writer makes (batches, segments, findings) and
+    the records parts the tasks write with pyarrow all in parquet's LZ4_RAW, read back by Spark as
+    the in-process scan's snappy tables."""
+    from kafka_tools.pipeline.job import run_scan
+
+    plan = plan_scan([GENERATED / "v2"])
+    options = ScanOptions(
+        out=str(tmp_path / "lz4"), records=True, split_bytes=SPLIT, pack_bytes=PACK, compression="lz4"
+    )
+    result = run_scan(spark, plan, options)
+    scan_in_process(plan, ScanOptions(out=str(tmp_path / "snappy"), records=True, split_bytes=SPLIT))
+    assert {t.name for t in result.tables} == {"batches", "records", "segments", "findings"}
+    for t in result.tables:
+        parts = sorted(Path(t.path).glob("part-*"))
+        assert parts and all(p.name.endswith(".lz4raw.parquet") for p in parts), t.name
+        assert _parquet_rows(t.path) == _parquet_rows(tmp_path / "snappy" / t.name), t.name
+        assert spark.read.parquet(t.path).count() == t.rows, t.name
+
+
 # -- the command ------------------------------------------------------------------------------------
 
 

@@ -212,9 +212,11 @@ def test_above_the_threshold_and_with_sql_or_a_master_spark_is_started(monkeypat
     import kafka_tools.pipeline.session as session
 
     asked: list[str] = []
+    light: list[bool] = []
 
     def no_spark(settings):
         asked.append(settings.master)
+        light.append(settings.light_jvm)
         raise RuntimeError("Spark asked for")
 
     monkeypatch.setattr(session, "spark_session", no_spark)
@@ -225,6 +227,9 @@ def test_above_the_threshold_and_with_sql_or_a_master_spark_is_started(monkeypat
     with pytest.raises(RuntimeError, match="Spark asked for"):
         ktool("scan", str(KAFKA09))
     assert asked == ["local[1]", "local[*]", "local[*]"]
+    # The JVM's C2 compiler is left out where Python does the work (local segments into parquet); SQL
+    # is the JVM's own work.
+    assert light == [True, False, True]
 
 
 def test_a_question_on_a_small_input_is_answered_here(monkeypatch) -> None:
@@ -288,3 +293,50 @@ def test_checkpoints_are_read_when_planned_before_any_segment(tmp_path: Path) ->
     later = scan_in_process(plan_scan([logs]), ScanOptions())
     past = [f for f in later.validation.all_findings() if f.file == str(checkpoint)]
     assert [f.kind for f in past] == ["checkpoint-past-log-end"] and "9999" in past[0].message
+
+
+@pytest.mark.parametrize("codec", ["zstd", "lz4", "none"])
+def test_compression_changes_the_codec_and_nothing_else(tables, tmp_path: Path, codec: str) -> None:
+    """`--compression`: every parquet table in that codec (LZ4 as parquet's LZ4_RAW, the one Spark and
+    pyarrow both read), its part files named as Spark's writer names them, the rows the snappy ones hold."""
+    out, plan, _ = tables
+    options = ScanOptions(
+        out=str(tmp_path), records=True, offsets_topic=True, split_bytes=2048, compression=codec
+    )
+    result = scan_in_process(plan, options)
+    want = {"zstd": "ZSTD", "lz4": "LZ4", "none": "UNCOMPRESSED"}[codec]  # pyarrow says LZ4 for LZ4_RAW
+    suffix = {"zstd": ".zstd.parquet", "lz4": ".lz4raw.parquet", "none": ".parquet"}[codec]
+    for t in result.tables:
+        (part,) = Path(t.path).glob("part-*")
+        assert part.name == f"part-00000{suffix}", t.name
+        meta = pq.ParquetFile(part).metadata
+        assert {meta.row_group(g).column(c).compression for g in range(meta.num_row_groups)
+                for c in range(meta.num_columns)} <= {want}, t.name  # fmt: skip
+        assert pq.read_table(part).equals(pq.read_table(out / t.name)), t.name
+
+
+def test_compression_of_json_tables_is_a_usage_error(tmp_path: Path) -> None:
+    code, stdout, stderr = ktool(
+        "scan", "--out", str(tmp_path / "t"), "--format", "json", "--compression", "zstd", str(KAFKA09)
+    )
+    assert (code, stdout) == (2, "")
+    assert stderr.strip().endswith("--compression is the parquet tables' codec: not with --format json")
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_light_jvm_compiles_with_c1_only_and_a_users_java_options_win(monkeypatch) -> None:
+    """`SparkSettings.light_jvm` (a local master writing parquet from local segments): the JVM is started
+    with `-XX:TieredStopAtLevel=1`; a user's own spark.driver.extraJavaOptions replaces it; a cluster's
+    JVMs are left alone."""
+    import os
+
+    from kafka_tools.pipeline.session import LIGHT_JIT, SparkSettings, spark_conf
+
+    for name in ("PYSPARK_PYTHON", "PYTHONPATH"):  # spark_conf sets them for the workers: restored after
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    key = "spark.driver.extraJavaOptions"
+    assert spark_conf(SparkSettings(master="local[2]", light_jvm=True))[key] == LIGHT_JIT
+    assert key not in spark_conf(SparkSettings(master="local[2]"))
+    assert key not in spark_conf(SparkSettings(master="spark://127.0.0.1:7077", light_jvm=True))
+    mine = SparkSettings(master="local[2]", conf={key: "-Xss4m"}, light_jvm=True)
+    assert spark_conf(mine)[key] == "-Xss4m"
