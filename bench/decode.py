@@ -198,7 +198,7 @@ def decode_ktool(path: str) -> tuple[int, int]:
             raise RuntimeError(f"ktool: {entry.kind.value} at byte {entry.position}: {entry.message}")
         if not entry.is_valid:
             raise RuntimeError(f"ktool: CRC mismatch at byte {entry.position}")
-        for rec in entry.records():
+        for rec in entry.iter_records():
             _ = (rec.offset, rec.timestamp, rec.key, rec.value, rec.headers)
             n += 1
         last = rec.offset

@@ -487,3 +487,7 @@ class CodecAndCrc:
     @property
     def is_compressed(self) -> bool:
         return self.codec != Codec.NONE
+
+    def iter_records(self, limit: int | None = None) -> Iterator:
+        """The entry's records one at a time (v2 batches make each as it is asked for)."""
+        return iter(self.records(limit))

@@ -10,6 +10,7 @@ baseSequence int32 @53, recordsCount int32 @57, records @61.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
@@ -181,6 +182,20 @@ class RecordBatch(CodecAndCrc):
 
     def records(self, limit: int | None = None) -> list[Record]:
         """Decompress and decode every record; raises RecordDecodeError with the byte position."""
+        return self.decode_payload(self._section(limit))
+
+    def iter_records(self, limit: int | None = None) -> Iterator[Record]:
+        """`records()` one at a time, for a loop that lets each record go before the next: with the C
+        paths on, each is made when asked for (its memory stays in cache, a list of the batch is never
+        built) and a decode error comes when the damaged record is reached, after the ones before it;
+        the pure-Python reference raises it before the first."""
+        fn = accel.fast("iter_records")
+        if fn is None:
+            return iter(self.records(limit))
+        return fn(*self._decode_args(self._section(limit)), self.payload_error)
+
+    def _section(self, limit: int | None) -> bytes | bytearray | memoryview:
+        """The records section, decompressed when the batch is."""
         data = self.payload
         if self.is_compressed:
             try:
@@ -190,7 +205,7 @@ class RecordBatch(CodecAndCrc):
                     T.UNDECOMPRESSABLE.format(self.codec_label, exc),
                     self.position + RECORD_BATCH_OVERHEAD,
                 ) from None
-        return self.decode_payload(data)
+        return data
 
     def check_records(self) -> int:
         """For an uncompressed batch: check its records section as `records()` would (the same
@@ -216,20 +231,22 @@ class RecordBatch(CodecAndCrc):
 
     def decode_payload(self, data: bytes | memoryview) -> list[Record]:
         """The records of this batch's (already decompressed) records section."""
-        log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         try:
-            return decode_records(
-                data,
-                self.records_count,
-                self.base_offset,
-                self.base_timestamp,
-                log_append,
-                self.base_sequence,
-            )
+            return decode_records(*self._decode_args(data))
         except RecordDecodeError as exc:
-            where = self.position + RECORD_BATCH_OVERHEAD + (0 if self.is_compressed else exc.position)
-            text = T.INSIDE_PAYLOAD.format(exc) if self.is_compressed else str(exc)
-            raise RecordDecodeError(text, where) from None
+            raise self.payload_error(exc) from None
+
+    def _decode_args(self, data: bytes | bytearray | memoryview) -> tuple:
+        log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        count, base_sequence = self.records_count, self.base_sequence
+        return (data, count, self.base_offset, self.base_timestamp, log_append, base_sequence)
+
+    def payload_error(self, exc: RecordDecodeError) -> RecordDecodeError:
+        """A decoder's error in the records section, as this batch's (its file position, and said to be
+        inside the payload when the batch is compressed)."""
+        where = self.position + RECORD_BATCH_OVERHEAD + (0 if self.is_compressed else exc.position)
+        text = T.INSIDE_PAYLOAD.format(exc) if self.is_compressed else str(exc)
+        return RecordDecodeError(text, where)
 
 
 def parse_batch_header(buf: bytes | memoryview, at: int, position: int) -> RecordBatch:

@@ -99,12 +99,20 @@ def test_record_reader_error_paths_keep_nothing(case: str) -> None:
     data, count, base_offset, base_ts, _ = SECTIONS[case]
     args = (data, count, base_offset, base_ts, None, 5)
     assert _growth(_quiet(C.decode_records, *args)) < 4096
+    assert _growth(_quiet(lambda: list(C.iter_records(*args)))) < 4096
+    assert _growth(_quiet(lambda: list(C.iter_records(*args, _moved)))) < 4096
+    assert _growth(_quiet(lambda: next(C.iter_records(*args), None))) < 4096  # let go mid-way
     for extra in (
         ("CreateTime", True, True),
         ("CreateTime", True, False),
         ("CreateTime", True, False, '"f"', 9),
     ):
         assert _growth(_quiet(C.format_payload, *args, *extra)) < 4096, extra
+
+
+def _moved(exc: RecordDecodeError) -> RecordDecodeError:
+    """An iter_records `fix`: the error as its batch would say it."""
+    return RecordDecodeError(f"batch: {exc}", exc.position + 61)
 
 
 def test_format_records_error_paths_keep_nothing() -> None:

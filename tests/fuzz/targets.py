@@ -64,6 +64,7 @@ def check_records(data: bytes) -> None:
     py = _outcome(decode_records_py, *args)
     c = _outcome(C.decode_records, *args)
     assert c == py, (c, py)
+    _check_iter_records(C, args, py)
     _check_arrow_records(C, args, py)
     label = "LogAppendTime" if args[4] is not None else "CreateTime"
     checked = _outcome(C.format_payload, *args, label, False, True)
@@ -81,6 +82,24 @@ def check_records(data: bytes) -> None:
     name = json.dumps("f.log")
     lines = C.format_payload(*args, label, print_data, False, name, 77)
     assert lines.decode() == _python_record_json(records, label, print_data, 77)
+
+
+def _check_iter_records(C, args, py) -> None:
+    """iter_records: the records of decode_records one at a time, or those before the damage (what the
+    section up to their end decodes to) and then the same error."""
+    got = []
+    error = None
+    try:
+        for r in C.iter_records(*args):
+            got.append(r)
+    except RecordDecodeError as exc:
+        error = ("error", str(exc), exc.position)
+    if py[0] == "ok":
+        assert error is None and got == py[1], (error, got, py)
+        return
+    assert error == py, (error, py)
+    end = sum(r.size for r in got)
+    assert got == decode_records_py(args[0][:end], len(got), *args[2:]), got
 
 
 # ---- the records table's Arrow columns (arrow_records.c): the same records, or the same error and no row

@@ -52,6 +52,9 @@ configure(PyObject *module, PyObject *args)
 static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> list"},
+    {"iter_records", iter_records, METH_VARARGS,
+     "iter_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> iterator: "
+     "decode_records' records one at a time (its error when the damaged record is reached)"},
     {"record_stats", record_stats, METH_VARARGS,
      "record_stats(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> (records, "
      "min_timestamp or None): decode_records' count and smallest timestamp, no Record made"},

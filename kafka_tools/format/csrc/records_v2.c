@@ -219,37 +219,64 @@ header_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const 
     return headers;
 }
 
-static PyObject *
-record_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const record_t *rec)
+/* A Record's items, every one made (0), or none kept (-1, an exception set). */
+static int
+record_items(speedups_state *st, key_cache_t *kc, const unsigned char *p, const record_t *rec, PyObject *items[7])
 {
-    PyTypeObject *type = st->record_type;
+    items[0] = PyLong_FromLongLong(rec->offset);
+    items[1] = record_timestamp(kc, rec->timestamp);
+    items[2] = field_bytes(&rec->key);
+    items[3] = field_bytes(&rec->value);
+    items[4] = header_tuple(st, kc, p, rec);
+    items[5] = PyLong_FromLongLong(rec->sequence);
+    items[6] = PyLong_FromSsize_t(rec->end - rec->start);
+    for (int i = 0; i < 7; i++)
+        if (items[i] == NULL) {
+            for (int j = 0; j < 7; j++)
+                Py_XDECREF(items[j]);
+            return -1;
+        }
+    return 0;
+}
+
+/* A tuple subclass with nothing beyond its items (Record: __slots__ = ()): made as a tuple is,
+ * untracked, every item set after; tp_alloc would zero it and track it first. */
+static int
+plain_tuple_type(PyTypeObject *type)
+{
+    return type->tp_basicsize == PyTuple_Type.tp_basicsize && type->tp_itemsize == PyTuple_Type.tp_itemsize &&
+           type->tp_dictoffset == 0 && type->tp_weaklistoffset == 0;
+}
+
+/* A new Record holding `items` (their references taken), or NULL (then they are released). */
+static PyObject *
+record_of(PyTypeObject *type, PyObject *items[7])
+{
     PyObject *rec_obj;
-    if (type->tp_basicsize == PyTuple_Type.tp_basicsize && type->tp_itemsize == PyTuple_Type.tp_itemsize &&
-        type->tp_dictoffset == 0 && type->tp_weaklistoffset == 0) {
-        /* A tuple subclass with nothing beyond its items (Record: __slots__ = ()): made as a tuple is,
-         * untracked, every item set below; tp_alloc would zero it and track it first. */
+    if (plain_tuple_type(type))
         rec_obj = (PyObject *)PyObject_GC_NewVar(PyTupleObject, type, 7);
-    }
     else {
         rec_obj = type->tp_alloc(type, 7);
         if (rec_obj != NULL)
             PyObject_GC_UnTrack(rec_obj);
     }
-    if (rec_obj == NULL)
-        return NULL;
-    PyObject *items[7] = {PyLong_FromLongLong(rec->offset), record_timestamp(kc, rec->timestamp),
-                          field_bytes(&rec->key), field_bytes(&rec->value), header_tuple(st, kc, p, rec),
-                          PyLong_FromLongLong(rec->sequence), PyLong_FromSsize_t(rec->end - rec->start)};
-    int ok = 1;
-    for (int i = 0; i < 7; i++) {
-        ok = ok && items[i] != NULL;
-        PyTuple_SET_ITEM(rec_obj, i, items[i]); /* NULL items are skipped by the tuple's dealloc */
-    }
-    if (!ok) {
-        Py_DECREF(rec_obj);
+    if (rec_obj == NULL) {
+        for (int i = 0; i < 7; i++)
+            Py_DECREF(items[i]);
         return NULL;
     }
+    for (int i = 0; i < 7; i++)
+        PyTuple_SET_ITEM(rec_obj, i, items[i]);
     return rec_obj;
+}
+
+static PyObject *
+record_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const record_t *rec)
+{
+    PyObject *items[7];
+    if (record_items(st, kc, p, rec, items) < 0)
+        return NULL;
+    return record_of(st->record_type, items);
 }
 
 /* decode_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> list */
@@ -304,6 +331,167 @@ decode_records(PyObject *module, PyObject *args)
 done:
     PyBuffer_Release(&view);
     return out;
+}
+
+/* iter_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence[, fix])
+ *   -> iterator:
+ * decode_records' records one at a time, then its error where the list would have raised it (after the
+ * records before the damage), or the error fix(error) gives in its place (the batch's position). A loop that lets each record go before asking for the next keeps its
+ * memory in cache: the records are made as they are asked for, and the Record of two steps back is
+ * filled again in place when nothing else holds it (the loop's variable holds the last one while the
+ * next is made), as zip() does with its tuples; the bytes it held are freed and their blocks are the
+ * next ones made. Nothing can see the reuse: a Record with another reference is never touched. */
+typedef struct {
+    PyObject_HEAD
+    Py_buffer view; /* view.obj NULL: released (the walk ended or failed) */
+    PyObject *module; /* its state: the types to make and raise */
+    PyObject *fix;    /* NULL, or fix(error) -> the error to raise in its place */
+    records_t r;
+    key_cache_t kc;
+    PyObject *spare[2]; /* the last two Records made */
+    int turn;           /* the spare the next Record replaces */
+} record_iter_t;
+
+static PyObject *record_iter_type; /* made on first use; lives as long as the process */
+
+/* The exception being raised (its traceback dropped: it is raised again, fixed, from here). */
+static PyObject *
+raised_exception(void)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+}
+
+static void
+record_iter_stop(record_iter_t *it)
+{
+    if (it->view.obj != NULL)
+        PyBuffer_Release(&it->view);
+    key_cache_clear(&it->kc);
+    Py_CLEAR(it->spare[0]);
+    Py_CLEAR(it->spare[1]);
+}
+
+static void
+record_iter_dealloc(record_iter_t *it)
+{
+    PyTypeObject *type = Py_TYPE(it);
+    record_iter_stop(it);
+    Py_CLEAR(it->module);
+    Py_CLEAR(it->fix);
+    type->tp_free((PyObject *)it);
+    Py_DECREF(type);
+}
+
+static PyObject *
+record_iter_next(record_iter_t *it)
+{
+    if (it->view.obj == NULL)
+        return NULL;
+    speedups_state *st = configured_state(it->module);
+    if (st == NULL) {
+        record_iter_stop(it);
+        return NULL;
+    }
+    record_t rec;
+    int more = records_next(&it->r, &rec);
+    PyObject *items[7];
+    if (more > 0 && record_items(st, &it->kc, it->r.c.p, &rec, items) == 0) {
+        PyObject *rec_obj = it->spare[it->turn];
+        if (rec_obj != NULL && Py_REFCNT(rec_obj) == 1 && Py_TYPE(rec_obj) == st->record_type &&
+            plain_tuple_type(st->record_type)) {
+            PyObject *old[7];
+            for (int i = 0; i < 7; i++) {
+                old[i] = PyTuple_GET_ITEM(rec_obj, i);
+                PyTuple_SET_ITEM(rec_obj, i, items[i]);
+            }
+            for (int i = 0; i < 7; i++)
+                Py_DECREF(old[i]);
+        }
+        else {
+            rec_obj = record_of(st->record_type, items);
+            if (rec_obj == NULL) {
+                record_iter_stop(it);
+                return NULL;
+            }
+            Py_XSETREF(it->spare[it->turn], rec_obj);
+        }
+        it->turn ^= 1;
+        return Py_NewRef(rec_obj);
+    }
+    if (more < 0) {
+        records_raise(&it->r, st->decode_error);
+        PyObject *exc = it->fix != NULL && PyErr_ExceptionMatches(st->decode_error) ? raised_exception() : NULL;
+        if (exc != NULL) {
+            PyObject *fixed = PyObject_CallOneArg(it->fix, exc);
+            Py_DECREF(exc);
+            if (fixed != NULL) {
+                PyErr_SetObject((PyObject *)Py_TYPE(fixed), fixed);
+                Py_DECREF(fixed);
+            }
+        }
+    }
+    record_iter_stop(it); /* the end, an error, or a failed allocation (its exception set) */
+    return NULL;
+}
+
+static PyType_Slot record_iter_slots[] = {
+    {Py_tp_dealloc, record_iter_dealloc},
+    {Py_tp_iter, PyObject_SelfIter},
+    {Py_tp_iternext, record_iter_next},
+    {Py_tp_doc, "decode_records' records, one at a time (iter_records)"},
+    {0, NULL},
+};
+
+static PyType_Spec record_iter_spec = {
+    .name = "kafka_tools.format._speedups.RecordIterator",
+    .basicsize = sizeof(record_iter_t),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = record_iter_slots,
+};
+
+PyObject *
+iter_records(PyObject *module, PyObject *args)
+{
+    if (configured_state(module) == NULL)
+        return NULL;
+    if (record_iter_type == NULL && (record_iter_type = PyType_FromSpec(&record_iter_spec)) == NULL)
+        return NULL;
+    record_iter_t *it = PyObject_New(record_iter_t, (PyTypeObject *)record_iter_type);
+    if (it == NULL)
+        return NULL;
+    Py_INCREF(record_iter_type); /* an instance of a heap type holds its type */
+    memset((char *)it + sizeof(PyObject), 0, sizeof(record_iter_t) - sizeof(PyObject));
+    it->module = Py_NewRef(module);
+    batch_t b;
+    PyObject *rest;
+    if (records_args(args, &it->view, &b, &rest) < 0) {
+        it->view.obj = NULL;
+        Py_DECREF(it);
+        return NULL;
+    }
+    Py_ssize_t extra = PyTuple_GET_SIZE(rest);
+    if (extra == 1 && PyTuple_GET_ITEM(rest, 0) != Py_None)
+        it->fix = Py_NewRef(PyTuple_GET_ITEM(rest, 0));
+    Py_DECREF(rest);
+    if (extra > 1) {
+        PyBuffer_Release(&it->view);
+        PyErr_Format(PyExc_TypeError, "iter_records() takes at most 7 arguments (%zd given)", 6 + extra);
+        Py_DECREF(it);
+        return NULL;
+    }
+    if (it->view.obj == NULL) { /* a buffer with no owner: hold nothing that could go away */
+        PyBuffer_Release(&it->view);
+        PyErr_SetString(PyExc_TypeError, "iter_records() needs a buffer with an owner");
+        Py_DECREF(it);
+        return NULL;
+    }
+    records_open(&it->r, (const unsigned char *)it->view.buf, it->view.len, &b);
+    return (PyObject *)it;
 }
 
 /* record_stats(data, count, base_offset, base_timestamp, log_append_time, base_sequence)

@@ -174,6 +174,7 @@ int parse_batch(PyObject *log_append_obj, batch_t *b);
 int records_args(PyObject *args, Py_buffer *view, batch_t *b, PyObject **rest);
 
 PyObject *decode_records(PyObject *module, PyObject *args);
+PyObject *iter_records(PyObject *module, PyObject *args);
 PyObject *record_stats(PyObject *module, PyObject *args);
 PyObject *slot_fields(PyObject *module, PyObject *cls);
 

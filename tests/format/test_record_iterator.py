@@ -1,0 +1,159 @@
+"""`iter_records`, the records of a batch one at a time: the records `records()` gives, in order, on
+every batch (compressed or not); on a damaged section the records before the damage, then the error
+`records()` raises (text and file position); and a record a caller keeps is never changed by the ones
+made after it (the C iterator refills a Record in place only when nothing else holds it)."""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafka_tools.format import accel
+from kafka_tools.format import record_batch as rb
+from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, decode_records_py
+from kafka_tools.format.segment import iter_log_entries
+from tests.format.test_decoder_vs_kafka_python import SEGMENTS
+from tests.independent import FIXTURES
+from tests.support import hostile
+
+pytestmark = pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built")
+
+V2_SEGMENTS = sorted((FIXTURES / "generated" / "v2").glob("*/*.log"))
+
+
+def _batches():
+    for path in [*V2_SEGMENTS, *SEGMENTS]:
+        for entry in iter_log_entries(path):
+            if isinstance(entry, RecordBatch):
+                yield entry
+
+
+def _iterated(fn, *args) -> tuple:
+    """(records yielded, the error's (text, position) or None)."""
+    got = []
+    try:
+        for r in fn(*args):
+            got.append(r)
+    except RecordDecodeError as exc:
+        return got, (str(exc), exc.position)
+    return got, None
+
+
+def _outcome(fn, *args) -> tuple:
+    try:
+        return fn(*args), None
+    except RecordDecodeError as exc:
+        return None, (str(exc), exc.position)
+
+
+def test_every_real_batch_gives_the_records_of_records() -> None:
+    codecs = set()
+    for batch in _batches():
+        want = batch.records()
+        assert list(batch.iter_records()) == want
+        kept = [r for r in batch.iter_records()]  # every record kept: none refilled under the caller
+        assert kept == want
+        codecs.add(batch.codec)
+    assert codecs >= {0, 1, 2, 3, 4}, codecs  # the fixtures hold every codec
+
+
+def test_records_kept_while_iterating_never_change() -> None:
+    section = b"".join(hostile.v2_record(offset_delta=i, key=b"k%d" % i, value=b"v" * i) for i in range(50))
+    want = decode_records_py(section, 50, 1000, 5, None, -1)
+    for keep_every in (1, 2, 3, 7):
+        kept = []
+        seen = []
+        for i, r in enumerate(accel.C.iter_records(section, 50, 1000, 5, None, -1)):
+            seen.append((r.offset, r.key, r.value))  # fields kept, the record let go
+            if i % keep_every == 0:
+                kept.append(r)
+            gc.collect()
+        assert seen == [(r.offset, r.key, r.value) for r in want]
+        assert kept == want[::keep_every]
+
+
+def test_a_record_let_go_is_refilled_and_reads_as_the_next() -> None:
+    section = b"".join(hostile.v2_record(offset_delta=i, key=b"k%d" % i) for i in range(6))
+    ids = []
+    for r in accel.C.iter_records(section, 6, 0, 0, None, -1):
+        ids.append(id(r))
+        assert r.key == b"k%d" % r.offset and r.size == len(hostile.v2_record(key=b"k0"))
+    assert len(set(ids)) <= 3  # two Records take turns once the loop lets each go
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=300), st.integers(min_value=0, max_value=2**31 - 1), st.sampled_from([None, 5]))
+def test_c_iterator_and_python_agree_on_garbage(data: bytes, count: int, log_append: int | None) -> None:
+    args = (data, count, 100, 1_700_000_000_000, log_append, 7)
+    records, error = _iterated(accel.C.iter_records, *args)
+    want, want_error = _outcome(decode_records_py, *args)
+    assert error == want_error
+    if error is None:
+        assert records == want
+    else:  # the records before the damage: what the section up to their end decodes to
+        assert len(records) <= count
+        end = sum(r.size for r in records)
+        assert records == decode_records_py(data[:end], len(records), *args[2:])
+
+
+def _three() -> bytes:
+    return b"".join(hostile.v2_record(offset_delta=i, key=b"k") for i in range(3))
+
+
+@pytest.mark.parametrize(
+    ("section", "count", "before"),
+    [
+        (_three() + b"\x02", 4, 3),  # a record cut short after three good ones
+        (_three() + b"\x00", 3, 3),  # a stray byte after the last record
+        (hostile.v2_record(tail=hostile.zigzag(2**62)), 1, 0),  # an impossible header count
+        (b"\xff" * 11, 1, 0),  # a varint longer than 10 bytes
+    ],
+)
+def test_a_damaged_batch_gives_the_records_before_it_then_the_error_of_records(
+    section: bytes, count: int, before: int
+) -> None:
+    for attributes in (0, 1):  # uncompressed; gzip (the error said to be inside the payload)
+        payload = gzip.compress(section) if attributes else section
+        data = hostile.v2_batch(payload, count, 40, attributes=attributes)
+        (batch,) = list(_entries_of(data))
+        with pytest.raises(RecordDecodeError) as whole:
+            batch.records()
+        got, error = _iterated(batch.iter_records)
+        assert error == (str(whole.value), whole.value.position)
+        assert [r.offset for r in got] == list(range(40, 40 + before))
+
+
+def _entries_of(data: bytes):
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "00000000000000000000.log"
+        path.write_bytes(data)
+        yield from iter_log_entries(path)
+
+
+def test_pure_python_iter_records_is_records(monkeypatch) -> None:
+    batches = list(_batches())
+    monkeypatch.setattr(accel, "C", None)
+    for batch in batches:
+        assert list(batch.iter_records()) == batch.records()
+
+
+def test_every_entry_kind_iterates_its_records() -> None:
+    legacy = sorted((FIXTURES / "generated").glob("v[01]/*/*.log"))
+    assert legacy
+    for path in legacy:
+        for entry in iter_log_entries(path):
+            assert list(entry.iter_records()) == entry.records()
+
+
+def test_wrong_arguments_are_refused() -> None:
+    with pytest.raises(TypeError):
+        accel.C.iter_records(b"", 0, 0, 0, None)
+    with pytest.raises(TypeError):
+        accel.C.iter_records(b"", 0, 0, 0, None, -1, None, None)
+    assert list(accel.C.iter_records(b"", 0, 0, 0, None, -1, None)) == []
