@@ -253,8 +253,13 @@ static PyObject *
 record_of(PyTypeObject *type, PyObject *items[7])
 {
     PyObject *rec_obj;
-    if (plain_tuple_type(type))
+    if (plain_tuple_type(type)) {
         rec_obj = (PyObject *)PyObject_GC_NewVar(PyTupleObject, type, 7);
+#if PY_VERSION_HEX >= 0x030E0000
+        if (rec_obj != NULL)
+            ((PyTupleObject *)rec_obj)->ob_hash = -1; /* no hash cached yet */
+#endif
+    }
     else {
         rec_obj = type->tp_alloc(type, 7);
         if (rec_obj != NULL)
@@ -354,6 +359,10 @@ typedef struct {
 
 static PyObject *record_iter_type; /* made on first use; lives as long as the process */
 
+/* A tuple caches its hash from Python 3.14 on: a Record hashed (in a set, say) and let go would keep
+ * the hash of what it held. There every Record is a new one. */
+#define REFILL_RECORDS (PY_VERSION_HEX < 0x030E0000)
+
 /* The exception being raised (its traceback dropped: it is raised again, fixed, from here). */
 static PyObject *
 raised_exception(void)
@@ -402,7 +411,7 @@ record_iter_next(record_iter_t *it)
     PyObject *items[7];
     if (more > 0 && record_items(st, &it->kc, it->r.c.p, &rec, items) == 0) {
         PyObject *rec_obj = it->spare[it->turn];
-        if (rec_obj != NULL && Py_REFCNT(rec_obj) == 1 && Py_TYPE(rec_obj) == st->record_type &&
+        if (REFILL_RECORDS && rec_obj != NULL && Py_REFCNT(rec_obj) == 1 && Py_TYPE(rec_obj) == st->record_type &&
             plain_tuple_type(st->record_type)) {
             PyObject *old[7];
             for (int i = 0; i < 7; i++) {
