@@ -395,11 +395,15 @@ def _unlz4(data: bytes | memoryview, limit: int) -> bytes | bytearray:
     """Independent blocks (what Kafka writes) decompressed in place into one bytearray, with room for
     the most each block can hold, trimmed after; linked blocks, a payload whose room would pass
     `limit`, or no cramjam: the blocks one by one, joined (which applies the cap exactly)."""
+    whole = _lz4_one_frame(data, limit)
+    if whole is not None:
+        return whole
     cramjam = _cramjam()
     blocks = list(_lz4_blocks(memoryview(data)))
-    if cramjam is None or not all(b.independent for b in blocks) or sum(map(_lz4_room, blocks)) > limit:
+    room = sum(map(_lz4_room, blocks))
+    if cramjam is None or not all(b.independent for b in blocks) or room > limit:
         return _joined(Codec.LZ4, bytes(data), limit)
-    out = bytearray(sum(map(_lz4_room, blocks)))
+    out = bytearray(room)
     into = memoryview(out)
     pos = 0
     for block in blocks:
@@ -415,6 +419,38 @@ def _unlz4(data: bytes | memoryview, limit: int) -> bytes | bytearray:
     into.release()
     del out[pos:]
     return out
+
+
+_lz4_frame_module: list = []
+
+
+def _lz4_one_frame(data: bytes | memoryview, limit: int) -> bytes | None:
+    """What producers write (one frame taking the whole payload), in one call of the lz4 package's
+    frame decoder when it is installed: it writes into the bytes it returns (no zeroed buffer, no
+    trimming, no frame parsed in Python), about a third faster than block by block. Taken only when
+    its output is bounded by `limit`: the content size the frame states (allocated up front), or else
+    what the payload's length can decode to (a block of n bytes gives 255 n + 64 at most). Anything
+    else, or a frame it refuses (a checksum it checks, the descriptor checksum of Kafka before 0.10:
+    KAFKA-3160), or one that ends before the payload does: None, and the blocks are decoded one by one."""
+    if not _lz4_frame_module:
+        try:
+            import lz4.frame as frame_module
+        except ImportError:
+            frame_module = None
+        _lz4_frame_module.append(frame_module)
+    frame_module = _lz4_frame_module[0]
+    if frame_module is None or len(data) < 7 or data[:4] != b"\x04\x22\x4d\x18":
+        return None
+    if data[4] & 0x08:
+        if len(data) < 14 or struct.unpack_from("<Q", data, 6)[0] > limit:
+            return None
+    elif 270 * len(data) > limit:
+        return None
+    try:
+        out, used = frame_module.decompress(data, return_bytes_read=True)
+    except Exception:  # RuntimeError for a bad frame; anything else goes the block-by-block way too
+        return None
+    return out if used == len(data) and len(out) <= limit else None
 
 
 _zstd_local = threading.local()

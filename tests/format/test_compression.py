@@ -170,3 +170,47 @@ def test_a_broken_gzip_stream_says_the_same_with_or_without_isal(fast: bool, mon
     ):
         decompress(Codec.GZIP, bytes(bad))
     assert decompress(Codec.GZIP, gzip.compress(DATA)) == DATA
+
+
+def _lz4_outcome(payload: bytes, limit: int = compression.MAX_DECOMPRESSED):
+    try:
+        return bytes(decompress_buffer(Codec.LZ4, payload, limit))
+    except DecompressionError as exc:
+        return str(exc)
+
+
+def _with_size(frame: bytes, size: int) -> bytes:
+    """A sized frame (store_size) with its content size made `size` (the descriptor checksum, which
+    the block-by-block reader does not check, left as it was)."""
+    return frame[:6] + struct.pack("<Q", size) + frame[14:]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        lz4.frame.compress(DATA, block_linked=False),  # what Kafka writes
+        lz4.frame.compress(DATA, block_linked=False, store_size=True),  # what kafka-python writes
+        lz4.frame.compress(DATA[:5000]) + lz4.frame.compress(DATA[5000:]),  # two frames: both read
+        lz4.frame.compress(DATA) + b"\x50\x2a\x4d\x18\x04\x00\x00\x00abcd",  # a skippable frame after
+        _with_size(lz4.frame.compress(DATA, store_size=True), len(DATA) + 1),  # a size that lies
+        _with_size(lz4.frame.compress(DATA, store_size=True), 2**62),  # a size past any cap
+        lz4.frame.compress(b""),
+    ],
+    ids=["kafka", "sized", "two-frames", "skippable-after", "lying-size", "huge-size", "empty"],
+)
+def test_lz4_in_one_call_gives_what_the_blocks_give(payload: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lz4 package's frame decoder, when it takes a payload, gives the bytes (or the error) that
+    the block-by-block reader gives; it never takes one whose output could pass the cap."""
+    fast = _lz4_outcome(payload)
+    small = _lz4_outcome(payload, limit=len(DATA) // 2)
+    monkeypatch.setattr(compression, "_lz4_frame_module", [None])
+    assert fast == _lz4_outcome(payload)
+    assert small == _lz4_outcome(payload, limit=len(DATA) // 2)
+
+
+def test_lz4_in_one_call_is_taken_for_what_producers_write() -> None:
+    for payload in (lz4.frame.compress(DATA), lz4.frame.compress(DATA, store_size=False)):
+        assert compression._lz4_one_frame(payload, compression.MAX_DECOMPRESSED) == DATA
+    huge = _with_size(lz4.frame.compress(DATA, store_size=True), 2**40)
+    assert compression._lz4_one_frame(huge, compression.MAX_DECOMPRESSED) is None  # never allocated
+    assert compression._lz4_one_frame(lz4.frame.compress(DATA), len(DATA) - 1) is None
