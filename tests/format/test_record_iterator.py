@@ -157,3 +157,18 @@ def test_wrong_arguments_are_refused() -> None:
     with pytest.raises(TypeError):
         accel.C.iter_records(b"", 0, 0, 0, None, -1, None, None)
     assert list(accel.C.iter_records(b"", 0, 0, 0, None, -1, None)) == []
+
+
+def test_an_error_fix_that_asks_for_more_records_gets_none() -> None:
+    section = hostile.v2_record(key=b"k") + b"\x02"  # one good record, then one cut short
+    asked = []
+
+    def fix(exc: RecordDecodeError) -> RecordDecodeError:
+        asked.append(next(it, "none"))  # the walk has stopped: no record, no second error
+        return RecordDecodeError(f"fixed: {exc}", exc.position + 1000)
+
+    it = accel.C.iter_records(section, 2, 0, 0, None, -1, fix)
+    got, error = _iterated(lambda: it)
+    assert len(got) == 1 and asked == ["none"]
+    assert error is not None and error[0].startswith("fixed: record 1: ") and error[1] >= 1000
+    assert list(it) == []

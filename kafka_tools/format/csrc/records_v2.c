@@ -432,19 +432,19 @@ record_iter_next(record_iter_t *it)
         it->turn ^= 1;
         return Py_NewRef(rec_obj);
     }
-    if (more < 0) {
+    if (more < 0)
         records_raise(&it->r, st->decode_error);
-        PyObject *exc = it->fix != NULL && PyErr_ExceptionMatches(st->decode_error) ? raised_exception() : NULL;
-        if (exc != NULL) {
-            PyObject *fixed = PyObject_CallOneArg(it->fix, exc);
-            Py_DECREF(exc);
-            if (fixed != NULL) {
-                PyErr_SetObject((PyObject *)Py_TYPE(fixed), fixed);
-                Py_DECREF(fixed);
-            }
+    record_iter_stop(it); /* the end, an error, or a failed allocation (its exception set) */
+    /* stopped first: a `fix` that asks for another record gets none */
+    PyObject *exc = it->fix != NULL && PyErr_ExceptionMatches(st->decode_error) ? raised_exception() : NULL;
+    if (exc != NULL) {
+        PyObject *fixed = PyObject_CallOneArg(it->fix, exc);
+        Py_DECREF(exc);
+        if (fixed != NULL) {
+            PyErr_SetObject((PyObject *)Py_TYPE(fixed), fixed);
+            Py_DECREF(fixed);
         }
     }
-    record_iter_stop(it); /* the end, an error, or a failed allocation (its exception set) */
     return NULL;
 }
 
