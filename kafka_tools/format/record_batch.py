@@ -192,7 +192,18 @@ class RecordBatch(CodecAndCrc):
         fn = accel.fast("iter_records")
         if fn is None:
             return iter(self.records(limit))
-        return fn(*self._decode_args(self._section(limit)), self.payload_error)
+        attributes = self.attributes  # read once: this runs once a batch, before its records
+        data = self._section(limit) if attributes & CODEC_MASK else self.payload
+        log_append = self.max_timestamp if attributes & TIMESTAMP_TYPE_MASK else None
+        return fn(
+            data,
+            self.records_count,
+            self.base_offset,
+            self.base_timestamp,
+            log_append,
+            self.base_sequence,
+            self.payload_error,
+        )
 
     def _section(self, limit: int | None) -> bytes | bytearray | memoryview:
         """The records section, decompressed when the batch is."""
