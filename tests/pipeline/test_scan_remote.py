@@ -1,0 +1,164 @@
+"""`ktool scan` of URIs on a real standalone cluster (a master and a worker started from the pyspark
+install): segments read by Spark (`remote.RemoteFiles`, the road of hdfs:// and s3a:// inputs, whose
+workers share no filesystem with the driver), their tables the same, row for row, as the in-process
+scan of the same files by path; and built on the Arrow road — Spark's `binaryFile` source into
+`mapInArrow`, the `records` rows made in C — never as pickled Python rows (the plans in Spark's
+event log say which road a table took).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafka_tools.pipeline import ScanOptions, plan_scan
+from kafka_tools.pipeline.local import answer_in_process, scan_in_process
+from kafka_tools.pipeline.questions import make_question
+from tests.independent import FIXTURES, REALWORLD, ROOT
+
+GENERATED = FIXTURES / "generated"
+PATHS = [GENERATED / d for d in ("v0", "v1", "v2", "kafka07", "corrupt")] + [
+    FIXTURES / "kafka-0.9.0.1/logdir"
+]
+PATHS += [REALWORLD / "kafka-2.x-logdir"] if (REALWORLD / "kafka-2.x-logdir").is_dir() else []
+# The driver, in a fresh interpreter (so that a session of this one's tests cannot be reused): URIs
+# are planned as the CLI plans hdfs:// ones (`plan_remote`; the CLI reads a file:// URI as a path).
+_DRIVER = """
+import json, sys
+from kafka_tools.pipeline import ScanOptions
+from kafka_tools.pipeline.job import run_questions, run_scan
+from kafka_tools.pipeline.questions import make_question
+from kafka_tools.pipeline.remote import plan_remote
+from kafka_tools.pipeline.session import SparkSettings, start
+
+asked = json.loads(sys.argv[1])
+handle = start(SparkSettings(master=asked["master"], conf=asked["conf"]))
+plan = plan_remote(handle.spark, asked["uris"])
+if "question" in asked:
+    question = make_question(*asked["question"])
+    answer = run_questions(handle.spark, plan, question, ScanOptions(), asked["limit"])
+    got = {"matches": answer.matches, "batches": answer.batches, "decoded": answer.batches_decoded}
+else:
+    result = run_scan(handle.spark, plan, ScanOptions(out=asked["out"], records=True))
+    got = {"decoders": result.decoders, "rows": {t.name: t.rows for t in result.tables}}
+handle.spark.stop()
+print(json.dumps({"master": handle.master, **got}, default=repr))
+"""
+
+pytestmark = pytest.mark.spark  # a standalone cluster, and ktool on it in a subprocess
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        if os.environ.get("CI"):
+            pytest.fail("java is not installed (prerequisites must be installed in CI)", pytrace=False)
+        pytest.skip("java is not installed")
+    from tests.support.spark_cluster import StandaloneCluster
+
+    with StandaloneCluster(workers=1, cores=2) as c:
+        yield c
+
+
+def _uris() -> list[str]:
+    return [f"file://{p.resolve()}" for p in PATHS]
+
+
+def _on_cluster(cluster, events: Path, **asked) -> dict:
+    """The driver above over the fixtures' URIs on `cluster`, Spark's event log (the plans of its
+    jobs) written under `events`; what it printed."""
+    events.mkdir()
+    conf = {
+        "spark.pyspark.python": sys.executable,
+        "spark.executor.memory": "512m",
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": f"file://{events}",
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.rolling.enabled": "false",
+    }
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", "PYSPARK_PYTHON")}
+    env["PYTHONPATH"] = str(ROOT)
+    asked = {"master": cluster.url, "conf": conf, "uris": _uris(), **asked}
+    proc = subprocess.run(
+        [sys.executable, "-c", _DRIVER, json.dumps(asked)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def _plans(events: Path) -> list[str]:
+    """The physical plans of the SQL executions Spark's event log holds."""
+    plans = []
+    for log in events.iterdir():  # one file (not rolled, not compressed)
+        for line in log.read_text().splitlines():
+            event = json.loads(line)
+            if event.get("Event", "").endswith("SparkListenerSQLExecutionStart"):
+                plans.append(event["physicalPlanDescription"])
+    return plans
+
+
+def _arrow_road(plan: str) -> bool:
+    """Segments read by the binaryFile source, rows made by Python as Arrow batches; no Python rows
+    (an RDD of pickled rows shows as `Scan ExistingRDD`)."""
+    return "MapInArrow" in plan and "binaryFile" in plan and "ExistingRDD" not in plan
+
+
+def _rows(directory: Path) -> list[dict]:
+    """A table's rows, `file` as a path (a URI's `file:` dropped), in one order (any total order: the
+    lists are compared as multisets)."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(directory).to_pylist()
+    for row in rows:
+        row["file"] = row["file"].removeprefix("file:")
+    return sorted(rows, key=repr)
+
+
+def test_records_and_batches_tables_of_uris_are_the_in_process_ones(cluster, tmp_path: Path) -> None:
+    out = tmp_path / "remote"
+    got = _on_cluster(cluster, tmp_path / "events", out=str(out))
+    assert got["master"] == cluster.url and got["decoders"] == ["the C extension"]
+
+    local = tmp_path / "local"
+    plan = plan_scan([p.resolve() for p in PATHS])
+    expected = scan_in_process(plan, ScanOptions(out=str(local), records=True))
+    for name in ("records", "batches"):
+        mine, theirs = _rows(out / name), _rows(local / name)
+        assert len(mine) == len(theirs) == got["rows"][name] > 0, name
+        assert mine == theirs, name
+    records = _rows(out / "records")
+    assert len(records) == sum(p.records for p in expected.partitions)
+    assert any(r["headers"] for r in records)  # v2 headers came through
+    # Both tables' jobs took the Arrow road (the records table: its rows made in C).
+    writes = [p for p in _plans(tmp_path / "events") if "/records, " in p or "/batches, " in p]
+    assert len(writes) == 2 and all(_arrow_road(p) for p in writes), writes
+
+
+def test_a_question_over_uris_is_answered_as_in_process(cluster, tmp_path: Path) -> None:
+    """`--key-regex` (Python's `re` over the distinct keys) with a time window: the matches and the
+    counts of the in-process answer over the same files by path."""
+    asked = [[], "consumer|[0-9]$", None, None, None, "9999999999999", []]
+    got = _on_cluster(cluster, tmp_path / "events", question=asked, limit=100000)
+    assert got["master"] == cluster.url
+
+    question = make_question(*asked)
+    answer = answer_in_process(plan_scan([p.resolve() for p in PATHS]), question, ScanOptions(), 100000)
+    expected = json.loads(json.dumps(answer.matches, default=repr))
+    for match in got["matches"]:
+        match["file"] = match["file"].removeprefix("file:")
+    assert len(got["matches"]) == len(expected) > 10
+    assert got["matches"] == expected
+    assert (got["batches"], got["decoded"]) == (answer.batches, answer.batches_decoded)
+    plans = _plans(tmp_path / "events")
+    assert plans and all(_arrow_road(p) for p in plans), plans
