@@ -160,17 +160,19 @@ class RemoteFiles(SegmentSource):
             from kafka_tools.pipeline import tables as t
             from kafka_tools.pipeline.remote import _normal, local_copy
 
-            for files in file_batches:
-                uris, contents = files.column(0), files.column(1)
-                for i in range(files.num_rows):  # one segment at a time: its bytes, then its batches
-                    spec = specs.value[lookup.value[_normal(uris[i].as_py())]]
-                    with local_copy([spec], [contents[i].as_buffer()]) as (local,):
-                        for cols in produce(local, 0, None):
+            for files in file_batches:  # at most one input split's segments (or one larger segment)
+                named = [specs.value[lookup.value[_normal(uri)]] for uri in files.column(0).to_pylist()]
+                contents = [files.column(1)[i].as_buffer() for i in range(files.num_rows)]
+                del files
+                with local_copy(named, contents) as local:
+                    contents.clear()  # on disk now: while they are decoded, only their batches in memory
+                    for spec in local:
+                        for cols in produce(spec, 0, None):
                             if isinstance(cols, dict):  # column lists; else an Arrow batch made in C
                                 cols = t.arrow_batch(columns, cols, constants=spec.where)
                             yield cols
-                    if scanned is not None:
-                        scanned.add(spec.size)
+                        if scanned is not None:
+                            scanned.add(spec.size)
 
         frame = self._contents(list(range(len(self.plan.segments))))
         return frame.mapInArrow(run, tables.spark_ddl(columns))
