@@ -6,8 +6,9 @@ Spark's `binaryFile` source (one row per file, no byte ranges: a segment is at m
 to Python as an Arrow buffer, write it to a local temporary file and run the same task functions as
 for local paths; their rows reach Spark as Arrow batches (`mapInArrow`), the `records` and question
 tables built in C (pipeline/record_columns.py), at most `tasks.CHUNK_ROWS` rows or `CHUNK_BYTES` a
-batch: a task holds the bytes of the segment it decodes (at most one Spark input split of small
-segments), never a Python object per record.
+batch. An executor's Python holds the bytes of at most one segment, or of small ones up to
+`BATCH_BYTES` together, until they are on its disk, then only the batches it builds: never a Python
+object per record.
 
 What differs from local paths: each segment is checked as `ktool validate FILE` checks a segment given
 on its own. The checks that need the files beside it (its `.index`/`.timeindex`, the continuity of a
@@ -33,6 +34,9 @@ from kafka_tools.pipeline.offsets_replay import OffsetsSegment
 from kafka_tools.pipeline.plan import ScanOptions, ScanPlan
 from kafka_tools.pipeline.sources import SegmentSource
 from kafka_tools.pipeline.tasks import SegmentSpec, with_path
+
+BATCH_BYTES_CONF = "spark.sql.execution.arrow.maxBytesPerBatch"
+BATCH_BYTES = 32 * 1024 * 1024  # segment bytes a task's Python is handed at once (but a whole segment)
 
 
 def is_remote(path: str) -> bool:
@@ -103,19 +107,22 @@ def plan_remote(spark, uris: list[str]) -> ScanPlan:
 @contextmanager
 def local_copy(specs: list[SegmentSpec], contents: list) -> Iterator[list[SegmentSpec]]:
     """The segments (`contents`: bytes or Arrow buffers) written to a temporary directory (each under
-    its partition directory's name, as the decoder expects), the specs pointing there; removed
-    afterwards."""
+    its partition directory's name, as the decoder expects, in a folder of its own: two log dirs may
+    hold the same partition), the specs pointing there; removed afterwards. Nothing of `contents` is
+    kept: emptied by the caller, their memory is free."""
     directory = tempfile.mkdtemp(prefix="ktool-scan-")
     try:
         local = []
-        for spec, data in zip(specs, contents, strict=True):
+        for i, spec in enumerate(specs):
             parent, _, name = spec.file.rpartition("/")
-            folder = os.path.join(directory, parent.rpartition("/")[2] or "segments")
-            os.makedirs(folder, exist_ok=True)
+            folder = os.path.join(directory, str(i), parent.rpartition("/")[2] or "segments")
+            os.makedirs(folder)
             path = os.path.join(folder, name)
             with open(path, "wb") as f:
-                f.write(data)
+                f.write(contents[i])
             local.append(with_path(spec, path))
+        if len(local) != len(contents):
+            raise ValueError(f"{len(specs)} segments, {len(contents)} contents")
         yield local
     finally:
         shutil.rmtree(directory, ignore_errors=True)
@@ -129,7 +136,7 @@ def _rows(columns, chunks) -> Iterator[tuple]:
 
 
 class RemoteFiles(SegmentSource):
-    """The stages of `job.run_scan` over segments read with `binaryFiles`, one whole file a record."""
+    """The stages of `job.run_scan` over segments Spark reads, one whole file a row (`_contents`)."""
 
     arrow_batches = True  # the task functions' Arrow batches (record_columns, question_columns) go to Spark
 
@@ -141,6 +148,11 @@ class RemoteFiles(SegmentSource):
         self.specs = self.sc.broadcast(plan.segments)
         self.lookup = self.sc.broadcast({_normal(s.file): i for i, s in enumerate(plan.segments)})
         self.tasks = 0
+        # A task's Python gets its files in Arrow batches of at most this many bytes (one larger
+        # segment alone); unless the session was started with a limit of its own.
+        self.batch_bytes_set = not self.sc.getConf().contains(BATCH_BYTES_CONF)
+        if self.batch_bytes_set:
+            spark.conf.set(BATCH_BYTES_CONF, str(BATCH_BYTES))
 
     def _files(self, indexes: list[int]):
         uris = ",".join(self.plan.segments[i].file for i in indexes)
@@ -160,7 +172,7 @@ class RemoteFiles(SegmentSource):
             from kafka_tools.pipeline import tables as t
             from kafka_tools.pipeline.remote import _normal, local_copy
 
-            for files in file_batches:  # at most one input split's segments (or one larger segment)
+            for files in file_batches:  # segments of at most BATCH_BYTES together, or one larger one
                 named = [specs.value[lookup.value[_normal(uri)]] for uri in files.column(0).to_pylist()]
                 contents = [files.column(1)[i].as_buffer() for i in range(files.num_rows)]
                 del files
@@ -234,3 +246,5 @@ class RemoteFiles(SegmentSource):
     def close(self) -> None:
         self.specs.destroy()
         self.lookup.destroy()
+        if self.batch_bytes_set:
+            self.spark.conf.unset(BATCH_BYTES_CONF)

@@ -71,11 +71,11 @@ def _uris() -> list[str]:
     return [f"file://{p.resolve()}" for p in PATHS]
 
 
-def _on_cluster(cluster, events: Path, **asked) -> dict:
+def _on_cluster(cluster, events: Path, conf: dict | None = None, **asked) -> dict:
     """The driver above over the fixtures' URIs on `cluster`, Spark's event log (the plans of its
     jobs) written under `events`; what it printed."""
     events.mkdir()
-    conf = {
+    conf = (conf or {}) | {
         "spark.pyspark.python": sys.executable,
         "spark.executor.memory": "512m",
         "spark.eventLog.enabled": "true",
@@ -126,8 +126,11 @@ def _rows(directory: Path) -> list[dict]:
 
 
 def test_records_and_batches_tables_of_uris_are_the_in_process_ones(cluster, tmp_path: Path) -> None:
+    """Every segment in one task, one Arrow batch of files (Spark's input split as large as the input):
+    the same partition's name in several log dirs (gzip-0 of v2 and of Kafka 0.9) side by side."""
     out = tmp_path / "remote"
-    got = _on_cluster(cluster, tmp_path / "events", out=str(out))
+    one_split = {"spark.sql.files.minPartitionNum": "1"}
+    got = _on_cluster(cluster, tmp_path / "events", conf=one_split, out=str(out))
     assert got["master"] == cluster.url and got["decoders"] == ["the C extension"]
 
     local = tmp_path / "local"
@@ -162,3 +165,15 @@ def test_a_question_over_uris_is_answered_as_in_process(cluster, tmp_path: Path)
     assert (got["batches"], got["decoded"]) == (answer.batches, answer.batches_decoded)
     plans = _plans(tmp_path / "events")
     assert plans and all(_arrow_road(p) for p in plans), plans
+
+
+def test_local_copies_of_one_partition_from_two_log_dirs_stay_apart(tmp_path: Path) -> None:
+    from kafka_tools.pipeline.remote import local_copy
+    from kafka_tools.pipeline.tasks import SegmentSpec
+
+    specs = [SegmentSpec(f"hdfs://nn/{d}/gzip-0/00000000000000000000.log", "", "gzip", 0, 0, 1) for d in "ab"]
+    with local_copy(specs, [b"a", memoryview(b"b")]) as local:
+        assert [Path(s.path).read_bytes() for s in local] == [b"a", b"b"]
+        assert [Path(s.path).parent.name for s in local] == ["gzip-0", "gzip-0"]
+        assert [s.file for s in local] == [s.file for s in specs]
+    assert not any(Path(s.path).exists() for s in local)
