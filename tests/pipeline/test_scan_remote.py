@@ -1,7 +1,8 @@
 """`ktool scan` of URIs on a real standalone cluster (a master and a worker started from the pyspark
 install): segments read by Spark (`remote.RemoteFiles`, the road of hdfs:// and s3a:// inputs, whose
 workers share no filesystem with the driver), their tables the same, row for row, as the in-process
-scan of the same files by path; and built on the Arrow road — Spark's `binaryFile` source into
+scan of the same files by path (records, batches, KRaft metadata, offsets; a question's matches); and
+the segments' tables built on the Arrow road — Spark's `binaryFile` source into
 `mapInArrow`, the `records` rows made in C — never as pickled Python rows (the plans in Spark's
 event log say which road a table took).
 """
@@ -26,7 +27,7 @@ GENERATED = FIXTURES / "generated"
 PATHS = [GENERATED / d for d in ("v0", "v1", "v2", "kafka07", "corrupt")] + [
     FIXTURES / "kafka-0.9.0.1/logdir"
 ]
-PATHS += [REALWORLD / "kafka-2.x-logdir"] if (REALWORLD / "kafka-2.x-logdir").is_dir() else []
+PATHS += [REALWORLD / d for d in ("kafka-2.x-logdir", "kraft") if (REALWORLD / d).is_dir()]
 # The driver, in a fresh interpreter (so that a session of this one's tests cannot be reused): URIs
 # are planned as the CLI plans hdfs:// ones (`plan_remote`; the CLI reads a file:// URI as a path).
 _DRIVER = """
@@ -45,7 +46,8 @@ if "question" in asked:
     answer = run_questions(handle.spark, plan, question, ScanOptions(), asked["limit"])
     got = {"matches": answer.matches, "batches": answer.batches, "decoded": answer.batches_decoded}
 else:
-    result = run_scan(handle.spark, plan, ScanOptions(out=asked["out"], records=True))
+    options = ScanOptions(out=asked["out"], records=True, cluster_metadata=True, offsets_topic=True)
+    result = run_scan(handle.spark, plan, options)
     got = {"decoders": result.decoders, "rows": {t.name: t.rows for t in result.tables}}
 handle.spark.stop()
 print(json.dumps({"master": handle.master, **got}, default=repr))
@@ -125,7 +127,7 @@ def _rows(directory: Path) -> list[dict]:
     return sorted(rows, key=repr)
 
 
-def test_records_and_batches_tables_of_uris_are_the_in_process_ones(cluster, tmp_path: Path) -> None:
+def test_tables_of_uris_are_the_in_process_ones(cluster, tmp_path: Path) -> None:
     """Every segment in one task, one Arrow batch of files (Spark's input split as large as the input):
     the same partition's name in several log dirs (gzip-0 of v2 and of Kafka 0.9) side by side."""
     out = tmp_path / "remote"
@@ -135,17 +137,20 @@ def test_records_and_batches_tables_of_uris_are_the_in_process_ones(cluster, tmp
 
     local = tmp_path / "local"
     plan = plan_scan([p.resolve() for p in PATHS])
-    expected = scan_in_process(plan, ScanOptions(out=str(local), records=True))
-    for name in ("records", "batches"):
+    options = ScanOptions(out=str(local), records=True, cluster_metadata=True, offsets_topic=True)
+    expected = scan_in_process(plan, options)
+    for name in ("records", "batches", "metadata", "offsets"):
         mine, theirs = _rows(out / name), _rows(local / name)
         assert len(mine) == len(theirs) == got["rows"][name] > 0, name
         assert mine == theirs, name
     records = _rows(out / "records")
     assert len(records) == sum(p.records for p in expected.partitions)
     assert any(r["headers"] for r in records)  # v2 headers came through
-    # Both tables' jobs took the Arrow road (the records table: its rows made in C).
-    writes = [p for p in _plans(tmp_path / "events") if "/records, " in p or "/batches, " in p]
-    assert len(writes) == 2 and all(_arrow_road(p) for p in writes), writes
+    # The segments' tables took the Arrow road (the records table: its rows made in C); `offsets`, a
+    # replay grouped by partition, is still pickled rows.
+    plans = _plans(tmp_path / "events")
+    writes = [p for p in plans if any(f"/{name}, " in p for name in ("records", "batches", "metadata"))]
+    assert len(writes) == 3 and all(_arrow_road(p) for p in writes), writes
 
 
 def test_a_question_over_uris_is_answered_as_in_process(cluster, tmp_path: Path) -> None:
