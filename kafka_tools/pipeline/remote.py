@@ -6,9 +6,11 @@ Spark's `binaryFile` source (one row per file, no byte ranges: a segment is at m
 to Python as an Arrow buffer, write it to a local temporary file and run the same task functions as
 for local paths; their rows reach Spark as Arrow batches (`mapInArrow`), the `records` and question
 tables built in C (pipeline/record_columns.py), at most `tasks.CHUNK_ROWS` rows or `CHUNK_BYTES` a
-batch. An executor's Python holds the bytes of at most one segment, or of small ones up to
-`BATCH_BYTES` together, until they are on its disk, then only the batches it builds: never a Python
-object per record.
+batch. An executor's Python holds the bytes of one Spark input split (small segments up to
+`spark.sql.files.maxPartitionBytes` together, or one larger segment) until they are on its disk,
+then only the batches it builds: never a Python object per record. (Not smaller Arrow input batches:
+with `spark.sql.execution.arrow.maxBytesPerBatch` set, the JVM's sized batches ran out of a 1 GiB
+heap on one 128 MiB segment, where whole splits did not: bench/README.md, `scan_remote.py`.)
 
 What differs from local paths: each segment is checked as `ktool validate FILE` checks a segment given
 on its own. The checks that need the files beside it (its `.index`/`.timeindex`, the continuity of a
@@ -34,9 +36,6 @@ from kafka_tools.pipeline.offsets_replay import OffsetsSegment
 from kafka_tools.pipeline.plan import ScanOptions, ScanPlan
 from kafka_tools.pipeline.sources import SegmentSource
 from kafka_tools.pipeline.tasks import SegmentSpec, with_path
-
-BATCH_BYTES_CONF = "spark.sql.execution.arrow.maxBytesPerBatch"
-BATCH_BYTES = 32 * 1024 * 1024  # segment bytes a task's Python is handed at once (but a whole segment)
 
 
 def is_remote(path: str) -> bool:
@@ -148,11 +147,6 @@ class RemoteFiles(SegmentSource):
         self.specs = self.sc.broadcast(plan.segments)
         self.lookup = self.sc.broadcast({_normal(s.file): i for i, s in enumerate(plan.segments)})
         self.tasks = 0
-        # A task's Python gets its files in Arrow batches of at most this many bytes (one larger
-        # segment alone); unless the session was started with a limit of its own.
-        self.batch_bytes_set = not self.sc.getConf().contains(BATCH_BYTES_CONF)
-        if self.batch_bytes_set:
-            spark.conf.set(BATCH_BYTES_CONF, str(BATCH_BYTES))
 
     def _files(self, indexes: list[int]):
         uris = ",".join(self.plan.segments[i].file for i in indexes)
@@ -172,7 +166,7 @@ class RemoteFiles(SegmentSource):
             from kafka_tools.pipeline import tables as t
             from kafka_tools.pipeline.remote import _normal, local_copy
 
-            for files in file_batches:  # segments of at most BATCH_BYTES together, or one larger one
+            for files in file_batches:  # one input split's segments (or one larger segment)
                 named = [specs.value[lookup.value[_normal(uri)]] for uri in files.column(0).to_pylist()]
                 contents = [files.column(1)[i].as_buffer() for i in range(files.num_rows)]
                 del files
@@ -246,5 +240,3 @@ class RemoteFiles(SegmentSource):
     def close(self) -> None:
         self.specs.destroy()
         self.lookup.destroy()
-        if self.batch_bytes_set:
-            self.spark.conf.unset(BATCH_BYTES_CONF)
