@@ -2,13 +2,21 @@
 
 The driver lists them with Hadoop's FileSystem API inside the JVM, so any filesystem Spark is set up
 for works (core-site.xml, `--conf spark.hadoop.…`). The executors get each segment whole from
-`SparkContext.binaryFiles` (one task input per file, no byte ranges: a segment is at most 2 GiB),
-write it to a local temporary file and run the same task functions as for local paths.
+Spark's `binaryFile` source (one row per file, no byte ranges: a segment is at most 2 GiB), handed
+to Python as an Arrow buffer, write it to a local temporary file and run the same task functions as
+for local paths; their rows reach Spark as Arrow batches (`mapInArrow`), the `records` and question
+tables built in C (pipeline/record_columns.py), at most `tasks.CHUNK_ROWS` rows or `CHUNK_BYTES` a
+batch. An executor's Python holds the bytes of one Spark input split (small segments up to
+`spark.sql.files.maxPartitionBytes` together, or one larger segment) until they are on its disk,
+then only the batches it builds: never a Python object per record. (Not smaller Arrow input batches:
+with `spark.sql.execution.arrow.maxBytesPerBatch` set, the JVM's sized batches ran out of a 1 GiB
+heap on one 128 MiB segment, where whole splits did not: bench/README.md, `scan_remote.py`.)
 
 What differs from local paths: each segment is checked as `ktool validate FILE` checks a segment given
 on its own. The checks that need the files beside it (its `.index`/`.timeindex`, the continuity of a
-partition's segments, producer snapshots, checkpoints) are made for local paths only. The rows reach
-Spark pickled rather than as Arrow batches, and every table reads the files again.
+partition's segments, producer snapshots, checkpoints) are made for local paths only. Every table
+reads the files again (the records table is a stage of its own), and the `offsets` replay, grouped by
+partition, still reaches Spark as pickled rows (a small table).
 """
 
 from __future__ import annotations
@@ -96,37 +104,40 @@ def plan_remote(spark, uris: list[str]) -> ScanPlan:
 
 
 @contextmanager
-def local_copy(specs: list[SegmentSpec], contents: list[bytes]) -> Iterator[list[SegmentSpec]]:
-    """The segments written to a temporary directory (each under its partition directory's name, as
-    the decoder expects), the specs pointing there; removed afterwards."""
+def local_copy(specs: list[SegmentSpec], contents: list) -> Iterator[list[SegmentSpec]]:
+    """The segments (`contents`: bytes or Arrow buffers) written to a temporary directory (each under
+    its partition directory's name, as the decoder expects, in a folder of its own: two log dirs may
+    hold the same partition), the specs pointing there; removed afterwards. Nothing of `contents` is
+    kept: emptied by the caller, their memory is free."""
     directory = tempfile.mkdtemp(prefix="ktool-scan-")
     try:
         local = []
-        for spec, data in zip(specs, contents, strict=True):
+        for i, spec in enumerate(specs):
             parent, _, name = spec.file.rpartition("/")
-            folder = os.path.join(directory, parent.rpartition("/")[2] or "segments")
-            os.makedirs(folder, exist_ok=True)
+            folder = os.path.join(directory, str(i), parent.rpartition("/")[2] or "segments")
+            os.makedirs(folder)
             path = os.path.join(folder, name)
             with open(path, "wb") as f:
-                f.write(data)
+                f.write(contents[i])
             local.append(with_path(spec, path))
+        if len(local) != len(contents):
+            raise ValueError(f"{len(specs)} segments, {len(contents)} contents")
         yield local
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _rows(columns, spec: SegmentSpec | None, chunks) -> Iterator[tuple]:
-    """Column lists as row tuples; with `spec`, its file, topic and partition lead every row."""
+def _rows(columns, chunks) -> Iterator[tuple]:
+    """Column lists as row tuples (the offsets table's replay, grouped by partition on the way)."""
     names = tables.names(columns)
-    if spec is not None:
-        names = names[3:]
     for cols in chunks:
-        for values in zip(*(cols[n] for n in names), strict=True):
-            yield (spec.file, spec.topic, spec.partition, *values) if spec is not None else values
+        yield from zip(*(cols[n] for n in names), strict=True)
 
 
 class RemoteFiles(SegmentSource):
-    """The stages of `job.run_scan` over segments read with `binaryFiles`, one whole file a record."""
+    """The stages of `job.run_scan` over segments Spark reads, one whole file a row (`_contents`)."""
+
+    arrow_batches = True  # the task functions' Arrow batches (record_columns, question_columns) go to Spark
 
     def __init__(self, spark, plan: ScanPlan, options: ScanOptions, ranges: list) -> None:
         self.spark = spark
@@ -144,22 +155,55 @@ class RemoteFiles(SegmentSource):
         return rdd
 
     def _stage(self, columns, produce, records_to=None):
+        """`produce` over every segment, its rows as Arrow batches (`mapInArrow`): the records and
+        question tables come from the C builder as on local paths, no Python object a record."""
         assert records_to is None  # tasks_write is False: the records table is a stage of its own
         if not self.plan.segments:
             return self.spark.createDataFrame([], tables.spark_ddl(columns))
         specs, lookup, scanned = self.specs, self.lookup, self.scanned
 
-        def rows(item):
-            from kafka_tools.pipeline.remote import _normal, _rows, local_copy
+        def run(file_batches):
+            from kafka_tools.pipeline import tables as t
+            from kafka_tools.pipeline.remote import _normal, local_copy
 
-            spec = specs.value[lookup.value[_normal(item[0])]]
-            with local_copy([spec], [item[1]]) as (local,):
-                yield from _rows(columns, spec, produce(local, 0, None))
-            if scanned is not None:
-                scanned.add(spec.size)
+            for files in file_batches:  # one input split's segments (or one larger segment)
+                named = [specs.value[lookup.value[_normal(uri)]] for uri in files.column(0).to_pylist()]
+                contents = [files.column(1)[i].as_buffer() for i in range(files.num_rows)]
+                del files
+                with local_copy(named, contents) as local:
+                    contents.clear()  # on disk now: while they are decoded, only their batches in memory
+                    for spec in local:
+                        for cols in produce(spec, 0, None):
+                            if isinstance(cols, dict):  # column lists; else an Arrow batch made in C
+                                cols = t.arrow_batch(columns, cols, constants=spec.where)
+                            yield cols
+                        if scanned is not None:
+                            scanned.add(spec.size)
 
-        rdd = self._files(list(range(len(self.plan.segments)))).flatMap(rows)
-        return self.spark.createDataFrame(rdd, tables.spark_ddl(columns))
+        frame = self._contents(list(range(len(self.plan.segments))))
+        return frame.mapInArrow(run, tables.spark_ddl(columns))
+
+    def _contents(self, indexes: list[int]):
+        """(path, content) of the segments `indexes`, one row a file, read by Spark's `binaryFile`
+        source: a file goes to Python as one Arrow buffer, not pickled. Spark packs small files into
+        tasks of about `spark.sql.files.maxPartitionBytes` (spread over the cores), a larger file is a
+        task of its own; `recursiveFileLookup` keeps Spark from reading `key=value` directory names
+        as columns. The source leaves out empty files: theirs are rows made here (an empty segment
+        is still checked)."""
+        from pyspark.sql import functions as F  # noqa: N812 (pyspark's usual name)
+
+        files = [self.plan.segments[i].file for i in indexes if self.plan.segments[i].size]
+        empty = [self.plan.segments[i].file for i in indexes if not self.plan.segments[i].size]
+        frame = None
+        if files:
+            reader = self.spark.read.format("binaryFile").option("recursiveFileLookup", "true")
+            frame = reader.load(files).select("path", "content")
+        if empty:  # made in the JVM: one row per name, no Python rows
+            names = F.explode(F.array(*(F.lit(name) for name in empty))).alias("path")
+            rows = self.spark.range(1).select(names, F.lit(bytearray()).alias("content"))
+            frame = rows if frame is None else frame.unionByName(rows)
+        self.tasks += frame.rdd.getNumPartitions()
+        return frame
 
     def offsets(self, replay: dict[tuple[str, int], list[OffsetsSegment]]):
         columns = tables.OFFSETS
@@ -188,7 +232,7 @@ class RemoteFiles(SegmentSource):
                 segs = [
                     offsets_replay.OffsetsSegment(s, r) for s, (_, _, r, _) in zip(local, items, strict=True)
                 ]
-                yield from _rows(columns, None, [offsets_replay.replay_offsets(number, segs)])
+                yield from _rows(columns, [offsets_replay.replay_offsets(number, segs)])
 
         rdd = self._files(sorted(place)).map(key).groupByKey().flatMap(replay_partition)
         return self.spark.createDataFrame(rdd, tables.spark_ddl(columns))
