@@ -18,6 +18,7 @@ printed beside the table: on a shared machine, re-run on a quiet one before quot
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -146,11 +147,13 @@ def _startup_table(res: dict, how: str) -> list[Row]:
 
 def script_venv() -> Path | None:
     """A virtualenv under the bench data dir (system site-packages, this tree installed editable without
-    dependencies), made once; its bin/ktool is then run by absolute path, never activated. None (said on
-    stderr) when it cannot be made, e.g. without network access for pip's build requirements."""
+    dependencies), made once per checkout; its bin/ktool is then run by absolute path, never activated.
+    None (said on stderr) when it cannot be made, e.g. without pip's build requirements."""
     from bench.decode import data_dir
 
-    venv = data_dir() / "script-venv"
+    # One per checkout: the editable install points at the tree that made it, and KTOOL_BENCH_DIR may be
+    # shared by several checkouts.
+    venv = data_dir() / f"script-venv-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:10]}"
     ktool = venv / "bin" / "ktool"
     if ktool.is_file():
         return venv
