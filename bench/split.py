@@ -5,6 +5,7 @@ ratio says little: other processes hold the cores).
     python bench/split.py                  # the bench's 1 GiB v2 segment, --jobs 1 against --jobs 2
     python bench/split.py --path FILE --jobs 3 --runs 7
     python bench/split.py --json
+    python bench/split.py --ceiling        # and the host's ceiling: the ranges in independent processes
 
 Each `--jobs` value runs in a child process of its own (alternated, `--runs` each). A child walks the
 segment with `validate_paths` as `ktool validate --jobs N FILE` does after start-up; the time each
@@ -74,16 +75,75 @@ def child(path: str, jobs: int) -> dict:
     }
 
 
+def range_child(path: str, start: int, end: int) -> dict:
+    """One range of `path` walked and checked as a thread of the split walks it (`parallel._range_run`),
+    in a process of its own: started on the parent's word (stdin), after the imports, so that the
+    ranges of a ceiling run overlap. Times are CLOCK_MONOTONIC, comparable across processes."""
+    from kafka_tools.format.kinds import base_offset_of
+    from kafka_tools.log import parallel
+
+    base = base_offset_of(Path(path)) or 0
+    print("ready", flush=True)
+    sys.stdin.readline()
+    t0, c0 = time.monotonic(), time.thread_time()
+    run = parallel._range_run(Path(path), start, end, base, base + parallel.INT32_MAX, [])
+    t1, c1 = time.monotonic(), time.thread_time()
+    return {"start": t0, "end": t1, "cpu_s": c1 - c0, "batches": run.count if run else 0}
+
+
+def ceiling(path: str, parts: int) -> dict:
+    """`parts` independent processes, each one range of the segment (cut where the split cuts it), run
+    at once: the wall from the first start to the last end. What the host gives `parts` walkers that
+    share nothing but the file and the memory bus; a split in threads cannot beat it."""
+    from kafka_tools.format.batch_runs import split_points
+
+    size = Path(path).stat().st_size
+    bounds = [0, *split_points(Path(path), parts), size]
+    me = str(Path(__file__).resolve())
+    procs = [
+        subprocess.Popen(
+            [sys.executable, me, "--range", path, str(a), str(b)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    done = [json.loads(p.communicate()[0]) for p in procs]
+    return {
+        "wall_s": max(d["end"] for d in done) - min(d["start"] for d in done),
+        "cpu_s": sum(d["cpu_s"] for d in done),
+        "batches": sum(d["batches"] for d in done),
+        "ranges": len(done),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--path", help="a v2 segment [default: the bench's 1 GiB one, made if missing]")
     ap.add_argument("--jobs", type=int, default=2, help="the split's threads, against --jobs 1")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also the same segment as one range in one process against --jobs ranges in as many "
+        "processes at once (the host's ceiling for the split)",
+    )
     ap.add_argument("--child", nargs=2, metavar=("PATH", "JOBS"), help=argparse.SUPPRESS)
+    ap.add_argument("--range", nargs=3, metavar=("PATH", "START", "END"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         print(json.dumps(child(a.child[0], int(a.child[1]))))
+        return 0
+    if a.range:
+        print(json.dumps(range_child(a.range[0], int(a.range[1]), int(a.range[2]))))
         return 0
     if a.path is None:
         from bench.decode import segment
@@ -91,11 +151,23 @@ def main(argv: list[str] | None = None) -> int:
         a.path = segment(1024, "none", 64)["path"]
     load_before = os.getloadavg()
     results: dict[int, list[dict]] = {1: [], a.jobs: []}
+    ceilings: dict[int, list[dict]] = {1: [], a.jobs: []}
     for _ in range(a.runs):
         for jobs in results:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", a.path, str(jobs)]
             results[jobs].append(json.loads(subprocess.run(cmd, stdout=subprocess.PIPE, check=True).stdout))
+            if a.ceiling:  # alternated with the split's runs: the same load on both
+                ceilings[jobs].append(ceiling(a.path, jobs))
     out = {"path": a.path, "load_before": load_before, "load_after": os.getloadavg(), "by_jobs": {}}
+    if a.ceiling:
+        walls = {n: statistics.median(r["wall_s"] for r in runs) for n, runs in ceilings.items()}
+        out["ceiling"] = {
+            "processes": a.jobs,
+            "one_range_wall_s": walls[1],
+            "ranges_wall_s": walls[a.jobs],
+            "speedup": walls[1] / walls[a.jobs],
+            "cpu_s": statistics.median(r["cpu_s"] for r in ceilings[a.jobs]),
+        }
     for jobs, runs in results.items():
         least = min(runs, key=lambda r: r["cpu_s"])  # the run least disturbed by other load
         out["by_jobs"][jobs] = {
@@ -118,6 +190,12 @@ def main(argv: list[str] | None = None) -> int:
             f"  --jobs {jobs}: wall {m['wall_s'] * 1000:.0f} ms, CPU {m['cpu_s'] * 1000:.0f} ms, "
             f"critical path {m['critical_s'] * 1000:.0f} ms; least-CPU run: threads busy {busy} ms in "
             f"{least['ranges']} ranges, {least['voluntary_switches']} voluntary switches"
+        )
+    if a.ceiling:
+        c = out["ceiling"]
+        print(
+            f"  ceiling: one range in one process {c['one_range_wall_s'] * 1000:.0f} ms, {a.jobs} ranges in "
+            f"{a.jobs} processes at once {c['ranges_wall_s'] * 1000:.0f} ms: {c['speedup']:.2f}x"
         )
     one, split = out["by_jobs"][1], out["by_jobs"][a.jobs]
     print(

@@ -91,9 +91,13 @@ def measure(runs: int, tree: str | None, script: bool = False, count: bool = Fal
     # As installed (pip compiles every module): the untimed first run writes the .pyc files, which
     # an environment with PYTHONDONTWRITEBYTECODE would otherwise recompile on every run.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    # `python -m` puts the working directory first on sys.path: run in the tree measured.
+    # `python -m` puts the working directory first on sys.path: run in the tree measured. The console
+    # script finds ktool as installed (its virtualenv's site-packages), as a user's shell runs it.
     cwd = str(Path(tree).resolve()) if tree else str(ROOT)
-    env["PYTHONPATH"] = cwd
+    if tree or not script:
+        env["PYTHONPATH"] = cwd
+    else:
+        env.pop("PYTHONPATH", None)
     cases = {"python -c pass": [sys.executable, "-c", "pass"]}
     program = [str(console_script())] if script else [sys.executable, "-m", "kafka_tools"]
     cases.update({name: [*program, *args] for name, args in COMMANDS.items()})

@@ -14,9 +14,11 @@ from kafka_tools.cli.options import (
     DECODERS,
     check_offset_range,
     colour_of,
+    jobs_option,
     json_option,
     live_options,
     offset_range_options,
+    progress_option,
 )
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 
@@ -70,16 +72,8 @@ from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 )
 @offset_range_options()
 @json_option("one object per entry, record and problem, a `file` object per file")
-@click.option(
-    "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
-)
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Files dumped at once (processes); output stays in file order [default: the usable cores].",
-)
+@progress_option()
+@jobs_option("Files dumped at once (processes); output stays in file order [default: the usable cores].")
 @live_options
 @click.pass_context
 def dump_log(

@@ -43,8 +43,10 @@ def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: int, as_json
       3  a log dir or a segment could not be read
     """
     from kafka_tools.log.offsets_at import PartitionOffset, offsets_at
-    from kafka_tools.log.read import ReadNote
-    from kafka_tools.render.json_lines import emit
+    from kafka_tools.log.partition_log import ReadNote
+
+    if as_json:  # the JSON encoder only for --json
+        from kafka_tools.render.json_lines import emit
 
     exit_code = 0
     answered = failed = 0

@@ -34,6 +34,18 @@ def json_option(what: str) -> Callable[[F], F]:
     )
 
 
+def progress_option() -> Callable[[F], F]:
+    """`--progress/--no-progress`: a bar on stderr, by default only on a terminal."""
+    return click.option(
+        "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
+    )
+
+
+def jobs_option(what: str) -> Callable[[F], F]:
+    """`--jobs/-j N` (N >= 1; None: the command chooses), `what` saying what runs at once and the default."""
+    return click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help=what)
+
+
 # How keys and values print: render/values.py's decoders, named here so that declaring the options
 # imports no renderer (tests/cli/test_lazy_commands.py checks the two lists agree).
 DECODERS = ("utf8", "hex", "base64", "json", "none")

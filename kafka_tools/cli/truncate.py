@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -13,14 +12,6 @@ from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, Ktoo
 from kafka_tools.format.plural import plural
 from kafka_tools.log.dirs import Partition, Segment, discover, refuse_if_live
 from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
-from kafka_tools.log.repair import (
-    MANIFEST,
-    apply_plan,
-    check_backup_location,
-    log_dir_lock,
-    undo,
-    undo_targets,
-)
 from kafka_tools.state import STATE_HOME_HELP, backups_dir
 
 
@@ -153,7 +144,11 @@ def truncate(
       3  a path could not be read, or a broker holds the log dir's .lock
     """
     out = sys.stdout
+    # The repair machinery (hashing, copying, the journal) only where something is changed or undone:
+    # not for --dry-run.
     if undo_manifest is not None:
+        from kafka_tools.log.repair import MANIFEST, undo, undo_targets
+
         if paths:
             raise UsageError("--undo takes the manifest alone, no PATH")
         manifest = undo_manifest / MANIFEST if undo_manifest.is_dir() else undo_manifest
@@ -170,6 +165,8 @@ def truncate(
     refuse_if_live([p for p in paths if p.exists()], "ktool truncate")
     backup_dir = backups_dir() if backup_dir is None else backup_dir
     if not dry_run:
+        from kafka_tools.log.repair import check_backup_location
+
         check_backup_location(backup_dir)
     targets: list[tuple[Partition, Segment | None]] = []
     unreadable = 0
@@ -221,6 +218,8 @@ def truncate(
             click.echo(f"ktool: {msg}", err=True)
             _say(out, as_json, {"type": "refused", "partition": plan.partition.name, "reason": msg}, None)
             continue
+        from kafka_tools.log.repair import MANIFEST, apply_plan, log_dir_lock
+
         writable_dir(backup_dir, "backup")
         with log_dir_lock(plan.partition.log_dir):
             backup = apply_plan(plan, backup_dir)
@@ -287,6 +286,8 @@ def _is_partition(path: Path) -> bool:
 
 def _say(out, as_json: bool, obj: dict, text: str | None) -> None:
     if as_json:
-        out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        from kafka_tools.render.json_lines import emit  # the one JSON Lines writer, for --json only
+
+        emit(out, obj)
     elif text is not None:
         out.write(text + "\n")

@@ -8,7 +8,7 @@ import sys
 import click
 
 from kafka_tools.cli import pipe
-from kafka_tools.cli.options import colour_of, json_option, live_options
+from kafka_tools.cli.options import colour_of, jobs_option, json_option, live_options, progress_option
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
 
 
@@ -29,16 +29,8 @@ def usable_cores() -> int:
     "--strict", is_flag=True, help="Exit 1 on warnings too (gaps, stray files, checkpoints past the end)."
 )
 @json_option("one `finding` object per finding, one `partition` object per partition")
-@click.option(
-    "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
-)
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Cores to use (threads); output stays in file order [default: the usable cores idle at start].",
-)
+@progress_option()
+@jobs_option("Cores to use (threads); output stays in file order [default: the usable cores idle at start].")
 @live_options
 @click.pass_context
 def validate(

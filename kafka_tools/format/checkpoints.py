@@ -88,6 +88,23 @@ def read_offset_checkpoint(path: str | os.PathLike) -> Checkpoint:
     return _read_checkpoint(path, 3, lambda p: OffsetCheckpointEntry(p[0], int(p[1]), int(p[2])))
 
 
+def offsets_by_partition(
+    log_dir: str | os.PathLike, name: str, warnings: list[str], unused: str
+) -> dict[tuple[str, int], int] | None:
+    """The offsets of a log dir's checkpoint `name` by (topic, partition), the last entry winning as in
+    the broker's map; None when the file is missing or cannot be read (then a warning ending in
+    `unused`: what is done instead)."""
+    path = os.path.join(os.fspath(log_dir), name)
+    if not os.path.isfile(path):
+        return None
+    try:
+        entries = read_offset_checkpoint(path).entries
+    except (CheckpointError, OSError) as exc:
+        warnings.append(f"{path}: unreadable ({exc}); {unused}")
+        return None
+    return {(e.topic, e.partition): e.offset for e in entries}
+
+
 def read_leader_epoch_checkpoint(path: str | os.PathLike) -> Checkpoint:
     """`epoch startOffset` lines."""
     return _read_checkpoint(path, 2, lambda p: EpochEntry(int(p[0]), int(p[1])))

@@ -250,17 +250,10 @@ def checkpoint_offset(
 ) -> int | None:
     """The offset the log dir's checkpoint `name` keeps for one partition; None when the file is
     missing, does not name it, or cannot be read (then a warning ending in `unused`: what happens instead)."""
-    from kafka_tools.format.checkpoints import CheckpointError, read_offset_checkpoint
+    from kafka_tools.format.checkpoints import offsets_by_partition
 
-    path = os.path.join(os.fspath(log_dir), name)
-    if not os.path.isfile(path):
-        return None
-    try:
-        entries = read_offset_checkpoint(path).entries
-    except (CheckpointError, OSError) as exc:
-        warnings.append(f"{path}: unreadable ({exc}); {unused}")
-        return None
-    return next((e.offset for e in entries if e.topic == topic and e.partition == partition), None)
+    offsets = offsets_by_partition(log_dir, name, warnings, unused)
+    return None if offsets is None else offsets.get((topic, partition))
 
 
 def log_start_offset(

@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from kafka_tools.errors import InputError
 from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.compression import Codec
@@ -39,9 +37,13 @@ from kafka_tools.log.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.log.in_flight import is_newest_live_segment
-
-if TYPE_CHECKING:
-    from kafka_tools.format import index
+from kafka_tools.log.side_files import (
+    UNFINISHED,
+    checkpoint_problem,
+    read_side_file,
+    readable_size,
+    unknown_file_problem,
+)
 
 
 def dump_file(
@@ -49,22 +51,7 @@ def dump_file(
 ) -> Iterator[Event]:
     """Events for one file, dispatched by its name as DumpLogSegments does, its content checked."""
     p = Path(path)
-    try:
-        size = p.stat().st_size
-        if p.is_dir():
-            raise InputError(f"{p}: a directory (dump-log decodes files; `ktool validate` reads directories)")
-        if not p.is_file():
-            raise InputError(f"{p}: not a regular file")
-        with open(p, "rb"):
-            pass
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied") from None
-    except OSError as exc:
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(f"{p}: {exc.strerror or exc}") from None
+    size = readable_size(p)
     kind = kind_of(p)
     name = str(path)
     yield FileStart(name, kind, base_offset_of(p), size)
@@ -77,22 +64,28 @@ def dump_file(
     end = FileEnd(name, kind, size=size)
     try:
         if kind == FileKind.UNKNOWN:
-            yield _problem(
-                end, 0, ProblemKind.NOT_A_SEGMENT, "unknown file type: not a file Kafka writes to a log dir"
-            )
+            yield _problem_event(end, unknown_file_problem())
             return
-        yield from _dump_other(name, p, kind, size, end, options)
+        items, header, problems = read_side_file(p, kind, size, options.index_sanity)
+        end.entries = len(items)
+        yield ItemsEvent(name, kind, items, header)
+        for problem in problems:
+            yield _problem_event(end, problem)
     except checkpoints.CheckpointError as exc:
-        yield _problem(end, 0, ProblemKind.NOT_A_SEGMENT, f"line {exc.line}: {exc}")
+        yield _problem_event(end, checkpoint_problem(exc))
     finally:
         yield end
+
+
+def _problem_event(end: FileEnd, problem: Problem) -> ProblemEvent:
+    end.problems += 1
+    return ProblemEvent(end.path, problem)
 
 
 def _problem(
     end: FileEnd, position: int, kind: ProblemKind, message: str, offset: int | None = None
 ) -> ProblemEvent:
-    end.problems += 1
-    return ProblemEvent(end.path, Problem(position, kind, message, offset))
+    return _problem_event(end, Problem(position, kind, message, offset))
 
 
 def _decoded(mode: str, event: EntryEvent) -> list[dict]:
@@ -160,9 +153,6 @@ def _internal_mode(p: Path, options: DumpOptions, kind: FileKind | None = None) 
 
 
 # How the batch a running broker is appending reads at the end of its newest segment.
-_UNFINISHED = frozenset({ProblemKind.TRUNCATED_ENTRY, ProblemKind.TRUNCATED_HEADER})
-
-
 def _dump_log(
     name: str, p: Path, kind: FileKind, size: int, options: DumpOptions, progress
 ) -> Iterator[Event]:
@@ -194,7 +184,7 @@ def _dump_log(
             yield MessageRunEvent(name, item.position, item.data, item.count)
             continue
         if isinstance(item, Problem):
-            if in_flight and item.kind in _UNFINISHED and recovery_point is None:
+            if in_flight and item.kind in UNFINISHED and recovery_point is None:
                 break  # the batch a running broker is appending: not written yet, not damage
             end.problems += 1
             if not item.kept_by_broker:
@@ -324,137 +314,3 @@ def _filter_records(records: list[Record], options: DumpOptions) -> list[Record]
     if options.from_offset is None and options.to_offset is None:
         return records
     return [r for r in records if _offset_wanted(r.offset, options)]
-
-
-def _dump_other(
-    name: str, p: Path, kind: FileKind, size: int, end: FileEnd, options: DumpOptions
-) -> Iterator[Event]:
-    from kafka_tools.format import checkpoints, index, snapshot
-
-    base = base_offset_of(p) or 0
-    if kind == FileKind.OFFSET_INDEX:
-        entries, tail = index.read_offset_index(p, base)
-        yield _items(
-            end, ItemsEvent(name, kind, entries, {"baseOffset": base, "zeroEntries": tail.zero_entries})
-        )
-        yield from _index_tail_problems(end, tail, 8)
-        yield from _index_order_problems(end, entries, lambda e: e.offset, 8, "offset")
-        if options.index_sanity:
-            yield from _index_against_log(end, p, entries)
-    elif kind == FileKind.TIME_INDEX:
-        entries, tail = index.read_time_index(p, base)
-        yield _items(
-            end, ItemsEvent(name, kind, entries, {"baseOffset": base, "zeroEntries": tail.zero_entries})
-        )
-        yield from _index_tail_problems(end, tail, 12)
-        yield from _index_order_problems(end, entries, lambda e: e.timestamp, 12, "timestamp")
-    elif kind == FileKind.TXN_INDEX:
-        entries, tail = index.read_txn_index(p)
-        yield _items(end, ItemsEvent(name, kind, entries))
-        yield from _index_tail_problems(end, tail, 34)
-    elif kind == FileKind.PRODUCER_SNAPSHOT:
-        snap = snapshot.read_snapshot(p)
-        header = {"version": snap.version, "crc": snap.crc, "computedCrc": snap.computed_crc}
-        yield _items(end, ItemsEvent(name, kind, snap.entries, header))
-        if snap.problem:
-            yield _problem(end, 0, ProblemKind.MALFORMED_ENTRY, snap.problem)
-        elif not snap.is_valid:
-            yield _problem(
-                end,
-                2,
-                ProblemKind.CRC_MISMATCH,
-                crc_finding(snap.crc, snap.computed_crc),
-            )
-    elif kind == FileKind.OFFSET_CHECKPOINT:
-        cp = checkpoints.read_offset_checkpoint(p)
-        yield _items(end, ItemsEvent(name, kind, cp.entries, {"version": cp.version}))
-    elif kind == FileKind.LEADER_EPOCH_CHECKPOINT:
-        cp = checkpoints.read_leader_epoch_checkpoint(p)
-        yield _items(end, ItemsEvent(name, kind, cp.entries, {"version": cp.version}))
-    elif kind == FileKind.META_PROPERTIES:
-        yield _items(end, ItemsEvent(name, kind, list(checkpoints.read_properties(p).items())))
-    elif kind == FileKind.PARTITION_METADATA:
-        yield _items(end, ItemsEvent(name, kind, list(checkpoints.read_partition_metadata(p).items())))
-    elif kind == FileKind.QUORUM_STATE:
-        state = checkpoints.read_quorum_state(p)
-        yield _items(end, ItemsEvent(name, kind, list(state.items())))
-
-
-def _items(end: FileEnd, event: ItemsEvent) -> ItemsEvent:
-    end.entries = len(event.items)
-    return event
-
-
-def _index_tail_problems(end: FileEnd, tail: index.IndexTail, width: int) -> Iterator[ProblemEvent]:
-    if tail.trailing_bytes:
-        yield _problem(
-            end,
-            end.size - tail.trailing_bytes,
-            ProblemKind.MALFORMED_ENTRY,
-            f"file size {end.size} is not a multiple of the {width}-byte entry size",
-        )
-
-
-def _index_order_problems(end: FileEnd, entries: list, key, width: int, what: str) -> Iterator[ProblemEvent]:
-    for before, after in zip(entries, entries[1:], strict=False):
-        if key(after) < key(before) or (what == "offset" and key(after) == key(before)):
-            yield _problem(
-                end,
-                after.slot * width,
-                ProblemKind.OFFSETS_NOT_INCREASING,
-                f"entry {after.slot}: {what} {key(after)} after {key(before)}",
-            )
-            return
-
-
-def _index_against_log(
-    end: FileEnd, p: Path, entries: list[index.OffsetIndexEntry]
-) -> Iterator[ProblemEvent]:
-    """Each entry must point at a batch whose last offset is the entry's (or, before KAFKA-7487, whose
-    first message is) offset, as DumpLogSegments checks."""
-    log = p.with_name(p.name.replace(".index", ".log"))
-    if not log.is_file():
-        return
-    positions = {e.position: e for e in entries}
-    if not positions:
-        return
-    found: set[int] = set()
-    in_flight = is_newest_live_segment(log)
-    for item in iter_log_entries(log):
-        if isinstance(item, Problem):
-            if in_flight and item.kind in _UNFINISHED:
-                # entries for the batch being appended (0.9 writes the entry first): in flight
-                entries = [e for e in entries if e.position < item.position]
-            break
-        e = positions.get(item.position)
-        if e is None:
-            continue
-        found.add(item.position)
-        ok = {item.last_offset}
-        if isinstance(item, RecordBatch):
-            ok.add(item.base_offset)
-        elif isinstance(item, LegacyMessage) and item.is_compressed:
-            try:
-                ok.add(item.base_offset)
-            except RecordDecodeError:
-                pass
-        if e.offset not in ok:
-            yield _problem(
-                end,
-                e.slot * 8,
-                ProblemKind.MALFORMED_ENTRY,
-                f"index entry {e.slot} says offset {e.offset} at position {e.position}, the log has "
-                f"offset {item.last_offset} there",
-                e.offset,
-            )
-        if len(found) == len(positions):
-            break
-    for e in entries:
-        if e.position not in found:
-            yield _problem(
-                end,
-                e.slot * 8,
-                ProblemKind.MALFORMED_ENTRY,
-                f"index entry {e.slot} points at position {e.position}, where no batch starts in {log.name}",
-                e.offset,
-            )

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError, KtoolError
 from kafka_tools.log.dirs import is_log_dir, partition_dirs
-from kafka_tools.log.locate import log_end_offset, open_partition
-from kafka_tools.log.read import ReadNote, largest_timestamp, offset_for_time
+from kafka_tools.log.partition_log import ReadNote, open_partition
 from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 
@@ -41,15 +40,20 @@ def offsets_at(log_dir: str, time: int) -> Iterator[PartitionOffset | ReadNote]:
     for topic, number, path in sorted(parts):
         try:
             part = open_partition(str(path))
-            if time == EARLIEST:
+            if time == EARLIEST:  # from the names and the checkpoint: no segment reader imported
                 offset = part.log_start_offset
             elif time == LATEST:
+                from kafka_tools.log.locate import log_end_offset
+
                 offset = log_end_offset(part)
-            elif time == MAX_TIMESTAMP:
-                largest = yield from largest_timestamp(part)
-                offset = None if largest is None else (yield from offset_for_time(part, largest))
             else:
-                offset = yield from offset_for_time(part, time)
+                from kafka_tools.log.read import largest_timestamp, offset_for_time
+
+                if time == MAX_TIMESTAMP:
+                    largest = yield from largest_timestamp(part)
+                    offset = None if largest is None else (yield from offset_for_time(part, largest))
+                else:
+                    offset = yield from offset_for_time(part, time)
             for warning in part.warnings:
                 yield ReadNote(warning)
             yield PartitionOffset(log_dir, topic, number, offset)

@@ -149,15 +149,24 @@ def _ahead(f: Finding) -> bool:
 
 
 def dump_checks(path: Path) -> list[Finding]:
-    """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands."""
-    from kafka_tools.log.dump import dump_file
-    from kafka_tools.log.dump_events import DumpOptions, ProblemEvent
-    from kafka_tools.log.kraft_snapshots import check_metadata_snapshot
+    """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands.
+    (A side file is checked without the dump's event machinery, which a log dir's start-up need not
+    import.)"""
+    from kafka_tools.log.side_files import side_file_problems
 
+    kind = kind_of(path)
     try:
-        if kind_of(path) == FileKind.METADATA_SNAPSHOT:
+        if kind == FileKind.METADATA_SNAPSHOT:
+            from kafka_tools.log.kraft_snapshots import check_metadata_snapshot
+
             return check_metadata_snapshot(path)  # the dump's checks, then the snapshot's shape
-        problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]
+        if kind in (FileKind.LOG, FileKind.KAFKA07):
+            from kafka_tools.log.dump import dump_file
+            from kafka_tools.log.dump_events import DumpOptions, ProblemEvent
+
+            problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]
+        else:
+            problems = side_file_problems(path)
     except InputError as exc:
         return [unreadable_finding(path, str(exc).removeprefix(f"{path}: "))]
     return [

@@ -19,16 +19,13 @@ from kafka_tools.format.index import time_index_pairs
 from kafka_tools.log.locate import (
     DEFAULT_CHUNK,
     Frame,
-    PartitionLog,
-    SegmentFiles,
     SegmentGone,
     SegmentReader,
     UntrustedIndex,
     frames_from,
     log_end_offset,
-    open_partition,
-    segment_for,
 )
+from kafka_tools.log.partition_log import PartitionLog, ReadNote, SegmentFiles, open_partition, segment_for
 
 INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "transactions"}  # as dump-log
 
@@ -40,14 +37,6 @@ class ReadStart:
 
     kind: str
     value: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ReadNote:
-    """A line for stderr: a warning (an index not used, a damaged batch) or a note on the start."""
-
-    message: str
-    problem: bool = False  # a damaged batch: the exit code says findings
 
 
 def read_partition(

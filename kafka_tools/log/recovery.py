@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_tools.errors import UsageError
-from kafka_tools.format import checkpoints, snapshot
 from kafka_tools.format.kinds import FileKind, base_offset_of
 from kafka_tools.log.dirs import (
     Partition,
@@ -206,6 +205,8 @@ def _plan_snapshots(plan: RecoveryPlan) -> None:
                 (path, f"taken at offset {offset}, past the new log end {plan.new_log_end}")
             )
             continue
+        from kafka_tools.format import snapshot  # for partitions that have snapshots
+
         snap = snapshot.read_snapshot(path)
         if not snap.is_valid:
             plan.deleted_snapshots.append((path, snap.problem or "its CRC does not match"))
@@ -215,6 +216,8 @@ def _plan_epochs(plan: RecoveryPlan) -> None:
     path = plan.partition.leader_epoch_checkpoint
     if path is None or plan.cut is None or plan.new_log_end is None:
         return
+    from kafka_tools.format import checkpoints
+
     try:
         entries = checkpoints.read_leader_epoch_checkpoint(path).entries
     except checkpoints.CheckpointError:

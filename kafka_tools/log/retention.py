@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_tools.errors import InputError, UsageError
-from kafka_tools.format.checkpoints import CheckpointError, read_offset_checkpoint
+from kafka_tools.format.checkpoints import offsets_by_partition
 from kafka_tools.log.retention_config import SettingSources, TopicSettings
 from kafka_tools.log.segment_facts import (
     IndexUntrusted,
@@ -41,6 +41,11 @@ from kafka_tools.log.segment_list import find_partitions as _find
 HW_CHECKPOINT = "replication-offset-checkpoint"
 KRAFT_METADATA_TOPIC = "__cluster_metadata"
 LSO_CHECKPOINT = "log-start-offset-checkpoint"
+# What the preview does instead when a checkpoint cannot be read (said in its warning).
+_UNUSED = {
+    LSO_CHECKPOINT: "the log start is the first segment's",
+    HW_CHECKPOINT: "the high watermark is taken as the log end",
+}
 
 
 @dataclass(frozen=True)
@@ -178,18 +183,6 @@ def find_partitions(paths: list[str]) -> list[PartitionFiles]:
     return parts
 
 
-def _checkpoint_offsets(log_dir: Path, name: str, warnings: list[str]) -> dict[tuple[str, int], int] | None:
-    path = log_dir / name
-    if not path.is_file():
-        return None
-    try:
-        cp = read_offset_checkpoint(path)
-    except (CheckpointError, OSError) as exc:
-        warnings.append(f"{path}: not used: {exc}")
-        return None
-    return {(e.topic, e.partition): e.offset for e in cp.entries}
-
-
 class _Checkpoints:
     """The log dirs' checkpoint files, read once per log dir."""
 
@@ -202,7 +195,7 @@ class _Checkpoints:
         key = (part.log_dir, name)
         if key not in self._cache:
             w: list[str] = []
-            self._cache[key] = (_checkpoint_offsets(part.log_dir, name, w), w)
+            self._cache[key] = (offsets_by_partition(part.log_dir, name, w, _UNUSED.get(name, "not used")), w)
         table, errors = self._cache[key]
         problems.extend(errors)
         if table is None:

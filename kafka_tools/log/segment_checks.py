@@ -433,11 +433,14 @@ def check_segment(seg: Segment, options: ValidateOptions, progress=None) -> Segm
     """One segment of a partition: its indexes read, then its scan, then the indexes checked against
     it. The indexes first: a running broker appends to the segment and its indexes while they are
     read, and an entry read after the scan could name a batch the scan did not reach."""
-    # The index checks are imported for a partition's segments, not for a segment file named alone.
-    from kafka_tools.log.index_checks import read_indexes
+    # The index checks are imported for segments that have indexes, not for one without (a segment
+    # file named alone, a partition of small segments).
+    indexes = None
+    if seg.offset_index is not None or seg.time_index is not None:
+        from kafka_tools.log.index_checks import read_indexes
 
-    indexes = read_indexes(seg)
-    report = scan_segment(seg.log, options, progress, indexes.positions)
+        indexes = read_indexes(seg)
+    report = scan_segment(seg.log, options, progress, indexes.positions if indexes is not None else set())
     check_segment_in_partition(seg, report, indexes)
     return report
 
@@ -447,13 +450,14 @@ def check_segment_in_partition(
 ) -> None:
     """What a segment's own files add to its scan: its indexes, and its first offset vs its name.
     (Apart from `assemble_partition` so that `ktool scan` can run it next to the scan, in an executor.)"""
-    from kafka_tools.log.index_checks import SegmentIndexes, check_offset_index, check_time_index
+    if seg.offset_index is not None or seg.time_index is not None:
+        from kafka_tools.log.index_checks import SegmentIndexes, check_offset_index, check_time_index
 
-    indexes = indexes or SegmentIndexes()
-    if seg.offset_index is not None:
-        report.findings += check_offset_index(seg, report, indexes.offset)
-    if seg.time_index is not None:
-        report.findings += check_time_index(seg, report, indexes.time)
+        indexes = indexes or SegmentIndexes()
+        if seg.offset_index is not None:
+            report.findings += check_offset_index(seg, report, indexes.offset)
+        if seg.time_index is not None:
+            report.findings += check_time_index(seg, report, indexes.time)
     if report.first_offset is not None and report.first_offset < seg.base_offset:
         report.findings.append(
             Finding(

@@ -144,7 +144,10 @@ OFFLINE: dict[tuple[str, str], Cell] = {
     ),
     ("replicas diff", "unreadable"): Cell(
         lambda p: [
-            "replicas", "diff", str(p.copy(KAFKA09 / "gzip-0", "fine/stuck-0")), str(_fifo_partition(p))
+            "replicas",
+            "diff",
+            str(p.copy(KAFKA09 / "gzip-0", "fine/stuck-0")),
+            str(_fifo_partition(p)),
         ]
     ),
     ("read", "clean"): Cell(lambda p: ["read", "--earliest", str(V2 / "none-0")]),

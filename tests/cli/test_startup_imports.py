@@ -119,3 +119,53 @@ def test_dump_log_of_one_file_starts_no_worker_machinery() -> None:
     code, loaded, stdout = _loaded_after(["dump-log", str(SEGMENT)])
     assert code == 0 and "baseOffset: 0" in stdout
     assert "multiprocessing" not in loaded and "kafka_tools.cli.dump_parallel" not in loaded
+
+
+def test_validate_of_a_log_dir_checks_its_side_files_without_the_dump_machinery() -> None:
+    """meta.properties and a partition's `.txnindex` are checked by the side-file checks dump-log also
+    runs, without dump-log's event machinery; a clean partition needs no JSON encoder."""
+    code, loaded, stdout = _loaded_after(["validate", str(V2)])
+    assert code == 0 and "clean: 10 segments" in stdout
+    assert "kafka_tools.log.side_files" in loaded  # the side files were checked
+    not_needed = {
+        "kafka_tools.log.dump",
+        "kafka_tools.log.dump_events",
+        "kafka_tools.log.kraft_snapshots",
+        "json",
+    }
+    assert sorted(not_needed & loaded) == []
+
+
+def test_offsets_at_earliest_reads_names_and_checkpoints_only() -> None:
+    """The log start offset comes from the segment names and log-start-offset-checkpoint: no segment
+    or index reader, no record decoder, no JSON encoder for text output."""
+    code, loaded, stdout = _loaded_after(["offsets-at", str(V2), "--time", "earliest"])
+    assert code == 0 and "none:0:0" in stdout.splitlines()
+    not_needed = {
+        "kafka_tools.log.locate",
+        "kafka_tools.log.read",
+        "kafka_tools.format.index",
+        "kafka_tools.format.segment",
+        "kafka_tools.format.record_batch",
+        "kafka_tools.render.json_lines",
+        "json",
+    }
+    assert sorted(not_needed & loaded) == []
+
+
+def test_truncate_dry_run_plans_without_the_repair_machinery() -> None:
+    """A dry run plans (the validation behind it) but changes nothing: no backup, hashing or journal
+    code, no JSON encoder for text output; a partition without indexes or snapshots reads neither."""
+    code, loaded, stdout = _loaded_after(["truncate", "--dry-run", str(V2 / "none-0")])
+    assert code == 0 and "nothing to do" in stdout and "dry run: nothing changed" in stdout
+    assert "kafka_tools.log.recovery" in loaded  # it did plan
+    not_needed = {
+        "kafka_tools.log.repair",
+        "kafka_tools.durable",
+        "hashlib",
+        "json",
+        "kafka_tools.log.index_checks",
+        "kafka_tools.format.index",
+        "kafka_tools.format.snapshot",
+    }
+    assert sorted(not_needed & loaded) == []

@@ -185,3 +185,24 @@ def test_garbage_side_files_get_dump_logs_checks_in_validate(tmp_path: Path) -> 
     assert _findings(str(txn), str(meta)) == (1, expected)  # given as files
     code, findings = _findings(str(part))  # or found in their partition
     assert code == 1 and findings == expected
+
+
+def test_a_broken_meta_properties_is_said_alike_by_both_commands(tmp_path: Path) -> None:
+    """validate checks meta.properties with dump-log's own checks (log/side_files.py), without the
+    dump's machinery: the same line, position and kind from both."""
+    log_dir = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "generated/v2/none-0", log_dir / "orders-0")
+    meta = log_dir / "meta.properties"
+    meta.write_text("version=0\ngarbage\n")
+    dumped = run_script("dump-log", "--json", str(meta))
+    assert dumped.returncode == 1
+    problems = [o for o in map(json.loads, dumped.stdout.splitlines()) if o["type"] == "problem"]
+    assert [(p["position"], p["kind"], p["message"]) for p in problems] == [
+        (0, "not-a-segment", "line 2: not a key=value line: 'garbage'")
+    ]
+    validated = run_script("validate", "--json", str(log_dir))
+    assert validated.returncode == 1
+    findings = [o for o in map(json.loads, validated.stdout.splitlines()) if o["type"] == "finding"]
+    assert [(f["file"], f["position"], f["kind"], f["message"]) for f in findings] == [
+        (str(meta), 0, "not-a-segment", "line 2: not a key=value line: 'garbage'")
+    ]

@@ -124,8 +124,14 @@ OFFLINE_RUNS: list[Run] = [
     ("validate", lambda p: ["validate", "--json", str(GENERATED / "v2")]),
     (
         "replicas diff",
-        lambda p: ["replicas", "diff", "--json", "--records", str(KAFKA09 / "gzip-0"),
-                   str(p.copy(KAFKA09, "replica") / "gzip-0")],
+        lambda p: [
+            "replicas",
+            "diff",
+            "--json",
+            "--records",
+            str(KAFKA09 / "gzip-0"),
+            str(p.copy(KAFKA09, "replica") / "gzip-0"),
+        ],
     ),  # fmt: skip
     ("validate", lambda p: ["validate", "--json", "--deep", str(GENERATED / "corrupt"), str(KAFKA09)]),
     ("truncate", lambda p: ["truncate", "--json", "--dry-run", str(GENERATED / "corrupt")]),

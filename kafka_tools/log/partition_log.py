@@ -1,0 +1,118 @@
+"""A partition directory as the readers see it: its segments in base-offset order by name (nothing
+opened), its log start offset, and the warnings met on the way. Apart from log/locate.py's readers so
+that a question the names answer (`ktool offsets-at --time earliest`) imports no segment machinery."""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kafka_tools.errors import InputError, UsageError
+from kafka_tools.log.dirs import list_partition, log_start_offset
+
+
+@dataclass(frozen=True, slots=True)
+class ReadNote:
+    """A line for stderr: a warning (an index not used, a damaged batch) or a note on the start."""
+
+    message: str
+    problem: bool = False  # a damaged batch: the exit code says findings
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFiles:
+    base_offset: int
+    log: str
+    offset_index: str | None = None
+    time_index: str | None = None
+
+
+class SegmentList(Sequence):
+    """A partition's segments in base-offset order, each made (paths joined) only when asked for: a
+    read of one offset in a partition of thousands of segments touches one or two."""
+
+    def __init__(
+        self, path: str, bases: list[int], stems: dict[int, str], suffix: str, names: set[str]
+    ) -> None:
+        self._path, self._bases, self._stems, self._suffix, self._names = path, bases, stems, suffix, names
+        self._made: dict[int, SegmentFiles] = {}
+
+    def __len__(self) -> int:
+        return len(self._bases)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        i = range(len(self))[i]
+        seg = self._made.get(i)
+        if seg is None:
+            base = self._bases[i]
+            stem = os.path.join(self._path, self._stems[base])
+            index = f"{self._stems[base]}.index"
+            times = f"{self._stems[base]}.timeindex"
+            seg = SegmentFiles(
+                base,
+                f"{stem}.{self._suffix}",
+                f"{stem}.index" if index in self._names else None,
+                f"{stem}.timeindex" if times in self._names else None,
+            )
+            self._made[i] = seg
+        return seg
+
+
+@dataclass(slots=True)
+class PartitionLog:
+    """A partition directory's segments in base-offset order, as names tell them (nothing opened)."""
+
+    path: str
+    topic: str
+    partition: int
+    segments: SegmentList
+    bases: list[int]
+    kafka07: bool
+    log_start_offset: int
+    warnings: list[str] = field(default_factory=list)
+    live: bool = False  # a broker writes it: the last segment's tail and indexes are in flight
+
+
+def open_partition(path: str) -> PartitionLog:
+    """A partition directory's segments by name, from the one partition model (`dirs.list_partition`);
+    raise one-line errors for what cannot be read (a FIFO or a dangling link named as a segment would
+    block or fail a reader halfway: said before anything is read)."""
+    name = os.path.basename(os.path.normpath(path))
+    topic, sep, number = name.rpartition("-")
+    if not os.path.isdir(path):
+        what = "no such directory" if not os.path.exists(path) else "not a directory"
+        raise InputError(f"{path}: {what} (expected a partition directory, topic-N)")
+    if not sep or not topic or not number.isdigit():
+        raise UsageError(f"{path}: not a partition directory (expected topic-N)")
+    listing = list_partition(path)
+    if listing.unreadable and not listing.unreadable_segments:
+        where, why = listing.unreadable[0]  # the directory itself
+        raise InputError(f"{where}: {why}")
+    for base, name in listing.unreadable_segments.items():
+        # listed, so that a read reaching it says it cannot be read (one line, exit 3) where it is
+        stem, _, suffix = name.partition(".")
+        listing.stems[base] = stem
+        listing.suffixes.add(suffix)
+    if listing.bad_names:
+        bad = sorted(listing.bad_names)[0]
+        kind = bad.rpartition(".")[2]
+        raise InputError(f"{os.path.join(path, bad)}: not a segment file name (expected digits.{kind})")
+    if len(listing.suffixes) > 1:
+        raise InputError(f"{path}: holds both .log and 0.7 .kafka segments")
+    bases = listing.bases
+    suffix = listing.suffix
+    segments = SegmentList(path, bases, listing.stems, suffix, listing.names)
+    part = PartitionLog(path, topic, int(number), segments, bases, suffix == "kafka", 0, live=listing.live)
+    first = bases[0] if bases else 0
+    log_dir = os.path.dirname(os.path.abspath(path))
+    part.log_start_offset = log_start_offset(log_dir, part.topic, part.partition, first, part.warnings)
+    return part
+
+
+def segment_for(part: PartitionLog, offset: int) -> int:
+    """Index of the segment whose base offset is the largest at or below `offset` (0 when below all)."""
+    return max(bisect.bisect_right(part.bases, offset) - 1, 0)
