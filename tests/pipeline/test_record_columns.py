@@ -406,3 +406,38 @@ def test_a_table_written_on_a_writer_thread_is_the_same_file_and_its_errors_come
     table.add(wrong)
     with pytest.raises(ValueError, match="schema"):
         table.close()
+
+
+def test_a_per_range_table_reads_back_with_its_own_types_and_rows(tmp_path: Path) -> None:
+    """A table whose batches each come from one segment (`per_range=True`: file and topic handed to
+    the writer as one-value dictionaries) reads back as the plain writer's file: the same rows and
+    the table's own types (strings, not dictionaries), a segment outside a partition directory (no
+    topic: nulls) included; a batch without its file and topic is refused, not written wrong."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from kafka_tools.pipeline.arrow_files import TableFile
+
+    spec = next(s for s in SEGMENTS if "generated/v2/none-0/" in s.file)
+    loose = tmp_path / "00000000000000000000.log"  # no partition directory: topic and partition null
+    shutil.copyfile(spec.path, loose)
+    specs = [spec, plan_scan([loose]).segments[0]]
+    assert specs[1].topic is None and specs[0].topic is not None
+    read = {}
+    for per_range in (False, True):
+        out = tmp_path / str(per_range)
+        table = TableFile(str(out), "records", "parquet", per_range=per_range)
+        for s in specs:
+            for batch in record_columns.record_batches(s, max_rows=5):
+                table.add(batch, s.where)
+        table.close()
+        read[per_range] = pq.read_table(out / "records" / "part-00000.snappy.parquet")
+    want = pa.concat_tables([_table(s) for s in specs])
+    assert read[True].schema == SCHEMA
+    assert read[True].equals(want) and read[False].equals(want)
+    assert set(read[True].column("topic").to_pylist()) == {specs[0].topic, None}
+
+    table = TableFile(str(tmp_path / "refused"), "records", "parquet", per_range=True)
+    with pytest.raises(ValueError, match="file and topic"):
+        table.add(next(record_columns.record_batches(spec)))
