@@ -66,7 +66,8 @@ class TableFile:
         self._rename: tuple[str, str] | None = None
         self._thread: ThreadPoolExecutor | None = None
         self._pending: Future | None = None
-        self._where: list[int] = []  # indices of the file/topic columns written as dictionaries
+        # the file/topic columns `add` fills from `where` (parquet: as one-value dictionaries)
+        self._where = [i for i, f in enumerate(self.schema) if per_range and f.name in tables.ONE_PER_RANGE]
         self._zeros = None  # int32 zeros: the dictionary indices of a one-value column
         try:
             if part is None:
@@ -86,10 +87,9 @@ class TableFile:
                 columns = tables.TABLES[name]
                 dictionary = tables.dictionary_columns(columns)
                 schema = self.schema
-                for i, field in enumerate(schema):
-                    if per_range and field.name in tables.ONE_PER_RANGE and field.name in dictionary:
-                        self._where.append(i)
-                        schema = schema.set(i, field.with_type(pa.dictionary(pa.int32(), field.type)))
+                for i in self._where:
+                    assert schema[i].name in dictionary
+                    schema = schema.set(i, schema[i].with_type(pa.dictionary(pa.int32(), schema[i].type)))
                 self._writer = pq.ParquetWriter(
                     path,
                     schema,
@@ -107,7 +107,7 @@ class TableFile:
 
     def add(self, batch, where: dict | None = None) -> None:
         """Append `batch` (the table's schema). `where`: the file and topic every row of it holds (the
-        values it was built with, `SegmentSpec.where`); required for parquet when the table has them."""
+        values it was built with, `SegmentSpec.where`), required by a `per_range` table."""
         if batch.num_rows == 0:
             return
         self.rows += batch.num_rows
@@ -130,7 +130,8 @@ class TableFile:
             raise self._error(exc) from None
 
     def _one_value_columns(self, batch, where: dict):
-        """`batch` with its file and topic columns as dictionary arrays of `where`'s one value."""
+        """`batch` with its file and topic columns made from `where` (the batch's own may be left empty,
+        record_columns.record_batches(where=False)): for parquet, dictionary arrays of the one value."""
         import pyarrow as pa
 
         rows = batch.num_rows
@@ -140,6 +141,9 @@ class TableFile:
         for i in self._where:
             field = batch.schema.field(i)
             value = where[field.name]
+            if self._writer is None:  # JSON lines: plain values
+                columns[i] = pa.repeat(pa.scalar(value, field.type), rows)
+                continue
             if value is None:
                 indices = pa.nulls(rows, pa.int32())
                 values = pa.array([], field.type)

@@ -303,7 +303,7 @@ class LocalFiles(SegmentSource):
                             yield cols
                         size = (spec.size if end is None else end) - start
                         if part is not None:
-                            for batch in record_batches(spec, start, end):
+                            for batch in record_batches(spec, start, end, where=False):
                                 part.add(batch, spec.where)
                             size *= 2  # the records pass of the progress bar's bytes
                         if scanned is not None:

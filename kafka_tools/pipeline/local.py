@@ -84,7 +84,7 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
                 batches.add(batch, spec.where)
         tick(spec, start, end)
         if records is not None:
-            for batch in record_batches(spec, start, end):
+            for batch in record_batches(spec, start, end, where=False):
                 records.add(batch, spec.where)
             tick(spec, start, end)
     if batches is not None:

@@ -51,11 +51,14 @@ def record_batches(
     max_rows: int = CHUNK_ROWS,
     max_bytes: int = CHUNK_BYTES,
     admit: Callable[[object], bool] | None = None,
+    where: bool = True,
 ) -> Iterator:
     """The `records` table's rows of the entries that start in [start, end), as pyarrow RecordBatches
     of the table's schema (file, topic and partition on every row), none empty; built in C when the
     extension is on, else from `tasks.record_chunks` (the reference). In C, the kernel bench/scan.py
-    times. `admit`: only the entries it admits (C only; see `_fill`)."""
+    times. `admit`: only the entries it admits (C only; see `_fill`). `where=False`: file and topic
+    left empty in C, for a writer that puts them back itself (arrow_files.TableFile(per_range=True):
+    the path copied into every row is ~10% of the kernel)."""
     if not available():
         assert admit is None, "admit needs the C builder"
         for cols in record_chunks(spec, start, end):
@@ -63,7 +66,7 @@ def record_batches(
         return
     import pyarrow as pa
 
-    where = (spec.file, spec.topic, spec.partition)
+    where = (spec.file, spec.topic, spec.partition) if where else ("", "", spec.partition)
     builder = accel.C.record_columns()
     for _ in _fill(builder, spec, start, end, admit):
         if builder.rows >= max_rows or builder.nbytes >= max_bytes:
