@@ -1,7 +1,8 @@
 """The `records` table as Arrow batches built in C: no Python object a record.
 
 The entries of a byte range are walked as `tasks.iter_entries` walks them (plain magic 0/1 messages in
-runs, walked in C); each entry's records go into the C extension's RecordColumns builder
+runs, walked in C; runs of uncompressed v2 batches framed and read in C too, `add_v2_run`, without a
+RecordBatch object each); each entry's records go into the C extension's RecordColumns builder
 (format/csrc/arrow_records.c) through the one record reader of its generation — a v2 records section
 (decompressed first when the batch is compressed), a message run or a wrapper's inner set — and the
 builder's columns reach pyarrow through the Arrow C data interface, at most `max_rows` rows or
