@@ -18,6 +18,7 @@ SOURCES = [
         "kraft",
         "batches_v2",
         "arrow_records",
+        "batch_columns",
     )
 ]
 

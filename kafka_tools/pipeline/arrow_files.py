@@ -9,6 +9,13 @@ groups), so memory stays the size of one batch whatever the table's size.
 With `background`, a parquet table encodes each batch on a thread of its own while the caller builds
 the next one (pyarrow's writer releases the GIL): one batch in flight, so two in memory at most. The
 in-process scan uses it when it has a second core (bench/README.md, "scan --out at the decoder's speed").
+
+A batch decoded from one byte range holds one file and one topic on every row: a table made with
+`per_range=True` is given them with each batch (`add(batch, where=…)`), and those columns reach the
+parquet writer as one-entry dictionary arrays, written as the same dictionary pages without the writer
+hashing every row (~15% of the records table's encoding, bench/README.md, "scan --out on one core").
+No Arrow schema is stored in the files (Spark stores none either), so every reader sees the table's
+own types: strings, not dictionaries.
 """
 
 from __future__ import annotations
@@ -34,7 +41,10 @@ class TableFile:
 
     `part` names the file (`part-NNNNN`): a Spark task writing its share of a table on this machine
     (job.LocalFiles, its main stage) writes part NNNNN = its task number, under a temporary name renamed
-    at `close`, so a task run twice leaves one whole file, never half of one."""
+    at `close`, so a task run twice leaves one whole file, never half of one.
+
+    `per_range`: every batch comes from one byte range of one segment, its file and topic given to
+    `add` (the records, batches and metadata tables); not the segments or findings tables."""
 
     def __init__(
         self,
@@ -44,6 +54,7 @@ class TableFile:
         part: int | None = None,
         background: bool = False,
         compression: str = "snappy",
+        per_range: bool = False,
     ) -> None:
         self.name = name
         self.fmt = fmt
@@ -55,6 +66,9 @@ class TableFile:
         self._rename: tuple[str, str] | None = None
         self._thread: ThreadPoolExecutor | None = None
         self._pending: Future | None = None
+        # the file/topic columns `add` fills from `where` (parquet: as one-value dictionaries)
+        self._where = [i for i, f in enumerate(self.schema) if per_range and f.name in tables.ONE_PER_RANGE]
+        self._zeros = None  # int32 zeros: the dictionary indices of a one-value column
         try:
             if part is None:
                 os.makedirs(self.dir, exist_ok=True)
@@ -67,15 +81,22 @@ class TableFile:
                 self._rename = (f"{path}.{uuid.uuid4().hex[:12]}.tmp", path)
                 path = self._rename[0]
             if fmt == "parquet":
+                import pyarrow as pa
                 import pyarrow.parquet as pq
 
                 columns = tables.TABLES[name]
+                dictionary = tables.dictionary_columns(columns)
+                schema = self.schema
+                for i in self._where:
+                    assert schema[i].name in dictionary
+                    schema = schema.set(i, schema[i].with_type(pa.dictionary(pa.int32(), schema[i].type)))
                 self._writer = pq.ParquetWriter(
                     path,
-                    self.schema,
+                    schema,
                     compression=codec,
-                    use_dictionary=tables.dictionary_columns(columns),
+                    use_dictionary=dictionary,
                     write_statistics=tables.statistics_columns(columns),
+                    store_schema=False,
                 )
                 if background:
                     self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"ktool-{name}-writer")
@@ -84,10 +105,16 @@ class TableFile:
         except OSError as exc:
             raise InputError(f"cannot write the {name} table to {self.dir}: {exc.strerror or exc}") from None
 
-    def add(self, batch) -> None:
+    def add(self, batch, where: dict | None = None) -> None:
+        """Append `batch` (the table's schema). `where`: the file and topic every row of it holds (the
+        values it was built with, `SegmentSpec.where`), required by a `per_range` table."""
         if batch.num_rows == 0:
             return
         self.rows += batch.num_rows
+        if self._where:
+            if where is None:
+                raise ValueError(f"the {self.name} table's batches come with their file and topic (where=)")
+            batch = self._one_value_columns(batch, where)
         try:
             if self._thread is not None:
                 self._wait()  # the previous batch written (and its error raised) before the next goes
@@ -101,6 +128,30 @@ class TableFile:
                     self._json.write("\n")
         except OSError as exc:
             raise self._error(exc) from None
+
+    def _one_value_columns(self, batch, where: dict):
+        """`batch` with its file and topic columns made from `where` (the batch's own may be left empty,
+        record_columns.record_batches(where=False)): for parquet, dictionary arrays of the one value."""
+        import pyarrow as pa
+
+        rows = batch.num_rows
+        if self._zeros is None or self._zeros.size < 4 * rows:
+            self._zeros = pa.py_buffer(bytes(4 * max(rows, 65536)))
+        columns = batch.columns
+        for i in self._where:
+            field = batch.schema.field(i)
+            value = where[field.name]
+            if self._writer is None:  # JSON lines: plain values
+                columns[i] = pa.repeat(pa.scalar(value, field.type), rows)
+                continue
+            if value is None:
+                indices = pa.nulls(rows, pa.int32())
+                values = pa.array([], field.type)
+            else:
+                indices = pa.Array.from_buffers(pa.int32(), rows, [None, self._zeros])
+                values = pa.array([value], field.type)
+            columns[i] = pa.DictionaryArray.from_arrays(indices, values)
+        return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
     def _wait(self) -> None:
         pending, self._pending = self._pending, None

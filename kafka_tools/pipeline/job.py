@@ -292,7 +292,9 @@ class LocalFiles(SegmentSource):
                         from kafka_tools.pipeline.arrow_files import TableFile
                         from kafka_tools.pipeline.record_columns import record_batches
 
-                        part = TableFile(out, "records", fmt, part=task, compression=compression)
+                        part = TableFile(
+                            out, "records", fmt, part=task, compression=compression, per_range=True
+                        )
                     for segment, start, end in units.value[task]:
                         spec = specs.value[segment]
                         for cols in produce(spec, start, end):
@@ -301,8 +303,8 @@ class LocalFiles(SegmentSource):
                             yield cols
                         size = (spec.size if end is None else end) - start
                         if part is not None:
-                            for batch in record_batches(spec, start, end):
-                                part.add(batch)
+                            for batch in record_batches(spec, start, end, where=False):
+                                part.add(batch, spec.where)
                             size *= 2  # the records pass of the progress bar's bytes
                         if scanned is not None:
                             scanned.add(size)

@@ -15,13 +15,14 @@ from collections.abc import Callable
 from kafka_tools.errors import UsageError
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.arrow_files import TableFile, write_rows
+from kafka_tools.pipeline.batch_columns import batch_batches
 from kafka_tools.pipeline.offsets_replay import replay_offsets
 from kafka_tools.pipeline.output import Staging, check_formats, local_dir, prepare_out_dir
 from kafka_tools.pipeline.plan import IN_PROCESS, ScanOptions, ScanPlan, offsets_replay_segments
 from kafka_tools.pipeline.record_columns import record_batches
 from kafka_tools.pipeline.results import ScanResult, TableWritten, committed_offsets, finding_row, finish
 from kafka_tools.pipeline.shipped import decoder_name
-from kafka_tools.pipeline.tasks import SegmentTotals, batch_chunks, check_segment, chunked
+from kafka_tools.pipeline.tasks import SegmentTotals, check_segment, chunked
 
 Progress = Callable[[int, int, int, int], None]
 
@@ -57,27 +58,34 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     written: list[TableWritten] = []
     reports: list = [None] * len(plan.segments)
     totals: dict[str, SegmentTotals] = {}
-    batches = TableFile(out, "batches", options.fmt, compression=options.compression) if out else None
+    batches = None
+    if out:
+        batches = TableFile(out, "batches", options.fmt, compression=options.compression, per_range=True)
     # The records table in the same walk over the ranges, its batches encoded on a second core if
     # there is one while the next range is checked and decoded.
     records = None
     if out and options.records:
         records = TableFile(
-            out, "records", options.fmt, background=spare_core(), compression=options.compression
+            out,
+            "records",
+            options.fmt,
+            background=spare_core(),
+            compression=options.compression,
+            per_range=True,
         )
     for i, start, end in ranges:
         spec = plan.segments[i]
         if start == 0:
             reports[i] = check_segment(spec)
         t = totals.setdefault(spec.file, SegmentTotals())
-        for cols in batch_chunks(spec, start, end):
-            t.add_columns(cols)
+        for batch in batch_batches(spec, start, end):
+            t.add_arrow(batch)
             if batches is not None:
-                batches.add(tables.arrow_batch(tables.BATCHES, cols, constants=spec.where))
+                batches.add(batch, spec.where)
         tick(spec, start, end)
         if records is not None:
-            for batch in record_batches(spec, start, end):
-                records.add(batch)
+            for batch in record_batches(spec, start, end, where=False):
+                records.add(batch, spec.where)
             tick(spec, start, end)
     if batches is not None:
         written.append(batches.close())
@@ -123,14 +131,14 @@ def spare_core() -> bool:
 
 def _table(plan: ScanPlan, ranges, out: str, options: ScanOptions, name: str, chunks, tick) -> TableWritten:
     """A table of rows decoded range by range (records, metadata), one Arrow batch a chunk."""
-    table = TableFile(out, name, options.fmt, compression=options.compression)
+    table = TableFile(out, name, options.fmt, compression=options.compression, per_range=True)
     columns = tables.TABLES[name]
     for i, start, end in ranges:
         spec = plan.segments[i]
         for cols in chunks(spec, start, end):
             if isinstance(cols, dict):  # column lists; else an Arrow batch (the records table, made in C)
                 cols = tables.arrow_batch(columns, cols, constants=spec.where)
-            table.add(cols)
+            table.add(cols, spec.where)
         tick(spec, start, end)
     return table.close()
 

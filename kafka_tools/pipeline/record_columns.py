@@ -1,7 +1,8 @@
 """The `records` table as Arrow batches built in C: no Python object a record.
 
 The entries of a byte range are walked as `tasks.iter_entries` walks them (plain magic 0/1 messages in
-runs, walked in C); each entry's records go into the C extension's RecordColumns builder
+runs, walked in C; runs of uncompressed v2 batches framed and read in C too, `add_v2_run`, without a
+RecordBatch object each); each entry's records go into the C extension's RecordColumns builder
 (format/csrc/arrow_records.c) through the one record reader of its generation — a v2 records section
 (decompressed first when the batch is compressed), a message run or a wrapper's inner set — and the
 builder's columns reach pyarrow through the Arrow C data interface, at most `max_rows` rows or
@@ -15,16 +16,21 @@ reference this is tested equal to, row for row.
 
 from __future__ import annotations
 
+import mmap
+import os
 from collections.abc import Callable, Iterator
 
 from kafka_tools.format import accel
 from kafka_tools.format.compression import DecompressionError, decompress
 from kafka_tools.format.kafka07 import iter_kafka07_entries
+from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import MessageRun, Problem, RunBounds, iter_log_entries, looks_like_text
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.tasks import CHUNK_BYTES, CHUNK_ROWS, SegmentSpec, record_chunks
+
+_WINDOW = 16 * 1024 * 1024  # mapped bytes walked before the pages behind are dropped
 
 
 class _Exported:
@@ -51,11 +57,14 @@ def record_batches(
     max_rows: int = CHUNK_ROWS,
     max_bytes: int = CHUNK_BYTES,
     admit: Callable[[object], bool] | None = None,
+    where: bool = True,
 ) -> Iterator:
     """The `records` table's rows of the entries that start in [start, end), as pyarrow RecordBatches
     of the table's schema (file, topic and partition on every row), none empty; built in C when the
     extension is on, else from `tasks.record_chunks` (the reference). In C, the kernel bench/scan.py
-    times. `admit`: only the entries it admits (C only; see `_fill`)."""
+    times. `admit`: only the entries it admits (C only; see `_fill`). `where=False`: file and topic
+    left empty in C, for a writer that puts them back itself (arrow_files.TableFile(per_range=True):
+    the path copied into every row is ~10% of the kernel)."""
     if not available():
         assert admit is None, "admit needs the C builder"
         for cols in record_chunks(spec, start, end):
@@ -63,9 +72,12 @@ def record_batches(
         return
     import pyarrow as pa
 
-    where = (spec.file, spec.topic, spec.partition)
+    where = (spec.file, spec.topic, spec.partition) if where else ("", "", spec.partition)
     builder = accel.C.record_columns()
-    for _ in _fill(builder, spec, start, end, admit):
+    fill = _fill(builder, spec, start, end, admit)
+    if admit is None and hasattr(builder, "add_v2_run") and spec.size and not spec.kafka07:
+        fill = _fill_runs(builder, spec, start, end, max_rows, max_bytes)
+    for _ in fill:
         if builder.rows >= max_rows or builder.nbytes >= max_bytes:
             yield pa.record_batch(_Exported(builder.finish(*where)))
     if builder.rows:
@@ -86,34 +98,82 @@ def _fill(builder, spec: SegmentSpec, start: int, end: int | None, admit=None) -
                 _add_decoded(builder, entry)
                 yield
         return
-    add_v2, add_messages = builder.add_v2, builder.add_messages
     for entry in iter_log_entries(spec.path, start=start, end=end, runs=RunBounds(keep_data=True)):
-        kind = type(entry)
         if isinstance(entry, Problem) or (admit is not None and not admit(entry)):
             continue  # a Problem: the checks report it
-        if kind is RecordBatch:
-            args = entry.payload_args()
-            if entry.is_compressed:
-                try:
-                    args = (decompress(entry.codec, entry.payload), *args[1:])
-                except DecompressionError:
-                    continue
+        if _add(builder, entry):
+            yield
+
+
+def _add(builder, entry) -> bool:
+    """Add one entry's records (none when they cannot be decoded); False for an entry of no kind here."""
+    kind = type(entry)
+    if kind is RecordBatch:
+        args = entry.payload_args()
+        if entry.is_compressed:
             try:
-                add_v2(*args, entry.position)
-            except RecordDecodeError:
-                continue
-        elif kind is MessageRun:
-            add_messages(entry.data, entry.position, False, 0, None)
-        elif kind is LegacyMessage:
-            inner = entry.plain_inner_set()
-            if inner is None:
-                _add_decoded(builder, entry)
-            else:
-                data, _, shift, log_append = inner
-                add_messages(data, entry.position, True, shift, log_append)
+                args = (decompress(entry.codec, entry.payload), *args[1:])
+            except DecompressionError:
+                return True
+        try:
+            builder.add_v2(*args, entry.position)
+        except RecordDecodeError:
+            pass
+    elif kind is MessageRun:
+        builder.add_messages(entry.data, entry.position, False, 0, None)
+    elif kind is LegacyMessage:
+        inner = entry.plain_inner_set()
+        if inner is None:
+            _add_decoded(builder, entry)
         else:
+            data, _, shift, log_append = inner
+            builder.add_messages(data, entry.position, True, shift, log_append)
+    else:
+        return False
+    return True
+
+
+def _fill_runs(builder, spec: SegmentSpec, start: int, end: int | None, max_rows: int, max_bytes: int):
+    """`_fill` with the runs of uncompressed v2 batches walked in C (`add_v2_run`: no RecordBatch object
+    a batch), the segment mapped; any other entry through the Python walk, which hands back to C after
+    the next uncompressed v2 batch. Yields where a batch may end."""
+    if looks_like_text(spec.path) or not safe_to_map(spec.path):
+        yield from _fill(builder, spec, start, end)
+        return
+    with open(spec.path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        limit = size if end is None else min(size, end)
+        position = start
+        dropped = position - position % mmap.PAGESIZE
+        while position < limit:
+            stop = builder.add_v2_run(mapped, position, limit, max_rows, max_bytes)
+            if stop == position and builder.rows < max_rows and builder.nbytes < max_bytes:
+                stop = yield from _python_entries(builder, spec, position, limit)
+            position = stop
+            yield
+            upto = position - position % mmap.PAGESIZE
+            if upto - dropped >= _WINDOW:  # the pages behind: dropped (peak RSS bounded)
+                mapped.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
+                dropped = upto
+    finally:
+        mapped.close()
+
+
+def _python_entries(builder, spec: SegmentSpec, position: int, limit: int):
+    """The Python walk from `position`: entries up to and including the next uncompressed v2 batch;
+    returns where C goes on (`limit` when the walk ends first)."""
+    for entry in iter_log_entries(spec.path, start=position, end=limit, runs=RunBounds(keep_data=True)):
+        if isinstance(entry, Problem):
             continue
-        yield
+        if _add(builder, entry):
+            yield
+        if type(entry) is RecordBatch and not entry.is_compressed:
+            return entry.position + entry.entry_size
+    return limit
 
 
 def _add_decoded(builder, entry) -> None:

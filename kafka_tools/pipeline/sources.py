@@ -27,7 +27,7 @@ class SegmentSource:
         def sink(item: tuple) -> None:
             meta.add([item])
 
-        produce = partial(range_chunks, sink=sink, batches=batches)
+        produce = partial(range_chunks, sink=sink, batches=batches, arrow=self.arrow_batches)
         return self._stage(tables.BATCHES, produce, records_to)
 
     def table(self, table: str):

@@ -19,6 +19,7 @@ _SPARK = {
 }
 
 WHERE = [("file", "string"), ("topic", "string"), ("partition", "int")]
+ONE_PER_RANGE = ("file", "topic")  # one value in every batch decoded from a byte range (its segment's)
 
 SEGMENTS = WHERE + [
     ("kind", "string"),  # log (magic 0-2) or kafka07 (.kafka)

@@ -108,6 +108,25 @@ class SegmentTotals:
         if present:
             self.max_timestamp = _max(self.max_timestamp, max(present))
 
+    def add_arrow(self, batch) -> None:
+        """Fold in a `batches` Arrow batch (as `batch_columns.batch_batches` yields them)."""
+        import pyarrow.compute as pc
+
+        if not batch.num_rows:
+            return
+        self.batches += batch.num_rows
+        self.records += pc.sum(batch.column("records")).as_py() or 0
+        self.first_offset = _min(self.first_offset, pc.min(batch.column("base_offset")).as_py())
+        self.last_offset = _max(self.last_offset, pc.max(batch.column("last_offset")).as_py())
+        self.codecs.update(pc.unique(batch.column("codec")).to_pylist())
+        self.magic.update(pc.unique(batch.column("magic")).to_pylist())
+        low = pc.min(batch.column("min_timestamp")).as_py()
+        if low is not None:
+            self.min_timestamp = _min(self.min_timestamp, low)
+        high = pc.max(batch.column("max_timestamp")).as_py()
+        if high is not None:
+            self.max_timestamp = _max(self.max_timestamp, high)
+
 
 def _min(a: int | None, b: int) -> int:
     return b if a is None else min(a, b)
@@ -186,13 +205,24 @@ def range_chunks(
     end: int | None,
     sink: Callable[[tuple], None],
     batches: bool = True,
-) -> Iterator[dict[str, list]]:
+    arrow: bool = False,
+) -> Iterator:
     """The main stage's work on one byte range: the `batches` columns of its entries (none yielded if
     `batches` is False: no table to write), and `sink((file, start, report, totals, decoder))` once the
     range is done: its SegmentTotals and, for a segment's first range, the segment's validation report (the
-    task that decodes a segment's first range checks the whole segment)."""
+    task that decodes a segment's first range checks the whole segment). With `arrow`, the rows come
+    as Arrow batches (`batch_columns.batch_batches`, built in C), else as column lists."""
     report = check_segment(spec) if start == 0 else None
     totals = SegmentTotals()
+    if arrow:
+        from kafka_tools.pipeline.batch_columns import batch_batches
+
+        for batch in batch_batches(spec, start, end):
+            totals.add_arrow(batch)
+            if batches:
+                yield batch
+        sink((spec.file, start, report, totals, decoder_name()))
+        return
     for cols in batch_chunks(spec, start, end):
         totals.add_columns(cols)
         if batches:

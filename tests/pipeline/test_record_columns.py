@@ -9,6 +9,7 @@ scan writes the records table through this builder.)"""
 from __future__ import annotations
 
 import gc
+import json
 import resource
 import struct
 import tracemalloc
@@ -406,3 +407,48 @@ def test_a_table_written_on_a_writer_thread_is_the_same_file_and_its_errors_come
     table.add(wrong)
     with pytest.raises(ValueError, match="schema"):
         table.close()
+
+
+def test_a_per_range_table_reads_back_with_its_own_types_and_rows(tmp_path: Path) -> None:
+    """A table whose batches each come from one segment (`per_range=True`: file and topic handed to
+    the writer as one-value dictionaries, the batches' own left empty: `record_batches(where=False)`)
+    reads back as the plain writer's file: the same rows and the table's own types (strings, not
+    dictionaries), a segment outside a partition directory (no topic: nulls) included; as JSON lines
+    too; a batch without its file and topic is refused, not written wrong."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from kafka_tools.pipeline.arrow_files import TableFile
+
+    spec = next(s for s in SEGMENTS if "generated/v2/none-0/" in s.file)
+    loose = tmp_path / "00000000000000000000.log"  # no partition directory: topic and partition null
+    shutil.copyfile(spec.path, loose)
+    specs = [spec, plan_scan([loose]).segments[0]]
+    assert specs[1].topic is None and specs[0].topic is not None
+    read = {}
+    for per_range in (False, True):
+        out = tmp_path / str(per_range)
+        table = TableFile(str(out), "records", "parquet", per_range=per_range)
+        for s in specs:
+            for batch in record_columns.record_batches(s, max_rows=5, where=not per_range):
+                table.add(batch, s.where)
+        table.close()
+        read[per_range] = pq.read_table(out / "records" / "part-00000.snappy.parquet")
+    want = pa.concat_tables([_table(s) for s in specs])
+    assert next(record_columns.record_batches(spec, where=False)).column("file")[0].as_py() == ""
+    table = TableFile(str(tmp_path / "json"), "records", "json", per_range=True)
+    for s in specs:
+        for batch in record_columns.record_batches(s, max_rows=5, where=False):
+            table.add(batch, s.where)
+    table.close()
+    lines = (tmp_path / "json" / "records" / "part-00000.json").read_text().splitlines()
+    assert [json.loads(line)["file"] for line in lines] == want.column("file").to_pylist()
+    assert [json.loads(line)["topic"] for line in lines] == want.column("topic").to_pylist()
+    assert read[True].schema == SCHEMA
+    assert read[True].equals(want) and read[False].equals(want)
+    assert set(read[True].column("topic").to_pylist()) == {specs[0].topic, None}
+
+    table = TableFile(str(tmp_path / "refused"), "records", "parquet", per_range=True)
+    with pytest.raises(ValueError, match="file and topic"):
+        table.add(next(record_columns.record_batches(spec)))

@@ -382,6 +382,73 @@ done:
     return out;
 }
 
+/* add_v2_run(buf, at, limit, max_rows, max_bytes) -> at. The records of the uncompressed v2 batches
+ * from buf[at] (buf: the whole segment, index = file position) starting before `limit`, walked here
+ * as segment.walk_entries frames them, until the builder holds `max_rows` rows or `max_bytes`, or an
+ * entry that is not a well-framed uncompressed v2 batch (the Python walk takes it); returns where it
+ * stopped. A batch whose records cannot be read adds no row and is stepped over, as record_columns'
+ * Python walk does (the batches table says why). No CRC is checked, as there. */
+static PyObject *
+columns_add_v2_run(columns_t *c, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t at, limit, max_rows, max_bytes;
+    if (!PyArg_ParseTuple(args, "y*nnnn", &view, &at, &limit, &max_rows, &max_bytes))
+        return NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len;
+    if (limit > end)
+        limit = end;
+    if (at < 0 || at > end)
+        at = end;
+    PyObject *out = NULL;
+    while (at < limit && end - at >= 61 && c->rows < max_rows &&
+           (Py_ssize_t)(c->key.data.len + c->value.data.len + c->header_key.data.len + c->header_value.data.len) <
+               max_bytes) {
+        const unsigned char *b = p + at;
+        int32_t length = (int32_t)((uint32_t)b[8] << 24 | (uint32_t)b[9] << 16 | (uint32_t)b[10] << 8 | b[11]);
+        if (b[16] != 2 || length < 49 || (Py_ssize_t)length > end - at - 12 || (b[22] & 0x07) != 0)
+            break;
+        batch_t bt;
+        uint64_t v = 0;
+        for (int k = 0; k < 8; k++)
+            v = v << 8 | b[k];
+        bt.base_offset = (long long)v;
+        v = 0;
+        for (int k = 27; k < 35; k++)
+            v = v << 8 | b[k];
+        bt.base_timestamp = (long long)v;
+        v = 0;
+        for (int k = 35; k < 43; k++)
+            v = v << 8 | b[k];
+        bt.log_append = (b[22] >> 3) & 1;
+        bt.log_append_time = bt.log_append ? (long long)v : 0;
+        bt.base_sequence = (int32_t)((uint32_t)b[53] << 24 | (uint32_t)b[54] << 16 | (uint32_t)b[55] << 8 | b[56]);
+        bt.count = (int32_t)((uint32_t)b[57] << 24 | (uint32_t)b[58] << 16 | (uint32_t)b[59] << 8 | b[60]);
+        Py_ssize_t size = (Py_ssize_t)length + 12;
+        mark_t mark = columns_mark(c);
+        records_t r;
+        record_t rec;
+        records_open(&r, b + 61, size - 61, &bt);
+        int more;
+        while ((more = records_next(&r, &rec)) > 0) {
+            headers_t h;
+            headers_of_record(&h, r.c.p, &rec);
+            if (columns_row(c, at, rec.offset, rec.timestamp, &rec.key, &rec.value, &h) < 0) {
+                columns_rollback(c, mark);
+                goto done;
+            }
+        }
+        if (more < 0)
+            columns_rollback(c, mark);
+        at += size;
+    }
+    out = PyLong_FromSsize_t(at);
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
 /* add_messages(data, position, inner, shift, log_append_time) -> records added. The magic 0/1
  * messages of a message set that read_message accepts whole (a MessageRun's bytes, or a wrapper's
  * inner set that scan_inner found regular). Plain messages (inner False) are each their own entry,
@@ -873,6 +940,8 @@ columns_get_nbytes(columns_t *c, void *closure)
 static PyMethodDef columns_methods[] = {
     {"add_v2", (PyCFunction)columns_add_v2, METH_VARARGS,
      "add_v2(data, count, base_offset, base_timestamp, log_append_time, base_sequence, batch_position) -> int"},
+    {"add_v2_run", (PyCFunction)columns_add_v2_run, METH_VARARGS,
+     "add_v2_run(buf, at, limit, max_rows, max_bytes) -> at: the uncompressed v2 batches from buf[at]"},
     {"add_messages", (PyCFunction)columns_add_messages, METH_VARARGS,
      "add_messages(data, position, inner, shift, log_append_time) -> int"},
     {"add_records", (PyCFunction)columns_add_records, METH_VARARGS, "add_records(records, position) -> int"},

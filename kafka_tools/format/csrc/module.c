@@ -71,6 +71,9 @@ static PyMethodDef methods[] = {
     {"scan_batches", scan_batches, METH_VARARGS,
      "scan_batches(buf, at, limit, end, prev, lo, hi, wanted, shift[, check_crc]) -> "
      "(at, count, records, first, last, max_timestamp, gaps, hits)"},
+    {"batch_columns", batch_columns, METH_VARARGS,
+     "batch_columns(buf, at, limit, max_rows) -> (rows, at, columns, bits): the batches table's columns of "
+     "the plain v2 batches from buf[at]"},
     {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: CRC32 as zlib.crc32 gives it (message_crc's)"},
     {"crc32c", crc32c_py, METH_VARARGS,
      "crc32c(data, value=0, software=False) -> int: CRC-32C (Castagnoli), continuing from `value`"},

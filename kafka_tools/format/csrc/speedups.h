@@ -6,6 +6,7 @@
  *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, record_stats
  *                  (a section's count and smallest timestamp, no tuple), and the reader's error texts
  *   batches_v2.c   scan_batches: validate's v2 header walk (framing, CRC-32C, header checks), totals only
+ *   batch_columns.c batch_columns: the `batches` table's columns of a run of plain v2 batches
  *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
  *   writers.c      the output buffer and the dump-log lines (text and JSON) of a record or a message,
  *                  with format_records / format_payload / format_messages: a reader plus a writer
@@ -199,6 +200,7 @@ PyObject *scan_inner(PyObject *module, PyObject *args);
 /* ---- v2 header walk (batches_v2.c) ----------------------------------------------------------------- */
 
 PyObject *scan_batches(PyObject *module, PyObject *args);
+PyObject *batch_columns(PyObject *module, PyObject *args); /* batch_columns.c */
 
 /* ---- CRC-32 (crc.c) ---------------------------------------------------------------------------------- */
 
