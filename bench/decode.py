@@ -307,6 +307,7 @@ def segment(size_mib: int, codec: str, block_mib: int) -> dict:
 
 
 def run_child(impl: str, seg: dict, runs: int, cpu: int | None) -> dict:
+    """One child process: `runs` timed decodes of the segment, checked against its record count."""
     env = dict(os.environ)
     env.pop("KTOOL_PURE_PYTHON", None)
     if impl == "ktool-pure":
@@ -322,10 +323,21 @@ def run_child(impl: str, seg: dict, runs: int, cpu: int | None) -> dict:
             f"{impl} decoded {res['records']} records up to offset {res['last_offset']}, "
             f"expected {seg['records']} up to {seg['records'] - 1}"
         )
+    return res
+
+
+def summarise(impl: str, seg: dict, children: list[dict]) -> dict:
+    """One implementation's children folded: every timed run counts, the peak RSS is the largest."""
+    res = dict(children[-1])
+    res["times_s"] = [t for c in children for t in c["times_s"]]
+    res["cpu_times_s"] = [t for c in children for t in c["cpu_times_s"]]
+    for key in ("peak_rss_kb", "ru_maxrss_kb", "rss_before_decode_kb"):
+        res[key] = max(c[key] for c in children)
     median = statistics.median(res["times_s"])
     res.update(
         label=LABELS[impl],
-        runs=runs,
+        runs=len(res["times_s"]),
+        rounds=len(children),
         median_s=median,
         records_per_s=seg["records"] / median,
         mb_per_s=seg["bytes"] / median / 1e6,
@@ -336,13 +348,21 @@ def run_child(impl: str, seg: dict, runs: int, cpu: int | None) -> dict:
     return res
 
 
-def measure(seg: dict, impls: list[str], runs: int, slow_runs: int, cpu: int | None) -> list[dict]:
+def measure(
+    seg: dict, impls: list[str], runs: int, slow_runs: int, cpu: int | None, rounds: int = 1
+) -> list[dict]:
+    """Each implementation's children, alternated over `rounds` (the order reversed every other
+    round), so a drift of the host's speed during the run reaches every implementation alike."""
+    children: dict[str, list[dict]] = {impl: [] for impl in impls}
+    for r in range(rounds):
+        for impl in impls if r % 2 == 0 else impls[::-1]:
+            n = slow_runs if impl in SLOW_IMPLS else runs
+            log(f"  {LABELS[impl]}: {n} run(s), round {r + 1} of {rounds} ...")
+            children[impl].append(run_child(impl, seg, n, cpu))
     results = []
     for impl in impls:
-        n = slow_runs if impl in SLOW_IMPLS else runs
-        log(f"  {LABELS[impl]}: {n} run(s) ...")
-        res = run_child(impl, seg, n, cpu)
-        log(f"    median {res['median_s']:.2f} s, {res['records_per_s'] / 1e6:.2f} M records/s")
+        res = summarise(impl, seg, children[impl])
+        log(f"  {LABELS[impl]}: median {res['median_s']:.2f} s, {res['records_per_s'] / 1e6:.2f} M records/s")
         results.append(res)
     by = {r["impl"]: r for r in results}
     for r in results:
@@ -405,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size-mib", type=int, default=256, help="throughput segment size (default 256)")
     p.add_argument("--runs", type=int, default=5, help="timed runs per implementation (default 5)")
+    p.add_argument(
+        "--rounds", type=int, default=1, help="children per implementation, alternated (default 1)"
+    )
     p.add_argument("--slow-runs", type=int, help="runs for the pure-Python decoders (default: --runs)")
     p.add_argument(
         "--memory-mib",
@@ -465,14 +488,14 @@ def main(argv: list[str] | None = None) -> int:
 
     seg = segment(a.size_mib, "none", a.block_mib)
     log(f"throughput, uncompressed ({seg['bytes'] / MiB:.0f} MiB, {seg['records']:,} records) on CPU {cpu}")
-    res = measure(seg, impls, a.runs, slow_runs, cpu)
+    res = measure(seg, impls, a.runs, slow_runs, cpu, a.rounds)
     result["measurements"].append({"segment": seg, "results": res})
     sections.append(table("Full decode, uncompressed", seg, res))
 
     if a.codec not in ("off", "none"):
         cseg = segment(a.codec_size_mib, a.codec, a.block_mib)
         log(f"throughput, {a.codec} ({cseg['bytes'] / MiB:.0f} MiB, {cseg['records']:,} records)")
-        cres = measure(cseg, impls, a.runs, slow_runs, cpu)
+        cres = measure(cseg, impls, a.runs, slow_runs, cpu, a.rounds)
         result["measurements"].append({"segment": cseg, "results": cres})
         sections.append(table(f"Full decode, {a.codec}", cseg, cres))
 
