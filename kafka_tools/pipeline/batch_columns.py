@@ -12,7 +12,6 @@ tested equal to, row for row (tests/pipeline/test_batch_columns.py).
 from __future__ import annotations
 
 import mmap
-import os
 from collections.abc import Iterator
 
 from kafka_tools.format import accel
@@ -21,7 +20,7 @@ from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.record_batch import RecordBatch
 from kafka_tools.format.segment import Problem, iter_log_entries, looks_like_text
 from kafka_tools.pipeline import tables
-from kafka_tools.pipeline.tasks import CHUNK_ROWS, SegmentSpec, batch_chunks, batch_row
+from kafka_tools.pipeline.tasks import CHUNK_ROWS, SegmentSpec, batch_chunks, batch_row, mapped_file
 
 WINDOW = 16 * 1024 * 1024  # bytes walked a call; the pages behind are dropped (peak RSS bounded)
 
@@ -67,15 +66,10 @@ def batch_batches(
         for cols in batch_chunks(spec, start, end):
             yield tables.arrow_batch(tables.BATCHES, cols, constants=spec.where)
         return
-    with open(spec.path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        yield from _walk(walk, mapped, spec, start, size if end is None else min(size, end), max_rows)
-    finally:
-        mapped.close()
+    with mapped_file(spec.path) as mapped:
+        if mapped is not None:
+            size = len(mapped)
+            yield from _walk(walk, mapped, spec, start, size if end is None else min(size, end), max_rows)
 
 
 def _walk(walk, mapped: mmap.mmap, spec: SegmentSpec, position: int, limit: int, max_rows: int) -> Iterator:

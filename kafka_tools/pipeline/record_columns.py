@@ -17,7 +17,6 @@ reference this is tested equal to, row for row.
 from __future__ import annotations
 
 import mmap
-import os
 from collections.abc import Callable, Iterator
 
 from kafka_tools.format import accel
@@ -28,7 +27,7 @@ from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import MessageRun, Problem, RunBounds, iter_log_entries, looks_like_text
 from kafka_tools.pipeline import tables
-from kafka_tools.pipeline.tasks import CHUNK_BYTES, CHUNK_ROWS, SegmentSpec, record_chunks
+from kafka_tools.pipeline.tasks import CHUNK_BYTES, CHUNK_ROWS, SegmentSpec, mapped_file, record_chunks
 
 _WINDOW = 16 * 1024 * 1024  # mapped bytes walked before the pages behind are dropped
 
@@ -140,13 +139,10 @@ def _fill_runs(builder, spec: SegmentSpec, start: int, end: int | None, max_rows
     if looks_like_text(spec.path) or not safe_to_map(spec.path):
         yield from _fill(builder, spec, start, end)
         return
-    with open(spec.path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
+    with mapped_file(spec.path) as mapped:
+        if mapped is None:
             return
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        limit = size if end is None else min(size, end)
+        limit = len(mapped) if end is None else min(len(mapped), end)
         position = start
         dropped = position - position % mmap.PAGESIZE
         while position < limit:
@@ -159,8 +155,6 @@ def _fill_runs(builder, spec: SegmentSpec, start: int, end: int | None, max_rows
             if upto - dropped >= _WINDOW:  # the pages behind: dropped (peak RSS bounded)
                 mapped.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
                 dropped = upto
-    finally:
-        mapped.close()
 
 
 def _python_entries(builder, spec: SegmentSpec, position: int, limit: int):

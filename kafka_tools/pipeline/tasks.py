@@ -17,8 +17,11 @@ HDFS or S3. The work:
 
 from __future__ import annotations
 
+import mmap
 import operator
+import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
@@ -231,6 +234,21 @@ def range_chunks(
 
 
 # -- decoding ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def mapped_file(path: str) -> Iterator[mmap.mmap | None]:
+    """A segment mapped read-only for the C walks, or None when it is empty (mmap refuses length 0).
+    The caller has already asked `safe_to_map`."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            yield None
+            return
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        yield mapped
+    finally:
+        mapped.close()
 
 
 def iter_entries(spec: SegmentSpec, start: int = 0, end: int | None = None) -> Iterator:
