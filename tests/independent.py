@@ -15,6 +15,13 @@ REALWORLD = Path(os.environ.get("KTOOL_REALWORLD") or ROOT.parent / "shared" / "
 FIXTURES = ROOT / "fixtures"
 
 
+def segment_files() -> list[Path]:
+    """Every segment of the fixtures and of ../shared/realworld (when present), in a stable order."""
+    roots = [FIXTURES] + ([REALWORLD] if REALWORLD.is_dir() else [])
+    files = (p for root in roots for p in root.rglob("*") if p.suffix in (".log", ".kafka"))
+    return sorted(p for p in files if p.is_file())
+
+
 @dataclass(frozen=True)
 class RefRecord:
     offset: int

@@ -24,7 +24,7 @@ from kafka_tools.format.record_batch import Record, RecordDecodeError, decode_re
 from kafka_tools.pipeline import record_columns, tables
 from kafka_tools.pipeline.plan import plan_scan
 from kafka_tools.pipeline.tasks import range_starts, split_ranges
-from tests.independent import FIXTURES, REALWORLD
+from tests.independent import FIXTURES, segment_files
 from tests.support import hostile
 
 pytestmark = pytest.mark.skipif(not record_columns.available(), reason="C extension not built")
@@ -33,11 +33,7 @@ SCHEMA = tables.arrow_schema(tables.RECORDS)
 
 
 def _segments() -> list:
-    roots = [FIXTURES] + ([REALWORLD] if REALWORLD.is_dir() else [])
-    files = sorted(
-        p for root in roots for p in root.rglob("*") if p.suffix in (".log", ".kafka") and p.is_file()
-    )
-    return [spec for f in files for spec in plan_scan([f]).segments]
+    return [spec for f in segment_files() for spec in plan_scan([f]).segments]
 
 
 SEGMENTS = _segments()
