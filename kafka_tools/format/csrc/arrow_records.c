@@ -406,25 +406,16 @@ columns_add_v2_run(columns_t *c, PyObject *args)
            (Py_ssize_t)(c->key.data.len + c->value.data.len + c->header_key.data.len + c->header_value.data.len) <
                max_bytes) {
         const unsigned char *b = p + at;
-        int32_t length = (int32_t)((uint32_t)b[8] << 24 | (uint32_t)b[9] << 16 | (uint32_t)b[10] << 8 | b[11]);
+        int32_t length = be32s(b + 8);
         if (b[16] != 2 || length < 49 || (Py_ssize_t)length > end - at - 12 || (b[22] & 0x07) != 0)
             break;
         batch_t bt;
-        uint64_t v = 0;
-        for (int k = 0; k < 8; k++)
-            v = v << 8 | b[k];
-        bt.base_offset = (long long)v;
-        v = 0;
-        for (int k = 27; k < 35; k++)
-            v = v << 8 | b[k];
-        bt.base_timestamp = (long long)v;
-        v = 0;
-        for (int k = 35; k < 43; k++)
-            v = v << 8 | b[k];
+        bt.base_offset = (long long)be64s(b);
+        bt.base_timestamp = (long long)be64s(b + 27);
         bt.log_append = (b[22] >> 3) & 1;
-        bt.log_append_time = bt.log_append ? (long long)v : 0;
-        bt.base_sequence = (int32_t)((uint32_t)b[53] << 24 | (uint32_t)b[54] << 16 | (uint32_t)b[55] << 8 | b[56]);
-        bt.count = (int32_t)((uint32_t)b[57] << 24 | (uint32_t)b[58] << 16 | (uint32_t)b[59] << 8 | b[60]);
+        bt.log_append_time = bt.log_append ? (long long)be64s(b + 35) : 0;
+        bt.base_sequence = be32s(b + 53);
+        bt.count = be32s(b + 57);
         Py_ssize_t size = (Py_ssize_t)length + 12;
         mark_t mark = columns_mark(c);
         records_t r;

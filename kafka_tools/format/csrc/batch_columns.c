@@ -12,19 +12,6 @@
  */
 #include "record_reader.h"
 
-static inline int64_t
-rd64(const unsigned char *q)
-{
-    return (int64_t)((uint64_t)q[0] << 56 | (uint64_t)q[1] << 48 | (uint64_t)q[2] << 40 | (uint64_t)q[3] << 32 |
-                     (uint64_t)q[4] << 24 | (uint64_t)q[5] << 16 | (uint64_t)q[6] << 8 | (uint64_t)q[7]);
-}
-
-static inline uint32_t
-rd32(const unsigned char *q)
-{
-    return (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | (uint32_t)q[3];
-}
-
 #define HEADER 61     /* RECORD_BATCH_OVERHEAD */
 #define MIN_LENGTH 49 /* the smallest batchLength: the header after the log overhead */
 #define CRC_START 21
@@ -93,21 +80,21 @@ batch_columns(PyObject *module, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     while (n < room && at < limit && end - at >= HEADER) {
         const unsigned char *b = p + at;
-        int32_t length = (int32_t)rd32(b + 8);
+        int32_t length = (int32_t)be32u(b + 8);
         if (b[16] != 2 || length < MIN_LENGTH || (Py_ssize_t)length > end - at - 12)
             break;
         unsigned attributes = (unsigned)b[21] << 8 | b[22];
         if ((attributes & 0x07) != 0) /* compressed: the Python walk decompresses it */
             break;
         Py_ssize_t size = (Py_ssize_t)length + 12;
-        uint32_t crc = rd32(b + 17);
+        uint32_t crc = be32u(b + 17);
         uint32_t computed = crc32c_update(0, b + CRC_START, (size_t)(size - CRC_START));
         if (computed != crc) /* a damaged batch: the Python walk reports it */
             break;
-        int64_t base = rd64(b);
-        int32_t delta = (int32_t)rd32(b + 23);
-        int64_t base_ts = rd64(b + 27), max_ts = rd64(b + 35);
-        int32_t sequence = (int32_t)rd32(b + 53), count = (int32_t)rd32(b + 57);
+        int64_t base = be64s(b);
+        int32_t delta = (int32_t)be32u(b + 23);
+        int64_t base_ts = be64s(b + 27), max_ts = be64s(b + 35);
+        int32_t sequence = (int32_t)be32u(b + 53), count = (int32_t)be32u(b + 57);
         int log_append = (attributes >> 3) & 1;
         batch_t batch = {count, base, base_ts, sequence, log_append, log_append ? max_ts : 0};
         records_t r;
@@ -131,8 +118,8 @@ batch_columns(PyObject *module, PyObject *args)
         PUT(C_TS_TYPE, int32_t, log_append);
         PUT(C_MIN_TS, int64_t, r.index ? min_ts : 0);
         PUT(C_MAX_TS, int64_t, max_ts);
-        PUT(C_EPOCH, int32_t, (int32_t)rd32(b + 12));
-        PUT(C_PRODUCER, int64_t, rd64(b + 43));
+        PUT(C_EPOCH, int32_t, (int32_t)be32u(b + 12));
+        PUT(C_PRODUCER, int64_t, be64s(b + 43));
         PUT(C_PRODUCER_EPOCH, int32_t, (int16_t)((unsigned)b[51] << 8 | b[52]));
         PUT(C_SEQUENCE, int32_t, sequence);
         set_bit(bits[B_MIN_TS], n, r.index > 0);

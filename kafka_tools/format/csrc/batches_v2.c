@@ -7,19 +7,6 @@
  */
 #include "speedups.h"
 
-static inline int64_t
-be64s(const unsigned char *q)
-{
-    return (int64_t)((uint64_t)q[0] << 56 | (uint64_t)q[1] << 48 | (uint64_t)q[2] << 40 | (uint64_t)q[3] << 32 |
-                     (uint64_t)q[4] << 24 | (uint64_t)q[5] << 16 | (uint64_t)q[6] << 8 | (uint64_t)q[7]);
-}
-
-static inline uint32_t
-be32u(const unsigned char *q)
-{
-    return (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | (uint32_t)q[3];
-}
-
 #define V2_HEADER 61     /* RECORD_BATCH_OVERHEAD */
 #define V2_MIN_LENGTH 49 /* MIN_BATCH_LENGTH */
 #define V2_CRC_START 21

@@ -7,28 +7,13 @@
  */
 #include "speedups.h"
 
-static inline int64_t
-be64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int k = 0; k < 8; k++)
-        v = (v << 8) | p[k];
-    return (int64_t)v;
-}
-
-static inline int32_t
-be32(const unsigned char *p)
-{
-    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
-}
-
 /* An int32-sized key or value at *pos, within stop: 0, or -1 when its length is invalid. */
 static inline int
 read_sized(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t stop, field_t *f)
 {
     if (stop - *pos < 4)
         return -1;
-    int32_t n = be32(p + *pos);
+    int32_t n = be32s(p + *pos);
     *pos += 4;
     if (n < -1 || (n >= 0 && (Py_ssize_t)n > stop - *pos))
         return -1;
@@ -44,20 +29,20 @@ read_message(const unsigned char *p, Py_ssize_t at, Py_ssize_t end, message_t *m
 {
     if (end - at < 17)
         return -1;
-    m->offset = be64(p + at);
-    m->size = be32(p + at + 8);
+    m->offset = be64s(p + at);
+    m->size = be32s(p + at + 8);
     m->magic = (signed char)p[at + 16];
     if (m->magic != 0 && m->magic != 1)
         return -1;
     if (m->size < (m->magic == 0 ? 14 : 22) || (Py_ssize_t)m->size > end - at - 12)
         return -1;
     Py_ssize_t stop = at + 12 + m->size;
-    m->crc = (uint32_t)be32(p + at + 12);
+    m->crc = (uint32_t)be32s(p + at + 12);
     m->attributes = p[at + 17];
     Py_ssize_t pos = at + 18;
     m->timestamp = -1;
     if (m->magic == 1) {
-        m->timestamp = be64(p + pos);
+        m->timestamp = be64s(p + pos);
         pos += 8;
     }
     if (read_sized(p, &pos, stop, &m->key) < 0 || read_sized(p, &pos, stop, &m->value) < 0)

@@ -63,6 +63,27 @@ speedups_state *configured_state(PyObject *module);
 /* Raise error_class(message, position). */
 void raise_at(PyObject *error_class, const char *message, Py_ssize_t position);
 
+/* ---- big-endian integers as Kafka writes them; the caller has checked the bytes are there ---------- */
+
+static inline int64_t
+be64s(const unsigned char *q)
+{
+    return (int64_t)((uint64_t)q[0] << 56 | (uint64_t)q[1] << 48 | (uint64_t)q[2] << 40 | (uint64_t)q[3] << 32 |
+                     (uint64_t)q[4] << 24 | (uint64_t)q[5] << 16 | (uint64_t)q[6] << 8 | (uint64_t)q[7]);
+}
+
+static inline uint32_t
+be32u(const unsigned char *q)
+{
+    return (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | (uint32_t)q[3];
+}
+
+static inline int32_t
+be32s(const unsigned char *q)
+{
+    return (int32_t)be32u(q);
+}
+
 /* ---- the cursor: bytes p[pos..end), every read bounded by end ---------------------------------------- */
 
 typedef struct {
