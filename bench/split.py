@@ -75,7 +75,7 @@ def child(path: str, jobs: int) -> dict:
     }
 
 
-def range_child(path: str, start: int, end: int) -> dict:
+def range_child(path: str, start: int, end: int, step: int) -> dict:
     """One range of `path` walked and checked as a thread of the split walks it (`parallel._range_run`),
     in a process of its own: started on the parent's word (stdin), after the imports, so that the
     ranges of a ceiling run overlap. Times are CLOCK_MONOTONIC, comparable across processes."""
@@ -86,7 +86,7 @@ def range_child(path: str, start: int, end: int) -> dict:
     print("ready", flush=True)
     sys.stdin.readline()
     t0, c0 = time.monotonic(), time.thread_time()
-    run = parallel._range_run(Path(path), start, end, base, base + parallel.INT32_MAX, [])
+    run = parallel._range_run(Path(path), start, end, base, base + parallel.INT32_MAX, [], step)
     t1, c1 = time.monotonic(), time.thread_time()
     return {"start": t0, "end": t1, "cpu_s": c1 - c0, "batches": run.count if run else 0}
 
@@ -96,13 +96,15 @@ def ceiling(path: str, parts: int) -> dict:
     at once: the wall from the first start to the last end. What the host gives `parts` walkers that
     share nothing but the file and the memory bus; a split in threads cannot beat it."""
     from kafka_tools.format.batch_runs import split_points
+    from kafka_tools.log.parallel import walker_step
 
     size = Path(path).stat().st_size
+    step = str(walker_step(parts))  # what each thread of the split steps by
     bounds = [0, *split_points(Path(path), parts), size]
     me = str(Path(__file__).resolve())
     procs = [
         subprocess.Popen(
-            [sys.executable, me, "--range", path, str(a), str(b)],
+            [sys.executable, me, "--range", path, str(a), str(b), step],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -137,13 +139,13 @@ def main(argv: list[str] | None = None) -> int:
         "processes at once (the host's ceiling for the split)",
     )
     ap.add_argument("--child", nargs=2, metavar=("PATH", "JOBS"), help=argparse.SUPPRESS)
-    ap.add_argument("--range", nargs=3, metavar=("PATH", "START", "END"), help=argparse.SUPPRESS)
+    ap.add_argument("--range", nargs=4, metavar=("PATH", "START", "END", "STEP"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         print(json.dumps(child(a.child[0], int(a.child[1]))))
         return 0
     if a.range:
-        print(json.dumps(range_child(a.range[0], int(a.range[1]), int(a.range[2]))))
+        print(json.dumps(range_child(a.range[0], int(a.range[1]), int(a.range[2]), int(a.range[3]))))
         return 0
     if a.path is None:
         from bench.decode import segment

@@ -5,7 +5,7 @@ Measured on 2 cores (bench/validate.py, bench/split.py, bench/README.md): a memo
 cheapest (pread's copy costs 1.2-1.7x its CPU), and threads each walking a map of its own and
 releasing the pages behind it do not slow each other down (kernel 6.18, per-VMA locks: a few dozen
 voluntary context switches a GiB); the C walks, zlib and CRC-32C release the GIL. So every walker
-maps (pread only where format/mapping.py refuses a map), several walkers in WALKER_STEP steps (their
+maps (pread only where format/mapping.py refuses a map), several walkers in walker_step() steps (their
 resident pages are in the RSS). The plan:
 
 * one core, or a small input: one walker, as `--jobs 1`, settled before anything is read, started or
@@ -45,10 +45,14 @@ T = TypeVar("T")
 SMALL_INPUT = 32 * 1024 * 1024  # below this, threads cost more than they give: one walker
 SPLIT_MIN = 128 * 1024 * 1024  # segments at least this large are split when cores would be idle
 INT32_MAX = (1 << 31) - 1
-# One of several walkers (or a range's walk) hands back its mapped pages (or reads by pread) in steps
-# this large: a few MiB resident a walker, so that the peak RSS stays far below 100 MB whatever the
-# number of threads (the one walker's 16 MiB step gave 53 MB with two threads on one segment).
-WALKER_STEP = 2 * 1024 * 1024
+# Several walkers (or a split's ranges) hand back their mapped pages in steps (walker_step): about
+# WALKERS_RESIDENT together, never less than MIN_WALKER_STEP each, so that the peak RSS stays far below
+# 100 MB whatever the number of threads. Each step is a madvise(MADV_DONTNEED) whose TLB shootdown
+# reaches every core the process runs on: at 2 MiB two threads spent 20 % more CPU than one walker
+# and waited on each other (voluntary switches x10, log dir of 6 GiB 1.1 s against 0.59 s at 4-16 MiB,
+# same round); 8 MiB each costs what one walker's 16 MiB costs, at 43 MB peak RSS for two.
+WALKERS_RESIDENT = 16 * 1024 * 1024
+MIN_WALKER_STEP = 4 * 1024 * 1024
 # A split segment is cut into this many ranges a thread, taken in turn by whichever thread is free:
 # a core that another task holds for a while then walks less of the segment, not half of it.
 RANGES_A_THREAD = 4
@@ -61,6 +65,16 @@ class JobsPlan:
 
     threads: int
     split: bool
+
+    @property
+    def step(self) -> int | None:
+        """Each walker's step (walker_step); None for one walker: its own, larger steps."""
+        return walker_step(self.threads) if self.threads > 1 else None
+
+
+def walker_step(threads: int) -> int:
+    """The bytes each of `threads` walkers walks between handing its mapped pages back."""
+    return max(MIN_WALKER_STEP, WALKERS_RESIDENT // max(1, threads))
 
 
 def idle_cores(cores: int, others_running: int) -> int:
@@ -202,15 +216,17 @@ def in_threads(work: Callable[..., T], calls: list[tuple], threads: int) -> list
 # -- one segment in ranges ------------------------------------------------------------------------
 
 
-def _range_run(path: Path, start: int, end: int, lo: int, hi: int, wanted: list[int]) -> BatchRun | None:
+def _range_run(
+    path: Path, start: int, end: int, lo: int, hi: int, wanted: list[int], step: int
+) -> BatchRun | None:
     """The ordinary batches from `start` on, in one run, up to `end` or the first other entry. Each range
-    maps the file itself (a mapping of its own, its pages handed back every WALKER_STEP): pread's copy
+    maps the file itself (a mapping of its own, its pages handed back every `step` bytes): pread's copy
     cost 1.7x the map's CPU, which ate the second core's gain (bench/README.md, issue 27)."""
-    runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True, max_bytes=WALKER_STEP)
+    runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True, max_bytes=step)
     merged: BatchRun | None = None
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        win = SegmentWindow(f, size, WALKER_STEP, use_mmap=safe_to_map(path), release_step=WALKER_STEP)
+        win = SegmentWindow(f, size, step, use_mmap=safe_to_map(path), release_step=step)
         walk = walk_entries(win, start, min(end, size), light=True, runs=runs)
         for item in walk:
             if type(item) is not BatchRun or (merged is not None and item.position != merged.end):
@@ -244,7 +260,8 @@ def split_prefix(path: Path, base: int, wanted: list[int], parts: int) -> BatchR
     if not points:
         return None
     bounds = [0, *points, path.stat().st_size]
-    calls = [(path, a, b, base, base + INT32_MAX, wanted) for a, b in zip(bounds, bounds[1:], strict=False)]
+    hi, step = base + INT32_MAX, walker_step(parts)
+    calls = [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
     runs = in_threads(_range_run, calls, parts)
     merged = runs[0]
     if merged is None:

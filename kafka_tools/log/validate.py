@@ -29,7 +29,7 @@ from kafka_tools.log.findings import (
     ValidateOptions,
 )
 from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
-from kafka_tools.log.parallel import WALKER_STEP, plan_for, splitter
+from kafka_tools.log.parallel import plan_for, splitter
 from kafka_tools.log.partition_checks import (
     dump_checks,
     leader_epoch_findings,
@@ -184,7 +184,7 @@ def validate_paths(
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(plan.threads) as pool:
-        options = replace(options, step=WALKER_STEP)
+        options = replace(options, step=plan.step)
         scans = scan_ahead(found, options, progress, pool)
         try:
             return _validate_found(found, options, progress, scans, read)

@@ -38,7 +38,7 @@ def test_several_segments_get_a_walker_a_core_no_more_than_segments() -> None:
 
 def test_several_walkers_map_in_small_steps(monkeypatch) -> None:
     """Each of several walkers maps its segment (pread's copy cost 1.2-1.7x the map's CPU) and hands
-    its pages back every WALKER_STEP, so the peak RSS does not grow by 24 MiB a thread."""
+    its pages back every walker_step(2) bytes, so the peak RSS does not grow by 24 MiB a thread."""
     from kafka_tools.log import segment_checks
 
     windows: list[tuple[bool, int | None]] = []
@@ -53,7 +53,7 @@ def test_several_walkers_map_in_small_steps(monkeypatch) -> None:
     src = GENERATED / "v2"
     assert _validate(["--jobs", "2", str(src)])[0] == 0
     segments = len(list(src.glob("*-0/*.log")))
-    assert windows == [(True, parallel.WALKER_STEP)] * segments
+    assert windows == [(True, parallel.walker_step(2))] * segments
     windows.clear()
     _validate(["--jobs", "1", str(src)])
     assert windows == [(True, None)] * segments  # one walker: its own (larger) steps
@@ -265,10 +265,12 @@ def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monk
     real_start = _thread.start_new_thread
     monkeypatch.setattr(_thread, "start_new_thread", lambda f, args: started.append(1) or real_start(f, args))
     mapped: list[bool] = []
+    steps: set[int] = set()
     real_window = parallel.SegmentWindow
 
     def window(*args, use_mmap: bool, release_step: int):
         mapped.append(use_mmap)
+        steps.add(release_step)
         return real_window(*args, use_mmap=use_mmap, release_step=release_step)
 
     monkeypatch.setattr(parallel, "SegmentWindow", window)
@@ -276,6 +278,19 @@ def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monk
     assert split == scan_segment(path, ValidateOptions())
     assert len(started) == parts - 1
     assert len(mapped) > parts and all(mapped)  # more ranges than threads, all mapped
+    assert steps == {parallel.walker_step(parts)}
+
+
+def test_walkers_hand_pages_back_in_steps_that_keep_the_rss_flat() -> None:
+    """Together the walkers keep about WALKERS_RESIDENT mapped (the RSS stays far below 100 MB with
+    any number of threads), and none steps by less than MIN_WALKER_STEP: at 2 MiB two threads'
+    madvise calls cost 20 % more CPU than one walker (log/parallel.py)."""
+    assert parallel.JobsPlan(1, False).step is None  # one walker: its own, larger steps
+    for threads in (2, 3, 4, 8, 64):
+        step = parallel.JobsPlan(threads, False).step
+        assert step == parallel.walker_step(threads) >= parallel.MIN_WALKER_STEP
+        assert step * threads <= max(parallel.WALKERS_RESIDENT, threads * parallel.MIN_WALKER_STEP)
+    assert parallel.walker_step(2) * 2 == parallel.WALKERS_RESIDENT
 
 
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
