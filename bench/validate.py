@@ -360,28 +360,70 @@ def jobs_log_dir(src: str | os.PathLike, tag: str, partitions: int) -> Path:
     return root
 
 
+def _summary_of(cmd: list[str], code: int, out: str, segments: int) -> dict:
+    """The JSON summary of one `ktool validate --json` run, which must be clean and cover `segments`."""
+    summary = next(
+        (o for o in map(json.loads, filter(None, out.splitlines())) if o.get("type") == "summary"), None
+    )
+    if code != 0 or summary is None or summary.get("errors") or summary.get("segments") != segments:
+        raise SystemExit(f"`{' '.join(cmd)}` exited {code}, summary {summary}")
+    return summary
+
+
+def ceiling_run(log_dir: Path, processes: int) -> tuple[float, float]:
+    """(wall s, peak RSS MB): the log dir's partitions dealt out to `processes` independent
+    `ktool validate --json --jobs 1 PARTITION…` processes started at once, from the first start to the
+    last exit. What the host gives that many walkers sharing nothing but the page cache and the memory
+    bus (no address space, no GIL): the ceiling for `--jobs N` on the same files."""
+    parts = sorted(p.parent for p in log_dir.glob("*/*.log"))
+    shares = [parts[k::processes] for k in range(processes)]
+    cmds = [ktool_command() + ["validate", "--json", "--jobs", "1", *map(str, share)] for share in shares]
+    t0 = time.perf_counter()
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for cmd in cmds
+    ]
+    ended = []
+    for proc in procs:  # each prints a few lines only: no pipe fills while another is read
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.stdout.close()
+        ended.append((out, usage.ru_maxrss / 1024))
+    wall = time.perf_counter() - t0
+    for cmd, proc, (out, _), share in zip(cmds, procs, ended, shares, strict=True):
+        _summary_of(cmd, proc.returncode, out, len(share))
+    return wall, max(peak for _, peak in ended)
+
+
 def measure_jobs(log_dir: Path, runs: int, jobs: tuple[int, ...] = (1, 2)) -> dict:
-    """`ktool validate --json --jobs J LOG_DIR` for each J, `runs` times (alternated), median wall
-    clock; every run must exit 0 with no errors. `speedup` = median of --jobs 1 / median of the last."""
+    """`ktool validate --json --jobs J LOG_DIR` for each J, `runs` times (alternated with the CEILING:
+    the partitions in J independent `--jobs 1` processes at once), median wall clock; every run must
+    exit 0 with no errors. `speedup` = median of --jobs 1 / median of the last; `ceiling_speedup` =
+    median of --jobs 1 / median of the independent processes."""
     files = sorted(log_dir.glob("*/*.log"))
     total = sum(f.stat().st_size for f in files)
     warm_page_cache(files[0])
     walls: dict[int, list[float]] = {j: [] for j in jobs}
     rss: dict[int, float] = {j: 0.0 for j in jobs}
+    ceilings: list[float] = []
     for _ in range(runs):
         for j in jobs:
             cmd = ktool_command() + ["validate", "--json", "--jobs", str(j), str(log_dir)]
             wall, code, out, peak = timed_process(cmd, None)
-            summary = next(
-                (o for o in map(json.loads, filter(None, out.splitlines())) if o.get("type") == "summary"),
-                None,
-            )
-            if code != 0 or summary is None or summary.get("errors") or summary.get("segments") != len(files):
-                raise SystemExit(f"`{' '.join(cmd)}` exited {code}, summary {summary}")
+            _summary_of(cmd, code, out, len(files))
             walls[j].append(wall)
             rss[j] = max(rss[j], peak)
+        ceilings.append(ceiling_run(log_dir, jobs[-1])[0])
     med = {j: statistics.median(walls[j]) for j in jobs}
+    ceiling = statistics.median(ceilings)
     return {
+        "ceiling": {
+            "processes": jobs[-1],
+            "median_s": ceiling,
+            "gb_per_s": total / ceiling / GB,
+            "speedup": med[jobs[0]] / ceiling,
+        },
         "log_dir": str(log_dir),
         "segments": len(files),
         "bytes": total,
@@ -412,6 +454,11 @@ def jobs_lines(res: dict) -> list[str]:
             f"{r['gb_per_s']:.2f} GB/s, peak RSS {r['peak_rss_mb']:.0f} MB"
         )
     lines.append(f"  speedup --jobs {list(res['by_jobs'])[-1]} vs --jobs 1: {res['speedup']:.2f}x")
+    c = res["ceiling"]
+    lines.append(
+        f"  CEILING, the partitions in {c['processes']} independent --jobs 1 processes at once: "
+        f"{c['median_s']:.2f} s, {c['gb_per_s']:.2f} GB/s, {c['speedup']:.2f}x --jobs 1"
+    )
     return lines
 
 
