@@ -173,43 +173,121 @@ def splitter(parts: int):
     return split
 
 
-def in_threads(work: Callable[..., T], calls: list[tuple], threads: int) -> list[T]:
-    """`work(*args)` for each of `calls` on `threads` threads, this one and `threads - 1` new ones,
-    each taking the next call as it finishes one (a thread slowed by another task on its core takes
-    fewer); the results in order, the first exception raised once all have ended. No pool, and no
-    wait for a thread to be scheduled before the next is started (threading.Thread.start waits: up
-    to 9 ms a thread on a busy machine): a pool's import and hand-overs cost more than a range."""
+WAITING, TAKEN, CANCELLED = 0, 1, 2
+
+
+class Ahead:
+    """One call of `ahead`: run by a helper thread, or by the thread that asks for its result."""
+
+    __slots__ = ("_args", "_done", "_error", "_runner", "_state", "_value")
+
+    def __init__(self, runner: _Ahead, args: tuple) -> None:
+        import _thread
+
+        self._runner = runner
+        self._args = args
+        self._state = WAITING
+        self._value = None
+        self._error: Exception | None = None
+        self._done = _thread.allocate_lock()  # held until the call has ended
+        self._done.acquire()
+
+    def result(self):
+        """The call's value (its exception raised). While another thread runs it, the asking thread
+        runs the next calls nobody has taken: it is one of the walkers, not a waiter."""
+        runner = self._runner
+        if runner.take(self, also_cancelled=True):
+            runner.walk(self)
+        while not self._done.acquire(blocking=False):
+            other = runner.take_next()
+            if other is None:
+                self._done.acquire()
+                break
+            runner.walk(other)
+        self._done.release()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def cancel(self) -> None:
+        """Not run unless a thread has taken it already."""
+        with self._runner.guard:
+            if self._state == WAITING:
+                self._state = CANCELLED
+
+
+class _Ahead:
+    def __init__(self, work: Callable, calls: list[tuple]) -> None:
+        import _thread
+
+        self.work = work
+        self.guard = _thread.allocate_lock()
+        self.items = [Ahead(self, args) for args in calls]
+        self.next = 0  # no call before this one is waiting
+
+    def take(self, item: Ahead, also_cancelled: bool = False) -> bool:
+        with self.guard:
+            if item._state == WAITING or (also_cancelled and item._state == CANCELLED):
+                item._state = TAKEN
+                return True
+            return False
+
+    def take_next(self) -> Ahead | None:
+        with self.guard:
+            items, k = self.items, self.next
+            while k < len(items) and items[k]._state != WAITING:
+                k += 1
+            if k == len(items):
+                self.next = k
+                return None
+            self.next = k + 1
+            items[k]._state = TAKEN
+            return items[k]
+
+    def walk(self, item: Ahead) -> None:
+        try:
+            item._value = self.work(*item._args)
+        except Exception as exc:  # raised by result() on the asking thread (Ctrl-C is at once)
+            item._error = exc
+        finally:
+            item._args = ()
+            item._done.release()
+
+    def help(self) -> None:
+        while (item := self.take_next()) is not None:
+            self.walk(item)
+
+
+def ahead(work: Callable[..., T], calls: list[tuple], threads: int) -> list[Ahead]:
+    """`work(*args)` for each of `calls`, in that order, on `threads` threads: `threads - 1` helpers
+    started now, and the thread that asks for the results (in `calls`' order: validate's reports),
+    which runs the next call nobody has taken while the one it asks for runs elsewhere. No pool:
+    concurrent.futures and logging cost 5-15 ms to import, and the pool's threads would leave the
+    asking thread idle."""
     import _thread
 
-    results: list = [None] * len(calls)
-    errors: list[Exception | None] = [None] * len(calls)
-    todo = iter(range(len(calls)))  # shared: next() on it is atomic under the GIL
-    done = [_thread.allocate_lock() for _ in range(min(threads, len(calls)) - 1)]
-
-    def worker(lock) -> None:
+    runner = _Ahead(work, calls)
+    for _ in range(min(threads, len(calls)) - 1):
         try:
-            for k in todo:
-                try:
-                    results[k] = work(*calls[k])
-                except Exception as exc:  # re-raised on the calling thread below (Ctrl-C is at once)
-                    errors[k] = exc
-        finally:
-            if lock is not None:
-                lock.release()
-
-    for lock in done:
-        lock.acquire()
-        try:
-            _thread.start_new_thread(worker, (lock,))
-        except RuntimeError:  # no thread to be had (a limit): the threads started do the rest
-            lock.release()
+            _thread.start_new_thread(runner.help, ())
+        except RuntimeError:  # no thread to be had (a limit): the asking thread runs the rest
             break
-    worker(None)
-    for lock in done:
-        lock.acquire()  # released by its thread when no call is left (never taken: free already)
-    for exc in errors:
-        if exc is not None:
-            raise exc
+    return runner.items
+
+
+def all_results(pending: list[Ahead]) -> list:
+    """Every result, in order, once every call has ended; the first call's exception raised then (no
+    range is still being walked when the caller carries on)."""
+    results: list = []
+    first: Exception | None = None
+    for p in pending:
+        try:
+            results.append(p.result())
+        except Exception as exc:  # Ctrl-C is at once
+            results.append(None)
+            first = first or exc
+    if first is not None:
+        raise first
     return results
 
 
@@ -262,7 +340,7 @@ def split_prefix(path: Path, base: int, wanted: list[int], parts: int) -> BatchR
     bounds = [0, *points, path.stat().st_size]
     hi, step = base + INT32_MAX, walker_step(parts)
     calls = [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
-    runs = in_threads(_range_run, calls, parts)
+    runs = all_results(ahead(_range_run, calls, parts))
     merged = runs[0]
     if merged is None:
         return None

@@ -29,7 +29,7 @@ from kafka_tools.log.findings import (
     ValidateOptions,
 )
 from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
-from kafka_tools.log.parallel import plan_for, splitter
+from kafka_tools.log.parallel import Ahead, ahead, plan_for, splitter
 from kafka_tools.log.partition_checks import (
     dump_checks,
     leader_epoch_findings,
@@ -39,23 +39,26 @@ from kafka_tools.log.partition_checks import (
 from kafka_tools.log.segment_checks import check_segment, scan_segment
 
 if TYPE_CHECKING:
-    from concurrent.futures import Executor, Future
-
     from kafka_tools.format import checkpoints
 
 
-def scan_ahead(found: Discovery, options: ValidateOptions, progress, pool: Executor) -> dict[Path, Future]:
-    """Every segment of `found` submitted to `pool` (threads: the walks spend their time in C, zlib
-    and crc32c, which release the GIL), in file order; callers take the reports in that order."""
-    scans: dict[Path, Future] = {}
+def scan_ahead(found: Discovery, options: ValidateOptions, progress, threads: int) -> dict[Path, Ahead]:
+    """Every segment of `found` checked on `threads` threads (the walks spend their time in C, zlib
+    and CRC-32C, which release the GIL), in file order; callers take the reports in that order."""
+    calls: list[tuple] = []
     parts = [p for ld in found.log_dirs for p in ld.partitions] + list(found.partitions)
     for part in parts:
         for seg in part.segments:
-            scans[seg.log] = pool.submit(check_segment, seg, options, progress(seg.log) if progress else None)
+            calls.append((check_segment, seg.log, seg, options, progress(seg.log) if progress else None))
     for path in found.files:
         if kind_of(path) in (FileKind.LOG, FileKind.KAFKA07):
-            scans[path] = pool.submit(scan_segment, path, options, progress(path) if progress else None)
-    return scans
+            calls.append((scan_segment, path, path, options, progress(path) if progress else None))
+    pending = ahead(_check, calls, threads)
+    return {call[1]: p for call, p in zip(calls, pending, strict=True)}
+
+
+def _check(check, _key, *args):
+    return check(*args)
 
 
 CheckpointRead = dict[Path, "checkpoints.Checkpoint | checkpoints.CheckpointError"]
@@ -179,19 +182,15 @@ def validate_paths(
     plan = plan_for(found, jobs, cores)
     if plan.split:  # one segment at a time, its ranges on threads of their own (no pool)
         options = replace(options, split=splitter(plan.threads))
-    if plan.threads == 1 or plan.split:  # no pool (nor concurrent.futures' import)
+    if plan.threads == 1 or plan.split:  # no helper thread
         return _validate_found(found, options, progress, None, read)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(plan.threads) as pool:
-        options = replace(options, step=plan.step)
-        scans = scan_ahead(found, options, progress, pool)
-        try:
-            return _validate_found(found, options, progress, scans, read)
-        finally:
-            if scans:
-                for future in scans.values():
-                    future.cancel()
+    options = replace(options, step=plan.step)
+    scans = scan_ahead(found, options, progress, plan.threads)
+    try:
+        return _validate_found(found, options, progress, scans, read)
+    finally:
+        for pending in scans.values():
+            pending.cancel()  # an error ended the walk: the helpers stop after the segment in hand
 
 
 def _validate_found(

@@ -326,3 +326,78 @@ def test_a_split_without_threads_to_be_had_is_walked_by_the_caller(monkeypatch) 
     one = scan_segment(path, ValidateOptions())
     monkeypatch.setattr(_thread, "start_new_thread", no_thread)
     assert scan_segment(path, ValidateOptions(split=parallel.splitter(3))) == one
+
+
+def test_ahead_gives_every_result_in_order_and_the_asking_thread_walks_too(monkeypatch) -> None:
+    """Several segments on `threads` threads: the results in the calls' order, the same as one by
+    one; the asking thread runs calls while it waits (it is one of the walkers), and one helper
+    fewer than threads is started."""
+    import _thread
+    import threading
+
+    helpers_started: list[int] = []
+    ran_on: list[int] = []
+    gate = threading.Event()
+
+    def work(k: int) -> int:
+        ran_on.append(threading.get_ident())
+        if k == 0:
+            gate.wait(10)  # the first call is held by whoever took it until another call has ended
+        else:
+            gate.set()
+        return k * k
+
+    real = _thread.start_new_thread
+
+    def start(f, args):
+        helpers_started.append(1)
+        return real(f, args)
+
+    monkeypatch.setattr(_thread, "start_new_thread", start)
+    pending = parallel.ahead(work, [(k,) for k in range(9)], 2)
+    assert [p.result() for p in pending] == [k * k for k in range(9)]
+    assert helpers_started == [1]
+    assert threading.get_ident() in ran_on and len(set(ran_on)) == 2
+
+
+def test_ahead_raises_a_calls_error_where_its_result_is_asked_and_cancels_the_rest() -> None:
+    ran: list[int] = []
+
+    def work(k: int) -> int:
+        ran.append(k)
+        if k == 1:
+            raise OSError(f"cannot read segment {k}")
+        return k
+
+    pending = parallel.ahead(work, [(k,) for k in range(4)], 1)  # no helper: every call runs here
+    assert pending[0].result() == 0
+    with pytest.raises(OSError, match="cannot read segment 1"):
+        pending[1].result()
+    for p in pending[2:]:
+        p.cancel()
+    assert ran == [0, 1]  # cancelled before anyone took them: never run
+
+
+def test_a_log_dir_on_two_threads_imports_no_pool(monkeypatch) -> None:
+    """Several segments on several threads: the same answer as one walker, with no
+    concurrent.futures (its import and logging's cost 5-15 ms, a tenth of a 1 GiB walk)."""
+    import sys
+
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    src = GENERATED / "v2"
+    one = _validate(["--jobs", "1", str(src)])
+    monkeypatch.delitem(sys.modules, "concurrent.futures", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_Refuse("concurrent.futures"), *sys.meta_path])
+    assert _validate(["--jobs", "2", str(src)]) == one
+
+
+class _Refuse:
+    """An import hook that fails the import of one module."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def find_spec(self, name, path=None, target=None):
+        if name == self.name:
+            raise AssertionError(f"{name} imported")
+        return None
