@@ -257,7 +257,7 @@ def log_dir_rows(j: dict) -> list[Row]:
 
 def jobs_rows(quick: bool) -> list[Row]:
     """The default --jobs (all usable cores) against --jobs 1: never slower, whatever the input."""
-    from bench.decode import segment
+    from bench.decode import data_dir, segment
     from bench.validate import jobs_log_dir
 
     big = segment(128 if quick else 1024, "none", 64)
@@ -267,9 +267,15 @@ def jobs_rows(quick: bool) -> list[Row]:
         "log dir of 4 v2 segments": str(jobs_log_dir(big["path"], f"v2-{big['bytes']}", 4)),
         "one 4 KiB v2 segment": str(small),
     }
-    legacy = ROOT / "bench" / ".data" / "legacy-v0-600000-x4.log"
+    # v0 and v1 as bench/legacy.py made them (in the bench data dir, when it has run): one file and many
+    legacy = data_dir() / "legacy-v0-600000-x4.log"
     if legacy.exists():
         inputs["one v0 segment"] = str(legacy)
+        size = legacy.stat().st_size
+        inputs["log dir of 4 v0 segments"] = str(jobs_log_dir(legacy, f"v0-{size}", 4))
+    v1 = data_dir() / "legacy-v1-gzip-600000.log"  # 17 MB: four of them are threads' work
+    if v1.exists():
+        inputs["log dir of 4 v1 gzip segments"] = str(jobs_log_dir(v1, f"v1-gzip-{v1.stat().st_size}", 4))
     rows = []
     for what, path in inputs.items():
         variants = {
