@@ -1,23 +1,35 @@
 """How `ktool validate --jobs N` spreads segments over cores, decided from the inputs, and the split of
 one large v2 segment at batch boundaries.
 
-Measured on 2 cores (bench/validate.py, bench/split.py, bench/README.md): a memory-mapped walk is the
-cheapest (pread's copy costs 1.2-1.7x its CPU), and threads each walking a map of its own and
-releasing the pages behind it do not slow each other down (kernel 6.18, per-VMA locks: a few dozen
-voluntary context switches a GiB); the C walks, zlib and CRC-32C release the GIL. So every walker
-maps (pread only where format/mapping.py refuses a map), several walkers in walker_step() steps (their
-resident pages are in the RSS). The plan:
+Measured on 2 cores (bench/validate.py, bench/split.py, bench/run_all.py --only jobs, bench/README.md):
+a memory-mapped walk is the cheapest (pread's copy costs 1.2-1.7x its CPU), and threads each walking
+a map of its own do not slow each other down as long as they hand their pages back in large enough
+steps: every step is a madvise(MADV_DONTNEED), whose TLB shootdown interrupts the other threads'
+cores. At 2 MiB a walker, two threads spent 20 % more CPU than one walker and waited on each other (a
+log dir of 6 GiB under load: 1.10-1.16 s in three rounds, 0.88-1.0 s at 4-16 MiB, 0.59 s in the
+quietest round against 1.12 s); at walker_step() (16 MiB shared, 8 MiB each for two) their CPU is
+one walker's within 4 % and the split's critical path is 1.74-1.76x one walker's (was 1.42x), peak
+RSS 41-47 MB. The C walks, zlib and CRC-32C release the GIL. So every walker maps (pread only where
+format/mapping.py refuses a map). The plan:
 
 * one core, or a small input: one walker, as `--jobs 1`, settled before anything is read, started or
   imported; without `--jobs`, as many walkers as there are idle cores when a large input starts (a
-  busy machine gets one walker);
-* several segments: threads (no more than segments), a segment each at a time;
+  busy machine gets one walker: there a second thread made a log dir 0.88x as fast, under load 3-4);
+* several segments: `ahead`, threads - 1 helpers and the thread that takes the reports in file order,
+  which walks the next segment nobody has taken while it waits (no pool: concurrent.futures and
+  logging cost 5-15 ms to import);
 * fewer large segments than cores: each large v2 segment split at batch boundaries into
-  RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked on the calling
-  thread and one new thread a core more, each taking the next range when done with one; the rest of
-  the segment is walked after them as usual (the findings are the same: a range's walk stops at the
-  first batch that is not ordinary, and the sequential walk reports it); one segment that cannot be
-  split (v0/v1, or below SPLIT_MIN) gets one walker, as `--jobs 1`.
+  RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by `ahead` on the
+  calling thread and one new thread a core more, each taking the next range when done with one; the
+  rest of the segment is walked after them as usual (the findings are the same: a range's walk stops
+  at the first batch that is not ordinary, and the sequential walk reports it); one segment that
+  cannot be split (v0/v1, or below SPLIT_MIN) gets one walker, as `--jobs 1`.
+
+What is the host's, not ktool's: independent processes (bench's CEILING rows: the same ranges or the
+same partitions in 2 processes at once, no shared address space, no GIL) gain 1.68x on one 1 GiB
+segment on an idle machine, not 2x (memory bandwidth, the vCPUs' shared core); through the CLI the
+start-up (~0.15 s) is as long as the walk of 1 GiB on one core, so the split's gain is read after
+start-up (bench/run_all.py); and under other load the default walks on one core.
 """
 
 from __future__ import annotations
