@@ -42,9 +42,12 @@ if TYPE_CHECKING:
     from kafka_tools.format import checkpoints
 
 
-def scan_ahead(found: Discovery, options: ValidateOptions, progress, threads: int) -> dict[Path, Ahead]:
+def scan_ahead(
+    found: Discovery, options: ValidateOptions, progress, threads: int, split_tail: int = 0
+) -> dict[Path, Ahead]:
     """Every segment of `found` checked on `threads` threads (the walks spend their time in C, zlib
-    and CRC-32C, which release the GIL), in file order; callers take the reports in that order."""
+    and CRC-32C, which release the GIL), in file order; callers take the reports in that order. The
+    last `split_tail` are split into ranges on `threads` threads of their own (log/parallel.py)."""
     calls: list[tuple] = []
     parts = [p for ld in found.log_dirs for p in ld.partitions] + list(found.partitions)
     for part in parts:
@@ -53,6 +56,9 @@ def scan_ahead(found: Discovery, options: ValidateOptions, progress, threads: in
     for path in found.files:
         if kind_of(path) in (FileKind.LOG, FileKind.KAFKA07):
             calls.append((scan_segment, path, path, options, progress(path) if progress else None))
+    if split_tail:
+        split = replace(options, split=splitter(threads))
+        calls[-split_tail:] = [(c[0], c[1], c[2], split, c[4]) for c in calls[-split_tail:]]
     pending = ahead(_check, calls, threads)
     return {call[1]: p for call, p in zip(calls, pending, strict=True)}
 
@@ -185,7 +191,7 @@ def validate_paths(
     if plan.threads == 1 or plan.split:  # no helper thread
         return _validate_found(found, options, progress, None, read)
     options = replace(options, step=plan.step)
-    scans = scan_ahead(found, options, progress, plan.threads)
+    scans = scan_ahead(found, options, progress, plan.threads, plan.split_tail)
     try:
         return _validate_found(found, options, progress, scans, read)
     finally:

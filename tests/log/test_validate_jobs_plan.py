@@ -401,3 +401,30 @@ class _Refuse:
         if name == self.name:
             raise AssertionError(f"{name} imported")
         return None
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_segments_left_over_after_a_round_a_thread_are_split() -> None:
+    """3 large v2 segments on 2 threads: the third is split, so that the thread done first helps with
+    it; nothing is split when the segments go round evenly or the last one cannot be split."""
+    big = SPLIT_MIN
+    assert plan_jobs([big] * 3, 2) == JobsPlan(2, False, 1)
+    assert plan_jobs([big] * 5, 3) == JobsPlan(3, False, 2)
+    assert plan_jobs([big] * 4, 2) == JobsPlan(2, False)
+    assert plan_jobs([big, big, MiB], 2) == JobsPlan(2, False)  # a small last segment: walked as it is
+    assert plan_jobs([big] * 3, 2, [True, True, False]) == JobsPlan(2, False)  # v0/v1: cannot be split
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@pytest.mark.parametrize("jobs", ["3", "4"])
+def test_a_log_dir_whose_last_segments_are_split_reports_what_one_walker_reports(jobs, monkeypatch) -> None:
+    src = GENERATED / "v2"
+    one = _validate(["--jobs", "1", str(src)])
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    split: list[Path] = []
+    real = parallel.split_prefix
+    monkeypatch.setattr(parallel, "split_prefix", lambda path, *a: split.append(path) or real(path, *a))
+    assert _validate(["--jobs", jobs, str(src)]) == one
+    segments = sorted(src.glob("*-0/*.log"))
+    assert sorted(split) == segments[len(segments) - len(segments) % int(jobs) :]
