@@ -265,6 +265,8 @@ def jobs_rows(quick: bool) -> list[Row]:
     inputs = {
         "one v2 segment": big["path"],
         "log dir of 4 v2 segments": str(jobs_log_dir(big["path"], f"v2-{big['bytes']}", 4)),
+        # one segment left over after a round a thread: split into ranges (log/parallel.py)
+        "log dir of 3 v2 segments": str(jobs_log_dir(big["path"], f"v2-{big['bytes']}", 3)),
         "one 4 KiB v2 segment": str(small),
     }
     # v0 and v1 as bench/legacy.py made them (in the bench data dir, when it has run): one file and many
