@@ -116,16 +116,22 @@ def default_jobs(cores: int) -> int:
     return idle_cores(cores, others_running())
 
 
-def plan_jobs(sizes: list[int], jobs: int, v2: list[bool] | None = None) -> JobsPlan:
+def plan_jobs(
+    sizes: list[int], jobs: int, v2: list[bool] | None = None, in_python: list[bool] | None = None
+) -> JobsPlan:
     """The plan for segments of these sizes (bytes) on `jobs` cores; `v2`: whether each begins with
-    a v2 batch (only those can be split; None: all do)."""
-    if jobs <= 1 or not sizes or sum(sizes) < SMALL_INPUT:
+    a v2 batch (only those can be split; None: all do); `in_python`: whether each is walked in
+    Python, holding the GIL (compressed v0/v1 message sets, 0.7 files; None: none is). Those share no
+    core: two threads on them did 1.1-1.5x one walker's CPU and finished no sooner."""
+    in_python = [False] * len(sizes) if in_python is None else in_python
+    shared = sum(size for size, py in zip(sizes, in_python, strict=True) if not py)
+    if jobs <= 1 or not sizes or shared < SMALL_INPUT:
         return ONE_WALKER
     v2 = [True] * len(sizes) if v2 is None else v2
     splittable = any(size >= SPLIT_MIN and is_v2 for size, is_v2 in zip(sizes, v2, strict=True))
     if len(sizes) < jobs and splittable and scanner() is not None:
         return JobsPlan(jobs, True)
-    walkers = min(jobs, len(sizes))
+    walkers = min(jobs, in_python.count(False) + any(in_python))
     if walkers == 1:  # one segment that cannot be split: one mapped walker, as --jobs 1
         return ONE_WALKER
     tail = len(sizes) % walkers
@@ -159,6 +165,26 @@ def begins_with_v2(path: Path, size: int) -> bool:
     return begins_with_batch(path)
 
 
+LOOKED_MIN = 1024 * 1024  # smaller segments' first entries are not read: their walks are short
+
+
+def walked_in_python(path: Path, size: int) -> bool:
+    """Whether the walk of this segment runs in Python (holding the GIL) rather than in C, zlib and
+    CRC-32C (which release it): a 0.7 `.kafka` file, or a v0/v1 segment whose first message is
+    compressed (its wrapped messages are decoded in Python). Judged by the first entry; segments
+    under LOOKED_MIN are not read."""
+    if size < LOOKED_MIN:
+        return False
+    if kind_of(path) == FileKind.KAFKA07:
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = os.pread(f.fileno(), 18, 0)
+    except OSError:
+        return False  # reported by the walk itself
+    return len(head) == 18 and head[16] in (0, 1) and head[17] & 0x07 != 0
+
+
 ONE_WALKER = JobsPlan(1, False)  # as `--jobs 1`: no thread, no pool
 
 
@@ -175,7 +201,10 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
         return ONE_WALKER
     if jobs is None:
         jobs = default_jobs(cores)
-    return plan_jobs(sizes, jobs, [begins_with_v2(p, s) for p, s in zip(paths, sizes, strict=True)])
+    if jobs <= 1:  # a busy machine: nothing more to read
+        return ONE_WALKER
+    pairs = list(zip(paths, sizes, strict=True))
+    return plan_jobs(sizes, jobs, [begins_with_v2(*p) for p in pairs], [walked_in_python(*p) for p in pairs])
 
 
 def splitter(parts: int):

@@ -428,3 +428,45 @@ def test_a_log_dir_whose_last_segments_are_split_reports_what_one_walker_reports
     assert _validate(["--jobs", jobs, str(src)]) == one
     segments = sorted(src.glob("*-0/*.log"))
     assert sorted(split) == segments[len(segments) - len(segments) % int(jobs) :]
+
+
+def test_segments_walked_in_python_share_no_core() -> None:
+    """Compressed v0/v1 message sets (and 0.7 files) are decoded in Python, holding the GIL: a log
+    dir of them is one walker's work (two threads on four 17 MB v1 gzip segments: 1.1-1.5x the CPU,
+    no sooner done); a mix gets a walker for the GIL-free ones and one for the rest."""
+    big = 64 * MiB
+    assert plan_jobs([big] * 4, 2, [False] * 4, [True] * 4) == parallel.ONE_WALKER
+    assert plan_jobs([big] * 4, 4, [False] * 4, [True, False, True, False]) == JobsPlan(3, False)
+    assert plan_jobs([big] * 4, 2, [False] * 4, [True, True, True, False]) == JobsPlan(2, False)
+    # the GIL-free part alone is too small to share
+    assert plan_jobs([big, big, MiB], 2, [False] * 3, [True, True, False]) == parallel.ONE_WALKER
+
+
+def test_the_planner_reads_whether_a_segment_is_walked_in_python(monkeypatch) -> None:
+    monkeypatch.setattr(parallel, "LOOKED_MIN", 0)
+
+    def in_python(path: Path) -> bool:
+        return parallel.walked_in_python(path, path.stat().st_size)
+
+    for codec in ("gzip", "lz4", "snappy"):
+        for magic in ("v0", "v1"):
+            assert in_python(GENERATED / magic / f"{codec}-0" / "00000000000000000000.log"), (magic, codec)
+        assert not in_python(GENERATED / "v2" / f"{codec}-0" / "00000000000000000000.log"), codec
+    for magic in ("v0", "v1", "v2"):
+        assert not in_python(GENERATED / magic / "none-0" / "00000000000000000000.log"), magic
+    assert all(in_python(p) for p in GENERATED.glob("kafka07/**/*.kafka"))
+
+
+def test_a_log_dir_walked_in_python_starts_no_thread(monkeypatch) -> None:
+    """`--jobs 2` on compressed v1 segments: one walker, no thread started, the same answer."""
+    src = GENERATED / "v1"
+    one = _validate(["--jobs", "1", str(src)])
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(parallel, "LOOKED_MIN", 0)
+    assert _validate(["--jobs", "2", str(src)]) == one  # v1 none-0 beside them: a walker each
+    compressed = [p for p in sorted(src.glob("*-0")) if not p.name.startswith("none")]
+    alone = {p: _validate(["--jobs", "1", str(p)]) for p in compressed}
+    attempted = _no_threads(monkeypatch)
+    assert all(_validate(["--jobs", "2", str(p)]) == alone[p] for p in compressed)
+    assert _validate(["--jobs", "2", *map(str, compressed)])[0] == 0
+    assert attempted == []
