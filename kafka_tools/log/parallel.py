@@ -17,7 +17,12 @@ format/mapping.py refuses a map). The plan:
   busy machine gets one walker: there a second thread made a log dir 0.88x as fast, under load 3-4);
 * several segments: `ahead`, threads - 1 helpers and the thread that takes the reports in file order,
   which walks the next segment nobody has taken while it waits (no pool: concurrent.futures and
-  logging cost 5-15 ms to import);
+  logging cost 5-15 ms to import); the segments left over after a round a thread, when large v2
+  ones, are split into ranges (3 x 1 GiB on 2 threads: busiest thread 217-238 ms, not 278-317);
+* segments walked in Python (compressed v0/v1 message sets, 0.7 files: the wrapped messages are
+  decoded holding the GIL) share no core: on a log dir of four 17 MB v1 gzip segments two threads
+  did 1.1-1.5x one walker's CPU (up to 32,000 voluntary switches) and were never sooner done, once
+  0.71x as fast; such segments get one walker between them, the GIL-free ones a walker each;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into
   RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by `ahead` on the
   calling thread and one new thread a core more, each taking the next range when done with one; the
