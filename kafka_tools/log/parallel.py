@@ -5,12 +5,13 @@ Measured on 2 cores (bench/validate.py, bench/split.py, bench/run_all.py --only 
 a memory-mapped walk is the cheapest (pread's copy costs 1.2-1.7x its CPU), and threads each walking
 a map of its own do not slow each other down as long as they hand their pages back in large enough
 steps: every step is a madvise(MADV_DONTNEED), whose TLB shootdown interrupts the other threads'
-cores. At 2 MiB a walker, two threads spent 20 % more CPU than one walker and waited on each other (a
-log dir of 6 GiB under load: 1.10-1.16 s in three rounds, 0.88-1.0 s at 4-16 MiB, 0.59 s in the
-quietest round against 1.12 s); at walker_step() (16 MiB shared, 8 MiB each for two) their CPU is
-one walker's within 4 % and the split's critical path is 1.74-1.76x one walker's (was 1.42x), peak
-RSS 41-47 MB. The C walks, zlib and CRC-32C release the GIL. So every walker maps (pread only where
-format/mapping.py refuses a map). The plan:
+cores. At 2 MiB a walker, two threads spent 16-28 % more CPU than one walker on a log dir of 6 GiB
+and waited on each other (wall under load: 1.10-1.16 s in three rounds, 0.88-1.0 s at 4-16 MiB; in
+the quietest round 1.12 s against 0.59 s); at walker_step() (16 MiB shared, 8 MiB each for two) a
+split's CPU is one walker's + 1-3 % (was + 7-10 %) and its critical path 1.88x one walker's (was
+1.76-1.80x in the same run, under load 3-4, where the threads seldom run at once; on an idle machine,
+where they do, the quiet run gave 1.42x at 2 MiB), peak RSS 41-47 MB. The C walks, zlib and CRC-32C
+release the GIL. So every walker maps (pread only where format/mapping.py refuses a map). The plan:
 
 * one core, or a small input: one walker, as `--jobs 1`, settled before anything is read, started or
   imported; without `--jobs`, as many walkers as there are idle cores when a large input starts (a
