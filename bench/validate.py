@@ -375,7 +375,7 @@ def ceiling_run(log_dir: Path, processes: int) -> tuple[float, float]:
     `ktool validate --json --jobs 1 PARTITION…` processes started at once, from the first start to the
     last exit. What the host gives that many walkers sharing nothing but the page cache and the memory
     bus (no address space, no GIL): the ceiling for `--jobs N` on the same files."""
-    parts = sorted(p.parent for p in log_dir.glob("*/*.log"))
+    parts = sorted({p.parent for p in log_dir.glob("*/*.log")})
     shares = [parts[k::processes] for k in range(processes)]
     cmds = [ktool_command() + ["validate", "--json", "--jobs", "1", *map(str, share)] for share in shares]
     t0 = time.perf_counter()
@@ -392,7 +392,7 @@ def ceiling_run(log_dir: Path, processes: int) -> tuple[float, float]:
         ended.append((out, usage.ru_maxrss / 1024))
     wall = time.perf_counter() - t0
     for cmd, proc, (out, _), share in zip(cmds, procs, ended, shares, strict=True):
-        _summary_of(cmd, proc.returncode, out, len(share))
+        _summary_of(cmd, proc.returncode, out, sum(len(list(p.glob("*.log"))) for p in share))
     return wall, max(peak for _, peak in ended)
 
 
