@@ -66,9 +66,10 @@ INT32_MAX = (1 << 31) - 1
 # Several walkers (or a split's ranges) hand back their mapped pages in steps (walker_step): about
 # WALKERS_RESIDENT together, never less than MIN_WALKER_STEP each, so that the peak RSS stays far below
 # 100 MB whatever the number of threads. Each step is a madvise(MADV_DONTNEED) whose TLB shootdown
-# reaches every core the process runs on: at 2 MiB two threads spent 20 % more CPU than one walker
-# and waited on each other (voluntary switches x10, log dir of 6 GiB 1.1 s against 0.59 s at 4-16 MiB,
-# same round); 8 MiB each costs what one walker's 16 MiB costs, at 43 MB peak RSS for two.
+# reaches every core the process runs on: at 2 MiB two threads spent 16-28 % more CPU than one walker
+# and waited on each other (voluntary switches x2-10; a log dir of 6 GiB 1.12 s against 0.59 s at
+# 4-16 MiB in the same round); 8 MiB each costs about what 16 MiB does, at 43 MB peak RSS for two.
+# Measured on 2 cores only: with many more threads the RSS bound (4 MiB each) may want processes.
 WALKERS_RESIDENT = 16 * 1024 * 1024
 MIN_WALKER_STEP = 4 * 1024 * 1024
 # A split segment is cut into this many ranges a thread, taken in turn by whichever thread is free:
