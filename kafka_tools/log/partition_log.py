@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kafka_tools.errors import InputError, UsageError
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.dirs import list_partition, log_start_offset
 
 
@@ -62,8 +63,8 @@ class SegmentList(Sequence):
         return seg
 
 
-@dataclass(slots=True)
-class PartitionLog:
+@dataclass(slots=True, repr=False, eq=False)
+class PartitionLog(SharedMethods):
     """A partition directory's segments in base-offset order, as names tell them (nothing opened)."""
 
     path: str

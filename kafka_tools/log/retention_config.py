@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from kafka_tools.errors import InputError, UsageError
+from kafka_tools.format.shared_methods import SharedMethods
 
 HOUR_MS = 3_600_000
 # Kafka's defaults (KafkaConfig / LogConfig Defaults).
@@ -66,8 +67,8 @@ class TopicSettings:
         }
 
 
-@dataclass
-class SettingSources:
+@dataclass(repr=False, eq=False)
+class SettingSources(SharedMethods):
     """Everything a topic's settings are resolved from."""
 
     flags: dict[str, Setting] = field(default_factory=dict)  # keys: retention.ms, retention.bytes
