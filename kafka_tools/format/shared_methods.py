@@ -7,13 +7,14 @@ those two methods alone were 10-15 % of its start-up. A dataclass declared
 `@dataclass(repr=False, eq=False)` that inherits `SharedMethods` gets the same `repr` and `==` the
 decorator would generate (fields with `repr=False` or `compare=False` left out, NotImplemented for
 another class, unhashable like any dataclass with `eq` and not frozen), from these two functions.
-For classes that are not frozen: a frozen dataclass's hash comes from its generated `__eq__`'s fields.
+A frozen one (`@dataclass(frozen=True, repr=False, eq=False)`) inherits `FrozenSharedMethods`, which
+adds the hash `@dataclass` would generate: of the same fields `==` compares.
 """
 
 from __future__ import annotations
 
 import reprlib
-from dataclasses import fields
+from dataclasses import Field, fields
 
 
 class SharedMethods:
@@ -32,6 +33,19 @@ class SharedMethods:
         return _compared(self) == _compared(other)
 
     __hash__ = None  # type: ignore[assignment]  # as a dataclass with eq=True that is not frozen
+
+
+class FrozenSharedMethods(SharedMethods):
+    """Base of a frozen `@dataclass(frozen=True, repr=False, eq=False)`: `SharedMethods` and its hash."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, f.name) for f in fields(self) if _hashed(f)))
+
+
+def _hashed(f: Field) -> bool:
+    return f.compare if f.hash is None else f.hash
 
 
 def _compared(obj: object) -> tuple:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.checkpoints import offsets_by_partition
-from kafka_tools.format.shared_methods import SharedMethods
+from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.retention_config import SettingSources, TopicSettings
 from kafka_tools.log.segment_facts import (
     IndexUntrusted,
@@ -49,8 +49,8 @@ _UNUSED = {
 }
 
 
-@dataclass(frozen=True)
-class Rule:
+@dataclass(frozen=True, repr=False, eq=False)
+class Rule(FrozenSharedMethods):
     """The delete policy of one broker generation."""
 
     name: str

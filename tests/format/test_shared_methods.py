@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 import kafka_tools
-from kafka_tools.format.shared_methods import SharedMethods
+from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 
 
 @dataclass
@@ -41,6 +41,24 @@ class SharedSlots(SharedMethods):
     offsets: list[int] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class FrozenGenerated:
+    """Doc."""
+
+    topic: str
+    partition: int
+    note: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class FrozenShared(FrozenSharedMethods):
+    """Doc."""
+
+    topic: str
+    partition: int
+    note: str = field(default="", compare=False)
+
+
 def test_repr_is_the_generated_one() -> None:
     args = ("p-0", [1, 2], "hidden", 7)
     assert repr(Shared(*args)) == repr(Generated(*args)).replace("Generated(", "Shared(")
@@ -64,6 +82,14 @@ def test_unhashable_like_a_dataclass_that_is_not_frozen() -> None:
         hash(Shared("a"))
 
 
+def test_a_frozen_one_hashes_as_the_generated_one_and_stays_frozen() -> None:
+    assert hash(FrozenShared("t", 1, "a")) == hash(FrozenGenerated("t", 1, "b"))  # note: not compared
+    assert {FrozenShared("t", 1, "a"), FrozenShared("t", 1, "b")} == {FrozenShared("t", 1)}
+    assert repr(FrozenShared("t", 1)) == "FrozenShared(topic='t', partition=1, note='')"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FrozenShared("t", 1).partition = 2  # type: ignore[misc]
+
+
 def test_a_cycle_is_shown_not_followed() -> None:
     a = Shared("a", [])
     a.offsets.append(a)  # type: ignore[arg-type]
@@ -79,23 +105,25 @@ def _package_classes() -> list[type]:
         found += [
             c
             for c in vars(module).values()
-            if isinstance(c, type) and c.__module__ == info.name and issubclass(c, SharedMethods)
-            and c is not SharedMethods
+            if isinstance(c, type)
+            and c.__module__ == info.name
+            and issubclass(c, SharedMethods)
+            and c not in (SharedMethods, FrozenSharedMethods)
         ]
     return found
 
 
 def test_every_user_leaves_repr_and_eq_to_the_shared_methods() -> None:
     """A class that inherits them but lets @dataclass generate its own pays the compile it was meant to
-    save; a frozen one would lose its hash."""
+    save; a frozen one needs FrozenSharedMethods' hash, and one that is not must stay unhashable."""
     users = _package_classes()
-    assert len(users) >= 30
+    assert len(users) >= 38
     wrong = [
         c.__qualname__
         for c in users
         if not dataclasses.is_dataclass(c)
         or c.__dataclass_params__.repr
         or c.__dataclass_params__.eq
-        or c.__dataclass_params__.frozen
+        or c.__dataclass_params__.frozen != issubclass(c, FrozenSharedMethods)
     ]
     assert wrong == []
