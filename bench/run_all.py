@@ -146,6 +146,14 @@ def _startup_table(res: dict, how: str) -> list[Row]:
     ]
 
 
+def _entry_module() -> str:
+    """The module of pyproject's `ktool` console script (`[project.scripts]`)."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    return scripts["ktool"].partition(":")[0]
+
+
 def script_venv() -> Path | None:
     """A virtualenv under the bench data dir (system site-packages, this tree installed editable without
     dependencies), made once per checkout; its bin/ktool is then run by absolute path, never activated.
@@ -156,7 +164,8 @@ def script_venv() -> Path | None:
     # shared by several checkouts.
     venv = data_dir() / f"script-venv-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:10]}"
     ktool = venv / "bin" / "ktool"
-    if ktool.is_file():
+    # Made again when pyproject's entry point moved (the script imports its module by name).
+    if ktool.is_file() and f"from {_entry_module()} import" in ktool.read_text():
         return venv
     log(f"making {venv} (once): python -m venv --system-site-packages, pip install -e . --no-deps")
     made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])

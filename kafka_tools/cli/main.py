@@ -7,7 +7,7 @@ import sys
 import click
 
 from kafka_tools import __version__
-from kafka_tools.cli import pipe
+from kafka_tools.cli import pipe, start_up
 from kafka_tools.cli.options import COLOR_CHOICE, COLOR_HELP, colour_setting
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, KtoolError
 
@@ -120,6 +120,7 @@ class KtoolGroup(click.Group):
         # after that are dropped and the command finishes its verdict (see cli/pipe.py).
         saved = sys.stdout, sys.stderr
         pipe.install()
+        start_up.resume_collection()  # the command is resolved: what start-up built is frozen
         try:
             return super().invoke(ctx)
         except KtoolError as exc:

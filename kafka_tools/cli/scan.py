@@ -10,7 +10,7 @@ from contextlib import ExitStack, contextmanager
 
 import click
 
-from kafka_tools.cli.options import colour_of, json_option, live_options
+from kafka_tools.cli.options import colour_of, json_option, live_options, progress_option
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.render.lines import wants_colour
 
@@ -129,9 +129,7 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
     help="Write Spark's own log (Java stack traces included) to FILE and keep it "
     "[default: a temporary file, kept only when an error names it].",
 )
-@click.option(
-    "--progress/--no-progress", default=None, help="Progress bar on stderr [default: on a terminal]."
-)
+@progress_option()
 @live_options
 @click.pass_context
 def scan(

@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass, field
 
 from kafka_tools.format.plural import plural
+from kafka_tools.format.shared_methods import SharedMethods
 
 MAX_TEXT_FILE = 64 * 1024 * 1024
 
@@ -18,21 +19,21 @@ class CheckpointError(ValueError):
         self.line = line
 
 
-@dataclass(slots=True)
-class OffsetCheckpointEntry:
+@dataclass(slots=True, repr=False, eq=False)
+class OffsetCheckpointEntry(SharedMethods):
     topic: str
     partition: int
     offset: int
 
 
-@dataclass(slots=True)
-class EpochEntry:
+@dataclass(slots=True, repr=False, eq=False)
+class EpochEntry(SharedMethods):
     epoch: int
     start_offset: int
 
 
-@dataclass(slots=True)
-class Checkpoint:
+@dataclass(slots=True, repr=False, eq=False)
+class Checkpoint(SharedMethods):
     version: int
     entries: list = field(default_factory=list)
 

@@ -14,28 +14,30 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from kafka_tools.format.shared_methods import SharedMethods
+
 OFFSET_INDEX_ENTRY = struct.Struct(">iI")  # relative offset, physical position
 TIME_INDEX_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 TXN_INDEX_ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
 _CHUNK = 1 << 20
 
 
-@dataclass(slots=True)
-class OffsetIndexEntry:
+@dataclass(slots=True, repr=False, eq=False)
+class OffsetIndexEntry(SharedMethods):
     slot: int
     offset: int
     position: int
 
 
-@dataclass(slots=True)
-class TimeIndexEntry:
+@dataclass(slots=True, repr=False, eq=False)
+class TimeIndexEntry(SharedMethods):
     slot: int
     timestamp: int
     offset: int
 
 
-@dataclass(slots=True)
-class AbortedTxn:
+@dataclass(slots=True, repr=False, eq=False)
+class AbortedTxn(SharedMethods):
     slot: int
     version: int
     producer_id: int
@@ -44,8 +46,8 @@ class AbortedTxn:
     last_stable_offset: int
 
 
-@dataclass(slots=True)
-class IndexTail:
+@dataclass(slots=True, repr=False, eq=False)
+class IndexTail(SharedMethods):
     """What follows the last real entry: zero padding and/or a partial entry."""
 
     entries: int  # real entries read

@@ -20,6 +20,7 @@ from kafka_tools.format.compression import Codec, CodecAndCrc, DecompressionErro
 from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import NO_SEQUENCE, Record, RecordDecodeError
 from kafka_tools.format.segment import Problem, ProblemKind, SegmentWindow
+from kafka_tools.format.shared_methods import SharedMethods
 
 SIZE_FIELD = 4
 CODEC_MASK = 0x03
@@ -29,8 +30,8 @@ def min_size(magic: int) -> int:
     return 5 if magic == 0 else 6  # magic (+ attributes) + crc
 
 
-@dataclass(slots=True)
-class Kafka07Message(CodecAndCrc):
+@dataclass(slots=True, repr=False, eq=False)
+class Kafka07Message(CodecAndCrc, SharedMethods):
     position: int  # byte position in the file (inner messages: inside the decompressed set)
     offset: int  # start offset of the file + position (inner messages: their wrapper's)
     size: int

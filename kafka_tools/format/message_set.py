@@ -27,6 +27,7 @@ from kafka_tools.format.record_batch import (
     RecordDecodeError,
     TimestampType,
 )
+from kafka_tools.format.shared_methods import SharedMethods
 
 ENTRY_HEAD = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 MESSAGE_OVERHEAD_V0 = 14  # crc + magic + attributes + key length + value length
@@ -42,8 +43,8 @@ def min_message_size(magic: int) -> int:
     return MESSAGE_OVERHEAD_V0 if magic == 0 else MESSAGE_OVERHEAD_V1
 
 
-@dataclass(slots=True)
-class LegacyMessage(CodecAndCrc):
+@dataclass(slots=True, repr=False, eq=False)
+class LegacyMessage(CodecAndCrc, SharedMethods):
     """One message (magic 0 or 1) as stored: a plain message, or a compressed wrapper."""
 
     position: int  # file position of the entry (inner messages: position inside the decompressed set)

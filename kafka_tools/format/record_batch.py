@@ -26,6 +26,7 @@ from kafka_tools.format.compression import (
     decompress_buffer,
 )
 from kafka_tools.format.plural import plural
+from kafka_tools.format.shared_methods import SharedMethods
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 RECORD_BATCH_OVERHEAD = BATCH_HEADER.size  # 61
@@ -86,8 +87,8 @@ class Record(NamedTuple):
     size: int = 0  # bytes the record occupies in its batch (v2) or message size (v0/v1)
 
 
-@dataclass(slots=True)
-class ControlRecord:
+@dataclass(slots=True, repr=False, eq=False)
+class ControlRecord(SharedMethods):
     """The key/value of a record in a control batch (transaction markers and KRaft records)."""
 
     version: int
@@ -102,8 +103,8 @@ class ControlRecord:
             return "UNKNOWN"
 
 
-@dataclass(slots=True)
-class RecordBatch(CodecAndCrc):
+@dataclass(slots=True, repr=False, eq=False)
+class RecordBatch(CodecAndCrc, SharedMethods):
     """A magic-2 batch read from a segment; `records()` decompresses and decodes its contents."""
 
     position: int

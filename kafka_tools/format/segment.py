@@ -33,6 +33,7 @@ from kafka_tools.format.record_batch import (
     RecordDecodeError,
     parse_batch_header,
 )
+from kafka_tools.format.shared_methods import SharedMethods
 
 HEADER_UP_TO_MAGIC = 17  # offset + size + (crc | partitionLeaderEpoch) + magic
 WINDOW = 8 * 1024 * 1024
@@ -70,8 +71,8 @@ FATAL_KINDS = frozenset(
 )
 
 
-@dataclass(slots=True)
-class Problem:
+@dataclass(slots=True, repr=False, eq=False)
+class Problem(SharedMethods):
     position: int
     kind: ProblemKind
     message: str
@@ -157,8 +158,8 @@ class MessageRun(NamedTuple):
     data: bytes | None  # the messages' bytes, when `RunBounds.keep_data` asks for them
 
 
-@dataclass
-class RunBounds:
+@dataclass(repr=False, eq=False)
+class RunBounds(SharedMethods):
     """Asks `walk_entries` for MessageRuns, and which messages they may hold. The caller keeps `prev`
     (the offset a message must exceed) and `enabled` current as it consumes the walk."""
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from kafka_tools.format.checksums import crc32c
 from kafka_tools.format.plural import plural
+from kafka_tools.format.shared_methods import SharedMethods
 
 SNAPSHOT_VERSION = 1
 HEADER = struct.Struct(">hIi")
@@ -20,8 +21,8 @@ ENTRY = struct.Struct(">qhiqiqiq")
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 
 
-@dataclass(slots=True)
-class ProducerEntry:
+@dataclass(slots=True, repr=False, eq=False)
+class ProducerEntry(SharedMethods):
     producer_id: int
     producer_epoch: int
     last_sequence: int
@@ -36,8 +37,8 @@ class ProducerEntry:
         return self.last_sequence - self.offset_delta
 
 
-@dataclass(slots=True)
-class ProducerSnapshot:
+@dataclass(slots=True, repr=False, eq=False)
+class ProducerSnapshot(SharedMethods):
     version: int
     crc: int
     computed_crc: int

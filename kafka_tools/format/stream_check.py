@@ -23,12 +23,13 @@ from kafka_tools.format.record_batch import (
     RecordDecodeError,
     RecordReader,
 )
+from kafka_tools.format.shared_methods import SharedMethods
 
 WHOLE_LIMIT = 8 << 20  # decompressed bytes decoded whole; past this, walked as a stream
 
 
-@dataclass(slots=True)
-class InnerStats:
+@dataclass(slots=True, repr=False, eq=False)
+class InnerStats(SharedMethods):
     """What validation needs of a batch's contents: the offsets it holds, in order or not."""
 
     first_offset: int | None

@@ -22,14 +22,15 @@ from kafka_tools.format.kinds import (
     kind_of,
     partition_of,
 )
+from kafka_tools.format.shared_methods import SharedMethods
 
 SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
-@dataclass
-class Segment:
+@dataclass(repr=False, eq=False)
+class Segment(SharedMethods):
     """A segment's log file with the index files that share its base offset."""
 
     base_offset: int
@@ -47,8 +48,8 @@ class Segment:
         return self.log.stat().st_size
 
 
-@dataclass
-class Partition:
+@dataclass(repr=False, eq=False)
+class Partition(SharedMethods):
     """A partition directory (topic-N): its segments in offset order and the files beside them."""
 
     path: Path
@@ -90,8 +91,8 @@ class Partition:
             raise InputError(self.unreadable_lines()[0])
 
 
-@dataclass
-class LogDir:
+@dataclass(repr=False, eq=False)
+class LogDir(SharedMethods):
     """One of a broker's log.dirs: its partitions, offset checkpoints and side files."""
 
     path: Path
@@ -105,8 +106,8 @@ class LogDir:
         return self.path / LOCK_FILE
 
 
-@dataclass(slots=True)
-class PartitionListing:
+@dataclass(slots=True, repr=False, eq=False)
+class PartitionListing(SharedMethods):
     """One `scandir` of a partition directory, names sorted out as strings (no stat per file, no Path
     per file): what every command's view of a partition is made from. Cheap for 10,000 segments."""
 
@@ -311,8 +312,8 @@ def read_log_dir(path: Path) -> LogDir:
     return ld
 
 
-@dataclass
-class Discovery:
+@dataclass(repr=False, eq=False)
+class Discovery(SharedMethods):
     """What a list of user paths names: whole log dirs, single partitions, single files."""
 
     log_dirs: list[LogDir] = field(default_factory=list)

@@ -15,12 +15,13 @@ from kafka_tools.format.record_batch import Record, RecordBatch
 from kafka_tools.format.segment import (
     Problem,
 )
+from kafka_tools.format.shared_methods import SharedMethods
 
 Entry = RecordBatch | LegacyMessage | Kafka07Message
 
 
-@dataclass(slots=True)
-class DumpOptions:
+@dataclass(slots=True, repr=False, eq=False)
+class DumpOptions(SharedMethods):
     deep_iteration: bool = False
     print_data_log: bool = False
     offsets_decoder: bool | None = None  # None: on for files under __consumer_offsets-N
@@ -43,16 +44,16 @@ class DumpOptions:
         return self.deep_iteration or self.print_data_log
 
 
-@dataclass(slots=True)
-class FileStart:
+@dataclass(slots=True, repr=False, eq=False)
+class FileStart(SharedMethods):
     path: str
     kind: FileKind
     base_offset: int | None
     size: int
 
 
-@dataclass(slots=True)
-class EntryEvent:
+@dataclass(slots=True, repr=False, eq=False)
+class EntryEvent(SharedMethods):
     """One batch (v2), message or wrapper (v0/v1) or 0.7 message, with what deep iteration found."""
 
     path: str
@@ -77,8 +78,8 @@ class EntryEvent:
     record_count: int | None = None
 
 
-@dataclass(slots=True)
-class MessageRunEvent:
+@dataclass(slots=True, repr=False, eq=False)
+class MessageRunEvent(SharedMethods):
     """Consecutive plain (uncompressed) v0/v1 messages, each valid, in offset order, none with a
     problem: their bytes, for a renderer to print in one go (`format.message_set.parse_message` reads
     them one by one). Only with `DumpOptions.message_runs`, and only from the C walk."""
@@ -89,14 +90,14 @@ class MessageRunEvent:
     count: int
 
 
-@dataclass(slots=True)
-class ProblemEvent:
+@dataclass(slots=True, repr=False, eq=False)
+class ProblemEvent(SharedMethods):
     path: str
     problem: Problem
 
 
-@dataclass(slots=True)
-class ItemsEvent:
+@dataclass(slots=True, repr=False, eq=False)
+class ItemsEvent(SharedMethods):
     """The content of a non-log file: index entries, snapshot entries, checkpoint lines, properties."""
 
     path: str
@@ -105,8 +106,8 @@ class ItemsEvent:
     header: dict = field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class FileEnd:
+@dataclass(slots=True, repr=False, eq=False)
+class FileEnd(SharedMethods):
     path: str
     kind: FileKind
     entries: int = 0

@@ -9,6 +9,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.dirs import Partition
 
 if TYPE_CHECKING:
@@ -21,8 +22,8 @@ class Severity(str, Enum):
     INFO = "info"  # a fact an operator should know (a compacted topic's gaps)
 
 
-@dataclass
-class Finding:
+@dataclass(repr=False, eq=False)
+class Finding(SharedMethods):
     """One thing wrong (or worth saying) in a file: where (byte position, offset), what, how bad."""
 
     file: str
@@ -61,8 +62,8 @@ def status_of(findings: list[Finding]) -> tuple[str, int]:
     return ("tail" if all(f.repairable for f in errors) else "CORRUPT"), len(errors)
 
 
-@dataclass
-class SegmentReport:
+@dataclass(repr=False, eq=False)
+class SegmentReport(SharedMethods):
     """What the walk of one segment file found: its entries and records, offsets, where validity ends."""
 
     path: Path
@@ -92,8 +93,8 @@ class SegmentReport:
         return not self.valid_after
 
 
-@dataclass
-class Summary:
+@dataclass(repr=False, eq=False)
+class Summary(SharedMethods):
     """The totals of a validation, which decide its verdict and exit code."""
 
     files: int = 0
@@ -117,8 +118,8 @@ class Summary:
         return self.errors > 0
 
 
-@dataclass
-class ValidateOptions:
+@dataclass(repr=False, eq=False)
+class ValidateOptions(SharedMethods):
     """What to check (`--deep`, `--strict`) and how the planner chose to read."""
 
     deep: bool = False  # decode the records of uncompressed batches too (compressed ones always are)
@@ -136,8 +137,8 @@ class ValidateOptions:
 # -- partitions and log dirs ---------------------------------------------------------------------
 
 
-@dataclass
-class PartitionReport:
+@dataclass(repr=False, eq=False)
+class PartitionReport(SharedMethods):
     """A partition's segment reports in offset order, the findings across them, and the repair advice."""
 
     partition: Partition

@@ -14,6 +14,7 @@ from kafka_tools.format.plural import plural
 from kafka_tools.format.segment import (
     ProblemKind,
 )
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.dirs import Segment
 from kafka_tools.log.findings import Finding, SegmentReport, Severity
 
@@ -23,8 +24,8 @@ from kafka_tools.log.findings import Finding, SegmentReport, Severity
 IndexRead = tuple[list, index.IndexTail]  # what index.read_offset_index / read_time_index return
 
 
-@dataclass
-class SegmentIndexes:
+@dataclass(repr=False, eq=False)
+class SegmentIndexes(SharedMethods):
     """A segment's `.index` and `.timeindex` as read before the segment itself: every entry then names
     bytes already written (a running broker appends to both while ktool reads)."""
 

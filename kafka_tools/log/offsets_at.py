@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_tools.errors import InputError, KtoolError
+from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.dirs import is_log_dir, partition_dirs
 from kafka_tools.log.partition_log import ReadNote, open_partition
 from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionOffset:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class PartitionOffset(FrozenSharedMethods):
     log_dir: str
     topic: str
     partition: int

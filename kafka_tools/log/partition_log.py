@@ -10,19 +10,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kafka_tools.errors import InputError, UsageError
+from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.dirs import list_partition, log_start_offset
 
 
-@dataclass(frozen=True, slots=True)
-class ReadNote:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class ReadNote(FrozenSharedMethods):
     """A line for stderr: a warning (an index not used, a damaged batch) or a note on the start."""
 
     message: str
     problem: bool = False  # a damaged batch: the exit code says findings
 
 
-@dataclass(frozen=True, slots=True)
-class SegmentFiles:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class SegmentFiles(FrozenSharedMethods):
     base_offset: int
     log: str
     offset_index: str | None = None
@@ -62,8 +63,8 @@ class SegmentList(Sequence):
         return seg
 
 
-@dataclass(slots=True)
-class PartitionLog:
+@dataclass(slots=True, repr=False, eq=False)
+class PartitionLog(SharedMethods):
     """A partition directory's segments in base-offset order, as names tell them (nothing opened)."""
 
     path: str

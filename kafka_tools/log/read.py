@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from kafka_tools.errors import FindingsError
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.index import time_index_pairs
+from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.locate import (
     DEFAULT_CHUNK,
     Frame,
@@ -30,8 +31,8 @@ from kafka_tools.log.partition_log import PartitionLog, ReadNote, SegmentFiles, 
 INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "transactions"}  # as dump-log
 
 
-@dataclass(frozen=True, slots=True)
-class ReadStart:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class ReadStart(FrozenSharedMethods):
     """Where to start: `offset` (value N), `timestamp` (value T, epoch ms), `earliest`, `latest` or
     `max-timestamp` (the first record with the largest timestamp)."""
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kafka_tools.errors import UsageError
 from kafka_tools.format.kinds import FileKind, base_offset_of
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.dirs import (
     Partition,
     Segment,
@@ -26,8 +27,8 @@ from kafka_tools.log.partition_checks import validate_partition
 DEFAULT_INDEX_INTERVAL = 4096
 
 
-@dataclass
-class SegmentCut:
+@dataclass(repr=False, eq=False)
+class SegmentCut(SharedMethods):
     segment: Segment
     keep_bytes: int
     size: int
@@ -39,8 +40,8 @@ class SegmentCut:
         return self.size - self.keep_bytes
 
 
-@dataclass
-class RecoveryPlan:
+@dataclass(repr=False, eq=False)
+class RecoveryPlan(SharedMethods):
     partition: Partition
     cut: SegmentCut | None = None
     deleted_segments: list[Segment] = field(default_factory=list)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.checkpoints import offsets_by_partition
+from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.retention_config import SettingSources, TopicSettings
 from kafka_tools.log.segment_facts import (
     IndexUntrusted,
@@ -48,8 +49,8 @@ _UNUSED = {
 }
 
 
-@dataclass(frozen=True)
-class Rule:
+@dataclass(frozen=True, repr=False, eq=False)
+class Rule(FrozenSharedMethods):
     """The delete policy of one broker generation."""
 
     name: str
@@ -114,8 +115,8 @@ def detect_rule(part: PartitionFiles) -> tuple[Rule, str]:
     return RULES["mtime"], f"no .timeindex files, message format magic {shown}: a 0.8-0.10.0 broker"
 
 
-@dataclass
-class SegmentPlan:
+@dataclass(repr=False, eq=False)
+class SegmentPlan(SharedMethods):
     base_offset: int
     file: str
     size: int
@@ -127,8 +128,8 @@ class SegmentPlan:
     reason: str = ""  # why it goes, or (for the first that stays) why it stays
 
 
-@dataclass
-class PartitionRetention:
+@dataclass(repr=False, eq=False)
+class PartitionRetention(SharedMethods):
     partition: str
     path: str
     topic: str
@@ -164,8 +165,8 @@ class PartitionRetention:
         return max(0, self.log_start_after - self.log_start_before)
 
 
-@dataclass
-class RetentionReport:
+@dataclass(repr=False, eq=False)
+class RetentionReport(SharedMethods):
     partitions: list[PartitionRetention]
     now_ms: int
     sources: SettingSources
@@ -255,8 +256,8 @@ def largest_timestamp(
 _VIRTUAL = -1  # the empty segment the broker rolls when every segment goes
 
 
-@dataclass
-class _Log:
+@dataclass(repr=False, eq=False)
+class _Log(SharedMethods):
     """The partition as the simulated broker sees it between steps."""
 
     plans: list[SegmentPlan]

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from kafka_tools.errors import InputError, UsageError
+from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 
 HOUR_MS = 3_600_000
 # Kafka's defaults (KafkaConfig / LogConfig Defaults).
@@ -25,16 +26,16 @@ COMPACTED_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_stat
 POLICIES = frozenset({"delete", "compact"})
 
 
-@dataclass(frozen=True)
-class Setting:
+@dataclass(frozen=True, repr=False, eq=False)
+class Setting(FrozenSharedMethods):
     """A value and where it came from (`--retention-ms`, `zookeeper /config/topics/t`, …)."""
 
     value: object
     source: str
 
 
-@dataclass(frozen=True)
-class TopicSettings:
+@dataclass(frozen=True, repr=False, eq=False)
+class TopicSettings(FrozenSharedMethods):
     retention_ms: Setting
     retention_bytes: Setting
     cleanup_policy: Setting  # a frozenset of "delete" / "compact"
@@ -66,8 +67,8 @@ class TopicSettings:
         }
 
 
-@dataclass
-class SettingSources:
+@dataclass(repr=False, eq=False)
+class SettingSources(SharedMethods):
     """Everything a topic's settings are resolved from."""
 
     flags: dict[str, Setting] = field(default_factory=dict)  # keys: retention.ms, retention.bytes

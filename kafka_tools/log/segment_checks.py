@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from kafka_tools.format.batch_runs import BatchRun
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.compression import Codec
-from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries, resync_kafka07
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.plural import plural
@@ -41,6 +40,18 @@ INT32_MAX = (1 << 31) - 1  # offsets in a segment are kept as 32-bit deltas from
 # Read by pread in pieces that stay in the CPU's cache, so the CRC reads what was just copied:
 # 2 MiB cost 25 % less CPU than 8 MiB on the 1 GiB v2 segment (bench/validate.py, ktool-pread).
 PREAD_WINDOW = 2 * 1024 * 1024
+
+# The Kafka 0.7 reader is imported with the first .kafka file: until then no entry is one of its
+# messages (isinstance of an empty tuple is always False), and a v2 segment's start-up skips it.
+_Kafka07Message: type | tuple[type, ...] = ()
+
+
+def _kafka07():
+    global _Kafka07Message
+    from kafka_tools.format import kafka07
+
+    _Kafka07Message = kafka07.Kafka07Message
+    return kafka07
 
 
 # -- one segment ---------------------------------------------------------------------------------
@@ -90,7 +101,7 @@ def scan_segment(
         mapped = options.mmap and safe_to_map(path)
         win = SegmentWindow(f, size, PREAD_WINDOW, use_mmap=mapped, release_step=options.step)
         if kafka07:
-            walk = iter_kafka07_entries(path, base, progress=progress)
+            walk = _kafka07().iter_kafka07_entries(path, base, progress=progress)
         else:
             if prefix is None and options.split is not None:
                 prefix = options.split(path, base, sorted(wanted))
@@ -208,7 +219,7 @@ def scan_segment(
         # The walk past the cut follows framing the damage may have changed (a damaged length field
         # frames the next entries wrongly), so look for valid entries from the cut itself as well.
         if kafka07:
-            found = resync_kafka07(path, cut + 1)
+            found = _kafka07().resync_kafka07(path, cut + 1)
         else:
             found = resync(path, cut + 1, min_offset=(base - 1 if last is None else last) + 1)
             if not found and last is None and base > 0:
@@ -254,7 +265,7 @@ def _count(entry, inner: list[InnerStats]) -> int:
             return entry.inner_summary()[0]
         except RecordDecodeError:
             return 0
-    if isinstance(entry, Kafka07Message) and entry.is_compressed:
+    if isinstance(entry, _Kafka07Message) and entry.is_compressed:
         try:
             return len(entry.inner_messages())
         except RecordDecodeError:
@@ -281,7 +292,7 @@ def _entry_findings(
             )
         )
         return out  # nothing else in a batch whose bytes are wrong is worth reporting
-    if isinstance(entry, Kafka07Message):
+    if isinstance(entry, _Kafka07Message):
         if entry.is_compressed:
             _deep_look(name, entry, out, inner)
         return out

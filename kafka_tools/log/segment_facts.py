@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from kafka_tools.format.index import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, UntrustedIndexSize, last_entry
 from kafka_tools.format.segment import ProblemKind, iter_log_entries
+from kafka_tools.format.shared_methods import SharedMethods
 
 MAGIC_AT = 16  # byte 16 of an entry is its magic in every generation (offset, size, crc|epoch, magic)
 
@@ -19,8 +20,8 @@ class IndexUntrusted(Exception):
     """An index file ktool will not read from (its length is not a whole number of entries)."""
 
 
-@dataclass
-class LargestTimestamp:
+@dataclass(repr=False, eq=False)
+class LargestTimestamp(SharedMethods):
     value: int  # ms; -1 when the segment holds no timestamp
     source: str  # "timeindex", "batches" (scanned), "mtime"
 
@@ -58,8 +59,8 @@ def magic_of(path: str | os.PathLike) -> int | None:
     return head[MAGIC_AT] if len(head) > MAGIC_AT else None
 
 
-@dataclass
-class Scan:
+@dataclass(repr=False, eq=False)
+class Scan(SharedMethods):
     """What a walk of a segment's entry headers found."""
 
     next_offset: int | None  # after the last valid entry; None when it has none

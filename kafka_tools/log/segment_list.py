@@ -13,12 +13,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.dirs import PartitionListing, find_partition_dirs
 from kafka_tools.log.dirs import list_partition as _listing
 
 
-@dataclass(slots=True)
-class SegmentFiles:
+@dataclass(slots=True, repr=False, eq=False)
+class SegmentFiles(SharedMethods):
     base_offset: int
     log: str
     offset_index: str | None = None
@@ -26,8 +27,8 @@ class SegmentFiles:
     txn_index: str | None = None
 
 
-@dataclass
-class PartitionFiles:
+@dataclass(repr=False, eq=False)
+class PartitionFiles(SharedMethods):
     path: Path
     topic: str
     partition: int

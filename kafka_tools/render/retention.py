@@ -9,7 +9,6 @@ from typing import TextIO
 from kafka_tools.format.plural import plural
 from kafka_tools.log.retention import PartitionRetention, RetentionReport
 from kafka_tools.log.retention_config import TopicSettings
-from kafka_tools.render.json_lines import dumps as json_line
 from kafka_tools.render.tables import make_console
 
 
@@ -174,7 +173,9 @@ class RetentionJsonRenderer:
         self.out = out
 
     def _emit(self, obj: dict[str, object]) -> None:
-        self.out.write(json_line(obj) + "\n")
+        from kafka_tools.render.json_lines import dumps  # the JSON encoder for --json only
+
+        self.out.write(dumps(obj) + "\n")
 
     def render(self, report: RetentionReport) -> None:
         for p in report.partitions:

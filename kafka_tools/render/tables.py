@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.render.lines import is_terminal, wants_colour
 
 if TYPE_CHECKING:
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 PIPED_WIDTH = 4096  # into a pipe a table is as wide as its content: nothing wraps
 
 
-@dataclass(frozen=True)
-class Column:
+@dataclass(frozen=True, repr=False, eq=False)
+class Column(FrozenSharedMethods):
     header: str
     right: bool = False  # numbers are right-aligned
     drop: int = 0  # 0: always shown; otherwise left out, highest first, when the terminal is too narrow

@@ -29,7 +29,13 @@ def test_version_imports_no_command_module():
     assert {m for m in loaded if m.startswith("kafka_tools.cli.")} == BASE
 
 
-BASE = {"kafka_tools.cli.main", "kafka_tools.cli.pipe", "kafka_tools.cli.help", "kafka_tools.cli.options"}
+BASE = {
+    "kafka_tools.cli.main",
+    "kafka_tools.cli.pipe",
+    "kafka_tools.cli.help",
+    "kafka_tools.cli.options",
+    "kafka_tools.cli.start_up",
+}
 
 
 def test_help_lists_every_command_without_importing_one():

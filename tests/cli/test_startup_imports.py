@@ -110,8 +110,16 @@ def test_validate_of_a_segment_file_loads_only_the_segment_checks() -> None:
         "kafka_tools.log.dump",
         "kafka_tools.render.tables",
         "json",
+        "kafka_tools.format.kafka07",  # the 0.7 reader: for .kafka files
     }
     assert sorted(not_needed & loaded) == []
+
+
+def test_retention_text_needs_no_json_encoder() -> None:
+    """The preview as text: the JSON Lines renderer's encoder is imported for --json only."""
+    code, loaded, stdout = _loaded_after(["retention", str(V2)])
+    assert code == 0 and "retention.bytes -1: no size limit" in stdout
+    assert sorted({"json", "kafka_tools.render.json_lines"} & loaded) == []
 
 
 def test_dump_log_of_one_file_starts_no_worker_machinery() -> None:
