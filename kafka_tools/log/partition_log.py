@@ -24,10 +24,13 @@ class ReadNote(FrozenSharedMethods):
 
 @dataclass(frozen=True, slots=True, repr=False, eq=False)
 class SegmentFiles(FrozenSharedMethods):
+    """A segment's log file and the index files beside it, as path strings (None: not there)."""
+
     base_offset: int
     log: str
     offset_index: str | None = None
     time_index: str | None = None
+    txn_index: str | None = None
 
 
 class SegmentList(Sequence):

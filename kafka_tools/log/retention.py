@@ -27,6 +27,7 @@ from pathlib import Path
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.checkpoints import offsets_by_partition
 from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
+from kafka_tools.log.partition_log import SegmentFiles
 from kafka_tools.log.retention_config import SettingSources, TopicSettings
 from kafka_tools.log.segment_facts import (
     IndexUntrusted,
@@ -36,7 +37,7 @@ from kafka_tools.log.segment_facts import (
     scan_entries,
     stat_ms,
 )
-from kafka_tools.log.segment_list import PartitionFiles, SegmentFiles, list_partition
+from kafka_tools.log.segment_list import PartitionFiles, list_partition
 from kafka_tools.log.segment_list import find_partitions as _find
 
 HW_CHECKPOINT = "replication-offset-checkpoint"

@@ -16,15 +16,7 @@ from pathlib import Path
 from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.dirs import PartitionListing, find_partition_dirs
 from kafka_tools.log.dirs import list_partition as _listing
-
-
-@dataclass(slots=True, repr=False, eq=False)
-class SegmentFiles(SharedMethods):
-    base_offset: int
-    log: str
-    offset_index: str | None = None
-    time_index: str | None = None
-    txn_index: str | None = None
+from kafka_tools.log.partition_log import SegmentFiles
 
 
 @dataclass(repr=False, eq=False)
@@ -58,15 +50,15 @@ def files_of(listing: PartitionListing) -> PartitionFiles:
     part = PartitionFiles(Path(listing.path), listing.topic, listing.partition, live=listing.live)
     join = os.path.join
     root = listing.path
-    logs = {base: SegmentFiles(base, join(root, f"{stem}.log")) for base, stem in listing.stems.items()}
+    files = {base: {"log": join(root, f"{stem}.log")} for base, stem in listing.stems.items()}
     kafka07 = [f"{stem}.kafka" for stem in listing.stems.values() if f"{stem}.log" not in listing.names]
     for name in kafka07:  # 0.7 segments are not under these policies: named, not previewed
-        del logs[int(name[: -len(".kafka")])]
+        del files[int(name[: -len(".kafka")])]
     for base, attr, name in listing.indexes:
-        seg = logs.get(base)
+        seg = files.get(base)
         if seg is not None:
-            setattr(seg, attr, join(root, name))
-    part.segments = [logs[b] for b in sorted(logs)]
+            seg[attr] = join(root, name)
+    part.segments = [SegmentFiles(b, **files[b]) for b in sorted(files)]
     if listing.leader_epoch_checkpoint is not None:
         part.leader_epoch_checkpoint = join(root, listing.leader_epoch_checkpoint)
     # not part of the log: files the model keeps apart (snapshots, partition.metadata) are not listed
