@@ -230,21 +230,29 @@ class RecordBatch(CodecAndCrc):
                 ) from None
         return data
 
-    def check_records(self) -> int:
-        """For an uncompressed batch: check its records section as `records()` would (the same
-        RecordDecodeError) without building a Record each, and give their count. Needs the C
-        paths on (accel.fast("format_payload")); record lines are then made from the bytes in C."""
+    def check_records(self, section: bytes | bytearray | memoryview | None = None) -> int:
+        """Check the records section (`section`: a compressed batch's, decompressed; else the
+        batch's own) as `records()` would (the same RecordDecodeError) without building a Record
+        each, and give their count. Needs the C paths on (accel.fast("format_payload")); record
+        lines are then made from the bytes in C."""
         try:
-            return accel.C.format_payload(*self.payload_args(), "", False, True)
+            return accel.C.format_payload(*self.payload_args(section), "", False, True)
         except RecordDecodeError as exc:
-            raise RecordDecodeError(str(exc), self.position + RECORD_BATCH_OVERHEAD + exc.position) from None
+            raise self.payload_error(exc) from None
 
-    def payload_args(self) -> tuple:
-        """What the C record walkers take of an uncompressed batch: its records section, count, base
-        offset, base timestamp, LogAppendTime (or None) and base sequence."""
+    def checked_section(self) -> tuple[bytes | bytearray | memoryview, int]:
+        """(the records section, decompressed once when the batch is compressed; its record count),
+        checked as `check_records` checks it: what the C lines of a compressed batch are made from."""
+        section = self._section(None) if self.attributes & CODEC_MASK else self.payload
+        return section, self.check_records(section)
+
+    def payload_args(self, section: bytes | bytearray | memoryview | None = None) -> tuple:
+        """What the C record walkers take of a batch: its records section (`section` when given: a
+        compressed batch's, decompressed), count, base offset, base timestamp, LogAppendTime (or
+        None) and base sequence."""
         log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         return (
-            self.payload,
+            self.payload if section is None else section,
             self.records_count,
             self.base_offset,
             self.base_timestamp,

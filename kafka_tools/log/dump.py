@@ -210,9 +210,11 @@ def _dump_log(
         if options.deep:
             damage: RecordDecodeError | None = None
             try:
-                plain_batch = type(entry) is RecordBatch and not (entry.is_compressed or entry.is_control)
-                if record_lines and plain_batch and (count := _checked_count(entry)) is not None:
-                    event.record_count = count
+                lines_batch = record_lines and type(entry) is RecordBatch and not entry.is_control
+                if lines_batch and (checked := _checked(entry)) is not None:
+                    section, event.record_count = checked
+                    if section is not entry.payload:
+                        event.section = section
                 elif isinstance(entry, RecordBatch):
                     # As DumpLogSegments iterates a batch: the records before a damaged one, then it.
                     shown, damage = records_until_damage(entry)
@@ -256,11 +258,12 @@ def _dump_log(
     yield end
 
 
-def _checked_count(batch: RecordBatch) -> int | None:
-    """An uncompressed batch's records checked and counted in C (the renderer prints them from the
-    bytes); None when one is damaged: they are then read one by one, the ones before it shown."""
+def _checked(batch: RecordBatch) -> tuple[bytes | bytearray | memoryview, int] | None:
+    """A batch's records section (decompressed once when it is compressed) and its records checked
+    and counted in C: the renderer prints them from these bytes. None when one is damaged: they are
+    then read one by one, the ones before it shown."""
     try:
-        return batch.check_records()
+        return batch.checked_section()
     except RecordDecodeError:
         return None
 
