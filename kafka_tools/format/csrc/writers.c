@@ -169,6 +169,20 @@ text_is_printable(const unsigned char *s, Py_ssize_t n)
 {
     Py_ssize_t i = 0;
     while (i < n) {
+        /* Eight bytes at a time while they are plain printable ASCII (0x20-0x7E), what most keys and
+         * values are: a byte past ASCII sets its top bit in w, one under 0x20 borrows into its top bit
+         * in w - 0x20..20 (the lowest such byte at least, whatever the others), a DEL is a zero byte
+         * of w ^ 0x7F..7F. Any of them sends the next character to the byte-by-byte check below. */
+        while (n - i >= 8) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            uint64_t del = w ^ 0x7F7F7F7F7F7F7F7FULL;
+            if ((w | (w - 0x2020202020202020ULL) | ((del - 0x0101010101010101ULL) & ~del)) & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
         unsigned char c = s[i];
         if (c < 0x80) {
             if ((c < 0x20 && c != '\t') || c == 0x7F)
