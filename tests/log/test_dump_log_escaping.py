@@ -119,3 +119,25 @@ def test_c_text_values_escape_as_python_at_every_position(pieces: list[bytes]) -
     value = b"".join(pieces)
     line = accel.C.format_records([Record(0, 0, None, value, (), -1, 10)], "CreateTime", True).decode()
     assert line.endswith(f"payload: {printable_text(value)}\n")
+
+
+@pytest.mark.skipif(accel.C is None, reason="C extension not built")
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from([b"a", b" ", b"~", b"{", b"9"]), st.sampled_from([*_SPECIAL, b'"'])),
+        max_size=40,
+    ),
+)
+def test_c_json_values_escape_as_json_dumps_at_every_position(pieces: list[bytes]) -> None:
+    """The C JSON writer copies eight bytes at a time while none needs escaping: what it writes reads
+    back as the value decoded as UTF-8 (errors replaced), wherever a byte to escape falls."""
+    import json
+
+    from tests.support import hostile
+
+    value = b"".join(pieces)
+    section = hostile.v2_record(key=value, value=value)
+    line = accel.C.format_payload(section, 1, 0, 0, None, -1, "CreateTime", True, False, '"f"', 0)
+    obj = json.loads(line)
+    assert obj["key"] == obj["value"] == value.decode("utf-8", "replace")
