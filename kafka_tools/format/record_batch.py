@@ -70,6 +70,10 @@ class ControlType(IntEnum):
 class RecordDecodeError(ValueError):
     """The records of a batch (or a compressed wrapper) cannot be decoded."""
 
+    # the pure-Python walk's records before the damage, for `iter_records` to give them first as the
+    # C iterator does (a list of the batch's records is never kept otherwise)
+    records_before: list = []  # noqa: RUF012 (never changed: an instance's is set whole)
+
     def __init__(self, message: str, position: int) -> None:
         super().__init__(message)
         self.position = position
@@ -188,11 +192,11 @@ class RecordBatch(CodecAndCrc, SharedMethods):
     def iter_records(self, limit: int | None = None) -> Iterator[Record]:
         """`records()` one at a time, for a loop that lets each record go before the next: with the C
         paths on, each is made when asked for (its memory stays in cache, a list of the batch is never
-        built) and a decode error comes when the damaged record is reached, after the ones before it;
-        the pure-Python reference raises it before the first."""
+        built). A decode error comes when the damaged record is reached, after the ones before it (the
+        pure-Python reference decodes the batch whole, then gives the same records and error)."""
         fn = accel.fast("iter_records")
         if fn is None:
-            return iter(self.records(limit))
+            return self._iter_records_py(limit)
         attributes = self.attributes  # read once: this runs once a batch, before its records
         data = self._section(limit) if attributes & CODEC_MASK else self.payload
         log_append = self.max_timestamp if attributes & TIMESTAMP_TYPE_MASK else None
@@ -205,6 +209,14 @@ class RecordBatch(CodecAndCrc, SharedMethods):
             self.base_sequence,
             self.payload_error,
         )
+
+    def _iter_records_py(self, limit: int | None) -> Iterator[Record]:
+        try:
+            records = self.records(limit)
+        except RecordDecodeError as exc:
+            yield from exc.records_before
+            raise
+        yield from records
 
     def _section(self, limit: int | None) -> bytes | bytearray | memoryview:
         """The records section, decompressed when the batch is."""
@@ -219,21 +231,29 @@ class RecordBatch(CodecAndCrc, SharedMethods):
                 ) from None
         return data
 
-    def check_records(self) -> int:
-        """For an uncompressed batch: check its records section as `records()` would (the same
-        RecordDecodeError) without building a Record each, and give their count. Needs the C
-        paths on (accel.fast("format_payload")); record lines are then made from the bytes in C."""
+    def check_records(self, section: bytes | bytearray | memoryview | None = None) -> int:
+        """Check the records section (`section`: a compressed batch's, decompressed; else the
+        batch's own) as `records()` would (the same RecordDecodeError) without building a Record
+        each, and give their count. Needs the C paths on (accel.fast("format_payload")); record
+        lines are then made from the bytes in C."""
         try:
-            return accel.C.format_payload(*self.payload_args(), "", False, True)
+            return accel.C.format_payload(*self.payload_args(section), "", False, True)
         except RecordDecodeError as exc:
-            raise RecordDecodeError(str(exc), self.position + RECORD_BATCH_OVERHEAD + exc.position) from None
+            raise self.payload_error(exc) from None
 
-    def payload_args(self) -> tuple:
-        """What the C record walkers take of an uncompressed batch: its records section, count, base
-        offset, base timestamp, LogAppendTime (or None) and base sequence."""
+    def checked_section(self) -> tuple[bytes | bytearray | memoryview, int]:
+        """(the records section, decompressed once when the batch is compressed; its record count),
+        checked as `check_records` checks it: what the C lines of a compressed batch are made from."""
+        section = self._section(None) if self.attributes & CODEC_MASK else self.payload
+        return section, self.check_records(section)
+
+    def payload_args(self, section: bytes | bytearray | memoryview | None = None) -> tuple:
+        """What the C record walkers take of a batch: its records section (`section` when given: a
+        compressed batch's, decompressed), count, base offset, base timestamp, LogAppendTime (or
+        None) and base sequence."""
         log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         return (
-            self.payload,
+            self.payload if section is None else section,
             self.records_count,
             self.base_offset,
             self.base_timestamp,
@@ -258,7 +278,9 @@ class RecordBatch(CodecAndCrc, SharedMethods):
         inside the payload when the batch is compressed)."""
         where = self.position + RECORD_BATCH_OVERHEAD + (0 if self.is_compressed else exc.position)
         text = T.INSIDE_PAYLOAD.format(exc) if self.is_compressed else str(exc)
-        return RecordDecodeError(text, where)
+        error = RecordDecodeError(text, where)
+        error.records_before = exc.records_before
+        return error
 
 
 def parse_batch_header(buf: bytes | memoryview, at: int, position: int) -> RecordBatch:
@@ -536,14 +558,18 @@ class RecordReader:
                 exc = RecordDecodeError(T.PAST_END, start)
             elif isinstance(exc, VarintTooLong):
                 exc = RecordDecodeError(T.TOO_LONG, start)
-            raise RecordDecodeError(T.RECORD_AT.format(k, exc), start) from None
+            error = RecordDecodeError(T.RECORD_AT.format(k, exc), start)
+            error.records_before = out
+            raise error from None
         r.i = i
         at = r.position()
         left = r.drain()
         if left:
-            raise RecordDecodeError(
+            error = RecordDecodeError(
                 T.STRAY_BYTES.format(plural(left, "stray byte"), plural(self.count, "record")), at
             )
+            error.records_before = out
+            raise error
         return out, first, last, increasing
 
 
@@ -629,6 +655,28 @@ if accel.C is not None:
     accel.C.configure(Record, RecordDecodeError)  # the types the C reader makes and raises
     accel.C.slot_fields(Record)  # `record.offset` read as a slot: a third of a full decode's time
 HAS_SPEEDUPS = accel.BUILT
+
+
+def records_until_damage(
+    entry: CodecAndCrc, first_offset: int | None = None, count: int | None = None
+) -> tuple[list[Record], RecordDecodeError | None]:
+    """An entry's records at or above `first_offset` (at most `count`), read one at a time as a
+    consumer or Kafka's DumpLogSegments with --deep-iteration reads them: the records before a damaged
+    one, and that damage (None when there is none before the last record wanted). Reading stops at the
+    `count`-th record: damage after it is not looked for."""
+    records: list[Record] = []
+    try:
+        if first_offset is None and count is None:
+            records.extend(entry.iter_records())  # kept as they come: a damaged one ends the list
+        elif count is None or count > 0:
+            for r in entry.iter_records():
+                if first_offset is None or r.offset >= first_offset:
+                    records.append(r)
+                    if len(records) == count:
+                        break
+    except RecordDecodeError as exc:
+        return records, exc
+    return records, None
 
 
 def control_record(record: Record) -> ControlRecord:

@@ -16,7 +16,7 @@ from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
+from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, records_until_damage
 from kafka_tools.format.segment import (
     MessageRun,
     Problem,
@@ -208,12 +208,17 @@ def _dump_log(
         if runs is not None:
             runs.prev = last_offset  # a run's first message must lie above it, or it needs a problem
         if options.deep:
+            damage: RecordDecodeError | None = None
             try:
-                plain_batch = type(entry) is RecordBatch and not (entry.is_compressed or entry.is_control)
-                if record_lines and plain_batch:
-                    event.record_count = entry.check_records()
+                lines_batch = record_lines and type(entry) is RecordBatch and not entry.is_control
+                if lines_batch and (checked := _checked(entry)) is not None:
+                    section, event.record_count = checked
+                    if section is not entry.payload:
+                        event.section = section
                 elif isinstance(entry, RecordBatch):
-                    event.records = _filter_records(entry.records(), options)
+                    # As DumpLogSegments iterates a batch: the records before a damaged one, then it.
+                    shown, damage = records_until_damage(entry)
+                    event.records = _filter_records(shown, options)
                 elif runs is not None and entry.is_compressed and (found := entry.plain_inner_set()):
                     event.inner_set = found  # (no offset filter: runs are off with one)
                 else:
@@ -231,8 +236,10 @@ def _dump_log(
                 elif internal is not None:
                     event.decoded = _decoded(internal, event)
             except RecordDecodeError as exc:
+                damage = exc
+            if damage is not None:
                 event.error = Problem(
-                    exc.position, ProblemKind.RECORDS_UNDECODABLE, str(exc), entry.last_offset
+                    damage.position, ProblemKind.RECORDS_UNDECODABLE, str(damage), entry.last_offset
                 )
                 if not any(p.kind == ProblemKind.UNKNOWN_CODEC for p in problems):
                     problems.append(event.error)
@@ -249,6 +256,16 @@ def _dump_log(
     limit = size if options.max_bytes is None else min(size, options.max_bytes)
     end.valid_bytes = limit if recovery_point is None else recovery_point
     yield end
+
+
+def _checked(batch: RecordBatch) -> tuple[bytes | bytearray | memoryview, int] | None:
+    """A batch's records section (decompressed once when it is compressed) and its records checked
+    and counted in C: the renderer prints them from these bytes. None when one is damaged: they are
+    then read one by one, the ones before it shown."""
+    try:
+        return batch.checked_section()
+    except RecordDecodeError:
+        return None
 
 
 def _plausible_offset(offset: int, last_offset: int | None) -> bool:

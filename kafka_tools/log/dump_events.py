@@ -34,8 +34,8 @@ class DumpOptions(SharedMethods):
     to_offset: int | None = None
     index_sanity: bool = True  # compare .index entries with the .log beside them
     message_runs: bool = False  # plain v0/v1 messages as MessageRunEvents (renderers that take them)
-    # uncompressed v2 records checked and counted, not decoded: the renderer prints them from the
-    # batch's bytes (EntryEvent.record_count; the text renderer's C path takes them)
+    # v2 records (non-control; compressed ones decompressed once) checked and counted, not decoded: the
+    # renderer prints them from the bytes (EntryEvent.record_count and .section; the C paths take them)
     record_lines: bool = False
 
     @property
@@ -73,9 +73,11 @@ class EntryEvent(SharedMethods):
         """Each record or message shown, with what the dump service decoded for it (None: nothing)."""
         return zip(shown, self.decoded or [None] * len(shown), strict=True)
 
-    # with DumpOptions.record_lines: the records of an uncompressed, non-control batch were checked
-    # (they decode) and counted, not decoded; `records` is None
+    # with DumpOptions.record_lines: the records of a non-control batch were checked (they decode)
+    # and counted, not decoded; `records` is None
     record_count: int | None = None
+    # and of a compressed one, its records section decompressed (None: the batch's own payload)
+    section: bytes | bytearray | None = None
 
 
 @dataclass(slots=True, repr=False, eq=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafka_tools.errors import FindingsError
 from kafka_tools.format.checksums import crc_finding
@@ -27,6 +28,9 @@ from kafka_tools.log.locate import (
     log_end_offset,
 )
 from kafka_tools.log.partition_log import PartitionLog, ReadNote, SegmentFiles, open_partition, segment_for
+
+if TYPE_CHECKING:
+    from kafka_tools.format.record_batch import RecordDecodeError
 
 INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "transactions"}  # as dump-log
 
@@ -123,13 +127,15 @@ def _read(part: PartitionLog, offset: int, count: int | None, chunk: int, exact:
                 last_seen = frame.last_offset
                 if frame.last_offset < offset:
                     continue
-                event, problem = _decode(seg, frame, offset, remaining, EntryEvent)
+                event, problem, damage = _decode(seg, frame, offset, remaining, EntryEvent)
                 if internal is not None and event is not None:
                     _decode_internal(internal, event)
                 if problem is not None:
                     yield ReadNote(problem, problem=True)
                 shown = _shown(event)
                 if not shown:
+                    if damage is not None:
+                        raise damage
                     continue
                 if not shown_any and exact and shown[0] != offset:
                     yield ReadNote(
@@ -138,6 +144,8 @@ def _read(part: PartitionLog, offset: int, count: int | None, chunk: int, exact:
                     )
                 shown_any = True
                 yield event
+                if damage is not None:  # after the records before it, as a consumer meets it
+                    raise damage
                 if remaining is not None:
                     remaining -= len(shown)
                     if remaining <= 0:
@@ -187,25 +195,32 @@ def _shown(event) -> list[int]:
 
 
 def _decode(seg: SegmentFiles, frame: Frame, offset: int, remaining: int | None, make) -> tuple:
-    """The EntryEvent of a frame holding records at or above `offset` (at most `remaining`), and a
-    problem line when its CRC does not match."""
+    """(the EntryEvent of a frame holding records at or above `offset` (at most `remaining`), a
+    problem line when its CRC does not match, the FindingsError to raise after the event when a v2
+    batch's records are damaged: the records before the damage are read one by one, as a consumer
+    reads them, and shown first)."""
     from kafka_tools.format.message_set import parse_message
-    from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header
+    from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header, records_until_damage
 
     try:
         if frame.magic == 2:
             entry = parse_batch_header(frame.buf, frame.at, frame.position)
             if entry.is_control:  # transaction markers: a consumer never sees them
-                return None, _crc_problem(seg, entry)
-            records = [r for r in entry.records() if r.offset >= offset][:remaining]
-            return make(seg.log, entry, records=records), _crc_problem(seg, entry)
+                return None, _crc_problem(seg, entry), None
+            records, damage = records_until_damage(entry, offset, remaining)
+            event = make(seg.log, entry, records=records)
+            return event, _crc_problem(seg, entry), damage and _undecodable(seg, damage)
         entry = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.entry_size)
         if entry.is_compressed:
             inner = [m for m in entry.inner_messages() if m.offset >= offset][:remaining]
-            return make(seg.log, entry, inner=inner), _crc_problem(seg, entry)
-        return make(seg.log, entry), _crc_problem(seg, entry)
+            return make(seg.log, entry, inner=inner), _crc_problem(seg, entry), None
+        return make(seg.log, entry), _crc_problem(seg, entry), None
     except RecordDecodeError as exc:
-        raise FindingsError(f"{seg.log}: position {exc.position}: records undecodable: {exc}") from None
+        raise _undecodable(seg, exc) from None
+
+
+def _undecodable(seg: SegmentFiles, exc: RecordDecodeError) -> FindingsError:
+    return FindingsError(f"{seg.log}: position {exc.position}: records undecodable: {exc}")
 
 
 def _crc_problem(seg: SegmentFiles, entry) -> str | None:
@@ -403,8 +418,8 @@ def _first_at_or_after(seg: SegmentFiles, frame: Frame, timestamp: int, log_star
             batch = parse_batch_header(frame.buf, frame.at, frame.position)
             if batch.max_timestamp < timestamp or batch.is_control:
                 return None
-            found = (r.offset for r in batch.records() if r.timestamp >= timestamp and r.offset >= log_start)
-            return next(found, None)
+            wanted = (r.offset for r in batch.iter_records() if r.timestamp >= timestamp)
+            return next((o for o in wanted if o >= log_start), None)
         message = parse_message(frame.buf, frame.at, frame.position, frame.at + frame.entry_size)
         if message.timestamp < timestamp and not message.is_compressed:
             return None

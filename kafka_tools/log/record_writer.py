@@ -54,12 +54,17 @@ class RecordWriter:
 
     @staticmethod
     def payload_lines(
-        batch: RecordBatch, label: str, print_data: bool, file_json: str | None = None
+        batch: RecordBatch,
+        label: str,
+        print_data: bool,
+        file_json: str | None = None,
+        section: bytes | bytearray | None = None,
     ) -> bytes:
-        """An uncompressed batch's record lines (text, or `record` JSON objects with `file_json`, the
-        file name as a JSON string), read from its records section in C; RecordDecodeError as
-        `records()` raises it; UnicodeEncodeError for a file name that is not text."""
-        args = (*batch.payload_args(), label, print_data, False)
+        """A batch's record lines (text, or `record` JSON objects with `file_json`, the file name as a
+        JSON string), read in C from its records section (`section`: a compressed batch's,
+        decompressed); RecordDecodeError as `records()` raises it; UnicodeEncodeError for a file name
+        that is not text."""
+        args = (*batch.payload_args(section), label, print_data, False)
         if file_json is not None:
             args += (file_json, batch.position)
         return accel.C.format_payload(*args)

@@ -123,7 +123,7 @@ class DumpJsonRenderer:
         if isinstance(entry, RecordBatch):
             self.emit(self._batch(event.path, entry))
             if event.record_count is not None:  # checked, not decoded (DumpOptions.record_lines)
-                if self._fast_records(event.path, entry):
+                if self._fast_records(event.path, entry, event.section):
                     return
                 event.records = self.writer.records(entry)
             records = event.records or []
@@ -160,13 +160,13 @@ class DumpJsonRenderer:
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         )
 
-    def _fast_records(self, path: str, b: RecordBatch) -> bool:
+    def _fast_records(self, path: str, b: RecordBatch, section: bytes | bytearray | None) -> bool:
         if not self.record_lines_from_bytes():
             return False
         name = json.dumps(path, ensure_ascii=False)
         label = b.timestamp_type.label
         try:
-            text = self.writer.payload_lines(b, label, self.print_data, name)
+            text = self.writer.payload_lines(b, label, self.print_data, name, section)
         except UnicodeEncodeError:  # a file name that is not text: json.dumps below says it as Python does
             return False
         write_utf8(self.out, text, valid=True)

@@ -188,7 +188,8 @@ class DumpTextRenderer:
         )
         if event.record_count is not None:  # checked, not decoded (DumpOptions.record_lines)
             if self.record_lines_from_bytes():
-                text = self.writer.payload_lines(b, b.timestamp_type.label, self.print_data)
+                label = b.timestamp_type.label
+                text = self.writer.payload_lines(b, label, self.print_data, None, event.section)
                 write_utf8(self.out.stream, text, valid=True)
                 return
             event.records = self.writer.records(b)

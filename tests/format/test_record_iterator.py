@@ -1,7 +1,8 @@
 """`iter_records`, the records of a batch one at a time: the records `records()` gives, in order, on
 every batch (compressed or not); on a damaged section the records before the damage, then the error
-`records()` raises (text and file position); and a record a caller keeps is never changed by the ones
-made after it (the C iterator refills a Record in place only when nothing else holds it)."""
+`records()` raises (text and file position), C or pure Python; and a record a caller keeps is never
+changed by the ones made after it (the C iterator refills a Record in place only when nothing else
+holds it)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,18 @@ def test_a_damaged_batch_gives_the_records_before_it_then_the_error_of_records(
         got, error = _iterated(batch.iter_records)
         assert error == (str(whole.value), whole.value.position)
         assert [r.offset for r in got] == list(range(40, 40 + before))
+
+
+@pytest.mark.parametrize("attributes", [0, 1])
+def test_the_pure_python_reference_gives_the_records_before_the_damage_too(monkeypatch, attributes) -> None:
+    section = _three() + b"\x02"
+    payload = gzip.compress(section) if attributes else section
+    (batch,) = list(_entries_of(hostile.v2_batch(payload, 4, 40, attributes=attributes)))
+    want = _iterated(batch.iter_records)
+    monkeypatch.setattr(accel, "C", None)
+    got = _iterated(batch.iter_records)
+    assert got == want
+    assert [r.offset for r in got[0]] == [40, 41, 42]
 
 
 def _entries_of(data: bytes):

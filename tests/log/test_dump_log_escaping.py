@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_tools.format import accel
 from kafka_tools.render.values import printable_text
@@ -91,3 +93,51 @@ def test_read_escapes_like_dump_log(tmp_path) -> None:
     path = _segment(tmp_path, "v2")
     out = run_ktool("read", str(path.parent), "--offset", "4", "-n", "1").stdout
     assert "payload: a\\x0ab" in out and CONTROL.search(out) is None
+
+
+_SPECIAL = [bytes([b]) for b in (*range(0x20), 0x7F, 0x80, 0x9B, 0xC2, 0xFF, 0x5C)] + [
+    "é".encode(),
+    "€".encode(),
+    "🚀".encode(),
+    b"\xc2\x85",
+]
+
+
+@pytest.mark.skipif(accel.C is None, reason="C extension not built")
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from([b"a", b" ", b"~", b"{", b"9"]), st.sampled_from(_SPECIAL)),
+        max_size=40,
+    ),
+)
+def test_c_text_values_escape_as_python_at_every_position(pieces: list[bytes]) -> None:
+    """The C check reads plain ASCII eight bytes at a time: a byte to escape anywhere in a word, or
+    after it, is found as the byte-by-byte check finds it."""
+    from kafka_tools.format.record_batch import Record
+
+    value = b"".join(pieces)
+    line = accel.C.format_records([Record(0, 0, None, value, (), -1, 10)], "CreateTime", True).decode()
+    assert line.endswith(f"payload: {printable_text(value)}\n")
+
+
+@pytest.mark.skipif(accel.C is None, reason="C extension not built")
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from([b"a", b" ", b"~", b"{", b"9"]), st.sampled_from([*_SPECIAL, b'"'])),
+        max_size=40,
+    ),
+)
+def test_c_json_values_escape_as_json_dumps_at_every_position(pieces: list[bytes]) -> None:
+    """The C JSON writer copies eight bytes at a time while none needs escaping: what it writes reads
+    back as the value decoded as UTF-8 (errors replaced), wherever a byte to escape falls."""
+    import json
+
+    from tests.support import hostile
+
+    value = b"".join(pieces)
+    section = hostile.v2_record(key=value, value=value)
+    line = accel.C.format_payload(section, 1, 0, 0, None, -1, "CreateTime", True, False, '"f"', 0)
+    obj = json.loads(line)
+    assert obj["key"] == obj["value"] == value.decode("utf-8", "replace")

@@ -36,9 +36,12 @@ def v2_batch(
     base_offset: int = 0,
     base_timestamp: int = 1_700_000_000_000,
     attributes: int = 0,
+    last_offset_delta: int = 0,
 ) -> bytes:
     """A v2 batch around a records section, its CRC correct."""
-    after_crc = struct.pack(">hiqqqhii", attributes, 0, base_timestamp, base_timestamp, -1, -1, -1, count)
+    after_crc = struct.pack(
+        ">hiqqqhii", attributes, last_offset_delta, base_timestamp, base_timestamp, -1, -1, -1, count
+    )
     after_crc += section
     body = struct.pack(">ib", 0, 2) + struct.pack(">I", crc32c.crc32c(after_crc)) + after_crc
     return struct.pack(">qi", base_offset, len(body)) + body

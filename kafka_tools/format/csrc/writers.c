@@ -98,6 +98,34 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
     o->data[o->len++] = '"';
     static const char hex[] = "0123456789abcdef";
     for (Py_ssize_t k = 0; k < n; k++) {
+        /* Eight bytes copied at a time while none needs escaping: a byte under 0x20 borrows into its
+         * top bit in w - 0x20..20 (the lowest such byte at least) where w's own top bit is clear, and a
+         * `"` or `\` is a zero byte of w ^ 0x22..22 or w ^ 0x5C..5C. A borrow only runs upwards, so
+         * the lowest byte flagged is the first to escape (the word is read little-endian): the bytes
+         * before it are copied and it goes to the byte-by-byte escaping below (JSON values are full
+         * of quotes). */
+        while (n - k >= 8) {
+            uint64_t w;
+            memcpy(&w, s + k, 8);
+            uint64_t q = w ^ 0x2222222222222222ULL, b = w ^ 0x5C5C5C5C5C5C5C5CULL;
+            uint64_t hit = ((w - 0x2020202020202020ULL) & ~w) | ((q - 0x0101010101010101ULL) & ~q) |
+                           ((b - 0x0101010101010101ULL) & ~b);
+            hit &= 0x8080808080808080ULL;
+            if (hit) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                int clean = __builtin_ctzll(hit) >> 3;
+                memcpy(o->data + o->len, s + k, clean);
+                o->len += clean;
+                k += clean;
+#endif
+                break;
+            }
+            memcpy(o->data + o->len, s + k, 8);
+            o->len += 8;
+            k += 8;
+        }
+        if (k >= n)
+            break;
         unsigned char c = s[k];
         if (c >= 0x20 && c != '"' && c != '\\') {
             o->data[o->len++] = (char)c;
@@ -169,6 +197,20 @@ text_is_printable(const unsigned char *s, Py_ssize_t n)
 {
     Py_ssize_t i = 0;
     while (i < n) {
+        /* Eight bytes at a time while they are plain printable ASCII (0x20-0x7E), what most keys and
+         * values are: a byte past ASCII sets its top bit in w, one under 0x20 borrows into its top bit
+         * in w - 0x20..20 (the lowest such byte at least, whatever the others), a DEL is a zero byte
+         * of w ^ 0x7F..7F. Any of them sends the next character to the byte-by-byte check below. */
+        while (n - i >= 8) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            uint64_t del = w ^ 0x7F7F7F7F7F7F7F7FULL;
+            if ((w | (w - 0x2020202020202020ULL) | ((del - 0x0101010101010101ULL) & ~del)) & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
         unsigned char c = s[i];
         if (c < 0x80) {
             if ((c < 0x20 && c != '\t') || c == 0x7F)
