@@ -290,21 +290,24 @@ class LocalFiles(SegmentSource):
                     part = None
                     if out is not None:  # its part of the records table (arrow_files.TableFile)
                         from kafka_tools.pipeline.arrow_files import TableFile
-                        from kafka_tools.pipeline.record_columns import record_batches
 
                         part = TableFile(
                             out, "records", fmt, part=task, compression=compression, per_range=True
                         )
                     for segment, start, end in units.value[task]:
                         spec = specs.value[segment]
-                        for cols in produce(spec, start, end):
+                        # with a part: the range's records go to it in the same walk (tasks.range_chunks)
+                        chunks = (
+                            produce(spec, start, end)
+                            if part is None
+                            else produce(spec, start, end, records=part)
+                        )
+                        for cols in chunks:
                             if isinstance(cols, dict):  # column lists; else an Arrow batch made in C
                                 cols = t.arrow_batch(columns, cols, constants=spec.where)
                             yield cols
                         size = (spec.size if end is None else end) - start
                         if part is not None:
-                            for batch in record_batches(spec, start, end, where=False):
-                                part.add(batch, spec.where)
                             size *= 2  # the records pass of the progress bar's bytes
                         if scanned is not None:
                             scanned.add(size)
