@@ -45,6 +45,7 @@ from kafka_tools.pipeline.output import (
     check_formats,
     local_dir,
     prepare_out_dir,
+    table_write_error,
     write,
     write_small_tables,
 )
@@ -103,7 +104,7 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
         try:
             os.makedirs(os.path.join(here, "records"), exist_ok=True)
         except OSError as exc:
-            raise InputError(f"cannot write the records table to {here}: {exc.strerror or exc}") from None
+            raise table_write_error("records", os.path.join(here, "records"), exc) from None
     main = source.main(meta, batches=bool(options.out), records_to=(here, options) if records_here else None)
     if options.out:
         written.append(write(main, options, "batches"))
@@ -330,7 +331,7 @@ class LocalFiles(SegmentSource):
         try:
             open(os.path.join(out, name, "_SUCCESS"), "wb").close()
         except OSError as exc:
-            raise InputError(f"cannot write the {name} table to {out}: {exc.strerror or exc}") from None
+            raise table_write_error(name, os.path.join(out, name), exc) from None
         return TableWritten(name, os.path.join(out, name), options.fmt, rows)
 
     def offsets(self, replay: dict[tuple[str, int], list[OffsetsSegment]]):
