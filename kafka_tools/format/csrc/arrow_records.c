@@ -58,11 +58,10 @@ typedef struct {
     size_t len, cap;
 } buf_t;
 
-static int
-buf_reserve(buf_t *b, size_t extra)
+/* The growth of buf_reserve, out of line: the check that there is room is all a row usually costs. */
+static __attribute__((noinline)) int
+buf_grow(buf_t *b, size_t extra)
 {
-    if (b->len + extra <= b->cap)
-        return 0;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra) {
         if (cap > SIZE_MAX / 2)
@@ -75,6 +74,14 @@ buf_reserve(buf_t *b, size_t extra)
     b->data = p;
     b->cap = cap;
     return 0;
+}
+
+static inline int
+buf_reserve(buf_t *b, size_t extra)
+{
+    if (b->len + extra <= b->cap)
+        return 0;
+    return buf_grow(b, extra);
 }
 
 static inline int
