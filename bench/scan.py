@@ -303,12 +303,13 @@ def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bo
     jvm_s = time.perf_counter() - t0
     parallelism = handle.spark.sparkContext.defaultParallelism
     # Warm-up: a scan of the small v2 fixtures starts the Python workers (which import ktool and
-    # pyarrow) and lets the JVM load and compile the Arrow and Parquet code paths.
+    # pyarrow) and lets the JVM load and compile the Arrow and Parquet code paths. One task a segment
+    # (pack_bytes=1), so that every core's worker starts here: packed into one task, only one did, and
+    # the first timed run under local[2] paid the second's start (~1 CPU s: bench/README.md, branch n1).
     scratch = tempfile.mkdtemp(prefix="ktool-bench-scan-")
     try:
-        run_scan(
-            handle.spark, plan_scan([WARM_UP]), ScanOptions(out=scratch, records=records, overwrite=True)
-        )
+        warm_up = ScanOptions(out=scratch, records=records, overwrite=True, pack_bytes=1)
+        run_scan(handle.spark, plan_scan([WARM_UP]), warm_up)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     startup_s = time.perf_counter() - t0  # JVM + SparkContext + workers + the warm-up scan

@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from kafka_tools.errors import InputError
 from kafka_tools.pipeline import tables
-from kafka_tools.pipeline.output import CODECS
+from kafka_tools.pipeline.output import CODECS, table_write_error
 from kafka_tools.pipeline.plan import ScanOptions
 from kafka_tools.pipeline.results import TableWritten
 
@@ -103,7 +103,7 @@ class TableFile:
             else:
                 self._json = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
         except OSError as exc:
-            raise InputError(f"cannot write the {name} table to {self.dir}: {exc.strerror or exc}") from None
+            raise table_write_error(name, self.dir, exc) from None
 
     def add(self, batch, where: dict | None = None) -> None:
         """Append `batch` (the table's schema). `where`: the file and topic every row of it holds (the
@@ -159,7 +159,7 @@ class TableFile:
             pending.result()
 
     def _error(self, exc: OSError) -> InputError:
-        return InputError(f"cannot write the {self.name} table to {self.dir}: {exc.strerror or exc}")
+        return table_write_error(self.name, self.dir, exc)
 
     def close(self) -> TableWritten:
         try:

@@ -45,6 +45,7 @@ from kafka_tools.pipeline.output import (
     check_formats,
     local_dir,
     prepare_out_dir,
+    table_write_error,
     write,
     write_small_tables,
 )
@@ -103,7 +104,7 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
         try:
             os.makedirs(os.path.join(here, "records"), exist_ok=True)
         except OSError as exc:
-            raise InputError(f"cannot write the records table to {here}: {exc.strerror or exc}") from None
+            raise table_write_error("records", os.path.join(here, "records"), exc) from None
     main = source.main(meta, batches=bool(options.out), records_to=(here, options) if records_here else None)
     if options.out:
         written.append(write(main, options, "batches"))
@@ -290,21 +291,24 @@ class LocalFiles(SegmentSource):
                     part = None
                     if out is not None:  # its part of the records table (arrow_files.TableFile)
                         from kafka_tools.pipeline.arrow_files import TableFile
-                        from kafka_tools.pipeline.record_columns import record_batches
 
                         part = TableFile(
                             out, "records", fmt, part=task, compression=compression, per_range=True
                         )
                     for segment, start, end in units.value[task]:
                         spec = specs.value[segment]
-                        for cols in produce(spec, start, end):
+                        # with a part: the range's records go to it in the same walk (tasks.range_chunks)
+                        chunks = (
+                            produce(spec, start, end)
+                            if part is None
+                            else produce(spec, start, end, records=part)
+                        )
+                        for cols in chunks:
                             if isinstance(cols, dict):  # column lists; else an Arrow batch made in C
                                 cols = t.arrow_batch(columns, cols, constants=spec.where)
                             yield cols
                         size = (spec.size if end is None else end) - start
                         if part is not None:
-                            for batch in record_batches(spec, start, end, where=False):
-                                part.add(batch, spec.where)
                             size *= 2  # the records pass of the progress bar's bytes
                         if scanned is not None:
                             scanned.add(size)
@@ -327,7 +331,7 @@ class LocalFiles(SegmentSource):
         try:
             open(os.path.join(out, name, "_SUCCESS"), "wb").close()
         except OSError as exc:
-            raise InputError(f"cannot write the {name} table to {out}: {exc.strerror or exc}") from None
+            raise table_write_error(name, os.path.join(out, name), exc) from None
         return TableWritten(name, os.path.join(out, name), options.fmt, rows)
 
     def offsets(self, replay: dict[tuple[str, int], list[OffsetsSegment]]):

@@ -15,11 +15,10 @@ from collections.abc import Callable
 from kafka_tools.errors import UsageError
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.arrow_files import TableFile, write_rows
-from kafka_tools.pipeline.batch_columns import batch_batches
+from kafka_tools.pipeline.batch_columns import batch_batches, range_batches
 from kafka_tools.pipeline.offsets_replay import replay_offsets
 from kafka_tools.pipeline.output import Staging, check_formats, local_dir, prepare_out_dir
 from kafka_tools.pipeline.plan import IN_PROCESS, ScanOptions, ScanPlan, offsets_replay_segments
-from kafka_tools.pipeline.record_columns import record_batches
 from kafka_tools.pipeline.results import ScanResult, TableWritten, committed_offsets, finding_row, finish
 from kafka_tools.pipeline.shipped import decoder_name
 from kafka_tools.pipeline.tasks import SegmentTotals, check_segment, chunked
@@ -78,14 +77,19 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
         if start == 0:
             reports[i] = check_segment(spec)
         t = totals.setdefault(spec.file, SegmentTotals())
-        for batch in batch_batches(spec, start, end):
+        if records is None:
+            walk = (("batches", batch) for batch in batch_batches(spec, start, end))
+        else:  # both tables in one walk: a plain batch's records read once for both
+            walk = range_batches(spec, start, end)
+        for table, batch in walk:
+            if table == "records":
+                records.add(batch, spec.where)
+                continue
             t.add_arrow(batch)
             if batches is not None:
                 batches.add(batch, spec.where)
         tick(spec, start, end)
         if records is not None:
-            for batch in record_batches(spec, start, end, where=False):
-                records.add(batch, spec.where)
             tick(spec, start, end)
     if batches is not None:
         written.append(batches.close())

@@ -230,6 +230,12 @@ def write(df, options: ScanOptions, name: str, rows: int | None = None) -> Table
     return TableWritten(name, path, options.fmt, rows)
 
 
+def table_write_error(name: str, directory: str, exc: OSError) -> InputError:
+    """The one line for a table that cannot be written (its directory, the system's reason), whoever
+    writes it: the in-process writer, a task's part, the driver's `_SUCCESS`."""
+    return InputError(f"cannot write the {name} table to {directory}: {exc.strerror or exc}")
+
+
 def _java_line(exc: BaseException) -> str:
     """The first `SomeException: message` line of a Java error seen through py4j, else the text."""
     text = str(exc)

@@ -32,7 +32,7 @@ from kafka_tools.pipeline.tasks import CHUNK_BYTES, CHUNK_ROWS, SegmentSpec, map
 _WINDOW = 16 * 1024 * 1024  # mapped bytes walked before the pages behind are dropped
 
 
-class _Exported:
+class Exported:
     """The builder's capsules, as pyarrow takes them (`pa.record_batch` of an `__arrow_c_array__`)."""
 
     __slots__ = ("capsules",)
@@ -61,7 +61,7 @@ def record_batches(
     """The `records` table's rows of the entries that start in [start, end), as pyarrow RecordBatches
     of the table's schema (file, topic and partition on every row), none empty; built in C when the
     extension is on, else from `tasks.record_chunks` (the reference). In C, the kernel bench/scan.py
-    times. `admit`: only the entries it admits (C only; see `_fill`). `where=False`: file and topic
+    times. `admit`: only the entries it admits (C only; see `fill`). `where=False`: file and topic
     left empty in C, for a writer that puts them back itself (arrow_files.TableFile(per_range=True):
     the path copied into every row is ~10% of the kernel)."""
     if not available():
@@ -73,17 +73,17 @@ def record_batches(
 
     where = (spec.file, spec.topic, spec.partition) if where else ("", "", spec.partition)
     builder = accel.C.record_columns()
-    fill = _fill(builder, spec, start, end, admit)
+    walk = fill(builder, spec, start, end, admit)
     if admit is None and hasattr(builder, "add_v2_run") and spec.size and not spec.kafka07:
-        fill = _fill_runs(builder, spec, start, end, max_rows, max_bytes)
-    for _ in fill:
+        walk = _fill_runs(builder, spec, start, end, max_rows, max_bytes)
+    for _ in walk:
         if builder.rows >= max_rows or builder.nbytes >= max_bytes:
-            yield pa.record_batch(_Exported(builder.finish(*where)))
+            yield pa.record_batch(Exported(builder.finish(*where)))
     if builder.rows:
-        yield pa.record_batch(_Exported(builder.finish(*where)))
+        yield pa.record_batch(Exported(builder.finish(*where)))
 
 
-def _fill(builder, spec: SegmentSpec, start: int, end: int | None, admit=None) -> Iterator[None]:
+def fill(builder, spec: SegmentSpec, start: int, end: int | None, admit=None) -> Iterator[None]:
     """Add each entry's records to `builder`; yield after each entry (where a batch may end).
 
     `admit(entry)`, when given, is asked first about every entry (a MessageRun stands for its plain
@@ -133,11 +133,11 @@ def _add(builder, entry) -> bool:
 
 
 def _fill_runs(builder, spec: SegmentSpec, start: int, end: int | None, max_rows: int, max_bytes: int):
-    """`_fill` with the runs of uncompressed v2 batches walked in C (`add_v2_run`: no RecordBatch object
+    """`fill` with the runs of uncompressed v2 batches walked in C (`add_v2_run`: no RecordBatch object
     a batch), the segment mapped; any other entry through the Python walk, which hands back to C after
     the next uncompressed v2 batch. Yields where a batch may end."""
     if looks_like_text(spec.path) or not safe_to_map(spec.path):
-        yield from _fill(builder, spec, start, end)
+        yield from fill(builder, spec, start, end)
         return
     with mapped_file(spec.path) as mapped:
         if mapped is None:

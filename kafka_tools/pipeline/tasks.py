@@ -152,7 +152,9 @@ def range_starts(spec: SegmentSpec, split_bytes: int, max_hops: int = MAX_HOPS) 
     file, and its task walks the rest, damage included, as a whole-file walk would.
     """
     starts = [0]
-    if spec.kafka07 or spec.size <= split_bytes:
+    # A cut needs `split_bytes` before it and `split_bytes // 8` after it: a smaller file is one range,
+    # known without the hop (which reads the whole file: ~0.03 s a 128 MiB segment).
+    if spec.kafka07 or spec.size < split_bytes + split_bytes // 8:
         return starts
     size = spec.size
     with open(spec.path, "rb") as f:
@@ -209,23 +211,34 @@ def range_chunks(
     sink: Callable[[tuple], None],
     batches: bool = True,
     arrow: bool = False,
+    records=None,
 ) -> Iterator:
     """The main stage's work on one byte range: the `batches` columns of its entries (none yielded if
     `batches` is False: no table to write), and `sink((file, start, report, totals, decoder))` once the
     range is done: its SegmentTotals and, for a segment's first range, the segment's validation report (the
     task that decodes a segment's first range checks the whole segment). With `arrow`, the rows come
-    as Arrow batches (`batch_columns.batch_batches`, built in C), else as column lists."""
+    as Arrow batches (`batch_columns.batch_batches`, built in C), else as column lists; and `records`,
+    a per-range `arrow_files.TableFile`, is given the range's `records` table in the same walk
+    (`batch_columns.range_batches`: a plain batch's records read once for both tables)."""
     report = check_segment(spec) if start == 0 else None
     totals = SegmentTotals()
     if arrow:
-        from kafka_tools.pipeline.batch_columns import batch_batches
+        from kafka_tools.pipeline.batch_columns import batch_batches, range_batches
 
-        for batch in batch_batches(spec, start, end):
+        if records is None:
+            walk = (("batches", batch) for batch in batch_batches(spec, start, end))
+        else:
+            walk = range_batches(spec, start, end)
+        for table, batch in walk:
+            if table == "records":
+                records.add(batch, spec.where)
+                continue
             totals.add_arrow(batch)
             if batches:
                 yield batch
         sink((spec.file, start, report, totals, decoder_name()))
         return
+    assert records is None, "the records table in the same walk needs the Arrow batches"
     for cols in batch_chunks(spec, start, end):
         totals.add_columns(cols)
         if batches:

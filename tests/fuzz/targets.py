@@ -108,9 +108,9 @@ def _check_iter_records(C, args, py) -> None:
 def _arrow_rows(builder) -> list[tuple]:
     import pyarrow as pa
 
-    from kafka_tools.pipeline.record_columns import _Exported
+    from kafka_tools.pipeline.record_columns import Exported
 
-    batch = pa.record_batch(_Exported(builder.finish("f.log", None, None)))
+    batch = pa.record_batch(Exported(builder.finish("f.log", None, None)))
     return [
         (
             r["batch_position"],
@@ -338,8 +338,27 @@ def check_batches(data: bytes) -> None:
     hi = min(lo + (1 << 31) - 1, INT64[1])
     have_prev = prev if flags & 1 else None
     wanted = [0, 61, 128] if flags & 2 else []
-    got = _c().scan_batches(buf, 0, len(buf), len(buf), have_prev, lo, hi, wanted, 0)
+    C = _c()
+    got = C.scan_batches(buf, 0, len(buf), len(buf), have_prev, lo, hi, wanted, 0)
     assert got[:7] == _python_batch_run(buf, have_prev, lo, hi), got
+    _check_batch_columns(C, buf)
+
+
+def _check_batch_columns(C, buf: bytes) -> None:
+    """batch_columns with the records builder (the scan's one walk) stops where it stops without it,
+    with the same rows, and its records are add_v2_run's over the batches it took."""
+    rows, stop, columns, bits = C.batch_columns(buf, 0, len(buf), 64)
+    builder = C.record_columns()
+    fused = C.batch_columns(buf, 0, len(buf), 64, builder, 1 << 30, 1 << 30)
+    assert fused[:2] == (rows, stop), (fused[:2], rows, stop)
+    widths = (8, 8, 8, 4, 4, 4, 8, 8, 4, 8, 8, 4, 8, 4, 4)
+    for k, width in enumerate(widths):
+        assert fused[2][k][: rows * width] == columns[k][: rows * width], k
+    for k in range(3):
+        assert fused[3][k][: rows // 8] == bits[k][: rows // 8], k
+    reference = C.record_columns()
+    assert reference.add_v2_run(buf, 0, stop, 1 << 30, 1 << 30) == stop
+    assert _arrow_rows(builder) == _arrow_rows(reference)
 
 
 TARGETS = {

@@ -212,3 +212,86 @@ def test_the_records_of_mixed_and_damaged_segments_are_the_python_records(tmp_pa
         path.write_bytes(bytes(data))
         spec = plan_scan([path]).segments[0]
         assert records(spec, max_rows=2).equals(reference(spec)), f"case {case}"
+
+
+# -- both tables in one walk (batch_columns.range_batches: what the in-process scan runs) ---------------
+
+RECORDS_SCHEMA = tables.arrow_schema(tables.RECORDS)
+
+
+def _both(spec, start=0, end=None, **bounds) -> tuple[pa.Table, pa.Table]:
+    got: dict[str, list] = {"batches": [], "records": []}
+    for name, batch in batch_columns.range_batches(spec, start, end, **bounds):
+        got[name].append(batch)
+    records = pa.Table.from_batches(got["records"], schema=RECORDS_SCHEMA)
+    return pa.Table.from_batches(got["batches"], schema=SCHEMA), records
+
+
+def _records_reference(spec, start=0, end=None) -> pa.Table:
+    from kafka_tools.pipeline import record_columns
+
+    saved = accel.C
+    accel.C = None  # every C path off: the Python records
+    try:
+        batches = list(record_columns.record_batches(spec, start, end))
+    finally:
+        accel.C = saved
+    table = pa.Table.from_batches(batches, schema=RECORDS_SCHEMA)
+    empty = pa.array([""] * table.num_rows, pa.string())  # the one walk leaves file and topic to the writer
+    return table.set_column(0, "file", empty).set_column(1, "topic", empty)
+
+
+@pytest.mark.parametrize("spec", SEGMENTS, ids=lambda s: s.file)
+def test_one_walk_gives_both_tables_python_rows_on_every_segment(spec) -> None:
+    batches, records = _both(spec)
+    assert batches.equals(_reference(spec))
+    assert records.equals(_records_reference(spec))
+
+
+def test_one_walk_over_mixed_damaged_and_legacy_segments_gives_both_tables_python_rows(
+    tmp_path: Path,
+) -> None:
+    """C reads a plain batch's records once for both tables and hands any other entry to both Python
+    walks: the references' rows whatever the limits (1-3 rows, a few bytes), on the mixed segment,
+    legacy and hostile ones, byte ranges, and damaged copies of the mixed one."""
+    import random
+
+    mixed_path = _mixed(tmp_path)
+    mixed = plan_scan([mixed_path]).segments[0]
+    want = (_reference(mixed), _records_reference(mixed))
+    assert want[0].num_rows == 9 and want[1].num_rows == 21
+    for bounds in ({}, {"max_rows": 1}, {"max_rows": 2, "max_record_rows": 2}, {"max_record_rows": 3}):
+        got = _both(mixed, **bounds)
+        assert got[0].equals(want[0]) and got[1].equals(want[1]), bounds
+    got = _both(mixed, max_record_bytes=5)
+    assert got[1].equals(want[1])
+    legacy = tmp_path / "legacy-0"
+    legacy.mkdir()
+    plain = hostile.v1_message(0, b"a") + hostile.v1_message(1, b"b")
+    (legacy / "00000000000000000000.log").write_bytes(plain + hostile.v1_gzip_wrapper(3, plain) + plain)
+    paths = [legacy / "00000000000000000000.log"] + [hostile.write(tmp_path, name) for name in hostile.CASES]
+    for path in paths:
+        spec = plan_scan([path]).segments[0]
+        got = _both(spec, max_rows=2, max_record_rows=2)
+        assert got[0].equals(_reference(spec)) and got[1].equals(_records_reference(spec)), path
+    spec = max((s for s in SEGMENTS if not s.kafka07), key=lambda s: s.size)
+    for start, end in split_ranges(range_starts(spec, max(spec.size // 5, 1))):
+        got = _both(spec, start, end)
+        assert got[0].equals(_reference(spec, start, end))
+        assert got[1].equals(_records_reference(spec, start, end))
+    good = mixed_path.read_bytes()
+    part = tmp_path / "damaged-0"
+    part.mkdir()
+    path = part / "00000000000000000000.log"
+    rng = random.Random(28)
+    for case in range(100):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        if case % 5 == 0:
+            data = data[: rng.randrange(len(data))]
+        path.write_bytes(bytes(data))
+        spec = plan_scan([path]).segments[0]
+        got = _both(spec, max_rows=2, max_record_rows=2)
+        assert got[0].equals(_reference(spec)), f"case {case}"
+        assert got[1].equals(_records_reference(spec)), f"case {case}"

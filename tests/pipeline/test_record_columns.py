@@ -106,7 +106,7 @@ def test_batches_are_bounded_by_rows_and_bytes() -> None:
 
 
 def _rows(builder) -> list[dict]:
-    rows = pa.record_batch(record_columns._Exported(builder.finish("f.log", None, None))).to_pylist()
+    rows = pa.record_batch(record_columns.Exported(builder.finish("f.log", None, None))).to_pylist()
     assert all((r.pop("file"), r.pop("topic"), r.pop("partition")) == ("f.log", None, None) for r in rows)
     return rows
 
@@ -227,7 +227,7 @@ def test_every_exported_buffer_is_freed_when_pyarrow_lets_go() -> None:
     before = alive()
     builder = accel.C.record_columns()
     builder.add_v2(SECTION, 3, 0, 0, None, -1, 0)
-    batch = pa.record_batch(record_columns._Exported(builder.finish("f.log", "topic", 3)))
+    batch = pa.record_batch(record_columns.Exported(builder.finish("f.log", "topic", 3)))
     assert batch.schema == SCHEMA
     assert (
         batch.column("topic").to_pylist() == ["topic"] * 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,26 @@ def test_ranges_start_where_the_walk_finds_an_entry_and_decode_to_the_whole_file
         offsets = [o for cols in record_chunks(spec) for o in cols["offset"]]
         assert [o for s, e in ranges for cols in record_chunks(spec, s, e) for o in cols["offset"]] == offsets
     assert split >= 10
+
+
+def test_ranges_are_cut_by_their_rule_and_a_file_too_small_to_cut_is_one_range() -> None:
+    # A range starts at an entry at least `split` bytes after the previous start, with `split // 8`
+    # bytes after it: a file below split * 9 / 8 is one range (answered without the hop).
+    for spec in plan_scan([GENERATED / "v0", GENERATED / "v1", GENERATED / "v2"]).segments:
+        positions = _entry_positions(spec.path)
+        edge = spec.size * 8 // 9
+        for split in {spec.size // 5, spec.size // 2, edge - 1, edge, edge + 1, spec.size - 1, spec.size}:
+            if split < 1:
+                continue
+            expected = [0]
+            for p in positions:
+                if p - expected[-1] >= split and spec.size - p >= split // 8:
+                    expected.append(p)
+            assert range_starts(spec, split) == expected, (spec.file, split)
+        # At the edge: an entry at `split` with exactly split // 8 bytes after it starts a range.
+        for p in positions[1:]:
+            assert range_starts(replace(spec, size=p + p // 8), p) == [0, p]
+            assert range_starts(replace(spec, size=p + p // 8 - 1), p) == [0]
 
 
 def test_a_hop_stops_before_damage() -> None:

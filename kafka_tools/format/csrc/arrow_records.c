@@ -58,11 +58,10 @@ typedef struct {
     size_t len, cap;
 } buf_t;
 
-static int
-buf_reserve(buf_t *b, size_t extra)
+/* The growth of buf_reserve, out of line: the check that there is room is all a row usually costs. */
+static __attribute__((noinline)) int
+buf_grow(buf_t *b, size_t extra)
 {
-    if (b->len + extra <= b->cap)
-        return 0;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra) {
         if (cap > SIZE_MAX / 2)
@@ -75,6 +74,14 @@ buf_reserve(buf_t *b, size_t extra)
     b->data = p;
     b->cap = cap;
     return 0;
+}
+
+static inline int
+buf_reserve(buf_t *b, size_t extra)
+{
+    if (b->len + extra <= b->cap)
+        return 0;
+    return buf_grow(b, extra);
 }
 
 static inline int
@@ -438,6 +445,60 @@ columns_add_v2_run(columns_t *c, PyObject *args)
 done:
     PyBuffer_Release(&view);
     return out;
+}
+
+/* ---- for batch_columns.c: the records of the batches it walks, in the same walk ------------------------- */
+
+int
+record_columns_check(PyObject *module, PyObject *obj)
+{
+    speedups_state *st = configured_state(module);
+    if (st == NULL)
+        return -1;
+    if (st->columns_type == NULL || Py_TYPE(obj) != (PyTypeObject *)st->columns_type) {
+        PyErr_SetString(PyExc_TypeError, "records must be a RecordColumns from record_columns()");
+        return -1;
+    }
+    return 0;
+}
+
+int
+record_columns_full(PyObject *obj, Py_ssize_t max_rows, Py_ssize_t max_bytes)
+{
+    columns_t *c = (columns_t *)obj;
+    return c->rows >= max_rows ||
+           (Py_ssize_t)(c->key.data.len + c->value.data.len + c->header_key.data.len + c->header_value.data.len) >=
+               max_bytes;
+}
+
+int
+record_columns_add_section(PyObject *obj, const unsigned char *p, Py_ssize_t len, const batch_t *b, int64_t position,
+                           Py_ssize_t *count, long long *min_ts)
+{
+    columns_t *c = (columns_t *)obj;
+    mark_t mark = columns_mark(c);
+    records_t r;
+    record_t rec;
+    long long low = 0;
+    records_open(&r, p, len, b);
+    int more;
+    while ((more = records_next(&r, &rec)) > 0) {
+        if (r.index == 1 || rec.timestamp < low)
+            low = rec.timestamp;
+        headers_t h;
+        headers_of_record(&h, r.c.p, &rec);
+        if (columns_row(c, position, rec.offset, rec.timestamp, &rec.key, &rec.value, &h) < 0) {
+            columns_rollback(c, mark);
+            return -1;
+        }
+    }
+    if (more < 0) {
+        columns_rollback(c, mark);
+        return 1;
+    }
+    *count = r.index;
+    *min_ts = low;
+    return 0;
 }
 
 /* add_messages(data, position, inner, shift, log_append_time) -> records added. The magic 0/1

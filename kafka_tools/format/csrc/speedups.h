@@ -223,6 +223,16 @@ PyObject *scan_inner(PyObject *module, PyObject *args);
 PyObject *scan_batches(PyObject *module, PyObject *args);
 PyObject *batch_columns(PyObject *module, PyObject *args); /* batch_columns.c */
 
+/* RecordColumns (arrow_records.c) as batch_columns fills it in its walk: record_columns_check, 0 when
+ * obj is one (else -1, TypeError set); record_columns_full, whether it holds max_rows rows or max_bytes of
+ * keys, values and headers; record_columns_add_section, the records of one v2 records section for the batch
+ * at `position`, with their count and smallest timestamp: 0, 1 when they cannot be read (no row added),
+ * -1 with an exception set. */
+int record_columns_check(PyObject *module, PyObject *obj);
+int record_columns_full(PyObject *obj, Py_ssize_t max_rows, Py_ssize_t max_bytes);
+int record_columns_add_section(PyObject *obj, const unsigned char *p, Py_ssize_t len, const batch_t *b,
+                               int64_t position, Py_ssize_t *count, long long *min_ts);
+
 /* ---- CRC-32 (crc.c) ---------------------------------------------------------------------------------- */
 
 void crc_init(void);
