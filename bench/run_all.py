@@ -86,20 +86,23 @@ def timed(cmd: list[str]) -> tuple[float, float, float, int]:
 
 
 def paired(variants: dict[str, list[str]], runs: int) -> dict[str, dict]:
-    """Each command `runs` times, alternated; median wall and CPU, peak RSS, exit codes."""
+    """Each command `runs` times, alternated (the order reversed every round); median wall and CPU,
+    peak RSS, exit codes."""
     walls: dict[str, list[float]] = {k: [] for k in variants}
     cpus: dict[str, list[float]] = {k: [] for k in variants}
     rss: dict[str, float] = dict.fromkeys(variants, 0.0)
     codes: dict[str, set[int]] = {k: set() for k in variants}
     for cmd in variants.values():
         timed(cmd)  # warm: page cache, bytecode
+    order = list(variants.items())
     for _ in range(runs):
-        for name, cmd in variants.items():
+        for name, cmd in order:
             wall, cpu, peak, code = timed(cmd)
             walls[name].append(wall)
             cpus[name].append(cpu)
             rss[name] = max(rss[name], peak)
             codes[name].add(code)
+        order.reverse()  # who runs first each round takes turns: a burst of load touches each alike
     return {
         k: {
             "wall_s": statistics.median(walls[k]),
