@@ -381,7 +381,7 @@ def decode_rows(quick: bool) -> list[Row]:
     rows = []
     size = ["--size-mib", "16" if quick else "64", "--codec-size-mib", "8" if quick else "32"]
     for n, codec in enumerate(CODECS):
-        runs = ["--runs", "2", "--rounds", "1" if quick else "4", "--slow-runs", "1"]
+        runs = ["--runs", "2" if quick else "4", "--rounds", "1" if quick else "4", "--slow-runs", "1"]
         impls = ["--impl", "ktool", "--impl", "aiokafka", "--impl", "kafka-python"]
         res = bench_json("decode.py", *size, *runs, *impls, "--codec", codec, "--memory-mib", "0")
         for m in res["measurements"][(0 if n == 0 else 1) :]:  # "none" once, with the first codec
