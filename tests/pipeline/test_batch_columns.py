@@ -55,6 +55,25 @@ def test_every_segment_gives_the_python_rows(spec) -> None:
     assert _table(spec, max_rows=2).equals(want)  # batches of at most 2 rows add up to the same
 
 
+def _damaged_copies(good: bytes, tmp_path: Path, seed: int, copies: int = 100):
+    """(case, path) for `copies` seeded copies of `good` with 1-4 bytes changed (every fifth cut
+    short), each written in turn to one segment file of a partition `damaged-0`: a failure replays."""
+    import random
+
+    part = tmp_path / "damaged-0"
+    part.mkdir()
+    path = part / "00000000000000000000.log"
+    rng = random.Random(seed)
+    for case in range(copies):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        if case % 5 == 0:
+            data = data[: rng.randrange(len(data))]
+        path.write_bytes(bytes(data))
+        yield case, path
+
+
 def _mixed(tmp_path: Path) -> Path:
     """A segment C walks in pieces: plain batches (one with LogAppendTime, one transactional control
     batch, one empty), then a gzip batch, a batch whose CRC does not match, plain again, a batch whose
@@ -175,7 +194,6 @@ def test_the_records_of_mixed_and_damaged_segments_are_the_python_records(tmp_pa
     """The records table's C walk over runs of uncompressed v2 batches (RecordColumns.add_v2_run),
     handing the other entries to the Python walk and back: the reference's records, batch limits
     of 1-3 rows included, on the mixed segment and damaged copies of it."""
-    import random
 
     from kafka_tools.pipeline import record_columns
 
@@ -199,17 +217,7 @@ def test_the_records_of_mixed_and_damaged_segments_are_the_python_records(tmp_pa
     for rows in (1, 2, 3, 65536):
         assert records(spec, max_rows=rows).equals(want)
     assert records(spec, max_bytes=5).equals(want)
-    part = tmp_path / "damaged-0"
-    part.mkdir()
-    path = part / "00000000000000000000.log"
-    rng = random.Random(27)
-    for case in range(100):
-        data = bytearray(good)
-        for _ in range(rng.randint(1, 4)):
-            data[rng.randrange(len(data))] = rng.randrange(256)
-        if case % 5 == 0:
-            data = data[: rng.randrange(len(data))]
-        path.write_bytes(bytes(data))
+    for case, path in _damaged_copies(good, tmp_path, seed=27):
         spec = plan_scan([path]).segments[0]
         assert records(spec, max_rows=2).equals(reference(spec)), f"case {case}"
 
@@ -254,7 +262,6 @@ def test_one_walk_over_mixed_damaged_and_legacy_segments_gives_both_tables_pytho
     """C reads a plain batch's records once for both tables and hands any other entry to both Python
     walks: the references' rows whatever the limits (1-3 rows, a few bytes), on the mixed segment,
     legacy and hostile ones, byte ranges, and damaged copies of the mixed one."""
-    import random
 
     mixed_path = _mixed(tmp_path)
     mixed = plan_scan([mixed_path]).segments[0]
@@ -280,17 +287,7 @@ def test_one_walk_over_mixed_damaged_and_legacy_segments_gives_both_tables_pytho
         assert got[0].equals(_reference(spec, start, end))
         assert got[1].equals(_records_reference(spec, start, end))
     good = mixed_path.read_bytes()
-    part = tmp_path / "damaged-0"
-    part.mkdir()
-    path = part / "00000000000000000000.log"
-    rng = random.Random(28)
-    for case in range(100):
-        data = bytearray(good)
-        for _ in range(rng.randint(1, 4)):
-            data[rng.randrange(len(data))] = rng.randrange(256)
-        if case % 5 == 0:
-            data = data[: rng.randrange(len(data))]
-        path.write_bytes(bytes(data))
+    for case, path in _damaged_copies(good, tmp_path, seed=28):
         spec = plan_scan([path]).segments[0]
         got = _both(spec, max_rows=2, max_record_rows=2)
         assert got[0].equals(_reference(spec)), f"case {case}"
