@@ -97,12 +97,17 @@ def range_batches(
     max_rows: int = CHUNK_ROWS,
     max_record_rows: int = CHUNK_ROWS,
     max_record_bytes: int = CHUNK_BYTES,
+    with_records: bool = True,
 ) -> Iterator[tuple[str, object]]:
     """The `batches` and `records` tables' rows of the entries that start in [start, end) in one walk:
     ("batches", RecordBatch) and ("records", RecordBatch) pairs, each table's in order, the same rows
     as `batch_batches` and `record_batches(where=False)` (the records' file and topic left empty).
     The v2 batches C takes whole are read once for both (one mapping, one pass over their records);
-    any other entry goes through both Python walks."""
+    any other entry goes through both Python walks. `with_records` False: the batches alone."""
+    if not with_records:
+        for batch in batch_batches(spec, start, end, max_rows):
+            yield "batches", batch
+        return
     walk = accel.fast("batch_columns")
     if (
         walk is None

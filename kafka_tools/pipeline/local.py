@@ -15,7 +15,7 @@ from collections.abc import Callable
 from kafka_tools.errors import UsageError
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.arrow_files import TableFile, write_rows
-from kafka_tools.pipeline.batch_columns import batch_batches, range_batches
+from kafka_tools.pipeline.batch_columns import range_batches
 from kafka_tools.pipeline.offsets_replay import replay_offsets
 from kafka_tools.pipeline.output import Staging, check_formats, local_dir, prepare_out_dir
 from kafka_tools.pipeline.plan import IN_PROCESS, ScanOptions, ScanPlan, offsets_replay_segments
@@ -77,11 +77,8 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
         if start == 0:
             reports[i] = check_segment(spec)
         t = totals.setdefault(spec.file, SegmentTotals())
-        if records is None:
-            walk = (("batches", batch) for batch in batch_batches(spec, start, end))
-        else:  # both tables in one walk: a plain batch's records read once for both
-            walk = range_batches(spec, start, end)
-        for table, batch in walk:
+        # both tables in one walk: a plain batch's records read once for both
+        for table, batch in range_batches(spec, start, end, with_records=records is not None):
             if table == "records":
                 records.add(batch, spec.where)
                 continue

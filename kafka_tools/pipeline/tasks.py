@@ -223,13 +223,9 @@ def range_chunks(
     report = check_segment(spec) if start == 0 else None
     totals = SegmentTotals()
     if arrow:
-        from kafka_tools.pipeline.batch_columns import batch_batches, range_batches
+        from kafka_tools.pipeline.batch_columns import range_batches
 
-        if records is None:
-            walk = (("batches", batch) for batch in batch_batches(spec, start, end))
-        else:
-            walk = range_batches(spec, start, end)
-        for table, batch in walk:
+        for table, batch in range_batches(spec, start, end, with_records=records is not None):
             if table == "records":
                 records.add(batch, spec.where)
                 continue
