@@ -404,10 +404,7 @@ columns_add_v2_run(columns_t *c, PyObject *args)
         return NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t end = view.len;
-    if (limit > end)
-        limit = end;
-    if (at < 0 || at > end)
-        at = end;
+    clamp_walk(end, &at, &limit);
     PyObject *out = NULL;
     while (at < limit && end - at >= 61 && c->rows < max_rows &&
            (Py_ssize_t)(c->key.data.len + c->value.data.len + c->header_key.data.len + c->header_value.data.len) <

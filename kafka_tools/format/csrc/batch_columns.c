@@ -64,10 +64,7 @@ batch_columns(PyObject *module, PyObject *args)
     PyObject *result = NULL, *col_objs[N_COLUMNS] = {NULL}, *bit_objs[N_BITS] = {NULL};
     const unsigned char *p = (const unsigned char *)view.buf;
     Py_ssize_t end = view.len;
-    if (limit > end)
-        limit = end;
-    if (at < 0 || at > end)
-        at = end;
+    clamp_walk(end, &at, &limit);
     if (max_rows < 0)
         max_rows = 0;
     /* No more rows than batches fit in the walked bytes (61 bytes each at least): the buffers are

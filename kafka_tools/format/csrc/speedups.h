@@ -84,6 +84,17 @@ be32s(const unsigned char *q)
     return (int32_t)be32u(q);
 }
 
+/* A walk's [at, limit) as Python asked for it, kept inside a buffer of len bytes: limit no further than
+ * the end, and a start outside the buffer walks nothing. */
+static inline void
+clamp_walk(Py_ssize_t len, Py_ssize_t *at, Py_ssize_t *limit)
+{
+    if (*limit > len)
+        *limit = len;
+    if (*at < 0 || *at > len)
+        *at = len;
+}
+
 /* ---- the cursor: bytes p[pos..end), every read bounded by end ---------------------------------------- */
 
 typedef struct {
