@@ -347,6 +347,47 @@ columns_state(columns_t *c)
     return configured_state(c->module);
 }
 
+/* Whether the builder holds max_rows rows or max_bytes of keys, values and headers: a batch is due. */
+static inline int
+columns_full(const columns_t *c, Py_ssize_t max_rows, Py_ssize_t max_bytes)
+{
+    return c->rows >= max_rows ||
+           (Py_ssize_t)(c->key.data.len + c->value.data.len + c->header_key.data.len + c->header_value.data.len) >=
+               max_bytes;
+}
+
+/* The records of one v2 records section p[0..len) as rows (batch_position `position`), all or none:
+ * 0 when every record was added, 1 when one cannot be read (r says why), -1 when memory ran out
+ * (MemoryError set); the rows are rolled back on either failure. min_ts, unless NULL: the smallest
+ * timestamp of the records added. */
+static inline int
+columns_add_section(columns_t *c, records_t *r, const unsigned char *p, Py_ssize_t len, const batch_t *b,
+                    int64_t position, long long *min_ts)
+{
+    mark_t mark = columns_mark(c);
+    record_t rec;
+    long long low = 0;
+    records_open(r, p, len, b);
+    int more;
+    while ((more = records_next(r, &rec)) > 0) {
+        if (min_ts != NULL && (r->index == 1 || rec.timestamp < low))
+            low = rec.timestamp;
+        headers_t h;
+        headers_of_record(&h, r->c.p, &rec);
+        if (columns_row(c, position, rec.offset, rec.timestamp, &rec.key, &rec.value, &h) < 0) {
+            columns_rollback(c, mark);
+            return -1;
+        }
+    }
+    if (more < 0) {
+        columns_rollback(c, mark);
+        return 1;
+    }
+    if (min_ts != NULL)
+        *min_ts = low;
+    return 0;
+}
+
 /* add_v2(data, count, base_offset, base_timestamp, log_append_time, base_sequence, batch_position)
  * -> records added. The records of one (decompressed) records section, as decode_records reads them. */
 static PyObject *
@@ -365,21 +406,11 @@ columns_add_v2(columns_t *c, PyObject *args)
     PyObject *out = NULL;
     if (parse_batch(log_append_obj, &b) < 0)
         goto done;
-    mark_t mark = columns_mark(c);
     records_t r;
-    record_t rec;
-    records_open(&r, (const unsigned char *)view.buf, view.len, &b);
-    int more;
-    while ((more = records_next(&r, &rec)) > 0) {
-        headers_t h;
-        headers_of_record(&h, r.c.p, &rec);
-        if (columns_row(c, position, rec.offset, rec.timestamp, &rec.key, &rec.value, &h) < 0) {
-            columns_rollback(c, mark);
-            goto done;
-        }
-    }
-    if (more < 0) {
-        columns_rollback(c, mark);
+    int rc = columns_add_section(c, &r, (const unsigned char *)view.buf, view.len, &b, position, NULL);
+    if (rc < 0)
+        goto done;
+    if (rc > 0) {
         records_raise(&r, st->decode_error);
         goto done;
     }
@@ -406,9 +437,7 @@ columns_add_v2_run(columns_t *c, PyObject *args)
     Py_ssize_t end = view.len;
     clamp_walk(end, &at, &limit);
     PyObject *out = NULL;
-    while (at < limit && end - at >= 61 && c->rows < max_rows &&
-           (Py_ssize_t)(c->key.data.len + c->value.data.len + c->header_key.data.len + c->header_value.data.len) <
-               max_bytes) {
+    while (at < limit && end - at >= 61 && !columns_full(c, max_rows, max_bytes)) {
         const unsigned char *b = p + at;
         int32_t length = be32s(b + 8);
         if (b[16] != 2 || length < 49 || (Py_ssize_t)length > end - at - 12 || (b[22] & 0x07) != 0)
@@ -421,22 +450,10 @@ columns_add_v2_run(columns_t *c, PyObject *args)
         bt.base_sequence = be32s(b + 53);
         bt.count = be32s(b + 57);
         Py_ssize_t size = (Py_ssize_t)length + 12;
-        mark_t mark = columns_mark(c);
         records_t r;
-        record_t rec;
-        records_open(&r, b + 61, size - 61, &bt);
-        int more;
-        while ((more = records_next(&r, &rec)) > 0) {
-            headers_t h;
-            headers_of_record(&h, r.c.p, &rec);
-            if (columns_row(c, at, rec.offset, rec.timestamp, &rec.key, &rec.value, &h) < 0) {
-                columns_rollback(c, mark);
-                goto done;
-            }
-        }
-        if (more < 0)
-            columns_rollback(c, mark);
-        at += size;
+        if (columns_add_section(c, &r, b + 61, size - 61, &bt, at, NULL) < 0)
+            goto done;
+        at += size; /* a batch whose records cannot be read was rolled back: stepped over */
     }
     out = PyLong_FromSsize_t(at);
 done:
@@ -462,40 +479,18 @@ record_columns_check(PyObject *module, PyObject *obj)
 int
 record_columns_full(PyObject *obj, Py_ssize_t max_rows, Py_ssize_t max_bytes)
 {
-    columns_t *c = (columns_t *)obj;
-    return c->rows >= max_rows ||
-           (Py_ssize_t)(c->key.data.len + c->value.data.len + c->header_key.data.len + c->header_value.data.len) >=
-               max_bytes;
+    return columns_full((columns_t *)obj, max_rows, max_bytes);
 }
 
 int
 record_columns_add_section(PyObject *obj, const unsigned char *p, Py_ssize_t len, const batch_t *b, int64_t position,
                            Py_ssize_t *count, long long *min_ts)
 {
-    columns_t *c = (columns_t *)obj;
-    mark_t mark = columns_mark(c);
     records_t r;
-    record_t rec;
-    long long low = 0;
-    records_open(&r, p, len, b);
-    int more;
-    while ((more = records_next(&r, &rec)) > 0) {
-        if (r.index == 1 || rec.timestamp < low)
-            low = rec.timestamp;
-        headers_t h;
-        headers_of_record(&h, r.c.p, &rec);
-        if (columns_row(c, position, rec.offset, rec.timestamp, &rec.key, &rec.value, &h) < 0) {
-            columns_rollback(c, mark);
-            return -1;
-        }
-    }
-    if (more < 0) {
-        columns_rollback(c, mark);
-        return 1;
-    }
-    *count = r.index;
-    *min_ts = low;
-    return 0;
+    int rc = columns_add_section((columns_t *)obj, &r, p, len, b, position, min_ts);
+    if (rc == 0)
+        *count = r.index;
+    return rc;
 }
 
 /* add_messages(data, position, inner, shift, log_append_time) -> records added. The magic 0/1
