@@ -244,7 +244,7 @@ class RecordBatch(CodecAndCrc, SharedMethods):
     def checked_section(self) -> tuple[bytes | bytearray | memoryview, int]:
         """(the records section, decompressed once when the batch is compressed; its record count),
         checked as `check_records` checks it: what the C lines of a compressed batch are made from."""
-        section = self._section(None) if self.attributes & CODEC_MASK else self.payload
+        section = self._section(None)
         return section, self.check_records(section)
 
     def payload_args(self, section: bytes | bytearray | memoryview | None = None) -> tuple:
