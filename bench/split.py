@@ -6,6 +6,8 @@ ratio says little: other processes hold the cores).
     python bench/split.py --path FILE --jobs 3 --runs 7
     python bench/split.py --json
     python bench/split.py --ceiling        # and the host's ceiling: the ranges in independent processes
+    python bench/split.py --large 4        # make (once) the bench's 4 GiB segment: 4 x the 1 GiB one
+    python bench/split.py --large 4 --size-mib 128   # 4 x the 128 MiB one
 
 Each `--jobs` value runs in a child process of its own (alternated, `--runs` each). A child walks the
 segment with `validate_paths` as `ktool validate --jobs N FILE` does after start-up; the time each
@@ -31,6 +33,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if __package__ in (None, ""):  # run as `python bench/split.py`
     sys.path.insert(0, str(ROOT))
+
+
+def large_segment(src: dict, copies: int) -> dict:
+    """One v2 segment of `copies` x the segment `src` (bench/decode.py's `segment()`, base offsets
+    continuous from 0), each copy's base offsets moved past the one before: one file as large as
+    issue 27's "one large segment" without generating GiBs of records. The batch CRC-32C does not
+    cover the base offset, so every batch stays valid. Made once, in the bench data dir."""
+    import mmap
+    import struct
+
+    from bench.decode import data_dir
+
+    path = data_dir() / f"{Path(src['path']).stem}-x{copies}.log"
+    if not path.exists() or path.stat().st_size != src["bytes"] * copies:
+        part = path.with_suffix(".part")
+        with open(src["path"], "rb") as f, open(part, "wb") as out:
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            for k in range(copies):
+                shift, at, chunk = k * src["records"], 0, bytearray()
+                while at < len(m):
+                    base, length = struct.unpack_from(">qi", m, at)
+                    chunk += m[at : at + 12 + length]
+                    struct.pack_into(">q", chunk, len(chunk) - 12 - length, base + shift)
+                    at += 12 + length
+                    if len(chunk) >= 64 * 1024 * 1024:
+                        out.write(chunk)
+                        chunk = bytearray()
+                out.write(chunk)
+            m.close()
+        part.rename(path)
+    return {"path": str(path), "bytes": src["bytes"] * copies, "records": src["records"] * copies}
 
 
 def _switches() -> int:
@@ -138,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         help="also the same segment as one range in one process against --jobs ranges in as many "
         "processes at once (the host's ceiling for the split)",
     )
+    ap.add_argument(
+        "--large", type=int, metavar="COPIES", help="make a segment of COPIES x the bench one; print it"
+    )
+    ap.add_argument("--size-mib", type=int, default=1024, help="the bench segment --large copies [1024]")
     ap.add_argument("--child", nargs=2, metavar=("PATH", "JOBS"), help=argparse.SUPPRESS)
     ap.add_argument("--range", nargs=4, metavar=("PATH", "START", "END", "STEP"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -146,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.range:
         print(json.dumps(range_child(a.range[0], int(a.range[1]), int(a.range[2]), int(a.range[3]))))
+        return 0
+    if a.large:  # in a process of its own (run_all's children inherit its peak RSS otherwise)
+        from bench.decode import segment
+
+        print(json.dumps(large_segment(segment(a.size_mib, "none", 64), a.large)))
         return 0
     if a.path is None:
         from bench.decode import segment
