@@ -104,14 +104,16 @@ def split_points(path: Path, parts: int) -> list[int]:
             return []
         for k in range(1, parts):
             cut = max(size * k // parts, points[-1] + 1 if points else 1)
-            found = _batch_start_after(fd, cut, size)
+            found = batch_start_after(fd, cut, size)
             if found is None:
                 break
             points.append(found)
     return points
 
 
-def _batch_start_after(fd: int, position: int, size: int) -> int | None:
+def batch_start_after(fd: int, position: int, size: int) -> int | None:
+    """The first position at or after `position` that looks like a batch start (split_points' test);
+    None when none is found within RESYNC_MAX bytes."""
     window = RESYNC_WINDOW
     while True:
         buf = os.pread(fd, min(window, size - position), position)

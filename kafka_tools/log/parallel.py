@@ -49,10 +49,10 @@ from typing import TypeVar
 from kafka_tools.broker_lock import is_live
 from kafka_tools.format.batch_runs import (
     BatchRun,
+    batch_start_after,
     begins_with_batch,
     first_batch_offsets,
     scanner,
-    split_points,
 )
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.mapping import safe_to_map
@@ -351,15 +351,21 @@ def all_results(pending: list[Ahead]) -> list:
 
 
 def _range_run(
-    path: Path, start: int, end: int, lo: int, hi: int, wanted: list[int], step: int
+    path: Path, cut: int, end: int, lo: int, hi: int, wanted: list[int], step: int
 ) -> BatchRun | None:
-    """The ordinary batches from `start` on, in one run, up to `end` or the first other entry. Each range
-    maps the file itself (a mapping of its own, its pages handed back every `step` bytes): pread's copy
-    cost 1.7x the map's CPU, which ate the second core's gain (bench/README.md, issue 27)."""
+    """The ordinary batches from the first batch start at or after `cut` (0: the file's start), in one
+    run, none starting at or past `end`, up to the first other entry. The start is looked for here, on
+    the range's own thread (a pread and a CRC-32C or two: on the caller it was the split's serial
+    part). Each range maps the file itself (a mapping of its own, its pages handed back every `step`
+    bytes): pread's copy cost 1.7x the map's CPU, which ate the second core's gain (bench/README.md,
+    issue 27)."""
     runs = RunBounds(lo=lo, hi=hi, stops=wanted, batches=True, max_bytes=step)
     merged: BatchRun | None = None
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
+        start = batch_start_after(f.fileno(), cut, size) if cut else 0
+        if start is None or start >= min(end, size):
+            return None  # no batch starts in this range: the one before walks through it
         win = SegmentWindow(f, size, step, use_mmap=safe_to_map(path), release_step=step)
         walk = walk_entries(win, start, min(end, size), light=True, runs=runs)
         for item in walk:
@@ -369,6 +375,15 @@ def _range_run(
             runs.prev = item.last_offset
         walk.close()
     return merged
+
+
+def range_cuts(size: int, threads: int) -> list[int]:
+    """Where a segment of `size` bytes split over `threads` is cut: RANGES_A_THREAD x threads ranges of
+    equal size. (Ranges shrinking towards the end, "guided", made about twice as many: each costs an
+    open, a map and a batch start looked for, and on 2 cores the split's CPU grew by more than the
+    shorter tail gave back.)"""
+    parts = RANGES_A_THREAD * threads
+    return sorted({size * k // parts for k in range(1, parts)} - {0})
 
 
 def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
@@ -386,22 +401,26 @@ def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
 
 
 def split_prefix(path: Path, base: int, wanted: list[int], parts: int) -> BatchRun | None:
-    """The ordinary batches of `path` from its start, checked on `parts` threads in RANGES_A_THREAD
-    ranges a thread, as one BatchRun: what the sequential walk would have made of them; None when the
-    file does not begin with one. The prefix ends where a range's walk stopped early or a seam
-    breaks the order."""
-    points = split_points(path, parts * RANGES_A_THREAD)
-    if not points:
+    """The ordinary batches of `path` from its start, checked on `parts` threads in ranges (range_cuts)
+    taken in turn, as one BatchRun: what the sequential walk would have made of them; None when the
+    file does not begin with one. A range begins at the first batch start its thread finds after its
+    cut (format/batch_runs.py); the prefix ends where a range's walk stopped early or a seam does not
+    join: the range before did not end where the next begins (a start found inside another batch's
+    bytes, a batch carried in a record's value), or the offsets are out of order."""
+    if not begins_with_batch(path):
         return None
-    bounds = [0, *points, path.stat().st_size]
+    size = path.stat().st_size
+    bounds = [0, *range_cuts(size, parts), size]
     hi, step = base + INT32_MAX, walker_step(parts)
     calls = [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
     runs = all_results(ahead(_range_run, calls, parts))
     merged = runs[0]
     if merged is None:
         return None
-    for k, run in enumerate(runs[1:], start=1):
-        if merged.end != bounds[k] or run is None or run.position != bounds[k]:
+    for run in runs[1:]:
+        if run is None:
+            continue  # no batch began in it (one larger than the range): the next must join on
+        if merged.end != run.position:
             break
         first_base, first_last = first_batch_offsets(path, run.position)
         if first_last <= merged.last_offset:

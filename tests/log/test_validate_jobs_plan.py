@@ -13,8 +13,9 @@ from click.testing import CliRunner
 
 from kafka_tools.cli.main import cli
 from kafka_tools.format import accel
+from kafka_tools.format.batch_runs import split_points
 from kafka_tools.log import parallel
-from kafka_tools.log.parallel import SMALL_INPUT, SPLIT_MIN, JobsPlan, plan_jobs, split_points
+from kafka_tools.log.parallel import SMALL_INPUT, SPLIT_MIN, JobsPlan, plan_jobs
 from tests.independent import FIXTURES
 
 GENERATED = FIXTURES / "generated"
@@ -80,6 +81,18 @@ def test_the_planner_reads_the_magic_of_large_segments(tmp_path, monkeypatch) ->
     v0 = GENERATED / "v0" / "none-0" / "00000000000000000000.log"
     assert parallel.begins_with_v2(v2, v2.stat().st_size)
     assert not parallel.begins_with_v2(v0, v0.stat().st_size)
+
+
+@pytest.mark.parametrize("size", [1, 100, 10_000, 1 << 30, (1 << 32) + 12_345])
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_range_cuts_cover_the_segment_in_even_ranges(size: int, threads: int) -> None:
+    """The ranges a split segment is cut into cover it once, in order, RANGES_A_THREAD a thread (fewer
+    only when the file has fewer bytes), each within a byte of the others' size."""
+    bounds = [0, *parallel.range_cuts(size, threads), size]
+    lengths = [b - a for a, b in zip(bounds, bounds[1:], strict=False)]
+    assert all(n > 0 for n in lengths)
+    assert len(lengths) == min(size, parallel.RANGES_A_THREAD * threads)
+    assert max(lengths) - min(lengths) <= 1
 
 
 def test_split_points_are_batch_boundaries() -> None:
@@ -183,9 +196,12 @@ def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monk
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(data)
     carried = data.index(first)
-    assert batch_runs._batch_start_after(open(path, "rb").fileno(), carried - 5, len(data)) == carried
+    with open(path, "rb") as f:
+        assert batch_runs.batch_start_after(f.fileno(), carried - 5, len(data)) == carried
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
-    monkeypatch.setattr(parallel, "split_points", lambda p, parts: [carried])
+    monkeypatch.setattr(parallel, "range_cuts", lambda size, threads: [carried - 5])
+    prefix = parallel.split_prefix(path, 0, [], 2)
+    assert prefix is not None and prefix.count == 4  # the batches up to the seam, not the carried one
     one = scan_segment(path, ValidateOptions())
     split = scan_segment(path, ValidateOptions(split=parallel.splitter(2)))
     assert split == one and one.entries == 6 and not one.findings
