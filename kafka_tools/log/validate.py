@@ -48,22 +48,24 @@ def scan_ahead(
     """Every segment of `found` checked on `threads` threads (the walks spend their time in C, zlib
     and CRC-32C, which release the GIL), in file order; callers take the reports in that order. The
     last `split_tail` are split into ranges on `threads` threads of their own (log/parallel.py)."""
+    keys: list[Path] = []  # each call's segment, which callers look its report up by
     calls: list[tuple] = []
     parts = [p for ld in found.log_dirs for p in ld.partitions] + list(found.partitions)
     for part in parts:
         for seg in part.segments:
-            calls.append((check_segment, seg.log, seg, options, progress(seg.log) if progress else None))
+            keys.append(seg.log)
+            calls.append((check_segment, seg, options, progress(seg.log) if progress else None))
     for path in found.files:
         if kind_of(path) in (FileKind.LOG, FileKind.KAFKA07):
-            calls.append((scan_segment, path, path, options, progress(path) if progress else None))
+            keys.append(path)
+            calls.append((scan_segment, path, options, progress(path) if progress else None))
     if split_tail:
         split = replace(options, split=splitter(threads))
-        calls[-split_tail:] = [(c[0], c[1], c[2], split, c[4]) for c in calls[-split_tail:]]
-    pending = ahead(_check, calls, threads)
-    return {call[1]: p for call, p in zip(calls, pending, strict=True)}
+        calls[-split_tail:] = [(c[0], c[1], split, c[3]) for c in calls[-split_tail:]]
+    return dict(zip(keys, ahead(_call, calls, threads), strict=True))
 
 
-def _check(check, _key, *args):
+def _call(check, *args):
     return check(*args)
 
 
