@@ -344,8 +344,9 @@ def jobs_rows(quick: bool) -> list[Row]:
     # loaded machine, where the default falls back to one walker and the walls above say nothing.
     cores = max(2, len(os.sched_getaffinity(0)))
     res = bench_json(
-        "split.py", "--path", big["path"], "--jobs", str(cores), "--runs", "3" if quick else "5", "--ceiling"
-    )
+        "split.py", "--path", big["path"], "--jobs", str(cores), "--runs", "3" if quick else "5", "--ceiling",
+        "--forked",
+    )  # fmt: skip
     one, split = res["by_jobs"]["1"], res["by_jobs"][str(cores)]
     busy = split["least_cpu_run"]["thread_busy_s"]
     rows.append(
@@ -382,6 +383,19 @@ def jobs_rows(quick: bool) -> list[Row]:
             None,
         ),
     ]
+    # What sharing one memory map costs the split: its own ranges dealt to threads, and to processes
+    # forked after the same planning (page faults, madvise's TLB shootdowns, the GIL), same child.
+    t, f = res["forked"]["threads"], res["forked"]["forked"]
+    rows.append(
+        Row(
+            "jobs",
+            f"one v2 segment's ranges on {cores} threads / on {cores} forked processes (wall)",
+            f"{t['wall_s'] * 1000:.0f} ms (CPU {t['cpu_s']:.2f}, {t['shootdowns']:.0f} TLB shootdowns)",
+            f"forked {f['wall_s'] * 1000:.0f} ms (CPU {f['cpu_s']:.2f}, {f['shootdowns']:.0f})",
+            f["wall_s"] / t["wall_s"],
+            None,
+        )
+    )
     return rows
 
 

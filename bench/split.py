@@ -6,6 +6,7 @@ ratio says little: other processes hold the cores).
     python bench/split.py --path FILE --jobs 3 --runs 7
     python bench/split.py --json
     python bench/split.py --ceiling        # and the host's ceiling: the ranges in independent processes
+    python bench/split.py --forked         # the split's ranges on threads against forked processes
     python bench/split.py --large 4        # make (once) the bench's 4 GiB segment: 4 x the 1 GiB one
     python bench/split.py --large 4 --size-mib 128   # 4 x the 128 MiB one
 
@@ -124,6 +125,74 @@ def range_child(path: str, start: int, end: int, step: int) -> dict:
     return {"start": t0, "end": t1, "cpu_s": c1 - c0, "batches": run.count if run else 0}
 
 
+def _shootdowns() -> int:
+    """TLB shootdown interrupts received so far, all CPUs (/proc/interrupts; 0 where not listed)."""
+    with open("/proc/interrupts") as f:
+        line = next((x for x in f if x.lstrip().startswith("TLB:")), "TLB:")
+    return sum(int(x) for x in line.split()[1:] if x.isdigit())
+
+
+def dealt_child(path: str, parts: int, rounds: int) -> dict:
+    """The split's own ranges (`range_cuts`, `_range_run`, its step) dealt in turn to `parts` threads of
+    one process, or to `parts` processes forked from it after the same planning: the one difference is
+    the shared memory map (page faults, madvise(MADV_DONTNEED)'s TLB shootdowns reaching the other
+    core, the GIL). `rounds` walks, the modes alternated; wall and CPU of the ranges alone."""
+    from kafka_tools.format.kinds import base_offset_of
+    from kafka_tools.log import parallel
+
+    p = Path(path)
+    base = base_offset_of(p) or 0
+    bounds = [0, *parallel.range_cuts(p.stat().st_size, parts), p.stat().st_size]
+    step = parallel.walker_step(parts)
+    ranges = list(zip(bounds, bounds[1:], strict=False))
+
+    def walk(mine: list[tuple[int, int]]) -> None:
+        for a, b in mine:
+            parallel._range_run(p, a, b, base, base + parallel.INT32_MAX, [], step)
+
+    def once(forks: bool) -> tuple[float, float, int]:
+        dealt = [ranges[k::parts] for k in range(parts)]
+        t0, tlb0 = time.perf_counter(), _shootdowns()
+        c0, k0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        if forks:
+            pids = []
+            for mine in dealt:
+                pid = os.fork()
+                if pid == 0:
+                    walk(mine)
+                    os._exit(0)
+                pids.append(pid)
+            for pid in pids:
+                os.waitpid(pid, 0)
+        else:
+            threads = [threading.Thread(target=walk, args=(mine,)) for mine in dealt]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        wall, tlb = time.perf_counter() - t0, _shootdowns() - tlb0
+        c1, k1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = sum(
+            getattr(c1, f) - getattr(c0, f) + getattr(k1, f) - getattr(k0, f)
+            for f in ("ru_utime", "ru_stime")
+        )
+        return wall, cpu, tlb
+
+    walk(ranges)  # warm: page cache, the imports a walk makes
+    got: dict[str, list[tuple[float, float, int]]] = {"threads": [], "forked": []}
+    for r in range(rounds):
+        for name in ("threads", "forked") if r % 2 == 0 else ("forked", "threads"):
+            got[name].append(once(name == "forked"))
+    return {
+        name: {
+            "wall_s": statistics.median(x[0] for x in runs),
+            "cpu_s": statistics.median(x[1] for x in runs),
+            "shootdowns": statistics.median(x[2] for x in runs),
+        }
+        for name, runs in got.items()
+    }
+
+
 def ceiling(path: str, parts: int) -> dict:
     """`parts` independent processes, each one range of the segment (cut where the split cuts it), run
     at once: the wall from the first start to the last end. What the host gives `parts` walkers that
@@ -175,11 +244,21 @@ def main(argv: list[str] | None = None) -> int:
         "--large", type=int, metavar="COPIES", help="make a segment of COPIES x the bench one; print it"
     )
     ap.add_argument("--size-mib", type=int, default=1024, help="the bench segment --large copies [1024]")
+    ap.add_argument(
+        "--forked",
+        action="store_true",
+        help="also the split's ranges dealt to --jobs threads against --jobs forked processes (the shared "
+        "memory map's cost), --runs walks each, alternated, in one child",
+    )
     ap.add_argument("--child", nargs=2, metavar=("PATH", "JOBS"), help=argparse.SUPPRESS)
+    ap.add_argument("--dealt", nargs=2, metavar=("PATH", "JOBS"), help=argparse.SUPPRESS)
     ap.add_argument("--range", nargs=4, metavar=("PATH", "START", "END", "STEP"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         print(json.dumps(child(a.child[0], int(a.child[1]))))
+        return 0
+    if a.dealt:
+        print(json.dumps(dealt_child(a.dealt[0], int(a.dealt[1]), a.runs)))
         return 0
     if a.range:
         print(json.dumps(range_child(a.range[0], int(a.range[1]), int(a.range[2]), int(a.range[3]))))
@@ -203,6 +282,18 @@ def main(argv: list[str] | None = None) -> int:
             if a.ceiling:  # alternated with the split's runs: the same load on both
                 ceilings[jobs].append(ceiling(a.path, jobs))
     out = {"path": a.path, "load_before": load_before, "load_after": os.getloadavg(), "by_jobs": {}}
+    if a.forked:
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--dealt",
+            a.path,
+            str(a.jobs),
+            "--runs",
+            str(a.runs),
+        ]
+        out["forked"] = json.loads(subprocess.run(cmd, stdout=subprocess.PIPE, check=True).stdout)
+        out["load_after"] = os.getloadavg()
     if a.ceiling:
         walls = {n: statistics.median(r["wall_s"] for r in runs) for n, runs in ceilings.items()}
         out["ceiling"] = {
@@ -240,6 +331,14 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  ceiling: one range in one process {c['one_range_wall_s'] * 1000:.0f} ms, {a.jobs} ranges in "
             f"{a.jobs} processes at once {c['ranges_wall_s'] * 1000:.0f} ms: {c['speedup']:.2f}x"
+        )
+    if a.forked:
+        t, f = out["forked"]["threads"], out["forked"]["forked"]
+        print(
+            f"  the split's ranges dealt to {a.jobs} threads: wall {t['wall_s'] * 1000:.0f} ms, CPU "
+            f"{t['cpu_s'] * 1000:.0f} ms, {t['shootdowns']:.0f} TLB shootdowns; to {a.jobs} forked "
+            f"processes: wall {f['wall_s'] * 1000:.0f} ms, CPU {f['cpu_s'] * 1000:.0f} ms, "
+            f"{f['shootdowns']:.0f}: threads / processes wall {t['wall_s'] / f['wall_s']:.2f}x"
         )
     one, split = out["by_jobs"][1], out["by_jobs"][a.jobs]
     print(
