@@ -15,7 +15,8 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
 
 * one core, or a small input: one walker, as `--jobs 1`, settled before anything is read, started or
   imported; without `--jobs`, as many walkers as there are idle cores when a large input starts (a
-  busy machine gets one walker: there a second thread made a log dir 0.88x as fast, under load 3-4);
+  busy machine gets one walker: there a second thread made a log dir 0.88x as fast, under load 3-4;
+  busy is also a machine whose tasks waited for CPU in the last 10 s, CPU_PRESSURE_BUSY);
 * several segments: `ahead`, threads - 1 helpers and the thread that takes the reports in file order,
   which walks the next segment nobody has taken while it waits (no pool: concurrent.futures and
   logging cost 5-15 ms to import); the segments left over after a round a thread, when large v2
@@ -118,8 +119,32 @@ def others_running() -> int:
     return max(0, running - 1)
 
 
+# Tasks waited for a CPU in more than this share (%) of the last 10 s: a busy machine, whatever is
+# runnable at the instant the plan is made. Bursty load (other processes starting, building, sleeping
+# on I/O) leaves cores idle for a moment and takes them back: at `some avg10` 20-60 % (three other
+# benches on 2 cores) a default that split on an idle moment was 0.79x and 0.87x `--jobs 1` in two
+# rounds of ten, where one walker is never slower. An otherwise idle machine stays near 0 (a split's
+# own 2 threads on 2 cores wait for none).
+CPU_PRESSURE_BUSY = 10.0
+CPU_PRESSURE = "/proc/pressure/cpu"
+
+
+def cpu_pressure() -> float:
+    """The share (%) of the last 10 s in which some task waited for a CPU (/proc/pressure/cpu's `some
+    avg10`, Linux's pressure stall information); 0 where unknown."""
+    try:
+        with open(CPU_PRESSURE) as f:
+            some = f.readline().split()
+        return float(some[1].partition("=")[2]) if some[0] == "some" else 0.0
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def default_jobs(cores: int) -> int:
-    """`ktool validate` without `--jobs`: up to `cores` walkers, as many as are idle now."""
+    """`ktool validate` without `--jobs`: up to `cores` walkers, as many as are idle now; one on a
+    machine whose tasks have been waiting for CPU (CPU_PRESSURE_BUSY)."""
+    if cpu_pressure() > CPU_PRESSURE_BUSY:
+        return 1
     return idle_cores(cores, others_running())
 
 

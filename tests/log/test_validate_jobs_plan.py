@@ -224,6 +224,7 @@ def _no_threads(monkeypatch) -> list[str]:
         return call
 
     monkeypatch.setattr(parallel, "others_running", refuse("read /proc/loadavg"))
+    monkeypatch.setattr(parallel, "cpu_pressure", refuse("read /proc/pressure/cpu"))
     monkeypatch.setattr(threading.Thread, "start", refuse("thread start"))
     monkeypatch.setattr(_thread, "start_new_thread", refuse("thread start"))
     monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", refuse("pool"))
@@ -259,10 +260,28 @@ def test_the_default_on_a_large_input_asks_the_idle_cores(monkeypatch) -> None:
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     found = discover([GENERATED / "v2" / "none-0" / "00000000000000000000.log"])
+    monkeypatch.setattr(parallel, "cpu_pressure", lambda: 0.0)
     monkeypatch.setattr(parallel, "others_running", lambda: 0)
     assert parallel.plan_for(found, None, 2) == JobsPlan(2, True)
     monkeypatch.setattr(parallel, "others_running", lambda: 1)
     assert parallel.plan_for(found, None, 2) == parallel.ONE_WALKER
+    # nothing else runnable at this instant, but tasks have been waiting for CPU: one walker
+    monkeypatch.setattr(parallel, "others_running", lambda: 0)
+    monkeypatch.setattr(parallel, "cpu_pressure", lambda: parallel.CPU_PRESSURE_BUSY + 1)
+    assert parallel.plan_for(found, None, 2) == parallel.ONE_WALKER
+    assert parallel.plan_for(found, 2, 2) == JobsPlan(2, True)  # --jobs 2 is taken as said
+
+
+def test_cpu_pressure_is_read_as_linux_writes_it(tmp_path, monkeypatch) -> None:
+    """/proc/pressure/cpu's `some avg10` (a percentage); 0 where the file is missing or unreadable."""
+    psi = tmp_path / "cpu"
+    monkeypatch.setattr(parallel, "CPU_PRESSURE", str(psi))
+    psi.write_text("some avg10=46.59 avg60=47.06 avg300=52.27 total=20719975385\nfull avg10=0.00 total=0\n")
+    assert parallel.cpu_pressure() == 46.59
+    psi.write_text("")
+    assert parallel.cpu_pressure() == 0.0
+    psi.unlink()
+    assert parallel.cpu_pressure() == 0.0
 
 
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
