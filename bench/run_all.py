@@ -512,6 +512,13 @@ def python_pass_s() -> float:
     return statistics.median(timed([sys.executable, "-c", "pass"])[0] for _ in range(5))
 
 
+def cpu_pressure() -> float:
+    """/proc/pressure/cpu's `some avg10` (%), as the default `--jobs` reads it (log/parallel.py)."""
+    from kafka_tools.log.parallel import cpu_pressure
+
+    return cpu_pressure()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
@@ -520,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", choices=GROUPS, help="run only these groups (repeatable)")
     a = ap.parse_args(argv)
     groups = a.only or list(GROUPS)
-    load_before = os.getloadavg()
+    load_before, psi_before = os.getloadavg(), cpu_pressure()
     t0 = time.perf_counter()
     rows: list[Row] = []
     if "startup" in groups:
@@ -533,13 +540,15 @@ def main(argv: list[str] | None = None) -> int:
         rows += decode_rows(a.quick)
     if "legacy" in groups:
         rows += legacy_rows(a.quick, python_pass_s())
-    load_after = os.getloadavg()
+    load_after, psi_after = os.getloadavg(), cpu_pressure()
     missed = [r for r in rows if r.ok is False]
     if a.json:
         out = {
             "quick": a.quick,
             "load_before": load_before,
             "load_after": load_after,
+            "cpu_pressure_before": psi_before,  # /proc/pressure/cpu some avg10, %
+            "cpu_pressure_after": psi_after,
             "wall_s": time.perf_counter() - t0,
             "rows": [{**asdict(r), "ok": r.ok} for r in rows],
         }
@@ -562,8 +571,9 @@ def main(argv: list[str] | None = None) -> int:
         for line in format_table(cols, table):
             print(line)
         print(
-            f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; "
-            f"{os.cpu_count()} CPUs; {time.perf_counter() - t0:.0f} s"
+            f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; CPU pressure (some avg10) "
+            f"{psi_before:.0f} % before, {psi_after:.0f} % after (the default --jobs walks on one core above "
+            f"10 %); {os.cpu_count()} CPUs; {time.perf_counter() - t0:.0f} s"
         )
     return 1 if a.check and missed else 0
 
