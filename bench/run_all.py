@@ -377,7 +377,8 @@ def jobs_rows(quick: bool) -> list[Row]:
         Row(
             "jobs",
             f"one v2 segment split over {cores} threads, in process: wall speed-up / the ceiling's",
-            f"{in_process:.2f}x (--jobs 1 {one['wall_s'] * 1000:.0f}, split {split['wall_s'] * 1000:.0f} ms)",
+            f"{in_process:.2f}x (--jobs 1 {one['wall_s'] * 1000:.0f}, split {split['wall_s'] * 1000:.0f} ms, "
+            f"its ranges alone {(split.get('ranges_wall_s') or 0) * 1000:.0f})",
             f"ceiling {c['speedup']:.2f}x",
             in_process / c["speedup"],
             None,

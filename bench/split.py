@@ -67,6 +67,11 @@ def large_segment(src: dict, copies: int) -> dict:
     return {"path": str(path), "bytes": src["bytes"] * copies, "records": src["records"] * copies}
 
 
+def _median_of(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
 def _switches() -> int:
     with open(f"/proc/self/task/{threading.get_native_id()}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
@@ -79,13 +84,16 @@ def child(path: str, jobs: int) -> dict:
     from kafka_tools.log.validate import validate_paths
 
     busy: dict[int, list[float]] = {}
+    spans: list[float] = []  # when each range began and ended (perf_counter)
     real = parallel._range_run
 
     def timed(*args):
         cpu, switches = time.thread_time(), _switches()
+        spans.append(time.perf_counter())
         try:
             return real(*args)
         finally:
+            spans.append(time.perf_counter())
             mine = busy.setdefault(threading.get_native_id(), [0.0, 0, 0])
             mine[0] += time.thread_time() - cpu
             mine[1] += 1
@@ -105,6 +113,8 @@ def child(path: str, jobs: int) -> dict:
         "ranges": sum(b[1] for b in busy.values()),
         "voluntary_switches": sum(b[2] for b in busy.values()),
         "critical_s": max(0.0, cpu - in_ranges) + max((b[0] for b in busy.values()), default=0.0),
+        # the first range's start to the last one's end: what the CEILING times of its processes
+        "ranges_wall_s": max(spans) - min(spans) if spans else None,
         "batches": summary.entries,
     }
 
@@ -309,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
             "wall_s": statistics.median(r["wall_s"] for r in runs),
             "cpu_s": statistics.median(r["cpu_s"] for r in runs),
             "critical_s": statistics.median(r["critical_s"] for r in runs),
+            "ranges_wall_s": _median_of([r["ranges_wall_s"] for r in runs]),
             "least_cpu_run": least,
         }
     if a.json:
@@ -332,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
             f"  ceiling: one range in one process {c['one_range_wall_s'] * 1000:.0f} ms, {a.jobs} ranges in "
             f"{a.jobs} processes at once {c['ranges_wall_s'] * 1000:.0f} ms: {c['speedup']:.2f}x"
         )
+        alone = out["by_jobs"][a.jobs]["ranges_wall_s"]
+        if alone is not None:
+            print(f"  the split's ranges alone (first start to last end): {alone * 1000:.0f} ms")
     if a.forked:
         t, f = out["forked"]["threads"], out["forked"]["forked"]
         print(
