@@ -257,6 +257,18 @@ def log_dir_rows(j: dict, fmt: str = "v2", target: float = 1.8) -> list[Row]:
                 target,
             )
         )
+    ip = j.get("in_process")
+    if ip:  # holds when other load keeps the two threads from running at once
+        rows.append(
+            Row(
+                "validate",
+                f"validate --jobs 2, {what}, in process: critical path",
+                f"{ip['2']['critical_s']:.3f} s (CPU {ip['2']['cpu_s']:.2f}, wall {ip['2']['wall_s']:.2f})",
+                f"--jobs 1 {ip['1']['critical_s']:.3f} s",
+                ip["1"]["critical_s"] / ip["2"]["critical_s"],
+                None,
+            )
+        )
     if fmt == "v2":
         rows.append(
             Row(

@@ -427,6 +427,60 @@ def crc_walk(files: list[Path], threads: int, step: int = 8 * MiB) -> float:
     return time.perf_counter() - t0
 
 
+def log_dir_child(path: str, jobs: int) -> dict:
+    """`validate_paths` of a log dir with `jobs` walkers, as `ktool validate --jobs J DIR` runs after
+    start-up, in this (child) process: wall, CPU, and each thread's CPU inside segment walks. The
+    critical path (CPU outside the walks + the busiest thread) is the wall a core a thread would give:
+    a figure that holds when other load keeps the threads from running at once."""
+    import resource
+    import threading
+
+    from kafka_tools.log import validate
+    from kafka_tools.log.findings import ValidateOptions
+
+    busy: dict[int, float] = {}
+    real = validate._check
+
+    def timed(*args):
+        cpu = time.thread_time()
+        try:
+            return real(*args)
+        finally:
+            me = threading.get_native_id()
+            busy[me] = busy.get(me, 0.0) + time.thread_time() - cpu
+
+    validate._check = timed
+    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    summary = validate.validate_paths([path], ValidateOptions(), None, jobs).summary()
+    wall, c1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    if summary.errors:
+        raise SystemExit(f"{path}: {summary.errors} errors")
+    cpu = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
+    walked = sum(busy.values())
+    return {
+        "jobs": jobs,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "thread_busy_s": sorted(busy.values(), reverse=True),
+        "critical_s": cpu if not busy else max(0.0, cpu - walked) + max(busy.values()),
+    }
+
+
+def in_process_jobs(log_dir: Path, j: int) -> dict:
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child-log-dir",
+        str(log_dir),
+        "--child-jobs",
+        str(j),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"log-dir child failed ({proc.returncode}):\n{proc.stderr}")
+    return json.loads(proc.stdout)
+
+
 def startup_log_dir(partitions: int) -> Path:
     """A log dir shaped like the bench's (`partitions` partitions, one segment each) of the 4 KiB v2
     fixture: what `ktool validate --jobs J` costs before and after the walk (start-up, discovery,
@@ -451,6 +505,7 @@ def measure_jobs(log_dir: Path, runs: int, jobs: tuple[int, ...] = (1, 2)) -> di
     rss: dict[int, float] = {j: 0.0 for j in jobs}
     ceilings: list[float] = []
     crcs: dict[int, list[float]] = {1: [], jobs[-1]: []}
+    inproc: dict[int, list[dict]] = {j: [] for j in jobs}
     for _ in range(runs):
         for j in jobs:
             cmd = ktool_command() + ["validate", "--json", "--jobs", str(j), str(log_dir)]
@@ -465,6 +520,8 @@ def measure_jobs(log_dir: Path, runs: int, jobs: tuple[int, ...] = (1, 2)) -> di
         ceilings.append(ceiling_run(log_dir, jobs[-1])[0])
         for t in crcs:
             crcs[t].append(crc_walk(files, t))
+        for j in jobs:
+            inproc[j].append(in_process_jobs(log_dir, j))
     med = {j: statistics.median(walls[j]) for j in jobs}
     ceiling = statistics.median(ceilings)
     # after start-up: the fastest run of each less the fastest run of the same command on 4 KiB segments
@@ -482,6 +539,10 @@ def measure_jobs(log_dir: Path, runs: int, jobs: tuple[int, ...] = (1, 2)) -> di
             for j in jobs
         },
         "after_startup_speedup": after[jobs[0]] / after[jobs[-1]],
+        "in_process": {
+            str(j): {k: statistics.median(r[k] for r in inproc[j]) for k in ("wall_s", "cpu_s", "critical_s")}
+            for j in jobs
+        },
         "crc_ceiling": {
             str(t): {"median_s": crc[t], "gb_per_s": total / crc[t] / GB, "min_s": min(crcs[t])} for t in crc
         },
@@ -531,6 +592,15 @@ def jobs_lines(res: dict) -> list[str]:
             for t, r in res["crc_ceiling"].items()
         )
         lines.append(f"  CEILING, CRC-32C alone over the files in this process: {crc}")
+        ip = res["in_process"]
+        lines.append(
+            "  in process (validate_paths, medians): "
+            + ", ".join(
+                f"--jobs {j} wall {r['wall_s']:.2f} s, CPU {r['cpu_s']:.2f} s, "
+                f"critical path {r['critical_s']:.2f} s"
+                for j, r in ip.items()
+            )
+        )
     return lines
 
 
@@ -601,10 +671,15 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help=f"exit 1 when ktool is below {TARGET_GB_PER_S:g} GB/s"
     )
     p.add_argument("--child", choices=IMPLS, help=argparse.SUPPRESS)
+    p.add_argument("--child-log-dir", help=argparse.SUPPRESS)
+    p.add_argument("--child-jobs", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)
     p.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
 
+    if a.child_log_dir:
+        print(json.dumps(log_dir_child(a.child_log_dir, a.child_jobs)))
+        return 0
     if a.child:
         print(json.dumps(child_main(a.child, a.path, a.runs, a.cpu)))
         return 0
