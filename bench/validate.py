@@ -485,7 +485,12 @@ def startup_log_dir(partitions: int) -> Path:
     """A log dir shaped like the bench's (`partitions` partitions, one segment each) of the 4 KiB v2
     fixture: what `ktool validate --jobs J` costs before and after the walk (start-up, discovery,
     the report), timed in the same run and taken off to read the walk's own speed-up."""
-    small = Path(__file__).resolve().parent.parent / "fixtures/generated/v2/none-0/00000000000000000000.log"
+    from bench.decode import data_dir
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures/generated/v2/none-0/00000000000000000000.log"
+    small = data_dir() / "startup-4k.log"  # a copy: the links below stay on the data dir's file system
+    if not small.exists():
+        shutil.copyfile(fixture, small)
     return jobs_log_dir(small, "startup-4k", partitions)
 
 
