@@ -396,17 +396,121 @@ def ceiling_run(log_dir: Path, processes: int) -> tuple[float, float]:
     return wall, max(peak for _, peak in ended)
 
 
+def crc_walk(files: list[Path], threads: int, step: int = 8 * MiB) -> float:
+    """Wall seconds of CRC-32C alone (the C extension's, which releases the GIL; the `crc32c` package
+    without it) over every byte of `files`, dealt out to `threads` threads of this process, each file
+    mapped and its pages handed back every 16 MiB as ktool's walkers do: no header, no parse. What
+    this host gives that many cores over the page cache: the log-dir CEILING a walk cannot beat."""
+    import threading
+
+    from kafka_tools.format.checksums import crc32c
+
+    def walk(share: list[Path]) -> None:
+        for path in share:
+            with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                view, released = memoryview(mm), 0
+                try:
+                    for at in range(0, len(mm), step):
+                        crc32c(view[at : at + step])
+                        if at - released >= 16 * MiB:
+                            mm.madvise(mmap.MADV_DONTNEED, released, at - released)
+                            released = at
+                finally:
+                    view.release()
+
+    workers = [threading.Thread(target=walk, args=(files[k::threads],)) for k in range(threads)]
+    t0 = time.perf_counter()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return time.perf_counter() - t0
+
+
+def log_dir_child(path: str, jobs: int) -> dict:
+    """`validate_paths` of a log dir with `jobs` walkers, as `ktool validate --jobs J DIR` runs after
+    start-up, in this (child) process: wall, CPU, and each thread's CPU inside segment walks. The
+    critical path (CPU outside the walks + the busiest thread) is the wall a core a thread would give:
+    a figure that holds when other load keeps the threads from running at once."""
+    import resource
+    import threading
+
+    from kafka_tools.log import validate
+    from kafka_tools.log.findings import ValidateOptions
+
+    busy: dict[int, float] = {}
+    real = validate._check
+
+    def timed(*args):
+        cpu = time.thread_time()
+        try:
+            return real(*args)
+        finally:
+            me = threading.get_native_id()
+            busy[me] = busy.get(me, 0.0) + time.thread_time() - cpu
+
+    validate._check = timed
+    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    summary = validate.validate_paths([path], ValidateOptions(), None, jobs).summary()
+    wall, c1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    if summary.errors:
+        raise SystemExit(f"{path}: {summary.errors} errors")
+    cpu = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
+    walked = sum(busy.values())
+    return {
+        "jobs": jobs,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "thread_busy_s": sorted(busy.values(), reverse=True),
+        "critical_s": cpu if not busy else max(0.0, cpu - walked) + max(busy.values()),
+    }
+
+
+def in_process_jobs(log_dir: Path, j: int) -> dict:
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child-log-dir",
+        str(log_dir),
+        "--child-jobs",
+        str(j),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"log-dir child failed ({proc.returncode}):\n{proc.stderr}")
+    return json.loads(proc.stdout)
+
+
+def startup_log_dir(partitions: int) -> Path:
+    """A log dir shaped like the bench's (`partitions` partitions, one segment each) of the 4 KiB v2
+    fixture: what `ktool validate --jobs J` costs before and after the walk (start-up, discovery,
+    the report), timed in the same run and taken off to read the walk's own speed-up."""
+    from bench.decode import data_dir
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures/generated/v2/none-0/00000000000000000000.log"
+    small = data_dir() / "startup-4k.log"  # a copy: the links below stay on the data dir's file system
+    if not small.exists():
+        shutil.copyfile(fixture, small)
+    return jobs_log_dir(small, "startup-4k", partitions)
+
+
 def measure_jobs(log_dir: Path, runs: int, jobs: tuple[int, ...] = (1, 2)) -> dict:
     """`ktool validate --json --jobs J LOG_DIR` for each J, `runs` times (alternated with the CEILING:
-    the partitions in J independent `--jobs 1` processes at once), median wall clock; every run must
-    exit 0 with no errors. `speedup` = median of --jobs 1 / median of the last; `ceiling_speedup` =
+    the partitions in J independent `--jobs 1` processes at once; the same command on a log dir of as
+    many 4 KiB segments, whose fastest run is the start-up taken off in `after_startup`; and CRC-32C
+    alone over the files on 1 and J threads in this process), median wall clock; every run must exit
+    0 with no errors. `speedup` = median of --jobs 1 / median of the last; `ceiling_speedup` =
     median of --jobs 1 / median of the independent processes."""
     files = sorted(log_dir.glob("*/*.log"))
     total = sum(f.stat().st_size for f in files)
     warm_page_cache(files[0])
+    small = startup_log_dir(len(files))
     walls: dict[int, list[float]] = {j: [] for j in jobs}
+    starts: dict[int, list[float]] = {j: [] for j in jobs}
     rss: dict[int, float] = {j: 0.0 for j in jobs}
     ceilings: list[float] = []
+    crcs: dict[int, list[float]] = {1: [], jobs[-1]: []}
+    inproc: dict[int, list[dict]] = {j: [] for j in jobs}
     for _ in range(runs):
         for j in jobs:
             cmd = ktool_command() + ["validate", "--json", "--jobs", str(j), str(log_dir)]
@@ -414,15 +518,38 @@ def measure_jobs(log_dir: Path, runs: int, jobs: tuple[int, ...] = (1, 2)) -> di
             _summary_of(cmd, code, out, len(files))
             walls[j].append(wall)
             rss[j] = max(rss[j], peak)
+            cmd = ktool_command() + ["validate", "--json", "--jobs", str(j), str(small)]
+            wall, code, out, _ = timed_process(cmd, None)
+            _summary_of(cmd, code, out, len(files))
+            starts[j].append(wall)
         ceilings.append(ceiling_run(log_dir, jobs[-1])[0])
+        for t in crcs:
+            crcs[t].append(crc_walk(files, t))
+        for j in jobs:
+            inproc[j].append(in_process_jobs(log_dir, j))
     med = {j: statistics.median(walls[j]) for j in jobs}
     ceiling = statistics.median(ceilings)
+    # after start-up: the fastest run of each less the fastest run of the same command on 4 KiB segments
+    after = {j: max(min(walls[j]) - min(starts[j]), 1e-3) for j in jobs}
+    crc = {t: statistics.median(v) for t, v in crcs.items()}
     return {
         "ceiling": {
             "processes": jobs[-1],
             "median_s": ceiling,
             "gb_per_s": total / ceiling / GB,
             "speedup": med[jobs[0]] / ceiling,
+        },
+        "after_startup": {
+            str(j): {"walk_s": after[j], "startup_s": min(starts[j]), "gb_per_s": total / after[j] / GB}
+            for j in jobs
+        },
+        "after_startup_speedup": after[jobs[0]] / after[jobs[-1]],
+        "in_process": {
+            str(j): {k: statistics.median(r[k] for r in inproc[j]) for k in ("wall_s", "cpu_s", "critical_s")}
+            for j in jobs
+        },
+        "crc_ceiling": {
+            str(t): {"median_s": crc[t], "gb_per_s": total / crc[t] / GB, "min_s": min(crcs[t])} for t in crc
         },
         "log_dir": str(log_dir),
         "segments": len(files),
@@ -459,6 +586,26 @@ def jobs_lines(res: dict) -> list[str]:
         f"  CEILING, the partitions in {c['processes']} independent --jobs 1 processes at once: "
         f"{c['median_s']:.2f} s, {c['gb_per_s']:.2f} GB/s, {c['speedup']:.2f}x --jobs 1"
     )
+    if "after_startup" in res:
+        walks = ", ".join(
+            f"--jobs {j} {a['walk_s']:.2f} s ({a['gb_per_s']:.2f} GB/s, start-up {a['startup_s']:.3f} s off)"
+            for j, a in res["after_startup"].items()
+        )
+        lines.append(f"  after start-up (fastest runs): {walks}: {res['after_startup_speedup']:.2f}x")
+        crc = ", ".join(
+            f"{t} thread(s) {r['median_s']:.2f} s ({r['gb_per_s']:.2f} GB/s)"
+            for t, r in res["crc_ceiling"].items()
+        )
+        lines.append(f"  CEILING, CRC-32C alone over the files in this process: {crc}")
+        ip = res["in_process"]
+        lines.append(
+            "  in process (validate_paths, medians): "
+            + ", ".join(
+                f"--jobs {j} wall {r['wall_s']:.2f} s, CPU {r['cpu_s']:.2f} s, "
+                f"critical path {r['critical_s']:.2f} s"
+                for j, r in ip.items()
+            )
+        )
     return lines
 
 
@@ -516,16 +663,28 @@ def main(argv: list[str] | None = None) -> int:
         default=16,
         help="log dir of N links to the segment, validated with --jobs 1 and 2 (default 16; 0 skips)",
     )
+    p.add_argument(
+        "--v0-jobs-segments",
+        type=int,
+        default=0,
+        help="also a log dir of N links to bench/legacy.py's 319 MB v0 segment (legacy-v0-600000-x4.log, "
+        "when it has run), as legacy.py measures issue 27's v0 target (8; default 0 skips)",
+    )
     p.add_argument("--quick", action="store_true", help="smoke run: 32 MiB, 2 runs")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.add_argument(
         "--check", action="store_true", help=f"exit 1 when ktool is below {TARGET_GB_PER_S:g} GB/s"
     )
     p.add_argument("--child", choices=IMPLS, help=argparse.SUPPRESS)
+    p.add_argument("--child-log-dir", help=argparse.SUPPRESS)
+    p.add_argument("--child-jobs", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)
     p.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
 
+    if a.child_log_dir:
+        print(json.dumps(log_dir_child(a.child_log_dir, a.child_jobs)))
+        return 0
     if a.child:
         print(json.dumps(child_main(a.child, a.path, a.runs, a.cpu)))
         return 0
@@ -545,6 +704,17 @@ def main(argv: list[str] | None = None) -> int:
     if a.jobs_segments:
         log(f"validate --jobs 1 and 2 of a log dir of {a.jobs_segments} segments ...")
         jobs = measure_jobs(jobs_log_dir(seg["path"], f"v2-{a.size_mib}", a.jobs_segments), a.runs)
+    v0_jobs = None
+    if a.v0_jobs_segments:
+        from bench.decode import data_dir
+
+        legacy = data_dir() / "legacy-v0-600000-x4.log"
+        if legacy.exists():
+            log(f"validate --jobs 1 and 2 of a log dir of {a.v0_jobs_segments} v0 segments ...")
+            v0_dir = jobs_log_dir(legacy, "legacy-v0-600000-x4", a.v0_jobs_segments)  # legacy.py's
+            v0_jobs = measure_jobs(v0_dir, a.runs)
+        else:
+            log(f"no v0 log dir: {legacy} is made by bench/legacy.py")
 
     checks = []
     ktool = next((r for r in res if r["impl"] == "ktool"), None)
@@ -574,6 +744,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": res,
         "cli": cli,
         "jobs": jobs,
+        "v0_jobs": v0_jobs,
         "target_gb_per_s": TARGET_GB_PER_S,
         "checks": [{"target": t, "measured": m, "ok": ok} for t, m, ok in checks],
         "wall_s": round(time.perf_counter() - wall0, 1),
@@ -599,9 +770,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"= {cli['gb_per_s']:.2f} GB/s, incl. Python start-up (`python -c pass` alone: "
                 f"{cli['python_startup_s']:.3f} s), peak RSS {cli['ru_maxrss_mb']:.0f} MB"
             )
-        if jobs is not None:
-            print()
-            print("\n".join(jobs_lines(jobs)))
+        for j in (jobs, v0_jobs):
+            if j is not None:
+                print()
+                print("\n".join(jobs_lines(j)))
         if checks:
             print()
             for t, m, ok in checks:
