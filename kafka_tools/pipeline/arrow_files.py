@@ -182,6 +182,31 @@ class TableFile:
         return TableWritten(self.name, self.dir, self.fmt, self.rows)
 
 
+class TableParts:
+    """One table written as `parts` part files side by side (`part-00000`, `part-00001`, …): each lane
+    of an in-process scan (local.py) appends to its own, and as the lanes hold consecutive byte ranges,
+    the files read in their names' order give the rows in the order one file would hold them. `close`
+    completes every part, then adds `_SUCCESS`, as Spark's writer leaves a table of several parts."""
+
+    def __init__(self, out: str, name: str, fmt: str, parts: int, **options) -> None:
+        self.name = name
+        self.fmt = fmt
+        self.dir = os.path.join(out, name)
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+        except OSError as exc:
+            raise table_write_error(name, self.dir, exc) from None
+        self.files = [TableFile(out, name, fmt, part=k, **options) for k in range(parts)]
+
+    def close(self) -> TableWritten:
+        rows = sum(f.close().rows for f in self.files)
+        try:
+            open(os.path.join(self.dir, "_SUCCESS"), "wb").close()
+        except OSError as exc:
+            raise table_write_error(self.name, self.dir, exc) from None
+        return TableWritten(self.name, self.dir, self.fmt, rows)
+
+
 def _bytes(value: object) -> str:
     """Bytes as Spark's JSON writer puts a binary column: base64."""
     if isinstance(value, bytes | bytearray | memoryview):
