@@ -8,7 +8,8 @@ groups), so memory stays the size of one batch whatever the table's size.
 
 With `background`, a parquet table encodes each batch on a thread of its own while the caller builds
 the next one (pyarrow's writer releases the GIL): one batch in flight, so two in memory at most. The
-in-process scan uses it when it has a second core (bench/README.md, "scan --out at the decoder's speed").
+in-process scan uses it when it walks in one lane with a second core free (one range: local.py). With
+several lanes each writes its own part file (`TableParts`) on its own thread instead.
 
 A batch decoded from one byte range holds one file and one topic on every row: a table made with
 `per_range=True` is given them with each batch (`add(batch, where=…)`), and those columns reach the

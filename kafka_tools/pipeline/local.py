@@ -4,6 +4,11 @@ The same task functions the executors run, on the same byte ranges, and the same
 pyarrow (`arrow_files`) instead of Spark. `ktool scan` runs it without `--master` on an input below
 `plan.IN_PROCESS_BYTES` (a JVM costs more than it saves there); it is also the benchmark's single-process
 baseline and the reference the tests hold the Spark job to.
+
+With `--out` on several cores the ranges are walked in lanes (`split_lanes`): threads over runs of
+consecutive ranges, each writing its own part of the batches and records tables. pyarrow's writer,
+three quarters of the work with snappy, releases the GIL, so the lanes' writers run side by side
+(bench/README.md, "the writer beside the walk").
 """
 
 from __future__ import annotations
