@@ -8,7 +8,8 @@ groups), so memory stays the size of one batch whatever the table's size.
 
 With `background`, a parquet table encodes each batch on a thread of its own while the caller builds
 the next one (pyarrow's writer releases the GIL): one batch in flight, so two in memory at most. The
-in-process scan uses it when it has a second core (bench/README.md, "scan --out at the decoder's speed").
+in-process scan uses it when it walks in one lane with a second core free (one range: local.py). With
+several lanes each writes its own part file (`TableParts`) on its own thread instead.
 
 A batch decoded from one byte range holds one file and one topic on every row: a table made with
 `per_range=True` is given them with each batch (`add(batch, where=…)`), and those columns reach the
@@ -180,6 +181,31 @@ class TableFile:
         except OSError as exc:
             raise self._error(exc) from None
         return TableWritten(self.name, self.dir, self.fmt, self.rows)
+
+
+class TableParts:
+    """One table written as `parts` part files side by side (`part-00000`, `part-00001`, …): each lane
+    of an in-process scan (local.py) appends to its own, and as the lanes hold consecutive byte ranges,
+    the files read in their names' order give the rows in the order one file would hold them. `close`
+    completes every part, then adds `_SUCCESS`, as Spark's writer leaves a table of several parts."""
+
+    def __init__(self, out: str, name: str, fmt: str, parts: int, **options) -> None:
+        self.name = name
+        self.fmt = fmt
+        self.dir = os.path.join(out, name)
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+        except OSError as exc:
+            raise table_write_error(name, self.dir, exc) from None
+        self.files = [TableFile(out, name, fmt, part=k, **options) for k in range(parts)]
+
+    def close(self) -> TableWritten:
+        rows = sum(f.close().rows for f in self.files)
+        try:
+            open(os.path.join(self.dir, "_SUCCESS"), "wb").close()
+        except OSError as exc:
+            raise table_write_error(self.name, self.dir, exc) from None
+        return TableWritten(self.name, self.dir, self.fmt, rows)
 
 
 def _bytes(value: object) -> str:

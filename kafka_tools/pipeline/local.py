@@ -4,17 +4,26 @@ The same task functions the executors run, on the same byte ranges, and the same
 pyarrow (`arrow_files`) instead of Spark. `ktool scan` runs it without `--master` on an input below
 `plan.IN_PROCESS_BYTES` (a JVM costs more than it saves there); it is also the benchmark's single-process
 baseline and the reference the tests hold the Spark job to.
+
+With `--out` on several cores the ranges are walked in lanes (`split_lanes`): threads over runs of
+consecutive ranges, each writing its own part of the batches and records tables. pyarrow's writer,
+three quarters of the work with snappy, releases the GIL, so the lanes' writers run side by side
+(bench/README.md, "the writer beside the walk").
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from itertools import accumulate
 
 from kafka_tools.errors import UsageError
 from kafka_tools.pipeline import tables
-from kafka_tools.pipeline.arrow_files import TableFile, write_rows
+from kafka_tools.pipeline.arrow_files import TableFile, TableParts, write_rows
 from kafka_tools.pipeline.batch_columns import range_batches
 from kafka_tools.pipeline.offsets_replay import replay_offsets
 from kafka_tools.pipeline.output import Staging, check_formats, local_dir, prepare_out_dir
@@ -24,6 +33,7 @@ from kafka_tools.pipeline.shipped import decoder_name
 from kafka_tools.pipeline.tasks import SegmentTotals, check_segment, chunked
 
 Progress = Callable[[int, int, int, int], None]
+MAX_LANES = 4  # each a batch of up to 64 MiB in memory
 
 
 def scan_in_process(plan: ScanPlan, options: ScanOptions, progress: Progress | None = None) -> ScanResult:
@@ -47,47 +57,56 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     passes = 1 + bool(out and options.records) + bool(out and options.cluster_metadata)
     total_bytes = plan.bytes * passes
     done = [0, 0]  # ranges, bytes
+    ticking = threading.Lock()
 
     def tick(spec, start: int, end: int | None) -> None:
-        done[0] += 1
-        done[1] += (spec.size if end is None else end) - start
-        if progress is not None:
-            progress(done[0], len(ranges) * passes, done[1], total_bytes)
+        with ticking:  # lanes tick from their threads
+            done[0] += 1
+            done[1] += (spec.size if end is None else end) - start
+            if progress is not None:
+                progress(done[0], len(ranges) * passes, done[1], total_bytes)
 
     written: list[TableWritten] = []
     reports: list = [None] * len(plan.segments)
-    totals: dict[str, SegmentTotals] = {}
-    batches = None
+    lanes = split_lanes(plan, ranges, cores()) if out else [ranges]
+    batches = records = None
     if out:
-        batches = TableFile(out, "batches", options.fmt, compression=options.compression, per_range=True)
-    # The records table in the same walk over the ranges, its batches encoded on a second core if
-    # there is one while the next range is checked and decoded.
-    records = None
-    if out and options.records:
-        records = TableFile(
-            out,
-            "records",
-            options.fmt,
-            background=spare_core(),
-            compression=options.compression,
-            per_range=True,
-        )
-    for i, start, end in ranges:
-        spec = plan.segments[i]
-        if start == 0:
-            reports[i] = check_segment(spec)
-        t = totals.setdefault(spec.file, SegmentTotals())
-        # both tables in one walk: a plain batch's records read once for both
-        for table, batch in range_batches(spec, start, end, with_records=records is not None):
-            if table == "records":
-                records.add(batch, spec.where)
-                continue
-            t.add_arrow(batch)
-            if batches is not None:
-                batches.add(batch, spec.where)
-        tick(spec, start, end)
-        if records is not None:
-            tick(spec, start, end)
+        table = partial(TableParts, out, fmt=options.fmt, parts=len(lanes), compression=options.compression)
+        batches = table(name="batches", per_range=True)
+        # The records table: with one lane, its batches are encoded on a second core if there is one
+        # while the next range is checked and decoded.
+        if options.records:
+            records = table(name="records", per_range=True, background=len(lanes) == 1 and cores() > 1)
+    stop = threading.Event()
+
+    def walk(lane: int) -> dict[str, SegmentTotals]:
+        try:
+            return _walk_lane(
+                plan,
+                lanes[lane],
+                reports,
+                batches.files[lane] if batches is not None else None,
+                records.files[lane] if records is not None else None,
+                tick,
+                stop,
+            )
+        except BaseException:
+            stop.set()  # the other lanes stop after their current range
+            raise
+
+    if len(lanes) == 1:
+        lane_totals = [walk(0)]
+    else:
+        with ThreadPoolExecutor(len(lanes), thread_name_prefix="ktool-scan-lane") as pool:
+            futures = [pool.submit(walk, lane) for lane in range(len(lanes))]
+            try:
+                lane_totals = [f.result() for f in futures]
+            finally:
+                stop.set()  # interrupted here: the lanes stop too
+    totals: dict[str, SegmentTotals] = {}
+    for part in lane_totals:
+        for file, t in part.items():
+            totals.setdefault(file, SegmentTotals()).merge(t)
     if batches is not None:
         written.append(batches.close())
     if records is not None:
@@ -122,12 +141,56 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     return result, written
 
 
-def spare_core() -> bool:
-    """Whether this process may run on more than one core (a writer thread then costs no decode time)."""
+def _walk_lane(plan, lane, reports, batches, records, tick, stop) -> dict[str, SegmentTotals]:
+    """Check, decode and write a lane's ranges in order (its own part of the batches and records
+    tables): the segments' totals it found. `reports[i]` is set for each segment starting in it."""
+    totals: dict[str, SegmentTotals] = {}
+    for i, start, end in lane:
+        if stop.is_set():
+            break
+        spec = plan.segments[i]
+        if start == 0:
+            reports[i] = check_segment(spec)
+        t = totals.setdefault(spec.file, SegmentTotals())
+        # both tables in one walk: a plain batch's records read once for both
+        for table, batch in range_batches(spec, start, end, with_records=records is not None):
+            if table == "records":
+                records.add(batch, spec.where)
+                continue
+            t.add_arrow(batch)
+            if batches is not None:
+                batches.add(batch, spec.where)
+        tick(spec, start, end)
+        if records is not None:
+            tick(spec, start, end)
+    return totals
+
+
+def split_lanes(plan: ScanPlan, ranges: list[tuple], lanes: int) -> list[list[tuple]]:
+    """`ranges` cut into at most `lanes` runs of consecutive ranges of about equal bytes (none empty),
+    at most MAX_LANES. A lane is a thread that checks, decodes and writes its ranges: the walk holds the
+    GIL, pyarrow's writer (three quarters of a lane's CPU with snappy) does not, so lanes on separate
+    cores write side by side (bench/README.md, "the writer beside the walk")."""
+    lanes = max(1, min(lanes, MAX_LANES, len(ranges)))
+    sizes = [(plan.segments[i].size if end is None else end) - start for i, start, end in ranges]
+    middles = list(accumulate(sizes, initial=0))[:-1]
+    middles = [before + size / 2 for before, size in zip(middles, sizes, strict=True)]
+    total = sum(sizes)
+    cuts = [0]
+    for k in range(1, lanes):
+        # the ranges whose middle byte lies before the lane's share, at least one a lane
+        at = sum(m < total * k / lanes for m in middles)
+        cuts.append(min(max(at, cuts[-1] + 1), len(ranges) - (lanes - k)))
+    cuts.append(len(ranges))
+    return [ranges[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+
+
+def cores() -> int:
+    """The cores this process may run on."""
     try:
-        return len(os.sched_getaffinity(0)) > 1
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return (os.cpu_count() or 1) > 1
+        return os.cpu_count() or 1
 
 
 def _table(plan: ScanPlan, ranges, out: str, options: ScanOptions, name: str, chunks, tick) -> TableWritten:

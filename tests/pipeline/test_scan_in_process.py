@@ -8,6 +8,7 @@ import base64
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -307,12 +308,14 @@ def test_compression_changes_the_codec_and_nothing_else(tables, tmp_path: Path, 
     want = {"zstd": "ZSTD", "lz4": "LZ4", "none": "UNCOMPRESSED"}[codec]  # pyarrow says LZ4 for LZ4_RAW
     suffix = {"zstd": ".zstd.parquet", "lz4": ".lz4raw.parquet", "none": ".parquet"}[codec]
     for t in result.tables:
-        (part,) = Path(t.path).glob("part-*")
-        assert part.name == f"part-00000{suffix}", t.name
-        meta = pq.ParquetFile(part).metadata
-        assert {meta.row_group(g).column(c).compression for g in range(meta.num_row_groups)
-                for c in range(meta.num_columns)} <= {want}, t.name  # fmt: skip
-        assert pq.read_table(part).equals(pq.read_table(out / t.name)), t.name
+        parts = sorted(Path(t.path).glob("part-*"))
+        assert [p.name for p in parts] == [f"part-{k:05d}{suffix}" for k in range(len(parts))], t.name
+        for part in parts:
+            meta = pq.ParquetFile(part).metadata
+            assert {meta.row_group(g).column(c).compression for g in range(meta.num_row_groups)
+                    for c in range(meta.num_columns)} <= {want}, t.name  # fmt: skip
+        read = pa.concat_tables(pq.read_table(p) for p in parts)
+        assert read.equals(pq.read_table(out / t.name)), t.name
 
 
 def test_compression_of_json_tables_is_a_usage_error(tmp_path: Path) -> None:
@@ -340,3 +343,71 @@ def test_a_light_jvm_compiles_with_c1_only_and_a_users_java_options_win(monkeypa
     assert key not in spark_conf(SparkSettings(master="spark://127.0.0.1:7077", light_jvm=True))
     mine = SparkSettings(master="local[2]", conf={key: "-Xss4m"}, light_jvm=True)
     assert spark_conf(mine)[key] == "-Xss4m"
+
+
+def test_lanes_are_consecutive_ranges_of_about_equal_bytes() -> None:
+    from kafka_tools.pipeline.local import MAX_LANES, split_lanes
+
+    plan = plan_scan(PATHS)
+    ranges = plan.ranges(2048)
+    size = {(i, start): (plan.segments[i].size if end is None else end) - start for i, start, end in ranges}
+    for lanes in range(1, MAX_LANES + 2):
+        got = split_lanes(plan, ranges, lanes)
+        assert len(got) == min(lanes, MAX_LANES, len(ranges)) and all(got), lanes
+        assert [r for lane in got for r in lane] == ranges, lanes
+        shares = [sum(size[i, start] for i, start, _ in lane) for lane in got]
+        biggest = max(size.values())
+        assert max(shares) - min(shares) <= 2 * biggest, (lanes, shares)
+    assert split_lanes(plan, ranges[:2], 4) == [ranges[:1], ranges[1:2]]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "json"])
+def test_lanes_write_the_rows_one_lane_writes_in_its_order(monkeypatch, tmp_path: Path, fmt: str) -> None:
+    """On several cores the records and batches tables are written by lanes, one part file each: the
+    parts read in their names' order hold the one-lane table's rows in its order, and the result (the
+    segments, findings, totals) is the same."""
+    from kafka_tools.pipeline import local
+
+    plan = plan_scan(PATHS)
+    got = {}
+    for lanes in (1, 3):
+        monkeypatch.setattr(local, "cores", lambda lanes=lanes: lanes)
+        out = tmp_path / str(lanes)
+        options = ScanOptions(out=str(out), fmt=fmt, records=True, offsets_topic=True, split_bytes=2048)
+        result = scan_in_process(plan, options)
+        parts = {t.name: sorted(Path(t.path).glob("part-*")) for t in result.tables}
+        assert len(parts["records"]) == len(parts["batches"]) == lanes
+        assert all(len(p) == 1 for name, p in parts.items() if name not in ("records", "batches"))
+        if fmt == "parquet":
+            rows = {name: [r for p in ps for r in pq.read_table(p).to_pylist()] for name, ps in parts.items()}
+        else:
+            rows = {name: [json.loads(line) for p in ps for line in p.open()] for name, ps in parts.items()}
+        assert {t.name: t.rows for t in result.tables} == {name: len(r) for name, r in rows.items()}
+        got[lanes] = (rows, result.segments, sorted(map(repr, result.validation.all_findings())))
+    assert got[1] == got[3]
+    assert len(got[1][0]["records"]) > 1000
+
+
+def test_a_lane_that_fails_stops_the_scan_and_leaves_no_table(monkeypatch, tmp_path: Path) -> None:
+    from kafka_tools.errors import InputError
+    from kafka_tools.pipeline import local
+
+    plan = plan_scan(PATHS)
+    ranges = plan.ranges(2048)
+    bad = plan.segments[ranges[-1][0]].file  # in the last lane
+    walked = []
+    real = local.range_batches
+
+    def range_batches(spec, start, end, **kw):
+        walked.append(spec.file)
+        if spec.file == bad:
+            raise InputError(f"{spec.file}: unreadable")
+        return real(spec, start, end, **kw)
+
+    monkeypatch.setattr(local, "range_batches", range_batches)
+    monkeypatch.setattr(local, "cores", lambda: 2)
+    out = tmp_path / "tables"
+    with pytest.raises(InputError, match="unreadable"):
+        scan_in_process(plan, ScanOptions(out=str(out), records=True, split_bytes=2048))
+    assert walked.count(bad) == 1
+    assert not out.exists() or list(out.iterdir()) == []
