@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import struct
+import sys
 import threading
 import zlib
 from collections.abc import Iterator
@@ -236,7 +237,43 @@ def _unsnappy(data: bytes | memoryview, limit: int) -> bytes | bytearray:
     if total > limit:
         raise DecompressionError(f"snappy payload decompresses past the {limit}-byte limit")
     out = bytearray(total)
-    into = memoryview(out)
+    _snappy_into(blocks, memoryview(out))
+    return out
+
+
+_snappy_scratch = threading.local()
+
+
+def decompress_reused(
+    codec_id: int, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED
+) -> bytes | bytearray | memoryview:
+    """`decompress_buffer`'s payload for a reader that lets it go before asking for the next one (the C
+    record iterator of `RecordBatch.iter_records`): snappy's blocks are decompressed into this thread's
+    buffer, the one the last batch used when nothing holds it any more (no zeroed buffer made and freed
+    a batch, and its memory is still in cache); other codecs as `decompress_buffer`. What it returns
+    must not be kept past the next call on the same thread, unless a reference to it is held (then the
+    next call makes a new buffer)."""
+    if codec_id != Codec.SNAPPY or _cramjam() is None:
+        return decompress_buffer(codec_id, data, limit)
+    view = memoryview(data)
+    blocks = [(block, _snappy_declared(block, limit)) for block in _snappy_blocks(view)]
+    total = sum(n for _, n in blocks)
+    if total > limit:
+        raise DecompressionError(f"snappy payload decompresses past the {limit}-byte limit")
+    buf = getattr(_snappy_scratch, "buf", None)
+    # held by the slot, `buf` and getrefcount's argument only: no reader of the last batch is left
+    if buf is None or len(buf) < total or sys.getrefcount(buf) > 3:
+        buf = _snappy_scratch.buf = bytearray(max(total, 1 << 16))
+    into = memoryview(buf)
+    _snappy_into(blocks, into)
+    out = into[:total]
+    into.release()
+    return out
+
+
+def _snappy_into(blocks: list, into: memoryview) -> None:
+    """Each (raw block, its declared size) decompressed into `into`, one after the other (cramjam)."""
+    cramjam = _cramjam()
     pos = 0
     for block, n in blocks:
         try:
@@ -246,7 +283,6 @@ def _unsnappy(data: bytes | memoryview, limit: int) -> bytes | bytearray:
         if got != n:
             raise DecompressionError(f"snappy block gives {plural(got, 'byte')}, its preamble says {n}")
         pos += n
-    return out
 
 
 def _snappy_declared(block: bytes | memoryview, limit: int) -> int:

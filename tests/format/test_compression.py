@@ -18,6 +18,7 @@ from kafka_tools.format.compression import (
     DecompressionError,
     decompress,
     decompress_buffer,
+    decompress_reused,
     iter_decompressed,
 )
 
@@ -214,3 +215,17 @@ def test_lz4_in_one_call_is_taken_for_what_producers_write() -> None:
     huge = _with_size(lz4.frame.compress(DATA, store_size=True), 2**40)
     assert compression._lz4_one_frame(huge, compression.MAX_DECOMPRESSED) is None  # never allocated
     assert compression._lz4_one_frame(lz4.frame.compress(DATA), len(DATA) - 1) is None
+
+
+def test_the_reused_snappy_buffer_is_never_written_while_a_reader_holds_it() -> None:
+    cramjam = pytest.importorskip("cramjam")
+    data = [bytes(range(256)) * 40, b"kafka " * 3000, b""]
+    payloads = [bytes(cramjam.snappy.compress_raw(data[0])), _xerial(data[1], 4096), _xerial(b"")]
+    held = [decompress_reused(Codec.SNAPPY, p) for p in payloads]  # each held: never the same buffer
+    assert [bytes(h) for h in held] == data
+    for d, p in zip(data * 2, payloads * 2, strict=True):  # let go each time: the buffer is reused
+        assert bytes(decompress_reused(Codec.SNAPPY, p)) == d
+    assert bytes(decompress_reused(Codec.ZSTD, zstandard.ZstdCompressor().compress(data[1]))) == data[1]
+    with pytest.raises(DecompressionError):
+        decompress_reused(Codec.SNAPPY, payloads[0][:-5])
+    assert bytes(decompress_reused(Codec.SNAPPY, payloads[1])) == data[1]  # a failure leaves it usable
