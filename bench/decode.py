@@ -389,9 +389,10 @@ def measure(
             # CPU-time ratio of each round's two children, run one after the other (min-max: how steady)
             r[f"vs_{peer}"] = p["median_s"] / r["median_s"] if p else None
             r[f"vs_{peer}_cpu"] = p["median_cpu_s"] / r["median_cpu_s"] if p else None
+            paired = p is not None and len(p["round_median_cpu_s"]) == len(r["round_median_cpu_s"])
             r[f"vs_{peer}_rounds"] = (
                 [a / b for a, b in zip(p["round_median_cpu_s"], r["round_median_cpu_s"], strict=True)]
-                if p
+                if paired
                 else None
             )
     return results

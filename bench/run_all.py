@@ -398,13 +398,14 @@ def decode_rows(quick: bool) -> list[Row]:
                 # wall-clock ratio and each round's pair (min-max) are shown beside it
                 p = by[peer]
                 rounds = k[f"vs_{peer}_rounds"]
+                spread = f"; rounds {min(rounds):.2f}-{max(rounds):.2f}x" if rounds else ""
                 rows.append(
                     Row(
                         "decode",
                         f"full decode v2 {m['segment']['codec']} vs {peer} (CPU time)",
                         f"{records / k['median_cpu_s'] / 1e6:.2f} M rec/s",
                         f"{peer} {records / p['median_cpu_s'] / 1e6:.2f} M rec/s; wall "
-                        f"{k['vs_' + peer]:.2f}x; rounds {min(rounds):.2f}-{max(rounds):.2f}x",
+                        f"{k['vs_' + peer]:.2f}x{spread}",
                         k[f"vs_{peer}_cpu"],
                         target,
                         peak_rss_mb=k.get("peak_rss_mb"),
