@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import io
 import struct
-import sys
 import threading
 import zlib
 from collections.abc import Iterator
 from enum import IntEnum
 from typing import NamedTuple
 
+from kafka_tools.format import accel
 from kafka_tools.format.plural import plural
 
 MAX_DECOMPRESSED = 256 * 1024 * 1024
@@ -225,9 +225,16 @@ def _snappy_pieces(data: bytes, limit: int) -> Iterator[bytes]:
 
 
 def _unsnappy(data: bytes | memoryview, limit: int) -> bytes | bytearray:
-    """Every block decompressed into one bytearray of the size the blocks declare (checked against
-    `limit` before it is made), with cramjam (what python-snappy 0.7 runs too); without cramjam, the
+    """The C decoder's bytes when it decodes the payload whole (format/csrc/snappy.c: no buffer zeroed,
+    the framing read in C); else every block decompressed into one bytearray of the size the blocks
+    declare (checked against `limit` before it is made), with cramjam (what python-snappy 0.7 runs
+    too), which says what is wrong with a payload the C decoder does not take; without cramjam, the
     blocks one by one, joined."""
+    fast = accel.fast("snappy_decompress")
+    if fast is not None:
+        out = fast(data, limit)
+        if out is not None:
+            return out
     cramjam = _cramjam()
     if cramjam is None:
         return _joined(Codec.SNAPPY, data, limit)
@@ -238,36 +245,6 @@ def _unsnappy(data: bytes | memoryview, limit: int) -> bytes | bytearray:
         raise DecompressionError(f"snappy payload decompresses past the {limit}-byte limit")
     out = bytearray(total)
     _snappy_into(blocks, memoryview(out))
-    return out
-
-
-_snappy_scratch = threading.local()
-
-
-def decompress_reused(
-    codec_id: int, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED
-) -> bytes | bytearray | memoryview:
-    """`decompress_buffer`'s payload for a reader that lets it go before asking for the next one (the C
-    record iterator of `RecordBatch.iter_records`): snappy's blocks are decompressed into this thread's
-    buffer, the one the last batch used when nothing holds it any more (no zeroed buffer made and freed
-    a batch, and its memory is still in cache); other codecs as `decompress_buffer`. What it returns
-    must not be kept past the next call on the same thread, unless a reference to it is held (then the
-    next call makes a new buffer)."""
-    if codec_id != Codec.SNAPPY or _cramjam() is None:
-        return decompress_buffer(codec_id, data, limit)
-    view = memoryview(data)
-    blocks = [(block, _snappy_declared(block, limit)) for block in _snappy_blocks(view)]
-    total = sum(n for _, n in blocks)
-    if total > limit:
-        raise DecompressionError(f"snappy payload decompresses past the {limit}-byte limit")
-    buf = getattr(_snappy_scratch, "buf", None)
-    # held by the slot, `buf` and getrefcount's argument only: no reader of the last batch is left
-    if buf is None or len(buf) < total or sys.getrefcount(buf) > 3:
-        buf = _snappy_scratch.buf = bytearray(max(total, 1 << 16))
-    into = memoryview(buf)
-    _snappy_into(blocks, into)
-    out = into[:total]
-    into.release()
     return out
 
 

@@ -24,7 +24,6 @@ from kafka_tools.format.compression import (
     CodecAndCrc,
     DecompressionError,
     decompress_buffer,
-    decompress_reused,
 )
 from kafka_tools.format.plural import plural
 from kafka_tools.format.shared_methods import SharedMethods
@@ -199,7 +198,7 @@ class RecordBatch(CodecAndCrc, SharedMethods):
         if fn is None:
             return self._iter_records_py(limit)
         attributes = self.attributes  # read once: this runs once a batch, before its records
-        data = self._section(limit, reused=True) if attributes & CODEC_MASK else self.payload
+        data = self._section(limit) if attributes & CODEC_MASK else self.payload
         log_append = self.max_timestamp if attributes & TIMESTAMP_TYPE_MASK else None
         return fn(
             data,
@@ -219,14 +218,12 @@ class RecordBatch(CodecAndCrc, SharedMethods):
             raise
         yield from records
 
-    def _section(self, limit: int | None, reused: bool = False) -> bytes | bytearray | memoryview:
-        """The records section, decompressed when the batch is (`reused`: into the thread's buffer
-        when its codec has one, for a reader that lets it go before the next batch's: the C iterator)."""
+    def _section(self, limit: int | None) -> bytes | bytearray | memoryview:
+        """The records section, decompressed when the batch is."""
         data = self.payload
         if self.is_compressed:
-            decompress = decompress_reused if reused else decompress_buffer
             try:
-                data = decompress(self.codec, data, MAX_DECOMPRESSED if limit is None else limit)
+                data = decompress_buffer(self.codec, data, MAX_DECOMPRESSED if limit is None else limit)
             except DecompressionError as exc:
                 raise RecordDecodeError(
                     T.UNDECOMPRESSABLE.format(self.codec_label, exc),
