@@ -244,13 +244,7 @@ def _unsnappy(data: bytes | memoryview, limit: int) -> bytes | bytearray:
     if total > limit:
         raise DecompressionError(f"snappy payload decompresses past the {limit}-byte limit")
     out = bytearray(total)
-    _snappy_into(blocks, memoryview(out))
-    return out
-
-
-def _snappy_into(blocks: list, into: memoryview) -> None:
-    """Each (raw block, its declared size) decompressed into `into`, one after the other (cramjam)."""
-    cramjam = _cramjam()
+    into = memoryview(out)
     pos = 0
     for block, n in blocks:
         try:
@@ -260,6 +254,7 @@ def _snappy_into(blocks: list, into: memoryview) -> None:
         if got != n:
             raise DecompressionError(f"snappy block gives {plural(got, 'byte')}, its preamble says {n}")
         pos += n
+    return out
 
 
 def _snappy_declared(block: bytes | memoryview, limit: int) -> int:
