@@ -19,6 +19,7 @@ SOURCES = [
         "batches_v2",
         "arrow_records",
         "batch_columns",
+        "snappy",
     )
 ]
 

@@ -7,7 +7,9 @@
 Every measurement runs in its own child process pinned to one CPU (no parallelism), so its peak RSS is
 its own and `KTOOL_PURE_PYTHON=1` can be set before ktool is imported. "Full decode" means: walk every
 batch, check its CRC, decompress it, decode every record and touch offset, timestamp, key, value and
-headers. The loop around the decoders is the same for all three libraries. See bench/README.md.
+headers. The loop around the decoders is the same for all three libraries. Each child decodes once
+untimed first (the pure-Python decoders excepted), then `--runs` timed runs; the ratios are given on
+wall-clock and on CPU-time medians. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -233,7 +235,7 @@ def warm_page_cache(path: str | os.PathLike) -> None:
             pass
 
 
-def child_main(impl: str, path: str, runs: int, cpu: int | None) -> dict:
+def child_main(impl: str, path: str, runs: int, cpu: int | None, warmup: bool = False) -> dict:
     pin_cpu(cpu)
     detail: str
     warm_page_cache(path)
@@ -266,6 +268,8 @@ def child_main(impl: str, path: str, runs: int, cpu: int | None) -> dict:
     times = []
     cpu_times = []
     records = last = 0
+    if warmup:  # one untimed run: the codec modules each library imports on first use, caches, allocator
+        run()
     for _ in range(runs):
         gc.collect()
         t0, c0 = time.perf_counter(), time.process_time()
@@ -314,6 +318,7 @@ def run_child(impl: str, seg: dict, runs: int, cpu: int | None) -> dict:
         env["KTOOL_PURE_PYTHON"] = "1"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", impl, "--path", seg["path"]]
     cmd += ["--runs", str(runs)] + ([] if cpu is None else ["--cpu", str(cpu)])
+    cmd += [] if impl in SLOW_IMPLS else ["--warmup"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{impl} child failed ({proc.returncode}):\n{proc.stderr}")
@@ -339,6 +344,8 @@ def summarise(impl: str, seg: dict, children: list[dict]) -> dict:
         runs=len(res["times_s"]),
         rounds=len(children),
         median_s=median,
+        median_cpu_s=statistics.median(res["cpu_times_s"]),
+        round_median_cpu_s=[statistics.median(c["cpu_times_s"]) for c in children],
         records_per_s=seg["records"] / median,
         mb_per_s=seg["bytes"] / median / 1e6,
         peak_rss_mb=res["peak_rss_kb"] / 1024,
@@ -349,13 +356,22 @@ def summarise(impl: str, seg: dict, children: list[dict]) -> dict:
 
 
 def measure(
-    seg: dict, impls: list[str], runs: int, slow_runs: int, cpu: int | None, rounds: int = 1
+    seg: dict,
+    impls: list[str],
+    runs: int,
+    slow_runs: int,
+    cpu: int | None,
+    rounds: int = 1,
+    slow_rounds: int | None = None,
 ) -> list[dict]:
     """Each implementation's children, alternated over `rounds` (the order reversed every other
-    round), so a drift of the host's speed during the run reaches every implementation alike."""
+    round), so a drift of the host's speed during the run reaches every implementation alike; the
+    pure-Python decoders (no target, 10x slower) take part in the first `slow_rounds` only."""
     children: dict[str, list[dict]] = {impl: [] for impl in impls}
     for r in range(rounds):
         for impl in impls if r % 2 == 0 else impls[::-1]:
+            if impl in SLOW_IMPLS and slow_rounds is not None and r >= max(slow_rounds, 1):
+                continue
             n = slow_runs if impl in SLOW_IMPLS else runs
             log(f"  {LABELS[impl]}: {n} run(s), round {r + 1} of {rounds} ...")
             children[impl].append(run_child(impl, seg, n, cpu))
@@ -367,7 +383,18 @@ def measure(
     by = {r["impl"]: r for r in results}
     for r in results:
         for peer in ("kafka-python", "aiokafka"):
-            r[f"vs_{peer}"] = by[peer]["median_s"] / r["median_s"] if peer in by else None
+            p = by.get(peer)
+            # wall medians; CPU-time medians (each child runs on one pinned CPU: its CPU time is its
+            # work, where the wall clock also counts other processes' turns on that CPU); and the
+            # CPU-time ratio of each round's two children, run one after the other (min-max: how steady)
+            r[f"vs_{peer}"] = p["median_s"] / r["median_s"] if p else None
+            r[f"vs_{peer}_cpu"] = p["median_cpu_s"] / r["median_cpu_s"] if p else None
+            paired = p is not None and len(p["round_median_cpu_s"]) == len(r["round_median_cpu_s"])
+            r[f"vs_{peer}_rounds"] = (
+                [a / b for a, b in zip(p["round_median_cpu_s"], r["round_median_cpu_s"], strict=True)]
+                if paired
+                else None
+            )
     return results
 
 
@@ -390,6 +417,7 @@ def table(title: str, seg: dict, results: list[dict]) -> str:
         "peak RSS",
         "vs kafka-python",
         "vs aiokafka",
+        "CPU vs aiokafka",
     ]
     rows = [
         [
@@ -402,6 +430,7 @@ def table(title: str, seg: dict, results: list[dict]) -> str:
             f"{r['peak_rss_mb']:.0f} MB",
             fmt_ratio(r["vs_kafka-python"]),
             fmt_ratio(r["vs_aiokafka"]),
+            fmt_ratio(r["vs_aiokafka_cpu"]),
         ]
         for r in results
     ]
@@ -430,6 +459,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--slow-runs", type=int, help="runs for the pure-Python decoders (default: --runs)")
     p.add_argument(
+        "--slow-rounds", type=int, help="rounds the pure-Python decoders take part in (default: --rounds)"
+    )
+    p.add_argument(
+        "--skip-uncompressed",
+        action="store_true",
+        help="measure the --codec segment only (no uncompressed segment, no records/s check)",
+    )
+    p.add_argument(
         "--memory-mib",
         type=int,
         default=1024,
@@ -456,10 +493,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--generate", type=int, metavar="MIB", help=argparse.SUPPRESS)
     p.add_argument("--path", help=argparse.SUPPRESS)
     p.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--warmup", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
 
     if a.child:
-        print(json.dumps(child_main(a.child, a.path, a.runs, a.cpu)))
+        print(json.dumps(child_main(a.child, a.path, a.runs, a.cpu, a.warmup)))
         return 0
     if a.generate:
         print(json.dumps(ensure_segment(a.generate, a.codec, a.block_mib)))
@@ -486,16 +524,19 @@ def main(argv: list[str] | None = None) -> int:
     }
     sections = []
 
-    seg = segment(a.size_mib, "none", a.block_mib)
-    log(f"throughput, uncompressed ({seg['bytes'] / MiB:.0f} MiB, {seg['records']:,} records) on CPU {cpu}")
-    res = measure(seg, impls, a.runs, slow_runs, cpu, a.rounds)
-    result["measurements"].append({"segment": seg, "results": res})
-    sections.append(table("Full decode, uncompressed", seg, res))
+    res: list[dict] = []
+    if not (a.skip_uncompressed and a.codec not in ("off", "none")):
+        seg = segment(a.size_mib, "none", a.block_mib)
+        size = f"{seg['bytes'] / MiB:.0f} MiB, {seg['records']:,} records"
+        log(f"throughput, uncompressed ({size}) on CPU {cpu}")
+        res = measure(seg, impls, a.runs, slow_runs, cpu, a.rounds, a.slow_rounds)
+        result["measurements"].append({"segment": seg, "results": res})
+        sections.append(table("Full decode, uncompressed", seg, res))
 
     if a.codec not in ("off", "none"):
         cseg = segment(a.codec_size_mib, a.codec, a.block_mib)
         log(f"throughput, {a.codec} ({cseg['bytes'] / MiB:.0f} MiB, {cseg['records']:,} records)")
-        cres = measure(cseg, impls, a.runs, slow_runs, cpu, a.rounds)
+        cres = measure(cseg, impls, a.runs, slow_runs, cpu, a.rounds, a.slow_rounds)
         result["measurements"].append({"segment": cseg, "results": cres})
         sections.append(table(f"Full decode, {a.codec}", cseg, cres))
 
@@ -532,8 +573,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(
             f"Python {result['python']} {result['machine']}, one core (CPU {cpu}); median of "
-            f"{a.runs} runs ({slow_runs} for pure-Python decoders); every run: CRC check + decode + "
-            "touch offset/timestamp/key/value/headers of every record"
+            f"{a.runs} runs ({slow_runs} for pure-Python decoders) x {a.rounds} round(s), after one untimed "
+            "run in each child (not the pure-Python ones); every run: CRC check + decode + touch "
+            "offset/timestamp/key/value/headers of every record; 'vs': wall-clock medians, 'CPU vs': "
+            "CPU-time medians"
         )
         for s in sections:
             print()

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from enum import IntEnum
 from typing import NamedTuple
 
+from kafka_tools.format import accel
 from kafka_tools.format.plural import plural
 
 MAX_DECOMPRESSED = 256 * 1024 * 1024
@@ -224,9 +225,16 @@ def _snappy_pieces(data: bytes, limit: int) -> Iterator[bytes]:
 
 
 def _unsnappy(data: bytes | memoryview, limit: int) -> bytes | bytearray:
-    """Every block decompressed into one bytearray of the size the blocks declare (checked against
-    `limit` before it is made), with cramjam (what python-snappy 0.7 runs too); without cramjam, the
+    """The C decoder's bytes when it decodes the payload whole (format/csrc/snappy.c: no buffer zeroed,
+    the framing read in C); else every block decompressed into one bytearray of the size the blocks
+    declare (checked against `limit` before it is made), with cramjam (what python-snappy 0.7 runs
+    too), which says what is wrong with a payload the C decoder does not take; without cramjam, the
     blocks one by one, joined."""
+    fast = accel.fast("snappy_decompress")
+    if fast is not None:
+        out = fast(data, limit)
+        if out is not None:
+            return out
     cramjam = _cramjam()
     if cramjam is None:
         return _joined(Codec.SNAPPY, data, limit)

@@ -11,8 +11,11 @@ import lz4.frame
 import pytest
 import snappy
 import zstandard
+from hypothesis import given as given_examples
+from hypothesis import settings
+from hypothesis import strategies as st
 
-from kafka_tools.format import compression
+from kafka_tools.format import accel, compression
 from kafka_tools.format.compression import (
     Codec,
     DecompressionError,
@@ -214,3 +217,73 @@ def test_lz4_in_one_call_is_taken_for_what_producers_write() -> None:
     huge = _with_size(lz4.frame.compress(DATA, store_size=True), 2**40)
     assert compression._lz4_one_frame(huge, compression.MAX_DECOMPRESSED) is None  # never allocated
     assert compression._lz4_one_frame(lz4.frame.compress(DATA), len(DATA) - 1) is None
+
+
+def _snappy_shapes(data: bytes) -> list[bytes]:
+    """Raw and xerial payloads of `data` (blocks of a few sizes), as producers write them."""
+    return [snappy.compress(data), _xerial(data), _xerial(data, 1000), _xerial(data, 7)]
+
+
+@pytest.mark.skipif(accel.fast("snappy_decompress") is None, reason="C extension not built")
+@settings(max_examples=300, deadline=None)
+@given_examples(
+    st.one_of(
+        st.binary(max_size=3000),
+        st.lists(st.sampled_from([b"a", b"kafka", b"\x00" * 9, b"0123456789abcdef" * 5]), max_size=400).map(
+            b"".join
+        ),
+    )
+)
+def test_the_c_snappy_decoder_gives_what_the_payload_holds(data: bytes) -> None:
+    for payload in _snappy_shapes(data):
+        assert accel.C.snappy_decompress(payload, 1 << 30) == data
+
+
+@pytest.mark.skipif(accel.fast("snappy_decompress") is None, reason="C extension not built")
+@settings(max_examples=500, deadline=None)
+@given_examples(st.binary(min_size=1, max_size=2000), st.data())
+def test_a_damaged_snappy_payload_reads_the_same_with_or_without_the_c_decoder(data: bytes, draw) -> None:
+    payload = bytearray(draw.draw(st.sampled_from(_snappy_shapes(data))))
+    for _ in range(draw.draw(st.integers(1, 4))):
+        i = draw.draw(st.integers(0, len(payload) - 1))
+        payload[i] = draw.draw(st.integers(0, 255))
+    cut = draw.draw(st.integers(0, len(payload)))
+    payload = bytes(payload[:cut])
+    limit = draw.draw(st.sampled_from([1 << 20, len(data), max(len(data) - 1, 0)]))
+    fast = accel.C.snappy_decompress(payload, limit)
+
+    def outcome():
+        try:
+            return bytes(decompress_buffer(Codec.SNAPPY, payload, limit)), None
+        except DecompressionError as exc:
+            return None, str(exc)
+
+    with_c = outcome()
+    saved = accel.C
+    try:
+        accel.C = accel.without("snappy_decompress")
+        without_c = outcome()
+    finally:
+        accel.C = saved
+    assert with_c == without_c  # the same bytes, or the same error
+    assert fast is None or fast == with_c[0]  # what the C decoder takes, cramjam reads the same
+
+
+@pytest.mark.skipif(accel.fast("snappy_decompress") is None, reason="C extension not built")
+def test_the_c_snappy_decoder_declines_what_it_does_not_read_exactly() -> None:
+    data = b"kafka " * 1000
+    raw = snappy.compress(data)
+    assert accel.C.snappy_decompress(raw, len(data) - 1) is None  # past the cap: nothing made
+    assert accel.C.snappy_decompress(raw + b"\x00", 1 << 20) is None  # bytes after the last element
+    assert accel.C.snappy_decompress(raw[:-1], 1 << 20) is None  # cut
+    assert accel.C.snappy_decompress(b"", 1 << 20) is None
+    # a literal whose length byte has fewer than 4 bytes after it: cramjam (the snap crate) reads a
+    # 32-bit word there and refuses it, so the C decoder declines it too (tests/fuzz/regressions/snappy)
+    assert accel.C.snappy_decompress(b"\x02\xf0\x01\x02\xf0", 1 << 20) is None
+    assert accel.C.snappy_decompress(b"\xff\xff\xff\xff\xff\x01", 1 << 40) is None  # a 6-byte preamble
+    assert accel.C.snappy_decompress(b"\x05\x01\x00", 1 << 20) is None  # a copy with offset 0 ...
+    assert accel.C.snappy_decompress(b"\x08\x0d\x01", 1 << 20) is None  # ... or before the output
+    assert accel.C.snappy_decompress(_xerial(b""), 1 << 20) == b""
+    assert accel.C.snappy_decompress(_xerial(data)[:-3], 1 << 20) is None  # a block cut inside
+    big = b"\xfe\xff\xff\xff\x0f" + b"\x00" * 10  # 4 GiB declared by 15 bytes
+    assert accel.C.snappy_decompress(big, 1 << 40) is None

@@ -185,3 +185,65 @@ def test_an_error_fix_that_asks_for_more_records_gets_none() -> None:
     assert len(got) == 1 and asked == ["none"]
     assert error is not None and error[0].startswith("fixed: record 1: ") and error[1] >= 1000
     assert list(it) == []
+
+
+def _headers(*pairs: tuple[bytes, bytes | None]) -> bytes:
+    out = hostile.zigzag(len(pairs))
+    for k, v in pairs:
+        out += hostile.zigzag(len(k)) + k + (hostile.zigzag(-1) if v is None else hostile.zigzag(len(v)) + v)
+    return out
+
+
+def test_header_values_taking_turns_and_large_records_read_as_python_reads_them() -> None:
+    # a header key whose short values take turns (more of them than the C reader keeps a key's
+    # pairs), a null value, a long one, and records from a few bytes to past 4 KiB (sizes as ints)
+    sources = [b"web", b"ios", b"android", b"backend", b"cli", b"web", b"", b"ios"]
+    records = []
+    for i in range(120):
+        value = b"x" * (i * 53 % 6000)
+        tail = _headers(
+            (b"source", sources[i % len(sources)]),
+            (b"retry", None),
+            (b"trace-id", bytes([i]) * 16),
+            (b"long", b"y" * (70 + i % 3)),
+        )
+        if not i % 5:  # every fifth record without headers
+            tail = b"\x00"
+        records.append(hostile.v2_record(offset_delta=i, key=b"k%d" % i, value=value, tail=tail))
+    section = b"".join(records)
+    want = decode_records_py(section, 120, 10, 5, None, -1)
+    assert max(r.size for r in want) > 4096
+    assert accel.C.decode_records(section, 120, 10, 5, None, -1) == want
+    assert list(accel.C.iter_records(section, 120, 10, 5, None, -1)) == want
+    assert [r.headers for r in want[1:4]] == [
+        (("source", s), ("retry", None), ("trace-id", bytes([i]) * 16), ("long", b"y" * (70 + i % 3)))
+        for i, s in ((1, b"ios"), (2, b"android"), (3, b"backend"))
+    ]
+
+
+@pytest.mark.parametrize("c_snappy", [True, False])
+def test_two_compressed_batches_read_at_once_each_give_their_own_records(c_snappy, monkeypatch) -> None:
+    # each batch's section is its own: a second batch started while the first is still being read
+    # does not change what the first gives (C snappy decoder, or cramjam's blocks into a bytearray)
+    cramjam = pytest.importorskip("cramjam")
+    if not c_snappy:
+        monkeypatch.setattr(accel, "C", accel.without("snappy_decompress"))
+    batches = []
+    for base in (0, 100):
+        section = b"".join(
+            hostile.v2_record(offset_delta=i, key=b"k%d" % (base + i), value=bytes([base + i]) * 200)
+            for i in range(50)
+        )
+        payload = bytes(cramjam.snappy.compress_raw(section))
+        batches.append(hostile.v2_batch(payload, 50, base, attributes=2, last_offset_delta=49))
+    first, second = list(_entries_of(b"".join(batches)))
+    want = first.records() + second.records()
+    a = first.iter_records()
+    got = [next(a)]
+    b = second.iter_records()
+    got_b = [next(b)]
+    got += list(a)  # the first batch's buffer is still held by its iterator when the second starts
+    got_b += list(b)
+    assert got + got_b == want
+    again = [r for batch in (first, second) for r in batch.iter_records()]  # one after the other
+    assert again == want

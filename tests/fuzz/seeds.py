@@ -8,6 +8,7 @@ there, ../shared/realworld — each in its target's input layout (tests/fuzz/tar
 from __future__ import annotations
 
 import hashlib
+import struct
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from kafka_tools.format.compression import decompress
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import iter_log_entries
-from tests.fuzz.targets import BATCHES_HEAD, MESSAGES_HEAD, RECORDS_HEAD
+from tests.fuzz.targets import BATCHES_HEAD, MESSAGES_HEAD, RECORDS_HEAD, SNAPPY_HEAD
 from tests.independent import FIXTURES, ROOT
 
 MAX_LEN = 4096  # the harnesses' -max_len: larger sections are cut (the cut is a seed too)
@@ -43,13 +44,33 @@ def _records_seed(b: RecordBatch, section: bytes, flags: int) -> bytes:
     return head + section
 
 
+def _snappy_seeds() -> set[bytes]:
+    """Raw and xerial snappy payloads of a few shapes of data (literals, short and long copies)."""
+    import cramjam
+
+    out = set()
+    for data in (b"kafka " * 300, bytes(range(256)) * 8, b"a" * 5000, b"0123456789" * 50 + bytes(100)):
+        raw = bytes(cramjam.snappy.compress_raw(data))
+        framed = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">i", len(raw)) + raw
+        out.update(SNAPPY_HEAD.pack(flags) + p for p in (raw, framed) for flags in (0, 1))
+    return out
+
+
 def seeds() -> dict[str, set[bytes]]:
-    out: dict[str, set[bytes]] = {"records": set(), "messages": set(), "kraft": set(), "batches": set()}
+    out: dict[str, set[bytes]] = {
+        "records": set(),
+        "messages": set(),
+        "kraft": set(),
+        "batches": set(),
+        "snappy": _snappy_seeds(),
+    }
     for path in _logs():
         raw = path.read_bytes()
         for entry in iter_log_entries(path):
             if isinstance(entry, RecordBatch):
                 section = bytes(entry.payload)
+                if entry.codec == 2 and len(section) <= MAX_LEN:
+                    out["snappy"].add(SNAPPY_HEAD.pack(len(out["snappy"]) % 2) + section)
                 if entry.is_compressed:
                     try:
                         section = decompress(entry.codec, section, MAX_LEN * 4)

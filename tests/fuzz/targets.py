@@ -361,9 +361,47 @@ def _check_batch_columns(C, buf: bytes) -> None:
     assert _arrow_rows(builder) == _arrow_rows(reference)
 
 
+# ---- snappy payloads: snappy_decompress -----------------------------------------------------------
+
+# snappy: flags(1) (bit 0: a cap of 8 bytes of output per payload byte, else 16 MiB), then the payload
+SNAPPY_HEAD = struct.Struct(">B")
+
+
+def _python_snappy(payload: bytes, limit: int) -> bytes | None:
+    """What the payload holds, block by block with cramjam (compression.py's framing), or None when it
+    cannot be read whole within `limit`."""
+    import cramjam
+
+    from kafka_tools.format.compression import DecompressionError, _snappy_blocks, _snappy_declared
+
+    out = bytearray()
+    try:
+        for block in _snappy_blocks(payload):
+            n = _snappy_declared(block, limit)
+            got = bytes(cramjam.snappy.decompress_raw(bytes(block)))
+            if len(got) != n:
+                return None
+            out += got
+    except (DecompressionError, cramjam.DecompressionError):
+        return None
+    return bytes(out) if len(out) <= limit else None
+
+
+def check_snappy(data: bytes) -> None:
+    if len(data) < SNAPPY_HEAD.size:
+        return
+    (flags,) = SNAPPY_HEAD.unpack_from(data)
+    payload = data[SNAPPY_HEAD.size :]
+    limit = 8 * len(payload) if flags & 1 else 16 << 20
+    got = _c().snappy_decompress(payload, limit)
+    if got is not None:  # what the C decoder takes, cramjam reads the same (it may decline more)
+        assert got == _python_snappy(payload, limit)
+
+
 TARGETS = {
     "records": check_records,
     "messages": check_messages,
     "kraft": check_kraft,
     "batches": check_batches,
+    "snappy": check_snappy,
 }

@@ -74,6 +74,9 @@ static PyMethodDef methods[] = {
     {"batch_columns", batch_columns, METH_VARARGS,
      "batch_columns(buf, at, limit, max_rows) -> (rows, at, columns, bits): the batches table's columns of "
      "the plain v2 batches from buf[at]"},
+    {"snappy_decompress", snappy_decompress, METH_VARARGS,
+     "snappy_decompress(data, limit) -> bytes or None: a snappy payload (xerial or one raw block) decoded "
+     "whole, or None for anything it does not decode exactly (the caller's decoder then says why)"},
     {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: CRC32 as zlib.crc32 gives it (message_crc's)"},
     {"crc32c", crc32c_py, METH_VARARGS,
      "crc32c(data, value=0, software=False) -> int: CRC-32C (Castagnoli), continuing from `value`"},

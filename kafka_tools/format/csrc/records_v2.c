@@ -95,13 +95,15 @@ field_bytes(const field_t *f)
  * both are immutable, so sharing them is not seen (a list of records holds less, too). */
 #define KEY_CACHE 8
 #define KEY_CACHE_MAX_LEN 64 /* longer keys and values are not looked for */
+#define PAIRS_PER_KEY 4      /* a header often takes a few values in turn ("source": web, ios, ...) */
 
 typedef struct {
-    PyObject *keys[KEY_CACHE];  /* compact ASCII str, or NULL */
-    PyObject *pairs[KEY_CACHE]; /* the last pair of that key with a short value, or NULL */
-    int next;                   /* the slot the next new key takes (round robin) */
-    PyObject *timestamp;        /* the last record's timestamp (records of a batch often share one) */
-    long long timestamp_value;  /* ... its value */
+    PyObject *keys[KEY_CACHE];                 /* compact ASCII str, or NULL */
+    PyObject *pairs[KEY_CACHE][PAIRS_PER_KEY]; /* the last pairs of that key with a short value, or NULL */
+    int next_pair[KEY_CACHE];                  /* the pair slot of that key the next new pair takes */
+    int next;                                  /* the slot the next new key takes (round robin) */
+    PyObject *timestamp;                       /* the last record's timestamp (records of a batch often share one) */
+    long long timestamp_value;                 /* ... its value */
 } key_cache_t;
 
 static void
@@ -109,9 +111,26 @@ key_cache_clear(key_cache_t *kc)
 {
     for (int i = 0; i < KEY_CACHE; i++) {
         Py_CLEAR(kc->keys[i]);
-        Py_CLEAR(kc->pairs[i]);
+        for (int j = 0; j < PAIRS_PER_KEY; j++)
+            Py_CLEAR(kc->pairs[i][j]);
     }
     Py_CLEAR(kc->timestamp);
+}
+
+/* A record's size as an int: sizes up to this are made once and shared (ints are immutable); CPython
+ * shares only those up to 256, and most records take more. */
+#define SHARED_SIZES 4096
+static PyObject *shared_sizes[SHARED_SIZES]; /* made on first use; live as long as the process */
+
+static PyObject *
+record_size(Py_ssize_t n)
+{
+    if (n < 0 || n >= SHARED_SIZES)
+        return PyLong_FromSsize_t(n);
+    PyObject *v = shared_sizes[n];
+    if (v == NULL && (v = shared_sizes[n] = PyLong_FromSsize_t(n)) == NULL)
+        return NULL;
+    return Py_NewRef(v);
 }
 
 /* The record's timestamp as an int, the last one's when it is the same (LogAppendTime: always). */
@@ -163,9 +182,11 @@ header_pair(key_cache_t *kc, const field_t *key, const field_t *value)
             }
     PyObject *k;
     if (slot >= 0) {
-        PyObject *last = kc->pairs[slot];
-        if (last != NULL && same_value(PyTuple_GET_ITEM(last, 1), value))
-            return Py_NewRef(last);
+        for (int j = 0; j < PAIRS_PER_KEY; j++) {
+            PyObject *known = kc->pairs[slot][j];
+            if (known != NULL && same_value(PyTuple_GET_ITEM(known, 1), value))
+                return Py_NewRef(known);
+        }
         k = Py_NewRef(kc->keys[slot]);
     }
     else {
@@ -177,7 +198,9 @@ header_pair(key_cache_t *kc, const field_t *key, const field_t *value)
             slot = kc->next;
             kc->next = (kc->next + 1) % KEY_CACHE;
             Py_XSETREF(kc->keys[slot], Py_NewRef(k));
-            Py_CLEAR(kc->pairs[slot]);
+            for (int j = 0; j < PAIRS_PER_KEY; j++)
+                Py_CLEAR(kc->pairs[slot][j]);
+            kc->next_pair[slot] = 0;
         }
     }
     PyObject *v = field_bytes(value);
@@ -190,8 +213,11 @@ header_pair(key_cache_t *kc, const field_t *key, const field_t *value)
     PyObject_GC_UnTrack(pair);
     PyTuple_SET_ITEM(pair, 0, k);
     PyTuple_SET_ITEM(pair, 1, v);
-    if (slot >= 0 && value->len <= KEY_CACHE_MAX_LEN)
-        Py_XSETREF(kc->pairs[slot], Py_NewRef(pair));
+    if (slot >= 0 && value->len <= KEY_CACHE_MAX_LEN) {
+        int j = kc->next_pair[slot];
+        kc->next_pair[slot] = (j + 1) % PAIRS_PER_KEY;
+        Py_XSETREF(kc->pairs[slot][j], Py_NewRef(pair));
+    }
     return pair;
 }
 
@@ -229,7 +255,7 @@ record_items(speedups_state *st, key_cache_t *kc, const unsigned char *p, const 
     items[3] = field_bytes(&rec->value);
     items[4] = header_tuple(st, kc, p, rec);
     items[5] = PyLong_FromLongLong(rec->sequence);
-    items[6] = PyLong_FromSsize_t(rec->end - rec->start);
+    items[6] = record_size(rec->end - rec->start);
     for (int i = 0; i < 7; i++)
         if (items[i] == NULL) {
             for (int j = 0; j < 7; j++)
@@ -303,7 +329,8 @@ decode_records(PyObject *module, PyObject *args)
     PyObject *out = PyList_New(room);
     if (out == NULL)
         goto done;
-    key_cache_t kc = {{NULL}, {NULL}, 0, NULL, 0};
+    key_cache_t kc;
+    memset(&kc, 0, sizeof(kc));
     records_t r;
     record_t rec;
     records_open(&r, (const unsigned char *)view.buf, view.len, &b);
@@ -349,7 +376,8 @@ done:
 typedef struct {
     PyObject_HEAD
     Py_buffer view; /* view.obj NULL: released (the walk ended or failed) */
-    PyObject *module; /* its state: the types to make and raise */
+    PyObject *module; /* held: its state (st) lives as long as it does */
+    speedups_state *st; /* the types to make and raise (configured when the iterator was made) */
     PyObject *fix;    /* NULL, or fix(error) -> the error to raise in its place */
     records_t r;
     key_cache_t kc;
@@ -401,9 +429,10 @@ record_iter_next(record_iter_t *it)
 {
     if (it->view.obj == NULL)
         return NULL;
-    speedups_state *st = configured_state(it->module);
-    if (st == NULL) {
+    speedups_state *st = it->st;
+    if (st->record_type == NULL) { /* the module's state cleared (interpreter shutdown) */
         record_iter_stop(it);
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
         return NULL;
     }
     record_t rec;
@@ -466,7 +495,8 @@ static PyType_Spec record_iter_spec = {
 PyObject *
 iter_records(PyObject *module, PyObject *args)
 {
-    if (configured_state(module) == NULL)
+    speedups_state *st = configured_state(module);
+    if (st == NULL)
         return NULL;
     if (record_iter_type == NULL && (record_iter_type = PyType_FromSpec(&record_iter_spec)) == NULL)
         return NULL;
@@ -476,6 +506,7 @@ iter_records(PyObject *module, PyObject *args)
     Py_INCREF(record_iter_type); /* an instance of a heap type holds its type */
     memset((char *)it + sizeof(PyObject), 0, sizeof(record_iter_t) - sizeof(PyObject));
     it->module = Py_NewRef(module);
+    it->st = st;
     batch_t b;
     PyObject *rest;
     if (records_args(args, &it->view, &b, &rest) < 0) {

@@ -5,6 +5,7 @@
  *   record_reader.h the v2 record reader (varints, lengths, headers: every bound checked once), inline
  *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, record_stats
  *                  (a section's count and smallest timestamp, no tuple), and the reader's error texts
+ *   snappy.c       snappy_decompress: a snappy payload (xerial or one raw block) into one bytes object
  *   batches_v2.c   scan_batches: validate's v2 header walk (framing, CRC-32C, header checks), totals only
  *   batch_columns.c batch_columns: the `batches` table's columns of a run of plain v2 batches
  *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
@@ -209,6 +210,8 @@ int records_args(PyObject *args, Py_buffer *view, batch_t *b, PyObject **rest);
 PyObject *decode_records(PyObject *module, PyObject *args);
 PyObject *iter_records(PyObject *module, PyObject *args);
 PyObject *record_stats(PyObject *module, PyObject *args);
+/* snappy.c */
+PyObject *snappy_decompress(PyObject *module, PyObject *args);
 PyObject *slot_fields(PyObject *module, PyObject *cls);
 
 /* ---- magic 0/1 messages (messages_v01.c) ------------------------------------------------------------ */
