@@ -439,7 +439,7 @@ def log_dir_child(path: str, jobs: int) -> dict:
     from kafka_tools.log.findings import ValidateOptions
 
     busy: dict[int, float] = {}
-    real = validate._check
+    real = validate._call
 
     def timed(*args):
         cpu = time.thread_time()
@@ -449,7 +449,7 @@ def log_dir_child(path: str, jobs: int) -> dict:
             me = threading.get_native_id()
             busy[me] = busy.get(me, 0.0) + time.thread_time() - cpu
 
-    validate._check = timed
+    validate._call = timed
     t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
     summary = validate.validate_paths([path], ValidateOptions(), None, jobs).summary()
     wall, c1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
