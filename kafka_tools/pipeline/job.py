@@ -23,7 +23,8 @@
    order (a replay is sequential), up to the first byte the broker's recovery would cut.
 
 Then, on the driver: the partition-level checks (`plan.assemble_validation`, so the findings are
-`ktool validate`'s), and the small `segments` and `findings` tables.
+`ktool validate`'s), and the small `segments` and `findings` tables (under a local master with a local
+--out written here with pyarrow, as the in-process scan writes them; else a Spark job each).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from kafka_tools.pipeline.output import (
     write_small_tables,
 )
 from kafka_tools.pipeline.plan import ScanOptions, ScanPlan, offsets_replay_segments, pack
-from kafka_tools.pipeline.results import CommittedOffset, ScanResult, TableWritten, finish
+from kafka_tools.pipeline.results import CommittedOffset, ScanResult, TableWritten, finding_row, finish
 from kafka_tools.pipeline.sources import SegmentSource
 from kafka_tools.pipeline.tasks import SegmentTotals
 
@@ -138,10 +139,26 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
             offsets.unpersist()
     source.close()
     result = finish(plan, reports, totals, ranges, committed)
-    if options.out:
+    if here is not None:  # a local master and --out: pyarrow here, not a Spark job a table (~0.7 s)
+        written += write_driver_tables(here, options, result)
+    elif options.out:
         written += write_small_tables(spark, options, result)
     result.decoders = sorted(decoders)
     return result, written
+
+
+def write_driver_tables(out: str, options: ScanOptions, result: ScanResult) -> list[TableWritten]:
+    """The small tables the driver builds (segments, findings), written by this process with pyarrow
+    into `out` (a local directory), as the in-process scan writes them: under a local master two Spark
+    jobs for a few hundred rows cost ~0.7 s of a scan's wall time that no second core shortens
+    (bench/README.md, "local[2] against local[1]: the serial part")."""
+    from kafka_tools.pipeline.arrow_files import write_rows
+
+    findings = [finding_row(f) for f in result.validation.all_findings()]
+    return [
+        write_rows(out, "segments", options, result.segments),
+        write_rows(out, "findings", options, findings),
+    ]
 
 
 def run_questions(

@@ -289,9 +289,9 @@ def test_in_process_tables_are_sparks_row_for_row(scanned: Scanned, spark, tmp_p
 
 
 def test_compression_is_every_tables_codec_and_spark_reads_them(spark, tmp_path: Path) -> None:
-    """`--compression lz4` on Spark: the tables Spark's writer makes (batches, segments, findings) and
-    the records parts the tasks write with pyarrow all in parquet's LZ4_RAW, read back by Spark as
-    the in-process scan's snappy tables."""
+    """`--compression lz4` on Spark: the table Spark's writer makes (batches), the records parts the
+    tasks write and the small tables the driver writes with pyarrow (segments, findings) all in
+    parquet's LZ4_RAW, read back by Spark as the in-process scan's snappy tables."""
     from kafka_tools.pipeline.job import run_scan
 
     plan = plan_scan([GENERATED / "v2"])
