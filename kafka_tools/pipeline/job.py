@@ -9,9 +9,10 @@
    decompressed and decoded, as `dump-log --deep-iteration` does), one `batches` row per entry; the
    task that decodes a segment's first range also runs `ktool validate`'s per-segment checks on the
    whole segment. Rows reach Spark as Arrow batches (`mapInArrow`) and are written by the same task
-   (`--out`; else Spark's `noop` sink). What the driver needs besides rows goes back through an
-   accumulator: per range its totals (batches, records, offsets, codecs, timestamps), per segment
-   its validation report. One Spark job, no cache, no shuffle.
+   (`--out`; else Spark's `noop` sink); under a local master with a local --out the task writes
+   them into its part file with pyarrow and hands Spark none (no Spark write job). What the driver
+   needs besides rows goes back through an accumulator: per range its totals (batches, records,
+   offsets, codecs, timestamps), per segment its validation report. One Spark job, no cache, no shuffle.
 3. `--records`: the same ranges decoded again, one row per record, written as they come (decoding
    twice costs less than caching every record between two writes); the rows are Arrow columns built
    in C by the record readers (pipeline/record_columns.py), no Python object a record. Under a local
@@ -98,23 +99,39 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
     written: list[TableWritten] = []
     meta = sc.accumulator([], ListParam())
     here = local_dir(options.out) if options.out and sc.master.startswith("local") else None
-    # Under a local master the main stage's tasks write the records table too, in the same walk over
-    # their ranges (one Spark stage, not two: bench/README.md, "scan --out at the decoder's speed").
-    records_here = bool(options.records and here is not None and source.tasks_write)
-    if records_here:  # made here, never by a task: a task outliving an abandoned scan cannot make it again
-        try:
-            os.makedirs(os.path.join(here, "records"), exist_ok=True)
+    # Under a local master the main stage's tasks write the batches table and the records table
+    # themselves, in the same walk over their ranges (one Spark stage, not two: bench/README.md, "scan
+    # --out at the decoder's speed"; no Spark write job: "local[2] against local[1]: the serial part").
+    tasks_here = here is not None and source.tasks_write
+    records_here = bool(options.records and tasks_here)
+    for name in ("batches", "records") if tasks_here else ():
+        if name == "records" and not records_here:
+            continue
+        try:  # made here, never by a task: a task outliving an abandoned scan cannot make it again
+            os.makedirs(os.path.join(here, name), exist_ok=True)
         except OSError as exc:
-            raise table_write_error("records", os.path.join(here, "records"), exc) from None
-    main = source.main(meta, batches=bool(options.out), records_to=(here, options) if records_here else None)
-    if options.out:
+            raise table_write_error(name, os.path.join(here, name), exc) from None
+    main = source.main(
+        meta,
+        batches=bool(options.out),
+        records_to=(here, options) if records_here else None,
+        batches_to=(here, options) if tasks_here else None,
+    )
+    if tasks_here:
+        main.count()  # an RDD (or an empty DataFrame): the tasks write their parts, hand back no row
+    elif options.out:
         written.append(write(main, options, "batches"))
     else:
         main.write.format("noop").mode("overwrite").save()  # run the stage, keep nothing
     decoders: set[str] = set()
     reports, totals = collect_meta(meta.value, plan, decoders)
     if options.out:
-        written[-1].rows = sum(t.batches for t in totals.values())
+        rows = sum(t.batches for t in totals.values())
+        if tasks_here:
+            assert here is not None
+            written.append(source.tasks_wrote("batches", here, options, rows))
+        else:
+            written[-1].rows = rows
     if options.records and options.out:
         rows = sum(t.records for t in totals.values())
         if records_here:
@@ -290,59 +307,76 @@ class LocalFiles(SegmentSource):
         self.options = options
         self.tasks = 0
 
-    def _stage(self, columns, produce, records_to=None):
+    def _stage(self, columns, produce, records_to=None, batches_to=None):
         n = len(self.units.value)
         self.tasks += n
         if n == 0:
             return self.spark.createDataFrame([], tables.spark_ddl(columns))
         specs, units, scanned = self.specs, self.units, self.scanned
-        out, fmt, compression = None, None, None
-        if records_to is not None:
-            out, fmt, compression = records_to[0], records_to[1].fmt, records_to[1].compression
+        # (directory, format, codec) of the tables the tasks write their parts of: records, batches
+        parts_of = {
+            name: (to[0], to[1].fmt, to[1].compression)
+            for name, to in (("records", records_to), ("batches", batches_to))
+            if to is not None
+        }
 
-        def run(id_batches):
+        def work(task: int):
             from kafka_tools.pipeline import tables as t
 
+            parts = {}  # its part of each table it writes (arrow_files.TableFile)
+            if parts_of:
+                from kafka_tools.pipeline.arrow_files import TableFile
+
+                for name, (out, fmt, compression) in parts_of.items():
+                    parts[name] = TableFile(
+                        out, name, fmt, part=task, compression=compression, per_range=True
+                    )
+            part, rows_to = parts.get("records"), parts.get("batches")
+            for segment, start, end in units.value[task]:
+                spec = specs.value[segment]
+                # with a part: the range's records go to it in the same walk (tasks.range_chunks)
+                chunks = (
+                    produce(spec, start, end) if part is None else produce(spec, start, end, records=part)
+                )
+                for cols in chunks:
+                    if isinstance(cols, dict):  # column lists; else an Arrow batch made in C
+                        cols = t.arrow_batch(columns, cols, constants=spec.where)
+                    if rows_to is not None:
+                        rows_to.add(cols, spec.where)
+                    else:
+                        yield cols
+                size = (spec.size if end is None else end) - start
+                if part is not None:
+                    size *= 2  # the records pass of the progress bar's bytes
+                if scanned is not None:
+                    scanned.add(size)
+            for table in parts.values():
+                table.close()
+
+        if batches_to is not None:
+            # No row to hand Spark: a plain RDD job, without the SQL plan a mapInArrow stage costs the
+            # driver before its first task starts (~0.1-0.2 s, serial).
+            return self.sc.parallelize(range(n), n).mapPartitions(
+                lambda tasks: (b for k in tasks for b in work(k))
+            )
+
+        def run(id_batches):
             for ids in id_batches:
                 for task in ids.column(0).to_pylist():
-                    part = None
-                    if out is not None:  # its part of the records table (arrow_files.TableFile)
-                        from kafka_tools.pipeline.arrow_files import TableFile
-
-                        part = TableFile(
-                            out, "records", fmt, part=task, compression=compression, per_range=True
-                        )
-                    for segment, start, end in units.value[task]:
-                        spec = specs.value[segment]
-                        # with a part: the range's records go to it in the same walk (tasks.range_chunks)
-                        chunks = (
-                            produce(spec, start, end)
-                            if part is None
-                            else produce(spec, start, end, records=part)
-                        )
-                        for cols in chunks:
-                            if isinstance(cols, dict):  # column lists; else an Arrow batch made in C
-                                cols = t.arrow_batch(columns, cols, constants=spec.where)
-                            yield cols
-                        size = (spec.size if end is None else end) - start
-                        if part is not None:
-                            size *= 2  # the records pass of the progress bar's bytes
-                        if scanned is not None:
-                            scanned.add(size)
-                    if part is not None:
-                        part.close()
+                    yield from work(task)
 
         return self.spark.range(0, n, 1, n).mapInArrow(run, tables.spark_ddl(columns))
 
     def tasks_wrote(self, name: str, out: str, options: ScanOptions, rows: int) -> TableWritten:
-        """The `records` table the main stage's tasks wrote (`main(records_to=…)`), each its part file
-        with pyarrow (arrow_files.TableFile) into `out` (this machine's directory: a local master),
-        now complete: `_SUCCESS` added (an empty table's part too, as Spark's writer leaves one). The
-        batches the C builder makes go straight to the file: through the JVM (Arrow to Spark rows to
-        parquet-mr) they cost 6x their decode (bench/README.md, "records into Arrow in C")."""
+        """The `records` or `batches` table the main stage's tasks wrote (`main(records_to=…,
+        batches_to=…)`), each its part file with pyarrow (arrow_files.TableFile) into `out` (this
+        machine's directory: a local master), now complete: `_SUCCESS` added (an empty table's part
+        too, as Spark's writer leaves one). The batches the C builder makes go straight to the file:
+        through the JVM (Arrow to Spark rows to parquet-mr) records cost 6x their decode
+        (bench/README.md, "records into Arrow in C"), and the batches table a Spark write job of its own."""
         from kafka_tools.pipeline.arrow_files import TableFile
 
-        assert name == "records"
+        assert name in ("records", "batches")
         if not self.units.value:  # no segment: no task wrote a part
             TableFile(out, name, options.fmt, compression=options.compression).close()
         try:

@@ -12,22 +12,26 @@ from kafka_tools.pipeline import tables
 class SegmentSource:
     scanned = None  # an accumulator: each task adds the segment bytes of the ranges it has done
     arrow_batches = False  # its stages take Arrow batches from the task functions, not only column lists
-    tasks_write = False  # its main stage's tasks can write the records table's parts (main(records_to=…))
+    # its main stage's tasks can write their parts of the batches and records tables (main(…_to=…))
+    tasks_write = False
 
     def _stage(self, columns, produce, records_to=None):  # each source runs the task functions its own way
         raise NotImplementedError
 
-    def main(self, meta, batches: bool = True, records_to=None):
+    def main(self, meta, batches: bool = True, records_to=None, batches_to=None):
         """The main stage: the `batches` rows of every range (if `batches`); each range's totals and
         its segment's report (first ranges) go to the accumulator `meta`. With `records_to` (a
         `tasks_write` source: (directory, ScanOptions)), each task also writes its part of the
-        `records` table there, range after range, in the same walk."""
+        `records` table there, range after range, in the same walk; with `batches_to` likewise its
+        part of the `batches` table, and the stage yields no row (run it with Spark's noop sink)."""
         from kafka_tools.pipeline.tasks import range_chunks
 
         def sink(item: tuple) -> None:
             meta.add([item])
 
         produce = partial(range_chunks, sink=sink, batches=batches, arrow=self.arrow_batches)
+        if batches_to is not None:
+            return self._stage(tables.BATCHES, produce, records_to, batches_to=batches_to)
         return self._stage(tables.BATCHES, produce, records_to)
 
     def table(self, table: str):
