@@ -111,14 +111,17 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
             os.makedirs(os.path.join(here, name), exist_ok=True)
         except OSError as exc:
             raise table_write_error(name, os.path.join(here, name), exc) from None
+    # No row for Spark (the tasks write the tables, or there is none to write): a plain RDD job
+    rowless = source.tasks_write and (tasks_here or not options.out)
     main = source.main(
         meta,
         batches=bool(options.out),
         records_to=(here, options) if records_here else None,
         batches_to=(here, options) if tasks_here else None,
+        rowless=rowless,
     )
-    if tasks_here:
-        main.count()  # an RDD (or an empty DataFrame): the tasks write their parts, hand back no row
+    if rowless:
+        main.count()  # an RDD (or an empty DataFrame): the tasks hand back no row
     elif options.out:
         written.append(write(main, options, "batches"))
     else:
@@ -307,7 +310,7 @@ class LocalFiles(SegmentSource):
         self.options = options
         self.tasks = 0
 
-    def _stage(self, columns, produce, records_to=None, batches_to=None):
+    def _stage(self, columns, produce, records_to=None, batches_to=None, rowless: bool = False):
         n = len(self.units.value)
         self.tasks += n
         if n == 0:
@@ -353,9 +356,10 @@ class LocalFiles(SegmentSource):
             for table in parts.values():
                 table.close()
 
-        if batches_to is not None:
+        if rowless:
             # No row to hand Spark: a plain RDD job, without the SQL plan a mapInArrow stage costs the
-            # driver before its first task starts (~0.1-0.2 s, serial).
+            # driver before its first task starts (~0.2 s, serial: bench/README.md, "local[2] against
+            # local[1]: the serial part").
             return self.sc.parallelize(range(n), n).mapPartitions(
                 lambda tasks: (b for k in tasks for b in work(k))
             )

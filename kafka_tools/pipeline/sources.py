@@ -18,20 +18,22 @@ class SegmentSource:
     def _stage(self, columns, produce, records_to=None):  # each source runs the task functions its own way
         raise NotImplementedError
 
-    def main(self, meta, batches: bool = True, records_to=None, batches_to=None):
+    def main(self, meta, batches: bool = True, records_to=None, batches_to=None, rowless: bool = False):
         """The main stage: the `batches` rows of every range (if `batches`); each range's totals and
         its segment's report (first ranges) go to the accumulator `meta`. With `records_to` (a
         `tasks_write` source: (directory, ScanOptions)), each task also writes its part of the
         `records` table there, range after range, in the same walk; with `batches_to` likewise its
-        part of the `batches` table, and the stage yields no row (run it with Spark's noop sink)."""
+        part of the `batches` table. `rowless` (a `tasks_write` source, whose tasks hand Spark no row:
+        `batches_to` given or `batches` False): a plain RDD to `count()`, not a DataFrame."""
         from kafka_tools.pipeline.tasks import range_chunks
 
         def sink(item: tuple) -> None:
             meta.add([item])
 
         produce = partial(range_chunks, sink=sink, batches=batches, arrow=self.arrow_batches)
-        if batches_to is not None:
-            return self._stage(tables.BATCHES, produce, records_to, batches_to=batches_to)
+        if rowless:
+            assert batches_to is not None or not batches
+            return self._stage(tables.BATCHES, produce, records_to, batches_to=batches_to, rowless=True)
         return self._stage(tables.BATCHES, produce, records_to)
 
     def table(self, table: str):
