@@ -136,11 +136,29 @@ class KtoolGroup(click.Group):
             # Click would say "Aborted!" and exit 1, which scripts read as "findings".
             click.echo("ktool: interrupted", err=True)
             ctx.exit(EXIT_INTERRUPTED)
+        except Exception as exc:
+            # Ctrl-C can land inside a library's own cleanup (a lock released in a `finally`, a client
+            # stopping), which then fails in turn: what reaches here is that error with the
+            # KeyboardInterrupt behind it. It is still Ctrl-C: exit 130, not a traceback and exit 1.
+            if isinstance(exc, click.exceptions.Exit | click.ClickException) or not _after_interrupt(exc):
+                raise
+            click.echo("ktool: interrupted", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         finally:
             # Flushed through the guard: what is still buffered must not meet a closed pipe at exit.
             sys.stdout.flush()
             sys.stderr.flush()
             sys.stdout, sys.stderr = saved
+
+
+def _after_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is behind `exc` (its context or cause, a few links deep)."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 @click.group(

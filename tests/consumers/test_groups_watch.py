@@ -233,7 +233,7 @@ def test_all_follows_groups_that_appear_and_ctrl_c_is_130(zk_root) -> None:
         lines = watch.text_until(" member-joined group=audit member=audit_c1 ")
         assert any(" group-appeared group=audit" in x for x in lines), lines
         watch.proc.send_signal(signal.SIGINT)
-        assert watch.wait() == 130
+        assert watch.wait() == 130, watch.stderr()
         assert watch.proc.stderr.read() == "ktool: interrupted\n"
 
 

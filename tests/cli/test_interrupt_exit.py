@@ -1,0 +1,45 @@
+"""Ctrl-C is exit 130 even when it lands inside a library's cleanup that then fails in turn (a lock
+released in a `finally`, a client stopping): the error that reaches the CLI has the KeyboardInterrupt
+behind it, and a script must read "interrupted", not a traceback and exit 1."""
+
+from __future__ import annotations
+
+import click
+from click.testing import CliRunner
+
+from kafka_tools.cli.main import KtoolGroup
+
+
+def _group(fail) -> click.Group:
+    group = KtoolGroup(name="ktool")
+
+    @group.command("work")
+    def work() -> None:
+        fail()
+
+    return group
+
+
+def _cleanup_fails_after_ctrl_c() -> None:
+    try:
+        raise KeyboardInterrupt
+    finally:
+        raise RuntimeError("cannot release un-acquired lock")
+
+
+def _plain_bug() -> None:
+    raise RuntimeError("a bug")
+
+
+def test_an_error_raised_while_ctrl_c_unwinds_is_exit_130_and_one_line() -> None:
+    result = CliRunner().invoke(_group(_cleanup_fails_after_ctrl_c), ["work"])
+    assert result.exit_code == 130
+    assert "ktool: interrupted" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_an_error_without_ctrl_c_behind_it_is_not_taken_for_one() -> None:
+    result = CliRunner().invoke(_group(_plain_bug), ["work"])
+    assert result.exit_code == 1
+    assert isinstance(result.exception, RuntimeError)
+    assert "interrupted" not in result.output
