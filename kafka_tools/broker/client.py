@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -277,13 +278,23 @@ class Broker:
         """The members the group's coordinator has now, with their assigned partitions."""
         from confluent_kafka import KafkaException
 
-        try:
-            futures = self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)
-            desc = futures[group].result(timeout=self.config.timeout + 5)
-        except KafkaException as exc:
-            raise self._error(f"group {group}", exc) from None
-        except TimeoutError:
-            raise self._no_answer(f"no answer describing group {group}") from None
+        deadline, pause = time.monotonic() + self.config.timeout, 0.1
+        while True:
+            try:
+                futures = self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)
+                desc = futures[group].result(timeout=self.config.timeout + 5)
+                break
+            except KafkaException as exc:
+                # A coordinator that is moving or still loading its offsets partition (a broker just
+                # started, an election) answers again in a moment: Kafka's own clients look it up
+                # again and retry, within the request's time.
+                if _coordinator_moving(exc) and time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    pause = min(2 * pause, 1.0)
+                    continue
+                raise self._error(f"group {group}", exc) from None
+            except TimeoutError:
+                raise self._no_answer(f"no answer describing group {group}") from None
         out = []
         for m in desc.members:
             assigned = m.assignment.topic_partitions if m.assignment is not None else []
@@ -301,6 +312,20 @@ class Broker:
         except KafkaException as exc:
             raise self._error("cannot list groups", exc) from None
         return sorted((g.id, g.protocol_type or "") for g in listed)
+
+
+def _coordinator_moving(exc: Exception) -> bool:
+    """Whether `exc` says the group's coordinator is moving or loading (NOT_COORDINATOR,
+    COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE): retriable in Kafka's protocol."""
+    from confluent_kafka import KafkaError
+
+    err = exc.args[0] if exc.args else None
+    moving = (
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    )
+    return isinstance(err, KafkaError) and err.code() in moving
 
 
 def _why(exc: Exception, timeout: float | None = None) -> str:
