@@ -529,12 +529,15 @@ class GroupWatch:
         return changed
 
     def step(self, initial: bool = False) -> None:
-        """Read what the watches marked, then turn the new view into events."""
+        """Read what the watches marked, then turn the new view into events.
+
+        The view is the one `_track_more` last saw whole: a refresh after it could bring in a member
+        whose topics are not tracked yet, and a subscribed topic of unknown size plans no partitions
+        (a rebalance "finished" at once, with nothing moved)."""
         while True:
             self.mirror.refresh()
             if not self._track_more():
                 break
-        self.mirror.refresh()
         _, connection = self.mirror.take_changes()
         now = self.clock()
         for change in connection:

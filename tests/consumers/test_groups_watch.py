@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+import types
 
 import pytest
 
@@ -82,6 +83,73 @@ def test_lag_status_change_is_reported_once_and_the_window_slides() -> None:
     assert len(window.samples) == 10
 
 
+# --------------------------------------------------------------------------- the view a step reads
+
+
+class _ScriptedMirror:
+    """ZnodeMirror's reading side over a dict of children and data; each `refresh` applies the next
+    scripted change, as a watch firing between two reads would."""
+
+    def __init__(self, children: dict[str, dict], data: dict[str, bytes], script: list) -> None:
+        self._children, self._data, self._script = children, data, script
+        self.tracked: set[str] = set()
+
+    def refresh(self) -> None:
+        if self._script:
+            self._script.pop(0)(self)
+
+    def track_children(self, path: str, with_data: bool = False) -> bool:
+        new = path not in self.tracked
+        self.tracked.add(path)
+        return new
+
+    track_data = track_children
+
+    def children(self, path: str) -> dict:
+        return dict(self._children.get(path, {})) if path in self.tracked else {}
+
+    def data(self, path: str) -> bytes | None:
+        return self._data.get(path) if path in self.tracked else None
+
+    def take_changes(self):
+        return set(), []
+
+
+def test_a_member_seen_between_two_reads_waits_for_its_topics_partitions() -> None:
+    """A member registered while a step reads: its rebalance plans the topic's partitions, never a
+    rebalance 'finished' at once with nothing planned (seen in CI under load)."""
+    from kafka_tools.consumers.watch import GroupWatch, WatchOptions
+    from tests.support.watch import registration
+
+    topic_data = json.dumps({"version": 1, "partitions": {str(p): [0] for p in range(PARTITIONS)}}).encode()
+    children = {"/brokers/ids": {}, "/brokers/topics": {TOPIC: None}, f"/consumers/{GROUP}/ids": {}}
+    data = {f"/brokers/topics/{TOPIC}": topic_data}
+
+    def member_registers(mirror) -> None:
+        mirror._children[f"/consumers/{GROUP}/ids"]["billing_c1"] = registration({TOPIC: 1})
+
+    # the member registers at the fourth read, while a later step reads (a step used to read twice)
+    nothing = [lambda m: None] * 3
+    mirror = _ScriptedMirror(children, data, [*nothing, member_registers])
+    events = []
+    no_zk = types.SimpleNamespace(add_listener=lambda listener: None)  # the scripted mirror reads instead
+    watch = GroupWatch(no_zk, WatchOptions(groups=[GROUP]), events.append)
+    watch.mirror = mirror
+    for path in ("/brokers/ids", "/brokers/topics", f"/consumers/{GROUP}/ids", f"/consumers/{GROUP}/owners"):
+        mirror.track_children(path)
+    watch._track_group(GROUP)
+    watch.step(initial=True)
+    for _ in range(4):
+        watch.step()
+    finished = [e.fields for e in events if e.event == "rebalance-finished"]
+    started = [e.fields for e in events if e.event == "rebalance-started"]
+    assert [s["reason"] for s in started] == ["member joined"]
+    assert finished == []  # nobody claimed anything: still rebalancing, 6 partitions planned
+    assert watch.trackers[GROUP].verification.planned == dict.fromkeys(
+        [(TOPIC, p) for p in range(PARTITIONS)], "billing_c1-0"
+    )
+
+
 # --------------------------------------------------------------------------- simulated members
 
 
@@ -106,7 +174,7 @@ def test_joins_and_leaves_are_rebalances_verified_against_the_range_plan(zk_root
         done = watch.event("rebalance-finished")
         assert (
             done["moved"] == PARTITIONS and done["matchesPlan"] is True and done["members"] == ["billing_c1"]
-        )
+        ), watch.story()
         assert _owner_events(watch.seen, mark) == {tp: (None, o) for tp, o in one.items()}
         assert watch.event("rebalance-verified")["ok"] is True
 

@@ -142,6 +142,10 @@ class WatchProcess:
             timeout,
         )
 
+    def story(self) -> str:
+        """The events read so far, one JSON line each: what a failed assertion shows."""
+        return "\n".join(json.dumps(e) for e in self.seen)
+
     def text_until(self, needle: str, timeout: float = 30.0) -> list[str]:
         """Text lines (the watch run without --json) up to and including the first holding `needle`."""
         deadline = time.monotonic() + timeout
