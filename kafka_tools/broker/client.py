@@ -11,10 +11,14 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from kafka_tools.errors import FindingsError, InputError
+from kafka_tools.errors import FindingsError, InputError, KtoolError
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 DEFAULT_TIMEOUT = 10.0
 # Commit errors that mean "the group is active in Kafka", not "the broker is gone".
@@ -173,10 +177,11 @@ class Broker:
         self, wanted: dict[str, list[tuple[str, int]]]
     ) -> dict[str, dict[tuple[str, int], int | None]]:
         """OffsetFetch for many groups at once: every request in flight, then every answer collected."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
         admin = self._admin()
         futures = {}
+        requests = {}
         out: dict[str, dict[tuple[str, int], int | None]] = {}
         for group, partitions in wanted.items():
             tps = [TopicPartition(t, p) for t, p in partitions]
@@ -184,16 +189,19 @@ class Broker:
                 out[group] = {}
                 continue
             request = [ConsumerGroupTopicPartitions(group, tps)]
-            futures[group] = admin.list_consumer_group_offsets(request, request_timeout=self.config.timeout)[
-                group
-            ]
+
+            def send(group: str = group, request: list = request) -> Future:
+                return admin.list_consumer_group_offsets(request, request_timeout=self.config.timeout)[group]
+
+            requests[group] = send
+            futures[group] = requests[group]()
         for group, future in futures.items():
-            try:
-                result = future.result(timeout=self.config.timeout + 5)
-            except KafkaException as exc:
-                raise self._error(f"offsets of group {group}", exc) from None
-            except TimeoutError:
-                raise self._no_answer(f"no answer for the offsets of group {group}") from None
+            result = self._coordinated(
+                f"offsets of group {group}",
+                requests[group],
+                f"no answer for the offsets of group {group}",
+                first=future,
+            )
             out[group] = {
                 (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
                 for tp in result.topic_partitions
@@ -215,17 +223,15 @@ class Broker:
 
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         """Every offset the group has in Kafka (OffsetFetch for all partitions)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+        from confluent_kafka import ConsumerGroupTopicPartitions
 
-        try:
-            futures = self._admin().list_consumer_group_offsets(
+        result = self._coordinated(
+            f"offsets of group {group}",
+            lambda: self._admin().list_consumer_group_offsets(
                 [ConsumerGroupTopicPartitions(group)], request_timeout=self.config.timeout
-            )
-            result = futures[group].result(timeout=self.config.timeout + 5)
-        except KafkaException as exc:
-            raise self._error(f"offsets of group {group}", exc) from None
-        except TimeoutError:
-            raise self._no_answer(f"no answer for the offsets of group {group}") from None
+            )[group],
+            f"no answer for the offsets of group {group}",
+        )
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
     def live_members(self, group: str) -> list[str]:
@@ -233,25 +239,29 @@ class Broker:
         return [f"{m.member_id} ({m.client_id}@{m.host})" for m in self.members(group)]
 
     def commit(self, group: str, offsets: dict[tuple[str, int], int], metadata: str) -> None:
-        """Store offsets for the group in `__consumer_offsets`, in one request (AlterConsumerGroupOffsets)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+        """Store offsets for the group in `__consumer_offsets`, in one request (AlterConsumerGroupOffsets);
+        asked again, the same offsets, while the coordinator moves."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
         tps = [TopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(offsets.items())]
-        try:
-            futures = self._admin().alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self.config.timeout
-            )
-            result = futures[group].result(timeout=self.config.timeout + 5)
-        except KafkaException as exc:
+
+        def refused(exc: Exception) -> KtoolError:
             why = _why(exc, self.config.timeout)
             if any(code in why for code in _MEMBER_ERRORS):
-                raise FindingsError(
+                return FindingsError(
                     f"broker {self.config.bootstrap} refuses offsets for group {group} while it has "
                     f"live members in Kafka ({why}); stop them first"
-                ) from None
-            raise InputError(f"broker {self.config.bootstrap}: commit for group {group}: {why}") from None
-        except TimeoutError:
-            raise self._no_answer(f"no answer to the commit for group {group}") from None
+                )
+            return InputError(f"broker {self.config.bootstrap}: commit for group {group}: {why}")
+
+        result = self._coordinated(
+            f"commit for group {group}",
+            lambda: self._admin().alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group, tps)], request_timeout=self.config.timeout
+            )[group],
+            f"no answer to the commit for group {group}",
+            error=refused,
+        )
         failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in result.topic_partitions if tp.error]
         if any(code in text for text in failed for code in _MEMBER_ERRORS):
             raise FindingsError(
@@ -276,25 +286,13 @@ class Broker:
 
     def members(self, group: str) -> list[KafkaMember]:
         """The members the group's coordinator has now, with their assigned partitions."""
-        from confluent_kafka import KafkaException
-
-        deadline, pause = time.monotonic() + self.config.timeout, 0.1
-        while True:
-            try:
-                futures = self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)
-                desc = futures[group].result(timeout=self.config.timeout + 5)
-                break
-            except KafkaException as exc:
-                # A coordinator that is moving or still loading its offsets partition (a broker just
-                # started, an election) answers again in a moment: Kafka's own clients look it up
-                # again and retry, within the request's time.
-                if _coordinator_moving(exc) and time.monotonic() + pause < deadline:
-                    time.sleep(pause)
-                    pause = min(2 * pause, 1.0)
-                    continue
-                raise self._error(f"group {group}", exc) from None
-            except TimeoutError:
-                raise self._no_answer(f"no answer describing group {group}") from None
+        desc = self._coordinated(
+            f"group {group}",
+            lambda: self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)[
+                group
+            ],
+            f"no answer describing group {group}",
+        )
         out = []
         for m in desc.members:
             assigned = m.assignment.topic_partitions if m.assignment is not None else []
@@ -302,6 +300,35 @@ class Broker:
                 KafkaMember(m.member_id, m.client_id, m.host, [(tp.topic, tp.partition) for tp in assigned])
             )
         return out
+
+    def _coordinated(
+        self,
+        what: str,
+        request: Callable[[], Future],
+        unanswered: str,
+        first: Future | None = None,
+        error: Callable[[Exception], KtoolError] | None = None,
+    ) -> Any:
+        """The answer to a request to a group's coordinator (`request()` sends it and returns its future;
+        `first`: one already sent). A coordinator that is moving or still loading its offsets partition
+        (a broker just started, an election) answers again in a moment: Kafka's own clients look it up
+        again and retry, within the request's time; so does ktool, then fails in one line."""
+        from confluent_kafka import KafkaException
+
+        deadline, pause = time.monotonic() + self.config.timeout, 0.1
+        future = first if first is not None else request()
+        while True:
+            try:
+                return future.result(timeout=self.config.timeout + 5)
+            except KafkaException as exc:
+                if _coordinator_moving(exc) and time.monotonic() + pause < deadline:
+                    time.sleep(pause)
+                    pause = min(2 * pause, 1.0)
+                    future = request()
+                    continue
+                raise (error(exc) if error else self._error(what, exc)) from None
+            except TimeoutError:
+                raise self._no_answer(unanswered) from None
 
     def groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) of the groups the brokers coordinate."""
