@@ -104,9 +104,8 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
     # --out at the decoder's speed"; no Spark write job: "local[2] against local[1]: the serial part").
     tasks_here = here is not None and source.tasks_write
     records_here = bool(options.records and tasks_here)
-    for name in ("batches", "records") if tasks_here else ():
-        if name == "records" and not records_here:
-            continue
+    made_here = (["batches"] + (["records"] if records_here else [])) if tasks_here else []
+    for name in made_here:
         try:  # made here, never by a task: a task outliving an abandoned scan cannot make it again
             os.makedirs(os.path.join(here, name), exist_ok=True)
         except OSError as exc:
