@@ -58,6 +58,7 @@ from kafka_tools.format.batch_runs import (
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
+from kafka_tools.log.forked import forked_results, may_fork
 
 T = TypeVar("T")
 
@@ -239,9 +240,10 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
     return plan_jobs(sizes, jobs, [begins_with_v2(*p) for p in pairs], [walked_in_python(*p) for p in pairs])
 
 
-def splitter(parts: int):
+def splitter(parts: int, processes: bool = False):
     """`ValidateOptions.split`: a segment's first batches checked in `parts` ranges at once; only
-    large v2 segments no running broker may be writing."""
+    large v2 segments no running broker may be writing. `processes`: the ranges may be walked in
+    forked processes (split_prefix says when); only for a caller that has started no thread."""
 
     def split(path: Path, base: int, wanted: list[int]) -> BatchRun | None:
         try:
@@ -249,7 +251,7 @@ def splitter(parts: int):
                 return None
         except OSError:
             return None
-        return split_prefix(path, base, wanted, parts)
+        return split_prefix(path, base, wanted, parts, processes)
 
     return split
 
@@ -425,7 +427,9 @@ def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
     )
 
 
-def split_prefix(path: Path, base: int, wanted: list[int], parts: int) -> BatchRun | None:
+def split_prefix(
+    path: Path, base: int, wanted: list[int], parts: int, processes: bool = False
+) -> BatchRun | None:
     """The ordinary batches of `path` from its start, checked on `parts` threads in ranges (range_cuts)
     taken in turn, as one BatchRun: what the sequential walk would have made of them; None when the
     file does not begin with one. A range begins at the first batch start its thread finds after its
@@ -438,7 +442,10 @@ def split_prefix(path: Path, base: int, wanted: list[int], parts: int) -> BatchR
     bounds = [0, *range_cuts(size, parts), size]
     hi, step = base + INT32_MAX, walker_step(parts)
     calls = [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
-    runs = all_results(ahead(_range_run, calls, parts))
+    if processes and not wanted and may_fork():
+        runs = forked_results(_range_run, calls, parts)
+    else:
+        runs = all_results(ahead(_range_run, calls, parts))
     merged = runs[0]
     if merged is None:
         return None

@@ -5,6 +5,7 @@ answer whichever plan runs. The plan is pinned here as work done, not as time: b
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -228,6 +229,7 @@ def _no_threads(monkeypatch) -> list[str]:
     monkeypatch.setattr(threading.Thread, "start", refuse("thread start"))
     monkeypatch.setattr(_thread, "start_new_thread", refuse("thread start"))
     monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", refuse("pool"))
+    monkeypatch.setattr(os, "fork", refuse("fork"))
     return attempted
 
 

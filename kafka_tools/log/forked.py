@@ -1,0 +1,145 @@
+"""Calls run in forked processes, each taking the next call nobody has taken: how one large segment's
+ranges are walked on several cores (log/parallel.py's split), when the caller has started no thread.
+
+Why processes, not threads, for those ranges: every walker hands its mapped pages back as it goes
+(`madvise(MADV_DONTNEED)`, which keeps the RSS flat), and in one process each such call flushes the
+TLB of every core the process runs on, by an interrupt the other walker's core must take (in a
+virtual machine, an exit to the host on both sides); Python's mmap also holds the GIL through the
+call, so the other walker, back from C, waits. On 2 vCPUs, 4 GiB, ten alternated rounds with the
+machine otherwise held off (bench/README.md, issue 27): ranges on 2 threads 1.58x one walker after
+start-up, the same ranges in 2 processes 1.67x (system time 64 ms against 28).
+
+The results come back pickled through a pipe, so this is for calls whose results are small (a
+range's BatchRun with no index targets in it); a call whose process died is run again by the
+caller, which never loses an answer (nor an error: a call's exception is its result).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable
+from typing import Any
+
+_TOKEN = struct.Struct("<H")  # a call's index, as read from the shared pipe: 2 bytes, one read each
+MAX_CALLS = 1 << 16
+
+
+def may_fork() -> bool:
+    """Whether this process may fork walkers now: the platform has fork and no thread of this
+    interpreter is running besides this one (a thread holding a lock when the process forks would
+    leave the child that lock held forever)."""
+    import _thread
+
+    count = getattr(_thread, "_count", None)
+    return hasattr(os, "fork") and count is not None and count() == 0
+
+
+def forked_results(work: Callable[..., Any], calls: list[tuple], processes: int) -> list:
+    """`work(*args)` for each of `calls`, on `processes` processes: `processes - 1` forked now and this
+    one, each taking the next call from a pipe that holds every call's index once. The values in
+    `calls`' order; the first call's exception raised once every call has ended (as
+    parallel.all_results). A call whose process gave no answer (it died, its result would not
+    pickle) is run here."""
+    import pickle  # here, not at start-up: most runs fork nothing (3.6 ms of imports)
+
+    if len(calls) >= MAX_CALLS:
+        raise ValueError(f"{len(calls)} calls: at most {MAX_CALLS - 1}")
+    tokens, feed = os.pipe()
+    try:
+        os.write(feed, b"".join(_TOKEN.pack(k) for k in range(len(calls))))  # far below a pipe's 64 KiB
+    finally:
+        os.close(feed)
+    children: list[tuple[int, int]] = []
+    done: dict[int, tuple[bool, Any]] = {}
+    try:
+        for _ in range(processes - 1):
+            child = _fork_taker(work, calls, tokens, pickle.dumps)
+            if child is None:
+                break  # no process to be had: this one takes the rest
+            children.append(child)
+        done.update(_take(work, calls, tokens))
+        for pid, answers in children:
+            done.update(_answers_of(answers, pickle.loads))
+            os.close(answers)
+            os.waitpid(pid, 0)
+        children = []
+    finally:
+        os.close(tokens)
+        for pid, answers in children:  # interrupted (Ctrl-C): stop the walkers, leave no zombie
+            os.close(answers)
+            _stop(pid)
+    for k in range(len(calls)):
+        if k not in done:
+            done[k] = _call(work, calls[k])
+    for k in range(len(calls)):
+        ok, value = done[k]
+        if not ok:
+            raise value
+    return [done[k][1] for k in range(len(calls))]
+
+
+def _call(work: Callable[..., Any], args: tuple) -> tuple[bool, Any]:
+    try:
+        return True, work(*args)
+    except Exception as exc:  # the call's answer; Ctrl-C is at once
+        return False, exc
+
+
+def _take(work: Callable[..., Any], calls: list[tuple], tokens: int) -> dict[int, tuple[bool, Any]]:
+    """The calls this process takes from the pipe until it is empty, and their answers."""
+    done = {}
+    while len(token := os.read(tokens, _TOKEN.size)) == _TOKEN.size:
+        (k,) = _TOKEN.unpack(token)
+        done[k] = _call(work, calls[k])
+    return done
+
+
+def _fork_taker(
+    work: Callable[..., Any], calls: list[tuple], tokens: int, dumps: Callable[[Any], bytes]
+) -> tuple[int, int] | None:
+    """A forked process taking calls; (its pid, the pipe its answers come through), or None when
+    no process can be started."""
+    answers, out = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(answers)
+        os.close(out)
+        return None
+    if pid:
+        os.close(out)
+        return pid, answers
+    # The child: it takes calls, writes their answers and ends at once (no exit handler, no flush of
+    # the parent's buffers, no destructor of objects the parent owns).
+    code = 1
+    try:
+        os.close(answers)
+        data = dumps(_take(work, calls, tokens))
+        with os.fdopen(out, "wb") as f:
+            f.write(data)
+        code = 0
+    except BaseException:  # noqa: BLE001 - the parent runs what this one did not answer
+        pass
+    finally:
+        os._exit(code)
+
+
+def _answers_of(fd: int, loads: Callable[[bytes], Any]) -> dict[int, tuple[bool, Any]]:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    try:
+        return loads(b"".join(chunks)) if chunks else {}
+    except Exception:  # a child cut off while writing: its calls are run again
+        return {}
+
+
+def _stop(pid: int) -> None:
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
