@@ -405,7 +405,7 @@ def jobs_rows(quick: bool) -> list[Row]:
     rows.append(
         Row(
             "jobs",
-            f"one v2 segment split over {cores} threads, in process: critical path",
+            f"one v2 segment split over {cores} walkers, in process: critical path",
             f"{split['critical_s'] * 1000:.0f} ms (CPU {split['cpu_s']:.2f}, busy "
             + "/".join(f"{b * 1000:.0f}" for b in busy)
             + " ms)",
@@ -429,7 +429,7 @@ def jobs_rows(quick: bool) -> list[Row]:
         ),
         Row(
             "jobs",
-            f"one v2 segment split over {cores} threads, in process: wall speed-up / the ceiling's",
+            f"one v2 segment split over {cores} walkers, in process: wall speed-up / the ceiling's",
             f"{in_process:.2f}x (--jobs 1 {one['wall_s'] * 1000:.0f}, split {split['wall_s'] * 1000:.0f} ms, "
             f"its ranges alone {(split.get('ranges_wall_s') or 0) * 1000:.0f})",
             f"ceiling {c['speedup']:.2f}x",

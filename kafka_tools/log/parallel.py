@@ -26,11 +26,14 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   did 1.1-1.5x one walker's CPU (up to 32,000 voluntary switches) and were never sooner done, once
   0.71x as fast; such segments get one walker between them, the GIL-free ones a walker each;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into
-  RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by `ahead` on the
-  calling thread and one new thread a core more, each taking the next range when done with one; the
-  rest of the segment is walked after them as usual (the findings are the same: a range's walk stops
-  at the first batch that is not ordinary, and the sequential walk reports it); one segment that
-  cannot be split (v0/v1, or below SPLIT_MIN) gets one walker, as `--jobs 1`.
+  RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by the calling
+  process and one forked process a core more (log/forked.py: a thread's madvise flushes the other
+  walkers' TLBs by interrupt and holds the GIL; 4 GiB after start-up 1.58x -> 1.77x), each taking
+  the next range when done with one (on threads, by `ahead`, where a thread already runs or the
+  ranges carry index targets); the rest of the segment is walked after them as usual (the findings
+  are the same: a range's walk stops at the first batch that is not ordinary, and the sequential
+  walk reports it); one segment that cannot be split (v0/v1, or below SPLIT_MIN) gets one walker,
+  as `--jobs 1`.
 
 What is the host's, not ktool's: independent processes (bench's CEILING rows: the same ranges or the
 same partitions in 2 processes at once, no shared address space, no GIL) gain 1.68x on one 1 GiB
