@@ -86,14 +86,18 @@ def test_the_planner_reads_the_magic_of_large_segments(tmp_path, monkeypatch) ->
 
 @pytest.mark.parametrize("size", [1, 100, 10_000, 1 << 30, (1 << 32) + 12_345])
 @pytest.mark.parametrize("threads", [2, 3, 8])
-def test_range_cuts_cover_the_segment_in_even_ranges(size: int, threads: int) -> None:
+def test_range_cuts_cover_the_segment_in_ranges_that_shrink_towards_its_end(size: int, threads: int) -> None:
     """The ranges a split segment is cut into cover it once, in order, RANGES_A_THREAD a thread (fewer
-    only when the file has fewer bytes), each within a byte of the others' size."""
+    only when the file is tiny), each no larger than the one before; the last `threads` ranges, the
+    ones a walker may wait for at the end, together hold about a sixteenth of the segment."""
     bounds = [0, *parallel.range_cuts(size, threads), size]
     lengths = [b - a for a, b in zip(bounds, bounds[1:], strict=False)]
-    assert all(n > 0 for n in lengths)
-    assert len(lengths) == min(size, parallel.RANGES_A_THREAD * threads)
-    assert max(lengths) - min(lengths) <= 1
+    parts = parallel.RANGES_A_THREAD * threads
+    assert all(n > 0 for n in lengths) and sum(lengths) == size
+    assert len(lengths) == parts if size >= 4 * parts * parts else 1 <= len(lengths) <= parts
+    assert all(b <= a + 1 for a, b in zip(lengths, lengths[1:], strict=False))
+    if size >= 4 * parts * parts:
+        assert sum(lengths[-threads:]) <= size // 16 + threads
 
 
 def test_split_points_are_batch_boundaries() -> None:
