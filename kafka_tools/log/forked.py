@@ -9,13 +9,16 @@ call, so the other walker, back from C, waits. On 2 vCPUs, 4 GiB, ten alternated
 machine otherwise held off (bench/README.md, issue 27): ranges on 2 threads 1.58x one walker after
 start-up, the same ranges in 2 processes 1.67x (system time 64 ms against 28).
 
-The results come back pickled through a pipe, so this is for calls whose results are small (a
-range's BatchRun with no index targets in it); a call whose process died is run again by the
-caller, which never loses an answer (nor an error: a call's exception is its result).
+The values come back through a pipe in `marshal`'s format (loaded at every start; pickle's import
+cost 3.6 ms), so this is for calls whose values are small and plain (a range's BatchRun, made a
+tuple, with no index targets in it). A call that raised, or whose process died, is run again by
+the caller: no answer is lost, and its error is the caller's own, raised as parallel.all_results
+raises one.
 """
 
 from __future__ import annotations
 
+import marshal
 import os
 import struct
 from collections.abc import Callable
@@ -23,6 +26,10 @@ from typing import Any
 
 _TOKEN = struct.Struct("<H")  # a call's index, as read from the shared pipe: 2 bytes, one read each
 MAX_CALLS = 1 << 16
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def may_fork() -> bool:
@@ -35,14 +42,18 @@ def may_fork() -> bool:
     return hasattr(os, "fork") and count is not None and count() == 0
 
 
-def forked_results(work: Callable[..., Any], calls: list[tuple], processes: int) -> list:
+def forked_results(
+    work: Callable[..., Any],
+    calls: list[tuple],
+    processes: int,
+    to_wire: Callable[[Any], Any] = _same,
+    from_wire: Callable[[Any], Any] = _same,
+) -> list:
     """`work(*args)` for each of `calls`, on `processes` processes: `processes - 1` forked now and this
     one, each taking the next call from a pipe that holds every call's index once. The values in
-    `calls`' order; the first call's exception raised once every call has ended (as
-    parallel.all_results). A call whose process gave no answer (it died, its result would not
-    pickle) is run here."""
-    import pickle  # here, not at start-up: most runs fork nothing (3.6 ms of imports)
-
+    `calls`' order (a forked process's as `from_wire(marshal.loads(marshal.dumps(to_wire(value))))`);
+    the first call's exception raised once every call has ended. A call a forked process did not
+    answer (it raised, or the process died) is run here."""
     if len(calls) >= MAX_CALLS:
         raise ValueError(f"{len(calls)} calls: at most {MAX_CALLS - 1}")
     tokens, feed = os.pipe()
@@ -54,13 +65,13 @@ def forked_results(work: Callable[..., Any], calls: list[tuple], processes: int)
     done: dict[int, tuple[bool, Any]] = {}
     try:
         for _ in range(processes - 1):
-            child = _fork_taker(work, calls, tokens, pickle.dumps)
+            child = _fork_taker(work, calls, tokens, to_wire)
             if child is None:
                 break  # no process to be had: this one takes the rest
             children.append(child)
         done.update(_take(work, calls, tokens))
         for pid, answers in children:
-            done.update(_answers_of(answers, pickle.loads))
+            done.update((k, (True, from_wire(v))) for k, v in _answers_of(answers).items())
             os.close(answers)
             os.waitpid(pid, 0)
         children = []
@@ -96,7 +107,7 @@ def _take(work: Callable[..., Any], calls: list[tuple], tokens: int) -> dict[int
 
 
 def _fork_taker(
-    work: Callable[..., Any], calls: list[tuple], tokens: int, dumps: Callable[[Any], bytes]
+    work: Callable[..., Any], calls: list[tuple], tokens: int, to_wire: Callable[[Any], Any]
 ) -> tuple[int, int] | None:
     """A forked process taking calls; (its pid, the pipe its answers come through), or None when
     no process can be started."""
@@ -110,28 +121,28 @@ def _fork_taker(
     if pid:
         os.close(out)
         return pid, answers
-    # The child: it takes calls, writes their answers and ends at once (no exit handler, no flush of
-    # the parent's buffers, no destructor of objects the parent owns).
+    # The child: it takes calls, writes the values of those that returned and ends at once (no exit
+    # handler, no flush of the parent's buffers, no destructor of objects the parent owns).
     code = 1
     try:
         os.close(answers)
-        data = dumps(_take(work, calls, tokens))
+        values = {k: to_wire(value) for k, (ok, value) in _take(work, calls, tokens).items() if ok}
         with os.fdopen(out, "wb") as f:
-            f.write(data)
+            f.write(marshal.dumps(values))
         code = 0
-    except BaseException:  # noqa: BLE001 - the parent runs what this one did not answer
+    except BaseException:  # noqa: BLE001 - the caller runs what this one did not answer
         pass
     finally:
         os._exit(code)
 
 
-def _answers_of(fd: int, loads: Callable[[bytes], Any]) -> dict[int, tuple[bool, Any]]:
+def _answers_of(fd: int) -> dict[int, Any]:
     chunks = []
     while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
     try:
-        return loads(b"".join(chunks)) if chunks else {}
-    except Exception:  # a child cut off while writing: its calls are run again
+        return marshal.loads(b"".join(chunks)) if chunks else {}
+    except (EOFError, ValueError, TypeError):  # a child cut off while writing: its calls run again
         return {}
 
 

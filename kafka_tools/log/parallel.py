@@ -425,6 +425,14 @@ def range_cuts(size: int, threads: int) -> list[int]:
     return sorted(cuts - {0, size})
 
 
+def _run_to_wire(run: BatchRun | None) -> tuple | None:
+    return None if run is None else tuple(run)
+
+
+def _run_from_wire(fields: tuple | None) -> BatchRun | None:
+    return None if fields is None else BatchRun(*fields)
+
+
 def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
     return BatchRun(
         a.position,
@@ -455,7 +463,7 @@ def split_prefix(
     hi, step = base + INT32_MAX, walker_step(parts)
     calls = [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
     if processes and not wanted and may_fork():
-        runs = forked_results(_range_run, calls, parts)
+        runs = forked_results(_range_run, calls, parts, _run_to_wire, _run_from_wire)
     else:
         runs = all_results(ahead(_range_run, calls, parts))
     merged = runs[0]
