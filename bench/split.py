@@ -179,7 +179,9 @@ def dealt_child(path: str, parts: int, rounds: int) -> dict:
             parallel._range_run(p, a, b, base, base + parallel.INT32_MAX, [], step)
 
     def once(forks: bool) -> tuple[float, float, int]:
-        dealt = [ranges[k::parts] for k in range(parts)]
+        dealt: list[list[tuple[int, int]]] = [[] for _ in range(parts)]
+        for a, b in sorted(ranges, key=lambda r: r[0] - r[1]):  # largest first, to the least loaded
+            min(dealt, key=lambda mine: sum(y - x for x, y in mine)).append((a, b))
         t0, tlb0 = time.perf_counter(), _shootdowns()
         c0, k0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         if forks:
