@@ -101,8 +101,10 @@ class JobsPlan:
 
 
 def walker_step(threads: int) -> int:
-    """The bytes each of `threads` walkers walks between handing its mapped pages back."""
-    return max(MIN_WALKER_STEP, WALKERS_RESIDENT // max(1, threads))
+    """The bytes each of `threads` walkers walks between handing its mapped pages back: whole MiB
+    (madvise takes whole pages)."""
+    step = WALKERS_RESIDENT // max(1, threads)
+    return max(MIN_WALKER_STEP, step - step % (1 << 20))
 
 
 def idle_cores(cores: int, others_running: int) -> int:

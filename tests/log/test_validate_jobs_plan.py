@@ -511,3 +511,44 @@ def test_a_log_dir_walked_in_python_starts_no_thread(monkeypatch) -> None:
     assert all(_validate(["--jobs", "2", str(p)]) == alone[p] for p in compressed)
     assert _validate(["--jobs", "2", *map(str, compressed)])[0] == 0
     assert attempted == []
+
+
+def test_every_walker_step_is_whole_pages() -> None:
+    """madvise takes whole pages: 16 MiB shared by 3 walkers is not (`--jobs 3` failed with
+    'Invalid argument' on a large segment)."""
+    import mmap
+
+    for threads in range(1, 65):
+        assert parallel.walker_step(threads) % mmap.PAGESIZE == 0
+
+
+def test_a_mapped_window_hands_back_whole_pages_whatever_its_step(tmp_path: Path) -> None:
+    from kafka_tools.format.segment import SegmentWindow
+
+    path = tmp_path / "zeros.log"
+    path.write_bytes(bytes(14 * MiB))
+    with open(path, "rb") as f:
+        win = SegmentWindow(f, 14 * MiB, use_mmap=True, release_step=16 * MiB // 3)
+        for position in range(0, 14 * MiB - 4096, 256 * 1024):
+            win.ensure(position, 4096)
+        assert win._released > 0 and win._released % 4096 == 0
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_three_walkers_on_a_segment_longer_than_their_steps(tmp_path: Path, monkeypatch) -> None:
+    """Ranges that hand pages back (each longer than walker_step(3), a step that is not a whole number
+    of pages before rounding) report what one walker reports."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    path = tmp_path / "00000000000000000000.log"
+    with open(path, "wb") as out:
+        for n in range(48):
+            b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 30)
+            b.append(0, timestamp=1_700_000_000_000 + n, key=b"k", value=bytes([n]) * MiB, headers=[])
+            batch = bytearray(b.build())
+            batch[0:8] = n.to_bytes(8, "big")
+            out.write(batch)
+    one = _validate(["--jobs", "1", str(path)])
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    assert one[0] == 0 and _validate(["--jobs", "3", str(path)]) == one
