@@ -7,7 +7,7 @@ TLB of every core the process runs on, by an interrupt the other walker's core m
 virtual machine, an exit to the host on both sides); Python's mmap also holds the GIL through the
 call, so the other walker, back from C, waits. On 2 vCPUs, 4 GiB, ten alternated rounds with the
 machine otherwise held off (bench/README.md, issue 27): ranges on 2 threads 1.58x one walker after
-start-up, the same ranges in 2 processes 1.67x (system time 64 ms against 28).
+start-up in two sets, the same ranges in 2 processes 1.67x and 1.77x (system time 28 ms, not 64).
 
 The values come back through a pipe in `marshal`'s format (loaded at every start; pickle's import
 cost 3.6 ms), so this is for calls whose values are small and plain (a range's BatchRun, made a
@@ -25,7 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 _TOKEN = struct.Struct("<H")  # a call's index, as read from the shared pipe: 2 bytes, one read each
-MAX_CALLS = 1 << 16
+# Every token is written before any walker reads: they must fit the smallest pipe Linux gives (one
+# page, for a user past fs.pipe-user-pages-soft). A split makes RANGES_A_THREAD a core: 512 cores.
+MAX_CALLS = 2048
 
 
 def _same(value: Any) -> Any:
@@ -54,11 +56,11 @@ def forked_results(
     `calls`' order (a forked process's as `from_wire(marshal.loads(marshal.dumps(to_wire(value))))`);
     the first call's exception raised once every call has ended. A call a forked process did not
     answer (it raised, or the process died) is run here."""
-    if len(calls) >= MAX_CALLS:
-        raise ValueError(f"{len(calls)} calls: at most {MAX_CALLS - 1}")
+    if len(calls) > MAX_CALLS:
+        raise ValueError(f"{len(calls)} calls: at most {MAX_CALLS}")
     tokens, feed = os.pipe()
     try:
-        os.write(feed, b"".join(_TOKEN.pack(k) for k in range(len(calls))))  # far below a pipe's 64 KiB
+        os.write(feed, b"".join(_TOKEN.pack(k) for k in range(len(calls))))
     finally:
         os.close(feed)
     children: list[tuple[int, int]] = []

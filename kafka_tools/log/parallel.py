@@ -61,7 +61,7 @@ from kafka_tools.format.batch_runs import (
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
-from kafka_tools.log.forked import forked_results, may_fork
+from kafka_tools.log.forked import MAX_CALLS, forked_results, may_fork
 
 T = TypeVar("T")
 
@@ -464,7 +464,7 @@ def split_prefix(
     bounds = [0, *range_cuts(size, parts), size]
     hi, step = base + INT32_MAX, walker_step(parts)
     calls = [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
-    if processes and not wanted and may_fork():
+    if processes and not wanted and len(calls) <= MAX_CALLS and may_fork():
         runs = forked_results(_range_run, calls, parts, _run_to_wire, _run_from_wire)
     else:
         runs = all_results(ahead(_range_run, calls, parts))
