@@ -61,7 +61,6 @@ from kafka_tools.format.batch_runs import (
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
-from kafka_tools.log.forked import MAX_CALLS, forked_results, may_fork
 
 T = TypeVar("T")
 
@@ -427,6 +426,17 @@ def range_cuts(size: int, threads: int) -> list[int]:
     return sorted(cuts - {0, size})
 
 
+def _forked_runs(calls: list[tuple], parts: int) -> list | None:
+    """The ranges' runs walked by this process and `parts - 1` forked ones (log/forked.py), or None
+    where that may not be done now (a thread runs, too many ranges). Imported here, not at start-up:
+    a small input never splits."""
+    from kafka_tools.log import forked
+
+    if len(calls) > forked.MAX_CALLS or not forked.may_fork():
+        return None
+    return forked.forked_results(_range_run, calls, parts, _run_to_wire, _run_from_wire)
+
+
 def _run_to_wire(run: BatchRun | None) -> tuple | None:
     return None if run is None else tuple(run)
 
@@ -464,9 +474,8 @@ def split_prefix(
     bounds = [0, *range_cuts(size, parts), size]
     hi, step = base + INT32_MAX, walker_step(parts)
     calls = [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
-    if processes and not wanted and len(calls) <= MAX_CALLS and may_fork():
-        runs = forked_results(_range_run, calls, parts, _run_to_wire, _run_from_wire)
-    else:
+    runs = _forked_runs(calls, parts) if processes and not wanted else None
+    if runs is None:
         runs = all_results(ahead(_range_run, calls, parts))
     merged = runs[0]
     if merged is None:
