@@ -35,13 +35,15 @@ def _same(value: Any) -> Any:
 
 
 def may_fork() -> bool:
-    """Whether this process may fork walkers now: the platform has fork and no thread of this
-    interpreter is running besides this one (a thread holding a lock when the process forks would
-    leave the child that lock held forever)."""
+    """Whether this process may fork walkers now: on Linux (where it was measured; macOS's system
+    libraries are not safe to use after a fork), and no thread of this interpreter is running
+    besides this one (a thread holding a lock when the process forks would leave the child that
+    lock held forever)."""
     import _thread
+    import sys
 
     count = getattr(_thread, "_count", None)
-    return hasattr(os, "fork") and count is not None and count() == 0
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and count is not None and count() == 0
 
 
 def forked_results(
