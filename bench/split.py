@@ -78,37 +78,55 @@ def _switches() -> int:
 
 
 def child(path: str, jobs: int) -> dict:
-    """One validation of `path` on `jobs` cores, measured (runs in its own process)."""
+    """One validation of `path` on `jobs` cores, measured (runs in its own process). The split's
+    ranges may be walked in forked processes (log/forked.py): each range's times are appended to a
+    file, a line each, by whichever process walked it, and the CPU of the forked walkers is counted."""
+    import tempfile
+
     from kafka_tools.log import parallel
     from kafka_tools.log.findings import ValidateOptions
     from kafka_tools.log.validate import validate_paths
 
-    busy: dict[int, list[float]] = {}
-    spans: list[float] = []  # when each range began and ended (perf_counter)
     real = parallel._range_run
+    log = tempfile.TemporaryFile("w+")  # O_APPEND: one write a line, whole, from any process
 
     def timed(*args):
-        cpu, switches = time.thread_time(), _switches()
-        spans.append(time.perf_counter())
+        cpu, switches, t0 = time.thread_time(), _switches(), time.perf_counter()
         try:
             return real(*args)
         finally:
-            spans.append(time.perf_counter())
-            mine = busy.setdefault(threading.get_native_id(), [0.0, 0, 0])
-            mine[0] += time.thread_time() - cpu
-            mine[1] += 1
-            mine[2] += _switches() - switches
+            line = f"{os.getpid()}.{threading.get_native_id()} {time.thread_time() - cpu} "
+            log.write(line + f"{_switches() - switches} {t0} {time.perf_counter()}\n")
+            log.flush()
 
     parallel._range_run = timed
-    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    c0 = resource.getrusage(resource.RUSAGE_SELF)
+    k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
     summary = validate_paths([path], ValidateOptions(), None, jobs).summary()
-    wall, c1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
-    cpu = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
+    wall = time.perf_counter() - t0
+    c1 = resource.getrusage(resource.RUSAGE_SELF)
+    k1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = sum(
+        getattr(c1, f) - getattr(c0, f) + getattr(k1, f) - getattr(k0, f) for f in ("ru_utime", "ru_stime")
+    )
+    busy: dict[str, list[float]] = {}  # walker (pid.thread) -> [CPU in ranges, ranges, switches]
+    spans: list[float] = []  # when each range began and ended (perf_counter: CLOCK_MONOTONIC)
+    log.seek(0)
+    for line in log:
+        who, range_cpu, switches, start, end = line.split()
+        mine = busy.setdefault(who, [0.0, 0, 0])
+        mine[0] += float(range_cpu)
+        mine[1] += 1
+        mine[2] += int(switches)
+        spans += [float(start), float(end)]
     in_ranges = sum(b[0] for b in busy.values())
     return {
         "jobs": jobs,
         "wall_s": wall,
         "cpu_s": cpu,
+        "walkers": len(busy),
+        "forked": len({who.split(".")[0] for who in busy}) > 1,
         "thread_busy_s": sorted((b[0] for b in busy.values()), reverse=True),
         "ranges": sum(b[1] for b in busy.values()),
         "voluntary_switches": sum(b[2] for b in busy.values()),
@@ -161,7 +179,9 @@ def dealt_child(path: str, parts: int, rounds: int) -> dict:
             parallel._range_run(p, a, b, base, base + parallel.INT32_MAX, [], step)
 
     def once(forks: bool) -> tuple[float, float, int]:
-        dealt = [ranges[k::parts] for k in range(parts)]
+        dealt: list[list[tuple[int, int]]] = [[] for _ in range(parts)]
+        for a, b in sorted(ranges, key=lambda r: r[0] - r[1]):  # largest first, to the least loaded
+            min(dealt, key=lambda mine: sum(y - x for x, y in mine)).append((a, b))
         t0, tlb0 = time.perf_counter(), _shootdowns()
         c0, k0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         if forks:

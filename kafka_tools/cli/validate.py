@@ -30,7 +30,10 @@ def usable_cores() -> int:
 )
 @json_option("one `finding` object per finding, one `partition` object per partition")
 @progress_option()
-@jobs_option("Cores to use (threads); output stays in file order [default: the usable cores idle at start].")
+@jobs_option(
+    "Cores to use (threads; processes for one large segment's ranges); output stays in file order "
+    "[default: the usable cores idle at start]."
+)
 @live_options
 @click.pass_context
 def validate(

@@ -120,7 +120,8 @@ class SegmentWindow:
             if position + length > self.size:
                 raise OSError(f"file shrank while being read (wanted {plural(length, 'byte')} at {position})")
             if position - self._released >= self._release_step:
-                upto = position - position % mmap.PAGESIZE - self._release_step // 2
+                upto = position - self._release_step // 2
+                upto -= upto % mmap.PAGESIZE  # madvise takes whole pages (a step of 16 MiB / 3 is not)
                 self._map.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
                 self._released = upto
             return position

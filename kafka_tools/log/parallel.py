@@ -26,11 +26,14 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   did 1.1-1.5x one walker's CPU (up to 32,000 voluntary switches) and were never sooner done, once
   0.71x as fast; such segments get one walker between them, the GIL-free ones a walker each;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into
-  RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by `ahead` on the
-  calling thread and one new thread a core more, each taking the next range when done with one; the
-  rest of the segment is walked after them as usual (the findings are the same: a range's walk stops
-  at the first batch that is not ordinary, and the sequential walk reports it); one segment that
-  cannot be split (v0/v1, or below SPLIT_MIN) gets one walker, as `--jobs 1`.
+  RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by the calling
+  process and one forked process a core more (log/forked.py: a thread's madvise flushes the other
+  walkers' TLBs by interrupt and holds the GIL; 4 GiB after start-up 1.58x -> 1.77x), each taking
+  the next range when done with one (on threads, by `ahead`, where a thread already runs or the
+  ranges carry index targets); the rest of the segment is walked after them as usual (the findings
+  are the same: a range's walk stops at the first batch that is not ordinary, and the sequential
+  walk reports it); one segment that cannot be split (v0/v1, or below SPLIT_MIN) gets one walker,
+  as `--jobs 1`.
 
 What is the host's, not ktool's: independent processes (bench's CEILING rows: the same ranges or the
 same partitions in 2 processes at once, no shared address space, no GIL) gain 1.68x on one 1 GiB
@@ -97,8 +100,10 @@ class JobsPlan:
 
 
 def walker_step(threads: int) -> int:
-    """The bytes each of `threads` walkers walks between handing its mapped pages back."""
-    return max(MIN_WALKER_STEP, WALKERS_RESIDENT // max(1, threads))
+    """The bytes each of `threads` walkers walks between handing its mapped pages back: whole MiB
+    (madvise takes whole pages)."""
+    step = WALKERS_RESIDENT // max(1, threads)
+    return max(MIN_WALKER_STEP, step - step % (1 << 20))
 
 
 def idle_cores(cores: int, others_running: int) -> int:
@@ -239,9 +244,10 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
     return plan_jobs(sizes, jobs, [begins_with_v2(*p) for p in pairs], [walked_in_python(*p) for p in pairs])
 
 
-def splitter(parts: int):
+def splitter(parts: int, processes: bool = False):
     """`ValidateOptions.split`: a segment's first batches checked in `parts` ranges at once; only
-    large v2 segments no running broker may be writing."""
+    large v2 segments no running broker may be writing. `processes`: the ranges may be walked in
+    forked processes (split_prefix says when); only for a caller that has started no thread."""
 
     def split(path: Path, base: int, wanted: list[int]) -> BatchRun | None:
         try:
@@ -249,7 +255,7 @@ def splitter(parts: int):
                 return None
         except OSError:
             return None
-        return split_prefix(path, base, wanted, parts)
+        return split_prefix(path, base, wanted, parts, processes)
 
     return split
 
@@ -403,12 +409,40 @@ def _range_run(
 
 
 def range_cuts(size: int, threads: int) -> list[int]:
-    """Where a segment of `size` bytes split over `threads` is cut: RANGES_A_THREAD x threads ranges of
-    equal size. (Ranges shrinking towards the end, "guided", made about twice as many: each costs an
-    open, a map and a batch start looked for, and on 2 cores the split's CPU grew by more than the
-    shorter tail gave back.)"""
+    """Where a segment of `size` bytes split over `threads` is cut: RANGES_A_THREAD x threads ranges,
+    each smaller than the one before (sizes 2n-1, ..., 3, 1 in n-ths squared: the last `threads`
+    together a sixteenth of the segment), taken in turn by whichever walker is free: the walker
+    that ends first waits for the others' last range only, a small one. Even ranges left it up to
+    an eighth of the segment's walk idle (4 GiB on 2 processes, ten alternated rounds with the
+    machine held off: 1.66x one walker after start-up, shrinking ones 1.76x). The count stays:
+    ranges that shrank by halves ("guided", twice as many) cost more in opens, maps and batch
+    starts looked for than the shorter tail gave back (bench/README.md)."""
     parts = RANGES_A_THREAD * threads
-    return sorted({size * k // parts for k in range(1, parts)} - {0})
+    total = parts * parts  # the sum of 2k - 1 for k = 1..parts
+    cuts, done = set(), 0
+    for k in range(parts, 1, -1):
+        done += 2 * k - 1
+        cuts.add(size * done // total)
+    return sorted(cuts - {0, size})
+
+
+def _forked_runs(calls: list[tuple], parts: int) -> list | None:
+    """The ranges' runs walked by this process and `parts - 1` forked ones (log/forked.py), or None
+    where that may not be done now (a thread runs, too many ranges). Imported here, not at start-up:
+    a small input never splits."""
+    from kafka_tools.log import forked
+
+    if len(calls) > forked.MAX_CALLS or not forked.may_fork():
+        return None
+    return forked.forked_results(_range_run, calls, parts, _run_to_wire, _run_from_wire)
+
+
+def _run_to_wire(run: BatchRun | None) -> tuple | None:
+    return None if run is None else tuple(run)
+
+
+def _run_from_wire(fields: tuple | None) -> BatchRun | None:
+    return None if fields is None else BatchRun(*fields)
 
 
 def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
@@ -425,7 +459,9 @@ def _joined(a: BatchRun, b: BatchRun, seam_gap: bool) -> BatchRun:
     )
 
 
-def split_prefix(path: Path, base: int, wanted: list[int], parts: int) -> BatchRun | None:
+def split_prefix(
+    path: Path, base: int, wanted: list[int], parts: int, processes: bool = False
+) -> BatchRun | None:
     """The ordinary batches of `path` from its start, checked on `parts` threads in ranges (range_cuts)
     taken in turn, as one BatchRun: what the sequential walk would have made of them; None when the
     file does not begin with one. A range begins at the first batch start its thread finds after its
@@ -438,7 +474,9 @@ def split_prefix(path: Path, base: int, wanted: list[int], parts: int) -> BatchR
     bounds = [0, *range_cuts(size, parts), size]
     hi, step = base + INT32_MAX, walker_step(parts)
     calls = [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
-    runs = all_results(ahead(_range_run, calls, parts))
+    runs = _forked_runs(calls, parts) if processes and not wanted else None
+    if runs is None:
+        runs = all_results(ahead(_range_run, calls, parts))
     merged = runs[0]
     if merged is None:
         return None

@@ -188,8 +188,8 @@ def validate_paths(
     found: Discovery = discover(paths)
     read = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}  # before any segment
     plan = plan_for(found, jobs, cores)
-    if plan.split:  # one segment at a time, its ranges on threads of their own (no pool)
-        options = replace(options, split=splitter(plan.threads))
+    if plan.split:  # one segment at a time, its ranges in processes of their own (no thread runs yet)
+        options = replace(options, split=splitter(plan.threads, processes=True))
     if plan.threads == 1 or plan.split:  # no helper thread
         return _validate_found(found, options, progress, None, read)
     options = replace(options, step=plan.step)

@@ -5,6 +5,7 @@ answer whichever plan runs. The plan is pinned here as work done, not as time: b
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -85,14 +86,18 @@ def test_the_planner_reads_the_magic_of_large_segments(tmp_path, monkeypatch) ->
 
 @pytest.mark.parametrize("size", [1, 100, 10_000, 1 << 30, (1 << 32) + 12_345])
 @pytest.mark.parametrize("threads", [2, 3, 8])
-def test_range_cuts_cover_the_segment_in_even_ranges(size: int, threads: int) -> None:
+def test_range_cuts_cover_the_segment_in_ranges_that_shrink_towards_its_end(size: int, threads: int) -> None:
     """The ranges a split segment is cut into cover it once, in order, RANGES_A_THREAD a thread (fewer
-    only when the file has fewer bytes), each within a byte of the others' size."""
+    only when the file is tiny), each no larger than the one before; the last `threads` ranges, the
+    ones a walker may wait for at the end, together hold about a sixteenth of the segment."""
     bounds = [0, *parallel.range_cuts(size, threads), size]
     lengths = [b - a for a, b in zip(bounds, bounds[1:], strict=False)]
-    assert all(n > 0 for n in lengths)
-    assert len(lengths) == min(size, parallel.RANGES_A_THREAD * threads)
-    assert max(lengths) - min(lengths) <= 1
+    parts = parallel.RANGES_A_THREAD * threads
+    assert all(n > 0 for n in lengths) and sum(lengths) == size
+    assert len(lengths) == parts if size >= 4 * parts * parts else 1 <= len(lengths) <= parts
+    assert all(b <= a + 1 for a, b in zip(lengths, lengths[1:], strict=False))
+    if size >= 4 * parts * parts:
+        assert sum(lengths[-threads:]) <= size // 16 + threads
 
 
 def test_split_points_are_batch_boundaries() -> None:
@@ -228,6 +233,7 @@ def _no_threads(monkeypatch) -> list[str]:
     monkeypatch.setattr(threading.Thread, "start", refuse("thread start"))
     monkeypatch.setattr(_thread, "start_new_thread", refuse("thread start"))
     monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", refuse("pool"))
+    monkeypatch.setattr(os, "fork", refuse("fork"))
     return attempted
 
 
@@ -505,3 +511,44 @@ def test_a_log_dir_walked_in_python_starts_no_thread(monkeypatch) -> None:
     assert all(_validate(["--jobs", "2", str(p)]) == alone[p] for p in compressed)
     assert _validate(["--jobs", "2", *map(str, compressed)])[0] == 0
     assert attempted == []
+
+
+def test_every_walker_step_is_whole_pages() -> None:
+    """madvise takes whole pages: 16 MiB shared by 3 walkers is not (`--jobs 3` failed with
+    'Invalid argument' on a large segment)."""
+    import mmap
+
+    for threads in range(1, 65):
+        assert parallel.walker_step(threads) % mmap.PAGESIZE == 0
+
+
+def test_a_mapped_window_hands_back_whole_pages_whatever_its_step(tmp_path: Path) -> None:
+    from kafka_tools.format.segment import SegmentWindow
+
+    path = tmp_path / "zeros.log"
+    path.write_bytes(bytes(14 * MiB))
+    with open(path, "rb") as f:
+        win = SegmentWindow(f, 14 * MiB, use_mmap=True, release_step=16 * MiB // 3)
+        for position in range(0, 14 * MiB - 4096, 256 * 1024):
+            win.ensure(position, 4096)
+        assert win._released > 0 and win._released % 4096 == 0
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_three_walkers_on_a_segment_longer_than_their_steps(tmp_path: Path, monkeypatch) -> None:
+    """Ranges that hand pages back (each longer than walker_step(3), a step that is not a whole number
+    of pages before rounding) report what one walker reports."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    path = tmp_path / "00000000000000000000.log"
+    with open(path, "wb") as out:
+        for n in range(48):
+            b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 30)
+            b.append(0, timestamp=1_700_000_000_000 + n, key=b"k", value=bytes([n]) * MiB, headers=[])
+            batch = bytearray(b.build())
+            batch[0:8] = n.to_bytes(8, "big")
+            out.write(batch)
+    one = _validate(["--jobs", "1", str(path)])
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    assert one[0] == 0 and _validate(["--jobs", "3", str(path)]) == one

@@ -1,0 +1,172 @@
+"""One large v2 segment's ranges walked in forked processes (log/forked.py): the same answer as one
+walk and as the ranges on threads, errors and dead walkers included, and processes only where they
+are safe (no other thread running) and their results small (no index targets)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from kafka_tools.format import accel
+from kafka_tools.log import forked, parallel
+from kafka_tools.log.findings import ValidateOptions
+from kafka_tools.log.segment_checks import scan_segment
+from tests.independent import FIXTURES
+
+GENERATED = FIXTURES / "generated"
+SEGMENTED = GENERATED / "v2" / "segmented-0" / "00000000000000000000.log"
+has_c = accel.fast("scan_batches") is not None
+needs_fork = pytest.mark.skipif(not forked.may_fork(), reason="no fork here, or a thread is running")
+
+
+def _forks(monkeypatch) -> list[int]:
+    """Count the walkers forked (by pid, in the parent)."""
+    pids: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(forked.os, "fork", fork)
+    return pids
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@needs_fork
+@pytest.mark.parametrize("parts", [2, 3, 9])
+def test_ranges_in_processes_report_what_one_walk_reports(parts: int, monkeypatch) -> None:
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    pids = _forks(monkeypatch)
+    paths = sorted([*GENERATED.glob("v2/*/*.log"), *GENERATED.glob("corrupt/v2-*/*.log")])
+    for path in paths:
+        one = scan_segment(path, ValidateOptions())
+        in_threads = scan_segment(path, ValidateOptions(split=parallel.splitter(parts)))
+        in_processes = scan_segment(path, ValidateOptions(split=parallel.splitter(parts, processes=True)))
+        assert in_processes == in_threads == one, path
+    assert len(pids) >= parts - 1  # every segment that begins with a batch: parts - 1 walkers
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_index_targets_keep_the_ranges_on_threads(monkeypatch) -> None:
+    """A range's index targets can number a million (one per 4 KiB of log): they stay in the process
+    that found them, so a split with targets walks on threads."""
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    pids = _forks(monkeypatch)
+    data = SEGMENTED.read_bytes()
+    starts, pos = [], 0
+    while pos + 12 <= len(data):
+        starts.append(pos)
+        pos += 12 + int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
+    wanted = set(starts[::3])
+    one = scan_segment(SEGMENTED, ValidateOptions(), index_positions=wanted)
+    split = scan_segment(SEGMENTED, ValidateOptions(split=parallel.splitter(3, True)), index_positions=wanted)
+    assert split == one and one.entry_positions
+    assert pids == []
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@needs_fork
+def test_a_range_that_fails_in_a_walker_process_fails_the_split(monkeypatch) -> None:
+    """The exception crosses back and is raised once every range has ended, as on threads."""
+    real = parallel._range_run
+
+    def later_ranges_fail(p, start, *rest):
+        if start:
+            raise OSError(f"{p}: cannot read at {start}")
+        return real(p, start, *rest)
+
+    monkeypatch.setattr(parallel, "_range_run", later_ranges_fail)
+    pids = _forks(monkeypatch)
+    with pytest.raises(OSError, match="cannot read at"):
+        parallel.split_prefix(SEGMENTED, 0, [], 3, processes=True)
+    assert len(pids) == 2
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@needs_fork
+def test_the_ranges_of_a_walker_that_died_are_walked_by_the_caller(monkeypatch) -> None:
+    """A walker killed mid-way (the OOM killer, a signal) loses no range: the caller walks what it did
+    not answer, and the answer is the one walk's."""
+    parent = os.getpid()
+    real = parallel._range_run
+
+    def walker_dies(*args):
+        if os.getpid() != parent:
+            os.kill(os.getpid(), 9)
+        return real(*args)
+
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    one = scan_segment(SEGMENTED, ValidateOptions())
+    monkeypatch.setattr(parallel, "_range_run", walker_dies)
+    assert scan_segment(SEGMENTED, ValidateOptions(split=parallel.splitter(3, processes=True))) == one
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@needs_fork
+def test_a_split_without_processes_to_be_had_is_walked_by_the_caller(monkeypatch) -> None:
+    def no_process() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    one = scan_segment(SEGMENTED, ValidateOptions())
+    monkeypatch.setattr(forked.os, "fork", no_process)
+    assert scan_segment(SEGMENTED, ValidateOptions(split=parallel.splitter(3, processes=True))) == one
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+def test_no_process_is_forked_while_another_thread_runs(monkeypatch) -> None:
+    """Forking while a thread may hold a lock would leave the child that lock held: with a thread
+    running the ranges go to threads."""
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    pids = _forks(monkeypatch)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not forked.may_fork()
+        one = scan_segment(SEGMENTED, ValidateOptions())
+        assert scan_segment(SEGMENTED, ValidateOptions(split=parallel.splitter(2, processes=True))) == one
+    finally:
+        release.set()
+        other.join()
+    assert pids == []
+
+
+@needs_fork
+def test_forked_results_come_in_the_calls_order_from_every_process(monkeypatch) -> None:
+    """Every call answered once, in order, by the caller and its walkers together."""
+    pids = _forks(monkeypatch)
+    calls = [(k,) for k in range(40)]
+    answers = forked.forked_results(lambda k: (k * k, os.getpid()), calls, 3)
+    assert [a for a, _ in answers] == [k * k for k in range(40)]
+    assert len(pids) == 2 and {who for _, who in answers} <= {os.getpid(), *pids}
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@needs_fork
+def test_validate_of_one_large_segment_walks_its_ranges_in_processes(monkeypatch, tmp_path: Path) -> None:
+    """`ktool validate --jobs 2 FILE` of one large v2 segment: its ranges in one forked walker and
+    the caller, and the report --jobs 1 gives."""
+    import json
+
+    from click.testing import CliRunner
+
+    from kafka_tools.cli.main import cli
+
+    def run(*args: str) -> tuple[int, list[dict]]:
+        argv = ["validate", "--json", *args, str(SEGMENTED)]
+        result = CliRunner().invoke(cli, argv, catch_exceptions=False)
+        return result.exit_code, [json.loads(line) for line in result.stdout.splitlines()]
+
+    one = run("--jobs", "1")
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    pids = _forks(monkeypatch)
+    assert run("--jobs", "2") == one
+    assert len(pids) == 1
