@@ -101,12 +101,13 @@ def test_the_rule_catches_a_wrong_import(tmp_path: Path) -> None:
 
 
 # Byte parsing outside format/ that reads no segment, index or checkpoint: the Kafka wire protocol's
-# ApiVersions probe, the Java String.hashCode of the range assignor, and dump-log's own pipe between
-# its worker processes.
+# ApiVersions probe, the Java String.hashCode of the range assignor, dump-log's own pipe between
+# its worker processes, and the pipe of range numbers validate's forked walkers take from.
 BYTES_ELSEWHERE = {
     "kafka_tools/broker/client.py",
     "kafka_tools/consumers/assignors.py",
     "kafka_tools/cli/dump_parallel.py",
+    "kafka_tools/log/forked.py",
 }
 _BYTE_READERS = {"struct", "array"}  # modules whose import means fixed-layout bytes are read here
 _BYTE_CALLS = {"from_bytes", "unpack", "unpack_from", "iter_unpack", "read_varint", "read_uvarint"}
