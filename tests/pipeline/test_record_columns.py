@@ -183,6 +183,36 @@ def test_a_bad_section_raises_the_readers_error_and_adds_no_row(section, count) 
     )
 
 
+@pytest.mark.parametrize("first_null", [0, 5, 7, 8, 13, 16])
+def test_nulls_from_any_row_on_and_rolled_back_keep_every_rows_value(first_null: int) -> None:
+    """A column's validity bitmap starts at its first null (none is made while every value is there):
+    the rows before it read back valid, a refused entry rolls it back whole, and a column with no
+    null left after the rollback is exported without one."""
+
+    def record(i: int, null: bool) -> Record:
+        value = None if null else b"v%d" % i
+        return Record(i, i, None if null and i % 2 else b"k%d" % i, value, (("h", value),))
+
+    builder = accel.C.record_columns()
+    want = [record(i, i >= first_null and i % 3 == first_null % 3) for i in range(first_null + 12)]
+    builder.add_records(want[:first_null], 1)
+    with pytest.raises(TypeError):  # a null, then a record that is refused: the entry adds no row
+        builder.add_records([record(first_null, True), (1, 2, "text", None, ())], 2)
+    assert builder.rows == first_null
+    builder.add_records(want[first_null:], 1)
+    assert _rows(builder) == _as_rows(want, 1)
+    builder.add_records(want[:first_null], 1)
+    with pytest.raises(TypeError):
+        builder.add_records([record(first_null, True), (1, 2, "text", None, ())], 2)
+    batch = pa.record_batch(record_columns.Exported(builder.finish("f.log", None, None)))
+    assert batch.column("value").null_count == 0 and batch.column("value").buffers()[0] is None
+    assert [r["value"] for r in batch.to_pylist()] == [r.value for r in want[:first_null]]
+    for cut in (first_null, first_null + 1, first_null + 9):  # rows before, at and after the first null
+        builder.add_records(want[:cut], 1)
+        builder.add_records(want[cut:], 1)
+        assert _rows(builder) == _as_rows(want, 1)
+
+
 def _message(offset: int, key: bytes | None, value: bytes | None) -> bytes:
     """A plain magic 1 message, timestamp 5."""
     body = struct.pack(">bbq", 1, 0, 5)

@@ -120,20 +120,42 @@ binary_init(binary_t *c)
     return buf_i32(&c->offsets, 0);
 }
 
+/* The first null of a column: its validity bitmap starts here, every row before it valid. Bitmaps are
+ * kept only while a column holds a null (nulls > 0): a column without any is exported with none, and
+ * a row costs no bit (most columns: value, header key, offsets). 0, or -1 (memory). */
+static __attribute__((noinline)) int
+binary_first_null(binary_t *c)
+{
+    size_t full = (size_t)(c->rows / 8), bytes = full + 1;
+    c->valid.len = 0;
+    if (buf_reserve(&c->valid, bytes) < 0)
+        return -1;
+    memset(c->valid.data, 0xff, full);
+    c->valid.data[full] = (unsigned char)((1u << (c->rows % 8)) - 1);
+    c->valid.len = bytes;
+    return 0;
+}
+
 static inline int
 binary_add(binary_t *c, const unsigned char *p, Py_ssize_t len)
 {
-    if (c->rows % 8 == 0) {
-        unsigned char zero = 0;
-        if (buf_put(&c->valid, &zero, 1) < 0)
-            return -1;
+    if (len < 0 || c->nulls) {
+        if (c->nulls == 0) {
+            if (binary_first_null(c) < 0)
+                return -1;
+        }
+        else if (c->rows % 8 == 0) {
+            unsigned char zero = 0;
+            if (buf_put(&c->valid, &zero, 1) < 0)
+                return -1;
+        }
+        if (len < 0) {
+            c->nulls++;
+            len = 0;
+        }
+        else
+            c->valid.data[c->rows / 8] |= (unsigned char)(1u << (c->rows % 8));
     }
-    if (len < 0) {
-        c->nulls++;
-        len = 0;
-    }
-    else
-        c->valid.data[c->rows / 8] |= (unsigned char)(1u << (c->rows % 8));
     if ((size_t)len > (size_t)INT32_MAX - c->data.len)
         return -1; /* never with the caller's bounds: MAX_DECOMPRESSED and the batch byte limit */
     if (buf_put(&c->data, p, (size_t)len) < 0 || buf_i32(&c->offsets, (int32_t)c->data.len) < 0)
@@ -162,7 +184,7 @@ binary_rollback(binary_t *c, binary_mark_t m)
     c->rows = m.rows;
     c->nulls = m.nulls;
     c->offsets.len = (size_t)(m.rows + 1) * 4;
-    if (m.rows % 8) /* bits past the last row are set again as rows come */
+    if (m.nulls && m.rows % 8) /* bits past the last row are set again as rows come */
         c->valid.data[m.rows / 8] &= (unsigned char)((1u << (m.rows % 8)) - 1);
 }
 
@@ -247,6 +269,23 @@ columns_rollback(columns_t *c, mark_t m)
     c->rows = m.rows;
 }
 
+/* Whether p[0..len) is ASCII (then it is UTF-8 as it is): eight bytes a step. */
+static inline int
+is_ascii(const unsigned char *p, Py_ssize_t len)
+{
+    Py_ssize_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t word;
+        memcpy(&word, p + i, 8);
+        if (word & 0x8080808080808080ull)
+            return 0;
+    }
+    unsigned char high = 0;
+    for (; i < len; i++)
+        high |= p[i];
+    return high < 0x80;
+}
+
 /* One row, headers read by headers_next from a record's bytes or a Record's tuple: 0, or -1 (memory,
  * or an exception set by headers_next). */
 static int
@@ -261,10 +300,7 @@ columns_row(columns_t *c, int64_t position, int64_t offset, int64_t timestamp, c
         field_t hk, hv;
         int got;
         while ((got = headers_next(h, &hk, &hv)) > 0) {
-            int ascii = 1;
-            for (Py_ssize_t i = 0; i < hk.len && ascii; i++)
-                ascii = hk.ptr[i] < 0x80;
-            if (ascii) {
+            if (is_ascii(hk.ptr, hk.len)) {
                 if (binary_add(&c->header_key, hk.ptr, hk.len) < 0)
                     goto nomem;
             }
@@ -706,7 +742,8 @@ repeated_string(array_block_t *b, int i, const char *text, Py_ssize_t len, int64
     if (offsets == NULL || data == NULL)
         return -1;
     if (text != NULL) {
-        for (int64_t r = 0; r < rows; r++) {
+        /* an empty text (a writer that puts the column back itself) leaves the zeroed offsets */
+        for (int64_t r = 0; len > 0 && r < rows; r++) {
             memcpy(data + r * len, text, (size_t)len);
             offsets[r + 1] = (int32_t)((r + 1) * len);
         }
@@ -912,6 +949,33 @@ schema_capsule(void)
     return cap;
 }
 
+/* The buffers that grow with the rows (not the bitmaps), in a fixed order. */
+#define N_SIZED 12
+
+static void
+columns_sized(columns_t *c, buf_t **out)
+{
+    buf_t *all[N_SIZED] = {&c->position,          &c->offset,          &c->timestamp,         &c->key.offsets,
+                           &c->key.data,          &c->value.offsets,   &c->value.data,        &c->header_offsets,
+                           &c->header_key.offsets, &c->header_key.data, &c->header_value.offsets,
+                           &c->header_value.data};
+    memcpy(out, all, sizeof all);
+}
+
+/* A restarted builder's buffers sized for a batch like the one just exported (and a quarter more):
+ * the next batch's rows go in without growing them, each growth a realloc that copies the buffer
+ * (3% of an in-process `scan --out` before). Only address space until the rows come; a failure is
+ * no error here (the rows then grow the buffers as before). */
+static void
+columns_presize(columns_t *c, const size_t *used)
+{
+    buf_t *sized[N_SIZED];
+    columns_sized(c, sized);
+    for (int k = 0; k < N_SIZED; k++)
+        if (used[k] > sized[k]->cap)
+            (void)buf_reserve(sized[k], used[k] + used[k] / 4);
+}
+
 /* finish(file, topic, partition) -> (schema capsule, array capsule): the rows so far, the builder
  * emptied; the file, topic and partition columns hold the given values on every row. */
 static PyObject *
@@ -924,6 +988,11 @@ columns_finish(columns_t *c, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "topic must be a str or None");
         return NULL;
     }
+    size_t used[N_SIZED];
+    buf_t *sized[N_SIZED];
+    columns_sized(c, sized);
+    for (int k = 0; k < N_SIZED; k++)
+        used[k] = sized[k]->len;
     PyObject *schema = schema_capsule();
     if (schema == NULL)
         return NULL;
@@ -934,6 +1003,8 @@ columns_finish(columns_t *c, PyObject *args)
     }
     columns_free(c); /* what export_columns did not move: the bitmaps of columns without nulls */
     int restarted = columns_init(c);
+    if (restarted == 0)
+        columns_presize(c, used);
     struct ArrowArray *top = malloc(sizeof *top);
     if (top == NULL) {
         b->arrays[0].release(&b->arrays[0]);
