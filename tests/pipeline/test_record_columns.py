@@ -313,6 +313,39 @@ def test_many_batches_leave_no_memory_behind(tmp_path: Path) -> None:
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 32 * 1024  # KiB
 
 
+def test_batches_built_in_recycled_buffers_keep_their_rows_while_others_are_built(tmp_path: Path) -> None:
+    """The buffers of a batch pyarrow let go of are used again for the next batches (no page fault a
+    new page, no copy a growth): a batch still held keeps its rows whatever is built after it, and
+    every batch, held or dropped, has the reference's rows."""
+    batches = []
+    for b in range(40):  # 100 records a batch, values of 150-900 bytes: 64 KiB buffers and more
+        section = b"".join(
+            hostile.v2_record(
+                offset_delta=i,
+                key=None if i % 7 == 0 else b"k%d" % (100 * b + i),
+                value=bytes([b + i & 0xFF]) * (150 + (37 * (b + i)) % 750),
+                tail=b"\x02\x02h\x02v" if i % 3 else b"\x00",
+            )
+            for i in range(100)
+        )
+        batches.append(hostile.v2_batch(section, 100, base_offset=100 * b, last_offset_delta=99))
+    spec = _segment_of(tmp_path, b"".join(batches))
+    want = _reference(spec)
+    assert want.num_rows == 4_000
+    held = []
+    for k, batch in enumerate(record_columns.record_batches(spec, max_rows=500)):
+        if k % 2:
+            held.append((k, batch))  # held while the next ones are built
+        else:
+            assert batch.equals(want.slice(500 * k, batch.num_rows).to_batches()[0])
+            del batch  # let go of: its buffers are used again
+    assert [k for k, _ in held] == [1, 3, 5, 7]
+    for k, batch in held:
+        assert batch.equals(want.slice(500 * k, batch.num_rows).to_batches()[0])
+    for _ in range(3):  # again and again from the recycled buffers, the same table
+        assert _table(spec, max_rows=700).equals(want)
+
+
 def test_error_paths_leave_no_memory_behind() -> None:
     builder = accel.C.record_columns()
     bad = (SECTION[:-3], 3, 0, 0, None, -1, 0)

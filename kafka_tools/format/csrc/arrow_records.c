@@ -197,6 +197,85 @@ binary_free(binary_t *c)
     memset(c, 0, sizeof *c);
 }
 
+/* ---- recycled buffers ------------------------------------------------------------------------------------ */
+
+/* The buffers of an exported batch, once pyarrow releases it, are kept here for the batches to come
+ * (columns_presize): a new batch then writes into pages already mapped, where fresh ones cost a page
+ * fault each (freed and allocated again a batch, 3-4 us a page here: more than the realloc copies) and
+ * its buffers never grow by copying. At most POOL_SLOTS buffers and POOL_BYTES, the oldest dropped
+ * first; pyarrow may release on any thread, without the GIL, hence the lock. */
+#define POOL_SLOTS 48
+#define POOL_MIN ((size_t)64 << 10)   /* smaller buffers: freed (malloc reuses them well) */
+#define POOL_BYTES ((size_t)128 << 20) /* a batch of each of the in-process scan's 4 lanes, at 65,536 rows */
+
+static struct {
+    unsigned char *data;
+    size_t cap;
+} pool[POOL_SLOTS];
+static int pool_n;
+static size_t pool_bytes;
+static atomic_flag pool_busy = ATOMIC_FLAG_INIT;
+
+static void
+pool_lock(void)
+{
+    while (atomic_flag_test_and_set_explicit(&pool_busy, memory_order_acquire))
+        ;
+}
+
+static void
+pool_unlock(void)
+{
+    atomic_flag_clear_explicit(&pool_busy, memory_order_release);
+}
+
+/* Keep `p` (`cap` bytes; 0: not a builder's buffer) for a later batch, or free it. */
+static void
+pool_put(void *p, size_t cap)
+{
+    void *drop[POOL_SLOTS + 1];
+    int n_drop = 0;
+    if (p != NULL && cap >= POOL_MIN && cap <= POOL_BYTES) {
+        pool_lock();
+        while (pool_n > 0 && (pool_n == POOL_SLOTS || pool_bytes + cap > POOL_BYTES)) {
+            drop[n_drop++] = pool[0].data; /* the oldest */
+            pool_bytes -= pool[0].cap;
+            memmove(&pool[0], &pool[1], (size_t)(pool_n - 1) * sizeof pool[0]);
+            pool_n--;
+        }
+        pool[pool_n].data = p;
+        pool[pool_n].cap = cap;
+        pool_n++;
+        pool_bytes += cap;
+        pool_unlock();
+        p = NULL;
+    }
+    free(p);
+    for (int i = 0; i < n_drop; i++)
+        free(drop[i]);
+}
+
+/* A kept buffer of `want` to 2 * `want` bytes (the smallest), its capacity in *cap; or NULL. */
+static unsigned char *
+pool_take(size_t want, size_t *cap)
+{
+    unsigned char *p = NULL;
+    pool_lock();
+    int best = -1;
+    for (int i = 0; i < pool_n; i++)
+        if (pool[i].cap >= want && pool[i].cap / 2 <= want && (best < 0 || pool[i].cap < pool[best].cap))
+            best = i;
+    if (best >= 0) {
+        p = pool[best].data;
+        *cap = pool[best].cap;
+        pool_bytes -= *cap;
+        memmove(&pool[best], &pool[best + 1], (size_t)(pool_n - best - 1) * sizeof pool[0]);
+        pool_n--;
+    }
+    pool_unlock();
+    return p;
+}
+
 /* ---- the builder ---------------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -660,6 +739,7 @@ typedef struct {
     struct ArrowArray *children[NODES - 1];
     const void *buffers[NODES][3];
     void *owned[MAX_OWNED];
+    size_t owned_cap[MAX_OWNED]; /* a builder buffer's capacity (recycled), 0 for one made here (freed) */
     int n_owned;
 } array_block_t;
 
@@ -667,7 +747,7 @@ static void
 block_free(array_block_t *b)
 {
     for (int i = 0; i < b->n_owned; i++)
-        free(b->owned[i]);
+        pool_put(b->owned[i], b->owned_cap[i]);
     free(b);
     atomic_fetch_sub(&blocks_alive, 1);
 }
@@ -706,6 +786,7 @@ static const void *
 own(array_block_t *b, buf_t *buf)
 {
     void *p = buf->data;
+    b->owned_cap[b->n_owned] = buf->cap;
     b->owned[b->n_owned++] = p;
     memset(buf, 0, sizeof *buf);
     return p;
@@ -716,8 +797,10 @@ static void *
 own_new(array_block_t *b, size_t size)
 {
     void *p = calloc(1, size ? size : 1);
-    if (p != NULL)
+    if (p != NULL) {
+        b->owned_cap[b->n_owned] = 0;
         b->owned[b->n_owned++] = p;
+    }
     return p;
 }
 
@@ -962,18 +1045,33 @@ columns_sized(columns_t *c, buf_t **out)
     memcpy(out, all, sizeof all);
 }
 
-/* A restarted builder's buffers sized for a batch like the one just exported (and a quarter more):
- * the next batch's rows go in without growing them, each growth a realloc that copies the buffer
- * (3% of an in-process `scan --out` before). Only address space until the rows come; a failure is
- * no error here (the rows then grow the buffers as before). */
+/* A restarted builder's buffers sized for a batch like the one just exported (and a quarter more),
+ * taken from the recycled ones when one fits: the next batch's rows go in without growing them, each
+ * growth a realloc that copies the buffer (3% of an in-process `scan --out` before). A failure is no
+ * error here (the rows then grow the buffers as before). */
 static void
 columns_presize(columns_t *c, const size_t *used)
 {
     buf_t *sized[N_SIZED];
     columns_sized(c, sized);
-    for (int k = 0; k < N_SIZED; k++)
-        if (used[k] > sized[k]->cap)
-            (void)buf_reserve(sized[k], used[k] + used[k] / 4);
+    for (int k = 0; k < N_SIZED; k++) {
+        buf_t *b = sized[k];
+        size_t want = used[k] + used[k] / 4, cap;
+        if (want <= b->cap)
+            continue;
+        unsigned char *p = want >= POOL_MIN ? pool_take(want, &cap) : NULL;
+        if (p != NULL) {
+            if (b->len)
+                memcpy(p, b->data, b->len);
+            free(b->data);
+        }
+        else if ((p = realloc(b->data, want)) != NULL)
+            cap = want;
+        else
+            continue;
+        b->data = p;
+        b->cap = cap;
+    }
 }
 
 /* finish(file, topic, partition) -> (schema capsule, array capsule): the rows so far, the builder
