@@ -84,13 +84,40 @@ buf_reserve(buf_t *b, size_t extra)
     return buf_grow(b, extra);
 }
 
+/* d[0..n) = s[0..n): up to 16 bytes in two overlapping moves (a header key, a short key or value),
+ * without a call into the C library's memcpy for each. */
+static inline void
+copy_bytes(unsigned char *d, const unsigned char *s, size_t n)
+{
+    if (n > 16)
+        memcpy(d, s, n);
+    else if (n >= 8) {
+        uint64_t head, tail;
+        memcpy(&head, s, 8);
+        memcpy(&tail, s + n - 8, 8);
+        memcpy(d, &head, 8);
+        memcpy(d + n - 8, &tail, 8);
+    }
+    else if (n >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, s, 4);
+        memcpy(&tail, s + n - 4, 4);
+        memcpy(d, &head, 4);
+        memcpy(d + n - 4, &tail, 4);
+    }
+    else if (n) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    }
+}
+
 static inline int
 buf_put(buf_t *b, const void *p, size_t n)
 {
     if (buf_reserve(b, n) < 0)
         return -1;
-    if (n)
-        memcpy(b->data + b->len, p, n);
+    copy_bytes(b->data + b->len, p, n);
     b->len += n;
     return 0;
 }
@@ -792,13 +819,18 @@ own(array_block_t *b, buf_t *buf)
     return p;
 }
 
-/* A new buffer of `size` bytes (zeroed) the block owns, or NULL. */
+/* A new buffer of `size` bytes (zeroed) the block owns, or NULL; a recycled one when one fits. */
 static void *
 own_new(array_block_t *b, size_t size)
 {
-    void *p = calloc(1, size ? size : 1);
+    size_t cap = 0;
+    void *p = size >= POOL_MIN ? pool_take(size, &cap) : NULL;
+    if (p != NULL)
+        memset(p, 0, size);
+    else
+        p = calloc(1, size ? size : 1);
     if (p != NULL) {
-        b->owned_cap[b->n_owned] = 0;
+        b->owned_cap[b->n_owned] = cap;
         b->owned[b->n_owned++] = p;
     }
     return p;
