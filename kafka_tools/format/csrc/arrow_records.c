@@ -117,7 +117,8 @@ buf_put(buf_t *b, const void *p, size_t n)
 {
     if (buf_reserve(b, n) < 0)
         return -1;
-    copy_bytes(b->data + b->len, p, n);
+    if (n) /* data is NULL before the first byte */
+        copy_bytes(b->data + b->len, p, n);
     b->len += n;
     return 0;
 }
