@@ -10,7 +10,8 @@
  * was) and raises the reader's error, as Record decoding does. finish() moves the buffers into an
  * exported ArrowArray and starts empty again.
  *
- * Buffers are malloc'd (not PyMem): pyarrow may release an array on any thread, without the GIL.
+ * Buffers are malloc'd (not PyMem): pyarrow may release an array on any thread, without the GIL; a
+ * released batch's buffers are kept for the next batches ("recycled buffers" below).
  * Every exported array and schema is one block with a count of its live nodes; each node's release
  * callback releases its children still owned, then drops one count, and the last frees the block.
  */
