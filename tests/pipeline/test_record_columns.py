@@ -183,6 +183,36 @@ def test_a_bad_section_raises_the_readers_error_and_adds_no_row(section, count) 
     )
 
 
+@pytest.mark.parametrize("first_null", [0, 5, 7, 8, 13, 16])
+def test_nulls_from_any_row_on_and_rolled_back_keep_every_rows_value(first_null: int) -> None:
+    """A column's validity bitmap starts at its first null (none is made while every value is there):
+    the rows before it read back valid, a refused entry rolls it back whole, and a column with no
+    null left after the rollback is exported without one."""
+
+    def record(i: int, null: bool) -> Record:
+        value = None if null else b"v%d" % i
+        return Record(i, i, None if null and i % 2 else b"k%d" % i, value, (("h", value),))
+
+    builder = accel.C.record_columns()
+    want = [record(i, i >= first_null and i % 3 == first_null % 3) for i in range(first_null + 12)]
+    builder.add_records(want[:first_null], 1)
+    with pytest.raises(TypeError):  # a null, then a record that is refused: the entry adds no row
+        builder.add_records([record(first_null, True), (1, 2, "text", None, ())], 2)
+    assert builder.rows == first_null
+    builder.add_records(want[first_null:], 1)
+    assert _rows(builder) == _as_rows(want, 1)
+    builder.add_records(want[:first_null], 1)
+    with pytest.raises(TypeError):
+        builder.add_records([record(first_null, True), (1, 2, "text", None, ())], 2)
+    batch = pa.record_batch(record_columns.Exported(builder.finish("f.log", None, None)))
+    assert batch.column("value").null_count == 0 and batch.column("value").buffers()[0] is None
+    assert [r["value"] for r in batch.to_pylist()] == [r.value for r in want[:first_null]]
+    for cut in (first_null, first_null + 1, first_null + 9):  # rows before, at and after the first null
+        builder.add_records(want[:cut], 1)
+        builder.add_records(want[cut:], 1)
+        assert _rows(builder) == _as_rows(want, 1)
+
+
 def _message(offset: int, key: bytes | None, value: bytes | None) -> bytes:
     """A plain magic 1 message, timestamp 5."""
     body = struct.pack(">bbq", 1, 0, 5)
@@ -281,6 +311,39 @@ def test_many_batches_leave_no_memory_behind(tmp_path: Path) -> None:
     assert grown < 64 * 1024, grown  # Python objects: none kept a call
     assert alive() == before  # C buffers (malloc, not traced): every block released
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss < 32 * 1024  # KiB
+
+
+def test_batches_built_in_recycled_buffers_keep_their_rows_while_others_are_built(tmp_path: Path) -> None:
+    """The buffers of a batch pyarrow let go of are used again for the next batches (no page fault a
+    new page, no copy a growth): a batch still held keeps its rows whatever is built after it, and
+    every batch, held or dropped, has the reference's rows."""
+    batches = []
+    for b in range(40):  # 100 records a batch, values of 150-900 bytes: 64 KiB buffers and more
+        section = b"".join(
+            hostile.v2_record(
+                offset_delta=i,
+                key=None if i % 7 == 0 else b"k%d" % (100 * b + i),
+                value=bytes([b + i & 0xFF]) * (150 + (37 * (b + i)) % 750),
+                tail=b"\x02\x02h\x02v" if i % 3 else b"\x00",
+            )
+            for i in range(100)
+        )
+        batches.append(hostile.v2_batch(section, 100, base_offset=100 * b, last_offset_delta=99))
+    spec = _segment_of(tmp_path, b"".join(batches))
+    want = _reference(spec)
+    assert want.num_rows == 4_000
+    held = []
+    for k, batch in enumerate(record_columns.record_batches(spec, max_rows=500)):
+        if k % 2:
+            held.append((k, batch))  # held while the next ones are built
+        else:
+            assert batch.equals(want.slice(500 * k, batch.num_rows).to_batches()[0])
+            del batch  # let go of: its buffers are used again
+    assert [k for k, _ in held] == [1, 3, 5, 7]
+    for k, batch in held:
+        assert batch.equals(want.slice(500 * k, batch.num_rows).to_batches()[0])
+    for _ in range(3):  # again and again from the recycled buffers, the same table
+        assert _table(spec, max_rows=700).equals(want)
 
 
 def test_error_paths_leave_no_memory_behind() -> None:

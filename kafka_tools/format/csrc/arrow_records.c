@@ -10,7 +10,8 @@
  * was) and raises the reader's error, as Record decoding does. finish() moves the buffers into an
  * exported ArrowArray and starts empty again.
  *
- * Buffers are malloc'd (not PyMem): pyarrow may release an array on any thread, without the GIL.
+ * Buffers are malloc'd (not PyMem): pyarrow may release an array on any thread, without the GIL; a
+ * released batch's buffers are kept for the next batches ("recycled buffers" below).
  * Every exported array and schema is one block with a count of its live nodes; each node's release
  * callback releases its children still owned, then drops one count, and the last frees the block.
  */
@@ -84,13 +85,41 @@ buf_reserve(buf_t *b, size_t extra)
     return buf_grow(b, extra);
 }
 
+/* d[0..n) = s[0..n): up to 16 bytes in two overlapping moves (a header key, a short key or value),
+ * without a call into the C library's memcpy for each. */
+static inline void
+copy_bytes(unsigned char *d, const unsigned char *s, size_t n)
+{
+    if (n > 16)
+        memcpy(d, s, n);
+    else if (n >= 8) {
+        uint64_t head, tail;
+        memcpy(&head, s, 8);
+        memcpy(&tail, s + n - 8, 8);
+        memcpy(d, &head, 8);
+        memcpy(d + n - 8, &tail, 8);
+    }
+    else if (n >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, s, 4);
+        memcpy(&tail, s + n - 4, 4);
+        memcpy(d, &head, 4);
+        memcpy(d + n - 4, &tail, 4);
+    }
+    else if (n) {
+        d[0] = s[0];
+        d[n / 2] = s[n / 2];
+        d[n - 1] = s[n - 1];
+    }
+}
+
 static inline int
 buf_put(buf_t *b, const void *p, size_t n)
 {
     if (buf_reserve(b, n) < 0)
         return -1;
-    if (n)
-        memcpy(b->data + b->len, p, n);
+    if (n) /* data is NULL before the first byte */
+        copy_bytes(b->data + b->len, p, n);
     b->len += n;
     return 0;
 }
@@ -120,20 +149,42 @@ binary_init(binary_t *c)
     return buf_i32(&c->offsets, 0);
 }
 
+/* The first null of a column: its validity bitmap starts here, every row before it valid. Bitmaps are
+ * kept only while a column holds a null (nulls > 0): a column without any is exported with none, and
+ * a row costs no bit (most columns: value, header key, offsets). 0, or -1 (memory). */
+static __attribute__((noinline)) int
+binary_first_null(binary_t *c)
+{
+    size_t full = (size_t)(c->rows / 8), bytes = full + 1;
+    c->valid.len = 0;
+    if (buf_reserve(&c->valid, bytes) < 0)
+        return -1;
+    memset(c->valid.data, 0xff, full);
+    c->valid.data[full] = (unsigned char)((1u << (c->rows % 8)) - 1);
+    c->valid.len = bytes;
+    return 0;
+}
+
 static inline int
 binary_add(binary_t *c, const unsigned char *p, Py_ssize_t len)
 {
-    if (c->rows % 8 == 0) {
-        unsigned char zero = 0;
-        if (buf_put(&c->valid, &zero, 1) < 0)
-            return -1;
+    if (len < 0 || c->nulls) {
+        if (c->nulls == 0) {
+            if (binary_first_null(c) < 0)
+                return -1;
+        }
+        else if (c->rows % 8 == 0) {
+            unsigned char zero = 0;
+            if (buf_put(&c->valid, &zero, 1) < 0)
+                return -1;
+        }
+        if (len < 0) {
+            c->nulls++;
+            len = 0;
+        }
+        else
+            c->valid.data[c->rows / 8] |= (unsigned char)(1u << (c->rows % 8));
     }
-    if (len < 0) {
-        c->nulls++;
-        len = 0;
-    }
-    else
-        c->valid.data[c->rows / 8] |= (unsigned char)(1u << (c->rows % 8));
     if ((size_t)len > (size_t)INT32_MAX - c->data.len)
         return -1; /* never with the caller's bounds: MAX_DECOMPRESSED and the batch byte limit */
     if (buf_put(&c->data, p, (size_t)len) < 0 || buf_i32(&c->offsets, (int32_t)c->data.len) < 0)
@@ -162,7 +213,7 @@ binary_rollback(binary_t *c, binary_mark_t m)
     c->rows = m.rows;
     c->nulls = m.nulls;
     c->offsets.len = (size_t)(m.rows + 1) * 4;
-    if (m.rows % 8) /* bits past the last row are set again as rows come */
+    if (m.nulls && m.rows % 8) /* bits past the last row are set again as rows come */
         c->valid.data[m.rows / 8] &= (unsigned char)((1u << (m.rows % 8)) - 1);
 }
 
@@ -173,6 +224,85 @@ binary_free(binary_t *c)
     free(c->data.data);
     free(c->valid.data);
     memset(c, 0, sizeof *c);
+}
+
+/* ---- recycled buffers ------------------------------------------------------------------------------------ */
+
+/* The buffers of an exported batch, once pyarrow releases it, are kept here for the batches to come
+ * (columns_presize): a new batch then writes into pages already mapped, where fresh ones cost a page
+ * fault each (freed and allocated again a batch, 3-4 us a page here: more than the realloc copies) and
+ * its buffers never grow by copying. At most POOL_SLOTS buffers and POOL_BYTES, the oldest dropped
+ * first; pyarrow may release on any thread, without the GIL, hence the lock. */
+#define POOL_SLOTS 48
+#define POOL_MIN ((size_t)64 << 10)   /* smaller buffers: freed (malloc reuses them well) */
+#define POOL_BYTES ((size_t)128 << 20) /* a batch of each of the in-process scan's 4 lanes, at 65,536 rows */
+
+static struct {
+    unsigned char *data;
+    size_t cap;
+} pool[POOL_SLOTS];
+static int pool_n;
+static size_t pool_bytes;
+static atomic_flag pool_busy = ATOMIC_FLAG_INIT;
+
+static void
+pool_lock(void)
+{
+    while (atomic_flag_test_and_set_explicit(&pool_busy, memory_order_acquire))
+        ;
+}
+
+static void
+pool_unlock(void)
+{
+    atomic_flag_clear_explicit(&pool_busy, memory_order_release);
+}
+
+/* Keep `p` (`cap` bytes; 0: not a builder's buffer) for a later batch, or free it. */
+static void
+pool_put(void *p, size_t cap)
+{
+    void *drop[POOL_SLOTS + 1];
+    int n_drop = 0;
+    if (p != NULL && cap >= POOL_MIN && cap <= POOL_BYTES) {
+        pool_lock();
+        while (pool_n > 0 && (pool_n == POOL_SLOTS || pool_bytes + cap > POOL_BYTES)) {
+            drop[n_drop++] = pool[0].data; /* the oldest */
+            pool_bytes -= pool[0].cap;
+            memmove(&pool[0], &pool[1], (size_t)(pool_n - 1) * sizeof pool[0]);
+            pool_n--;
+        }
+        pool[pool_n].data = p;
+        pool[pool_n].cap = cap;
+        pool_n++;
+        pool_bytes += cap;
+        pool_unlock();
+        p = NULL;
+    }
+    free(p);
+    for (int i = 0; i < n_drop; i++)
+        free(drop[i]);
+}
+
+/* A kept buffer of `want` to 2 * `want` bytes (the smallest), its capacity in *cap; or NULL. */
+static unsigned char *
+pool_take(size_t want, size_t *cap)
+{
+    unsigned char *p = NULL;
+    pool_lock();
+    int best = -1;
+    for (int i = 0; i < pool_n; i++)
+        if (pool[i].cap >= want && pool[i].cap / 2 <= want && (best < 0 || pool[i].cap < pool[best].cap))
+            best = i;
+    if (best >= 0) {
+        p = pool[best].data;
+        *cap = pool[best].cap;
+        pool_bytes -= *cap;
+        memmove(&pool[best], &pool[best + 1], (size_t)(pool_n - best - 1) * sizeof pool[0]);
+        pool_n--;
+    }
+    pool_unlock();
+    return p;
 }
 
 /* ---- the builder ---------------------------------------------------------------------------------------- */
@@ -247,6 +377,23 @@ columns_rollback(columns_t *c, mark_t m)
     c->rows = m.rows;
 }
 
+/* Whether p[0..len) is ASCII (then it is UTF-8 as it is): eight bytes a step. */
+static inline int
+is_ascii(const unsigned char *p, Py_ssize_t len)
+{
+    Py_ssize_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t word;
+        memcpy(&word, p + i, 8);
+        if (word & 0x8080808080808080ull)
+            return 0;
+    }
+    unsigned char high = 0;
+    for (; i < len; i++)
+        high |= p[i];
+    return high < 0x80;
+}
+
 /* One row, headers read by headers_next from a record's bytes or a Record's tuple: 0, or -1 (memory,
  * or an exception set by headers_next). */
 static int
@@ -261,10 +408,7 @@ columns_row(columns_t *c, int64_t position, int64_t offset, int64_t timestamp, c
         field_t hk, hv;
         int got;
         while ((got = headers_next(h, &hk, &hv)) > 0) {
-            int ascii = 1;
-            for (Py_ssize_t i = 0; i < hk.len && ascii; i++)
-                ascii = hk.ptr[i] < 0x80;
-            if (ascii) {
+            if (is_ascii(hk.ptr, hk.len)) {
                 if (binary_add(&c->header_key, hk.ptr, hk.len) < 0)
                     goto nomem;
             }
@@ -624,6 +768,7 @@ typedef struct {
     struct ArrowArray *children[NODES - 1];
     const void *buffers[NODES][3];
     void *owned[MAX_OWNED];
+    size_t owned_cap[MAX_OWNED]; /* a builder buffer's capacity (recycled), 0 for one made here (freed) */
     int n_owned;
 } array_block_t;
 
@@ -631,7 +776,7 @@ static void
 block_free(array_block_t *b)
 {
     for (int i = 0; i < b->n_owned; i++)
-        free(b->owned[i]);
+        pool_put(b->owned[i], b->owned_cap[i]);
     free(b);
     atomic_fetch_sub(&blocks_alive, 1);
 }
@@ -670,18 +815,26 @@ static const void *
 own(array_block_t *b, buf_t *buf)
 {
     void *p = buf->data;
+    b->owned_cap[b->n_owned] = buf->cap;
     b->owned[b->n_owned++] = p;
     memset(buf, 0, sizeof *buf);
     return p;
 }
 
-/* A new buffer of `size` bytes (zeroed) the block owns, or NULL. */
+/* A new buffer of `size` bytes (zeroed) the block owns, or NULL; a recycled one when one fits. */
 static void *
 own_new(array_block_t *b, size_t size)
 {
-    void *p = calloc(1, size ? size : 1);
+    size_t cap = 0;
+    void *p = size >= POOL_MIN ? pool_take(size, &cap) : NULL;
     if (p != NULL)
+        memset(p, 0, size);
+    else
+        p = calloc(1, size ? size : 1);
+    if (p != NULL) {
+        b->owned_cap[b->n_owned] = cap;
         b->owned[b->n_owned++] = p;
+    }
     return p;
 }
 
@@ -706,7 +859,8 @@ repeated_string(array_block_t *b, int i, const char *text, Py_ssize_t len, int64
     if (offsets == NULL || data == NULL)
         return -1;
     if (text != NULL) {
-        for (int64_t r = 0; r < rows; r++) {
+        /* an empty text (a writer that puts the column back itself) leaves the zeroed offsets */
+        for (int64_t r = 0; len > 0 && r < rows; r++) {
             memcpy(data + r * len, text, (size_t)len);
             offsets[r + 1] = (int32_t)((r + 1) * len);
         }
@@ -912,6 +1066,48 @@ schema_capsule(void)
     return cap;
 }
 
+/* The buffers that grow with the rows (not the bitmaps), in a fixed order. */
+#define N_SIZED 12
+
+static void
+columns_sized(columns_t *c, buf_t **out)
+{
+    buf_t *all[N_SIZED] = {&c->position,          &c->offset,          &c->timestamp,         &c->key.offsets,
+                           &c->key.data,          &c->value.offsets,   &c->value.data,        &c->header_offsets,
+                           &c->header_key.offsets, &c->header_key.data, &c->header_value.offsets,
+                           &c->header_value.data};
+    memcpy(out, all, sizeof all);
+}
+
+/* A restarted builder's buffers sized for a batch like the one just exported (and a quarter more),
+ * taken from the recycled ones when one fits: the next batch's rows go in without growing them, each
+ * growth a realloc that copies the buffer (3% of an in-process `scan --out` before). A failure is no
+ * error here (the rows then grow the buffers as before). */
+static void
+columns_presize(columns_t *c, const size_t *used)
+{
+    buf_t *sized[N_SIZED];
+    columns_sized(c, sized);
+    for (int k = 0; k < N_SIZED; k++) {
+        buf_t *b = sized[k];
+        size_t want = used[k] + used[k] / 4, cap;
+        if (want <= b->cap)
+            continue;
+        unsigned char *p = want >= POOL_MIN ? pool_take(want, &cap) : NULL;
+        if (p != NULL) {
+            if (b->len)
+                memcpy(p, b->data, b->len);
+            free(b->data);
+        }
+        else if ((p = realloc(b->data, want)) != NULL)
+            cap = want;
+        else
+            continue;
+        b->data = p;
+        b->cap = cap;
+    }
+}
+
 /* finish(file, topic, partition) -> (schema capsule, array capsule): the rows so far, the builder
  * emptied; the file, topic and partition columns hold the given values on every row. */
 static PyObject *
@@ -924,6 +1120,11 @@ columns_finish(columns_t *c, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "topic must be a str or None");
         return NULL;
     }
+    size_t used[N_SIZED];
+    buf_t *sized[N_SIZED];
+    columns_sized(c, sized);
+    for (int k = 0; k < N_SIZED; k++)
+        used[k] = sized[k]->len;
     PyObject *schema = schema_capsule();
     if (schema == NULL)
         return NULL;
@@ -934,6 +1135,8 @@ columns_finish(columns_t *c, PyObject *args)
     }
     columns_free(c); /* what export_columns did not move: the bitmaps of columns without nulls */
     int restarted = columns_init(c);
+    if (restarted == 0)
+        columns_presize(c, used);
     struct ArrowArray *top = malloc(sizeof *top);
     if (top == NULL) {
         b->arrays[0].release(&b->arrays[0]);
