@@ -15,7 +15,8 @@ class SegmentSource:
     # its main stage's tasks can write their parts of the batches and records tables (main(…_to=…))
     tasks_write = False
 
-    def _stage(self, columns, produce, records_to=None):  # each source runs the task functions its own way
+    # each source runs the task functions its own way; batches_to and rowless only a tasks_write one
+    def _stage(self, columns, produce, records_to=None, batches_to=None, rowless: bool = False):
         raise NotImplementedError
 
     def main(self, meta, batches: bool = True, records_to=None, batches_to=None, rowless: bool = False):
