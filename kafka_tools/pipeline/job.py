@@ -104,8 +104,7 @@ def _run(spark, plan: ScanPlan, options: ScanOptions, source, ranges: list[Range
     # --out at the decoder's speed"; no Spark write job: "local[2] against local[1]: the serial part").
     tasks_here = here is not None and source.tasks_write
     records_here = bool(options.records and tasks_here)
-    made_here = (["batches"] + (["records"] if records_here else [])) if tasks_here else []
-    for name in made_here:
+    for name in [name for name, mine in (("batches", tasks_here), ("records", records_here)) if mine]:
         try:  # made here, never by a task: a task outliving an abandoned scan cannot make it again
             os.makedirs(os.path.join(here, name), exist_ok=True)
         except OSError as exc:
