@@ -162,17 +162,44 @@ def test_lz4_blocks_are_refused_past_the_cap_before_their_room_is_made() -> None
         decompress_buffer(Codec.LZ4, payload, limit=1024 * 1024)
 
 
+# Past FAST_INFLATE_MIN compressed (random bytes do not shrink): inflated by isal where installed.
+LARGE = random.Random(7).randbytes(compression.FAST_INFLATE_MIN) + DATA
+
+
+@pytest.mark.parametrize("data", [DATA[:5000], LARGE], ids=["small", "large"])
 @pytest.mark.parametrize("fast", [True, False], ids=["isal", "stdlib"])
-def test_a_broken_gzip_stream_says_the_same_with_or_without_isal(fast: bool, monkeypatch) -> None:
+def test_a_broken_gzip_stream_says_the_same_with_or_without_isal(
+    fast: bool, data: bytes, monkeypatch
+) -> None:
     if not fast:
         monkeypatch.setattr(compression, "_fast_inflate_module", [zlib])
-    bad = bytearray(gzip.compress(DATA))
+    bad = bytearray(gzip.compress(data))
     bad[-6] ^= 1  # the CRC-32 in the trailer
     with pytest.raises(
         DecompressionError, match="^gzip: Error -3 while decompressing data: incorrect data check$"
     ):
         decompress(Codec.GZIP, bytes(bad))
-    assert decompress(Codec.GZIP, gzip.compress(DATA)) == DATA
+    assert decompress(Codec.GZIP, gzip.compress(data)) == data
+
+
+def test_only_a_large_gzip_stream_waits_for_isal(monkeypatch) -> None:
+    """A small stream is inflated by the standard library's zlib, already loaded: isal's import
+    costs a small command more than it saves there."""
+    used = []
+
+    class Spy:
+        error = zlib.error
+
+        @staticmethod
+        def decompressobj(wbits):
+            used.append(wbits)
+            return zlib.decompressobj(wbits)
+
+    monkeypatch.setattr(compression, "_fast_inflate_module", [Spy])
+    assert decompress(Codec.GZIP, gzip.compress(DATA[:5000])) == DATA[:5000]
+    assert used == []
+    assert decompress(Codec.GZIP, gzip.compress(LARGE)) == LARGE
+    assert used == [47]
 
 
 def _lz4_outcome(payload: bytes, limit: int = compression.MAX_DECOMPRESSED):
@@ -258,14 +285,21 @@ def test_a_damaged_snappy_payload_reads_the_same_with_or_without_the_c_decoder(d
         except DecompressionError as exc:
             return None, str(exc)
 
-    with_c = outcome()
+    def streamed():  # block by block, as a deep look reads a payload (iter_decompressed)
+        try:
+            return b"".join(iter_decompressed(Codec.SNAPPY, payload, limit)), None
+        except DecompressionError as exc:
+            return None, str(exc)
+
+    with_c, streamed_c = outcome(), streamed()
     saved = accel.C
     try:
         accel.C = accel.without("snappy_decompress")
-        without_c = outcome()
+        without_c, streamed_without = outcome(), streamed()
     finally:
         accel.C = saved
     assert with_c == without_c  # the same bytes, or the same error
+    assert streamed_c == streamed_without
     assert fast is None or fast == with_c[0]  # what the C decoder takes, cramjam reads the same
 
 
