@@ -19,23 +19,36 @@ class CheckpointError(ValueError):
         self.line = line
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class OffsetCheckpointEntry(SharedMethods):
     topic: str
     partition: int
     offset: int
 
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class EpochEntry(SharedMethods):
     epoch: int
     start_offset: int
 
+    def __init__(self, epoch: int, start_offset: int) -> None:
+        self.epoch = epoch
+        self.start_offset = start_offset
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class Checkpoint(SharedMethods):
     version: int
     entries: list = field(default_factory=list)
+
+    def __init__(self, version: int, entries: list | None = None) -> None:
+        self.version = version
+        self.entries = [] if entries is None else entries
 
 
 def _read_text(path: str | os.PathLike) -> list[str]:

@@ -22,21 +22,31 @@ TXN_INDEX_ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, l
 _CHUNK = 1 << 20
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class OffsetIndexEntry(SharedMethods):
     slot: int
     offset: int
     position: int
 
+    def __init__(self, slot: int, offset: int, position: int) -> None:
+        self.slot = slot
+        self.offset = offset
+        self.position = position
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class TimeIndexEntry(SharedMethods):
     slot: int
     timestamp: int
     offset: int
 
+    def __init__(self, slot: int, timestamp: int, offset: int) -> None:
+        self.slot = slot
+        self.timestamp = timestamp
+        self.offset = offset
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class AbortedTxn(SharedMethods):
     slot: int
     version: int
@@ -45,8 +55,24 @@ class AbortedTxn(SharedMethods):
     last_offset: int
     last_stable_offset: int
 
+    def __init__(
+        self,
+        slot: int,
+        version: int,
+        producer_id: int,
+        first_offset: int,
+        last_offset: int,
+        last_stable_offset: int,
+    ) -> None:
+        self.slot = slot
+        self.version = version
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.last_stable_offset = last_stable_offset
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class IndexTail(SharedMethods):
     """What follows the last real entry: zero padding and/or a partial entry."""
 
@@ -54,6 +80,12 @@ class IndexTail(SharedMethods):
     zero_entries: int  # preallocated (zeroed) slots after them
     trailing_bytes: int  # bytes that do not make a whole entry
     position: int  # byte position where the real entries end
+
+    def __init__(self, entries: int, zero_entries: int, trailing_bytes: int, position: int) -> None:
+        self.entries = entries
+        self.zero_entries = zero_entries
+        self.trailing_bytes = trailing_bytes
+        self.position = position
 
 
 def _iter_fixed(path: str | os.PathLike, size: int) -> Iterator[tuple[int, bytes]]:

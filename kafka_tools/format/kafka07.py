@@ -30,7 +30,7 @@ def min_size(magic: int) -> int:
     return 5 if magic == 0 else 6  # magic (+ attributes) + crc
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class Kafka07Message(CodecAndCrc, SharedMethods):
     position: int  # byte position in the file (inner messages: inside the decompressed set)
     offset: int  # start offset of the file + position (inner messages: their wrapper's)
@@ -40,6 +40,26 @@ class Kafka07Message(CodecAndCrc, SharedMethods):
     crc: int
     payload: bytes
     computed_crc: int
+
+    def __init__(
+        self,
+        position: int,
+        offset: int,
+        size: int,
+        magic: int,
+        attributes: int,
+        crc: int,
+        payload: bytes,
+        computed_crc: int,
+    ) -> None:
+        self.position = position
+        self.offset = offset
+        self.size = size
+        self.magic = magic
+        self.attributes = attributes
+        self.crc = crc
+        self.payload = payload
+        self.computed_crc = computed_crc
 
     @property
     def entry_size(self) -> int:

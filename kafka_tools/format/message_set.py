@@ -43,7 +43,7 @@ def min_message_size(magic: int) -> int:
     return MESSAGE_OVERHEAD_V0 if magic == 0 else MESSAGE_OVERHEAD_V1
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class LegacyMessage(CodecAndCrc, SharedMethods):
     """One message (magic 0 or 1) as stored: a plain message, or a compressed wrapper."""
 
@@ -58,6 +58,32 @@ class LegacyMessage(CodecAndCrc, SharedMethods):
     value: bytes | None
     computed_crc: int
     _summary: tuple[int, int, int] | None = field(default=None, compare=False, repr=False)
+
+    def __init__(
+        self,
+        position: int,
+        offset: int,
+        size: int,
+        crc: int,
+        magic: int,
+        attributes: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        computed_crc: int,
+        _summary: tuple[int, int, int] | None = None,
+    ) -> None:
+        self.position = position
+        self.offset = offset
+        self.size = size
+        self.crc = crc
+        self.magic = magic
+        self.attributes = attributes
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.computed_crc = computed_crc
+        self._summary = _summary
 
     @property
     def entry_size(self) -> int:

@@ -91,13 +91,18 @@ class Record(NamedTuple):
     size: int = 0  # bytes the record occupies in its batch (v2) or message size (v0/v1)
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class ControlRecord(SharedMethods):
     """The key/value of a record in a control batch (transaction markers and KRaft records)."""
 
     version: int
     type_id: int
     coordinator_epoch: int | None  # only for ABORT/COMMIT end-transaction markers
+
+    def __init__(self, version: int, type_id: int, coordinator_epoch: int | None) -> None:
+        self.version = version
+        self.type_id = type_id
+        self.coordinator_epoch = coordinator_epoch
 
     @property
     def type_name(self) -> str:
@@ -107,7 +112,7 @@ class ControlRecord(SharedMethods):
             return "UNKNOWN"
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class RecordBatch(CodecAndCrc, SharedMethods):
     """A magic-2 batch read from a segment; `records()` decompresses and decodes its contents."""
 
@@ -127,6 +132,42 @@ class RecordBatch(CodecAndCrc, SharedMethods):
     records_count: int
     payload: memoryview | bytes  # the records section (still compressed when the batch is); no copy
     computed_crc: int
+
+    def __init__(
+        self,
+        position: int,
+        base_offset: int,
+        batch_length: int,
+        partition_leader_epoch: int,
+        magic: int,
+        crc: int,
+        attributes: int,
+        last_offset_delta: int,
+        base_timestamp: int,
+        max_timestamp: int,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        records_count: int,
+        payload: memoryview | bytes,
+        computed_crc: int,
+    ) -> None:
+        self.position = position
+        self.base_offset = base_offset
+        self.batch_length = batch_length
+        self.partition_leader_epoch = partition_leader_epoch
+        self.magic = magic
+        self.crc = crc
+        self.attributes = attributes
+        self.last_offset_delta = last_offset_delta
+        self.base_timestamp = base_timestamp
+        self.max_timestamp = max_timestamp
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.records_count = records_count
+        self.payload = payload
+        self.computed_crc = computed_crc
 
     @property
     def size(self) -> int:

@@ -71,7 +71,7 @@ FATAL_KINDS = frozenset(
 )
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class Problem(SharedMethods):
     position: int
     kind: ProblemKind
@@ -80,6 +80,20 @@ class Problem(SharedMethods):
     # The broker's recovery accepts this entry all the same (its checksum matches: only a field the
     # checksum does not cover is wrong), so recovery does not cut here and truncation cannot repair it.
     kept_by_broker: bool = False
+
+    def __init__(
+        self,
+        position: int,
+        kind: ProblemKind,
+        message: str,
+        offset: int | None = None,
+        kept_by_broker: bool = False,
+    ) -> None:
+        self.position = position
+        self.kind = kind
+        self.message = message
+        self.offset = offset
+        self.kept_by_broker = kept_by_broker
 
     @property
     def is_fatal(self) -> bool:
@@ -159,7 +173,7 @@ class MessageRun(NamedTuple):
     data: bytes | None  # the messages' bytes, when `RunBounds.keep_data` asks for them
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class RunBounds(SharedMethods):
     """Asks `walk_entries` for MessageRuns, and which messages they may hold. The caller keeps `prev`
     (the offset a message must exceed) and `enabled` current as it consumes the walk."""
@@ -172,6 +186,26 @@ class RunBounds(SharedMethods):
     stops: Sequence[int] = ()  # sorted positions a run must begin at, not run through (index targets)
     max_bytes: int = WINDOW  # a run ends within this many bytes (pages behind are released, progress told)
     batches: bool = False  # light walks: ordinary v2 batches as BatchRuns too (format/batch_runs.py)
+
+    def __init__(
+        self,
+        lo: int = INT64_MIN,
+        hi: int = INT64_MAX,
+        prev: int | None = None,
+        enabled: bool = True,
+        keep_data: bool = False,
+        stops: Sequence[int] = (),
+        max_bytes: int = WINDOW,
+        batches: bool = False,
+    ) -> None:
+        self.lo = lo
+        self.hi = hi
+        self.prev = prev
+        self.enabled = enabled
+        self.keep_data = keep_data
+        self.stops = stops
+        self.max_bytes = max_bytes
+        self.batches = batches
 
 
 HAS_MESSAGE_RUNS = accel.BUILT

@@ -9,6 +9,13 @@ decorator would generate (fields with `repr=False` or `compare=False` left out, 
 another class, unhashable like any dataclass with `eq` and not frozen), from these two functions.
 A frozen one (`@dataclass(frozen=True, repr=False, eq=False)`) inherits `FrozenSharedMethods`, which
 adds the hash `@dataclass` would generate: of the same fields `==` compares.
+
+The generated `__init__` is compiled the same way, about 1 M instructions a class (a frozen one's
+`__setattr__` and `__delattr__` as much again): the dataclasses a small command defines on its way
+(`validate` of a log dir: 31) declare `init=False` and write the `__init__` `@dataclass` would
+have written, compiled once into the module's bytecode. A `default_factory` field's parameter
+defaults to None, which makes a new value. tests/format/test_shared_methods.py checks each such
+`__init__` against its fields.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from kafka_tools.format.shared_methods import SharedMethods
 WHOLE_LIMIT = 8 << 20  # decompressed bytes decoded whole; past this, walked as a stream
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class InnerStats(SharedMethods):
     """What validation needs of a batch's contents: the offsets it holds, in order or not."""
 
@@ -36,6 +36,14 @@ class InnerStats(SharedMethods):
     last_offset: int | None
     count: int
     increasing: bool | None  # None: not looked at (a v0/v1 wrapper walked in C; only batches need it)
+
+    def __init__(
+        self, first_offset: int | None, last_offset: int | None, count: int, increasing: bool | None
+    ) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.count = count
+        self.increasing = increasing
 
 
 class _Said(RecordDecodeError, StreamError):

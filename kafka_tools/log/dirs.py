@@ -29,7 +29,7 @@ LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class Segment(SharedMethods):
     """A segment's log file with the index files that share its base offset."""
 
@@ -38,6 +38,20 @@ class Segment(SharedMethods):
     offset_index: Path | None = None
     time_index: Path | None = None
     txn_index: Path | None = None
+
+    def __init__(
+        self,
+        base_offset: int,
+        log: Path,
+        offset_index: Path | None = None,
+        time_index: Path | None = None,
+        txn_index: Path | None = None,
+    ) -> None:
+        self.base_offset = base_offset
+        self.log = log
+        self.offset_index = offset_index
+        self.time_index = time_index
+        self.txn_index = txn_index
 
     @property
     def kind(self) -> FileKind:
@@ -48,7 +62,7 @@ class Segment(SharedMethods):
         return self.log.stat().st_size
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class Partition(SharedMethods):
     """A partition directory (topic-N): its segments in offset order and the files beside them."""
 
@@ -67,6 +81,34 @@ class Partition(SharedMethods):
     # file does not hide the others; whoever judges the partition must say it was not fully read.
     unreadable: list[tuple[Path, str]] = field(default_factory=list)
     live: bool = False  # a broker writes it now (its log dir's .lock is held, or --live)
+
+    def __init__(
+        self,
+        path: Path,
+        topic: str,
+        partition: int,
+        segments: list[Segment] | None = None,
+        snapshots: list[Path] | None = None,
+        leader_epoch_checkpoint: Path | None = None,
+        transient: list[Path] | None = None,
+        orphans: list[Path] | None = None,
+        other: list[Path] | None = None,
+        metadata_snapshots: list[Path] | None = None,
+        unreadable: list[tuple[Path, str]] | None = None,
+        live: bool = False,
+    ) -> None:
+        self.path = path
+        self.topic = topic
+        self.partition = partition
+        self.segments = [] if segments is None else segments
+        self.snapshots = [] if snapshots is None else snapshots
+        self.leader_epoch_checkpoint = leader_epoch_checkpoint
+        self.transient = [] if transient is None else transient
+        self.orphans = [] if orphans is None else orphans
+        self.other = [] if other is None else other
+        self.metadata_snapshots = [] if metadata_snapshots is None else metadata_snapshots
+        self.unreadable = [] if unreadable is None else unreadable
+        self.live = live
 
     @property
     def active(self) -> Segment | None:
@@ -91,7 +133,7 @@ class Partition(SharedMethods):
             raise InputError(self.unreadable_lines()[0])
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class LogDir(SharedMethods):
     """One of a broker's log.dirs: its partitions, offset checkpoints and side files."""
 
@@ -101,12 +143,26 @@ class LogDir(SharedMethods):
     side_files: list[Path] = field(default_factory=list)  # meta.properties, bootstrap.checkpoint (KRaft)
     live: bool = False
 
+    def __init__(
+        self,
+        path: Path,
+        partitions: list[Partition] | None = None,
+        checkpoints: list[Path] | None = None,
+        side_files: list[Path] | None = None,
+        live: bool = False,
+    ) -> None:
+        self.path = path
+        self.partitions = [] if partitions is None else partitions
+        self.checkpoints = [] if checkpoints is None else checkpoints
+        self.side_files = [] if side_files is None else side_files
+        self.live = live
+
     @property
     def lock_file(self) -> Path:
         return self.path / LOCK_FILE
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class PartitionListing(SharedMethods):
     """One `scandir` of a partition directory, names sorted out as strings (no stat per file, no Path
     per file): what every command's view of a partition is made from. Cheap for 10,000 segments."""
@@ -128,6 +184,44 @@ class PartitionListing(SharedMethods):
     metadata_snapshots: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (full path, why)
     unreadable_segments: dict[int, str] = field(default_factory=dict)  # base offset -> file name
+
+    def __init__(
+        self,
+        path: str,
+        topic: str,
+        partition: int,
+        live: bool,
+        stems: dict[int, str] | None = None,
+        suffixes: set[str] | None = None,
+        names: set[str] | None = None,
+        indexes: list[tuple[int, str, str]] | None = None,
+        transient: list[str] | None = None,
+        orphans: list[str] | None = None,
+        bad_names: list[str] | None = None,
+        snapshots: list[str] | None = None,
+        leader_epoch_checkpoint: str | None = None,
+        other: list[str] | None = None,
+        metadata_snapshots: list[str] | None = None,
+        unreadable: list[tuple[str, str]] | None = None,
+        unreadable_segments: dict[int, str] | None = None,
+    ) -> None:
+        self.path = path
+        self.topic = topic
+        self.partition = partition
+        self.live = live
+        self.stems = {} if stems is None else stems
+        self.suffixes = set() if suffixes is None else suffixes
+        self.names = set() if names is None else names
+        self.indexes = [] if indexes is None else indexes
+        self.transient = [] if transient is None else transient
+        self.orphans = [] if orphans is None else orphans
+        self.bad_names = [] if bad_names is None else bad_names
+        self.snapshots = [] if snapshots is None else snapshots
+        self.leader_epoch_checkpoint = leader_epoch_checkpoint
+        self.other = [] if other is None else other
+        self.metadata_snapshots = [] if metadata_snapshots is None else metadata_snapshots
+        self.unreadable = [] if unreadable is None else unreadable
+        self.unreadable_segments = {} if unreadable_segments is None else unreadable_segments
 
     @property
     def bases(self) -> list[int]:
@@ -312,13 +406,23 @@ def read_log_dir(path: Path) -> LogDir:
     return ld
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class Discovery(SharedMethods):
     """What a list of user paths names: whole log dirs, single partitions, single files."""
 
     log_dirs: list[LogDir] = field(default_factory=list)
     partitions: list[Partition] = field(default_factory=list)  # given directly, outside a whole log dir
     files: list[Path] = field(default_factory=list)  # single files given directly
+
+    def __init__(
+        self,
+        log_dirs: list[LogDir] | None = None,
+        partitions: list[Partition] | None = None,
+        files: list[Path] | None = None,
+    ) -> None:
+        self.log_dirs = [] if log_dirs is None else log_dirs
+        self.partitions = [] if partitions is None else partitions
+        self.files = [] if files is None else files
 
     def all_partitions(self) -> list[Partition]:
         return [p for ld in self.log_dirs for p in ld.partitions] + self.partitions

@@ -20,7 +20,7 @@ from kafka_tools.format.shared_methods import SharedMethods
 Entry = RecordBatch | LegacyMessage | Kafka07Message
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class DumpOptions(SharedMethods):
     deep_iteration: bool = False
     print_data_log: bool = False
@@ -38,21 +38,55 @@ class DumpOptions(SharedMethods):
     # renderer prints them from the bytes (EntryEvent.record_count and .section; the C paths take them)
     record_lines: bool = False
 
+    def __init__(
+        self,
+        deep_iteration: bool = False,
+        print_data_log: bool = False,
+        offsets_decoder: bool | None = None,
+        transaction_decoder: bool | None = None,
+        cluster_metadata_decoder: bool | None = None,
+        max_bytes: int | None = None,
+        skip_record_metadata: bool = False,
+        from_offset: int | None = None,
+        to_offset: int | None = None,
+        index_sanity: bool = True,
+        message_runs: bool = False,
+        record_lines: bool = False,
+    ) -> None:
+        self.deep_iteration = deep_iteration
+        self.print_data_log = print_data_log
+        self.offsets_decoder = offsets_decoder
+        self.transaction_decoder = transaction_decoder
+        self.cluster_metadata_decoder = cluster_metadata_decoder
+        self.max_bytes = max_bytes
+        self.skip_record_metadata = skip_record_metadata
+        self.from_offset = from_offset
+        self.to_offset = to_offset
+        self.index_sanity = index_sanity
+        self.message_runs = message_runs
+        self.record_lines = record_lines
+
     @property
     def deep(self) -> bool:
         # As in Kafka's DumpLogSegments, printing the data implies iterating into the batches.
         return self.deep_iteration or self.print_data_log
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class FileStart(SharedMethods):
     path: str
     kind: FileKind
     base_offset: int | None
     size: int
 
+    def __init__(self, path: str, kind: FileKind, base_offset: int | None, size: int) -> None:
+        self.path = path
+        self.kind = kind
+        self.base_offset = base_offset
+        self.size = size
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class EntryEvent(SharedMethods):
     """One batch (v2), message or wrapper (v0/v1) or 0.7 message, with what deep iteration found."""
 
@@ -79,8 +113,30 @@ class EntryEvent(SharedMethods):
     # and of a compressed one, its records section decompressed (None: the batch's own payload)
     section: bytes | bytearray | None = None
 
+    def __init__(
+        self,
+        path: str,
+        entry: Entry,
+        records: list[Record] | None = None,
+        inner: list | None = None,
+        inner_set: tuple[bytes, int, int, int | None] | None = None,
+        error: Problem | None = None,
+        decoded: list[dict] | None = None,
+        record_count: int | None = None,
+        section: bytes | bytearray | None = None,
+    ) -> None:
+        self.path = path
+        self.entry = entry
+        self.records = records
+        self.inner = inner
+        self.inner_set = inner_set
+        self.error = error
+        self.decoded = decoded
+        self.record_count = record_count
+        self.section = section
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class MessageRunEvent(SharedMethods):
     """Consecutive plain (uncompressed) v0/v1 messages, each valid, in offset order, none with a
     problem: their bytes, for a renderer to print in one go (`format.message_set.parse_message` reads
@@ -91,14 +147,24 @@ class MessageRunEvent(SharedMethods):
     data: bytes
     count: int
 
+    def __init__(self, path: str, position: int, data: bytes, count: int) -> None:
+        self.path = path
+        self.position = position
+        self.data = data
+        self.count = count
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class ProblemEvent(SharedMethods):
     path: str
     problem: Problem
 
+    def __init__(self, path: str, problem: Problem) -> None:
+        self.path = path
+        self.problem = problem
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class ItemsEvent(SharedMethods):
     """The content of a non-log file: index entries, snapshot entries, checkpoint lines, properties."""
 
@@ -107,8 +173,14 @@ class ItemsEvent(SharedMethods):
     items: list
     header: dict = field(default_factory=dict)
 
+    def __init__(self, path: str, kind: FileKind, items: list, header: dict | None = None) -> None:
+        self.path = path
+        self.kind = kind
+        self.items = items
+        self.header = {} if header is None else header
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class FileEnd(SharedMethods):
     path: str
     kind: FileKind
@@ -120,6 +192,30 @@ class FileEnd(SharedMethods):
     problems: int = 0
     unknown_records: int = 0  # KRaft records of a type or version newer than the schemas (shown raw)
     records_counted: bool = True  # False: compressed v0/v1 wrappers not opened (no --deep-iteration)
+
+    def __init__(
+        self,
+        path: str,
+        kind: FileKind,
+        entries: int = 0,
+        records: int = 0,
+        valid_bytes: int = 0,
+        trailing_bytes: int = 0,
+        size: int = 0,
+        problems: int = 0,
+        unknown_records: int = 0,
+        records_counted: bool = True,
+    ) -> None:
+        self.path = path
+        self.kind = kind
+        self.entries = entries
+        self.records = records
+        self.valid_bytes = valid_bytes
+        self.trailing_bytes = trailing_bytes
+        self.size = size
+        self.problems = problems
+        self.unknown_records = unknown_records
+        self.records_counted = records_counted
 
 
 Event = FileStart | EntryEvent | MessageRunEvent | ProblemEvent | ItemsEvent | FileEnd

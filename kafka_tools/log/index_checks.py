@@ -24,13 +24,17 @@ from kafka_tools.log.findings import Finding, SegmentReport, Severity
 IndexRead = tuple[list, index.IndexTail]  # what index.read_offset_index / read_time_index return
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class SegmentIndexes(SharedMethods):
     """A segment's `.index` and `.timeindex` as read before the segment itself: every entry then names
     bytes already written (a running broker appends to both while ktool reads)."""
 
     offset: IndexRead | None = None
     time: IndexRead | None = None
+
+    def __init__(self, offset: IndexRead | None = None, time: IndexRead | None = None) -> None:
+        self.offset = offset
+        self.time = time
 
     @property
     def positions(self) -> set[int]:

@@ -15,7 +15,7 @@ from kafka_tools.log.partition_log import ReadNote, open_partition
 from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
 class PartitionOffset(FrozenSharedMethods):
     log_dir: str
     topic: str
@@ -23,6 +23,22 @@ class PartitionOffset(FrozenSharedMethods):
     offset: int | None  # None: no record at or after the time (GetOffsetShell prints nothing)
     error: str | None = None  # the partition could not be answered (one line, for stderr)
     exit_code: int = 0
+
+    def __init__(
+        self,
+        log_dir: str,
+        topic: str,
+        partition: int,
+        offset: int | None,
+        error: str | None = None,
+        exit_code: int = 0,
+    ) -> None:
+        object.__setattr__(self, "log_dir", log_dir)
+        object.__setattr__(self, "topic", topic)
+        object.__setattr__(self, "partition", partition)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "error", error)
+        object.__setattr__(self, "exit_code", exit_code)
 
 
 def offsets_at(log_dir: str, time: int) -> Iterator[PartitionOffset | ReadNote]:

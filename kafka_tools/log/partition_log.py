@@ -14,15 +14,19 @@ from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.dirs import list_partition, log_start_offset
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
 class ReadNote(FrozenSharedMethods):
     """A line for stderr: a warning (an index not used, a damaged batch) or a note on the start."""
 
     message: str
     problem: bool = False  # a damaged batch: the exit code says findings
 
+    def __init__(self, message: str, problem: bool = False) -> None:
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "problem", problem)
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+
+@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
 class SegmentFiles(FrozenSharedMethods):
     """A segment's log file and the index files beside it, as path strings (None: not there)."""
 
@@ -31,6 +35,20 @@ class SegmentFiles(FrozenSharedMethods):
     offset_index: str | None = None
     time_index: str | None = None
     txn_index: str | None = None
+
+    def __init__(
+        self,
+        base_offset: int,
+        log: str,
+        offset_index: str | None = None,
+        time_index: str | None = None,
+        txn_index: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "base_offset", base_offset)
+        object.__setattr__(self, "log", log)
+        object.__setattr__(self, "offset_index", offset_index)
+        object.__setattr__(self, "time_index", time_index)
+        object.__setattr__(self, "txn_index", txn_index)
 
 
 class SegmentList(Sequence):
@@ -66,7 +84,7 @@ class SegmentList(Sequence):
         return seg
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class PartitionLog(SharedMethods):
     """A partition directory's segments in base-offset order, as names tell them (nothing opened)."""
 
@@ -79,6 +97,28 @@ class PartitionLog(SharedMethods):
     log_start_offset: int
     warnings: list[str] = field(default_factory=list)
     live: bool = False  # a broker writes it: the last segment's tail and indexes are in flight
+
+    def __init__(
+        self,
+        path: str,
+        topic: str,
+        partition: int,
+        segments: SegmentList,
+        bases: list[int],
+        kafka07: bool,
+        log_start_offset: int,
+        warnings: list[str] | None = None,
+        live: bool = False,
+    ) -> None:
+        self.path = path
+        self.topic = topic
+        self.partition = partition
+        self.segments = segments
+        self.bases = bases
+        self.kafka07 = kafka07
+        self.log_start_offset = log_start_offset
+        self.warnings = [] if warnings is None else warnings
+        self.live = live
 
 
 def open_partition(path: str) -> PartitionLog:

@@ -35,13 +35,17 @@ if TYPE_CHECKING:
 INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "transactions"}  # as dump-log
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
 class ReadStart(FrozenSharedMethods):
     """Where to start: `offset` (value N), `timestamp` (value T, epoch ms), `earliest`, `latest` or
     `max-timestamp` (the first record with the largest timestamp)."""
 
     kind: str
     value: int | None = None
+
+    def __init__(self, kind: str, value: int | None = None) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "value", value)
 
 
 def read_partition(

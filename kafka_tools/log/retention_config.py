@@ -26,15 +26,19 @@ COMPACTED_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_stat
 POLICIES = frozenset({"delete", "compact"})
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@dataclass(init=False, frozen=True, repr=False, eq=False)
 class Setting(FrozenSharedMethods):
     """A value and where it came from (`--retention-ms`, `zookeeper /config/topics/t`, …)."""
 
     value: object
     source: str
 
+    def __init__(self, value: object, source: str) -> None:
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "source", source)
 
-@dataclass(frozen=True, repr=False, eq=False)
+
+@dataclass(init=False, frozen=True, repr=False, eq=False)
 class TopicSettings(FrozenSharedMethods):
     retention_ms: Setting
     retention_bytes: Setting
@@ -42,6 +46,22 @@ class TopicSettings(FrozenSharedMethods):
     min_cleanable_ratio: Setting
     delete_retention_ms: Setting
     cleaner_enable: Setting | None = None  # log.cleaner.enable, when server.properties sets it
+
+    def __init__(
+        self,
+        retention_ms: Setting,
+        retention_bytes: Setting,
+        cleanup_policy: Setting,
+        min_cleanable_ratio: Setting,
+        delete_retention_ms: Setting,
+        cleaner_enable: Setting | None = None,
+    ) -> None:
+        object.__setattr__(self, "retention_ms", retention_ms)
+        object.__setattr__(self, "retention_bytes", retention_bytes)
+        object.__setattr__(self, "cleanup_policy", cleanup_policy)
+        object.__setattr__(self, "min_cleanable_ratio", min_cleanable_ratio)
+        object.__setattr__(self, "delete_retention_ms", delete_retention_ms)
+        object.__setattr__(self, "cleaner_enable", cleaner_enable)
 
     @property
     def deletes(self) -> bool:
@@ -67,13 +87,23 @@ class TopicSettings(FrozenSharedMethods):
         }
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class SettingSources(SharedMethods):
     """Everything a topic's settings are resolved from."""
 
     flags: dict[str, Setting] = field(default_factory=dict)  # keys: retention.ms, retention.bytes
     broker: dict[str, Setting] = field(default_factory=dict)  # topic-level names, from server.properties
     topic_overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> ZooKeeper config
+
+    def __init__(
+        self,
+        flags: dict[str, Setting] | None = None,
+        broker: dict[str, Setting] | None = None,
+        topic_overrides: dict[str, dict[str, str]] | None = None,
+    ) -> None:
+        self.flags = {} if flags is None else flags
+        self.broker = {} if broker is None else broker
+        self.topic_overrides = {} if topic_overrides is None else topic_overrides
 
     def for_topic(self, topic: str) -> TopicSettings:
         settings = self._for_topic(topic)

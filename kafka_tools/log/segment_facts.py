@@ -20,10 +20,14 @@ class IndexUntrusted(Exception):
     """An index file ktool will not read from (its length is not a whole number of entries)."""
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class LargestTimestamp(SharedMethods):
     value: int  # ms; -1 when the segment holds no timestamp
     source: str  # "timeindex", "batches" (scanned), "mtime"
+
+    def __init__(self, value: int, source: str) -> None:
+        self.value = value
+        self.source = source
 
 
 def stat_ms(path: str | os.PathLike) -> tuple[int, int]:
@@ -59,13 +63,18 @@ def magic_of(path: str | os.PathLike) -> int | None:
     return head[MAGIC_AT] if len(head) > MAGIC_AT else None
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class Scan(SharedMethods):
     """What a walk of a segment's entry headers found."""
 
     next_offset: int | None  # after the last valid entry; None when it has none
     max_timestamp: int  # -1 when no entry carries one
     problem: str | None  # why the walk stopped early, if it did
+
+    def __init__(self, next_offset: int | None, max_timestamp: int, problem: str | None) -> None:
+        self.next_offset = next_offset
+        self.max_timestamp = max_timestamp
+        self.problem = problem
 
 
 def scan_entries(path: str | os.PathLike, start: int = 0) -> Scan:

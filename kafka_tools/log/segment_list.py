@@ -19,7 +19,7 @@ from kafka_tools.log.dirs import list_partition as _listing
 from kafka_tools.log.partition_log import SegmentFiles
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class PartitionFiles(SharedMethods):
     path: Path
     topic: str
@@ -29,6 +29,26 @@ class PartitionFiles(SharedMethods):
     orphans: list[str] = field(default_factory=list)  # names that are not part of the log
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     live: bool = False  # a broker writes it: the last segment is being appended to
+
+    def __init__(
+        self,
+        path: Path,
+        topic: str,
+        partition: int,
+        segments: list[SegmentFiles] | None = None,
+        leader_epoch_checkpoint: str | None = None,
+        orphans: list[str] | None = None,
+        unreadable: list[tuple[str, str]] | None = None,
+        live: bool = False,
+    ) -> None:
+        self.path = path
+        self.topic = topic
+        self.partition = partition
+        self.segments = [] if segments is None else segments
+        self.leader_epoch_checkpoint = leader_epoch_checkpoint
+        self.orphans = [] if orphans is None else orphans
+        self.unreadable = [] if unreadable is None else unreadable
+        self.live = live
 
     @property
     def name(self) -> str:
