@@ -134,7 +134,7 @@ def gunzip_whole(data: bytes | memoryview, limit: int) -> bytes | None:
     """The common case in one call: a single gzip (or zlib) stream inflating to at most `limit` bytes.
     None for anything else (several members, padding, a bigger or broken stream), which
     `iter_decompressed` then handles and reports; the bound holds either way."""
-    inflate = _fast_inflate() if len(data) >= FAST_INFLATE_MIN else zlib
+    inflate = _inflater(len(data))
     d = inflate.decompressobj(47)
     try:
         out = d.decompress(data, limit + 1)
@@ -145,11 +145,24 @@ def gunzip_whole(data: bytes | memoryview, limit: int) -> bytes | None:
     return out
 
 
-# Compressed bytes below which the standard library inflates: isal's import (1-1.5 ms, a third of
-# what validating a small log dir of every codec spends over its own start-up) buys microseconds there.
-FAST_INFLATE_MIN = 64 * 1024
+# Compressed bytes a command inflates with the standard library's zlib (loaded already) before it
+# loads isal: its import (1-1.5 ms, a third of what validating a small log dir of every codec spends
+# over its own start-up) buys microseconds on a few small payloads, and is soon paid back on many
+# (v1 gzip wrappers are a few KiB each: 4 x 17 MB took 1.4x the CPU on zlib alone).
+FAST_INFLATE_AFTER = 256 * 1024
 
 _fast_inflate_module: list = []
+_zlib_inflated = [0]  # compressed bytes given to zlib so far (a race between threads only delays isal)
+
+
+def _inflater(size: int):
+    """What inflates a stream of `size` compressed bytes: zlib for the first FAST_INFLATE_AFTER bytes
+    a command inflates, then _fast_inflate's module."""
+    if not _fast_inflate_module:
+        _zlib_inflated[0] += size
+        if _zlib_inflated[0] <= FAST_INFLATE_AFTER:
+            return zlib
+    return _fast_inflate()
 
 
 def _fast_inflate():

@@ -162,8 +162,8 @@ def test_lz4_blocks_are_refused_past_the_cap_before_their_room_is_made() -> None
         decompress_buffer(Codec.LZ4, payload, limit=1024 * 1024)
 
 
-# Past FAST_INFLATE_MIN compressed (random bytes do not shrink): inflated by isal where installed.
-LARGE = random.Random(7).randbytes(compression.FAST_INFLATE_MIN) + DATA
+# Past FAST_INFLATE_AFTER compressed (random bytes do not shrink): inflated by isal where installed.
+LARGE = random.Random(7).randbytes(compression.FAST_INFLATE_AFTER) + DATA
 
 
 @pytest.mark.parametrize("data", [DATA[:5000], LARGE], ids=["small", "large"])
@@ -182,9 +182,10 @@ def test_a_broken_gzip_stream_says_the_same_with_or_without_isal(
     assert decompress(Codec.GZIP, gzip.compress(data)) == data
 
 
-def test_only_a_large_gzip_stream_waits_for_isal(monkeypatch) -> None:
-    """A small stream is inflated by the standard library's zlib, already loaded: isal's import
-    costs a small command more than it saves there."""
+def test_isal_waits_until_a_command_has_inflated_enough(monkeypatch) -> None:
+    """The first small streams are inflated by the standard library's zlib, already loaded: isal's
+    import costs a small command more than it saves there; past FAST_INFLATE_AFTER bytes (many small
+    v1 wrappers, or one large stream), isal inflates."""
     used = []
 
     class Spy:
@@ -195,11 +196,24 @@ def test_only_a_large_gzip_stream_waits_for_isal(monkeypatch) -> None:
             used.append(wbits)
             return zlib.decompressobj(wbits)
 
-    monkeypatch.setattr(compression, "_fast_inflate_module", [Spy])
-    assert decompress(Codec.GZIP, gzip.compress(DATA[:5000])) == DATA[:5000]
+    def fast():
+        monkeypatch.setattr(compression, "_fast_inflate_module", [Spy])
+        return Spy
+
+    monkeypatch.setattr(compression, "_fast_inflate_module", [])
+    monkeypatch.setattr(compression, "_fast_inflate", fast)
+    monkeypatch.setattr(compression, "_zlib_inflated", [0])
+    small = gzip.compress(DATA[:5000])
+    assert decompress(Codec.GZIP, small) == DATA[:5000]
     assert used == []
+    for _ in range(compression.FAST_INFLATE_AFTER // len(small) + 1):
+        assert decompress(Codec.GZIP, small) == DATA[:5000]
+    assert used != []  # many small streams: isal took over
+    monkeypatch.setattr(compression, "_fast_inflate_module", [])
+    monkeypatch.setattr(compression, "_zlib_inflated", [0])
+    used.clear()
     assert decompress(Codec.GZIP, gzip.compress(LARGE)) == LARGE
-    assert used == [47]
+    assert used == [47]  # one large stream: isal at once
 
 
 def _lz4_outcome(payload: bytes, limit: int = compression.MAX_DECOMPRESSED):
