@@ -426,6 +426,11 @@ def range_cuts(size: int, threads: int) -> list[int]:
     return sorted(cuts - {0, size})
 
 
+def walk_range(*args) -> BatchRun | None:
+    """One range of a split (a call of range_calls): its ordinary batches as one run, or None."""
+    return _range_run(*args)
+
+
 def _forked_runs(calls: list[tuple], parts: int) -> list | None:
     """The ranges' runs walked by this process and `parts - 1` forked ones (log/forked.py), or None
     where that may not be done now (a thread runs, too many ranges). Imported here, not at start-up:
@@ -434,14 +439,14 @@ def _forked_runs(calls: list[tuple], parts: int) -> list | None:
 
     if len(calls) > forked.MAX_CALLS or not forked.may_fork():
         return None
-    return forked.forked_results(_range_run, calls, parts, _run_to_wire, _run_from_wire)
+    return forked.forked_results(_range_run, calls, parts, run_to_wire, run_from_wire)
 
 
-def _run_to_wire(run: BatchRun | None) -> tuple | None:
+def run_to_wire(run: BatchRun | None) -> tuple | None:
     return None if run is None else tuple(run)
 
 
-def _run_from_wire(fields: tuple | None) -> BatchRun | None:
+def run_from_wire(fields: tuple | None) -> BatchRun | None:
     return None if fields is None else BatchRun(*fields)
 
 
@@ -464,19 +469,30 @@ def split_prefix(
 ) -> BatchRun | None:
     """The ordinary batches of `path` from its start, checked on `parts` threads in ranges (range_cuts)
     taken in turn, as one BatchRun: what the sequential walk would have made of them; None when the
-    file does not begin with one. A range begins at the first batch start its thread finds after its
-    cut (format/batch_runs.py); the prefix ends where a range's walk stopped early or a seam does not
-    join: the range before did not end where the next begins (a start found inside another batch's
-    bytes, a batch carried in a record's value), or the offsets are out of order."""
+    file does not begin with one (joined_runs)."""
     if not begins_with_batch(path):
         return None
-    size = path.stat().st_size
-    bounds = [0, *range_cuts(size, parts), size]
-    hi, step = base + INT32_MAX, walker_step(parts)
-    calls = [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
+    calls = range_calls(path, base, wanted, parts)
     runs = _forked_runs(calls, parts) if processes and not wanted else None
     if runs is None:
         runs = all_results(ahead(_range_run, calls, parts))
+    return joined_runs(path, runs)
+
+
+def range_calls(path: Path, base: int, wanted: list[int], parts: int) -> list[tuple]:
+    """The arguments of `walk_range` for each range of `path` split over `parts` walkers."""
+    size = path.stat().st_size
+    bounds = [0, *range_cuts(size, parts), size]
+    hi, step = base + INT32_MAX, walker_step(parts)
+    return [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def joined_runs(path: Path, runs: list[BatchRun | None]) -> BatchRun | None:
+    """The ranges' runs (in file order) joined into the prefix the sequential walk would have made. A
+    range begins at the first batch start its walker finds after its cut (format/batch_runs.py); the
+    prefix ends where a range's walk stopped early or a seam does not join: the range before did not
+    end where the next begins (a start found inside another batch's bytes, a batch carried in a
+    record's value), or the offsets are out of order."""
     merged = runs[0]
     if merged is None:
         return None

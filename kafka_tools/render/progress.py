@@ -41,7 +41,9 @@ def file_progress(path: str, size: int, enabled: bool | None) -> Iterator[Callab
 
 @contextmanager
 def tree_progress(paths, enabled: bool | None) -> Iterator[Callable[[str], Callable[[int], None]] | None]:
-    """For many files: a factory giving each segment its own bar callback, on one overall display."""
+    """For many files: a factory giving each segment its own bar callback, on one overall display.
+    The display (and rich's refresh thread) starts when the first segment's callback is asked for, so
+    that a caller may fork walkers before (log/forked_scans.py: no process forks while a thread runs)."""
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
@@ -52,29 +54,33 @@ def tree_progress(paths, enabled: bool | None) -> Iterator[Callable[[str], Calla
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    with Progress(
+    bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
         console=Console(file=sys.stderr),
         transient=True,
-    ) as bar:
-        task = bar.add_task("validating", total=None)
-        done = 0
+    )
+    task = None
 
-        def for_file(path) -> Callable[[int], None]:
-            nonlocal done
-            size = os.path.getsize(path)
-            done += size
-            bar.update(task, description=os.path.basename(os.path.dirname(path)) or "validating")
-            reached = 0
+    def for_file(path) -> Callable[[int], None]:
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task("validating", total=None)
+        bar.update(task, description=os.path.basename(os.path.dirname(path)) or "validating")
+        reached = 0
 
-            def tick(position: int) -> None:  # by steps, so files walked at once (--jobs) add up
-                nonlocal reached
-                bar.update(task, advance=position - reached)
-                reached = position
+        def tick(position: int) -> None:  # by steps, so files walked at once (--jobs) add up
+            nonlocal reached
+            bar.update(task, advance=position - reached)
+            reached = position
 
-            return tick
+        return tick
 
+    try:
         yield for_file
+    finally:
+        if task is not None:
+            bar.stop()

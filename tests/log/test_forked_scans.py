@@ -1,0 +1,328 @@
+"""A log dir's segments walked in forked processes (log/forked_scans.py): the answer `--jobs 1` gives,
+in the same order, whether the segments are walked in processes or on threads, with damage, a segment
+that cannot be read, a walker that dies, a running broker's dir and leftover segments split into
+ranges; processes chosen only where no thread runs, and then no thread started."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafka_tools.cli.main import cli
+from kafka_tools.format import accel
+from kafka_tools.log import forked, forked_scans, parallel, partition_checks, validate
+from kafka_tools.log.dirs import discover
+from kafka_tools.log.findings import ValidateOptions
+from kafka_tools.log.report_wire import report_from_wire, report_to_wire
+from kafka_tools.log.segment_checks import scan_segment
+from tests.independent import FIXTURES
+from tests.log.test_read import build_partition
+from tests.support.locks import lock_held_elsewhere
+
+GENERATED = FIXTURES / "generated"
+has_c = accel.fast("scan_batches") is not None
+needs_fork = pytest.mark.skipif(not forked.may_fork(), reason="no fork here, or a thread is running")
+
+
+def _validate(*args: str) -> tuple[int, list[dict]]:
+    result = CliRunner().invoke(cli, ["validate", "--json", *args], catch_exceptions=False)
+    return result.exit_code, [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def _walkers(monkeypatch, tmp_path: Path) -> Path:
+    """Every segment check writes `pid path` to a file, from whichever process ran it; the caller's
+    first check waits (up to 10 s) until another process has written, so that on these small
+    fixtures a forked walker gets a segment before the caller has taken them all."""
+    import time
+
+    log = tmp_path / "walked.txt"
+    real = validate.check_segment
+    parent, waited = os.getpid(), []
+
+    def check_segment(seg, *args):
+        if os.getpid() == parent and not waited:
+            waited.append(True)
+            deadline = time.monotonic() + 10
+            while not log.exists() and time.monotonic() < deadline:
+                time.sleep(0.001)
+        report = real(seg, *args)
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(fd, f"{os.getpid()} {seg.log}\n".encode())
+        finally:
+            os.close(fd)
+        return report
+
+    monkeypatch.setattr(validate, "check_segment", check_segment)
+    return log
+
+
+def _walked(log: Path) -> dict[str, int]:
+    """Which process walked each segment (the last to report it)."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return {path: int(pid) for pid, path in (line.split(" ", 1) for line in lines)}
+
+
+def _no_thread_started(monkeypatch) -> None:
+    import _thread
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a thread was started beside the forked walkers")
+
+    monkeypatch.setattr(_thread, "start_new_thread", refuse)
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+
+
+@needs_fork
+@pytest.mark.parametrize("tree", ["v0", "v2", "corrupt", "mixed"])
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_segments_in_processes_report_what_threads_and_one_walker_report(
+    tree: str, jobs: str, monkeypatch, tmp_path: Path
+) -> None:
+    """Findings, counts, order and exit code equal `--jobs 1`'s and the threads'; every segment walked
+    once, by the caller or a forked walker, and no thread started."""
+    paths = [GENERATED / "v0", GENERATED / "v2", GENERATED / "v1"] if tree == "mixed" else [GENERATED / tree]
+    args = [str(p) for p in paths]
+    one = _validate("--jobs", "1", *args)
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(forked, "may_fork", lambda: False)
+    on_threads = _validate("--jobs", jobs, *args)
+    monkeypatch.undo()
+
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    walked = _walkers(monkeypatch, tmp_path)
+    _no_thread_started(monkeypatch)
+    assert _validate("--jobs", jobs, *args) == on_threads == one
+    by = _walked(walked)
+    segments = {str(p) for p in parallel.segment_paths(discover(paths))}
+    assert set(by) == segments
+    assert os.getpid() in by.values() and len(set(by.values())) > 1  # the caller and a forked walker
+
+
+@needs_fork
+def test_a_report_crosses_the_pipe_whole(monkeypatch) -> None:
+    """Every field a report's reader uses comes back as it left (the index targets, used up by the
+    index checks in the walker, stay there)."""
+    for path in sorted(GENERATED.glob("*/*-0/*.log")):
+        report = scan_segment(path, ValidateOptions(), index_positions={0})
+        back = report_from_wire(report_to_wire(report))
+        report.entry_positions = {}
+        assert back == report, path
+
+
+@needs_fork
+def test_a_segment_that_fails_in_a_walker_is_walked_again_here_and_reported_as_one_walker_does(
+    monkeypatch, tmp_path: Path
+) -> None:
+    """A segment that cannot be read (here: every read of it fails, in any process) is run again by
+    the caller, whose error `validate` reports as `--jobs 1` does (exit 3, `unreadable-file`)."""
+    src = GENERATED / "v2"
+    bad = src / "zstd-0" / "00000000000000000000.log"  # the last: any walker may take it
+    real = validate.check_segment
+
+    tried = tmp_path / "tried.txt"
+
+    def unreadable(seg, *args):
+        if seg.log == bad:
+            with open(tried, "a") as f:
+                f.write(f"{os.getpid()}\n")
+            raise PermissionError(13, "Permission denied", str(bad))
+        return real(seg, *args)
+
+    monkeypatch.setattr(validate, "check_segment", unreadable)  # the walkers'
+    monkeypatch.setattr(partition_checks, "check_segment", unreadable)  # --jobs 1's
+    one = _validate("--jobs", "1", str(src))
+    assert one[0] == 3 and any(o.get("kind") == "unreadable-file" for o in one[1])
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    asked: list[int] = []
+    real_call = forked._call
+    monkeypatch.setattr(
+        forked, "_call", lambda work, args: asked.append(os.getpid()) or real_call(work, args)
+    )
+    assert _validate("--jobs", "2", str(src)) == one
+    assert asked  # the calls run here, the failed one among them
+
+
+@needs_fork
+def test_the_segments_of_a_walker_that_died_are_walked_by_the_caller(monkeypatch, tmp_path: Path) -> None:
+    """A walker killed mid-way (the OOM killer, a signal): no answer lost, no zombie left."""
+    src = GENERATED / "v2"
+    one = _validate("--jobs", "1", str(src))
+    parent = os.getpid()
+    real = validate.check_segment
+
+    def walker_dies(seg, *args):
+        if os.getpid() != parent:
+            os.kill(os.getpid(), 9)
+        return real(seg, *args)
+
+    monkeypatch.setattr(validate, "check_segment", walker_dies)
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    pids: list[int] = []
+    real_fork = os.fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(forked.os, "fork", fork)
+    assert _validate("--jobs", "3", str(src)) == one
+    assert len(pids) == 2
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped already
+
+
+@needs_fork
+def test_a_thread_running_keeps_the_segments_on_threads(monkeypatch, tmp_path: Path) -> None:
+    src = GENERATED / "v2"
+    one = _validate("--jobs", "1", str(src))
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    walked = _walkers(monkeypatch, tmp_path)
+    forks: list[int] = []
+    monkeypatch.setattr(forked.os, "fork", lambda: forks.append(1) or pytest.fail("forked"))
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert _validate("--jobs", "2", str(src)) == one
+    finally:
+        release.set()
+        other.join()
+    assert set(_walked(walked).values()) == {os.getpid()} and forks == []
+
+
+@needs_fork
+def test_a_running_brokers_dir_settles_its_newest_segments_as_one_walker_does(
+    monkeypatch, tmp_path: Path
+) -> None:
+    """The newest segment's half-written tail is in flight, not damage, whichever process read it."""
+    from tests.log.test_live_races import _half_written_tail
+
+    logs = tmp_path / "logs"
+    part, _ = build_partition(logs, 2, "none", segments=4)
+    (logs / ".lock").touch()
+    _half_written_tail(part)
+    with lock_held_elsewhere(logs / ".lock"):
+        one = _validate("--jobs", "1", str(logs))
+        monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+        walked = _walkers(monkeypatch, tmp_path)
+        assert _validate("--jobs", "2", str(logs)) == one
+    assert any(o.get("kind") == "in-flight" for o in one[1]) and one[0] == 0
+    assert len(set(_walked(walked).values())) == 2
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@needs_fork
+@pytest.mark.parametrize("jobs", ["3", "4"])
+def test_leftover_segments_are_split_into_ranges_among_the_same_walkers(
+    jobs: str, monkeypatch, tmp_path: Path
+) -> None:
+    """The segments left after a round a walker (here without indexes, as named files) are cut into
+    ranges the forked walkers take beside the whole segments: no second fork, no thread."""
+    files = []
+    for k, src in enumerate(sorted(GENERATED.glob("v2/*-0/00000000000000000000.log"))):
+        files.append(tmp_path / f"{k:020d}.log")
+        shutil.copy(src, files[-1])
+    args = [str(f) for f in files]
+    one = _validate("--jobs", "1", *args)
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    split: list[Path] = []
+    real = parallel.range_calls
+    monkeypatch.setattr(parallel, "range_calls", lambda path, *a: split.append(path) or real(path, *a))
+    ranges: list[int] = []
+    real_walk = parallel._range_run
+    monkeypatch.setattr(parallel, "_range_run", lambda *a: ranges.append(1) or real_walk(*a))
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(forked.os, "fork", lambda: (pid := real_fork()) and forks.append(pid) or pid)
+    _no_thread_started(monkeypatch)
+    assert _validate("--jobs", jobs, *args) == one
+    assert split == files[len(files) - len(files) % int(jobs) :]
+    assert len(forks) == int(jobs) - 1
+
+
+@pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
+@needs_fork
+def test_a_leftover_segment_with_indexes_is_split_on_threads_after_the_others(monkeypatch) -> None:
+    """Its ranges would carry index targets (up to a million): they stay in this process, on threads
+    started once the forked walkers have ended."""
+    src = GENERATED / "v2" / "segmented-0"
+    one = _validate("--jobs", "1", str(src))
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
+    split: list[tuple[Path, bool]] = []
+    real = parallel.split_prefix
+    monkeypatch.setattr(
+        parallel, "split_prefix", lambda path, *a: split.append((path, forked.may_fork())) or real(path, *a)
+    )
+    assert _validate("--jobs", "2", str(src)) == one
+    assert split == [(sorted(src.glob("*.log"))[-1], True)]
+
+
+@needs_fork
+def test_the_bar_advances_by_each_segment_as_its_report_arrives_after_the_fork(monkeypatch) -> None:
+    """A forked walker cannot draw the caller's bar: the caller asks for a segment's bar only once
+    every walker is forked, and moves it to the segment's size when its report is in."""
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    src = GENERATED / "v2"
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(forked.os, "fork", lambda: (pid := real_fork()) and forks.append(pid) or pid)
+    reached: dict[Path, int] = {}
+
+    def progress(path: Path):
+        assert forks, "a bar asked for before the walkers were forked"
+        reached[path] = 0
+        return lambda position: reached.__setitem__(path, position)
+
+    one = validate.validate_paths([src], ValidateOptions(), None, 1)
+    forked_result = validate.validate_paths([src], ValidateOptions(), progress, 2)
+    assert list(forked_result.all_findings()) == list(one.all_findings())
+    assert forked_result.summary() == one.summary()
+    sizes = {p: p.stat().st_size for p in parallel.segment_paths(discover([src]))}
+    assert reached == sizes
+
+
+@needs_fork
+def test_a_terminal_bar_does_not_keep_the_segments_from_processes(monkeypatch, tmp_path: Path) -> None:
+    """The bar's drawing thread starts with the first segment's bar, after the fork (render/progress.py)."""
+    src = GENERATED / "v2"
+    one = _validate("--jobs", "1", str(src))
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    walked = _walkers(monkeypatch, tmp_path)
+    assert _validate("--progress", "--jobs", "2", str(src)) == one
+    assert len(set(_walked(walked).values())) == 2
+
+
+def test_answers_come_in_as_each_call_ends_and_errors_are_answers(monkeypatch) -> None:
+    """forked_outcomes: (True, value) or (False, exception) for each call, in order; `answered` told
+    of each call once, in this process."""
+    if not forked.may_fork():
+        pytest.skip("no fork here, or a thread is running")
+
+    def work(k: int) -> int:
+        if k % 5 == 0:
+            raise ValueError(f"call {k}")
+        return k * k
+
+    told: list[int] = []
+    outcomes = forked.forked_outcomes(work, [(k,) for k in range(30)], 2, answered=told.append)
+    assert sorted(told) == list(range(30))
+    for k, (ok, value) in enumerate(outcomes):
+        assert (ok, value if ok else str(value)) == ((False, f"call {k}") if k % 5 == 0 else (True, k * k))
+
+
+def test_a_log_dir_of_more_calls_than_the_pipe_holds_walks_on_threads(monkeypatch) -> None:
+    monkeypatch.setattr(forked, "MAX_CALLS", 1)
+    found = discover([GENERATED / "v2"])
+    assert forked_scans.scan_forked(found, ValidateOptions(), None, 2) is None
