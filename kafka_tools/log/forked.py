@@ -26,9 +26,16 @@ from collections.abc import Callable
 from typing import Any
 
 _TOKEN = struct.Struct("<H")  # a call's index, as read from the shared pipe: 2 bytes, one read each
-# Every token is written before any walker reads: they must fit the smallest pipe Linux gives (one
-# page, for a user past fs.pipe-user-pages-soft). A split makes RANGES_A_THREAD a core: 512 cores.
-MAX_CALLS = 2048
+# Every token is written before any walker reads. A pipe holds one page at least (a user past
+# fs.pipe-user-pages-soft gets no more): 2048 calls (a split makes RANGES_A_THREAD a core: 512 cores).
+# More calls (a log dir of many segments) ask the kernel for a larger pipe (F_SETPIPE_SZ); where it
+# refuses, forked_outcomes raises TooManyCalls before anything is forked.
+PAGE_CALLS = 2048
+MAX_CALLS = 1 << 16  # what a token can name
+
+
+class TooManyCalls(ValueError):
+    """More calls than the pipe of tokens can be made to hold: nothing was forked."""
 
 
 def _same(value: Any) -> Any:
@@ -77,13 +84,7 @@ def forked_outcomes(
     `from_wire(marshal.loads(marshal.dumps(to_wire(value))))`, as soon as that call has ended. A call
     a forked process did not answer (it raised, or the process died) is run here. `answered(k)` is
     told here as each call's answer is in (a progress bar: the forked processes cannot draw it)."""
-    if len(calls) > MAX_CALLS:
-        raise ValueError(f"{len(calls)} calls: at most {MAX_CALLS}")
-    tokens, feed = os.pipe()
-    try:
-        os.write(feed, b"".join(_TOKEN.pack(k) for k in range(len(calls))))
-    finally:
-        os.close(feed)
+    tokens = _token_pipe(len(calls))
     children: list[_Walker] = []
     done: dict[int, tuple[bool, Any]] = {}
 
@@ -118,6 +119,26 @@ def forked_outcomes(
         if k not in done:
             arrived(k, _call(work, calls[k]))
     return [done[k] for k in range(len(calls))]
+
+
+def _token_pipe(calls: int) -> int:
+    """The read end of a pipe holding each call's index once."""
+    if calls > MAX_CALLS:
+        raise TooManyCalls(f"{calls} calls: at most {MAX_CALLS}")
+    tokens, feed = os.pipe()
+    try:
+        if calls > PAGE_CALLS:
+            import fcntl
+
+            try:
+                fcntl.fcntl(feed, fcntl.F_SETPIPE_SZ, calls * _TOKEN.size)
+            except (OSError, AttributeError):
+                os.close(tokens)
+                raise TooManyCalls(f"{calls} calls: no pipe holds them here") from None
+        os.write(feed, b"".join(_TOKEN.pack(k) for k in range(calls)))
+    finally:
+        os.close(feed)
+    return tokens
 
 
 def _call(work: Callable[..., Any], args: tuple) -> tuple[bool, Any]:

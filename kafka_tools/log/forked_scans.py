@@ -86,10 +86,11 @@ def scan_forked(
         split[key] = range(len(calls), len(calls) + len(ranges))
         calls += [(parallel.walk_range, *r) for r in ranges]
         owner += [(key, r[2] - r[1]) for r in ranges]
-    if len(calls) > forked.MAX_CALLS:
-        return None
     answered = _progress_by_call(owner, progress) if progress else None
-    outcomes = forked.forked_outcomes(_call, calls, processes, _to_wire, _from_wire, answered)
+    try:
+        outcomes = forked.forked_outcomes(_call, calls, processes, _to_wire, _from_wire, answered)
+    except forked.TooManyCalls:
+        return None
     scans: dict[Path, Answer] = {}
     for key, check in zip(keys, checks, strict=True):
         if key in split:

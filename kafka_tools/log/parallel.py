@@ -437,9 +437,12 @@ def _forked_runs(calls: list[tuple], parts: int) -> list | None:
     a small input never splits."""
     from kafka_tools.log import forked
 
-    if len(calls) > forked.MAX_CALLS or not forked.may_fork():
+    if not forked.may_fork():
         return None
-    return forked.forked_results(_range_run, calls, parts, run_to_wire, run_from_wire)
+    try:
+        return forked.forked_results(_range_run, calls, parts, run_to_wire, run_from_wire)
+    except forked.TooManyCalls:
+        return None
 
 
 def run_to_wire(run: BatchRun | None) -> tuple | None:

@@ -322,7 +322,17 @@ def test_answers_come_in_as_each_call_ends_and_errors_are_answers(monkeypatch) -
         assert (ok, value if ok else str(value)) == ((False, f"call {k}") if k % 5 == 0 else (True, k * k))
 
 
-def test_a_log_dir_of_more_calls_than_the_pipe_holds_walks_on_threads(monkeypatch) -> None:
+def test_a_log_dir_of_more_calls_than_a_pipe_can_hold_walks_on_threads(monkeypatch) -> None:
     monkeypatch.setattr(forked, "MAX_CALLS", 1)
     found = discover([GENERATED / "v2"])
     assert forked_scans.scan_forked(found, ValidateOptions(), None, 2) is None
+
+
+@needs_fork
+def test_more_calls_than_a_page_of_pipe_are_all_answered_once() -> None:
+    """A log dir of thousands of segments: the pipe of tokens is made large enough for them all."""
+    told: list[int] = []
+    calls = [(k,) for k in range(3 * forked.PAGE_CALLS)]
+    outcomes = forked.forked_outcomes(lambda k: -k, calls, 2, answered=told.append)
+    assert outcomes == [(True, -k) for k in range(len(calls))]
+    assert sorted(told) == list(range(len(calls)))
