@@ -17,10 +17,18 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   imported; without `--jobs`, as many walkers as there are idle cores when a large input starts (a
   busy machine gets one walker: there a second thread made a log dir 0.88x as fast, under load 3-4;
   busy is also a machine whose tasks waited for CPU in the last 10 s, CPU_PRESSURE_BUSY);
-* several segments: `ahead`, threads - 1 helpers and the thread that takes the reports in file order,
-  which walks the next segment nobody has taken while it waits (no pool: concurrent.futures and
-  logging cost 5-15 ms to import); the segments left over after a round a thread, when large v2
-  ones, are split into ranges (3 x 1 GiB on 2 threads: busiest thread 217-238 ms, not 278-317);
+* several segments: walked by the calling process and threads - 1 forked ones (log/forked_scans.py),
+  each taking the next segment nobody has taken, the reports sent back as each is done (for the
+  same reason as a split's ranges: on threads every madvise of one walker interrupts the other's
+  core, and Python's mmap holds the GIL through it; a log dir of 6 x 1 GiB v2 on 2 cores, alternated
+  with the threads' tree under chrt, 1.81x `--jobs 1` through the CLI less `python -c pass`, the
+  threads 1.69x; 8 v0 segments 1.78x, threads 1.71x; CPU 1.40 s, threads 1.49); where a thread
+  already runs (no process may fork then) or off Linux, `ahead`: threads - 1 helper threads and the
+  thread that takes the reports in file order, which walks the next segment nobody has taken while
+  it waits (no pool: concurrent.futures and logging cost 5-15 ms to import). The segments left over
+  after a round a walker, when large v2 ones, are split into ranges the same walkers take (3 x 1 GiB
+  on 2 threads: busiest thread 217-238 ms, not 278-317; in processes 1.76x `--jobs 1` less start-up,
+  threads 1.61x); one with index targets is split on threads after the others;
 * segments walked in Python (compressed v0/v1 message sets, 0.7 files: the wrapped messages are
   decoded holding the GIL) share no core: on a log dir of four 17 MB v1 gzip segments two threads
   did 1.1-1.5x one walker's CPU (up to 32,000 voluntary switches) and were never sooner done, once
