@@ -336,3 +336,35 @@ def test_more_calls_than_a_page_of_pipe_are_all_answered_once() -> None:
     outcomes = forked.forked_outcomes(lambda k: -k, calls, 2, answered=told.append)
     assert outcomes == [(True, -k) for k in range(len(calls))]
     assert sorted(told) == list(range(len(calls)))
+
+
+@needs_fork
+def test_ctrl_c_in_the_caller_stops_the_walkers_and_leaves_no_zombie(monkeypatch, tmp_path: Path) -> None:
+    """Interrupted while it walks (Ctrl-C): the forked walkers are killed and reaped, the interrupt
+    goes on up to the CLI."""
+    src = GENERATED / "v2"
+    parent = os.getpid()
+    real = validate.check_segment
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    def interrupted(seg, *args):
+        if os.getpid() == parent:
+            raise KeyboardInterrupt
+        return real(seg, *args)
+
+    monkeypatch.setattr(forked.os, "fork", fork)
+    monkeypatch.setattr(validate, "check_segment", interrupted)
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    with pytest.raises(KeyboardInterrupt):
+        validate.validate_paths([src], ValidateOptions(), None, 3)
+    assert len(forks) == 2
+    for pid in forks:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped
