@@ -64,7 +64,8 @@ def scan_ahead(
 ) -> dict[Path, Ahead]:
     """Every segment of `found` checked on `threads` threads (the walks spend their time in C, zlib
     and CRC-32C, which release the GIL), in file order; callers take the reports in that order. The
-    last `split_tail` are split into ranges on `threads` threads of their own (log/parallel.py)."""
+    last `split_tail` are split into ranges on `threads` threads of their own (log/parallel.py).
+    Where no process may be forked (log/forked_scans.py walks them in processes elsewhere)."""
     keys, checks = segment_calls(found, options)
     calls = [
         (check, target, opts, progress(key) if progress else None)
