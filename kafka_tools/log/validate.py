@@ -198,7 +198,8 @@ def validate_paths(
     """`jobs` > 1: up to that many cores (log/parallel.py plans how), the results still in file order;
     None: the default, up to `cores`, as many as are idle when a large input starts. Several segments
     are walked in forked processes (log/forked_scans.py), on threads where no process may be forked
-    (another thread runs). `progress(path)`, asked for a segment's bar, is asked only after any fork."""
+    (another thread runs). `progress(path)` gives a segment's bar callback, first called once the
+    segment's walk is under way, after any fork (render/progress.py starts drawing then)."""
     found: Discovery = discover(paths)
     read = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}  # before any segment
     plan = plan_for(found, jobs, cores)

@@ -42,14 +42,16 @@ def file_progress(path: str, size: int, enabled: bool | None) -> Iterator[Callab
 @contextmanager
 def tree_progress(paths, enabled: bool | None) -> Iterator[Callable[[str], Callable[[int], None]] | None]:
     """For many files: a factory giving each segment its own bar callback, on one overall display.
-    The display (and rich's refresh thread) starts when the first segment's callback is asked for, so
-    that a caller may fork walkers before (log/forked_scans.py: no process forks while a thread runs)."""
+    The display (and rich's refresh thread) starts at the first callback's first call, once the walk
+    is under way, so that the walk may fork walkers before it (log/forked.py: no process forks while
+    a thread runs)."""
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
         yield None
         return
     import os
+    import threading
 
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
@@ -62,18 +64,25 @@ def tree_progress(paths, enabled: bool | None) -> Iterator[Callable[[str], Calla
         console=Console(file=sys.stderr),
         transient=True,
     )
-    task = None
+    task = bar.add_task("validating", total=None)
+    starting = threading.Lock()  # walker threads may tick first at once
+    started = False
+
+    def shown() -> None:
+        nonlocal started
+        with starting:
+            if not started:
+                bar.start()
+                started = True
 
     def for_file(path) -> Callable[[int], None]:
-        nonlocal task
-        if task is None:
-            bar.start()
-            task = bar.add_task("validating", total=None)
         bar.update(task, description=os.path.basename(os.path.dirname(path)) or "validating")
         reached = 0
 
         def tick(position: int) -> None:  # by steps, so files walked at once (--jobs) add up
             nonlocal reached
+            if not started:
+                shown()
             bar.update(task, advance=position - reached)
             reached = position
 
@@ -82,5 +91,5 @@ def tree_progress(paths, enabled: bool | None) -> Iterator[Callable[[str], Calla
     try:
         yield for_file
     finally:
-        if task is not None:
+        if started:
             bar.stop()
