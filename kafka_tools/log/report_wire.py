@@ -1,6 +1,7 @@
 """A segment's report as plain values and back: what crosses the pipe from a forked walker
-(log/forked.py) in `marshal`'s format, which takes only plain values (pickle's import costs 3.6 ms,
-marshal is loaded at every start).
+(log/forked.py) in `marshal`'s format, which takes only plain values (marshal is loaded at every
+start; pickle's import cost 1.9-3.6 ms). Measured on the 33 fixture segments' reports (17 findings):
+to_wire, marshal and back 9-10 us a report, pickle and back 24-25 us, its import 1.9 ms more.
 
 `entry_positions` does not cross: it holds the entries the segment's `.index` points at, which the
 index checks have used up by the time the report is sent (they run beside the walk, in the walker),
