@@ -222,14 +222,17 @@ def test_a_running_brokers_dir_settles_its_newest_segments_as_one_walker_does(
 
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
 @needs_fork
-@pytest.mark.parametrize("jobs", ["3", "4"])
+@pytest.mark.parametrize("jobs", ["3", "7"])  # 8 v2 and 10 corrupt v2 segments: 1-3 left over
+@pytest.mark.parametrize("tree", ["v2", "corrupt"])
 def test_leftover_segments_are_split_into_ranges_among_the_same_walkers(
-    jobs: str, monkeypatch, tmp_path: Path
+    jobs: str, tree: str, monkeypatch, tmp_path: Path
 ) -> None:
     """The segments left after a round a walker (here without indexes, as named files) are cut into
-    ranges the forked walkers take beside the whole segments: no second fork, no thread."""
+    ranges the forked walkers take beside the whole segments: no second fork, no thread; damaged
+    segments among them report what one walk reports."""
     files = []
-    for k, src in enumerate(sorted(GENERATED.glob("v2/*-0/00000000000000000000.log"))):
+    pattern = "v2/*-0/00000000000000000000.log" if tree == "v2" else "corrupt/v2-*/00000000000000000000.log"
+    for k, src in enumerate(sorted(GENERATED.glob(pattern))):
         files.append(tmp_path / f"{k:020d}.log")
         shutil.copy(src, files[-1])
     args = [str(f) for f in files]
@@ -247,7 +250,7 @@ def test_leftover_segments_are_split_into_ranges_among_the_same_walkers(
     monkeypatch.setattr(forked.os, "fork", lambda: (pid := real_fork()) and forks.append(pid) or pid)
     _no_thread_started(monkeypatch)
     assert _validate("--jobs", jobs, *args) == one
-    assert split == files[len(files) - len(files) % int(jobs) :]
+    assert split and split == files[len(files) - len(files) % int(jobs) :]
     assert len(forks) == int(jobs) - 1
 
 
