@@ -22,7 +22,8 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   same reason as a split's ranges: on threads every madvise of one walker interrupts the other's
   core, and Python's mmap holds the GIL through it; a log dir of 6 x 1 GiB v2 on 2 cores, alternated
   with the threads' tree under chrt, 1.81x `--jobs 1` through the CLI less `python -c pass`, the
-  threads 1.69x; 8 v0 segments 1.78x, threads 1.71x; CPU 1.40 s, threads 1.49); where a thread
+  threads 1.69x; 8 v0 segments 1.78x, threads 1.71x; CPU 1.40 s, threads 1.49; 3000 segments of
+  166 KB, whose per-segment Python work fought over the GIL, 1.24x, threads 0.77x); where a thread
   already runs (no process may fork then) or off Linux, `ahead`: threads - 1 helper threads and the
   thread that takes the reports in file order, which walks the next segment nobody has taken while
   it waits (no pool: concurrent.futures and logging cost 5-15 ms to import). The segments left over
