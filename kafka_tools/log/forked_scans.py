@@ -10,10 +10,12 @@ processes"). The calling process is one of the walkers. Reports come back as pla
 process may draw) advances by a segment's bytes as its report arrives.
 
 The segments left over after a round a walker (`split_tail`, large v2 ones) are split into ranges
-taken from the same calls as the whole segments, so the walker done first helps with them; a
-segment whose `.index` names entries the ranges would have to find (index targets, up to a million)
-or that a running broker holds is walked when its report is asked for, after the others, its ranges
-on threads as log/parallel.py's splitter walks them. No forked process forks again.
+taken from the same calls as the whole segments, so the walker done first helps with them (3 x 1 GiB
+on 2 cores: 1.19x sooner than the third walked whole). One with a `.index` or `.timeindex` (its
+ranges would carry index targets through the pipe, up to a million) is walked when its report is
+asked for, after the others, its ranges on threads as log/parallel.py's splitter walks them; one
+that cannot be split (a running broker's, not beginning with a v2 batch) is one call among the
+others. No forked process forks again.
 """
 
 from __future__ import annotations
