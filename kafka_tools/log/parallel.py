@@ -31,9 +31,12 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   on 2 threads: busiest thread 217-238 ms, not 278-317; in processes 1.76x `--jobs 1` less start-up,
   threads 1.61x); one with index targets is split on threads after the others;
 * segments walked in Python (compressed v0/v1 message sets, 0.7 files: the wrapped messages are
-  decoded holding the GIL) share no core: on a log dir of four 17 MB v1 gzip segments two threads
-  did 1.1-1.5x one walker's CPU (up to 32,000 voluntary switches) and were never sooner done, once
-  0.71x as fast; such segments get one walker between them, the GIL-free ones a walker each;
+  decoded holding the GIL) share no core on threads: on a log dir of four 17 MB v1 gzip segments two
+  threads did 1.1-1.5x one walker's CPU (up to 32,000 voluntary switches) and were never sooner
+  done, once 0.71x as fast; there such segments get one walker between them, the GIL-free ones a
+  walker each. In forked processes (the default where no thread runs) each walker has its own GIL:
+  the same log dir in 0.63-0.78 s on 2 processes against 1.29-1.40 s for one walker (chrt, three
+  rounds), so the planner counts them as any other segment then;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into
   RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by the calling
   process and one forked process a core more (log/forked.py: a thread's madvise flushes the other
@@ -238,7 +241,8 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
     """plan_jobs for the segments of `found` (a Discovery). `jobs` None is the default: up to `cores`
     walkers, as many as are idle now, which is asked (/proc/loadavg) only of an input large enough
     to use them: one walker is settled before anything else is read (a small input costs exactly
-    what `--jobs 1` costs)."""
+    what `--jobs 1` costs). Segments walked in Python share a core only on threads: where the walkers
+    will be forked processes (log/forked_scans.py; no thread runs), each holds a GIL of its own."""
     if (cores if jobs is None else jobs) <= 1:
         return ONE_WALKER
     paths = segment_paths(found)
@@ -250,7 +254,16 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
     if jobs <= 1:  # a busy machine: nothing more to read
         return ONE_WALKER
     pairs = list(zip(paths, sizes, strict=True))
-    return plan_jobs(sizes, jobs, [begins_with_v2(*p) for p in pairs], [walked_in_python(*p) for p in pairs])
+    in_python = None if _walkers_are_processes() else [walked_in_python(*p) for p in pairs]
+    return plan_jobs(sizes, jobs, [begins_with_v2(*p) for p in pairs], in_python)
+
+
+def _walkers_are_processes() -> bool:
+    """Whether several segments will be walked in forked processes (log/forked_scans.py) rather than
+    on threads. Imported here: only an input large enough for several walkers asks."""
+    from kafka_tools.log import forked
+
+    return forked.may_fork()
 
 
 def splitter(parts: int, processes: bool = False):

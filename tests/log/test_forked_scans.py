@@ -36,9 +36,10 @@ def _validate(*args: str) -> tuple[int, list[dict]]:
 
 
 def _walkers(monkeypatch, tmp_path: Path) -> Path:
-    """Every segment check writes `pid path` to a file, from whichever process ran it; the caller's
-    first check waits (up to 10 s) until another process has written, so that on these small
-    fixtures a forked walker gets a segment before the caller has taken them all."""
+    """Every segment check writes `pid path` to a file, from whichever process ran it. A forked
+    walker's first check waits (up to 10 s) until the caller has written one, so that on these small
+    fixtures the caller gets a segment before the walkers have taken them all (each walker holds one
+    while it waits: a walk of more segments than walkers leaves the caller some)."""
     import time
 
     log = tmp_path / "walked.txt"
@@ -46,10 +47,12 @@ def _walkers(monkeypatch, tmp_path: Path) -> Path:
     parent, waited = os.getpid(), []
 
     def check_segment(seg, *args):
-        if os.getpid() == parent and not waited:
+        if os.getpid() != parent and not waited:
             waited.append(True)
             deadline = time.monotonic() + 10
-            while not log.exists() and time.monotonic() < deadline:
+            while (
+                f"{parent} " not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline
+            ):
                 time.sleep(0.001)
         report = real(seg, *args)
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
@@ -103,6 +106,25 @@ def test_segments_in_processes_report_what_threads_and_one_walker_report(
     segments = {str(p) for p in parallel.segment_paths(discover(paths))}
     assert set(by) == segments
     assert os.getpid() in by.values() and len(set(by.values())) > 1  # the caller and a forked walker
+
+
+@needs_fork
+def test_segments_walked_in_python_get_every_core_in_processes(monkeypatch, tmp_path: Path) -> None:
+    """Compressed v1 message sets are decoded in Python, holding the GIL: on threads they share one
+    walker (log/parallel.py), in forked processes each has a GIL of its own and a core."""
+    compressed = [str(p) for p in sorted((GENERATED / "v1").glob("*-0")) if not p.name.startswith("none")]
+    one = _validate("--jobs", "1", *compressed)
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    monkeypatch.setattr(parallel, "LOOKED_MIN", 0)
+    found = discover(compressed)
+    assert parallel.plan_for(found, 2, 2) == parallel.JobsPlan(2, False)
+    with monkeypatch.context() as m:
+        m.setattr(forked, "may_fork", lambda: False)
+        assert parallel.plan_for(found, 2, 2) == parallel.ONE_WALKER  # on threads: one walker
+    walked = _walkers(monkeypatch, tmp_path)
+    _no_thread_started(monkeypatch)
+    assert _validate("--jobs", "2", *compressed) == one
+    assert len(set(_walked(walked).values())) == 2
 
 
 @needs_fork

@@ -502,9 +502,12 @@ def test_the_planner_reads_whether_a_segment_is_walked_in_python(monkeypatch) ->
 
 
 def test_a_log_dir_walked_in_python_starts_no_thread(monkeypatch) -> None:
-    """`--jobs 2` on compressed v1 segments: one walker, no thread started, the same answer."""
+    """`--jobs 2` on compressed v1 segments where the walkers would be threads (one runs already, or
+    no fork here): one walker, no thread started, the same answer. (In forked processes they are
+    walked on every core: tests/log/test_forked_scans.py.)"""
     src = GENERATED / "v1"
     one = _validate(["--jobs", "1", str(src)])
+    monkeypatch.setattr(forked, "may_fork", lambda: False)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     monkeypatch.setattr(parallel, "LOOKED_MIN", 0)
     assert _validate(["--jobs", "2", str(src)]) == one  # v1 none-0 beside them: a walker each
