@@ -35,25 +35,32 @@ def _validate(*args: str) -> tuple[int, list[dict]]:
     return result.exit_code, [json.loads(line) for line in result.stdout.splitlines()]
 
 
-def _walkers(monkeypatch, tmp_path: Path) -> Path:
-    """Every segment check writes `pid path` to a file, from whichever process ran it. A forked
-    walker's first check waits (up to 10 s) until the caller has written one, so that on these small
-    fixtures the caller gets a segment before the walkers have taken them all (each walker holds one
-    while it waits: a walk of more segments than walkers leaves the caller some)."""
+def _walkers(monkeypatch, tmp_path: Path, forked_walkers: bool = True) -> Path:
+    """Every segment check writes `pid path` to a file, from whichever process ran it. With
+    `forked_walkers`, the caller's first check and a forked walker's first check wait (up to 10 s)
+    for each other, so that on these small fixtures (walked faster than a process starts) both
+    walk one: the walker says it holds a segment, the caller walks its own and says so, then the
+    walker walks its."""
     import time
 
-    log = tmp_path / "walked.txt"
+    log, took = tmp_path / "walked.txt", tmp_path / "took.txt"
     real = validate.check_segment
-    parent, waited = os.getpid(), []
+    parent, first = os.getpid(), []
+
+    def wait_for(path: Path, text: str) -> None:
+        deadline = time.monotonic() + 10
+        while text not in (path.read_text() if path.exists() else "") and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def check_segment(seg, *args):
-        if os.getpid() != parent and not waited:
-            waited.append(True)
-            deadline = time.monotonic() + 10
-            while (
-                f"{parent} " not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline
-            ):
-                time.sleep(0.001)
+        if forked_walkers and not first:
+            first.append(True)
+            if os.getpid() == parent:
+                wait_for(took, "took")
+            else:
+                with open(took, "a") as f:
+                    f.write(f"took {os.getpid()}\n")
+                wait_for(log, f"{parent} ")
         report = real(seg, *args)
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
@@ -142,33 +149,38 @@ def test_a_report_crosses_the_pipe_whole(monkeypatch) -> None:
 def test_a_segment_that_fails_in_a_walker_is_walked_again_here_and_reported_as_one_walker_does(
     monkeypatch, tmp_path: Path
 ) -> None:
-    """A segment that cannot be read (here: every read of it fails, in any process) is run again by
-    the caller, whose error `validate` reports as `--jobs 1` does (exit 3, `unreadable-file`)."""
+    """A segment that cannot be read (here: the first segment the forked walker takes, whose every
+    read then fails, in any process) is run again by the caller, whose error `validate` reports as
+    `--jobs 1` does (exit 3, `unreadable-file`)."""
+    import time
+
     src = GENERATED / "v2"
-    bad = src / "zstd-0" / "00000000000000000000.log"  # the last: any walker may take it
+    parent = os.getpid()
+    bad, tried = tmp_path / "bad.txt", tmp_path / "tried.txt"
     real = validate.check_segment
 
-    tried = tmp_path / "tried.txt"
-
     def unreadable(seg, *args):
-        if seg.log == bad:
+        if os.getpid() != parent and not bad.exists():
+            bad.write_text(str(seg.log))
+        elif os.getpid() == parent and not tried.exists():  # hold one segment until the walker has one
+            deadline = time.monotonic() + 10
+            while not bad.exists() and time.monotonic() < deadline:
+                time.sleep(0.001)
+        if bad.exists() and bad.read_text() == str(seg.log):
             with open(tried, "a") as f:
                 f.write(f"{os.getpid()}\n")
-            raise PermissionError(13, "Permission denied", str(bad))
+            raise PermissionError(13, "Permission denied", str(seg.log))
         return real(seg, *args)
 
     monkeypatch.setattr(validate, "check_segment", unreadable)  # the walkers'
     monkeypatch.setattr(partition_checks, "check_segment", unreadable)  # --jobs 1's
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    forked_result = _validate("--jobs", "2", str(src))
+    pids = [int(line) for line in tried.read_text().split()]
+    assert pids[0] != parent and pids[-1] == parent  # failed in the walker, then here
     one = _validate("--jobs", "1", str(src))
     assert one[0] == 3 and any(o.get("kind") == "unreadable-file" for o in one[1])
-    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
-    asked: list[int] = []
-    real_call = forked._call
-    monkeypatch.setattr(
-        forked, "_call", lambda work, args: asked.append(os.getpid()) or real_call(work, args)
-    )
-    assert _validate("--jobs", "2", str(src)) == one
-    assert asked  # the calls run here, the failed one among them
+    assert forked_result == one
 
 
 @needs_fork
@@ -176,12 +188,20 @@ def test_the_segments_of_a_walker_that_died_are_walked_by_the_caller(monkeypatch
     """A walker killed mid-way (the OOM killer, a signal): no answer lost, no zombie left."""
     src = GENERATED / "v2"
     one = _validate("--jobs", "1", str(src))
+    import time
+
     parent = os.getpid()
     real = validate.check_segment
+    died = tmp_path / "died.txt"
 
     def walker_dies(seg, *args):
         if os.getpid() != parent:
+            with open(died, "a") as f:
+                f.write(f"{seg.log}\n")
             os.kill(os.getpid(), 9)
+        deadline = time.monotonic() + 10
+        while not died.exists() and time.monotonic() < deadline:  # until a walker died holding one
+            time.sleep(0.001)
         return real(seg, *args)
 
     monkeypatch.setattr(validate, "check_segment", walker_dies)
@@ -197,7 +217,7 @@ def test_the_segments_of_a_walker_that_died_are_walked_by_the_caller(monkeypatch
 
     monkeypatch.setattr(forked.os, "fork", fork)
     assert _validate("--jobs", "3", str(src)) == one
-    assert len(pids) == 2
+    assert len(pids) == 2 and died.read_text()  # a segment lost with its walker, walked here
     for pid in pids:
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)  # reaped already
@@ -208,7 +228,7 @@ def test_a_thread_running_keeps_the_segments_on_threads(monkeypatch, tmp_path: P
     src = GENERATED / "v2"
     one = _validate("--jobs", "1", str(src))
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
-    walked = _walkers(monkeypatch, tmp_path)
+    walked = _walkers(monkeypatch, tmp_path, forked_walkers=False)
     forks: list[int] = []
     monkeypatch.setattr(forked.os, "fork", lambda: forks.append(1) or pytest.fail("forked"))
     release = threading.Event()
