@@ -340,6 +340,23 @@ def log_dir_rows(j: dict, fmt: str = "v2", target: float = 1.8) -> list[Row]:
     ]
 
 
+def head_segment(src: str, batches: int) -> Path:
+    """The first `batches` batches of the v2 segment `src` as a segment of their own (made once, in the
+    bench data dir): a small segment of the bench's own batches (3 of 64 KiB-built ones: ~160 KB)."""
+    from bench.decode import data_dir
+
+    # Only the batch headers and the head itself are read: the children of this process start with
+    # its peak RSS as theirs (Linux carries it over exec), which the RSS column would show.
+    end = 0
+    with open(src, "rb") as f:
+        for _ in range(batches):
+            end += 12 + int.from_bytes(os.pread(f.fileno(), 12, end)[8:12], "big")
+        path = data_dir() / f"v2-head-{end}.log"
+        if not path.exists():
+            path.write_bytes(os.pread(f.fileno(), end, 0))
+    return path
+
+
 def jobs_rows(quick: bool) -> list[Row]:
     """The default --jobs (all usable cores) against --jobs 1: never slower, whatever the input."""
     from bench.decode import data_dir, segment
@@ -350,6 +367,7 @@ def jobs_rows(quick: bool) -> list[Row]:
     # issue 27's "one large segment": 4 GiB (512 MiB quick), made of the one above
     large = bench_json("split.py", "--large", "4", "--size-mib", "128" if quick else "1024")
     large_what = f"one large v2 segment ({large['bytes'] / 2**20:.0f} MiB)"
+    head, many = head_segment(big["path"], 3), 1000 if quick else 3000
     after_startup = (large_what, "one v2 segment")  # rows that also time the start-up (after_startup_row)
     inputs = {
         large_what: large["path"],
@@ -358,6 +376,9 @@ def jobs_rows(quick: bool) -> list[Row]:
         # one segment left over after a round a thread: split into ranges (log/parallel.py)
         "log dir of 3 v2 segments": str(jobs_log_dir(big["path"], f"v2-{big['bytes']}", 3)),
         "one 4 KiB v2 segment": str(small),
+        # many small segments: the per-segment Python work (open, report, partition checks) dominates;
+        # on threads it fought over the GIL (0.77x --jobs 1 before issue 27's branch s1)
+        f"log dir of {many} small v2 segments": str(jobs_log_dir(head, f"v2-{head.stat().st_size}", many)),
     }
     # v0 and v1 as bench/legacy.py made them (in the bench data dir, when it has run): one file and many
     legacy = data_dir() / "legacy-v0-600000-x4.log"

@@ -429,40 +429,53 @@ def crc_walk(files: list[Path], threads: int, step: int = 8 * MiB) -> float:
 
 def log_dir_child(path: str, jobs: int) -> dict:
     """`validate_paths` of a log dir with `jobs` walkers, as `ktool validate --jobs J DIR` runs after
-    start-up, in this (child) process: wall, CPU, and each thread's CPU inside segment walks. The
-    critical path (CPU outside the walks + the busiest thread) is the wall a core a thread would give:
-    a figure that holds when other load keeps the threads from running at once."""
+    start-up, in this (child) process: wall, CPU, and each walker's CPU inside segment walks. The
+    critical path (CPU outside the walks + the busiest walker) is the wall a core a walker would give:
+    a figure that holds when other load keeps the walkers from running at once. Walkers are threads
+    of this process, or (log/forked_scans.py) this process and forked ones, whose CPU is read from
+    RUSAGE_CHILDREN once they have ended and shared among them (each walks as many segments)."""
     import resource
     import threading
 
-    from kafka_tools.log import validate
+    from kafka_tools.log import forked_scans, validate
     from kafka_tools.log.findings import ValidateOptions
 
     busy: dict[int, float] = {}
-    real = validate._call
+    parent = os.getpid()
 
-    def timed(*args):
-        cpu = time.thread_time()
-        try:
-            return real(*args)
-        finally:
-            me = threading.get_native_id()
-            busy[me] = busy.get(me, 0.0) + time.thread_time() - cpu
+    def timing(real):
+        def timed(*args):
+            cpu = time.thread_time()
+            try:
+                return real(*args)
+            finally:
+                if os.getpid() == parent:  # a forked walker's is read from RUSAGE_CHILDREN
+                    me = threading.get_native_id()
+                    busy[me] = busy.get(me, 0.0) + time.thread_time() - cpu
 
-    validate._call = timed
+        return timed
+
+    validate._call = timing(validate._call)
+    forked_scans._call = timing(forked_scans._call)
     t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     summary = validate.validate_paths([path], ValidateOptions(), None, jobs).summary()
     wall, c1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    k1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if summary.errors:
         raise SystemExit(f"{path}: {summary.errors} errors")
     cpu = c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime
+    kids = k1.ru_utime + k1.ru_stime - k0.ru_utime - k0.ru_stime
     walked = sum(busy.values())
+    walkers = sorted(busy.values(), reverse=True)
+    if kids > 0:
+        walkers = sorted(walkers + [kids / (jobs - 1)] * (jobs - 1), reverse=True)
     return {
         "jobs": jobs,
         "wall_s": wall,
-        "cpu_s": cpu,
-        "thread_busy_s": sorted(busy.values(), reverse=True),
-        "critical_s": cpu if not busy else max(0.0, cpu - walked) + max(busy.values()),
+        "cpu_s": cpu + kids,
+        "thread_busy_s": walkers,
+        "critical_s": cpu if not walkers else max(0.0, cpu - walked) + max(walkers),
     }
 
 

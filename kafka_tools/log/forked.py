@@ -1,5 +1,6 @@
 """Calls run in forked processes, each taking the next call nobody has taken: how one large segment's
-ranges are walked on several cores (log/parallel.py's split), when the caller has started no thread.
+ranges (log/parallel.py's split) and a log dir's segments (log/forked_scans.py) are walked on several
+cores, when the caller has started no thread.
 
 Why processes, not threads, for those ranges: every walker hands its mapped pages back as it goes
 (`madvise(MADV_DONTNEED)`, which keeps the RSS flat), and in one process each such call flushes the
@@ -10,10 +11,10 @@ machine otherwise held off (bench/README.md, issue 27): ranges on 2 threads 1.58
 start-up in two sets, the same ranges in 2 processes 1.67x and 1.77x (system time 28 ms, not 64).
 
 The values come back through a pipe in `marshal`'s format (loaded at every start; pickle's import
-cost 3.6 ms), so this is for calls whose values are small and plain (a range's BatchRun, made a
-tuple, with no index targets in it). A call that raised, or whose process died, is run again by
-the caller: no answer is lost, and its error is the caller's own, raised as parallel.all_results
-raises one.
+cost 3.6 ms), each as soon as its call has ended, so this is for calls whose values are small and
+plain once `to_wire` has made them so (a range's BatchRun as a tuple, with no index targets in it; a
+segment's report, log/report_wire.py). A call that raised, or whose process died, is run again by
+the caller: no answer is lost, and its error is the caller's own.
 """
 
 from __future__ import annotations
@@ -25,9 +26,16 @@ from collections.abc import Callable
 from typing import Any
 
 _TOKEN = struct.Struct("<H")  # a call's index, as read from the shared pipe: 2 bytes, one read each
-# Every token is written before any walker reads: they must fit the smallest pipe Linux gives (one
-# page, for a user past fs.pipe-user-pages-soft). A split makes RANGES_A_THREAD a core: 512 cores.
-MAX_CALLS = 2048
+# Every token is written before any walker reads. A pipe holds one page at least (a user past
+# fs.pipe-user-pages-soft gets no more): 2048 calls (a split makes RANGES_A_THREAD a core: 512 cores).
+# More calls (a log dir of many segments) ask the kernel for a larger pipe (F_SETPIPE_SZ); where it
+# refuses, forked_outcomes raises TooManyCalls before anything is forked.
+PAGE_CALLS = 2048
+MAX_CALLS = 1 << 16  # what a token can name
+
+
+class TooManyCalls(ValueError):
+    """More calls than the pipe of tokens can be made to hold: nothing was forked."""
 
 
 def _same(value: Any) -> Any:
@@ -53,45 +61,84 @@ def forked_results(
     to_wire: Callable[[Any], Any] = _same,
     from_wire: Callable[[Any], Any] = _same,
 ) -> list:
+    """`work(*args)` for each of `calls`, on `processes` processes (forked_outcomes): the values in
+    `calls`' order; the first call's exception raised once every call has ended."""
+    outcomes = forked_outcomes(work, calls, processes, to_wire, from_wire)
+    for ok, value in outcomes:
+        if not ok:
+            raise value
+    return [value for _, value in outcomes]
+
+
+def forked_outcomes(
+    work: Callable[..., Any],
+    calls: list[tuple],
+    processes: int,
+    to_wire: Callable[[Any], Any] = _same,
+    from_wire: Callable[[Any], Any] = _same,
+    answered: Callable[[int], None] | None = None,
+) -> list[tuple[bool, Any]]:
     """`work(*args)` for each of `calls`, on `processes` processes: `processes - 1` forked now and this
-    one, each taking the next call from a pipe that holds every call's index once. The values in
-    `calls`' order (a forked process's as `from_wire(marshal.loads(marshal.dumps(to_wire(value))))`);
-    the first call's exception raised once every call has ended. A call a forked process did not
-    answer (it raised, or the process died) is run here."""
-    if len(calls) > MAX_CALLS:
-        raise ValueError(f"{len(calls)} calls: at most {MAX_CALLS}")
-    tokens, feed = os.pipe()
-    try:
-        os.write(feed, b"".join(_TOKEN.pack(k) for k in range(len(calls))))
-    finally:
-        os.close(feed)
-    children: list[tuple[int, int]] = []
+    one, each taking the next call from a pipe that holds every call's index once. For each call in
+    `calls`' order (True, its value) or (False, its exception); a forked process's value comes back as
+    `from_wire(marshal.loads(marshal.dumps(to_wire(value))))`, as soon as that call has ended. A call
+    a forked process did not answer (it raised, or the process died) is run here. `answered(k)` is
+    told here as each call's answer is in (a progress bar: the forked processes cannot draw it)."""
+    tokens = _token_pipe(len(calls))
+    children: list[_Walker] = []
     done: dict[int, tuple[bool, Any]] = {}
+
+    def arrived(k: int, outcome: tuple[bool, Any]) -> None:
+        done[k] = outcome
+        if answered is not None:
+            answered(k)
+
+    def heard(walker: _Walker, wait: bool) -> None:
+        for k, value in walker.answers(wait):
+            arrived(k, (True, from_wire(value)))
+
     try:
         for _ in range(processes - 1):
             child = _fork_taker(work, calls, tokens, to_wire)
             if child is None:
                 break  # no process to be had: this one takes the rest
             children.append(child)
-        done.update(_take(work, calls, tokens))
-        for pid, answers in children:
-            done.update((k, (True, from_wire(v))) for k, v in _answers_of(answers).items())
-            os.close(answers)
-            os.waitpid(pid, 0)
-        children = []
+        while len(token := os.read(tokens, _TOKEN.size)) == _TOKEN.size:
+            (k,) = _TOKEN.unpack(token)
+            arrived(k, _call(work, calls[k]))
+            for walker in children:  # what the walkers answered meanwhile, without waiting
+                heard(walker, wait=False)
+        while children:  # the rest of the walkers' answers, as each comes in
+            heard(children[0], wait=True)
+            children.pop(0).close()
     finally:
         os.close(tokens)
-        for pid, answers in children:  # interrupted (Ctrl-C): stop the walkers, leave no zombie
-            os.close(answers)
-            _stop(pid)
+        for walker in children:  # interrupted (Ctrl-C): stop the walkers, leave no zombie
+            walker.stop()
     for k in range(len(calls)):
         if k not in done:
-            done[k] = _call(work, calls[k])
-    for k in range(len(calls)):
-        ok, value = done[k]
-        if not ok:
-            raise value
-    return [done[k][1] for k in range(len(calls))]
+            arrived(k, _call(work, calls[k]))
+    return [done[k] for k in range(len(calls))]
+
+
+def _token_pipe(calls: int) -> int:
+    """The read end of a pipe holding each call's index once."""
+    if calls > MAX_CALLS:
+        raise TooManyCalls(f"{calls} calls: at most {MAX_CALLS}")
+    tokens, feed = os.pipe()
+    try:
+        if calls > PAGE_CALLS:
+            import fcntl
+
+            try:
+                fcntl.fcntl(feed, fcntl.F_SETPIPE_SZ, calls * _TOKEN.size)
+            except (OSError, AttributeError):
+                os.close(tokens)
+                raise TooManyCalls(f"{calls} calls: no pipe holds them here") from None
+        os.write(feed, b"".join(_TOKEN.pack(k) for k in range(calls)))
+    finally:
+        os.close(feed)
+    return tokens
 
 
 def _call(work: Callable[..., Any], args: tuple) -> tuple[bool, Any]:
@@ -101,20 +148,61 @@ def _call(work: Callable[..., Any], args: tuple) -> tuple[bool, Any]:
         return False, exc
 
 
-def _take(work: Callable[..., Any], calls: list[tuple], tokens: int) -> dict[int, tuple[bool, Any]]:
-    """The calls this process takes from the pipe until it is empty, and their answers."""
-    done = {}
-    while len(token := os.read(tokens, _TOKEN.size)) == _TOKEN.size:
-        (k,) = _TOKEN.unpack(token)
-        done[k] = _call(work, calls[k])
-    return done
+_LENGTH = struct.Struct("<I")  # an answer's length in the walker's pipe, before its marshal bytes
+
+
+class _Walker:
+    """A forked process taking calls, seen from the caller: its pid and the pipe its answers come
+    through, each as soon as its call has ended (a length, then `marshal` of (index, value))."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self.fd = fd
+        self.unread = bytearray()
+        os.set_blocking(fd, False)
+
+    def answers(self, wait: bool) -> list[tuple[int, Any]]:
+        """The answers whole in the pipe now; with `wait`, every answer until the walker has ended
+        (an answer it was cut off while writing is left out: its call runs again)."""
+        if wait:
+            os.set_blocking(self.fd, True)
+        out = []
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            self.unread += chunk
+            out += self._whole()
+        return out
+
+    def _whole(self) -> list[tuple[int, Any]]:
+        out, buf, at = [], self.unread, 0
+        while len(buf) - at >= _LENGTH.size:
+            (n,) = _LENGTH.unpack_from(buf, at)
+            if len(buf) - at - _LENGTH.size < n:
+                break
+            k, value = marshal.loads(buf[at + _LENGTH.size : at + _LENGTH.size + n])
+            out.append((k, value))
+            at += _LENGTH.size + n
+        del buf[:at]
+        return out
+
+    def close(self) -> None:
+        os.close(self.fd)
+        os.waitpid(self.pid, 0)
+
+    def stop(self) -> None:
+        os.close(self.fd)
+        _stop(self.pid)
 
 
 def _fork_taker(
     work: Callable[..., Any], calls: list[tuple], tokens: int, to_wire: Callable[[Any], Any]
-) -> tuple[int, int] | None:
-    """A forked process taking calls; (its pid, the pipe its answers come through), or None when
-    no process can be started."""
+) -> _Walker | None:
+    """A forked process taking calls, or None when no process can be started."""
     answers, out = os.pipe()
     try:
         pid = os.fork()
@@ -124,30 +212,30 @@ def _fork_taker(
         return None
     if pid:
         os.close(out)
-        return pid, answers
-    # The child: it takes calls, writes the values of those that returned and ends at once (no exit
-    # handler, no flush of the parent's buffers, no destructor of objects the parent owns).
+        return _Walker(pid, answers)
+    # The child: it takes calls, writes the value of each that returned as soon as it has, and ends
+    # at once (no exit handler, no flush of the parent's buffers, no destructor of objects the parent
+    # owns). A value that cannot be sent is left to the caller, which runs its call again.
     code = 1
     try:
         os.close(answers)
-        values = {k: to_wire(value) for k, (ok, value) in _take(work, calls, tokens).items() if ok}
         with os.fdopen(out, "wb") as f:
-            f.write(marshal.dumps(values))
+            while len(token := os.read(tokens, _TOKEN.size)) == _TOKEN.size:
+                (k,) = _TOKEN.unpack(token)
+                ok, value = _call(work, calls[k])
+                if not ok:
+                    continue
+                try:
+                    data = marshal.dumps((k, to_wire(value)))
+                except (ValueError, TypeError):
+                    continue
+                f.write(_LENGTH.pack(len(data)) + data)
+                f.flush()
         code = 0
     except BaseException:  # noqa: BLE001 - the caller runs what this one did not answer
         pass
     finally:
         os._exit(code)
-
-
-def _answers_of(fd: int) -> dict[int, Any]:
-    chunks = []
-    while chunk := os.read(fd, 1 << 16):
-        chunks.append(chunk)
-    try:
-        return marshal.loads(b"".join(chunks)) if chunks else {}
-    except (EOFError, ValueError, TypeError):  # a child cut off while writing: its calls run again
-        return {}
 
 
 def _stop(pid: int) -> None:

@@ -17,14 +17,26 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   imported; without `--jobs`, as many walkers as there are idle cores when a large input starts (a
   busy machine gets one walker: there a second thread made a log dir 0.88x as fast, under load 3-4;
   busy is also a machine whose tasks waited for CPU in the last 10 s, CPU_PRESSURE_BUSY);
-* several segments: `ahead`, threads - 1 helpers and the thread that takes the reports in file order,
-  which walks the next segment nobody has taken while it waits (no pool: concurrent.futures and
-  logging cost 5-15 ms to import); the segments left over after a round a thread, when large v2
-  ones, are split into ranges (3 x 1 GiB on 2 threads: busiest thread 217-238 ms, not 278-317);
+* several segments: walked by the calling process and threads - 1 forked ones (log/forked_scans.py),
+  each taking the next segment nobody has taken, the reports sent back as each is done (for the
+  same reason as a split's ranges: on threads every madvise of one walker interrupts the other's
+  core, and Python's mmap holds the GIL through it; a log dir of 6 x 1 GiB v2 on 2 cores, alternated
+  with the threads' tree under chrt, 1.81x `--jobs 1` through the CLI less `python -c pass`, the
+  threads 1.69x; 8 v0 segments 1.78x, threads 1.71x; CPU 1.40 s, threads 1.49; 3000 segments of
+  166 KB, whose per-segment Python work fought over the GIL, 1.24x, threads 0.77x); where a thread
+  already runs (no process may fork then) or off Linux, `ahead`: threads - 1 helper threads and the
+  thread that takes the reports in file order, which walks the next segment nobody has taken while
+  it waits (no pool: concurrent.futures and logging cost 5-15 ms to import). The segments left over
+  after a round a walker, when large v2 ones, are split into ranges the same walkers take (3 x 1 GiB
+  on 2 threads: busiest thread 217-238 ms, not 278-317; in processes 1.76x `--jobs 1` less start-up,
+  threads 1.61x); one with index targets is split on threads after the others;
 * segments walked in Python (compressed v0/v1 message sets, 0.7 files: the wrapped messages are
-  decoded holding the GIL) share no core: on a log dir of four 17 MB v1 gzip segments two threads
-  did 1.1-1.5x one walker's CPU (up to 32,000 voluntary switches) and were never sooner done, once
-  0.71x as fast; such segments get one walker between them, the GIL-free ones a walker each;
+  decoded holding the GIL) share no core on threads: on a log dir of four 17 MB v1 gzip segments two
+  threads did 1.1-1.5x one walker's CPU (up to 32,000 voluntary switches) and were never sooner
+  done, once 0.71x as fast; there such segments get one walker between them, the GIL-free ones a
+  walker each. In forked processes (the default where no thread runs) each walker has its own GIL:
+  the same log dir in 0.63-0.78 s on 2 processes against 1.29-1.40 s for one walker (chrt, three
+  rounds), so the planner counts them as any other segment then;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into
   RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by the calling
   process and one forked process a core more (log/forked.py: a thread's madvise flushes the other
@@ -229,7 +241,8 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
     """plan_jobs for the segments of `found` (a Discovery). `jobs` None is the default: up to `cores`
     walkers, as many as are idle now, which is asked (/proc/loadavg) only of an input large enough
     to use them: one walker is settled before anything else is read (a small input costs exactly
-    what `--jobs 1` costs)."""
+    what `--jobs 1` costs). Segments walked in Python share a core only on threads: where the walkers
+    will be forked processes (log/forked_scans.py; no thread runs), each holds a GIL of its own."""
     if (cores if jobs is None else jobs) <= 1:
         return ONE_WALKER
     paths = segment_paths(found)
@@ -241,7 +254,16 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
     if jobs <= 1:  # a busy machine: nothing more to read
         return ONE_WALKER
     pairs = list(zip(paths, sizes, strict=True))
-    return plan_jobs(sizes, jobs, [begins_with_v2(*p) for p in pairs], [walked_in_python(*p) for p in pairs])
+    in_python = None if _walkers_are_processes() else [walked_in_python(*p) for p in pairs]
+    return plan_jobs(sizes, jobs, [begins_with_v2(*p) for p in pairs], in_python)
+
+
+def _walkers_are_processes() -> bool:
+    """Whether several segments will be walked in forked processes (log/forked_scans.py) rather than
+    on threads. Imported here: only an input large enough for several walkers asks."""
+    from kafka_tools.log import forked
+
+    return forked.may_fork()
 
 
 def splitter(parts: int, processes: bool = False):
@@ -426,22 +448,30 @@ def range_cuts(size: int, threads: int) -> list[int]:
     return sorted(cuts - {0, size})
 
 
+def walk_range(*args) -> BatchRun | None:
+    """One range of a split (a call of range_calls): its ordinary batches as one run, or None."""
+    return _range_run(*args)
+
+
 def _forked_runs(calls: list[tuple], parts: int) -> list | None:
     """The ranges' runs walked by this process and `parts - 1` forked ones (log/forked.py), or None
     where that may not be done now (a thread runs, too many ranges). Imported here, not at start-up:
     a small input never splits."""
     from kafka_tools.log import forked
 
-    if len(calls) > forked.MAX_CALLS or not forked.may_fork():
+    if not forked.may_fork():
         return None
-    return forked.forked_results(_range_run, calls, parts, _run_to_wire, _run_from_wire)
+    try:
+        return forked.forked_results(_range_run, calls, parts, run_to_wire, run_from_wire)
+    except forked.TooManyCalls:
+        return None
 
 
-def _run_to_wire(run: BatchRun | None) -> tuple | None:
+def run_to_wire(run: BatchRun | None) -> tuple | None:
     return None if run is None else tuple(run)
 
 
-def _run_from_wire(fields: tuple | None) -> BatchRun | None:
+def run_from_wire(fields: tuple | None) -> BatchRun | None:
     return None if fields is None else BatchRun(*fields)
 
 
@@ -464,19 +494,30 @@ def split_prefix(
 ) -> BatchRun | None:
     """The ordinary batches of `path` from its start, checked on `parts` threads in ranges (range_cuts)
     taken in turn, as one BatchRun: what the sequential walk would have made of them; None when the
-    file does not begin with one. A range begins at the first batch start its thread finds after its
-    cut (format/batch_runs.py); the prefix ends where a range's walk stopped early or a seam does not
-    join: the range before did not end where the next begins (a start found inside another batch's
-    bytes, a batch carried in a record's value), or the offsets are out of order."""
+    file does not begin with one (joined_runs)."""
     if not begins_with_batch(path):
         return None
-    size = path.stat().st_size
-    bounds = [0, *range_cuts(size, parts), size]
-    hi, step = base + INT32_MAX, walker_step(parts)
-    calls = [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
+    calls = range_calls(path, base, wanted, parts)
     runs = _forked_runs(calls, parts) if processes and not wanted else None
     if runs is None:
         runs = all_results(ahead(_range_run, calls, parts))
+    return joined_runs(path, runs)
+
+
+def range_calls(path: Path, base: int, wanted: list[int], parts: int) -> list[tuple]:
+    """The arguments of `walk_range` for each range of `path` split over `parts` walkers."""
+    size = path.stat().st_size
+    bounds = [0, *range_cuts(size, parts), size]
+    hi, step = base + INT32_MAX, walker_step(parts)
+    return [(path, a, b, base, hi, wanted, step) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def joined_runs(path: Path, runs: list[BatchRun | None]) -> BatchRun | None:
+    """The ranges' runs (in file order) joined into the prefix the sequential walk would have made. A
+    range begins at the first batch start its walker finds after its cut (format/batch_runs.py); the
+    prefix ends where a range's walk stopped early or a seam does not join: the range before did not
+    end where the next begins (a start found inside another batch's bytes, a batch carried in a
+    record's value), or the offsets are out of order."""
     merged = runs[0]
     if merged is None:
         return None

@@ -42,23 +42,35 @@ if TYPE_CHECKING:
     from kafka_tools.format import checkpoints
 
 
-def scan_ahead(
-    found: Discovery, options: ValidateOptions, progress, threads: int, split_tail: int = 0
-) -> dict[Path, Ahead]:
-    """Every segment of `found` checked on `threads` threads (the walks spend their time in C, zlib
-    and CRC-32C, which release the GIL), in file order; callers take the reports in that order. The
-    last `split_tail` are split into ranges on `threads` threads of their own (log/parallel.py)."""
+def segment_calls(found: Discovery, options: ValidateOptions) -> tuple[list[Path], list[tuple]]:
+    """Every segment file of `found` in file order, and how each is checked: (check_segment, its
+    Segment, options) for a partition's, (scan_segment, its path, options) for a file named alone."""
     keys: list[Path] = []  # each call's segment, which callers look its report up by
     calls: list[tuple] = []
     parts = [p for ld in found.log_dirs for p in ld.partitions] + list(found.partitions)
     for part in parts:
         for seg in part.segments:
             keys.append(seg.log)
-            calls.append((check_segment, seg, options, progress(seg.log) if progress else None))
+            calls.append((check_segment, seg, options))
     for path in found.files:
         if kind_of(path) in (FileKind.LOG, FileKind.KAFKA07):
             keys.append(path)
-            calls.append((scan_segment, path, options, progress(path) if progress else None))
+            calls.append((scan_segment, path, options))
+    return keys, calls
+
+
+def scan_ahead(
+    found: Discovery, options: ValidateOptions, progress, threads: int, split_tail: int = 0
+) -> dict[Path, Ahead]:
+    """Every segment of `found` checked on `threads` threads (the walks spend their time in C, zlib
+    and CRC-32C, which release the GIL), in file order; callers take the reports in that order. The
+    last `split_tail` are split into ranges on `threads` threads of their own (log/parallel.py).
+    Where no process may be forked (log/forked_scans.py walks them in processes elsewhere)."""
+    keys, checks = segment_calls(found, options)
+    calls = [
+        (check, target, opts, progress(key) if progress else None)
+        for key, (check, target, opts) in zip(keys, checks, strict=True)
+    ]
     if split_tail:
         split = replace(options, split=splitter(threads))
         calls[-split_tail:] = [(c[0], c[1], split, c[3]) for c in calls[-split_tail:]]
@@ -184,7 +196,10 @@ def validate_paths(
     cores: int = 1,
 ) -> Validation:
     """`jobs` > 1: up to that many cores (log/parallel.py plans how), the results still in file order;
-    None: the default, up to `cores`, as many as are idle when a large input starts."""
+    None: the default, up to `cores`, as many as are idle when a large input starts. Several segments
+    are walked in forked processes (log/forked_scans.py), on threads where no process may be forked
+    (another thread runs). `progress(path)` gives a segment's bar callback, first called once the
+    segment's walk is under way, after any fork (render/progress.py starts drawing then)."""
     found: Discovery = discover(paths)
     read = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}  # before any segment
     plan = plan_for(found, jobs, cores)
@@ -193,7 +208,11 @@ def validate_paths(
     if plan.threads == 1 or plan.split:  # no helper thread
         return _validate_found(found, options, progress, None, read)
     options = replace(options, step=plan.step)
-    scans = scan_ahead(found, options, progress, plan.threads, plan.split_tail)
+    from kafka_tools.log.forked_scans import scan_forked  # a large input's: not at start-up
+
+    scans = scan_forked(found, options, progress, plan.threads, plan.split_tail)
+    if scans is None:  # a thread runs (or no fork here): the segments on threads
+        scans = scan_ahead(found, options, progress, plan.threads, plan.split_tail)
     try:
         return _validate_found(found, options, progress, scans, read)
     finally:

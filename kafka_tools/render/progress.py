@@ -41,40 +41,55 @@ def file_progress(path: str, size: int, enabled: bool | None) -> Iterator[Callab
 
 @contextmanager
 def tree_progress(paths, enabled: bool | None) -> Iterator[Callable[[str], Callable[[int], None]] | None]:
-    """For many files: a factory giving each segment its own bar callback, on one overall display."""
+    """For many files: a factory giving each segment its own bar callback, on one overall display.
+    The display (and rich's refresh thread) starts at the first callback's first call, once the walk
+    is under way, so that the walk may fork walkers before it (log/forked.py: no process forks while
+    a thread runs)."""
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
         yield None
         return
     import os
+    import threading
 
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    with Progress(
+    bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
         console=Console(file=sys.stderr),
         transient=True,
-    ) as bar:
-        task = bar.add_task("validating", total=None)
-        done = 0
+    )
+    task = bar.add_task("validating", total=None)
+    starting = threading.Lock()  # walker threads may tick first at once
+    started = False
 
-        def for_file(path) -> Callable[[int], None]:
-            nonlocal done
-            size = os.path.getsize(path)
-            done += size
-            bar.update(task, description=os.path.basename(os.path.dirname(path)) or "validating")
-            reached = 0
+    def shown() -> None:
+        nonlocal started
+        with starting:
+            if not started:
+                bar.start()
+                started = True
 
-            def tick(position: int) -> None:  # by steps, so files walked at once (--jobs) add up
-                nonlocal reached
-                bar.update(task, advance=position - reached)
-                reached = position
+    def for_file(path) -> Callable[[int], None]:
+        bar.update(task, description=os.path.basename(os.path.dirname(path)) or "validating")
+        reached = 0
 
-            return tick
+        def tick(position: int) -> None:  # by steps, so files walked at once (--jobs) add up
+            nonlocal reached
+            if not started:
+                shown()
+            bar.update(task, advance=position - reached)
+            reached = position
 
+        return tick
+
+    try:
         yield for_file
+    finally:
+        if started:
+            bar.stop()

@@ -181,3 +181,17 @@ def test_truncate_dry_run_plans_without_the_repair_machinery() -> None:
         "kafka_tools.format.snapshot",
     }
     assert sorted(not_needed & loaded) == []
+
+
+def test_validate_of_a_small_log_dir_imports_no_walker_machinery() -> None:
+    """A small input is walked as `--jobs 1` (log/parallel.py): neither the forked walkers nor their
+    wire format (nor pickle) is imported, whatever --jobs says."""
+    code, loaded, stdout = _loaded_after(["validate", "--jobs", "2", str(V2)])
+    assert code == 0 and stdout
+    machinery = {
+        "kafka_tools.log.forked",
+        "kafka_tools.log.forked_scans",
+        "kafka_tools.log.report_wire",
+        "pickle",
+    }
+    assert sorted(machinery & loaded) == []

@@ -170,3 +170,6 @@ def test_validate_of_one_large_segment_walks_its_ranges_in_processes(monkeypatch
     pids = _forks(monkeypatch)
     assert run("--jobs", "2") == one
     assert len(pids) == 1
+    # A bar on the terminal: its drawing thread starts with the walk's first tick, after the fork.
+    assert run("--progress", "--jobs", "2") == one
+    assert len(pids) == 2
