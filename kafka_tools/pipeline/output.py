@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -99,11 +100,22 @@ class Staging:
 _LEFTOVERS: list[Staging] = []
 
 
+LEFTOVER_RETRY_S = 3.0  # how long a local staging directory that a last task wrote into is retried
+
+
 def discard_leftovers() -> None:
-    """Remove again the staging directories of failed scans (called once Spark has stopped, so no task
-    of theirs writes any more)."""
+    """Remove again the staging directories of failed scans (called once Spark has stopped, or given
+    up waiting for it after its master was lost). A task still writing can create a file inside the
+    directory while it is being removed (rmtree then fails on the directory, which is left): a local
+    one is removed again until it is gone, for LEFTOVER_RETRY_S at most."""
     while _LEFTOVERS:
-        _LEFTOVERS.pop().discard()
+        staging = _LEFTOVERS.pop()
+        staging.discard()
+        local = local_dir(staging.path) if staging.path else None
+        deadline = time.monotonic() + LEFTOVER_RETRY_S
+        while local is not None and os.path.exists(local) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            staging.discard()
 
 
 def write_small_tables(spark, options: ScanOptions, result: ScanResult) -> list[TableWritten]:

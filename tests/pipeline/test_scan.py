@@ -910,15 +910,15 @@ def test_cli_question_json_and_sql(spark, questioned) -> None:
 
 
 def test_a_worker_without_a_compression_library_is_one_line_and_exit_3(tmp_path: Path) -> None:
-    """The executors' Python lacks python-snappy (a stub that fails to import, as on a machine without
-    it); the v2 fixtures hold snappy batches."""
+    """The executors' Python lacks zstandard (a stub that fails to import, as on a machine without
+    it); the v2 fixtures hold zstd batches. (Not python-snappy: snappy is decoded in C first.)"""
     pytest.importorskip("pyspark")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         _unavailable("java is not installed")
-    stub = tmp_path / "stub" / "snappy"
+    stub = tmp_path / "stub" / "zstandard"
     stub.mkdir(parents=True)
     (stub / "__init__.py").write_text(
-        "raise ModuleNotFoundError(\"No module named 'snappy'\", name='snappy')\n"
+        "raise ModuleNotFoundError(\"No module named 'zstandard'\", name='zstandard')\n"
     )
     python = tmp_path / "python"
     python.write_text(f'#!/bin/sh\nPYTHONPATH={tmp_path / "stub"}:$PYTHONPATH exec {sys.executable} "$@"\n')
@@ -938,7 +938,7 @@ def test_a_worker_without_a_compression_library_is_one_line_and_exit_3(tmp_path:
     ]
     code, stderr, _ = _run_fresh(args, env, timeout=300)
     assert code == 3 and stderr == (
-        "ktool: an executor's Python has no module 'snappy': install ktool's dependencies on every worker "
+        "ktool: an executor's Python has no module 'zstandard': install ktool's dependencies on every worker "
         "(crc32c, lz4, python-snappy, zstandard, pyarrow), or point spark.pyspark.python at a Python that "
         "has them\n"
     )
