@@ -25,7 +25,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kafka_tools.broker_lock import is_live
 from kafka_tools.format.batch_runs import BatchRun, begins_with_batch
 from kafka_tools.format.kinds import base_offset_of
 from kafka_tools.log import forked, parallel
@@ -69,9 +68,10 @@ def scan_forked(
     if not forked.may_fork():
         return None
     keys, checks = segment_calls(found, options)
+    size = dict(zip(keys, parallel.segment_sizes(keys), strict=True))
     whole = len(checks) - split_tail
     calls: list[tuple] = [(*check, None) for check in checks[:whole]]
-    owner: list[tuple[Path, int]] = [(key, _size(key)) for key in keys[:whole]]  # each call's file, bytes
+    owner: list[tuple[Path, int]] = [(key, size[key]) for key in keys[:whole]]  # each call's file, bytes
     walked = {key: k for k, key in enumerate(keys[:whole])}  # a segment walked whole: its call
     split: dict[Path, range] = {}  # a tail segment's range calls
     later: dict[Path, tuple] = {}  # a tail segment walked when its report is asked for
@@ -82,7 +82,7 @@ def scan_forked(
         if not _splits_in_processes(key):
             walked[key] = len(calls)
             calls.append((*check, None))
-            owner.append((key, _size(key)))
+            owner.append((key, size[key]))
             continue
         ranges = parallel.range_calls(key, base_offset_of(key) or 0, [], processes)
         split[key] = range(len(calls), len(calls) + len(ranges))
@@ -121,13 +121,6 @@ def _from_wire(wire: tuple) -> SegmentReport | BatchRun | None:
     return report_from_wire(fields) if what == "segment" else parallel.run_from_wire(fields)
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def _has_indexes(target: Segment | Path) -> bool:
     """A segment with a `.index` or `.timeindex` beside it: its ranges would carry index targets."""
     return isinstance(target, Segment) and (target.offset_index is not None or target.time_index is not None)
@@ -135,13 +128,8 @@ def _has_indexes(target: Segment | Path) -> bool:
 
 def _splits_in_processes(path: Path) -> bool:
     """Whether a leftover segment (without indexes) is cut into ranges for the forked walkers: what
-    log/parallel.py's splitter would split (large, no running broker's), beginning with a v2 batch."""
-    try:
-        if path.stat().st_size < parallel.SPLIT_MIN or is_live(path.parent.parent):
-            return False
-    except OSError:
-        return False  # walked whole: the walk reports it as --jobs 1 does
-    return begins_with_batch(path)
+    log/parallel.py's splitter would split, beginning with a v2 batch."""
+    return parallel.may_split(path) and begins_with_batch(path)
 
 
 def _walk_after(check: tuple, prefix: BatchRun | None) -> Callable[[], SegmentReport]:

@@ -278,14 +278,18 @@ def splitter(parts: int, processes: bool = False):
     forked processes (split_prefix says when); only for a caller that has started no thread."""
 
     def split(path: Path, base: int, wanted: list[int]) -> BatchRun | None:
-        try:
-            if path.stat().st_size < SPLIT_MIN or is_live(path.parent.parent):
-                return None
-        except OSError:
-            return None
-        return split_prefix(path, base, wanted, parts, processes)
+        return split_prefix(path, base, wanted, parts, processes) if may_split(path) else None
 
     return split
+
+
+def may_split(path: Path) -> bool:
+    """Whether a segment may be cut into ranges: at least SPLIT_MIN, and no running broker's (one
+    that cannot be read is walked whole: the walk reports it as `--jobs 1` does)."""
+    try:
+        return path.stat().st_size >= SPLIT_MIN and not is_live(path.parent.parent)
+    except OSError:
+        return False
 
 
 WAITING, TAKEN, CANCELLED = 0, 1, 2
