@@ -43,7 +43,11 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
     metavar="SECONDS",
     help="A partition not owned by a live member for longer than this is reported as stuck.",
 )
-@click.option("--until-stable", is_flag=True, help="Exit 0 once every group is stable and verified.")
+@click.option(
+    "--until-stable",
+    is_flag=True,
+    help="Exit 0 once every group has live members that own its partitions as planned.",
+)
 @click.option(
     "--timeout",
     type=_SECONDS,

@@ -174,7 +174,10 @@ class GroupTracker:
 
     @property
     def stable(self) -> bool:
-        return not self.rebalancing and self.verification is not None and self.verification.ok
+        """Settled and owning what it consumes: a group with no members (a typo, or every consumer
+        gone) or nothing to consume is never stable, so `--until-stable` cannot pass on it."""
+        v = self.verification
+        return not self.rebalancing and bool(self.members) and v is not None and v.ok and bool(v.planned)
 
     def next_deadline(self) -> float | None:
         """When `update` must run again even if nothing changes (grace, quiet period)."""
@@ -251,7 +254,9 @@ class GroupTracker:
         return fields
 
     def _start(self, now: float, owners_before: dict[TP, str], reason: str, out: list) -> None:
-        self.rebalancing, self.started = True, now
+        # The quiet period counts from the start: a join with the owners unchanged for long is not
+        # "settled" at once (it finished with nothing moved, then started again when they moved).
+        self.rebalancing, self.started, self.last_change = True, now, now
         self.owners_at_start = dict(owners_before)
         out.append(("rebalance-started", {"reason": reason, "members": sorted(self.members or {})}))
 
