@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from kafka_tools.errors import FindingsError, KtoolError
 from kafka_tools.log.locate import Frame, SegmentReader, frames_from
@@ -152,6 +153,30 @@ class ReplicaLog:
                 k += 1
         except FindingsError as exc:
             raise ReplicaUnreadable(str(exc)) from None
+
+    def check_crcs(self, in_flight: bool) -> None:
+        """Every entry checked against its CRC (the walk `validate` makes), so that damage is never
+        taken for divergence: the probes compare a few entries, and a byte flipped between two of
+        them would read as "identical". The newest segment's tail of a replica a broker still
+        writes (`in_flight`) may be half copied: it is left to the probes."""
+        from kafka_tools.format.segment import ProblemKind
+        from kafka_tools.log.findings import ValidateOptions
+        from kafka_tools.log.segment_checks import scan_segment
+
+        segments = self.part.segments[:-1] if in_flight else self.part.segments
+        for seg in segments:
+            try:
+                report = scan_segment(Path(seg.log), ValidateOptions())
+            except OSError as exc:
+                raise ReplicaUnreadable(f"{seg.log}: {exc.strerror or exc}") from None
+            bad = next((f for f in report.findings if f.kind == ProblemKind.CRC_MISMATCH.value), None)
+            if bad is not None:
+                at = "" if bad.offset is None else f", offset {bad.offset}"
+                raise ReplicaUnreadable(
+                    f"{self.label}: {bad.file}: position {bad.position}{at}: {bad.message}: damage, not "
+                    "divergence (`ktool validate` names it; `ktool truncate` cuts it as the broker's "
+                    "recovery would)"
+                )
 
     def segment_size(self, k: int) -> int:
         try:

@@ -430,6 +430,8 @@ def diff_replicas(
     logs = [ReplicaLog(d, p) for d, p in zip(dirs, paths, strict=True)]
     try:
         replicas = [read_replica(log) for log in logs]
+        for log, rep in zip(logs, replicas, strict=True):
+            log.check_crcs(rep.in_flight)
         ids = [r.broker_id for r in replicas]
         if None not in ids and len(set(ids)) == len(ids):  # one per broker: name them so
             for r in replicas:

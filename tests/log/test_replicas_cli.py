@@ -252,3 +252,38 @@ def test_a_realworld_last_batch_corrupted_is_found_by_the_binary_search(tmp_path
     assert code == 1
     (comparison,) = objects(out, "comparison")
     assert comparison["method"] == "binary-search" and comparison["firstDifference"] == base
+
+
+def _flip_payload_byte(built, batch_index: int) -> int:
+    """One byte of a batch's last value flipped, its stored CRC left as it was (disk damage); the
+    batch's last offset, which names it."""
+    first, last, _ = built.batches[batch_index]
+    seg = sorted(built.path.glob("*.log"))[batch_index // 4]
+    data = bytearray(seg.read_bytes())
+    position, _, length = next(f for f in frames(seg) if f[1] == first)
+    data[position + length - 3] ^= 0x20
+    seg.write_bytes(bytes(data))
+    return last
+
+
+@pytest.mark.parametrize("magic", [2, 1, 0])
+def test_a_copy_with_a_flipped_payload_byte_is_damage_not_identical_or_divergence(tmp_path, magic) -> None:
+    batches = [Batch(0, values("x", i * 5, 5)) for i in range(10)]
+    a = write_replica(tmp_path / "a", 2, batches, magic=magic, epochs=[(0, 0)] if magic == 2 else None)
+    b = write_replica(tmp_path / "b", 3, batches, magic=magic, epochs=[(0, 0)] if magic == 2 else None)
+    code, _, err = diff(str(a.log_dir), str(b.log_dir))
+    assert code == 0, err
+
+    if magic == 2:
+        damaged_offset = _flip_payload_byte(b, 5)
+    else:  # one message a value: the message holding offset 27
+        seg = sorted(b.path.glob("*.log"))[1]
+        data = bytearray(seg.read_bytes())
+        position, damaged_offset, length = next(f for f in frames(seg) if f[1] == 27)
+        data[position + length - 3] ^= 0x20
+        seg.write_bytes(bytes(data))
+    code, out, err = diff(str(a.log_dir), str(b.log_dir))
+    assert code == 3, (out, err)
+    assert "damage, not divergence" in err and f"offset {damaged_offset}" in err
+    assert "diverged" not in out and "identical" not in out
+    assert len(err.strip().splitlines()) == 1
