@@ -4,6 +4,10 @@ In a runbook the exit status decides what happens next, and with `set -o pipefai
 counts. So when the reader closes the pipe, ktool stops writing (further writes are dropped) but keeps
 going: it still reaches the verdict its input deserves and exits with that code, instead of dying on
 EPIPE with whatever code the interpreter or Click picks (0 or 1, unrelated to the data).
+
+Any other failed write (a full disk behind `> out.txt`, `> /dev/full`) is the output's failure, not the
+input's: it is raised once as "stdout: No space left on device" (exit 3), so no message blames the
+segment being read, and what follows is dropped.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from typing import TextIO
 class GuardedStdout:
     """A text stream in front of stdout that turns a broken pipe into "reader gone", once."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, name: str = "stdout") -> None:
         self._stream = stream
+        self.name = name
         self.reader_gone = False
 
     def write(self, text: str) -> int:
@@ -73,18 +78,22 @@ class GuardedStdout:
                 self._broken(exc)
 
     def _broken(self, exc: OSError) -> None:
-        if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
-            raise exc
+        failed = not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE
         self.reader_gone = True
         # What the stream still buffers would fail again at the interpreter's final flush: point the
         # descriptor at /dev/null so that flush succeeds silently.
         try:
             fd = self._stream.fileno()
         except (AttributeError, OSError, ValueError):
-            return
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, fd)
-        os.close(devnull)
+            fd = None
+        if fd is not None:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        if failed:
+            from kafka_tools.errors import InputError
+
+            raise InputError(f"{self.name}: {exc.strerror or exc}") from None
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
@@ -96,7 +105,7 @@ def install() -> None:
     if not isinstance(sys.stdout, GuardedStdout):
         sys.stdout = GuardedStdout(sys.stdout)  # type: ignore[assignment]
     if not isinstance(sys.stderr, GuardedStdout):
-        sys.stderr = GuardedStdout(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = GuardedStdout(sys.stderr, "stderr")  # type: ignore[assignment]
 
 
 def reader_gone() -> bool:

@@ -146,3 +146,14 @@ def test_scan_keeps_its_exit_code_under_pipefail(log_dirs, data, reader, code) -
     piped = run_pipeline(f'"$KTOOL" scan --no-progress {shlex.quote(str(log_dirs[data]))} | {reader}')
     assert piped.returncode == code, piped.stderr
     assert "Traceback" not in piped.stderr
+
+
+@pytest.mark.parametrize("command", ["dump-log", "dump-log --json", "validate"])
+def test_a_full_stdout_is_named_not_the_segment_being_read(log_dirs, command) -> None:
+    """`> /dev/full` (a full disk behind a redirect) is the output's failure: one line naming stdout,
+    exit 3; a message naming the segment would read as the log disk being full."""
+    target = log_dirs["clean"] if command == "validate" else segment(log_dirs["clean"])
+    args = [*command.split(), str(target)]
+    full = run_pipeline(f'"$KTOOL" {shlex.join(args)} > /dev/full')
+    assert full.returncode == 3, full.stderr
+    assert full.stderr.splitlines() == ["ktool: stdout: No space left on device"], full.stderr
