@@ -1,7 +1,8 @@
 """One error hierarchy for every command: a one-line message and an exit code.
 
 Exit codes, for every command: 0 ok; 1 findings (corruption, a refused plan, a read-back that does not
-match); 2 usage; 3 environment (file unreadable, server unreachable, auth failed); 130 interrupted (Ctrl-C).
+match); 2 usage; 3 environment (file unreadable, server unreachable, auth failed); 130 interrupted (Ctrl-C);
+143 terminated (SIGTERM, what `timeout` and service managers send), handled as Ctrl-C is.
 """
 
 from __future__ import annotations
@@ -11,6 +12,12 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
+EXIT_TERMINATED = 143  # SIGTERM, as a shell reports it
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, as Ctrl-C raises KeyboardInterrupt: every path that
+    cleans up and summarises after Ctrl-C does so after SIGTERM too; only the exit code differs."""
 
 
 class KtoolError(Exception):

@@ -91,6 +91,7 @@ _gone = None  # a shared byte, set by the parent when stdout's reader left
 def _init_worker(setup: Setup, gone) -> None:
     global _setup, _gone
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # pool.terminate() must end a worker at once
     _setup, _gone = setup, gone
 
 

@@ -84,6 +84,7 @@ def watch(
       2    usage error
       3    ZooKeeper or a broker unreachable
       130  interrupted (Ctrl-C)
+      143  terminated (SIGTERM): the summary printed, as after Ctrl-C
     """
     if bool(group_ids) == all_groups:
         raise UsageError("give GROUP… or --all (not both)")

@@ -9,7 +9,14 @@ import click
 from kafka_tools import __version__
 from kafka_tools.cli import pipe, start_up
 from kafka_tools.cli.options import COLOR_CHOICE, COLOR_HELP, colour_setting
-from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, KtoolError
+from kafka_tools.errors import (
+    EXIT_ENVIRONMENT,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    KtoolError,
+    Terminated,
+)
 
 # Each subcommand's module is imported only when that command runs (or help lists it): `ktool read`
 # must not pay for rich, kazoo and the Spark pipeline at start-up. Name → "module:attribute".
@@ -132,18 +139,16 @@ class KtoolGroup(click.Group):
             where = f"{exc.filename}: " if exc.filename else ""
             click.echo(f"ktool: {where}{exc.strerror or exc}", err=True)
             ctx.exit(EXIT_ENVIRONMENT)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             # Click would say "Aborted!" and exit 1, which scripts read as "findings".
-            click.echo("ktool: interrupted", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+            _interrupted(ctx, exc)
         except Exception as exc:
             # Ctrl-C can land inside a library's own cleanup (a lock released in a `finally`, a client
             # stopping), which then fails in turn: what reaches here is that error with the
             # KeyboardInterrupt behind it. It is still Ctrl-C: exit 130, not a traceback and exit 1.
             if isinstance(exc, click.exceptions.Exit | click.ClickException) or not _after_interrupt(exc):
                 raise
-            click.echo("ktool: interrupted", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+            _interrupted(ctx, _after_interrupt(exc))
         finally:
             # Flushed through the guard: what is still buffered must not meet a closed pipe at exit.
             sys.stdout.flush()
@@ -151,14 +156,35 @@ class KtoolGroup(click.Group):
             sys.stdout, sys.stderr = saved
 
 
-def _after_interrupt(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt is behind `exc` (its context or cause, a few links deep)."""
+def _after_interrupt(exc: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt behind `exc` (its context or cause, a few links deep), if any."""
     seen = 0
     while exc is not None and seen < 8:
         if isinstance(exc, KeyboardInterrupt):
-            return True
+            return exc
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
-    return False
+    return None
+
+
+def _interrupted(ctx: click.Context, exc: BaseException | None) -> None:
+    if isinstance(exc, Terminated):
+        click.echo("ktool: terminated", err=True)
+        ctx.exit(EXIT_TERMINATED)
+    click.echo("ktool: interrupted", err=True)
+    ctx.exit(EXIT_INTERRUPTED)
+
+
+def _terminate(signum: int, frame) -> None:
+    raise Terminated
+
+
+def handle_sigterm() -> None:
+    """SIGTERM raises Terminated where the program is, as SIGINT raises KeyboardInterrupt (a child
+    forked later resets it where it must die at once, as multiprocessing's workers)."""
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
 
 
 @click.group(
@@ -180,6 +206,7 @@ def cli(ctx: click.Context, color: str) -> None:
       2    usage error
       3    environment: a file unreadable, a server unreachable, auth failed
       130  interrupted (Ctrl-C)
+      143  terminated (SIGTERM), handled as Ctrl-C
     """
     ctx.obj = {"color": colour_setting(color)}
 
@@ -195,11 +222,13 @@ _register()
 
 def main() -> None:
     pipe.install()  # also for what Click prints before a command runs (`ktool --help | head -1`)
+    handle_sigterm()
     try:
         cli.main(prog_name="ktool")
-    except KeyboardInterrupt:
-        click.echo("ktool: interrupted", err=True)
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        click.echo("ktool: terminated" if terminated else "ktool: interrupted", err=True)
+        sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
 
 __all__ = ["cli", "main", "EXIT_USAGE"]

@@ -43,3 +43,24 @@ def test_an_error_without_ctrl_c_behind_it_is_not_taken_for_one() -> None:
     assert result.exit_code == 1
     assert isinstance(result.exception, RuntimeError)
     assert "interrupted" not in result.output
+
+
+def _sigterm_arrives() -> None:
+    import os
+    import signal
+
+    from kafka_tools.cli.main import handle_sigterm
+
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        handle_sigterm()
+        os.kill(os.getpid(), signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_sigterm_is_handled_as_ctrl_c_with_exit_143_and_one_line() -> None:
+    result = CliRunner().invoke(_group(_sigterm_arrives), ["work"])
+    assert result.exit_code == 143
+    assert result.output == "ktool: terminated\n"

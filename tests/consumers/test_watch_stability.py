@@ -109,3 +109,21 @@ def test_until_stable_on_a_group_that_never_appears_times_out_with_exit_1(zk_roo
     once = run_script("groups", "watch", "billnig", "--zookeeper", zk_root.connect, "--once", "--json")
     state = [json.loads(line) for line in once.stdout.splitlines() if '"group-state"' in line]
     assert state[-1]["stable"] is False
+
+
+def test_sigterm_ends_a_watch_as_ctrl_c_does_with_its_summary_and_exit_143(zk_root) -> None:
+    """What `timeout` and service managers send: the summary line, one line on stderr, exit 143."""
+    import signal
+
+    from tests.support.watch import WatchProcess
+
+    zk = zk_root.zk
+    register_broker(zk, 0)
+    create_topic(zk, TOPIC, PARTITIONS)
+    with WatchProcess("billing", "--zookeeper", zk_root.connect, "--json") as watch:
+        watch.event("broker-joined")
+        watch.proc.send_signal(signal.SIGTERM)
+        assert watch.wait() == 143, watch.stderr()
+        assert watch.proc.stderr.read() == "ktool: terminated\n"
+        rest = watch.rest()
+    assert rest and rest[-1]["type"] == "summary"
