@@ -27,18 +27,20 @@ from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: int, as_json: bool) -> None:
     """Print each partition's offset at a time, from the files of log dirs (no broker needed).
 
+    LOG_DIRS are log dirs or partition directories.
     Lines are Kafka's GetOffsetShell's, `topic:partition:offset` (with several LOGDIRs, each log dir's
     lines follow a `# LOGDIR` line); an offset left empty means no record has a timestamp at or after
     T. The latest offset is the log end offset (the next offset to be written), the earliest the log
     start offset (from `log-start-offset-checkpoint`, else the first segment). A partition that cannot
     be answered is said on stderr (in --json: an `offset` object with its `error`) and the others are
-    answered.
+    answered. Message format v0 carries no timestamps: T is answered as brokers before 0.10.1 answer
+    it (the newest segment last modified at or before T), with a note on stderr.
 
     \b
     Exit status:
       0  every partition answered
-      1  a partition not answered from its data (v0: no timestamps;
-         a damaged batch)
+      1  a partition not answered from its data (a damaged batch,
+         max-timestamp on v0 data)
       2  usage error
       3  a log dir or a segment could not be read
     """

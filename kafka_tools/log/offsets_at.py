@@ -1,6 +1,8 @@
 """The service behind `ktool offsets-at`: each partition's offset at a time, offline, as Kafka's
 GetOffsetShell asks a broker for it (`--time -2` earliest, `-1` latest, or a timestamp: the first record
-whose timestamp is at or after it, ListOffsets' answer since 0.10.1)."""
+whose timestamp is at or after it, ListOffsets' answer since 0.10.1). A partition of message format v0
+has no timestamps: it is answered as the brokers before 0.10.1 answer (the newest segment last modified
+at or before the time), with a note saying so."""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError, KtoolError
 from kafka_tools.format.shared_methods import FrozenSharedMethods
-from kafka_tools.log.dirs import is_log_dir, partition_dirs
-from kafka_tools.log.partition_log import ReadNote, open_partition
+from kafka_tools.log.dirs import is_log_dir, is_partition_dir, partition_dirs
+from kafka_tools.log.partition_log import PartitionLog, ReadNote, open_partition
 from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 
@@ -43,14 +45,18 @@ class PartitionOffset(FrozenSharedMethods):
 
 def offsets_at(log_dir: str, time: int) -> Iterator[PartitionOffset | ReadNote]:
     """One PartitionOffset per partition directory of `log_dir` (topic, then partition number order),
-    and the ReadNotes (warnings) met on the way."""
+    or of the one partition directory it names, and the ReadNotes (warnings) met on the way."""
     root = Path(log_dir)
     if not root.exists():
         raise InputError(f"{log_dir}: no such directory")
-    if not is_log_dir(root):
+    if is_partition_dir(root):
+        found, log_dir = [root], str(root.parent)
+    elif is_log_dir(root):
+        found = partition_dirs(root)
+    else:
         raise InputError(f"{log_dir}: not a Kafka log directory (no partition directories, no checkpoints)")
     parts = []
-    for p in partition_dirs(root):
+    for p in found:
         topic, _, number = p.name.rpartition("-")
         if number.isdigit():
             parts.append((topic, int(number), p))
@@ -64,15 +70,46 @@ def offsets_at(log_dir: str, time: int) -> Iterator[PartitionOffset | ReadNote]:
 
                 offset = log_end_offset(part)
             else:
-                from kafka_tools.log.read import largest_timestamp, offset_for_time
+                from kafka_tools.log.read import NoTimestamps, largest_timestamp, offset_for_time
 
                 if time == MAX_TIMESTAMP:
                     largest = yield from largest_timestamp(part)
                     offset = None if largest is None else (yield from offset_for_time(part, largest))
                 else:
-                    offset = yield from offset_for_time(part, time)
+                    try:
+                        offset = yield from offset_for_time(part, time)
+                    except NoTimestamps:
+                        offset = offset_by_segment_times(part, time)
+                        yield ReadNote(
+                            f"{part.path}: message format v0 has no timestamps: answered from the segments' "
+                            "modification times, as brokers before 0.10.1 answer ListOffsets"
+                        )
             for warning in part.warnings:
                 yield ReadNote(warning)
             yield PartitionOffset(log_dir, topic, number, offset)
         except KtoolError as exc:
             yield PartitionOffset(log_dir, topic, number, None, str(exc), exc.exit_code)
+
+
+def offset_by_segment_times(part: PartitionLog, time: int, now_ms: int | None = None) -> int | None:
+    """What a broker before 0.10.1 answers for a time (KafkaApis.fetchOffsetsBefore, one offset): each
+    segment stands for its base offset at its file's modification time, and a non-empty newest segment
+    adds the log end offset at the present; the newest of these at or before `time`, None if none."""
+    import os
+    import time as clock
+
+    from kafka_tools.log.locate import log_end_offset
+
+    def modified_ms(path) -> int:
+        try:
+            return os.stat(path).st_mtime_ns // 1_000_000
+        except OSError as exc:
+            raise InputError(f"{path}: {exc.strerror or exc}") from None
+
+    points = [(seg.base_offset, modified_ms(seg.log)) for seg in part.segments]
+    if part.segments and os.path.getsize(part.segments[-1].log) > 0:
+        points.append((log_end_offset(part), clock.time_ns() // 1_000_000 if now_ms is None else now_ms))
+    for offset, at in reversed(points):
+        if at <= time:
+            return offset
+    return None

@@ -304,6 +304,10 @@ def _not_a_boundary(part: PartitionLog, offset: int, before: int | None, after: 
     )
 
 
+class NoTimestamps(FindingsError):
+    """Message format v0 (Kafka before 0.10) carries no timestamp: no record can be found by time."""
+
+
 def offset_for_time(part: PartitionLog, timestamp: int, chunk: int = DEFAULT_CHUNK):
     """The offset of the first record whose timestamp is at or after `timestamp` (the broker's
     ListOffsets), None when there is none: the first segment whose largest timestamp reaches it, its
@@ -355,7 +359,7 @@ def _frame_timestamp(seg: SegmentFiles, frame: Frame) -> int | None:
 
     try:
         if frame.magic == 0:
-            raise FindingsError(
+            raise NoTimestamps(
                 f"{seg.log}: position {frame.position}: message format v0 has no timestamps: use --offset"
             )
         if frame.magic == 2:
@@ -415,7 +419,7 @@ def _first_at_or_after(seg: SegmentFiles, frame: Frame, timestamp: int, log_star
 
     try:
         if frame.magic == 0:
-            raise FindingsError(
+            raise NoTimestamps(
                 f"{seg.log}: position {frame.position}: message format v0 has no timestamps: use --offset"
             )
         if frame.magic == 2:

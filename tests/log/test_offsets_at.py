@@ -5,6 +5,7 @@ log dir that broker wrote (and `read` against its SimpleConsumerShell)."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -34,13 +35,30 @@ def test_offsets_at_earliest_latest_and_time(tmp_path) -> None:
     ]
 
 
-def test_offsets_at_v0_time_is_one_line_and_exit_1_the_others_answered(tmp_path) -> None:
-    build_partition(tmp_path, 0, "none", topic="old")
+def test_offsets_at_v0_time_is_answered_from_segment_times_with_a_note(tmp_path) -> None:
+    """Message format v0 has no timestamps: the answer brokers before 0.10.1 give (the newest segment
+    last modified at or before the time), and one note saying so."""
+    build_partition(tmp_path, 0, "none", topic="old")  # offsets 0..71: 3 segments of 24
     build_partition(tmp_path, 2, "none", topic="new")
-    result = run_ktool("offsets-at", "--time", str(T0), str(tmp_path))
-    assert result.exit_code == 1
-    assert result.stdout == "new:0:0\n"
-    assert result.stderr.count("\n") == 1 and "message format v0 has no timestamps" in result.stderr
+    segments = sorted((tmp_path / "old-0").glob("*.log"))
+    assert [int(p.stem) for p in segments] == [0, 24, 48]
+    for n, seg in enumerate(segments):
+        os.utime(seg, ns=(0, (T0 + 1000 * n) * 1_000_000))
+    expected = {T0 - 1: "", T0: "0", T0 + 999: "0", T0 + 1000: "24", T0 + 5000: "48"}
+    for when, offset in expected.items():
+        result = run_ktool("offsets-at", "--time", str(when), str(tmp_path))
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.splitlines()[1] == f"old:0:{offset}"
+        assert result.stderr.count("\n") == 1 and "answered from the segments' modification times" in (
+            result.stderr
+        )
+
+
+def test_offsets_at_takes_a_partition_directory(tmp_path) -> None:
+    build_partition(tmp_path, 2, "gzip", topic="orders")
+    build_partition(tmp_path, 2, "none", topic="events")
+    result = run_ktool("offsets-at", str(tmp_path / "orders-0"))
+    assert (result.exit_code, result.stdout) == (0, "orders:0:72\n"), result.stderr
 
 
 def test_offsets_at_bad_input_is_one_line(tmp_path) -> None:
@@ -138,3 +156,20 @@ def test_read_agrees_with_the_brokers_simple_consumer_shell(broker_log) -> None:
             assert ours == theirs and len(ours) == 5
             compared += 1
     assert compared >= 4
+
+
+def test_offsets_at_a_time_on_v0_data_agrees_with_the_brokers_get_offset_shell(broker_log) -> None:
+    """0.9 writes message format v0: GetOffsetShell answers a time from the segments' modification
+    times, and so does ktool on the files, at each segment's time, just before it and before all."""
+    part = Path(broker_log.log_dir) / "kept-0"
+    times = sorted({os.stat(p).st_mtime_ns // 1_000_000 for p in part.glob("*.log")})
+    assert len(times) >= 2, "the broker rolled no segment"
+    compared = 0
+    for when in sorted({times[0] - 1, *times, *(t - 1 for t in times[1:])}):
+        theirs = _get_offset_shell(broker_log, "kept", when)
+        result = run_ktool("offsets-at", "--time", str(when), str(broker_log.log_dir))
+        assert result.exit_code == 0, result.stderr
+        ours = {line for line in result.stdout.splitlines() if line.startswith("kept:")}
+        assert ours == theirs, when
+        compared += 1
+    assert compared >= 3
