@@ -58,7 +58,8 @@ def _complete_command(ctx: click.Context, param: click.Parameter, incomplete: st
 @click.argument("command", nargs=-1, shell_complete=_complete_command)
 @click.option(
     "--output-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a file in the way is exit 3 in one line (writable_dir), not usage
+    metavar="DIRECTORY",
     help="Write every page (ktool.1, ktool-COMMAND.1, …) into this directory instead.",
 )
 def man(command: tuple[str, ...], output_dir: Path | None) -> None:
@@ -82,8 +83,10 @@ def man(command: tuple[str, ...], output_dir: Path | None) -> None:
     if output_dir is not None:
         if command:
             raise UsageError("--output-dir writes every page: give no COMMAND with it")
+        from kafka_tools.cli.options import writable_dir
+
+        writable_dir(output_dir, "manual page")
         try:
-            output_dir.mkdir(parents=True, exist_ok=True)
             for name, text in pages.items():
                 (output_dir / name).write_text(text)
         except OSError as exc:

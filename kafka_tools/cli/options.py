@@ -192,6 +192,8 @@ class TimeSpec(click.ParamType):
 def writable_dir(path: Path, what: str) -> Path:
     """`path` created if needed (with its parents), for output: one line and exit 3 when it cannot be
     (a file in the way, /proc, no permission), never a traceback."""
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path}: cannot be the {what} directory: a file, not a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -92,6 +92,14 @@ def test_man_prints_and_installs_the_generated_pages(tmp_path) -> None:
     assert res.returncode == 0, res.stderr
     written = {p.name: p.read_text() for p in (tmp_path / "man1").iterdir()}
     assert written == {p.name: p.read_text() for p in (ROOT / "man").iterdir()}
+    # a file in the way is the environment's (exit 3), in one line, not a 4-line usage error
+    (tmp_path / "a-file").write_text("")
+    res = run_script("man", "--output-dir", str(tmp_path / "a-file"))
+    assert res.returncode == 3
+    assert (
+        res.stderr
+        == f"ktool: {tmp_path / 'a-file'}: cannot be the manual page directory: a file, not a directory\n"
+    )
 
 
 def test_man_pages_name_and_see_also() -> None:
