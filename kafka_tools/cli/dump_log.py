@@ -154,9 +154,12 @@ def dump_log(
         options.record_lines = renderer.record_lines_from_bytes()
     problems_only = DumpTextRenderer(err, err, False, False, key_decoder, value_decoder)
 
+    tally = renderer.tally if as_json else None
+
     def dump_one(path: str, progress: bool | None = progress) -> int:
         """One file's output and problems, straight to stdout and stderr; its exit code."""
         exit_code = 0
+        failed = False
         try:
             size = os.path.getsize(path) if os.path.isfile(path) else 0
             with file_progress(path, size, progress) as tick:
@@ -169,14 +172,16 @@ def dump_log(
                         problems_only.render(event)
                     if isinstance(event, FileEnd) and event.problems:
                         exit_code = max(exit_code, EXIT_FINDINGS)
-        except KtoolError as exc:
+        except (KtoolError, OSError) as exc:
             sys.stdout.flush()
-            err.problem(str(exc))
-            exit_code = max(exit_code, exc.exit_code if exc.exit_code != 2 else EXIT_ENVIRONMENT)
-        except OSError as exc:
-            sys.stdout.flush()
-            err.problem(f"{path}: {exc.strerror or exc}")
-            exit_code = max(exit_code, EXIT_ENVIRONMENT)
+            message = str(exc) if isinstance(exc, KtoolError) else f"{path}: {exc.strerror or exc}"
+            code = exc.exit_code if isinstance(exc, KtoolError) else EXIT_ENVIRONMENT
+            exit_code, failed = max(exit_code, code if code != 2 else EXIT_ENVIRONMENT), True
+            err.problem(message)
+            if as_json and not pipe.reader_gone():
+                renderer.error(path, message, exit_code)
+        if tally is not None:
+            tally.file_done(exit_code, failed)
         return exit_code
 
     jobs = min(jobs or usable_cores(), len(files))
@@ -187,9 +192,11 @@ def dump_log(
         setup = dict(options=options, as_json=as_json, key_decoder=key_decoder, value_decoder=value_decoder)
         here = functools.partial(dump_one, progress=False)  # one bar for all, below
         bar = functools.partial(_files_progress, files, progress)
-        exit_code = dump_files_parallel(list(files), setup, jobs, err, here, bar)
+        exit_code = dump_files_parallel(list(files), setup, jobs, err, here, bar, tally)
     else:
         exit_code = max((dump_one(path) for path in files), default=0)
+    if tally is not None and not pipe.reader_gone():
+        renderer.finish(tally)
     sys.stdout.flush()
     ctx.exit(exit_code)
 

@@ -27,7 +27,7 @@ from kafka_tools.cli import pipe
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 from kafka_tools.log.dump import dump_file
 from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
-from kafka_tools.render.dump_json import DumpJsonRenderer
+from kafka_tools.render.dump_json import DumpJsonRenderer, DumpTally
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter
 
@@ -54,6 +54,7 @@ class Rendered:
     out_path: str
     err_path: str
     exit_code: int
+    tally: DumpTally | None  # --json: what the file adds to the final summary
 
 
 class _ProblemSpool:
@@ -105,15 +106,17 @@ def _render_file(index: int, path: str) -> Rendered:
         out = io.TextIOWrapper(raw, encoding=setup.encoding, errors=setup.errors, newline="\n")
         err = _ProblemSpool(err_path, out)
         try:
-            exit_code = _render_into(setup, path, out, err)
+            exit_code, tally = _render_into(setup, path, out, err)
         finally:
             out.flush()
             err.close()
             out.detach()
-    return Rendered(out_path, err_path, exit_code)
+    return Rendered(out_path, err_path, exit_code, tally)
 
 
-def _render_into(setup: Setup, path: str, out: io.TextIOWrapper, err: _ProblemSpool) -> int:
+def _render_into(
+    setup: Setup, path: str, out: io.TextIOWrapper, err: _ProblemSpool
+) -> tuple[int, DumpTally | None]:
     o = setup.options
     if setup.as_json:
         renderer = DumpJsonRenderer(
@@ -128,6 +131,7 @@ def _render_into(setup: Setup, path: str, out: io.TextIOWrapper, err: _ProblemSp
         shadow = None
     problems_only = DumpTextRenderer(err, err, False, False)  # type: ignore[arg-type]
     exit_code = 0
+    failed = False
     try:
         for event in dump_file(path, o, None):
             if not _gone.value:
@@ -138,13 +142,17 @@ def _render_into(setup: Setup, path: str, out: io.TextIOWrapper, err: _ProblemSp
                 problems_only.render(event)
             if isinstance(event, FileEnd) and event.problems:
                 exit_code = max(exit_code, EXIT_FINDINGS)
-    except KtoolError as exc:
-        err.problem(str(exc))
-        exit_code = max(exit_code, exc.exit_code if exc.exit_code != 2 else EXIT_ENVIRONMENT)
-    except OSError as exc:
-        err.problem(f"{path}: {exc.strerror or exc}")
-        exit_code = max(exit_code, EXIT_ENVIRONMENT)
-    return exit_code
+    except (KtoolError, OSError) as exc:
+        message = str(exc) if isinstance(exc, KtoolError) else f"{path}: {exc.strerror or exc}"
+        code = exc.exit_code if isinstance(exc, KtoolError) else EXIT_ENVIRONMENT
+        exit_code, failed = max(exit_code, code if code != 2 else EXIT_ENVIRONMENT), True
+        err.problem(message)
+        if setup.as_json and not _gone.value:
+            renderer.error(path, message, exit_code)
+    if not setup.as_json:
+        return exit_code, None
+    renderer.tally.file_done(exit_code, failed)
+    return exit_code, renderer.tally
 
 
 def can_run_parallel() -> bool:
@@ -158,6 +166,7 @@ def dump_files_parallel(
     err: LineWriter,
     render_here: Callable[[str], int],
     progress: Callable[[], AbstractContextManager] | None = None,
+    tally: DumpTally | None = None,
 ) -> int:
     """Dump `files` on `jobs` cores in file order; the exit code. The parent renders every `jobs`-th
     file itself, straight to stdout (`render_here`, the `--jobs 1` path), while `jobs - 1` workers
@@ -178,7 +187,7 @@ def dump_files_parallel(
         exit_code = 0
         try:
             with progress() if progress is not None else nullcontext() as file_done:
-                exit_code = _dump_in_order(files, jobs, pool, gone, err, render_here, file_done)
+                exit_code = _dump_in_order(files, jobs, pool, gone, err, render_here, file_done, tally)
             pool.close()
         finally:
             pool.terminate()
@@ -186,7 +195,7 @@ def dump_files_parallel(
     return exit_code
 
 
-def _dump_in_order(files, jobs: int, pool, gone, err: LineWriter, render_here, file_done) -> int:
+def _dump_in_order(files, jobs: int, pool, gone, err: LineWriter, render_here, file_done, tally) -> int:
     exit_code = 0
     for head in range(0, len(files), jobs):
         # Files head+1 … head+jobs-1 go to the workers; head is rendered here meanwhile.
@@ -203,6 +212,8 @@ def _dump_in_order(files, jobs: int, pool, gone, err: LineWriter, render_here, f
             rendered: Rendered = result.get()
             _replay(rendered, sys.stdout, err)
             exit_code = max(exit_code, rendered.exit_code)
+            if tally is not None and rendered.tally is not None:
+                tally.merge(rendered.tally)
             if file_done is not None:
                 file_done(path)
     return exit_code

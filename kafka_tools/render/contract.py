@@ -97,10 +97,21 @@ FILE = _kind(
     file="str", kind="str", baseOffset="int|null", size="int",
 )  # fmt: skip
 FILE_SUMMARY = _kind(
-    "summary",
+    "file-summary",
     "A file ends: its entries and records (null: compressed v0/v1 wrappers not opened without --deep).",
     file="str", kind="str", entries="int", records="int|null", size="int", validBytes="int",
     trailingBytes="int", problems="int", unknownRecords="int",
+)  # fmt: skip
+FILE_ERROR = _kind(
+    "error",
+    "A file that could not be read (missing, unreadable, not a Kafka file): said on stderr too.",
+    file="str", message="str", exitCode="int",
+)  # fmt: skip
+DUMP_SUMMARY = _kind(
+    "summary",
+    "The last line: the files' counts added up, the files that could not be read, the exit code.",
+    files="int", unreadable="int", entries="int", records="int|null", problems="int", unknownRecords="int",
+    exitCode="int",
 )  # fmt: skip
 INDEX_ENTRY = _kind(
     "index-entry",
@@ -594,7 +605,17 @@ REPLICAS_KINDS = [
 ]  # fmt: skip
 
 COMMAND_KINDS: dict[str, list[Kind]] = {
-    "dump-log": [BATCH, RECORD, MESSAGE, PROBLEM, FILE, FILE_SUMMARY, *SIDE_FILE_KINDS],
+    "dump-log": [
+        BATCH,
+        RECORD,
+        MESSAGE,
+        PROBLEM,
+        FILE,
+        FILE_SUMMARY,
+        FILE_ERROR,
+        DUMP_SUMMARY,
+        *SIDE_FILE_KINDS,
+    ],
     "read": [BATCH, RECORD, MESSAGE, READ_SUMMARY],
     "validate": [FINDING, VALIDATE_PARTITION, VALIDATE_SUMMARY],
     "truncate": TRUNCATE_KINDS,

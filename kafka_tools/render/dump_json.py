@@ -52,6 +52,38 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+class DumpTally:
+    """What the files of one `dump-log` add up to: the final summary's counts and the exit code.
+    (A plain class: a dataclass's generated __init__ is compiled at every start.)"""
+
+    __slots__ = (
+        "files", "unreadable", "entries", "records", "records_counted", "problems", "unknown", "exit_code",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.files = self.unreadable = self.entries = self.records = self.problems = self.exit_code = 0
+        self.unknown = 0
+        self.records_counted = True
+
+    def add(self, end: FileEnd) -> None:
+        self.entries += end.entries
+        self.records += end.records
+        self.records_counted &= end.records_counted
+        self.problems += end.problems
+        self.unknown += end.unknown_records
+
+    def file_done(self, exit_code: int, failed: bool) -> None:
+        self.files += 1
+        self.unreadable += failed
+        self.exit_code = max(self.exit_code, exit_code)
+
+    def merge(self, other: DumpTally) -> None:
+        for name in ("files", "unreadable", "entries", "records", "problems", "unknown"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.records_counted &= other.records_counted
+        self.exit_code = max(self.exit_code, other.exit_code)
+
+
 class DumpJsonRenderer:
     def __init__(
         self,
@@ -68,9 +100,30 @@ class DumpJsonRenderer:
         self.skip_metadata = skip_metadata  # records and messages carry only their data
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
+        self.tally = DumpTally()  # what the files rendered add up to (finish() prints it)
 
     def emit(self, obj: dict) -> None:
         self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def error(self, path: str, message: str, exit_code: int) -> None:
+        """A file that could not be dumped (missing, unreadable, not a Kafka file): in the stream too,
+        so a script reading only stdout knows of it."""
+        self.emit({"type": "error", "file": path, "message": message, "exitCode": exit_code})
+
+    def finish(self, tally: DumpTally) -> None:
+        """The one summary of the invocation, last: every file's counts added up, the worst outcome."""
+        self.emit(
+            {
+                "type": "summary",
+                "files": tally.files,
+                "unreadable": tally.unreadable,
+                "entries": tally.entries,
+                "records": tally.records if tally.records_counted else None,
+                "problems": tally.problems,
+                "unknownRecords": tally.unknown,
+                "exitCode": tally.exit_code,
+            }
+        )
 
     def render(self, event) -> None:
         if isinstance(event, EntryEvent):
@@ -103,9 +156,10 @@ class DumpJsonRenderer:
         elif isinstance(event, ItemsEvent):
             self._items(event)
         elif isinstance(event, FileEnd):
+            self.tally.add(event)
             self.emit(
                 {
-                    "type": "summary",
+                    "type": "file-summary",
                     "file": event.path,
                     "kind": event.kind.value,
                     "entries": event.entries,

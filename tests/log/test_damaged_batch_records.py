@@ -85,7 +85,8 @@ def test_dump_log_json_gives_the_records_before_the_damage_then_the_problem(tmp_
     result = run_ktool("dump-log", "--deep-iteration", "--print-data-log", "--json", str(log))
     assert result.exit_code == 1
     objs = [json.loads(line) for line in result.stdout.splitlines()]
-    kinds = [(o["type"], o.get("offset", o.get("baseOffset"))) for o in objs[1:-1]]
+    kinds = [(o["type"], o.get("offset", o.get("baseOffset"))) for o in objs[1:-2]]
+    assert objs[-2]["type"] == "file-summary" and objs[-2]["file"] == str(log)
     assert kinds == [
         ("batch", 0),
         *[("record", o) for o in range(4)],

@@ -75,10 +75,14 @@ def test_json_lines_carry_stable_fields_and_a_summary() -> None:
         "magic",
     } <= set(batches[0])
     assert [r["offset"] for r in records] == list(range(18))
-    summary = objs[-1]
-    assert summary["type"] == "summary"
+    summary, last = objs[-2], objs[-1]
+    assert summary["type"] == "file-summary" and summary["file"] == str(path)
     assert summary["records"] == 18 and summary["problems"] == 0
     assert summary["validBytes"] == path.stat().st_size
+    assert last == {
+        "type": "summary", "files": 1, "unreadable": 0, "entries": summary["entries"], "records": 18,
+        "problems": 0, "unknownRecords": 0, "exitCode": 0,
+    }  # fmt: skip
 
 
 def test_consumer_offsets_are_decoded_automatically() -> None:
@@ -110,7 +114,7 @@ def test_corrupt_segment_keeps_the_good_part_and_names_the_position(name: str) -
     problems = [o for o in objs if o["type"] == "problem"]
     if spec["kind"] == "empty-file":
         assert code == 0 and not problems
-        assert objs[-1]["entries"] == 0 and objs[-1]["size"] == 0
+        assert objs[-2]["entries"] == 0 and objs[-2]["size"] == 0
         assert "empty file" in run(str(path))[2]
         return
     assert code == 1
@@ -317,3 +321,28 @@ def test_skip_record_metadata_prints_only_the_data() -> None:
     assert records and all(
         "offset:" not in line and "payload: " in line for line in records if "payload" in line
     )
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_json_of_several_files_ends_in_one_summary_with_the_worst_outcome(tmp_path, jobs) -> None:
+    """`dump-log --json MISSING BAD GOOD`: one stream whose last line is the only `summary`, carrying
+    every file's counts and the exit code; the missing file is an `error` object in the stream too."""
+    bad = CORRUPT / "v2-flipped-record-byte-0" / "00000000000000000000.log"
+    good = GENERATED / "v2" / "gzip-0" / "00000000000000000000.log"
+    missing = tmp_path / "gone.log"
+    code, out, err = run("--json", "--jobs", jobs, str(missing), str(bad), str(good))
+    objs = json_lines(out)
+    assert code == 3
+    assert [o["type"] for o in objs].count("summary") == 1 and objs[-1]["type"] == "summary"
+    ends = {o["file"]: o for o in objs if o["type"] == "file-summary"}
+    assert set(ends) == {str(bad), str(good)} and ends[str(bad)]["problems"] >= 1
+    (error,) = [o for o in objs if o["type"] == "error"]
+    assert error["file"] == str(missing) and error["exitCode"] == 3 and error["message"] in err
+    assert objs[-1] == {
+        "type": "summary", "files": 3, "unreadable": 1, "exitCode": 3,
+        "entries": sum(e["entries"] for e in ends.values()), "records": ends[str(good)]["records"]
+        + ends[str(bad)]["records"], "problems": sum(e["problems"] for e in ends.values()),
+        "unknownRecords": 0,
+    }  # fmt: skip
+    code, out, _ = run("--json", "--jobs", jobs, str(bad), str(good))
+    assert code == 1 and json_lines(out)[-1]["exitCode"] == 1 and json_lines(out)[-1]["problems"] >= 1

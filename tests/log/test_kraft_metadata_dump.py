@@ -257,7 +257,8 @@ def test_every_record_of_the_real_kraft_logs_decodes(path: Path) -> None:
             assert (
                 r["value"]["data"]["eligibleLeaderReplicas"] == [] and "directories" not in r["value"]["data"]
             )
-    summary = objs[-1]
+    summary = objs[-2]
+    assert summary["type"] == "file-summary" and objs[-1]["type"] == "summary"
     assert (summary["problems"], summary["unknownRecords"], summary["trailingBytes"]) == (0, 0, 0)
     assert (result.returncode, result.stderr) == (0, "")
 
