@@ -232,6 +232,8 @@ def _truncate(
             try:
                 if not dry_run:
                     part, start = _finish_interrupted(part, start, backup_dir, out, as_json)
+                elif backup_dir.is_dir():
+                    _say_interrupted(part, backup_dir)
                 plans.append(plan_partition(part, start, index_interval_bytes))
                 continue
             except FindingsError as exc:  # an interrupted run that cannot be finished: --undo it
@@ -341,6 +343,18 @@ def _finish_interrupted(
     if start is not None:
         start = next((s for s in fresh.segments if s.log.name == start.log.name), None)
     return fresh, start
+
+
+def _say_interrupted(part: Partition, backup_dir: Path) -> None:
+    """--dry-run: an unfinished repair of this partition is said, not finished."""
+    from kafka_tools.log.repair import interrupted
+
+    for manifest in interrupted(backup_dir, part.path):
+        click.echo(
+            f"ktool: {part.name}: the repair in {manifest} was interrupted; ktool truncate without --dry-run "
+            f"finishes it first (or: ktool truncate --undo {manifest})",
+            err=True,
+        )
 
 
 def _targets(path: Path) -> list[tuple[Partition, Segment | None]]:

@@ -565,9 +565,13 @@ def undo(manifest_path: Path) -> list[str]:
         # Undoing twice must change nothing: the files may have moved on since (a broker ran).
         return [f"already undone: {manifest_path}; nothing changed"]
     for a in manifest["actions"]:
-        confined(partition, Path(a["file"]))
+        path = confined(partition, Path(a["file"]))
         if "backup" in a:
             confined(backup, backup / a["backup"])
+        link = _link_of(path)
+        if a["action"] == "truncate" and link is not None and link != a.get("link"):
+            # restored in place: a link made since the repair is not written through
+            raise InputError(_link_refusal(path, link))
     done: list[str] = []
     with write_lock(partition.parent, "ktool truncate --undo"):
         for a in reversed(manifest["actions"]):

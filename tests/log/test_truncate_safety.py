@@ -142,6 +142,36 @@ def test_undo_touches_no_path_outside_the_partition_a_manifest_names(tmp_path: P
     assert victim.read_bytes() == b"not kafka's" and tree_digest(part) == after_repair
 
 
+@pytest.mark.parametrize("link", ["symlink", "hardlink"])
+def test_undo_does_not_write_through_a_link_made_after_the_repair(tmp_path: Path, link: str) -> None:
+    logs = logdir_with(tmp_path, CORRUPT / "v2-trailing-garbage-0")
+    log = logs / "v2-trailing-garbage-0" / "00000000000000000000.log"
+    assert truncate("--backup-dir", str(tmp_path / "bk"), str(log.parent))[0] == 0
+    outside = tmp_path / "elsewhere.log"
+    if link == "symlink":  # the cut segment moved away and linked back: undo would extend the target
+        shutil.move(log, outside)
+        log.symlink_to(outside)
+    else:  # snapshotted with `cp -al` since: undo would extend the snapshot's file too
+        os.link(log, outside)
+    code, _, err = truncate("--undo", str(manifests(tmp_path / "bk")[0]))
+    assert code == 3 and str(log) in one_line(err)
+    assert outside.stat().st_size == 3767
+
+
+def test_dry_run_says_an_interrupted_repair_is_unfinished(tmp_path: Path, monkeypatch) -> None:
+    part = damaged_segmented(tmp_path)
+
+    def crashing(*args, **kwargs):
+        raise PowerCut
+
+    monkeypatch.setattr(repair, "_apply_actions", crashing)
+    with pytest.raises(PowerCut):
+        truncate("--force", "--backup-dir", str(tmp_path / "bk"), str(part))
+    [manifest] = manifests(tmp_path / "bk")
+    code, out, err = truncate("--dry-run", "--backup-dir", str(tmp_path / "bk"), str(part))
+    assert f"the repair in {manifest} was interrupted" in one_line(err)
+
+
 # -- the lock before the plan --------------------------------------------------------------------------
 
 
