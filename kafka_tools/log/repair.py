@@ -528,7 +528,7 @@ def resume(manifest_path: Path) -> None:
         for a in manifest["actions"]:
             confined(partition, Path(a["file"]))
         _finish(manifest_path, manifest, verify=True)
-    except Unfinishable as exc:
+    except (Unfinishable, InputError) as exc:  # changed since, or a link made since
         _remove_leftovers(partition)
         raise Unfinishable(
             f"{partition.name}: the repair in {manifest_path} was interrupted and cannot be finished "
