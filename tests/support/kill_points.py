@@ -220,3 +220,13 @@ def _args(call: str) -> str:
     call = call.rsplit(" = ", 1)[0].rstrip()
     call = re.sub(r'"(?:[^"\\]|\\.)*"(?:\.\.\.)?', '"…"', call)
     return re.sub(r"\b(?:0x[0-9a-f]+|\d+)\b", "N", call)
+
+
+def neither_old_nor_new(
+    state: Mapping[str, str], old: Mapping[str, str], new: Mapping[str, str], temporary: str = ".ktool"
+) -> list[str]:
+    """The names (in digests `{name: sha256}` of a tree after a kill, before the command and after a
+    clean run) whose content is neither the old nor the new one: a torn file, or one gone or made too
+    soon. Names containing `temporary` are left out (the rerun must remove those: check it)."""
+    names = set(state) | set(old) | set(new)
+    return sorted(n for n in names if temporary not in n and state.get(n) not in (old.get(n), new.get(n)))
