@@ -282,7 +282,13 @@ def apply_plan(plan: RecoveryPlan, backup_root: Path, allow_links: bool = False)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    _finish(backup / MANIFEST, manifest, verify=False)
+    try:
+        _finish(backup / MANIFEST, manifest, verify=False)
+    except OSError as exc:  # the log dir's disk full or failing, half way: the manifest says what is left
+        raise InputError(
+            f"{exc.filename or partition}: {exc.strerror or exc} while repairing {part.name}, half done: run "
+            f"the same ktool truncate again to finish it, or ktool truncate --undo {backup / MANIFEST}"
+        ) from None
     return backup
 
 
@@ -433,27 +439,33 @@ class Unfinishable(FindingsError):
 def _apply_actions(partition: Path, actions: list[dict], verify: bool = False) -> None:
     """Carry out a manifest's actions. Each is idempotent, so a rerun after a crash carries out the rest;
     `verify` (a rerun) first checks that each file holds its old or its new bytes, nothing else."""
-    for a in actions:
-        path = confined(partition, Path(a["file"]))
-        _check_link(path, a)
-        kind = a["action"]
-        if kind == "truncate":
-            _cut(path, a, verify)
-        elif kind in ("rewrite", "create"):
-            new = bytes.fromhex(a["newContentHex"])
-            if verify and kind == "rewrite" and os.path.lexists(path):
-                if path.stat().st_size == len(new) and path.read_bytes() == new:
-                    continue
-                if _sha256_file(path) != a["originalSha256"]:
-                    raise Unfinishable(f"{path}: changed since")
-            _write_atomic(path, new, a)
-        elif kind == "delete":
-            if verify and os.path.lexists(path) and a.get("link") is None:
-                if _sha256_file(path) != a["originalSha256"]:
-                    raise Unfinishable(f"{path}: changed since")
-            path.unlink(missing_ok=True)  # a link: only the name in the partition directory goes
-    _remove_leftovers(partition)
+    try:
+        for a in actions:
+            _apply_action(partition, a, verify)
+    finally:
+        _remove_leftovers(partition)
     fsync_dir(partition)
+
+
+def _apply_action(partition: Path, a: dict, verify: bool) -> None:
+    path = confined(partition, Path(a["file"]))
+    _check_link(path, a)
+    kind = a["action"]
+    if kind == "truncate":
+        _cut(path, a, verify)
+    elif kind in ("rewrite", "create"):
+        new = bytes.fromhex(a["newContentHex"])
+        if verify and kind == "rewrite" and os.path.lexists(path):
+            if path.stat().st_size == len(new) and path.read_bytes() == new:
+                return
+            if _sha256_file(path) != a["originalSha256"]:
+                raise Unfinishable(f"{path}: changed since")
+        _write_atomic(path, new, a)
+    elif kind == "delete":
+        if verify and os.path.lexists(path) and a.get("link") is None:
+            if _sha256_file(path) != a["originalSha256"]:
+                raise Unfinishable(f"{path}: changed since")
+        path.unlink(missing_ok=True)  # a link: only the name in the partition directory goes
 
 
 def _check_link(path: Path, a: dict) -> None:

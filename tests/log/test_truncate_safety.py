@@ -4,6 +4,7 @@ the attack as an operator would meet it and checks what the operator would look 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -298,6 +299,30 @@ def test_a_full_backup_disk_is_one_line_and_leaves_no_partial_backup(tmp_path: P
         assert list((disk / "bk").iterdir()) == []
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_write_failing_half_way_is_one_line_and_the_rerun_finishes(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "clean").mkdir()
+    clean = damaged_segmented(tmp_path / "clean")
+    assert truncate("--force", "--backup-dir", str(tmp_path / "clean-bk"), str(clean))[0] == 0
+    part = damaged_segmented(tmp_path)
+    real = os.replace
+
+    def full_disk(src, dst, *args, **kwargs):  # the log dir's disk fills as the first index is replaced
+        if Path(dst).parent == part:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(src))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    code, _, err = truncate("--force", "--backup-dir", str(tmp_path / "bk"), str(part))
+    monkeypatch.setattr(os, "replace", real)
+    [manifest] = manifests(tmp_path / "bk")
+    assert code == 3 and "No space left on device" in one_line(err)
+    assert f"run the same ktool truncate again to finish it, or ktool truncate --undo {manifest}" in err
+    assert list(part.glob("*.ktool*")) == []
+    code, out, err = truncate("--force", "--backup-dir", str(tmp_path / "bk"), str(part))
+    assert code == 0 and "finished the interrupted repair" in out, err
+    assert tree_digest(part) == tree_digest(clean)
 
 
 # -- owner, group and mode ------------------------------------------------------------------------------
