@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kafka_tools.log import recovery, repair
+from kafka_tools.render.contract import problems
 from tests.log.test_truncate_cli import CORRUPT, GENERATED, logdir_with, tree_digest, truncate
 
 SEGMENTED = GENERATED / "v2/segmented-0"
@@ -259,6 +260,26 @@ def test_an_interrupted_repair_run_again_finishes_what_its_manifest_says(
     assert list(part.glob("*.ktool.*")) == []
     assert truncate("--undo", str(manifest))[0] == 0
     assert tree_digest(part) == before
+
+
+def test_the_finished_interrupted_repair_keeps_the_json_contract(tmp_path: Path, monkeypatch) -> None:
+    part = damaged_segmented(tmp_path)
+
+    def crashing(*args, **kwargs):
+        raise PowerCut
+
+    monkeypatch.setattr(repair, "_apply_actions", crashing)
+    with pytest.raises(PowerCut):
+        truncate("--force", "--backup-dir", str(tmp_path / "bk"), str(part))
+    monkeypatch.undo()
+    [manifest] = manifests(tmp_path / "bk")
+    code, out, err = truncate("--json", "--force", "--backup-dir", str(tmp_path / "bk"), str(part))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert problems("truncate", lines) == []
+    assert {"type": "resumed", "partition": "segmented-0", "manifest": str(manifest)} in map(
+        json.loads, lines
+    )
 
 
 def test_an_interrupted_repair_that_cannot_be_finished_says_undo(tmp_path: Path, monkeypatch) -> None:
