@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 
 LOCK_FILE = ".lock"
 
@@ -73,6 +74,13 @@ def lock_held(log_dir: str | os.PathLike) -> bool:
 def _held_per_proc_locks(st: os.stat_result) -> bool | None:
     """From /proc/locks: a lock on this inode by a process other than this one (ktool's own repair
     holds the lock while it works); None when /proc/locks cannot be read."""
+    holders = _holders(st)
+    return None if holders is None else bool(holders)
+
+
+def _holders(st: os.stat_result) -> list[int] | None:
+    """The pids (other than this process) /proc/locks shows holding a lock on this inode; None when
+    /proc/locks cannot be read."""
     try:
         with open("/proc/locks") as f:
             table = f.read()
@@ -80,14 +88,42 @@ def _held_per_proc_locks(st: os.stat_result) -> bool | None:
         return None
     inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     me = str(os.getpid())
+    pids = []
     for line in table.splitlines():
         fields = line.split()
         # "1: POSIX  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (a blocked waiter has "->" after the number)
         if "->" in fields:
             continue
-        if len(fields) >= 6 and fields[5] == inode and fields[4] != me:
-            return True
-    return False
+        if len(fields) >= 6 and fields[5] == inode and fields[4] != me and fields[4].isdigit():
+            pids.append(int(fields[4]))
+    return pids
+
+
+# What ktool writes into a `.lock` while it holds it to change the log dir (log/write_lock.py), so that
+# whoever finds the lock held can tell another ktool from a broker: Kafka never reads the file.
+KTOOL_MARK = "ktool pid={pid}: {what}\n"
+
+
+def held_message(log_dir: str | os.PathLike, what: str) -> str:
+    """The one line for a log dir whose `.lock` another process holds, naming it where it can tell:
+    another ktool (the pid it wrote into the lock file holds it), or a broker."""
+    lock = os.path.join(os.fspath(log_dir), LOCK_FILE)
+    try:
+        holders = _holders(os.stat(lock)) or []
+        with open(lock, "rb") as f:
+            mark = f.read(4096).decode("utf-8", "replace")
+    except OSError:
+        holders, mark = [], ""
+    ours = re.match(r"ktool pid=(\d+): (.*)", mark)
+    for pid in holders:
+        if ours is not None and int(ours[1]) == pid:
+            doing = ours[2].strip()
+            return (
+                f"{log_dir}: another ktool (pid {pid}: {doing}) holds {lock}; {what} changes nothing while "
+                "it runs (wait for it to finish)"
+            )
+    who = f"a running broker (pid {holders[0]})" if holders else "a running broker"
+    return f"{log_dir}: {who} holds {lock}; {what} changes nothing while it runs (stop the broker first)"
 
 
 def may_map(path: str | os.PathLike) -> bool:

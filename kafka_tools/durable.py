@@ -23,7 +23,8 @@ def fsync_dir(path: Path) -> None:
 
 def write_json(path: Path, document: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
+    # 0600: a manifest or journal names files and offsets of a cluster, for its operator only
+    with open(tmp, "w", opener=lambda p, flags: os.open(p, flags, 0o600)) as f:
         json.dump(document, f, indent=1)
         f.write("\n")
         f.flush()

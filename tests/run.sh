@@ -24,6 +24,7 @@ dpkg -s zookeeper >/dev/null 2>&1 || need+=(zookeeper)
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v clang >/dev/null 2>&1 || need+=(clang)  # the sanitizer build the fuzz tests run (tests/fuzz)
+command -v strace >/dev/null 2>&1 || need+=(strace)  # the kill-point harness (tests/support/kill_points.py)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
 from kafka_tools.cli.options import json_option, live_options, writable_dir
-from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, KtoolError, UsageError
+from kafka_tools.errors import (
+    EXIT_ENVIRONMENT,
+    EXIT_FINDINGS,
+    FindingsError,
+    InputError,
+    KtoolError,
+    UsageError,
+)
 from kafka_tools.format.plural import plural
-from kafka_tools.log.dirs import Partition, Segment, discover, refuse_if_live
+from kafka_tools.log.dirs import Partition, Segment, discover, owning_log_dirs, read_partition, refuse_if_live
 from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
 from kafka_tools.state import STATE_HOME_HELP, backups_dir
 
@@ -105,6 +113,13 @@ def plan_json(plan: RecoveryPlan) -> dict:
     help="index.interval.bytes for the rebuilt indexes.",
 )
 @click.option(
+    "--allow-links",
+    is_flag=True,
+    help="Change a segment, index or checkpoint that is a symbolic link or has other hard links (a "
+    "`cp -al` snapshot) by first giving it a copy of its own in the partition directory: the link's target "
+    "and the other names keep the old bytes (--undo puts a symbolic link back).",
+)
+@click.option(
     "--undo",
     "undo_manifest",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -120,6 +135,7 @@ def truncate(
     force: bool,
     backup_dir: Path | None,
     index_interval_bytes: int,
+    allow_links: bool,
     undo_manifest: Path | None,
     as_json: bool,
 ) -> None:
@@ -131,17 +147,26 @@ def truncate(
     every later segment — then does it: every removed or rewritten byte is first copied, with a
     manifest (sizes, sha256), into --backup-dir. `ktool truncate --undo MANIFEST` restores exactly.
 
-    ktool refuses while a broker holds the log dir's .lock (asked first: one line, exit 3, nothing read
-    or changed, --dry-run too; --live refuses as if one did), and refuses damage that valid data
-    follows (cutting it would lose that data) unless --force; even then the valid entries after the
-    hole are kept in the backup, as a segment of their own.
+    ktool refuses while a broker or another ktool holds the log dir's .lock (asked first: one line,
+    exit 3, nothing read or changed, --dry-run too; --live refuses as if one did), and refuses damage
+    that valid data follows (cutting it would lose that data) unless --force; even then the valid
+    entries after the hole are kept in the backup, as a segment of their own. It takes the .lock itself
+    before planning and holds it until the last change is on disk.
+
+    It changes only files directly in the partition directory, never through a link: a file to change
+    that is a symbolic link or has other hard links is refused (exit 3) unless --allow-links. Files it
+    writes or restores keep their owner, group and mode; backups are 0600 in 0700 directories, and a
+    backup directory appears only complete, with its manifest. A run interrupted (killed, power cut)
+    is finished by the next run with the same --backup-dir, from its manifest; when the files changed
+    since, that run refuses (exit 1) and names the `--undo` to run.
 
     \b
     Exit status:
-      0  done, or nothing to do
-      1  refused (corruption in the middle) or nothing applied
+      0  done (an interrupted run finished too), or nothing to do
+      1  refused (corruption in the middle, an interrupted run that cannot be finished) or nothing applied
       2  usage error
-      3  a path could not be read, or a broker holds the log dir's .lock
+      3  a path could not be read or is a link, the backup could not be written (nothing changed),
+         or a broker or another ktool holds the log dir's .lock
     """
     out = sys.stdout
     # The repair machinery (hashing, copying, the journal) only where something is changed or undone:
@@ -164,10 +189,29 @@ def truncate(
     # First: a running broker's files are not planned (a missing path is said below, with the others).
     refuse_if_live([p for p in paths if p.exists()], "ktool truncate")
     backup_dir = backups_dir() if backup_dir is None else backup_dir
-    if not dry_run:
-        from kafka_tools.log.repair import check_backup_location
+    with ExitStack() as held:
+        if not dry_run:
+            from kafka_tools.log.repair import check_backup_location
+            from kafka_tools.log.write_lock import write_lock
 
-        check_backup_location(backup_dir)
+            check_backup_location(backup_dir)
+            # Taken before anything is planned: no other repair (nor a broker) changes what is planned.
+            for log_dir in owning_log_dirs([p for p in paths if p.exists()]):
+                held.enter_context(write_lock(log_dir, "ktool truncate"))
+        _truncate(ctx, out, paths, dry_run, force, backup_dir, index_interval_bytes, allow_links, as_json)
+
+
+def _truncate(
+    ctx: click.Context,
+    out,
+    paths: tuple[Path, ...],
+    dry_run: bool,
+    force: bool,
+    backup_dir: Path,
+    index_interval_bytes: int,
+    allow_links: bool,
+    as_json: bool,
+) -> None:
     targets: list[tuple[Partition, Segment | None]] = []
     unreadable = 0
     for path in paths:
@@ -180,13 +224,25 @@ def truncate(
             if as_json:
                 _say(out, True, {"type": "unreadable", "partition": None, "reason": str(exc)}, None)
     plans: list[RecoveryPlan] = []
+    refused = applied = 0
     for part, start in targets:
         # One partition that cannot be read fully is left alone and said so; the others go on.
         problems = part.unreadable_lines()
         if not problems:
             try:
+                if not dry_run:
+                    part, start = _finish_interrupted(part, start, backup_dir, out, as_json)
+                elif backup_dir.is_dir():
+                    _say_interrupted(part, backup_dir)
                 plans.append(plan_partition(part, start, index_interval_bytes))
                 continue
+            except FindingsError as exc:  # an interrupted run that cannot be finished: --undo it
+                refused += 1
+                click.echo(f"ktool: {exc}", err=True)
+                _say(out, as_json, {"type": "refused", "partition": part.name, "reason": str(exc)}, None)
+                continue
+            except KtoolError as exc:
+                problems = [str(exc)]
             except OSError as exc:
                 problems = [f"{exc.filename or part.path}: {exc.strerror or exc}"]
         unreadable += 1
@@ -194,7 +250,6 @@ def truncate(
             click.echo(f"ktool: {line}; {part.name} left unchanged", err=True)
             if as_json:
                 _say(out, True, {"type": "unreadable", "partition": part.name, "reason": line}, None)
-    refused = applied = 0
     for plan in plans:
         _say(out, as_json, plan_json(plan), "\n".join(plan_lines(plan)))
         if plan.unrepairable and not dry_run:
@@ -218,11 +273,22 @@ def truncate(
             click.echo(f"ktool: {msg}", err=True)
             _say(out, as_json, {"type": "refused", "partition": plan.partition.name, "reason": msg}, None)
             continue
-        from kafka_tools.log.repair import MANIFEST, apply_plan, log_dir_lock
+        from kafka_tools.log.repair import MANIFEST, apply_plan
 
         writable_dir(backup_dir, "backup")
-        with log_dir_lock(plan.partition.log_dir):
-            backup = apply_plan(plan, backup_dir)
+        try:
+            backup = apply_plan(plan, backup_dir, allow_links)
+        except InputError as exc:  # a link, a full backup disk: nothing of this partition changed
+            unreadable += 1
+            click.echo(f"ktool: {exc}", err=True)
+            if as_json:
+                _say(
+                    out,
+                    True,
+                    {"type": "unreadable", "partition": plan.partition.name, "reason": str(exc)},
+                    None,
+                )
+            continue
         applied += 1
         text = (
             f"{plan.partition.name}: done; backup and manifest in {backup} "
@@ -254,6 +320,41 @@ def truncate(
         ctx.exit(EXIT_ENVIRONMENT)
     if refused:
         ctx.exit(EXIT_FINDINGS)
+
+
+def _finish_interrupted(
+    part: Partition, start: Segment | None, backup_dir: Path, out, as_json: bool
+) -> tuple[Partition, Segment | None]:
+    """A run of this partition that was interrupted (its manifest still `prepared`) is finished first,
+    and the partition read again; FindingsError (exit 1, naming the `--undo`) when it cannot be."""
+    from kafka_tools.log.repair import interrupted, resume
+
+    pending = interrupted(backup_dir, part.path)
+    if not pending:
+        return part, start
+    for manifest in pending:
+        resume(manifest)
+        text = (
+            f"{part.name}: finished the interrupted repair {manifest} "
+            f"(undo: ktool truncate --undo {manifest})"
+        )
+        _say(out, as_json, {"type": "resumed", "partition": part.name, "manifest": str(manifest)}, text)
+    fresh = read_partition(part.path)
+    if start is not None:
+        start = next((s for s in fresh.segments if s.log.name == start.log.name), None)
+    return fresh, start
+
+
+def _say_interrupted(part: Partition, backup_dir: Path) -> None:
+    """--dry-run: an unfinished repair of this partition is said, not finished."""
+    from kafka_tools.log.repair import interrupted
+
+    for manifest in interrupted(backup_dir, part.path):
+        click.echo(
+            f"ktool: {part.name}: the repair in {manifest} was interrupted; ktool truncate without --dry-run "
+            f"finishes it first (or: ktool truncate --undo {manifest})",
+            err=True,
+        )
 
 
 def _targets(path: Path) -> list[tuple[Partition, Segment | None]]:

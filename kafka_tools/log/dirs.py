@@ -516,7 +516,4 @@ def refuse_if_live(paths: list[str | os.PathLike], what: str) -> None:
         if broker_lock.mode() == broker_lock.LIVE:
             raise InputError(f"{log_dir}: --live: a running broker's log dir; {what} changes nothing in it")
         if broker_lock.lock_held(log_dir):
-            raise InputError(
-                f"{log_dir}: a running broker holds {log_dir / LOCK_FILE}; {what} changes nothing while it "
-                "runs (stop the broker first)"
-            )
+            raise InputError(broker_lock.held_message(log_dir, what))

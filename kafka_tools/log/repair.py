@@ -1,15 +1,26 @@
 """Applying a recovery plan safely: the log dir locked, every byte removed kept in a backup with a
-manifest, files replaced atomically, and `--undo` putting them back byte for byte."""
+manifest, files replaced atomically, and `--undo` putting them back byte for byte.
+
+What it never does: write through a link. Every file it changes, deletes or restores is a name directly
+in the partition directory as given (never `resolve()`d, checked again for every path a manifest
+names); a symbolic link, or a file with other hard links (a `cp -al` snapshot), is refused unless the
+operator allows links, and then it is first given a copy of its own so the other names keep their bytes.
+
+A crash at any point leaves a state a rerun can finish: the backup directory is written in a hidden
+staging directory and renamed into place with its manifest (`prepared`), the changes follow, and the
+manifest says `applied` last. A rerun that finds its partition's `prepared` manifest carries it out
+(`resume`), or says in one line to `--undo` it when the files changed since.
+"""
 
 from __future__ import annotations
 
-import fcntl
+import errno
 import hashlib
 import os
 import shutil
+import stat
+import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from kafka_tools import __version__
@@ -20,16 +31,14 @@ from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.plural import plural
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.log.dirs import (
-    LOCK_FILE,
-    Segment,
-    has_log_dir_markers,
-    is_partition_dir,
-)
+from kafka_tools.log.dirs import Segment, has_log_dir_markers, is_partition_dir
 from kafka_tools.log.recovery import RecoveryPlan
+from kafka_tools.log.write_lock import write_lock
 
 MANIFEST = "manifest.json"
 TEMP_SUFFIX = ".ktool.cleaned"  # a broker that starts after a crash deletes `*.cleaned` files itself
+PRIVATE_SUFFIX = ".ktool-copy.cleaned"  # a link's own copy, before it replaces the link
+STAGING_SUFFIX = ".ktool-staging"  # a backup directory being written, in the backup root
 _COPY_CHUNK = 1 << 20
 
 
@@ -67,31 +76,80 @@ def build_indexes(seg: Segment, keep_bytes: int, interval: int) -> tuple[bytes, 
     return bytes(offsets), bytes(times)
 
 
+# -- the files a plan touches: inside the partition directory, no links ------------------------------------
+
+
+def confined(partition: Path, path: Path) -> Path:
+    """`path` when it names a file directly in `partition` (by name: `..`, other directories and other
+    partitions are refused); InputError otherwise. Every path a plan or a manifest names passes here
+    before it is touched."""
+    if path.parent != partition or path.name in ("", ".", "..") or not path.is_absolute():
+        raise InputError(
+            f"{path}: not a file of the partition directory {partition}; ktool changes nothing outside it"
+        )
+    return path
+
+
+def partition_path(part_path: Path) -> Path:
+    """The partition directory as given, made absolute without following links (`..` taken away by
+    name): what manifests record and every path is checked against."""
+    return Path(os.path.abspath(part_path))
+
+
+def plan_files(plan: RecoveryPlan) -> list[Path]:
+    """Every existing file the plan cuts, rewrites or deletes."""
+    files: list[Path] = []
+    if plan.cut is not None:
+        files.append(plan.cut.segment.log)
+        if plan.cut.segment.txn_index is not None and plan.new_log_end is not None:
+            files.append(plan.cut.segment.txn_index)
+    for seg in plan.deleted_segments:
+        files += [f for f in (seg.log, seg.offset_index, seg.time_index, seg.txn_index) if f is not None]
+    for seg, _ in plan.rebuild_indexes:
+        files += [f for f in (seg.offset_index, seg.time_index) if f is not None]
+    files += [p for p, _ in plan.deleted_snapshots]
+    if plan.epoch_checkpoint_keep is not None and plan.partition.leader_epoch_checkpoint is not None:
+        files.append(plan.partition.leader_epoch_checkpoint)
+    return files
+
+
+def check_links(plan: RecoveryPlan, allow_links: bool = False) -> None:
+    """InputError (exit 3, one line) for the first file the plan would change that lies outside the
+    partition directory, is a symbolic link, or has other hard links, unless `allow_links`."""
+    partition = partition_path(plan.partition.path)
+    for f in plan_files(plan):
+        path = confined(partition, partition / f.name)
+        link = _link_of(path)
+        if link is not None and not allow_links:
+            raise InputError(_link_refusal(path, link))
+
+
+def _link_of(path: Path) -> str | None:
+    """`symlink:TARGET` for a symbolic link, `hardlink` for a file with other names, None otherwise."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return f"symlink:{os.readlink(path)}"
+    if st.st_nlink > 1:
+        return "hardlink"
+    return None
+
+
+def _link_refusal(path: Path, link: str) -> str:
+    if link.startswith("symlink:"):
+        return (
+            f"{path}: a symbolic link (to {link[len('symlink:') :]}); ktool truncate changes files of the "
+            "partition directory only, never through a link (--allow-links replaces the link by a copy)"
+        )
+    return (
+        f"{path}: has other names (hard links, e.g. a `cp -al` snapshot) that changing it in place would "
+        "change too (--allow-links gives it a copy of its own first)"
+    )
+
+
 # -- applying, with a backup and a manifest ----------------------------------------------------------------
-
-
-@contextmanager
-def log_dir_lock(log_dir: Path) -> Iterator[None]:
-    """Hold the log dir's `.lock` as the broker does: fails at once while a broker holds it, and keeps a
-    broker from starting on the directory while ktool changes it."""
-    lock_path = log_dir / LOCK_FILE
-    existed = lock_path.exists()
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise InputError(f"{lock_path}: cannot open the log dir lock: {exc.strerror}") from None
-    try:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise InputError(
-                f"{log_dir}: a running broker (or another ktool) holds {LOCK_FILE}; stop the broker first"
-            ) from None
-        yield
-    finally:
-        os.close(fd)
-        if not existed:
-            lock_path.unlink(missing_ok=True)
 
 
 def _sha256_file(path: Path, limit: int | None = None) -> str:
@@ -108,10 +166,12 @@ def _sha256_file(path: Path, limit: int | None = None) -> str:
     return h.hexdigest()
 
 
-def _copy_range(src: Path, dst: Path, start: int = 0, length: int | None = None) -> str:
-    """Copy bytes [start, start+length) of src into a new file dst; fsync it; return their sha256."""
+def _copy_range(src: Path, dst: Path, start: int = 0, length: int | None = None, mode: int = 0o600) -> str:
+    """Copy bytes [start, start+length) of src into a new file dst (never an existing one, never
+    through a link); fsync it; return their sha256."""
     h = hashlib.sha256()
-    with open(src, "rb") as fin, open(dst, "xb") as fout:
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with open(src, "rb") as fin, open(fd, "wb") as fout:
         fin.seek(start)
         remaining = length
         while remaining is None or remaining > 0:
@@ -127,14 +187,36 @@ def _copy_range(src: Path, dst: Path, start: int = 0, length: int | None = None)
     return h.hexdigest()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def _owner(path: Path) -> dict:
+    """Mode, owner and group of a file (through a link: the file's), as manifests record them."""
+    st = os.stat(path)
+    return {"mode": stat.S_IMODE(st.st_mode), "uid": st.st_uid, "gid": st.st_gid}
+
+
+def _give_owner(fd: int, a: dict) -> None:
+    """The mode, owner and group an action recorded, on a file ktool wrote (a broker running as its
+    own user must still open it read-write). Old manifests recorded none: the file keeps its own."""
+    if "uid" in a and (os.fstat(fd).st_uid, os.fstat(fd).st_gid) != (a["uid"], a["gid"]):
+        try:
+            os.fchown(fd, a["uid"], a["gid"])
+        except PermissionError:
+            pass  # not root: the file is ours, as every other file this user could have written
+    if "mode" in a:
+        os.fchmod(fd, a["mode"])
+
+
+def _write_atomic(path: Path, data: bytes, a: dict) -> None:
+    """`path` replaced by a file holding `data` with the action's owner and mode: written beside it
+    under a temporary name, fsynced, renamed over it (a link at `path` is replaced, not followed)."""
     tmp = path.with_name(path.name + TEMP_SUFFIX)
-    with open(tmp, "wb") as f:
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with open(fd, "wb") as f:
         f.write(data)
         f.flush()
+        _give_owner(f.fileno(), a)
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 def _write_manifest(backup: Path, manifest: dict) -> None:
@@ -153,44 +235,95 @@ def check_backup_location(backup_root: Path) -> None:
             raise UsageError(f"{backup_root}: inside the partition directory {d}; put backups elsewhere")
 
 
-def apply_plan(plan: RecoveryPlan, backup_root: Path) -> Path:
-    """Back up, then change the files; returns the backup directory holding the manifest."""
+def _staging_prefix(partition: Path) -> str:
+    """Staging directories of one partition directory (not of another log dir's `topic-N`): a run holding
+    its log dir's lock may remove the ones a killed run left."""
+    return f".{partition.name}-{hashlib.sha256(str(partition).encode()).hexdigest()[:12]}-"
+
+
+def apply_plan(plan: RecoveryPlan, backup_root: Path, allow_links: bool = False) -> Path:
+    """Back up, then change the files; returns the backup directory holding the manifest. The caller
+    holds the log dir's lock (`write_lock`). A backup that cannot be written completely (a full disk)
+    is InputError naming the backup root, with nothing changed and no partial backup left."""
     part = plan.partition
+    partition = partition_path(part.path)
     check_backup_location(backup_root)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    backup = backup_root / f"{part.name}-{stamp}"
-    n = 1
-    while backup.exists():
-        n += 1
-        backup = backup_root / f"{part.name}-{stamp}-{n}"
-    backup.mkdir(parents=True)
-    actions = _back_up(plan, backup)
-    manifest = {
-        "format": 1,
-        "tool": f"ktool {__version__}",
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "partition": str(part.path.resolve()),
-        "newLogEndOffset": plan.new_log_end,
-        "state": "prepared",
-        "actions": actions,
-    }
-    _write_manifest(backup, manifest)
-    _apply_actions(plan, actions)
-    manifest["state"] = "applied"
-    _write_manifest(backup, manifest)
+    check_links(plan, allow_links)
+    if plan.cut is not None and plan.cut.segment.size != plan.cut.size:
+        raise InputError(f"{plan.cut.segment.log}: changed since it was planned; run ktool truncate again")
+    try:
+        backup_root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{backup_root}: cannot create the backup directory: {exc.strerror}") from None
+    for stale in backup_root.glob(_staging_prefix(partition) + "*" + STAGING_SUFFIX):
+        shutil.rmtree(stale, ignore_errors=True)  # a killed run's: nothing refers to it
+    staging = Path(
+        tempfile.mkdtemp(prefix=_staging_prefix(partition), suffix=STAGING_SUFFIX, dir=backup_root)
+    )
+    try:
+        actions = _back_up(plan, partition, staging)
+        manifest = {
+            "format": 1,
+            "tool": f"ktool {__version__}",
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "partition": str(partition),
+            "newLogEndOffset": plan.new_log_end,
+            "state": "prepared",
+            "actions": actions,
+        }
+        _write_manifest(staging, manifest)
+        backup = _publish(staging, backup_root, part.name)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise InputError(
+            f"{backup_root}: cannot write the backup of {part.name}: {exc.strerror or exc}; nothing was "
+            "changed and the partial backup is removed"
+        ) from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    try:
+        _finish(backup / MANIFEST, manifest, verify=False)
+    except OSError as exc:  # the log dir's disk full or failing, half way: the manifest says what is left
+        raise InputError(
+            f"{exc.filename or partition}: {exc.strerror or exc} while repairing {part.name}, half done: run "
+            f"the same ktool truncate again to finish it, or ktool truncate --undo {backup / MANIFEST}"
+        ) from None
     return backup
 
 
-def _back_up(plan: RecoveryPlan, backup: Path) -> list[dict]:
+def _publish(staging: Path, backup_root: Path, name: str) -> Path:
+    """The complete staging directory renamed to its final name, `NAME-TIMESTAMP[-N]`, in one step: a
+    backup directory is never seen without its manifest."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    n = 1
+    while True:
+        backup = backup_root / (f"{name}-{stamp}" if n == 1 else f"{name}-{stamp}-{n}")
+        if not os.path.lexists(backup):
+            try:
+                os.rename(staging, backup)
+                fsync_dir(backup_root)
+                return backup
+            except OSError as exc:
+                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+        n += 1
+
+
+def _back_up(plan: RecoveryPlan, partition: Path, backup: Path) -> list[dict]:
     actions: list[dict] = []
+
+    def named(f: Path) -> Path:
+        return confined(partition, partition / f.name)
+
     if plan.cut is not None:
-        log = plan.cut.segment.log
+        log = named(plan.cut.segment.log)
         name = f"tail-{log.name}"
         sha_tail = _copy_range(log, backup / name, plan.cut.keep_bytes)
         actions.append(
             {
                 "action": "truncate",
-                "file": str(log.resolve()),
+                "file": str(log),
                 "originalSize": plan.cut.size,
                 "newSize": plan.cut.keep_bytes,
                 "backup": name,
@@ -198,6 +331,8 @@ def _back_up(plan: RecoveryPlan, backup: Path) -> list[dict]:
                 "keptSha256": _sha256_file(log, plan.cut.keep_bytes),
                 "originalSha256": _sha256_file(log),
                 "reason": plan.cut.reason,
+                **_owner(log),
+                **_link(log),
             }
         )
         if plan.cut.valid_after:
@@ -205,18 +340,18 @@ def _back_up(plan: RecoveryPlan, backup: Path) -> list[dict]:
     for seg in plan.deleted_segments:
         for f in (seg.log, seg.offset_index, seg.time_index, seg.txn_index):
             if f is not None:
-                actions.append(_whole_file_backup("delete", f, backup))
+                actions.append(_whole_file_backup("delete", named(f), backup))
     for seg, why in plan.rebuild_indexes:
         keep = plan.cut.keep_bytes if plan.cut is not None and seg is plan.cut.segment else seg.size
         new_index, new_time = build_indexes(seg, keep, plan.index_interval)
-        targets = [(seg.offset_index or seg.log.with_suffix(".index"), new_index)]
+        targets = [(named(seg.offset_index or seg.log.with_suffix(".index")), new_index)]
         if seg.time_index is not None:
-            targets.append((seg.time_index, new_time))
+            targets.append((named(seg.time_index), new_time))
         for path, data in targets:
             action = (
                 _whole_file_backup("rewrite", path, backup)
-                if path.exists()
-                else {"action": "create", "file": str(path.resolve())}
+                if os.path.lexists(path)
+                else {"action": "create", "file": str(path), **_owner(named(seg.log))}  # as its segment
             )
             action["reason"] = why
             action["newContentHex"] = data.hex()
@@ -234,11 +369,11 @@ def _back_up(plan: RecoveryPlan, backup: Path) -> list[dict]:
                 for e in entries
                 if e.last_offset < plan.new_log_end
             )
-            action = _whole_file_backup("rewrite", seg.txn_index, backup)
+            action = _whole_file_backup("rewrite", named(seg.txn_index), backup)
             action.update(reason="aborted transactions past the new log end", newContentHex=kept.hex())
             actions.append(action)
     for path, why in plan.deleted_snapshots:
-        action = _whole_file_backup("delete", path, backup)
+        action = _whole_file_backup("delete", named(path), backup)
         action["reason"] = why
         actions.append(action)
     if plan.epoch_checkpoint_keep is not None:
@@ -246,7 +381,7 @@ def _back_up(plan: RecoveryPlan, backup: Path) -> list[dict]:
         assert path is not None
         entries = checkpoints.read_leader_epoch_checkpoint(path).entries[: plan.epoch_checkpoint_keep]
         text = f"0\n{len(entries)}\n" + "".join(f"{e.epoch} {e.start_offset}\n" for e in entries)
-        action = _whole_file_backup("rewrite", path, backup)
+        action = _whole_file_backup("rewrite", named(path), backup)
         action.update(
             reason="leader epochs that start past the new log end", newContentHex=text.encode().hex()
         )
@@ -255,15 +390,22 @@ def _back_up(plan: RecoveryPlan, backup: Path) -> list[dict]:
     return actions
 
 
+def _link(path: Path) -> dict:
+    link = _link_of(path)
+    return {} if link is None else {"link": link}
+
+
 def _whole_file_backup(kind: str, path: Path, backup: Path) -> dict:
     name = f"{path.parent.name}--{path.name}"
     sha = _copy_range(path, backup / name)
     return {
         "action": kind,
-        "file": str(path.resolve()),
+        "file": str(path),
         "size": path.stat().st_size,
         "backup": name,
         "originalSha256": sha,
+        **_owner(path),
+        **_link(path),
     }
 
 
@@ -271,7 +413,8 @@ def _salvage(log: Path, positions: list[int], backup: Path) -> dict:
     """The valid entries after a hole, as a segment of their own, so none of them is lost."""
     name = f"salvaged-{log.name}"
     count = 0
-    with open(backup / name, "xb") as out, open(log, "rb") as f:
+    fd = os.open(backup / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with open(fd, "wb") as out, open(log, "rb") as f:
         walk = (
             iter_kafka07_entries(log, base_offset_of(log) or 0, positions[0])
             if kind_of(log) == FileKind.KAFKA07
@@ -289,22 +432,128 @@ def _salvage(log: Path, positions: list[int], backup: Path) -> dict:
     return {"file": name, "entries": count, "sha256": _sha256_file(backup / name)}
 
 
-def _apply_actions(plan: RecoveryPlan, actions: list[dict]) -> None:
-    touched_dirs: set[Path] = set()
-    for a in actions:
-        path = Path(a["file"])
-        touched_dirs.add(path.parent)
-        if a["action"] == "truncate":
-            with open(path, "r+b") as f:
-                f.truncate(a["newSize"])
-                f.flush()
-                os.fsync(f.fileno())
-        elif a["action"] in ("rewrite", "create"):
-            _write_atomic(path, bytes.fromhex(a["newContentHex"]))
-        elif a["action"] == "delete":
-            path.unlink(missing_ok=True)
-    for d in touched_dirs:
-        fsync_dir(d)
+class Unfinishable(FindingsError):
+    """An interrupted repair whose files changed since: it is not carried out over them."""
+
+
+def _apply_actions(partition: Path, actions: list[dict], verify: bool = False) -> None:
+    """Carry out a manifest's actions. Each is idempotent, so a rerun after a crash carries out the rest;
+    `verify` (a rerun) first checks that each file holds its old or its new bytes, nothing else."""
+    try:
+        for a in actions:
+            _apply_action(partition, a, verify)
+    finally:
+        _remove_leftovers(partition)
+    fsync_dir(partition)
+
+
+def _apply_action(partition: Path, a: dict, verify: bool) -> None:
+    path = confined(partition, Path(a["file"]))
+    _check_link(path, a)
+    kind = a["action"]
+    if kind == "truncate":
+        _cut(path, a, verify)
+    elif kind in ("rewrite", "create"):
+        new = bytes.fromhex(a["newContentHex"])
+        if verify and kind == "rewrite" and os.path.lexists(path):
+            if path.stat().st_size == len(new) and path.read_bytes() == new:
+                return
+            if _sha256_file(path) != a["originalSha256"]:
+                raise Unfinishable(f"{path}: changed since")
+        _write_atomic(path, new, a)
+    elif kind == "delete":
+        if verify and os.path.lexists(path) and a.get("link") is None:
+            if _sha256_file(path) != a["originalSha256"]:
+                raise Unfinishable(f"{path}: changed since")
+        path.unlink(missing_ok=True)  # a link: only the name in the partition directory goes
+
+
+def _check_link(path: Path, a: dict) -> None:
+    """A link a manifest did not allow is refused; one it allowed gets a copy of its own first (its
+    target and its other names keep their bytes)."""
+    link = _link_of(path)
+    if link is None:
+        return
+    if a.get("link") is None:
+        raise InputError(_link_refusal(path, link))
+    if a["action"] == "truncate":  # a rewrite or a delete replaces or removes the name only
+        copy = path.with_name(path.name + PRIVATE_SUFFIX)
+        copy.unlink(missing_ok=True)
+        _copy_range(path, copy)
+        fd = os.open(copy, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            _give_owner(fd, a)
+        finally:
+            os.close(fd)
+        os.replace(copy, path)
+
+
+def _cut(path: Path, a: dict, verify: bool) -> None:
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        if size == a["newSize"]:
+            return
+        if verify and (size < a["newSize"] or _sha256_file(path, a["newSize"]) != a["keptSha256"]):
+            raise Unfinishable(f"{path}: changed since")
+        os.ftruncate(fd, a["newSize"])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_leftovers(partition: Path) -> None:
+    """ktool's temporary files in the partition directory (a crash's, or this run's on an error)."""
+    for leftover in partition.glob("*.ktool*"):
+        if leftover.name.endswith((TEMP_SUFFIX, PRIVATE_SUFFIX)):
+            leftover.unlink(missing_ok=True)
+
+
+def _finish(manifest_path: Path, manifest: dict, verify: bool) -> None:
+    _apply_actions(Path(manifest["partition"]), manifest["actions"], verify=verify)
+    manifest["state"] = "applied"
+    _write_manifest(manifest_path.parent, manifest)
+
+
+def interrupted(backup_root: Path, part_path: Path) -> list[Path]:
+    """The manifests in `backup_root` of repairs of this partition directory that were begun and not
+    finished (`prepared`), oldest first."""
+    partition = str(partition_path(part_path))
+    found = []
+    for path in sorted(backup_root.glob(f"{part_path.name}-*/{MANIFEST}")):
+        try:
+            doc = read_json(path, "truncate manifest", "actions")
+        except InputError:
+            continue
+        if doc.get("partition") == partition and doc.get("state") == "prepared":
+            found.append(path)
+    return found
+
+
+def resume(manifest_path: Path) -> None:
+    """Carry out the rest of an interrupted repair (the caller holds the log dir's lock); Unfinishable
+    (exit 1, one line saying to `--undo` it) when a file it names holds neither its old nor its new
+    bytes."""
+    manifest = read_json(manifest_path, "truncate manifest", "actions")
+    partition = _manifest_partition(manifest)
+    try:
+        for a in manifest["actions"]:
+            confined(partition, Path(a["file"]))
+        _finish(manifest_path, manifest, verify=True)
+    except (Unfinishable, InputError) as exc:  # changed since, or a link made since
+        _remove_leftovers(partition)
+        raise Unfinishable(
+            f"{partition.name}: the repair in {manifest_path} was interrupted and cannot be finished "
+            f"({exc}); put the files back first: ktool truncate --undo {manifest_path}"
+        ) from None
+
+
+def _manifest_partition(manifest: dict) -> Path:
+    raw = manifest.get("partition")
+    partition = Path(raw) if isinstance(raw, str) else None
+    if partition is None or not partition.is_absolute() or str(partition) != os.path.normpath(raw):
+        raise InputError(f"{raw}: not a partition directory a manifest may name")
+    return partition
 
 
 def undo_targets(manifest_path: Path) -> list[Path]:
@@ -318,19 +567,28 @@ def undo_targets(manifest_path: Path) -> list[Path]:
 
 
 def undo(manifest_path: Path) -> list[str]:
-    """Restore every file a manifest names to its state before `ktool truncate`, checked by sha256."""
+    """Restore every file a manifest names to its state before `ktool truncate`, checked by sha256.
+    Every path it names is checked to lie in its partition directory (and every backup in the backup
+    directory) before any file is touched."""
     manifest = read_json(manifest_path, "truncate manifest", "actions")
     backup = manifest_path.parent
-    partition = Path(manifest["partition"])
+    partition = _manifest_partition(manifest)
     if manifest.get("state") == "undone":
         # Undoing twice must change nothing: the files may have moved on since (a broker ran).
         return [f"already undone: {manifest_path}; nothing changed"]
+    for a in manifest["actions"]:
+        path = confined(partition, Path(a["file"]))
+        if "backup" in a:
+            confined(backup, backup / a["backup"])
+        link = _link_of(path)
+        if a["action"] == "truncate" and link is not None and link != a.get("link"):
+            # restored in place: a link made since the repair is not written through
+            raise InputError(_link_refusal(path, link))
     done: list[str] = []
-    with log_dir_lock(partition.parent):
+    with write_lock(partition.parent, "ktool truncate --undo"):
         for a in reversed(manifest["actions"]):
             done.append(_undo_action(a, backup))
-        for leftover in partition.glob(f"*{TEMP_SUFFIX}"):
-            leftover.unlink()
+        _remove_leftovers(partition)
         fsync_dir(partition)
     manifest["state"] = "undone"
     _write_manifest(backup, manifest)
@@ -341,20 +599,33 @@ def _undo_action(a: dict, backup: Path) -> str:
     path = Path(a["file"])
     kind = a["action"]
     if kind == "create":
-        if not path.exists():
+        if not os.path.lexists(path):
             return f"{path} already absent"
         path.unlink()
         return f"removed {path}"
+    link = a.get("link") or ""
+    if link.startswith("symlink:"):
+        target = link[len("symlink:") :]
+        if os.path.islink(path) and os.readlink(path) == target:
+            return f"{path} already as before"
+        # ktool never wrote through the link: its target still holds the old bytes
+        if os.path.exists(path.parent / target) and _sha256_file(path.parent / target) == a["originalSha256"]:
+            tmp = path.with_name(path.name + TEMP_SUFFIX)
+            tmp.unlink(missing_ok=True)
+            os.symlink(target, tmp)
+            os.replace(tmp, path)
+            return f"restored the link {path} -> {target}"
     if kind == "truncate":
         if (
-            path.exists()
+            os.path.lexists(path)
             and path.stat().st_size == a["originalSize"]
             and _sha256_file(path) == a["originalSha256"]
         ):
             return f"{path} already whole"
         if _sha256_file(path, a["newSize"]) != a["keptSha256"]:
             raise FindingsError(f"{path}: changed since ktool truncated it; not restoring over it")
-        with open(path, "r+b") as f, open(backup / a["backup"], "rb") as tail:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with open(fd, "r+b") as f, open(backup / a["backup"], "rb") as tail:
             f.truncate(a["newSize"])
             f.seek(a["newSize"])
             shutil.copyfileobj(tail, f, _COPY_CHUNK)
@@ -364,7 +635,7 @@ def _undo_action(a: dict, backup: Path) -> str:
             raise FindingsError(f"{path}: restored bytes do not match the original sha256")
         return f"restored {plural(a['originalSize'] - a['newSize'], 'byte')} to {path}"
     # delete / rewrite: the whole file is in the backup
-    if path.exists() and _sha256_file(path) == a["originalSha256"]:
+    if os.path.lexists(path) and not os.path.islink(path) and _sha256_file(path) == a["originalSha256"]:
         return f"{path} already as before"
     tmp = path.with_name(path.name + TEMP_SUFFIX)
     tmp.unlink(missing_ok=True)
@@ -372,5 +643,11 @@ def _undo_action(a: dict, backup: Path) -> str:
     if sha != a["originalSha256"]:
         tmp.unlink()
         raise FindingsError(f"{backup / a['backup']}: backup does not match its sha256; not restoring")
+    fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        _give_owner(fd, a)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     os.replace(tmp, path)
     return f"restored {path}"

@@ -211,6 +211,7 @@ TRUNCATE_KINDS = [
     ),  # fmt: skip
     _kind("applied", "A plan done, with its backup.", partition="str", backup="str", manifest="str"),
     _kind("refused", "A plan refused, and why.", partition="str", reason="str"),
+    _kind("resumed", "An interrupted repair finished from its manifest.", partition="str", manifest="str"),
     _kind("unreadable", "A path or partition left alone.", partition="str|null", reason="str"),
     _kind("undo", "One file restored by --undo.", action="str"),
     _kind(

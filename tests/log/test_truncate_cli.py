@@ -202,8 +202,8 @@ def test_a_crash_part_way_leaves_old_or_new_files_and_undo_restores(
     before = tree_digest(logs)
     real = repair._apply_actions
 
-    def crashing(plan, actions):
-        real(plan, actions[:fail_at])
+    def crashing(partition, actions, **kwargs):
+        real(partition, actions[:fail_at], **kwargs)
         raise RuntimeError("power cut")
 
     monkeypatch.setattr(repair, "_apply_actions", crashing)
