@@ -229,7 +229,7 @@ def scan(
         raise UsageError("give local paths or Hadoop filesystem URIs (hdfs://, s3a://…), not both")
     # Local paths are listed (and a missing one reported) before Spark starts; URIs need Spark's JVM.
     plan = None if remote else plan_scan([local_path(p) for p in paths])
-    _said_replaced(prepare_out_dir(options), out)  # a local --out: checked (cleared with --overwrite) now
+    _said(prepare_out_dir(options).said)  # a local --out: checked now (a killed scan's leftovers dealt with)
     show = sys.stderr.isatty() if progress is None else progress
     if master is None and plan is not None and sql is None and plan.bytes <= IN_PROCESS_BYTES:
         if out is None or local_dir(out) is not None:
@@ -292,6 +292,7 @@ def _in_process(ctx, plan, question, options, limit: int, as_json: bool, show: b
 def _render(ctx, result, out: str | None, as_json: bool) -> None:
     from kafka_tools.render.scan import ScanJsonRenderer, ScanTextRenderer
 
+    _said(result.said)
     _said_replaced(result.replaced, out)
     if as_json:
         ScanJsonRenderer(sys.stdout).render(result)
@@ -314,11 +315,17 @@ def _sql_out(options) -> Iterator[None]:
         yield
 
 
+def _said(lines: list[str]) -> None:
+    for line in lines:
+        click.echo(f"ktool: {line}", err=True)
+
+
 def _said_replaced(tables: list[str], out: str | None) -> None:
     if tables:
         names = ", ".join(tables)
         noun = "table" if len(tables) == 1 else "tables"
-        click.echo(f"ktool: --overwrite: removed the earlier {names} {noun} under {out}", err=True)
+        said = f"removed the earlier {names} {noun} under {out} (the new ones were complete)"
+        click.echo(f"ktool: --overwrite: {said}", err=True)
 
 
 def register(cli: click.Group) -> None:

@@ -41,13 +41,14 @@ def scan_in_process(plan: ScanPlan, options: ScanOptions, progress: Progress | N
     check_formats(options)
     if options.out and local_dir(options.out) is None:
         raise UsageError(f"--out {options.out}: a scan without Spark writes local tables only")
-    replaced = prepare_out_dir(options) if options.out else []
+    prepared = prepare_out_dir(options)
     t0 = time.perf_counter()
-    with Staging(None, options.out) as staging:
+    with Staging(None, options.out, options.overwrite) as staging:
         result, written = _scan(plan, options, local_dir(staging.path) if staging.path else None, progress)
         written = staging.publish(written)
     result.tables = written
-    result.replaced = replaced
+    result.replaced = staging.replaced
+    result.said = prepared.said
     result.seconds = time.perf_counter() - t0
     return result
 
