@@ -185,7 +185,7 @@ def scan(
       3  a path could not be read, Java or pyspark is missing, the master is unreachable
     """
     from kafka_tools.pipeline import ScanOptions, plan_scan
-    from kafka_tools.pipeline.output import local_dir, prepare_out_dir
+    from kafka_tools.pipeline.output import local_dir, prepare_out_dir, recover_out_dir
     from kafka_tools.pipeline.plan import IN_PROCESS_BYTES
     from kafka_tools.pipeline.questions import make_question
     from kafka_tools.pipeline.remote import is_remote, local_path, plan_remote
@@ -229,7 +229,8 @@ def scan(
         raise UsageError("give local paths or Hadoop filesystem URIs (hdfs://, s3a://…), not both")
     # Local paths are listed (and a missing one reported) before Spark starts; URIs need Spark's JVM.
     plan = None if remote else plan_scan([local_path(p) for p in paths])
-    _said(prepare_out_dir(options).said)  # a local --out: checked now (a killed scan's leftovers dealt with)
+    _said(recover_out_dir(options))  # a local --out: a killed scan's leftovers dealt with, then checked
+    prepare_out_dir(options)
     show = sys.stderr.isatty() if progress is None else progress
     if master is None and plan is not None and sql is None and plan.bytes <= IN_PROCESS_BYTES:
         if out is None or local_dir(out) is not None:

@@ -199,6 +199,20 @@ def prepare_out_dir(options: ScanOptions, spark=None) -> OutDir:
 
 
 def _prepare_local(options: ScanOptions, local: str) -> OutDir:
+    said = recover_local(options, local)
+    existing = [n for n in TABLES if os.path.lexists(os.path.join(local, n))]
+    _refuse_unless_overwrite(options, existing)
+    return OutDir(existing, said)
+
+
+def recover_out_dir(options: ScanOptions) -> list[str]:
+    """A local --out made (it must be writable) and a killed scan's leftovers there dealt with, before
+    it is checked: the lines saying what was done (the CLI prints them even when it then refuses)."""
+    local = local_dir(options.out) if options.out else None
+    return recover_local(options, local) if local is not None else []
+
+
+def recover_local(options: ScanOptions, local: str) -> list[str]:
     try:
         os.makedirs(local, exist_ok=True)
         with tempfile.TemporaryFile(dir=local):
@@ -212,9 +226,7 @@ def _prepare_local(options: ScanOptions, local: str) -> OutDir:
             raise InputError(
                 f"--out {options.out}: cannot finish an interrupted scan's work there: {_os_line(exc)}"
             ) from None
-    existing = [n for n in TABLES if os.path.lexists(os.path.join(local, n))]
-    _refuse_unless_overwrite(options, existing)
-    return OutDir(existing, recovered.lines(options.out or local))
+    return recovered.lines(options.out or local)
 
 
 def _prepare_hadoop(options: ScanOptions, spark) -> OutDir:
@@ -257,15 +269,24 @@ def write(df, options: ScanOptions, name: str, rows: int | None = None) -> Table
 
 
 def table_write_error(name: str, directory: str, exc: OSError) -> InputError:
-    """The one line for a table that cannot be written (its directory, the system's reason), whoever
-    writes it: the in-process writer, a task's part, the driver's `_SUCCESS`."""
-    return InputError(f"cannot write the {name} table to {directory}: {exc.strerror or exc}")
+    """The one line for a table that cannot be written (the --out it was for, the system's reason),
+    whoever writes it: the in-process writer, a task's part, the driver's `_SUCCESS`. A table of a
+    staging directory names the --out beside it: nothing there was replaced."""
+    staging = os.path.dirname(directory.rstrip("/"))
+    if os.path.basename(staging).startswith(STAGING_PREFIX):
+        out = os.path.dirname(staging)
+        return InputError(
+            f"cannot write the {name} table to --out {out}: {_os_line(exc)} (nothing there was replaced)"
+        )
+    return InputError(f"cannot write the {name} table to {directory}: {_os_line(exc)}")
 
 
 def _os_line(exc: BaseException) -> str:
     """The system's reason for an OSError (its strerror), else the Java or plain text."""
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
+        # pyarrow's: "Error writing bytes to file. Detail: [errno 28] No space left on device"
+        system = os.strerror(exc.errno) if exc.errno else ""
+        return system if system and system in exc.strerror else exc.strerror
     return _java_line(exc)
 
 
