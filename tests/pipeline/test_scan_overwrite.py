@@ -195,8 +195,8 @@ def _kill_everywhere(old_tables: Path, tmp_path: Path, keep) -> int:
 
 
 def _of_the_swap(point: KillPoint) -> bool:
-    """The swap's own calls (the record made and renamed, the renames, the syncs) and the first and last removal of the
-    staging directory after it: the fast tier's share (every call: the slow test below)."""
+    """The swap's own calls (the record made and renamed, the renames, the syncs) and the first and last
+    removal of the staging directory after it: the fast tier's share (every call: the slow test below)."""
     removal = point.syscall == "unlinkat" and point.nth in (1, 27)
     record = point.syscall == "mkdir" and "_ktool-swap" in point.call
     return point.syscall in _SWAP_CALLS or record or removal
