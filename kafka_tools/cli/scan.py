@@ -65,7 +65,12 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
     "halve), zstd (smallest files, slowest), lz4, or none (fastest to write, about twice the bytes). "
     "[default: snappy]",
 )
-@click.option("--overwrite", is_flag=True, help="Replace the tables of an earlier scan under --out.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace the tables of an earlier scan under --out, once the new ones are complete (until then "
+    "they stay as they were; a killed scan's leftovers there are finished or removed by the next scan).",
+)
 @click.option(
     "--split-size",
     type=click.IntRange(min=1),
