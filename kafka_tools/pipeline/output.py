@@ -45,7 +45,6 @@ class Staging:
         self.overwrite = overwrite
         self.path = table_path(out, f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}") if out else None
         self.replaced: list[str] = []  # the earlier tables the swap replaced
-        self.swapping = False  # the swap is recorded: from here on it is finished, never discarded
         local = local_dir(out) if out else None
         self._lock = OutLock(local) if local is not None else None
 
@@ -60,13 +59,24 @@ class Staging:
         directory after it is removed: it is removed again once the session has stopped
         (`discard_leftovers`)."""
         try:
-            if exc_type is not None and not self.swapping:
+            if exc_type is not None and not self._swap_recorded():
                 self.discard()
                 if self.spark is not None and self.path is not None:
                     _LEFTOVERS.append(self)
         finally:
             if self._lock is not None:
                 self._lock.__exit__(exc_type, exc, tb)
+
+    def _swap_recorded(self) -> bool:
+        """Whether the swap has begun (its record made): then the staging directory holds the only copy
+        of some tables and is never discarded; the next scan finishes the swap. Unknown (the filesystem
+        unreachable) counts as begun: a staging directory left behind is removed by the next scan."""
+        if self.path is None:
+            return False
+        try:
+            return self.files().exists(out_swap.join(local_dir(self.path) or self.path, out_swap.RECORD))
+        except Exception:  # noqa: BLE001 - the master or the filesystem may be gone
+            return True
 
     def files(self) -> OutFiles:
         return LocalFiles() if local_dir(self.out or "") is not None else HadoopFiles(self.spark)
@@ -91,8 +101,7 @@ class Staging:
         try:
             out_swap.swap(files, out, staging, new, old)
         except Exception as exc:
-            self.swapping = self.swapping or files.exists(out_swap.join(staging, out_swap.RECORD))
-            if not self.swapping:
+            if not self._swap_recorded():
                 raise InputError(
                     f"--out {self.out}: cannot swap the new tables in: {_os_line(exc)}; "
                     "the earlier ones are kept"

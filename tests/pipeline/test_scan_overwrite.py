@@ -121,6 +121,35 @@ def test_the_next_scan_removes_a_killed_scans_staging_and_finishes_its_swap(old_
     assert tables_of(out) == new
 
 
+def test_an_interrupt_during_the_swap_leaves_it_for_the_next_scan_to_finish(
+    old_tables, tmp_path, monkeypatch
+) -> None:
+    from kafka_tools.pipeline import out_swap
+    from kafka_tools.pipeline.local import scan_in_process
+    from kafka_tools.pipeline.plan import ScanOptions, plan_scan
+
+    out = _fresh(old_tables, tmp_path / "t")
+    code, _, stderr = ktool("scan", "--no-progress", "--out", str(tmp_path / "new"), str(KAFKA09 / "plain-0"))
+    assert code == 0, stderr
+    new = tables_of(tmp_path / "new")
+    real, renames = out_swap.LocalFiles.rename, []
+
+    def interrupted(self, src: str, dst: str) -> None:
+        renames.append(dst)
+        if len(renames) == 4:  # two earlier tables aside, a third not yet (the record was the first)
+            raise KeyboardInterrupt
+        real(self, src, dst)
+
+    monkeypatch.setattr(out_swap.LocalFiles, "rename", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        scan_in_process(plan_scan([KAFKA09 / "plain-0"]), ScanOptions(out=str(out), overwrite=True))
+    monkeypatch.setattr(out_swap.LocalFiles, "rename", real)
+    assert len(list(out.glob(f"{STAGING}/_ktool-replaced/*"))) == 2  # kept: the only copy of two tables
+    code, _, stderr = ktool("scan", "--no-progress", "--out", str(out), str(KAFKA09 / "plain-0"))
+    assert code == 2 and "finished the swap" in stderr
+    assert tables_of(out) == new
+
+
 class _StopAfter:
     """LocalFiles that stops (as a killed process would) before its `renames`+1-th rename."""
 
