@@ -150,6 +150,26 @@ def test_an_interrupt_during_the_swap_leaves_it_for_the_next_scan_to_finish(
     assert tables_of(out) == new
 
 
+def test_no_room_for_the_swaps_record_keeps_the_earlier_tables(old_tables, tmp_path, monkeypatch) -> None:
+    import errno
+
+    from kafka_tools.pipeline import out_swap
+
+    out = _fresh(old_tables, tmp_path / "t")
+    before = tables_of(out)
+
+    def full(self, path: str) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+    monkeypatch.setattr(out_swap.LocalFiles, "touch", full)
+    code, _, stderr = ktool(
+        "scan", "--no-progress", "--overwrite", "--out", str(out), str(KAFKA09 / "plain-0")
+    )
+    said = "cannot swap the new tables in: No space left on device; the earlier ones are kept"
+    assert (code, stderr) == (3, f"ktool: --out {out}: {said}\n")
+    assert tables_of(out) == before
+
+
 class _StopAfter:
     """LocalFiles that stops (as a killed process would) before its `renames`+1-th rename."""
 
