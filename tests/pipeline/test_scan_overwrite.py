@@ -121,6 +121,35 @@ def test_the_next_scan_removes_a_killed_scans_staging_and_finishes_its_swap(old_
     assert tables_of(out) == new
 
 
+def test_a_next_scan_itself_killed_while_finishing_a_swap_leaves_it_for_the_one_after(
+    old_tables, tmp_path
+) -> None:
+    from kafka_tools.pipeline import out_swap
+
+    code, _, stderr = ktool("scan", "--no-progress", "--out", str(tmp_path / "new"), str(KAFKA09 / "plain-0"))
+    assert code == 0, stderr
+    new = tables_of(tmp_path / "new")
+    before = tables_of(old_tables)
+    files = out_swap.LocalFiles()
+    moves = len(before) + len(new)  # every earlier table aside, every new one in
+    for stop in range(moves + 1):
+        out = _fresh(old_tables, tmp_path / "t")
+        staging = out / "_ktool-staging-fedcba987654"
+        staging.mkdir()
+        for name in new:
+            shutil.copytree(tmp_path / "new" / name, staging / name)
+        with pytest.raises(_Killed):  # killed right after the record: nothing moved yet
+            out_swap.swap(_StopAfter(files, renames=1), str(out), str(staging), sorted(new), sorted(before))
+        if stop < moves:
+            with pytest.raises(_Killed):  # the next scan, killed before its stop+1-th rename
+                out_swap.recover(_StopAfter(files, renames=stop), str(out))
+        else:
+            with pytest.raises(AssertionError, match="removed although"):  # killed before removing it
+                out_swap.recover(_StopAfter(files, renames=stop), str(out))
+        assert out_swap.recover(files, str(out)).finished == [staging.name]
+        assert tables_of(out) == new, stop
+
+
 def test_an_interrupt_during_the_swap_leaves_it_for_the_next_scan_to_finish(
     old_tables, tmp_path, monkeypatch
 ) -> None:
