@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import tempfile
@@ -11,7 +12,7 @@ from contextlib import ExitStack, contextmanager
 import click
 
 from kafka_tools.cli.options import colour_of, json_option, live_options, progress_option
-from kafka_tools.errors import EXIT_FINDINGS, UsageError
+from kafka_tools.errors import EXIT_FINDINGS, InputError, UsageError
 from kafka_tools.render.lines import wants_colour
 
 MiB = 1024 * 1024
@@ -64,7 +65,12 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
     "halve), zstd (smallest files, slowest), lz4, or none (fastest to write, about twice the bytes). "
     "[default: snappy]",
 )
-@click.option("--overwrite", is_flag=True, help="Replace the tables of an earlier scan under --out.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace the tables of an earlier scan under --out, once the new ones are complete (until then "
+    "they stay as they were; a killed scan's leftovers there are finished or removed by the next scan).",
+)
 @click.option(
     "--split-size",
     type=click.IntRange(min=1),
@@ -182,10 +188,11 @@ def scan(
       0  clean (warnings allowed)
       1  corruption found
       2  usage error
-      3  a path could not be read, Java or pyspark is missing, the master is unreachable
+      3  a path could not be read, Java, pyspark or pyarrow is missing, the master is unreachable,
+         --out cannot be written (the tables already there are kept)
     """
     from kafka_tools.pipeline import ScanOptions, plan_scan
-    from kafka_tools.pipeline.output import local_dir, prepare_out_dir
+    from kafka_tools.pipeline.output import local_dir, prepare_out_dir, recover_out_dir
     from kafka_tools.pipeline.plan import IN_PROCESS_BYTES
     from kafka_tools.pipeline.questions import make_question
     from kafka_tools.pipeline.remote import is_remote, local_path, plan_remote
@@ -214,6 +221,7 @@ def scan(
         raise UsageError("--cluster-metadata writes a table: give --out DIR")
     if compression is not None and fmt != "parquet":
         raise UsageError(f"--compression is the parquet tables' codec: not with --format {fmt}")
+    _need_pyarrow()
     options = ScanOptions(
         out=out,
         fmt=fmt,
@@ -229,7 +237,8 @@ def scan(
         raise UsageError("give local paths or Hadoop filesystem URIs (hdfs://, s3a://…), not both")
     # Local paths are listed (and a missing one reported) before Spark starts; URIs need Spark's JVM.
     plan = None if remote else plan_scan([local_path(p) for p in paths])
-    _said_replaced(prepare_out_dir(options), out)  # a local --out: checked (cleared with --overwrite) now
+    _said(recover_out_dir(options))  # a local --out: a killed scan's leftovers dealt with, then checked
+    prepare_out_dir(options)
     show = sys.stderr.isatty() if progress is None else progress
     if master is None and plan is not None and sql is None and plan.bytes <= IN_PROCESS_BYTES:
         if out is None or local_dir(out) is not None:
@@ -275,6 +284,16 @@ def scan(
     _render(ctx, result, out, as_json)
 
 
+def _need_pyarrow() -> None:
+    """Every scan builds Arrow batches (in process and in Spark's executors): without pyarrow, one line
+    saying how to get it. Looked up, not imported: pyarrow costs ~0.3 s and the scan imports it later.
+    Not a dependency of ktool itself: ~170 MB installed, three times all the others together."""
+    if importlib.util.find_spec("pyarrow") is None:
+        raise InputError(
+            "ktool scan needs pyarrow: pip install -e '.[scan]' in ktool's checkout, or pip install pyarrow"
+        )
+
+
 def _in_process(ctx, plan, question, options, limit: int, as_json: bool, show: bool) -> None:
     """A small local input: scanned (or asked) in this process, tables written with pyarrow."""
     from kafka_tools.pipeline.local import answer_in_process, scan_in_process
@@ -292,6 +311,7 @@ def _in_process(ctx, plan, question, options, limit: int, as_json: bool, show: b
 def _render(ctx, result, out: str | None, as_json: bool) -> None:
     from kafka_tools.render.scan import ScanJsonRenderer, ScanTextRenderer
 
+    _said(result.said)
     _said_replaced(result.replaced, out)
     if as_json:
         ScanJsonRenderer(sys.stdout).render(result)
@@ -314,11 +334,17 @@ def _sql_out(options) -> Iterator[None]:
         yield
 
 
+def _said(lines: list[str]) -> None:
+    for line in lines:
+        click.echo(f"ktool: {line}", err=True)
+
+
 def _said_replaced(tables: list[str], out: str | None) -> None:
     if tables:
         names = ", ".join(tables)
         noun = "table" if len(tables) == 1 else "tables"
-        click.echo(f"ktool: --overwrite: removed the earlier {names} {noun} under {out}", err=True)
+        said = f"removed the earlier {names} {noun} under {out} (the new ones were complete)"
+        click.echo(f"ktool: --overwrite: {said}", err=True)
 
 
 def register(cli: click.Group) -> None:

@@ -27,6 +27,7 @@ import json
 import os
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import suppress
 
 from kafka_tools.errors import InputError
 from kafka_tools.pipeline import tables
@@ -160,7 +161,28 @@ class TableFile:
             pending.result()
 
     def _error(self, exc: OSError) -> InputError:
+        self.abandon()
         return table_write_error(self.name, self.dir, exc)
+
+    def abandon(self) -> None:
+        """Close the file without completing it (the scan failed): a ParquetWriter left open would be
+        closed by the garbage collector, which writes its footer again into a full disk, printing a
+        traceback, and keeps the file open meanwhile."""
+        thread, self._thread, self._pending = self._thread, None, None
+        if thread is not None:
+            thread.shutdown(wait=True, cancel_futures=True)
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            with suppress(OSError):
+                writer.close()
+            writer.is_open = False  # not again from its __del__
+            with suppress(OSError):
+                if writer.file_handle is not None:
+                    writer.file_handle.close()
+        json_file, self._json = self._json, None
+        if json_file is not None:
+            with suppress(OSError):
+                json_file.close()
 
     def close(self) -> TableWritten:
         try:
@@ -199,8 +221,17 @@ class TableParts:
             raise table_write_error(name, self.dir, exc) from None
         self.files = [TableFile(out, name, fmt, part=k, **options) for k in range(parts)]
 
+    def abandon(self) -> None:
+        """Every part closed without completing it (the scan failed)."""
+        for f in self.files:
+            f.abandon()
+
     def close(self) -> TableWritten:
-        rows = sum(f.close().rows for f in self.files)
+        try:
+            rows = sum(f.close().rows for f in self.files)
+        except BaseException:
+            self.abandon()
+            raise
         try:
             open(os.path.join(self.dir, "_SUCCESS"), "wb").close()
         except OSError as exc:

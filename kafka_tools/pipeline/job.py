@@ -62,7 +62,7 @@ Range = tuple[int, int, "int | None"]  # segment index, start, end (None: the en
 def run_scan(spark, plan: ScanPlan, options: ScanOptions, progress: Progress | None = None) -> ScanResult:
     """Scan `plan` with `spark`; write the tables under `options.out` if set."""
     check_formats(options)
-    replaced = prepare_out_dir(options, spark)
+    prepared = prepare_out_dir(options, spark)
     sc = spark.sparkContext
     t0 = time.perf_counter()
     ranges = plan.ranges(options.split_bytes)
@@ -72,7 +72,7 @@ def run_scan(spark, plan: ScanPlan, options: ScanOptions, progress: Progress | N
         source = RemoteFiles(spark, plan, options, ranges)
     else:
         source = LocalFiles(spark, plan, options, ranges)
-    staging = Staging(spark, options.out)
+    staging = Staging(spark, options.out, options.overwrite)
     staged = replace(options, out=staging.path) if staging.path else options
     passes = 2 if options.records and options.out else 1  # --records decodes the ranges again
     with (
@@ -85,7 +85,8 @@ def run_scan(spark, plan: ScanPlan, options: ScanOptions, progress: Progress | N
         result, written = _run(spark, plan, staged, source, ranges)
         written = staging.publish(written)
     result.tables = written
-    result.replaced = replaced
+    result.replaced = staging.replaced
+    result.said = prepared.said
     result.master = sc.master
     result.tasks = source.tasks
     result.retried = counts.failed

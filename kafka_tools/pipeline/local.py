@@ -41,13 +41,14 @@ def scan_in_process(plan: ScanPlan, options: ScanOptions, progress: Progress | N
     check_formats(options)
     if options.out and local_dir(options.out) is None:
         raise UsageError(f"--out {options.out}: a scan without Spark writes local tables only")
-    replaced = prepare_out_dir(options) if options.out else []
+    prepared = prepare_out_dir(options)
     t0 = time.perf_counter()
-    with Staging(None, options.out) as staging:
+    with Staging(None, options.out, options.overwrite) as staging:
         result, written = _scan(plan, options, local_dir(staging.path) if staging.path else None, progress)
         written = staging.publish(written)
     result.tables = written
-    result.replaced = replaced
+    result.replaced = staging.replaced
+    result.said = prepared.said
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -94,23 +95,29 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
             stop.set()  # the other lanes stop after their current range
             raise
 
-    if len(lanes) == 1:
-        lane_totals = [walk(0)]
-    else:
-        with ThreadPoolExecutor(len(lanes), thread_name_prefix="ktool-scan-lane") as pool:
-            futures = [pool.submit(walk, lane) for lane in range(len(lanes))]
-            try:
-                lane_totals = [f.result() for f in futures]
-            finally:
-                stop.set()  # interrupted here: the lanes stop too
+    try:
+        if len(lanes) == 1:
+            lane_totals = [walk(0)]
+        else:
+            with ThreadPoolExecutor(len(lanes), thread_name_prefix="ktool-scan-lane") as pool:
+                futures = [pool.submit(walk, lane) for lane in range(len(lanes))]
+                try:
+                    lane_totals = [f.result() for f in futures]
+                finally:
+                    stop.set()  # interrupted here: the lanes stop too
+        if batches is not None:
+            written.append(batches.close())
+        if records is not None:
+            written.append(records.close())
+    except BaseException:
+        for parts in (batches, records):
+            if parts is not None:
+                parts.abandon()  # every lane's file closed now (a full disk: not again at exit)
+        raise
     totals: dict[str, SegmentTotals] = {}
     for part in lane_totals:
         for file, t in part.items():
             totals.setdefault(file, SegmentTotals()).merge(t)
-    if batches is not None:
-        written.append(batches.close())
-    if records is not None:
-        written.append(records.close())
     if out and options.cluster_metadata:
         from kafka_tools.pipeline.metadata_records import metadata_chunks
 
@@ -120,16 +127,21 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     if options.offsets_topic:
         committed = []
         offsets = TableFile(out, "offsets", options.fmt, compression=options.compression) if out else None
-        for (_, number), segs in offsets_replay_segments(plan, reports).items():
-            tasks += 1
-            cols = replay_offsets(number, segs)
-            committed += committed_offsets(cols)
+        try:
+            for (_, number), segs in offsets_replay_segments(plan, reports).items():
+                tasks += 1
+                cols = replay_offsets(number, segs)
+                committed += committed_offsets(cols)
+                if offsets is not None:
+                    for part in chunked(cols):
+                        offsets.add(tables.arrow_batch(tables.OFFSETS, part))
             if offsets is not None:
-                for part in chunked(cols):
-                    offsets.add(tables.arrow_batch(tables.OFFSETS, part))
+                written.append(offsets.close())
+        except BaseException:
+            if offsets is not None:
+                offsets.abandon()
+            raise
         committed.sort(key=lambda c: (c.group, c.topic, c.partition, c.file))
-        if offsets is not None:
-            written.append(offsets.close())
     result = finish(plan, reports, totals, ranges, committed)
     if out:
         findings = [finding_row(f) for f in result.validation.all_findings()]
@@ -197,14 +209,18 @@ def _table(plan: ScanPlan, ranges, out: str, options: ScanOptions, name: str, ch
     """A table of rows decoded range by range (records, metadata), one Arrow batch a chunk."""
     table = TableFile(out, name, options.fmt, compression=options.compression, per_range=True)
     columns = tables.TABLES[name]
-    for i, start, end in ranges:
-        spec = plan.segments[i]
-        for cols in chunks(spec, start, end):
-            if isinstance(cols, dict):  # column lists; else an Arrow batch (the records table, made in C)
-                cols = tables.arrow_batch(columns, cols, constants=spec.where)
-            table.add(cols, spec.where)
-        tick(spec, start, end)
-    return table.close()
+    try:
+        for i, start, end in ranges:
+            spec = plan.segments[i]
+            for cols in chunks(spec, start, end):
+                if isinstance(cols, dict):  # column lists; else an Arrow batch (the records table, made in C)
+                    cols = tables.arrow_batch(columns, cols, constants=spec.where)
+                table.add(cols, spec.where)
+            tick(spec, start, end)
+        return table.close()
+    except BaseException:
+        table.abandon()
+        raise
 
 
 def answer_in_process(plan: ScanPlan, question, options: ScanOptions, limit: int | None = None):

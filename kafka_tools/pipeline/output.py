@@ -1,20 +1,21 @@
-"""The tables under --out: checked and cleared before Spark starts, written to a staging directory and
-moved into place only when every table is complete (no half-written table is ever left looking done)."""
+"""The tables under --out: checked before Spark starts, written to a staging directory beside the old
+ones and swapped in only when every table is complete (pipeline/out_swap.py): no half-written table is
+ever left looking done, and --overwrite never loses the old tables to a scan that fails or is killed."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError, UsageError
-from kafka_tools.pipeline import tables
+from kafka_tools.pipeline import out_swap, tables
+from kafka_tools.pipeline.out_swap import STAGING_PREFIX, HadoopFiles, LocalFiles, OutFiles, OutLock
 from kafka_tools.pipeline.plan import ScanOptions
 from kafka_tools.pipeline.results import ScanResult, TableWritten, finding_row
 
@@ -30,69 +31,94 @@ CODECS = {
     "none": ("none", "none", ""),
 }
 TABLES = ("segments", "batches", "findings", "records", "offsets", "metadata")  # what --out holds
-STAGING_PREFIX = "_ktool-staging-"  # where the tables are written before they are moved into --out
 
 
 class Staging:
-    """The tables are written under `OUT/_ktool-staging-ID/` and moved to `OUT/` (a rename each) only
-    once every one of them is complete: a scan that fails or is interrupted leaves no table, and no
-    half-written one beside complete ones."""
+    """The tables are written under `OUT/_ktool-staging-ID/` and swapped into `OUT/` only once every
+    one of them is complete (`out_swap.swap`): a scan that fails or is interrupted before leaves the
+    old tables as they were, and one killed during the swap leaves a record the next scan finishes.
+    A local --out is locked (`OutLock`) from entering the block until the swap is done."""
 
-    def __init__(self, spark, out: str | None) -> None:
+    def __init__(self, spark, out: str | None, overwrite: bool = False) -> None:
         self.spark = spark
         self.out = out
+        self.overwrite = overwrite
         self.path = table_path(out, f"{STAGING_PREFIX}{uuid.uuid4().hex[:12]}") if out else None
+        self.replaced: list[str] = []  # the earlier tables the swap replaced
+        local = local_dir(out) if out else None
+        self._lock = OutLock(local) if local is not None else None
 
     def __enter__(self) -> Staging:
+        if self._lock is not None:
+            self._lock.__enter__()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        """A scan that fails or is interrupted inside the block leaves no table behind. Under Spark a
-        task still running (its master lost, the job being cancelled) can write into the directory
-        after it is removed: it is removed again once the session has stopped (`discard_leftovers`)."""
-        if exc_type is not None:
-            self.discard()
-            if self.spark is not None and self.path is not None:
-                _LEFTOVERS.append(self)
+        """A scan that fails or is interrupted inside the block leaves the old tables and no new one.
+        Under Spark a task still running (its master lost, the job being cancelled) can write into the
+        directory after it is removed: it is removed again once the session has stopped
+        (`discard_leftovers`)."""
+        try:
+            if exc_type is not None and not self._swap_recorded():
+                self.discard()
+                if self.spark is not None and self.path is not None:
+                    _LEFTOVERS.append(self)
+        finally:
+            if self._lock is not None:
+                self._lock.__exit__(exc_type, exc, tb)
+
+    def _swap_recorded(self) -> bool:
+        """Whether the swap has begun (its record made): then the staging directory holds the only copy
+        of some tables and is never discarded; the next scan finishes the swap. Unknown (the filesystem
+        unreachable) counts as begun: a staging directory left behind is removed by the next scan."""
+        if self.path is None:
+            return False
+        try:
+            return self.files().exists(out_swap.join(local_dir(self.path) or self.path, out_swap.RECORD))
+        except Exception:  # noqa: BLE001 - the master or the filesystem may be gone
+            return True
+
+    def files(self) -> OutFiles:
+        return LocalFiles() if local_dir(self.out or "") is not None else HadoopFiles(self.spark)
 
     def publish(self, written: list[TableWritten]) -> list[TableWritten]:
-        """Move every finished table to OUT/ (nothing to move for a scan without `--out`)."""
-        if self.path is None:
+        """Swap every finished table into OUT/ (nothing to move for a scan without `--out`); the earlier
+        tables there, the ones this scan wrote again and the ones it did not, go with the swap."""
+        if self.path is None or self.out is None:
             return written
-        final = []
-        for t in written:
-            target = table_path(self.out, t.name)
-            self._move(t.path, target)
-            final.append(replace(t, path=target))
-        self.discard()
-        return final
-
-    def _move(self, src: str, dst: str) -> None:
-        local = local_dir(src)
+        files = self.files()
+        out = local_dir(self.out) or self.out
+        staging = local_dir(self.path) or self.path
         try:
-            if local is not None:
-                os.rename(local, local_dir(dst) or dst)
-                return
-            jvm = self.spark.sparkContext._jvm
-            path = jvm.org.apache.hadoop.fs.Path(src)
-            fs = path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
-            if not fs.rename(path, jvm.org.apache.hadoop.fs.Path(dst)):
-                raise OSError(f"rename to {dst} refused")
+            old = [name for name in TABLES if files.exists(out_swap.join(out, name))]
         except Exception as exc:
-            raise InputError(f"cannot move the finished table {src} to {dst}: {_java_line(exc)}") from None
+            raise InputError(f"--out {self.out}: {_java_line(exc)}") from None
+        if old and not self.overwrite:  # written there since this scan looked
+            raise UsageError(
+                f"{self.out} already holds {', '.join(old)}: choose another --out or add --overwrite"
+            )
+        new = [t.name for t in written]
+        try:
+            out_swap.swap(files, out, staging, new, old)
+        except Exception as exc:
+            if not self._swap_recorded():
+                raise InputError(
+                    f"--out {self.out}: cannot swap the new tables in: {_os_line(exc)}; "
+                    "the earlier ones are kept"
+                ) from None
+            raise InputError(
+                f"--out {self.out}: the swap of the new tables stopped: {_os_line(exc)}; "
+                "the next `ktool scan --out` there finishes it"
+            ) from None
+        self.replaced = old
+        return [replace(t, path=table_path(self.out, t.name)) for t in written]
 
     def discard(self) -> None:
         """Remove the staging directory (best effort: the scan is failing or done)."""
         if self.path is None:
             return
-        local = local_dir(self.path)
         try:
-            if local is not None:
-                shutil.rmtree(local, ignore_errors=True)
-                return
-            jvm = self.spark.sparkContext._jvm
-            path = jvm.org.apache.hadoop.fs.Path(self.path)
-            path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()).delete(path, True)
+            self.files().remove(local_dir(self.path) or self.path)
         except Exception:  # noqa: BLE001 - the master or the filesystem may be gone; leave it
             pass
 
@@ -156,70 +182,79 @@ def local_dir(out: str) -> str | None:
     return None
 
 
-def prepare_out_dir(options: ScanOptions, spark=None) -> list[str]:
+@dataclass
+class OutDir:
+    """--out as a scan found it: the earlier tables (replaced at the end, with --overwrite) and what it
+    did with a killed scan's leftovers (one line each, for stderr)."""
+
+    existing: list[str] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+
+
+def prepare_out_dir(options: ScanOptions, spark=None) -> OutDir:
     """Before any work: --out must be a directory ktool can create and write in, and hold no table of
-    an earlier scan, unless --overwrite; then every earlier table goes, the ones this scan writes and
-    the ones it does not (a `records` table of another scan must not stay beside new `segments`).
+    an earlier scan, unless --overwrite (the earlier tables then stay until the new ones are complete).
+    A killed scan's leftovers there are dealt with first: its swap finished, its staging removed.
     A local --out is checked before Spark starts; a Hadoop URI (spark given) through Hadoop's
-    FileSystem. Returns the tables removed."""
+    FileSystem."""
     if not options.out:
-        return []
+        return OutDir()
     local = local_dir(options.out)
     if local is not None:
         return _prepare_local(options, local)
     if spark is None:
-        return []
+        return OutDir()
     return _prepare_hadoop(options, spark)
 
 
-def _prepare_local(options: ScanOptions, local: str) -> list[str]:
+def _prepare_local(options: ScanOptions, local: str) -> OutDir:
+    said = recover_local(options, local)
+    existing = [n for n in TABLES if os.path.lexists(os.path.join(local, n))]
+    _refuse_unless_overwrite(options, existing)
+    return OutDir(existing, said)
+
+
+def recover_out_dir(options: ScanOptions) -> list[str]:
+    """A local --out made (it must be writable) and a killed scan's leftovers there dealt with, before
+    it is checked: the lines saying what was done (the CLI prints them even when it then refuses)."""
+    local = local_dir(options.out) if options.out else None
+    return recover_local(options, local) if local is not None else []
+
+
+def recover_local(options: ScanOptions, local: str) -> list[str]:
     try:
         os.makedirs(local, exist_ok=True)
         with tempfile.TemporaryFile(dir=local):
             pass
     except OSError as exc:
         raise InputError(f"--out {options.out}: cannot write there: {exc.strerror or exc}") from None
-    existing = [n for n in TABLES if os.path.lexists(os.path.join(local, n))]
-    if existing and not options.overwrite:
-        raise UsageError(
-            f"{options.out} already holds {', '.join(existing)}: choose another --out or add --overwrite"
-        )
-    for name in existing:
-        path = os.path.join(local, name)
+    with OutLock(local):
         try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
+            recovered = out_swap.recover(LocalFiles(), local)
         except OSError as exc:
-            raise InputError(f"--overwrite: cannot remove {path}: {exc.strerror or exc}") from None
-    return existing
+            raise InputError(
+                f"--out {options.out}: cannot finish an interrupted scan's work there: {_os_line(exc)}"
+            ) from None
+    return recovered.lines(options.out or local)
 
 
-def _prepare_hadoop(options: ScanOptions, spark) -> list[str]:
-    sc = spark.sparkContext
-    jvm = sc._jvm
-    existing, paths = [], {}
+def _prepare_hadoop(options: ScanOptions, spark) -> OutDir:
+    files = HadoopFiles(spark)
+    out = options.out or ""
     try:
-        for name in TABLES:
-            path = jvm.org.apache.hadoop.fs.Path(table_path(options.out or "", name))
-            fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
-            if fs.exists(path):
-                existing.append(name)
-                paths[name] = (fs, path)
+        recovered = out_swap.recover(files, out)
+        existing = [name for name in TABLES if files.exists(table_path(out, name))]
     except Exception as exc:
         raise InputError(f"--out {options.out}: {_java_line(exc)}") from None
+    _refuse_unless_overwrite(options, existing)
+    return OutDir(existing, recovered.lines(out))
+
+
+def _refuse_unless_overwrite(options: ScanOptions, existing: list[str]) -> None:
     if existing and not options.overwrite:
         raise UsageError(
             f"{options.out} already holds {', '.join(existing)}: choose another --out or add --overwrite"
         )
-    for name in existing:
-        fs, path = paths[name]
-        try:
-            fs.delete(path, True)
-        except Exception as exc:
-            raise InputError(f"--overwrite: cannot remove {path.toString()}: {_java_line(exc)}") from None
-    return existing
 
 
 def write(df, options: ScanOptions, name: str, rows: int | None = None) -> TableWritten:
@@ -243,9 +278,25 @@ def write(df, options: ScanOptions, name: str, rows: int | None = None) -> Table
 
 
 def table_write_error(name: str, directory: str, exc: OSError) -> InputError:
-    """The one line for a table that cannot be written (its directory, the system's reason), whoever
-    writes it: the in-process writer, a task's part, the driver's `_SUCCESS`."""
-    return InputError(f"cannot write the {name} table to {directory}: {exc.strerror or exc}")
+    """The one line for a table that cannot be written (the --out it was for, the system's reason),
+    whoever writes it: the in-process writer, a task's part, the driver's `_SUCCESS`. A table of a
+    staging directory names the --out beside it: nothing there was replaced."""
+    staging = os.path.dirname(directory.rstrip("/"))
+    if os.path.basename(staging).startswith(STAGING_PREFIX):
+        out = os.path.dirname(staging)
+        return InputError(
+            f"cannot write the {name} table to --out {out}: {_os_line(exc)} (nothing there was replaced)"
+        )
+    return InputError(f"cannot write the {name} table to {directory}: {_os_line(exc)}")
+
+
+def _os_line(exc: BaseException) -> str:
+    """The system's reason for an OSError (its strerror), else the Java or plain text."""
+    if isinstance(exc, OSError) and exc.strerror:
+        # pyarrow's: "Error writing bytes to file. Detail: [errno 28] No space left on device"
+        system = os.strerror(exc.errno) if exc.errno else ""
+        return system if system and system in exc.strerror else exc.strerror
+    return _java_line(exc)
 
 
 def _java_line(exc: BaseException) -> str:

@@ -71,6 +71,7 @@ class ScanResult:
     committed: list[CommittedOffset] | None = None  # None: --offsets-topic not asked for
     tables: list[TableWritten] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)  # earlier tables --overwrite removed
+    said: list[str] = field(default_factory=list)  # what was done with a killed scan's leftovers
     master: str = ""
     tasks: int = 0
     retried: int = 0  # task attempts that failed (a lost executor's) and Spark ran again

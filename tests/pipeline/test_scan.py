@@ -431,21 +431,69 @@ def test_overwrite_leaves_no_table_of_an_earlier_scan(spark, tmp_path: Path) -> 
     assert rows[0]["first_invalid_position"] is None and rows[0]["records"] == 30
 
 
-def test_out_on_a_hadoop_filesystem_is_checked_and_cleared_there(spark, tmp_path: Path) -> None:
+def test_out_on_a_hadoop_filesystem_is_checked_and_its_swap_finished_there(spark, tmp_path: Path) -> None:
     from kafka_tools.errors import UsageError
+    from kafka_tools.pipeline import out_swap
     from kafka_tools.pipeline.output import prepare_out_dir
 
     (tmp_path / "segments").mkdir()
     (tmp_path / "segments" / "part-0.parquet").write_bytes(b"old")
     uri = f"file://{tmp_path}"
-    assert prepare_out_dir(ScanOptions(out="hdfs://namenode/x"), None) == []  # before Spark: not yet
+    assert prepare_out_dir(ScanOptions(out="hdfs://namenode/x"), None).existing == []  # before Spark: not yet
     with pytest.raises(UsageError, match="already holds segments"):
         _hadoop(spark, ScanOptions(out=uri))
-    assert _hadoop(spark, ScanOptions(out=uri, overwrite=True)) == ["segments"]
-    assert not (tmp_path / "segments").exists()
+    assert _hadoop(spark, ScanOptions(out=uri, overwrite=True)).existing == ["segments"]
+    assert (tmp_path / "segments" / "part-0.parquet").read_bytes() == b"old"  # kept until the new one is in
+    # A scan killed through Hadoop's FileSystem: one unfinished staging directory, one recorded swap.
+    (tmp_path / "_ktool-staging-000000000000" / "batches").mkdir(parents=True)
+    staging = tmp_path / "_ktool-staging-111111111111"
+    (staging / "segments").mkdir(parents=True)
+    (staging / "segments" / "part-0.parquet").write_bytes(b"new")
+    (staging / "_ktool-swap").mkdir()
+    (staging / "_ktool-swap" / "new.segments").touch()
+    (staging / "_ktool-swap" / "old.segments").touch()
+    prepared = _hadoop(spark, ScanOptions(out=uri, overwrite=True))
+    assert prepared.existing == ["segments"] and len(prepared.said) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["segments"]
+    assert (tmp_path / "segments" / "part-0.parquet").read_bytes() == b"new"
+    # And a swap run through it from the start.
+    staging.mkdir()
+    (staging / "segments").mkdir()
+    (staging / "segments" / "part-0.parquet").write_bytes(b"newer")
+    files = out_swap.HadoopFiles(spark)
+    out_swap.swap(files, uri, f"{uri}/{staging.name}", ["segments"], ["segments"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["segments"]
+    assert (tmp_path / "segments" / "part-0.parquet").read_bytes() == b"newer"
 
 
-def _hadoop(spark, options: ScanOptions) -> list[str]:
+def test_a_spark_scan_that_fails_keeps_the_earlier_tables_and_one_that_finishes_replaces_them(
+    spark, tmp_path: Path, monkeypatch
+) -> None:
+    from kafka_tools.errors import InputError
+    from kafka_tools.pipeline import job
+    from tests.pipeline.test_scan_overwrite import tables_of
+
+    out = tmp_path / "t"
+    scan_in_process(plan_scan([KAFKA09]), ScanOptions(out=str(out), records=True, offsets_topic=True))
+    before = tables_of(out)
+    real = job.write_driver_tables
+
+    def full_disk(*args, **kwargs):  # the tasks' tables written into the staging directory, then this
+        raise InputError("cannot write the segments table: No space left on device")
+
+    monkeypatch.setattr(job, "write_driver_tables", full_disk)
+    options = ScanOptions(out=str(out), overwrite=True, split_bytes=SPLIT)
+    with pytest.raises(InputError, match="No space left"):
+        job.run_scan(spark, plan_scan([KAFKA09 / "plain-0"]), options)
+    assert tables_of(out) == before  # every earlier table, whole, and no staging directory
+    monkeypatch.setattr(job, "write_driver_tables", real)
+    result = job.run_scan(spark, plan_scan([KAFKA09 / "plain-0"]), options)
+    assert result.replaced == ["segments", "batches", "findings", "records", "offsets"]
+    assert sorted(tables_of(out)) == ["batches", "findings", "segments"]
+    assert len(tables_of(out)["batches"]) == 30
+
+
+def _hadoop(spark, options: ScanOptions):
     """`prepare_out_dir` on Hadoop's FileSystem (a file:// --out is otherwise handled as a local path)."""
     from kafka_tools.pipeline import output
 
