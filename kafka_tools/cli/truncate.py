@@ -18,7 +18,15 @@ from kafka_tools.errors import (
     UsageError,
 )
 from kafka_tools.format.plural import plural
-from kafka_tools.log.dirs import Partition, Segment, discover, owning_log_dirs, read_partition, refuse_if_live
+from kafka_tools.log.dirs import (
+    Partition,
+    Segment,
+    check_backup_location,
+    discover,
+    owning_log_dirs,
+    read_partition,
+    refuse_if_live,
+)
 from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
 from kafka_tools.state import STATE_HOME_HELP, backups_dir
 
@@ -95,7 +103,11 @@ def plan_json(plan: RecoveryPlan) -> dict:
 
 @click.command("truncate")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan; change nothing. Refuses, and exits, as the same run without it would.",
+)
 @click.option(
     "--force", is_flag=True, help="Also cut corruption that valid data follows (kept in the backup)."
 )
@@ -189,12 +201,11 @@ def truncate(
     # First: a running broker's files are not planned (a missing path is said below, with the others).
     refuse_if_live([p for p in paths if p.exists()], "ktool truncate")
     backup_dir = backups_dir() if backup_dir is None else backup_dir
+    check_backup_location(backup_dir)  # in a dry run too: it predicts the real run's refusals
     with ExitStack() as held:
         if not dry_run:
-            from kafka_tools.log.repair import check_backup_location
             from kafka_tools.log.write_lock import write_lock
 
-            check_backup_location(backup_dir)
             # Taken before anything is planned: no other repair (nor a broker) changes what is planned.
             for log_dir in owning_log_dirs([p for p in paths if p.exists()]):
                 held.enter_context(write_lock(log_dir, "ktool truncate"))
@@ -232,8 +243,8 @@ def _truncate(
             try:
                 if not dry_run:
                     part, start = _finish_interrupted(part, start, backup_dir, out, as_json)
-                elif backup_dir.is_dir():
-                    _say_interrupted(part, backup_dir)
+                elif backup_dir.is_dir() and _say_interrupted(part, backup_dir):
+                    continue
                 plans.append(plan_partition(part, start, index_interval_bytes))
                 continue
             except FindingsError as exc:  # an interrupted run that cannot be finished: --undo it
@@ -252,26 +263,29 @@ def _truncate(
                 _say(out, True, {"type": "unreadable", "partition": part.name, "reason": line}, None)
     for plan in plans:
         _say(out, as_json, plan_json(plan), "\n".join(plan_lines(plan)))
-        if plan.unrepairable and not dry_run:
+        reason = plan.refusal(force)
+        if reason is not None:  # the dry run refuses as the real run does
             refused += 1
-            msg = (
-                f"{plan.partition.name}: refused: damage the broker's recovery keeps; truncating cannot "
-                "repair it (with or without --force)"
-            )
-            click.echo(f"ktool: {msg}", err=True)
-            _say(out, as_json, {"type": "refused", "partition": plan.partition.name, "reason": msg}, None)
+            click.echo(f"ktool: {reason}", err=True)
+            _say(out, as_json, {"type": "refused", "partition": plan.partition.name, "reason": reason}, None)
             continue
-        if plan.is_noop or plan.unrepairable or dry_run:
+        if plan.is_noop:
             continue
-        if plan.loses_valid_data and not force:
-            refused += 1
-            msg = (
-                f"{plan.partition.name}: refused: "
-                f"{plural(plan.lost_entries, 'valid entry', 'valid entries')} would be lost; the damage is "
-                "in the middle, not a tail (--force cuts it anyway, keeping them in the backup)"
-            )
-            click.echo(f"ktool: {msg}", err=True)
-            _say(out, as_json, {"type": "refused", "partition": plan.partition.name, "reason": msg}, None)
+        if dry_run:  # and a link the real run would refuse is said as it would say it
+            from kafka_tools.log.repair import check_links
+
+            try:
+                check_links(plan, allow_links)
+            except InputError as exc:
+                unreadable += 1
+                click.echo(f"ktool: {exc}", err=True)
+                if as_json:
+                    _say(
+                        out,
+                        True,
+                        {"type": "unreadable", "partition": plan.partition.name, "reason": str(exc)},
+                        None,
+                    )
             continue
         from kafka_tools.log.repair import MANIFEST, apply_plan
 
@@ -345,16 +359,19 @@ def _finish_interrupted(
     return fresh, start
 
 
-def _say_interrupted(part: Partition, backup_dir: Path) -> None:
-    """--dry-run: an unfinished repair of this partition is said, not finished."""
+def _say_interrupted(part: Partition, backup_dir: Path) -> bool:
+    """--dry-run: an unfinished repair of this partition is said, not finished; True when there is one
+    (the real run finishes it before it plans: what it plans then is not known yet)."""
     from kafka_tools.log.repair import interrupted
 
-    for manifest in interrupted(backup_dir, part.path):
+    found = interrupted(backup_dir, part.path)
+    for manifest in found:
         click.echo(
             f"ktool: {part.name}: the repair in {manifest} was interrupted; ktool truncate without --dry-run "
             f"finishes it first (or: ktool truncate --undo {manifest})",
             err=True,
         )
+    return bool(found)
 
 
 def _targets(path: Path) -> list[tuple[Partition, Segment | None]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_tools.broker_lock import LOCK_FILE, is_live
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.kinds import (
     BOOTSTRAP_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
@@ -461,8 +461,6 @@ def _walk_dirs(root: Path):
 def find_partition_dirs(paths: list[str | os.PathLike]) -> list[tuple[Path, bool]]:
     """(partition directory, live) under log dirs, partition directories or directories holding log
     dirs, each log dir's lock asked once; a file is a usage error."""
-    from kafka_tools.errors import UsageError
-
     out: list[tuple[Path, bool]] = []
     for raw in paths:
         path = Path(raw)
@@ -517,3 +515,15 @@ def refuse_if_live(paths: list[str | os.PathLike], what: str) -> None:
             raise InputError(f"{log_dir}: --live: a running broker's log dir; {what} changes nothing in it")
         if broker_lock.lock_held(log_dir):
             raise InputError(broker_lock.held_message(log_dir, what))
+
+
+def check_backup_location(backup_root: Path) -> None:
+    """A directory inside a log dir is loaded by the broker as a (broken) partition: refuse to put the
+    backup there (backup_root, and the per-partition directories made inside it)."""
+    root = backup_root.resolve()
+    for d in (root, root.parent):
+        if d.exists() and has_log_dir_markers(d):
+            raise UsageError(f"{backup_root}: inside the Kafka log dir {d}; put backups elsewhere")
+    for d in root.parents:
+        if is_partition_dir(d) and d.parent.exists() and has_log_dir_markers(d.parent):
+            raise UsageError(f"{backup_root}: inside the partition directory {d}; put backups elsewhere")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kafka_tools.errors import UsageError
 from kafka_tools.format.kinds import FileKind, base_offset_of
+from kafka_tools.format.plural import plural
 from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.dirs import (
     Partition,
@@ -113,6 +114,23 @@ class RecoveryPlan(SharedMethods):
         if self.is_noop:
             return "none"
         return "truncate --force" if self.loses_valid_data else "truncate"
+
+    def refusal(self, force: bool) -> str | None:
+        """Why `ktool truncate` refuses this plan (None: it applies it): the one policy, so that a dry
+        run refuses what the real run would, with the same words and exit code."""
+        name = self.partition.name
+        if self.unrepairable:
+            return (
+                f"{name}: refused: damage the broker's recovery keeps; truncating cannot repair it (with "
+                "or without --force)"
+            )
+        if self.loses_valid_data and not force:
+            return (
+                f"{name}: refused: {plural(self.lost_entries, 'valid entry', 'valid entries')} would be "
+                "lost; the damage is in the middle, not a tail (--force cuts it anyway, keeping them in "
+                "the backup)"
+            )
+        return None
 
 
 def plan_partition(

@@ -31,7 +31,7 @@ from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.plural import plural
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.log.dirs import Segment, has_log_dir_markers, is_partition_dir
+from kafka_tools.log.dirs import Segment, check_backup_location
 from kafka_tools.log.recovery import RecoveryPlan
 from kafka_tools.log.write_lock import write_lock
 
@@ -221,18 +221,6 @@ def _write_atomic(path: Path, data: bytes, a: dict) -> None:
 
 def _write_manifest(backup: Path, manifest: dict) -> None:
     write_json(backup / MANIFEST, manifest)
-
-
-def check_backup_location(backup_root: Path) -> None:
-    """A directory inside a log dir is loaded by the broker as a (broken) partition: refuse to put the
-    backup there (backup_root, and the per-partition directories made inside it)."""
-    root = backup_root.resolve()
-    for d in (root, root.parent):
-        if d.exists() and has_log_dir_markers(d):
-            raise UsageError(f"{backup_root}: inside the Kafka log dir {d}; put backups elsewhere")
-    for d in root.parents:
-        if is_partition_dir(d) and d.parent.exists() and has_log_dir_markers(d.parent):
-            raise UsageError(f"{backup_root}: inside the partition directory {d}; put backups elsewhere")
 
 
 def _staging_prefix(partition: Path) -> str:
