@@ -156,7 +156,7 @@ OFFLINE: dict[tuple[str, str], Cell] = {
     ("read", "wrong-kind"): Cell(lambda p: ["read", "--earliest", str(V2_LOG)]),
     ("read", "unreadable"): Cell(lambda p: ["read", "--earliest", str(_fifo_partition(p))]),
     ("offsets-at", "clean"): Cell(lambda p: ["offsets-at", str(V2)]),
-    ("offsets-at", "findings"): Cell(lambda p: ["offsets-at", "--time", "max-timestamp", str(GENERATED / "v0")]),
+    ("offsets-at", "findings"): Cell(lambda p: ["offsets-at", "--time", "-3", str(GENERATED / "v0")]),
     ("offsets-at", "missing"): Cell(lambda p: ["offsets-at", NOWHERE]),
     ("offsets-at", "wrong-kind"): Cell(lambda p: ["offsets-at", "/dev/null"]),
     ("offsets-at", "unreadable"): Cell(lambda p: ["offsets-at", str(_fifo_partition(p).parent)]),
