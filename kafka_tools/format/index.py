@@ -278,5 +278,3 @@ def last_entry(path: str | os.PathLike, layout: struct.Struct) -> tuple | None:
 
 class UntrustedIndexSize(ValueError):
     """An index file whose length is not a whole number of entries."""
-
-

@@ -18,6 +18,7 @@ from kafka_tools.errors import FindingsError, InputError, UsageError
 from kafka_tools.format import checkpoints, index
 from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
+from kafka_tools.format.mapping import maps_excluded
 from kafka_tools.format.plural import plural
 from kafka_tools.format.segment import Problem, iter_log_entries
 from kafka_tools.log.dirs import (
@@ -87,7 +88,8 @@ def log_dir_lock(log_dir: Path) -> Iterator[None]:
             raise InputError(
                 f"{log_dir}: a running broker (or another ktool) holds {LOCK_FILE}; stop the broker first"
             ) from None
-        yield
+        with maps_excluded(log_dir):  # and no ktool reader has a file of it mapped (format/mapping.py)
+            yield
     finally:
         os.close(fd)
         if not existed:

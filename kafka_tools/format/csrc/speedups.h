@@ -274,6 +274,11 @@ PyObject *arrow_blocks_alive(PyObject *module, PyObject *unused);
 
 PyObject *kraft_configure(PyObject *module, PyObject *args);
 PyObject *kraft_decode_metadata(PyObject *module, PyObject *arg);
+
+/* map_guard.c: a SIGBUS in a registered map is one line and exit 3, never a signal */
+PyObject *map_guard_install(PyObject *module, PyObject *unused);
+PyObject *map_guard_add(PyObject *module, PyObject *args);
+PyObject *map_guard_remove(PyObject *module, PyObject *arg);
 void kraft_clear(kraft_state *k);
 int kraft_traverse(kraft_state *k, visitproc visit, void *arg);
 
