@@ -31,7 +31,10 @@ import resource, subprocess, sys
 limit = int(sys.argv[1])
 def cap():
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-p = subprocess.run(sys.argv[3:], capture_output=True, text=True, preexec_fn=cap, timeout=int(sys.argv[2]))
+try:
+    p = subprocess.run(sys.argv[3:], capture_output=True, text=True, preexec_fn=cap, timeout=int(sys.argv[2]))
+except subprocess.TimeoutExpired:
+    p = subprocess.CompletedProcess(sys.argv[3:], -1, "", "timed out")
 rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # Linux: KiB
 sys.stdout.write(f"{rss}\\n{p.returncode}\\n{p.stderr}\\0{p.stdout}")
 """
