@@ -68,10 +68,10 @@ def _maps(pid: int, path: Path) -> bool:
     return False
 
 
-def _validate_while(seg: Path, mode: str, cut) -> tuple[int, str, str]:
-    """Run `validate --deep -j 1` on the segment's partition; once it maps the segment, `cut()`."""
+def _validate_while(seg: Path, mode: str, cut, jobs: int = 1) -> tuple[int, str, str]:
+    """Run `validate --deep -j JOBS` on the segment's partition; once it maps the segment, `cut()`."""
     proc = subprocess.Popen(
-        [ktool_script(), "validate", "--deep", "-j", "1", str(seg.parent)],
+        [ktool_script(), "validate", "--deep", "-j", str(jobs), str(seg.parent)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -91,10 +91,13 @@ def _said_changed_under_us(code: int, err: str, seg: Path) -> bool:
     return code == 3 and err == f"ktool: {seg}: changed under us (shortened while read)\n"
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
 @pytest.mark.parametrize("mode", MODES)
-def test_a_segment_cut_by_another_process_is_one_line_not_sigbus(large_segment, tmp_path, mode) -> None:
+def test_a_segment_cut_by_another_process_is_one_line_not_sigbus(large_segment, tmp_path, mode, jobs) -> None:
+    """With `-j 2` the segment is split into ranges walked by forked processes: a range that now
+    starts past the file's end is no error of its own; the walker that touches a lost page says it."""
     seg = _fresh(large_segment, tmp_path)
-    code, out, err = _validate_while(seg, mode, lambda: os.truncate(seg, 1000))
+    code, out, err = _validate_while(seg, mode, lambda: os.truncate(seg, 1000), jobs)
     assert code not in (-7, 135), "validate was killed by SIGBUS"
     assert _said_changed_under_us(code, err, seg), (code, err, out[-300:])
 
