@@ -14,7 +14,7 @@ Touching a mapped page past a file's end kills the reader with SIGBUS, so a map 
   (a broker, `truncate -s`) while mapped ends the command with "FILE: changed under us (shortened
   while read)", exit 3, in C and in the pure-Python walk alike.
 
-This module imports nothing at import time, so installing the policy costs no decoder import."""
+This module imports only the standard library, so installing the policy costs no decoder import."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def maps_excluded(log_dir: str | os.PathLike) -> Iterator[None]:
     fd = os.open(os.fspath(log_dir), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _exclusive(fd)
         except BlockingIOError:
             why = (
                 "another ktool (validate, dump-log, read, scan) is reading it through memory maps; "
@@ -139,3 +139,14 @@ def maps_excluded(log_dir: str | os.PathLike) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _exclusive(fd: int) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        # A map this process made and no longer uses may wait in a reference cycle: collect, ask again.
+        import gc
+
+        gc.collect()
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
