@@ -99,7 +99,10 @@ def test_a_segment_cut_by_another_process_is_one_line_not_sigbus(large_segment, 
     seg = _fresh(large_segment, tmp_path)
     code, out, err = _validate_while(seg, mode, lambda: os.truncate(seg, 1000), jobs)
     assert code not in (-7, 135), "validate was killed by SIGBUS"
-    assert _said_changed_under_us(code, err, seg), (code, err, out[-300:])
+    # A map touched past the new end says so; a walk that read after the cut (a range's own pread or
+    # map, opened later) reports the file as it now is: its lost tail, as the broker's recovery would.
+    now_as_it_is = code == 1 and err == "" and "all in tails" in out.splitlines()[-1]
+    assert _said_changed_under_us(code, err, seg) or now_as_it_is, (code, err, out[-300:])
 
 
 @pytest.mark.parametrize("mode", MODES)
