@@ -14,6 +14,7 @@
  *   kraft.c        the KRaft metadata table interpreter
  *   arrow_records.c RecordColumns: the records table's Arrow columns, filled by the record readers
  *                  and exported through the Arrow C data interface
+ *   map_guard.c    the SIGBUS guard of ktool's mapped files: a page lost to a cut file is one line, exit 3
  *   module.c       the module: its state (set by configure()), method table, init
  *
  * Every reader here has the same contract as its pure-Python reference in format/: the same values, or
