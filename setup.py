@@ -20,6 +20,7 @@ SOURCES = [
         "arrow_records",
         "batch_columns",
         "snappy",
+        "map_guard",
     )
 ]
 

@@ -28,6 +28,19 @@ C: Any = _load()
 BUILT = C is not None  # the extension is there and was not disabled at import
 
 
+def map_guard() -> ModuleType | None:
+    """The extension for its SIGBUS guard of mapped files (format/mapping.py), loaded even when
+    `KTOOL_PURE_PYTHON=1` turned its decoders off: the pure-Python walk reads maps too. None when it is
+    not built (then nothing is mapped)."""
+    if C is not None:
+        return C
+    try:
+        from kafka_tools.format import _speedups
+    except ImportError:
+        return None
+    return _speedups
+
+
 def fast(name: str) -> Callable | None:
     """The C function `name` when the C paths are on, else None (take the Python path)."""
     return getattr(C, name, None)

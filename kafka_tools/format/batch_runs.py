@@ -115,6 +115,8 @@ def batch_start_after(fd: int, position: int, size: int) -> int | None:
     """The first position at or after `position` that looks like a batch start (split_points' test);
     None when none is found within RESYNC_MAX bytes."""
     window = RESYNC_WINDOW
+    if position >= size:
+        return None  # the file was shortened below this range since it was split
     while True:
         buf = os.pread(fd, min(window, size - position), position)
         found = _batch_start_in(buf)

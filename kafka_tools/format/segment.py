@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from kafka_tools.format import accel, batch_runs
 from kafka_tools.format.checksums import crc32, crc32c
-from kafka_tools.format.mapping import safe_to_map
+from kafka_tools.format.mapping import MappedFile, map_file, safe_to_map
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
 from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import (
@@ -120,10 +120,14 @@ class SegmentWindow:
         self.view = memoryview(b"")
         self.start = 0
         self._map: mmap.mmap | None = None
+        self._mapped: MappedFile | None = None
         self._released = 0
         self._release_step = release_step or _RELEASE_STEP  # mapped pages this far behind are handed back
         if use_mmap and size > 0:
-            self._map = mmap.mmap(fileobj.fileno(), 0, access=mmap.ACCESS_READ)
+            # guarded and held shared against ktool's own writers (format/mapping.py), else pread
+            self._mapped = map_file(fileobj.fileno(), _name_of(fileobj), size)
+        if self._mapped is not None:
+            self._map = self._mapped.map
             self.buf = self._map
             self.view = memoryview(self._map)
             self.size = min(size, len(self._map))
@@ -152,6 +156,11 @@ class SegmentWindow:
 
     def is_zero_from(self, position: int) -> bool:
         return _zero_from(self._f.fileno(), position, self.size)
+
+
+def _name_of(fileobj) -> str | bytes:
+    name = getattr(fileobj, "name", None)
+    return name if isinstance(name, str | bytes) else f"/proc/self/fd/{fileobj.fileno()}"
 
 
 INT64_MIN = -(1 << 63)

@@ -18,12 +18,11 @@ from __future__ import annotations
 import bisect
 import operator
 import os
-import re
 import stat
 from collections.abc import Iterator
 
 from kafka_tools.errors import FindingsError, InputError
-from kafka_tools.format.index import offset_index_columns
+from kafka_tools.format.index import entry_bytes, offset_index_columns
 from kafka_tools.format.record_batch import LOG_OVERHEAD
 from kafka_tools.format.segment import (
     HEADER_CHUNK,
@@ -39,7 +38,6 @@ from kafka_tools.log.partition_log import PartitionLog, SegmentFiles
 
 DEFAULT_CHUNK = HEADER_CHUNK  # bytes read at a time (a consumer's default fetch size)
 READ_LIMIT = 64 << 20  # no batch above this is read whole: the bound of message.max.bytes-style settings
-_NONZERO = re.compile(rb"[^\x00]")
 INDEX_INTERVAL_BYTES = 4096  # the broker's default index.interval.bytes
 
 
@@ -72,16 +70,15 @@ def index_lookup(
     except OSError as exc:
         raise UntrustedIndex(f"cannot be read ({exc.strerror or exc})") from None
     try:
-        data = _read_whole(fd, index_path)
+        data, size = _read_entries(fd, index_path)
     finally:
         os.close(fd)
-    size = len(data)
     if size == 0:
         raise UntrustedIndex("empty")
     if size % 8:
         raise UntrustedIndex(f"size {size} is not a multiple of 8")
-    entries = _entries_before_zero_tail(data, size // 8)
-    if _NONZERO.search(data, entries * 8) is not None:
+    entries = len(data) // 8
+    if _entries_before_zero_tail(data, entries) < entries:
         raise UntrustedIndex("entries follow a run of zeros (not increasing)")
     if entries == 0 or (entries == 1 and data[:8] == bytes(8)):
         raise UntrustedIndex("empty")  # all zeros: a preallocated index with no entry yet
@@ -105,24 +102,18 @@ def index_lookup(
     return base_offset + relative[slot], positions[slot]
 
 
-def _read_whole(fd: int, path: str) -> bytes:
-    """The file's bytes as of now (a file shortened meanwhile gives fewer: never a signal)."""
+def _read_entries(fd: int, path: str) -> tuple[bytes, int]:
+    """The bytes of the file's entries before its zero tail (`index.used_entries`: a preallocated,
+    sparse 8 GiB index costs no more than its entries) and the file's size. A file shortened meanwhile
+    gives fewer: never a signal."""
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         raise UntrustedIndex("not a regular file")
-    parts = []
-    at = 0
-    while at < st.st_size:
-        try:
-            chunk = os.pread(fd, min(st.st_size - at, 1 << 24), at)
-        except OSError as exc:
-            raise UntrustedIndex(f"cannot be read ({exc.strerror or exc})") from None
-        if not chunk:
-            break
-        parts.append(chunk)
-        at += len(chunk)
-    data = b"".join(parts)
-    return data[: len(data) - len(data) % 8] if len(data) < st.st_size else data
+    try:
+        data = entry_bytes(fd, st.st_size, 8)
+    except OSError as exc:
+        raise UntrustedIndex(f"cannot be read ({exc.strerror or exc})") from None
+    return data, st.st_size
 
 
 def _entries_before_zero_tail(mm: bytes, slots: int) -> int:

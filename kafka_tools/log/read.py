@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from kafka_tools.errors import FindingsError
 from kafka_tools.format.checksums import crc_finding
-from kafka_tools.format.index import time_index_pairs
+from kafka_tools.format.index import entry_bytes, time_index_pairs
 from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.locate import (
     DEFAULT_CHUNK,
@@ -395,9 +395,10 @@ def _time_index_start(seg: SegmentFiles, timestamp: int, warnings: list[str]) ->
 
 def _time_entries(path: str) -> list[tuple[int, int]]:
     with open(path, "rb") as f:
-        data = f.read()
-    if len(data) % 12:
-        raise UntrustedIndex(f"size {len(data)} is not a multiple of 12")
+        size = os.fstat(f.fileno()).st_size
+        if size % 12:
+            raise UntrustedIndex(f"size {size} is not a multiple of 12")
+        data = entry_bytes(f.fileno(), size, 12)  # a preallocated zero tail is not read
     entries = time_index_pairs(data)
     while len(entries) > 1 and entries[-1] == (0, 0):
         entries.pop()  # the preallocated tail

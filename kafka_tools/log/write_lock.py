@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kafka_tools.broker_lock import KTOOL_MARK, LOCK_FILE, held_message
 from kafka_tools.errors import InputError
+from kafka_tools.format.mapping import maps_excluded
 
 
 @contextmanager
@@ -40,7 +41,9 @@ def write_lock(log_dir: Path, what: str) -> Iterator[None]:
         old = os.pread(fd, 4096, 0)
         _mark(fd, KTOOL_MARK.format(pid=os.getpid(), what=what).encode())
         try:
-            yield
+            # and no ktool reader has a file of the log dir mapped meanwhile (format/mapping.py)
+            with _no_maps(log_dir):
+                yield
         finally:
             if existed:
                 _mark(fd, old)
@@ -48,6 +51,19 @@ def write_lock(log_dir: Path, what: str) -> Iterator[None]:
                 lock_path.unlink(missing_ok=True)  # still held: no other process has locked it
     finally:
         os.close(fd)
+
+
+@contextmanager
+def _no_maps(log_dir: Path) -> Iterator[None]:
+    try:
+        excluded = maps_excluded(log_dir)
+        excluded.__enter__()
+    except OSError as exc:
+        raise InputError(f"{log_dir}: {exc.strerror or exc}") from None
+    try:
+        yield
+    finally:
+        excluded.__exit__(None, None, None)
 
 
 def _mark(fd: int, content: bytes) -> None:

@@ -17,6 +17,7 @@ HDFS or S3. The work:
 
 from __future__ import annotations
 
+import errno
 import mmap
 import operator
 import os
@@ -29,6 +30,7 @@ from pathlib import Path
 from kafka_tools.format import accel
 from kafka_tools.format.compression import DecompressionError, codec_label, decompress
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
+from kafka_tools.format.mapping import map_file
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import FrameFault, Problem, iter_headers, iter_log_entries, looks_like_text
@@ -250,14 +252,17 @@ def mapped_file(path: str) -> Iterator[mmap.mmap | None]:
     """A segment mapped read-only for the C walks, or None when it is empty (mmap refuses length 0).
     The caller has already asked `safe_to_map`."""
     with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
             yield None
             return
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        held = map_file(f.fileno(), path, size)  # SIGBUS-guarded, held against ktool's writers
+        if held is None:
+            raise OSError(errno.EBUSY, "being repaired by ktool, or cannot be mapped: scan it again", path)
     try:
-        yield mapped
+        yield held.map
     finally:
-        mapped.close()
+        held.close()
 
 
 def iter_entries(spec: SegmentSpec, start: int = 0, end: int | None = None) -> Iterator:

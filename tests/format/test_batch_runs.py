@@ -145,3 +145,14 @@ def test_scan_batches_on_garbage_and_odd_arguments_never_reads_out_of_bounds() -
         assert count == 0 or (0 <= at < j <= n and count > 0 and records >= 0)
     with pytest.raises(TypeError):
         scan(b"", 0, 0, 0, None, 0, 1, ["x"], 0)
+
+
+def test_a_range_past_a_shortened_file_has_no_batch_start(tmp_path: Path) -> None:
+    """A split's range cut where the file has since been shortened (a broker's recovery, a cut while
+    validate ran): no batch starts there; the walker of the range before finds the file's end."""
+    from kafka_tools.format.batch_runs import batch_start_after
+
+    path = tmp_path / "short.log"
+    path.write_bytes(bytes(1000))
+    with open(path, "rb") as f:
+        assert batch_start_after(f.fileno(), 50_000_000, 1000) is None

@@ -92,6 +92,11 @@ static PyMethodDef methods[] = {
      "{id: (name, {version: Program})}"},
     {"kraft_decode_metadata", kraft_decode_metadata, METH_O,
      "kraft_decode_metadata(value) -> MetadataRecord: decode_metadata_record in C"},
+    {"map_guard_install", map_guard_install, METH_NOARGS,
+     "map_guard_install(): a SIGBUS in a map given to map_guard_add ends the process: one line, exit 3"},
+    {"map_guard_add", map_guard_add, METH_VARARGS,
+     "map_guard_add(map, path) -> slot: the map's pages are guarded, named `path` (-1: no slot free)"},
+    {"map_guard_remove", map_guard_remove, METH_O, "map_guard_remove(slot): before the map is closed"},
     {NULL, NULL, 0, NULL},
 };
 

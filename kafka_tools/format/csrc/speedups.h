@@ -14,6 +14,7 @@
  *   kraft.c        the KRaft metadata table interpreter
  *   arrow_records.c RecordColumns: the records table's Arrow columns, filled by the record readers
  *                  and exported through the Arrow C data interface
+ *   map_guard.c    the SIGBUS guard of ktool's mapped files: a page lost to a cut file is one line, exit 3
  *   module.c       the module: its state (set by configure()), method table, init
  *
  * Every reader here has the same contract as its pure-Python reference in format/: the same values, or
@@ -274,6 +275,11 @@ PyObject *arrow_blocks_alive(PyObject *module, PyObject *unused);
 
 PyObject *kraft_configure(PyObject *module, PyObject *args);
 PyObject *kraft_decode_metadata(PyObject *module, PyObject *arg);
+
+/* map_guard.c: a SIGBUS in a registered map is one line and exit 3, never a signal */
+PyObject *map_guard_install(PyObject *module, PyObject *unused);
+PyObject *map_guard_add(PyObject *module, PyObject *args);
+PyObject *map_guard_remove(PyObject *module, PyObject *arg);
 void kraft_clear(kraft_state *k);
 int kraft_traverse(kraft_state *k, visitproc visit, void *arg);
 
