@@ -113,7 +113,8 @@ def plan_json(plan: RecoveryPlan) -> dict:
 )
 @click.option(
     "--backup-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a file in the way: exit 3 in one line (check_backup_location)
+    metavar="DIRECTORY",
     help="Where removed bytes and the manifest go, never inside a log dir "
     f"[default: backups/ in ktool's state directory, {STATE_HOME_HELP}].",
 )

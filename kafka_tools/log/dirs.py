@@ -519,7 +519,10 @@ def refuse_if_live(paths: list[str | os.PathLike], what: str) -> None:
 
 def check_backup_location(backup_root: Path) -> None:
     """A directory inside a log dir is loaded by the broker as a (broken) partition: refuse to put the
-    backup there (backup_root, and the per-partition directories made inside it)."""
+    backup there (backup_root, and the per-partition directories made inside it); a file in the way is
+    the environment's (exit 3)."""
+    if backup_root.exists() and not backup_root.is_dir():
+        raise InputError(f"{backup_root}: cannot be the backup directory: a file, not a directory")
     root = backup_root.resolve()
     for d in (root, root.parent):
         if d.exists() and has_log_dir_markers(d):

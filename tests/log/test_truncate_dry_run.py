@@ -67,3 +67,16 @@ def test_a_dry_run_refuses_a_backup_dir_inside_the_log_dir_as_the_real_run(tmp_p
     done = run_ktool("truncate", *inside, str(log_dir))
     assert predicted.exit_code == done.exit_code == 2
     assert predicted.stderr == done.stderr and "put backups elsewhere" in done.stderr
+
+
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
+def test_a_backup_dir_that_is_a_file_is_one_line_exit_3(tmp_path, dry_run) -> None:
+    part = tmp_path / "logs" / "orders-0"
+    shutil.copytree(CORRUPT / "v2-trailing-garbage-0", part)
+    (tmp_path / "a-file").write_text("")
+    result = run_ktool("truncate", *dry_run, "--backup-dir", str(tmp_path / "a-file"), str(part))
+    assert result.exit_code == 3
+    assert (
+        result.stderr
+        == f"ktool: {tmp_path / 'a-file'}: cannot be the backup directory: a file, not a directory\n"
+    )
