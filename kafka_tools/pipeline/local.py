@@ -162,7 +162,7 @@ def _walk_lane(plan, lane, reports, batches, records, tick, stop) -> dict[str, S
             break
         spec = plan.segments[i]
         if start == 0:
-            reports[i] = check_segment(spec)
+            reports[i] = check_segment(spec, deep=records is not None)
         t = totals.setdefault(spec.file, SegmentTotals())
         # both tables in one walk: a plain batch's records read once for both
         for table, batch in range_batches(spec, start, end, with_records=records is not None):

@@ -178,9 +178,11 @@ def split_ranges(starts: list[int]) -> list[tuple[int, int | None]]:
 # -- checking ------------------------------------------------------------------------------------
 
 
-def check_segment(spec: SegmentSpec) -> SegmentReport:
+def check_segment(spec: SegmentSpec, deep: bool = False) -> SegmentReport:
     """Exactly the per-segment part of `ktool validate` (scan_segment, then the index checks and the
-    base-offset check `validate_partition` adds), findings named as the user named the files."""
+    base-offset check `validate_partition` adds), findings named as the user named the files. `deep`
+    (a scan that decodes records): `validate --deep`'s, so a record the decoder cannot read is a
+    finding in the table, the summary and the exit code, not a row silently missing."""
     path = Path(spec.path)
     seg = Segment(spec.base_offset, path)
     if spec.in_partition and spec.offset_index is not None:
@@ -188,7 +190,7 @@ def check_segment(spec: SegmentSpec) -> SegmentReport:
     if spec.in_partition and spec.time_index is not None:
         seg.time_index = Path(spec.time_index[1])
     indexes = read_indexes(seg)  # before the segment, as validate reads them (a broker may append)
-    report = scan_segment(path, ValidateOptions(), index_positions=indexes.positions)
+    report = scan_segment(path, ValidateOptions(deep=deep), index_positions=indexes.positions)
     if spec.in_partition:
         check_segment_in_partition(seg, report, indexes)
     report.entry_positions = {}  # one entry per batch: too big to send back, and used up
@@ -222,7 +224,7 @@ def range_chunks(
     as Arrow batches (`batch_columns.batch_batches`, built in C), else as column lists; and `records`,
     a per-range `arrow_files.TableFile`, is given the range's `records` table in the same walk
     (`batch_columns.range_batches`: a plain batch's records read once for both tables)."""
-    report = check_segment(spec) if start == 0 else None
+    report = check_segment(spec, deep=records is not None) if start == 0 else None
     totals = SegmentTotals()
     if arrow:
         from kafka_tools.pipeline.batch_columns import range_batches

@@ -435,3 +435,22 @@ def test_a_scan_without_pyarrow_is_one_line_exit_3_saying_how_to_install_it(tmp_
         assert (done.returncode, done.stdout, done.stderr) == (3, "", f"ktool: {said}\n")
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(req.startswith("pyarrow") for req in extras["scan"])
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_a_record_the_decoder_cannot_read_is_a_finding_in_the_table_summary_and_exit_code(
+    tmp_path: Path, codec: str
+) -> None:
+    """A batch whose CRC is right but whose record 3 has an impossible length: `scan --records` decodes
+    the records, so it finds what `validate --deep` and `dump-log` find, counted everywhere."""
+    from tests.log.test_damaged_batch_records import write_partition
+
+    part = write_partition(tmp_path, codec)
+    code, out, err = ktool("scan", "--records", str(part), "--out", str(tmp_path / "out"))
+    assert code == 1, (out, err)
+    findings = pq.read_table(tmp_path / "out" / "findings").to_pylist()
+    assert [f["kind"] for f in findings] == ["records-undecodable"]
+    assert "corrupt: 1 error" in out + err
+    code, out, _ = ktool("scan", "--records", "--json", str(part), "--out", str(tmp_path / "out2"))
+    summary = json.loads(out.splitlines()[-1])
+    assert code == 1 and summary["type"] == "summary" and summary["errors"] == 1 and summary["corrupt"]
