@@ -20,6 +20,7 @@ from kafka_tools.broker.client import Broker
 from kafka_tools.durable import read_json, write_json
 from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError
 from kafka_tools.state import journals_dir
+from kafka_tools.zk.connection import ZnodeMissingError
 from kafka_tools.zk.layout import LAYOUT_07
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
 
@@ -92,7 +93,7 @@ def read_stores(
     if zk is not None:  # without ZooKeeper (KRaft, or only --bootstrap-server given): Kafka's side alone
         try:
             g = read_group(zk, group)
-        except KtoolError:
+        except ZnodeMissingError:  # no such group in ZooKeeper; a malformed or forbidden one stops the run
             g = None
     if g is not None:
         layout = g.layout
