@@ -30,6 +30,11 @@ def journals_dir(env: Mapping[str, str] | None = None) -> Path:
     return state_dir(env) / "journals"
 
 
+def locks_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where a run that moves a group's offsets holds that group's lock (whatever its --journal-dir)."""
+    return state_dir(env) / "locks"
+
+
 def backups_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where `ktool truncate` keeps removed bytes and its manifests by default."""
     return state_dir(env) / "backups"

@@ -10,19 +10,26 @@ stores; `undo` writes those values back. A run is idempotent: what is already in
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import itertools
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
 from kafka_tools.durable import read_json, write_json
 from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError
-from kafka_tools.state import journals_dir
+from kafka_tools.state import journals_dir, locks_dir
 from kafka_tools.zk.connection import ZnodeMissingError
 from kafka_tools.zk.layout import LAYOUT_07
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
+from kafka_tools.zk.write import write_znode
 
 ZK = "zookeeper"
 KAFKA = "kafka"
@@ -213,22 +220,71 @@ REFUSED = "refused"
 INTERRUPTED = "interrupted"
 
 
-def journal_path(directory: Path | None = None) -> Path:
-    """A new journal's file in `directory` (default: ktool's state directory, never the working one)."""
-    directory = journals_dir() if directory is None else directory
+def _state_subdir(directory: Path, what: str) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file in the way, /proc, no permission: one line, exit 3
-        raise InputError(f"{directory}: cannot create the journal directory: {exc.strerror or exc}") from None
+        raise InputError(f"{directory}: cannot create the {what}: {exc.strerror or exc}") from None
     if not directory.is_dir():
-        raise InputError(f"{directory}: cannot create the journal directory: not a directory")
+        raise InputError(f"{directory}: cannot create the {what}: not a directory")
+    return directory
+
+
+def journal_path(directory: Path | None = None) -> Path:
+    """A new journal's file in `directory` (default: ktool's state directory, never the working one),
+    created empty with O_EXCL: runs started in the same second, sharing the directory, each get their
+    own name (a timestamp and `exists()` gave two of them the same one)."""
+    directory = _state_subdir(journals_dir() if directory is None else directory, "journal directory")
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    path = directory / f"migrate-offsets-{stamp}.json"
-    n = 1
-    while path.exists():
-        n += 1
-        path = directory / f"migrate-offsets-{stamp}-{n}.json"
-    return path
+    for n in itertools.count(1):
+        path = directory / f"migrate-offsets-{stamp}{'' if n == 1 else f'-{n}'}.json"
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise InputError(f"{path}: cannot create the journal: {exc.strerror or exc}") from None
+        return path
+    raise AssertionError("unreachable")
+
+
+@contextmanager
+def group_locks(groups: Iterable[str], directory: Path | None = None) -> Iterator[None]:
+    """Hold an exclusive lock per group for a whole run (planning, writing, reading back): a second
+    migrate-offsets, offsets import or undo of the same group on this host is refused at once in one
+    line instead of writing over the first one's offsets. The lock files live in `directory` (default:
+    ktool's state directory) and are kept: removing one races the next run that opens it."""
+    locks = _state_subdir(locks_dir() / "groups" if directory is None else directory, "lock directory")
+    with ExitStack() as held:
+        for group in sorted(set(groups)):
+            held.enter_context(_group_lock(locks, group))
+        yield
+
+
+@contextmanager
+def _group_lock(locks: Path, group: str) -> Iterator[None]:
+    name = quote(group, safe="")
+    if len(name) > 200:  # a file name is 255 bytes at most
+        name = name[:100] + "-" + hashlib.sha256(group.encode()).hexdigest()
+    path = locks / f"{name}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open the lock of group {group}: {exc.strerror or exc}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            by = f" (pid {holder})" if holder.isdigit() else ""
+            raise InputError(
+                f"group {group}: another ktool run is moving its offsets{by}; wait for it to end ({path})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions, state: str) -> None:
@@ -340,18 +396,11 @@ def _journal(run: MigrationRun, options: MigrationOptions, state: str) -> None:
 
 def write_zookeeper(zk, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """Write offsets as the old consumer does: the decimal offset in /consumers/G/offsets/T/P."""
-    from kazoo.exceptions import KazooException
-
     try:
         for (topic, partition), offset in sorted(offsets.items()):
-            path = f"/consumers/{group}/offsets/{topic}/{partition}"
-            value = str(offset).encode()
-            if zk.exists(path):
-                zk.set(path, value)
-            else:
-                zk.create(path, value, makepath=True)
-    except KazooException as exc:
-        raise InputError(f"ZooKeeper: writing offsets of group {group}: {type(exc).__name__}") from None
+            write_znode(zk, f"/consumers/{group}/offsets/{topic}/{partition}", str(offset).encode())
+    except InputError as exc:
+        raise InputError(f"writing offsets of group {group}: {exc}") from None
 
 
 def delete_zookeeper(zk, group: str, keys: list[tuple[str, int]]) -> None:
