@@ -12,6 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from kafka_tools import bounded_json
 from kafka_tools.errors import InputError
 
 
@@ -44,10 +45,10 @@ def write_json(path: Path, document: dict) -> None:
 def read_json(path: Path, what: str, required: str) -> dict:
     """A document written by `write_json`, checked to be a format-1 `what` holding `required`."""
     try:
-        document = json.loads(path.read_text())
+        document = bounded_json.loads(path.read_bytes())
     except FileNotFoundError:
         raise InputError(f"{path}: no such {what}") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # JsonRejected: not JSON, nested too deep, too large
         raise InputError(f"{path}: not a ktool {what} ({exc})") from None
     if not isinstance(document, dict) or document.get("format") != 1 or required not in document:
         raise InputError(f"{path}: not a ktool {what}")

@@ -288,3 +288,16 @@ def test_a_wrong_digest_password_is_named_refused_not_missing(cluster, admin, tm
         "does not grant that user"
     ) in result.stderr.splitlines(), result.stderr
     assert "--zk-auth-file" not in result.stderr
+
+
+def test_undo_of_a_deeply_nested_journal_is_one_line(cluster, tmp_path) -> None:
+    journal = tmp_path / "migrate-offsets-hostile.json"
+    journal.write_text('{"format": 1, "groups": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    result = run_ktool(
+        "migrate-offsets", "--undo", str(journal), "--zookeeper", cluster.connect,
+        "--bootstrap-server", cluster.bootstrap,
+    )  # fmt: skip
+    assert result.exit_code == 3, (result.stdout, result.stderr)
+    assert result.stderr.splitlines() == [
+        f"ktool: {journal}: not a ktool migrate-offsets journal (JSON nested deeper than 64 levels)"
+    ]
