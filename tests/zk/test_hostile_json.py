@@ -57,6 +57,20 @@ def test_a_deeply_nested_znode_is_one_line_naming_it(zk_root, args, znode, deep)
     assert lines == [f"ktool: malformed znode {znode}: JSON nested deeper than 64 levels"], result.stderr
 
 
+@pytest.mark.parametrize("deep", [DEEP, DEEP_LIST], ids=["objects", "lists"])
+def test_groups_watch_reports_a_deeply_nested_registration_as_a_malformed_znode_event(zk_root, deep) -> None:
+    """`groups watch` reports what it cannot parse as an event and keeps watching the rest."""
+    write_kafka09_cluster(zk_root)
+    zk_root.zk.set(SUBSCRIPTION, deep)
+    result = run_ktool("groups", "watch", "billing", "--once", "--json", "--zookeeper", zk_root.connect)
+    assert result.exit_code == 0, (result.exit_code, result.stdout[-2000:], result.stderr)
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    bad = [e for e in events if e.get("event") == "malformed-znode"]
+    assert [(e["path"], e["message"]) for e in bad] == [
+        (SUBSCRIPTION, f"malformed znode {SUBSCRIPTION}: JSON nested deeper than 64 levels")
+    ], bad
+
+
 def test_the_same_znodes_read_back_when_they_are_what_kafka_writes(zk_root) -> None:
     """The cap is not in the way of Kafka's own JSON: the untouched cluster reads and exports."""
     write_kafka09_cluster(zk_root)
