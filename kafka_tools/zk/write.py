@@ -5,7 +5,8 @@ overwrite the offsets ktool wrote under a digest-ACL'd chroot).
 The rule, Kafka's own (``ZkData.defaultAcls`` with ``zookeeper.set.acl=true``) applied per parent:
 
 * under a parent that does not let the world write, the child takes the parent's ACL: whoever the
-  operators secured the tree for keeps it, and nobody else gains it;
+  operators secured the tree for keeps it, and nobody else gains it (a digest entry ZooKeeper hides
+  from a client without ADMIN on the parent, ``user:x``, becomes the creator's own entry);
 * under a world-writable parent, a client with credentials makes the child its own: creator ALL and
   world READ (Kafka's CREATOR_ALL_ACL + READ_ACL_UNSAFE); without credentials, open as the parent;
 * ``/consumers`` itself stays open as Kafka leaves it: every old consumer writes under it.
@@ -36,9 +37,15 @@ def child_acl(zk: KazooClient, parent: str, path: str) -> list[ACL]:
     from kazoo.security import CREATOR_ALL_ACL, READ_ACL_UNSAFE
 
     acls, _ = zk.get_acls(parent)
-    if not world_writable(acls) or path == CONSUMERS or credentials_of(zk) is None:
-        return list(acls)
-    return [*CREATOR_ALL_ACL, *READ_ACL_UNSAFE]
+    mine = credentials_of(zk) is not None
+    if world_writable(acls) and path != CONSUMERS and mine:
+        return [*CREATOR_ALL_ACL, *READ_ACL_UNSAFE]
+    # ZooKeeper 3.6+ shows a client without ADMIN on the parent each digest as `user:x`: copied, such an
+    # entry would match nobody. Keep the others, and make the creator an owner in their place.
+    kept = [a for a in acls if not (a.id.scheme == "digest" and a.id.id.endswith(":x"))]
+    if len(kept) < len(acls) and mine:
+        kept = [*CREATOR_ALL_ACL, *kept]
+    return kept or list(acls)
 
 
 def write_znode(zk: KazooClient, path: str, value: bytes) -> None:
