@@ -15,6 +15,7 @@ import click
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.cli.options import colour_of, json_option, write_output_file
+from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.consumers.migration import (
     APPLIED,
     DEFAULT_METADATA,
@@ -26,7 +27,6 @@ from kafka_tools.consumers.migration import (
     ZK,
     GroupPlan,
     MigrationOptions,
-    group_locks,
     groups_for,
     plan_group,
     read_journal,

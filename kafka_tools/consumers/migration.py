@@ -10,22 +10,18 @@ stores; `undo` writes those values back. A run is idempotent: what is already in
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import itertools
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from urllib.parse import quote
 
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
 from kafka_tools.durable import read_json, write_json
 from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError
-from kafka_tools.state import journals_dir, locks_dir
+from kafka_tools.state import journals_dir, make_state_dir
 from kafka_tools.zk.connection import ZnodeMissingError
 from kafka_tools.zk.layout import LAYOUT_07
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
@@ -220,21 +216,11 @@ REFUSED = "refused"
 INTERRUPTED = "interrupted"
 
 
-def _state_subdir(directory: Path, what: str) -> Path:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # a file in the way, /proc, no permission: one line, exit 3
-        raise InputError(f"{directory}: cannot create the {what}: {exc.strerror or exc}") from None
-    if not directory.is_dir():
-        raise InputError(f"{directory}: cannot create the {what}: not a directory")
-    return directory
-
-
 def journal_path(directory: Path | None = None) -> Path:
     """A new journal's file in `directory` (default: ktool's state directory, never the working one),
     created empty with O_EXCL: runs started in the same second, sharing the directory, each get their
     own name (a timestamp and `exists()` gave two of them the same one)."""
-    directory = _state_subdir(journals_dir() if directory is None else directory, "journal directory")
+    directory = make_state_dir(journals_dir() if directory is None else directory, "journal directory")
     stamp = time.strftime("%Y%m%dT%H%M%S")
     for n in itertools.count(1):
         path = directory / f"migrate-offsets-{stamp}{'' if n == 1 else f'-{n}'}.json"
@@ -246,45 +232,6 @@ def journal_path(directory: Path | None = None) -> Path:
             raise InputError(f"{path}: cannot create the journal: {exc.strerror or exc}") from None
         return path
     raise AssertionError("unreachable")
-
-
-@contextmanager
-def group_locks(groups: Iterable[str], directory: Path | None = None) -> Iterator[None]:
-    """Hold an exclusive lock per group for a whole run (planning, writing, reading back): a second
-    migrate-offsets, offsets import or undo of the same group on this host is refused at once in one
-    line instead of writing over the first one's offsets. The lock files live in `directory` (default:
-    ktool's state directory) and are kept: removing one races the next run that opens it."""
-    locks = _state_subdir(locks_dir() / "groups" if directory is None else directory, "lock directory")
-    with ExitStack() as held:
-        for group in sorted(set(groups)):
-            held.enter_context(_group_lock(locks, group))
-        yield
-
-
-@contextmanager
-def _group_lock(locks: Path, group: str) -> Iterator[None]:
-    name = quote(group, safe="")
-    if len(name) > 200:  # a file name is 255 bytes at most
-        name = name[:100] + "-" + hashlib.sha256(group.encode()).hexdigest()
-    path = locks / f"{name}.lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open the lock of group {group}: {exc.strerror or exc}") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-            by = f" (pid {holder})" if holder.isdigit() else ""
-            raise InputError(
-                f"group {group}: another ktool run is moving its offsets{by}; wait for it to end ({path})"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)
 
 
 def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions, state: str) -> None:
@@ -308,7 +255,14 @@ def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions,
 
 
 def read_journal(path: Path) -> dict:
-    return read_json(path, "migrate-offsets journal", "groups")
+    journal = read_json(path, "migrate-offsets journal", "groups")
+    groups = journal["groups"]
+    if not isinstance(groups, list) or not all(
+        isinstance(g, dict) and isinstance(g.get("group"), str) and isinstance(g.get("partitions"), list)
+        for g in groups
+    ):
+        raise InputError(f"{path}: not a ktool migrate-offsets journal (groups malformed)")
+    return journal
 
 
 # -- a run: journal, apply, journal again ------------------------------------------------------------

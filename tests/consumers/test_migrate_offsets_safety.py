@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_tools.consumers.migration import group_locks, read_journal
+from kafka_tools.consumers.group_lock import group_locks
+from kafka_tools.consumers.migration import read_journal
 from tests.support.cli import run_ktool
 from tests.support.script import script_env
 from tests.support.servers import kafka_commit, kafka_committed, zk_group_offsets
@@ -301,3 +302,13 @@ def test_undo_of_a_deeply_nested_journal_is_one_line(cluster, tmp_path) -> None:
     assert result.stderr.splitlines() == [
         f"ktool: {journal}: not a ktool migrate-offsets journal (JSON nested deeper than 64 levels)"
     ]
+
+
+@pytest.mark.parametrize("groups", ["[1]", '[{"group": ["g"], "partitions": []}]', '{"g": 1}'])
+def test_a_journal_with_malformed_groups_is_one_line_not_a_traceback(tmp_path, groups) -> None:
+    from kafka_tools.errors import InputError
+
+    journal = tmp_path / "migrate-offsets-x.json"
+    journal.write_text('{"format": 1, "groups": ' + groups + "}")
+    with pytest.raises(InputError, match="not a ktool migrate-offsets journal \\(groups malformed\\)"):
+        read_journal(journal)
