@@ -228,6 +228,30 @@ def test_znodes_created_with_credentials_under_an_open_parent_are_creator_only(
         _assert_locked_out(anonymous, group, readable=True)
 
 
+def test_undo_recreates_offset_znodes_with_the_parents_acl(cluster, admin, anonymous, tmp_path) -> None:
+    """--undo writes ZooKeeper offsets back through the same writer: a group whose znodes were removed
+    after the run gets them again under the secured parent's ACL, not world ALL."""
+    from kazoo.security import make_digest_acl
+
+    secured = [make_digest_acl(USER, PASSWORD, all=True)]
+    admin.set_acls("/consumers", secured)
+    group = "acl-undo"
+    for p, offset in ((0, 8), (1, 9)):
+        admin.create(f"/consumers/{group}/offsets/{TOPIC}/{p}", str(offset).encode(), makepath=True)
+    auth = {"KTOOL_ZK_AUTH": f"digest {USER}:{PASSWORD}"}
+    common = ["--zookeeper", cluster.connect, "--bootstrap-server", cluster.bootstrap]
+    run = run_ktool("migrate-offsets", "--group", group, *common, "--journal-dir", str(tmp_path), env=auth)
+    assert run.exit_code == 0, run.stderr
+    (journal,) = _journals(run.stderr)
+    admin.delete(f"/consumers/{group}", recursive=True)
+    undo = run_ktool("migrate-offsets", "--undo", str(journal), *common, env=auth)
+    assert undo.exit_code == 0, undo.stderr
+    assert zk_group_offsets(admin, group) == {(TOPIC, 0): 8, (TOPIC, 1): 9}
+    for path in (f"/consumers/{group}", f"/consumers/{group}/offsets/{TOPIC}/0"):
+        assert admin.get_acls(path)[0] == secured, path
+    _assert_locked_out(anonymous, group, readable=False)
+
+
 def _import_to_zookeeper(cluster, group: str, tmp_path: Path):
     offsets = tmp_path / f"{group}.txt"
     offsets.write_text(f"/consumers/{group}/offsets/{TOPIC}/0:4\n/consumers/{group}/offsets/{TOPIC}/1:6\n")
