@@ -103,10 +103,12 @@ def test_the_rule_catches_a_wrong_import(tmp_path: Path) -> None:
 
 # Byte parsing outside format/ that reads no segment, index or checkpoint: the Kafka wire protocol's
 # ApiVersions probe, the Java String.hashCode of the range assignor, dump-log's own pipe between
-# its worker processes, and the pipe of range numbers validate's forked walkers take from.
+# its worker processes, the pipe of range numbers validate's forked walkers take from, and the kernel's
+# `struct flock` asked of the group lock for its holder's pid.
 BYTES_ELSEWHERE = {
     "kafka_tools/broker/client.py",
     "kafka_tools/consumers/assignors.py",
+    "kafka_tools/consumers/group_lock.py",
     "kafka_tools/cli/dump_parallel.py",
     "kafka_tools/log/forked.py",
 }

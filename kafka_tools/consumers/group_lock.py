@@ -2,10 +2,11 @@
 lock per group they move, from planning to read-back, so that two runs never write over each other's
 offsets nor journal the other's half-written state.
 
-An fcntl lock on a file per group under ktool's state directory (``locks/groups``): released by the
-kernel when the process ends however it ends, so a killed run leaves nothing to clean up. The files are
-kept: removing one would race the next run that opens it. It holds for the runs of one user on one
-host, which is where the journals live too.
+One file under ktool's state directory (``locks/groups.lock``) and one byte-range lock in it per group,
+at an offset drawn from a hash of the group's name: one descriptor however many groups a run moves
+(`--all-groups` on a cluster with thousands of groups would exhaust descriptors with a file each), and
+released by the kernel when the process ends however it ends, so a killed run leaves nothing to clean
+up. It holds for the runs of one user on one host, which is where the journals live too.
 """
 
 from __future__ import annotations
@@ -13,52 +14,54 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import struct
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 from kafka_tools.errors import InputError
 from kafka_tools.state import locks_dir, make_state_dir
 
+LOCK_FILE = "groups.lock"
+_FLOCK = "@hhqqi"  # struct flock on Linux: l_type, l_whence, l_start, l_len, l_pid (padded by the kernel)
+
+
+def lock_offset(group: str) -> int:
+    """The byte a group's lock covers: 56 bits of its name's SHA-256 (a collision only serialises two
+    groups' runs, never lets two runs of one group through)."""
+    return int(hashlib.sha256(group.encode("utf-8", "surrogatepass")).hexdigest()[:14], 16)
+
 
 @contextmanager
 def group_locks(groups: Iterable[str], directory: Path | None = None) -> Iterator[None]:
-    """Hold the lock of every group in `groups` (taken in sorted order) or raise InputError naming the
-    first one another run holds. `directory`: where the lock files are (default: the state directory)."""
-    locks = make_state_dir(locks_dir() / "groups" if directory is None else directory, "lock directory")
-    with ExitStack() as held:
-        for group in sorted(set(groups)):
-            held.enter_context(_group_lock(locks, group))
-        yield
-
-
-def lock_file(locks: Path, group: str) -> Path:
-    """The group's lock file: its name percent-encoded (any group id is a file name), hashed if long."""
-    name = quote(group, safe="")
-    if len(name) > 200:  # a file name is 255 bytes at most
-        name = name[:100] + "-" + hashlib.sha256(group.encode()).hexdigest()
-    return locks / f"{name}.lock"
-
-
-@contextmanager
-def _group_lock(locks: Path, group: str) -> Iterator[None]:
-    path = lock_file(locks, group)
+    """Hold the lock of every group in `groups` or raise InputError naming the first one another run
+    holds (and its pid). `directory`: where the lock file is (default: the state directory)."""
+    locks = make_state_dir(locks_dir() if directory is None else directory, "lock directory")
+    path = locks / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
-        raise InputError(f"{path}: cannot open the lock of group {group}: {exc.strerror or exc}") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-            by = f" (pid {holder})" if holder.isdigit() else ""
-            raise InputError(
-                f"group {group}: another ktool run is moving its offsets{by}; wait for it to end ({path})"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)  # for the message of the run it refuses
+        raise InputError(f"{path}: cannot open the group lock file: {exc.strerror or exc}") from None
+    try:  # closing the one descriptor releases every lock this process holds on the file
+        for group in sorted(set(groups)):
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, lock_offset(group))
+            except OSError:
+                by = _holder(fd, lock_offset(group))
+                raise InputError(
+                    f"group {group}: another ktool run is moving its offsets{by}; wait for it to end "
+                    f"(lock {path})"
+                ) from None
         yield
     finally:
         os.close(fd)
+
+
+def _holder(fd: int, offset: int) -> str:
+    """`` (pid N)`` of the process holding the byte, from F_GETLK; empty where that cannot be read."""
+    try:
+        asked = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0).ljust(64, b"\0")
+        kind, _, _, _, pid = struct.unpack_from(_FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, asked))
+    except (OSError, struct.error, OverflowError):
+        return ""
+    return f" (pid {pid})" if kind != fcntl.F_UNLCK and pid > 0 else ""

@@ -14,11 +14,11 @@ import json
 import re
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.consumers.migration import read_journal
 from tests.support.cli import run_ktool
 from tests.support.script import script_env
@@ -82,11 +82,32 @@ def test_twelve_parallel_runs_sharing_a_journal_dir_each_keep_their_own_journal(
     assert sorted(p.name for p in shared.glob("*.json")) == sorted(j[0].name for j in journals.values())
 
 
+@contextmanager
+def _held_elsewhere(group: str):
+    """Another process holding the group's lock (as a first run does) until the block ends."""
+    script = (
+        "import sys\n"
+        "from kafka_tools.consumers.group_lock import group_locks\n"
+        "with group_locks([sys.argv[1]]):\n"
+        "    print('held', flush=True)\n"
+        "    sys.stdin.read()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script, group], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        yield holder
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+
+
 def test_a_second_run_on_a_group_being_moved_is_refused_in_one_line(cluster, tmp_path) -> None:
     group = "held"
     cluster.zk.create(f"/consumers/{group}/offsets/{TOPIC}/0", b"5", makepath=True)
     shared = tmp_path / "journals"
-    with group_locks([group]):  # as a first run holds it while it plans and writes
+    with _held_elsewhere(group) as holder:  # as a first run holds it while it plans and writes
         result = run_ktool(
             "migrate-offsets",
             "--group",
@@ -101,7 +122,7 @@ def test_a_second_run_on_a_group_being_moved_is_refused_in_one_line(cluster, tmp
         assert result.exit_code == 3, (result.stdout, result.stderr)
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith(
-            f"ktool: group {group}: another ktool run is moving its offsets (pid "
+            f"ktool: group {group}: another ktool run is moving its offsets (pid {holder.pid}); "
         ), result.stderr
         assert list(shared.glob("*.json")) == []
         committed = kafka_committed(cluster.bootstrap, group, [(TOPIC, 0)])
@@ -336,3 +357,19 @@ def test_a_journal_with_malformed_groups_is_one_line_not_a_traceback(tmp_path, g
     journal.write_text('{"format": 1, "groups": ' + groups + "}")
     with pytest.raises(InputError, match="not a ktool migrate-offsets journal \\(groups malformed\\)"):
         read_journal(journal)
+
+
+def test_locking_thousands_of_groups_takes_one_descriptor(tmp_path) -> None:
+    """--all-groups on a cluster with thousands of groups: the locks fit under a 64-descriptor limit."""
+    script = (
+        "import resource, sys\n"
+        "from pathlib import Path\n"
+        "from kafka_tools.consumers.group_lock import group_locks\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n"
+        "with group_locks([f'group-{n}' for n in range(5000)], Path(sys.argv[1])):\n"
+        "    print('held')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "held\n", "")
