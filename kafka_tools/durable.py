@@ -6,10 +6,13 @@ finds either the old or the new document, never a torn one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 from pathlib import Path
 
+from kafka_tools import bounded_json
 from kafka_tools.errors import InputError
 
 
@@ -22,24 +25,30 @@ def fsync_dir(path: Path) -> None:
 
 
 def write_json(path: Path, document: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    # 0600: a manifest or journal names files and offsets of a cluster, for its operator only
-    with open(tmp, "w", opener=lambda p, flags: os.open(p, flags, 0o600)) as f:
-        json.dump(document, f, indent=1)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """`document` in `path`, through a temporary file of this call's own (O_EXCL, mode 0600): two
+    writers in one directory never share one, nor does one remove the other's."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(document, f, indent=1)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     fsync_dir(path.parent)
 
 
 def read_json(path: Path, what: str, required: str) -> dict:
     """A document written by `write_json`, checked to be a format-1 `what` holding `required`."""
     try:
-        document = json.loads(path.read_text())
+        document = bounded_json.loads(path.read_bytes())
     except FileNotFoundError:
         raise InputError(f"{path}: no such {what}") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # JsonRejected: not JSON, nested too deep, too large
         raise InputError(f"{path}: not a ktool {what} ({exc})") from None
     if not isinstance(document, dict) or document.get("format") != 1 or required not in document:
         raise InputError(f"{path}: not a ktool {what}")

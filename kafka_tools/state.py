@@ -11,6 +11,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from kafka_tools.errors import InputError
+
 # How --help names the defaults (the text is the same whatever the environment of the man pages' build).
 STATE_HOME_HELP = "$XDG_STATE_HOME/ktool, ~/.local/state/ktool when unset"
 
@@ -30,6 +32,22 @@ def journals_dir(env: Mapping[str, str] | None = None) -> Path:
     return state_dir(env) / "journals"
 
 
+def locks_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where a run that moves a group's offsets holds that group's lock (whatever its --journal-dir)."""
+    return state_dir(env) / "locks"
+
+
 def backups_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where `ktool truncate` keeps removed bytes and its manifests by default."""
     return state_dir(env) / "backups"
+
+
+def make_state_dir(directory: Path, what: str) -> Path:
+    """`directory`, created with its parents when missing; one line (exit 3) when it cannot be."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file in the way, /proc, no permission
+        raise InputError(f"{directory}: cannot create the {what}: {exc.strerror or exc}") from None
+    if not directory.is_dir():
+        raise InputError(f"{directory}: cannot create the {what}: not a directory")
+    return directory

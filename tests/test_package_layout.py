@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kafka_tools"
 
 # shared by every layer; broker_lock: whether a running broker holds a log dir (the --live/--offline
 # mode of the process), which decides even in format/ whether a file may be memory-mapped
-FOUNDATIONS = {"errors", "durable", "state", "broker_lock", "__version__"}
+FOUNDATIONS = {"errors", "durable", "state", "broker_lock", "bounded_json", "__version__"}
 # What each part of the package may import of ktool (besides itself and the foundations).
 ALLOWED: dict[str, set[str]] = {
     "format": set(),  # pure decoding: nothing of ktool's, not even its errors
@@ -75,9 +75,10 @@ def test_imports_point_one_way(module: str, path: Path) -> None:
     part = _part(module)
     allowed = ALLOWED.get(part, set()) | FOUNDATIONS | {part}
     if part in FOUNDATIONS:
-        allowed = {"errors", "__version__"}
+        allowed = {"errors", "bounded_json", "__version__"}
     if part == "format":
-        allowed = {"format"}  # the decoder stands alone: it can be lifted out with nothing else
+        # the decoder stands alone: it can be lifted out with nothing else but the stdlib-only JSON reader
+        allowed = {"format", "bounded_json"}
     wrong = [
         f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
         for line, target in _imports(path)
@@ -102,10 +103,12 @@ def test_the_rule_catches_a_wrong_import(tmp_path: Path) -> None:
 
 # Byte parsing outside format/ that reads no segment, index or checkpoint: the Kafka wire protocol's
 # ApiVersions probe, the Java String.hashCode of the range assignor, dump-log's own pipe between
-# its worker processes, and the pipe of range numbers validate's forked walkers take from.
+# its worker processes, the pipe of range numbers validate's forked walkers take from, and the kernel's
+# `struct flock` asked of the group lock for its holder's pid.
 BYTES_ELSEWHERE = {
     "kafka_tools/broker/client.py",
     "kafka_tools/consumers/assignors.py",
+    "kafka_tools/consumers/group_lock.py",
     "kafka_tools/cli/dump_parallel.py",
     "kafka_tools/log/forked.py",
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import click
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.cli.options import colour_of, json_option, write_output_file
+from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.consumers.migration import (
     APPLIED,
     DEFAULT_METADATA,
@@ -211,11 +213,15 @@ def migrate_offsets(
     with open_zk(zk_config_from_options(**options)) as zk:
         broker = _need_broker(zk, options)
         if undo is not None:
-            restored = undo_journal(zk, broker, read_journal(undo))
+            journal = read_journal(undo)
+            with group_locks([g["group"] for g in journal["groups"]]):
+                restored = undo_journal(zk, broker, journal)
             render_moves(restored, _colour(ctx), as_json, "undo")
             return
-        plans = [plan_group(zk, broker, g, mopts) for g in groups_for(zk, broker, group_ids, all_groups)]
-        run_plans(ctx, zk, broker, plans, mopts, dry_run, journal_dir, as_json)
+        groups = groups_for(zk, broker, group_ids, all_groups)
+        with nullcontext() if dry_run else group_locks(groups):
+            plans = [plan_group(zk, broker, g, mopts) for g in groups]
+            run_plans(ctx, zk, broker, plans, mopts, dry_run, journal_dir, as_json)
 
 
 @click.group("offsets")
@@ -345,9 +351,10 @@ def import_cmd(
     needed = "--to zookeeper writes /consumers in ZooKeeper" if target == ZK else None
     with zk_if_configured(needed_for=needed, **options) as zk:
         broker = _need_broker(zk, options)
-        plans = [plan_group(zk, broker, g, mopts, given) for g, given in sorted(wanted.items())]
-        for p in plans:
-            for m in p.moves:
-                if m.status == NO_SOURCE:
-                    m.reason = "not in the file"
-        run_plans(ctx, zk, broker, plans, mopts, dry_run, journal_dir, as_json)
+        with nullcontext() if dry_run else group_locks(wanted):
+            plans = [plan_group(zk, broker, g, mopts, given) for g, given in sorted(wanted.items())]
+            for p in plans:
+                for m in p.moves:
+                    if m.status == NO_SOURCE:
+                        m.reason = "not in the file"
+            run_plans(ctx, zk, broker, plans, mopts, dry_run, journal_dir, as_json)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
-from kafka_tools.zk.config import ENV_AUTH, ENV_CONNECT, ZkConfig, resolve_config
+from kafka_tools.zk.config import ENV_AUTH, ENV_CONNECT, ENV_KEY_PASSWORD, ZkConfig, resolve_config
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,6 +32,7 @@ ZK_OPTION_NAMES = (
     "zk_ca",
     "zk_cert",
     "zk_key",
+    "zk_key_password_file",
 )
 
 _SECONDS = click.FloatRange(min=0, min_open=True)
@@ -72,6 +73,11 @@ def zookeeper_options(func: F) -> F:
         click.option("--zk-ca", type=_FILE, help="CA certificates (PEM) to verify ZooKeeper's certificate."),
         click.option("--zk-cert", type=_FILE, help="Client certificate (PEM) for TLS client authentication."),
         click.option("--zk-key", type=_FILE, help="Client private key (PEM) for --zk-cert."),
+        click.option(
+            "--zk-key-password-file",
+            type=_FILE,
+            help=f"The password of an encrypted --zk-key, its first line; ${ENV_KEY_PASSWORD} may hold it.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -89,4 +95,5 @@ def zk_config_from_options(**options: Any) -> ZkConfig:
         ca=options.get("zk_ca"),
         cert=options.get("zk_cert"),
         key=options.get("zk_key"),
+        key_password_file=options.get("zk_key_password_file"),
     )

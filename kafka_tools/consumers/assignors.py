@@ -16,12 +16,12 @@ Facts taken from Kafka's Scala sources (core/src/main/scala/kafka/):
 from __future__ import annotations
 
 import functools
-import json
 import re
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from kafka_tools import bounded_json
 from kafka_tools.errors import FindingsError, UsageError
 from kafka_tools.format.plural import plural
 
@@ -119,7 +119,7 @@ class Member:
 def member_from_registration(consumer_id: str, data: str | bytes | Mapping) -> Member:
     """A Member from the JSON Kafka writes at `/consumers/<group>/ids/<consumer_id>`."""
     try:
-        registration = json.loads(data) if isinstance(data, (str, bytes)) else data
+        registration = bounded_json.loads(data) if isinstance(data, (str, bytes)) else data
         pattern = registration["pattern"]
         subscription = {str(k): int(v) for k, v in registration["subscription"].items()}
     except (ValueError, TypeError, KeyError, AttributeError) as exc:

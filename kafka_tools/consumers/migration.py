@@ -10,6 +10,8 @@ stores; `undo` writes those values back. A run is idempotent: what is already in
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -19,9 +21,11 @@ from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
 from kafka_tools.durable import read_json, write_json
 from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError
-from kafka_tools.state import journals_dir
+from kafka_tools.state import journals_dir, make_state_dir
+from kafka_tools.zk.connection import ZnodeMissingError
 from kafka_tools.zk.layout import LAYOUT_07
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
+from kafka_tools.zk.write import write_znode
 
 ZK = "zookeeper"
 KAFKA = "kafka"
@@ -92,7 +96,7 @@ def read_stores(
     if zk is not None:  # without ZooKeeper (KRaft, or only --bootstrap-server given): Kafka's side alone
         try:
             g = read_group(zk, group)
-        except KtoolError:
+        except ZnodeMissingError:  # no such group in ZooKeeper; a malformed or forbidden one stops the run
             g = None
     if g is not None:
         layout = g.layout
@@ -213,21 +217,21 @@ INTERRUPTED = "interrupted"
 
 
 def journal_path(directory: Path | None = None) -> Path:
-    """A new journal's file in `directory` (default: ktool's state directory, never the working one)."""
-    directory = journals_dir() if directory is None else directory
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # a file in the way, /proc, no permission: one line, exit 3
-        raise InputError(f"{directory}: cannot create the journal directory: {exc.strerror or exc}") from None
-    if not directory.is_dir():
-        raise InputError(f"{directory}: cannot create the journal directory: not a directory")
+    """A new journal's file in `directory` (default: ktool's state directory, never the working one),
+    created empty with O_EXCL: runs started in the same second, sharing the directory, each get their
+    own name (a timestamp and `exists()` gave two of them the same one)."""
+    directory = make_state_dir(journals_dir() if directory is None else directory, "journal directory")
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    path = directory / f"migrate-offsets-{stamp}.json"
-    n = 1
-    while path.exists():
-        n += 1
-        path = directory / f"migrate-offsets-{stamp}-{n}.json"
-    return path
+    for n in itertools.count(1):
+        path = directory / f"migrate-offsets-{stamp}{'' if n == 1 else f'-{n}'}.json"
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise InputError(f"{path}: cannot create the journal: {exc.strerror or exc}") from None
+        return path
+    raise AssertionError("unreachable")
 
 
 def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions, state: str) -> None:
@@ -251,7 +255,14 @@ def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions,
 
 
 def read_journal(path: Path) -> dict:
-    return read_json(path, "migrate-offsets journal", "groups")
+    journal = read_json(path, "migrate-offsets journal", "groups")
+    groups = journal["groups"]
+    if not isinstance(groups, list) or not all(
+        isinstance(g, dict) and isinstance(g.get("group"), str) and isinstance(g.get("partitions"), list)
+        for g in groups
+    ):
+        raise InputError(f"{path}: not a ktool migrate-offsets journal (groups malformed)")
+    return journal
 
 
 # -- a run: journal, apply, journal again ------------------------------------------------------------
@@ -339,18 +350,11 @@ def _journal(run: MigrationRun, options: MigrationOptions, state: str) -> None:
 
 def write_zookeeper(zk, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """Write offsets as the old consumer does: the decimal offset in /consumers/G/offsets/T/P."""
-    from kazoo.exceptions import KazooException
-
     try:
         for (topic, partition), offset in sorted(offsets.items()):
-            path = f"/consumers/{group}/offsets/{topic}/{partition}"
-            value = str(offset).encode()
-            if zk.exists(path):
-                zk.set(path, value)
-            else:
-                zk.create(path, value, makepath=True)
-    except KazooException as exc:
-        raise InputError(f"ZooKeeper: writing offsets of group {group}: {type(exc).__name__}") from None
+            write_znode(zk, f"/consumers/{group}/offsets/{topic}/{partition}", str(offset).encode())
+    except InputError as exc:
+        raise InputError(f"writing offsets of group {group}: {exc}") from None
 
 
 def delete_zookeeper(zk, group: str, keys: list[tuple[str, int]]) -> None:

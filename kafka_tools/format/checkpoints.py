@@ -154,13 +154,13 @@ def read_partition_metadata(path: str | os.PathLike) -> dict[str, str]:
 def read_quorum_state(path: str | os.PathLike) -> dict[str, object]:
     """KRaft's `quorum-state` (QuorumStateData as JSON: leaderId, leaderEpoch, votedId, currentVoters,
     data_version, …), one object on one line."""
-    import json  # KRaft's quorum-state only: not on the path of the offset checkpoints
+    from kafka_tools import bounded_json  # KRaft's quorum-state only: not on the offset checkpoints' path
 
     text = "\n".join(_read_text(path))
     try:
-        state = json.loads(text)
-    except ValueError as exc:
-        raise CheckpointError(f"not JSON: {exc}", text[: getattr(exc, "pos", 0)].count("\n") + 1) from None
+        state = bounded_json.loads(text)
+    except bounded_json.JsonRejected as exc:
+        raise CheckpointError(str(exc), text[: exc.pos].count("\n") + 1) from None
     if not isinstance(state, dict) or "leaderEpoch" not in state:
         raise CheckpointError("not a quorum state (a JSON object with leaderEpoch)", 1)
     return state

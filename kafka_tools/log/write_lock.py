@@ -14,7 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from kafka_tools.broker_lock import KTOOL_MARK, LOCK_FILE, held_message
@@ -41,8 +41,11 @@ def write_lock(log_dir: Path, what: str) -> Iterator[None]:
         old = os.pread(fd, 4096, 0)
         _mark(fd, KTOOL_MARK.format(pid=os.getpid(), what=what).encode())
         try:
-            # and no ktool reader has a file of the log dir mapped meanwhile (format/mapping.py)
-            with _no_maps(log_dir):
+            with ExitStack() as maps:
+                try:  # and no ktool reader has a file of the log dir mapped meanwhile (format/mapping.py)
+                    maps.enter_context(maps_excluded(log_dir))
+                except OSError as exc:
+                    raise InputError(f"{log_dir}: {exc.strerror or exc}") from None
                 yield
         finally:
             if existed:
@@ -51,19 +54,6 @@ def write_lock(log_dir: Path, what: str) -> Iterator[None]:
                 lock_path.unlink(missing_ok=True)  # still held: no other process has locked it
     finally:
         os.close(fd)
-
-
-@contextmanager
-def _no_maps(log_dir: Path) -> Iterator[None]:
-    try:
-        excluded = maps_excluded(log_dir)
-        excluded.__enter__()
-    except OSError as exc:
-        raise InputError(f"{log_dir}: {exc.strerror or exc}") from None
-    try:
-        yield
-    finally:
-        excluded.__exit__(None, None, None)
 
 
 def _mark(fd: int, content: bytes) -> None:

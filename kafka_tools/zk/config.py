@@ -13,10 +13,13 @@ else ``~/.config/ktool/config.toml``)::
     ca = "/etc/ktool/zk-ca.pem"
     cert = "/etc/ktool/client.pem"
     key = "/etc/ktool/client.key"
+    key_password_file = "/etc/ktool/client.key.pass"   # when the key is encrypted
 
 Credentials never appear on a command line or in a message: they are read from a file
 (``--zk-auth-file``) or ``KTOOL_ZK_AUTH``, one per line: ``digest user:password``,
 ``sasl user:password`` (SASL DIGEST-MD5) or ``gssapi [principal]`` (SASL Kerberos); ``#`` comments.
+An encrypted TLS key's password likewise: the first line of ``--zk-key-password-file``, else
+``KTOOL_ZK_KEY_PASSWORD``, else the config file's ``key_password_file``.
 
 Apart from the connection (zk/connection.py) so that a command that only asks whether ZooKeeper is
 configured (`ktool retention` without one) imports neither sockets, logging nor a TOML parser.
@@ -40,6 +43,7 @@ DEFAULT_SESSION_TIMEOUT = 30.0
 ENV_CONNECT = "KTOOL_ZOOKEEPER"
 ENV_AUTH = "KTOOL_ZK_AUTH"
 ENV_CONFIG = "KTOOL_CONFIG"
+ENV_KEY_PASSWORD = "KTOOL_ZK_KEY_PASSWORD"
 
 
 class NoZooKeeperError(UsageError):
@@ -65,6 +69,15 @@ class ZkAuth:
         if self.sasl:
             kinds.append(f"sasl {self.sasl['mechanism']}")
         return f"ZkAuth({', '.join(kinds) or 'none'})"
+
+    @property
+    def identities(self) -> list[str]:
+        """Scheme and user of each credential, for messages (never a password): ``digest user kafka``."""
+        named = [f"digest user {d.split(':', 1)[0]}" for d in self.digest]
+        if self.sasl:
+            who = self.sasl.get("username") or self.sasl.get("principal")
+            named.append(f"sasl {self.sasl['mechanism']}" + (f" user {who}" if who else ""))
+        return named
 
     @property
     def users(self) -> list[str]:
@@ -117,6 +130,19 @@ def read_auth_file(path: str | os.PathLike) -> ZkAuth:
     return parse_auth(text, f"ZooKeeper auth file {path}")
 
 
+def read_key_password(path: str | os.PathLike) -> str:
+    """The first line of a file holding a TLS key's password (never echoed, nor on a command line)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise InputError(f"cannot read ZooKeeper TLS key password file {path}: {reason}") from None
+    password = text.splitlines()[0] if text else ""
+    if not password:
+        raise InputError(f"ZooKeeper TLS key password file {path}: its first line is empty")
+    return password
+
+
 # --------------------------------------------------------------------------- configuration
 
 
@@ -133,6 +159,7 @@ class ZkConfig:
     ca: str | None = None
     cert: str | None = None
     key: str | None = None
+    key_password: str | None = field(default=None, repr=False)  # of an encrypted key; never shown
 
     def __init__(
         self,
@@ -145,6 +172,7 @@ class ZkConfig:
         ca: str | None = None,
         cert: str | None = None,
         key: str | None = None,
+        key_password: str | None = None,
     ) -> None:
         object.__setattr__(self, "servers", servers)
         object.__setattr__(self, "chroot", chroot)
@@ -155,6 +183,7 @@ class ZkConfig:
         object.__setattr__(self, "ca", ca)
         object.__setattr__(self, "cert", cert)
         object.__setattr__(self, "key", key)
+        object.__setattr__(self, "key_password", key_password)
 
     @property
     def hosts(self) -> str:
@@ -241,7 +270,17 @@ def load_config_file(env: Mapping[str, str]) -> tuple[dict[str, Any], Path | Non
     table = data.get("zookeeper", {})
     if not isinstance(table, dict):
         raise InputError(f"config file {path}: [zookeeper] must be a table")
-    known = {"connect", "connect_timeout", "session_timeout", "auth_file", "tls", "ca", "cert", "key"}
+    known = {
+        "connect",
+        "connect_timeout",
+        "session_timeout",
+        "auth_file",
+        "tls",
+        "ca",
+        "cert",
+        "key",
+        "key_password_file",
+    }
     unknown = sorted(set(table) - known)
     if unknown:
         raise InputError(f"config file {path}: unknown [zookeeper] keys: {', '.join(unknown)}")
@@ -258,13 +297,15 @@ def resolve_config(
     ca: str | None = None,
     cert: str | None = None,
     key: str | None = None,
+    key_password_file: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> ZkConfig:
     """A ZkConfig from explicit settings (command line / environment), then the config file, then defaults.
 
     ``connect`` given here comes from ``--zookeeper`` or ``KTOOL_ZOOKEEPER`` (Click reads the variable);
     when called without Click, ``KTOOL_ZOOKEEPER`` is read here. Credentials: ``auth_file``, else
-    ``KTOOL_ZK_AUTH``, else the config file's ``auth_file``.
+    ``KTOOL_ZK_AUTH``, else the config file's ``auth_file``; a TLS key's password likewise
+    (``key_password_file``, ``KTOOL_ZK_KEY_PASSWORD``, the config file's ``key_password_file``).
     """
     env = os.environ if env is None else env
     file, file_path = load_config_file(env)
@@ -321,6 +362,13 @@ def resolve_config(
                 raise InputError(f"ZooKeeper TLS {what} file {path} does not exist")
         files.append(path)
     ca, cert, key = files
+    key_password = None
+    if key_password_file is not None:
+        key_password = read_key_password(key_password_file)
+    elif env.get(ENV_KEY_PASSWORD):
+        key_password = env[ENV_KEY_PASSWORD]
+    elif file.get("key_password_file"):
+        key_password = read_key_password(Path(pick(None, "key_password_file", str)).expanduser())
     tls_on = bool(pick(tls or None, "tls", bool)) or any(files)
     return ZkConfig(
         servers=servers,
@@ -332,4 +380,5 @@ def resolve_config(
         ca=ca,
         cert=cert,
         key=key,
+        key_password=key_password,
     )

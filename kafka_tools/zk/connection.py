@@ -26,6 +26,7 @@ from kafka_tools.zk.config import (
     ENV_AUTH,
     ENV_CONFIG,
     ENV_CONNECT,
+    ENV_KEY_PASSWORD,
     NoZooKeeperError,
     ZkAuth,
     ZkConfig,
@@ -65,8 +66,16 @@ def describe(zk: KazooClient) -> str:
     return hosts + (zk.chroot or "")
 
 
-def zk_error(exc: BaseException, where: str, path: str | None = None) -> KtoolError:
-    """One line for a kazoo failure, naming the servers (and the znode when there is one)."""
+def credentials_of(zk: KazooClient) -> ZkAuth | None:
+    """The credentials a client of :func:`open_zk` was given (None: none), for ACLs and messages."""
+    return getattr(zk, "_ktool_auth", None)
+
+
+def zk_error(
+    exc: BaseException, where: str, path: str | None = None, auth: ZkAuth | None = None, action: str = "read"
+) -> KtoolError:
+    """One line for a kazoo failure, naming the servers (and the znode when there is one). ``auth``: the
+    credentials the client gave, so that an ACL refusal says they were refused rather than missing."""
     from kazoo import exceptions as ke
     from kazoo.handlers.threading import KazooTimeoutError
 
@@ -76,8 +85,14 @@ def zk_error(exc: BaseException, where: str, path: str | None = None) -> KtoolEr
     if isinstance(exc, ke.NoNodeError):
         return ZnodeMissingError(f"no znode{znode} on ZooKeeper {where}", path or "")
     if isinstance(exc, ke.NoAuthError):
+        if auth is not None and auth.identities:
+            # ZooKeeper takes any digest password at login: a wrong one shows only as this refusal.
+            return InputError(
+                f"ZooKeeper {where} refused to let the credentials given ({', '.join(auth.identities)}) "
+                f"{action}{znode}: a wrong password, or the ACL does not grant that user"
+            )
         return InputError(
-            f"not allowed to read{znode} on ZooKeeper {where} (ACL): give credentials with "
+            f"not allowed to {action}{znode} on ZooKeeper {where} (ACL): give credentials with "
             f"--zk-auth-file or ${ENV_AUTH}"
         )
     if isinstance(exc, ke.AuthFailedError):
@@ -106,8 +121,15 @@ def _client(config: ZkConfig) -> KazooClient:
         raise InputError("SASL authentication to ZooKeeper needs pure-sasl: pip install pure-sasl")
     tls: dict[str, Any] = {}
     if config.tls:
-        tls = {"use_ssl": True, "ca": config.ca, "certfile": config.cert, "keyfile": config.key}
-    return KazooClient(
+        check_client_key(config)
+        tls = {
+            "use_ssl": True,
+            "ca": config.ca,
+            "certfile": config.cert,
+            "keyfile": config.key,
+            "keyfile_password": config.key_password,
+        }
+    client = KazooClient(
         hosts=config.connect_string,
         timeout=config.session_timeout,
         auth_data=[("digest", d) for d in auth.digest] or None,
@@ -117,6 +139,39 @@ def _client(config: ZkConfig) -> KazooClient:
         logger=_QUIET,
         **tls,
     )
+    client._ktool_auth = config.auth if config.auth and config.auth.identities else None
+    return client
+
+
+def check_client_key(config: ZkConfig) -> None:
+    """Load the client certificate and key once before connecting: an encrypted key without its
+    password would make OpenSSL prompt on the terminal (or kazoo retry until the timeout), a wrong
+    password would look like an unreachable server. One line naming the files instead."""
+    import ssl
+
+    if not config.cert and not config.key:
+        return
+    key = config.key or config.cert
+    wanted: list[bool] = []
+
+    def password() -> str:
+        wanted.append(True)
+        return config.key_password or ""
+
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(config.cert or key, config.key, password)
+    except (ssl.SSLError, OSError) as exc:
+        if wanted and not config.key_password:
+            raise InputError(
+                f"ZooKeeper TLS key {key} is encrypted: give its password with --zk-key-password-file "
+                f"or ${ENV_KEY_PASSWORD}"
+            ) from None
+        if wanted:
+            raise InputError(f"ZooKeeper TLS key {key}: the password given does not decrypt it") from None
+        reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or type(exc).__name__
+        raise InputError(
+            f"ZooKeeper TLS certificate {config.cert} and key {key} cannot be used together: {reason}"
+        ) from None
 
 
 REFUSED = "connection refused"
@@ -227,14 +282,14 @@ def open_zk(config: ZkConfig) -> Iterator[KazooClient]:
             try:
                 exists = zk.exists("/")
             except (KazooException, KazooTimeoutError) as exc:
-                raise zk_error(exc, str(config), "/") from None
+                raise zk_error(exc, str(config), "/", config.auth) from None
             if exists is None:
                 raise ZnodeMissingError(
                     f"chroot {config.chroot} does not exist on ZooKeeper {config.hosts}", config.chroot
                 )
         yield zk
     except (KazooException, KazooTimeoutError) as exc:
-        raise zk_error(exc, str(config)) from None
+        raise zk_error(exc, str(config), auth=config.auth) from None
     finally:
         _stop(zk)
 
@@ -246,12 +301,14 @@ __all__ = [
     "ENV_AUTH",
     "ENV_CONFIG",
     "ENV_CONNECT",
+    "ENV_KEY_PASSWORD",
     "NoZooKeeperError",
     "ZkAuth",
     "ZkConfig",
     "ZnodeMissingError",
     "config_file_path",
     "connect_failure",
+    "credentials_of",
     "describe",
     "load_config_file",
     "open_zk",

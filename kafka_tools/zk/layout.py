@@ -14,12 +14,12 @@ A znode that is neither raises :class:`MalformedZnodeError` naming its path (exi
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from kafka_tools import bounded_json
 from kafka_tools.errors import InputError
 
 LAYOUT_07 = "0.7"
@@ -56,9 +56,9 @@ def _json_object(data: bytes | None, path: str) -> dict[str, Any]:
     if not text:
         raise MalformedZnodeError(path, "empty, expected a JSON object")
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MalformedZnodeError(path, f"invalid JSON: {exc}") from None
+        value = bounded_json.loads(text)
+    except bounded_json.JsonRejected as exc:
+        raise MalformedZnodeError(path, str(exc)) from None
     if not isinstance(value, dict):
         raise MalformedZnodeError(path, f"expected a JSON object, found {type(value).__name__}")
     return value

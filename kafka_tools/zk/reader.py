@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafka_tools.zk.connection import ZnodeMissingError, describe, zk_error
+from kafka_tools.zk.connection import ZnodeMissingError, credentials_of, describe, zk_error
 from kafka_tools.zk.layout import (
     CONFIG_TOPICS,
     Broker,
@@ -89,7 +89,7 @@ class Wave:
             except NoNodeError:
                 value = None
             except Exception as exc:
-                raise zk_error(exc, describe(self.zk), path) from None
+                raise zk_error(exc, describe(self.zk), path, credentials_of(self.zk)) from None
             # get_async answers (data, stat); get_children_async a list of names
             answers[key] = value[0] if isinstance(value, tuple) else value
         return answers

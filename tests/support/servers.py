@@ -99,6 +99,7 @@ _ZOOKEEPER_JARS = (
     "slf4j-simple.jar",
     "metrics-core.jar",
     "netty-buffer.jar",
+    "netty-codec.jar",  # Netty's TLS handler (a secureClientPort) decodes with it
     "netty-common.jar",
     "netty-handler.jar",
     "netty-resolver.jar",
@@ -321,7 +322,11 @@ class ZooKeeperServer:
         keep: bool = False,
         startup_timeout: float = 30.0,
         java: str = "java",
+        config: Mapping[str, str] | None = None,
     ):
+        """``config``: more zoo.cfg lines (a TLS client port: ``secureClientPort``, ``ssl.*``,
+        ``serverCnxnFactory``); the plain client port stays, for the readiness check."""
+        self.config = dict(config or {})
         self.host = "127.0.0.1"
         self.port = port
         self._workdir_arg = Path(workdir) if workdir is not None else None
@@ -366,6 +371,7 @@ class ZooKeeperServer:
                     "maxClientCnxns=0",
                     "4lw.commands.whitelist=*",
                     "admin.enableServer=false",
+                    *(f"{k}={v}" for k, v in self.config.items()),
                     "",
                 ]
             )

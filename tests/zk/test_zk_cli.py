@@ -243,12 +243,21 @@ def test_digest_acl_needs_the_right_password(zk_root, zk_cli, tmp_path) -> None:
     right = tmp_path / "right"
     right.write_text(f"# ops team\ndigest ktool:{PASSWORD}\n")
 
-    for args, env in (((), None), (("--zk-auth-file", str(wrong)), None)):
+    line = one_line_error(zk_cli("brokers", "--zookeeper", zk_root.connect))
+    assert line == (
+        f"ktool: not allowed to read /brokers/ids on ZooKeeper {zk_root.connect} (ACL): "
+        "give credentials with --zk-auth-file or $KTOOL_ZK_AUTH"
+    )
+    # ZooKeeper accepts any digest password at login: the refusal names the credentials that were given
+    for args, env in (
+        (("--zk-auth-file", str(wrong)), None),
+        ((), {"KTOOL_ZK_AUTH": "digest ktool:wrong-password"}),
+    ):
         result = zk_cli("brokers", "--zookeeper", zk_root.connect, *args, env=env)
         line = one_line_error(result)
         assert line == (
-            f"ktool: not allowed to read /brokers/ids on ZooKeeper {zk_root.connect} (ACL): "
-            "give credentials with --zk-auth-file or $KTOOL_ZK_AUTH"
+            f"ktool: ZooKeeper {zk_root.connect} refused to let the credentials given (digest user ktool) "
+            "read /brokers/ids: a wrong password, or the ACL does not grant that user"
         )
         assert "wrong-password" not in result.stderr
 

@@ -129,6 +129,27 @@ def test_tls_is_implied_by_certificates_that_must_exist(tmp_path: Path) -> None:
     assert info.value.exit_code == EXIT_ENVIRONMENT
 
 
+def test_tls_key_password_from_option_file_environment_or_config_file_never_in_repr(tmp_path: Path) -> None:
+    option = tmp_path / "option-pass"
+    option.write_text(f"option-{SECRET}\nsecond line ignored\n")
+    in_config = tmp_path / "config-pass"
+    in_config.write_text(f"config-{SECRET}")
+    config_file = tmp_path / "c.toml"
+    config_file.write_text(f'[zookeeper]\nconnect = "zk1"\nkey_password_file = "{in_config}"\n')
+    env = env_for(tmp_path, KTOOL_CONFIG=str(config_file))
+    assert resolve_config(env=env).key_password == f"config-{SECRET}"
+    env["KTOOL_ZK_KEY_PASSWORD"] = f"env-{SECRET}"
+    assert resolve_config(env=env).key_password == f"env-{SECRET}"
+    config = resolve_config(key_password_file=str(option), env=env)
+    assert config.key_password == f"option-{SECRET}"
+    assert SECRET not in repr(config) and SECRET not in str(config)
+    (tmp_path / "empty").write_text("\n")
+    for name, problem in (("empty", "its first line is empty"), ("none", "No such file")):
+        path = tmp_path / name
+        with pytest.raises(InputError, match=problem):
+            resolve_config(connect="zk1", key_password_file=str(path), env=env_for(tmp_path))
+
+
 def test_cli_rejects_a_bad_connect_string_and_never_echoes_credentials(zk_cli, tmp_path: Path) -> None:
     result = zk_cli("brokers", "--zookeeper", "zk1:notaport")
     assert result.exit_code == EXIT_USAGE
