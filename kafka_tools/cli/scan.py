@@ -275,10 +275,15 @@ def scan(
             result = run_scan(handle.spark, plan, options, tick)
         if sql is not None:
             from kafka_tools.pipeline.job import run_sql
+            from kafka_tools.render.findings import verdict
             from kafka_tools.render.scan import render_rows
 
             columns, rows = run_sql(handle.spark, result, sql, limit)
-            render_rows(columns, rows, as_json, colour_of(ctx))
+            _said(result.said)
+            render_rows(columns, rows, as_json, colour_of(ctx), result.summary.errors)
+            if result.summary.errors:  # the query's answer stands; the damage found is still counted
+                click.echo(f"ktool: {verdict(result.summary)} (the findings table names it)", err=True)
+                ctx.exit(EXIT_FINDINGS)
             return
     result.startup_seconds = handle.startup_seconds if handle.owned else None
     _render(ctx, result, out, as_json)

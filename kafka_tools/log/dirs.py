@@ -530,3 +530,9 @@ def check_backup_location(backup_root: Path) -> None:
     for d in root.parents:
         if is_partition_dir(d) and d.parent.exists() and has_log_dir_markers(d.parent):
             raise UsageError(f"{backup_root}: inside the partition directory {d}; put backups elsewhere")
+
+
+def printable_path(path: str | os.PathLike) -> str:
+    """A path as valid UTF-8 text: a byte of a name that is not UTF-8 shown as `\xe9` (what a table,
+    Arrow or a JSON parser can hold), never as the lone surrogate `\udce9` Python decodes it to."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
-from kafka_tools.log.dirs import Discovery, Partition, discover
+from kafka_tools.log.dirs import Discovery, Partition, discover, printable_path
 from kafka_tools.log.findings import SegmentReport, ValidateOptions
 from kafka_tools.log.in_flight import settle_newest
 from kafka_tools.log.partition_checks import assemble_partition
@@ -154,16 +154,18 @@ def _spec(log: Path, part: Partition | None, index: Path | None, time_index: Pat
     except OSError as exc:
         raise InputError(f"{log}: {exc.strerror or exc}") from None
     return SegmentSpec(
-        file=str(log),
+        file=printable_path(log),
         path=os.path.abspath(log),
-        topic=where[0] if where else None,
+        topic=printable_path(where[0]) if where else None,
         partition=where[1] if where else None,
         base_offset=base_offset_of(log) or 0,
         size=size,
         kafka07=kind_of(log) == FileKind.KAFKA07,
         in_partition=part is not None,
-        offset_index=(str(index), os.path.abspath(index)) if index is not None else None,
-        time_index=(str(time_index), os.path.abspath(time_index)) if time_index is not None else None,
+        offset_index=(printable_path(index), os.path.abspath(index)) if index is not None else None,
+        time_index=(printable_path(time_index), os.path.abspath(time_index))
+        if time_index is not None
+        else None,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafka_tools.log.dirs import printable_path
 from kafka_tools.log.findings import Finding, SegmentReport, Severity, Summary, status_of
 from kafka_tools.log.validate import (
     Validation,
@@ -126,8 +127,9 @@ def partition_summaries(
     out = []
     for rep in validation.partitions:
         part = rep.partition
-        s = PartitionSummary(part.name, str(part.path), part.topic, part.partition)
-        _fill(s, [by_file[str(seg.log)] for seg in part.segments], rep.all_findings())
+        name, path, topic = (printable_path(x) for x in (part.name, part.path, part.topic))
+        s = PartitionSummary(name, path, topic, part.partition)
+        _fill(s, [by_file[printable_path(seg.log)] for seg in part.segments], rep.all_findings())
         s.log_end_offset = rep.log_end_offset
         s.tail_bytes = sum(seg.tail_bytes for seg in rep.segments)
         out.append(s)

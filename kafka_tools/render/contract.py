@@ -568,7 +568,7 @@ SCAN_KINDS = [
     _kind("commit", "An offset commit --offsets-topic replays.", open_=True),
     _kind("table", "A table written.", name="str", path="str", format="str", rows="int|null"),
     _kind("match", "A record a question matched.", open_=True),
-    _kind("row", "A row of --sql.", open_=True),
+    _kind("row", "A row of --sql: its columns under `row`.", row="object"),
     _kind("summary", "Counts over the scan.", open_=True),
 ]
 

@@ -326,12 +326,17 @@ def _cell(value) -> object:
     return value
 
 
-def render_rows(columns: list[str], rows: list[tuple], as_json: bool, colour: bool | None) -> None:
-    """The rows of a --sql query: a table, or one JSON object per row (bytes as UTF-8 text)."""
+def render_rows(
+    columns: list[str], rows: list[tuple], as_json: bool, colour: bool | None, errors: int = 0
+) -> None:
+    """The rows of a --sql query: a table, or one `row` object per row (its columns under `row`, so a
+    column named `type` cannot clash; bytes as UTF-8 text) and a `summary` with the scan's errors (the
+    findings table holds them)."""
     if as_json:
         out = JsonLines(sys.stdout)
         for row in rows:
-            out.emit({c: _cell(v) for c, v in zip(columns, row, strict=True)})
+            out.emit({"type": "row", "row": {c: _cell(v) for c, v in zip(columns, row, strict=True)}})
+        out.emit({"type": "summary", "rows": len(rows), "columns": list(columns), "errors": errors})
         return
     text = FindingsText(sys.stdout, wants_colour(sys.stdout, colour))
     table = text.table(columns, set(columns))

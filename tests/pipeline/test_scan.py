@@ -945,11 +945,25 @@ def test_cli_question_json_and_sql(spark, questioned) -> None:
     query = "SELECT topic, count(*) AS n, max(offset) AS last FROM records GROUP BY topic ORDER BY topic"
     code, stdout, stderr = ktool("scan", "--json", "--sql", query, str(KAFKA09))
     assert (code, stderr) == (0, "")
-    got = {o["topic"]: (o["n"], o["last"]) for o in map(json.loads, stdout.splitlines())}
+    objs = [json.loads(line) for line in stdout.splitlines()]
+    assert [o["type"] for o in objs] == ["row"] * (len(objs) - 1) + ["summary"]
+    assert objs[-1] == {
+        "type": "summary",
+        "rows": len(objs) - 1,
+        "columns": ["topic", "n", "last"],
+        "errors": 0,
+    }
+    got = {o["row"]["topic"]: (o["row"]["n"], o["row"]["last"]) for o in objs[:-1]}
     expected: dict[str, list[int]] = defaultdict(list)
     for spec in plan_scan([KAFKA09]).segments:
         expected[spec.topic] += _dump_log(spec.file)[2]
     assert got == {t: (len(offs), max(offs)) for t, offs in expected.items()}
+    # the query answers over damaged data too; the damage the scan found is still counted
+    damaged = GENERATED / "corrupt" / "v2-flipped-record-byte-0"
+    code, stdout, stderr = ktool("scan", "--json", "--sql", "SELECT kind FROM findings", str(damaged))
+    objs = [json.loads(line) for line in stdout.splitlines()]
+    assert code == 1 and "crc-mismatch" in [o["row"]["kind"] for o in objs[:-1]]
+    assert objs[-1]["errors"] >= 1 and stderr.startswith("ktool: corrupt: ")
     code, _, stderr = ktool("scan", "--sql", "SELECT nope FROM segments", str(KAFKA09 / "plain-0"))
     assert code == 2 and stderr.startswith("ktool: --sql: ") and len(stderr.splitlines()) == 1
 

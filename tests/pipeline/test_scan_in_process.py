@@ -454,3 +454,19 @@ def test_a_record_the_decoder_cannot_read_is_a_finding_in_the_table_summary_and_
     code, out, _ = ktool("scan", "--records", "--json", str(part), "--out", str(tmp_path / "out2"))
     summary = json.loads(out.splitlines()[-1])
     assert code == 1 and summary["type"] == "summary" and summary["errors"] == 1 and summary["corrupt"]
+
+
+def test_a_partition_whose_name_is_not_utf8_is_scanned_and_named_with_escapes(tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    raw = os.fsencode(tmp_path) + b"/t\xe9st\xff-0"
+    shutil.copytree(GENERATED / "v2" / "none-0", os.fsdecode(raw))
+    code, out, err = ktool("scan", "--json", os.fsdecode(raw), "--out", str(tmp_path / "out"))
+    assert code == 0, err
+    objs = [json.loads(line) for line in out.splitlines()]
+    (part,) = [o for o in objs if o["type"] == "partition"]
+    assert part["partition"] == "t\\xe9st\\xff-0" and part["topic"] == "t\\xe9st\\xff"
+    files = set(pq.read_table(tmp_path / "out" / "batches").column("file").to_pylist())
+    assert files == {f"{tmp_path}/t\\xe9st\\xff-0/00000000000000000000.log"}
+    assert "\\udc" not in out
