@@ -592,8 +592,11 @@ def looks_like_text(path: str | os.PathLike, probe: int = 512) -> bool:
         head = f.read(probe)
     if len(head) < 17:
         return False
-    printable = sum(1 for b in head if 32 <= b < 127 or b in (9, 10, 13))
+    printable = len(head) - len(head.translate(None, _PRINTABLE))  # counted in C, not a byte at a time
     return printable / len(head) > 0.95
+
+
+_PRINTABLE = bytes(range(32, 127)) + b"\t\n\r"
 
 
 _NONZERO = re.compile(rb"[^\x00]")
