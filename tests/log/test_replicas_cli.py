@@ -241,17 +241,17 @@ def test_a_realworld_batch_altered_in_the_middle_is_found_by_the_full_compare(tm
     assert [(r["startOffset"], r["endOffset"]) for r in comparison["ranges"]] == [(base, last + 1)]
 
 
-def test_a_realworld_last_batch_corrupted_is_found_by_the_binary_search(tmp_path) -> None:
+def test_a_realworld_last_batch_corrupted_is_damage_not_divergence(tmp_path) -> None:
     needs_realworld()
     part = "__consumer_offsets-18"
     copy = _copy(tmp_path, part)
     seg = copy / "00000000000000000000.log"
     position, base, size = frames(seg)[-1]
     _alter(seg, position, size, fix_crc=False)  # a bit flipped: the stored CRC no longer matches
-    code, out, _ = diff("--json", str(REALWORLD / part), str(copy))
-    assert code == 1
-    (comparison,) = objects(out, "comparison")
-    assert comparison["method"] == "binary-search" and comparison["firstDifference"] == base
+    code, out, err = diff("--json", str(REALWORLD / part), str(copy))
+    assert code == 3, (out, err)
+    assert f"{seg}: position {position}" in err and "damage, not divergence" in err
+    assert not objects(out, "comparison")
 
 
 def _flip_payload_byte(built, batch_index: int) -> int:
