@@ -5,6 +5,10 @@ What scripts may rely on, in every command:
   a `type`;
 - the stream ends with a `summary` object; stdout stays empty only when the command failed before it
   began (its one line on stderr says why);
+- one shape per object kind across commands: a field two commands' objects of one `type` share has one
+  JSON type; whatever names a partition says `topic` and `partition` (an integer), and, read from a
+  log dir, `dir` (the directory's name, `orders-0`) and `path` (partition_fields); a count of errors is
+  `errors`, of things that could not be read `unreadable`;
 - the fields of each object are those below, of those JSON types (`int|null`: a number or null). A
   field in `optional` may be left out (a v0 message has no timestamp); an `open` object may carry more
   fields (an event's own data).
@@ -14,8 +18,11 @@ tests/cli/test_json_contract.py runs every command with --json on fixtures and c
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
+
+from kafka_tools.format.kinds import topic_partition
 
 _JSON_TYPES = {
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -56,6 +63,24 @@ class Kind:
 def _kind(type_: str, doc: str, optional: tuple[str, ...] = (), open_: bool = False, **fields: str) -> Kind:
     return Kind(type_, doc, {"type": "str", **fields}, frozenset(optional), open_)
 
+
+def partition_fields(path: str | os.PathLike | None, dir_name: str | None = None) -> dict[str, Any]:
+    """How every object names a partition directory: `topic`, `partition` (an integer), `dir` (its name,
+    `orders-0`) and `path`; null where unknown (a file given on its own, a path that was not read)."""
+    if path is None:
+        return {"topic": None, "partition": None, "dir": dir_name, "path": None}
+    text = os.fspath(path)
+    name = dir_name if dir_name is not None else os.path.basename(text.rstrip("/"))
+    parsed = topic_partition(name)
+    return {
+        "topic": parsed[0] if parsed else None,
+        "partition": parsed[1] if parsed else None,
+        "dir": name,
+        "path": text,
+    }
+
+
+_PARTITION_REF = {"topic": "str|null", "partition": "int|null", "dir": "str|null", "path": "str|null"}
 
 # --------------------------------------------------------------------------- dump-log and read
 
@@ -175,15 +200,15 @@ READ_SUMMARY = _kind("summary", "What `read` printed.", entries="int", warnings=
 FINDING = _kind(
     "finding",
     "A check that failed (validate, scan, metadata): file, byte position, offset, kind, severity.",
-    optional=("partition", "segment"),
     file="str", severity="str", kind="str", position="int|null", offset="int|null", message="str",
-    expected="int|str|null", actual="int|str|null", repairable="bool", partition="str", segment="str",
+    expected="int|str|null", actual="int|str|null", repairable="bool",
 )  # fmt: skip
 VALIDATE_PARTITION = _kind(
     "partition",
-    "A partition directory checked (partition: its directory name, topic-N).",
-    partition="str", logDir="str", path="str", segments="int", bytes="int", batches="int",
-    logEndOffset="int|null", tailBytes="int", errors="int", unreadable="int", status="str", repair="str",
+    "A partition directory checked: topic, partition, its directory's name and path.",
+    topic="str|null", partition="int|null", dir="str", logDir="str", path="str", segments="int",
+    bytes="int", batches="int", logEndOffset="int|null", tailBytes="int", errors="int",
+    unreadable="int", status="str", repair="str",
 )  # fmt: skip
 VALIDATE_SUMMARY = _kind(
     "summary",
@@ -196,8 +221,7 @@ TRUNCATE_KINDS = [
     _kind(
         "plan",
         "What the broker's recovery would do to a partition.",
-        partition="str",
-        path="str",
+        **_PARTITION_REF,
         noop="bool",
         repair="str",
         unrepairable="list",
@@ -209,10 +233,10 @@ TRUNCATE_KINDS = [
         newLogEndOffset="int|null",
         indexIntervalBytes="int",
     ),  # fmt: skip
-    _kind("applied", "A plan done, with its backup.", partition="str", backup="str", manifest="str"),
-    _kind("refused", "A plan refused, and why.", partition="str", reason="str"),
-    _kind("resumed", "An interrupted repair finished from its manifest.", partition="str", manifest="str"),
-    _kind("unreadable", "A path or partition left alone.", partition="str|null", reason="str"),
+    _kind("applied", "A plan done, with its backup.", **_PARTITION_REF, backup="str", manifest="str"),
+    _kind("refused", "A plan refused, and why.", **_PARTITION_REF, reason="str"),
+    _kind("resumed", "An interrupted repair finished from its manifest.", **_PARTITION_REF, manifest="str"),
+    _kind("unreadable", "A path or partition left alone.", **_PARTITION_REF, reason="str"),
     _kind("undo", "One file restored by --undo.", action="str"),
     _kind(
         "summary",
@@ -247,10 +271,8 @@ RETENTION_KINDS = [
     _kind(
         "partition",
         "A partition's retention preview: the rule, the settings and their sources, what goes.",
-        partition="str",
-        topic="str",
-        path="str",
-        unreadable="str|null",
+        **_PARTITION_REF,
+        unreadableReason="str|null",
         rule="str|null",
         ruleVersions="str|null",
         ruleBasis="str|null",
@@ -276,7 +298,7 @@ RETENTION_KINDS = [
     _kind(
         "segment",
         "A segment: deleted or kept, and why.",
-        partition="str",
+        **_PARTITION_REF,
         baseOffset="int",
         file="str",
         size="int",
@@ -445,8 +467,8 @@ ZK_BROKER = _kind(
 )  # fmt: skip
 TOPIC_PARTITION = _kind(
     "partition",
-    "A topic partition as ZooKeeper holds it (broker: the broker of a Kafka 0.7 partition).",
-    topic="str", partition="int", broker="int|null", leader="int|null", replicas="list", isr="list",
+    "A topic partition as ZooKeeper holds it (Kafka 0.7: broker numbers it, no isr).",
+    topic="str", partition="int", broker="int|null", leader="int|null", replicas="list", isr="list|null",
     leaderEpoch="int|null", controllerEpoch="int|null", underReplicated="bool", offline="bool", layout="str",
 )  # fmt: skip
 GROUP_KINDS = [
@@ -564,7 +586,8 @@ MOVE_KINDS = [
 ]
 SCAN_KINDS = [
     FINDING,
-    _kind("partition", "A partition scanned.", open_=True, partition="str"),
+    _kind("partition", "A partition scanned (a file given on its own: topic and partition null).", open_=True,
+          **_PARTITION_REF),
     _kind("commit", "An offset commit --offsets-topic replays.", open_=True),
     _kind("table", "A table written.", name="str", path="str", format="str", rows="int|null"),
     _kind("match", "A record a question matched.", open_=True),

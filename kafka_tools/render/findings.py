@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 from kafka_tools.format.plural import plural
 from kafka_tools.log.findings import UNREADABLE, Finding, PartitionReport, Severity, Summary, status_of
 from kafka_tools.log.validate import Validation
+from kafka_tools.render.contract import partition_fields
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -181,9 +182,8 @@ class ValidateJsonRenderer(JsonLines):
             self.emit(
                 {
                     "type": "partition",
-                    "partition": rep.partition.name,
+                    **partition_fields(rep.partition.path),
                     "logDir": str(rep.partition.log_dir),
-                    "path": str(rep.partition.path),
                     "segments": len(rep.segments),
                     "bytes": sum(s.size for s in rep.segments),
                     "batches": sum(s.entries for s in rep.segments),

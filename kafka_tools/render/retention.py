@@ -9,6 +9,7 @@ from typing import TextIO
 from kafka_tools.format.plural import plural
 from kafka_tools.log.retention import PartitionRetention, RetentionReport
 from kafka_tools.log.retention_config import TopicSettings
+from kafka_tools.render.contract import partition_fields
 from kafka_tools.render.tables import make_console
 
 
@@ -186,10 +187,8 @@ class RetentionJsonRenderer:
         kept = [s for s in p.segments if not s.deleted_by]
         obj: dict[str, object] = {
             "type": "partition",
-            "partition": p.partition,
-            "topic": p.topic,
-            "path": p.path,
-            "unreadable": p.unreadable,
+            **partition_fields(p.path, p.partition),
+            "unreadableReason": p.unreadable,
             "rule": p.rule.name if p.rule else None,
             "ruleVersions": p.rule.versions if p.rule else None,
             "ruleBasis": p.rule.basis if p.rule else None,
@@ -217,7 +216,7 @@ class RetentionJsonRenderer:
             self._emit(
                 {
                     "type": "segment",
-                    "partition": p.partition,
+                    **partition_fields(p.path, p.partition),
                     "baseOffset": s.base_offset,
                     "file": s.file,
                     "size": s.size,
