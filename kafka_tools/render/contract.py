@@ -474,12 +474,11 @@ TOPIC_PARTITION = _kind(
 GROUP_KINDS = [
     _kind(
         "group",
-        "A consumer group: where its offsets live; describe adds members, partitions and lag.",
+        "A consumer group: where its offsets live, its live members (list: those registered in ZooKeeper, "
+        "null for a Kafka-only group); describe adds partitions and lag.",
         optional=(
-            "zookeeperMembers",
             "protocolType",
             "layout",
-            "members",
             "partitions",
             "unownedPartitions",
             "lag",
@@ -488,10 +487,9 @@ GROUP_KINDS = [
         ),
         group="str",
         offsetsIn="str",
-        zookeeperMembers="int|null",
+        members="int|null",
         protocolType="str|null",
         layout="str|null",
-        members="int",
         partitions="int",
         unownedPartitions="int",
         lag="int|null",
