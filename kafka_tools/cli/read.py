@@ -140,7 +140,7 @@ def read(
         if as_json and (entries or warnings or problems):  # what was printed ends with its summary
             from kafka_tools.render.json_lines import emit
 
-            summary = {"type": "summary", "entries": entries, "warnings": warnings, "problems": problems}
+            summary = {"type": "summary", "entries": entries, "warnings": warnings, "errors": problems}
             emit(sys.stdout, summary)
     sys.stdout.flush()
     ctx.exit(exit_code)

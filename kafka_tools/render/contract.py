@@ -113,7 +113,9 @@ MESSAGE = _kind(
 )  # fmt: skip
 PROBLEM = _kind(
     "problem",
-    "Something wrong in a file (bad CRC, cut or garbage tail …) at a byte position.",
+    "What the decoder met in a file while printing it (bad CRC, cut or garbage tail …) at a byte position; "
+    "fatal: reading stopped there. Not a `finding`: no check judged it (no severity, no repair advice), "
+    "but its shared fields (file, position, offset, kind, message) are a finding's.",
     file="str", position="int", offset="int|null", kind="str", fatal="bool", message="str",
 )  # fmt: skip
 FILE = _kind(
@@ -125,7 +127,7 @@ FILE_SUMMARY = _kind(
     "file-summary",
     "A file ends: its entries and records (null: compressed v0/v1 wrappers not opened without --deep).",
     file="str", kind="str", entries="int", records="int|null", size="int", validBytes="int",
-    trailingBytes="int", problems="int", unknownRecords="int",
+    trailingBytes="int", errors="int", unknownRecords="int",
 )  # fmt: skip
 FILE_ERROR = _kind(
     "error",
@@ -135,7 +137,7 @@ FILE_ERROR = _kind(
 DUMP_SUMMARY = _kind(
     "summary",
     "The last line: the files' counts added up, the files that could not be read, the exit code.",
-    files="int", unreadable="int", entries="int", records="int|null", problems="int", unknownRecords="int",
+    files="int", unreadable="int", entries="int", records="int|null", errors="int", unknownRecords="int",
     exitCode="int",
 )  # fmt: skip
 INDEX_ENTRY = _kind(
@@ -193,7 +195,7 @@ SIDE_FILE_KINDS = [
     INDEX_ENTRY,
     _kind("quorum-state", "A KRaft quorum-state file.", open_=True, file="str"),
 ]
-READ_SUMMARY = _kind("summary", "What `read` printed.", entries="int", warnings="int", problems="int")
+READ_SUMMARY = _kind("summary", "What `read` printed.", entries="int", warnings="int", errors="int")
 
 # --------------------------------------------------------------------------- validate, truncate, offsets-at
 

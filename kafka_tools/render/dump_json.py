@@ -119,7 +119,7 @@ class DumpJsonRenderer:
                 "unreadable": tally.unreadable,
                 "entries": tally.entries,
                 "records": tally.records if tally.records_counted else None,
-                "problems": tally.problems,
+                "errors": tally.problems,
                 "unknownRecords": tally.unknown,
                 "exitCode": tally.exit_code,
             }
@@ -167,7 +167,7 @@ class DumpJsonRenderer:
                     "size": event.size,
                     "validBytes": event.valid_bytes,
                     "trailingBytes": event.trailing_bytes,
-                    "problems": event.problems,
+                    "errors": event.problems,
                     "unknownRecords": event.unknown_records,
                 }
             )
