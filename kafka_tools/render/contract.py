@@ -195,6 +195,23 @@ SIDE_FILE_KINDS = [
     INDEX_ENTRY,
     _kind("quorum-state", "A KRaft quorum-state file.", open_=True, file="str"),
 ]
+NOTE = _kind(
+    "note",
+    "A line said on stderr by a reader with no finding of its own to say it with (read, offsets-at): "
+    "severity error (counted in the summary's errors and the exit code) or warning (an index not used …).",
+    severity="str", message="str",
+)  # fmt: skip
+
+
+def note_object(message: str, error: bool) -> dict[str, Any]:
+    return {"type": "note", "severity": "error" if error else "warning", "message": message}
+
+
+def error_object(file: str, exc: Any) -> dict[str, Any]:
+    """A file or directory that could not be read (`exc` a KtoolError), as stderr said it."""
+    return {"type": "error", "file": file, "message": str(exc), "exitCode": exc.exit_code}
+
+
 READ_SUMMARY = _kind("summary", "What `read` printed.", entries="int", warnings="int", errors="int")
 
 # --------------------------------------------------------------------------- validate, truncate, offsets-at
@@ -264,7 +281,12 @@ OFFSETS_AT_KINDS = [
         time="int",
         error="str|null",
     ),  # fmt: skip
-    _kind("summary", "Partitions answered and failed.", partitions="int", failed="int"),
+    NOTE,
+    FILE_ERROR,
+    _kind(
+        "summary", "Partitions answered and failed; log dirs unreadable.", partitions="int", failed="int",
+        unreadable="int",
+    ),
 ]
 
 # --------------------------------------------------------------------------- retention
@@ -640,7 +662,7 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
         DUMP_SUMMARY,
         *SIDE_FILE_KINDS,
     ],
-    "read": [BATCH, RECORD, MESSAGE, READ_SUMMARY],
+    "read": [BATCH, RECORD, MESSAGE, NOTE, FILE_ERROR, READ_SUMMARY],
     "validate": [FINDING, VALIDATE_PARTITION, VALIDATE_SUMMARY],
     "truncate": TRUNCATE_KINDS,
     "offsets-at": OFFSETS_AT_KINDS,

@@ -62,7 +62,7 @@ def test_every_command_with_json_is_in_the_contract_and_run_here() -> None:
 
 def test_a_line_that_breaks_the_contract_is_named() -> None:
     good = '{"type":"offset","logDir":"/d","topic":"t","partition":0,"offset":5,"time":-1,"error":null}'
-    summary = '{"type":"summary","partitions":1,"failed":0}'
+    summary = '{"type":"summary","partitions":1,"failed":0,"unreadable":0}'
     assert problems("offsets-at", [good, summary]) == []
     spaced = json.dumps(json.loads(good))
     assert problems("offsets-at", [spaced, summary]) == ["line 1: not compact JSON"]
