@@ -642,10 +642,13 @@ REPLICAS_KINDS = [
     BATCH,
     RECORD,
     MESSAGE,
+    NOTE,
+    FILE_ERROR,
     _kind(
         "summary",
-        "The partition's verdict, the replicas ranked as KIP-966 would keep them.",
-        topic="str", partition="int", replicas="int", status="str", firstDifference="int|null",
+        "The partition's verdict, the replicas ranked as KIP-966 would keep them (status unreadable: a "
+        "replica could not be read, said in an error object; topic and partition null).",
+        topic="str|null", partition="int|null", replicas="int", status="str", firstDifference="int|null",
         ranking="list", newEpoch="int|null", entriesCompared="int",
     ),
 ]  # fmt: skip
@@ -656,6 +659,7 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
         RECORD,
         MESSAGE,
         PROBLEM,
+        NOTE,
         FILE,
         FILE_SUMMARY,
         FILE_ERROR,

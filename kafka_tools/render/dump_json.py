@@ -23,6 +23,7 @@ from kafka_tools.log.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.log.record_writer import RecordWriter
+from kafka_tools.render.contract import note_object
 from kafka_tools.render.dump_text import write_utf8
 from kafka_tools.render.values import decode_json, encode_acyclic
 
@@ -157,6 +158,8 @@ class DumpJsonRenderer:
             self._items(event)
         elif isinstance(event, FileEnd):
             self.tally.add(event)
+            for note in event.notes():  # what the text run says on stderr, in the stream too
+                self.emit(note_object(note, False))
             self.emit(
                 {
                     "type": "file-summary",
