@@ -212,6 +212,11 @@ def error_object(file: str, exc: Any) -> dict[str, Any]:
     return {"type": "error", "file": file, "message": str(exc), "exitCode": exc.exit_code}
 
 
+def missing_object(path: str) -> dict[str, Any]:
+    """A path given that is not there (exit 3), as stderr says it."""
+    return {"type": "error", "file": path, "message": f"{path}: no such file or directory", "exitCode": 3}
+
+
 READ_SUMMARY = _kind("summary", "What `read` printed.", entries="int", warnings="int", errors="int")
 
 # --------------------------------------------------------------------------- validate, truncate, offsets-at
@@ -334,9 +339,10 @@ RETENTION_KINDS = [
         deletedBy="str|null",
         reason="str",
     ),  # fmt: skip
+    FILE_ERROR,
     _kind(
         "summary",
-        "What would be deleted, over every partition.",
+        "What would be deleted, over every partition (unreadable: partitions and paths not read).",
         now="int",
         partitions="int",
         partitionsWithDeletes="int",
@@ -667,7 +673,7 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
         *SIDE_FILE_KINDS,
     ],
     "read": [BATCH, RECORD, MESSAGE, NOTE, FILE_ERROR, READ_SUMMARY],
-    "validate": [FINDING, VALIDATE_PARTITION, VALIDATE_SUMMARY],
+    "validate": [FINDING, VALIDATE_PARTITION, FILE_ERROR, VALIDATE_SUMMARY],
     "truncate": TRUNCATE_KINDS,
     "offsets-at": OFFSETS_AT_KINDS,
     "retention": RETENTION_KINDS,
@@ -715,6 +721,11 @@ def problems(command: str, lines: list[str]) -> list[str]:
             out.append(f"line {n}: {command} does not document objects of type {obj['type']!r}")
             continue
         out += [f"line {n}: {p}" for p in kind.problems(obj)]
+        if kind.open:  # an open kind's extra fields still keep the one shape and the one count name
+            if "problems" in obj:
+                out.append(f"line {n}: {obj['type']}: a count of errors is named errors, not problems")
+            if isinstance(obj.get("partition"), str):
+                out.append(f"line {n}: {obj['type']}.partition: {obj['partition']!r} is not int")
     if lines and not lines[-1].startswith('{"type":"summary"'):
         out.append(f"{command}: the last line is not a summary")
     return out

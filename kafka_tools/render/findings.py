@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 from kafka_tools.format.plural import plural
 from kafka_tools.log.findings import UNREADABLE, Finding, PartitionReport, Severity, Summary, status_of
 from kafka_tools.log.validate import Validation
-from kafka_tools.render.contract import partition_fields
+from kafka_tools.render.contract import missing_object, partition_fields
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -174,7 +174,9 @@ class ValidateTextRenderer(FindingsText):
 
 
 class ValidateJsonRenderer(JsonLines):
-    def render(self, result: Validation, summary: Summary) -> None:
+    def render(self, result: Validation, summary: Summary, missing: Iterable[str] = ()) -> None:
+        for path in missing:
+            self.emit(missing_object(path))
         for f in result.all_findings():
             self.emit(finding_object(f))
         for rep in result.partitions:

@@ -142,14 +142,15 @@ def test_what_metadata_prints_on_a_damaged_metadata_log_is_in_its_json_and_its_e
 
 def test_several_partitions_at_once_are_counted_alike(tmp_path) -> None:
     """The damaged partitions named together: each command's stderr lines are still all in its stream."""
-    parts = _damaged(tmp_path)
+    gone = tmp_path / "gone-0"  # and a path that is not there
+    parts = [*_damaged(tmp_path), gone]
     bad = []
     for before, after in (
         (["validate"], ["--deep", *map(str, parts)]),
         (["truncate"], ["--dry-run", "--backup-dir", str(tmp_path / "bk"), *map(str, parts)]),
         (["retention"], list(map(str, parts))),
-        (["offsets-at"], [str(parts[0].parent)]),
-        (["dump-log"], ["--deep", *(str(f) for p in parts for f in sorted(p.iterdir()))]),
+        (["offsets-at"], [str(parts[0].parent), str(gone)]),
+        (["dump-log"], ["--deep", *(str(f) for p in parts[:-1] for f in sorted(p.iterdir())), str(gone)]),
     ):
         bad += _check(before[0], before, after, tmp_path)
     assert bad == []
