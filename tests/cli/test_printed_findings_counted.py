@@ -37,14 +37,14 @@ def _damaged(root: Path) -> list[Path]:
 
 
 def _kraft_damaged(p: Place, how: str) -> Path:
-    """A KRaft log dir whose metadata log has a garbage tail or a flipped byte in its middle."""
+    """A KRaft log dir whose metadata log has a garbage tail or a flipped byte in its last batch."""
     logs = p.kraft()
     (log,) = sorted((logs / "__cluster_metadata-0").glob("*.log"))
     data = bytearray(log.read_bytes())
     if how == "garbage-tail":
         data += b"\x07" * 40
     else:
-        data[len(data) // 2] ^= 0xFF
+        data[-20] ^= 0xFF  # inside the last batch, which replay after the snapshot reads
     log.write_bytes(bytes(data))
     return logs
 
