@@ -46,12 +46,13 @@ def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: int, as_json
     """
     from kafka_tools.log.offsets_at import PartitionOffset, offsets_at
     from kafka_tools.log.partition_log import ReadNote
+    from kafka_tools.render.contract import error_object, note_object
 
     if as_json:  # the JSON encoder only for --json
         from kafka_tools.render.json_lines import emit
 
     exit_code = 0
-    answered = failed = 0
+    answered = failed = unreadable = 0
     for log_dir in log_dirs:
         if len(log_dirs) > 1 and not as_json:
             click.echo(f"# {log_dir}")
@@ -61,6 +62,9 @@ def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: int, as_json
             sys.stdout.flush()
             click.echo(f"ktool: {exc}", err=True)
             exit_code = max(exit_code, exc.exit_code)
+            unreadable += 1
+            if as_json:
+                emit(sys.stdout, error_object(str(log_dir), exc))
             continue
         said: set[str] = set()
         for item in items:
@@ -70,6 +74,8 @@ def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: int, as_json
                 said.add(item.message)
                 sys.stdout.flush()
                 click.echo(f"ktool: {item.message}", err=True)
+                if as_json:  # what stderr says is in the stream too
+                    emit(sys.stdout, note_object(item.message, item.problem))
                 continue
             assert isinstance(item, PartitionOffset)
             if item.error is not None:
@@ -93,6 +99,8 @@ def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: int, as_json
             elif item.error is None:
                 click.echo(f"{item.topic}:{item.partition}:{'' if item.offset is None else item.offset}")
     if as_json:
-        emit(sys.stdout, {"type": "summary", "partitions": answered + failed, "failed": failed})
+        summary = {"type": "summary", "partitions": answered + failed, "failed": failed}
+        summary["unreadable"] = unreadable
+        emit(sys.stdout, summary)
     sys.stdout.flush()
     ctx.exit(exit_code)

@@ -95,6 +95,7 @@ def read(
       3  the directory or a segment could not be read
     """
     from kafka_tools.log.read import ReadNote, ReadStart, read_partition
+    from kafka_tools.render.contract import error_object, note_object
 
     chunk_bytes = aliased(ctx, "chunk_bytes", chunk_bytes, CHUNK)
     if timestamp in (EARLIEST, LATEST):  # the one grammar of times: -2/earliest, -1/latest
@@ -125,6 +126,8 @@ def read(
                 said.add(item.message)
                 sys.stdout.flush()
                 click.echo(f"ktool: {item.message}", err=True)
+                if as_json:  # what stderr says is in the stream too, counted as the summary counts it
+                    renderer.emit(note_object(item.message, item.problem))
                 if item.problem:
                     exit_code = EXIT_FINDINGS
                     problems += 1
@@ -133,14 +136,18 @@ def read(
             else:
                 renderer.render(item)
                 entries += 1
-    except KtoolError:
+    except KtoolError as exc:
         problems += 1
+        if as_json:
+            from kafka_tools.render.json_lines import emit
+
+            emit(sys.stdout, error_object(str(partition_dir), exc))
         raise
     finally:
         if as_json and (entries or warnings or problems):  # what was printed ends with its summary
             from kafka_tools.render.json_lines import emit
 
-            summary = {"type": "summary", "entries": entries, "warnings": warnings, "problems": problems}
+            summary = {"type": "summary", "entries": entries, "warnings": warnings, "errors": problems}
             emit(sys.stdout, summary)
     sys.stdout.flush()
     ctx.exit(exit_code)

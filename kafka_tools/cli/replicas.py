@@ -8,7 +8,7 @@ import click
 
 from kafka_tools.cli.options import DECODERS, json_option
 from kafka_tools.cli.read import record_renderer
-from kafka_tools.errors import EXIT_FINDINGS
+from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 
 RULES = ("auto", "high-watermark", "leader-epoch")  # log/replicas.py's
 
@@ -99,9 +99,18 @@ def diff(
       3  a replica could not be read (missing, damaged where it must be read)
     """
     from kafka_tools.log.replicas import diff_replicas, lost_record_events
+    from kafka_tools.render.contract import note_object
+    from kafka_tools.render.json_lines import emit_all
     from kafka_tools.render.lines import wants_colour
 
-    report = diff_replicas(list(paths), partition, full, truncation_rule)
+    try:
+        report = diff_replicas(list(paths), partition, full, truncation_rule)
+    except KtoolError as exc:
+        if as_json:  # the stream says it as stderr does, and ends with its summary
+            from kafka_tools.render.replicas import unreadable_objects
+
+            emit_all(sys.stdout, unreadable_objects(list(paths), exc))
+        raise
     colour = wants_colour(sys.stdout, (ctx.find_root().obj or {}).get("color"))
     if as_json:
         from kafka_tools.render.replicas import ReplicasJsonRenderer
@@ -121,9 +130,12 @@ def diff(
             path = report.replicas[t.follower].path
             for event in lost_record_events(path, t.lost_start, t.lost_end):
                 dump.render(event)
+    warnings = list(dict.fromkeys(w for r in report.replicas for w in r.warnings))
+    if as_json:  # what stderr says is in the stream too
+        emit_all(sys.stdout, (note_object(line, False) for line in warnings))
     out.summary(report)
     sys.stdout.flush()
-    for line in dict.fromkeys(w for r in report.replicas for w in r.warnings):
+    for line in warnings:
         click.echo(f"ktool: {line}", err=True)
     if report.status == "diverged":
         ctx.exit(EXIT_FINDINGS)

@@ -105,7 +105,8 @@ def retention(
     sources = SettingSources(flags=flag_settings(retention_ms, retention_hours, retention_bytes))
     if server_properties:
         sources.broker = broker_settings(read_server_properties(server_properties), server_properties)
-    parts, bad_paths = [], 0
+    parts: list = []
+    bad_paths: list[tuple[str, KtoolError]] = []
     for path in paths:
         # A path that is missing or of the wrong kind is said and the others are previewed (exit 3).
         try:
@@ -114,13 +115,13 @@ def retention(
             parts += find_partitions([path])
         except KtoolError as exc:
             click.echo(f"ktool: {exc}", err=True)
-            bad_paths += 1
+            bad_paths.append((path, exc))
     overrides = _topic_overrides({p.topic for p in parts}, zk_options)
     if overrides is not None:
         sources.topic_overrides = overrides
     report = preview(parts, sources, now_ms, broker_version, compaction)
     if as_json:
-        RetentionJsonRenderer(sys.stdout).render(report)
+        RetentionJsonRenderer(sys.stdout).render(report, bad_paths)
     else:
         colour = wants_colour(sys.stdout, colour_of(ctx))
         RetentionTextRenderer(sys.stdout, colour, all_segments).render(report)

@@ -28,6 +28,7 @@ from kafka_tools.log.dirs import (
     refuse_if_live,
 )
 from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
+from kafka_tools.render.contract import partition_fields
 from kafka_tools.state import STATE_HOME_HELP, backups_dir
 
 
@@ -77,8 +78,7 @@ def plan_json(plan: RecoveryPlan) -> dict:
     c = plan.cut
     return {
         "type": "plan",
-        "partition": plan.partition.name,
-        "path": str(plan.partition.path),
+        **partition_fields(plan.partition.path),
         "noop": plan.is_noop,
         "repair": plan.advice,
         "unrepairable": [f.fields() for f in plan.unrepairable],
@@ -234,7 +234,7 @@ def _truncate(
             unreadable += 1
             click.echo(f"ktool: {exc}", err=True)
             if as_json:
-                _say(out, True, {"type": "unreadable", "partition": None, "reason": str(exc)}, None)
+                _say(out, True, {"type": "unreadable", **partition_fields(path), "reason": str(exc)}, None)
     plans: list[RecoveryPlan] = []
     refused = applied = 0
     for part, start in targets:
@@ -251,7 +251,8 @@ def _truncate(
             except FindingsError as exc:  # an interrupted run that cannot be finished: --undo it
                 refused += 1
                 click.echo(f"ktool: {exc}", err=True)
-                _say(out, as_json, {"type": "refused", "partition": part.name, "reason": str(exc)}, None)
+                refusal = {"type": "refused", **partition_fields(part.path), "reason": str(exc)}
+                _say(out, as_json, refusal, None)
                 continue
             except KtoolError as exc:
                 problems = [str(exc)]
@@ -261,14 +262,15 @@ def _truncate(
         for line in problems:
             click.echo(f"ktool: {line}; {part.name} left unchanged", err=True)
             if as_json:
-                _say(out, True, {"type": "unreadable", "partition": part.name, "reason": line}, None)
+                _say(out, True, {"type": "unreadable", **partition_fields(part.path), "reason": line}, None)
     for plan in plans:
         _say(out, as_json, plan_json(plan), "\n".join(plan_lines(plan)))
         reason = plan.refusal(force)
         if reason is not None:  # the dry run refuses as the real run does
             refused += 1
             click.echo(f"ktool: {reason}", err=True)
-            _say(out, as_json, {"type": "refused", "partition": plan.partition.name, "reason": reason}, None)
+            refusal = {"type": "refused", **partition_fields(plan.partition.path), "reason": reason}
+            _say(out, as_json, refusal, None)
             continue
         if plan.is_noop:
             continue
@@ -284,7 +286,7 @@ def _truncate(
                     _say(
                         out,
                         True,
-                        {"type": "unreadable", "partition": plan.partition.name, "reason": str(exc)},
+                        {"type": "unreadable", **partition_fields(plan.partition.path), "reason": str(exc)},
                         None,
                     )
             continue
@@ -300,7 +302,7 @@ def _truncate(
                 _say(
                     out,
                     True,
-                    {"type": "unreadable", "partition": plan.partition.name, "reason": str(exc)},
+                    {"type": "unreadable", **partition_fields(plan.partition.path), "reason": str(exc)},
                     None,
                 )
             continue
@@ -314,7 +316,7 @@ def _truncate(
             as_json,
             {
                 "type": "applied",
-                "partition": plan.partition.name,
+                **partition_fields(plan.partition.path),
                 "backup": str(backup),
                 "manifest": str(backup / MANIFEST),
             },
@@ -353,7 +355,8 @@ def _finish_interrupted(
             f"{part.name}: finished the interrupted repair {manifest} "
             f"(undo: ktool truncate --undo {manifest})"
         )
-        _say(out, as_json, {"type": "resumed", "partition": part.name, "manifest": str(manifest)}, text)
+        resumed = {"type": "resumed", **partition_fields(part.path), "manifest": str(manifest)}
+        _say(out, as_json, resumed, text)
     fresh = read_partition(part.path)
     if start is not None:
         start = next((s for s in fresh.segments if s.log.name == start.log.name), None)

@@ -79,8 +79,9 @@ def validate(
     with tree_progress(paths, progress) as tick:
         result = validate_paths(list(paths), options, tick, jobs, usable_cores())
     summary = result.summary()
-    if as_json:
-        ValidateJsonRenderer(sys.stdout).render(result, summary)
+    if as_json:  # a path not there is in the stream and the summary's unreadable count too
+        summary.unreadable += len(missing)
+        ValidateJsonRenderer(sys.stdout).render(result, summary, missing)
     else:
         colour = colour_of(ctx)
         ValidateTextRenderer(sys.stdout, wants_colour(sys.stdout, colour)).render(result, summary)

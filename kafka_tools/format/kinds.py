@@ -83,7 +83,12 @@ def base_offset_of(path: str | PurePath) -> int | None:
 
 def partition_of(path: str | PurePath) -> tuple[str, int] | None:
     """(topic, partition) from a segment's directory name (`orders-3/…` → ("orders", 3))."""
-    match = _PARTITION_DIR.match(PurePath(path).parent.name)
+    return topic_partition(PurePath(path).parent.name)
+
+
+def topic_partition(dir_name: str) -> tuple[str, int] | None:
+    """(topic, partition) a partition directory's name gives (`orders-3` → ("orders", 3)), if it is one."""
+    match = _PARTITION_DIR.match(dir_name)
     if not match:
         return None
     return match.group("topic"), int(match.group("partition"))

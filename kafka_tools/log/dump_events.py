@@ -11,6 +11,7 @@ from typing import Any
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import Record, RecordBatch
 from kafka_tools.format.segment import (
     Problem,
@@ -216,6 +217,18 @@ class FileEnd(SharedMethods):
         self.problems = problems
         self.unknown_records = unknown_records
         self.records_counted = records_counted
+
+    def notes(self) -> list[str]:
+        """What stderr says of the file at its end (not problems), alike as text and as `note` objects."""
+        said = []
+        if self.size == 0:
+            said.append(f"{self.path}: empty file, nothing to dump")
+        if self.unknown_records:
+            said.append(
+                f"{self.path}: {plural(self.unknown_records, 'KRaft record')} of a type or version "
+                "newer than the schemas ktool knows, shown raw (not a problem)"
+            )
+        return said
 
 
 Event = FileStart | EntryEvent | MessageRunEvent | ProblemEvent | ItemsEvent | FileEnd

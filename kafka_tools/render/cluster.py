@@ -255,7 +255,7 @@ def partition_json(topic: Topic, p: TopicPartition) -> dict:
     return {
         "type": "partition",
         "topic": topic.name,
-        "partition": str(p.partition) if old else p.partition,
+        "partition": p.partition.partition if old else p.partition,  # 0.7: numbered per broker
         "broker": p.partition.broker if old else None,
         "leader": p.leader,
         "replicas": list(p.replicas),

@@ -5,6 +5,10 @@ What scripts may rely on, in every command:
   a `type`;
 - the stream ends with a `summary` object; stdout stays empty only when the command failed before it
   began (its one line on stderr says why);
+- one shape per object kind across commands: a field two commands' objects of one `type` share has one
+  JSON type; whatever names a partition says `topic` and `partition` (an integer), and, read from a
+  log dir, `dir` (the directory's name, `orders-0`) and `path` (partition_fields); a count of errors is
+  `errors`, of things that could not be read `unreadable`;
 - the fields of each object are those below, of those JSON types (`int|null`: a number or null). A
   field in `optional` may be left out (a v0 message has no timestamp); an `open` object may carry more
   fields (an event's own data).
@@ -14,8 +18,11 @@ tests/cli/test_json_contract.py runs every command with --json on fixtures and c
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
+
+from kafka_tools.format.kinds import topic_partition
 
 _JSON_TYPES = {
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -57,6 +64,24 @@ def _kind(type_: str, doc: str, optional: tuple[str, ...] = (), open_: bool = Fa
     return Kind(type_, doc, {"type": "str", **fields}, frozenset(optional), open_)
 
 
+def partition_fields(path: str | os.PathLike | None, dir_name: str | None = None) -> dict[str, Any]:
+    """How every object names a partition directory: `topic`, `partition` (an integer), `dir` (its name,
+    `orders-0`) and `path`; null where unknown (a file given on its own, a path that was not read)."""
+    if path is None:
+        return {"topic": None, "partition": None, "dir": dir_name, "path": None}
+    text = os.fspath(path)
+    name = dir_name if dir_name is not None else os.path.basename(text.rstrip("/"))
+    parsed = topic_partition(name)
+    return {
+        "topic": parsed[0] if parsed else None,
+        "partition": parsed[1] if parsed else None,
+        "dir": name,
+        "path": text,
+    }
+
+
+_PARTITION_REF = {"topic": "str|null", "partition": "int|null", "dir": "str|null", "path": "str|null"}
+
 # --------------------------------------------------------------------------- dump-log and read
 
 BATCH = _kind(
@@ -88,7 +113,9 @@ MESSAGE = _kind(
 )  # fmt: skip
 PROBLEM = _kind(
     "problem",
-    "Something wrong in a file (bad CRC, cut or garbage tail …) at a byte position.",
+    "What the decoder met in a file while printing it (bad CRC, cut or garbage tail …) at a byte position; "
+    "fatal: reading stopped there. Not a `finding`: no check judged it (no severity, no repair advice), "
+    "but its shared fields (file, position, offset, kind, message) are a finding's.",
     file="str", position="int", offset="int|null", kind="str", fatal="bool", message="str",
 )  # fmt: skip
 FILE = _kind(
@@ -100,7 +127,7 @@ FILE_SUMMARY = _kind(
     "file-summary",
     "A file ends: its entries and records (null: compressed v0/v1 wrappers not opened without --deep).",
     file="str", kind="str", entries="int", records="int|null", size="int", validBytes="int",
-    trailingBytes="int", problems="int", unknownRecords="int",
+    trailingBytes="int", errors="int", unknownRecords="int",
 )  # fmt: skip
 FILE_ERROR = _kind(
     "error",
@@ -110,7 +137,7 @@ FILE_ERROR = _kind(
 DUMP_SUMMARY = _kind(
     "summary",
     "The last line: the files' counts added up, the files that could not be read, the exit code.",
-    files="int", unreadable="int", entries="int", records="int|null", problems="int", unknownRecords="int",
+    files="int", unreadable="int", entries="int", records="int|null", errors="int", unknownRecords="int",
     exitCode="int",
 )  # fmt: skip
 INDEX_ENTRY = _kind(
@@ -168,22 +195,44 @@ SIDE_FILE_KINDS = [
     INDEX_ENTRY,
     _kind("quorum-state", "A KRaft quorum-state file.", open_=True, file="str"),
 ]
-READ_SUMMARY = _kind("summary", "What `read` printed.", entries="int", warnings="int", problems="int")
+NOTE = _kind(
+    "note",
+    "A line said on stderr by a reader with no finding of its own to say it with (read, offsets-at): "
+    "severity error (counted in the summary's errors and the exit code) or warning (an index not used …).",
+    severity="str", message="str",
+)  # fmt: skip
+
+
+def note_object(message: str, error: bool) -> dict[str, Any]:
+    return {"type": "note", "severity": "error" if error else "warning", "message": message}
+
+
+def error_object(file: str, exc: Any) -> dict[str, Any]:
+    """A file or directory that could not be read (`exc` a KtoolError), as stderr said it."""
+    return {"type": "error", "file": file, "message": str(exc), "exitCode": exc.exit_code}
+
+
+def missing_object(path: str) -> dict[str, Any]:
+    """A path given that is not there (exit 3), as stderr says it."""
+    return {"type": "error", "file": path, "message": f"{path}: no such file or directory", "exitCode": 3}
+
+
+READ_SUMMARY = _kind("summary", "What `read` printed.", entries="int", warnings="int", errors="int")
 
 # --------------------------------------------------------------------------- validate, truncate, offsets-at
 
 FINDING = _kind(
     "finding",
     "A check that failed (validate, scan, metadata): file, byte position, offset, kind, severity.",
-    optional=("partition", "segment"),
     file="str", severity="str", kind="str", position="int|null", offset="int|null", message="str",
-    expected="int|str|null", actual="int|str|null", repairable="bool", partition="str", segment="str",
+    expected="int|str|null", actual="int|str|null", repairable="bool",
 )  # fmt: skip
 VALIDATE_PARTITION = _kind(
     "partition",
-    "A partition directory checked (partition: its directory name, topic-N).",
-    partition="str", logDir="str", path="str", segments="int", bytes="int", batches="int",
-    logEndOffset="int|null", tailBytes="int", errors="int", unreadable="int", status="str", repair="str",
+    "A partition directory checked: topic, partition, its directory's name and path.",
+    topic="str|null", partition="int|null", dir="str", logDir="str", path="str", segments="int",
+    bytes="int", batches="int", logEndOffset="int|null", tailBytes="int", errors="int",
+    unreadable="int", status="str", repair="str",
 )  # fmt: skip
 VALIDATE_SUMMARY = _kind(
     "summary",
@@ -196,8 +245,7 @@ TRUNCATE_KINDS = [
     _kind(
         "plan",
         "What the broker's recovery would do to a partition.",
-        partition="str",
-        path="str",
+        **_PARTITION_REF,
         noop="bool",
         repair="str",
         unrepairable="list",
@@ -209,10 +257,10 @@ TRUNCATE_KINDS = [
         newLogEndOffset="int|null",
         indexIntervalBytes="int",
     ),  # fmt: skip
-    _kind("applied", "A plan done, with its backup.", partition="str", backup="str", manifest="str"),
-    _kind("refused", "A plan refused, and why.", partition="str", reason="str"),
-    _kind("resumed", "An interrupted repair finished from its manifest.", partition="str", manifest="str"),
-    _kind("unreadable", "A path or partition left alone.", partition="str|null", reason="str"),
+    _kind("applied", "A plan done, with its backup.", **_PARTITION_REF, backup="str", manifest="str"),
+    _kind("refused", "A plan refused, and why.", **_PARTITION_REF, reason="str"),
+    _kind("resumed", "An interrupted repair finished from its manifest.", **_PARTITION_REF, manifest="str"),
+    _kind("unreadable", "A path or partition left alone.", **_PARTITION_REF, reason="str"),
     _kind("undo", "One file restored by --undo.", action="str"),
     _kind(
         "summary",
@@ -238,7 +286,12 @@ OFFSETS_AT_KINDS = [
         time="int",
         error="str|null",
     ),  # fmt: skip
-    _kind("summary", "Partitions answered and failed.", partitions="int", failed="int"),
+    NOTE,
+    FILE_ERROR,
+    _kind(
+        "summary", "Partitions answered and failed; log dirs unreadable.", partitions="int", failed="int",
+        unreadable="int",
+    ),
 ]
 
 # --------------------------------------------------------------------------- retention
@@ -247,10 +300,8 @@ RETENTION_KINDS = [
     _kind(
         "partition",
         "A partition's retention preview: the rule, the settings and their sources, what goes.",
-        partition="str",
-        topic="str",
-        path="str",
-        unreadable="str|null",
+        **_PARTITION_REF,
+        unreadableReason="str|null",
         rule="str|null",
         ruleVersions="str|null",
         ruleBasis="str|null",
@@ -276,7 +327,7 @@ RETENTION_KINDS = [
     _kind(
         "segment",
         "A segment: deleted or kept, and why.",
-        partition="str",
+        **_PARTITION_REF,
         baseOffset="int",
         file="str",
         size="int",
@@ -288,9 +339,10 @@ RETENTION_KINDS = [
         deletedBy="str|null",
         reason="str",
     ),  # fmt: skip
+    FILE_ERROR,
     _kind(
         "summary",
-        "What would be deleted, over every partition.",
+        "What would be deleted, over every partition (unreadable: partitions and paths not read).",
         now="int",
         partitions="int",
         partitionsWithDeletes="int",
@@ -445,19 +497,18 @@ ZK_BROKER = _kind(
 )  # fmt: skip
 TOPIC_PARTITION = _kind(
     "partition",
-    "A topic partition as ZooKeeper holds it (broker: the broker of a Kafka 0.7 partition).",
-    topic="str", partition="int", broker="int|null", leader="int|null", replicas="list", isr="list",
+    "A topic partition as ZooKeeper holds it (Kafka 0.7: broker numbers it, no isr).",
+    topic="str", partition="int", broker="int|null", leader="int|null", replicas="list", isr="list|null",
     leaderEpoch="int|null", controllerEpoch="int|null", underReplicated="bool", offline="bool", layout="str",
 )  # fmt: skip
 GROUP_KINDS = [
     _kind(
         "group",
-        "A consumer group: where its offsets live; describe adds members, partitions and lag.",
+        "A consumer group: where its offsets live, its live members (list: those registered in ZooKeeper, "
+        "null for a Kafka-only group); describe adds partitions and lag.",
         optional=(
-            "zookeeperMembers",
             "protocolType",
             "layout",
-            "members",
             "partitions",
             "unownedPartitions",
             "lag",
@@ -466,10 +517,9 @@ GROUP_KINDS = [
         ),
         group="str",
         offsetsIn="str",
-        zookeeperMembers="int|null",
+        members="int|null",
         protocolType="str|null",
         layout="str|null",
-        members="int",
         partitions="int",
         unownedPartitions="int",
         lag="int|null",
@@ -564,7 +614,8 @@ MOVE_KINDS = [
 ]
 SCAN_KINDS = [
     FINDING,
-    _kind("partition", "A partition scanned.", open_=True, partition="str"),
+    _kind("partition", "A partition scanned (a file given on its own: topic and partition null).", open_=True,
+          **_PARTITION_REF),
     _kind("commit", "An offset commit --offsets-topic replays.", open_=True),
     _kind("table", "A table written.", name="str", path="str", format="str", rows="int|null"),
     _kind("match", "A record a question matched.", open_=True),
@@ -597,10 +648,13 @@ REPLICAS_KINDS = [
     BATCH,
     RECORD,
     MESSAGE,
+    NOTE,
+    FILE_ERROR,
     _kind(
         "summary",
-        "The partition's verdict, the replicas ranked as KIP-966 would keep them.",
-        topic="str", partition="int", replicas="int", status="str", firstDifference="int|null",
+        "The partition's verdict, the replicas ranked as KIP-966 would keep them (status unreadable: a "
+        "replica could not be read, said in an error object; topic and partition null).",
+        topic="str|null", partition="int|null", replicas="int", status="str", firstDifference="int|null",
         ranking="list", newEpoch="int|null", entriesCompared="int",
     ),
 ]  # fmt: skip
@@ -611,14 +665,15 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
         RECORD,
         MESSAGE,
         PROBLEM,
+        NOTE,
         FILE,
         FILE_SUMMARY,
         FILE_ERROR,
         DUMP_SUMMARY,
         *SIDE_FILE_KINDS,
     ],
-    "read": [BATCH, RECORD, MESSAGE, READ_SUMMARY],
-    "validate": [FINDING, VALIDATE_PARTITION, VALIDATE_SUMMARY],
+    "read": [BATCH, RECORD, MESSAGE, NOTE, FILE_ERROR, READ_SUMMARY],
+    "validate": [FINDING, VALIDATE_PARTITION, FILE_ERROR, VALIDATE_SUMMARY],
     "truncate": TRUNCATE_KINDS,
     "offsets-at": OFFSETS_AT_KINDS,
     "retention": RETENTION_KINDS,
@@ -666,6 +721,11 @@ def problems(command: str, lines: list[str]) -> list[str]:
             out.append(f"line {n}: {command} does not document objects of type {obj['type']!r}")
             continue
         out += [f"line {n}: {p}" for p in kind.problems(obj)]
+        if kind.open:  # an open kind's extra fields still keep the one shape and the one count name
+            if "problems" in obj:
+                out.append(f"line {n}: {obj['type']}: a count of errors is named errors, not problems")
+            if isinstance(obj.get("partition"), str):
+                out.append(f"line {n}: {obj['type']}.partition: {obj['partition']!r} is not int")
     if lines and not lines[-1].startswith('{"type":"summary"'):
         out.append(f"{command}: the last line is not a summary")
     return out

@@ -23,6 +23,7 @@ from kafka_tools.log.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.log.record_writer import RecordWriter
+from kafka_tools.render.contract import note_object
 from kafka_tools.render.dump_text import write_utf8
 from kafka_tools.render.values import decode_json, encode_acyclic
 
@@ -119,7 +120,7 @@ class DumpJsonRenderer:
                 "unreadable": tally.unreadable,
                 "entries": tally.entries,
                 "records": tally.records if tally.records_counted else None,
-                "problems": tally.problems,
+                "errors": tally.problems,
                 "unknownRecords": tally.unknown,
                 "exitCode": tally.exit_code,
             }
@@ -157,6 +158,8 @@ class DumpJsonRenderer:
             self._items(event)
         elif isinstance(event, FileEnd):
             self.tally.add(event)
+            for note in event.notes():  # what the text run says on stderr, in the stream too
+                self.emit(note_object(note, False))
             self.emit(
                 {
                     "type": "file-summary",
@@ -167,7 +170,7 @@ class DumpJsonRenderer:
                     "size": event.size,
                     "validBytes": event.valid_bytes,
                     "trailingBytes": event.trailing_bytes,
-                    "problems": event.problems,
+                    "errors": event.problems,
                     "unknownRecords": event.unknown_records,
                 }
             )

@@ -78,13 +78,8 @@ class DumpTextRenderer:
             name = event.path.rsplit("/", 1)[-1]
             if event.trailing_bytes:
                 self.out.plain(f"Found {plural(event.trailing_bytes, 'invalid byte')} at the end of {name}")
-            if event.size == 0:
-                self.err.problem(f"{event.path}: empty file, nothing to dump")
-            if event.unknown_records:
-                self.err.problem(
-                    f"{event.path}: {plural(event.unknown_records, 'KRaft record')} of a type or version "
-                    "newer than the schemas ktool knows, shown raw (not a problem)"
-                )
+            for note in event.notes():
+                self.err.problem(note)
 
     # -- log entries -------------------------------------------------------------------------------
 

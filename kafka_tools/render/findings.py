@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 from kafka_tools.format.plural import plural
 from kafka_tools.log.findings import UNREADABLE, Finding, PartitionReport, Severity, Summary, status_of
 from kafka_tools.log.validate import Validation
+from kafka_tools.render.contract import missing_object, partition_fields
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -173,7 +174,9 @@ class ValidateTextRenderer(FindingsText):
 
 
 class ValidateJsonRenderer(JsonLines):
-    def render(self, result: Validation, summary: Summary) -> None:
+    def render(self, result: Validation, summary: Summary, missing: Iterable[str] = ()) -> None:
+        for path in missing:
+            self.emit(missing_object(path))
         for f in result.all_findings():
             self.emit(finding_object(f))
         for rep in result.partitions:
@@ -181,9 +184,8 @@ class ValidateJsonRenderer(JsonLines):
             self.emit(
                 {
                     "type": "partition",
-                    "partition": rep.partition.name,
+                    **partition_fields(rep.partition.path),
                     "logDir": str(rep.partition.log_dir),
-                    "path": str(rep.partition.path),
                     "segments": len(rep.segments),
                     "bytes": sum(s.size for s in rep.segments),
                     "batches": sum(s.entries for s in rep.segments),

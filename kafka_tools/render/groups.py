@@ -45,7 +45,7 @@ def render_group_list(groups: list[GroupSummary], out: TextIO, colour: bool, as_
                     "type": "group",
                     "group": g.group,
                     "offsetsIn": g.storage,
-                    "zookeeperMembers": g.members,
+                    "members": g.members,  # the same field as describe's
                     "protocolType": g.protocol_type,
                 },
             )

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
+from kafka_tools.errors import KtoolError
 from kafka_tools.format.checkpoints import EpochEntry
 from kafka_tools.format.plural import plural
 from kafka_tools.log.replicas import DivergentRange, PairDiff, RangeStats, ReplicasReport, Truncation
+from kafka_tools.render.contract import error_object
 from kafka_tools.render.tables import TextTable, make_console
 
 
@@ -43,6 +45,24 @@ def summary_of(report: ReplicasReport) -> dict:
         "newEpoch": report.new_epoch,
         "entriesCompared": sum(p.entries_compared for p in report.pairs),
     }
+
+
+def unreadable_objects(paths: list[str], exc: KtoolError) -> list[dict]:
+    """A comparison that could not begin (a replica missing or damaged where it must be read): the
+    error, as stderr says it, and a summary with status `unreadable`."""
+    named = next((p for p in paths if p in str(exc)), paths[0])
+    summary = {
+        "type": "summary",
+        "topic": None,
+        "partition": None,
+        "replicas": len(paths),
+        "status": "unreadable",
+        "firstDifference": None,
+        "ranking": [],
+        "newEpoch": None,
+        "entriesCompared": 0,
+    }
+    return [error_object(named, exc), summary]
 
 
 class ReplicasJsonRenderer:

@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TextIO
 
+from kafka_tools.errors import KtoolError
 from kafka_tools.format.plural import plural
 from kafka_tools.log.retention import PartitionRetention, RetentionReport
 from kafka_tools.log.retention_config import TopicSettings
+from kafka_tools.render.contract import error_object, partition_fields
 from kafka_tools.render.tables import make_console
 
 
@@ -177,19 +179,22 @@ class RetentionJsonRenderer:
 
         self.out.write(dumps(obj) + "\n")
 
-    def render(self, report: RetentionReport) -> None:
+    def render(self, report: RetentionReport, bad_paths: list[tuple[str, KtoolError]] | None = None) -> None:
+        """`bad_paths`: paths not read (missing, a file), said in the stream and counted unreadable."""
+        for path, exc in bad_paths or []:
+            self._emit(error_object(path, exc))
         for p in report.partitions:
             self._partition(p)
-        self._emit(summary_of(report))
+        summary = summary_of(report)
+        summary["unreadable"] = len(report.unreadable) + len(bad_paths or [])
+        self._emit(summary)
 
     def _partition(self, p: PartitionRetention) -> None:
         kept = [s for s in p.segments if not s.deleted_by]
         obj: dict[str, object] = {
             "type": "partition",
-            "partition": p.partition,
-            "topic": p.topic,
-            "path": p.path,
-            "unreadable": p.unreadable,
+            **partition_fields(p.path, p.partition),
+            "unreadableReason": p.unreadable,
             "rule": p.rule.name if p.rule else None,
             "ruleVersions": p.rule.versions if p.rule else None,
             "ruleBasis": p.rule.basis if p.rule else None,
@@ -217,7 +222,7 @@ class RetentionJsonRenderer:
             self._emit(
                 {
                     "type": "segment",
-                    "partition": p.partition,
+                    **partition_fields(p.path, p.partition),
                     "baseOffset": s.base_offset,
                     "file": s.file,
                     "size": s.size,

@@ -126,9 +126,10 @@ class ScanJsonRenderer(JsonLines):
             self.emit(
                 {
                     "type": "partition",
-                    "partition": p.name,
-                    "path": p.path,
                     "topic": p.topic,
+                    "partition": p.partition,
+                    "dir": p.name,
+                    "path": p.path,
                     "segments": p.segments,
                     "bytes": p.bytes,
                     "batches": p.batches,

@@ -16,7 +16,7 @@ from tests.support.json_runs import OFFLINE_RUNS, ZOOKEEPER_RUNS, Place
 
 def _check(command: str, args: list[str]) -> None:
     result = run_ktool(*args)
-    assert result.exit_code in (0, 1), (args, result.exit_code, result.stderr)
+    assert result.exit_code in (0, 1, 3), (args, result.exit_code, result.stderr)  # 3: a path not there
     lines = result.stdout.splitlines()
     assert lines, (args, result.stderr)
     assert problems(command, lines) == [], args
@@ -62,7 +62,7 @@ def test_every_command_with_json_is_in_the_contract_and_run_here() -> None:
 
 def test_a_line_that_breaks_the_contract_is_named() -> None:
     good = '{"type":"offset","logDir":"/d","topic":"t","partition":0,"offset":5,"time":-1,"error":null}'
-    summary = '{"type":"summary","partitions":1,"failed":0}'
+    summary = '{"type":"summary","partitions":1,"failed":0,"unreadable":0}'
     assert problems("offsets-at", [good, summary]) == []
     spaced = json.dumps(json.loads(good))
     assert problems("offsets-at", [spaced, summary]) == ["line 1: not compact JSON"]
@@ -71,3 +71,47 @@ def test_a_line_that_breaks_the_contract_is_named() -> None:
     assert problems("offsets-at", [good]) == ["offsets-at: the last line is not a summary"]
     extra = good.replace('"time"', '"extra":1,"time"')
     assert problems("offsets-at", [extra, summary]) == ["line 1: offset: undocumented field 'extra'"]
+
+
+def _non_null(types: str) -> frozenset[str]:
+    return frozenset(types.split("|")) - {"null"}
+
+
+def test_one_shape_per_kind_across_commands() -> None:
+    """Two commands' objects of the same `type` give a field they share one JSON type (a partition is an
+    integer in every command, never `orders-0` in one and `0` in another); summaries are each command's
+    own, but a count keeps its type (`unreadable` a count everywhere)."""
+    seen: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
+    clashes = []
+    for command, kinds in COMMAND_KINDS.items():
+        for kind in kinds:
+            for name, types in kind.fields.items():
+                key = (kind.type, name)
+                first = seen.setdefault(key, (command, _non_null(types)))
+                if first[1] != _non_null(types):
+                    clashes.append(f"{kind.type}.{name}: {first[0]} {sorted(first[1])}, {command} {types}")
+    assert clashes == []
+
+
+def test_a_partition_is_a_topic_and_an_integer_everywhere() -> None:
+    """Every `type:"partition"` object: `topic` (str|null) and `partition` (int|null); the commands that
+    read log dirs name the directory as `dir` and its `path`."""
+    reads_log_dirs = {"validate", "retention", "scan"}
+    for command, kinds in COMMAND_KINDS.items():
+        for kind in kinds:
+            if "partition" in kind.fields:  # whatever the object, `partition` is never a directory's name
+                assert _non_null(kind.fields["partition"]) == {"int"}, (command, kind.type)
+            if kind.type != "partition":
+                continue
+            assert _non_null(kind.fields.get("topic", "")) == {"str"}, (command, kind.fields)
+            assert _non_null(kind.fields.get("partition", "")) == {"int"}, (command, kind.fields)
+            if command in reads_log_dirs:
+                assert {"dir", "path"} <= set(kind.fields) - kind.optional, command
+
+
+def test_one_name_per_count() -> None:
+    """A count of errors is `errors` in every command (never `problems`); a count of members `members`."""
+    for command, kinds in COMMAND_KINDS.items():
+        for kind in kinds:
+            assert "problems" not in kind.fields, (command, kind.type)
+            assert "zookeeperMembers" not in kind.fields, (command, kind.type)

@@ -58,7 +58,7 @@ def test_validate_reports_every_partition_and_exits_3(log_dir_with_unreadable_se
     kinds = {(o["file"], o["kind"]) for o in objs if o["type"] == "finding"}
     assert (str(segment), "unreadable-file") in kinds
     assert (str(logs / "v2-trailing-garbage-0/00000000000000000000.log"), "truncated-entry") in kinds
-    partitions = {o["partition"]: o["status"] for o in objs if o["type"] == "partition"}
+    partitions = {o["dir"]: o["status"] for o in objs if o["type"] == "partition"}
     assert len(partitions) == 7 and partitions["plain-0"] == "unreadable"
     assert objs[-1]["type"] == "summary" and objs[-1]["unreadable"] == 1 and objs[-1]["errors"] == 1
 
@@ -78,8 +78,8 @@ def test_truncate_dry_run_plans_every_other_partition_and_exits_3(log_dir_with_u
     js = run_script("truncate", "--dry-run", "--json", str(logs), timeout=60)
     assert js.returncode == 3
     objs = json_lines(js.stdout)
-    assert {o["partition"] for o in objs if o["type"] == "plan"} >= {"v2-trailing-garbage-0", "gzip-0"}
-    assert [o["partition"] for o in objs if o["type"] == "unreadable"] == ["plain-0"]
+    assert {o["dir"] for o in objs if o["type"] == "plan"} >= {"v2-trailing-garbage-0", "gzip-0"}
+    assert [o["dir"] for o in objs if o["type"] == "unreadable"] == ["plain-0"]
 
 
 def test_truncate_of_a_missing_path_or_dangling_link_is_one_line_exit_3(tmp_path: Path) -> None:

@@ -536,12 +536,12 @@ def test_list_and_describe_tell_where_offsets_live(cluster, consumers, ktool) ->
     listed = list_groups(ktool, cluster, bootstrap=True)
     where = {"store-zookeeper": "zookeeper", "store-kafka": "kafka", "store-both": "both"}
     assert {g: listed[g] for g in where} == {
-        g: {"type": "group", "group": g, "offsetsIn": store, "zookeeperMembers": 1, "protocolType": None}
+        g: {"type": "group", "group": g, "offsetsIn": store, "members": 1, "protocolType": None}
         for g, store in where.items()
     }
     listed = list_groups(ktool, cluster, bootstrap=False)
     assert listed["store-zookeeper"]["offsetsIn"] == "zookeeper"
-    assert all(listed[g]["zookeeperMembers"] == 1 for g in ("store-zookeeper", "store-kafka", "store-both"))
+    assert all(listed[g]["members"] == 1 for g in ("store-zookeeper", "store-kafka", "store-both"))
 
     got = describe(ktool, cluster, "store-kafka")
     assert got.column("kafkaOffset") == {tp: r["offset"] for tp, r in checked.items()} == ends
@@ -581,7 +581,7 @@ def test_a_kafka_storage_group_keeps_its_offsets_after_its_consumers_stop(cluste
     listed = list_groups(ktool, cluster, bootstrap=True)
     got = describe(ktool, cluster, group)
     problems = []
-    if listed[group]["offsetsIn"] != "kafka" or listed[group]["zookeeperMembers"] != 0:
+    if listed[group]["offsetsIn"] != "kafka" or listed[group]["members"] != 0:
         problems.append(f"list: {listed[group]}")
     if got.column("kafkaOffset") != ends or got.group["offsetsIn"] != "kafka":
         problems.append(f"describe: rows {got.column('kafkaOffset')}, group {got.group}")

@@ -95,7 +95,7 @@ def test_groups_list_needs_no_zookeeper(cluster, live_member) -> None:
         "type": "group",
         "group": LIVE,
         "offsetsIn": "kafka",
-        "zookeeperMembers": None,
+        "members": None,
         "protocolType": "consumer",
     }
 

@@ -100,7 +100,7 @@ def test_dump_log_json_gives_the_records_before_the_damage_then_the_problem(tmp_
     problem = objs[1 + kinds.index(("problem", 7))]
     assert problem["kind"] == "records-undecodable"
     assert problem["message"].startswith("record 3: length 1 is impossible")
-    assert objs[-1]["type"] == "summary" and objs[-1]["records"] == 9 and objs[-1]["problems"] == 1
+    assert objs[-1]["type"] == "summary" and objs[-1]["records"] == 9 and objs[-1]["errors"] == 1
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip"])

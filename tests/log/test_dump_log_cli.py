@@ -77,11 +77,11 @@ def test_json_lines_carry_stable_fields_and_a_summary() -> None:
     assert [r["offset"] for r in records] == list(range(18))
     summary, last = objs[-2], objs[-1]
     assert summary["type"] == "file-summary" and summary["file"] == str(path)
-    assert summary["records"] == 18 and summary["problems"] == 0
+    assert summary["records"] == 18 and summary["errors"] == 0
     assert summary["validBytes"] == path.stat().st_size
     assert last == {
         "type": "summary", "files": 1, "unreadable": 0, "entries": summary["entries"], "records": 18,
-        "problems": 0, "unknownRecords": 0, "exitCode": 0,
+        "errors": 0, "unknownRecords": 0, "exitCode": 0,
     }  # fmt: skip
 
 
@@ -335,14 +335,14 @@ def test_json_of_several_files_ends_in_one_summary_with_the_worst_outcome(tmp_pa
     assert code == 3
     assert [o["type"] for o in objs].count("summary") == 1 and objs[-1]["type"] == "summary"
     ends = {o["file"]: o for o in objs if o["type"] == "file-summary"}
-    assert set(ends) == {str(bad), str(good)} and ends[str(bad)]["problems"] >= 1
+    assert set(ends) == {str(bad), str(good)} and ends[str(bad)]["errors"] >= 1
     (error,) = [o for o in objs if o["type"] == "error"]
     assert error["file"] == str(missing) and error["exitCode"] == 3 and error["message"] in err
     assert objs[-1] == {
         "type": "summary", "files": 3, "unreadable": 1, "exitCode": 3,
         "entries": sum(e["entries"] for e in ends.values()), "records": ends[str(good)]["records"]
-        + ends[str(bad)]["records"], "problems": sum(e["problems"] for e in ends.values()),
+        + ends[str(bad)]["records"], "errors": sum(e["errors"] for e in ends.values()),
         "unknownRecords": 0,
     }  # fmt: skip
     code, out, _ = run("--json", "--jobs", jobs, str(bad), str(good))
-    assert code == 1 and json_lines(out)[-1]["exitCode"] == 1 and json_lines(out)[-1]["problems"] >= 1
+    assert code == 1 and json_lines(out)[-1]["exitCode"] == 1 and json_lines(out)[-1]["errors"] >= 1

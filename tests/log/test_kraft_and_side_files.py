@@ -94,7 +94,7 @@ def test_validate_strict_is_clean_on_a_healthy_kraft_log_dir(kraft_log_dir: Path
     objs = [json.loads(line) for line in result.stdout.splitlines()]
     assert [o for o in objs if o["type"] == "finding"] == []
     assert result.returncode == 0, result.stdout
-    assert [o["partition"] for o in objs if o["type"] == "partition"] == ["__cluster_metadata-0"]
+    assert [o["dir"] for o in objs if o["type"] == "partition"] == ["__cluster_metadata-0"]
 
 
 @pytest.mark.skipif(not KRAFT.is_dir(), reason="../shared/realworld/kraft is not here")

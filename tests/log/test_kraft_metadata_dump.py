@@ -59,7 +59,7 @@ def test_every_record_of_every_type_and_version_is_shown_decoded(tmp_path: Path,
             enc.key_of(f["name"]) for f in schema.fields if enc._within(f["versions"], version)
         }
     summary = _objects(result.stdout)[-1]
-    assert (summary["records"], summary["problems"], summary["unknownRecords"]) == (200, 0, 0)
+    assert (summary["records"], summary["errors"], summary["unknownRecords"]) == (200, 0, 0)
 
 
 def test_the_text_output_prints_each_record_as_kafkas_decoder_does(tmp_path: Path, schemas) -> None:
@@ -259,7 +259,7 @@ def test_every_record_of_the_real_kraft_logs_decodes(path: Path) -> None:
             )
     summary = objs[-2]
     assert summary["type"] == "file-summary" and objs[-1]["type"] == "summary"
-    assert (summary["problems"], summary["unknownRecords"], summary["trailingBytes"]) == (0, 0, 0)
+    assert (summary["errors"], summary["unknownRecords"], summary["trailingBytes"]) == (0, 0, 0)
     assert (result.returncode, result.stderr) == (0, "")
 
 

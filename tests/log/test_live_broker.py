@@ -52,7 +52,7 @@ def test_every_command_behaves_on_a_running_broker_then_validates_clean_when_sto
     assert result.returncode == 0, result.stderr
     # a clean stop may leave `.deleted` files whose delay had not passed: the broker removes them at start
     assert all(f["kind"] == "transient-file" and f["file"].endswith(".deleted") for f in findings), findings
-    ends = {o["partition"]: o["logEndOffset"] for o in objs if o["type"] == "partition"}
+    ends = {o["dir"]: o["logEndOffset"] for o in objs if o["type"] == "partition"}
     ends = {name: end for name, end in ends.items() if name.startswith("live-")}  # not __consumer_offsets
     assert ends == {f"{t}-{p}": high for (t, p), (_, high) in final.items()}
     assert objs[-1]["inFlight"] == 0 and objs[-1]["errors"] == 0

@@ -31,7 +31,7 @@ def test_offsets_at_earliest_latest_and_time(tmp_path) -> None:
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
         {**offset, "topic": "events", "offset": 500},
         {**offset, "topic": "orders", "offset": 31},
-        {"type": "summary", "partitions": 2, "failed": 0},
+        {"type": "summary", "partitions": 2, "failed": 0, "unreadable": 0},
     ]
 
 

@@ -86,12 +86,12 @@ def preview(*args: str) -> tuple[int, list[dict], str]:
 
 
 def part_of(lines: list[dict], name: str) -> dict:
-    return next(o for o in lines if o["type"] == "partition" and o["partition"] == name)
+    return next(o for o in lines if o["type"] == "partition" and o["dir"] == name)
 
 
 def actions(lines: list[dict], name: str) -> list[tuple[int, str | None]]:
     return [
-        (o["baseOffset"], o["deletedBy"]) for o in lines if o["type"] == "segment" and o["partition"] == name
+        (o["baseOffset"], o["deletedBy"]) for o in lines if o["type"] == "segment" and o["dir"] == name
     ]
 
 
@@ -413,7 +413,7 @@ def test_an_unreadable_partition_is_exit_3_and_the_others_are_still_previewed(tm
     assert result.exit_code == 3
     lines = [json.loads(x) for x in result.stdout.splitlines()]
     assert actions(lines, "good-0") == [(0, "time"), (10, None)]
-    assert "dangling symbolic link" in part_of(lines, "bad-0")["unreadable"]
+    assert "dangling symbolic link" in part_of(lines, "bad-0")["unreadableReason"]
     err = result.stderr.strip().splitlines()
     assert len(err) == 1 and "dangling symbolic link" in err[0]
 

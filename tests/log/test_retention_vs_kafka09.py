@@ -135,7 +135,7 @@ def outcome(zookeeper_server, tmp_path_factory):
     broker.start()
     try:
         expected_gone = {
-            (o["partition"], o["baseOffset"])
+            (o["dir"], o["baseOffset"])
             for o in predicted
             if o["type"] == "segment" and o["action"] == "delete"
         }
@@ -163,14 +163,14 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def _partition(predicted, name):
-    return next(o for o in predicted if o["type"] == "partition" and o["partition"] == name)
+    return next(o for o in predicted if o["type"] == "partition" and o["dir"] == name)
 
 
 def _kept(predicted, name) -> list[int]:
     return [
         o["baseOffset"]
         for o in predicted
-        if o["type"] == "segment" and o["partition"] == name and o["action"] == "keep"
+        if o["type"] == "segment" and o["dir"] == name and o["action"] == "keep"
     ]
 
 
@@ -231,7 +231,7 @@ def test_defaults_come_from_server_properties(outcome):
 def test_the_broker_logs_a_deletion_for_each_segment_ktool_predicted(outcome):
     predicted, _, text = outcome
     deleted = [
-        (o["partition"], o["baseOffset"])
+        (o["dir"], o["baseOffset"])
         for o in predicted
         if o["type"] == "segment" and o["action"] == "delete"
     ]

@@ -333,7 +333,7 @@ def test_cli_json_and_json_tables(spark, tmp_path: Path) -> None:
     for o in objs:
         kinds[o["type"]].append(o)
     assert objs[-1]["type"] == "summary" and objs[-1]["errors"] == 0 and objs[-1]["corrupt"] is False
-    assert {p["partition"] for p in kinds["partition"]} == {
+    assert {p["dir"] for p in kinds["partition"]} == {
         "__consumer_offsets-0",
         "gzip-0",
         "lz4-0",
@@ -341,7 +341,8 @@ def test_cli_json_and_json_tables(spark, tmp_path: Path) -> None:
         "segmented-0",
         "snappy-0",
     }
-    plain = next(p for p in kinds["partition"] if p["partition"] == "plain-0")
+    plain = next(p for p in kinds["partition"] if p["dir"] == "plain-0")
+    assert (plain["topic"], plain["partition"]) == ("plain", 0)  # the partition an integer, as everywhere
     assert (plain["records"], plain["firstOffset"], plain["lastOffset"], plain["status"]) == (
         30,
         0,

@@ -466,7 +466,7 @@ def test_a_partition_whose_name_is_not_utf8_is_scanned_and_named_with_escapes(tm
     assert code == 0, err
     objs = [json.loads(line) for line in out.splitlines()]
     (part,) = [o for o in objs if o["type"] == "partition"]
-    assert part["partition"] == "t\\xe9st\\xff-0" and part["topic"] == "t\\xe9st\\xff"
+    assert part["dir"] == "t\\xe9st\\xff-0" and part["topic"] == "t\\xe9st\\xff"
     files = set(pq.read_table(tmp_path / "out" / "batches").column("file").to_pylist())
     assert files == {f"{tmp_path}/t\\xe9st\\xff-0/00000000000000000000.log"}
     assert "\\udc" not in out

@@ -72,6 +72,22 @@ def _corrupt() -> Path:
     return GENERATED / "corrupt" / "v2-trailing-garbage-0"
 
 
+def _bad_log() -> str:
+    return str(GENERATED / "corrupt/v2-trailing-garbage-0/00000000000000000000.log")
+
+
+def _several(command: str) -> Callable[[Place], list[str]]:
+    """`command` on a good partition, damaged ones and a path that is not there."""
+    extra = {"truncate": ["--dry-run"], "validate": ["--deep"]}.get(command, [])
+
+    def build(p: Place) -> list[str]:
+        bad = [GENERATED / "corrupt" / n for n in ("v2-flipped-record-byte-0", "v2-trailing-garbage-0")]
+        good = GENERATED / "v2/none-0"
+        return [command, "--json", *extra, str(good), *map(str, bad), str(p.tmp / "gone-0")]
+
+    return build
+
+
 OFFLINE_RUNS: list[Run] = [
     ("dump-log", lambda p: ["dump-log", "--json", _log("v2", "none-0")]),
     ("dump-log", lambda p: ["dump-log", "--json", "--deep", "--print-data-log", _log("v2", "gzip-0")]),
@@ -148,7 +164,13 @@ OFFLINE_RUNS: list[Run] = [
     ("metadata brokers", lambda p: ["metadata", "brokers", "--json", str(p.kraft())]),
     ("metadata diff", lambda p: ["metadata", "diff", "--json", "--from-offset", "0", str(p.kraft())]),
     ("metadata check", lambda p: ["metadata", "check", "--json", str(p.kraft())]),
+    # Several paths in one invocation, bad ones among them: one stream, one summary, every kind documented.
+    *[(command, _several(command)) for command in ("validate", "retention", "offsets-at", "truncate")],
+    ("dump-log", lambda p: ["dump-log", "--json", _log("v2", "none-0"), str(p.tmp / "gone.log"), _bad_log()]),
+    ("read", lambda p: ["read", "--json", "--earliest", str(GENERATED / "corrupt/v2-flipped-record-byte-0")]),
+    ("replicas diff", lambda p: ["replicas", "diff", "--json", str(KAFKA09 / "gzip-0"), str(p.tmp / "gone")]),
 ]
+
 
 ZOOKEEPER_RUNS: list[Run] = [
     ("brokers", lambda p: ["brokers", "--json", *p.zk()]),

@@ -299,7 +299,7 @@ def command_round(loaded: LoadedBroker, ktool: str, env: dict | None = None) -> 
         lines = _json_lines(o.stdout)
         if not lines or lines[-1].get("type") != "summary":
             o.problems.append(f"the --json stream does not end with a summary: {o.stdout[-200:]}")
-        answers = {(x["topic"], x["partition"]): x["offset"] for x in lines if x.get("type") != "summary"}
+        answers = {(x["topic"], x["partition"]): x["offset"] for x in lines if x.get("type") == "offset"}
         for key, (b, a) in ((k, (before[k], after[k])) for k in before):
             got = answers.get(key)
             if got is None or not (b[which] <= got <= a[which]):
