@@ -294,3 +294,29 @@ def pytest_runtest_makereport(item, call):
         for name, value in getattr(item, "funcargs", {}).items():
             if isinstance(value, ModernCluster):
                 report.sections.append((f"Kafka {value.release.version} log ({name})", value.logs()))
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(kafka4_release, tmp_path_factory):
+    """The newest 4.x with an mTLS listener (``bootstrap_of("SSL")``) and a SASL_SSL one
+    (``bootstrap_of("SASL_SSL")``, users in tests/support/secured.USERS), beside PLAINTEXT;
+    ``certificates`` are the CA and the client's certificate and key (tests/support/secured.py)."""
+    from tests.support.secured import broker_settings, make_certificates
+    from tests.support.servers import ServerError
+
+    try:
+        certs = make_certificates(tmp_path_factory.mktemp("kafka-certs"))
+    except ServerError as exc:
+        _unavailable(f"certificates for the secured broker: {exc}")
+    listeners, properties, format_args = broker_settings(certs)
+    cluster = _started(
+        kafka4_release,
+        "combined",
+        tmp_path_factory,
+        listeners=listeners,
+        properties=properties,
+        format_args=format_args,
+    )
+    cluster.certificates = certs
+    with cluster:
+        yield cluster

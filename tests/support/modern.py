@@ -27,7 +27,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.servers import ServerError, _stop_process, _tail, cache_dir, free_port
@@ -243,6 +243,7 @@ class Node:
     port: int | None = None  # the PLAINTEXT (client) listener, None on a controller
     controller_port: int | None = None
     proc: subprocess.Popen | None = None
+    listener_ports: dict[str, int] = field(default_factory=dict)  # further listeners (SSL, SASL_SSL, …)
 
     @property
     def log_dir(self) -> Path:
@@ -281,6 +282,9 @@ class ModernCluster:
     ``mode``: ``"combined"`` (one KRaft node, controller and broker), ``"split"`` (one KRaft controller
     and ``brokers`` brokers) or ``"zookeeper"`` (3.x only: ``brokers`` brokers against ``zookeeper``, a
     connect string with a chroot of its own). ``properties`` go into every broker's server.properties.
+    ``listeners`` adds listeners beside PLAINTEXT on every broker (name -> security protocol: their
+    ``listener.name.*`` settings go in ``properties``); ``format_args`` are given to KRaft's
+    ``StorageTool format`` (e.g. ``--add-scram``).
     """
 
     def __init__(
@@ -292,6 +296,8 @@ class ModernCluster:
         brokers: int = 1,
         zookeeper: str | None = None,
         properties: Mapping[str, object] | None = None,
+        listeners: Mapping[str, str] | None = None,
+        format_args: Sequence[str] = (),
         startup_timeout: float = 120.0,
     ) -> None:
         if mode not in ("combined", "split", "zookeeper"):
@@ -304,6 +310,8 @@ class ModernCluster:
         self.zookeeper = zookeeper
         self.properties = {k: str(v) for k, v in (properties or {}).items()}
         self.startup_timeout = startup_timeout
+        self.listeners = dict(listeners or {})
+        self.format_args = list(format_args)
         self.cluster_id = random_cluster_id()
         self.nodes: list[Node] = []
         if mode == "combined":
@@ -320,6 +328,8 @@ class ModernCluster:
             self.nodes += [
                 Node(i, "zk-broker", self.workdir / f"broker-{i}", free_port(HOST)) for i in range(brokers)
             ]
+        for node in self.brokers:
+            node.listener_ports = {name: free_port(HOST) for name in self.listeners}
 
     # ----------------------------------------------------------------- addresses
     @property
@@ -329,6 +339,10 @@ class ModernCluster:
     @property
     def bootstrap(self) -> str:
         return ",".join(f"{HOST}:{node.port}" for node in self.brokers)
+
+    def bootstrap_of(self, listener: str) -> str:
+        """The bootstrap servers of one of the further ``listeners``."""
+        return ",".join(f"{HOST}:{node.listener_ports[listener]}" for node in self.brokers)
 
     def broker(self, node_id: int) -> Node:
         return next(node for node in self.brokers if node.node_id == node_id)
@@ -341,30 +355,33 @@ class ModernCluster:
 
     def _server_properties(self, node: Node) -> dict[str, str]:
         props: dict[str, str] = {"log.dirs": str(node.log_dir)}
+        client = [f"PLAINTEXT://{HOST}:{node.port}"] if node.is_broker else []
+        client += [f"{name}://{HOST}:{port}" for name, port in node.listener_ports.items()]
+        protocols = {"PLAINTEXT": "PLAINTEXT", **self.listeners}
         if node.roles == "zk-broker":
             props |= {
                 "broker.id": str(node.node_id),
                 "zookeeper.connect": self.zookeeper or "",
-                "listeners": f"PLAINTEXT://{HOST}:{node.port}",
-                "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
+                "listeners": ",".join(client),
+                "advertised.listeners": ",".join(client),
                 "zookeeper.connection.timeout.ms": "30000",
             }
         else:
-            listeners = []
+            listeners = list(client)
             if node.is_broker:
-                listeners.append(f"PLAINTEXT://{HOST}:{node.port}")
-                props["advertised.listeners"] = f"PLAINTEXT://{HOST}:{node.port}"
+                props["advertised.listeners"] = ",".join(client)
                 props["inter.broker.listener.name"] = "PLAINTEXT"
             if "controller" in node.roles:
                 listeners.append(f"CONTROLLER://{HOST}:{node.controller_port}")
+            protocols["CONTROLLER"] = "PLAINTEXT"
             props |= {
                 "process.roles": node.roles,
                 "node.id": str(node.node_id),
                 "controller.quorum.voters": self._voters(),
                 "controller.listener.names": "CONTROLLER",
                 "listeners": ",".join(listeners),
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             }
+        props["listener.security.protocol.map"] = ",".join(f"{k}:{v}" for k, v in protocols.items())
         if node.is_broker:
             props = {**BROKER_DEFAULTS, **props, **self.properties}
         return props
@@ -382,7 +399,15 @@ class ModernCluster:
         run_tool(
             self.release,
             "StorageTool",
-            ["format", "-t", self.cluster_id, "-c", str(node.config), "--ignore-formatted"],
+            [
+                "format",
+                "-t",
+                self.cluster_id,
+                "-c",
+                str(node.config),
+                "--ignore-formatted",
+                *self.format_args,
+            ],
             timeout=120,
         )
 
