@@ -387,7 +387,25 @@ class Broker:
             listed = self._admin().list_groups(timeout=self.config.timeout)
         except KafkaException as exc:
             raise self._error("cannot list groups", exc) from None
-        return sorted((g.id, g.protocol_type or "") for g in listed)
+        kinds = {g.id: g.protocol_type or "" for g in listed}
+        if any(not kind for kind in kinds.values()):
+            kinds.update((group, "consumer") for group in self._new_protocol_groups())
+        return sorted(kinds.items())
+
+    def _new_protocol_groups(self) -> set[str]:
+        """Groups of the new consumer protocol (KIP-848, Kafka 4.x): DescribeGroups, behind list_groups,
+        does not know them and leaves their protocol type empty; ListGroups v5 says their type. A broker
+        without it (before 3.8) has none of them: the empty type stands."""
+        from confluent_kafka import ConsumerGroupType, KafkaException
+
+        if "broker.version.fallback" in self._conf:
+            return set()
+        try:
+            result = self._admin().list_consumer_groups(request_timeout=self.config.timeout)
+            listings = result.result(timeout=self.config.timeout + 5).valid
+        except (KafkaException, TimeoutError):
+            return set()
+        return {g.group_id for g in listings if getattr(g, "type", None) == ConsumerGroupType.CONSUMER}
 
 
 def _coordinator_moving(exc: Exception) -> bool:
