@@ -5,7 +5,8 @@ Plain classes and functions, wrapped in session fixtures by tests/conftest.py:
 * :func:`kafka_libs` fetches a release's jars once (``mvn dependency:copy-dependencies`` on
   ``tests/support/kafka_modern/pom.xml``) into ``$KTOOL_CACHE/kafka-<version>/libs``; a second run
   fetches nothing. Concurrent callers are serialised by a lock file, the directory moved into place
-  whole, so a half-fetched cache is never used.
+  whole, so a half-fetched cache is never used. ``$KTOOL_MAVEN_ARGS`` adds Maven options (a mirror's
+  settings, ``-o`` offline).
 * :class:`ModernCluster` starts KRaft (one combined controller+broker, or one controller and N
   brokers; the storage formatted first with ``StorageTool``) or, for 3.9, ZooKeeper mode against a
   given ZooKeeper. Free ports, 127.0.0.1 only; ready when every broker answers a Metadata request;
@@ -19,6 +20,8 @@ from __future__ import annotations
 import base64
 import fcntl
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -107,6 +110,8 @@ def kafka_libs(release: Release) -> Path:
                 "mvn",
                 "-q",
                 "-B",
+                "-Dstyle.color=never",
+                *shlex.split(os.environ.get("KTOOL_MAVEN_ARGS", "")),
                 "-f",
                 str(POM),
                 f"-Dkafka.version={release.version}",
@@ -118,6 +123,7 @@ def kafka_libs(release: Release) -> Path:
             if proc.returncode != 0 or not (work / f"kafka_2.13-{release.version}.jar").is_file():
                 errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "[ERROR]" in line]
                 reason = errors[0].replace("[ERROR] ", "") if errors else f"mvn exited {proc.returncode}"
+                reason = re.sub(r"\x1b\[[0-9;]*m", "", reason)
                 raise FetchError(f"{release.artifact} could not be fetched with Maven: {reason[:300]}")
             (work / ".complete").write_text(release.version + "\n")
             if libs.exists():  # a broken earlier attempt
