@@ -528,6 +528,25 @@ def test_consumer_group_records() -> None:
         "supportedProtocols": [{"name": "range", "metadata": SUB}],
     }
 
+    # A tagged nullable struct says null in an unsigned varint 0: the bytes a Kafka 4.4.0 broker wrote
+    # for a KIP-848 member (librdkafka's `group.protocol=consumer`), 36 bytes, tag 0 of size 1.
+    value = (
+        i16(0)
+        + cs(None)
+        + cs(None)
+        + cs("rdkafka")
+        + cs("/127.0.0.1")
+        + carr([cs("g")])
+        + cs("")
+        + i32(300000)
+        + cs(None)
+        + tags((0, b"\x00"))
+    )
+    assert len(value) == 36
+    rec = decode_consumer_offsets(key, value)
+    assert rec.error is None, rec.error
+    assert rec.value["classicMemberMetadata"] is None and rec.value["clientId"] == "rdkafka"
+
     raw, text = _uuid_bytes(0x1234)
     tp = raw + carr([i32(0), i32(1)])
     value = (
