@@ -69,9 +69,9 @@ def test_validate_under_load_has_no_false_alarm(modern_kafka):
     for t in threads:
         t.start()
     log_dir = str(modern_kafka.brokers[0].log_dir)
-    runs, deadline = 0, time.monotonic() + 25
+    runs, deadline = 0, time.monotonic() + 20
     try:
-        while time.monotonic() < deadline:
+        while runs < 3 or time.monotonic() < deadline:  # 3 runs at least, however slow the machine
             proc = subprocess.run(
                 [sys.executable, "-m", "kafka_tools", "validate", "--json", log_dir],
                 capture_output=True,
@@ -88,6 +88,5 @@ def test_validate_under_load_has_no_false_alarm(modern_kafka):
         stop.set()
         for t in threads:
             t.join(timeout=90)
-    assert runs >= 2
     segments = list((modern_kafka.brokers[0].log_dir / f"{topics[0]}-0").glob("*.log"))
     assert len(segments) >= 2, "the segments did not roll: the load was too light to mean anything"
