@@ -21,7 +21,10 @@ from pathlib import Path
 
 import pytest
 
-SERVER_FIXTURES = frozenset({"kafka09_home", "zookeeper_server"})  # every server fixture needs one
+# every server fixture needs one of these
+SERVER_FIXTURES = frozenset(
+    {"kafka09_home", "zookeeper_server", "kafka_release", "kafka4_release", "kafka39_release"}
+)
 SPARK_FIXTURES = frozenset({"spark"})
 
 
@@ -40,7 +43,7 @@ def pytest_collection_modifyitems(config, items) -> None:
 def _servers_only_in_their_tier(request, monkeypatch) -> None:
     """A test that starts ZooKeeper, Kafka or a Spark cluster itself, without a fixture that says so, is
     stopped at once with the marker it needs: otherwise it would slip into the fast tier unseen."""
-    from tests.support import servers, spark_cluster
+    from tests.support import modern, servers, spark_cluster
 
     def refuse(what: str, marker: str):
         def start(self, *args, **kwargs):
@@ -51,6 +54,7 @@ def _servers_only_in_their_tier(request, monkeypatch) -> None:
     if request.node.get_closest_marker("server") is None:
         monkeypatch.setattr(servers.ZooKeeperServer, "start", refuse("ZooKeeper", "server"))
         monkeypatch.setattr(servers.KafkaBroker, "start", refuse("a Kafka broker", "server"))
+        monkeypatch.setattr(modern.ModernCluster, "start", refuse("a Kafka broker", "server"))
     if request.node.get_closest_marker("spark") is None:
         monkeypatch.setattr(spark_cluster.StandaloneCluster, "start", refuse("a Spark cluster", "spark"))
 
@@ -210,3 +214,109 @@ def kafka09_cluster(zookeeper_server, tmp_path_factory, request):
         broker.stop(clean=True, timeout=30)
         zk.stop()
         zk.close()
+
+
+# --------------------------------------------------------------------------- modern Kafka (3.9, 4.x)
+
+
+def _modern_release(version: str):
+    """A release whose jars are fetched (tests/support/modern.py), or the one line saying which are not."""
+    from tests.support.modern import RELEASES, ServerError, kafka_libs
+
+    release = RELEASES[version]
+    if shutil.which("java") is None:
+        _unavailable("java is not installed")
+    try:
+        kafka_libs(release)
+    except ServerError as exc:
+        _unavailable(str(exc))
+    return release
+
+
+@pytest.fixture(scope="session", params=["4.4.0", "3.9.2"], ids=lambda v: f"kafka{v}")
+def kafka_release(request):
+    """Each modern release in turn (the newest 4.x, the newest 3.9.x): tests using it run on both."""
+    return _modern_release(request.param)
+
+
+@pytest.fixture(scope="session")
+def kafka4_release():
+    """The newest 4.x alone, for what only 4.x has (KIP-848 groups, no ZooKeeper at all)."""
+    return _modern_release("4.4.0")
+
+
+@pytest.fixture(scope="session")
+def kafka39_release():
+    return _modern_release("3.9.2")
+
+
+def _started(release, mode: str, tmp_path_factory, **kwargs):
+    from tests.support.modern import ModernCluster
+
+    workdir = tmp_path_factory.mktemp(f"kafka{release.version}-{mode}")
+    return ModernCluster(release, mode, workdir, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def modern_kafka(kafka_release, tmp_path_factory):
+    """One KRaft node (controller and broker in one process) per release, shared by the session:
+    ``bootstrap``, ``brokers[0].log_dir`` (see tests/support/modern.ModernCluster). Topics are not
+    auto-created: each test creates its own, under a name of its own."""
+    with _started(kafka_release, "combined", tmp_path_factory) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka4_split(kafka4_release, tmp_path_factory):
+    """The newest 4.x as one KRaft controller and three brokers (node ids 1-3), shared by the session."""
+    with _started(kafka4_release, "split", tmp_path_factory, brokers=3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka39_zk(kafka39_release, zookeeper_server, tmp_path_factory):
+    """Kafka 3.9 in ZooKeeper mode, one broker (id 0) in a chroot of the session's ZooKeeper."""
+    import uuid
+
+    connect = f"{zookeeper_server.connect_string}/kafka39-{uuid.uuid4().hex[:8]}"
+    with _started(kafka39_release, "zookeeper", tmp_path_factory, zookeeper=connect) as cluster:
+        yield cluster
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that used a modern broker shows that broker's own log in its report."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and call.when in ("setup", "call"):
+        from tests.support.modern import ModernCluster
+
+        for name, value in getattr(item, "funcargs", {}).items():
+            if isinstance(value, ModernCluster):
+                report.sections.append((f"Kafka {value.release.version} log ({name})", value.logs()))
+
+
+@pytest.fixture(scope="session")
+def secured_kafka(kafka4_release, tmp_path_factory):
+    """The newest 4.x with an mTLS listener (``bootstrap_of("SSL")``) and a SASL_SSL one
+    (``bootstrap_of("SASL_SSL")``, users in tests/support/secured.USERS), beside PLAINTEXT;
+    ``certificates`` are the CA and the client's certificate and key (tests/support/secured.py)."""
+    from tests.support.secured import broker_settings, make_certificates
+    from tests.support.servers import ServerError
+
+    try:
+        certs = make_certificates(tmp_path_factory.mktemp("kafka-certs"))
+    except ServerError as exc:
+        _unavailable(f"certificates for the secured broker: {exc}")
+    listeners, properties, format_args = broker_settings(certs)
+    cluster = _started(
+        kafka4_release,
+        "combined",
+        tmp_path_factory,
+        listeners=listeners,
+        properties=properties,
+        format_args=format_args,
+    )
+    cluster.certificates = certs
+    with cluster:
+        yield cluster

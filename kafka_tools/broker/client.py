@@ -4,6 +4,8 @@ librdkafka asks a broker for its API versions first; brokers before 0.10 do not 
 librdkafka waits 10 s, then fails. So ktool finds out first: the `version` of a broker's ZooKeeper
 registration when ZooKeeper is at hand (1: 0.8, 2: 0.9, 3+: 0.10+), otherwise one raw ApiVersions
 request with a short timeout (an old broker closes the connection), or the user's --broker-version.
+A secured cluster (TLS, SASL: broker/security.py) is never probed: the raw request would meet a TLS or
+SASL handshake and misjudge the broker, and librdkafka's SASL needs 0.10+ anyway.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafka_tools.broker.security import BrokerSecurity
 from kafka_tools.errors import FindingsError, InputError, KtoolError
 
 if TYPE_CHECKING:
@@ -38,13 +41,22 @@ class BrokerConfig:
     bootstrap: str
     version: str | None = None  # e.g. "0.9.0.1"; None: found out by probing
     timeout: float = DEFAULT_TIMEOUT
-    extra: dict[str, str] = field(default_factory=dict)  # further librdkafka settings (security, …)
+    extra: dict[str, str] = field(default_factory=dict)  # further librdkafka settings
+    security: BrokerSecurity | None = None  # SASL and TLS; its repr shows no secret
+
+    @property
+    def secured(self) -> bool:
+        return self.security is not None and self.security.protocol != "PLAINTEXT"
 
     def librdkafka(self) -> dict[str, object]:
         conf: dict[str, object] = {"bootstrap.servers": self.bootstrap, **self.extra}
+        if self.security is not None:
+            conf.update(self.security.librdkafka())
         # The connection gets the user's timeout; the answer to the probe only a short one (an old
         # broker closes the connection at once, a new one answers at once).
-        version = self.version or probe_broker_version(self.bootstrap, min(self.timeout, 1.5), self.timeout)
+        version = self.version
+        if version is None and not self.secured:
+            version = probe_broker_version(self.bootstrap, min(self.timeout, 1.5), self.timeout)
         if version and not version_at_least(version, (0, 10)):
             conf["api.version.request"] = False
             conf["broker.version.fallback"] = version
@@ -124,6 +136,8 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self._conf = config.librdkafka()
+        self._conf["error_cb"] = self._note_error
+        self._refused: str | None = None  # why the brokers refused us (authentication, TLS), once seen
         self._admin_client = None
         self._reader = None  # one consumer for ListOffsets, made on first use
         self._marks: dict[tuple[str, int], tuple[int, int]] = {}
@@ -139,12 +153,45 @@ class Broker:
                 "socket.timeout.ms": int(self.config.timeout * 1000),
             }
         )
-        return Consumer(conf, logger=_QuietLogger())
+        return self._client(Consumer, conf)
+
+    def _client(self, kind, conf: dict):
+        from confluent_kafka import KafkaException
+
+        try:
+            return kind(conf, logger=_QuietLogger())
+        except KafkaException as exc:  # e.g. a SASL mechanism this librdkafka was built without
+            why = _why(exc)
+            security = self.config.security
+            if "ssl.key.location" in why and security is not None:
+                why = f"TLS client key {security.key} cannot be read (a wrong key-password, or not a PEM key)"
+            raise InputError(f"broker {self.config.bootstrap}: {why}") from None
+
+    def _note_error(self, err) -> None:
+        """librdkafka's error callback: a failed authentication or TLS handshake is only told here (the
+        request itself then times out), so it is kept to be the one line a failed request reports."""
+        if self._refused is None and _is_refusal(err):
+            security = self.config.security.describe() if self.config.security else "PLAINTEXT"
+            kind = "TLS handshake failed" if _is_tls(err) else "authentication failed"
+            self._refused = f"broker {self.config.bootstrap}: {kind} ({security}): {_one_line(err.str())}"
+
+    def _serve_callbacks(self) -> None:
+        """librdkafka calls error_cb only from a client's poll: give it the chance before reporting."""
+        for client in (self._admin_client, self._reader):
+            if client is not None:
+                client.poll(0)
 
     def _error(self, what: str, exc: Exception) -> InputError:
+        self._serve_callbacks()
+        if self._refused is not None or _is_refusal(exc.args[0] if exc.args else None):
+            self._note_error(exc.args[0])
+            return InputError(self._refused or "")
         return InputError(f"broker {self.config.bootstrap}: {what}: {_why(exc, self.config.timeout)}")
 
     def _no_answer(self, what: str) -> InputError:
+        self._serve_callbacks()
+        if self._refused is not None:
+            return InputError(self._refused)
         return InputError(f"broker {self.config.bootstrap}: {what} within {self.config.timeout + 5:g} s")
 
     def watermarks(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
@@ -218,7 +265,7 @@ class Broker:
         if self._admin_client is None:
             from confluent_kafka.admin import AdminClient
 
-            self._admin_client = AdminClient(dict(self._conf), logger=_QuietLogger())
+            self._admin_client = self._client(AdminClient, dict(self._conf))
         return self._admin_client
 
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
@@ -246,6 +293,8 @@ class Broker:
         tps = [TopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(offsets.items())]
 
         def refused(exc: Exception) -> KtoolError:
+            if self._refused is not None or _is_refusal(exc.args[0] if exc.args else None):
+                return self._error(f"commit for group {group}", exc)
             why = _why(exc, self.config.timeout)
             if any(code in why for code in _MEMBER_ERRORS):
                 return FindingsError(
@@ -338,7 +387,25 @@ class Broker:
             listed = self._admin().list_groups(timeout=self.config.timeout)
         except KafkaException as exc:
             raise self._error("cannot list groups", exc) from None
-        return sorted((g.id, g.protocol_type or "") for g in listed)
+        kinds = {g.id: g.protocol_type or "" for g in listed}
+        if any(not kind for kind in kinds.values()):
+            kinds.update((group, "consumer") for group in self._new_protocol_groups())
+        return sorted(kinds.items())
+
+    def _new_protocol_groups(self) -> set[str]:
+        """Groups of the new consumer protocol (KIP-848, Kafka 4.x): DescribeGroups, behind list_groups,
+        does not know them and leaves their protocol type empty; ListGroups v5 says their type. A broker
+        without it (before 3.8) has none of them: the empty type stands."""
+        from confluent_kafka import ConsumerGroupType, KafkaException
+
+        if "broker.version.fallback" in self._conf:
+            return set()
+        try:
+            result = self._admin().list_consumer_groups(request_timeout=self.config.timeout)
+            listings = result.result(timeout=self.config.timeout + 5).valid
+        except (KafkaException, TimeoutError):
+            return set()
+        return {g.group_id for g in listings if getattr(g, "type", None) == ConsumerGroupType.CONSUMER}
 
 
 def _coordinator_moving(exc: Exception) -> bool:
@@ -369,6 +436,25 @@ def _why(exc: Exception, timeout: float | None = None) -> str:
     if code in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
         return "the connection to the broker failed or was closed"
     return getattr(err, "str", lambda: str(err))()
+
+
+def _is_refusal(err: Any) -> bool:
+    """Whether a librdkafka error says the brokers refused who we are (SASL) or our TLS."""
+    from confluent_kafka import KafkaError
+
+    return isinstance(err, KafkaError) and (err.code() == KafkaError._AUTHENTICATION or _is_tls(err))
+
+
+def _is_tls(err: Any) -> bool:
+    from confluent_kafka import KafkaError
+
+    return isinstance(err, KafkaError) and (
+        err.code() == KafkaError._SSL or "SSL handshake failed" in err.str()
+    )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 class _QuietLogger:

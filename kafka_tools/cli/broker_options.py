@@ -1,19 +1,38 @@
 """The broker options every Kafka-reading command shares, and the client they make (told the brokers'
-version from their ZooKeeper registration when it is known)."""
+version from their ZooKeeper registration when it is known).
+
+A secured cluster's settings come, highest first, from the command line, the environment
+(``KTOOL_BROKER_AUTH``: the credentials' text) and the ``[kafka]`` table of the config file that
+``[zookeeper]`` lives in (zk/config.py says where)::
+
+    [kafka]
+    auth_file = "/etc/ktool/kafka-auth"   # credentials, see broker/security.py
+    tls = true
+    ca = "/etc/ktool/kafka-ca.pem"
+    cert = "/etc/ktool/client.pem"
+    key = "/etc/ktool/client.key"         # its password: key-password in the credentials
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from kafka_tools.broker.client import Broker, BrokerConfig
-from kafka_tools.errors import UsageError
+from kafka_tools.broker.security import BrokerCredentials, BrokerSecurity, parse_credentials
+from kafka_tools.errors import InputError, UsageError
+from kafka_tools.zk.config import config_file_path
 from kafka_tools.zk.layout import broker_version_hint, librdkafka_compat
 from kafka_tools.zk.reader import read_brokers
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+ENV_BROKER_AUTH = "KTOOL_BROKER_AUTH"
+_FILE = click.Path(dir_okay=False, path_type=str)
 
 
 def broker_options(func: F) -> F:
@@ -38,6 +57,25 @@ def broker_options(func: F) -> F:
             metavar="SECONDS",
             help="Wait this long for a broker connection and for each request.",
         ),
+        click.option(
+            "--broker-auth-file",
+            type=_FILE,
+            help=(
+                "SASL credentials, one line: `plain|scram-sha-256|scram-sha-512 user:password` or "
+                "`gssapi [principal [keytab]]`; `key-password PASSWORD` for --broker-key. "
+                f"${ENV_BROKER_AUTH} may hold the same text. Never on the command line."
+            ),
+        ),
+        click.option(
+            "--broker-tls", is_flag=True, help="Talk TLS to the brokers (implied by --broker-ca/-cert)."
+        ),
+        click.option(
+            "--broker-ca", type=_FILE, help="CA certificates (PEM) to verify the brokers' certificates."
+        ),
+        click.option(
+            "--broker-cert", type=_FILE, help="Client certificate (PEM) for TLS client authentication."
+        ),
+        click.option("--broker-key", type=_FILE, help="Client private key (PEM) for --broker-cert."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -59,4 +97,74 @@ def broker_from_options(zk=None, **options: Any) -> Broker | None:
             raise UsageError(f"the brokers are Kafka {hint}: no Kafka protocol client speaks to them")
         extra.update(compat)
         version = compat.get("broker.version.fallback") or ("1.0.0" if hint else None)
-    return Broker(BrokerConfig(bootstrap, version, options.get("broker_timeout") or 10.0, extra))
+    security = security_from_options(**options)
+    return Broker(BrokerConfig(bootstrap, version, options.get("broker_timeout") or 10.0, extra, security))
+
+
+def _kafka_table(env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
+    """The config file's ``[kafka]`` table ({} without a file or table) and how to name it."""
+    path, explicit = config_file_path(env)
+    if not path.is_file():
+        return {}, str(path)  # a named but missing file is reported by the ZooKeeper settings' reader
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: no config file support
+        return {}, str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"config file {path}: cannot be read as TOML: {exc}") from None
+    table = data.get("kafka", {})
+    if not isinstance(table, dict):
+        raise InputError(f"config file {path}: [kafka] must be a table")
+    unknown = sorted(set(table) - {"auth_file", "tls", "ca", "cert", "key"})
+    if unknown:
+        raise InputError(f"config file {path}: unknown [kafka] keys: {', '.join(unknown)}")
+    return table, f"config file {path}"
+
+
+def _read_credentials(path: str) -> BrokerCredentials:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise InputError(f"cannot read broker auth file {path}: {reason}") from None
+    return parse_credentials(text, f"broker auth file {path}")
+
+
+def security_from_options(env: Mapping[str, str] | None = None, **options: Any) -> BrokerSecurity | None:
+    """SASL and TLS settings from the options, ``$KTOOL_BROKER_AUTH`` and the config file's [kafka];
+    None when nothing asks for either (a plain connection)."""
+    env = os.environ if env is None else env
+    table, where = _kafka_table(env)
+
+    def pick(value: Any, name: str, kind: type) -> Any:
+        if value is not None:
+            return value
+        found = table.get(name)
+        if found is not None and not isinstance(found, kind):
+            raise InputError(f"{where}: kafka.{name} has the wrong type")
+        return found
+
+    credentials = None
+    if options.get("broker_auth_file"):
+        credentials = _read_credentials(options["broker_auth_file"])
+    elif env.get(ENV_BROKER_AUTH):
+        credentials = parse_credentials(env[ENV_BROKER_AUTH], f"${ENV_BROKER_AUTH}")
+    elif table.get("auth_file"):
+        credentials = _read_credentials(str(Path(pick(None, "auth_file", str)).expanduser()))
+    files = []
+    for name, what in (("ca", "CA"), ("cert", "certificate"), ("key", "key")):
+        path = pick(options.get(f"broker_{name}"), name, str)
+        if path is not None:
+            path = str(Path(path).expanduser())
+            if not Path(path).is_file():
+                raise InputError(f"broker TLS {what} file {path} does not exist")
+        files.append(path)
+    ca, cert, key = files
+    if key and not cert:
+        raise UsageError("--broker-key needs --broker-cert (the certificate the key belongs to)")
+    tls = bool(pick(options.get("broker_tls") or None, "tls", bool)) or any(files)
+    if credentials is None and not tls:
+        return None
+    return BrokerSecurity(credentials, tls, ca, cert, key)

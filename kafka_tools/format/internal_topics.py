@@ -79,6 +79,8 @@ OFFSET_COMMIT_VALUE = Schema.make(
         F("metadata", "string", "0+"),
         F("commitTimestamp", "int64", "0+"),
         F("expireTimestamp", "int64", "1", default=-1),
+        # the topic's id, written by Kafka 4.x brokers (tag 0; Uuid.ZERO_UUID when absent)
+        F("topicId", "uuid", "4+", tagged="4+", tag=0, default="AAAAAAAAAAAAAAAAAAAAAA"),
     ),
 )
 

@@ -324,7 +324,7 @@ class _Decoder:
             return self.struct(field.fields)
         return self._scalar(field, type_)
 
-    def value(self, field: Field) -> Any:
+    def value(self, field: Field, tagged: bool = False) -> Any:
         r = self.r
         if field.type.startswith("[]"):
             elem = field.type[2:]
@@ -341,6 +341,12 @@ class _Decoder:
                 )
             return [self._element(field, elem) for _ in range(n)]
         if field.type == "struct":
+            if tagged and _in(field.nullable_versions, self.version):
+                # A tagged nullable struct says whether it is there in an unsigned varint, 0 for null
+                # (Kafka's generated readers: `readUnsignedVarint() > 0`), not in the int8 of the rest.
+                if r.uvarint(f"{field.name} presence marker") == 0:
+                    return None
+                return self.struct(field.fields)
             if _in(field.nullable_versions, self.version):
                 start = r.pos
                 marker = r.fixed("int8", f"{field.name} presence marker")
@@ -392,7 +398,7 @@ class _Decoder:
             saved_end = r.end
             r.end = end
             try:
-                out[field.key] = self.value(field)
+                out[field.key] = self.value(field, tagged=True)
                 if r.pos != end:
                     raise SchemaError(
                         f"tagged field {field.name} (tag {tag}) left {end - r.pos} of "

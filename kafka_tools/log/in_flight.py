@@ -7,8 +7,8 @@ the batch), its `.timeindex` an offset of that batch, and its preallocated index
 are reported once, as an `in-flight` finding (severity info, never exit 1) and the tail is left out
 of the segment's size, so no repair is planned for it. Rolled segments keep every check: damage there
 is still an error. Transient files (`.deleted`, `.cleaned`, `.swap`), index files whose segment was
-just renamed, checkpoints ahead of the log end read before them, and segments deleted between the
-listing and the read are in flight too on a live partition.
+just renamed, checkpoints ahead of the log end read before them, and segments, producer snapshots and
+side files deleted between the listing and the read are in flight too on a live partition.
 """
 
 from __future__ import annotations
@@ -103,6 +103,12 @@ def removed_segment(seg: Segment) -> Finding:
     """A listed segment that was gone when read: the broker's retention or cleaner removed it."""
     why = "removed (or renamed .deleted) by the broker since the partition was listed: not checked"
     return noted(seg.log, why)
+
+
+def removed_file(path: Path) -> Finding:
+    """A listed producer snapshot or side file gone when read: the broker keeps only its newest few
+    snapshots, and a segment's .txnindex goes with the segment its retention or cleaner removes."""
+    return noted(path, "removed by the broker since the partition was listed: not checked")
 
 
 def transient_file(path: Path) -> Finding:

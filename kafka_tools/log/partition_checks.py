@@ -20,6 +20,7 @@ from kafka_tools.log.findings import (
 from kafka_tools.log.in_flight import (
     in_flight,
     index_without_segment,
+    removed_file,
     removed_segment,
     settle_newest,
     transient_file,
@@ -79,9 +80,18 @@ def assemble_partition(
         from kafka_tools.log.index_checks import check_snapshot
 
         for snap in part.snapshots:
-            report.findings += check_snapshot(snap)
+            try:
+                report.findings += check_snapshot(snap)
+            except FileNotFoundError:
+                if not part.live:
+                    raise
+                # A running broker deletes the producer snapshots of segments it rolled past or removed
+                report.findings.append(removed_file(snap))
     for path in side_files(part):
-        report.findings += dump_checks(path)
+        found = dump_checks(path)
+        if part.live and not path.exists():  # e.g. the .txnindex of a segment the cleaner replaced
+            found = [removed_file(path)]
+        report.findings += found
     if part.leader_epoch_checkpoint is not None:
         epochs = leader_epoch_findings(part.leader_epoch_checkpoint, report.log_end_offset)
         if part.live:
@@ -123,7 +133,16 @@ def advise_repair(report: PartitionReport) -> None:
     (recovery.plan_from_report): repairable only when truncate repairs it without --force."""
     from kafka_tools.log.recovery import plan_from_report
 
-    plan = plan_from_report(report)
+    part = report.partition
+    for attempt in range(3):
+        try:
+            plan = plan_from_report(report)
+            break
+        except FileNotFoundError:
+            if not part.live or attempt == 2:
+                raise
+            # the plan reads the producer snapshots, which a running broker removes as it rolls
+            part.snapshots = [s for s in part.snapshots if s.exists()]
     report.advice = plan.advice
     left = {id(f) for f in plan.unrepairable}
     for f in report.all_findings():

@@ -22,6 +22,10 @@ class _Admin:
     def __init__(self, errors: list[int]) -> None:
         self.errors, self.calls = list(errors), 0
 
+    def poll(self, timeout: float = 0) -> int:
+        """No callbacks waiting (a real client serves librdkafka's error_cb here)."""
+        return 0
+
     def _answer(self, group: str, result) -> dict:
         self.calls += 1
         future: Future = Future()

@@ -298,6 +298,9 @@ def test_offset_commit_key_v0_and_v1() -> None:
         assert rec.is_tombstone and rec.value is None
 
 
+ZERO_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID
+
+
 @pytest.mark.parametrize(
     ("version", "body", "expected"),
     [
@@ -316,7 +319,18 @@ def test_offset_commit_key_v0_and_v1() -> None:
         (
             4,
             i64(45) + i32(6) + cs("flex") + i64(1003) + tags((3, b"\x01\x02"), (9, b"")),
-            {"offset": 45, "leaderEpoch": 6, "metadata": "flex", "commitTimestamp": 1003},
+            {"offset": 45, "leaderEpoch": 6, "metadata": "flex", "commitTimestamp": 1003, "topicId": ZERO_ID},
+        ),
+        (  # as a Kafka 4.4.0 broker writes it: the topic's id in tag 0
+            4,
+            i64(1) + i32(-1) + cs("") + i64(1003) + tags((0, uuid.UUID(int=7).bytes)),
+            {
+                "offset": 1,
+                "leaderEpoch": -1,
+                "metadata": "",
+                "commitTimestamp": 1003,
+                "topicId": "AAAAAAAAAAAAAAAAAAAABw",
+            },
         ),
     ],
 )
@@ -527,6 +541,25 @@ def test_consumer_group_records() -> None:
         "sessionTimeoutMs": 45000,
         "supportedProtocols": [{"name": "range", "metadata": SUB}],
     }
+
+    # A tagged nullable struct says null in an unsigned varint 0: the bytes a Kafka 4.4.0 broker wrote
+    # for a KIP-848 member (librdkafka's `group.protocol=consumer`), 36 bytes, tag 0 of size 1.
+    value = (
+        i16(0)
+        + cs(None)
+        + cs(None)
+        + cs("rdkafka")
+        + cs("/127.0.0.1")
+        + carr([cs("g")])
+        + cs("")
+        + i32(300000)
+        + cs(None)
+        + tags((0, b"\x00"))
+    )
+    assert len(value) == 36
+    rec = decode_consumer_offsets(key, value)
+    assert rec.error is None, rec.error
+    assert rec.value["classicMemberMetadata"] is None and rec.value["clientId"] == "rdkafka"
 
     raw, text = _uuid_bytes(0x1234)
     tp = raw + carr([i32(0), i32(1)])

@@ -1,0 +1,92 @@
+"""`ktool validate` on a running 3.9 / 4.x broker's log dir while idempotent and transactional producers
+write at full speed into short segments (retention and compaction running): no finding but in-flight
+ones, no traceback, no signal; the same as `tests/log/test_live_broker.py` shows for 0.9."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+from tests.support.modern import create_topic
+
+
+def _writers(bootstrap: str, topics: list[str], stop: threading.Event) -> list[threading.Thread]:
+    from confluent_kafka import Producer
+
+    def idempotent() -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "linger.ms": 2,
+                "compression.type": "lz4",
+            }
+        )
+        i = 0
+        while not stop.is_set():
+            producer.produce(topics[i % 2], b"v" * 200, f"k{i % 50}".encode())
+            producer.poll(0)
+            i += 1
+            if i % 500 == 0:
+                producer.flush(10)
+        producer.flush(30)
+
+    def transactional() -> None:
+        producer = Producer(
+            {"bootstrap.servers": bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:6]}"}
+        )
+        producer.init_transactions(60)
+        n = 0
+        while not stop.is_set():
+            producer.begin_transaction()
+            for i in range(50):
+                producer.produce(topics[0], b"t" * 100, f"t{i}".encode())
+            producer.flush(30)
+            (producer.commit_transaction if n % 3 else producer.abort_transaction)(60)
+            n += 1
+
+    return [threading.Thread(target=f, daemon=True) for f in (idempotent, transactional)]
+
+
+def test_validate_under_load_has_no_false_alarm(modern_kafka):
+    suffix = uuid.uuid4().hex[:8]
+    topics = [f"live-compact-{suffix}", f"live-delete-{suffix}"]
+    short = {
+        "segment.bytes": 1 << 20,
+        "segment.ms": 2000,
+        "min.cleanable.dirty.ratio": 0.01,
+        "delete.retention.ms": 100,
+        "min.compaction.lag.ms": 0,
+    }
+    create_topic(modern_kafka, topics[0], partitions=2, config={**short, "cleanup.policy": "compact"})
+    create_topic(modern_kafka, topics[1], partitions=2, config={**short, "retention.ms": 4000})
+    stop = threading.Event()
+    threads = _writers(modern_kafka.bootstrap, topics, stop)
+    for t in threads:
+        t.start()
+    log_dir = str(modern_kafka.brokers[0].log_dir)
+    runs, deadline = 0, time.monotonic() + 20
+    try:
+        while runs < 3 or time.monotonic() < deadline:  # 3 runs at least, however slow the machine
+            proc = subprocess.run(
+                [sys.executable, "-m", "kafka_tools", "validate", "--json", log_dir],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            runs += 1
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+            assert "Traceback" not in proc.stderr
+            findings = [json.loads(line) for line in proc.stdout.splitlines() if '"finding"' in line]
+            alarms = [f for f in findings if f.get("severity") not in ("info", "warning")]
+            assert alarms == [], alarms[:3]
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=90)
+    segments = list((modern_kafka.brokers[0].log_dir / f"{topics[0]}-0").glob("*.log"))
+    assert len(segments) >= 2, "the segments did not roll: the load was too light to mean anything"

@@ -1,0 +1,587 @@
+"""Real modern Kafka (3.9, 4.x) on 127.0.0.1: the jars from Maven Central, brokers started with ``java -cp``.
+
+Plain classes and functions, wrapped in session fixtures by tests/conftest.py:
+
+* :func:`kafka_libs` fetches a release's jars once (``mvn dependency:copy-dependencies`` on
+  ``tests/support/kafka_modern/pom.xml``) into ``$KTOOL_CACHE/kafka-<version>/libs``; a second run
+  fetches nothing. Concurrent callers are serialised by a lock file, the directory moved into place
+  whole, so a half-fetched cache is never used. ``$KTOOL_MAVEN_ARGS`` adds Maven options (a mirror's
+  settings, ``-o`` offline).
+* :class:`ModernCluster` starts KRaft (one combined controller+broker, or one controller and N
+  brokers; the storage formatted first with ``StorageTool``) or, for 3.9, ZooKeeper mode against a
+  given ZooKeeper. Free ports, 127.0.0.1 only; ready when every broker answers a Metadata request;
+  ``stop()`` stops and reaps every process. Each node writes its own log to ``<node>/server.log``.
+* :func:`run_tool` runs one of Kafka's own tools (the oracles) from the same jars, by a short name
+  mapped to the class that release keeps it in.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.support.servers import ServerError, _stop_process, _tail, cache_dir, free_port
+
+POM = Path(__file__).with_name("kafka_modern") / "pom.xml"
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Release:
+    """One Kafka release the suite runs, and where that release keeps each tool."""
+
+    version: str
+    tools: Mapping[str, str]
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".", 1)[0])
+
+    @property
+    def profile(self) -> str:
+        """The pom's profile: the logging backend that release ships (log4j2 from 4.0, reload4j before)."""
+        return "kafka4" if self.major >= 4 else "kafka3"
+
+    @property
+    def artifact(self) -> str:
+        return f"org.apache.kafka:kafka_2.13:{self.version}"
+
+
+_COMMON_TOOLS = {
+    "StorageTool": "kafka.tools.StorageTool",
+    "GetOffsetShell": "org.apache.kafka.tools.GetOffsetShell",
+    "TransactionsCommand": "org.apache.kafka.tools.TransactionsCommand",
+    "ConsumerGroupCommand": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "LogDirsCommand": "org.apache.kafka.tools.LogDirsCommand",
+    "LeaderElectionCommand": "org.apache.kafka.tools.LeaderElectionCommand",
+}
+KAFKA_4 = Release("4.4.0", {**_COMMON_TOOLS, "DumpLogSegments": "org.apache.kafka.tools.DumpLogSegments"})
+KAFKA_3 = Release(
+    "3.9.2",
+    {
+        **_COMMON_TOOLS,
+        "DumpLogSegments": "kafka.tools.DumpLogSegments",
+        "MetadataShell": "org.apache.kafka.shell.MetadataShell",
+    },
+)
+RELEASES = {release.version: release for release in (KAFKA_4, KAFKA_3)}
+
+
+class FetchError(ServerError):
+    """A release's jars could not be fetched (no network, no Maven, an unknown version)."""
+
+
+# --------------------------------------------------------------------------- the jars
+
+
+def _complete(libs: Path, release: Release) -> bool:
+    return (libs / f"kafka_2.13-{release.version}.jar").is_file() and (libs / ".complete").is_file()
+
+
+def kafka_libs(release: Release) -> Path:
+    """The directory of every jar ``release`` needs, fetched with Maven the first time."""
+    home = cache_dir() / f"kafka-{release.version}"
+    libs = home / "libs"
+    if _complete(libs, release):
+        return libs
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".fetch.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _complete(libs, release):
+            return libs
+        if shutil.which("mvn") is None:
+            raise FetchError(f"{release.artifact}: mvn is not installed (apt-get install maven)")
+        work = Path(tempfile.mkdtemp(prefix=".libs-", dir=home))
+        try:
+            cmd = [
+                "mvn",
+                "-q",
+                "-B",
+                "-Dstyle.color=never",
+                *shlex.split(os.environ.get("KTOOL_MAVEN_ARGS", "")),
+                "-f",
+                str(POM),
+                f"-Dkafka.version={release.version}",
+                f"-P{release.profile}",
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={work}",
+            ]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=home)
+            if proc.returncode != 0 or not (work / f"kafka_2.13-{release.version}.jar").is_file():
+                errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "[ERROR]" in line]
+                reason = errors[0].replace("[ERROR] ", "") if errors else f"mvn exited {proc.returncode}"
+                reason = re.sub(r"\x1b\[[0-9;]*m", "", reason)
+                raise FetchError(f"{release.artifact} could not be fetched with Maven: {reason[:300]}")
+            (work / ".complete").write_text(release.version + "\n")
+            if libs.exists():  # a broken earlier attempt
+                shutil.rmtree(libs)
+            os.replace(work, libs)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return libs
+
+
+def classpath(release: Release) -> str:
+    return str(kafka_libs(release) / "*")
+
+
+_TOOL_LOG4J2 = """\
+status = error
+appender.err.type = Console
+appender.err.name = ERR
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.err.ref = ERR
+"""
+_TOOL_LOG4J = """\
+log4j.rootLogger=WARN, err
+log4j.appender.err=org.apache.log4j.ConsoleAppender
+log4j.appender.err.Target=System.err
+log4j.appender.err.layout=org.apache.log4j.PatternLayout
+log4j.appender.err.layout.ConversionPattern=%p %m (%c)%n
+"""
+_SERVER_LOG4J2 = """\
+status = error
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+_SERVER_LOG4J = """\
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File={log}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.zookeeper=WARN
+"""
+
+
+def _logging_options(release: Release, config: Path) -> list[str]:
+    if release.major >= 4:
+        return [f"-Dlog4j2.configurationFile={config}"]
+    return [f"-Dlog4j.configuration=file:{config}"]
+
+
+def _tool_logging(release: Release) -> list[str]:
+    """Tools log warnings to stderr only, so their stdout is the data a test parses."""
+    config = cache_dir() / f"kafka-{release.version}" / "tools-logging.properties"
+    text = _TOOL_LOG4J2 if release.major >= 4 else _TOOL_LOG4J
+    if not config.is_file() or config.read_text() != text:
+        tmp = config.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, config)
+    return _logging_options(release, config)
+
+
+def java_command(
+    release: Release, main: str, args: Sequence[str], *, heap: str = "-Xmx256m", options: Sequence[str] = ()
+) -> list[str]:
+    return [
+        "java",
+        heap,
+        "-Djava.awt.headless=true",
+        "-Dfile.encoding=UTF-8",
+        "-Djava.net.preferIPv4Stack=true",
+        *options,
+        "-cp",
+        classpath(release),
+        main,
+        *args,
+    ]
+
+
+def run_tool(
+    release: Release, tool: str, args: Sequence[str], *, timeout: float = 300, check: bool = True
+) -> subprocess.CompletedProcess:
+    """Run Kafka's own ``tool`` (a key of ``release.tools``) from the release's jars; stdout is its data."""
+    main = release.tools.get(tool)
+    if main is None:
+        raise ServerError(f"Kafka {release.version} has no {tool} in the fetched jars")
+    cmd = java_command(
+        release, main, args, options=["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *_tool_logging(release)]
+    )
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if check and proc.returncode != 0:
+        raise ServerError(f"{tool} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def random_cluster_id() -> str:
+    """A cluster id as Kafka's ``Uuid.randomUuid()`` prints it (22 base64url characters, no leading '-')."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
+
+
+# --------------------------------------------------------------------------- processes
+
+
+@dataclass
+class Node:
+    """One Kafka process: its id, roles, directory (config, log dir, server.log) and ports."""
+
+    node_id: int
+    roles: str  # "broker,controller", "broker", "controller" or "zk-broker"
+    workdir: Path
+    port: int | None = None  # the PLAINTEXT (client) listener, None on a controller
+    controller_port: int | None = None
+    proc: subprocess.Popen | None = None
+    listener_ports: dict[str, int] = field(default_factory=dict)  # further listeners (SSL, SASL_SSL, …)
+
+    @property
+    def log_dir(self) -> Path:
+        return self.workdir / "data"
+
+    @property
+    def server_log(self) -> Path:
+        return self.workdir / "server.log"
+
+    @property
+    def config(self) -> Path:
+        return self.workdir / "server.properties"
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+
+BROKER_DEFAULTS: dict[str, str] = {
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "false",
+    "controlled.shutdown.enable": "true",
+}
+
+
+class ModernCluster:
+    """Real Kafka ``release`` on 127.0.0.1 in ``workdir``.
+
+    ``mode``: ``"combined"`` (one KRaft node, controller and broker), ``"split"`` (one KRaft controller
+    and ``brokers`` brokers) or ``"zookeeper"`` (3.x only: ``brokers`` brokers against ``zookeeper``, a
+    connect string with a chroot of its own). ``properties`` go into every broker's server.properties.
+    ``listeners`` adds listeners beside PLAINTEXT on every broker (name -> security protocol: their
+    ``listener.name.*`` settings go in ``properties``); ``format_args`` are given to KRaft's
+    ``StorageTool format`` (e.g. ``--add-scram``).
+    """
+
+    def __init__(
+        self,
+        release: Release,
+        mode: str,
+        workdir: Path,
+        *,
+        brokers: int = 1,
+        zookeeper: str | None = None,
+        properties: Mapping[str, object] | None = None,
+        listeners: Mapping[str, str] | None = None,
+        format_args: Sequence[str] = (),
+        startup_timeout: float = 120.0,
+    ) -> None:
+        if mode not in ("combined", "split", "zookeeper"):
+            raise ValueError(f"unknown mode {mode!r}")
+        if mode == "zookeeper" and (release.major >= 4 or not zookeeper):
+            raise ValueError("ZooKeeper mode needs Kafka 3.x and a ZooKeeper connect string")
+        self.release = release
+        self.mode = mode
+        self.workdir = Path(workdir)
+        self.zookeeper = zookeeper
+        self.properties = {k: str(v) for k, v in (properties or {}).items()}
+        self.startup_timeout = startup_timeout
+        self.listeners = dict(listeners or {})
+        self.format_args = list(format_args)
+        self.cluster_id = random_cluster_id()
+        self.nodes: list[Node] = []
+        if mode == "combined":
+            self.nodes.append(
+                Node(1, "broker,controller", self.workdir / "node-1", free_port(HOST), free_port(HOST))
+            )
+        elif mode == "split":
+            self.nodes.append(Node(100, "controller", self.workdir / "controller-100", None, free_port(HOST)))
+            self.nodes += [
+                Node(i, "broker", self.workdir / f"broker-{i}", free_port(HOST))
+                for i in range(1, brokers + 1)
+            ]
+        else:
+            self.nodes += [
+                Node(i, "zk-broker", self.workdir / f"broker-{i}", free_port(HOST)) for i in range(brokers)
+            ]
+        for node in self.brokers:
+            node.listener_ports = {name: free_port(HOST) for name in self.listeners}
+
+    # ----------------------------------------------------------------- addresses
+    @property
+    def brokers(self) -> list[Node]:
+        return [node for node in self.nodes if node.is_broker]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{HOST}:{node.port}" for node in self.brokers)
+
+    def bootstrap_of(self, listener: str) -> str:
+        """The bootstrap servers of one of the further ``listeners``."""
+        return ",".join(f"{HOST}:{node.listener_ports[listener]}" for node in self.brokers)
+
+    def broker(self, node_id: int) -> Node:
+        return next(node for node in self.brokers if node.node_id == node_id)
+
+    # ----------------------------------------------------------------- configuration
+    def _voters(self) -> str:
+        return ",".join(
+            f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes if "controller" in n.roles
+        )
+
+    def _server_properties(self, node: Node) -> dict[str, str]:
+        props: dict[str, str] = {"log.dirs": str(node.log_dir)}
+        client = [f"PLAINTEXT://{HOST}:{node.port}"] if node.is_broker else []
+        client += [f"{name}://{HOST}:{port}" for name, port in node.listener_ports.items()]
+        protocols = {"PLAINTEXT": "PLAINTEXT", **self.listeners}
+        if node.roles == "zk-broker":
+            props |= {
+                "broker.id": str(node.node_id),
+                "zookeeper.connect": self.zookeeper or "",
+                "listeners": ",".join(client),
+                "advertised.listeners": ",".join(client),
+                "zookeeper.connection.timeout.ms": "30000",
+            }
+        else:
+            listeners = list(client)
+            if node.is_broker:
+                props["advertised.listeners"] = ",".join(client)
+                props["inter.broker.listener.name"] = "PLAINTEXT"
+            if "controller" in node.roles:
+                listeners.append(f"CONTROLLER://{HOST}:{node.controller_port}")
+            protocols["CONTROLLER"] = "PLAINTEXT"
+            props |= {
+                "process.roles": node.roles,
+                "node.id": str(node.node_id),
+                "controller.quorum.voters": self._voters(),
+                "controller.listener.names": "CONTROLLER",
+                "listeners": ",".join(listeners),
+            }
+        props["listener.security.protocol.map"] = ",".join(f"{k}:{v}" for k, v in protocols.items())
+        if node.is_broker:
+            props = {**BROKER_DEFAULTS, **props, **self.properties}
+        return props
+
+    def _write_config(self, node: Node) -> None:
+        node.workdir.mkdir(parents=True, exist_ok=True)
+        props = self._server_properties(node)
+        node.config.write_text("".join(f"{key}={value}\n" for key, value in props.items()))
+        template = _SERVER_LOG4J2 if self.release.major >= 4 else _SERVER_LOG4J
+        (node.workdir / "log4j.properties").write_text(template.format(log=node.server_log))
+
+    def _format(self, node: Node) -> None:
+        if node.roles == "zk-broker" or (node.log_dir / "meta.properties").is_file():
+            return
+        run_tool(
+            self.release,
+            "StorageTool",
+            [
+                "format",
+                "-t",
+                self.cluster_id,
+                "-c",
+                str(node.config),
+                "--ignore-formatted",
+                *self.format_args,
+            ],
+            timeout=120,
+        )
+
+    # ----------------------------------------------------------------- life cycle
+    def start(self) -> ModernCluster:
+        try:
+            for node in self.nodes:
+                self._write_config(node)
+                self._format(node)
+            for node in self.nodes:
+                self.start_node(node, wait=False)
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start_node(self, node: Node, *, wait: bool = True) -> None:
+        """Start (or restart, on the same ports and log dir) one node."""
+        if node.proc is not None and node.proc.poll() is None:
+            raise ServerError(f"node {node.node_id} is already running")
+        cmd = java_command(
+            self.release,
+            "kafka.Kafka",
+            [str(node.config)],
+            heap="-Xmx512m",
+            options=["-XX:+UseSerialGC", *_logging_options(self.release, node.workdir / "log4j.properties")],
+        )
+        with open(node.workdir / "stdout.log", "ab") as out:
+            node.proc = subprocess.Popen(
+                cmd,
+                cwd=node.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        if wait:
+            self.wait_ready([node])
+
+    def wait_ready(self, nodes: Sequence[Node] | None = None) -> None:
+        """Until every broker of ``nodes`` answers a Metadata request naming all of them (the start-up
+        wait is on readiness, never a sleep); a process that exits first fails at once with its log."""
+        from confluent_kafka.admin import AdminClient
+
+        nodes = list(nodes or self.nodes)
+        want = {node.node_id for node in self.brokers}
+        deadline = time.monotonic() + self.startup_timeout
+        for node in nodes:
+            if not node.is_broker:
+                continue
+            admin = AdminClient(
+                {
+                    "bootstrap.servers": f"{HOST}:{node.port}",
+                    "socket.timeout.ms": 2000,
+                    "log_level": 0,
+                    "logger": _quiet,
+                }
+            )
+            while True:
+                self._check_alive()
+                try:
+                    seen = set(admin.list_topics(timeout=2).brokers)
+                except Exception:  # noqa: BLE001 - not answering yet
+                    seen = set()
+                if want <= seen:
+                    break
+                if time.monotonic() > deadline:
+                    raise ServerError(
+                        f"Kafka {self.release.version} node {node.node_id} not ready within "
+                        f"{self.startup_timeout}s (saw brokers {sorted(seen)}):\n{self.logs()}"
+                    )
+                time.sleep(0.2)
+
+    def _check_alive(self) -> None:
+        for node in self.nodes:
+            if node.proc is not None and node.proc.poll() is not None:
+                code = node.proc.returncode
+                node.proc = None
+                raise ServerError(
+                    f"Kafka {self.release.version} node {node.node_id} exited with {code}:\n"
+                    f"{self.logs([node])}"
+                )
+
+    def stop_node(self, node: Node, *, kill: bool = False, timeout: float = 60) -> None:
+        """SIGKILL (a crash) or SIGTERM (a clean shutdown, SIGKILL after ``timeout``), then reap."""
+        if node.proc is not None:
+            _stop_process(node.proc, signal.SIGKILL if kill else signal.SIGTERM, timeout)
+            node.proc = None
+
+    def stop(self) -> None:
+        """Brokers first, controllers last (a broker's controlled shutdown needs its controller)."""
+        for node in sorted(self.nodes, key=lambda n: "controller" in n.roles):
+            self.stop_node(node)
+
+    def logs(self, nodes: Sequence[Node] | None = None, lines: int = 60) -> str:
+        """The tail of each node's own log, for a failed test's report."""
+        parts = []
+        for node in nodes or self.nodes:
+            parts.append(
+                f"--- node {node.node_id} ({node.roles}) {node.server_log}\n{_tail(node.server_log, lines)}"
+            )
+            stdout = node.workdir / "stdout.log"
+            if stdout.is_file() and stdout.stat().st_size:
+                parts.append(f"--- node {node.node_id} stdout\n{_tail(stdout, 20)}")
+        return "\n".join(parts)
+
+    def __enter__(self) -> ModernCluster:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _quiet(*_args) -> None:
+    """librdkafka's log while a broker starts (connection refused) is noise."""
+
+
+def partition_dir(node: Node, topic: str, partition: int = 0) -> Path:
+    return node.log_dir / f"{topic}-{partition}"
+
+
+def create_topic(
+    cluster: ModernCluster,
+    topic: str,
+    *,
+    partitions: int = 1,
+    replication: int = 1,
+    config: Mapping[str, object] | None = None,
+    timeout: float = 60,
+) -> None:
+    """Create ``topic`` with the Admin API and wait until every partition has a leader."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    new = NewTopic(
+        topic,
+        num_partitions=partitions,
+        replication_factor=replication,
+        config={k: str(v) for k, v in (config or {}).items()},
+    )
+    admin.create_topics([new])[topic].result(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(topic, timeout=5).topics.get(topic)
+        if (
+            meta is not None
+            and meta.error is None
+            and len(meta.partitions) == partitions
+            and all(p.leader >= 0 for p in meta.partitions.values())
+        ):
+            return
+        time.sleep(0.1)
+    raise ServerError(f"topic {topic} has no leader within {timeout}s")
+
+
+def main() -> int:
+    """``python -m tests.support.modern``: fetch every release's jars now (tests/run.sh does, before pytest),
+    one line per release that cannot be fetched; exit 1 then."""
+    failed = 0
+    for release in RELEASES.values():
+        try:
+            print(f"Kafka {release.version}: {kafka_libs(release)}")
+        except ServerError as exc:
+            print(f"tests/support/modern: {exc}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
