@@ -124,12 +124,9 @@ def _kafka_table(env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
 
 
 def _read_credentials(path: str) -> BrokerCredentials:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise InputError(f"cannot read broker auth file {path}: {reason}") from None
-    return parse_credentials(text, f"broker auth file {path}")
+    from kafka_tools.secret_files import read_secret_file
+
+    return parse_credentials(read_secret_file(path, "broker auth file"), f"broker auth file {path}")
 
 
 def security_from_options(env: Mapping[str, str] | None = None, **options: Any) -> BrokerSecurity | None:

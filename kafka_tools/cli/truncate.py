@@ -281,14 +281,7 @@ def _truncate(
                 check_links(plan, allow_links)
             except InputError as exc:
                 unreadable += 1
-                click.echo(f"ktool: {exc}", err=True)
-                if as_json:
-                    _say(
-                        out,
-                        True,
-                        {"type": "unreadable", **partition_fields(plan.partition.path), "reason": str(exc)},
-                        None,
-                    )
+                _say_unreadable(out, as_json, plan, exc)
             continue
         from kafka_tools.log.repair import MANIFEST, apply_plan
 
@@ -297,14 +290,7 @@ def _truncate(
             backup = apply_plan(plan, backup_dir, allow_links)
         except InputError as exc:  # a link, a full backup disk: nothing of this partition changed
             unreadable += 1
-            click.echo(f"ktool: {exc}", err=True)
-            if as_json:
-                _say(
-                    out,
-                    True,
-                    {"type": "unreadable", **partition_fields(plan.partition.path), "reason": str(exc)},
-                    None,
-                )
+            _say_unreadable(out, as_json, plan, exc)
             continue
         applied += 1
         text = (
@@ -361,6 +347,14 @@ def _finish_interrupted(
     if start is not None:
         start = next((s for s in fresh.segments if s.log.name == start.log.name), None)
     return fresh, start
+
+
+def _say_unreadable(out, as_json: bool, plan: RecoveryPlan, exc: InputError) -> None:
+    """A partition the run cannot change (a link, a full backup disk): one line, and its JSON object."""
+    click.echo(f"ktool: {exc}", err=True)
+    if as_json:
+        obj = {"type": "unreadable", **partition_fields(plan.partition.path), "reason": str(exc)}
+        _say(out, True, obj, None)
 
 
 def _say_interrupted(part: Partition, backup_dir: Path) -> bool:

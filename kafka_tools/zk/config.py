@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_tools.errors import InputError, UsageError
+from kafka_tools.secret_files import read_secret_file
 
 DEFAULT_PORT = 2181
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -122,21 +123,12 @@ def parse_auth(text: str, source: str) -> ZkAuth:
 
 
 def read_auth_file(path: str | os.PathLike) -> ZkAuth:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise InputError(f"cannot read ZooKeeper auth file {path}: {reason}") from None
-    return parse_auth(text, f"ZooKeeper auth file {path}")
+    return parse_auth(read_secret_file(path, "ZooKeeper auth file"), f"ZooKeeper auth file {path}")
 
 
 def read_key_password(path: str | os.PathLike) -> str:
     """The first line of a file holding a TLS key's password (never echoed, nor on a command line)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise InputError(f"cannot read ZooKeeper TLS key password file {path}: {reason}") from None
+    text = read_secret_file(path, "ZooKeeper TLS key password file")
     password = text.splitlines()[0] if text else ""
     if not password:
         raise InputError(f"ZooKeeper TLS key password file {path}: its first line is empty")
