@@ -28,6 +28,7 @@ class DumpOptions(SharedMethods):
     transaction_decoder: bool | None = None  # None: on for files under __transaction_state-N
     # None: on for files under __cluster_metadata-N and for KRaft `.checkpoint` snapshots
     cluster_metadata_decoder: bool | None = None
+    remote_log_metadata_decoder: bool | None = None  # None: on for files under __remote_log_metadata-N
     max_bytes: int | None = None
     skip_record_metadata: bool = False
     from_offset: int | None = None
@@ -52,6 +53,7 @@ class DumpOptions(SharedMethods):
         index_sanity: bool = True,
         message_runs: bool = False,
         record_lines: bool = False,
+        remote_log_metadata_decoder: bool | None = None,
     ) -> None:
         self.deep_iteration = deep_iteration
         self.print_data_log = print_data_log
@@ -65,6 +67,7 @@ class DumpOptions(SharedMethods):
         self.index_sanity = index_sanity
         self.message_runs = message_runs
         self.record_lines = record_lines
+        self.remote_log_metadata_decoder = remote_log_metadata_decoder
 
     @property
     def deep(self) -> bool:
