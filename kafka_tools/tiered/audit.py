@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_tools.errors import InputError
 from kafka_tools.format.checkpoints import (
     CheckpointError,
     read_leader_epoch_checkpoint,
@@ -183,6 +184,8 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
     bases = sorted(int(n[:-4]) for n in os.listdir(path) if n.endswith(".log") and n[:-4].isdigit())
     for base in bases:
         log = path / f"{base:020d}.log"
+        if not log.is_file():  # a FIFO would block the read: one line, exit 3
+            raise InputError(f"{log}: not a regular file (a segment of {path.name} cannot be read)")
         for entry in iter_log_entries(log):
             if isinstance(entry, Problem):
                 findings.append(
