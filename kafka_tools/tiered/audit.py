@@ -144,6 +144,12 @@ def audit(
     for key in sorted(set(replay.partitions) | set(stored)):
         part = replay.partitions.get(key)
         store_part = stored.get(key)
+        if part is None and metadata_partition(key[0], key[1], metadata_partitions) not in metadata_dirs:
+            # its events are in a metadata partition these log dirs do not hold: nothing to compare with
+            warnings.append(
+                f"{store_part.path}: its __remote_log_metadata partition is not in the log dirs given"
+            )
+            continue
         topic = part.topic if part is not None else store_part.topic  # type: ignore[union-attr]
         pa = PartitionAudit(topic, key[1], key[0], part, local.get(key, []), store_part)
         if not pa.local and by_name.get((topic, key[1])):  # no partition.metadata: matched by name

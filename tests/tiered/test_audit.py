@@ -233,3 +233,13 @@ def test_a_missing_log_dir_or_store_is_exit_3(tmp_path, cluster):
     assert result.exit_code == 3 and "nope: no such file or directory" in result.stderr
     result = run_ktool("tiered", "audit", str(cluster.log_dir), "--remote-dir", str(tmp_path / "nostore"))
     assert result.exit_code == 3 and "nostore" in result.stderr and "Traceback" not in result.output
+
+
+def test_a_store_partition_whose_metadata_is_elsewhere_is_not_judged(cluster, tmp_path):
+    other = kafka_uuid(500)
+    write_store(cluster.store, "payments", 0, other, {kafka_uuid(501): (0, 10)})
+    if metadata_partition(other, 0) == cluster.number:
+        pytest.skip("same metadata partition by chance")
+    assert cluster.findings() == []
+    result = run_ktool("tiered", "audit", str(cluster.log_dir), "--remote-dir", str(cluster.store))
+    assert "payments-0-" in result.stderr and "not in the log dirs given" in result.stderr
