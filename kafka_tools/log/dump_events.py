@@ -46,6 +46,7 @@ class DumpOptions(SharedMethods):
         offsets_decoder: bool | None = None,
         transaction_decoder: bool | None = None,
         cluster_metadata_decoder: bool | None = None,
+        remote_log_metadata_decoder: bool | None = None,
         max_bytes: int | None = None,
         skip_record_metadata: bool = False,
         from_offset: int | None = None,
@@ -53,13 +54,13 @@ class DumpOptions(SharedMethods):
         index_sanity: bool = True,
         message_runs: bool = False,
         record_lines: bool = False,
-        remote_log_metadata_decoder: bool | None = None,
     ) -> None:
         self.deep_iteration = deep_iteration
         self.print_data_log = print_data_log
         self.offsets_decoder = offsets_decoder
         self.transaction_decoder = transaction_decoder
         self.cluster_metadata_decoder = cluster_metadata_decoder
+        self.remote_log_metadata_decoder = remote_log_metadata_decoder
         self.max_bytes = max_bytes
         self.skip_record_metadata = skip_record_metadata
         self.from_offset = from_offset
@@ -67,7 +68,6 @@ class DumpOptions(SharedMethods):
         self.index_sanity = index_sanity
         self.message_runs = message_runs
         self.record_lines = record_lines
-        self.remote_log_metadata_decoder = remote_log_metadata_decoder
 
     @property
     def deep(self) -> bool:
