@@ -24,8 +24,9 @@ ALLOWED: dict[str, set[str]] = {
     "consumers": {"zk", "broker", "format"},
     "metadata": {"log", "format"},  # the KRaft image; nothing below it imports it
     "pipeline": {"log", "format"},
-    "render": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker"},
-    "cli": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker", "render"},
+    "tiered": {"log", "format"},  # __remote_log_metadata replayed, checked against the partitions' logs
+    "render": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker", "tiered"},
+    "cli": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker", "render", "tiered"},
     "__main__": {"cli"},
 }
 THIRD_PARTY_KEPT_OUT = {
@@ -36,6 +37,7 @@ THIRD_PARTY_KEPT_OUT = {
     "zk": {"click", "rich", "pyspark"},
     "broker": {"click", "rich", "pyspark"},
     "pipeline": {"click", "rich"},
+    "tiered": {"click", "rich", "pyspark"},
 }
 
 

@@ -51,6 +51,12 @@ from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
     "[default: on under __cluster_metadata-N and for .checkpoint snapshots, with --deep-iteration].",
 )
 @click.option(
+    "--remote-log-metadata-decoder/--no-remote-log-metadata-decoder",
+    default=None,
+    help="Decode records as tiered storage's __remote_log_metadata values (implies --print-data-log) "
+    "[default: on under __remote_log_metadata-N, with --deep-iteration].",
+)
+@click.option(
     "--max-bytes", type=click.IntRange(min=0), help="Read at most this many bytes of each log file."
 )
 @click.option(
@@ -84,6 +90,7 @@ def dump_log(
     offsets_decoder: bool | None,
     transaction_log_decoder: bool | None,
     cluster_metadata_decoder: bool | None,
+    remote_log_metadata_decoder: bool | None,
     max_bytes: int | None,
     skip_record_metadata: bool,
     key_decoder: str,
@@ -100,9 +107,11 @@ def dump_log(
     an `.index`, `.timeindex` or `.txnindex`, a producer `.snapshot`, a checkpoint file,
     `meta.properties` or `partition.metadata`, a KRaft `quorum-state` or `.checkpoint` snapshot.
     Records under `__cluster_metadata-N` and in snapshots are decoded as KRaft metadata and control
-    records with --deep-iteration (each as `payload: {"type", "version", "data"}`). Problems (bad
-    CRC, cut or garbage tails, undecodable payloads) are reported on stderr with their byte position
-    (in --json: as `problem` objects), after everything that could be decoded has been printed.
+    records with --deep-iteration (each as `payload: {"type", "version", "data"}`), those under
+    `__remote_log_metadata-N` as tiered storage's segment and partition-delete records (with their
+    `state` named). Problems (bad CRC, cut or garbage tails, undecodable payloads) are reported on
+    stderr with their byte position (in --json: as `problem` objects), after everything that could be
+    decoded has been printed.
 
     \b
     Exit status:
@@ -123,8 +132,9 @@ def dump_log(
     options = DumpOptions(
         deep_iteration=deep_iteration,
         # as in Kafka's DumpLogSegments, asking for the metadata decoder asks to print the data
-        print_data_log=print_data_log or bool(cluster_metadata_decoder),
+        print_data_log=print_data_log or bool(cluster_metadata_decoder or remote_log_metadata_decoder),
         cluster_metadata_decoder=cluster_metadata_decoder,
+        remote_log_metadata_decoder=remote_log_metadata_decoder,
         offsets_decoder=offsets_decoder,
         transaction_decoder=transaction_log_decoder,
         max_bytes=max_bytes,

@@ -55,6 +55,7 @@ MATRIX: dict[str, dict[str, int | None]] = {
     "offsets import": _row(0, 1, 3, 3, 3, 3, 3, _),
     "scan": _row(0, 1, 3, 3, 3, _, 3, 3),
     "replicas diff": _row(0, 1, 3, 3, 3, _, _, _),
+    "tiered audit": _row(0, 1, 3, 3, 3, _, _, _),
     "man": _row(0, _, _, _, _, 3, _, _),
     "completion": _row(0, _, _, _, _, _, _, _),
 }

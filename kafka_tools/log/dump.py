@@ -132,11 +132,39 @@ def _decoded_metadata(event: EntryEvent, end: FileEnd) -> tuple[list[dict], list
     return decoded, problems
 
 
+def _decoded_remote(event: EntryEvent) -> tuple[list[dict], list[Problem]]:
+    """Each `__remote_log_metadata` record decoded; an undecodable one is a problem (the others shown)."""
+    from kafka_tools.log.internal_records import decode_remote_log_metadata
+
+    entry = event.entry
+    assert isinstance(entry, RecordBatch)
+    decoded: list[dict] = []
+    problems: list[Problem] = []
+    for r in event.records or []:
+        obj, error = decode_remote_log_metadata(r.value)
+        decoded.append({"metadata": obj})
+        if error is not None:
+            problems.append(
+                Problem(
+                    entry.position,
+                    ProblemKind.METADATA_RECORD_UNDECODABLE,
+                    f"remote log metadata record at offset {r.offset}: byte {error.position} of its value: "
+                    f"{error.message}",
+                    r.offset,
+                )
+            )
+    return decoded, problems
+
+
 def _internal_mode(p: Path, options: DumpOptions, kind: FileKind | None = None) -> str | None:
     where = partition_of(p)
     topic = where[0] if where else None
     if options.cluster_metadata_decoder:  # asked for: before the other decoders' automatic choice
         return "metadata"
+    if options.remote_log_metadata_decoder or (
+        options.remote_log_metadata_decoder is None and topic == "__remote_log_metadata"
+    ):
+        return "remote"
     if (
         options.cluster_metadata_decoder is None
         and not (options.offsets_decoder or options.transaction_decoder)
@@ -232,6 +260,10 @@ def _dump_log(
                 if internal == "metadata":
                     if isinstance(entry, RecordBatch):  # KRaft writes v2 batches only: v0/v1 stay as they are
                         event.decoded, found_problems = _decoded_metadata(event, end)
+                        problems += found_problems
+                elif internal == "remote":
+                    if isinstance(entry, RecordBatch) and not entry.is_control:
+                        event.decoded, found_problems = _decoded_remote(event)
                         problems += found_problems
                 elif internal is not None:
                     event.decoded = _decoded(internal, event)

@@ -29,6 +29,7 @@ class DumpOptions(SharedMethods):
     transaction_decoder: bool | None = None  # None: on for files under __transaction_state-N
     # None: on for files under __cluster_metadata-N and for KRaft `.checkpoint` snapshots
     cluster_metadata_decoder: bool | None = None
+    remote_log_metadata_decoder: bool | None = None  # None: on for files under __remote_log_metadata-N
     max_bytes: int | None = None
     skip_record_metadata: bool = False
     from_offset: int | None = None
@@ -46,6 +47,7 @@ class DumpOptions(SharedMethods):
         offsets_decoder: bool | None = None,
         transaction_decoder: bool | None = None,
         cluster_metadata_decoder: bool | None = None,
+        remote_log_metadata_decoder: bool | None = None,
         max_bytes: int | None = None,
         skip_record_metadata: bool = False,
         from_offset: int | None = None,
@@ -59,6 +61,7 @@ class DumpOptions(SharedMethods):
         self.offsets_decoder = offsets_decoder
         self.transaction_decoder = transaction_decoder
         self.cluster_metadata_decoder = cluster_metadata_decoder
+        self.remote_log_metadata_decoder = remote_log_metadata_decoder
         self.max_bytes = max_bytes
         self.skip_record_metadata = skip_record_metadata
         self.from_offset = from_offset

@@ -88,6 +88,25 @@ def decode_cluster_metadata(
     )
 
 
+def decode_remote_log_metadata(value: bytes | None) -> tuple[dict, MetadataDecodeError | None]:
+    """A `__remote_log_metadata` record shaped as a KRaft one (`{"type", "version", "state", "data"}`;
+    `state` names the segment or partition-delete state id): the same renderers print both. An unknown
+    apiKey or version keeps its raw value (hex); a record that does not match its schema gives the error."""
+    from kafka_tools.format.remote_log_metadata import decode_remote_log_metadata as decode
+
+    try:
+        record = decode(value)
+    except MetadataDecodeError as exc:
+        raw = None if value is None else bytes(value).hex()
+        return {"type": "UNDECODABLE", "error": exc.message, "position": exc.position, "raw": raw}, exc
+    head = {"type": kafka_type_name(record.type_name), "version": record.version}
+    if not record.known:
+        return {**head, "apiKey": record.api_key, "unknown": True, "raw": record.raw.hex()}, None
+    if record.state_name is not None:
+        head["state"] = record.state_name
+    return {**head, "data": to_jsonable(record.fields)}, None
+
+
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 

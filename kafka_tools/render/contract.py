@@ -659,6 +659,29 @@ REPLICAS_KINDS = [
     ),
 ]  # fmt: skip
 
+TIERED_KINDS = [
+    _kind(
+        "partition",
+        "A user partition's remote state, replayed from __remote_log_metadata.",
+        topic="str", partition="int", topicId="str", copyStarted="int", copyFinished="int",
+        deleteStarted="int", deletedSegments="int", remoteStart="int|null", remoteEnd="int|null",
+        remoteBytes="int", localStart="int|null", deleteState="str|null", events="int",
+        storedSegments="int|null", findings="int",
+    ),
+    _kind(
+        "finding",
+        "Something wrong with a partition's remote segments (kind: illegal-transition, copy-not-finished, "
+        "gap, overlap, epoch-lineage, missing-in-store, leaked-files, ...).",
+        kind="str", severity="str", topic="str|null", partition="int|null", segmentId="str|null",
+        startOffset="int|null", endOffset="int|null", where="str|null", message="str",
+    ),
+    _kind(
+        "summary",
+        "Partitions audited, records replayed, findings.",
+        partitions="int", metadataPartitions="int", records="int", findings="int", errors="int",
+    ),
+]  # fmt: skip
+
 COMMAND_KINDS: dict[str, list[Kind]] = {
     "dump-log": [
         BATCH,
@@ -696,6 +719,7 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
     "offsets import": MOVE_KINDS,
     "scan": SCAN_KINDS,
     "replicas diff": REPLICAS_KINDS,
+    "tiered audit": TIERED_KINDS,
 }
 
 

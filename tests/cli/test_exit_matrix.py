@@ -45,6 +45,30 @@ def _fifo_partition(p: Place) -> Path:
     return part
 
 
+def _tiered(p: Place, stuck: bool = False, fifo: bool = False) -> Path:
+    """A log dir with __remote_log_metadata: a finished copy, and a copy stopped an hour ago when `stuck`;
+    its metadata segment a FIFO when `fifo`."""
+    import time
+
+    from kafka_tools.format.remote_log_partitioner import metadata_partition
+    from tests.support.tiered import Metadata, kafka_uuid, write_metadata
+
+    root = p.tmp / f"tiered-{stuck}-{fifo}"
+    if fifo:
+        part = root / "__remote_log_metadata-0"
+        part.mkdir(parents=True, exist_ok=True)
+        if not (part / "00000000000000000000.log").exists():
+            os.mkfifo(part / "00000000000000000000.log")
+        return root
+    meta = Metadata("orders", kafka_uuid(1))
+    now = int(time.time() * 1000) - 3_600_000
+    meta.copied(kafka_uuid(2), 0, 9, now)
+    if stuck:
+        meta.add(kafka_uuid(3), 10, 19, now)
+    write_metadata(root, metadata_partition(meta.topic_id, 0), meta.values)
+    return root
+
+
 def _corrupt_copy(p: Place, name: str = "v2-trailing-garbage-0") -> Path:
     return p.copy(GENERATED / "corrupt" / name, f"logs-{name}/{name}")
 
@@ -150,6 +174,13 @@ OFFLINE: dict[tuple[str, str], Cell] = {
             str(_fifo_partition(p)),
         ]
     ),
+    ("tiered audit", "clean"): Cell(lambda p: ["tiered", "audit", str(_tiered(p, stuck=False))]),
+    ("tiered audit", "findings"): Cell(lambda p: ["tiered", "audit", str(_tiered(p, stuck=True))]),
+    ("tiered audit", "missing"): Cell(lambda p: ["tiered", "audit", NOWHERE]),
+    ("tiered audit", "wrong-kind"): Cell(
+        lambda p: ["tiered", "audit", str(_tiered(p, stuck=False)), "--remote-dir", str(V2_LOG)]
+    ),
+    ("tiered audit", "unreadable"): Cell(lambda p: ["tiered", "audit", str(_tiered(p, fifo=True))]),
     ("read", "clean"): Cell(lambda p: ["read", "--earliest", str(V2 / "none-0")]),
     ("read", "findings"): Cell(lambda p: ["read", "--offset", "99999", str(V2 / "none-0")]),
     ("read", "missing"): Cell(lambda p: ["read", "--earliest", NOWHERE + "-0"]),

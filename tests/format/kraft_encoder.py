@@ -11,6 +11,7 @@ import json
 import random
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -51,10 +52,10 @@ class Schema:
     common: dict[str, list[dict]]
 
 
-def load_schemas() -> dict[str, Schema]:
+def load_schemas(directory: Path = SCHEMA_DIR) -> dict[str, Schema]:
     """Every schema file, by message name."""
     out = {}
-    for path in sorted(SCHEMA_DIR.glob("*.json")):
+    for path in sorted(directory.glob("*.json")):
         text = "\n".join(ln for ln in path.read_text().splitlines() if not ln.strip().startswith("//"))
         raw = json.loads(text)
         valid = str(raw["validVersions"])

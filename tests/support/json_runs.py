@@ -88,6 +88,22 @@ def _several(command: str) -> Callable[[Place], list[str]]:
     return build
 
 
+def _tiered_audit(p: Place) -> list[str]:
+    """A tiered partition with a finished copy, a copy stopped an hour ago and its leaked files."""
+    import time
+
+    from kafka_tools.format.remote_log_partitioner import metadata_partition
+    from tests.support.tiered import Metadata, kafka_uuid, write_metadata, write_store
+
+    now = int(time.time() * 1000) - 3_600_000
+    meta = Metadata("orders", kafka_uuid(1))
+    meta.copied(kafka_uuid(2), 0, 9, now, size=10)
+    meta.add(kafka_uuid(3), 10, 19, now)
+    write_metadata(p.tmp / "tiered", metadata_partition(meta.topic_id, 0), meta.values)
+    write_store(p.tmp / "store", "orders", 0, meta.topic_id, {kafka_uuid(2): (0, 10), kafka_uuid(3): (10, 5)})
+    return ["tiered", "audit", "--json", str(p.tmp / "tiered"), "--remote-dir", str(p.tmp / "store")]
+
+
 OFFLINE_RUNS: list[Run] = [
     ("dump-log", lambda p: ["dump-log", "--json", _log("v2", "none-0")]),
     ("dump-log", lambda p: ["dump-log", "--json", "--deep", "--print-data-log", _log("v2", "gzip-0")]),
@@ -150,6 +166,7 @@ OFFLINE_RUNS: list[Run] = [
         ],
     ),  # fmt: skip
     ("validate", lambda p: ["validate", "--json", "--deep", str(GENERATED / "corrupt"), str(KAFKA09)]),
+    ("tiered audit", _tiered_audit),
     ("truncate", lambda p: ["truncate", "--json", "--dry-run", str(GENERATED / "corrupt")]),
     ("truncate", _applied_truncate),
     ("truncate", _undo_truncate),

@@ -1,0 +1,207 @@
+"""`__remote_log_metadata` events replayed into each user partition's remote segments, with the state
+transitions Kafka's `RemoteLogSegmentState` / `RemotePartitionDeleteState.isValidTransition` allow.
+
+Like Kafka's `RemoteLogMetadataCache`, a segment leaves the replay when its delete finishes: memory
+follows the live segments, not the records read (only counts are kept of the rest)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafka_tools.format.remote_log_metadata import (
+    PARTITION_DELETE_STATES,
+    SEGMENT_STATES,
+    RemoteLogMetadataRecord,
+)
+
+COPY_STARTED, COPY_FINISHED, DELETE_STARTED, DELETE_FINISHED = (SEGMENT_STATES[i] for i in range(4))
+MARKED, DELETE_PARTITION_STARTED, DELETE_PARTITION_FINISHED = (PARTITION_DELETE_STATES[i] for i in range(3))
+
+# RemoteLogSegmentState.isValidTransition: the states each may move to (besides itself, kept for retries)
+SEGMENT_NEXT: dict[str, frozenset[str]] = {
+    COPY_STARTED: frozenset({COPY_FINISHED, DELETE_STARTED}),
+    COPY_FINISHED: frozenset({DELETE_STARTED}),
+    DELETE_STARTED: frozenset({DELETE_FINISHED}),
+    DELETE_FINISHED: frozenset(),
+}
+# RemotePartitionDeleteState.isValidTransition
+PARTITION_NEXT: dict[str, frozenset[str]] = {
+    MARKED: frozenset({DELETE_PARTITION_STARTED}),
+    DELETE_PARTITION_STARTED: frozenset({DELETE_PARTITION_FINISHED}),
+    DELETE_PARTITION_FINISHED: frozenset(),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """A record of `__remote_log_metadata`: its partition and offset."""
+
+    partition: int
+    offset: int
+
+    def __str__(self) -> str:
+        return f"__remote_log_metadata-{self.partition}@{self.offset}"
+
+
+@dataclass(slots=True)
+class RemoteSegment:
+    """One remote segment as its events left it."""
+
+    segment_id: str
+    start_offset: int
+    end_offset: int
+    broker_id: int
+    size: int
+    leader_epochs: dict[int, int]  # epoch -> its first offset in the segment
+    state: str
+    started_ms: int  # COPY_SEGMENT_STARTED's event time
+    state_ms: int  # the current state's event time
+    created: Where  # the COPY_SEGMENT_STARTED record
+    last: Where  # the record that set the current state
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayIssue:
+    """An event the transitions do not allow (the broker's cache refuses it too)."""
+
+    kind: str  # illegal-transition | unknown-segment | duplicate-segment
+    where: Where
+    segment_id: str | None
+    message: str
+
+
+@dataclass(slots=True)
+class PartitionReplay:
+    """A user partition's remote state."""
+
+    topic: str
+    topic_id: str
+    partition: int
+    segments: dict[str, RemoteSegment] = field(default_factory=dict)  # every segment not deleted
+    deleted_segments: int = 0  # segments whose delete finished (left the replay)
+    delete_state: str | None = None
+    delete_state_ms: int | None = None
+    events: int = 0
+    metadata_partitions: set[int] = field(default_factory=set)
+    issues: list[ReplayIssue] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+class Replay:
+    """Events applied in each metadata partition's offset order (one partition holds all the events of
+    a user partition, so their order is the order the broker saw)."""
+
+    def __init__(self) -> None:
+        self.partitions: dict[tuple[str, int], PartitionReplay] = {}
+        self.records = 0
+        self.unknown_records = 0  # apiKeys or versions this ktool does not know (shown by dump-log)
+
+    def _partition(self, tip: dict, where: Where) -> PartitionReplay:
+        key = (tip["id"], tip["partition"])
+        part = self.partitions.get(key)
+        if part is None:
+            part = self.partitions[key] = PartitionReplay(tip["name"], tip["id"], tip["partition"])
+        part.events += 1
+        part.metadata_partitions.add(where.partition)
+        return part
+
+    def apply(self, where: Where, record: RemoteLogMetadataRecord) -> None:
+        self.records += 1
+        if not record.known:
+            self.unknown_records += 1
+            return
+        f = record.fields
+        if record.api_key == 0:
+            self._add(where, f)
+        elif record.api_key == 1:
+            self._update(where, f)
+        elif record.api_key == 2:
+            self._partition_delete(where, f)
+        else:  # snapshot records belong in remote_log_snapshot files, never in the topic
+            self.unknown_records += 1
+
+    def _add(self, where: Where, f: dict) -> None:
+        part = self._partition(f["remoteLogSegmentId"]["topicIdPartition"], where)
+        seg_id = f["remoteLogSegmentId"]["id"]
+        state = SEGMENT_STATES.get(f["remoteLogSegmentState"], f"UNKNOWN({f['remoteLogSegmentState']})")
+        if state != COPY_STARTED:
+            part.issues.append(
+                ReplayIssue(
+                    "illegal-transition",
+                    where,
+                    seg_id,
+                    f"segment {seg_id} offsets {f['startOffset']}-{f['endOffset']} created in {state}, "
+                    f"not {COPY_STARTED}",
+                )
+            )
+            return
+        if seg_id in part.segments:
+            part.issues.append(
+                ReplayIssue("duplicate-segment", where, seg_id, f"segment {seg_id} created again")
+            )
+            return
+        ts = f["eventTimestampMs"]
+        part.segments[seg_id] = RemoteSegment(
+            seg_id,
+            f["startOffset"],
+            f["endOffset"],
+            f["brokerId"],
+            f["segmentSizeInBytes"],
+            {e["leaderEpoch"]: e["offset"] for e in f["segmentLeaderEpochs"]},
+            COPY_STARTED,
+            ts,
+            ts,
+            where,
+            where,
+        )
+
+    def _update(self, where: Where, f: dict) -> None:
+        part = self._partition(f["remoteLogSegmentId"]["topicIdPartition"], where)
+        seg_id = f["remoteLogSegmentId"]["id"]
+        target = SEGMENT_STATES.get(f["remoteLogSegmentState"], f"UNKNOWN({f['remoteLogSegmentState']})")
+        seg = part.segments.get(seg_id)
+        if seg is None:
+            part.issues.append(
+                ReplayIssue(
+                    "unknown-segment",
+                    where,
+                    seg_id,
+                    f"{target} for segment {seg_id}, which no live COPY_SEGMENT_STARTED created",
+                )
+            )
+            return
+        if target != seg.state and target not in SEGMENT_NEXT.get(seg.state, ()):
+            part.issues.append(
+                ReplayIssue(
+                    "illegal-transition",
+                    where,
+                    seg_id,
+                    f"segment {seg_id} offsets {seg.start_offset}-{seg.end_offset}: {seg.state} -> {target} "
+                    f"(set at {seg.last})",
+                )
+            )
+            return
+        if target == DELETE_FINISHED:
+            del part.segments[seg_id]
+            part.deleted_segments += 1
+            return
+        seg.state, seg.state_ms, seg.last = target, f["eventTimestampMs"], where
+        seg.broker_id = f["brokerId"]
+
+    def _partition_delete(self, where: Where, f: dict) -> None:
+        part = self._partition(f["topicIdPartition"], where)
+        state_id = f["remotePartitionDeleteState"]
+        target = PARTITION_DELETE_STATES.get(state_id, f"UNKNOWN({state_id})")
+        current = part.delete_state
+        allowed = target == MARKED if current is None else target in PARTITION_NEXT.get(current, ())
+        if target != current and not allowed:
+            part.issues.append(
+                ReplayIssue(
+                    "illegal-transition", where, None, f"partition delete {current or 'none'} -> {target}"
+                )
+            )
+            return
+        part.delete_state, part.delete_state_ms = target, f["eventTimestampMs"]
