@@ -23,8 +23,9 @@ ALLOWED: dict[str, set[str]] = {
     "consumers": {"zk", "broker", "format"},
     "metadata": {"log", "format"},  # the KRaft image; nothing below it imports it
     "pipeline": {"log", "format"},
-    "render": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker"},
-    "cli": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker", "render"},
+    "transactions": {"log", "format"},  # the coordinator's and partitions' transaction state
+    "render": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker", "transactions"},
+    "cli": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker", "render", "transactions"},
     "__main__": {"cli"},
 }
 THIRD_PARTY_KEPT_OUT = {
@@ -32,6 +33,7 @@ THIRD_PARTY_KEPT_OUT = {
     "log": {"click", "rich", "pyspark"},
     "consumers": {"click", "rich", "pyspark"},
     "metadata": {"click", "rich", "pyspark"},
+    "transactions": {"click", "rich", "pyspark"},
     "zk": {"click", "rich", "pyspark"},
     "broker": {"click", "rich", "pyspark"},
     "pipeline": {"click", "rich"},

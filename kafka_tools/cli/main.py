@@ -29,6 +29,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "retention": "kafka_tools.cli.retention:retention",
     "metadata": "kafka_tools.cli.metadata:metadata",
     "replicas": "kafka_tools.cli.replicas:replicas",
+    "transactions": "kafka_tools.cli.transactions:transactions",
     "completion": "kafka_tools.cli.docs:completion",
     "man": "kafka_tools.cli.docs:man",
 }
@@ -51,6 +52,7 @@ SUMMARIES: dict[str, str] = {
     "read": "Print the records of a partition directory from an offset or a time, offline.",
     "retention": "Preview which segments the broker's delete policy would remove next, and why.",
     "scan": "Validate and decode segments (with Spark for large inputs), and write what they hold as tables.",
+    "transactions": "Transactions from log dirs: the coordinator's state, last stable offsets, hanging ones.",
     "topics": "Show the partitions of topics: leader, replicas, ISR, leader epoch.",
     "truncate": "Cut corrupt tails of segments as the broker's log recovery does, losing no valid byte.",
     "validate": "Check CRCs and structure of segments, partitions or whole log.dirs trees.",

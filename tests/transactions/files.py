@@ -10,6 +10,8 @@ from pathlib import Path
 
 import crc32c
 
+from kafka_tools.transactions.coordinator import partition_for
+
 T0 = 1_700_000_000_000
 STATUS = {"Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "CompleteCommit": 4,
           "CompleteAbort": 5, "Dead": 6, "PrepareEpochFence": 7}  # fmt: skip
@@ -131,6 +133,30 @@ class Log:
 
 def log_dir(tmp_path: Path) -> Path:
     d = tmp_path / "logs"
-    d.mkdir(exist_ok=True)
+    d.mkdir(parents=True, exist_ok=True)
     (d / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    return d
+
+
+def hanging_log_dir(root: Path) -> Path:
+    """A log dir whose `orders-0` holds a committed transaction, one the coordinator still owns
+    (producer 1000, id app-1, Ongoing) and one it does not know (producer 2000, hanging once 15 minutes
+    are past), with `__transaction_state` saying so."""
+    d = log_dir(root)
+    data = Log()
+    data.append(2)
+    data.txn(3000, 0, 0, n=2)
+    data.end(3000, 0, COMMIT, 0)
+    data.txn(2000, 1, 0, n=3, ts=T0)
+    data.txn(1000, 3, 0, n=2, ts=T0 + 1000)
+    data.append(1, ts=T0 + 60_000)
+    data.write(d, "orders-0")
+    for tid, values in (
+        ("app-1", [txn_value(1000, 3, "Empty", None), txn_value(1000, 3, "Ongoing", {"orders": [0]})]),
+        ("done", [txn_value(3000, 0, "CompleteCommit", None)]),
+    ):
+        coord = Log()
+        for value in values:
+            coord.state(tid, value)
+        coord.write(d, f"__transaction_state-{partition_for(tid, 50)}")  # app-1: 5, done: 32
     return d
