@@ -40,10 +40,11 @@ def _partitions(log_dirs: tuple[str, ...]):
     return found.all_partitions()
 
 
-def _audit(log_dirs, now, max_timeout_ms, transaction_partitions, from_start=False):
+def _audit(log_dirs, now, max_timeout_ms, transaction_partitions, from_start=False, check_snapshots=False):
     from kafka_tools.transactions.audit import audit
 
-    result = audit(_partitions(log_dirs), now, max_timeout_ms, transaction_partitions, from_start)
+    parts = _partitions(log_dirs)
+    result = audit(parts, now, max_timeout_ms, transaction_partitions, from_start, check_snapshots)
     for s in result.partitions:
         for note in s.notes:
             click.echo(f"ktool: {note}", err=True)
@@ -207,6 +208,12 @@ def describe(
     is_flag=True,
     help="Replay every partition from its log start, not from its newest producer snapshot.",
 )
+@click.option(
+    "--check-snapshots",
+    is_flag=True,
+    help="Also replay each partition from its log start up to its snapshot: where they disagree is a "
+    "finding (snapshot-disagrees).",
+)
 @json_option("one `finding` object per hanging transaction or anomaly")
 @live_options
 @click.pass_context
@@ -217,6 +224,7 @@ def find_hanging(
     max_transaction_timeout: int,
     now: int | None,
     from_start: bool,
+    check_snapshots: bool,
     as_json: bool,
 ) -> None:
     """Transactions that pin a partition's last stable offset, found from the files.
@@ -226,10 +234,11 @@ def find_hanging(
     does not list the partition, or is complete. Beyond it: a coordinator stuck in PrepareCommit or
     PrepareAbort with the partitions that lack its marker (stuck-preparing); producer epochs going
     backwards (epoch-backwards); markers from a stale coordinator epoch (stale-coordinator-epoch);
-    a producer's non-transactional write inside its open transaction; records the coordinator never
-    writes. Each hanging row ends with the `kafka-transactions.sh abort` command that clears it on a
-    live cluster; ktool writes nothing. A running broker's newest transactions are younger than the
-    timeout, so never findings.
+    a producer's non-transactional write inside its open transaction; with --check-snapshots, a
+    producer snapshot that disagrees with its own log; records the coordinator never writes. Each
+    hanging row ends with the `kafka-transactions.sh abort` command that clears it on a live cluster;
+    ktool writes nothing. A running broker's newest transactions are younger than the timeout, so
+    never findings.
 
     \b
     Exit status:
@@ -240,7 +249,8 @@ def find_hanging(
     """
     from kafka_tools.render.transactions import finding_object, render_findings
 
-    result = _audit(log_dirs, now, max_transaction_timeout * 60_000, transaction_partitions, from_start)
+    timeout_ms = max_transaction_timeout * 60_000
+    result = _audit(log_dirs, now, timeout_ms, transaction_partitions, from_start, check_snapshots)
     findings = result.findings
     if as_json:
         summary = {"type": "summary", "findings": len(findings), "partitions": len(result.partitions),

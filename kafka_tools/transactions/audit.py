@@ -18,7 +18,12 @@ from kafka_tools.transactions.coordinator import (
     TransactionMetadata,
     replay_coordinator,
 )
-from kafka_tools.transactions.producers import OpenTransaction, PartitionProducers, replay_partition
+from kafka_tools.transactions.producers import (
+    OpenTransaction,
+    PartitionProducers,
+    replay_partition,
+    snapshot_disagreements,
+)
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000  # transaction.max.timeout.ms, find-hanging's default
 
@@ -67,12 +72,19 @@ def audit(
     max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
     transaction_partitions: int = DEFAULT_TRANSACTION_PARTITIONS,
     from_start: bool = False,
+    check_snapshots: bool = False,
 ) -> Audit:
     """Replay the coordinator and every partition, then judge them; the clock is the newest
-    timestamp in the data unless `now_ms` is given (a copy's age is not today's)."""
+    timestamp in the data unless `now_ms` is given (a copy's age is not today's). `check_snapshots`
+    also replays each partition from its start to its snapshot and says where they disagree."""
     parts = list(partitions)
     coordinator = replay_coordinator(parts, transaction_partitions)
-    states = [replay_partition(p, from_start) for p in parts if p.topic != TRANSACTION_STATE]
+    # the KRaft log has no producers; __transaction_state is the coordinator's own
+    data = [p for p in parts if p.topic not in (TRANSACTION_STATE, "__cluster_metadata")]
+    states = [replay_partition(p, from_start) for p in data]
+    if check_snapshots:
+        for part, s in zip(data, states, strict=True):
+            s.anomalies += snapshot_disagreements(part, s)
     newest = max([coordinator.newest_timestamp, *(s.newest_timestamp for s in states)], default=-1)
     result = Audit(coordinator, states, newest if now_ms is None else now_ms, max_timeout_ms)
     result.findings = judge(result)

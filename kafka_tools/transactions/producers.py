@@ -75,6 +75,7 @@ class PartitionProducers:
     anomalies: list[ReplayAnomaly] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     batches_replayed: int = 0
+    snapshot_path: Path | None = None
 
     @property
     def open_transactions(self) -> list[OpenTransaction]:
@@ -104,12 +105,13 @@ def replay_partition(part: Partition, from_start: bool = False) -> PartitionProd
         result.producers.clear()
         result.anomalies.clear()
         result.batches_replayed = 0
-        result.snapshot_offset = None
+        result.snapshot_offset = result.snapshot_path = None
         if candidates:
             offset, path = candidates[-1]
             snap = read_snapshot(path)
             if snap.is_valid and offset >= first:
                 result.snapshot_offset = start = offset
+                result.snapshot_path = path
                 _load_snapshot(result, snap.entries)
             else:
                 why = snap.problem or f"CRC-32C {snap.computed_crc:#010x}, stored {snap.crc:#010x}"
@@ -140,7 +142,7 @@ def _load_snapshot(result: PartitionProducers, entries) -> None:
         result.newest_timestamp = max(result.newest_timestamp, e.timestamp)
 
 
-def _replay_from(part: Partition, result: PartitionProducers, start: int) -> None:
+def _replay_from(part: Partition, result: PartitionProducers, start: int, stop: int | None = None) -> None:
     bases = [s.base_offset for s in part.segments]
     first_segment = max(bisect.bisect_right(bases, start) - 1, 0)
     last = len(part.segments) - 1
@@ -159,6 +161,8 @@ def _replay_from(part: Partition, result: PartitionProducers, start: int) -> Non
                     continue
                 if entry.next_offset <= start:
                     continue
+                if stop is not None and entry.base_offset >= stop:
+                    return
                 result.log_end_offset = max(result.log_end_offset, entry.next_offset)
                 result.newest_timestamp = max(result.newest_timestamp, entry.max_timestamp)
                 result.batches_replayed += 1
@@ -198,7 +202,8 @@ def _append(result: PartitionProducers, batch: RecordBatch) -> None:
             state.open.producer_epoch = epoch
         state.last_sequence = batch.last_sequence
     state.producer_epoch = max(state.producer_epoch, epoch) if state.producer_epoch >= 0 else epoch
-    state.last_offset = batch.last_offset
+    if not batch.is_control:  # a marker moves the epoch and the time, not the last data offset
+        state.last_offset = batch.last_offset
     state.last_timestamp = batch.max_timestamp
 
 
@@ -222,3 +227,50 @@ def _marker(result: PartitionProducers, state: ProducerState, batch: RecordBatch
                  "(the coordinator marks every partition it added)", epoch, info=True)  # fmt: skip
     state.open = None
     state.coordinator_epoch = max(state.coordinator_epoch, epoch)
+
+
+def snapshot_disagreements(part: Partition, result: PartitionProducers) -> list[ReplayAnomaly]:
+    """Where the snapshot the replay started from disagrees with its own log: the batches before it,
+    replayed from the log start, leave a producer another epoch, sequence, last offset or open
+    transaction than the snapshot says. A producer only the snapshot has is not one (its batches may be
+    deleted); one only the log has is, when its transaction is open (an expired producer never is)."""
+    if result.snapshot_offset is None or result.snapshot_path is None:
+        return []
+    first = part.segments[0].base_offset if part.segments else 0
+    replayed = PartitionProducers(part.topic, part.partition, part.path, part.live, None, first, first, -1)
+    _replay_from(part, replayed, first, result.snapshot_offset)
+    stored = {e.producer_id: e for e in read_snapshot(result.snapshot_path).entries}
+    out = []
+    for pid, state in sorted(replayed.producers.items()):
+        entry = stored.get(pid)
+        mine = (
+            state.producer_epoch,
+            state.last_sequence,
+            state.last_offset,
+            state.open.first_offset if state.open else -1,
+        )
+        if entry is None:
+            if state.open is None:
+                continue
+            theirs = None
+        else:
+            theirs = (
+                entry.producer_epoch,
+                entry.last_sequence,
+                entry.last_offset,
+                entry.current_txn_first_offset,
+            )
+            if theirs == mine:
+                continue
+        what = (
+            "no entry"
+            if theirs is None
+            else "epoch {}, last sequence {}, last offset {}, transaction from {}".format(*theirs)
+        )
+        out.append(ReplayAnomaly(
+            "snapshot-disagrees", result.snapshot_offset, pid, state.producer_epoch, state.coordinator_epoch,
+            state.last_timestamp,
+            f"{result.snapshot_path.name} has {what} for producer {pid}; the log before it says epoch "
+            "{}, last sequence {}, last offset {}, transaction from {}".format(*mine),
+        ))  # fmt: skip
+    return out

@@ -187,8 +187,8 @@ def test_a_real_hanging_transaction_is_found_offline_as_find_hanging_finds_it(ow
     live = _tool(cluster, "find-hanging", "--topic", "pinned", "--max-transaction-timeout", "0")
     assert len(live) == 1, live
     now = str(int(time.time() * 1000))
-    code, objs = _ktool_json("find-hanging", "--max-transaction-timeout", "0", "--now", now,
-                             str(_copy(cluster, tmp_path, "hanging")))  # fmt: skip
+    offline = ("find-hanging", "--check-snapshots", "--max-transaction-timeout", "0", "--now", now)
+    code, objs = _ktool_json(*offline, str(_copy(cluster, tmp_path, "hanging")))
     findings = [o for o in objs if o["type"] == "finding"]
     assert code == 1
     assert [(f["kind"], f["topic"], str(f["partition"]), str(f["producerId"]), str(f["firstOffset"]))
@@ -199,6 +199,5 @@ def test_a_real_hanging_transaction_is_found_offline_as_find_hanging_finds_it(ow
     assert command[:3] == ["kafka-transactions.sh", "--bootstrap-server", "BROKER:PORT"]
     run_tool(cluster.release, "TransactionsCommand", ["--bootstrap-server", cluster.bootstrap, *command[3:]])
     assert _tool(cluster, "find-hanging", "--topic", "pinned", "--max-transaction-timeout", "0") == []
-    code, objs = _ktool_json("find-hanging", "--max-transaction-timeout", "0", "--now", now,
-                             str(_copy(cluster, tmp_path, "aborted")))  # fmt: skip
+    code, objs = _ktool_json(*offline, str(_copy(cluster, tmp_path, "aborted")))
     assert (code, objs[:-1]) == (0, [])

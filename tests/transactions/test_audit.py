@@ -87,3 +87,23 @@ def test_the_marker_clears_it(tmp_path) -> None:
     log.end(2000, 3, COMMIT, 0)
     log.write(d, "orders-0")
     assert _kinds(d, now_ms=T0 + 60 * MIN) == []
+
+
+def test_a_snapshot_that_disagrees_with_its_own_log_is_found(tmp_path) -> None:
+    from tests.transactions.files import snapshot
+
+    d = log_dir(tmp_path)
+    log = Log()
+    log.txn(7, 2, 0, n=5)
+    log.end(7, 2, COMMIT, 1)
+    log.append(1)
+    part = log.write(d, "orders-0")
+    agreeing = snapshot([(7, 2, 4, 4, 4, T0, 1, -1)])  # pid epoch seq offset delta ts coord txn
+    (part / "00000000000000000006.snapshot").write_bytes(agreeing)
+    assert _kinds(d, check_snapshots=True) == []
+    # the snapshot says the transaction is still open: the log before it has its COMMIT marker
+    (part / "00000000000000000006.snapshot").write_bytes(snapshot([(7, 2, 4, 4, 4, T0, 1, 0)]))
+    assert _kinds(d) == []  # find-hanging alone trusts the snapshot (the transaction is young)
+    (f,) = _audit(d, check_snapshots=True).findings
+    assert (f.kind, f.producer_id, f.first_offset) == ("snapshot-disagrees", 7, 6)
+    assert "transaction from 0" in f.message and "transaction from -1" in f.message
