@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from kafka_tools.errors import InputError
 from kafka_tools.format.internal_topics import TRANSACTION_STATE, decode_transaction_state
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, iter_log_entries
@@ -101,10 +102,15 @@ def _metadata(tid: str, part: int, offset: int, version: int | None, v: dict) ->
 
 
 def _batches(part: Partition) -> Iterator[RecordBatch | Problem]:
+    """The partition's batches in offset order; InputError (exit 3) for a file that cannot be read."""
+    part.check_readable()
     for seg in part.segments:
-        for entry in iter_log_entries(seg.log):
-            if isinstance(entry, (RecordBatch, Problem)):
-                yield entry
+        try:
+            for entry in iter_log_entries(seg.log):
+                if isinstance(entry, (RecordBatch, Problem)):
+                    yield entry
+        except OSError as exc:
+            raise InputError(f"{seg.log}: {exc.strerror or exc}") from exc
 
 
 def replay_coordinator(

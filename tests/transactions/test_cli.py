@@ -66,3 +66,35 @@ def test_an_unreadable_log_dir_is_one_line_and_exit_3(tmp_path) -> None:
     result = run_ktool("transactions", "find-hanging", str(tmp_path / "missing"))
     assert result.exit_code == 3
     assert result.stderr.strip().count("\n") == 0 and "missing" in result.stderr
+
+
+def test_a_running_brokers_in_flight_tail_is_never_a_finding(tmp_path) -> None:
+    from tests.support.locks import lock_held_elsewhere
+
+    d = hanging_log_dir(tmp_path)
+    log = d / "orders-0" / "00000000000000000000.log"
+    data = log.read_bytes()
+    log.write_bytes(data + data[-40:-3])  # a batch being appended: its first bytes only
+    stopped = run_ktool("transactions", "find-hanging", str(d))
+    assert stopped.exit_code == 0 and "replayed up to there" in stopped.stderr  # a copy: said
+    with lock_held_elsewhere(d / ".lock"):
+        live = run_ktool("transactions", "find-hanging", str(d))
+    assert (live.exit_code, live.stdout, live.stderr) == (0, "", "")
+
+
+def test_an_unreadable_segment_is_one_line_naming_it_and_exit_3(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    for name in ("orders-0", "__transaction_state-5"):
+        seg = d / name / "00000000000000000000.log"
+        saved = seg.read_bytes()
+        seg.unlink()
+        seg.symlink_to(tmp_path / "unmounted" / "segment.log")  # a disk that is not there
+        for command in ("find-hanging", "list", "describe"):
+            result = run_ktool("transactions", command, str(d))
+            if command == "list" and name == "orders-0":
+                assert result.exit_code == 0  # list reads the coordinator alone
+                continue
+            assert result.exit_code == 3, (name, command, result.stderr)
+            assert result.stderr.count("\n") == 1 and str(seg) in result.stderr
+        seg.unlink()
+        seg.write_bytes(saved)
