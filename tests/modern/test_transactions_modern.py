@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -201,3 +202,139 @@ def test_a_real_hanging_transaction_is_found_offline_as_find_hanging_finds_it(ow
     assert _tool(cluster, "find-hanging", "--topic", "pinned", "--max-transaction-timeout", "0") == []
     code, objs = _ktool_json(*offline, str(_copy(cluster, tmp_path, "aborted")))
     assert (code, objs[:-1]) == (0, [])
+
+
+# --------------------------------------------------------------------------- broker files altered
+
+
+def _batches(log) -> list[dict]:
+    """Each v2 batch of a segment: position, size, base offset, attributes, producer id and epoch."""
+    data = log.read_bytes()
+    out, pos = [], 0
+    while pos + 12 <= len(data):
+        base, size = struct.unpack_from(">qi", data, pos)
+        attrs = struct.unpack_from(">h", data, pos + 21)[0]
+        pid, epoch = struct.unpack_from(">qh", data, pos + 43)
+        out.append({"pos": pos, "end": pos + 12 + size, "base": base, "control": bool(attrs & 0x20),
+                    "pid": pid, "epoch": epoch})  # fmt: skip
+        pos += 12 + size
+    return out
+
+
+def _patch(log, pos: int, at: int, fmt: str, value: int, end: int) -> None:
+    """Write `value` at `pos + at` and the batch's CRC-32C again (it covers attributes to the end)."""
+    import crc32c
+
+    data = bytearray(log.read_bytes())
+    struct.pack_into(fmt, data, pos + at, value)
+    struct.pack_into(">I", data, pos + 17, crc32c.crc32c(bytes(data[pos + 21 : end])))
+    log.write_bytes(bytes(data))
+
+
+def _two_transactions(cluster, tmp_path) -> tuple[str, object]:
+    """A topic with two committed transactions of one producer, every marker and Complete* record
+    written, and a copy of its partition and of the coordinator's."""
+    from confluent_kafka import Producer
+
+    topic = f"alter-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic)
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": topic, "linger.ms": 5})
+    p.init_transactions(60)
+    for n in (3, 4):
+        p.begin_transaction()
+        for i in range(n):
+            p.produce(topic, value=b"a%d" % i, partition=0)
+        p.flush(30)
+        p.commit_transaction(60)
+    _wait(
+        "the markers",
+        lambda: _read_committed_end(cluster, topic, 0)[0] == _read_committed_end(cluster, topic, 0)[1],
+    )
+
+    def complete() -> bool:
+        _, objs = _ktool_json("list", str(cluster.brokers[0].log_dir / "__transaction_state-0"))
+        return any(o.get("transactionalId") == topic and o["state"] == "CompleteCommit" for o in objs)
+
+    _wait("the coordinator's CompleteCommit", complete)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "meta.properties").write_text((cluster.brokers[0].log_dir / "meta.properties").read_text())
+    for name in (f"{topic}-0", "__transaction_state-0"):
+        shutil.copytree(cluster.brokers[0].log_dir / name, copy / name)
+    return topic, copy
+
+
+def _value_at(raw: bytes, at: int) -> int:
+    """Where a record's value starts, after its length (a varint) at `at`."""
+    while raw[at] & 0x80:
+        at += 1
+    return at + 1
+
+
+def _findings(copy, *args: str) -> list[tuple]:
+    _, objs = _ktool_json("find-hanging", *args, str(copy))
+    return [
+        (o["kind"], o["partition"], o["producerId"], o["firstOffset"]) for o in objs if o["type"] == "finding"
+    ]
+
+
+def _segment(copy, name: str):
+    (log,) = sorted((copy / name).glob("*.log"))
+    return log
+
+
+def test_broker_files_altered_at_known_points_give_each_finding(modern_kafka, tmp_path) -> None:
+    topic, copy = _two_transactions(modern_kafka, tmp_path)
+    assert _findings(copy, "--now", "2100-01-01") == []  # as the broker wrote them: nothing
+    log = _segment(copy, f"{topic}-0")
+    saved = log.read_bytes()
+    batches = _batches(log)
+    markers = [b for b in batches if b["control"]]
+    data = [b for b in batches if not b["control"]]
+    assert len(markers) == 2 and markers[-1] is batches[-1]
+    pid = markers[0]["pid"]
+    second = [b for b in data if b["base"] > markers[0]["base"]][0]
+
+    # a zombie coordinator: the second COMMIT marker's coordinator epoch below the first's
+    first_epoch = struct.unpack_from(">i", saved, markers[0]["end"] - 5)[0]
+    _patch(
+        log,
+        markers[1]["pos"],
+        markers[1]["end"] - 5 - markers[1]["pos"],
+        ">i",
+        first_epoch - 1,
+        markers[1]["end"],
+    )
+    assert _findings(copy) == [("stale-coordinator-epoch", 0, pid, markers[1]["base"])]
+    log.write_bytes(saved)
+
+    # a fenced producer's write kept: the first batch's producer epoch above every later one
+    _patch(log, data[0]["pos"], 51, ">h", data[0]["epoch"] + 5, data[0]["end"])
+    kinds = _findings(copy)
+    assert kinds and {k for k, *_ in kinds} == {"epoch-backwards"} and kinds[0][3] == markers[0]["base"]
+    log.write_bytes(saved)
+
+    # the coordinator's PrepareCommit before its CompleteCommit turned Ongoing: no transition it makes
+    coordinator = _segment(copy, "__transaction_state-0")
+    raw = coordinator.read_bytes()
+    key = struct.pack(">hh", 0, len(topic)) + topic.encode()
+    complete, prepare = raw.rindex(key), raw.rindex(key, 0, raw.rindex(key))
+    holders = {
+        at: next(b for b in _batches(coordinator) if b["pos"] < at < b["end"]) for at in (complete, prepare)
+    }
+    status_at = {at: _value_at(raw, at + len(key)) + 16 for at in (complete, prepare)}
+    assert [raw[status_at[at]] for at in (prepare, complete)] == [2, 4]  # PrepareCommit, CompleteCommit
+    b = holders[prepare]
+    _patch(coordinator, b["pos"], status_at[prepare] - b["pos"], ">b", 1, b["end"])
+    assert _findings(copy) == [("illegal-transition", 0, -1, holders[complete]["base"])]
+    coordinator.write_bytes(raw)
+
+    # the second COMMIT marker lost and the coordinator's CompleteCommit record too (its key and
+    # producer id now another's): stuck in PrepareCommit, the partition without its marker
+    log.write_bytes(saved[: markers[1]["pos"]])
+    b = holders[complete]
+    _patch(coordinator, b["pos"], complete + len(key) - 1 - b["pos"], ">b", ord("#"), b["end"])
+    _patch(coordinator, b["pos"], status_at[complete] - 16 + 2 - b["pos"], ">q", 999_999, b["end"])  # its pid
+    assert _findings(copy, "--now", "2100-01-01") == [("stuck-preparing", 0, pid, second["base"])]
+    # before the timeout, find-hanging says nothing: the coordinator may still write the marker
+    assert _findings(copy) == []
