@@ -23,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "consumers": {"zk", "broker", "format"},
     "metadata": {"log", "format"},  # the KRaft image; nothing below it imports it
     "pipeline": {"log", "format"},
-    "transactions": {"log", "format"},  # the coordinator's and partitions' transaction state
+    "transactions": {"log", "format", "metadata"},  # the coordinator's and partitions' transaction state
     "render": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker", "transactions"},
     "cli": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker", "render", "transactions"},
     "__main__": {"cli"},

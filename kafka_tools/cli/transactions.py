@@ -14,9 +14,8 @@ def _log_dirs(func):
     func = click.option(
         "--transaction-partitions",
         type=click.IntRange(min=1),
-        default=50,
-        show_default=True,
-        help="transaction.state.log.num.partitions: the __transaction_state partition an id belongs in.",
+        help="transaction.state.log.num.partitions: the __transaction_state partition an id belongs in "
+        "[default: from the KRaft metadata in the log dir, else 50].",
     )(func)
     return click.argument("log_dirs", nargs=-1, required=True, type=click.Path(path_type=str))(func)
 
@@ -40,10 +39,17 @@ def _partitions(log_dirs: tuple[str, ...]):
     return found.all_partitions()
 
 
+def _count(parts, given: int | None) -> int:
+    from kafka_tools.transactions.partition_count import transaction_partition_count
+
+    return given if given is not None else transaction_partition_count(parts)
+
+
 def _audit(log_dirs, now, max_timeout_ms, transaction_partitions, from_start=False, check_snapshots=False):
     from kafka_tools.transactions.audit import audit
 
     parts = _partitions(log_dirs)
+    transaction_partitions = _count(parts, transaction_partitions)
     result = audit(parts, now, max_timeout_ms, transaction_partitions, from_start, check_snapshots)
     for s in result.partitions:
         for note in s.notes:
@@ -93,7 +99,9 @@ def transactions() -> None:
 @json_option("one `transaction` object per transactional id")
 @live_options
 @click.pass_context
-def list_(ctx: click.Context, log_dirs: tuple[str, ...], transaction_partitions: int, as_json: bool) -> None:
+def list_(
+    ctx: click.Context, log_dirs: tuple[str, ...], transaction_partitions: int | None, as_json: bool
+) -> None:
     """The coordinator's transactional ids, as kafka-transactions.sh list and describe show them.
 
     Read from the `__transaction_state-N` partitions among LOGDIRs: the newest record per id (a
@@ -111,7 +119,8 @@ def list_(ctx: click.Context, log_dirs: tuple[str, ...], transaction_partitions:
     from kafka_tools.render.transactions import render_transactions, transaction_object
     from kafka_tools.transactions.coordinator import replay_coordinator
 
-    state = replay_coordinator(_partitions(log_dirs), transaction_partitions)
+    parts = _partitions(log_dirs)
+    state = replay_coordinator(parts, _count(parts, transaction_partitions))
     items = sorted(state.transactions.values(), key=lambda t: t.transactional_id)
     _coordinator_problems(state.problems)
     if as_json:
@@ -139,7 +148,7 @@ def list_(ctx: click.Context, log_dirs: tuple[str, ...], transaction_partitions:
 def describe(
     ctx: click.Context,
     log_dirs: tuple[str, ...],
-    transaction_partitions: int,
+    transaction_partitions: int | None,
     ids: tuple[str, ...],
     now: int | None,
     as_json: bool,
@@ -220,7 +229,7 @@ def describe(
 def find_hanging(
     ctx: click.Context,
     log_dirs: tuple[str, ...],
-    transaction_partitions: int,
+    transaction_partitions: int | None,
     max_transaction_timeout: int,
     now: int | None,
     from_start: bool,

@@ -50,7 +50,7 @@ def _tool(cluster, *args: str) -> list[dict[str, str]]:
 
 
 def _ktool_json(*args: str) -> tuple[int, list[dict]]:
-    result = run_ktool("transactions", *args, "--json", "--transaction-partitions", "1")
+    result = run_ktool("transactions", *args, "--json")  # the partition count from the KRaft metadata
     assert result.exit_code in (0, 1), result.stderr
     return result.exit_code, [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -272,7 +272,8 @@ def _value_at(raw: bytes, at: int) -> int:
 
 
 def _findings(copy, *args: str) -> list[tuple]:
-    _, objs = _ktool_json("find-hanging", *args, str(copy))
+    # the copy holds two partitions, not the KRaft metadata that says the coordinator has one
+    _, objs = _ktool_json("find-hanging", "--transaction-partitions", "1", *args, str(copy))
     return [
         (o["kind"], o["partition"], o["producerId"], o["firstOffset"]) for o in objs if o["type"] == "finding"
     ]
