@@ -51,9 +51,8 @@ def _audit(log_dirs, now, max_timeout_ms, transaction_partitions, from_start=Fal
     parts = _partitions(log_dirs)
     transaction_partitions = _count(parts, transaction_partitions)
     result = audit(parts, now, max_timeout_ms, transaction_partitions, from_start, check_snapshots)
-    for s in result.partitions:
-        for note in s.notes:
-            click.echo(f"ktool: {note}", err=True)
+    for note in [*result.coordinator.notes, *(n for s in result.partitions for n in s.notes)]:
+        click.echo(f"ktool: {note}", err=True)
     return result
 
 
@@ -71,8 +70,8 @@ def _colour(ctx: click.Context) -> bool:
     return wants_colour(sys.stdout, colour_of(ctx))
 
 
-def _coordinator_problems(problems) -> None:
-    for p in problems:
+def _coordinator_problems(state) -> None:
+    for p in state.problems:
         where = f"__transaction_state-{p.coordinator_partition} offset {p.offset}"
         click.echo(f"ktool: {where}: {p.message}", err=True)
 
@@ -122,7 +121,9 @@ def list_(
     parts = _partitions(log_dirs)
     state = replay_coordinator(parts, _count(parts, transaction_partitions))
     items = sorted(state.transactions.values(), key=lambda t: t.transactional_id)
-    _coordinator_problems(state.problems)
+    for note in state.notes:
+        click.echo(f"ktool: {note}", err=True)
+    _coordinator_problems(state)
     if as_json:
         summary = {"type": "summary", "transactions": len(items), "coordinatorPartitions":
                    len(state.partitions_read), "problems": len(state.problems)}  # fmt: skip
@@ -187,7 +188,7 @@ def describe(
         listed = {tp for t in chosen for tp in t.partitions}
         pids = {t.producer_id for t in chosen}
         parts = [s for s in parts if (s.topic, s.partition) in listed or pids & set(s.producers)]
-    _coordinator_problems(coordinator.problems)
+    _coordinator_problems(coordinator)
     if as_json:
         summary = {"type": "summary", "transactions": len(chosen), "partitions": len(parts),
                    "openTransactions": sum(len(s.open_transactions) for s in parts)}  # fmt: skip
@@ -260,6 +261,9 @@ def find_hanging(
 
     timeout_ms = max_transaction_timeout * 60_000
     result = _audit(log_dirs, now, timeout_ms, transaction_partitions, from_start, check_snapshots)
+    if not result.coordinator.partitions_read and any(s.open_transactions for s in result.partitions):
+        why = "who owns the open transactions cannot be told, none is called hanging"
+        click.echo(f"ktool: no __transaction_state partition among LOGDIRs: {why}", err=True)
     findings = result.findings
     if as_json:
         summary = {"type": "summary", "findings": len(findings), "partitions": len(result.partitions),

@@ -85,6 +85,7 @@ class CoordinatorState:
     problems: list[CoordinatorProblem] = field(default_factory=list)
     partitions_read: list[int] = field(default_factory=list)
     newest_timestamp: int = -1
+    notes: list[str] = field(default_factory=list)  # for stderr: where a replay stopped
 
     def by_producer_id(self) -> dict[int, TransactionMetadata]:
         """ListTransactions' producer-id filter: the id whose current producer id it is."""
@@ -130,9 +131,10 @@ def _replay_partition(part: Partition, state: CoordinatorState, transaction_part
     previous: dict[str, tuple[str, int]] = {}  # id -> (state, offset) of its record before
     for batch in _batches(part):
         if isinstance(batch, Problem):
-            if not part.live:  # a running broker's tail is in flight
-                problem = CoordinatorProblem("undecodable", n, batch.position, None, batch.message)
-                state.problems.append(problem)
+            if not part.live:  # a running broker's tail is in flight; a stopped one's recovery cuts it
+                state.notes.append(
+                    f"{part.path}: position {batch.position}: {batch.message}; replayed up to there"
+                )
             return
         if batch.is_control:
             continue

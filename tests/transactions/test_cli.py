@@ -98,3 +98,20 @@ def test_an_unreadable_segment_is_one_line_naming_it_and_exit_3(tmp_path) -> Non
             assert result.stderr.count("\n") == 1 and str(seg) in result.stderr
         seg.unlink()
         seg.write_bytes(saved)
+
+
+def test_without_the_coordinators_partitions_nothing_is_called_hanging_and_it_is_said(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    result = run_ktool("transactions", "find-hanging", "--now", LATE, str(d / "orders-0"))
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert "no __transaction_state partition among LOGDIRs" in result.stderr
+
+
+def test_a_torn_coordinator_tail_is_a_note_and_what_precedes_it_is_read(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    seg = d / "__transaction_state-5" / "00000000000000000000.log"
+    seg.write_bytes(seg.read_bytes()[:-7])  # the Ongoing record cut: app-1 is Empty as far as the files say
+    result = run_ktool("transactions", "list", "--json", str(d))
+    assert result.exit_code == 0 and "replayed up to there" in result.stderr
+    states = {o["transactionalId"]: o["state"] for o in map(json.loads, result.stdout.splitlines()[:-1])}
+    assert states == {"app-1": "Empty", "done": "CompleteCommit"}
