@@ -173,5 +173,11 @@ def _stuck_preparing(a: Audit) -> list[Finding]:
                 continue
             why = (f"the coordinator's {meta.transactional_id!r} is stuck in {meta.state} since "
                    f"{meta.update_ms}: the marker for {tp[0]}-{tp[1]} was never written")  # fmt: skip
-            out.append(_row(a, s, state.open, meta, "stuck-preparing", why))
+            row = _row(a, s, state.open, meta, "stuck-preparing", why)
+            if meta.state == "PrepareCommit":
+                # an ABORT marker would drop what the coordinator committed: it must write the COMMIT
+                row.abort_command = None
+                leader = f"__transaction_state-{meta.coordinator_partition}"
+                row.message += f"; do not abort: restart the leader of {leader}, its coordinator writes it"
+            out.append(row)
     return out

@@ -74,8 +74,19 @@ def test_a_complete_coordinator_state_is_hanging(tmp_path) -> None:
 
 def test_a_coordinator_stuck_preparing_names_the_partition_without_its_marker(tmp_path) -> None:
     d = _dir(tmp_path, status="PrepareCommit")
-    assert _kinds(d, now_ms=T0 + 60 * MIN) == [("stuck-preparing", "orders", 0, 1000, 2)]
+    (f,) = _audit(d, now_ms=T0 + 60 * MIN).findings
+    assert (f.kind, f.topic, f.partition, f.producer_id, f.first_offset) == (
+        "stuck-preparing", "orders", 0, 1000, 2
+    )
+    # aborting would drop a committed transaction: no abort command, the coordinator must finish it
+    assert f.abort_command is None and "do not abort" in f.message
     assert _kinds(d, now_ms=T0 + 10 * MIN) == []
+
+
+def test_a_coordinator_stuck_preparing_an_abort_gets_the_abort_command(tmp_path) -> None:
+    d = _dir(tmp_path, status="PrepareAbort")
+    (f,) = _audit(d, now_ms=T0 + 60 * MIN).findings
+    assert f.kind == "stuck-preparing" and f.abort_command.endswith("--partition 0 --start-offset 2")
 
 
 def test_the_marker_clears_it(tmp_path) -> None:
