@@ -129,3 +129,16 @@ def test_a_torn_tail_stops_the_replay_with_a_note(tmp_path) -> None:
     s = _replay(d)
     assert s.log_end_offset == 1 and s.last_stable_offset == 0
     assert len(s.notes) == 1 and "replayed up to there" in s.notes[0]
+
+
+def test_a_marker_from_an_older_producer_epoch_is_said(tmp_path) -> None:
+    # after ProducerStateManagerTest.testOldEpochForControlRecord: the broker fences a marker whose
+    # producer epoch is below the producer's; one on disk came through an unclean election
+    d = log_dir(tmp_path)
+    log = Log()
+    log.txn(1, 3, 0)
+    log.end(1, 2, COMMIT, 0)
+    log.write(d, "t-0")
+    s = _replay(d)
+    assert [(a.kind, a.offset, a.producer_epoch) for a in s.anomalies] == [("epoch-backwards", 1, 2)]
+    assert s.producers[1].producer_epoch == 3 and s.open_transactions == []
