@@ -25,8 +25,30 @@ ALLOWED: dict[str, set[str]] = {
     "metadata": {"log", "format"},  # the KRaft image; nothing below it imports it
     "pipeline": {"log", "format"},
     "tiered": {"log", "format"},  # __remote_log_metadata replayed, checked against the partitions' logs
-    "render": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker", "tiered"},
-    "cli": {"format", "log", "consumers", "metadata", "pipeline", "zk", "broker", "render", "tiered"},
+    "transactions": {"log", "format", "metadata"},  # the coordinator's and partitions' transaction state
+    "render": {
+        "format",
+        "log",
+        "consumers",
+        "metadata",
+        "pipeline",
+        "zk",
+        "broker",
+        "tiered",
+        "transactions",
+    },
+    "cli": {
+        "format",
+        "log",
+        "consumers",
+        "metadata",
+        "pipeline",
+        "zk",
+        "broker",
+        "render",
+        "tiered",
+        "transactions",
+    },
     "__main__": {"cli"},
 }
 THIRD_PARTY_KEPT_OUT = {
@@ -34,6 +56,7 @@ THIRD_PARTY_KEPT_OUT = {
     "log": {"click", "rich", "pyspark"},
     "consumers": {"click", "rich", "pyspark"},
     "metadata": {"click", "rich", "pyspark"},
+    "transactions": {"click", "rich", "pyspark"},
     "zk": {"click", "rich", "pyspark"},
     "broker": {"click", "rich", "pyspark"},
     "pipeline": {"click", "rich"},

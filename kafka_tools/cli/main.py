@@ -37,6 +37,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "metadata": "kafka_tools.cli.metadata:metadata",
     "replicas": "kafka_tools.cli.replicas:replicas",
     "tiered": "kafka_tools.cli.tiered:tiered",
+    "transactions": "kafka_tools.cli.transactions:transactions",
     "completion": "kafka_tools.cli.docs:completion",
     "man": "kafka_tools.cli.docs:man",
 }
@@ -60,6 +61,7 @@ SUMMARIES: dict[str, str] = {
     "retention": "Preview which segments the broker's delete policy would remove next, and why.",
     "scan": "Validate and decode segments (with Spark for large inputs), and write what they hold as tables.",
     "tiered": "Tiered storage (KIP-405): remote segments replayed from __remote_log_metadata, audited.",
+    "transactions": "Transactions from log dirs: the coordinator's state, last stable offsets, hanging ones.",
     "topics": "Show the partitions of topics: leader, replicas, ISR, leader epoch.",
     "truncate": "Cut corrupt tails of segments as the broker's log recovery does, losing no valid byte.",
     "validate": "Check CRCs and structure of segments, partitions or whole log.dirs trees.",

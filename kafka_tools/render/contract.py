@@ -289,7 +289,10 @@ OFFSETS_AT_KINDS = [
     NOTE,
     FILE_ERROR,
     _kind(
-        "summary", "Partitions answered and failed; log dirs unreadable.", partitions="int", failed="int",
+        "summary",
+        "Partitions answered and failed; log dirs unreadable.",
+        partitions="int",
+        failed="int",
         unreadable="int",
     ),
 ]
@@ -614,8 +617,12 @@ MOVE_KINDS = [
 ]
 SCAN_KINDS = [
     FINDING,
-    _kind("partition", "A partition scanned (a file given on its own: topic and partition null).", open_=True,
-          **_PARTITION_REF),
+    _kind(
+        "partition",
+        "A partition scanned (a file given on its own: topic and partition null).",
+        open_=True,
+        **_PARTITION_REF,
+    ),
     _kind("commit", "An offset commit --offsets-topic replays.", open_=True),
     _kind("table", "A table written.", name="str", path="str", format="str", rows="int|null"),
     _kind("match", "A record a question matched.", open_=True),
@@ -682,6 +689,50 @@ TIERED_KINDS = [
     ),
 ]  # fmt: skip
 
+# --------------------------------------------------------------------------- transactions
+
+TRANSACTION = _kind(
+    "transaction",
+    "A transactional id as the coordinator's newest __transaction_state record says it.",
+    transactionalId="str", coordinatorPartition="int", producerId="int", producerEpoch="int", state="str",
+    timeoutMs="int", partitions="list", startTimeMs="int", lastUpdateTimeMs="int", previousProducerId="int",
+    nextProducerId="int", clientTransactionVersion="int",
+)  # fmt: skip
+TXN_PARTITION = _kind(
+    "partition",
+    "A partition's last stable offset and its open transactions (producerId, producerEpoch, "
+    "coordinatorEpoch, firstOffset, lastOffset, lastTimestamp).",
+    topic="str", partition="int", logEndOffset="int", lastStableOffset="int", recordsBehind="int",
+    snapshotOffset="int|null", openTransactions="list",
+)  # fmt: skip
+TXN_FINDING = _kind(
+    "finding",
+    "A hanging transaction or an anomaly of the producer state or the coordinator, with the "
+    "kafka-transactions.sh abort command that clears a hanging one.",
+    kind="str", topic="str", partition="int", producerId="int", producerEpoch="int", coordinatorEpoch="int",
+    firstOffset="int", lastTimestamp="int", ageMs="int", transactionalId="str|null", recordsBehind="int",
+    message="str", abortCommand="str|null",
+)  # fmt: skip
+TRANSACTIONS_KINDS = {
+    "transactions list": [
+        TRANSACTION,
+        _kind("summary", "Ids listed; coordinator partitions read; records the coordinator never writes.",
+              transactions="int", coordinatorPartitions="int", errors="int"),
+    ],
+    "transactions describe": [
+        TRANSACTION,
+        TXN_PARTITION,
+        _kind("summary", "Ids and partitions described; transactions open.", transactions="int",
+              partitions="int", openTransactions="int"),
+    ],
+    "transactions find-hanging": [
+        TXN_FINDING,
+        _kind("summary", "Findings; partitions replayed; transactions open; the clock used.", findings="int",
+              partitions="int", openTransactions="int", nowMs="int"),
+    ],
+}  # fmt: skip
+
+
 COMMAND_KINDS: dict[str, list[Kind]] = {
     "dump-log": [
         BATCH,
@@ -720,6 +771,7 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
     "scan": SCAN_KINDS,
     "replicas diff": REPLICAS_KINDS,
     "tiered audit": TIERED_KINDS,
+    **TRANSACTIONS_KINDS,
 }
 
 

@@ -90,9 +90,7 @@ def part_of(lines: list[dict], name: str) -> dict:
 
 
 def actions(lines: list[dict], name: str) -> list[tuple[int, str | None]]:
-    return [
-        (o["baseOffset"], o["deletedBy"]) for o in lines if o["type"] == "segment" and o["dir"] == name
-    ]
+    return [(o["baseOffset"], o["deletedBy"]) for o in lines if o["type"] == "segment" and o["dir"] == name]
 
 
 def tree(root: Path) -> dict[str, tuple[int, int, bytes]]:

@@ -231,9 +231,7 @@ def test_defaults_come_from_server_properties(outcome):
 def test_the_broker_logs_a_deletion_for_each_segment_ktool_predicted(outcome):
     predicted, _, text = outcome
     deleted = [
-        (o["dir"], o["baseOffset"])
-        for o in predicted
-        if o["type"] == "segment" and o["action"] == "delete"
+        (o["dir"], o["baseOffset"]) for o in predicted if o["type"] == "segment" and o["action"] == "delete"
     ]
     assert deleted
     scheduled = set(re.findall(r"Scheduling log segment (\d+) for log (\S+) for deletion", text))

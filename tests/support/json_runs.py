@@ -42,6 +42,13 @@ class Place:
             partition_dir(d, "orders-1", ORDERS)
         return next(root.glob("**/__cluster_metadata-0")).parent
 
+    def transactions(self) -> Path:
+        """A log dir with a committed, an ongoing and a hanging transaction, and their coordinator."""
+        from tests.transactions.files import hanging_log_dir
+
+        root = self.tmp / "transactions"
+        return root / "logs" if root.exists() else hanging_log_dir(root)
+
     def zk(self) -> list[str]:
         assert self.zookeeper is not None
         return ["--zookeeper", self.zookeeper]
@@ -186,6 +193,12 @@ OFFLINE_RUNS: list[Run] = [
     ("dump-log", lambda p: ["dump-log", "--json", _log("v2", "none-0"), str(p.tmp / "gone.log"), _bad_log()]),
     ("read", lambda p: ["read", "--json", "--earliest", str(GENERATED / "corrupt/v2-flipped-record-byte-0")]),
     ("replicas diff", lambda p: ["replicas", "diff", "--json", str(KAFKA09 / "gzip-0"), str(p.tmp / "gone")]),
+    ("transactions list", lambda p: ["transactions", "list", "--json", str(p.transactions())]),
+    ("transactions describe", lambda p: ["transactions", "describe", "--json", str(p.transactions())]),
+    (
+        "transactions find-hanging",
+        lambda p: ["transactions", "find-hanging", "--json", "--now", "2030-01-01", str(p.transactions())],
+    ),
 ]
 
 

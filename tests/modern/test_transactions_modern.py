@@ -1,0 +1,341 @@
+"""`ktool transactions` against real Kafka 4.4.0 and 3.9.2 brokers and their own TransactionsCommand
+(`kafka-transactions.sh`) as the oracle: transactional producers committing and aborting leave no
+finding, and list/describe/last stable offsets equal the broker's; a producer killed mid-transaction is
+open, not hanging, until the coordinator aborts it; a real hanging transaction (the coordinator's
+`__transaction_state` partition removed while the broker was down) is found offline on a copy as
+find-hanging finds it live, and both report nothing once `kafka-transactions.sh abort` (the command
+ktool printed) cleared it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.support.cli import run_ktool
+from tests.support.modern import ModernCluster, create_topic, run_tool
+
+PRODUCER = """
+import sys, time
+from confluent_kafka import Producer
+bootstrap, tid, topic, timeout = sys.argv[1:5]
+config = {"bootstrap.servers": bootstrap, "transactional.id": tid}
+p = Producer({**config, "transaction.timeout.ms": int(timeout)})
+p.init_transactions(60)
+p.begin_transaction()
+for i in range(5):
+    p.produce(topic, value=b"v%d" % i, partition=0)
+p.flush(60)
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+def _tool(cluster, *args: str) -> list[dict[str, str]]:
+    """TransactionsCommand's table as rows of {header: value} (values never hold spaces here)."""
+    out = run_tool(
+        cluster.release, "TransactionsCommand", ["--bootstrap-server", cluster.bootstrap, *args]
+    ).stdout
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    if not lines:
+        return []
+    return [dict(zip(lines[0], row, strict=False)) for row in lines[1:]]
+
+
+def _ktool_json(*args: str) -> tuple[int, list[dict]]:
+    result = run_ktool("transactions", *args, "--json")  # the partition count from the KRaft metadata
+    assert result.exit_code in (0, 1), result.stderr
+    return result.exit_code, [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def _wait(what: str, check, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        time.sleep(0.5)
+
+
+def _read_committed_end(cluster, topic: str, partition: int) -> tuple[int, int]:
+    """(last stable offset, high watermark) as a read_committed consumer's ListOffsets sees them."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": "lso", "isolation.level": "read_committed"}
+    )
+    u = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": "hw", "isolation.level": "read_uncommitted"}
+    )
+    try:
+        tp = TopicPartition(topic, partition)
+        return c.get_watermark_offsets(tp, timeout=10, cached=False)[1], u.get_watermark_offsets(
+            tp, timeout=10, cached=False
+        )[1]
+    finally:
+        c.close()
+        u.close()
+
+
+def test_committed_and_aborted_transactions_equal_kafka_transactions(modern_kafka) -> None:
+    from confluent_kafka import Producer
+
+    cluster = modern_kafka
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic, partitions=3)
+    ids = [f"{topic}-a", f"{topic}-b"]
+    for n, tid in enumerate(ids):
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid, "linger.ms": 5})
+        p.init_transactions(60)
+        for k, commit in enumerate([True, False, True][n:]):
+            p.begin_transaction()
+            for i in range(7 + k):
+                p.produce(topic, value=b"x%d" % i, partition=(i + n) % 3)
+            p.flush(30)
+            (p.commit_transaction if commit else p.abort_transaction)(60)
+    _wait("every marker written", lambda: all(
+        lso == hw for lso, hw in (_read_committed_end(cluster, topic, n) for n in range(3))
+    ))  # fmt: skip
+    log_dir = cluster.brokers[0].log_dir
+    parts = [str(log_dir / "__transaction_state-0"), *(str(log_dir / f"{topic}-{n}") for n in range(3))]
+
+    def settled() -> bool:
+        _, objs = _ktool_json("list", parts[0])
+        return all(
+            o["state"] in ("CompleteCommit", "CompleteAbort") for o in objs if o.get("transactionalId") in ids
+        )
+
+    _wait("the coordinator's Complete* records", settled)
+    code, findings = _ktool_json("find-hanging", *parts)
+    assert (code, findings[:-1]) == (0, []), findings
+    _, listed = _ktool_json("list", parts[0])
+    mine = {o["transactionalId"]: o for o in listed if o.get("transactionalId") in ids}
+    assert set(mine) == set(ids)
+    theirs = {row["TransactionalId"]: row for row in _tool(cluster, "list") if row["TransactionalId"] in ids}
+    assert {t: (str(o["producerId"]), o["state"]) for t, o in mine.items()} == {
+        t: (row["ProducerId"], row["TransactionState"]) for t, row in theirs.items()
+    }
+    for tid in ids:
+        (row,) = _tool(cluster, "describe", "--transactional-id", tid)
+        o = mine[tid]
+        assert (str(o["producerId"]), str(o["producerEpoch"]), o["state"], str(o["timeoutMs"])) == (
+            row["ProducerId"], row["ProducerEpoch"], row["TransactionState"], row["TransactionTimeoutMs"]
+        )  # fmt: skip
+    _, described = _ktool_json("describe", *parts)
+    assert sum(o["type"] == "partition" for o in described) == 3
+    for o in described:
+        if o["type"] == "partition":
+            lso, hw = _read_committed_end(cluster, o["topic"], o["partition"])
+            assert (o["lastStableOffset"], o["logEndOffset"], o["openTransactions"]) == (lso, hw, [])
+
+
+@pytest.fixture
+def own_kafka(kafka_release, tmp_path):
+    """A broker of this test's own: it is stopped, its coordinator's partition removed, restarted."""
+    props = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
+    with ModernCluster(kafka_release, "combined", tmp_path / "kafka", properties=props) as cluster:
+        yield cluster
+
+
+def _producer(cluster, tid: str, topic: str, timeout_ms: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PRODUCER, cluster.bootstrap, tid, topic, str(timeout_ms)],
+        stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return proc
+
+
+def _copy(cluster, tmp_path, name: str):
+    target = tmp_path / name
+    shutil.copytree(cluster.brokers[0].log_dir, target, ignore=shutil.ignore_patterns(".lock"))
+    return target
+
+
+def test_a_killed_producer_is_open_until_the_coordinator_aborts_it(own_kafka, tmp_path) -> None:
+    cluster = own_kafka
+    create_topic(cluster, "killed")
+    _producer(cluster, "killed-1", "killed", 4000)
+    copy = _copy(cluster, tmp_path, "open")
+    _, described = _ktool_json("describe", str(copy))
+    (part,) = [o for o in described if o["type"] == "partition" and o["topic"] == "killed"]
+    assert [t["firstOffset"] for t in part["openTransactions"]] == [0] and part["lastStableOffset"] == 0
+    code, findings = _ktool_json("find-hanging", str(copy))
+    assert (code, findings[:-1]) == (0, [])
+    _wait("the coordinator's abort", lambda: _read_committed_end(cluster, "killed", 0)[0] > 0)
+    _, described = _ktool_json("describe", str(_copy(cluster, tmp_path, "aborted")))
+    (part,) = [o for o in described if o["type"] == "partition" and o["topic"] == "killed"]
+    assert part["openTransactions"] == [] and part["lastStableOffset"] == part["logEndOffset"] == 6
+
+
+def test_a_real_hanging_transaction_is_found_offline_as_find_hanging_finds_it(own_kafka, tmp_path) -> None:
+    cluster = own_kafka
+    create_topic(cluster, "pinned")
+    _producer(cluster, "pinned-1", "pinned", 900_000)  # the coordinator would not abort it for 15 minutes
+    node = cluster.brokers[0]
+    cluster.stop_node(node)
+    shutil.rmtree(node.log_dir / "__transaction_state-0")
+    cluster.start_node(node)
+    create_topic(cluster, "after-restart")  # the broker serves again
+    live = _tool(cluster, "find-hanging", "--topic", "pinned", "--max-transaction-timeout", "0")
+    assert len(live) == 1, live
+    now = str(int(time.time() * 1000))
+    offline = ("find-hanging", "--check-snapshots", "--max-transaction-timeout", "0", "--now", now)
+    code, objs = _ktool_json(*offline, str(_copy(cluster, tmp_path, "hanging")))
+    findings = [o for o in objs if o["type"] == "finding"]
+    assert code == 1
+    assert [(f["kind"], f["topic"], str(f["partition"]), str(f["producerId"]), str(f["firstOffset"]))
+            for f in findings] == [
+        ("hanging", row["Topic"], row["Partition"], row["ProducerId"], row["StartOffset"]) for row in live
+    ]  # fmt: skip
+    command = findings[0]["abortCommand"].split()
+    assert command[:3] == ["kafka-transactions.sh", "--bootstrap-server", "BROKER:PORT"]
+    run_tool(cluster.release, "TransactionsCommand", ["--bootstrap-server", cluster.bootstrap, *command[3:]])
+    assert _tool(cluster, "find-hanging", "--topic", "pinned", "--max-transaction-timeout", "0") == []
+    code, objs = _ktool_json(*offline, str(_copy(cluster, tmp_path, "aborted")))
+    assert (code, objs[:-1]) == (0, [])
+
+
+# --------------------------------------------------------------------------- broker files altered
+
+
+def _batches(log) -> list[dict]:
+    """Each v2 batch of a segment: position, size, base offset, attributes, producer id and epoch."""
+    data = log.read_bytes()
+    out, pos = [], 0
+    while pos + 12 <= len(data):
+        base, size = struct.unpack_from(">qi", data, pos)
+        attrs = struct.unpack_from(">h", data, pos + 21)[0]
+        pid, epoch = struct.unpack_from(">qh", data, pos + 43)
+        out.append({"pos": pos, "end": pos + 12 + size, "base": base, "control": bool(attrs & 0x20),
+                    "pid": pid, "epoch": epoch})  # fmt: skip
+        pos += 12 + size
+    return out
+
+
+def _patch(log, pos: int, at: int, fmt: str, value: int, end: int) -> None:
+    """Write `value` at `pos + at` and the batch's CRC-32C again (it covers attributes to the end)."""
+    import crc32c
+
+    data = bytearray(log.read_bytes())
+    struct.pack_into(fmt, data, pos + at, value)
+    struct.pack_into(">I", data, pos + 17, crc32c.crc32c(bytes(data[pos + 21 : end])))
+    log.write_bytes(bytes(data))
+
+
+def _two_transactions(cluster, tmp_path) -> tuple[str, object]:
+    """A topic with two committed transactions of one producer, every marker and Complete* record
+    written, and a copy of its partition and of the coordinator's."""
+    from confluent_kafka import Producer
+
+    topic = f"alter-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic)
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": topic, "linger.ms": 5})
+    p.init_transactions(60)
+    for n in (3, 4):
+        p.begin_transaction()
+        for i in range(n):
+            p.produce(topic, value=b"a%d" % i, partition=0)
+        p.flush(30)
+        p.commit_transaction(60)
+    _wait(
+        "the markers",
+        lambda: _read_committed_end(cluster, topic, 0)[0] == _read_committed_end(cluster, topic, 0)[1],
+    )
+
+    def complete() -> bool:
+        _, objs = _ktool_json("list", str(cluster.brokers[0].log_dir / "__transaction_state-0"))
+        return any(o.get("transactionalId") == topic and o["state"] == "CompleteCommit" for o in objs)
+
+    _wait("the coordinator's CompleteCommit", complete)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "meta.properties").write_text((cluster.brokers[0].log_dir / "meta.properties").read_text())
+    for name in (f"{topic}-0", "__transaction_state-0"):
+        shutil.copytree(cluster.brokers[0].log_dir / name, copy / name)
+    return topic, copy
+
+
+def _value_at(raw: bytes, at: int) -> int:
+    """Where a record's value starts, after its length (a varint) at `at`."""
+    while raw[at] & 0x80:
+        at += 1
+    return at + 1
+
+
+def _findings(copy, *args: str) -> list[tuple]:
+    # the copy holds two partitions, not the KRaft metadata that says the coordinator has one
+    _, objs = _ktool_json("find-hanging", "--transaction-partitions", "1", *args, str(copy))
+    return [
+        (o["kind"], o["partition"], o["producerId"], o["firstOffset"]) for o in objs if o["type"] == "finding"
+    ]
+
+
+def _segment(copy, name: str):
+    (log,) = sorted((copy / name).glob("*.log"))
+    return log
+
+
+def test_broker_files_altered_at_known_points_give_each_finding(modern_kafka, tmp_path) -> None:
+    topic, copy = _two_transactions(modern_kafka, tmp_path)
+    assert _findings(copy, "--now", "2100-01-01") == []  # as the broker wrote them: nothing
+    log = _segment(copy, f"{topic}-0")
+    saved = log.read_bytes()
+    batches = _batches(log)
+    markers = [b for b in batches if b["control"]]
+    data = [b for b in batches if not b["control"]]
+    assert len(markers) == 2 and markers[-1] is batches[-1]
+    pid = markers[0]["pid"]
+    second = [b for b in data if b["base"] > markers[0]["base"]][0]
+
+    # a zombie coordinator: the second COMMIT marker's coordinator epoch below the first's
+    first_epoch = struct.unpack_from(">i", saved, markers[0]["end"] - 5)[0]
+    _patch(
+        log,
+        markers[1]["pos"],
+        markers[1]["end"] - 5 - markers[1]["pos"],
+        ">i",
+        first_epoch - 1,
+        markers[1]["end"],
+    )
+    assert _findings(copy) == [("stale-coordinator-epoch", 0, pid, markers[1]["base"])]
+    log.write_bytes(saved)
+
+    # a fenced producer's write kept: the first batch's producer epoch above every later one
+    _patch(log, data[0]["pos"], 51, ">h", data[0]["epoch"] + 5, data[0]["end"])
+    kinds = _findings(copy)
+    assert kinds and {k for k, *_ in kinds} == {"epoch-backwards"} and kinds[0][3] == markers[0]["base"]
+    log.write_bytes(saved)
+
+    # the coordinator's PrepareCommit before its CompleteCommit turned Ongoing: no transition it makes
+    coordinator = _segment(copy, "__transaction_state-0")
+    raw = coordinator.read_bytes()
+    key = struct.pack(">hh", 0, len(topic)) + topic.encode()
+    complete, prepare = raw.rindex(key), raw.rindex(key, 0, raw.rindex(key))
+    holders = {
+        at: next(b for b in _batches(coordinator) if b["pos"] < at < b["end"]) for at in (complete, prepare)
+    }
+    status_at = {at: _value_at(raw, at + len(key)) + 16 for at in (complete, prepare)}
+    assert [raw[status_at[at]] for at in (prepare, complete)] == [2, 4]  # PrepareCommit, CompleteCommit
+    b = holders[prepare]
+    _patch(coordinator, b["pos"], status_at[prepare] - b["pos"], ">b", 1, b["end"])
+    assert _findings(copy) == [("illegal-transition", 0, -1, holders[complete]["base"])]
+    coordinator.write_bytes(raw)
+
+    # the second COMMIT marker lost and the coordinator's CompleteCommit record too (its key and
+    # producer id now another's): stuck in PrepareCommit, the partition without its marker
+    log.write_bytes(saved[: markers[1]["pos"]])
+    b = holders[complete]
+    _patch(coordinator, b["pos"], complete + len(key) - 1 - b["pos"], ">b", ord("#"), b["end"])
+    _patch(coordinator, b["pos"], status_at[complete] - 16 + 2 - b["pos"], ">q", 999_999, b["end"])  # its pid
+    assert _findings(copy, "--now", "2100-01-01") == [("stuck-preparing", 0, pid, second["base"])]
+    # before the timeout, find-hanging says nothing: the coordinator may still write the marker
+    assert _findings(copy) == []

@@ -1,0 +1,117 @@
+"""`ktool transactions list|describe|find-hanging` through the real CLI: the rows, the abort command
+printed, --now and --max-transaction-timeout, and the exit codes (0 none, 1 findings, 3 unreadable)."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.cli import run_ktool
+from tests.transactions.files import hanging_log_dir
+
+LATE = "2030-01-01T00:00:00Z"
+
+
+def test_find_hanging_reports_the_unknown_producer_with_its_abort_command(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    result = run_ktool("transactions", "find-hanging", "--now", LATE, str(d))
+    assert result.exit_code == 1, result.stderr
+    cmd = "kafka-transactions.sh --bootstrap-server BROKER:PORT abort"
+    cmd += " --topic orders --partition 0 --start-offset 5"
+    assert cmd in result.stdout.splitlines()
+    assert "producer id 2000" in result.stdout
+
+
+def test_find_hanging_is_quiet_on_the_datas_own_clock_and_under_a_long_timeout(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    for args in ([], ["--now", LATE, "--max-transaction-timeout", str(10 * 365 * 24 * 60)]):
+        result = run_ktool("transactions", "find-hanging", *args, str(d))
+        assert (result.exit_code, result.stdout) == (0, ""), result.stderr
+
+
+def test_find_hanging_json_rows(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    result = run_ktool("transactions", "find-hanging", "--json", "--now", LATE, str(d))
+    objs = [json.loads(line) for line in result.stdout.splitlines()]
+    (finding,) = [o for o in objs if o["type"] == "finding"]
+    assert (finding["kind"], finding["producerId"], finding["firstOffset"], finding["recordsBehind"]) == (
+        "hanging",
+        2000,
+        5,
+        6,
+    )
+    assert objs[-1]["type"] == "summary" and objs[-1]["findings"] == 1 and objs[-1]["openTransactions"] == 2
+
+
+def test_list_and_describe_show_the_coordinator_and_the_last_stable_offset(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    listed = run_ktool("transactions", "list", "--json", str(d))
+    assert listed.exit_code == 0
+    ids = {
+        o["transactionalId"]: o
+        for o in map(json.loads, listed.stdout.splitlines())
+        if o["type"] == "transaction"
+    }
+    assert ids["app-1"]["state"] == "Ongoing" and ids["app-1"]["partitions"] == ["orders-0"]
+    assert ids["done"]["state"] == "CompleteCommit" and ids["app-1"]["coordinatorPartition"] == 5
+    described = run_ktool("transactions", "describe", "--json", "--transactional-id", "app-1", str(d))
+    objs = [json.loads(line) for line in described.stdout.splitlines()]
+    (part,) = [o for o in objs if o["type"] == "partition"]
+    assert (part["lastStableOffset"], part["logEndOffset"]) == (5, 11)
+    assert [t["producerId"] for t in part["openTransactions"]] == [2000, 1000]
+    missing = run_ktool("transactions", "describe", "--transactional-id", "nobody", str(d))
+    assert missing.exit_code == 2 and "'nobody'" in missing.stderr
+
+
+def test_an_unreadable_log_dir_is_one_line_and_exit_3(tmp_path) -> None:
+    result = run_ktool("transactions", "find-hanging", str(tmp_path / "missing"))
+    assert result.exit_code == 3
+    assert result.stderr.strip().count("\n") == 0 and "missing" in result.stderr
+
+
+def test_a_running_brokers_in_flight_tail_is_never_a_finding(tmp_path) -> None:
+    from tests.support.locks import lock_held_elsewhere
+
+    d = hanging_log_dir(tmp_path)
+    log = d / "orders-0" / "00000000000000000000.log"
+    data = log.read_bytes()
+    log.write_bytes(data + data[-40:-3])  # a batch being appended: its first bytes only
+    stopped = run_ktool("transactions", "find-hanging", str(d))
+    assert stopped.exit_code == 0 and "replayed up to there" in stopped.stderr  # a copy: said
+    with lock_held_elsewhere(d / ".lock"):
+        live = run_ktool("transactions", "find-hanging", str(d))
+    assert (live.exit_code, live.stdout, live.stderr) == (0, "", "")
+
+
+def test_an_unreadable_segment_is_one_line_naming_it_and_exit_3(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    for name in ("orders-0", "__transaction_state-5"):
+        seg = d / name / "00000000000000000000.log"
+        saved = seg.read_bytes()
+        seg.unlink()
+        seg.symlink_to(tmp_path / "unmounted" / "segment.log")  # a disk that is not there
+        for command in ("find-hanging", "list", "describe"):
+            result = run_ktool("transactions", command, str(d))
+            if command == "list" and name == "orders-0":
+                assert result.exit_code == 0  # list reads the coordinator alone
+                continue
+            assert result.exit_code == 3, (name, command, result.stderr)
+            assert result.stderr.count("\n") == 1 and str(seg) in result.stderr
+        seg.unlink()
+        seg.write_bytes(saved)
+
+
+def test_without_the_coordinators_partitions_nothing_is_called_hanging_and_it_is_said(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    result = run_ktool("transactions", "find-hanging", "--now", LATE, str(d / "orders-0"))
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert "no __transaction_state partition among LOGDIRs" in result.stderr
+
+
+def test_a_torn_coordinator_tail_is_a_note_and_what_precedes_it_is_read(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    seg = d / "__transaction_state-5" / "00000000000000000000.log"
+    seg.write_bytes(seg.read_bytes()[:-7])  # the Ongoing record cut: app-1 is Empty as far as the files say
+    result = run_ktool("transactions", "list", "--json", str(d))
+    assert result.exit_code == 0 and "replayed up to there" in result.stderr
+    states = {o["transactionalId"]: o["state"] for o in map(json.loads, result.stdout.splitlines()[:-1])}
+    assert states == {"app-1": "Empty", "done": "CompleteCommit"}
