@@ -43,7 +43,10 @@ def backups_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 def make_state_dir(directory: Path, what: str) -> Path:
-    """`directory`, created with its parents when missing; one line (exit 3) when it cannot be."""
+    """`directory` (ktool's state, or any directory a command writes into), created with its parents
+    when missing; one line (exit 3) when it cannot be: a file in the way, /proc, no permission."""
+    if directory.exists() and not directory.is_dir():
+        raise InputError(f"{directory}: cannot be the {what}: a file, not a directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file in the way, /proc, no permission

@@ -58,7 +58,7 @@ def _complete_command(ctx: click.Context, param: click.Parameter, incomplete: st
 @click.argument("command", nargs=-1, shell_complete=_complete_command)
 @click.option(
     "--output-dir",
-    type=click.Path(path_type=Path),  # a file in the way is exit 3 in one line (writable_dir), not usage
+    type=click.Path(path_type=Path),  # a file in the way is exit 3 in one line (make_state_dir), not usage
     metavar="DIRECTORY",
     help="Write every page (ktool.1, ktool-COMMAND.1, …) into this directory instead.",
 )
@@ -83,9 +83,9 @@ def man(command: tuple[str, ...], output_dir: Path | None) -> None:
     if output_dir is not None:
         if command:
             raise UsageError("--output-dir writes every page: give no COMMAND with it")
-        from kafka_tools.cli.options import writable_dir
+        from kafka_tools.state import make_state_dir
 
-        writable_dir(output_dir, "manual page")
+        make_state_dir(output_dir, "manual page directory")
         try:
             for name, text in pages.items():
                 (output_dir / name).write_text(text)

@@ -116,7 +116,8 @@ _common = [
     ),
     click.option(
         "--journal-dir",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),  # a file in the way: exit 3 in one line (make_state_dir)
+        metavar="DIRECTORY",
         help="Where the journal is written "
         f"[default: journals/ in ktool's state directory, {STATE_HOME_HELP}].",
     ),

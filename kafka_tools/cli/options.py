@@ -189,20 +189,6 @@ class TimeSpec(click.ParamType):
             self.fail(str(exc).partition(": ")[2] or str(exc), param, ctx)
 
 
-def writable_dir(path: Path, what: str) -> Path:
-    """`path` created if needed (with its parents), for output: one line and exit 3 when it cannot be
-    (a file in the way, /proc, no permission), never a traceback."""
-    if path.exists() and not path.is_dir():
-        raise InputError(f"{path}: cannot be the {what} directory: a file, not a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot create the {what} directory: {exc.strerror or exc}") from None
-    if not path.is_dir():
-        raise InputError(f"{path}: cannot create the {what} directory: not a directory")
-    return path
-
-
 def write_output_file(path: Path, text: str) -> None:
     """Write `text` to `path`: one line and exit 3 when the place cannot be written."""
     try:

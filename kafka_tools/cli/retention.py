@@ -50,7 +50,7 @@ def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dic
 )
 @click.option(
     "--server-properties",
-    type=click.Path(dir_okay=False, path_type=str),
+    type=click.Path(path_type=str),  # a directory given: exit 3 in one line where it is read
     metavar="FILE",
     help="The broker's server.properties: log.retention.{ms,minutes,hours}, log.retention.bytes, "
     "log.cleanup.policy, log.cleaner.* defaults.",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from kafka_tools.cli.options import json_option, live_options, writable_dir
+from kafka_tools.cli.options import json_option, live_options
 from kafka_tools.errors import (
     EXIT_ENVIRONMENT,
     EXIT_FINDINGS,
@@ -29,7 +29,7 @@ from kafka_tools.log.dirs import (
 )
 from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
 from kafka_tools.render.contract import partition_fields
-from kafka_tools.state import STATE_HOME_HELP, backups_dir
+from kafka_tools.state import STATE_HOME_HELP, backups_dir, make_state_dir
 
 
 def plan_lines(plan: RecoveryPlan) -> list[str]:
@@ -285,7 +285,7 @@ def _truncate(
             continue
         from kafka_tools.log.repair import MANIFEST, apply_plan
 
-        writable_dir(backup_dir, "backup")
+        make_state_dir(backup_dir, "backup directory")
         try:
             backup = apply_plan(plan, backup_dir, allow_links)
         except InputError as exc:  # a link, a full backup disk: nothing of this partition changed
