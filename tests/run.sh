@@ -48,6 +48,9 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
+# ktool's distribution was named `ktool` before it became kafka-ktool: an old editable install (of
+# another checkout, maybe) would shadow this one, so it goes first.
+python3 -m pip uninstall -y -q ktool 2>/dev/null || true
 python3 -m pip install -q -e '.[test]'
 python3 -m pip install -q -e '.[fuzz]' || echo "tests/run.sh: atheris did not install; the sanitizer tests will skip" >&2
 # the modern brokers' jars, once (a second run finds them in the cache and fetches nothing)

@@ -295,7 +295,8 @@ def _need_pyarrow() -> None:
     Not a dependency of ktool itself: ~170 MB installed, three times all the others together."""
     if importlib.util.find_spec("pyarrow") is None:
         raise InputError(
-            "ktool scan needs pyarrow: pip install -e '.[scan]' in ktool's checkout, or pip install pyarrow"
+            "ktool scan needs pyarrow: pip install 'kafka-ktool[scan]' (in ktool's checkout: pip install -e"
+            " '.[scan]'), or pip install pyarrow"
         )
 
 

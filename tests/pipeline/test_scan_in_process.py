@@ -415,7 +415,8 @@ def test_a_lane_that_fails_stops_the_scan_and_leaves_no_table(monkeypatch, tmp_p
 
 def test_a_scan_without_pyarrow_is_one_line_exit_3_saying_how_to_install_it(tmp_path: Path) -> None:
     """pyarrow is not in ktool's plain install (~170 MB): `ktool scan` without it says how to get it,
-    and the extra it names brings it."""
+    under the distribution name users install (not `ktool`, someone else's project on PyPI), and the
+    extra it names brings it."""
     import subprocess
     import sys
 
@@ -423,7 +424,11 @@ def test_a_scan_without_pyarrow_is_one_line_exit_3_saying_how_to_install_it(tmp_
 
     from tests.independent import ROOT
 
-    said = "ktool scan needs pyarrow: pip install -e '.[scan]' in ktool's checkout, or pip install pyarrow"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    said = (
+        f"ktool scan needs pyarrow: pip install '{project['name']}[scan]' (in ktool's checkout: pip install"
+        " -e '.[scan]'), or pip install pyarrow"
+    )
     blocked = "import sys\nsys.modules['pyarrow'] = None\nfrom kafka_tools.cli.main import main\nmain()\n"
     for args in (["--out", str(tmp_path / "t")], []):
         done = subprocess.run(
@@ -433,7 +438,7 @@ def test_a_scan_without_pyarrow_is_one_line_exit_3_saying_how_to_install_it(tmp_
             cwd=ROOT,
         )
         assert (done.returncode, done.stdout, done.stderr) == (3, "", f"ktool: {said}\n")
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = project["optional-dependencies"]
     assert any(req.startswith("pyarrow") for req in extras["scan"])
 
 
