@@ -2,7 +2,7 @@
 every codec, keys and null keys, headers, idempotent, plain and transactional producers (commit and
 abort markers). Both outputs are parsed and compared field by field, line by line.
 
-Differences kept on purpose (README, dump-log): ktool's header line is `Starting offset:` (Kafka up to
+Differences kept on purpose (docs/dump-log.md): ktool's header line is `Starting offset:` (Kafka up to
 3.9; 4.x says `Log starting offset:`), and ktool adds `headers: [k:v,…]` after Kafka's `headerKeys`."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`ktool dump-log` text next to DumpLogSegments' (Kafka 3.9 / 4.x): both parsed, compared field by field.
 
-Differences kept on purpose (README, dump-log): ktool's header line is `Starting offset:` (Kafka up to
+Differences kept on purpose (docs/dump-log.md): ktool's header line is `Starting offset:` (Kafka up to
 3.9; 4.x says `Log starting offset:`), and ktool adds `headers: [k:v,…]` after Kafka's `headerKeys`.
 Used by tests/modern and bench/dumplog_kafka.py.
 """
