@@ -609,7 +609,7 @@ def cpu_pressure() -> float:
 def file_huge_pages_mb() -> float | None:
     """/proc/meminfo's FileHugePages (MB): how much of the page cache is in 2 MiB folios. A walk of
     the same file costs 5,400 page faults and 30 ms of system time in them, 61,000 and 450 ms in
-    4 KiB pages (bench/README.md, branch r1): ratios of runs from different moments need it."""
+    4 KiB pages (bench/HISTORY.md, branch r1): ratios of runs from different moments need it."""
     try:
         with open("/proc/meminfo") as f:
             return next(int(line.split()[1]) / 1024 for line in f if line.startswith("FileHugePages:"))

@@ -305,7 +305,7 @@ def child_spark(logdir: str, runs: int, split_mib: int, master: str, records: bo
     # Warm-up: a scan of the small v2 fixtures starts the Python workers (which import ktool and
     # pyarrow) and lets the JVM load and compile the Arrow and Parquet code paths. One task a segment
     # (pack_bytes=1), so that every core's worker starts here: packed into one task, only one did, and
-    # the first timed run under local[2] paid the second's start (~1 CPU s: bench/README.md, branch n1).
+    # the first timed run under local[2] paid the second's start (~1 CPU s: bench/HISTORY.md, branch n1).
     scratch = tempfile.mkdtemp(prefix="ktool-bench-scan-")
     try:
         warm_up = ScanOptions(out=scratch, records=records, overwrite=True, pack_bytes=1)

@@ -135,7 +135,7 @@ def zk_root(zookeeper_server, request):
     try:
         from kazoo.client import KazooClient
     except ImportError:
-        _unavailable("kazoo is not installed (pip install -e '.[zookeeper]')")
+        _unavailable("kazoo is not installed (a dependency of ktool: pip install -e .)")
     chroot = "/" + re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:80] + "-" + uuid.uuid4().hex[:8]
     admin = KazooClient(zookeeper_server.connect_string)
     admin.start(timeout=10)
@@ -197,7 +197,7 @@ def kafka09_cluster(zookeeper_server, tmp_path_factory, request):
     try:
         from kazoo.client import KazooClient
     except ImportError:
-        _unavailable("kazoo is not installed (pip install -e '.[zookeeper]')")
+        _unavailable("kazoo is not installed (a dependency of ktool: pip install -e .)")
     from tests.support.servers import KafkaBroker
 
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.module.__name__.rsplit(".", 1)[-1])
