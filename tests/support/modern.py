@@ -279,6 +279,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "auto.create.topics.enable": "false",
     "controlled.shutdown.enable": "true",
+    # Tests write records with fixed, years-old timestamps: the broker's time retention (checked every
+    # 5 minutes) would delete them in the middle of a test. A test that wants retention sets it per topic.
+    "log.retention.ms": "-1",
 }
 
 
