@@ -185,6 +185,11 @@ def _local_replica(path: Path, warnings: list[str]) -> LocalReplica | None:
     return LocalReplica(path, topic_id, local_start, log_end, epochs)
 
 
+def _unreadable(log: Path, message: str) -> Finding:
+    """A `__remote_log_metadata` segment that stops being readable (its records after it unreplayed)."""
+    return Finding("metadata-unreadable", ERROR, None, None, message, where=str(log))
+
+
 def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Finding]) -> None:
     """Every record of one `__remote_log_metadata-N` directory, in offset order, into `replay`."""
     bases = sorted(int(n[:-4]) for n in os.listdir(path) if n.endswith(".log") and n[:-4].isdigit())
@@ -194,31 +199,16 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
             raise InputError(f"{log}: not a regular file (a segment of {path.name} cannot be read)")
         for entry in iter_log_entries(log):
             if isinstance(entry, Problem):
-                findings.append(
-                    Finding(
-                        "metadata-unreadable",
-                        ERROR,
-                        None,
-                        None,
-                        f"byte {entry.position}: {entry.message}",
-                        where=str(log),
-                    )
-                )
+                findings.append(_unreadable(log, f"byte {entry.position}: {entry.message}"))
                 break
             if not isinstance(entry, RecordBatch) or entry.is_control:
                 continue
             if entry.crc != entry.computed_crc:
-                findings.append(
-                    Finding(
-                        "metadata-unreadable",
-                        ERROR,
-                        None,
-                        None,
-                        f"batch at byte {entry.position} (offsets {entry.base_offset}-{entry.last_offset}): "
-                        f"CRC {entry.crc} but computed {entry.computed_crc}; its records are not replayed",
-                        where=str(log),
-                    )
+                message = (
+                    f"batch at byte {entry.position} (offsets {entry.base_offset}-{entry.last_offset}): "
+                    f"CRC {entry.crc} but computed {entry.computed_crc}; its records are not replayed"
                 )
+                findings.append(_unreadable(log, message))
                 continue
             try:
                 records = entry.iter_records()
