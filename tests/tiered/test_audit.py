@@ -243,3 +243,21 @@ def test_a_store_partition_whose_metadata_is_elsewhere_is_not_judged(cluster, tm
     assert cluster.findings() == []
     result = run_ktool("tiered", "audit", str(cluster.log_dir), "--remote-dir", str(cluster.store))
     assert "payments-0-" in result.stderr and "not in the log dirs given" in result.stderr
+
+
+def test_a_metadata_batch_failing_its_crc_is_an_unreadable_finding_and_exit_1(tmp_path):
+    """A damaged `__remote_log_metadata` segment: its bad batch named with its offsets, not replayed."""
+    import shutil
+
+    from tests.independent import FIXTURES
+
+    part = tmp_path / "__remote_log_metadata-0"
+    part.mkdir()
+    damaged = FIXTURES / "generated" / "corrupt" / "v2-flipped-record-byte-0" / "00000000000000000000.log"
+    shutil.copy(damaged, part / damaged.name)
+    result = run_ktool("tiered", "audit", "--json", str(tmp_path))
+    objs = [json.loads(line) for line in result.stdout.splitlines()]
+    unreadable = [o for o in objs if o.get("kind") == "metadata-unreadable"]
+    assert result.exit_code == 1
+    assert [o["where"] for o in unreadable] == [str(part / damaged.name)]
+    assert "(offsets 5-11)" in unreadable[0]["message"] and "not replayed" in unreadable[0]["message"]
