@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -402,6 +403,9 @@ def test_ctrl_c_in_the_caller_stops_the_walkers_and_leaves_no_zombie(monkeypatch
     def interrupted(seg, *args):
         if os.getpid() == parent:
             raise KeyboardInterrupt
+        # A walker holds its first call until it is stopped: the caller is sure to take one of the
+        # segments (more than two) and be interrupted, however the processes are scheduled.
+        time.sleep(600)
         return real(seg, *args)
 
     monkeypatch.setattr(forked.os, "fork", fork)
