@@ -55,4 +55,4 @@ python3 -m pip install -q -e '.[test]'
 python3 -m pip install -q -e '.[fuzz]' || echo "tests/run.sh: atheris did not install; the sanitizer tests will skip" >&2
 # the modern brokers' jars, once (a second run finds them in the cache and fetches nothing)
 python3 -m tests.support.modern || missing "the Kafka jars above could not be fetched"
-python3 -m pytest -q "$@"
+python3 -m pytest -q --durations=30 "$@"  # the slowest tests named in the log: where CI time goes
