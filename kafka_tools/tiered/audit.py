@@ -211,11 +211,9 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
                 findings.append(_unreadable(log, message))
                 continue
             try:
-                records = entry.iter_records()
-                for r in records:
-                    at = Where(number, r.offset)
+                for r in entry.iter_records():
                     try:
-                        replay.apply(at, decode_remote_log_metadata(r.value))
+                        replay.apply(number, r.offset, decode_remote_log_metadata(r.value))
                     except MetadataDecodeError as exc:
                         findings.append(
                             Finding(
@@ -224,7 +222,7 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
                                 None,
                                 None,
                                 f"byte {exc.position} of its value: {exc.message}",
-                                where=str(at),
+                                where=str(Where(number, r.offset)),
                             )
                         )
             except RecordDecodeError as exc:
