@@ -2,8 +2,9 @@
 (the `kafka-storage` test jar: Maven Central serves it for 3.9, not for 4.x) as its remote storage
 manager. A topic with remote.storage.enable, small segments and 1 s local retention is written until
 segments are copied and their local copies deleted; then, the broker stopped, `ktool tiered audit`
-finds nothing, its replay names exactly the segments in the store's directory, and dump-log decodes
-`__remote_log_metadata` record for record as DumpLogSegments --remote-log-metadata-decoder does."""
+finds nothing, its replay names exactly the segments in the store's directory, dump-log decodes
+`__remote_log_metadata` record for record as DumpLogSegments --remote-log-metadata-decoder does, and
+`ktool scan --cluster-metadata`'s metadata table holds the same records."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_ktool
+from tests.tiered.scan_rows import assert_rows_are_dump_logs, scan_metadata_rows
 
 STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 
@@ -53,7 +55,7 @@ def tiered_kafka(kafka39_release, tmp_path):
         yield cluster, store
 
 
-def test_a_tiered_topic_audits_clean_and_matches_the_store_and_dumplogsegments(tiered_kafka):
+def test_a_tiered_topic_audits_clean_and_matches_the_store_and_dumplogsegments(tiered_kafka, tmp_path):
     from confluent_kafka import Producer
 
     from kafka_tools.tiered.audit import audit
@@ -148,6 +150,9 @@ def test_a_tiered_topic_audits_clean_and_matches_the_store_and_dumplogsegments(t
                 assert f"segmentLeaderEpochs={{{epochs}}}" in payload
             compared += 1
     assert compared == summary["records"]
+    # ktool scan's metadata table: the same records, row for row (scanned in process)
+    rows = scan_metadata_rows(log_dir, tmp_path / "scan")
+    assert assert_rows_are_dump_logs(rows, log_dir) == compared
 
     # the topic deleted: the broker deletes every remote segment (Kafka 3.9 writes no partition-delete
     # records: only a custom RLMM's remote partition remover would, RemoteLogMetadataManager's javadoc)
