@@ -354,7 +354,7 @@ def _check_store(pa: PartitionAudit, now_ms: int, stuck_ms: int, add) -> None:
             )
     for seg_id, files in sorted(stored.items()):
         seg = live.get(seg_id)
-        names = ", ".join(f"{files.start_offset}-{seg_id}{s}" for s in sorted(files.files))
+        names = ", ".join(sorted(files.names))
         assert pa.stored is not None
         if seg is None:
             deleted = part is not None and part.delete_state == DELETE_PARTITION_FINISHED

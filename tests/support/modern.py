@@ -196,7 +196,13 @@ def _tool_logging(release: Release) -> list[str]:
 
 
 def java_command(
-    release: Release, main: str, args: Sequence[str], *, heap: str = "-Xmx256m", options: Sequence[str] = ()
+    release: Release,
+    main: str,
+    args: Sequence[str],
+    *,
+    heap: str = "-Xmx256m",
+    options: Sequence[str] = (),
+    extra_classpath: Sequence[Path] = (),
 ) -> list[str]:
     return [
         "java",
@@ -206,7 +212,7 @@ def java_command(
         "-Djava.net.preferIPv4Stack=true",
         *options,
         "-cp",
-        classpath(release),
+        os.pathsep.join([classpath(release), *map(str, extra_classpath)]),
         main,
         *args,
     ]
@@ -308,6 +314,7 @@ class ModernCluster:
         listeners: Mapping[str, str] | None = None,
         format_args: Sequence[str] = (),
         startup_timeout: float = 120.0,
+        extra_classpath: Sequence[Path] = (),
     ) -> None:
         if mode not in ("combined", "split", "zookeeper"):
             raise ValueError(f"unknown mode {mode!r}")
@@ -321,6 +328,7 @@ class ModernCluster:
         self.startup_timeout = startup_timeout
         self.listeners = dict(listeners or {})
         self.format_args = list(format_args)
+        self.extra_classpath = list(extra_classpath)  # plugins the brokers load (a remote storage manager)
         self.cluster_id = random_cluster_id()
         self.nodes: list[Node] = []
         if mode == "combined":
@@ -444,6 +452,7 @@ class ModernCluster:
             [str(node.config)],
             heap="-Xmx512m",
             options=["-XX:+UseSerialGC", *_logging_options(self.release, node.workdir / "log4j.properties")],
+            extra_classpath=self.extra_classpath,
         )
         with open(node.workdir / "stdout.log", "ab") as out:
             node.proc = subprocess.Popen(
