@@ -1,4 +1,5 @@
-"""A broker SIGKILLed in the middle of a copy to the remote store (Kafka 3.9.2, LocalTieredStorage):
+"""A broker SIGKILLed in the middle of a copy to the remote store (Kafka 4.4.0 with LocalTieredStorage,
+tests/support/modern.local_tiered_storage; the same test passed on 3.9.2 when written, 2026-11-28):
 the store is slowed by a transferer that holds each copy while a gate file exists
 (tests/support/kafka_modern/SlowTransferer.java), so the kill lands while a copy is surely in progress,
 after its COPY_SEGMENT_STARTED is written and its first file is in the store. `ktool tiered audit`
@@ -24,7 +25,7 @@ from tests.tiered.test_tiered_broker import tiered_properties
 SOURCE = Path(__file__).resolve().parents[1] / "support" / "kafka_modern" / "SlowTransferer.java"
 
 
-def slow_transferer(release) -> Path:
+def slow_transferer(release, plugins: list[Path]) -> Path:
     """SlowTransferer compiled against the release's jars, once (cached by its source's hash)."""
     from tests.support.modern import cache_dir, classpath
 
@@ -34,7 +35,9 @@ def slow_transferer(release) -> Path:
         return classes
     work = classes.with_name(classes.name + f".{os.getpid()}.tmp")
     compiled = subprocess.run(
-        ["javac", "-nowarn", "-cp", classpath(release), "-d", str(work), str(SOURCE)],
+        ["javac", "-nowarn", "-cp", os.pathsep.join([classpath(release), *map(str, plugins)]),
+         "-d", str(work),
+         str(SOURCE)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert compiled.returncode == 0, compiled.stderr
@@ -46,10 +49,15 @@ def slow_transferer(release) -> Path:
 
 
 @pytest.fixture
-def slow_store(kafka39_release, tmp_path, monkeypatch):
-    from tests.support.modern import ModernCluster
+def slow_store(kafka4_release, tmp_path, monkeypatch):
+    from tests.conftest import _unavailable
+    from tests.support.modern import FetchError, ModernCluster, local_tiered_storage
 
-    classes = slow_transferer(kafka39_release)
+    try:
+        plugins = local_tiered_storage(kafka4_release)
+    except FetchError as exc:
+        _unavailable(str(exc))
+    classes = slow_transferer(kafka4_release, plugins)
     gate = tmp_path / "gate"
     gate.touch()  # shut: the first copy is held
     monkeypatch.setenv("KTOOL_TRANSFER_GATE", str(gate))
@@ -57,7 +65,11 @@ def slow_store(kafka39_release, tmp_path, monkeypatch):
     store.mkdir()
     properties = {**tiered_properties(store), "rsm.config.transferer.class": "SlowTransferer"}
     cluster = ModernCluster(
-        kafka39_release, "combined", tmp_path / "kafka", properties=properties, extra_classpath=[classes]
+        kafka4_release,
+        "combined",
+        tmp_path / "kafka",
+        properties=properties,
+        extra_classpath=[*plugins, classes],
     )
     with cluster:
         yield cluster, store, gate
