@@ -43,7 +43,8 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--cluster-metadata",
     is_flag=True,
-    help="Also write the `metadata` table: every __cluster_metadata record decoded (needs --out).",
+    help="Also write the `metadata` table: every __cluster_metadata and __remote_log_metadata record "
+    "decoded (needs --out).",
 )
 @click.option(
     "--offsets-topic",
@@ -180,8 +181,8 @@ def scan(
 
     Tables under --out: `segments`, `batches` and `findings` always; `records` with --records (every
     record); `offsets` with --offsets-topic (every offset commit, `loaded` set on the one the group
-    coordinator would load); `metadata` with --cluster-metadata (every KRaft record: its type as
-    dump-log names it, version, fields as JSON).
+    coordinator would load); `metadata` with --cluster-metadata (every KRaft and tiered-storage
+    metadata record: its type as dump-log names it, version, state, fields as JSON).
 
     \b
     Exit status:

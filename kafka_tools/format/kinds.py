@@ -18,6 +18,7 @@ OFFSET_CHECKPOINTS = frozenset(
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 QUORUM_STATE = "quorum-state"  # KRaft: the election state of __cluster_metadata-0
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"  # KRaft: the metadata a log dir was formatted with
+REMOTE_LOG_SNAPSHOT = "remote_log_snapshot"  # tiered storage, 3.6/3.7: a partition's remote segments
 
 # Suffixes the log cleaner and segment deletion add while they work; the content keeps its format.
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
@@ -39,6 +40,7 @@ class FileKind(str, Enum):
     # KRaft: `bootstrap.checkpoint` and the `<end offset>-<epoch>.checkpoint` snapshots of
     # __cluster_metadata-0, record batches as in a segment
     METADATA_SNAPSHOT = "metadata-snapshot"
+    REMOTE_LOG_SNAPSHOT = "remote-log-snapshot"  # format/remote_log_snapshot.py
     UNKNOWN = "unknown"
 
 
@@ -72,6 +74,8 @@ def kind_of(path: str | PurePath) -> FileKind:
         return FileKind.PARTITION_METADATA
     if name == QUORUM_STATE:
         return FileKind.QUORUM_STATE
+    if name == REMOTE_LOG_SNAPSHOT:
+        return FileKind.REMOTE_LOG_SNAPSHOT
     return _BY_SUFFIX.get(PurePath(name).suffix, FileKind.UNKNOWN)
 
 

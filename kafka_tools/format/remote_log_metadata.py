@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_tools.format import accel
 from kafka_tools.format.kraft.decoder import (
-    FRAME_VERSION,
     MetadataDecodeError,
     Program,
     compile_struct,
     decode_body,
-    read_uvarint,
+    read_frame,
 )
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "RemoteLogMetadataRecord",
     "SEGMENT_STATES",
     "decode_remote_log_metadata",
+    "decode_remote_log_metadata_py",
 ]
 
 REMOTE_LOG_METADATA = "__remote_log_metadata"
@@ -150,21 +151,18 @@ class RemoteLogMetadataRecord:
         return None
 
 
-def decode_remote_log_metadata(value: bytes | bytearray | memoryview | None) -> RemoteLogMetadataRecord:
-    """Decode one value as `RemoteLogMetadataSerde.deserialize` reads it.
+_LABEL = "remote log metadata"
 
-    Raises `MetadataDecodeError` (with the byte position) for a null value, a frame version other
-    than 1, or a body that does not match its schema (trailing bytes included).
+
+def decode_remote_log_metadata_py(value: bytes | bytearray | memoryview) -> RemoteLogMetadataRecord:
+    """Decode one value as `RemoteLogMetadataSerde.deserialize` reads it (the reference in pure Python;
+    `decode_remote_log_metadata` runs the same programs in C when it is built).
+
+    Raises `MetadataDecodeError` (with the byte position) for a frame version other than 1, or a body
+    that does not match its schema (trailing bytes included).
     """
-    if value is None:
-        raise MetadataDecodeError("a remote log metadata record with a null value", 0)
     raw = bytes(value)
-    end = len(raw)
-    frame, pos = read_uvarint(raw, 0, end, "frame version")
-    if frame != FRAME_VERSION:
-        raise MetadataDecodeError(f"unknown frame version {frame} (expected {FRAME_VERSION})", 0)
-    api_key, pos = read_uvarint(raw, pos, end, "apiKey")
-    version, pos = read_uvarint(raw, pos, end, "version")
+    api_key, version, pos = read_frame(raw, _LABEL)
     known = _TYPES.get(api_key)
     if known is None:
         return RemoteLogMetadataRecord(api_key, "Unknown", version, {}, False, raw)
@@ -174,3 +172,30 @@ def decode_remote_log_metadata(value: bytes | bytearray | memoryview | None) -> 
         return RemoteLogMetadataRecord(api_key, name, version, {}, False, raw)
     fields = decode_body(program, raw, pos, f"{name} v{version}")
     return RemoteLogMetadataRecord(api_key, name, version, fields, True, raw)
+
+
+def _speedups():
+    """kraft.c's second table, given these programs (bound at import, as KRaft's: a million records
+    go through it in a replay; KTOOL_PURE_PYTHON=1 turns it off)."""
+    ext = accel.C
+    if ext is None or not hasattr(ext, "kraft_decode_remote"):
+        return None
+    attrs = (None, "api_key", "type_name", "version", "fields", "known", "raw", None)
+    ext.kraft_configure(1, _LABEL, _TYPES, RemoteLogMetadataRecord, attrs, MetadataDecodeError)
+    return ext
+
+
+_C = _speedups()
+HAS_SPEEDUPS = _C is not None
+_decode = _C.kraft_decode_remote if _C is not None else decode_remote_log_metadata_py
+
+
+def decode_remote_log_metadata(value: bytes | bytearray | memoryview | None) -> RemoteLogMetadataRecord:
+    """Decode one value as `RemoteLogMetadataSerde.deserialize` reads it.
+
+    Raises `MetadataDecodeError` (with the byte position) for a null value, a frame version other
+    than 1, or a body that does not match its schema (trailing bytes included).
+    """
+    if value is None:
+        raise MetadataDecodeError("a remote log metadata record with a null value", 0)
+    return _decode(value)

@@ -17,6 +17,7 @@ from kafka_tools.format.kinds import (
     LEADER_EPOCH_CHECKPOINT,
     OFFSET_CHECKPOINTS,
     QUORUM_STATE,
+    REMOTE_LOG_SNAPSHOT,
     TRANSIENT_SUFFIXES,
     FileKind,
     kind_of,
@@ -291,7 +292,7 @@ def list_partition(path: str | os.PathLike, live: bool | None = None) -> Partiti
             out.leader_epoch_checkpoint = name
         elif name.endswith(".snapshot"):
             out.snapshots.append(name)
-        elif name in ("partition.metadata", QUORUM_STATE):
+        elif name in ("partition.metadata", QUORUM_STATE, REMOTE_LOG_SNAPSHOT):
             out.other.append(name)
         elif kind_of(name) == FileKind.METADATA_SNAPSHOT:
             out.metadata_snapshots.append(name)

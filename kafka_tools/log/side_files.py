@@ -115,6 +115,8 @@ def read_side_file(
         return list(checkpoints.read_partition_metadata(p).items()), {}, []
     if kind == FileKind.QUORUM_STATE:
         return list(checkpoints.read_quorum_state(p).items()), {}, []
+    if kind == FileKind.REMOTE_LOG_SNAPSHOT:
+        return _remote_log_snapshot(p)
     raise ValueError(f"{p}: a {kind.value} file is a segment, not a side file")
 
 
@@ -178,3 +180,27 @@ def _index_against_log(p: Path, entries: list[index.OffsetIndexEntry]) -> list[P
             )
             problems.append(Problem(e.slot * 8, ProblemKind.MALFORMED_ENTRY, message, e.offset))
     return problems
+
+
+def _remote_log_snapshot(p: Path) -> tuple[list, dict, list[Problem]]:
+    """A 3.6/3.7 `remote_log_snapshot`: its segments, its header, and where it stops making sense."""
+    from kafka_tools.format.remote_log_snapshot import read_remote_log_snapshot
+
+    snap = read_remote_log_snapshot(p)
+    if snap is None:  # empty: Kafka creates the file before its first snapshot
+        return [], {}, []
+    header = {
+        "version": snap.version,
+        "metadataPartition": snap.metadata_partition,
+        "metadataPartitionOffset": snap.metadata_partition_offset,
+        "entries": snap.declared_entries,
+    }
+    problems = [
+        Problem(
+            sp.position,
+            ProblemKind.METADATA_RECORD_UNDECODABLE if sp.undecodable else ProblemKind.MALFORMED_ENTRY,
+            sp.message,
+        )
+        for sp in snap.problems
+    ]
+    return snap.segments, header, problems

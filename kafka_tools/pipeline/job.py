@@ -18,8 +18,8 @@
    in C by the record readers (pipeline/record_columns.py), no Python object a record. Under a local
    master with a local --out, the main stage's tasks write them themselves with pyarrow, each range's
    records right after its batches (no second stage); else a stage of their own through Spark's writer.
-4. `--cluster-metadata`: the `__cluster_metadata` ranges decoded again, one row per KRaft record
-   (pipeline/metadata_records.py); the ranges of other topics yield nothing.
+4. `--cluster-metadata`: the `__cluster_metadata` and `__remote_log_metadata` ranges decoded again, one
+   row per record (pipeline/metadata_records.py); the ranges of other topics yield nothing.
 5. `--offsets-topic`: each `__consumer_offsets` partition replayed whole by one task, its segments in
    order (a replay is sequential), up to the first byte the broker's recovery would cut.
 

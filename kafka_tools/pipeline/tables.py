@@ -93,7 +93,7 @@ OFFSETS = [
     ("error", "string"),
 ]
 
-METADATA = WHERE + [  # --cluster-metadata: every record of __cluster_metadata, decoded
+METADATA = WHERE + [  # --cluster-metadata: every record of __cluster_metadata and __remote_log_metadata
     ("batch_position", "long"),
     ("offset", "long"),
     ("timestamp", "long"),
@@ -102,6 +102,7 @@ METADATA = WHERE + [  # --cluster-metadata: every record of __cluster_metadata, 
     ("type_id", "int"),
     ("version", "int"),
     ("known", "bool"),
+    ("state", "string"),  # __remote_log_metadata: the segment or partition-delete state (null for KRaft)
     ("fields", "string"),  # JSON text, bytes as base64; SCRAM secrets left out
     ("error", "string"),  # why the record could not be decoded (the other columns null)
 ]

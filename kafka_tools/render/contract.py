@@ -194,6 +194,23 @@ SIDE_FILE_KINDS = [
     ),
     INDEX_ENTRY,
     _kind("quorum-state", "A KRaft quorum-state file.", open_=True, file="str"),
+    _kind(
+        "remote-segment",
+        "A remote segment of a 3.6/3.7 remote_log_snapshot (file-header: its metadata partition and offset).",
+        file="str",
+        position="int",
+        segmentId="str",
+        startOffset="int",
+        endOffset="int",
+        brokerId="int",
+        maxTimestampMs="int",
+        eventTimestampMs="int",
+        segmentLeaderEpochs="object",
+        segmentSizeInBytes="int",
+        customMetadata="str|null",
+        state="str",
+        txnIndexEmpty="bool",
+    ),  # fmt: skip
 ]
 NOTE = _kind(
     "note",

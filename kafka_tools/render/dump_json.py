@@ -34,8 +34,10 @@ def _item_types() -> dict[type, str]:
     with the first such file: the dump of a segment needs none of them.)"""
     from kafka_tools.format import index, snapshot
     from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
+    from kafka_tools.format.remote_log_snapshot import RemoteSegmentSnapshot
 
     return {
+        RemoteSegmentSnapshot: "remote-segment",
         index.OffsetIndexEntry: "index-entry",
         index.TimeIndexEntry: "time-index-entry",
         index.AbortedTxn: "aborted-txn",

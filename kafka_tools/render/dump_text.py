@@ -278,6 +278,8 @@ class DumpTextRenderer:
         if event.kind == FileKind.PRODUCER_SNAPSHOT and event.header:
             h = event.header
             self.out.fields([("version", h["version"]), ("crc", h["crc"]), ("entries", len(event.items))])
+        if event.kind == FileKind.REMOTE_LOG_SNAPSHOT and event.header:
+            self.out.fields(list(event.header.items()))
 
 
 def write_utf8(stream, data: bytes, valid: bool = False) -> None:
@@ -353,8 +355,24 @@ def _item_fields() -> Callable[[object], Fields]:
     are imported with the first such file: the dump of a segment needs none of them.)"""
     from kafka_tools.format import index, snapshot
     from kafka_tools.format.checkpoints import EpochEntry, OffsetCheckpointEntry
+    from kafka_tools.format.remote_log_snapshot import RemoteSegmentSnapshot
 
     def fields(item) -> Fields:
+        if isinstance(item, RemoteSegmentSnapshot):
+            epochs = ",".join(f"{e}={o}" for e, o in item.segment_leader_epochs.items())
+            return [
+                ("position", item.position),
+                ("segmentId", item.segment_id),
+                ("startOffset", item.start_offset),
+                ("endOffset", item.end_offset),
+                ("state", item.state),
+                ("brokerId", item.broker_id),
+                ("segmentSizeInBytes", item.segment_size_in_bytes),
+                ("segmentLeaderEpochs", "{" + epochs + "}"),
+                ("maxTimestampMs", item.max_timestamp_ms),
+                ("eventTimestampMs", item.event_timestamp_ms),
+                ("txnIndexEmpty", item.txn_index_empty),
+            ]
         if isinstance(item, index.OffsetIndexEntry):
             return [("offset", item.offset), ("position", item.position)]
         if isinstance(item, index.TimeIndexEntry):

@@ -211,11 +211,9 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
                 findings.append(_unreadable(log, message))
                 continue
             try:
-                records = entry.iter_records()
-                for r in records:
-                    at = Where(number, r.offset)
+                for r in entry.iter_records():
                     try:
-                        replay.apply(at, decode_remote_log_metadata(r.value))
+                        replay.apply(number, r.offset, decode_remote_log_metadata(r.value))
                     except MetadataDecodeError as exc:
                         findings.append(
                             Finding(
@@ -224,7 +222,7 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
                                 None,
                                 None,
                                 f"byte {exc.position} of its value: {exc.message}",
-                                where=str(at),
+                                where=str(Where(number, r.offset)),
                             )
                         )
             except RecordDecodeError as exc:
@@ -356,7 +354,7 @@ def _check_store(pa: PartitionAudit, now_ms: int, stuck_ms: int, add) -> None:
             )
     for seg_id, files in sorted(stored.items()):
         seg = live.get(seg_id)
-        names = ", ".join(f"{files.start_offset}-{seg_id}{s}" for s in sorted(files.files))
+        names = ", ".join(sorted(files.names))
         assert pa.stored is not None
         if seg is None:
             deleted = part is not None and part.delete_state == DELETE_PARTITION_FINISHED

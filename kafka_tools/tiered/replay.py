@@ -56,8 +56,17 @@ class RemoteSegment:
     state: str
     started_ms: int  # COPY_SEGMENT_STARTED's event time
     state_ms: int  # the current state's event time
-    created: Where  # the COPY_SEGMENT_STARTED record
-    last: Where  # the record that set the current state
+    metadata_partition: int  # the __remote_log_metadata partition of its events
+    created_offset: int  # the COPY_SEGMENT_STARTED record's offset
+    last_offset: int  # the offset of the record that set the current state
+
+    @property
+    def created(self) -> Where:
+        return Where(self.metadata_partition, self.created_offset)
+
+    @property
+    def last(self) -> Where:
+        return Where(self.metadata_partition, self.last_offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,48 +99,86 @@ class PartitionReplay:
         return f"{self.topic}-{self.partition}"
 
 
+def _state(table: dict[int, str], state: int) -> str:
+    return table.get(state) or f"UNKNOWN({state})"
+
+
 class Replay:
     """Events applied in each metadata partition's offset order (one partition holds all the events of
-    a user partition, so their order is the order the broker saw)."""
+    a user partition, so their order is the order the broker saw).
+
+    `apply` runs once a record, a million times for a large topic: it makes no object for an event
+    that only moves a segment on (a `Where` is built when a finding asks for one)."""
 
     def __init__(self) -> None:
         self.partitions: dict[tuple[str, int], PartitionReplay] = {}
         self.records = 0
         self.unknown_records = 0  # apiKeys or versions this ktool does not know (shown by dump-log)
 
-    def _partition(self, tip: dict, where: Where) -> PartitionReplay:
+    def _partition(self, tip: dict, number: int) -> PartitionReplay:
         key = (tip["id"], tip["partition"])
         part = self.partitions.get(key)
         if part is None:
             part = self.partitions[key] = PartitionReplay(tip["name"], tip["id"], tip["partition"])
         part.events += 1
-        part.metadata_partitions.add(where.partition)
+        if number not in part.metadata_partitions:
+            part.metadata_partitions.add(number)
         return part
 
-    def apply(self, where: Where, record: RemoteLogMetadataRecord) -> None:
+    def apply(self, number: int, offset: int, record: RemoteLogMetadataRecord) -> None:
+        """One record, at `offset` of `__remote_log_metadata-<number>`."""
         self.records += 1
-        if not record.known:
+        api_key = record.api_key
+        if api_key == 1 and record.known:  # the common case: a segment's state moves on
+            f = record.fields
+            seg_id_field = f["remoteLogSegmentId"]
+            part = self._partition(seg_id_field["topicIdPartition"], number)
+            seg_id = seg_id_field["id"]
+            seg = part.segments.get(seg_id)
+            target = SEGMENT_STATES.get(f["remoteLogSegmentState"])
+            if (
+                seg is None
+                or target is None
+                or (target != seg.state and target not in SEGMENT_NEXT[seg.state])
+            ):
+                part.issues.append(self._refused(number, offset, seg_id, seg, f))
+            elif target == DELETE_FINISHED:
+                del part.segments[seg_id]
+                part.deleted_segments += 1
+            else:
+                seg.state, seg.state_ms, seg.last_offset = target, f["eventTimestampMs"], offset
+                seg.broker_id = f["brokerId"]
+        elif not record.known:
             self.unknown_records += 1
-            return
-        f = record.fields
-        if record.api_key == 0:
-            self._add(where, f)
-        elif record.api_key == 1:
-            self._update(where, f)
-        elif record.api_key == 2:
-            self._partition_delete(where, f)
+        elif api_key == 0:
+            self._add(number, offset, record.fields)
+        elif api_key == 2:
+            self._partition_delete(Where(number, offset), record.fields)
         else:  # snapshot records belong in remote_log_snapshot files, never in the topic
             self.unknown_records += 1
 
-    def _add(self, where: Where, f: dict) -> None:
-        part = self._partition(f["remoteLogSegmentId"]["topicIdPartition"], where)
+    @staticmethod
+    def _refused(number: int, offset: int, seg_id: str, seg: RemoteSegment | None, f: dict) -> ReplayIssue:
+        target = _state(SEGMENT_STATES, f["remoteLogSegmentState"])
+        where = Where(number, offset)
+        if seg is None:
+            message = f"{target} for segment {seg_id}, which no live COPY_SEGMENT_STARTED created"
+            return ReplayIssue("unknown-segment", where, seg_id, message)
+        message = (
+            f"segment {seg_id} offsets {seg.start_offset}-{seg.end_offset}: {seg.state} -> {target} "
+            f"(set at {seg.last})"
+        )
+        return ReplayIssue("illegal-transition", where, seg_id, message)
+
+    def _add(self, number: int, offset: int, f: dict) -> None:
+        part = self._partition(f["remoteLogSegmentId"]["topicIdPartition"], number)
         seg_id = f["remoteLogSegmentId"]["id"]
-        state = SEGMENT_STATES.get(f["remoteLogSegmentState"], f"UNKNOWN({f['remoteLogSegmentState']})")
+        state = _state(SEGMENT_STATES, f["remoteLogSegmentState"])
         if state != COPY_STARTED:
             part.issues.append(
                 ReplayIssue(
                     "illegal-transition",
-                    where,
+                    Where(number, offset),
                     seg_id,
                     f"segment {seg_id} offsets {f['startOffset']}-{f['endOffset']} created in {state}, "
                     f"not {COPY_STARTED}",
@@ -140,7 +187,9 @@ class Replay:
             return
         if seg_id in part.segments:
             part.issues.append(
-                ReplayIssue("duplicate-segment", where, seg_id, f"segment {seg_id} created again")
+                ReplayIssue(
+                    "duplicate-segment", Where(number, offset), seg_id, f"segment {seg_id} created again"
+                )
             )
             return
         ts = f["eventTimestampMs"]
@@ -154,47 +203,14 @@ class Replay:
             COPY_STARTED,
             ts,
             ts,
-            where,
-            where,
+            number,
+            offset,
+            offset,
         )
 
-    def _update(self, where: Where, f: dict) -> None:
-        part = self._partition(f["remoteLogSegmentId"]["topicIdPartition"], where)
-        seg_id = f["remoteLogSegmentId"]["id"]
-        target = SEGMENT_STATES.get(f["remoteLogSegmentState"], f"UNKNOWN({f['remoteLogSegmentState']})")
-        seg = part.segments.get(seg_id)
-        if seg is None:
-            part.issues.append(
-                ReplayIssue(
-                    "unknown-segment",
-                    where,
-                    seg_id,
-                    f"{target} for segment {seg_id}, which no live COPY_SEGMENT_STARTED created",
-                )
-            )
-            return
-        if target != seg.state and target not in SEGMENT_NEXT.get(seg.state, ()):
-            part.issues.append(
-                ReplayIssue(
-                    "illegal-transition",
-                    where,
-                    seg_id,
-                    f"segment {seg_id} offsets {seg.start_offset}-{seg.end_offset}: {seg.state} -> {target} "
-                    f"(set at {seg.last})",
-                )
-            )
-            return
-        if target == DELETE_FINISHED:
-            del part.segments[seg_id]
-            part.deleted_segments += 1
-            return
-        seg.state, seg.state_ms, seg.last = target, f["eventTimestampMs"], where
-        seg.broker_id = f["brokerId"]
-
     def _partition_delete(self, where: Where, f: dict) -> None:
-        part = self._partition(f["topicIdPartition"], where)
-        state_id = f["remotePartitionDeleteState"]
-        target = PARTITION_DELETE_STATES.get(state_id, f"UNKNOWN({state_id})")
+        part = self._partition(f["topicIdPartition"], where.partition)
+        target = _state(PARTITION_DELETE_STATES, f["remotePartitionDeleteState"])
         current = part.delete_state
         allowed = target == MARKED if current is None else target in PARTITION_NEXT.get(current, ())
         if target != current and not allowed:

@@ -26,6 +26,7 @@ class StoredSegment:
     segment_id: str
     start_offset: int
     files: dict[str, int] = field(default_factory=dict)  # suffix -> size in bytes
+    names: list[str] = field(default_factory=list)  # the files' names as in the store (offset zero-padded)
 
     @property
     def log_size(self) -> int | None:
@@ -77,5 +78,6 @@ def read_store(path: str | os.PathLike) -> dict[tuple[str, int], StoredPartition
             if seg is None:
                 seg = part.segments[f.group(2)] = StoredSegment(f.group(2), int(f.group(1)))
             seg.files[f.group(3)] = entry.stat().st_size
+            seg.names.append(entry.name)
         out[(part.topic_id, part.partition)] = part
     return out

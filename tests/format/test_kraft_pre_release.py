@@ -122,11 +122,19 @@ def test_the_c_interpreter_hands_what_it_fails_on_to_the_pre_release_layouts() -
     types = {type_id: (t.name, t.programs) for type_id, t in decoder.METADATA_TYPES.items()}
     c = decoder._C
     try:
-        c.kraft_configure(types, MetadataRecord, MetadataDecodeError)
+        c.kraft_configure(0, "metadata", types, MetadataRecord, decoder.RECORD_ATTRS, MetadataDecodeError)
         with pytest.raises(MetadataDecodeError):
             c.kraft_decode_metadata(value)
     finally:
-        c.kraft_configure(types, MetadataRecord, MetadataDecodeError, decoder.decode_pre_release)
+        c.kraft_configure(
+            0,
+            "metadata",
+            types,
+            MetadataRecord,
+            decoder.RECORD_ATTRS,
+            MetadataDecodeError,
+            decoder.decode_pre_release,
+        )
     assert c.kraft_decode_metadata(value).layout == LABEL
     assert decode_metadata_record is c.kraft_decode_metadata  # no Python layer on the hot path
 

@@ -151,3 +151,18 @@ def test_kraft_error_paths_keep_nothing() -> None:
     ):
         call = _quiet(kraft.decode_metadata_record, cut, errors=(kraft.MetadataDecodeError,))
         assert _growth(call) < 4096, cut.hex()
+
+
+@pytest.mark.skipif(not kraft.HAS_SPEEDUPS, reason="KRaft table not in C")
+def test_remote_log_metadata_error_paths_and_records_keep_nothing() -> None:
+    # kraft.c's second table: a RemoteLogSegmentMetadataUpdateRecord cut short, with garbage after it, an
+    # unknown apiKey (a record without a frame_version slot) and a whole record (its values dropped)
+    from kafka_tools.format import remote_log_metadata as rlm
+    from tests.format.kraft_encoder import frame, load_schemas, sample
+    from tests.independent import FIXTURES
+
+    schema = load_schemas(FIXTURES / "remote-log-metadata-schemas")["RemoteLogSegmentMetadataUpdateRecord"]
+    value = frame(schema, 0, sample(schema, 0, 1))
+    for cut in (b"", b"\x01", value[:30], value + b"\x00", b"\x01\x09\x00", value):
+        call = _quiet(rlm.decode_remote_log_metadata, cut, errors=(kraft.MetadataDecodeError,))
+        assert _growth(call) < 4096, cut.hex()

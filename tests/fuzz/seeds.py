@@ -2,7 +2,7 @@
 needed), every v0/v1 message set and inner set, every KRaft record value of fixtures/ and, when it is
 there, ../shared/realworld — each in its target's input layout (tests/fuzz/targets.py).
 
-    python -m tests.fuzz.seeds DIR      # writes DIR/records, DIR/messages, DIR/kraft, DIR/batches
+    python -m tests.fuzz.seeds DIR      # writes DIR/records, DIR/messages, DIR/kraft, DIR/remote, DIR/batches
 """
 
 from __future__ import annotations
@@ -56,6 +56,16 @@ def _snappy_seeds() -> set[bytes]:
     return out
 
 
+def _remote_seeds() -> set[bytes]:
+    """`__remote_log_metadata` values of every apiKey, encoded from Kafka's schemas (fixtures/)."""
+    from tests.format.kraft_encoder import frame, load_schemas, sample
+
+    schemas = load_schemas(FIXTURES / "remote-log-metadata-schemas")
+    return {
+        frame(s, 0, sample(s, 0, seed, nulls=seed % 2 == 1)) for s in schemas.values() for seed in range(3)
+    }
+
+
 def seeds() -> dict[str, set[bytes]]:
     out: dict[str, set[bytes]] = {
         "records": set(),
@@ -63,6 +73,7 @@ def seeds() -> dict[str, set[bytes]]:
         "kraft": set(),
         "batches": set(),
         "snappy": _snappy_seeds(),
+        "remote": _remote_seeds(),
     }
     for path in _logs():
         raw = path.read_bytes()
@@ -84,6 +95,12 @@ def seeds() -> dict[str, set[bytes]]:
                     except RecordDecodeError:
                         continue
                     out["kraft"].update(bytes(r.value) for r in records if r.value and not entry.is_control)
+                if any(part.startswith("__remote_log_metadata-") for part in path.parts):
+                    try:
+                        records = entry.records()
+                    except RecordDecodeError:
+                        continue
+                    out["remote"].update(bytes(r.value) for r in records if r.value)
             elif isinstance(entry, LegacyMessage):
                 one = raw[entry.position : entry.next_position]
                 flags = len(out["messages"]) % 32

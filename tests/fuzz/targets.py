@@ -298,6 +298,26 @@ def check_kraft(data: bytes) -> None:
     assert c == py, (c, py)
 
 
+# ---- __remote_log_metadata values: kraft.c's second table --------------------------------------------
+
+
+def check_remote(data: bytes) -> None:
+    from kafka_tools.format import remote_log_metadata as remote
+
+    if remote._C is None:
+        return
+
+    def outcome(fn):
+        try:
+            return fn(data)
+        except kraft.MetadataDecodeError as exc:
+            return ("error", exc.message, exc.position)
+
+    c = outcome(remote.decode_remote_log_metadata)
+    py = outcome(remote.decode_remote_log_metadata_py)
+    assert c == py, (c, py)
+
+
 # ---- v2 batch runs: scan_batches (validate's header walk) ------------------------------------------
 
 # batches: flags(1) lo(8) prev(8), then the bytes of a segment
@@ -402,6 +422,7 @@ TARGETS = {
     "records": check_records,
     "messages": check_messages,
     "kraft": check_kraft,
+    "remote": check_remote,
     "batches": check_batches,
     "snappy": check_snappy,
 }

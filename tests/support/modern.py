@@ -138,6 +138,65 @@ def classpath(release: Release) -> str:
     return str(kafka_libs(release) / "*")
 
 
+# Kafka's LocalTieredStorage (a real RemoteStorageManager keeping the remote segments in a directory) is
+# in the kafka-storage *test* jar. Maven Central has it for 3.9.x (the pom's kafka3 profile fetches it
+# into the libs) and for 4.0.0-4.3.1, not for 4.4.0 (checked 2026-11-28 with `mvn dependency:get
+# -Dartifact=org.apache.kafka:kafka-storage:4.4.0:jar:test`): a 4.4.0 broker loads 4.3.1's, a plugin of
+# the public RemoteStorageManager interface (KIP-405). It names one internal class 4.4.0 moved,
+# LogContext: kafka_modern/compat/LogContext.java, compiled beside it, gives it the old name.
+LOCAL_TIERED_STORAGE = {4: "org.apache.kafka:kafka-storage:4.3.1:jar:test"}
+COMPAT_SOURCES = Path(__file__).resolve().parent / "kafka_modern" / "compat"
+
+
+def local_tiered_storage(release: Release) -> list[Path]:
+    """What a broker of ``release`` needs beside its libs to load LocalTieredStorage (fetched with Maven
+    and compiled the first time, cached beside the libs): nothing for 3.9, whose libs hold it."""
+    artifact = LOCAL_TIERED_STORAGE.get(release.major)
+    if artifact is None:
+        return []
+    _group, name, version, _type, classifier = artifact.split(":")
+    home = cache_dir() / f"kafka-{release.version}" / "plugins"
+    jar = home / f"{name}-{version}-{classifier}.jar"
+    compat = home / "compat-classes"
+    if jar.is_file() and compat.is_dir():
+        return [jar, compat]
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".fetch.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not jar.is_file():
+            if shutil.which("mvn") is None:
+                raise FetchError(f"{artifact}: mvn is not installed (apt-get install maven)")
+            cmd = ["mvn", "-q", "-B", *shlex.split(os.environ.get("KTOOL_MAVEN_ARGS", "")), "dependency:copy",
+                   f"-Dartifact={artifact}", f"-DoutputDirectory={home}"]  # fmt: skip
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=home)
+            if proc.returncode != 0 or not jar.is_file():
+                raise FetchError(f"{artifact} could not be fetched with Maven (mvn exited {proc.returncode})")
+        if not compat.is_dir():
+            work = Path(tempfile.mkdtemp(prefix=".compat-", dir=home))
+            sources = [str(p) for p in sorted(COMPAT_SOURCES.glob("*.java"))]
+            proc = subprocess.run(
+                ["javac", "-nowarn", "-cp", classpath(release), "-d", str(work), *sources],
+                capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            if proc.returncode != 0:
+                shutil.rmtree(work, ignore_errors=True)
+                raise FetchError(f"{COMPAT_SOURCES} did not compile: {proc.stderr.strip()[:300]}")
+            os.replace(work, compat)
+    return [jar, compat]
+    home.mkdir(parents=True, exist_ok=True)
+    if shutil.which("mvn") is None:
+        raise FetchError(f"{artifact}: mvn is not installed (apt-get install maven)")
+    with open(home / ".fetch.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not jar.is_file():
+            cmd = ["mvn", "-q", "-B", *shlex.split(os.environ.get("KTOOL_MAVEN_ARGS", "")), "dependency:copy",
+                   f"-Dartifact={artifact}", f"-DoutputDirectory={home}"]  # fmt: skip
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=home)
+            if proc.returncode != 0 or not jar.is_file():
+                raise FetchError(f"{artifact} could not be fetched with Maven (mvn exited {proc.returncode})")
+    return [jar]
+
+
 _TOOL_LOG4J2 = """\
 status = error
 appender.err.type = Console
@@ -196,7 +255,13 @@ def _tool_logging(release: Release) -> list[str]:
 
 
 def java_command(
-    release: Release, main: str, args: Sequence[str], *, heap: str = "-Xmx256m", options: Sequence[str] = ()
+    release: Release,
+    main: str,
+    args: Sequence[str],
+    *,
+    heap: str = "-Xmx256m",
+    options: Sequence[str] = (),
+    extra_classpath: Sequence[Path] = (),
 ) -> list[str]:
     return [
         "java",
@@ -206,7 +271,7 @@ def java_command(
         "-Djava.net.preferIPv4Stack=true",
         *options,
         "-cp",
-        classpath(release),
+        os.pathsep.join([classpath(release), *map(str, extra_classpath)]),
         main,
         *args,
     ]
@@ -308,6 +373,7 @@ class ModernCluster:
         listeners: Mapping[str, str] | None = None,
         format_args: Sequence[str] = (),
         startup_timeout: float = 120.0,
+        extra_classpath: Sequence[Path] = (),
     ) -> None:
         if mode not in ("combined", "split", "zookeeper"):
             raise ValueError(f"unknown mode {mode!r}")
@@ -321,6 +387,7 @@ class ModernCluster:
         self.startup_timeout = startup_timeout
         self.listeners = dict(listeners or {})
         self.format_args = list(format_args)
+        self.extra_classpath = list(extra_classpath)  # plugins the brokers load (a remote storage manager)
         self.cluster_id = random_cluster_id()
         self.nodes: list[Node] = []
         if mode == "combined":
@@ -444,6 +511,7 @@ class ModernCluster:
             [str(node.config)],
             heap="-Xmx512m",
             options=["-XX:+UseSerialGC", *_logging_options(self.release, node.workdir / "log4j.properties")],
+            extra_classpath=self.extra_classpath,
         )
         with open(node.workdir / "stdout.log", "ab") as out:
             node.proc = subprocess.Popen(

@@ -126,5 +126,6 @@ def write_store(
     part.mkdir(parents=True, exist_ok=True)
     for seg_id, (start, size) in segments.items():
         for suffix in suffixes:
-            (part / f"{start}-{seg_id}{suffix}").write_bytes(b"\0" * (size if suffix == ".log" else 8))
+            # named as LocalTieredStorage names them: the start offset zero-padded to 20 digits
+            (part / f"{start:020d}-{seg_id}{suffix}").write_bytes(b"\0" * (size if suffix == ".log" else 8))
     return part

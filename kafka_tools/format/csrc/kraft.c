@@ -1,9 +1,12 @@
 /*
- * KRaft metadata records: the table of kafka_tools.format.kraft (one program per record type and
- * version, generated from Kafka's JSON schemas) copied at import into the compact opcode form below,
- * then interpreted here. Same contract as kafka_tools.format.kraft.decoder.decode_metadata_record (the
- * reference, pure Python): the same MetadataRecord, or MetadataDecodeError(message, position) with
- * the same message and position. Every length is checked against the bytes left before it is used.
+ * Framed metadata values (AbstractApiMessageSerde: frame version, apiKey, version, flexible message):
+ * the tables of kafka_tools.format.kraft (one program per record type and version, generated from
+ * Kafka's JSON schemas) copied at import into the compact opcode form below, then interpreted here.
+ * Two tables, one interpreter: KRaft's __cluster_metadata (kraft_decode_metadata) and tiered storage's
+ * __remote_log_metadata (kraft_decode_remote). Same contract as kafka_tools.format.kraft.decoder's
+ * FramedTable.decode (the reference, pure Python): the same record, or MetadataDecodeError(message,
+ * position) with the same message and position. Every length is checked against the bytes left
+ * before it is used.
  */
 
 #include "speedups.h"
@@ -13,7 +16,7 @@
 #include <structmember.h>
 
 static int kraft_table(kraft_state *ks, PyObject *types);
-static int kraft_classes(kraft_state *ks, PyObject *rclass, PyObject *err, PyObject *fallback);
+static int kraft_classes(kraft_state *ks, PyObject *rclass, PyObject *attrs, PyObject *err, PyObject *fallback);
 static void k_free_prog(KProg *p);
 
 enum { K_I8, K_I16, K_I32, K_I64, K_U16, K_U32, K_F64, K_BOOL, K_UUID, K_STR, K_BYTES, K_ARRAY, K_STRUCT,
@@ -495,6 +498,7 @@ kraft_clear(kraft_state *ks)
     Py_CLEAR(ks->error);
     Py_CLEAR(ks->fallback);
     Py_CLEAR(ks->unknown_name);
+    Py_CLEAR(ks->label);
     for (int i = 0; i < K_ATTRS; i++)
         Py_CLEAR(ks->attr[i]);
 }
@@ -511,14 +515,22 @@ kraft_traverse(kraft_state *ks, visitproc visit, void *arg)
 PyObject *
 kraft_configure(PyObject *module, PyObject *args)
 {
-    /* (types, record_class, error_class[, fallback]): types maps type id -> (name, {version: Program});
-     * fallback(value) -> MetadataRecord or None is called on a value the table fails on */
-    PyObject *types, *rclass, *err, *fallback = Py_None;
-    if (!PyArg_ParseTuple(args, "O!O!O|O", &PyDict_Type, &types, &PyType_Type, &rclass, &err, &fallback))
+    /* (table, label, types, record_class, attrs, error_class[, fallback]): types maps type id -> (name,
+     * {version: Program}); attrs names the record's attribute for each of K_ATTRS values (None: not
+     * kept); fallback(value) -> record or None is called on a value the table fails on */
+    int table;
+    PyObject *label, *types, *rclass, *attrs, *err, *fallback = Py_None;
+    if (!PyArg_ParseTuple(args, "iUO!O!O!O|O", &table, &label, &PyDict_Type, &types, &PyType_Type, &rclass,
+                          &PyTuple_Type, &attrs, &err, &fallback))
         return NULL;
-    kraft_state *ks = &state_of(module)->kraft;
+    if (table < 0 || table >= K_TABLES || PyTuple_GET_SIZE(attrs) != K_ATTRS) {
+        PyErr_Format(PyExc_ValueError, "no KRaft table %d, or not %d attribute names", table, K_ATTRS);
+        return NULL;
+    }
+    kraft_state *ks = &state_of(module)->kraft[table];
     kraft_clear(ks); /* a second call replaces the table */
-    if (kraft_table(ks, types) < 0 || kraft_classes(ks, rclass, err, fallback) < 0) {
+    ks->label = Py_NewRef(label);
+    if (kraft_table(ks, types) < 0 || kraft_classes(ks, rclass, attrs, err, fallback) < 0) {
         kraft_clear(ks);
         return NULL;
     }
@@ -565,18 +577,27 @@ kraft_table(kraft_state *ks, PyObject *types)
     return 0;
 }
 
-/* MetadataRecord (its slots' offsets), MetadataDecodeError and the pre-release fallback. */
+/* The record class (its slots' offsets), MetadataDecodeError and the pre-release fallback. */
 static int
-kraft_classes(kraft_state *ks, PyObject *rclass, PyObject *err, PyObject *fallback)
+kraft_classes(kraft_state *ks, PyObject *rclass, PyObject *attrs, PyObject *err, PyObject *fallback)
 {
-    static const char *names[K_ATTRS] = {"frame_version", "type_id", "type_name", "version", "fields", "known",
-                                         "raw", "layout"};
-    for (int i = 0; i < K_ATTRS; i++)
-        if ((ks->attr[i] = PyUnicode_InternFromString(names[i])) == NULL)
+    for (int i = 0; i < K_ATTRS; i++) {
+        PyObject *name = PyTuple_GET_ITEM(attrs, i);
+        if (name == Py_None)
+            continue;
+        if (!PyUnicode_Check(name)) {
+            PyErr_SetString(PyExc_TypeError, "a record attribute name is a str or None");
             return -1;
+        }
+        Py_INCREF(name);
+        PyUnicode_InternInPlace(&name);
+        ks->attr[i] = name;
+    }
     if ((ks->unknown_name = PyUnicode_InternFromString("Unknown")) == NULL)
         return -1;
     for (int i = 0; i < K_ATTRS; i++) {
+        if (ks->attr[i] == NULL)
+            continue;
         /* A slots dataclass keeps each field in a member descriptor: write it at its offset. */
         PyObject *descr = PyDict_GetItemWithError(((PyTypeObject *)rclass)->tp_dict, ks->attr[i]);
         ks->slot[i] = 0;
@@ -594,7 +615,7 @@ kraft_classes(kraft_state *ks, PyObject *rclass, PyObject *err, PyObject *fallba
     return 0;
 }
 
-/* A MetadataRecord (a frozen dataclass with slots) filled without its __init__: object.__setattr__. */
+/* A record (a frozen dataclass with slots) filled without its __init__: object.__setattr__. */
 static PyObject *
 k_record(const kraft_state *ks, uint32_t frame, uint32_t type_id, PyObject *name, uint32_t version, PyObject *fields, int known,
          PyObject *raw)
@@ -608,6 +629,10 @@ k_record(const kraft_state *ks, uint32_t frame, uint32_t type_id, PyObject *name
                            Py_NewRef(raw), Py_NewRef(Py_None)}; /* layout: the released schema's */
     int ok = 1;
     for (int i = 0; i < 8; i++) {
+        if (ok && values[i] != NULL && ks->attr[i] == NULL) { /* a value this record does not keep */
+            Py_DECREF(values[i]);
+            continue;
+        }
         if (ok && values[i] != NULL && ks->slot[i]) {
             PyObject **slot = (PyObject **)((char *)obj + ks->slot[i]);
             Py_XSETREF(*slot, values[i]); /* the slot takes the reference */
@@ -624,10 +649,24 @@ k_record(const kraft_state *ks, uint32_t frame, uint32_t type_id, PyObject *name
     return obj;
 }
 
+static PyObject *k_decode(const kraft_state *ks, PyObject *arg);
+
 PyObject *
 kraft_decode_metadata(PyObject *module, PyObject *arg)
 {
-    const kraft_state *ks = &state_of(module)->kraft;
+    return k_decode(&state_of(module)->kraft[K_TABLE_KRAFT], arg);
+}
+
+PyObject *
+kraft_decode_remote(PyObject *module, PyObject *arg)
+{
+    return k_decode(&state_of(module)->kraft[K_TABLE_REMOTE], arg);
+}
+
+/* One framed value by one table: its record, or NULL with MetadataDecodeError set. */
+static PyObject *
+k_decode(const kraft_state *ks, PyObject *arg)
+{
     if (ks->record_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "kraft_configure() was not called");
         return NULL;
@@ -645,7 +684,7 @@ kraft_decode_metadata(PyObject *module, PyObject *arg)
     if (k_uvarint(err, b, &pos, end, &frame, "frame version") < 0)
         goto done;
     if (frame != 1) {
-        k_fail(err, 0, "unknown metadata frame version %u (expected 1)", frame);
+        k_fail(err, 0, "unknown %s frame version %u (expected 1)", PyUnicode_AsUTF8(ks->label), frame);
         goto done;
     }
     if (k_uvarint(err, b, &pos, end, &type_id, "record type") < 0 ||

@@ -88,10 +88,13 @@ static PyMethodDef methods[] = {
     {"slot_fields", slot_fields, METH_O,
      "slot_fields(cls): read a tuple subclass's _fields as slots (item i of the tuple), not item getters"},
     {"kraft_configure", kraft_configure, METH_VARARGS,
-     "kraft_configure(types, record_class, error_class[, fallback]): the KRaft metadata table, "
-     "{id: (name, {version: Program})}"},
+     "kraft_configure(table, label, types, record_class, attrs, error_class[, fallback]): table 0 (KRaft) or "
+     "1 (__remote_log_metadata), types {id: (name, {version: Program})}, attrs the record's 8 attribute "
+     "names (frame, type id, type name, version, fields, known, raw, layout; None: not kept)"},
     {"kraft_decode_metadata", kraft_decode_metadata, METH_O,
      "kraft_decode_metadata(value) -> MetadataRecord: decode_metadata_record in C"},
+    {"kraft_decode_remote", kraft_decode_remote, METH_O,
+     "kraft_decode_remote(value) -> RemoteLogMetadataRecord: decode_remote_log_metadata in C"},
     {"map_guard_install", map_guard_install, METH_NOARGS,
      "map_guard_install(): a SIGBUS in a map given to map_guard_add ends the process: one line, exit 3"},
     {"map_guard_add", map_guard_add, METH_VARARGS,
@@ -121,7 +124,12 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->record_type);
     Py_VISIT(st->decode_error);
     Py_VISIT(st->columns_type);
-    return kraft_traverse(&st->kraft, visit, arg);
+    for (int i = 0; i < K_TABLES; i++) {
+        int r = kraft_traverse(&st->kraft[i], visit, arg);
+        if (r)
+            return r;
+    }
+    return 0;
 }
 
 static int
@@ -134,7 +142,8 @@ module_clear(PyObject *module)
     Py_CLEAR(st->decode_error);
     Py_CLEAR(st->empty_tuple);
     Py_CLEAR(st->columns_type);
-    kraft_clear(&st->kraft);
+    for (int i = 0; i < K_TABLES; i++)
+        kraft_clear(&st->kraft[i]);
     return 0;
 }
 

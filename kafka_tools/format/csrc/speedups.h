@@ -11,7 +11,8 @@
  *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
  *   writers.c      the output buffer and the dump-log lines (text and JSON) of a record or a message,
  *                  with format_records / format_payload / format_messages: a reader plus a writer
- *   kraft.c        the KRaft metadata table interpreter
+ *   kraft.c        the table interpreter of framed metadata values (AbstractApiMessageSerde): one table
+ *                  for __cluster_metadata (KRaft), one for __remote_log_metadata (tiered storage)
  *   arrow_records.c RecordColumns: the records table's Arrow columns, filled by the record readers
  *                  and exported through the Arrow C data interface
  *   map_guard.c    the SIGBUS guard of ktool's mapped files: a page lost to a cut file is one line, exit 3
@@ -43,20 +44,24 @@ typedef struct {
 
 typedef struct {
     KType types[K_MAX_TYPES];
-    PyObject *record_type; /* MetadataRecord */
+    PyObject *record_type; /* MetadataRecord, RemoteLogMetadataRecord */
     PyObject *error;       /* MetadataDecodeError */
     PyObject *fallback;    /* the known pre-release layouts (pre_release.py), tried on failure */
     PyObject *unknown_name;
-    PyObject *attr[K_ATTRS];
-    Py_ssize_t slot[K_ATTRS]; /* byte offsets of MetadataRecord's slots (0: set by attribute) */
+    PyObject *label;          /* the table's name in a frame-version error ("metadata") */
+    PyObject *attr[K_ATTRS];  /* the record's attribute for each value k_record makes (NULL: none) */
+    Py_ssize_t slot[K_ATTRS]; /* byte offsets of the record's slots (0: set by attribute) */
 } kraft_state;
+
+/* The tables kraft_configure fills: one per topic whose values are framed metadata messages. */
+enum { K_TABLE_KRAFT, K_TABLE_REMOTE, K_TABLES };
 
 typedef struct {
     PyTypeObject *record_type; /* Record (a tuple subclass), from configure() */
     PyObject *decode_error;    /* RecordDecodeError, from configure() */
     PyObject *empty_tuple;
     PyObject *columns_type; /* RecordColumns (arrow_records.c), made on first use */
-    kraft_state kraft;
+    kraft_state kraft[K_TABLES];
 } speedups_state;
 
 speedups_state *state_of(PyObject *module);
@@ -275,6 +280,7 @@ PyObject *arrow_blocks_alive(PyObject *module, PyObject *unused);
 
 PyObject *kraft_configure(PyObject *module, PyObject *args);
 PyObject *kraft_decode_metadata(PyObject *module, PyObject *arg);
+PyObject *kraft_decode_remote(PyObject *module, PyObject *arg);
 
 /* map_guard.c: a SIGBUS in a registered map is one line and exit 3, never a signal */
 PyObject *map_guard_install(PyObject *module, PyObject *unused);

@@ -346,6 +346,20 @@ def decode_body(program: Program, buf: bytes, pos: int, what: str) -> dict[str, 
     return fields
 
 
+def read_frame(value: bytes, label: str) -> tuple[int, int, int]:
+    """The header `AbstractApiMessageSerde` writes before a message (`__cluster_metadata`'s and
+    `__remote_log_metadata`'s values): unsigned varints frame version (1), apiKey, version.
+    Returns (apiKey, version, position of the body); `label` names the topic's records in the error
+    for another frame version. (kraft.c reads the same header for its two tables.)"""
+    end = len(value)
+    frame, pos = read_uvarint(value, 0, end, "frame version")
+    if frame != FRAME_VERSION:
+        raise MetadataDecodeError(f"unknown {label} frame version {frame} (expected {FRAME_VERSION})", 0)
+    type_id, pos = read_uvarint(value, pos, end, "record type")
+    version, pos = read_uvarint(value, pos, end, "record version")
+    return type_id, version, pos
+
+
 def decode_metadata_record_py(value: bytes) -> MetadataRecord:
     """Decode a `__cluster_metadata` record's value: frame version 1, apiKey, version, body.
 
@@ -354,12 +368,8 @@ def decode_metadata_record_py(value: bytes) -> MetadataRecord:
     Python; `decode_metadata_record` is the C interpreter of the same programs when it is built.)
     """
     value = bytes(value)
-    end = len(value)
-    frame, pos = read_uvarint(value, 0, end, "frame version")
-    if frame != FRAME_VERSION:
-        raise MetadataDecodeError(f"unknown metadata frame version {frame} (expected {FRAME_VERSION})", 0)
-    type_id, pos = read_uvarint(value, pos, end, "record type")
-    version, pos = read_uvarint(value, pos, end, "record version")
+    frame = FRAME_VERSION
+    type_id, version, pos = read_frame(value, "metadata")
     mt = METADATA_TYPES.get(type_id)
     if mt is None:
         return MetadataRecord(frame, type_id, "Unknown", version, {}, False, value)
@@ -381,15 +391,12 @@ def decode_pre_release(value: bytes) -> MetadataRecord | None:
     every byte of it (marked with the layout's label), or None. Only for a record the released
     schema failed on: a record the release decodes is never reinterpreted."""
     value = bytes(value)
-    end = len(value)
     try:
-        frame, pos = read_uvarint(value, 0, end, "frame version")
-        type_id, pos = read_uvarint(value, pos, end, "record type")
-        version, pos = read_uvarint(value, pos, end, "record version")
+        type_id, version, pos = read_frame(value, "metadata")
     except MetadataDecodeError:
         return None
     layouts = PRE_RELEASE_PROGRAMS.get((type_id, version))
-    if frame != FRAME_VERSION or not layouts:
+    if not layouts:
         return None
     name = METADATA_TYPES[type_id].name
     for label, program in layouts:
@@ -397,7 +404,7 @@ def decode_pre_release(value: bytes) -> MetadataRecord | None:
             fields = decode_body(program, value, pos, label)
         except MetadataDecodeError:
             continue
-        return MetadataRecord(frame, type_id, name, version, fields, True, value, label)
+        return MetadataRecord(FRAME_VERSION, type_id, name, version, fields, True, value, label)
     return None
 
 
@@ -426,6 +433,11 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> MetadataRec
     raise first_error
 
 
+# The attributes kraft.c fills, in its order: frame version, type id, type name, version, fields,
+# known, raw, layout (None: a record class without it).
+RECORD_ATTRS = ("frame_version", "type_id", "type_name", "version", "fields", "known", "raw", "layout")
+
+
 def _speedups():
     """The C interpreter (format/accel), given the compiled programs. Bound at import, not looked up
     a record: KRaft records are small and many (KTOOL_PURE_PYTHON=1 turns it off)."""
@@ -435,7 +447,9 @@ def _speedups():
     types = {type_id: (t.name, t.programs) for type_id, t in METADATA_TYPES.items()}
     # the C interpreter knows the released schemas; a value it fails on is handed to the known
     # pre-release layouts (Python; rare) before its error stands
-    ext.kraft_configure(types, MetadataRecord, MetadataDecodeError, decode_pre_release)
+    ext.kraft_configure(
+        0, "metadata", types, MetadataRecord, RECORD_ATTRS, MetadataDecodeError, decode_pre_release
+    )
     return ext
 
 
