@@ -32,9 +32,9 @@ from kafka_tools.consumers.migration import (
     read_journal,
     read_stores,
     run_migration,
-    undo_journal,
 )
 from kafka_tools.consumers.offsets_file import parse_offsets_file
+from kafka_tools.consumers.undo import undo_journal
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.format.plural import plural
 from kafka_tools.render.lines import wants_colour
@@ -63,6 +63,7 @@ def run_plans(
     as_json: bool,
 ) -> None:
     """Say what consumers/migration.run_migration does, and exit as its outcome says."""
+    undo_command = f"ktool {options.command} --undo"
     colour = _colour(ctx)
     for p in plans:
         if p.refused:
@@ -71,7 +72,7 @@ def run_plans(
     def announce(journal: Path) -> None:
         click.echo(
             f"ktool: journal of every offset before the change: {journal} "
-            f"(undo: ktool migrate-offsets --undo {journal})",
+            f"(undo: {undo_command} {journal})",
             err=True,
         )
 
@@ -97,6 +98,23 @@ def run_plans(
         ctx.exit(EXIT_FINDINGS)
 
 
+def run_undo(ctx: click.Context, zk, broker, path: Path, force: bool, as_json: bool) -> None:
+    """`--undo JOURNAL` (consumers/undo.py) said and exited as its outcome says: what a consumer moved
+    since the run refused (exit 1) unless `force`; a journal undone before, "already undone" (exit 0)."""
+    journal = read_journal(path)
+    with group_locks([g["group"] for g in journal["groups"]]):
+        result = undo_journal(zk, broker, path, journal, force)
+    if result.already:
+        at = f" at {result.undone_at}" if result.undone_at else ""
+        click.echo(f"ktool: {path}: already undone{at}; nothing written", err=True)
+        render_moves([], _colour(ctx), as_json, "already undone")
+        return
+    render_moves(result.moves, _colour(ctx), as_json, "undo")
+    click.echo("ktool: " + ", ".join(f"{n} {s}" for s, n in sorted(result.counts().items())), err=True)
+    if result.findings:
+        ctx.exit(EXIT_FINDINGS)
+
+
 _common = [
     click.option(
         "--group", "group_ids", multiple=True, metavar="GROUP", help="A group to move (repeatable)."
@@ -105,7 +123,10 @@ _common = [
     click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable)."),
     click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
     click.option(
-        "--force", is_flag=True, help="Write to groups with live members, and offsets outside the log."
+        "--force",
+        is_flag=True,
+        help="Write to groups with live members, and offsets outside the log; with --undo, rewind "
+        "offsets moved since the run.",
     ),
     click.option("--allow-rewind", is_flag=True, help="Move offsets backwards where the target is ahead."),
     click.option(
@@ -168,7 +189,8 @@ from_store = click.option(
     "--undo",
     "undo",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Restore both stores to what a journal recorded before its run.",
+    help="Restore both stores to what a journal recorded before its run (an offset moved since the run "
+    "is refused unless --force; a journal undone before: nothing written).",
 )
 @common_options
 @click.pass_context
@@ -198,7 +220,8 @@ def migrate_offsets(
     with live members, an offset that would move backwards, an offset outside the log, Kafka 0.7
     byte positions), write a journal of every offset in both stores, commit (one request per group,
     with --metadata), read back and verify. A second run changes nothing; an interrupted run is
-    finished by running it again; --undo JOURNAL restores both stores.
+    finished by running it again; --undo JOURNAL restores both stores, except an offset a consumer
+    moved since the run (refused, exit 1, unless --force); a second --undo says "already undone".
 
     \b
     Exit status:
@@ -214,10 +237,7 @@ def migrate_offsets(
     with open_zk(zk_config_from_options(**options)) as zk:
         broker = _need_broker(zk, options)
         if undo is not None:
-            journal = read_journal(undo)
-            with group_locks([g["group"] for g in journal["groups"]]):
-                restored = undo_journal(zk, broker, journal)
-            render_moves(restored, _colour(ctx), as_json, "undo")
+            run_undo(ctx, zk, broker, undo, force, as_json)
             return
         groups = groups_for(zk, broker, group_ids, all_groups)
         with nullcontext() if dry_run else group_locks(groups):
