@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import sys
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from kafka_tools.consumers.migration import (
     ZK,
     GroupPlan,
     MigrationOptions,
+    PartitionMove,
     groups_for,
     plan_group,
     read_journal,
@@ -61,30 +63,38 @@ def run_plans(
     dry_run: bool,
     journal_dir: Path | None,
     as_json: bool,
+    render: Callable[[list[PartitionMove], str], None] | None = None,
 ) -> None:
-    """Say what consumers/migration.run_migration does, and exit as its outcome says."""
+    """Say what consumers/migration.run_migration does, and exit as its outcome says. `render`: how the
+    moves are shown (default: the table, or JSON Lines)."""
     undo_command = f"ktool {options.command} --undo"
     colour = _colour(ctx)
+
+    def show(moves: list[PartitionMove], title: str) -> None:
+        if render is not None:
+            render(moves, title)
+        else:
+            render_moves(moves, colour, as_json, title)
+
     for p in plans:
         if p.refused:
             click.echo(f"ktool: group {p.group}: refused: {p.refused}", err=True)
 
     def announce(journal: Path) -> None:
         click.echo(
-            f"ktool: journal of every offset before the change: {journal} "
-            f"(undo: {undo_command} {journal})",
+            f"ktool: journal of every offset before the change: {journal} (undo: {undo_command} {journal})",
             err=True,
         )
 
     run = run_migration(zk, broker, plans, options, journal_dir, dry_run, announce)
     if run.state is None:
-        render_moves(run.moves, colour, as_json, "plan (dry run)" if dry_run else "plan")
+        show(run.moves, "plan (dry run)" if dry_run else "plan")
         if not run.pending:
             click.echo("ktool: nothing to write: every offset is already in place or refused", err=True)
         if run.refused:
             ctx.exit(EXIT_FINDINGS)
         return
-    render_moves(run.moves, colour, as_json, _TITLES[run.state])
+    show(run.moves, _TITLES[run.state])
     if run.state == INTERRUPTED:
         click.echo(
             f"ktool: interrupted; the journal {run.journal} says what was written; run the same command "
@@ -152,7 +162,7 @@ def common_options(func):
     return zookeeper_options(broker_options(func))
 
 
-def _need_broker(zk, options: dict[str, Any]):
+def need_broker(zk, options: dict[str, Any]):
     broker = broker_from_options(zk, **options)
     if broker is None:
         raise UsageError(
@@ -235,7 +245,7 @@ def migrate_offsets(
         raise UsageError("--from and --to name the same store")
     mopts = MigrationOptions(source, target, dual_commit, force, allow_rewind, metadata, topics)
     with open_zk(zk_config_from_options(**options)) as zk:
-        broker = _need_broker(zk, options)
+        broker = need_broker(zk, options)
         if undo is not None:
             run_undo(ctx, zk, broker, undo, force, as_json)
             return
@@ -371,7 +381,7 @@ def import_cmd(
     mopts = MigrationOptions(FILE, target, False, force, allow_rewind, metadata, topics)
     needed = "--to zookeeper writes /consumers in ZooKeeper" if target == ZK else None
     with zk_if_configured(needed_for=needed, **options) as zk:
-        broker = _need_broker(zk, options)
+        broker = need_broker(zk, options)
         with nullcontext() if dry_run else group_locks(wanted):
             plans = [plan_group(zk, broker, g, mopts, given) for g, given in sorted(wanted.items())]
             for p in plans:

@@ -108,7 +108,7 @@ def read_stores(
         live += [f"{m.id} (ZooKeeper)" for m in g.members]
     # OffsetFetch for named partitions works with every broker version: ask for those of the topics the
     # group is known to read (ZooKeeper) or was asked about, else of every topic.
-    catalog = _catalog(zk, broker)
+    catalog = topic_catalog(zk, broker)
     wanted = set(topics) or (set(g.topics()) | {t for m in g.members for t in m.subscription} if g else set())
     names = sorted(wanted & set(catalog)) if wanted else [t for t in catalog if t != "__consumer_offsets"]
     candidates = [(t, p) for t in names for p in catalog[t]]
@@ -118,7 +118,7 @@ def read_stores(
     return zk_offsets, kafka, layout, live
 
 
-def _catalog(zk, broker: Broker) -> dict[str, list[int]]:
+def topic_catalog(zk, broker: Broker) -> dict[str, list[int]]:
     """Every topic's partitions, read once per session however many groups are planned: from ZooKeeper
     when there is one, else from the brokers' metadata."""
     holder = zk if zk is not None else broker
