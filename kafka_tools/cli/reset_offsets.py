@@ -80,7 +80,7 @@ from kafka_tools.state import STATE_HOME_HELP
 @click.option(
     "--from-file",
     "from_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a directory or a FIFO: one line, exit 3, as offsets import
     metavar="CSV",
     help="kafka-consumer-groups' reset plan: `topic,partition,offset` (or `group,topic,partition,offset`) "
     "lines, as --export writes them.",

@@ -126,6 +126,8 @@ def parse_duration(text: str) -> int:
 def read_plan_csv(path: Path, group: str) -> dict[TP, int]:
     """kafka-consumer-groups' reset plan: `topic,partition,offset` lines, or `group,topic,partition,offset`
     (the rows of `group` taken); errors name the line."""
+    if path.exists() and not path.is_dir() and not path.is_file():  # a FIFO would block the read
+        raise InputError(f"{path}: not a regular file (expected a CSV reset plan)")
     try:
         text = path.read_text()
     except FileNotFoundError:

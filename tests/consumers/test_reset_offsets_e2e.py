@@ -183,3 +183,18 @@ def test_undo_on_the_zookeeper_store(cluster, tmp_path) -> None:
     again = run_ktool(*undo)
     assert again.exit_code == 0 and "already undone" in again.stderr, again.output
     assert _znodes(cluster, group) == {0: 9, 1: SEED[1]}
+
+
+def test_an_unwritable_journal_dir_is_one_line_and_nothing_written(cluster, tmp_path) -> None:
+    group = _zk_seeded(cluster, "unwritable")
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("")
+    result = run_ktool(
+        "groups", "reset-offsets", group, "--all-topics", "--to-earliest", "--execute", "--zookeeper",
+        cluster.connect, "--bootstrap-server", cluster.bootstrap, "--journal-dir", str(in_the_way),
+    )  # fmt: skip
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines() == [
+        f"ktool: {in_the_way}: cannot be the journal directory: a file, not a directory"
+    ]
+    assert _znodes(cluster, group) == SEED
