@@ -22,6 +22,7 @@ from kafka_tools.consumers.migration import (
     FILE,
     KAFKA,
     NO_SOURCE,
+    REFUSED_LIVE,
     UNCHANGED,
     WRITE,
     ZK,
@@ -203,6 +204,11 @@ def plan_reset(zk, broker: Broker, request: ResetRequest) -> ResetPlan:
         FILE, store, allow_rewind=True, metadata=request.metadata, topics=topics, command=COMMAND
     )
     plan = plan_group(zk, broker, request.group, options, given)
+    if any(m.status == REFUSED_LIVE for m in plan.moves):  # no --force here: kafka-consumer-groups has none
+        plan.refused = "live members: " + ", ".join(plan.live) + " (offsets are reset only while none runs)"
+        for m in plan.moves:
+            if m.status == REFUSED_LIVE:
+                m.reason = plan.refused
     for key, why in missing.items():
         move = PartitionMove(
             request.group, key[0], key[1], zk_offsets.get(key), kafka_offsets.get(key), None, NO_SOURCE, why
