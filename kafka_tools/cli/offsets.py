@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from kafka_tools.broker.client import Broker
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.cli.options import colour_of, json_option, write_output_file
@@ -36,7 +37,7 @@ from kafka_tools.consumers.migration import (
     run_migration,
 )
 from kafka_tools.consumers.offsets_file import parse_offsets_file
-from kafka_tools.consumers.undo import undo_journal
+from kafka_tools.consumers.undo import check_zookeeper, undo_journal
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.format.plural import plural
 from kafka_tools.render.lines import wants_colour
@@ -108,12 +109,16 @@ def run_plans(
         ctx.exit(EXIT_FINDINGS)
 
 
-def run_undo(ctx: click.Context, zk, broker, path: Path, force: bool, as_json: bool) -> None:
+def run_undo(
+    ctx: click.Context, zk, connect: Callable[[], Broker], path: Path, force: bool, as_json: bool
+) -> None:
     """`--undo JOURNAL` (consumers/undo.py) said and exited as its outcome says: what a consumer moved
-    since the run refused (exit 1) unless `force`; a journal undone before, "already undone" (exit 0)."""
+    since the run refused (exit 1) unless `force`; a journal undone before, "already undone" (exit 0).
+    `connect`: the broker, asked for once the journal is read and the servers it needs are given."""
     journal = read_journal(path)
+    check_zookeeper(zk, path, journal)
     with group_locks([g["group"] for g in journal["groups"]]):
-        result = undo_journal(zk, broker, path, journal, force)
+        result = undo_journal(zk, connect(), path, journal, force)
     if result.already:
         at = f" at {result.undone_at}" if result.undone_at else ""
         click.echo(f"ktool: {path}: already undone{at}; nothing written", err=True)
@@ -247,7 +252,7 @@ def migrate_offsets(
     with open_zk(zk_config_from_options(**options)) as zk:
         broker = need_broker(zk, options)
         if undo is not None:
-            run_undo(ctx, zk, broker, undo, force, as_json)
+            run_undo(ctx, zk, lambda: broker, undo, force, as_json)
             return
         groups = groups_for(zk, broker, group_ids, all_groups)
         with nullcontext() if dry_run else group_locks(groups):

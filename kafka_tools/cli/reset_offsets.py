@@ -174,7 +174,7 @@ def reset_offsets(
     """
     if undo is not None:
         with zk_if_configured(**options) as zk:
-            run_undo(ctx, zk, need_broker(zk, options), undo, force, as_json)
+            run_undo(ctx, zk, lambda: need_broker(zk, options), undo, force, as_json)
         return
     if group is None:
         raise UsageError("name the GROUP whose offsets to reset (or give --undo JOURNAL)")

@@ -35,6 +35,7 @@ from kafka_tools.consumers.migration import (
     writes_to,
 )
 from kafka_tools.durable import write_json
+from kafka_tools.errors import UsageError
 
 ALREADY_UNDONE = "already-undone"
 REFUSED_MOVED = "refused-moved"
@@ -79,6 +80,7 @@ def undo_journal(zk, broker: Broker, path: Path, journal: dict, force: bool = Fa
     partition is back as it was."""
     if journal.get("state") == UNDONE:
         return UndoResult([], already=True, undone_at=journal.get("undone"))
+    check_zookeeper(zk, path, journal)
     options = journal_options(journal)
     metadata = (options.metadata or DEFAULT_METADATA) + "-undo"
     moves: list[PartitionMove] = []
@@ -90,6 +92,18 @@ def undo_journal(zk, broker: Broker, path: Path, journal: dict, force: bool = Fa
         journal.update(state=UNDONE, undone=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         write_json(path, journal)
     return result
+
+
+def check_zookeeper(zk, path: Path, journal: dict) -> None:
+    """A usage error when the journal holds ZooKeeper offsets and no ZooKeeper was given."""
+    options = journal_options(journal)
+    needed = (
+        ZK in (options.source, options.target)
+        or options.dual_commit
+        or any(m.get("zookeeper") is not None for g in journal["groups"] for m in g["partitions"])
+    )
+    if zk is None and needed:
+        raise UsageError(f"{path}: the journal holds ZooKeeper offsets: give --zookeeper to undo it")
 
 
 def _undo_group(

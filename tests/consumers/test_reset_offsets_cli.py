@@ -4,6 +4,8 @@ server is asked."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from kafka_tools.consumers.migration import PartitionMove
@@ -105,3 +107,18 @@ def test_shift_by_takes_a_negative_number() -> None:
     )
     assert result.exit_code == 3, result.output
     assert "127.0.0.1:9" in result.stderr
+
+
+def test_undo_of_a_zookeeper_journal_without_zookeeper_is_a_usage_error(tmp_path) -> None:
+    journal = tmp_path / "reset-offsets-1.json"
+    partition = {"group": "g", "topic": "t", "partition": 0, "zookeeper": 5, "kafka": None, "offset": 9,
+                 "status": "verified"}  # fmt: skip
+    journal.write_text(
+        json.dumps(
+            {"format": 1, "state": "applied", "options": {"source": "file", "target": "zookeeper"},
+             "groups": [{"group": "g", "partitions": [partition]}]}
+        )
+    )  # fmt: skip
+    result = run_ktool("groups", "reset-offsets", "--undo", str(journal), "--bootstrap-server", "127.0.0.1:9")
+    assert result.exit_code == 2, result.output
+    assert "the journal holds ZooKeeper offsets: give --zookeeper" in result.stderr

@@ -199,3 +199,46 @@ def test_an_unwritable_journal_dir_is_one_line_and_nothing_written(cluster, tmp_
         f"ktool: {in_the_way}: cannot be the journal directory: a file, not a directory"
     ]
     assert _znodes(cluster, group) == SEED
+
+
+def test_a_run_killed_at_each_journal_step_leaves_old_or_new_and_a_rerun_or_undo_finishes(
+    cluster, tmp_path
+) -> None:
+    """SIGKILLed as it renames its journal into place (before the writes: `prepared`; after the writes
+    and their read-back: `applied`), a reset leaves every offset old or new, never a mix: old is
+    finished by running the command again, new is put back by --undo of the journal it left."""
+    import sys
+
+    from tests.support.kill_points import run_killed, strace_or_unavailable, write_points
+
+    strace_or_unavailable()
+    group, journals = _zk_seeded(cluster, "killed"), tmp_path / "journals"
+    servers = ["--zookeeper", cluster.connect, "--bootstrap-server", cluster.bootstrap]
+    argv = [sys.executable, "-m", "kafka_tools", "groups", "reset-offsets", group, "--all-topics",
+            "--to-latest", "--execute", *servers, "--journal-dir", str(journals)]  # fmt: skip
+    new = {0: N, 1: N}
+
+    def reseed() -> None:
+        for p, o in SEED.items():
+            cluster.zk.set(f"/consumers/{group}/offsets/{TOPIC}/{p}", str(o).encode())
+        for journal in journals.glob("*"):
+            journal.unlink()
+
+    points = [p for p in write_points(argv) if p.syscall.startswith("rename")]
+    assert _znodes(cluster, group) == new and len(points) == 2, points
+    seen = []
+    for point in points:
+        reseed()
+        run_killed(argv, point)
+        now = _znodes(cluster, group)
+        assert now in (SEED, new), (point, now)
+        seen.append(now)
+        if now == SEED:
+            rerun = run_ktool(*argv[3:])
+            assert rerun.exit_code == 0 and _znodes(cluster, group) == new, rerun.output
+        else:
+            (journal,) = journals.glob("reset-offsets-*.json")
+            assert json.loads(journal.read_text())["state"] == "prepared"
+            undo = run_ktool("groups", "reset-offsets", "--undo", str(journal), *servers)
+            assert undo.exit_code == 0 and _znodes(cluster, group) == SEED, undo.output
+    assert seen == [SEED, new]
