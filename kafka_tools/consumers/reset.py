@@ -187,6 +187,8 @@ def plan_reset(zk, broker: Broker, request: ResetRequest) -> ResetPlan:
     }
     partitions = _partitions(zk, broker, request, current)
     notes: list[str] = []
+    if not partitions and request.all_topics:
+        notes.append(f"no partition in scope: the group has no offset in {store} (--all-topics takes those)")
     reasons: dict[TP, list[str]] = {}
     marks = broker.watermarks(partitions) if partitions else {}
     wanted, missing = _targets(broker, request, partitions, current, marks, notes, reasons)

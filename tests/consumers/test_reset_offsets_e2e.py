@@ -242,3 +242,10 @@ def test_a_run_killed_at_each_journal_step_leaves_old_or_new_and_a_rerun_or_undo
             undo = run_ktool("groups", "reset-offsets", "--undo", str(journal), *servers)
             assert undo.exit_code == 0 and _znodes(cluster, group) == SEED, undo.output
     assert seen == [SEED, new]
+
+
+def test_all_topics_of_a_group_without_offsets_says_so_and_writes_nothing(cluster, tmp_path) -> None:
+    result = reset(cluster, "never-ran", "--all-topics", "--to-earliest", "--execute", tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "no partition in scope: the group has no offset in kafka" in result.stderr
+    assert "nothing to write" in result.stderr and list(tmp_path.iterdir()) == []
