@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "zk": set(),
     "broker": set(),
     "log": {"format"},
-    "consumers": {"zk", "broker", "format"},
+    "consumers": {"zk", "broker", "format", "log"},  # log: reset-offsets answers a time from log dirs
     "metadata": {"log", "format"},  # the KRaft image; nothing below it imports it
     "pipeline": {"log", "format"},
     "tiered": {"log", "format"},  # __remote_log_metadata replayed, checked against the partitions' logs

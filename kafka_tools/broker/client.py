@@ -214,6 +214,34 @@ class Broker:
                 self._marks[(topic, partition)] = (low, high)
         return {tp: self._marks[tp] for tp in wanted}
 
+    @property
+    def answers_times(self) -> bool:
+        """Whether the brokers answer ListOffsets by timestamp (0.10.1+; a 0.9 or 0.10.0 broker named by
+        its ZooKeeper registration, --broker-version or the probe does not)."""
+        fallback = self._conf.get("broker.version.fallback")
+        return fallback is None or version_at_least(str(fallback), (0, 10, 1))
+
+    def offsets_for_time(
+        self, partitions: Iterable[tuple[str, int]], timestamp: int
+    ) -> dict[tuple[str, int], int | None]:
+        """ListOffsets by timestamp: each partition's first offset whose record's timestamp is at or after
+        `timestamp` (epoch ms); None where no record is (the time is after the last one)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        wanted = [TopicPartition(t, p, timestamp) for t, p in partitions]
+        if not wanted:
+            return {}
+        if self._reader is None:
+            self._reader = self._consumer()
+        try:
+            answered = self._reader.offsets_for_times(wanted, timeout=self.config.timeout)
+        except KafkaException as exc:
+            raise self._error(f"offsets at {timestamp}", exc) from None
+        failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in answered if tp.error]
+        if failed:
+            raise InputError(f"broker {self.config.bootstrap}: offsets at {timestamp}: " + ", ".join(failed))
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in answered}
+
     def committed(
         self, group: str, partitions: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], int | None]:

@@ -193,4 +193,12 @@ def _add_watch() -> None:
     groups.add_command(watch)
 
 
+def _add_reset_offsets() -> None:
+    # `groups reset-offsets` lives in its own module (cli/reset_offsets.py), as `groups watch` does.
+    from kafka_tools.cli.reset_offsets import reset_offsets
+
+    groups.add_command(reset_offsets)
+
+
 _add_watch()
+_add_reset_offsets()

@@ -6,12 +6,14 @@ from __future__ import annotations
 import csv
 import io
 import sys
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import click
 
+from kafka_tools.broker.client import Broker
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.cli.options import colour_of, json_option, write_output_file
@@ -27,14 +29,15 @@ from kafka_tools.consumers.migration import (
     ZK,
     GroupPlan,
     MigrationOptions,
+    PartitionMove,
     groups_for,
     plan_group,
     read_journal,
     read_stores,
     run_migration,
-    undo_journal,
 )
 from kafka_tools.consumers.offsets_file import parse_offsets_file
+from kafka_tools.consumers.undo import check_zookeeper, undo_journal
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.format.plural import plural
 from kafka_tools.render.lines import wants_colour
@@ -61,29 +64,38 @@ def run_plans(
     dry_run: bool,
     journal_dir: Path | None,
     as_json: bool,
+    render: Callable[[list[PartitionMove], str], None] | None = None,
 ) -> None:
-    """Say what consumers/migration.run_migration does, and exit as its outcome says."""
+    """Say what consumers/migration.run_migration does, and exit as its outcome says. `render`: how the
+    moves are shown (default: the table, or JSON Lines)."""
+    undo_command = f"ktool {options.command} --undo"
     colour = _colour(ctx)
+
+    def show(moves: list[PartitionMove], title: str) -> None:
+        if render is not None:
+            render(moves, title)
+        else:
+            render_moves(moves, colour, as_json, title)
+
     for p in plans:
         if p.refused:
             click.echo(f"ktool: group {p.group}: refused: {p.refused}", err=True)
 
     def announce(journal: Path) -> None:
         click.echo(
-            f"ktool: journal of every offset before the change: {journal} "
-            f"(undo: ktool migrate-offsets --undo {journal})",
+            f"ktool: journal of every offset before the change: {journal} (undo: {undo_command} {journal})",
             err=True,
         )
 
     run = run_migration(zk, broker, plans, options, journal_dir, dry_run, announce)
     if run.state is None:
-        render_moves(run.moves, colour, as_json, "plan (dry run)" if dry_run else "plan")
+        show(run.moves, "plan (dry run)" if dry_run else "plan")
         if not run.pending:
             click.echo("ktool: nothing to write: every offset is already in place or refused", err=True)
         if run.refused:
             ctx.exit(EXIT_FINDINGS)
         return
-    render_moves(run.moves, colour, as_json, _TITLES[run.state])
+    show(run.moves, _TITLES[run.state])
     if run.state == INTERRUPTED:
         click.echo(
             f"ktool: interrupted; the journal {run.journal} says what was written; run the same command "
@@ -97,6 +109,27 @@ def run_plans(
         ctx.exit(EXIT_FINDINGS)
 
 
+def run_undo(
+    ctx: click.Context, zk, connect: Callable[[], Broker], path: Path, force: bool, as_json: bool
+) -> None:
+    """`--undo JOURNAL` (consumers/undo.py) said and exited as its outcome says: what a consumer moved
+    since the run refused (exit 1) unless `force`; a journal undone before, "already undone" (exit 0).
+    `connect`: the broker, asked for once the journal is read and the servers it needs are given."""
+    journal = read_journal(path)
+    check_zookeeper(zk, path, journal)
+    with group_locks([g["group"] for g in journal["groups"]]):
+        result = undo_journal(zk, connect(), path, journal, force)
+    if result.already:
+        at = f" at {result.undone_at}" if result.undone_at else ""
+        click.echo(f"ktool: {path}: already undone{at}; nothing written", err=True)
+        render_moves([], _colour(ctx), as_json, "already undone")
+        return
+    render_moves(result.moves, _colour(ctx), as_json, "undo")
+    click.echo("ktool: " + ", ".join(f"{n} {s}" for s, n in sorted(result.counts().items())), err=True)
+    if result.findings:
+        ctx.exit(EXIT_FINDINGS)
+
+
 _common = [
     click.option(
         "--group", "group_ids", multiple=True, metavar="GROUP", help="A group to move (repeatable)."
@@ -105,7 +138,10 @@ _common = [
     click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable)."),
     click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
     click.option(
-        "--force", is_flag=True, help="Write to groups with live members, and offsets outside the log."
+        "--force",
+        is_flag=True,
+        help="Write to groups with live members, and offsets outside the log; with --undo, rewind "
+        "offsets moved since the run.",
     ),
     click.option("--allow-rewind", is_flag=True, help="Move offsets backwards where the target is ahead."),
     click.option(
@@ -131,7 +167,7 @@ def common_options(func):
     return zookeeper_options(broker_options(func))
 
 
-def _need_broker(zk, options: dict[str, Any]):
+def need_broker(zk, options: dict[str, Any]):
     broker = broker_from_options(zk, **options)
     if broker is None:
         raise UsageError(
@@ -168,7 +204,8 @@ from_store = click.option(
     "--undo",
     "undo",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Restore both stores to what a journal recorded before its run.",
+    help="Restore both stores to what a journal recorded before its run (an offset moved since the run "
+    "is refused unless --force; a journal undone before: nothing written).",
 )
 @common_options
 @click.pass_context
@@ -198,7 +235,8 @@ def migrate_offsets(
     with live members, an offset that would move backwards, an offset outside the log, Kafka 0.7
     byte positions), write a journal of every offset in both stores, commit (one request per group,
     with --metadata), read back and verify. A second run changes nothing; an interrupted run is
-    finished by running it again; --undo JOURNAL restores both stores.
+    finished by running it again; --undo JOURNAL restores both stores, except an offset a consumer
+    moved since the run (refused, exit 1, unless --force); a second --undo says "already undone".
 
     \b
     Exit status:
@@ -212,12 +250,9 @@ def migrate_offsets(
         raise UsageError("--from and --to name the same store")
     mopts = MigrationOptions(source, target, dual_commit, force, allow_rewind, metadata, topics)
     with open_zk(zk_config_from_options(**options)) as zk:
-        broker = _need_broker(zk, options)
+        broker = need_broker(zk, options)
         if undo is not None:
-            journal = read_journal(undo)
-            with group_locks([g["group"] for g in journal["groups"]]):
-                restored = undo_journal(zk, broker, journal)
-            render_moves(restored, _colour(ctx), as_json, "undo")
+            run_undo(ctx, zk, lambda: broker, undo, force, as_json)
             return
         groups = groups_for(zk, broker, group_ids, all_groups)
         with nullcontext() if dry_run else group_locks(groups):
@@ -351,7 +386,7 @@ def import_cmd(
     mopts = MigrationOptions(FILE, target, False, force, allow_rewind, metadata, topics)
     needed = "--to zookeeper writes /consumers in ZooKeeper" if target == ZK else None
     with zk_if_configured(needed_for=needed, **options) as zk:
-        broker = _need_broker(zk, options)
+        broker = need_broker(zk, options)
         with nullcontext() if dry_run else group_locks(wanted):
             plans = [plan_group(zk, broker, g, mopts, given) for g, given in sorted(wanted.items())]
             for p in plans:

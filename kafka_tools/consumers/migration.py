@@ -83,6 +83,7 @@ class MigrationOptions:
     allow_rewind: bool = False
     metadata: str = DEFAULT_METADATA
     topics: tuple[str, ...] = ()
+    command: str = "migrate-offsets"  # the command that wrote the journal: its name and its --undo
 
 
 def read_stores(
@@ -107,7 +108,7 @@ def read_stores(
         live += [f"{m.id} (ZooKeeper)" for m in g.members]
     # OffsetFetch for named partitions works with every broker version: ask for those of the topics the
     # group is known to read (ZooKeeper) or was asked about, else of every topic.
-    catalog = _catalog(zk, broker)
+    catalog = topic_catalog(zk, broker)
     wanted = set(topics) or (set(g.topics()) | {t for m in g.members for t in m.subscription} if g else set())
     names = sorted(wanted & set(catalog)) if wanted else [t for t in catalog if t != "__consumer_offsets"]
     candidates = [(t, p) for t in names for p in catalog[t]]
@@ -117,7 +118,7 @@ def read_stores(
     return zk_offsets, kafka, layout, live
 
 
-def _catalog(zk, broker: Broker) -> dict[str, list[int]]:
+def topic_catalog(zk, broker: Broker) -> dict[str, list[int]]:
     """Every topic's partitions, read once per session however many groups are planned: from ZooKeeper
     when there is one, else from the brokers' metadata."""
     holder = zk if zk is not None else broker
@@ -214,16 +215,18 @@ PREPARED = "prepared"
 APPLIED = "applied"
 REFUSED = "refused"
 INTERRUPTED = "interrupted"
+UNDONE = "undone"  # `--undo` put every partition back (consumers/undo.py): a second one writes nothing
 
 
-def journal_path(directory: Path | None = None) -> Path:
+def journal_path(directory: Path | None = None, command: str = "migrate-offsets") -> Path:
     """A new journal's file in `directory` (default: ktool's state directory, never the working one),
     created empty with O_EXCL: runs started in the same second, sharing the directory, each get their
     own name (a timestamp and `exists()` gave two of them the same one)."""
     directory = make_state_dir(journals_dir() if directory is None else directory, "journal directory")
     stamp = time.strftime("%Y%m%dT%H%M%S")
     for n in itertools.count(1):
-        path = directory / f"migrate-offsets-{stamp}{'' if n == 1 else f'-{n}'}.json"
+        name = command.rpartition(" ")[2]
+        path = directory / f"{name}-{stamp}{'' if n == 1 else f'-{n}'}.json"
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:
@@ -322,7 +325,7 @@ def run_migration(
     run = MigrationRun(plans)
     if dry_run or not run.pending:
         return run
-    run.journal = journal_path(journal_dir)
+    run.journal = journal_path(journal_dir, options.command)
     _journal(run, options, PREPARED)
     journal_started(run.journal)
     try:
@@ -370,8 +373,8 @@ def apply_group(zk, broker: Broker, plan: GroupPlan, options: MigrationOptions) 
     todo = [m for m in plan.moves if m.status == WRITE]
     if not todo:
         return
-    to_kafka = {m.key: m.offset for m in todo if _targets(m, options, KAFKA)}
-    to_zk = {m.key: m.offset for m in todo if _targets(m, options, ZK)}
+    to_kafka = {m.key: m.offset for m in todo if writes_to(m, options, KAFKA)}
+    to_zk = {m.key: m.offset for m in todo if writes_to(m, options, ZK)}
     kafka_ok = True
     if to_kafka:
         try:
@@ -386,7 +389,8 @@ def apply_group(zk, broker: Broker, plan: GroupPlan, options: MigrationOptions) 
     verify_group(zk, broker, plan, options)
 
 
-def _targets(m: PartitionMove, options: MigrationOptions, store: str) -> bool:
+def writes_to(m: PartitionMove, options: MigrationOptions, store: str) -> bool:
+    """Whether the run writes `m`'s offset into `store` (ZK or KAFKA)."""
     if options.dual_commit:
         return (m.kafka if store == KAFKA else m.zookeeper) != m.offset
     return options.target == store
@@ -399,8 +403,8 @@ def verify_group(zk, broker: Broker, plan: GroupPlan, options: MigrationOptions)
         m.kafka_after = kafka_now.get(m.key)
         if m.status != WRITE:
             continue
-        wanted_zk = m.offset if _targets(m, options, ZK) else m.zookeeper
-        wanted_kafka = m.offset if _targets(m, options, KAFKA) else m.kafka
+        wanted_zk = m.offset if writes_to(m, options, ZK) else m.zookeeper
+        wanted_kafka = m.offset if writes_to(m, options, KAFKA) else m.kafka
         if (m.zookeeper_after, m.kafka_after) == (wanted_zk, wanted_kafka):
             m.status = VERIFIED
         else:
@@ -421,30 +425,3 @@ def groups_for(zk, broker: Broker, groups: tuple[str, ...], all_groups: bool) ->
     found = set(list_groups(zk)) if zk is not None else set()
     found |= {g for g, _ in broker.groups()}
     return sorted(found)
-
-
-def undo_journal(zk, broker: Broker, journal: dict) -> list[PartitionMove]:
-    """Put every offset the journal recorded back into both stores. Kafka cannot forget an offset
-    (brokers before 2.4 have no OffsetDelete): where Kafka had none before, the row says so."""
-    metadata = journal.get("options", {}).get("metadata", DEFAULT_METADATA) + "-undo"
-    restored: list[PartitionMove] = []
-    for g in journal["groups"]:
-        moves = [PartitionMove(**m) for m in g["partitions"]]
-        to_kafka = {m.key: m.kafka for m in moves if m.kafka is not None}
-        to_zk = {m.key: m.zookeeper for m in moves if m.zookeeper is not None}
-        absent_zk = [m.key for m in moves if m.zookeeper is None]
-        if to_kafka:
-            broker.commit(g["group"], to_kafka, metadata)
-        write_zookeeper(zk, g["group"], to_zk)
-        delete_zookeeper(zk, g["group"], absent_zk)
-        zk_now, kafka_now, _, _ = read_stores(zk, broker, g["group"], ())
-        for m in moves:
-            m.zookeeper_after, m.kafka_after = zk_now.get(m.key), kafka_now.get(m.key)
-            if m.zookeeper_after == m.zookeeper and m.kafka_after == m.kafka:
-                m.status, m.reason = VERIFIED, "restored"
-            elif m.kafka is None and m.zookeeper_after == m.zookeeper:
-                m.status, m.reason = "kafka-kept", "Kafka had no offset before and cannot delete one"
-            else:
-                m.status = MISMATCH
-            restored.append(m)
-    return restored

@@ -783,6 +783,7 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
     "groups describe": GROUP_KINDS,
     "groups rebalance-plan": GROUP_KINDS,
     "groups watch": WATCH_KINDS,
+    "groups reset-offsets": [*MOVE_KINDS, NOTE],
     "migrate-offsets": MOVE_KINDS,
     "offsets import": MOVE_KINDS,
     "scan": SCAN_KINDS,

@@ -24,6 +24,7 @@ from tests.support.script import run_script
 from tests.support.servers import free_port
 
 NOWHERE = "/nonexistent/ktool-test"
+_RESET = ["groups", "reset-offsets", "g", "--bootstrap-server", "127.0.0.1:1"]  # the file is read first
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,15 @@ OFFLINE: dict[tuple[str, str], Cell] = {
     ("offsets import", "unreachable"): Cell(
         lambda p: ["offsets", "import", "--to", "zookeeper", str(_offsets_file(p)), *_zk_unreachable()]
     ),
+    ("groups reset-offsets", "missing"): Cell(lambda p: [*_RESET, "--from-file", NOWHERE + ".csv"]),
+    ("groups reset-offsets", "wrong-kind"): Cell(lambda p: [*_RESET, "--from-file", str(V2)]),
+    ("groups reset-offsets", "unreadable"): Cell(
+        lambda p: [*_RESET, "--from-file", str(_fifo_partition(p) / "00000000000000000000.log")]
+    ),
+    ("groups reset-offsets", "unreachable"): Cell(
+        lambda p: ["groups", "reset-offsets", "g", "--all-topics", "--to-earliest", "--bootstrap-server",
+                   f"127.0.0.1:{free_port()}"]  # fmt: skip
+    ),
 }
 for _sub in ("show", "topics", "brokers", "diff", "check"):
     _base = ["metadata", _sub] + (["--from-offset", "0"] if _sub == "diff" else [])
@@ -283,6 +293,15 @@ ZOOKEEPER |= {
 
 # Cells that need a Kafka broker or Spark: proven by these tests (path::name).
 ELSEWHERE: dict[tuple[str, str], str] = {
+    ("groups reset-offsets", "clean"): (
+        "tests/consumers/test_reset_offsets_e2e.py::test_every_target_on_the_zookeeper_store"
+    ),
+    ("groups reset-offsets", "findings"): (
+        "tests/consumers/test_reset_offsets_e2e.py::test_registered_consumers_refuse_the_reset"
+    ),
+    ("groups reset-offsets", "unwritable"): (
+        "tests/consumers/test_reset_offsets_e2e.py::test_an_unwritable_journal_dir_is_one_line_and_nothing_written"
+    ),
     ("groups watch", "findings"): (
         "tests/consumers/test_groups_watch.py::"
         "test_a_partition_held_by_a_dead_member_is_stuck_and_until_stable_times_out"

@@ -55,9 +55,10 @@ def test_every_command_with_json_is_in_the_contract_and_run_here() -> None:
     commands = _json_commands()
     assert commands == set(COMMAND_KINDS)
     run_here = {c for c, _ in OFFLINE_RUNS + ZOOKEEPER_RUNS}
-    # migrate-offsets and offsets import need a Kafka broker: tests/consumers/test_migrate_offsets_e2e.py
-    # checks their lines with contract.problems; scan's run in tests/pipeline/test_scan.py.
-    assert commands - run_here == {"migrate-offsets", "offsets import", "scan"}
+    # migrate-offsets, offsets import and groups reset-offsets need a Kafka broker:
+    # tests/consumers/test_migrate_offsets_e2e.py and tests/modern/test_reset_offsets_modern.py check
+    # their lines with contract.problems; scan's run in tests/pipeline/test_scan.py.
+    assert commands - run_here == {"migrate-offsets", "offsets import", "groups reset-offsets", "scan"}
 
 
 def test_a_line_that_breaks_the_contract_is_named() -> None:

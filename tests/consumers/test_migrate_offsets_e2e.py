@@ -832,3 +832,51 @@ def test_a_broker_killed_between_commits_leaves_an_interrupted_journal_and_a_rer
     expected = data.after(zk["crash-c"])
     got = kafka_read(data, "crash-c", expected=len(expected))
     assert len(got) == len(set(got)) and set(got) == expected
+
+
+def undo(data: Data, journal: Path, *args: str) -> Run:
+    return Run(
+        run_ktool(
+            "migrate-offsets", "--undo", str(journal), "--zookeeper", data.connect,
+            "--bootstrap-server", data.bootstrap, "--json", *args,
+        )
+    )  # fmt: skip
+
+
+def test_undo_refuses_offsets_moved_since_and_a_second_undo_writes_nothing(data, tmp_path) -> None:
+    """The issue's case: after a migration a consumer went on; --undo leaves what it moved (exit 1,
+    named) unless --force, and a second --undo of the same journal says "already undone" and writes
+    nothing, however the offsets moved since the first."""
+    group = "undo-moved"
+    zk_before = {(ORDERS, p): o for p, o in enumerate([10, 20, 6, 14])}
+    kafka_before = {(ORDERS, p): o for p, o in enumerate([5, 15, 3, 10])}
+    for (t, p), o in zk_before.items():
+        data.zk.create(f"/consumers/{group}/offsets/{t}/{p}", str(o).encode(), makepath=True)
+    kafka_commit(data.bootstrap, group, kafka_before)
+    tps = sorted(zk_before)
+    run = migrate(data, tmp_path, "--group", group, "--topic", ORDERS)
+    assert run.code == 0 and run.journal is not None, run
+    assert committed(data, group, tps) == zk_before
+
+    moved = (ORDERS, 0)
+    kafka_commit(data.bootstrap, group, {moved: 18})  # the consumer went on after the migration
+    first = undo(data, run.journal)
+    assert first.code == 1, first
+    assert first.statuses(group)[moved] == "refused-moved", first
+    assert "18" in first.of(group)[moved]["reason"] and "--force" in first.of(group)[moved]["reason"]
+    assert committed(data, group, tps) == {**kafka_before, moved: 18}
+    assert json.loads(run.journal.read_text())["state"] != "undone"
+
+    forced = undo(data, run.journal, "--force")
+    assert forced.code == 0, forced
+    assert forced.statuses(group)[moved] == "verified", forced
+    assert {s for tp, s in forced.statuses(group).items() if tp != moved} == {"already-undone"}, forced
+    assert committed(data, group, tps) == kafka_before
+    assert zk_group_offsets(data.zk, group) == zk_before
+    assert json.loads(run.journal.read_text())["state"] == "undone"
+
+    kafka_commit(data.bootstrap, group, {(ORDERS, 0): 19, (ORDERS, 2): 11})  # it went on again
+    second = undo(data, run.journal)
+    assert second.code == 0 and "already undone" in second.stderr, second
+    assert second.lines == [], second
+    assert committed(data, group, tps) == {**kafka_before, (ORDERS, 0): 19, (ORDERS, 2): 11}

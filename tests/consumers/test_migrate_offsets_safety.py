@@ -251,7 +251,8 @@ def test_znodes_created_with_credentials_under_an_open_parent_are_creator_only(
 
 def test_undo_recreates_offset_znodes_with_the_parents_acl(cluster, admin, anonymous, tmp_path) -> None:
     """--undo writes ZooKeeper offsets back through the same writer: a group whose znodes were removed
-    after the run gets them again under the secured parent's ACL, not world ALL."""
+    after the run (moved since: refused without --force) gets them again under the secured parent's ACL,
+    not world ALL."""
     from kazoo.security import make_digest_acl
 
     secured = [make_digest_acl(USER, PASSWORD, all=True)]
@@ -265,7 +266,10 @@ def test_undo_recreates_offset_znodes_with_the_parents_acl(cluster, admin, anony
     assert run.exit_code == 0, run.stderr
     (journal,) = _journals(run.stderr)
     admin.delete(f"/consumers/{group}", recursive=True)
-    undo = run_ktool("migrate-offsets", "--undo", str(journal), *common, env=auth)
+    refused = run_ktool("migrate-offsets", "--undo", str(journal), *common, env=auth)
+    assert refused.exit_code == 1 and "refused-moved" in refused.stdout, refused.output
+    assert zk_group_offsets(admin, group) == {}
+    undo = run_ktool("migrate-offsets", "--undo", str(journal), "--force", *common, env=auth)
     assert undo.exit_code == 0, undo.stderr
     assert zk_group_offsets(admin, group) == {(TOPIC, 0): 8, (TOPIC, 1): 9}
     for path in (f"/consumers/{group}", f"/consumers/{group}/offsets/{TOPIC}/0"):

@@ -1,0 +1,188 @@
+"""`--undo JOURNAL` of migrate-offsets, offsets import and groups reset-offsets: put back what a run
+changed, and only that.
+
+For each partition and each store the run wrote: a store that still holds what the run wrote gets the
+journal's value back; one that holds the journal's value already is left (already undone); one that
+holds anything else was moved since the run, by a consumer that went on or another tool, and rewinding
+it would make that consumer read again what it had read: refused unless forced. When every partition is
+back, the journal is marked `undone`, and a second undo of it writes nothing, however the offsets have
+moved since.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka_tools.broker.client import Broker
+from kafka_tools.consumers.migration import (
+    DEFAULT_METADATA,
+    KAFKA,
+    MISMATCH,
+    NOT_WRITTEN,
+    UNDONE,
+    VERIFIED,
+    WRITE,
+    WRITTEN,
+    ZK,
+    MigrationOptions,
+    PartitionMove,
+    delete_zookeeper,
+    read_stores,
+    write_zookeeper,
+    writes_to,
+)
+from kafka_tools.durable import write_json
+from kafka_tools.errors import UsageError
+
+ALREADY_UNDONE = "already-undone"
+REFUSED_MOVED = "refused-moved"
+KAFKA_KEPT = "kafka-kept"
+
+# The statuses of a partition the run wrote (or may have written, when it was interrupted).
+_WROTE = (WRITE, WRITTEN, VERIFIED, MISMATCH, NOT_WRITTEN)
+
+
+@dataclass
+class UndoResult:
+    """The partitions as the undo left them; `already`: the journal was undone before (at `undone_at`),
+    and nothing was read or written."""
+
+    moves: list[PartitionMove]
+    already: bool = False
+    undone_at: str | None = None
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for m in self.moves:
+            counts[m.status] = counts.get(m.status, 0) + 1
+        return counts
+
+    @property
+    def findings(self) -> bool:
+        """A partition refused or not read back as restored: exit 1."""
+        return any(m.status in (REFUSED_MOVED, MISMATCH) for m in self.moves)
+
+
+def journal_options(journal: dict) -> MigrationOptions:
+    """The options the journal's run had (fields a newer ktool added take their defaults)."""
+    known = {f.name for f in dataclasses.fields(MigrationOptions)}
+    given = {k: v for k, v in (journal.get("options") or {}).items() if k in known}
+    if "topics" in given:
+        given["topics"] = tuple(given["topics"])
+    return MigrationOptions(**given)
+
+
+def undo_journal(zk, broker: Broker, path: Path, journal: dict, force: bool = False) -> UndoResult:
+    """Undo the run `journal` (read from `path`) records, group by group; mark it undone when every
+    partition is back as it was."""
+    if journal.get("state") == UNDONE:
+        return UndoResult([], already=True, undone_at=journal.get("undone"))
+    check_zookeeper(zk, path, journal)
+    options = journal_options(journal)
+    metadata = (options.metadata or DEFAULT_METADATA) + "-undo"
+    moves: list[PartitionMove] = []
+    for g in journal["groups"]:
+        partitions = [PartitionMove(**m) for m in g["partitions"]]
+        moves += _undo_group(zk, broker, g["group"], partitions, options, metadata, force)
+    result = UndoResult(moves)
+    if not result.findings:
+        journal.update(state=UNDONE, undone=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        write_json(path, journal)
+    return result
+
+
+def check_zookeeper(zk, path: Path, journal: dict) -> None:
+    """A usage error when the journal holds ZooKeeper offsets and no ZooKeeper was given."""
+    options = journal_options(journal)
+    needed = (
+        ZK in (options.source, options.target)
+        or options.dual_commit
+        or any(m.get("zookeeper") is not None for g in journal["groups"] for m in g["partitions"])
+    )
+    if zk is None and needed:
+        raise UsageError(f"{path}: the journal holds ZooKeeper offsets: give --zookeeper to undo it")
+
+
+def _undo_group(
+    zk,
+    broker: Broker,
+    group: str,
+    moves: list[PartitionMove],
+    options: MigrationOptions,
+    metadata: str,
+    force: bool,
+) -> list[PartitionMove]:
+    topics = tuple(sorted({m.topic for m in moves}))
+    zk_now, kafka_now, _, _ = read_stores(zk, broker, group, topics)
+    rewinds: dict[tuple[str, int], dict[str, int | None]] = {}
+    for m in moves:
+        m.zookeeper_after, m.kafka_after = zk_now.get(m.key), kafka_now.get(m.key)
+        rewind = _decide(m, options, force)
+        if rewind:
+            rewinds[m.key] = rewind
+    if not rewinds:
+        return moves
+    to_kafka = {k: r[KAFKA] for k, r in rewinds.items() if KAFKA in r and r[KAFKA] is not None}
+    to_zk = {k: r[ZK] for k, r in rewinds.items() if ZK in r and r[ZK] is not None}
+    absent_zk = [k for k, r in rewinds.items() if ZK in r and r[ZK] is None]
+    if to_kafka:
+        broker.commit(group, to_kafka, metadata)
+    if to_zk:
+        write_zookeeper(zk, group, to_zk)
+    if absent_zk:
+        delete_zookeeper(zk, group, absent_zk)
+    zk_now, kafka_now, _, _ = read_stores(zk, broker, group, topics)
+    for m in moves:
+        if m.key not in rewinds:
+            continue
+        m.zookeeper_after, m.kafka_after = zk_now.get(m.key), kafka_now.get(m.key)
+        now = {ZK: m.zookeeper_after, KAFKA: m.kafka_after}
+        if all(now[s] == v for s, v in rewinds[m.key].items()):
+            if m.status != KAFKA_KEPT:
+                m.status, m.reason = VERIFIED, "restored"
+        else:
+            m.status = MISMATCH
+            m.reason = "read back " + ", ".join(
+                f"{s}={now[s]}, expected {v}" for s, v in rewinds[m.key].items() if now[s] != v
+            )
+    return moves
+
+
+def _decide(m: PartitionMove, options: MigrationOptions, force: bool) -> dict[str, int | None]:
+    """What to write back for one partition (store -> the journal's value, None: delete the znode);
+    sets the partition's status where nothing is to be written. A store holds what the run left there
+    (its write, or the journal's value where it wrote nothing) or it was moved since."""
+    before = {ZK: m.zookeeper, KAFKA: m.kafka}
+    now = {ZK: m.zookeeper_after, KAFKA: m.kafka_after}
+    wrote = {s: m.status in _WROTE and writes_to(m, options, s) for s in (KAFKA, ZK)}
+    rewind: dict[str, int | None] = {}
+    moved = []
+    kept = False
+    for s in (KAFKA, ZK):
+        if now[s] == before[s]:
+            continue
+        if s == KAFKA and before[s] is None:  # no OffsetDelete before Kafka 2.4: nothing to put back
+            kept = kept or wrote[s]
+            continue
+        if not (wrote[s] and now[s] == m.offset):
+            moved.append(s)
+        rewind[s] = before[s]
+    if moved and not force:
+        m.status = REFUSED_MOVED
+        m.reason = "; ".join(
+            f"{s} holds {now[s]}, not the {m.offset if wrote[s] else before[s]} the run left: moved since "
+            f"(a consumer went on); --force rewinds it to {'nothing' if before[s] is None else before[s]}"
+            for s in moved
+        )
+        return {}
+    if kept:
+        m.status, m.reason = KAFKA_KEPT, "Kafka had no offset before and cannot delete one"
+    elif not rewind:
+        if any(wrote.values()):
+            m.status, m.reason = ALREADY_UNDONE, "holds the offset it had before the run"
+        else:
+            m.status, m.reason = VERIFIED, "not changed by the run"
+    return rewind
