@@ -155,7 +155,7 @@ def test_prediction_equals_what_the_old_replicas_truncate_to(split: ModernCluste
 
     # ---- the prediction, on copies, before brokers 1 and 2 return
     copies = {n.node_id: _copy(n, topic, tmp_path / f"copy-{n.node_id}") for n in (b1, b2, b3)}
-    code, lines = _diff("--partition", f"{topic}-0", *copies.values())
+    code, lines = _diff("--records", "--partition", f"{topic}-0", *copies.values())
     assert code == 1, lines  # different records at offset SHARED
     replicas = {o["replica"]: o for o in lines if o["type"] == "replica"}
     assert set(replicas) == {"broker 1", "broker 2", "broker 3"}
@@ -166,6 +166,13 @@ def test_prediction_equals_what_the_old_replicas_truncate_to(split: ModernCluste
     pred = {o["follower"]: o for o in lines if o["type"] == "truncation" and o["leader"] == "broker 3"}
     assert set(pred) == {"broker 1", "broker 2"}
     assert all(p["rule"] == "leader-epoch" for p in pred.values())
+    said_lost: dict[str, list[tuple[int, str]]] = {}  # --records: what each follower of broker 3 loses
+    current = None
+    for o in lines:
+        if o["type"] == "truncation":
+            current = said_lost.setdefault(o["follower"], []) if o["leader"] == "broker 3" else None
+        elif o["type"] == "record" and current is not None:
+            current.append((o["offset"], o["value"]))
 
     # ---- brokers 1 and 2 return as followers of broker 3 and catch up
     since = {n.node_id: n.server_log.stat().st_size for n in (b1, b2)}
@@ -197,6 +204,10 @@ def test_prediction_equals_what_the_old_replicas_truncate_to(split: ModernCluste
         assert all(after[o] == leader[o] for o in range(cut, end))  # broker 3's above
         lost = [before[o] for o in range(cut, max(before) + 1)]
         assert not set(lost) & set(after.values())
+        # the records ktool listed as lost are those, offset for offset
+        assert said_lost[f"broker {node.node_id}"] == [
+            (o, before[o].decode()) for o in range(cut, max(before) + 1)
+        ]
         assert p["divergentAfter"] == []  # epochs leave no silent divergence
 
 
