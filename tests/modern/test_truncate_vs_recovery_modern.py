@@ -235,12 +235,14 @@ def recovered(kafka_release, tmp_path_factory) -> dict[tuple[int, str], Case]:
             create_topic(cluster, topic, config={"segment.bytes": SEGMENT_BYTES})
         # round 1: killed while the producers write, once every topic has rolled a segment
         writers = _Writers(cluster.bootstrap, list(topics.values()))
-        deadline = time.monotonic() + 120
-        while not all(_rolled(partition_dir(node, t)) for t in topics.values()):
-            assert time.monotonic() < deadline, "the producers did not fill a segment in 120 s"
-            time.sleep(0.05)
-        cluster.stop_node(node, kill=True)
-        writers.join()
+        try:
+            deadline = time.monotonic() + 120
+            while not all(_rolled(partition_dir(node, t)) for t in topics.values()):
+                assert time.monotonic() < deadline, "the producers did not fill a segment in 120 s"
+                time.sleep(0.05)
+            cluster.stop_node(node, kill=True)
+        finally:
+            writers.join()
         for kind, case in _crash_and_recover(cluster, topics, root, 1).items():
             cases[1, kind] = case
         if kafka_release.major < 4:
