@@ -43,7 +43,7 @@ from kafka_tools.format.checkpoints import read_leader_epoch_checkpoint
 from kafka_tools.format.snapshot import read_snapshot
 from kafka_tools.log.dirs import read_partition
 from kafka_tools.transactions.producers import replay_partition
-from tests.support.modern import ModernCluster, Node, create_topic, partition_dir
+from tests.support.modern import FAST_START, ModernCluster, Node, create_topic, partition_dir
 
 DAMAGES = ("cut", "garbage", "zeros", "flip")
 GARBAGE = random.Random(41).randbytes(100)
@@ -227,7 +227,7 @@ def recovered(kafka_release, tmp_path_factory) -> dict[tuple[int, str], Case]:
     """Both rounds on one broker of ``kafka_release``: (round, damage) -> Case."""
     root = tmp_path_factory.mktemp(f"recovery-{kafka_release.version}")
     topics = {kind: f"recovery-{kind}" for kind in DAMAGES}
-    cluster = ModernCluster(kafka_release, "combined", root / "cluster")
+    cluster = ModernCluster(kafka_release, "combined", root / "cluster", jvm_options=FAST_START)
     cases: dict[tuple[int, str], Case] = {}
     with cluster:
         node = cluster.brokers[0]
