@@ -95,6 +95,9 @@ def plan_json(plan: RecoveryPlan) -> dict:
         "deleteSegments": [str(s.log) for s in plan.deleted_segments],
         "rebuildIndexes": [{"segment": str(s.log), "reason": why} for s, why in plan.rebuild_indexes],
         "deleteSnapshots": [str(p) for p, _ in plan.deleted_snapshots],
+        "leaderEpochCheckpoint": None
+        if plan.epoch_checkpoint_keep is None
+        else {"file": str(plan.partition.leader_epoch_checkpoint), "keepEntries": plan.epoch_checkpoint_keep},
         "lostValidEntries": plan.lost_entries,
         "newLogEndOffset": plan.new_log_end,
         "indexIntervalBytes": plan.index_interval,

@@ -138,6 +138,14 @@ def read_properties(path: str | os.PathLike) -> dict[str, str]:
     return props
 
 
+def meta_node_id(props: dict[str, str]) -> str | None:
+    """The node's id in meta.properties, as Kafka's MetaProperties reads it: `node.id` in version 1 (KRaft),
+    `broker.id` in version 0 (ZooKeeper mode; some KRaft tools wrote `node.id` there too)."""
+    if props.get("version", "0").strip() == "1":
+        return props.get("node.id")
+    return props.get("broker.id", props.get("node.id"))
+
+
 def read_partition_metadata(path: str | os.PathLike) -> dict[str, str]:
     """`partition.metadata` (Kafka 2.8+): `version: 0` and `topic_id: …` lines."""
     meta: dict[str, str] = {}

@@ -33,6 +33,7 @@ from kafka_tools.errors import FindingsError, InputError, UsageError
 from kafka_tools.format.checkpoints import (
     CheckpointError,
     EpochEntry,
+    meta_node_id,
     read_leader_epoch_checkpoint,
     read_properties,
 )
@@ -193,7 +194,7 @@ def resolve_partition_dirs(paths: list[str], partition: str | None) -> list[str]
 def _broker_id(log_dir: str) -> int | None:
     path = os.path.join(log_dir, "meta.properties")
     try:
-        value = read_properties(path).get("broker.id")
+        value = meta_node_id(read_properties(path))
         return int(value) if value is not None else None
     except (OSError, CheckpointError, ValueError):
         return None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from kafka_tools.format.checkpoints import CheckpointError, read_properties, read_quorum_state
+from kafka_tools.format.checkpoints import CheckpointError, meta_node_id, read_properties, read_quorum_state
 from kafka_tools.log.findings import Finding, Severity
 
 T = TypeVar("T")
@@ -83,7 +83,7 @@ def read_meta_properties(path: Path, findings: list[Finding]) -> MetaProperties 
                 f"meta.properties version {props.get('version')}",
             )
         )
-    raw_id = props.get("node.id") if version == 1 else props.get("broker.id", props.get("node.id"))
+    raw_id = meta_node_id(props)
     node_id = _int(raw_id) if raw_id is not None else None
     if raw_id is not None and node_id is None:
         findings.append(

@@ -270,6 +270,7 @@ TRUNCATE_KINDS = [
         deleteSegments="list",
         rebuildIndexes="list",
         deleteSnapshots="list",
+        leaderEpochCheckpoint="object|null",
         lostValidEntries="int",
         newLogEndOffset="int|null",
         indexIntervalBytes="int",

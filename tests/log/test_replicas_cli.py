@@ -131,6 +131,18 @@ def test_identical_and_lagging_replicas_exit_0(tmp_path) -> None:
     assert "if broker 3 leads: broker 1 truncates to 12, losing offsets 12..19 (8 records" in out
 
 
+def test_kraft_log_dirs_are_named_by_their_node_id(diverged) -> None:
+    """A KRaft broker's meta.properties (version 1) names it by `node.id`, with no `broker.id`: the
+    replicas are `broker N` as in ZooKeeper mode, not their paths."""
+    for built, node in zip(diverged, (4, 5), strict=True):
+        (built.log_dir / "meta.properties").write_text(
+            f"#\nnode.id={node}\ndirectory.id=mP5vVRBhQNo6FcS5qkWgsg\nversion=1\ncluster.id=GNVUbYsrReGpeG8GxI0sxA\n"
+        )
+    code, out, _ = diff(*(str(b.log_dir) for b in diverged))
+    assert code == 1
+    assert "if broker 5 leads: broker 4 truncates to 3, losing offsets 3..5 (3 records" in out
+
+
 def test_an_empty_replica_is_behind_and_would_take_everything_from_the_other(tmp_path) -> None:
     full = write_replica(tmp_path / "a", 1, [Batch(0, values("x", 0, 5))], epochs=[(0, 0)])
     empty = tmp_path / "b" / f"{TOPIC}-0"

@@ -80,3 +80,29 @@ def test_a_backup_dir_that_is_a_file_is_one_line_exit_3(tmp_path, dry_run) -> No
         result.stderr
         == f"ktool: {tmp_path / 'a-file'}: cannot be the backup directory: a file, not a directory\n"
     )
+
+
+def test_a_dry_run_names_the_leader_epochs_the_run_keeps(tmp_path) -> None:
+    """The plan says how many leader-epoch-checkpoint entries survive (the broker's truncateFromEnd: those
+    starting below the new log end), and the real run leaves exactly those; null when none is dropped."""
+    from kafka_tools.format.checkpoints import read_leader_epoch_checkpoint
+    from tests.log.test_truncate_safety import damaged_segmented
+
+    def plan(part) -> dict:
+        result = run_ktool("truncate", "--json", "--dry-run", "--force", str(part))
+        return next(o for o in map(json.loads, result.stdout.splitlines()) if o["type"] == "plan")
+
+    part = damaged_segmented(tmp_path)  # cut in segment 0: the new log end is 50
+    checkpoint = part / "leader-epoch-checkpoint"
+    before = [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(checkpoint).entries]
+    planned = plan(part)
+    assert planned["newLogEndOffset"] == 50 and before == [(0, 0), (1, 33), (2, 78)]
+    assert planned["leaderEpochCheckpoint"] == {"file": str(checkpoint), "keepEntries": 2}
+    done = run_ktool("truncate", "--force", "--backup-dir", str(tmp_path / "bk"), str(part))
+    assert done.exit_code == 0, done.stderr
+    after = [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(checkpoint).entries]
+    assert after == before[:2]
+
+    (tmp_path / "again").mkdir()
+    last = damaged_segmented(tmp_path / "again", "00000000000000000100.log")  # a tail: no epoch lost
+    assert plan(last)["leaderEpochCheckpoint"] is None

@@ -80,6 +80,11 @@ KAFKA_3 = Release(
 RELEASES = {release.version: release for release in (KAFKA_4, KAFKA_3)}
 
 
+# The client compiler only: a broker restarted several times in one test starts in about 3/4 of the time
+# (17 s against 23 s measured on 2 busy cores); a test that measures throughput should not use it.
+FAST_START = ("-XX:TieredStopAtLevel=1",)
+
+
 class FetchError(ServerError):
     """A release's jars could not be fetched (no network, no Maven, an unknown version)."""
 
@@ -358,7 +363,8 @@ class ModernCluster:
     connect string with a chroot of its own). ``properties`` go into every broker's server.properties.
     ``listeners`` adds listeners beside PLAINTEXT on every broker (name -> security protocol: their
     ``listener.name.*`` settings go in ``properties``); ``format_args`` are given to KRaft's
-    ``StorageTool format`` (e.g. ``--add-scram``).
+    ``StorageTool format`` (e.g. ``--add-scram``); ``jvm_options`` go on every node's ``java`` command
+    (``FAST_START``: a test that restarts its broker several times).
     """
 
     def __init__(
@@ -374,6 +380,7 @@ class ModernCluster:
         format_args: Sequence[str] = (),
         startup_timeout: float = 120.0,
         extra_classpath: Sequence[Path] = (),
+        jvm_options: Sequence[str] = (),
     ) -> None:
         if mode not in ("combined", "split", "zookeeper"):
             raise ValueError(f"unknown mode {mode!r}")
@@ -388,6 +395,7 @@ class ModernCluster:
         self.listeners = dict(listeners or {})
         self.format_args = list(format_args)
         self.extra_classpath = list(extra_classpath)  # plugins the brokers load (a remote storage manager)
+        self.jvm_options = list(jvm_options)
         self.cluster_id = random_cluster_id()
         self.nodes: list[Node] = []
         if mode == "combined":
@@ -510,7 +518,11 @@ class ModernCluster:
             "kafka.Kafka",
             [str(node.config)],
             heap="-Xmx512m",
-            options=["-XX:+UseSerialGC", *_logging_options(self.release, node.workdir / "log4j.properties")],
+            options=[
+                "-XX:+UseSerialGC",
+                *self.jvm_options,
+                *_logging_options(self.release, node.workdir / "log4j.properties"),
+            ],
             extra_classpath=self.extra_classpath,
         )
         with open(node.workdir / "stdout.log", "ab") as out:
