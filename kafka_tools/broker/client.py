@@ -34,6 +34,10 @@ _MEMBER_ERRORS = (
     "rebalance",
 )
 _API_VERSIONS_KEY = 18
+_NO_DELETE_GROUPS = (
+    "{where} runs {version}: it has no DeleteGroups request (Kafka 1.1+); a group's offsets there expire "
+    "after offsets.retention.minutes"
+)
 
 
 @dataclass
@@ -321,6 +325,42 @@ class Broker:
             raise InputError(
                 f"broker {self.config.bootstrap}: commit for group {group} failed for " + ", ".join(failed)
             )
+
+    def delete_groups_unsupported(self) -> str | None:
+        """Why these brokers cannot delete a group (they are known to be older than 0.10: from ZooKeeper,
+        --broker-version or the probe), or None when they may (a 0.10-1.0 broker says so when asked)."""
+        old = self._conf.get("broker.version.fallback")
+        if old is not None and not version_at_least(str(old), (1, 1)):
+            return _NO_DELETE_GROUPS.format(where=f"broker {self.config.bootstrap}", version=f"Kafka {old}")
+        return None
+
+    def delete_group(self, group: str) -> None:
+        """DeleteGroups (Kafka 1.1+): the group and its offsets removed from `__consumer_offsets`.
+        FindingsError (one line) for a broker without it, a group with live members, an unknown group."""
+        from confluent_kafka import KafkaError
+
+        where = f"broker {self.config.bootstrap}"
+        unsupported = self.delete_groups_unsupported()
+        if unsupported is not None:
+            raise FindingsError(unsupported)
+
+        def refused(exc: Exception) -> KtoolError:
+            err = exc.args[0] if exc.args else None
+            code = err.code() if isinstance(err, KafkaError) else None
+            if code == KafkaError.GROUP_ID_NOT_FOUND:
+                return FindingsError(f"{where}: no consumer group {group} in Kafka")
+            if code == KafkaError.NON_EMPTY_GROUP:
+                return FindingsError(f"{where} refuses to delete group {group}: it has live members")
+            if code in (KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION):
+                return FindingsError(_NO_DELETE_GROUPS.format(where=where, version="Kafka before 1.1"))
+            return self._error(f"delete group {group}", exc)
+
+        self._coordinated(
+            f"delete group {group}",
+            lambda: self._admin().delete_consumer_groups([group], request_timeout=self.config.timeout)[group],
+            f"no answer to deleting group {group}",
+            error=refused,
+        )
 
     def topics(self) -> dict[str, list[int]]:
         """Every topic's partition numbers, from the brokers' metadata (the catalog ZooKeeper would give

@@ -185,12 +185,14 @@ def rebalance_plan_cmd(
     render_plan(group, plan, sys.stdout, _colour(ctx), as_json)
 
 
-def _add_watch() -> None:
-    # `groups watch` lives in its own module (kazoo watches, the event renderer); it joins the group here
-    # so that loading `groups` lazily brings it along.
+def _add_subcommands() -> None:
+    # `groups watch` (kazoo watches, the event renderer) and `groups delete` (journal, undo) live in
+    # their own modules; they join the group here so that loading `groups` lazily brings them along.
+    from kafka_tools.cli.groups_delete import delete
     from kafka_tools.cli.groups_watch import watch
 
     groups.add_command(watch)
+    groups.add_command(delete)
 
 
-_add_watch()
+_add_subcommands()

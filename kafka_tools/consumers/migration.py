@@ -216,14 +216,15 @@ REFUSED = "refused"
 INTERRUPTED = "interrupted"
 
 
-def journal_path(directory: Path | None = None) -> Path:
+def journal_path(directory: Path | None = None, command: str = "migrate-offsets") -> Path:
     """A new journal's file in `directory` (default: ktool's state directory, never the working one),
-    created empty with O_EXCL: runs started in the same second, sharing the directory, each get their
-    own name (a timestamp and `exists()` gave two of them the same one)."""
+    named after the `command` that writes it, created empty with O_EXCL: runs started in the same
+    second, sharing the directory, each get their own name (a timestamp and `exists()` gave two of them
+    the same one)."""
     directory = make_state_dir(journals_dir() if directory is None else directory, "journal directory")
     stamp = time.strftime("%Y%m%dT%H%M%S")
     for n in itertools.count(1):
-        path = directory / f"migrate-offsets-{stamp}{'' if n == 1 else f'-{n}'}.json"
+        path = directory / f"{command}-{stamp}{'' if n == 1 else f'-{n}'}.json"
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:
