@@ -128,15 +128,16 @@ def _plan_kafka(broker: Broker, group: str) -> GroupDeletion:
     if unsupported is not None:
         plan.status, plan.reason = REFUSED, unsupported
         return plan
-    if group not in {g for g, _ in broker.groups()}:
+    # A group that only has offsets (committed by a tool, its consumers gone) is not listed by every
+    # release's ListGroups: its offsets say it exists.
+    plan.offsets = broker.group_offsets(group)
+    if not plan.offsets and group not in {g for g, _ in broker.groups()}:
         plan.status, plan.reason = UNKNOWN, f"no consumer group {group} in Kafka ({where})"
         return plan
     plan.members = broker.live_members(group)
     if plan.members:
         plan.status = REFUSED_LIVE
         plan.reason = f"live members in Kafka: {', '.join(plan.members)}; stop them first"
-        return plan
-    plan.offsets = broker.group_offsets(group)
     return plan
 
 
