@@ -16,7 +16,7 @@ def deletion_object(d: GroupDeletion) -> dict:
         "group": d.group,
         "store": d.store,
         "status": d.status,
-        "members": list(d.members),
+        "liveMembers": list(d.members),
         "znodes": len(d.znodes) if d.store == "zookeeper" else None,
         "offsets": len(d.offsets),
         "kept": len(d.kept),

@@ -66,8 +66,8 @@ def test_a_group_without_members_is_deleted_and_undo_restores_each_znode_with_it
     assert plan.exit_code == 0, plan.output
     rows = _json(plan.stdout)
     assert rows[0] == {
-        "type": "deletion", "group": "idle", "store": "zookeeper", "status": "would-delete", "members": [],
-        "znodes": 10, "offsets": 3, "kept": 0, "reason": None,
+        "type": "deletion", "group": "idle", "store": "zookeeper", "status": "would-delete",
+        "liveMembers": [], "znodes": 10, "offsets": 3, "kept": 0, "reason": None,
     }  # fmt: skip
     assert _tree(zk_root.zk, "/consumers/idle") == before  # the dry run deleted nothing
 
