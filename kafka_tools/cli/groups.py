@@ -9,6 +9,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
+from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.assignors import Member, consumers_per_topic
 from kafka_tools.consumers.groups import describe_group, list_all_groups
@@ -65,7 +66,7 @@ def list_cmd(ctx: click.Context, as_json: bool, **options: Any) -> None:
 
 
 @groups.command("describe")
-@click.argument("group_ids", nargs=-1, metavar="[GROUP]...")
+@click.argument("group_ids", nargs=-1, metavar="[GROUP]...", shell_complete=complete_groups)
 @zookeeper_options
 @broker_options
 @_json_option
@@ -109,7 +110,7 @@ def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, 
 
 
 @groups.command("rebalance-plan")
-@click.argument("group")
+@click.argument("group", shell_complete=complete_groups)
 @click.option(
     "--add-consumer",
     "add",

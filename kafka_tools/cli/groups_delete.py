@@ -11,6 +11,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_if_configured, zookeeper_options
+from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.group_delete import (
     STORES,
@@ -28,7 +29,7 @@ from kafka_tools.state import STATE_HOME_HELP
 
 
 @click.command("delete")
-@click.argument("group_ids", nargs=-1, metavar="[GROUP]...")
+@click.argument("group_ids", nargs=-1, metavar="[GROUP]...", shell_complete=complete_groups)
 @click.option(
     "--store",
     type=click.Choice(STORES),
