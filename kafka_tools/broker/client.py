@@ -373,6 +373,54 @@ class Broker:
             raise self._error("cannot list topics", exc) from None
         return {name: sorted(t.partitions) for name, t in sorted(metadata.topics.items()) if not t.error}
 
+    def topic_configs(
+        self, topics: Iterable[str], names: Iterable[str]
+    ) -> dict[str, dict[str, tuple[str, str]]]:
+        """DescribeConfigs (Kafka 0.11+) for each topic: name -> (value, source) for the `names` whose
+        value is set somewhere (the source is Kafka's: DYNAMIC_TOPIC_CONFIG for a topic override,
+        STATIC_BROKER_CONFIG for the broker's server.properties, …); Kafka's own defaults are left out.
+        A topic the brokers do not have gets {}."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+
+        where = f"broker {self.config.bootstrap}"
+        old = self._conf.get("broker.version.fallback")
+        if old is not None:
+            raise InputError(
+                f"{where} runs Kafka {old}: it has no DescribeConfigs (Kafka 0.11+); give --zookeeper for "
+                "the topic overrides in /config/topics"
+            )
+        wanted = set(names)
+        asked = {t: ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))}
+        if not asked:
+            return {}
+        try:
+            futures = self._admin().describe_configs(
+                list(asked.values()), request_timeout=self.config.timeout
+            )
+        except KafkaException as exc:
+            raise self._error("topic configs", exc) from None
+        out: dict[str, dict[str, tuple[str, str]]] = {}
+        for topic, resource in asked.items():
+            try:
+                entries = futures[resource].result(timeout=self.config.timeout + 5)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    out[topic] = {}
+                    continue
+                raise self._error(f"configs of topic {topic}", exc) from None
+            except TimeoutError:
+                raise self._no_answer(f"no answer for the configs of topic {topic}") from None
+            out[topic] = {
+                name: (entry.value, ConfigSource(entry.source).name)
+                for name, entry in entries.items()
+                if name in wanted
+                and entry.value is not None
+                and entry.source not in (ConfigSource.DEFAULT_CONFIG.value, ConfigSource.DEFAULT_CONFIG)
+            }
+        return out
+
     def members(self, group: str) -> list[KafkaMember]:
         """The members the group's coordinator has now, with their assigned partitions."""
         desc = self._coordinated(

@@ -68,12 +68,20 @@ _COMMON_TOOLS = {
     "LogDirsCommand": "org.apache.kafka.tools.LogDirsCommand",
     "LeaderElectionCommand": "org.apache.kafka.tools.LeaderElectionCommand",
 }
-KAFKA_4 = Release("4.4.0", {**_COMMON_TOOLS, "DumpLogSegments": "org.apache.kafka.tools.DumpLogSegments"})
+KAFKA_4 = Release(
+    "4.4.0",
+    {
+        **_COMMON_TOOLS,
+        "DumpLogSegments": "org.apache.kafka.tools.DumpLogSegments",
+        "ConfigCommand": "org.apache.kafka.tools.ConfigCommand",
+    },
+)
 KAFKA_3 = Release(
     "3.9.2",
     {
         **_COMMON_TOOLS,
         "DumpLogSegments": "kafka.tools.DumpLogSegments",
+        "ConfigCommand": "kafka.admin.ConfigCommand",
         "MetadataShell": "org.apache.kafka.shell.MetadataShell",
     },
 )
