@@ -82,28 +82,48 @@ def _acl_tuple(acl: ACL) -> tuple[int, str, str]:
     return acl.perms, acl.id.scheme, acl.id.id
 
 
+# A ZooKeeper request is at most jute.maxbuffer (1 MiB by default) long: a larger group is removed in
+# several transactions, children first (each still at the versions read).
+MAX_TRANSACTION_BYTES = 512 * 1024
+
+
 def delete_tree(zk: KazooClient, nodes: list[SavedZnode]) -> None:
-    """Delete `nodes` (as `read_tree` gave them) in one transaction, children first, each at the version
-    read. FindingsError naming the first znode that changed (nothing deleted then); InputError when
-    ZooKeeper refuses or is gone."""
+    """Delete `nodes` (as `read_tree` gave them), children first, each at the version read, in one
+    transaction (in several, children first, for a tree too large for one request). FindingsError naming
+    the first znode that changed (nothing of its transaction deleted); InputError when ZooKeeper refuses
+    or is gone."""
+    ordered = sorted(nodes, key=lambda n: n.path.count("/"), reverse=True)
+    batches: list[list[SavedZnode]] = []
+    size = MAX_TRANSACTION_BYTES
+    for node in ordered:
+        cost = len(node.path.encode()) + 16
+        if size + cost > MAX_TRANSACTION_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(node)
+        size += cost
+    for n, batch in enumerate(batches):
+        done = "" if n == 0 else f"; {sum(map(len, batches[:n]))} znodes were deleted before it (the journal)"
+        _delete_batch(zk, batch, done)
+
+
+def _delete_batch(zk: KazooClient, batch: list[SavedZnode], done: str) -> None:
     from kazoo.exceptions import KazooException, NoAuthError, RolledBackError
     from kazoo.handlers.threading import KazooTimeoutError
 
-    if not nodes:
-        return
     where = describe(zk)
-    ordered = sorted(nodes, key=lambda n: n.path.count("/"), reverse=True)
     transaction = zk.transaction()
-    for node in ordered:
+    for node in batch:
         transaction.delete(node.path, version=node.version)
     try:
         results = transaction.commit()
     except (KazooException, KazooTimeoutError) as exc:
-        raise zk_error(exc, where, nodes[0].path, credentials_of(zk), action="delete") from None
-    for node, result in zip(ordered, results, strict=False):
+        raise zk_error(exc, where, batch[0].path, credentials_of(zk), action="delete") from None
+    for node, result in zip(batch, results, strict=False):
         if isinstance(result, Exception) and not isinstance(result, RolledBackError):
-            if isinstance(result, NoAuthError):
-                raise zk_error(result, where, node.path, credentials_of(zk), action="delete")
+            parent = node.path.rsplit("/", 1)[0] or "/"
+            if isinstance(result, NoAuthError):  # DELETE is the parent's permission
+                raise zk_error(result, where, parent, credentials_of(zk), action=f"delete {node.path} under")
             why = {
                 "NotEmptyError": "a znode was added under it",
                 "BadVersionError": "its data changed",
@@ -111,7 +131,7 @@ def delete_tree(zk: KazooClient, nodes: list[SavedZnode]) -> None:
             }.get(type(result).__name__, type(result).__name__)
             raise FindingsError(
                 f"{node.path} on ZooKeeper {where} changed while it was being deleted ({why}): nothing "
-                "was deleted"
+                f"of that transaction was deleted{done}"
             )
 
 

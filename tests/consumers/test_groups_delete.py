@@ -173,3 +173,36 @@ def test_a_09_broker_is_refused_in_one_line_naming_it_and_its_version(kafka09_cl
     # Without ZooKeeper, the probe finds the version out just the same.
     alone = run_ktool("groups", "delete", "g", "--bootstrap-server", kafka09_cluster.bootstrap)
     assert alone.exit_code == 1 and "runs Kafka 0.9.0.1" in alone.stderr, alone.output
+
+
+def test_a_znode_the_acl_keeps_is_one_line_exit_3_and_nothing_is_deleted(zk_root) -> None:
+    from kazoo.security import ACL, Id, Permissions
+
+    _setup(zk_root)
+    no_delete = Permissions.ALL & ~Permissions.DELETE
+    zk_root.zk.set_acls("/consumers/idle/offsets/orders", [ACL(no_delete, Id("world", "anyone"))])
+    before = _tree(zk_root.zk, "/consumers/idle")
+    result = run_ktool("groups", "delete", "idle", "--zookeeper", zk_root.connect)
+    assert result.exit_code == 3, result.output
+    line = result.stderr.splitlines()[-1]
+    assert line.startswith("ktool: not allowed to delete /consumers/idle/offsets/orders/") and "(ACL)" in line
+    assert _tree(zk_root.zk, "/consumers/idle") == before
+
+
+def test_a_group_too_large_for_one_request_goes_in_several_children_first(zk_root, monkeypatch) -> None:
+    from kafka_tools.zk import tree
+
+    _setup(zk_root)
+    monkeypatch.setattr(tree, "MAX_TRANSACTION_BYTES", 120)  # two or three paths a transaction
+    sent: list[int] = []
+    commit = type(zk_root.zk.transaction()).commit
+
+    def counted(self):
+        sent.append(len(self.operations))
+        return commit(self)
+
+    monkeypatch.setattr(type(zk_root.zk.transaction()), "commit", counted)
+    result = run_ktool("groups", "delete", "idle", "--zookeeper", zk_root.connect)
+    assert result.exit_code == 0, result.output
+    assert len(sent) > 3 and sum(sent) == 10
+    assert zk_root.zk.exists("/consumers/idle") is None
