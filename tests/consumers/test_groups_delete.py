@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+import uuid
 
 import pytest
 
@@ -86,20 +88,6 @@ def test_a_group_without_members_is_deleted_and_undo_restores_each_znode_with_it
     again = run_ktool("groups", "delete", "--undo", journal, "--json", "--zookeeper", zk_root.connect)
     assert again.exit_code == 0, again.output
     assert _json(again.stdout)[0]["status"] == "already-restored"
-
-
-def test_the_deleted_group_is_gone_for_kafka_09s_own_tool(zk_root) -> None:
-    from tests.support.servers import run_kafka_script
-
-    _setup(zk_root)
-
-    def listed() -> set[str]:
-        out = run_kafka_script("kafka-consumer-groups.sh", "--zookeeper", zk_root.connect, "--list")
-        return set(out.stdout.split())
-
-    assert {"idle", "billing"} <= listed()
-    assert run_ktool("groups", "delete", "idle", "--zookeeper", zk_root.connect).exit_code == 0
-    assert "idle" not in listed() and "billing" in listed()
 
 
 def test_a_group_with_a_registered_consumer_is_refused_and_nothing_is_deleted(zk_root) -> None:
@@ -206,3 +194,48 @@ def test_a_group_too_large_for_one_request_goes_in_several_children_first(zk_roo
     assert result.exit_code == 0, result.output
     assert len(sent) > 3 and sum(sent) == 10
     assert zk_root.zk.exists("/consumers/idle") is None
+
+
+def test_a_real_09_consumer_is_refused_while_it_runs_and_its_group_deleted_once_it_stopped(
+    kafka09_cluster, tmp_path
+) -> None:
+    """Kafka 0.9's own old consumer registers and owns its partitions: refused; after it stopped (its
+    ephemeral znodes gone, its offsets left), the group goes and 0.9's kafka-consumer-groups.sh no longer
+    lists it."""
+    from tests.support.servers import OldConsumer, run_kafka_script
+
+    topic, group = f"del-{uuid.uuid4().hex[:6]}", f"old-{uuid.uuid4().hex[:6]}"
+    kafka09_cluster.broker.create_topic(topic, partitions=2)
+    kafka09_cluster.broker.produce(topic, [f"m{i}" for i in range(10)])
+    consumer = OldConsumer(
+        kafka09_cluster.connect, group, "c1", topic=topic, from_beginning=True, workdir=tmp_path / "c1",
+        home=kafka09_cluster.broker.home,
+    ).start()  # fmt: skip
+    zk = kafka09_cluster.zk
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            offsets = zk.get_children(f"/consumers/{group}/offsets/{topic}") if zk.exists(
+                f"/consumers/{group}/offsets/{topic}") else []  # fmt: skip
+            if len(offsets) == 2 and len(zk.get_children(f"/consumers/{group}/owners/{topic}")) == 2:
+                break
+            time.sleep(0.3)
+        else:
+            pytest.fail(f"the old consumer did not settle:\n{consumer.log_tail()}")
+        refused = run_ktool("groups", "delete", group, "--zookeeper", kafka09_cluster.connect)
+        assert refused.exit_code == 1, refused.output
+        assert consumer.registered_id in refused.stderr
+        assert zk.exists(f"/consumers/{group}/offsets/{topic}/0")
+    finally:
+        consumer.stop()
+    deadline = time.monotonic() + 30
+    while zk.get_children(f"/consumers/{group}/ids") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    done = run_ktool("groups", "delete", group, "--zookeeper", kafka09_cluster.connect)
+    assert done.exit_code == 0, done.output
+    assert zk.exists(f"/consumers/{group}") is None
+    listed = run_kafka_script(
+        "kafka-consumer-groups.sh", "--zookeeper", kafka09_cluster.connect, "--list",
+        home=kafka09_cluster.broker.home,
+    ).stdout.split()  # fmt: skip
+    assert group not in listed
