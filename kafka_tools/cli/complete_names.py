@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from kafka_tools.state import state_dir
+from kafka_tools.state import completion_cache_dir
 
 LIMIT = 0.3  # seconds from the TAB to the names, or nothing
 TTL = 5.0  # seconds a list of names is reused
@@ -193,7 +193,7 @@ def _in_child(work: Callable[[], list[str]], deadline: float) -> list[str] | Non
 
 def _cache_file(kind: str, source: str) -> Path:
     digest = hashlib.sha256(f"{kind} {source}".encode()).hexdigest()[:16]
-    return state_dir() / "completion" / f"{kind}-{digest}.json"
+    return completion_cache_dir() / f"{kind}-{digest}.json"
 
 
 def _read_cache(path: Path) -> list[str] | None:
