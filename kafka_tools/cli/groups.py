@@ -35,7 +35,7 @@ def groups() -> None:
     \b
     Exit status:
       0  ok
-      1  a refused plan (e.g. round-robin with unequal subscriptions)
+      1  a refused plan (e.g. round-robin with unequal subscriptions), a group not deleted
       2  usage error
       3  ZooKeeper or a broker unreachable, a group or topic missing, a malformed znode
     """
