@@ -88,7 +88,12 @@ def _read_group_tree(zk, group: str) -> list[SavedZnode]:
 
 def plan_deletion(zk, broker: Broker | None, group: str, store: str) -> GroupDeletion:
     """What deleting `group` from `store` would remove, or why it is refused."""
-    return _plan_zookeeper(zk, group) if store == ZK else _plan_kafka(broker, group)  # type: ignore[arg-type]
+    if store == KAFKA:
+        return _plan_kafka(broker, group)  # type: ignore[arg-type]
+    plan = _plan_zookeeper(zk, group)
+    if plan.status == UNKNOWN and broker is None:
+        plan.reason += "; give --bootstrap-server for a group whose offsets are in Kafka"
+    return plan
 
 
 def _plan_zookeeper(zk, group: str) -> GroupDeletion:

@@ -106,8 +106,10 @@ def test_an_unknown_group_is_one_line_exit_1_and_the_others_are_deleted(zk_root)
     result = run_ktool("groups", "delete", "ghost", "idle", "--zookeeper", zk_root.connect)
     assert result.exit_code == 1, result.output
     refused = [line for line in result.stderr.splitlines() if "ghost" in line]
-    assert refused == [f"ktool: group ghost: no consumer group ghost (/consumers/ghost) on ZooKeeper "
-                       f"{zk_root.connect}"]  # fmt: skip
+    assert refused == [
+        f"ktool: group ghost: no consumer group ghost (/consumers/ghost) on ZooKeeper {zk_root.connect}; "
+        "give --bootstrap-server for a group whose offsets are in Kafka"
+    ]
     assert zk_root.zk.exists("/consumers/idle") is None
     assert "Traceback" not in result.output
 
