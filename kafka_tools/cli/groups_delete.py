@@ -85,10 +85,10 @@ def delete(
     if undo is None and not group_ids:
         raise UsageError("name the groups to delete (GROUP...)")
     colour = wants_colour(sys.stdout, colour_of(ctx))
+    recorded = read_journal(undo) if undo is not None else []  # a bad journal is said before connecting
     with zk_if_configured(needed_for=None, **options) as zk:
         broker = broker_from_options(zk, **options)
         if undo is not None:
-            recorded = read_journal(undo)
             with group_locks([d.group for d in recorded]):
                 restored = undo_deletions(zk, broker, recorded)
             render_deletions(restored, sys.stdout, colour, as_json, "undo", str(undo))

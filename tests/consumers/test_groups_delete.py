@@ -241,3 +241,26 @@ def test_a_real_09_consumer_is_refused_while_it_runs_and_its_group_deleted_once_
         home=kafka09_cluster.broker.home,
     ).stdout.split()  # fmt: skip
     assert group not in listed
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ('{"format": 1, "state": "applied", "groups": []}', "not a ktool groups delete journal"),
+        ("not json", "not a ktool groups delete journal"),
+        ('{"format": 1, "kind": "groups-delete", "groups": [{"group": "g", "store": "zookeeper", '
+         '"znodes": [{"path": "relative"}]}]}', "a znode entry is malformed"),
+    ],
+)  # fmt: skip
+def test_a_journal_that_is_not_one_of_groups_delete_is_one_line_exit_3(tmp_path, text, why) -> None:
+    journal = tmp_path / "journal.json"
+    journal.write_text(text)
+    result = run_ktool("groups", "delete", "--undo", str(journal))
+    assert result.exit_code == 3, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"ktool: {journal}: {why}"), line
+
+
+def test_undo_and_groups_together_or_neither_is_a_usage_error(tmp_path) -> None:
+    assert run_ktool("groups", "delete").exit_code == 2
+    assert run_ktool("groups", "delete", "g", "--undo", str(tmp_path / "j.json")).exit_code == 2
