@@ -1,10 +1,10 @@
 """TAB completion of group and topic names from the configured ZooKeeper or brokers.
 
-A shell waits for completion before it draws anything, so a lookup gets a hard limit (LIMIT seconds, from
-the TAB to the answer, imports included) or gives nothing: it runs in a forked child that is killed when
-the time is up, so that no client library, silent server or blackholed port can hang the shell. Names
-found are kept a few seconds (TTL) in a small file under ktool's state directory: pressing TAB again
-while typing asks no server. Failures are not kept: the next TAB tries again.
+A shell waits for completion before it draws anything, so a lookup gets a hard limit (LIMIT seconds of
+talking to the servers, after the clients' imports) or gives nothing: it runs in a forked child that is
+killed when the time is up, so that no client library, silent server or blackholed port can hang the
+shell. Names found are kept a few seconds (TTL) in a small file under ktool's state directory: pressing
+TAB again while typing asks no server. Failures are not kept: the next TAB tries again.
 
 Use as ``click.argument("group", shell_complete=complete_groups)`` or on an option
 (``click.option("--topic", shell_complete=complete_topics)``); the servers come from the command's own
@@ -31,6 +31,7 @@ from kafka_tools.state import completion_cache_dir
 
 LIMIT = 0.3  # seconds from the TAB to the names, or nothing
 TTL = 5.0  # seconds a list of names is reused
+SESSION_TIMEOUT = 4.0  # a lookup's ZooKeeper session (the least ZooKeeper grants with its default tick)
 GROUPS = "groups"
 TOPICS = "topics"
 
@@ -61,25 +62,38 @@ def _options(ctx: click.Context) -> dict[str, Any]:
 
 
 def names(kind: str, options: Mapping[str, Any], limit: float = LIMIT) -> list[str]:
-    """The `kind` names (GROUPS or TOPICS) of the servers `options` name, within `limit` seconds, else []."""
-    started = time.monotonic()
-    source = _source(options)
-    if source is None:
+    """The `kind` names (GROUPS or TOPICS) of the servers `options` name, within `limit` seconds of talking
+    to them (the clients' imports, bounded and local, before), else []."""
+    zk, bootstrap = _source(options)
+    if zk is None and bootstrap is None:
         return []
+    source = f"zk={zk or ''} bootstrap={bootstrap or ''}"
+    _import_clients(zk is not None, bootstrap is not None)
+    started = time.monotonic()
     cache = _cache_file(kind, source)
     cached = _read_cache(cache)
     if cached is not None:
         return cached
     if not _any_listening(_servers(options), started + limit):
         return []  # every server refused (or is not a host:port): no child, no wait
-    found = _in_child(lambda: _lookup(kind, options, started + limit), started + limit)
+    found = _in_child(lambda deliver: _lookup(kind, options, started + limit, deliver), started + limit)
     if found is not None:
         _write_cache(cache, found)
     return found or []
 
 
-def _source(options: Mapping[str, Any]) -> str | None:
-    """Which servers the names would come from (the cache's key); None when none is configured."""
+def _import_clients(zk: bool, broker: bool) -> None:
+    """kazoo and librdkafka's bindings loaded before the clock starts (a tenth of a second on a busy
+    machine, the same every time: not what the limit is for)."""
+    with contextlib.suppress(Exception):
+        if zk:
+            import kazoo.client  # noqa: F401
+        if broker:
+            import confluent_kafka.admin  # noqa: F401
+
+
+def _source(options: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The ZooKeeper (connect string) and the brokers (bootstrap list) configured, each None if not."""
     zk = None
     try:
         from kafka_tools.cli.zk_options import zk_config_from_options
@@ -88,9 +102,7 @@ def _source(options: Mapping[str, Any]) -> str | None:
     except Exception:  # none configured, or a config file in error: no ZooKeeper for completion
         pass
     bootstrap = options.get("bootstrap_server") or os.environ.get("KTOOL_BOOTSTRAP_SERVER")
-    if zk is None and not bootstrap:
-        return None
-    return f"zk={zk or ''} bootstrap={bootstrap or ''}"
+    return zk, bootstrap or None
 
 
 def _servers(options: Mapping[str, Any]) -> list[tuple[str, int]]:
@@ -125,45 +137,56 @@ def _any_listening(servers: list[tuple[str, int]], deadline: float) -> bool:
     return False
 
 
-def _lookup(kind: str, options: Mapping[str, Any], deadline: float) -> list[str]:
-    """In the child: the names from ZooKeeper when configured, and from the brokers when given."""
+def _lookup(
+    kind: str, options: Mapping[str, Any], deadline: float, deliver: Callable[[list[str]], None]
+) -> None:
+    """In the child: the names from ZooKeeper when configured, and from the brokers when given, handed to
+    `deliver` before the connections are closed (closing a ZooKeeper session costs more than the lookup:
+    the parent has its answer and kills the child meanwhile; the server expires the session after the
+    short SESSION_TIMEOUT asked for here)."""
     found: set[str] = set()
-    left = max(0.05, deadline - time.monotonic())
     try:
         from kafka_tools.cli.zk_options import zk_config_from_options
 
         config = zk_config_from_options(**options)
     except Exception:
         config = None
-    if config is not None:
-        from kafka_tools.zk.connection import open_zk
-        from kafka_tools.zk.reader import BROKER_TOPICS, CONSUMERS
+    with contextlib.ExitStack() as stack:
+        if config is not None:
+            from kafka_tools.zk.connection import open_zk
+            from kafka_tools.zk.reader import BROKER_TOPICS, CONSUMERS
 
-        object.__setattr__(config, "connect_timeout", left)
-        with open_zk(config) as zk:
+            object.__setattr__(config, "connect_timeout", max(0.05, deadline - time.monotonic()))
+            object.__setattr__(config, "session_timeout", SESSION_TIMEOUT)
+            zk = stack.enter_context(open_zk(config))
             found |= set(zk.get_children(CONSUMERS if kind == GROUPS else BROKER_TOPICS) or [])
-    bootstrap = options.get("bootstrap_server") or os.environ.get("KTOOL_BOOTSTRAP_SERVER")
-    if bootstrap:
-        from kafka_tools.broker.client import Broker, BrokerConfig
+        bootstrap = options.get("bootstrap_server") or os.environ.get("KTOOL_BOOTSTRAP_SERVER")
+        if bootstrap:
+            from kafka_tools.broker.client import Broker, BrokerConfig
 
-        timeout = max(0.05, deadline - time.monotonic())
-        broker = Broker(BrokerConfig(bootstrap, options.get("broker_version"), timeout))
-        found |= {g for g, _ in broker.groups()} if kind == GROUPS else set(broker.topics())
-    return sorted(found)
+            timeout = max(0.05, deadline - time.monotonic())
+            broker = Broker(BrokerConfig(bootstrap, options.get("broker_version"), timeout))
+            found |= {g for g, _ in broker.groups()} if kind == GROUPS else set(broker.topics())
+        deliver(sorted(found))
 
 
-def _in_child(work: Callable[[], list[str]], deadline: float) -> list[str] | None:
-    """`work()` in a forked child, its answer read through a pipe until `deadline`; None when it failed
-    or did not answer in time (the child is then killed, whatever it was waiting on)."""
+def _in_child(work: Callable[[Callable[[list[str]], None]], None], deadline: float) -> list[str] | None:
+    """`work(deliver)` in a forked child, the names it delivers read through a pipe until `deadline`;
+    None when it failed or did not answer in time. The child is then killed, whatever it was doing."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: answer, then leave at once (no atexit, no client threads to join)
         os.close(read_end)
+
+        def deliver(found: list[str]) -> None:
+            data = json.dumps(found).encode()
+            while data:  # the parent reads as the child writes
+                data = data[os.write(write_end, data) :]
+            os.close(write_end)
+
         code = 1
         try:
-            data = json.dumps(work()).encode()
-            with os.fdopen(write_end, "wb") as out:
-                out.write(data)
+            work(deliver)
             code = 0
         finally:
             os._exit(code)
