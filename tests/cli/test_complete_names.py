@@ -69,21 +69,11 @@ def test_names_are_cached_a_few_seconds_then_asked_again(zk_root, tmp_path, monk
 
 
 def test_group_and_topic_names_complete_from_a_broker(modern_kafka, tmp_path) -> None:
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient
-
-    from tests.support.modern import create_topic
+    from tests.support.modern import commit_offsets, create_topic
 
     topic, group = f"tab-{uuid.uuid4().hex[:8]}", f"tabgroup-{uuid.uuid4().hex[:8]}"
     create_topic(modern_kafka, topic)
-    admin = AdminClient({"bootstrap.servers": modern_kafka.bootstrap})
-    offsets = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 0)])]
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # a coordinator still loading says so per partition
-        done = admin.alter_consumer_group_offsets(offsets)[group].result(timeout=30)
-        if not any(tp.error for tp in done.topic_partitions):
-            break
-        time.sleep(0.2)
+    commit_offsets(modern_kafka, group, {(topic, 0): 0})
     state = {"XDG_STATE_HOME": str(tmp_path)}
     server = ["--bootstrap-server", modern_kafka.bootstrap]
     assert _complete("offsets", "export", *server, "--topic", topic[:6], env=state) == [topic]

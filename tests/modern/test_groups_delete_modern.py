@@ -11,7 +11,7 @@ import time
 import uuid
 
 from tests.support.cli import run_ktool
-from tests.support.modern import create_topic, run_tool
+from tests.support.modern import commit_offsets, create_topic, run_tool
 
 OFFSETS = {0: 4, 1: 10, 2: 7}
 
@@ -35,20 +35,11 @@ def _committed(cluster, group: str, topic: str) -> dict[int, int]:
 def _group_with_offsets(cluster) -> tuple[str, str]:
     """A group that has only offsets (no member): committed with the Admin API, as a stopped consumer
     leaves them."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient
 
     topic, group = f"del-{uuid.uuid4().hex[:8]}", f"g-del-{uuid.uuid4().hex[:8]}"
     create_topic(cluster, topic, partitions=3)
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    tps = [TopicPartition(topic, p, o) for p, o in OFFSETS.items()]
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # a coordinator still loading (the session's first group) says so
-        done = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])[group]
-        if not any(tp.error for tp in done.result(timeout=30).topic_partitions):
-            return group, topic
-        time.sleep(0.2)
-    raise AssertionError(f"offsets of {group} not committed within 60 s")
+    commit_offsets(cluster, group, {(topic, p): o for p, o in OFFSETS.items()})
+    return group, topic
 
 
 def test_delete_group_then_undo_on_a_modern_broker(modern_kafka) -> None:

@@ -581,6 +581,31 @@ def create_topic(
     raise ServerError(f"topic {topic} has no leader within {timeout}s")
 
 
+def commit_offsets(cluster: ModernCluster, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    """`offsets` committed for `group` with the Admin API (a group with offsets and no member), asked again
+    while the coordinator of a broker just started is still creating or loading __consumer_offsets (it
+    says so per partition, or does not answer yet)."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        future = admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, tps)], request_timeout=5
+        )[group]
+        try:
+            if not any(tp.error for tp in future.result(timeout=10).topic_partitions):
+                return
+        except (KafkaException, FutureTimeout, TimeoutError):
+            pass
+        time.sleep(0.2)
+    raise ServerError(f"offsets of group {group} not committed within 90 s")
+
+
 def main() -> int:
     """``python -m tests.support.modern``: fetch every release's jars now (tests/run.sh does, before pytest),
     one line per release that cannot be fetched; exit 1 then."""
