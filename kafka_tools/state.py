@@ -1,4 +1,4 @@
-"""Where ktool keeps what it writes to be read later: migration journals and truncate backups.
+"""Where ktool keeps what it writes to be read later: journals, truncate backups, completion's cache.
 
 Under the XDG state directory, ``$XDG_STATE_HOME/ktool`` (``~/.local/state/ktool`` when unset), as
 operators expect of a tool's state, and never in the working directory: a command run from a checkout or
@@ -35,6 +35,11 @@ def journals_dir(env: Mapping[str, str] | None = None) -> Path:
 def locks_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where a run that moves a group's offsets holds that group's lock (whatever its --journal-dir)."""
     return state_dir(env) / "locks"
+
+
+def completion_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where TAB completion keeps the group and topic names it found, a few seconds each."""
+    return state_dir(env) / "completion"
 
 
 def backups_dir(env: Mapping[str, str] | None = None) -> Path:

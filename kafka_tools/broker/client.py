@@ -34,6 +34,10 @@ _MEMBER_ERRORS = (
     "rebalance",
 )
 _API_VERSIONS_KEY = 18
+_NO_DELETE_GROUPS = (
+    "{where} runs {version}: it has no DeleteGroups request (Kafka 1.1+); a group's offsets there expire "
+    "after offsets.retention.minutes"
+)
 
 
 @dataclass
@@ -350,6 +354,42 @@ class Broker:
                 f"broker {self.config.bootstrap}: commit for group {group} failed for " + ", ".join(failed)
             )
 
+    def delete_groups_unsupported(self) -> str | None:
+        """Why these brokers cannot delete a group (they are known to be older than 0.10: from ZooKeeper,
+        --broker-version or the probe), or None when they may (a 0.10-1.0 broker says so when asked)."""
+        old = self._conf.get("broker.version.fallback")
+        if old is not None and not version_at_least(str(old), (1, 1)):
+            return _NO_DELETE_GROUPS.format(where=f"broker {self.config.bootstrap}", version=f"Kafka {old}")
+        return None
+
+    def delete_group(self, group: str) -> None:
+        """DeleteGroups (Kafka 1.1+): the group and its offsets removed from `__consumer_offsets`.
+        FindingsError (one line) for a broker without it, a group with live members, an unknown group."""
+        from confluent_kafka import KafkaError
+
+        where = f"broker {self.config.bootstrap}"
+        unsupported = self.delete_groups_unsupported()
+        if unsupported is not None:
+            raise FindingsError(unsupported)
+
+        def refused(exc: Exception) -> KtoolError:
+            err = exc.args[0] if exc.args else None
+            code = err.code() if isinstance(err, KafkaError) else None
+            if code == KafkaError.GROUP_ID_NOT_FOUND:
+                return FindingsError(f"{where}: no consumer group {group} in Kafka")
+            if code == KafkaError.NON_EMPTY_GROUP:
+                return FindingsError(f"{where} refuses to delete group {group}: it has live members")
+            if code in (KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION):
+                return FindingsError(_NO_DELETE_GROUPS.format(where=where, version="Kafka before 1.1"))
+            return self._error(f"delete group {group}", exc)
+
+        self._coordinated(
+            f"delete group {group}",
+            lambda: self._admin().delete_consumer_groups([group], request_timeout=self.config.timeout)[group],
+            f"no answer to deleting group {group}",
+            error=refused,
+        )
+
     def topics(self) -> dict[str, list[int]]:
         """Every topic's partition numbers, from the brokers' metadata (the catalog ZooKeeper would give
         otherwise; KRaft clusters have no ZooKeeper)."""
@@ -360,6 +400,54 @@ class Broker:
         except KafkaException as exc:
             raise self._error("cannot list topics", exc) from None
         return {name: sorted(t.partitions) for name, t in sorted(metadata.topics.items()) if not t.error}
+
+    def topic_configs(
+        self, topics: Iterable[str], names: Iterable[str]
+    ) -> dict[str, dict[str, tuple[str, str]]]:
+        """DescribeConfigs (Kafka 0.11+) for each topic: name -> (value, source) for the `names` whose
+        value is set somewhere (the source is Kafka's: DYNAMIC_TOPIC_CONFIG for a topic override,
+        STATIC_BROKER_CONFIG for the broker's server.properties, …); Kafka's own defaults are left out.
+        A topic the brokers do not have gets {}."""
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+
+        where = f"broker {self.config.bootstrap}"
+        old = self._conf.get("broker.version.fallback")
+        if old is not None:
+            raise InputError(
+                f"{where} runs Kafka {old}: it has no DescribeConfigs (Kafka 0.11+); give --zookeeper for "
+                "the topic overrides in /config/topics"
+            )
+        wanted = set(names)
+        asked = {t: ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))}
+        if not asked:
+            return {}
+        try:
+            futures = self._admin().describe_configs(
+                list(asked.values()), request_timeout=self.config.timeout
+            )
+        except KafkaException as exc:
+            raise self._error("topic configs", exc) from None
+        out: dict[str, dict[str, tuple[str, str]]] = {}
+        for topic, resource in asked.items():
+            try:
+                entries = futures[resource].result(timeout=self.config.timeout + 5)
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    out[topic] = {}
+                    continue
+                raise self._error(f"configs of topic {topic}", exc) from None
+            except TimeoutError:
+                raise self._no_answer(f"no answer for the configs of topic {topic}") from None
+            out[topic] = {
+                name: (entry.value, ConfigSource(entry.source).name)
+                for name, entry in entries.items()
+                if name in wanted
+                and entry.value is not None
+                and entry.source not in (ConfigSource.DEFAULT_CONFIG.value, ConfigSource.DEFAULT_CONFIG)
+            }
+        return out
 
     def members(self, group: str) -> list[KafkaMember]:
         """The members the group's coordinator has now, with their assigned partitions."""

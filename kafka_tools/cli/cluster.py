@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kafka_tools.cli.complete_names import complete_topics
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
 from kafka_tools.errors import InputError
@@ -92,7 +93,7 @@ def brokers(ctx: click.Context, as_json: bool, **options: Any) -> None:
 
 
 @click.command("topics")
-@click.argument("topics", nargs=-1)
+@click.argument("topics", nargs=-1, shell_complete=complete_topics)
 @zookeeper_options
 @_json_option
 @click.pass_context

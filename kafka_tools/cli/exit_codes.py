@@ -51,6 +51,7 @@ MATRIX: dict[str, dict[str, int | None]] = {
     "groups rebalance-plan": _row(0, 1, _, _, 3, _, 3, _),
     "groups watch": _row(0, 1, _, _, 3, _, 3, _),
     "groups reset-offsets": _row(0, 1, 3, 3, 3, 3, 3, _),
+    "groups delete": _row(0, 1, _, _, 3, 3, 3, 1),
     "migrate-offsets": _row(0, 1, _, _, 3, 3, 3, _),
     "offsets export": _row(0, _, _, _, 3, 3, 3, _),
     "offsets import": _row(0, 1, 3, 3, 3, 3, 3, _),

@@ -9,6 +9,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
+from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.assignors import Member, consumers_per_topic
 from kafka_tools.consumers.groups import describe_group, list_all_groups
@@ -34,7 +35,7 @@ def groups() -> None:
     \b
     Exit status:
       0  ok
-      1  a refused plan (e.g. round-robin with unequal subscriptions)
+      1  a refused plan (e.g. round-robin with unequal subscriptions), a group not deleted
       2  usage error
       3  ZooKeeper or a broker unreachable, a group or topic missing, a malformed znode
     """
@@ -65,7 +66,7 @@ def list_cmd(ctx: click.Context, as_json: bool, **options: Any) -> None:
 
 
 @groups.command("describe")
-@click.argument("group_ids", nargs=-1, metavar="[GROUP]...")
+@click.argument("group_ids", nargs=-1, metavar="[GROUP]...", shell_complete=complete_groups)
 @zookeeper_options
 @broker_options
 @_json_option
@@ -109,7 +110,7 @@ def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, 
 
 
 @groups.command("rebalance-plan")
-@click.argument("group")
+@click.argument("group", shell_complete=complete_groups)
 @click.option(
     "--add-consumer",
     "add",
@@ -185,20 +186,17 @@ def rebalance_plan_cmd(
     render_plan(group, plan, sys.stdout, _colour(ctx), as_json)
 
 
-def _add_watch() -> None:
-    # `groups watch` lives in its own module (kazoo watches, the event renderer); it joins the group here
-    # so that loading `groups` lazily brings it along.
+def _add_subcommands() -> None:
+    # `groups watch` (kazoo watches, the event renderer), `groups delete` and `groups reset-offsets`
+    # (journal, undo) live in their own modules; they join the group here so that loading `groups`
+    # lazily brings them along.
+    from kafka_tools.cli.groups_delete import delete
     from kafka_tools.cli.groups_watch import watch
-
-    groups.add_command(watch)
-
-
-def _add_reset_offsets() -> None:
-    # `groups reset-offsets` lives in its own module (cli/reset_offsets.py), as `groups watch` does.
     from kafka_tools.cli.reset_offsets import reset_offsets
 
+    groups.add_command(watch)
+    groups.add_command(delete)
     groups.add_command(reset_offsets)
 
 
-_add_watch()
-_add_reset_offsets()
+_add_subcommands()

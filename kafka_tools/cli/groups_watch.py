@@ -9,6 +9,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.watch import GroupWatch, WatchOptions
 from kafka_tools.errors import UsageError
@@ -20,7 +21,7 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
 
 
 @click.command("watch")
-@click.argument("group_ids", nargs=-1, metavar="[GROUP]...")
+@click.argument("group_ids", nargs=-1, metavar="[GROUP]...", shell_complete=complete_groups)
 @click.option(
     "--all", "all_groups", is_flag=True, help="Every group in /consumers, also those that appear later."
 )

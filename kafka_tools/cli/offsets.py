@@ -16,6 +16,7 @@ import click
 from kafka_tools.broker.client import Broker
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
+from kafka_tools.cli.complete_names import complete_groups, complete_topics
 from kafka_tools.cli.options import colour_of, json_option, write_output_file
 from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.consumers.migration import (
@@ -132,10 +133,22 @@ def run_undo(
 
 _common = [
     click.option(
-        "--group", "group_ids", multiple=True, metavar="GROUP", help="A group to move (repeatable)."
+        "--group",
+        "group_ids",
+        multiple=True,
+        metavar="GROUP",
+        help="A group to move (repeatable).",
+        shell_complete=complete_groups,
     ),
     click.option("--all-groups", is_flag=True, help="Every group in ZooKeeper (and in Kafka)."),
-    click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable)."),
+    click.option(
+        "--topic",
+        "topics",
+        multiple=True,
+        metavar="TOPIC",
+        help="Only these topics (repeatable).",
+        shell_complete=complete_topics,
+    ),
     click.option("--dry-run", is_flag=True, help="Print the plan; write nothing."),
     click.option(
         "--force",
@@ -278,9 +291,23 @@ def offsets() -> None:
 
 @offsets.command("export")
 @from_store
-@click.option("--group", "group_ids", multiple=True, metavar="GROUP", help="A group to export (repeatable).")
+@click.option(
+    "--group",
+    "group_ids",
+    multiple=True,
+    metavar="GROUP",
+    help="A group to export (repeatable).",
+    shell_complete=complete_groups,
+)
 @click.option("--all-groups", is_flag=True, help="Every group in the store.")
-@click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Only these topics (repeatable).")
+@click.option(
+    "--topic",
+    "topics",
+    multiple=True,
+    metavar="TOPIC",
+    help="Only these topics (repeatable).",
+    shell_complete=complete_topics,
+)
 @click.option(
     "--format",
     "fmt",

@@ -12,6 +12,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_options
 from kafka_tools.cli.cluster import zk_if_configured, zookeeper_options
+from kafka_tools.cli.complete_names import complete_groups, complete_topics
 from kafka_tools.cli.offsets import need_broker, run_plans, run_undo
 from kafka_tools.cli.options import TimeSpec, json_option, live_options
 from kafka_tools.consumers.group_lock import group_locks
@@ -41,12 +42,13 @@ from kafka_tools.state import STATE_HOME_HELP
 
 
 @click.command("reset-offsets")
-@click.argument("group", required=False)
+@click.argument("group", required=False, shell_complete=complete_groups)
 @click.option("--all-topics", is_flag=True, help="Every partition the group has an offset for.")
 @click.option(
     "--topic",
     "topics",
     multiple=True,
+    shell_complete=complete_topics,
     metavar="TOPIC[:P,P…]",
     help="A topic's partitions, all or those listed (repeatable).",
 )

@@ -41,6 +41,34 @@ def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dic
         return read_topic_configs(zk, topics)
 
 
+_RETENTION_NAMES = ("retention.ms", "retention.bytes", "cleanup.policy", "min.cleanable.dirty.ratio",
+                    "delete.retention.ms")  # fmt: skip
+
+
+def _broker_overrides(
+    topics: set[str], bootstrap: str, timeout: float
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """Each topic's settings as a broker reports them (DescribeConfigs: KRaft and 4.x clusters keep topic
+    configs in their metadata, not ZooKeeper): (topic -> name -> value, topic -> name -> source)."""
+    from kafka_tools.broker.client import Broker, BrokerConfig
+    from kafka_tools.cli.broker_options import security_from_options
+
+    broker = Broker(BrokerConfig(bootstrap, None, timeout, security=security_from_options()))
+    try:
+        found = broker.topic_configs(topics, _RETENTION_NAMES)
+    finally:
+        broker.close()
+    values = {t: {n: v for n, (v, _) in entries.items()} for t, entries in found.items()}
+    sources = {
+        t: {
+            n: f"broker {bootstrap}: " + (f"topic {t} config" if src == "DYNAMIC_TOPIC_CONFIG" else src)
+            for n, (_, src) in entries.items()
+        }
+        for t, entries in found.items()
+    }
+    return values, sources
+
+
 @click.command("retention")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--retention-ms", type=int, metavar="MS", help="retention.ms for every topic (-1: no limit).")
@@ -56,6 +84,22 @@ def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dic
     "log.cleanup.policy, log.cleaner.* defaults.",
 )
 @zookeeper_options
+@click.option(
+    "--bootstrap-server",
+    envvar="KTOOL_BOOTSTRAP_SERVER",
+    show_envvar=True,
+    metavar="HOST:PORT[,…]",
+    help="A broker to ask for the topics' settings (DescribeConfigs, Kafka 0.11+; KRaft clusters have no "
+    "ZooKeeper): the topic overrides and the broker's own settings; it is asked instead of ZooKeeper.",
+)
+@click.option(
+    "--broker-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Wait this long for the broker.",
+)
 @click.option("--now", "now_text", metavar="T", help="Judge as of T (epoch ms or ISO-8601) [default: now].")
 @click.option(
     "--broker-version",
@@ -90,8 +134,9 @@ def retention(
     by the largest record timestamp; 0.11.0.1+ never past the high watermark), the segments deleted by
     time, by size or below the log start offset, the bytes and records freed, the new log start offset,
     and what stays. Settings: flags, then topic overrides from ZooKeeper /config/topics/<topic> (when
-    ZooKeeper is configured), then --server-properties, then Kafka's defaults; each is printed with its
-    source.
+    ZooKeeper is configured) or, with --bootstrap-server, the topic's settings as the broker reports them
+    (its overrides, then the broker's own), then --server-properties, then Kafka's defaults; each is
+    printed with its source.
     Nothing is written anywhere.
 
     \b
@@ -99,7 +144,7 @@ def retention(
       0  the preview was printed (whether or not anything would be deleted)
       1  an inconsistent state: a checkpoint that cannot be parsed, a high watermark past the log end
       2  usage error
-      3  a path, server.properties or ZooKeeper could not be read
+      3  a path, server.properties, ZooKeeper or the broker could not be read
     """
     now_ms = parse_time(now_text, "--now") if now_text else int(time.time() * 1000)
     sources = SettingSources(flags=flag_settings(retention_ms, retention_hours, retention_bytes))
@@ -116,9 +161,15 @@ def retention(
         except KtoolError as exc:
             click.echo(f"ktool: {exc}", err=True)
             bad_paths.append((path, exc))
-    overrides = _topic_overrides({p.topic for p in parts}, zk_options)
-    if overrides is not None:
-        sources.topic_overrides = overrides
+    topics = {p.topic for p in parts}
+    bootstrap = zk_options.get("bootstrap_server")
+    if bootstrap and topics:
+        timeout = zk_options.get("broker_timeout") or 10.0
+        sources.topic_overrides, sources.override_sources = _broker_overrides(topics, bootstrap, timeout)
+    else:
+        overrides = _topic_overrides(topics, zk_options)
+        if overrides is not None:
+            sources.topic_overrides = overrides
     report = preview(parts, sources, now_ms, broker_version, compaction)
     if as_json:
         RetentionJsonRenderer(sys.stdout).render(report, bad_paths)

@@ -220,8 +220,9 @@ UNDONE = "undone"  # `--undo` put every partition back (consumers/undo.py): a se
 
 def journal_path(directory: Path | None = None, command: str = "migrate-offsets") -> Path:
     """A new journal's file in `directory` (default: ktool's state directory, never the working one),
-    created empty with O_EXCL: runs started in the same second, sharing the directory, each get their
-    own name (a timestamp and `exists()` gave two of them the same one)."""
+    named after the `command` that writes it, created empty with O_EXCL: runs started in the same
+    second, sharing the directory, each get their own name (a timestamp and `exists()` gave two of them
+    the same one)."""
     directory = make_state_dir(journals_dir() if directory is None else directory, "journal directory")
     stamp = time.strftime("%Y%m%dT%H%M%S")
     for n in itertools.count(1):

@@ -1,7 +1,9 @@
 """The settings the broker's delete policy and log cleaner read, and where each one came from.
 
-Precedence, as the broker applies it: a topic override (ZooKeeper `/config/topics/<topic>`) beats the
-broker's `server.properties`, which beats Kafka's default; ktool's flags beat all three. Within
+Precedence, as the broker applies it: a topic override (ZooKeeper `/config/topics/<topic>`, or a
+broker's DescribeConfigs on KRaft clusters) beats the broker's `server.properties`, which beats Kafka's
+default; ktool's flags beat all three. A broker asked reports its own settings too (its
+server.properties, dynamic broker configs): they beat a `--server-properties` file. Within
 server.properties `log.retention.ms` beats `log.retention.minutes`, which beats `log.retention.hours`
 (KafkaConfig.logRetentionTimeMillis).
 """
@@ -94,16 +96,21 @@ class SettingSources(SharedMethods):
     flags: dict[str, Setting] = field(default_factory=dict)  # keys: retention.ms, retention.bytes
     broker: dict[str, Setting] = field(default_factory=dict)  # topic-level names, from server.properties
     topic_overrides: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> ZooKeeper config
+    # topic -> name -> where a value of topic_overrides came from, when not ZooKeeper's /config/topics
+    # (a broker's DescribeConfigs: the topic's override or the broker's own setting)
+    override_sources: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __init__(
         self,
         flags: dict[str, Setting] | None = None,
         broker: dict[str, Setting] | None = None,
         topic_overrides: dict[str, dict[str, str]] | None = None,
+        override_sources: dict[str, dict[str, str]] | None = None,
     ) -> None:
         self.flags = {} if flags is None else flags
         self.broker = {} if broker is None else broker
         self.topic_overrides = {} if topic_overrides is None else topic_overrides
+        self.override_sources = {} if override_sources is None else override_sources
 
     def for_topic(self, topic: str) -> TopicSettings:
         settings = self._for_topic(topic)
@@ -119,7 +126,8 @@ class SettingSources(SharedMethods):
             if name in self.flags:
                 return self.flags[name]
             if name in overrides:
-                return Setting(parse(overrides[name], f"{where}: {name}"), where)
+                source = self.override_sources.get(topic, {}).get(name, where)
+                return Setting(parse(overrides[name], f"{source}: {name}"), source)
             if name in self.broker:
                 return self.broker[name]
             return Setting(default, default_source)

@@ -633,6 +633,29 @@ MOVE_KINDS = [
     ),  # fmt: skip
     _kind("summary", "Moves by status.", stage="str", partitions="int", statuses="object"),
 ]
+DELETE_KINDS = [
+    _kind(
+        "deletion",
+        "A group deleted (or to be, or restored by --undo) from one store: what it removes, the status "
+        "(would-delete, deleted, refused-live, unknown-group, refused, restored, already-restored) and why.",
+        group="str",
+        store="str",
+        status="str",
+        liveMembers="list",
+        znodes="int|null",
+        offsets="int",
+        kept="int",
+        reason="str|null",
+    ),  # fmt: skip
+    _kind(
+        "summary",
+        "Groups by status; the journal written (or undone), null on a dry run.",
+        stage="str",
+        groups="int",
+        statuses="object",
+        journal="str|null",
+    ),  # fmt: skip
+]
 SCAN_KINDS = [
     FINDING,
     _kind(
@@ -785,6 +808,7 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
     "groups rebalance-plan": GROUP_KINDS,
     "groups watch": WATCH_KINDS,
     "groups reset-offsets": [*MOVE_KINDS, NOTE],
+    "groups delete": DELETE_KINDS,
     "migrate-offsets": MOVE_KINDS,
     "offsets import": MOVE_KINDS,
     "scan": SCAN_KINDS,

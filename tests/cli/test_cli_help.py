@@ -123,7 +123,7 @@ def test_man_pages_name_and_see_also() -> None:
         if page != "ktool":
             assert "ktool" in named
     groups_page = run_script("man", "groups").stdout
-    subcommands = ["describe", "list", "rebalance-plan", "reset-offsets", "watch"]
+    subcommands = ["delete", "describe", "list", "rebalance-plan", "reset-offsets", "watch"]
     assert groups_page.count(".BR ktool\\-groups\\-") == len(subcommands)
     assert all(
         f".BR ktool\\-groups\\-{name.replace('-', chr(92) + '-')} (1)" in groups_page for name in subcommands

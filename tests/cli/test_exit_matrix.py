@@ -265,6 +265,16 @@ ZOOKEEPER |= {
     ("groups rebalance-plan", "findings"): Cell(
         lambda p: ["groups", "rebalance-plan", "mixed", "--strategy", "roundrobin", *p.zk()], True
     ),
+    ("groups delete", "clean"): Cell(lambda p: ["groups", "delete", "idle", *p.zk()], True),
+    ("groups delete", "findings"): Cell(lambda p: ["groups", "delete", "billing", *p.zk()], True),
+    ("groups delete", "unreadable"): Cell(lambda p: ["groups", "delete", "idle", *_zk_auth_missing(p)], True),
+    ("groups delete", "unwritable"): Cell(
+        lambda p: ["groups", "delete", "idle", "--journal-dir", "/proc/nope", *p.zk()], True
+    ),
+    ("groups delete", "unreachable"): Cell(lambda p: ["groups", "delete", "idle", *_zk_unreachable()]),
+    ("groups delete", "bad-name"): Cell(
+        lambda p: ["groups", "delete", "nope", "idle", *p.zk()], True, "idle"
+    ),
     ("offsets export", "unwritable"): Cell(
         lambda p: ["offsets", "export", "--group", "billing", "--output", "/proc/nope/x.txt", *p.zk()], True
     ),
@@ -391,4 +401,5 @@ def test_zookeeper_cells(key, zk_root, tmp_path) -> None:
         member = {"version": 1, "subscription": subscription, "pattern": "static", "timestamp": "1463000000"}
         zk_root.write(f"/consumers/mixed/ids/mixed_h-{n}", json.dumps(member))
     zk_root.write("/brokers/topics/other", '{"version":1,"partitions":{"0":[0]}}')
+    zk_root.write("/consumers/idle/offsets/orders/0", "5")  # a group without members (groups delete)
     _check(*key, ZOOKEEPER[key], Place(tmp_path, zk_root.connect))

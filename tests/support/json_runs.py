@@ -210,4 +210,5 @@ ZOOKEEPER_RUNS: list[Run] = [
     ("groups describe", lambda p: ["groups", "describe", "--json", *p.zk()]),
     ("groups rebalance-plan", lambda p: ["groups", "rebalance-plan", "billing", "--json", *p.zk()]),
     ("groups watch", lambda p: ["groups", "watch", "--once", "--all", "--json", *p.zk()]),
+    ("groups delete", lambda p: ["groups", "delete", "billing", "--dry-run", "--json", *p.zk()]),
 ]

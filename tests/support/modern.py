@@ -68,12 +68,20 @@ _COMMON_TOOLS = {
     "LogDirsCommand": "org.apache.kafka.tools.LogDirsCommand",
     "LeaderElectionCommand": "org.apache.kafka.tools.LeaderElectionCommand",
 }
-KAFKA_4 = Release("4.4.0", {**_COMMON_TOOLS, "DumpLogSegments": "org.apache.kafka.tools.DumpLogSegments"})
+KAFKA_4 = Release(
+    "4.4.0",
+    {
+        **_COMMON_TOOLS,
+        "DumpLogSegments": "org.apache.kafka.tools.DumpLogSegments",
+        "ConfigCommand": "org.apache.kafka.tools.ConfigCommand",
+    },
+)
 KAFKA_3 = Release(
     "3.9.2",
     {
         **_COMMON_TOOLS,
         "DumpLogSegments": "kafka.tools.DumpLogSegments",
+        "ConfigCommand": "kafka.admin.ConfigCommand",
         "MetadataShell": "org.apache.kafka.shell.MetadataShell",
     },
 )
@@ -651,6 +659,31 @@ def create_topic(
             return
         time.sleep(0.1)
     raise ServerError(f"topic {topic} has no leader within {timeout}s")
+
+
+def commit_offsets(cluster: ModernCluster, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    """`offsets` committed for `group` with the Admin API (a group with offsets and no member), asked again
+    while the coordinator of a broker just started is still creating or loading __consumer_offsets (it
+    says so per partition, or does not answer yet)."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        future = admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group, tps)], request_timeout=5
+        )[group]
+        try:
+            if not any(tp.error for tp in future.result(timeout=10).topic_partitions):
+                return
+        except (KafkaException, FutureTimeout, TimeoutError):
+            pass
+        time.sleep(0.2)
+    raise ServerError(f"offsets of group {group} not committed within 90 s")
 
 
 def main() -> int:
