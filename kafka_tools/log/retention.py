@@ -1,7 +1,7 @@
 """`ktool retention`: which segments the broker's delete policy would remove next, and why; a preview
 that never writes.
 
-The rules are Kafka's, per broker generation (see README "ktool retention"):
+The rules are Kafka's, per broker generation (see docs/validate.md, "ktool retention"):
 
 * 0.8 – 0.10.0 (LogManager.cleanupExpiredSegments / cleanupSegmentsToMaintainSize, Log.deleteOldSegments):
   a segment expires when `now - file mtime > retention.ms`; then, while the log is over retention.bytes,

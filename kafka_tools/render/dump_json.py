@@ -1,4 +1,4 @@
-"""`ktool dump-log --json`: one JSON object per line, with stable field names (see README).
+"""`ktool dump-log --json`: one JSON object per line, with stable field names (docs/dump-log.md, "--json").
 
 Every object has `type` (file, batch, message, record, problem, index-entry, …) and `file`.
 """

@@ -147,7 +147,9 @@ def test_offsets_at_reports_a_failed_partition_in_its_json() -> None:
 def test_read_warns_once_of_an_index_it_passes_twice(tmp_path: Path) -> None:
     part = tmp_path / "segmented-0"
     shutil.copytree(GENERATED / "v2/segmented-0", part)
-    for index in [*part.glob("*.index"), *part.glob("*.timeindex")]:
+    indexes = [*part.glob("*.index"), *part.glob("*.timeindex")]
+    assert indexes
+    for index in indexes:
         index.write_bytes(b"garbage!garbage!x")  # not a whole number of entries: not used, said
     for args in (["--latest"], ["--timestamp", "0", "-n", "1"], ["--timestamp", "max-timestamp"]):
         result = run_ktool("read", str(part), *args)

@@ -216,7 +216,9 @@ def test_control_batches_name_their_markers() -> None:
 
 
 def test_index_files_agree_with_their_segments() -> None:
-    for index in sorted((GENERATED / "v2/segmented-0").glob("*.index")):
+    indexes = sorted((GENERATED / "v2/segmented-0").glob("*.index"))
+    assert len(indexes) > 1  # the fixture's several segments, not none
+    for index in indexes:
         code, out, err = run(str(index))
         assert code == 0, err
         assert out.splitlines()[2].startswith("offset: ")
@@ -224,7 +226,9 @@ def test_index_files_agree_with_their_segments() -> None:
 
 def test_index_that_points_nowhere_is_reported(tmp_path: Path) -> None:
     src = GENERATED / "v2/segmented-0"
-    for f in src.glob("00000000000000000000.*"):
+    files = list(src.glob("00000000000000000000.*"))
+    assert files
+    for f in files:
         (tmp_path / f.name).write_bytes(f.read_bytes())
     index = tmp_path / "00000000000000000000.index"
     data = bytearray(index.read_bytes())

@@ -1016,7 +1016,9 @@ def test_a_segment_the_executors_cannot_see_is_one_line_and_exit_3(spark, tmp_pa
 
     shutil.copytree(GENERATED / "v2" / "gzip-0", tmp_path / "gzip-0")
     plan = plan_scan([tmp_path / "gzip-0"])
-    for f in (tmp_path / "gzip-0").glob("*.log"):
+    logs = list((tmp_path / "gzip-0").glob("*.log"))
+    assert logs
+    for f in logs:
         f.unlink()
     with pytest.raises(InputError) as err:
         run_scan(spark, plan, ScanOptions())
