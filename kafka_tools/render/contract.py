@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_tools.compact_json import dumps
 from kafka_tools.format.kinds import topic_partition
 
 _JSON_TYPES = {
@@ -790,7 +791,7 @@ def problems(command: str, lines: list[str]) -> list[str]:
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
             out.append(f"line {n}: not an object with a type")
             continue
-        if json.dumps(obj, ensure_ascii=False, separators=(",", ":")) != line:
+        if dumps(obj) != line:
             out.append(f"line {n}: not compact JSON")
         kind = kinds.get(obj["type"])
         if kind is None:
