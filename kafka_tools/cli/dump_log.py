@@ -11,9 +11,9 @@ import click
 
 from kafka_tools.cli import pipe
 from kafka_tools.cli.options import (
-    DECODERS,
     check_offset_range,
     colour_of,
+    decoder_options,
     jobs_option,
     json_option,
     live_options,
@@ -62,20 +62,7 @@ from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 @click.option(
     "--skip-record-metadata", is_flag=True, help="Print only the data of each record, no offsets or sizes."
 )
-@click.option(
-    "--key-decoder",
-    type=click.Choice(DECODERS),
-    default="utf8",
-    show_default=True,
-    help="How record keys are printed with --print-data-log (none: not at all).",
-)
-@click.option(
-    "--value-decoder",
-    type=click.Choice(DECODERS),
-    default="utf8",
-    show_default=True,
-    help="How record values are printed with --print-data-log (none: not at all).",
-)
+@decoder_options
 @offset_range_options()
 @json_option("one object per entry, record and problem, a `file` object per file")
 @progress_option()

@@ -50,6 +50,27 @@ def jobs_option(what: str) -> Callable[[F], F]:
 # imports no renderer (tests/cli/test_lazy_commands.py checks the two lists agree).
 DECODERS = ("utf8", "hex", "base64", "json", "none")
 
+
+def decoder_options(func: F) -> F:
+    """`--key-decoder` and `--value-decoder`: how the records' keys, values and header values print, the
+    same choices, default and help in every command that prints records (dump-log, read, replicas diff)."""
+    func = click.option(
+        "--value-decoder",
+        type=click.Choice(DECODERS),
+        default="utf8",
+        show_default=True,
+        help="How record values and header values are printed (as --key-decoder).",
+    )(func)
+    return click.option(
+        "--key-decoder",
+        type=click.Choice(DECODERS),
+        default="utf8",
+        show_default=True,
+        help="How record keys are printed: utf8 (text, escaped \\xNN where not printable), hex, base64, "
+        "json (compact) or none (not at all).",
+    )(func)
+
+
 COLOR_CHOICE = click.Choice(["auto", "always", "never"])
 COLOR_HELP = "Colour text output: auto colours a terminal unless NO_COLOR is set; always overrides NO_COLOR."
 
