@@ -211,7 +211,7 @@ def test_a_second_truncate_meanwhile_is_refused_naming_ktool_and_no_stale_plan_r
         return plan
 
     real = recovery.plan_partition
-    monkeypatch.setattr("kafka_tools.cli.truncate.plan_partition", plan_then_race)
+    monkeypatch.setattr("kafka_tools.log.truncate_service.plan_partition", plan_then_race)
     code, out, err = truncate("--force", "--backup-dir", str(tmp_path / "bk"), str(part))
     race = other["run"]
     assert race.returncode == 3, race.stderr
