@@ -20,7 +20,7 @@ from kafka_tools.cli.options import (
     offset_range_options,
     progress_option,
 )
-from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError, os_error_line
 
 
 @click.command("dump-log")
@@ -171,7 +171,7 @@ def dump_log(
                         exit_code = max(exit_code, EXIT_FINDINGS)
         except (KtoolError, OSError) as exc:
             sys.stdout.flush()
-            message = str(exc) if isinstance(exc, KtoolError) else f"{path}: {exc.strerror or exc}"
+            message = str(exc) if isinstance(exc, KtoolError) else os_error_line(path, exc)
             code = exc.exit_code if isinstance(exc, KtoolError) else EXIT_ENVIRONMENT
             exit_code, failed = max(exit_code, code if code != 2 else EXIT_ENVIRONMENT), True
             err.problem(message)

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from kafka_tools import broker_lock
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_reason
 from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -215,7 +215,7 @@ def write_output_file(path: Path, text: str) -> None:
     try:
         path.write_text(text)
     except OSError as exc:
-        raise InputError(f"{path}: cannot be written: {exc.strerror or exc}") from None
+        raise InputError(f"{path}: cannot be written: {os_reason(exc)}") from None
 
 
 # `--live` / `--offline`: for when a log dir's `.lock` cannot tell whether a broker writes it (a copy of

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import InputError, UsageError, os_error_line
 from kafka_tools.format.checkpoints import offsets_by_partition
 from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.partition_log import SegmentFiles
@@ -421,7 +421,7 @@ def plan_partition(
     except FileNotFoundError:
         raise  # removed since listed: `preview` lists the partition again
     except OSError as exc:
-        res.unreadable = f"{exc.filename}: {exc.strerror or exc}"
+        res.unreadable = os_error_line(exc.filename, exc)
         return res
     res.segments = [
         SegmentPlan(s.base_offset, str(s.log), size, mtime, i == last)

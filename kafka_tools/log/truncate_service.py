@@ -21,6 +21,8 @@ from kafka_tools.errors import (
     InputError,
     KtoolError,
     UsageError,
+    os_error_line,
+    path_error,
 )
 from kafka_tools.log.dirs import (
     Partition,
@@ -32,6 +34,7 @@ from kafka_tools.log.dirs import (
     read_partition,
     refuse_if_live,
 )
+from kafka_tools.log.findings import UNREADABLE
 from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
 from kafka_tools.state import backups_dir, make_state_dir
 
@@ -190,8 +193,13 @@ def _run(request: TruncateRequest, backup_dir: Path) -> Iterator[Event]:
                     if pending:
                         yield from pending
                         continue
-                plans.append(plan_partition(part, start, request.index_interval))
-                continue
+                plan = plan_partition(part, start, request.index_interval)
+                # A file that could not be read (permission denied) is the environment's (exit 3), said
+                # as validate says it, not damage the broker's recovery keeps (exit 1).
+                problems = [f"{f.file}: {f.message}" for f in plan.unrepairable if f.kind == UNREADABLE]
+                if not problems:
+                    plans.append(plan)
+                    continue
             except FindingsError as exc:  # an interrupted run that cannot be finished: --undo it
                 refused += 1
                 yield Refused(part.path, str(exc))
@@ -199,7 +207,7 @@ def _run(request: TruncateRequest, backup_dir: Path) -> Iterator[Event]:
             except KtoolError as exc:
                 problems = [str(exc)]
             except OSError as exc:
-                problems = [f"{exc.filename or part.path}: {exc.strerror or exc}"]
+                problems = [os_error_line(exc.filename or part.path, exc)]
         unreadable += 1
         for line in problems:
             yield Unreadable(part.path, line, f"{line}; {part.name} left unchanged")
@@ -281,7 +289,6 @@ def targets_of(path: Path) -> list[tuple[Partition, Segment | None]]:
 
 def check_exists(path: Path) -> None:
     """A path that is not there is exit 3 in one line (as in `validate`), not a usage error."""
-    if path.is_symlink() and not path.exists():
-        raise InputError(f"{path}: a dangling symbolic link")
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
+    missing = path_error(path)
+    if missing:
+        raise InputError(missing)

@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_tools.errors import missing_line
 from kafka_tools.format.kinds import topic_partition
 
 _JSON_TYPES = {
@@ -214,7 +215,7 @@ def error_object(file: str, exc: Any) -> dict[str, Any]:
 
 def missing_object(path: str) -> dict[str, Any]:
     """A path given that is not there (exit 3), as stderr says it."""
-    return {"type": "error", "file": path, "message": f"{path}: no such file or directory", "exitCode": 3}
+    return {"type": "error", "file": path, "message": missing_line(path), "exitCode": 3}
 
 
 READ_SUMMARY = _kind("summary", "What `read` printed.", entries="int", warnings="int", errors="int")

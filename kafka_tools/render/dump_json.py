@@ -45,8 +45,6 @@ def _item_types() -> dict[type, str]:
     }
 
 
-
-
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)

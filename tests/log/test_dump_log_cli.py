@@ -148,7 +148,7 @@ def test_problems_go_to_stderr_as_one_line_each_with_the_position() -> None:
 def test_missing_file_is_an_environment_error_in_one_line() -> None:
     code, out, err = run("/nonexistent/00000000000000000000.log")
     assert code == 3
-    assert err.strip() == "ktool: /nonexistent/00000000000000000000.log: no such file"
+    assert err.strip() == "ktool: /nonexistent/00000000000000000000.log: no such file or directory"
 
 
 def test_good_files_are_dumped_even_when_another_is_missing() -> None:
@@ -164,7 +164,8 @@ def test_a_directory_is_one_line_and_exit_3_as_the_readme_says() -> None:
     assert code == 3
     assert (
         err
-        == f"ktool: {GENERATED}: a directory (dump-log decodes files; `ktool validate` reads directories)\n"
+        == f"ktool: {GENERATED}: is a directory (dump-log decodes files; `ktool validate` reads directories)"
+        "\n"
     )
 
 

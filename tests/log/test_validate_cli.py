@@ -157,8 +157,10 @@ def test_a_segment_that_is_no_regular_file_is_exit_3_not_clean(tmp_path: Path, k
     else:
         segment.symlink_to("/nonexistent/disk/00000000000000000000.log")
     result = CliRunner().invoke(cli, ["validate", str(logs)])
-    what = "a dangling symbolic link" if kind == "dangling-link" else "not a regular file"
+    what = (
+        "a dangling symbolic link" if kind == "dangling-link" else "named as a segment but not a regular file"
+    )
     assert (result.exit_code, result.stderr) == (
         3,
-        f"ktool: {segment}: cannot be read: named as a segment but {what}\n",
+        f"ktool: {segment}: cannot be read: {what}\n",
     )

@@ -411,7 +411,7 @@ def test_cli_refuses_to_write_over_tables_before_spark_starts(tmp_path: Path, mo
     (tmp_path / "plain").write_text("not a directory")
     code, _, stderr = ktool("scan", "--out", str(tmp_path / "plain/tables"), str(GENERATED / "v2"))
     assert (
-        code == 3 and stderr == f"ktool: --out {tmp_path}/plain/tables: cannot write there: Not a directory\n"
+        code == 3 and stderr == f"ktool: --out {tmp_path}/plain/tables: cannot write there: not a directory\n"
     )
 
 
