@@ -208,6 +208,16 @@ int parse_batch(PyObject *log_append_obj, batch_t *b);
  * `rest` there must be none); -1 with an exception set and nothing held. */
 int records_args(PyObject *args, Py_buffer *view, batch_t *b, PyObject **rest);
 
+/* The start of every call that reads one records section: the module's state (configured) and
+ * records_args' arguments, in one place. 0 with `call->view` held (the caller releases it); -1 with an
+ * exception set and nothing held. */
+typedef struct {
+    speedups_state *st;
+    Py_buffer view;
+    batch_t b;
+} records_call_t;
+int records_call(PyObject *module, PyObject *args, records_call_t *call, PyObject **rest);
+
 PyObject *decode_records(PyObject *module, PyObject *args);
 PyObject *iter_records(PyObject *module, PyObject *args);
 PyObject *record_stats(PyObject *module, PyObject *args);
