@@ -13,7 +13,8 @@
  *                  with format_records / format_payload / format_messages: a reader plus a writer
  *   kraft.c        the KRaft metadata table interpreter
  *   arrow_records.c RecordColumns: the records table's Arrow columns, filled by the record readers
- *                  and exported through the Arrow C data interface
+ *   arrow_buffers.c their growable buffers, binary columns and the pool of recycled buffers
+ *   arrow_export.c  their export through the Arrow C data interface (arrow_columns.h: the shared types)
  *   map_guard.c    the SIGBUS guard of ktool's mapped files: a page lost to a cut file is one line, exit 3
  *   module.c       the module: its state (set by configure()), method table, init
  *
