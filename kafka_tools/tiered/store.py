@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_tools.errors import InputError, os_error
+from kafka_tools.errors import InputError, os_error, path_error
 
 ROOT_NAME = "kafka-tiered-storage"
 _UUID = r"[a-zA-Z0-9_-]{22}"
@@ -46,7 +46,8 @@ def store_root(path: str | os.PathLike) -> Path:
     """The store's `kafka-tiered-storage` directory: PATH itself or PATH/kafka-tiered-storage."""
     p = Path(path)
     if not p.is_dir():
-        raise InputError(f"{p}: {'not a directory' if p.exists() else 'no such directory'} (--remote-dir)")
+        said = path_error(p) or f"{p}: not a directory"
+        raise InputError(f"{said} (--remote-dir)")
     inner = p / ROOT_NAME
     return inner if inner.is_dir() else p
 
