@@ -18,6 +18,8 @@ SOURCES = [
         "kraft",
         "batches_v2",
         "arrow_records",
+        "arrow_buffers",
+        "arrow_export",
         "batch_columns",
         "snappy",
         "map_guard",
@@ -29,7 +31,11 @@ setup(
         Extension(
             "kafka_tools.format._speedups",
             SOURCES,
-            depends=["kafka_tools/format/csrc/speedups.h", "kafka_tools/format/csrc/record_reader.h"],
+            depends=[
+                "kafka_tools/format/csrc/speedups.h",
+                "kafka_tools/format/csrc/record_reader.h",
+                "kafka_tools/format/csrc/arrow_columns.h",
+            ],
             optional=True,
             extra_compile_args=["-O2"],
             libraries=["z"],  # zlib's crc32 for message sets (magic 0/1)

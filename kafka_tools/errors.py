@@ -7,6 +7,9 @@ match); 2 usage; 3 environment (file unreadable, server unreachable, auth failed
 
 from __future__ import annotations
 
+import errno
+import os
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -40,3 +43,45 @@ class FindingsError(KtoolError):
     """The command ran, and what it found (corruption, a refused plan) makes it fail."""
 
     exit_code = EXIT_FINDINGS
+
+
+# -- an OSError said in one line ------------------------------------------------------------------
+
+
+def os_reason(exc: OSError, path: str | os.PathLike | None = None) -> str:
+    """Why an OSError happened, in the one wording every command uses for its cause: the system's own
+    words with a small first letter (`no such file or directory`, `permission denied`, `is a
+    directory`, `too many levels of symbolic links`); a missing target of the symbolic link `path`
+    is `a dangling symbolic link`."""
+    if exc.errno == errno.ENOENT and path is not None and os.path.islink(path):
+        return "a dangling symbolic link"
+    text = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc) or type(exc).__name__)
+    return text[:1].lower() + text[1:]
+
+
+def os_error_line(path: str | os.PathLike, exc: OSError) -> str:
+    """`PATH: why`, the one line an OSError about `path` is said in."""
+    return f"{os.fspath(path)}: {os_reason(exc, path)}"
+
+
+def path_error(path: str | os.PathLike) -> str | None:
+    """`PATH: why` when `path` cannot be reached (missing, a dangling link, a loop of links, a directory
+    that cannot be searched), None when it can: for checking the paths a user named before reading."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return os_error_line(path, exc)
+    except ValueError as exc:  # a NUL byte in the name
+        return f"{os.fspath(path)}: {exc}"
+    return None
+
+
+def os_error(path: str | os.PathLike, exc: OSError) -> InputError:
+    """The InputError (exit 3) saying an OSError about `path` in its one line."""
+    return InputError(os_error_line(path, exc))
+
+
+def missing_line(path: str | os.PathLike) -> str:
+    """`PATH: why` for a path found missing (as `path_error` says it, or `no such file or directory`
+    when it has appeared since)."""
+    return path_error(path) or os_error_line(path, FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_reason
 
 
 def read_secret_file(path: str | os.PathLike, what: str) -> str:
@@ -14,5 +14,5 @@ def read_secret_file(path: str | os.PathLike, what: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        reason = os_reason(exc) if isinstance(exc, OSError) else type(exc).__name__
         raise InputError(f"cannot read {what} {path}: {reason}") from None

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_reason
 
 # How --help names the defaults (the text is the same whatever the environment of the man pages' build).
 STATE_HOME_HELP = "$XDG_STATE_HOME/ktool, ~/.local/state/ktool when unset"
@@ -55,7 +55,7 @@ def make_state_dir(directory: Path, what: str) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file in the way, /proc, no permission
-        raise InputError(f"{directory}: cannot create the {what}: {exc.strerror or exc}") from None
+        raise InputError(f"{directory}: cannot create the {what}: {os_reason(exc)}") from None
     if not directory.is_dir():
         raise InputError(f"{directory}: cannot create the {what}: not a directory")
     return directory

@@ -14,7 +14,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "kafka_tools"
 # shared by every layer (secret_files: credentials files, read in one place); broker_lock: whether a
 # running broker holds a log dir (the --live/--offline mode of the process), which decides even in
 # format/ whether a file may be memory-mapped
-FOUNDATIONS = {"errors", "durable", "state", "broker_lock", "bounded_json", "secret_files", "__version__"}
+FOUNDATIONS = {
+    "errors", "durable", "state", "broker_lock", "bounded_json", "compact_json", "secret_files", "__version__"
+}  # fmt: skip
 # What each part of the package may import of ktool (besides itself and the foundations).
 ALLOWED: dict[str, set[str]] = {
     "format": set(),  # pure decoding: nothing of ktool's, not even its errors

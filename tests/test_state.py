@@ -43,5 +43,5 @@ def test_retention_given_a_directory_for_server_properties_is_one_line_exit_3(tm
     result = run_ktool("retention", "--server-properties", str(tmp_path), str(FIXTURES / "generated" / "v2"))
     assert (
         result.exit_code == 3
-        and result.stderr == f"ktool: {tmp_path}: cannot read server.properties: Is a directory\n"
+        and result.stderr == f"ktool: {tmp_path}: cannot read server.properties: is a directory\n"
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafka_tools.broker.security import BrokerSecurity
-from kafka_tools.errors import FindingsError, InputError, KtoolError
+from kafka_tools.errors import FindingsError, InputError, KtoolError, os_reason
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -91,7 +91,7 @@ def probe_broker_version(
         waited = connect_timeout or timeout
         raise InputError(f"broker {host}:{port}: no answer to a connection within {waited:g} s") from None
     except OSError as exc:
-        raise InputError(f"broker {host}:{port}: cannot connect ({exc.strerror or exc})") from None
+        raise InputError(f"broker {host}:{port}: cannot connect ({os_reason(exc)})") from None
     try:
         with s:
             s.settimeout(timeout)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import UsageError, os_error
 from kafka_tools.format.plural import plural
 
 _SHELLS = ("bash", "zsh", "fish")
@@ -90,7 +90,7 @@ def man(command: tuple[str, ...], output_dir: Path | None) -> None:
             for name, text in pages.items():
                 (output_dir / name).write_text(text)
         except OSError as exc:
-            raise InputError(f"{output_dir}: {exc.strerror or exc}") from None
+            raise os_error(output_dir, exc) from None
         click.echo(f"ktool: {plural(len(pages), 'manual page')} written to {output_dir}", err=True)
         return
     name = "-".join(("ktool", *command)) + ".1"

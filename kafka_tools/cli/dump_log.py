@@ -11,16 +11,16 @@ import click
 
 from kafka_tools.cli import pipe
 from kafka_tools.cli.options import (
-    DECODERS,
     check_offset_range,
     colour_of,
+    decoder_options,
     jobs_option,
     json_option,
     live_options,
     offset_range_options,
     progress_option,
 )
-from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError, os_error_line
 
 
 @click.command("dump-log")
@@ -62,20 +62,7 @@ from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
 @click.option(
     "--skip-record-metadata", is_flag=True, help="Print only the data of each record, no offsets or sizes."
 )
-@click.option(
-    "--key-decoder",
-    type=click.Choice(DECODERS),
-    default="utf8",
-    show_default=True,
-    help="How record keys are printed with --print-data-log (none: not at all).",
-)
-@click.option(
-    "--value-decoder",
-    type=click.Choice(DECODERS),
-    default="utf8",
-    show_default=True,
-    help="How record values are printed with --print-data-log (none: not at all).",
-)
+@decoder_options
 @offset_range_options()
 @json_option("one object per entry, record and problem, a `file` object per file")
 @progress_option()
@@ -184,7 +171,7 @@ def dump_log(
                         exit_code = max(exit_code, EXIT_FINDINGS)
         except (KtoolError, OSError) as exc:
             sys.stdout.flush()
-            message = str(exc) if isinstance(exc, KtoolError) else f"{path}: {exc.strerror or exc}"
+            message = str(exc) if isinstance(exc, KtoolError) else os_error_line(path, exc)
             code = exc.exit_code if isinstance(exc, KtoolError) else EXIT_ENVIRONMENT
             exit_code, failed = max(exit_code, code if code != 2 else EXIT_ENVIRONMENT), True
             err.problem(message)

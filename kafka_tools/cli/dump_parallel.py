@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from kafka_tools.cli import pipe
-from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError, os_error_line
 from kafka_tools.log.dump import dump_file
 from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
 from kafka_tools.render.dump_json import DumpJsonRenderer, DumpTally
@@ -143,7 +143,7 @@ def _render_into(
             if isinstance(event, FileEnd) and event.problems:
                 exit_code = max(exit_code, EXIT_FINDINGS)
     except (KtoolError, OSError) as exc:
-        message = str(exc) if isinstance(exc, KtoolError) else f"{path}: {exc.strerror or exc}"
+        message = str(exc) if isinstance(exc, KtoolError) else os_error_line(path, exc)
         code = exc.exit_code if isinstance(exc, KtoolError) else EXIT_ENVIRONMENT
         exit_code, failed = max(exit_code, code if code != 2 else EXIT_ENVIRONMENT), True
         err.problem(message)

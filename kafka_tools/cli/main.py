@@ -16,6 +16,7 @@ from kafka_tools.errors import (
     EXIT_USAGE,
     KtoolError,
     Terminated,
+    os_reason,
 )
 
 # Each subcommand's module is imported only when that command runs (or help lists it): `ktool read`
@@ -141,7 +142,7 @@ class KtoolGroup(click.Group):
             # The last net: a place ktool could not read or write is the environment (exit 3), said in
             # one line, never a traceback read by scripts as exit 1.
             where = f"{exc.filename}: " if exc.filename else ""
-            click.echo(f"ktool: {where}{exc.strerror or exc}", err=True)
+            click.echo(f"ktool: {where}{os_reason(exc)}", err=True)
             ctx.exit(EXIT_ENVIRONMENT)
         except KeyboardInterrupt as exc:
             # Click would say "Aborted!" and exit 1, which scripts read as "findings".

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from kafka_tools import broker_lock
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_reason
 from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,6 +49,27 @@ def jobs_option(what: str) -> Callable[[F], F]:
 # How keys and values print: render/values.py's decoders, named here so that declaring the options
 # imports no renderer (tests/cli/test_lazy_commands.py checks the two lists agree).
 DECODERS = ("utf8", "hex", "base64", "json", "none")
+
+
+def decoder_options(func: F) -> F:
+    """`--key-decoder` and `--value-decoder`: how the records' keys, values and header values print, the
+    same choices, default and help in every command that prints records (dump-log, read, replicas diff)."""
+    func = click.option(
+        "--value-decoder",
+        type=click.Choice(DECODERS),
+        default="utf8",
+        show_default=True,
+        help="How record values and header values are printed (as --key-decoder).",
+    )(func)
+    return click.option(
+        "--key-decoder",
+        type=click.Choice(DECODERS),
+        default="utf8",
+        show_default=True,
+        help="How record keys are printed: utf8 (text, escaped \\xNN where not printable), hex, base64, "
+        "json (compact) or none (not at all).",
+    )(func)
+
 
 COLOR_CHOICE = click.Choice(["auto", "always", "never"])
 COLOR_HELP = "Colour text output: auto colours a terminal unless NO_COLOR is set; always overrides NO_COLOR."
@@ -194,7 +215,7 @@ def write_output_file(path: Path, text: str) -> None:
     try:
         path.write_text(text)
     except OSError as exc:
-        raise InputError(f"{path}: cannot be written: {exc.strerror or exc}") from None
+        raise InputError(f"{path}: cannot be written: {os_reason(exc)}") from None
 
 
 # `--live` / `--offline`: for when a log dir's `.lock` cannot tell whether a broker writes it (a copy of

@@ -17,6 +17,8 @@ import os
 import sys
 from typing import TextIO
 
+from kafka_tools.errors import os_error
+
 
 class GuardedStdout:
     """A text stream in front of stdout that turns a broken pipe into "reader gone", once."""
@@ -91,9 +93,7 @@ class GuardedStdout:
             os.dup2(devnull, fd)
             os.close(devnull)
         if failed:
-            from kafka_tools.errors import InputError
-
-            raise InputError(f"{self.name}: {exc.strerror or exc}") from None
+            raise os_error(self.name, exc) from None
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)

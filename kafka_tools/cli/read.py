@@ -9,13 +9,13 @@ import sys
 import click
 
 from kafka_tools.cli.options import (
-    DECODERS,
     EARLIEST,
     LATEST,
     MAX_TIMESTAMP,
     TimeSpec,
     aliased,
     colour_of,
+    decoder_options,
     json_option,
     live_options,
     renamed_option,
@@ -48,20 +48,7 @@ CHUNK = click.IntRange(min=64)
     help="Bytes read at a time; a larger batch is read with the chunk doubled, up to 64 MiB.",
 )
 @renamed_option("--max-bytes", "--chunk-bytes", "chunk_bytes")
-@click.option(
-    "--key-decoder",
-    type=click.Choice(DECODERS),
-    default="utf8",
-    show_default=True,
-    help="How keys are printed (utf8: text, escaped \\xNN where not printable; none: not at all).",
-)
-@click.option(
-    "--value-decoder",
-    type=click.Choice(DECODERS),
-    default="utf8",
-    show_default=True,
-    help="How values and header values are printed (as --key-decoder).",
-)
+@decoder_options
 @json_option("dump-log's `batch`, `record` and `message` objects")
 @live_options
 @click.pass_context

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kafka_tools.cli.options import DECODERS, json_option
+from kafka_tools.cli.options import decoder_options, json_option
 from kafka_tools.cli.read import record_renderer
 from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 
@@ -47,20 +47,7 @@ def replicas() -> None:
     "auto: leader-epoch when both replicas have epochs.",
 )
 @click.option("--records", is_flag=True, help="List the records each replica would lose (dump-log's lines).")
-@click.option(
-    "--key-decoder",
-    type=click.Choice(DECODERS),
-    default="utf8",
-    show_default=True,
-    help="How keys of --records are printed.",
-)
-@click.option(
-    "--value-decoder",
-    type=click.Choice(DECODERS),
-    default="utf8",
-    show_default=True,
-    help="How values of --records are printed.",
-)
+@decoder_options
 @json_option("`replica`, `comparison` and `truncation` objects (records as dump-log's)")
 @click.pass_context
 def diff(

@@ -9,7 +9,7 @@ import click
 
 from kafka_tools.cli import pipe
 from kafka_tools.cli.options import colour_of, jobs_option, json_option, live_options, progress_option
-from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS
+from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, missing_line
 
 
 def usable_cores() -> int:
@@ -72,7 +72,7 @@ def validate(
     # A path that is not there is said and the others are checked (exit 3 at the end).
     missing = [p for p in paths if not os.path.lexists(p)]
     for p in missing:
-        click.echo(f"ktool: {p}: no such file or directory", err=True)
+        click.echo(f"ktool: {missing_line(p)}", err=True)
     paths = tuple(p for p in paths if p not in missing)
     if missing and not paths:
         ctx.exit(EXIT_ENVIRONMENT)

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_reason
 from kafka_tools.state import locks_dir, make_state_dir
 
 LOCK_FILE = "groups.lock"
@@ -41,7 +41,7 @@ def group_locks(groups: Iterable[str], directory: Path | None = None) -> Iterato
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
-        raise InputError(f"{path}: cannot open the group lock file: {exc.strerror or exc}") from None
+        raise InputError(f"{path}: cannot open the group lock file: {os_reason(exc)}") from None
     try:  # closing the one descriptor releases every lock this process holds on the file
         for group in sorted(set(groups)):
             try:

@@ -20,7 +20,7 @@ from pathlib import Path
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
 from kafka_tools.durable import read_json, write_json
-from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError
+from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError, os_reason
 from kafka_tools.state import journals_dir, make_state_dir
 from kafka_tools.zk.connection import ZnodeMissingError
 from kafka_tools.zk.layout import LAYOUT_07
@@ -233,7 +233,7 @@ def journal_path(directory: Path | None = None, command: str = "migrate-offsets"
         except FileExistsError:
             continue
         except OSError as exc:
-            raise InputError(f"{path}: cannot create the journal: {exc.strerror or exc}") from None
+            raise InputError(f"{path}: cannot create the journal: {os_reason(exc)}") from None
         return path
     raise AssertionError("unreachable")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_error
 
 
 def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
@@ -15,12 +15,10 @@ def parse_offsets_file(path: Path) -> dict[str, dict[tuple[str, int], int]]:
         raise InputError(f"{path}: not a regular file (expected an offsets file)")
     try:
         lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file or directory") from None
     except IsADirectoryError:
-        raise InputError(f"{path}: a directory (expected an offsets file)") from None
+        raise InputError(f"{path}: is a directory (expected an offsets file)") from None
     except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
+        raise os_error(path, exc) from None
     out: dict[str, dict[tuple[str, int], int]] = {}
     for n, line in enumerate(lines, start=1):
         line = line.strip()

@@ -6,12 +6,14 @@ partition directories and checkpoint files) or any directory above log dirs; `di
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_tools.broker_lock import LOCK_FILE, is_live
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import InputError, UsageError, os_reason, path_error
 from kafka_tools.format.kinds import (
     BOOTSTRAP_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
@@ -240,6 +242,19 @@ _INDEX_ATTRS = {"index": "offset_index", "timeindex": "time_index", "txnindex": 
 _LOOKS_LIKE_SEGMENT = frozenset({"log", "kafka", "index", "timeindex"})
 
 
+def _not_a_segment(path: str) -> str:
+    """Why a file named as a segment is not one to read, in the words of errors.os_reason."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return os_reason(exc, path)  # a dangling link, a loop of links
+    return (
+        os_reason(IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+        if stat.S_ISDIR(st.st_mode)
+        else "named as a segment but not a regular file"
+    )
+
+
 def list_partition(path: str | os.PathLike, live: bool | None = None) -> PartitionListing:
     """The partition directory's files by name. `live`: whether a broker writes it (None: ask its log
     dir's lock). A directory that cannot be listed is recorded as unreadable, not raised."""
@@ -252,13 +267,13 @@ def list_partition(path: str | os.PathLike, live: bool | None = None) -> Partiti
     out = PartitionListing(text, where[0], where[1], live)
     try:
         entries = list(os.scandir(text))
-    except FileNotFoundError:
+    except FileNotFoundError as exc:
         if live:
             return out  # deleted (or renamed `-delete`) by the running broker since its log dir was listed
-        out.unreadable.append((text, "no such directory"))
+        out.unreadable.append((text, os_reason(exc, text)))
         return out
     except OSError as exc:
-        out.unreadable.append((text, str(exc.strerror or exc)))
+        out.unreadable.append((text, os_reason(exc)))
         return out
     out.names = {entry.name for entry in entries}
     for entry in entries:
@@ -279,9 +294,7 @@ def list_partition(path: str | os.PathLike, live: bool | None = None) -> Partiti
                 # A segment that cannot be read (a link into an unmounted disk, a FIFO that would
                 # block a reader) is not "no data": the partition cannot be fully read.
                 full = entry.path
-                dangling = entry.is_symlink() and not os.path.exists(full)
-                what = "a dangling symbolic link" if dangling else "not a regular file"
-                out.unreadable.append((full, f"named as a segment but {what}"))
+                out.unreadable.append((full, _not_a_segment(full)))
                 out.unreadable_segments[int(stem)] = name
                 continue
             out.stems[int(stem)] = stem
@@ -433,8 +446,9 @@ def discover(paths: list[str | os.PathLike]) -> Discovery:
     found = Discovery()
     for raw in paths:
         path = Path(raw)
-        if not path.exists():
-            raise InputError(f"{path}: no such file or directory")
+        missing = path_error(path)
+        if missing:
+            raise InputError(missing)
         if path.is_file():
             found.files.append(path)
         elif is_partition_dir(path):
@@ -465,8 +479,9 @@ def find_partition_dirs(paths: list[str | os.PathLike]) -> list[tuple[Path, bool
     out: list[tuple[Path, bool]] = []
     for raw in paths:
         path = Path(raw)
-        if not path.exists():
-            raise InputError(f"{path}: no such file or directory")
+        missing = path_error(path)
+        if missing:
+            raise InputError(missing)
         if path.is_file():
             raise UsageError(f"{path}: a file; give log dirs or partition directories")
         if is_partition_dir(path):

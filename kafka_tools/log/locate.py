@@ -21,7 +21,7 @@ import os
 import stat
 from collections.abc import Iterator
 
-from kafka_tools.errors import FindingsError, InputError
+from kafka_tools.errors import FindingsError, InputError, os_error, os_reason
 from kafka_tools.format.index import entry_bytes, offset_index_columns
 from kafka_tools.format.record_batch import LOG_OVERHEAD
 from kafka_tools.format.segment import (
@@ -68,7 +68,7 @@ def index_lookup(
     try:
         fd = os.open(index_path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        raise UntrustedIndex(f"cannot be read ({exc.strerror or exc})") from None
+        raise UntrustedIndex(f"cannot be read ({os_reason(exc)})") from None
     try:
         data, size = _read_entries(fd, index_path)
     finally:
@@ -112,7 +112,7 @@ def _read_entries(fd: int, path: str) -> tuple[bytes, int]:
     try:
         data = entry_bytes(fd, st.st_size, 8)
     except OSError as exc:
-        raise UntrustedIndex(f"cannot be read ({exc.strerror or exc})") from None
+        raise UntrustedIndex(f"cannot be read ({os_reason(exc)})") from None
     return data, st.st_size
 
 
@@ -150,11 +150,14 @@ class SegmentReader:
             why = "removed since the partition was listed (retention or cleaning)"
             raise SegmentGone(f"{path}: {why}") from None
         except OSError as exc:
-            raise InputError(f"{path}: {exc.strerror or exc}") from None
+            raise os_error(path, exc) from None
         st = os.fstat(self._fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(self._fd)
-            raise InputError(f"{path}: cannot be read: named as a segment but not a regular file")
+            what = (
+                "is a directory" if stat.S_ISDIR(st.st_mode) else "named as a segment but not a regular file"
+            )
+            raise InputError(f"{path}: cannot be read: {what}")
         self.size = st.st_size
 
     def close(self) -> None:
@@ -192,7 +195,7 @@ class SegmentReader:
                     )
                 yield frame
         except OSError as exc:
-            raise InputError(f"{self.path}: position {position}: {exc.strerror or exc}") from None
+            raise InputError(f"{self.path}: position {position}: {os_reason(exc)}") from None
 
     def _fault(self, fault: FrameFault, noun: str) -> None:
         """The walk stopped at `fault`: the end of the data (a zero tail; on a running broker's active

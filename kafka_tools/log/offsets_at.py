@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_tools.errors import InputError, KtoolError
+from kafka_tools.errors import InputError, KtoolError, os_error, path_error
 from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.dirs import is_log_dir, is_partition_dir, partition_dirs
 from kafka_tools.log.partition_log import PartitionLog, ReadNote, open_partition
@@ -47,8 +47,9 @@ def offsets_at(log_dir: str, time: int) -> Iterator[PartitionOffset | ReadNote]:
     """One PartitionOffset per partition directory of `log_dir` (topic, then partition number order),
     or of the one partition directory it names, and the ReadNotes (warnings) met on the way."""
     root = Path(log_dir)
-    if not root.exists():
-        raise InputError(f"{log_dir}: no such directory")
+    missing = path_error(root)
+    if missing:
+        raise InputError(missing)
     if is_partition_dir(root):
         found, log_dir = [root], str(root.parent)
     elif is_log_dir(root):
@@ -104,7 +105,7 @@ def offset_by_segment_times(part: PartitionLog, time: int, now_ms: int | None = 
         try:
             return os.stat(path).st_mtime_ns // 1_000_000
         except OSError as exc:
-            raise InputError(f"{path}: {exc.strerror or exc}") from None
+            raise os_error(path, exc) from None
 
     points = [(seg.base_offset, modified_ms(seg.log)) for seg in part.segments]
     if part.segments and os.path.getsize(part.segments[-1].log) > 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_reason
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.plural import plural
 from kafka_tools.log.dirs import Partition
@@ -49,7 +49,7 @@ def validate_partition(
             after_removed.add(-1)
             continue
         except OSError as exc:
-            unreadable.append((seg.log, str(exc.strerror or exc)))
+            unreadable.append((seg.log, os_reason(exc)))
             continue
         if -1 in after_removed:
             after_removed.discard(-1)

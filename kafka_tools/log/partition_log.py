@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import InputError, UsageError, path_error
 from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.dirs import list_partition, log_start_offset
 
@@ -128,8 +128,8 @@ def open_partition(path: str) -> PartitionLog:
     name = os.path.basename(os.path.normpath(path))
     topic, sep, number = name.rpartition("-")
     if not os.path.isdir(path):
-        what = "no such directory" if not os.path.exists(path) else "not a directory"
-        raise InputError(f"{path}: {what} (expected a partition directory, topic-N)")
+        said = path_error(path) or f"{os.fspath(path)}: not a directory"
+        raise InputError(f"{said} (expected a partition directory, topic-N)")
     if not sep or not topic or not number.isdigit():
         raise UsageError(f"{path}: not a partition directory (expected topic-N)")
     listing = list_partition(path)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from kafka_tools import __version__
 from kafka_tools.durable import fsync_dir, read_json, write_json
-from kafka_tools.errors import FindingsError, InputError, UsageError
+from kafka_tools.errors import FindingsError, InputError, UsageError, os_reason
 from kafka_tools.format import checkpoints, index
 from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
@@ -242,7 +242,7 @@ def apply_plan(plan: RecoveryPlan, backup_root: Path, allow_links: bool = False)
     try:
         backup_root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"{backup_root}: cannot create the backup directory: {exc.strerror}") from None
+        raise InputError(f"{backup_root}: cannot create the backup directory: {os_reason(exc)}") from None
     for stale in backup_root.glob(_staging_prefix(partition) + "*" + STAGING_SUFFIX):
         shutil.rmtree(stale, ignore_errors=True)  # a killed run's: nothing refers to it
     staging = Path(
@@ -264,7 +264,7 @@ def apply_plan(plan: RecoveryPlan, backup_root: Path, allow_links: bool = False)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise InputError(
-            f"{backup_root}: cannot write the backup of {part.name}: {exc.strerror or exc}; nothing was "
+            f"{backup_root}: cannot write the backup of {part.name}: {os_reason(exc)}; nothing was "
             "changed and the partial backup is removed"
         ) from None
     except BaseException:
@@ -274,7 +274,7 @@ def apply_plan(plan: RecoveryPlan, backup_root: Path, allow_links: bool = False)
         _finish(backup / MANIFEST, manifest, verify=False)
     except OSError as exc:  # the log dir's disk full or failing, half way: the manifest says what is left
         raise InputError(
-            f"{exc.filename or partition}: {exc.strerror or exc} while repairing {part.name}, half done: run "
+            f"{exc.filename or partition}: {os_reason(exc)} while repairing {part.name}, half done: run "
             f"the same ktool truncate again to finish it, or ktool truncate --undo {backup / MANIFEST}"
         ) from None
     return backup

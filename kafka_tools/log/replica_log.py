@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_tools.errors import FindingsError, KtoolError
+from kafka_tools.errors import FindingsError, KtoolError, os_error_line
 from kafka_tools.log.locate import Frame, SegmentReader, frames_from
 from kafka_tools.log.partition_log import PartitionLog, open_partition, segment_for
 
@@ -168,7 +168,7 @@ class ReplicaLog:
             try:
                 report = scan_segment(Path(seg.log), ValidateOptions())
             except OSError as exc:
-                raise ReplicaUnreadable(f"{seg.log}: {exc.strerror or exc}") from None
+                raise ReplicaUnreadable(os_error_line(seg.log, exc)) from None
             bad = next((f for f in report.findings if f.kind == ProblemKind.CRC_MISMATCH.value), None)
             if bad is not None:
                 at = "" if bad.offset is None else f", offset {bad.offset}"
@@ -182,7 +182,7 @@ class ReplicaLog:
         try:
             return os.path.getsize(self.part.segments[k].log)
         except OSError as exc:
-            raise ReplicaUnreadable(f"{self.part.segments[k].log}: {exc.strerror or exc}") from None
+            raise ReplicaUnreadable(os_error_line(self.part.segments[k].log, exc)) from None
 
 
 def range_stats(log: ReplicaLog, start: int, end: int) -> RangeStats:

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_tools.errors import FindingsError, InputError, UsageError
+from kafka_tools.errors import FindingsError, InputError, UsageError, path_error
 from kafka_tools.format.checkpoints import (
     CheckpointError,
     EpochEntry,
@@ -164,8 +164,9 @@ def resolve_partition_dirs(paths: list[str], partition: str | None) -> list[str]
     out: list[str] = []
     for raw in paths:
         path = os.path.normpath(raw)
-        if not os.path.exists(path):
-            raise InputError(f"{raw}: no such file or directory")
+        missing = path_error(raw)
+        if missing:
+            raise InputError(missing)
         p = Path(path)
         if is_partition_dir(p):
             if partition is not None and p.name != partition:

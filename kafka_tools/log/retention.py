@@ -1,7 +1,7 @@
 """`ktool retention`: which segments the broker's delete policy would remove next, and why; a preview
 that never writes.
 
-The rules are Kafka's, per broker generation (see README "ktool retention"):
+The rules are Kafka's, per broker generation (see docs/validate.md, "ktool retention"):
 
 * 0.8 – 0.10.0 (LogManager.cleanupExpiredSegments / cleanupSegmentsToMaintainSize, Log.deleteOldSegments):
   a segment expires when `now - file mtime > retention.ms`; then, while the log is over retention.bytes,
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import InputError, UsageError, os_error_line
 from kafka_tools.format.checkpoints import offsets_by_partition
 from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.partition_log import SegmentFiles
@@ -421,7 +421,7 @@ def plan_partition(
     except FileNotFoundError:
         raise  # removed since listed: `preview` lists the partition again
     except OSError as exc:
-        res.unreadable = f"{exc.filename}: {exc.strerror or exc}"
+        res.unreadable = os_error_line(exc.filename, exc)
         return res
     res.segments = [
         SegmentPlan(s.base_offset, str(s.log), size, mtime, i == last)

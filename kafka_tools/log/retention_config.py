@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import InputError, UsageError, os_reason
 from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 
 HOUR_MS = 3_600_000
@@ -184,7 +184,7 @@ def read_server_properties(path: str | os.PathLike) -> dict[str, str]:
         with open(path, "rb") as f:
             raw = f.read(16 * 1024 * 1024 + 1)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read server.properties: {exc.strerror or exc}") from None
+        raise InputError(f"{path}: cannot read server.properties: {os_reason(exc)}") from None
     if len(raw) > 16 * 1024 * 1024:
         raise InputError(f"{path}: larger than 16 MiB, not a server.properties file")
     text = raw.decode("utf-8", "replace")

@@ -3,7 +3,7 @@ contents decoded (as a stream), and where the broker's recovery would cut."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +57,48 @@ def _kafka07():
 # -- one segment ---------------------------------------------------------------------------------
 
 
+class _Accepted:
+    """What the valid entries before the cut add up to, kept by one `accept` whatever the walk yields
+    (a C run of batches or messages, one batch header, one decoded entry)."""
+
+    __slots__ = ("report", "runs", "wanted", "last", "next_offset")
+
+    def __init__(self, report: SegmentReport, runs: RunBounds, wanted: Collection[int]) -> None:
+        self.report = report
+        self.runs = runs
+        self.wanted = wanted
+        self.last: int | None = None  # the last valid entry's last offset
+        self.next_offset: int | None = None  # the offset after it (0.7: the byte offset after it)
+
+    def accept(
+        self,
+        entries: int,
+        records: int,
+        first: int,
+        last: int,
+        next_offset: int,
+        max_timestamp: int,
+        gaps: bool = False,
+        hits: Iterable[tuple[int, int, int]] = (),
+    ) -> None:
+        """`entries` valid entries holding `records` records, offsets `first` to `last`; `gaps`: a C run
+        saw offsets skipped inside it; `hits`: the (position, first, last) of entries the index checks
+        look up."""
+        report = self.report
+        report.entries += entries
+        report.records += records
+        if report.first_offset is None:
+            report.first_offset = first
+        if gaps or (self.last is not None and first > self.last + 1):
+            report.has_gaps = True
+        for position, lo, hi in hits:
+            report.entry_positions[position] = (lo, hi)
+        self.last = self.runs.prev = last
+        self.next_offset = next_offset
+        if max_timestamp > report.max_timestamp:
+            report.max_timestamp = max_timestamp
+
+
 def scan_segment(
     path: Path,
     options: ValidateOptions,
@@ -89,12 +131,11 @@ def scan_segment(
         return report
     kafka07 = kind_of(path) == FileKind.KAFKA07
     cut: int | None = None
-    last: int | None = None
-    nxt: int | None = None  # the offset after the last valid entry (0.7: the byte offset after it)
     deep = options.deep
-    positions = report.entry_positions
     wanted = index_positions if isinstance(index_positions, (set, frozenset)) else set(index_positions)
     runs = RunBounds(lo=base, hi=base + INT32_MAX, stops=sorted(wanted), batches=not deep)
+    done = _Accepted(report, runs, wanted)
+    accept = done.accept
     if options.step:
         runs.max_bytes = options.step
     with open(path, "rb") as f:
@@ -112,34 +153,17 @@ def scan_segment(
         for item in walk:
             if type(item) is BatchRun:
                 # Valid uncompressed v2 batches in order and in range (the C walk checked it), before any cut.
-                report.entries += item.count
-                report.records += item.records
-                if report.first_offset is None:
-                    report.first_offset = item.first_offset
-                if item.has_gaps:
-                    report.has_gaps = True
-                for position, first, lo in item.hits:
-                    positions[position] = (first, lo)
-                last = runs.prev = item.last_offset
-                nxt = last + 1
-                if item.max_timestamp > report.max_timestamp:
-                    report.max_timestamp = item.max_timestamp
+                last = item.last_offset
+                accept(
+                    item.count, item.records, item.first_offset, last, last + 1, item.max_timestamp,
+                    item.has_gaps, item.hits,
+                )  # fmt: skip
                 continue
             if type(item) is MessageRun:
                 # Valid plain messages in order and in range (the C walk checked it), before any cut.
-                report.entries += item.count
-                report.records += item.count
-                if report.first_offset is None:
-                    report.first_offset = item.first_offset
-                if item.has_gaps:
-                    report.has_gaps = True
-                if item.position in wanted:
-                    positions[item.position] = (item.first_offset, item.first_offset)
-                last = item.last_offset
-                nxt = last + 1
-                runs.prev = last
-                if item.max_timestamp > report.max_timestamp:
-                    report.max_timestamp = item.max_timestamp
+                first, last = item.first_offset, item.last_offset
+                hits = ((item.position, first, first),) if item.position in wanted else ()
+                accept(item.count, item.count, first, last, last + 1, item.max_timestamp, item.has_gaps, hits)
                 continue
             if type(item) is BatchHeader:
                 lo = item.last_offset
@@ -148,24 +172,14 @@ def scan_segment(
                     and item.crc == item.computed_crc
                     and not item.attributes & 0x07
                     and not deep
-                    and (last is None or lo > last)
+                    and (done.last is None or lo > done.last)
                     and 0 <= lo - base <= INT32_MAX
                     and 0 <= item.records_count <= item.last_offset_delta + 1
                 ):
-                    # The common case, kept flat: a valid, uncompressed batch in order.
-                    report.entries += 1
+                    # The common case: a valid, uncompressed batch in order.
                     first = item.base_offset
-                    if report.first_offset is None:
-                        report.first_offset = first
-                    elif first > last + 1:
-                        report.has_gaps = True
-                    if item.position in wanted:
-                        positions[item.position] = (first, lo)
-                    last = runs.prev = lo
-                    nxt = lo + 1
-                    report.records += item.records_count
-                    if item.max_timestamp > report.max_timestamp:
-                        report.max_timestamp = item.max_timestamp
+                    hits = ((item.position, first, lo),) if item.position in wanted else ()
+                    accept(1, item.records_count, first, lo, lo + 1, item.max_timestamp, False, hits)
                     continue
                 if item.is_valid and (item.is_compressed or deep):
                     item = parse_batch_header(
@@ -185,7 +199,7 @@ def scan_segment(
                     runs.enabled = False
                 offset = (
                     item.offset
-                    if item.offset is not None and last is not None and item.offset > last
+                    if item.offset is not None and done.last is not None and item.offset > done.last
                     else None
                 )
                 report.findings.append(
@@ -194,7 +208,7 @@ def scan_segment(
                 continue
             entry = item
             inner: list[InnerStats] = []  # what _deep_look learnt of a compressed entry's contents
-            problems = _entry_findings(name, entry, base, last, options, inner)
+            problems = _entry_findings(name, entry, base, done.last, options, inner)
             breaks = [f for f in problems if f.kind in _RECOVERY_CUTS]
             if breaks and cut is None:
                 cut = entry.position
@@ -202,19 +216,12 @@ def scan_segment(
             if cut is not None and not breaks and entry.is_valid:
                 report.valid_after.append(entry.position)
             if cut is None:
-                report.entries += 1
-                first = _first_offset(entry, inner)
-                report.first_offset = first if report.first_offset is None else report.first_offset
-                if entry.position in wanted:
-                    positions[entry.position] = (first, entry.last_offset)
-                if last is not None and first > last + 1:
-                    report.has_gaps = True
-                last = runs.prev = entry.last_offset
-                nxt = entry.next_offset
-                report.records += _count(entry, inner)
+                first, last = _first_offset(entry, inner), entry.last_offset
+                hits = ((entry.position, first, last),) if entry.position in wanted else ()
                 ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
-                report.max_timestamp = max(report.max_timestamp, ts)
+                accept(1, _count(entry, inner), first, last, entry.next_offset, ts, False, hits)
             report.findings += problems
+    last = done.last
     if cut is not None:
         # The walk past the cut follows framing the damage may have changed (a damaged length field
         # frames the next entries wrongly), so look for valid entries from the cut itself as well.
@@ -227,7 +234,7 @@ def scan_segment(
                 # the cut throws away: truncate must ask for --force, not drop them silently.
                 found = resync(path, cut + 1, min_offset=0)
         report.valid_after = sorted(set(report.valid_after) | set(found))
-    report.next_offset = nxt
+    report.next_offset = done.next_offset
     report.recovery_point = size if cut is None else cut
     report.last_offset = last
     _mark_repairable(report)

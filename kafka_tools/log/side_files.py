@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_error
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.kinds import FileKind, base_offset_of
 from kafka_tools.format.message_set import LegacyMessage
@@ -34,19 +34,17 @@ def readable_size(p: Path) -> int:
     try:
         size = p.stat().st_size
         if p.is_dir():
-            raise InputError(f"{p}: a directory (dump-log decodes files; `ktool validate` reads directories)")
+            raise InputError(
+                f"{p}: is a directory (dump-log decodes files; `ktool validate` reads directories)"
+            )
         if not p.is_file():
             raise InputError(f"{p}: not a regular file")
         with open(p, "rb"):
             pass
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied") from None
     except OSError as exc:
         if isinstance(exc, InputError):
             raise
-        raise InputError(f"{p}: {exc.strerror or exc}") from None
+        raise os_error(p, exc) from None
     return size
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_error
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.dirs import Discovery, LogDir, Segment, discover
@@ -276,8 +276,8 @@ def result_for_file(
             result.files.append(report)
         else:
             _side_file_result(path, kind, options, result)
-    except PermissionError:
-        raise InputError(f"{path}: permission denied") from None
+    except PermissionError as exc:
+        raise os_error(path, exc) from None
 
 
 def _side_file_result(path: Path, kind: FileKind, options: ValidateOptions, result: Validation) -> None:

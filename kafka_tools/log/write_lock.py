@@ -18,7 +18,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from kafka_tools.broker_lock import KTOOL_MARK, LOCK_FILE, held_message
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_error, os_reason
 from kafka_tools.format.mapping import maps_excluded
 
 
@@ -32,7 +32,7 @@ def write_lock(log_dir: Path, what: str) -> Iterator[None]:
         # O_NOFOLLOW: a `.lock` that is a symbolic link is not followed out of the log dir.
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as exc:
-        raise InputError(f"{lock_path}: cannot open the log dir lock: {exc.strerror}") from None
+        raise InputError(f"{lock_path}: cannot open the log dir lock: {os_reason(exc)}") from None
     try:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -45,7 +45,7 @@ def write_lock(log_dir: Path, what: str) -> Iterator[None]:
                 try:  # and no ktool reader has a file of the log dir mapped meanwhile (format/mapping.py)
                     maps.enter_context(maps_excluded(log_dir))
                 except OSError as exc:
-                    raise InputError(f"{log_dir}: {exc.strerror or exc}") from None
+                    raise os_error(log_dir, exc) from None
                 yield
         finally:
             if existed:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import InputError, UsageError, os_error, path_error
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries
 from kafka_tools.log.dirs import PartitionListing, list_partition, partition_from
@@ -99,8 +99,10 @@ def list_segments(listing: PartitionListing) -> list[Path]:
 def _check_regular(path: Path) -> None:
     """A FIFO or a device named as a snapshot would block or mislead a read: one line, exit 3."""
     if not path.is_file():
-        what = "a dangling symbolic link" if path.is_symlink() and not path.exists() else "not a regular file"
-        raise InputError(f"{path}: cannot be read: named as a snapshot but {what}")
+        missing = path_error(path)  # a dangling link, a loop of links
+        if missing:
+            raise InputError(missing.replace(f"{path}: ", f"{path}: cannot be read: ", 1))
+        raise InputError(f"{path}: cannot be read: named as a snapshot but not a regular file")
 
 
 def _decoder():
@@ -248,12 +250,13 @@ def load_image(
         return _load(Path(path), at_offset, events_from)
     except OSError as exc:
         where = exc.filename or path
-        raise InputError(f"{where}: {exc.strerror or exc}") from None
+        raise os_error(where, exc) from None
 
 
 def _load(path: Path, at_offset: int | None, events_from: int | None) -> MetadataLoad:
-    if not path.exists():
-        raise InputError(f"{path}: no such directory")
+    missing = path_error(path)
+    if missing:
+        raise InputError(missing)
     log_dir, part_dir = partition_dir_of(path)
     if not part_dir.is_dir():
         raise InputError(f"{path}: no {METADATA_PARTITION} directory (not a KRaft log dir)")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from kafka_tools.errors import os_reason
 from kafka_tools.format.checkpoints import CheckpointError, meta_node_id, read_properties, read_quorum_state
 from kafka_tools.log.findings import Finding, Severity
 
@@ -65,7 +66,7 @@ def _read(path: Path, reader: Callable[[Path], T], malformed: str, findings: lis
     except CheckpointError as exc:
         findings.append(Finding(str(path), malformed, Severity.ERROR, f"line {exc.line}: {exc}"))
     except OSError as exc:
-        findings.append(Finding(str(path), "unreadable-file", Severity.ERROR, exc.strerror or str(exc)))
+        findings.append(Finding(str(path), "unreadable-file", Severity.ERROR, os_reason(exc)))
     return None
 
 

@@ -23,19 +23,17 @@ from __future__ import annotations
 
 import base64
 import errno
-import json
 import os
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 
+from kafka_tools.compact_json import encoder
 from kafka_tools.errors import InputError
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.output import CODECS, table_write_error
 from kafka_tools.pipeline.plan import ScanOptions
 from kafka_tools.pipeline.results import TableWritten
-
-_COMPACT = (",", ":")
 
 
 class TableFile:
@@ -125,8 +123,9 @@ class TableFile:
                 self._writer.write_batch(batch)
             else:
                 assert self._json is not None
+                encode = encoder(_bytes)
                 for row in batch.to_pylist():
-                    self._json.write(json.dumps(row, default=_bytes, ensure_ascii=False, separators=_COMPACT))
+                    self._json.write(encode(row))
                     self._json.write("\n")
         except OSError as exc:
             raise self._error(exc) from None

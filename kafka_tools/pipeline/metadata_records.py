@@ -10,9 +10,9 @@ left out of the fields."""
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterator
 
+from kafka_tools.compact_json import dumps
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.remote_log_metadata import REMOTE_LOG_METADATA
 from kafka_tools.log.internal_records import kafka_type_name
@@ -34,7 +34,7 @@ def fields_json(type_name: str, fields: dict) -> str:
     secret = SECRET_FIELDS.get(type_name)
     if secret:
         fields = {k: v for k, v in fields.items() if k not in secret}
-    return json.dumps(fields, default=_json_default, separators=(",", ":"))
+    return dumps(fields, default=_json_default)
 
 
 def metadata_chunks(spec: SegmentSpec, start: int = 0, end: int | None = None) -> Iterator[dict[str, list]]:

@@ -18,7 +18,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_reason
 
 STAGING_PREFIX = "_ktool-staging-"  # where the tables are written before they are moved into --out
 RECORD = "_ktool-swap"  # in the staging directory: the swap has begun (its tables are complete)
@@ -227,7 +227,7 @@ class OutLock:
         try:
             fd = os.open(self.out, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as exc:
-            raise InputError(f"--out {self.out}: cannot write there: {exc.strerror or exc}") from None
+            raise InputError(f"--out {self.out}: cannot write there: {os_reason(exc)}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import InputError, UsageError, os_reason
 from kafka_tools.pipeline import out_swap, tables
 from kafka_tools.pipeline.out_swap import STAGING_PREFIX, HadoopFiles, LocalFiles, OutFiles, OutLock
 from kafka_tools.pipeline.plan import ScanOptions
@@ -227,7 +227,7 @@ def recover_local(options: ScanOptions, local: str) -> list[str]:
         with tempfile.TemporaryFile(dir=local):
             pass
     except OSError as exc:
-        raise InputError(f"--out {options.out}: cannot write there: {exc.strerror or exc}") from None
+        raise InputError(f"--out {options.out}: cannot write there: {os_reason(exc)}") from None
     with OutLock(local):
         try:
             recovered = out_swap.recover(LocalFiles(), local)

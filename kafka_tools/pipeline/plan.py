@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_error
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.log.dirs import Discovery, Partition, discover, printable_path
 from kafka_tools.log.findings import SegmentReport, ValidateOptions
@@ -95,7 +95,7 @@ class ScanPlan:
             try:
                 starts = [0] if self.remote else range_starts(spec, split_bytes)
             except OSError as exc:
-                raise InputError(f"{spec.file}: {exc.strerror or exc}") from None
+                raise os_error(spec.file, exc) from None
             out += [(i, start, end) for start, end in split_ranges(starts)]
         return out
 
@@ -152,7 +152,7 @@ def _spec(log: Path, part: Partition | None, index: Path | None, time_index: Pat
     try:
         size = log.stat().st_size
     except OSError as exc:
-        raise InputError(f"{log}: {exc.strerror or exc}") from None
+        raise os_error(log, exc) from None
     return SegmentSpec(
         file=printable_path(log),
         path=os.path.abspath(log),

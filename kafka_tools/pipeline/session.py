@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from kafka_tools.errors import InputError, KtoolError, UsageError
+from kafka_tools.errors import InputError, KtoolError, UsageError, os_reason
 from kafka_tools.pipeline.shipped import built_extension
 
 DEFAULT_MASTER = "local[*]"
@@ -158,7 +158,7 @@ def check_master(master: str, timeout: float = PROBE_TIMEOUT) -> None:
             with socket.create_connection((host, port), timeout=timeout):
                 return
         except OSError as exc:
-            reasons.append(f"{host}:{port}: {exc.strerror or exc}")
+            reasons.append(f"{host}:{port}: {os_reason(exc)}")
     raise InputError(f"Spark master {master} unreachable ({'; '.join(reasons)})")
 
 
@@ -274,7 +274,7 @@ def start(settings: SparkSettings) -> SparkHandle:
         try:
             log = open(log_path, "ab")  # noqa: SIM115 (the JVM keeps writing to it after we return)
         except OSError as exc:
-            raise InputError(f"--spark-log {log_path}: {exc.strerror or exc}") from None
+            raise InputError(f"--spark-log {log_path}: {os_reason(exc)}") from None
         popen = {"stdout": log, "stderr": log}
     try:
         gateway = launch_gateway(conf, popen_kwargs=popen)

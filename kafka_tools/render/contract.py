@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_tools.errors import missing_line
 from kafka_tools.format.kinds import topic_partition
 
 _JSON_TYPES = {
@@ -231,7 +232,7 @@ def error_object(file: str, exc: Any) -> dict[str, Any]:
 
 def missing_object(path: str) -> dict[str, Any]:
     """A path given that is not there (exit 3), as stderr says it."""
-    return {"type": "error", "file": path, "message": f"{path}: no such file or directory", "exitCode": 3}
+    return {"type": "error", "file": path, "message": missing_line(path), "exitCode": 3}
 
 
 READ_SUMMARY = _kind("summary", "What `read` printed.", entries="int", warnings="int", errors="int")
@@ -822,6 +823,8 @@ def problems(command: str, lines: list[str]) -> list[str]:
     """Every way `lines` (a command's --json stdout) breaks the contract; empty when it keeps it."""
     import json
 
+    from kafka_tools.compact_json import dumps  # the checker only: commands import no json module up front
+
     kinds = {k.type: k for k in COMMAND_KINDS[command]}
     out = []
     for n, line in enumerate(lines, start=1):
@@ -833,7 +836,7 @@ def problems(command: str, lines: list[str]) -> list[str]:
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
             out.append(f"line {n}: not an object with a type")
             continue
-        if json.dumps(obj, ensure_ascii=False, separators=(",", ":")) != line:
+        if dumps(obj) != line:
             out.append(f"line {n}: not compact JSON")
         kind = kinds.get(obj["type"])
         if kind is None:

@@ -1,4 +1,4 @@
-"""`ktool dump-log --json`: one JSON object per line, with stable field names (see README).
+"""`ktool dump-log --json`: one JSON object per line, with stable field names (docs/dump-log.md, "--json").
 
 Every object has `type` (file, batch, message, record, problem, index-entry, …) and `file`.
 """
@@ -6,10 +6,10 @@ Every object has `type` (file, batch, message, record, problem, index-entry, …
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import asdict
 from typing import TextIO
 
+from kafka_tools.compact_json import dumps, encode_acyclic
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage
@@ -25,7 +25,7 @@ from kafka_tools.log.dump_events import (
 from kafka_tools.log.record_writer import RecordWriter
 from kafka_tools.render.contract import note_object
 from kafka_tools.render.dump_text import write_utf8
-from kafka_tools.render.values import decode_json, encode_acyclic
+from kafka_tools.render.values import decode_json
 
 
 @functools.cache
@@ -45,9 +45,6 @@ def _item_types() -> dict[type, str]:
         OffsetCheckpointEntry: "checkpoint-entry",
         EpochEntry: "leader-epoch-entry",
     }
-
-
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # as `emit`, made once
 
 
 def _camel(name: str) -> str:
@@ -106,7 +103,7 @@ class DumpJsonRenderer:
         self.tally = DumpTally()  # what the files rendered add up to (finish() prints it)
 
     def emit(self, obj: dict) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.out.write(dumps(obj) + "\n")
 
     def error(self, path: str, message: str, exit_code: int) -> None:
         """A file that could not be dumped (missing, unreadable, not a Kafka file): in the stream too,
@@ -191,7 +188,7 @@ class DumpJsonRenderer:
                     self.out.write(self._metadata_records(event.path, entry, records, event.decoded))
                     return
                 objs = (self._record(event.path, entry, r, d) for r, d in event.with_decoded(records))
-                self.out.write("".join(_ENCODE(o) + "\n" for o in objs))
+                self.out.write("".join(dumps(o) + "\n" for o in objs))
                 return
             for record, decoded in event.with_decoded(records):
                 self.emit(self._record(event.path, entry, record, decoded))
@@ -222,7 +219,7 @@ class DumpJsonRenderer:
     def _fast_records(self, path: str, b: RecordBatch, section: bytes | bytearray | None) -> bool:
         if not self.record_lines_from_bytes():
             return False
-        name = json.dumps(path, ensure_ascii=False)
+        name = dumps(path)
         label = b.timestamp_type.label
         try:
             text = self.writer.payload_lines(b, label, self.print_data, name, section)
@@ -247,7 +244,7 @@ class DumpJsonRenderer:
             or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
         ):
             return False
-        name = json.dumps(path, ensure_ascii=False)
+        name = dumps(path)
         text = self.writer.message_lines(inner_set, position, True, self.print_data, name, wrapper_position)
         if text is None:  # a compressed message inside a wrapper
             return False

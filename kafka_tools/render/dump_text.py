@@ -8,9 +8,9 @@ Message sets v0/v1 and 0.7 files print as Kafka 0.9/0.10 printed them (`offset: 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 
+from kafka_tools.compact_json import dumps, encode_acyclic
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
@@ -27,7 +27,7 @@ from kafka_tools.log.dump_events import (
 )
 from kafka_tools.log.record_writer import RecordWriter
 from kafka_tools.render.lines import LineWriter, show
-from kafka_tools.render.values import decode_text, encode_acyclic, printable_name
+from kafka_tools.render.values import decode_text, printable_name
 
 Fields = list[tuple[str, object]]
 
@@ -346,7 +346,7 @@ def _metadata_lines(b: RecordBatch, records, decoded: list[dict], writer: Record
 
 
 def _compact(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return dumps(value)
 
 
 @functools.cache
@@ -403,7 +403,7 @@ def _item_fields() -> Callable[[object], Fields]:
             return [("epoch", item.epoch), ("startOffset", item.start_offset)]
         key, value = item
         if isinstance(value, (list, dict)):  # quorum-state's voters
-            value = json.dumps(value, separators=(",", ":"))
+            value = dumps(value)
         return [(key, value)]
 
     return fields

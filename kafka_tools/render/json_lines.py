@@ -5,21 +5,22 @@ Scripts grep these lines (`grep '"kind":"crc-mismatch"'`), so every command writ
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import IO, Any
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+from kafka_tools.compact_json import encoder
+
+_ENCODE = encoder(str)  # the one encoder; what JSON has no type for (a Path) as its text
 
 
 def dumps(obj: Any) -> str:
-    return _ENCODER.encode(obj)
+    return _ENCODE(obj)
 
 
 def emit(out: IO[str], obj: dict) -> None:
-    out.write(_ENCODER.encode(obj) + "\n")
+    out.write(_ENCODE(obj) + "\n")
 
 
 def emit_all(out: IO[str], objs: Iterable[dict]) -> None:
     for obj in objs:
-        out.write(_ENCODER.encode(obj) + "\n")
+        out.write(_ENCODE(obj) + "\n")

@@ -3,9 +3,9 @@ both stores before and after."""
 
 from __future__ import annotations
 
-import json
 import sys
 
+from kafka_tools.compact_json import dumps
 from kafka_tools.consumers.migration import (
     UNCHANGED,
     VERIFIED,
@@ -23,7 +23,7 @@ def render_moves(moves: list[PartitionMove], colour: bool, as_json: bool, title:
     if as_json:
         for m in moves:
             sys.stdout.write(
-                json.dumps(
+                dumps(
                     {
                         "type": "partition",
                         "group": m.group,
@@ -39,7 +39,6 @@ def render_moves(moves: list[PartitionMove], colour: bool, as_json: bool, title:
                         "status": m.status,
                         "reason": m.reason or None,
                     },
-                    separators=(",", ":"),
                 )
                 + "\n"
             )
@@ -47,7 +46,7 @@ def render_moves(moves: list[PartitionMove], colour: bool, as_json: bool, title:
         for m in moves:
             statuses[m.status] = statuses.get(m.status, 0) + 1
         summary = {"type": "summary", "stage": title, "partitions": len(moves), "statuses": statuses}
-        sys.stdout.write(json.dumps(summary, separators=(",", ":")) + "\n")
+        sys.stdout.write(dumps(summary) + "\n")
         return
     right = ["partition", "zookeeper", "kafka before", "offset", "zookeeper after", "kafka after"]
     table = TextTable(

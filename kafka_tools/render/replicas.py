@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import TextIO
 
+from kafka_tools.compact_json import dumps
 from kafka_tools.errors import KtoolError
 from kafka_tools.format.checkpoints import EpochEntry
 from kafka_tools.format.plural import plural
@@ -70,7 +70,7 @@ class ReplicasJsonRenderer:
         self.out = out
 
     def emit(self, obj: dict) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.out.write(dumps(obj) + "\n")
 
     def replicas(self, report: ReplicasReport) -> None:
         rank = {i: n + 1 for n, i in enumerate(report.ranking)}

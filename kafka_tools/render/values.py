@@ -6,6 +6,8 @@ import base64
 import json
 import re
 
+from kafka_tools.compact_json import dumps
+
 DECODERS = ("utf8", "hex", "base64", "json", "none")
 
 
@@ -20,7 +22,7 @@ def decode_text(data: bytes | None, decoder: str) -> str | None:
     if decoder == "json":
         value = _try_json(data)
         if value is not _NOT_JSON:
-            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            return dumps(value)
     return printable_text(data)
 
 
@@ -93,21 +95,3 @@ def _try_json(data: bytes) -> object:
         return json.loads(data)
     except (ValueError, RecursionError):
         return _NOT_JSON
-
-
-def _reusable_encoder():
-    """Compact JSON (`ensure_ascii=False`, no spaces) without `json.dumps`' per-call set-up (a new
-    encoder and a circular-reference check each call): Python's C encoder made once, for acyclic
-    objects such as decoded records; the same text."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # no C accelerator: the plain encoder
-        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-    def default(o):
-        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
-
-    chunks = make(None, default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
-    return lambda obj: "".join(chunks(obj, 0))
-
-
-encode_acyclic = _reusable_encoder()

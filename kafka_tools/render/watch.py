@@ -6,7 +6,6 @@ Text: ``<ts> <event> [<group>] key=value …``, coloured by kind on a terminal, 
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
@@ -50,7 +49,7 @@ def _value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, dict)):
-        return json.dumps(value, separators=(",", ":"))
+        return json_line(value)
     return str(value)
 
 

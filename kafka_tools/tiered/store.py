@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import InputError, os_error, path_error
 
 ROOT_NAME = "kafka-tiered-storage"
 _UUID = r"[a-zA-Z0-9_-]{22}"
@@ -47,7 +47,8 @@ def store_root(path: str | os.PathLike) -> Path:
     """The store's `kafka-tiered-storage` directory: PATH itself or PATH/kafka-tiered-storage."""
     p = Path(path)
     if not p.is_dir():
-        raise InputError(f"{p}: {'not a directory' if p.exists() else 'no such directory'} (--remote-dir)")
+        said = path_error(p) or f"{p}: not a directory"
+        raise InputError(f"{said} (--remote-dir)")
     inner = p / ROOT_NAME
     return inner if inner.is_dir() else p
 
@@ -59,7 +60,7 @@ def read_store(path: str | os.PathLike) -> dict[tuple[str, int], StoredPartition
     try:
         names = sorted(os.listdir(root))
     except OSError as exc:
-        raise InputError(f"{root}: {exc.strerror or exc}") from exc
+        raise os_error(root, exc) from exc
     for name in names:
         m = _PARTITION_DIR.fullmatch(name)
         if m is None or not (root / name).is_dir():
@@ -68,7 +69,7 @@ def read_store(path: str | os.PathLike) -> dict[tuple[str, int], StoredPartition
         try:
             entries = list(os.scandir(part.path))
         except OSError as exc:
-            raise InputError(f"{part.path}: {exc.strerror or exc}") from exc
+            raise os_error(part.path, exc) from exc
         for entry in entries:
             f = _FILE.fullmatch(entry.name)
             if f is None or not entry.is_file():

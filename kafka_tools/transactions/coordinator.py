@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import os_error
 from kafka_tools.format.internal_topics import TRANSACTION_STATE, decode_transaction_state
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, iter_log_entries
@@ -111,7 +111,7 @@ def _batches(part: Partition) -> Iterator[RecordBatch | Problem]:
                 if isinstance(entry, (RecordBatch, Problem)):
                     yield entry
         except OSError as exc:
-            raise InputError(f"{seg.log}: {exc.strerror or exc}") from exc
+            raise os_error(seg.log, exc) from exc
 
 
 def replay_coordinator(

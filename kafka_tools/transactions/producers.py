@@ -9,7 +9,7 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_tools.errors import InputError
+from kafka_tools.errors import os_error
 from kafka_tools.format.kinds import base_offset_of
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import ControlType, RecordBatch, RecordDecodeError, control_record
@@ -169,7 +169,7 @@ def _replay_from(part: Partition, result: PartitionProducers, start: int, stop: 
                 if entry.producer_id != NO_PRODUCER:
                     _append(result, entry)
         except OSError as exc:
-            raise InputError(f"{seg.log}: {exc.strerror or exc}") from exc
+            raise os_error(seg.log, exc) from exc
 
 
 def _anomaly(result, kind, batch: RecordBatch, message, coordinator_epoch=-1, info=False) -> None:

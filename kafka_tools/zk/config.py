@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import InputError, UsageError, os_error_line, os_reason
 from kafka_tools.secret_files import read_secret_file
 
 DEFAULT_PORT = 2181
@@ -241,12 +241,12 @@ def load_config_file(env: Mapping[str, str]) -> tuple[dict[str, Any], Path | Non
     path, explicit = config_file_path(env)
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except FileNotFoundError as exc:
         if explicit:
-            raise InputError(f"${ENV_CONFIG}: no such file {path}") from None
+            raise InputError(f"${ENV_CONFIG}: {os_error_line(path, exc)}") from None
         return {}, None
     except OSError as exc:
-        raise InputError(f"cannot read config file {path}: {exc.strerror}") from None
+        raise InputError(f"cannot read config file {path}: {os_reason(exc)}") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"config file {path}: not valid TOML: {exc}") from None
     try:

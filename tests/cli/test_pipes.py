@@ -156,4 +156,4 @@ def test_a_full_stdout_is_named_not_the_segment_being_read(log_dirs, command) ->
     args = [*command.split(), str(target)]
     full = run_pipeline(f'"$KTOOL" {shlex.join(args)} > /dev/full')
     assert full.returncode == 3, full.stderr
-    assert full.stderr.splitlines() == ["ktool: stdout: No space left on device"], full.stderr
+    assert full.stderr.splitlines() == ["ktool: stdout: no space left on device"], full.stderr

@@ -42,14 +42,14 @@ def test_validate_reports_every_partition_and_exits_3(log_dir_with_unreadable_se
     logs, segment = log_dir_with_unreadable_segment
     text = run_script("validate", str(logs), timeout=60)
     assert text.returncode == 3
-    assert f"ERROR {segment}: unreadable-file: cannot be read: named as a segment" in text.stdout
+    what = "a dangling symbolic link" if segment.is_symlink() else "named as a segment but not a regular file"
+    assert f"ERROR {segment}: unreadable-file: cannot be read: {what}" in text.stdout
     assert "v2-trailing-garbage-0/00000000000000000000.log:3767: truncated-entry" in text.stdout
     rows = {line.split("|")[0].strip(): line.split("|")[-1].strip() for line in text.stdout.splitlines()}
     assert rows["plain-0"] == "unreadable" and rows["v2-trailing-garbage-0"] == "tail"
     assert rows["gzip-0"] == "clean" and rows["segmented-0"] == "clean"
     assert text.stdout.splitlines()[-1].startswith("incomplete: 1 file could not be read (exit 3)")
-    what = "a dangling symbolic link" if segment.is_symlink() else "not a regular file"
-    assert text.stderr == f"ktool: {segment}: cannot be read: named as a segment but {what}\n"
+    assert text.stderr == f"ktool: {segment}: cannot be read: {what}\n"
     assert "orphan" not in text.stdout  # the index of the unreadable segment is not a stray file
 
     js = run_script("validate", "--json", str(logs), timeout=60)
@@ -71,8 +71,12 @@ def test_truncate_dry_run_plans_every_other_partition_and_exits_3(log_dir_with_u
     assert "gzip-0: nothing to do" in result.stdout
     assert result.stdout.endswith("dry run: nothing changed\n")
     assert result.stderr.splitlines() == [
-        f"ktool: {segment}: named as a segment but "
-        + ("a dangling symbolic link" if segment.is_symlink() else "not a regular file")
+        f"ktool: {segment}: "
+        + (
+            "a dangling symbolic link"
+            if segment.is_symlink()
+            else "named as a segment but not a regular file"
+        )
         + "; plain-0 left unchanged"
     ]
     js = run_script("truncate", "--dry-run", "--json", str(logs), timeout=60)
@@ -99,7 +103,8 @@ def test_dump_log_of_a_directory_is_one_line_exit_3() -> None:
     result = run_script("dump-log", str(GENERATED / "v2"))
     assert result.returncode == 3
     assert result.stderr.splitlines() == [
-        f"ktool: {GENERATED / 'v2'}: a directory (dump-log decodes files; `ktool validate` reads directories)"
+        f"ktool: {GENERATED / 'v2'}: is a directory "
+        "(dump-log decodes files; `ktool validate` reads directories)"
     ]
 
 

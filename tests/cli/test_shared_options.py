@@ -48,6 +48,30 @@ def test_every_command_takes_color() -> None:
             assert any(p.name == "color" for p in leaf.params), (name, leaf.name)
 
 
+def _commands(group=None, prefix=""):
+    import click
+
+    for name, command in (group or cli.load_all()).commands.items():
+        if isinstance(command, click.Group):
+            yield from _commands(command, f"{prefix}{name} ")
+        else:
+            yield f"{prefix}{name}", command
+
+
+def test_the_decoder_options_mean_the_same_in_every_command() -> None:
+    """--key-decoder and --value-decoder: one definition, the same choices, default and help wherever
+    records are printed."""
+    seen: dict[str, dict[str, tuple]] = {}
+    for name, command in _commands():
+        for param in command.params:
+            if param.name in ("key_decoder", "value_decoder"):
+                shape = (tuple(param.opts), tuple(param.type.choices), param.default, param.help)
+                seen.setdefault(param.name, {})[name] = shape
+    assert set(seen["key_decoder"]) == set(seen["value_decoder"]) >= {"dump-log", "read", "replicas diff"}
+    for per_command in seen.values():
+        assert len(set(per_command.values())) == 1, per_command
+
+
 def test_negative_offsets_and_an_empty_range_are_usage_errors() -> None:
     for args in (["--from-offset", "-5"], ["--to-offset", "-1"], ["--from-offset", "3", "--to-offset", "2"]):
         result = run_ktool("dump-log", *args, V2_LOG)
@@ -147,7 +171,9 @@ def test_offsets_at_reports_a_failed_partition_in_its_json() -> None:
 def test_read_warns_once_of_an_index_it_passes_twice(tmp_path: Path) -> None:
     part = tmp_path / "segmented-0"
     shutil.copytree(GENERATED / "v2/segmented-0", part)
-    for index in [*part.glob("*.index"), *part.glob("*.timeindex")]:
+    indexes = [*part.glob("*.index"), *part.glob("*.timeindex")]
+    assert indexes
+    for index in indexes:
         index.write_bytes(b"garbage!garbage!x")  # not a whole number of entries: not used, said
     for args in (["--latest"], ["--timestamp", "0", "-n", "1"], ["--timestamp", "max-timestamp"]):
         result = run_ktool("read", str(part), *args)

@@ -431,7 +431,7 @@ def test_dry_run_writes_nothing(data, tmp_path) -> None:
     )  # fmt: skip
     assert unwritable.exit_code == 3 and unwritable.stdout == ""
     assert unwritable.stderr.splitlines() == [
-        "ktool: /proc/nope: cannot create the journal directory: No such file or directory"
+        "ktool: /proc/nope: cannot create the journal directory: no such file or directory"
     ]
     assert zk_snapshot(data, group) == snapshot and committed(data, group) == dict.fromkeys(ALL)
 

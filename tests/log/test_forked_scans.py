@@ -139,7 +139,9 @@ def test_segments_walked_in_python_get_every_core_in_processes(monkeypatch, tmp_
 def test_a_report_crosses_the_pipe_whole(monkeypatch) -> None:
     """Every field a report's reader uses comes back as it left (the index targets, used up by the
     index checks in the walker, stay there)."""
-    for path in sorted(GENERATED.glob("*/*-0/*.log")):
+    paths = sorted(GENERATED.glob("*/*-0/*.log"))
+    assert len(paths) > 10
+    for path in paths:
         report = scan_segment(path, ValidateOptions(), index_positions={0})
         back = report_from_wire(report_to_wire(report))
         report.entry_positions = {}
@@ -278,6 +280,7 @@ def test_leftover_segments_are_split_into_ranges_among_the_same_walkers(
     for k, src in enumerate(sorted(GENERATED.glob(pattern))):
         files.append(tmp_path / f"{k:020d}.log")
         shutil.copy(src, files[-1])
+    assert len(files) > 1
     args = [str(f) for f in files]
     one = _validate("--jobs", "1", *args)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)

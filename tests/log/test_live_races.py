@@ -317,13 +317,13 @@ def test_records_after_the_last_time_index_entry_are_found(tmp_path) -> None:
 
 def test_truncate_under_live_refuses_before_reading_anything(tmp_path, monkeypatch) -> None:
     logs, part, _ = _log_dir(tmp_path)
-    import kafka_tools.cli.truncate as truncate_cli
+    import kafka_tools.log.truncate_service as truncate_service
 
     def must_not_list(*args, **kwargs):
         raise AssertionError("listed a running broker's partitions")
 
-    monkeypatch.setattr(truncate_cli, "discover", must_not_list)
-    monkeypatch.setattr(truncate_cli, "partition_for", must_not_list)
+    monkeypatch.setattr(truncate_service, "discover", must_not_list)
+    monkeypatch.setattr(truncate_service, "partition_for", must_not_list)
     for args in (["--dry-run", str(logs)], [str(part)], ["--force", str(sorted(part.glob("*.log"))[0])]):
         result = run_ktool("truncate", "--live", "--backup-dir", str(tmp_path / "bk"), *args)
         assert result.exit_code == 3 and result.stderr.count("\n") == 1 and "--live" in result.stderr

@@ -139,6 +139,7 @@ def _sources() -> list[Source]:
         for log in sorted((GEN / generation).glob("*-0/00000000000000000000.log")):
             if log.parent.name in ("none-0", "gzip-0", "snappy-0", "lz4-0", "zstd-0"):
                 out.append(_split(log, generation, rules))
+    assert len(out) > 2  # the compressed partitions of each generation, not none
     return out
 
 

@@ -144,7 +144,7 @@ def test_tls_key_password_from_option_file_environment_or_config_file_never_in_r
     assert config.key_password == f"option-{SECRET}"
     assert SECRET not in repr(config) and SECRET not in str(config)
     (tmp_path / "empty").write_text("\n")
-    for name, problem in (("empty", "its first line is empty"), ("none", "No such file")):
+    for name, problem in (("empty", "its first line is empty"), ("none", "no such file or directory")):
         path = tmp_path / name
         with pytest.raises(InputError, match=problem):
             resolve_config(connect="zk1", key_password_file=str(path), env=env_for(tmp_path))

@@ -81,6 +81,15 @@ records_args(PyObject *args, Py_buffer *view, batch_t *b, PyObject **rest)
     return ok ? 0 : -1;
 }
 
+int
+records_call(PyObject *module, PyObject *args, records_call_t *call, PyObject **rest)
+{
+    call->st = configured_state(module);
+    if (call->st == NULL)
+        return -1;
+    return records_args(args, &call->view, &call->b, rest);
+}
+
 static PyObject *
 field_bytes(const field_t *f)
 {
@@ -314,16 +323,12 @@ record_tuple(speedups_state *st, key_cache_t *kc, const unsigned char *p, const 
 PyObject *
 decode_records(PyObject *module, PyObject *args)
 {
-    speedups_state *st = configured_state(module);
-    if (st == NULL)
-        return NULL;
-    Py_buffer view;
-    batch_t b;
-    if (records_args(args, &view, &b, NULL) < 0)
+    records_call_t call;
+    if (records_call(module, args, &call, NULL) < 0)
         return NULL;
     /* Never preallocate from the (untrusted) count alone: a record takes 7 bytes at least (a length
      * of 6 or more and its varint), so a section of n bytes holds n / 7 records at most. */
-    Py_ssize_t room = b.count < view.len / 7 ? b.count : view.len / 7;
+    Py_ssize_t room = call.b.count < call.view.len / 7 ? call.b.count : call.view.len / 7;
     if (room < 0)
         room = 0;
     PyObject *out = PyList_New(room);
@@ -333,11 +338,11 @@ decode_records(PyObject *module, PyObject *args)
     memset(&kc, 0, sizeof(kc));
     records_t r;
     record_t rec;
-    records_open(&r, (const unsigned char *)view.buf, view.len, &b);
+    records_open(&r, (const unsigned char *)call.view.buf, call.view.len, &call.b);
     int more;
     Py_ssize_t n = 0;
     while ((more = records_next(&r, &rec)) > 0) {
-        PyObject *item = record_tuple(st, &kc, r.c.p, &rec);
+        PyObject *item = record_tuple(call.st, &kc, r.c.p, &rec);
         if (item == NULL) {
             Py_CLEAR(out);
             break;
@@ -355,13 +360,13 @@ decode_records(PyObject *module, PyObject *args)
     }
     key_cache_clear(&kc);
     if (out != NULL && more < 0) {
-        records_raise(&r, st->decode_error);
+        records_raise(&r, call.st->decode_error);
         Py_CLEAR(out);
     }
     if (out != NULL && n < room && PyList_SetSlice(out, n, room, NULL) < 0)
         Py_CLEAR(out);
 done:
-    PyBuffer_Release(&view);
+    PyBuffer_Release(&call.view);
     return out;
 }
 
@@ -541,24 +546,20 @@ iter_records(PyObject *module, PyObject *args)
 PyObject *
 record_stats(PyObject *module, PyObject *args)
 {
-    speedups_state *st = configured_state(module);
-    if (st == NULL)
-        return NULL;
-    Py_buffer view;
-    batch_t b;
-    if (records_args(args, &view, &b, NULL) < 0)
+    records_call_t call;
+    if (records_call(module, args, &call, NULL) < 0)
         return NULL;
     PyObject *out = NULL;
     records_t r;
     record_t rec;
     long long min_ts = 0;
-    records_open(&r, (const unsigned char *)view.buf, view.len, &b);
+    records_open(&r, (const unsigned char *)call.view.buf, call.view.len, &call.b);
     int more;
     while ((more = records_next(&r, &rec)) > 0)
         if (r.index == 1 || rec.timestamp < min_ts)
             min_ts = rec.timestamp;
     if (more < 0) {
-        records_raise(&r, st->decode_error);
+        records_raise(&r, call.st->decode_error);
         goto done;
     }
     if (r.index == 0)
@@ -566,7 +567,7 @@ record_stats(PyObject *module, PyObject *args)
     else
         out = Py_BuildValue("nL", r.index, min_ts);
 done:
-    PyBuffer_Release(&view);
+    PyBuffer_Release(&call.view);
     return out;
 }
 

@@ -14,7 +14,8 @@
  *   kraft.c        the table interpreter of framed metadata values (AbstractApiMessageSerde): one table
  *                  for __cluster_metadata (KRaft), one for __remote_log_metadata (tiered storage)
  *   arrow_records.c RecordColumns: the records table's Arrow columns, filled by the record readers
- *                  and exported through the Arrow C data interface
+ *   arrow_buffers.c their growable buffers, binary columns and the pool of recycled buffers
+ *   arrow_export.c  their export through the Arrow C data interface (arrow_columns.h: the shared types)
  *   map_guard.c    the SIGBUS guard of ktool's mapped files: a page lost to a cut file is one line, exit 3
  *   module.c       the module: its state (set by configure()), method table, init
  *
@@ -212,6 +213,16 @@ int parse_batch(PyObject *log_append_obj, batch_t *b);
  * releases it) and, when `rest` is given, the arguments after them in *rest (a new reference; without
  * `rest` there must be none); -1 with an exception set and nothing held. */
 int records_args(PyObject *args, Py_buffer *view, batch_t *b, PyObject **rest);
+
+/* The start of every call that reads one records section: the module's state (configured) and
+ * records_args' arguments, in one place. 0 with `call->view` held (the caller releases it); -1 with an
+ * exception set and nothing held. */
+typedef struct {
+    speedups_state *st;
+    Py_buffer view;
+    batch_t b;
+} records_call_t;
+int records_call(PyObject *module, PyObject *args, records_call_t *call, PyObject **rest);
 
 PyObject *decode_records(PyObject *module, PyObject *args);
 PyObject *iter_records(PyObject *module, PyObject *args);

@@ -606,29 +606,25 @@ fail:
 PyObject *
 format_payload(PyObject *module, PyObject *args)
 {
-    speedups_state *st = configured_state(module);
-    if (st == NULL)
-        return NULL;
-    Py_buffer view;
-    batch_t b;
+    records_call_t call;
     PyObject *rest; /* holds the label and file name the pointers below borrow */
     const char *label, *file_json = NULL;
     Py_ssize_t label_len, file_json_len = 0;
     int print_data, check_only;
     long long batch_position = 0;
-    if (records_args(args, &view, &b, &rest) < 0)
+    if (records_call(module, args, &call, &rest) < 0)
         return NULL;
     out_t o = {NULL, 0, 0, 0};
     PyObject *result = NULL;
     if (!PyArg_ParseTuple(rest, "s#pp|z#L", &label, &label_len, &print_data, &check_only, &file_json,
                           &file_json_len, &batch_position))
         goto done;
-    if (!check_only && out_reserve(&o, view.len * 2 + 4096) < 0)
+    if (!check_only && out_reserve(&o, call.view.len * 2 + 4096) < 0)
         goto done;
     records_t r;
     record_t rec;
     record_line_t line;
-    records_open(&r, (const unsigned char *)view.buf, view.len, &b);
+    records_open(&r, (const unsigned char *)call.view.buf, call.view.len, &call.b);
     int more;
     while ((more = records_next(&r, &rec)) > 0) {
         if (check_only)
@@ -642,16 +638,16 @@ format_payload(PyObject *module, PyObject *args)
             goto done;
     }
     if (more < 0)
-        records_raise(&r, st->decode_error);
+        records_raise(&r, call.st->decode_error);
     else if (check_only)
-        result = PyLong_FromSsize_t(b.count);
+        result = PyLong_FromSsize_t(call.b.count);
     else {
         result = out_finish_utf8(&o);
         o.data = NULL;
     }
 done:
     Py_DECREF(rest);
-    PyBuffer_Release(&view);
+    PyBuffer_Release(&call.view);
     PyMem_Free(o.data);
     return result;
 }

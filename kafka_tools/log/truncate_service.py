@@ -1,0 +1,294 @@
+"""`ktool truncate`'s service: which partitions a run takes, the plan for each, what it refuses, and what
+it changes — said as events, in the order they happen, for render/truncate.py to print.
+
+The refusal policy lives here and in `RecoveryPlan.refusal` (log/recovery.py), not in the CLI: a dry run
+walks the same steps as the real run (a broker's lock, the backup location, an interrupted repair, a
+link) and refuses what the real run would refuse, with the same words and exit code. The repair
+machinery (hashing, copying, the journal) is imported only where something is changed or undone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka_tools.errors import (
+    EXIT_ENVIRONMENT,
+    EXIT_FINDINGS,
+    FindingsError,
+    InputError,
+    KtoolError,
+    UsageError,
+    os_error_line,
+    path_error,
+)
+from kafka_tools.log.dirs import (
+    Partition,
+    Segment,
+    check_backup_location,
+    discover,
+    is_partition_dir,
+    owning_log_dirs,
+    read_partition,
+    refuse_if_live,
+)
+from kafka_tools.log.findings import UNREADABLE
+from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
+from kafka_tools.state import backups_dir, make_state_dir
+
+
+@dataclass(frozen=True)
+class TruncateRequest:
+    """One `ktool truncate PATH…` run (backup_dir None: backups/ in ktool's state directory)."""
+
+    paths: tuple[Path, ...]
+    dry_run: bool = False
+    force: bool = False
+    backup_dir: Path | None = None
+    index_interval: int = DEFAULT_INDEX_INTERVAL
+    allow_links: bool = False
+
+
+# -- what a run says, in order -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What the broker's recovery would do to a partition."""
+
+    plan: RecoveryPlan
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A partition left alone on purpose (exit 1): `reason` names it."""
+
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A path or partition that could not be read or changed (exit 3): `reason` for its JSON object,
+    `line` the one line said on stderr."""
+
+    path: Path
+    reason: str
+    line: str
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A plan carried out, with its backup and the manifest `--undo` takes."""
+
+    plan: RecoveryPlan
+    backup: Path
+    manifest: Path
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """An interrupted repair of a partition finished from its manifest before planning."""
+
+    partition: Partition
+    manifest: Path
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """--dry-run: an unfinished repair of a partition, which the real run finishes first."""
+
+    partition: Partition
+    manifest: Path
+
+
+@dataclass(frozen=True)
+class Summary:
+    partitions: int
+    applied: int
+    refused: int
+    unreadable: int
+    dry_run: bool
+    targets: int  # partitions named, planned or not
+
+    @property
+    def exit_code(self) -> int:
+        if self.unreadable:
+            return EXIT_ENVIRONMENT
+        return EXIT_FINDINGS if self.refused else 0
+
+
+@dataclass(frozen=True)
+class Undone:
+    """One file `--undo` restored: `action` says how."""
+
+    action: str
+
+
+@dataclass(frozen=True)
+class UndoSummary:
+    actions: int
+
+
+Event = Planned | Refused | Unreadable | Applied | Resumed | Interrupted | Summary
+
+
+def undo_run(manifest: Path) -> Iterator[Undone | UndoSummary]:
+    """`ktool truncate --undo MANIFEST` (the manifest or its backup directory): restore every file a run
+    changed; refused (exit 3) while a broker holds a log dir it would change."""
+    from kafka_tools.log.repair import MANIFEST, undo, undo_targets
+
+    manifest = manifest / MANIFEST if manifest.is_dir() else manifest
+    refuse_if_live(undo_targets(manifest), "ktool truncate --undo")
+    actions = 0
+    for line in undo(manifest):
+        actions += 1
+        yield Undone(line)
+    yield UndoSummary(actions)
+
+
+def truncate_run(request: TruncateRequest) -> Iterator[Event]:
+    """Plan (and, but for --dry-run, carry out) the broker's recovery of every partition the paths name.
+    Refused before anything is read while a broker holds a log dir's .lock (InputError); the real run
+    holds the .lock itself from before planning until the last change is on disk."""
+    paths = request.paths
+    # First: a running broker's files are not planned (a missing path is said below, with the others).
+    refuse_if_live([p for p in paths if p.exists()], "ktool truncate")
+    backup_dir = backups_dir() if request.backup_dir is None else request.backup_dir
+    check_backup_location(backup_dir)  # in a dry run too: it predicts the real run's refusals
+    with ExitStack() as held:
+        if not request.dry_run:
+            from kafka_tools.log.write_lock import write_lock
+
+            # Taken before anything is planned: no other repair (nor a broker) changes what is planned.
+            for log_dir in owning_log_dirs([p for p in paths if p.exists()]):
+                held.enter_context(write_lock(log_dir, "ktool truncate"))
+        yield from _run(request, backup_dir)
+
+
+def _run(request: TruncateRequest, backup_dir: Path) -> Iterator[Event]:
+    dry_run = request.dry_run
+    targets: list[tuple[Partition, Segment | None]] = []
+    unreadable = 0
+    for path in request.paths:
+        # A path that is missing or of the wrong kind is said and the others are planned (exit 3).
+        try:
+            targets += targets_of(path)
+        except KtoolError as exc:
+            unreadable += 1
+            yield Unreadable(path, str(exc), str(exc))
+    plans: list[RecoveryPlan] = []
+    refused = applied = 0
+    for part, start in targets:
+        # One partition that cannot be read fully is left alone and said so; the others go on.
+        problems = part.unreadable_lines()
+        if not problems:
+            try:
+                if not dry_run:
+                    part, start = yield from _finish_interrupted(part, start, backup_dir)
+                else:
+                    pending = _interrupted(part, backup_dir)
+                    if pending:
+                        yield from pending
+                        continue
+                plan = plan_partition(part, start, request.index_interval)
+                # A file that could not be read (permission denied) is the environment's (exit 3), said
+                # as validate says it, not damage the broker's recovery keeps (exit 1).
+                problems = [f"{f.file}: {f.message}" for f in plan.unrepairable if f.kind == UNREADABLE]
+                if not problems:
+                    plans.append(plan)
+                    continue
+            except FindingsError as exc:  # an interrupted run that cannot be finished: --undo it
+                refused += 1
+                yield Refused(part.path, str(exc))
+                continue
+            except KtoolError as exc:
+                problems = [str(exc)]
+            except OSError as exc:
+                problems = [os_error_line(exc.filename or part.path, exc)]
+        unreadable += 1
+        for line in problems:
+            yield Unreadable(part.path, line, f"{line}; {part.name} left unchanged")
+    for plan in plans:
+        yield Planned(plan)
+        reason = plan.refusal(request.force)
+        if reason is not None:  # the dry run refuses as the real run does
+            refused += 1
+            yield Refused(plan.partition.path, reason)
+            continue
+        if plan.is_noop:
+            continue
+        if dry_run:  # and a link the real run would refuse is said as it would say it
+            from kafka_tools.log.repair import check_links
+
+            try:
+                check_links(plan, request.allow_links)
+            except InputError as exc:
+                unreadable += 1
+                yield Unreadable(plan.partition.path, str(exc), str(exc))
+            continue
+        from kafka_tools.log.repair import MANIFEST, apply_plan
+
+        make_state_dir(backup_dir, "backup directory")
+        try:
+            backup = apply_plan(plan, backup_dir, request.allow_links)
+        except InputError as exc:  # a link, a full backup disk: nothing of this partition changed
+            unreadable += 1
+            yield Unreadable(plan.partition.path, str(exc), str(exc))
+            continue
+        applied += 1
+        yield Applied(plan, backup, backup / MANIFEST)
+    yield Summary(len(plans), applied, refused, unreadable, dry_run, len(targets))
+
+
+def _finish_interrupted(
+    part: Partition, start: Segment | None, backup_dir: Path
+) -> Generator[Resumed, None, tuple[Partition, Segment | None]]:
+    """A run of this partition that was interrupted (its manifest still `prepared`) is finished first,
+    and the partition read again (returned); FindingsError (exit 1, naming the `--undo`) when it
+    cannot be."""
+    from kafka_tools.log.repair import interrupted, resume
+
+    pending = interrupted(backup_dir, part.path)
+    if not pending:
+        return part, start
+    for manifest in pending:
+        resume(manifest)
+        yield Resumed(part, manifest)
+    fresh = read_partition(part.path)
+    if start is not None:
+        start = next((s for s in fresh.segments if s.log.name == start.log.name), None)
+    return fresh, start
+
+
+def _interrupted(part: Partition, backup_dir: Path) -> list[Interrupted]:
+    """--dry-run: the unfinished repairs of this partition, said, not finished (the real run finishes
+    them before it plans: what it plans then is not known yet)."""
+    if not backup_dir.is_dir():
+        return []
+    from kafka_tools.log.repair import interrupted
+
+    return [Interrupted(part, manifest) for manifest in interrupted(backup_dir, part.path)]
+
+
+def targets_of(path: Path) -> list[tuple[Partition, Segment | None]]:
+    """The partitions (and the segment to start at) a PATH names; InputError for a path that is missing
+    or not a partition directory, a log dir or a segment file in a partition directory."""
+    check_exists(path)
+    if path.is_dir() and not is_partition_dir(path):
+        return [(p, None) for p in discover([path]).all_partitions()]
+    if not path.is_dir() and not is_partition_dir(path.parent):
+        raise InputError(f"{path}: not a partition directory (topic-N), a log dir or a segment file")
+    try:
+        return [partition_for(path)]
+    except UsageError as exc:  # a file of a partition directory, not one of its segments
+        raise InputError(str(exc)) from None
+
+
+def check_exists(path: Path) -> None:
+    """A path that is not there is exit 3 in one line (as in `validate`), not a usage error."""
+    missing = path_error(path)
+    if missing:
+        raise InputError(missing)
