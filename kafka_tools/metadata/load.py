@@ -251,6 +251,14 @@ def load_image(
         raise InputError(f"{where}: {exc.strerror or exc}") from None
 
 
+def checked_dir(path: str | Path) -> Path:
+    """A log dir checked against another node's image: it must exist, it need not be KRaft's."""
+    path = Path(path)
+    if not path.is_dir():
+        raise InputError(f"{path}: no such directory")
+    return path
+
+
 def _load(path: Path, at_offset: int | None, events_from: int | None) -> MetadataLoad:
     if not path.exists():
         raise InputError(f"{path}: no such directory")
