@@ -293,7 +293,8 @@ class ModernCluster:
     connect string with a chroot of its own). ``properties`` go into every broker's server.properties.
     ``listeners`` adds listeners beside PLAINTEXT on every broker (name -> security protocol: their
     ``listener.name.*`` settings go in ``properties``); ``format_args`` are given to KRaft's
-    ``StorageTool format`` (e.g. ``--add-scram``).
+    ``StorageTool format`` (e.g. ``--add-scram``); ``controller_properties`` go into every KRaft
+    controller's (a combined node gets both).
     """
 
     def __init__(
@@ -308,6 +309,7 @@ class ModernCluster:
         listeners: Mapping[str, str] | None = None,
         format_args: Sequence[str] = (),
         startup_timeout: float = 120.0,
+        controller_properties: Mapping[str, object] | None = None,
     ) -> None:
         if mode not in ("combined", "split", "zookeeper"):
             raise ValueError(f"unknown mode {mode!r}")
@@ -318,6 +320,7 @@ class ModernCluster:
         self.workdir = Path(workdir)
         self.zookeeper = zookeeper
         self.properties = {k: str(v) for k, v in (properties or {}).items()}
+        self.controller_properties = {k: str(v) for k, v in (controller_properties or {}).items()}
         self.startup_timeout = startup_timeout
         self.listeners = dict(listeners or {})
         self.format_args = list(format_args)
@@ -391,6 +394,8 @@ class ModernCluster:
                 "listeners": ",".join(listeners),
             }
         props["listener.security.protocol.map"] = ",".join(f"{k}:{v}" for k, v in protocols.items())
+        if "controller" in node.roles:
+            props |= self.controller_properties
         if node.is_broker:
             props = {**BROKER_DEFAULTS, **props, **self.properties}
         return props
