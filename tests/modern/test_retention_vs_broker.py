@@ -143,3 +143,127 @@ def test_log_start_retention_after_delete_records_equals_the_brokers_deletions(m
     assert deleted and kept and new_start == start
     assert _broker_deletes(maintained_kafka, topic, live, before) == kept
     assert _earliest(maintained_kafka, topic) == start
+
+
+# --------------------------------------------------------------------------- compaction
+HORIZON_MS = 3000  # delete.retention.ms: the second clean waits this long after the first
+
+
+def _records(directory: Path) -> list[dict]:
+    """Every record of the sealed segments (the cleaner never touches the active one), as dump-log's JSON."""
+    segments = sorted(directory.glob("*.log"))[:-1]
+    result = run_ktool("dump-log", "--json", "--deep-iteration", *map(str, segments))
+    assert result.exit_code == 0, result.output
+    return [o for o in map(json.loads, result.stdout.splitlines()) if o.get("type") in ("record", "batch")]
+
+
+def _kept(objects: list[dict]) -> tuple[int, int, int]:
+    """(data records with a value, tombstones, transaction markers)."""
+    records = [o for o in objects if o["type"] == "record"]
+    markers = sum("control" in o for o in records)
+    tombstones = sum(o["valueSize"] < 0 and "control" not in o for o in records)
+    return len(records) - markers - tombstones, tombstones, markers
+
+
+def _cleaned_to(live: Path, offset: int) -> bool:
+    checkpoint = live.parent / "cleaner-offset-checkpoint"
+    return checkpoint.is_file() and f"{live.name.rsplit('-', 1)[0]} 0 {offset}\n" in checkpoint.read_text()
+
+
+def _preview_compaction(copy: Path, now: int) -> dict:
+    props = copy.parent / "server.properties"
+    props.write_text(f"log.cleanup.policy=compact\nlog.cleaner.delete.retention.ms={HORIZON_MS}\n")
+    flags = ["--compaction", "--now", str(now), "--server-properties", str(props)]
+    result = run_ktool("retention", "--json", *flags, str(copy))
+    assert result.exit_code == 0, result.output
+    [partition] = [o for o in map(json.loads, result.stdout.splitlines()) if o["type"] == "partition"]
+    return partition["compaction"]
+
+
+def test_compaction_preview_equals_the_cleans_past_delete_retention(maintained_kafka, tmp_path):
+    """The first clean drops superseded and aborted records and stamps the delete horizon of the batches
+    with tombstones (and of markers whose transaction it found empty); each later clean, which the
+    broker runs for a passed horizon alone (nothing is dirty), drops what is past it. The preview made
+    on a copy after each clean, as of the horizon it stamped, equals what the next clean keeps: records,
+    tombstones and transaction markers (a marker goes one clean after its transaction's records: the
+    clean that finds them gone stamps it; the producer's last one stays)."""
+    from confluent_kafka import Producer
+
+    topic = f"compacted-{uuid.uuid4().hex[:8]}"
+    config = {
+        "cleanup.policy": "compact",
+        "segment.ms": 100,
+        "min.cleanable.dirty.ratio": 0.01,
+        "min.compaction.lag.ms": 0,
+        "delete.retention.ms": HORIZON_MS,
+        "file.delete.delay.ms": 0,
+    }
+    create_topic(maintained_kafka, topic, config=config)
+    plain = Producer({"bootstrap.servers": maintained_kafka.bootstrap, "linger.ms": 0})
+    txn = Producer({"bootstrap.servers": maintained_kafka.bootstrap, "transactional.id": f"tx-{topic}"})
+    txn.init_transactions(60)
+
+    def rounds(*writes) -> None:
+        for write in writes:
+            write()
+            assert plain.flush(30) == 0
+            time.sleep(0.15)  # past segment.ms: the next write rolls a segment
+
+    def transaction(key: bytes, commit: bool) -> None:
+        txn.begin_transaction()
+        txn.produce(topic, b"t", key)
+        assert txn.flush(30) == 0  # written before the abort, which would drop it unsent
+        (txn.commit_transaction if commit else txn.abort_transaction)(60)
+
+    rounds(
+        lambda: [plain.produce(topic, b"v", f"k{i}".encode()) for i in range(4)],
+        lambda: [plain.produce(topic, None, k) for k in (b"k0", b"k1")],  # tombstones
+        lambda: transaction(b"k2", True),  # its record superseded below: its marker can go
+        lambda: transaction(b"k8", False),  # aborted
+        lambda: transaction(b"k9", True),  # the producer's last batch: its marker stays
+        lambda: [plain.produce(topic, b"w", k) for k in (b"k2", b"k3")],
+        lambda: plain.produce(topic, b"x", b"k7"),  # the active segment
+    )
+    live = partition_dir(maintained_kafka.brokers[0], topic)
+    _wait_cleaned(live)
+    expired = []
+    for clean in (2, 3):
+        # Hold the cleaner (min.compaction.lag.ms), roll a segment for it to find dirty, let the horizon
+        # the last clean stamped pass, preview a copy, then let the cleaner go.
+        _alter(maintained_kafka, topic, "min.compaction.lag.ms", 3_600_000)
+        rounds(
+            lambda n=clean: plain.produce(topic, b"y", f"n{n}".encode()),
+            lambda: plain.produce(topic, b"z", b"k7"),
+        )
+        copy = tmp_path / f"clean-{clean}" / live.name
+        shutil.copytree(live, copy)
+        before = _records(copy)
+        horizon = max(o["deleteHorizonMs"] or 0 for o in before if o["type"] == "batch")
+        time.sleep(max(0.0, horizon / 1000 - time.time()) + 0.1)
+        c = _preview_compaction(copy, int(time.time() * 1000))
+        expired.append((c["tombstonesExpired"], c["markersExpired"]))
+        markers = _kept(before)[2]
+        predicted = (
+            c["recordsExamined"]
+            - c["superseded"]
+            - c["aborted"]
+            - c["tombstonesExpired"]
+            - c["tombstonesKept"],
+            c["tombstonesKept"],
+            markers - c["markersExpired"],
+        )
+        _alter(maintained_kafka, topic, "min.compaction.lag.ms", 0)
+        _wait_cleaned(live)
+        assert _kept(_records(live)) == predicted, f"clean {clean}: {c}"
+    # There was something to prove: both tombstones went in the second clean, the markers of the two
+    # emptied transactions in the second or third (one clean after the clean that emptied them).
+    assert [t for t, _ in expired] == [2, 0] and sum(m for _, m in expired) == 2, expired
+
+
+def _wait_cleaned(live: Path) -> None:
+    """Until the cleaner has checkpointed the partition up to its active segment."""
+    active = max(int(p.stem) for p in live.glob("*.log"))
+    deadline = time.monotonic() + 30
+    while not _cleaned_to(live, active):
+        assert time.monotonic() < deadline, f"{live.name}: not cleaned up to {active}"
+        time.sleep(0.1)
