@@ -237,6 +237,7 @@ def test_compaction_preview_equals_the_cleans_past_delete_retention(maintained_k
         )
         copy = tmp_path / f"clean-{clean}" / live.name
         shutil.copytree(live, copy)
+        shutil.copy2(live.parent / "cleaner-offset-checkpoint", copy.parent)  # where the dirty part starts
         before = _records(copy)
         horizon = max(o["deleteHorizonMs"] or 0 for o in before if o["type"] == "batch")
         time.sleep(max(0.0, horizon / 1000 - time.time()) + 0.1)
