@@ -15,7 +15,6 @@ default are in ktool's JSON (Kafka's converters leave them out). DumpLogSegments
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import uuid
 from pathlib import Path
@@ -24,7 +23,7 @@ import pytest
 
 from tests.support.cli import run_ktool
 from tests.support.dumplog import assert_same_dump, assert_same_metadata_dump
-from tests.support.modern import create_topic, partition_dir, run_tool
+from tests.support.modern import copy_live_dir, create_topic, partition_dir, run_tool
 
 ROLL = {"segment.ms": 100, "index.interval.bytes": 64}  # a segment per round, index entries in each
 
@@ -35,15 +34,6 @@ def _wait(condition, what: str, timeout: float = 60) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout}s")
         time.sleep(0.1)
-
-
-def _copy(source: Path, target: Path) -> Path:
-    """The directory's files as they are now, without the ones the broker is removing."""
-    target.mkdir(parents=True)
-    for path in source.iterdir():
-        if path.is_file() and not path.name.endswith((".deleted", ".cleaned", ".swap")):
-            shutil.copy2(path, target / path.name)
-    return target
 
 
 def _dump_both(cluster, files: list[Path], *args: str) -> tuple[str, str]:
@@ -92,7 +82,7 @@ def cleaned(maintained_kafka, tmp_path_factory):
     _rounds(maintained_kafka, topic, 5, {})
     live = partition_dir(maintained_kafka.brokers[0], topic)
     _wait(lambda: _cleaned_to_active(live), f"the cleaner on {topic}")
-    return maintained_kafka, _copy(live, tmp_path_factory.mktemp("cleaned") / live.name)
+    return maintained_kafka, copy_live_dir(live, tmp_path_factory.mktemp("cleaned") / live.name)
 
 
 def _cleaned_to_active(live: Path) -> bool:
@@ -127,7 +117,7 @@ def rolled(maintained_kafka, tmp_path_factory):
     _rounds(maintained_kafka, topic, 3, {}, transactional=True)
     _rounds(maintained_kafka, topic, 1, {"enable.idempotence": True})  # rolls past the commit marker
     live = partition_dir(maintained_kafka.brokers[0], topic)
-    return maintained_kafka, _copy(live, tmp_path_factory.mktemp("rolled") / live.name)
+    return maintained_kafka, copy_live_dir(live, tmp_path_factory.mktemp("rolled") / live.name)
 
 
 def test_indexes_equal_dumplogsegments(rolled):
@@ -167,7 +157,7 @@ def test_cluster_metadata_log_and_snapshots_equal_dumplogsegments(maintained_kaf
         return bool(offsets) and newest > max(offsets)
 
     _wait(snapshot_with_topic, "a KRaft snapshot holding the new topic")
-    copy = _copy(live, tmp_path / live.name)
+    copy = copy_live_dir(live, tmp_path / live.name)
     checkpoints = sorted(copy.glob("*.checkpoint"))
     files = [*sorted(copy.glob("*.log")), checkpoints[0], checkpoints[-1]]
     ours, theirs = _dump_both(maintained_kafka, files, "--cluster-metadata-decoder")

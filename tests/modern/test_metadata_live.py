@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_ktool
-from tests.support.modern import ModernCluster, create_topic, run_tool
+from tests.support.modern import ModernCluster, copy_live_dir, create_topic, run_tool
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def _copy_controller(cluster, target: Path) -> Path:
     source = _controller_dir(cluster)
     target.mkdir(parents=True)
     shutil.copy2(source / "meta.properties", target)
-    shutil.copytree(source / "__cluster_metadata-0", target / "__cluster_metadata-0")
+    copy_live_dir(source / "__cluster_metadata-0", target / "__cluster_metadata-0")
     return target
 
 

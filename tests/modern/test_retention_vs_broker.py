@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 from tests.support.cli import run_ktool
-from tests.support.modern import create_topic, partition_dir
+from tests.support.modern import copy_live_dir, create_topic, partition_dir
 
 DAY_MS = 86_400_000
 
@@ -125,7 +125,7 @@ def test_log_start_retention_after_delete_records_equals_the_brokers_deletions(m
     topic, live = _topic(maintained_kafka, [0] * 5)
     before = _segments(live)
     copy = tmp_path / "logdir" / live.name
-    shutil.copytree(live, copy)
+    copy_live_dir(live, copy)
     # Inside the third segment: the two before it go, it stays. (Kafka checkpoints a log start only while
     # it is past the first segment's base offset, so not one the deletion makes equal to it.)
     start = before[2] + 2
@@ -236,7 +236,7 @@ def test_compaction_preview_equals_the_cleans_past_delete_retention(maintained_k
             lambda: plain.produce(topic, b"z", b"k7"),
         )
         copy = tmp_path / f"clean-{clean}" / live.name
-        shutil.copytree(live, copy)
+        copy_live_dir(live, copy)
         shutil.copy2(live.parent / "cleaner-offset-checkpoint", copy.parent)  # where the dirty part starts
         before = _records(copy)
         horizon = max(o["deleteHorizonMs"] or 0 for o in before if o["type"] == "batch")

@@ -544,6 +544,23 @@ def partition_dir(node: Node, topic: str, partition: int = 0) -> Path:
     return node.log_dir / f"{topic}-{partition}"
 
 
+TRANSIENT = (".deleted", ".cleaned", ".swap", ".part")  # files a running broker is replacing or removing
+
+
+def copy_live_dir(source: Path, target: Path) -> Path:
+    """A running broker's directory as it is now (a partition's, or ``__cluster_metadata-0``): its files,
+    without those the broker is writing, replacing or removing (which may vanish while copied)."""
+    target.mkdir(parents=True)
+    for path in source.iterdir():
+        if path.name.endswith(TRANSIENT) or not path.is_file():
+            continue
+        try:
+            shutil.copy2(path, target / path.name)
+        except FileNotFoundError:  # removed since the listing (a segment deleted, a snapshot replaced)
+            continue
+    return target
+
+
 def create_topic(
     cluster: ModernCluster,
     topic: str,
