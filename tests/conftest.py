@@ -266,6 +266,26 @@ def modern_kafka(kafka_release, tmp_path_factory):
         yield cluster
 
 
+# The cleaner, the retention check, the log-start checkpoint and KRaft snapshots every second or less,
+# from the start (not after Kafka's 30 s initial delay): what the proofs of retention, compaction and
+# snapshots wait for happens within a test's seconds.
+MAINTENANCE = {
+    "log.initial.task.delay.ms": 0,
+    "log.cleaner.backoff.ms": 200,
+    "log.retention.check.interval.ms": 1000,
+    "log.flush.start.offset.checkpoint.interval.ms": 500,
+    "metadata.log.max.snapshot.interval.ms": 1000,
+}
+
+
+@pytest.fixture(scope="session")
+def maintained_kafka(kafka_release, tmp_path_factory):
+    """One KRaft node per release, as ``modern_kafka``, whose cleaner, retention and metadata snapshots
+    run every second (``MAINTENANCE``); shared by the session. Topics set their own retention."""
+    with _started(kafka_release, "combined", tmp_path_factory, properties=MAINTENANCE) as cluster:
+        yield cluster
+
+
 @pytest.fixture(scope="session")
 def kafka4_split(kafka4_release, tmp_path_factory):
     """The newest 4.x as one KRaft controller and three brokers (node ids 1-3), shared by the session."""

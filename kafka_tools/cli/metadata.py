@@ -19,7 +19,7 @@ from kafka_tools.errors import EXIT_FINDINGS, FindingsError, UsageError
 from kafka_tools.format.plural import plural
 from kafka_tools.log.findings import Finding, Severity
 from kafka_tools.metadata.checks import check_log_dir, read_findings
-from kafka_tools.metadata.load import MetadataLoad, load_image
+from kafka_tools.metadata.load import MetadataLoad, checked_dir, load_image
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.metadata import (
     MetadataText,
@@ -250,15 +250,24 @@ def diff(
 
 @metadata.command("check")
 @click.argument("logdir", type=_LOGDIR)
+@click.option(
+    "--image-from",
+    type=_LOGDIR,
+    metavar="DIR",
+    help="Take the image from this log dir's __cluster_metadata-0 (a controller's, or a running "
+    "broker's) instead of LOGDIR's own: what a broker that was down finds at its next start.",
+)
 @_json_option
 @click.pass_context
-def check(ctx: click.Context, logdir: str, as_json: bool) -> None:
-    """Check a log dir against its own metadata image.
+def check(ctx: click.Context, logdir: str, image_from: str | None, as_json: bool) -> None:
+    """Check a log dir against its own metadata image (or another node's, --image-from).
 
     The partition directories of the partitions the image places on this node (meta.properties'
     node.id and directory.id) are all here; every partition directory belongs to a topic the image
     knows, with the same topic id in partition.metadata (a deleted topic's directory left behind, or
-    one of an earlier topic of the same name); the node is a registered broker, controller or voter.
+    one of an earlier topic of the same name) and this node among its replicas; the node is a
+    registered broker, controller or voter. The directories flagged are those a 3.7+ broker renames
+    to `-stray` at its next start, when checked against the cluster's current image.
 
     \b
     Exit status:
@@ -269,14 +278,16 @@ def check(ctx: click.Context, logdir: str, as_json: bool) -> None:
       2  usage error
       3  LOGDIR missing, unreadable or not a KRaft log dir
     """
-    load = load_image(logdir)
-    findings = read_findings(load) + check_log_dir(load)
+    load = load_image(image_from or logdir)
+    checked = checked_dir(logdir) if image_from else None
+    findings = read_findings(load) + check_log_dir(load, checked)
     errors = sum(f.severity == Severity.ERROR for f in findings)
     if not as_json:
         verdict = "consistent" if not errors else plural(errors, "finding")
+        source = f" of {load.log_dir}" if checked else ""
         click.echo(
-            f"{load.log_dir}: {plural(len(load.image.topics), 'topic')}, "
+            f"{checked or load.log_dir}: {plural(len(load.image.topics), 'topic')}, "
             f"{plural(len(load.image.brokers), 'broker')} "
-            f"in the image at offset {load.image.offset}: {verdict}"
+            f"in the image{source} at offset {load.image.offset}: {verdict}"
         )
     _finish(ctx, findings, as_json, load)

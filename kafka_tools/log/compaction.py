@@ -10,10 +10,19 @@ As LogCleanerManager / LogCleaner compute it:
 * dirty ratio = dirty / (clean + dirty); the log is cleaned when it is above min.cleanable.dirty.ratio.
 
 A clean drops, in the segments below the active one: a record whose key has a later record in the dirty
-section (the cleaner's offset map), a tombstone (null value) in a segment last modified before the
-delete horizon (the last clean segment's mtime minus delete.retention.ms), and the records of aborted
-transactions (`.txnindex`). Sizes after cleaning are estimated per batch (its bytes times the share of
-its records kept), since the cleaner rewrites batches.
+section (the cleaner's offset map), the records of aborted transactions (`.txnindex`), and tombstones
+and transaction markers past their delete horizon:
+
+* a v2 batch carries its own (KIP-534, Kafka 3.1+; Cleaner.shouldRetainRecord): the first clean that
+  keeps a tombstone or a marker stamps the batch with now + delete.retention.ms (`deleteHorizonMs`);
+  a later clean drops its tombstones once that time has come (`--now` at or past it), and a marker
+  once, besides, no batch of its transaction is left (CleanedTransactionMetadata) and it is not its
+  producer's last batch in the log (kept for fencing while the producer is alive);
+* a v0/v1 message set has none: a tombstone goes when its segment was last modified before the last
+  clean segment's mtime minus delete.retention.ms.
+
+Sizes after cleaning are estimated per batch (its bytes times the share of its records kept), since the
+cleaner rewrites batches.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ class CompactionPreview:
     tombstones_kept: int = 0
     aborted: int = 0
     control_batches: int = 0
+    markers_expired: int = 0  # transaction markers past their delete horizon, their transaction gone
     no_key: int = 0
     bytes_before: int = 0  # of the cleanable segments (all but the active one)
     bytes_after: int = 0  # estimated
@@ -73,6 +83,7 @@ class CompactionPreview:
             "tombstonesKept": self.tombstones_kept,
             "aborted": self.aborted,
             "controlBatches": self.control_batches,
+            "markersExpired": self.markers_expired,
             "noKey": self.no_key,
             "distinctKeys": self.keys,
             "bytesBefore": self.bytes_before,
@@ -97,6 +108,11 @@ class _Batch:
     size: int
     records: list[_Entry]
     control: bool = False
+    magic: int = 2
+    producer_id: int = -1
+    transactional: bool = False
+    delete_horizon: int | None = None  # v2: KIP-534's deleteHorizonMs
+    markers: int = 0  # a control batch's records
 
 
 def preview_compaction(
@@ -107,8 +123,11 @@ def preview_compaction(
     checkpoints,
     problems: list[str],
     warnings: list[str],
+    now_ms: int | None = None,
 ) -> CompactionPreview:
-    """The cleaner's view of one compacted partition; unparseable checkpoints go to `problems`."""
+    """The cleaner's view of one compacted partition as of `now_ms` (None: a broker before KIP-534,
+    whose v2 tombstones and markers follow the segments' mtimes as v0/v1 ones do); unparseable
+    checkpoints go to `problems`."""
     segments = part.segments
     stats = [os.stat(s.log) for s in segments]
     sizes = [st.st_size for st in stats]
@@ -172,11 +191,19 @@ def preview_compaction(
     prev.keys = len(latest)
     clean_segments = [i for i in cleanable if bases[i] < first_dirty]
     horizon = mtimes[clean_segments[-1]] - int(settings.delete_retention_ms.value) if clean_segments else 0  # type: ignore[arg-type]
-    for batch in batches:
+    expired_markers = (
+        set()
+        if now_ms is None
+        else _expired_markers(batches, _last_batch_of_producers(part, batches), now_ms)
+    )
+    for n, batch in enumerate(batches):
         prev.bytes_before += batch.size
         if batch.control:
             prev.control_batches += 1
-            prev.bytes_after += batch.size
+            if n in expired_markers:
+                prev.markers_expired += batch.markers
+            else:
+                prev.bytes_after += batch.size
             continue
         kept = 0
         for r in batch.records:
@@ -188,7 +215,11 @@ def preview_compaction(
                 kept += 1
             elif latest.get(r.key, -1) > r.offset:
                 prev.superseded += 1
-            elif r.tombstone and not mtimes[r.segment] > horizon:
+            elif r.tombstone and (
+                (batch.delete_horizon is not None and now_ms >= batch.delete_horizon)
+                if batch.magic >= 2 and now_ms is not None
+                else not mtimes[r.segment] > horizon
+            ):
                 prev.tombstones_expired += 1
             else:
                 prev.tombstones_kept += r.tombstone
@@ -198,13 +229,50 @@ def preview_compaction(
     if prev.no_key:
         prev.notes.append(f"{prev.no_key} records without a key (kept here; a cleaner rejects them)")
     if prev.control_batches:
-        prev.notes.append("transaction markers are counted as kept")
+        prev.notes.append(
+            "transaction markers are kept until their delete horizon, their transaction gone "
+            "(a producer's last one while it is alive: assumed here)"
+        )
     if not prev.would_clean:
         prev.notes.append(
             f"dirty ratio {ratio:.3f} is not above min.cleanable.dirty.ratio {min_ratio}: "
             "the cleaner leaves it"
         )
     return prev
+
+
+def _last_batch_of_producers(part: PartitionFiles, batches: list[_Batch]) -> set[int]:
+    """Indexes into `batches` of each producer's last batch in the whole log (the active segment's
+    batches, read by header, may come later): the cleaner keeps it for the producer's state."""
+    last: dict[int, int] = {}
+    for n, batch in enumerate(batches):
+        if batch.producer_id >= 0:
+            last[batch.producer_id] = n
+    later = set()
+    for entry in iter_log_entries(part.segments[-1].log):
+        if isinstance(entry, RecordBatch) and entry.producer_id >= 0:
+            later.add(entry.producer_id)
+    return {n for pid, n in last.items() if pid not in later}
+
+
+def _expired_markers(batches: list[_Batch], producers_last: set[int], now_ms: int) -> set[int]:
+    """Indexes of the control batches a clean at `now_ms` drops: past their delete horizon, with no
+    batch of their transaction left since the producer's marker before (CleanedTransactionMetadata:
+    a marker goes only once the records it decided are gone), and not the producer's last batch."""
+    open_data: set[int] = set()  # producers with a transactional batch since their last marker
+    out = set()
+    for n, batch in enumerate(batches):
+        if not batch.transactional:
+            continue
+        if not batch.control:
+            open_data.add(batch.producer_id)
+            continue
+        had_data = batch.producer_id in open_data
+        open_data.discard(batch.producer_id)
+        horizon = batch.delete_horizon
+        if not had_data and horizon is not None and now_ms >= horizon and n not in producers_last:
+            out.add(n)
+    return out
 
 
 def _aborted_ranges(
@@ -240,19 +308,24 @@ def _read_batches(
             continue
         try:
             if isinstance(entry, RecordBatch):
+                header = {
+                    "producer_id": entry.producer_id,
+                    "transactional": entry.is_transactional,
+                    "delete_horizon": entry.delete_horizon_ms,
+                }
                 if entry.is_control:
-                    out.append(_Batch(entry.size, [], control=True))
+                    out.append(_Batch(entry.size, [], True, markers=entry.count, **header))
                     continue
                 ranges = aborted.get(entry.producer_id, ()) if entry.is_transactional else ()
                 records = [
                     _Entry(r.offset, r.key, r.value is None, any(a <= r.offset <= b for a, b in ranges), i)
                     for r in entry.records()
                 ]
-                out.append(_Batch(entry.size, records))
+                out.append(_Batch(entry.size, records, **header))
             else:
                 inner = entry.inner_messages()
                 records = [_Entry(m.offset, m.key, m.value is None, False, i) for m in inner]
-                out.append(_Batch(entry.entry_size, records))
+                out.append(_Batch(entry.entry_size, records, magic=entry.magic))
         except RecordDecodeError as exc:
             warnings.append(f"{seg.log}: byte {exc.position}: {exc} (that batch is not previewed)")
     return out

@@ -94,12 +94,15 @@ RULES = {
 }
 
 
-def rule_for_version(text: str) -> Rule:
-    """The rule of a broker version (`0.9`, `0.10.1.1`, `2.8`, `3.7.0`)."""
+def _version(text: str) -> tuple[int, ...]:
     if not re.fullmatch(r"\d+(\.\d+){0,3}", text.strip()):
         raise UsageError(f"--broker-version {text!r}: expected a version such as 0.9, 0.10.1 or 3.7")
-    v = tuple(int(x) for x in text.strip().split(".")) + (0, 0, 0)
-    v = v[:4]
+    return (tuple(int(x) for x in text.strip().split(".")) + (0, 0, 0))[:4]
+
+
+def rule_for_version(text: str) -> Rule:
+    """The rule of a broker version (`0.9`, `0.10.1.1`, `2.8`, `3.7.0`)."""
+    v = _version(text)
     if v < (0, 8, 0, 0):
         raise UsageError(f"--broker-version {text}: Kafka 0.7 logs are not previewed (no such policy here)")
     if v < (0, 10, 1, 0):
@@ -586,6 +589,8 @@ def preview(
 ) -> RetentionReport:
     """The retention preview of every partition (and the compaction preview with `compaction`)."""
     forced = rule_for_version(broker_version) if broker_version else None
+    # KIP-534 (Kafka 3.1): v2 batches carry their tombstones' and markers' delete horizon
+    horizons = not broker_version or _version(broker_version) >= (3, 1, 0, 0)
     checkpoints = _Checkpoints()
     for part in parts:  # every log dir's checkpoints read before any segment they are compared with
         for name in (LSO_CHECKPOINT, HW_CHECKPOINT):
@@ -597,7 +602,7 @@ def preview(
         else:
             rule, why = detect_rule(part)
         settings = sources.for_topic(part.topic)
-        out.append(_preview_partition(part, settings, rule, why, now_ms, checkpoints, compaction))
+        out.append(_preview_partition(part, settings, rule, why, now_ms, checkpoints, compaction, horizons))
     return RetentionReport(out, now_ms, sources)
 
 
@@ -612,6 +617,7 @@ def _preview_partition(
     now_ms: int,
     checkpoints: _Checkpoints,
     compaction: bool,
+    horizons: bool = True,
 ) -> PartitionRetention:
     """One partition's preview; a segment the broker deleted since the listing makes the partition be
     listed again and previewed afresh (a running broker's retention works while ktool reads)."""
@@ -629,6 +635,7 @@ def _preview_partition(
                     checkpoints,
                     res.inconsistent,
                     res.warnings,
+                    now_ms if horizons else None,
                 )
             if attempt:
                 res.notes.append(f"listed again: the broker removed segments while it was read ({attempt}x)")

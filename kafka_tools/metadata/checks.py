@@ -1,7 +1,14 @@
 """What an operator checks before trusting a copied KRaft log dir: does the log dir hold the partitions
 the image says this node hosts, does the image know every partition directory (a deleted topic's
-directory left behind; `partition.metadata` topic ids against the image's), and is the node in
-meta.properties among the registered brokers, controllers or voters."""
+directory left behind; `partition.metadata` topic ids against the image's; a partition whose replicas
+no longer include this node), and is the node in meta.properties among the registered brokers,
+controllers or voters.
+
+The directories a 3.7+ / 4.x broker sets aside as stray at its next start (LogManager's
+isStrayReplica: the topic id not in the image, or the node not among the partition's replicas, renamed
+`<topic>-<partition>.<id>-stray`) are the ones flagged `unknown-topic-dir`, `unknown-partition-dir`,
+`topic-id-mismatch` or `not-a-replica`; checked against the cluster's current image (a controller's
+log dir), not the stale one of a broker that was down."""
 
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ from kafka_tools.log.dirs import partition_dirs
 from kafka_tools.log.findings import Finding, Severity
 from kafka_tools.metadata.image import MIGRATING_DIRECTORY, Image
 from kafka_tools.metadata.load import MetadataLoad
+from kafka_tools.metadata.node_files import read_node_files
 
 # DirectoryId's reserved ids: UNASSIGNED, LOST, MIGRATING; a partition with one of them lives in
 # whichever log dir the broker chose, so any log dir may hold it.
@@ -44,15 +52,19 @@ def _hosted_here(image: Image, node_id: int, directory_id: str | None):
             yield topic, part
 
 
-def check_log_dir(load: MetadataLoad) -> list[Finding]:
-    """The consistency findings of a log dir against its own image."""
-    image, log_dir, findings = load.image, load.log_dir, []
-    meta = load.node.meta
+def check_log_dir(load: MetadataLoad, log_dir: Path | None = None) -> list[Finding]:
+    """The consistency findings of a log dir against its own image, or of `log_dir` (another node's,
+    its node id from its own meta.properties) against `load`'s image."""
+    image, findings = load.image, []
+    node = load.node if log_dir is None else read_node_files(log_dir)
+    log_dir = load.log_dir if log_dir is None else log_dir
+    findings += node.findings if node is not load.node else []
+    meta = node.meta
     node_id = meta.node_id if meta else None
     name = str(log_dir)
     if node_id is not None:
         voters = {v.voter_id for v in image.voters or ()}
-        if load.node.quorum and load.node.quorum.current_voters:
+        if load.node.quorum and load.node.quorum.current_voters:  # the image's node knows the quorum
             voters |= set(load.node.quorum.current_voters)
         if node_id not in image.brokers and node_id not in image.controllers and node_id not in voters:
             findings.append(
@@ -66,8 +78,8 @@ def check_log_dir(load: MetadataLoad) -> list[Finding]:
             )
     present: dict[tuple[str, int], Path] = {}
     for path, topic_name, partition in _partition_dirs(log_dir):
-        if path.name.endswith("-delete"):
-            continue  # a deleted partition the broker has not removed yet: the image forgets it at once
+        if path.name.endswith(("-delete", "-stray")):
+            continue  # a deleted partition the broker has not removed yet, or one it set aside as stray
         present[(topic_name, partition)] = path
         topic = image.topic_by_name(topic_name)
         if topic is None:
@@ -89,6 +101,7 @@ def check_log_dir(load: MetadataLoad) -> list[Finding]:
                     f"topic {topic_name} has no partition {partition} in the image",
                 )
             )
+
         meta_file = path / "partition.metadata"
         if meta_file.is_file():
             try:
@@ -110,6 +123,18 @@ def check_log_dir(load: MetadataLoad) -> list[Finding]:
                         actual=topic_id,
                     )
                 )
+                continue
+        part = topic.partitions.get(partition)
+        if part is not None and node_id is not None and node_id not in part.replicas:
+            findings.append(
+                Finding(
+                    str(path),
+                    "not-a-replica",
+                    Severity.ERROR,
+                    f"node {node_id} is not among {topic_name}-{partition}'s replicas {part.replicas} "
+                    "in the image (moved away?)",
+                )
+            )
     if node_id is not None:
         directory_id = meta.directory_id if meta else None
         for topic, part in _hosted_here(image, node_id, directory_id):

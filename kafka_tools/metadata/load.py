@@ -253,6 +253,14 @@ def load_image(
         raise os_error(where, exc) from None
 
 
+def checked_dir(path: str | Path) -> Path:
+    """A log dir checked against another node's image: it must exist, it need not be KRaft's."""
+    path = Path(path)
+    if not path.is_dir():
+        raise InputError(f"{path}: no such directory")
+    return path
+
+
 def _load(path: Path, at_offset: int | None, events_from: int | None) -> MetadataLoad:
     missing = path_error(path)
     if missing:

@@ -115,6 +115,8 @@ class Replayer:
             "RemoveUserScramCredentialRecord": self._remove_scram,
             "RemoveDelegationTokenRecord": self._remove_delegation_token,
             "RegisterControllerRecord": self._register_controller,
+            "UnregisterControllerRecord": self._unregister_controller,
+            "ClearElrRecord": self._clear_elr,
             "VotersRecord": self._voters,
             "KRaftVersionRecord": self._kraft_version,
             "LeaderChangeMessage": self._leader_change,
@@ -320,6 +322,11 @@ class Replayer:
         if self._wants(offset):
             self._event(offset, "controller-registered", f"controller {cid}", "registered", controller=cid)
 
+    def _unregister_controller(self, offset: int, f: dict) -> None:
+        cid = f["controllerId"]
+        if self.image.controllers.pop(cid, None) is None:
+            self._inconsistent(offset, "UnregisterControllerRecord", f"controller {cid} is not registered")
+
     def _voters(self, offset: int, f: dict) -> None:
         voters = []
         for v in f.get("voters") or ():
@@ -372,6 +379,16 @@ class Replayer:
                 topic=topic.name,
                 topicId=tid,
             )
+
+    def _clear_elr(self, offset: int, f: dict) -> None:
+        """TopicsDelta.replay(ClearElrRecord): an empty name clears every topic's ELR (4.x)."""
+        name = f.get("topicName") or ""
+        topics = [t for t in self.image.topics.values() if not name or t.name == name]
+        if name and not topics:
+            self._inconsistent(offset, "ClearElrRecord", f"topic {name} is not in the image")
+        for topic in topics:
+            for partition in topic.partitions.values():
+                partition.elr, partition.last_known_elr = [], []
 
     def _topic_of(self, offset: int, record_type: str, tid: str) -> Topic | None:
         topic = self.image.topics.get(tid)

@@ -349,6 +349,11 @@ def _compact(value: object) -> str:
     return dumps(value)
 
 
+def _optional_long(value: int) -> str:
+    """A producer snapshot's -1 (no open transaction) or offset, as Java prints an OptionalLong."""
+    return "OptionalLong.empty" if value < 0 else f"OptionalLong[{value}]"
+
+
 @functools.cache
 def _item_fields() -> Callable[[object], Fields]:
     """The fields of one item of an index, snapshot, checkpoint or properties file. (Their modules
@@ -390,7 +395,9 @@ def _item_fields() -> Callable[[object], Fields]:
                 ("producerId", item.producer_id),
                 ("producerEpoch", item.producer_epoch),
                 ("coordinatorEpoch", item.coordinator_epoch),
-                ("currentTxnFirstOffset", item.current_txn_first_offset),
+                # Java's OptionalLong, and the entry's timestamp twice, as DumpLogSegments prints them
+                ("currentTxnFirstOffset", _optional_long(item.current_txn_first_offset)),
+                ("lastTimestamp", item.timestamp),
                 ("firstSequence", item.first_sequence),
                 ("lastSequence", item.last_sequence),
                 ("lastOffset", item.last_offset),

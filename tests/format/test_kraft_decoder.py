@@ -37,9 +37,9 @@ def _decode(schema: enc.Schema, version: int, data: dict):
     return decode_control_record(enc.control_key(schema), enc.encode_body(schema, version, data))
 
 
-def test_the_schemas_hold_25_metadata_and_5_control_records(schemas) -> None:
+def test_the_schemas_hold_27_metadata_and_5_control_records(schemas) -> None:
     kinds = [s.kind for s in schemas.values()]
-    assert kinds.count("metadata") == 25 and kinds.count("control") == 5
+    assert kinds.count("metadata") == 27 and kinds.count("control") == 5
 
 
 def test_the_committed_table_is_what_the_generator_makes_of_the_schemas() -> None:
@@ -192,12 +192,19 @@ def test_a_non_flexible_version_reads_classic_lengths_and_no_tagged_fields() -> 
     )
 
 
-def test_the_kept_schemas_are_the_shared_reference() -> None:
-    """fixtures/kraft-schemas is a copy of ../shared/kraft-schemas (so that a clone alone is complete)."""
+def test_the_kept_schemas_extend_the_shared_reference() -> None:
+    """fixtures/kraft-schemas holds Kafka 4.4.0's schemas: every record of ../shared/kraft-schemas (the
+    3.9 line) is kept at the same versions or more, its fields at those versions unchanged."""
+    from kafka_tools.format.kraft import generate
     from tests.independent import REALWORLD
 
     shared = REALWORLD.parent / "kraft-schemas"
     if not shared.is_dir():
         pytest.skip("../shared/kraft-schemas is absent")
-    ours = {p.name: p.read_bytes() for p in enc.SCHEMA_DIR.iterdir()}
-    assert ours == {p.name: p.read_bytes() for p in shared.iterdir()}
+    ours = {s[0]: s for s in generate.load(enc.SCHEMA_DIR)}
+    for name, kind, type_id, (low, high), flexible, fields in generate.load(shared):
+        mine = ours[name]
+        assert mine[1:3] == (kind, type_id) and mine[3][0] == low and mine[3][1] >= high, name
+        assert mine[4] == flexible, name
+        kept = {f[0]: f for f in mine[5]}
+        assert all(kept[f[0]] == f for f in fields), name

@@ -244,7 +244,9 @@ def test_compaction_counts_what_a_clean_drops(tmp_path):
     props = tmp_path.parent / "server.properties"
     props.write_text("log.cleanup.policy=compact\nlog.cleaner.delete.retention.ms=86400000\n")
     checkpoint(tmp_path, "cleaner-offset-checkpoint", {("c", 0): 5})
-    code, lines, _ = preview("--compaction", "--server-properties", str(props), str(tmp_path))
+    # before KIP-534 (3.1) a v2 tombstone's horizon was its segment's mtime, as for v0/v1
+    args = ("--compaction", "--broker-version", "3.0", "--server-properties", str(props), str(tmp_path))
+    code, lines, _ = preview(*args)
     c = part_of(lines, "c-0")["compaction"]
     sizes = [len(seg0), len(seg1), len(seg2), len(seg3)]
     assert (c["firstDirtyOffset"], c["firstDirtySource"]) == (5, "cleaner-offset-checkpoint")
@@ -255,6 +257,63 @@ def test_compaction_counts_what_a_clean_drops(tmp_path):
     # lies in segment 0, last modified before the horizon (segment 3's mtime - 1 day): dropped too.
     assert (c["superseded"], c["tombstonesExpired"], c["tombstonesKept"]) == (3, 1, 1)
     assert c["recordsExamined"] == 7 and c["distinctKeys"] == 2
+
+
+def _stamped(batch: bytes, horizon: int | None = None, control: bool = False) -> bytes:
+    """A v2 batch with KIP-534's delete horizon (attribute bit 6, in baseTimestamp) or made a control
+    batch (bit 5), its CRC-32C recomputed."""
+    from kafka.record.util import calc_crc32c
+
+    buf = bytearray(batch)
+    attributes = (
+        struct.unpack_from(">h", buf, 21)[0] | (0x40 if horizon is not None else 0) | (0x20 if control else 0)
+    )
+    struct.pack_into(">h", buf, 21, attributes)
+    if horizon is not None:
+        struct.pack_into(">q", buf, 27, horizon)
+    struct.pack_into(">I", buf, 17, calc_crc32c(bytes(buf[21:])))
+    return bytes(buf)
+
+
+def _commit(base: int, pid: int, horizon: int) -> bytes:
+    marker = [(NOW, struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 0))]  # COMMIT, coordinator epoch 0
+    return _stamped(v2_batch(base, marker, pid=pid, txn=True), horizon, control=True)
+
+
+def test_compaction_follows_each_v2_batchs_delete_horizon(tmp_path):
+    """KIP-534 (Cleaner.shouldRetainRecord, CleanedTransactionMetadata): a tombstone goes once `--now`
+    reaches its batch's horizon (an unstamped one stays: this clean stamps it); a marker goes past its
+    horizon only when no batch of its transaction is left and it is not its producer's last batch."""
+    part = tmp_path / "c-0"
+    past, future = NOW - 1, NOW + DAY
+    seg0 = _stamped(v2_batch(0, [(NOW, b"k1", b"a"), (NOW, b"k2", None)]), past)  # k2's tombstone goes
+    seg0 += v2_batch(2, [(NOW, b"k3", None)])  # unstamped: stays
+    seg0 += _stamped(v2_batch(3, [(NOW, b"k4", None)]), future)  # not yet: stays
+    seg0 += v2_batch(4, [(NOW, b"k5", b"t")], pid=5, txn=True) + _commit(5, 5, past)  # its data is left
+    seg0 += _commit(6, 6, past)  # nothing left, producer 6 wrote later: goes
+    seg0 += _commit(7, 7, past)  # nothing left, but producer 7's last batch: stays
+    write_segment(part, 0, seg0)
+    write_segment(part, 8, v2_batch(8, [(NOW, b"k6", b"u")], pid=6, txn=True))  # active
+    props = tmp_path.parent / "server.properties"
+    props.write_text("log.cleanup.policy=compact\n")
+    code, lines, _ = preview(
+        "--compaction", "--server-properties", str(props), "--now", str(NOW), str(tmp_path)
+    )
+    c = part_of(lines, "c-0")["compaction"]
+    assert (c["tombstonesExpired"], c["tombstonesKept"]) == (1, 2)
+    assert (c["controlBatches"], c["markersExpired"]) == (3, 1)
+    code, lines, _ = preview(
+        "--compaction",
+        "--broker-version",
+        "3.0",
+        "--server-properties",
+        str(props),
+        "--now",
+        str(NOW),
+        str(tmp_path),
+    )
+    c = part_of(lines, "c-0")["compaction"]  # before 3.1: no clean segment, no mtime horizon passed
+    assert (c["tombstonesExpired"], c["tombstonesKept"], c["markersExpired"]) == (0, 3, 0)
 
 
 def test_compaction_drops_aborted_transactions(tmp_path):

@@ -19,6 +19,7 @@ from tests.metadata.kraft_log import (
     OLD,
     ORDERS,
     SNAPSHOT_AT,
+    change,
     partition_dir,
     story,
     write_log_dir,
@@ -158,6 +159,36 @@ def test_checks_compare_topic_ids_and_the_node(tmp_path: Path):
     partition_dir(d2, "orders-0", ORDERS)
     partition_dir(d2, "orders-1", ORDERS)
     assert check_log_dir(load_image(d2)) == []
+
+
+def test_a_partition_moved_off_the_node_is_flagged_and_dirs_set_aside_as_stray_are_not(tmp_path: Path):
+    """As Kafka's isStrayReplica: a partition whose replicas no longer hold the node is stray; what the
+    broker already renamed `-stray` is not flagged again."""
+    entries = [*story(), change(ORDERS, 1, replicas=[1], isr=[1], leader=1)]
+    d = write_log_dir(tmp_path, entries, node_id=2, directory_id=DIR2)
+    partition_dir(d, "orders-0", ORDERS)
+    partition_dir(d, "orders-1", ORDERS)
+    partition_dir(d, "old-0.3e5c1d2f0a9b4c7d8e6f5a4b3c2d1e0f-stray", OLD)
+    assert [(f.kind, Path(f.file).name) for f in check_log_dir(load_image(d))] == [
+        ("not-a-replica", "orders-1")
+    ]
+
+
+def test_check_against_another_nodes_image_flags_what_the_stale_one_does_not(tmp_path: Path):
+    """A broker that was down holds the image of before: the controller's says its `old` is deleted."""
+    from tests.support.cli import run_ktool
+
+    broker = write_log_dir(tmp_path / "broker", story()[:18], node_id=1, directory_id=DIR1)
+    for name, topic_id in (("orders-0", ORDERS), ("orders-1", ORDERS), ("old-0", OLD)):
+        partition_dir(broker, name, topic_id)
+    controller = write_log_dir(tmp_path / "controller", node_id=3000)
+    assert run_ktool("metadata", "check", str(broker)).exit_code == 0
+    result = run_ktool("metadata", "check", "--json", "--image-from", str(controller), str(broker))
+    assert result.exit_code == 1, result.output
+    findings = [line for line in result.stdout.splitlines() if '"finding"' in line]
+    assert len(findings) == 1 and '"unknown-topic-dir"' in findings[0] and "old-0" in findings[0]
+    missing = run_ktool("metadata", "check", "--image-from", str(controller), str(tmp_path / "nope"))
+    assert missing.exit_code == 3 and "nope: no such directory" in missing.stderr
 
 
 def test_diff_from_a_snapshot_point_starts_from_the_snapshot(tmp_path: Path):

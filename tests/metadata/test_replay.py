@@ -354,3 +354,29 @@ def test_a_fence_for_another_broker_epoch_is_not_applied():
     r = run(broker(1, epoch=10, fenced=False), Rec("FenceBrokerRecord", {"id": 1, "epoch": 9}))
     assert not r.image.brokers[1].fenced
     assert [i.record_type for i in r.inconsistencies] == ["FenceBrokerRecord"]
+
+
+def test_clear_elr_empties_the_named_topics_elr_or_every_topics():
+    other = "Ab6hT0rTQ3-dUDTxb1bT-g"
+    elr = {"eligibleLeaderReplicas": [2], "lastKnownElr": [1]}
+    records = [
+        topic(),
+        partition(0, [1, 2], 1, **elr),
+        topic("audit", other),
+        partition(0, [1, 2], 1, other, **elr),
+    ]
+    one = run(*records, Rec("ClearElrRecord", {"topicName": "orders"}))
+    assert (one.image.topics[TID].partitions[0].elr, one.image.topics[TID].partitions[0].last_known_elr) == (
+        [],
+        [],
+    )
+    assert one.image.topics[other].partitions[0].elr == [2]
+    every = run(*records, Rec("ClearElrRecord", {"topicName": ""}))
+    assert [t.partitions[0].elr for t in every.image.topics.values()] == [[], []]
+    assert sum(every.applied.values()) == 5 and not every.unknown
+
+
+def test_unregister_controller_removes_it():
+    register = Rec("RegisterControllerRecord", {"controllerId": 3000, "incarnationId": "x", "endPoints": []})
+    r = run(register, Rec("UnregisterControllerRecord", {"controllerId": 3000}))
+    assert r.image.controllers == {} and not r.unknown

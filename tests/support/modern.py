@@ -371,7 +371,8 @@ class ModernCluster:
     connect string with a chroot of its own). ``properties`` go into every broker's server.properties.
     ``listeners`` adds listeners beside PLAINTEXT on every broker (name -> security protocol: their
     ``listener.name.*`` settings go in ``properties``); ``format_args`` are given to KRaft's
-    ``StorageTool format`` (e.g. ``--add-scram``); ``jvm_options`` go on every node's ``java`` command
+    ``StorageTool format`` (e.g. ``--add-scram``); ``controller_properties`` go into every KRaft
+    controller's (a combined node gets both); ``jvm_options`` go on every node's ``java`` command
     (``FAST_START``: a test that restarts its broker several times).
     """
 
@@ -389,6 +390,7 @@ class ModernCluster:
         startup_timeout: float = 120.0,
         extra_classpath: Sequence[Path] = (),
         jvm_options: Sequence[str] = (),
+        controller_properties: Mapping[str, object] | None = None,
     ) -> None:
         if mode not in ("combined", "split", "zookeeper"):
             raise ValueError(f"unknown mode {mode!r}")
@@ -399,6 +401,7 @@ class ModernCluster:
         self.workdir = Path(workdir)
         self.zookeeper = zookeeper
         self.properties = {k: str(v) for k, v in (properties or {}).items()}
+        self.controller_properties = {k: str(v) for k, v in (controller_properties or {}).items()}
         self.startup_timeout = startup_timeout
         self.listeners = dict(listeners or {})
         self.format_args = list(format_args)
@@ -474,6 +477,8 @@ class ModernCluster:
                 "listeners": ",".join(listeners),
             }
         props["listener.security.protocol.map"] = ",".join(f"{k}:{v}" for k, v in protocols.items())
+        if "controller" in node.roles:
+            props |= self.controller_properties
         if node.is_broker:
             props = {**BROKER_DEFAULTS, **props, **self.properties}
         return props
@@ -625,6 +630,23 @@ def _quiet(*_args) -> None:
 
 def partition_dir(node: Node, topic: str, partition: int = 0) -> Path:
     return node.log_dir / f"{topic}-{partition}"
+
+
+TRANSIENT = (".deleted", ".cleaned", ".swap", ".part")  # files a running broker is replacing or removing
+
+
+def copy_live_dir(source: Path, target: Path) -> Path:
+    """A running broker's directory as it is now (a partition's, or ``__cluster_metadata-0``): its files,
+    without those the broker is writing, replacing or removing (which may vanish while copied)."""
+    target.mkdir(parents=True)
+    for path in source.iterdir():
+        if path.name.endswith(TRANSIENT) or not path.is_file():
+            continue
+        try:
+            shutil.copy2(path, target / path.name)
+        except FileNotFoundError:  # removed since the listing (a segment deleted, a snapshot replaced)
+            continue
+    return target
 
 
 def create_topic(

@@ -8,7 +8,7 @@ taggedVersions, tag, default, fields); versions are (low, high), high -1 for ope
 
 # fmt: off
 SCHEMAS = (
-    ('RegisterBrokerRecord', 'metadata', 0, (0, 3), (0, -1), (
+    ('RegisterBrokerRecord', 'metadata', 0, (0, 4), (0, -1), (
         ('BrokerId', 'int32', (0, -1), None, None, None, None, ()),
         ('IsMigratingZkBroker', 'bool', (2, -1), None, None, None, 'false', ()),
         ('IncarnationId', 'uuid', (0, -1), None, None, None, None, ()),
@@ -28,6 +28,7 @@ SCHEMAS = (
         ('Fenced', 'bool', (0, -1), None, None, None, 'true', ()),
         ('InControlledShutdown', 'bool', (1, -1), None, None, None, 'false', ()),
         ('LogDirs', '[]uuid', (3, -1), None, (3, -1), 0, None, ()),
+        ('CordonedLogDirs', '[]uuid', (4, -1), (4, -1), (4, -1), 1, 'null', ()),
     )),
     ('UnregisterBrokerRecord', 'metadata', 1, (0, 0), (0, -1), (
         ('BrokerId', 'int32', (0, -1), None, None, None, None, ()),
@@ -117,12 +118,13 @@ SCHEMAS = (
         ('BrokerEpoch', 'int64', (0, -1), None, None, None, '-1', ()),
         ('NextProducerId', 'int64', (0, -1), None, None, None, None, ()),
     )),
-    ('BrokerRegistrationChangeRecord', 'metadata', 17, (0, 2), (0, -1), (
+    ('BrokerRegistrationChangeRecord', 'metadata', 17, (0, 3), (0, -1), (
         ('BrokerId', 'int32', (0, -1), None, None, None, None, ()),
         ('BrokerEpoch', 'int64', (0, -1), None, None, None, None, ()),
         ('Fenced', 'int8', (0, -1), None, (0, -1), 0, None, ()),
         ('InControlledShutdown', 'int8', (1, -1), None, (1, -1), 1, None, ()),
         ('LogDirs', '[]uuid', (2, -1), None, (2, -1), 2, None, ()),
+        ('CordonedLogDirs', '[]uuid', (3, -1), (3, -1), (3, -1), 3, 'null', ()),
     )),
     ('AccessControlEntryRecord', 'metadata', 18, (0, 0), (0, -1), (
         ('Id', 'uuid', (0, -1), None, None, None, None, ()),
@@ -172,6 +174,12 @@ SCHEMAS = (
             ('MinSupportedVersion', 'int16', (0, -1), None, None, None, None, ()),
             ('MaxSupportedVersion', 'int16', (0, -1), None, None, None, None, ()),
         ),),
+    )),
+    ('ClearElrRecord', 'metadata', 28, (0, 0), (0, -1), (
+        ('TopicName', 'string', (0, -1), None, None, None, None, ()),
+    )),
+    ('UnregisterControllerRecord', 'metadata', 29, (0, 0), (0, -1), (
+        ('ControllerId', 'int32', (0, -1), None, None, None, None, ()),
     )),
     ('LeaderChangeMessage', 'control', 2, (0, 1), (0, -1), (
         ('Version', 'int16', (0, -1), None, None, None, None, ()),
