@@ -18,7 +18,7 @@ from kafka_tools.errors import (
     UsageError,
 )
 from kafka_tools.format.plural import plural
-from kafka_tools.log.dirs import (
+from kafka_tools.log.files.dirs import (
     Partition,
     Segment,
     check_backup_location,
@@ -395,7 +395,7 @@ def check_exists(path: Path) -> None:
 
 
 def _is_partition(path: Path) -> bool:
-    from kafka_tools.log.dirs import is_partition_dir
+    from kafka_tools.log.files.dirs import is_partition_dir
 
     return is_partition_dir(path)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_tools.format.shared_methods import SharedMethods
-from kafka_tools.log.dirs import Partition
+from kafka_tools.log.files.dirs import Partition
 
 if TYPE_CHECKING:
     from kafka_tools.format.batch_runs import BatchRun

@@ -28,7 +28,7 @@ from typing import Any
 from kafka_tools.format.batch_runs import BatchRun, begins_with_batch
 from kafka_tools.format.kinds import base_offset_of
 from kafka_tools.log import forked, parallel
-from kafka_tools.log.dirs import Discovery, Segment
+from kafka_tools.log.files.dirs import Discovery, Segment
 from kafka_tools.log.findings import SegmentReport, ValidateOptions
 from kafka_tools.log.report_wire import report_from_wire, report_to_wire
 

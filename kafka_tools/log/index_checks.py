@@ -15,7 +15,7 @@ from kafka_tools.format.segment import (
     ProblemKind,
 )
 from kafka_tools.format.shared_methods import SharedMethods
-from kafka_tools.log.dirs import Segment
+from kafka_tools.log.files.dirs import Segment
 from kafka_tools.log.findings import Finding, SegmentReport, Severity
 
 # -- the files beside the segments ---------------------------------------------------------------

@@ -62,7 +62,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from kafka_tools.broker_lock import is_live
 from kafka_tools.format.batch_runs import (
     BatchRun,
     batch_start_after,
@@ -74,6 +73,7 @@ from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
 from kafka_tools.format.shared_methods import FrozenSharedMethods
+from kafka_tools.log.files.broker_lock import is_live
 
 T = TypeVar("T")
 

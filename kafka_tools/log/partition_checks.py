@@ -8,7 +8,7 @@ from pathlib import Path
 from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.plural import plural
-from kafka_tools.log.dirs import Partition
+from kafka_tools.log.files.dirs import Partition
 from kafka_tools.log.findings import (
     Finding,
     PartitionReport,
@@ -171,7 +171,7 @@ def dump_checks(path: Path) -> list[Finding]:
     """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands.
     (A side file is checked without the dump's event machinery, which a log dir's start-up need not
     import.)"""
-    from kafka_tools.log.side_files import side_file_problems
+    from kafka_tools.log.files.side_files import side_file_problems
 
     kind = kind_of(path)
     try:

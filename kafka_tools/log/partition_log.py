@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
-from kafka_tools.log.dirs import list_partition, log_start_offset
+from kafka_tools.log.files.dirs import list_partition, log_start_offset
 
 
 @dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)

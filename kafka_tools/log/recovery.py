@@ -17,7 +17,7 @@ from kafka_tools.errors import UsageError
 from kafka_tools.format.kinds import FileKind, base_offset_of
 from kafka_tools.format.plural import plural
 from kafka_tools.format.shared_methods import SharedMethods
-from kafka_tools.log.dirs import (
+from kafka_tools.log.files.dirs import (
     Partition,
     Segment,
     read_partition,

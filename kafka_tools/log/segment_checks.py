@@ -28,7 +28,7 @@ from kafka_tools.format.segment import (
     walk_entries,
 )
 from kafka_tools.format.stream_check import InnerStats, inner_stats
-from kafka_tools.log.dirs import Segment
+from kafka_tools.log.files.dirs import Segment
 from kafka_tools.log.findings import Finding, SegmentReport, Severity, ValidateOptions
 
 if TYPE_CHECKING:

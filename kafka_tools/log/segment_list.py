@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_tools.format.shared_methods import SharedMethods
-from kafka_tools.log.dirs import PartitionListing, find_partition_dirs
-from kafka_tools.log.dirs import list_partition as _listing
+from kafka_tools.log.files.dirs import PartitionListing, find_partition_dirs
+from kafka_tools.log.files.dirs import list_partition as _listing
 from kafka_tools.log.partition_log import SegmentFiles
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.shared_methods import SharedMethods
-from kafka_tools.log.dirs import Discovery, LogDir, Segment, discover
+from kafka_tools.log.files.dirs import Discovery, LogDir, Segment, discover, is_newest_live_segment
 from kafka_tools.log.findings import (
     IN_FLIGHT,
     UNREADABLE,
@@ -29,7 +29,7 @@ from kafka_tools.log.findings import (
     Summary,
     ValidateOptions,
 )
-from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
+from kafka_tools.log.in_flight import in_flight, settle_active_segment
 from kafka_tools.log.parallel import Ahead, ahead, plan_for, splitter
 from kafka_tools.log.partition_checks import (
     dump_checks,

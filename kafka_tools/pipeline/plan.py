@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
-from kafka_tools.log.dirs import Discovery, Partition, discover, printable_path
+from kafka_tools.log.files.dirs import Discovery, Partition, discover, printable_path
 from kafka_tools.log.findings import SegmentReport, ValidateOptions
 from kafka_tools.log.in_flight import settle_newest
 from kafka_tools.log.partition_checks import assemble_partition

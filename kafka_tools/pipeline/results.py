@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_tools.log.dirs import printable_path
+from kafka_tools.log.files.dirs import printable_path
 from kafka_tools.log.findings import Finding, SegmentReport, Severity, Summary, status_of
 from kafka_tools.log.validate import (
     Validation,

@@ -134,7 +134,7 @@ def test_validate_of_a_log_dir_checks_its_side_files_without_the_dump_machinery(
     runs, without dump-log's event machinery; a clean partition needs no JSON encoder."""
     code, loaded, stdout = _loaded_after(["validate", str(V2)])
     assert code == 0 and "clean: 10 segments" in stdout
-    assert "kafka_tools.log.side_files" in loaded  # the side files were checked
+    assert "kafka_tools.log.files.side_files" in loaded  # the side files were checked
     not_needed = {
         "kafka_tools.log.dump",
         "kafka_tools.log.dump_events",

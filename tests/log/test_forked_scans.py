@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from kafka_tools.cli.main import cli
 from kafka_tools.format import accel
 from kafka_tools.log import forked, forked_scans, parallel, partition_checks, validate
-from kafka_tools.log.dirs import discover
+from kafka_tools.log.files.dirs import discover
 from kafka_tools.log.findings import ValidateOptions
 from kafka_tools.log.report_wire import report_from_wire, report_to_wire
 from kafka_tools.log.segment_checks import scan_segment

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_tools import broker_lock
 from kafka_tools.format import segment as segment_format
 from kafka_tools.log import locate, partition_log
-from kafka_tools.log.dirs import read_partition
+from kafka_tools.log.files import broker_lock
+from kafka_tools.log.files.dirs import read_partition
 from kafka_tools.log.findings import IN_FLIGHT, Severity, ValidateOptions
 from kafka_tools.log.partition_checks import validate_partition
 from kafka_tools.log.retention import find_partitions, preview

@@ -16,7 +16,7 @@ from kafka_tools.format.kinds import FileKind, base_offset_of
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries
-from kafka_tools.log.in_flight import is_newest_live_segment
+from kafka_tools.log.files.dirs import is_newest_live_segment
 
 if TYPE_CHECKING:
     from kafka_tools.format import checkpoints, index

@@ -10,7 +10,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_tools.broker_lock import LOCK_FILE, is_live
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.kinds import (
     BOOTSTRAP_CHECKPOINT,
@@ -19,10 +18,12 @@ from kafka_tools.format.kinds import (
     QUORUM_STATE,
     TRANSIENT_SUFFIXES,
     FileKind,
+    base_offset_of,
     kind_of,
     partition_of,
 )
 from kafka_tools.format.shared_methods import SharedMethods
+from kafka_tools.log.files.broker_lock import LOCK_FILE, is_live
 
 SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
@@ -305,6 +306,19 @@ def list_partition(path: str | os.PathLike, live: bool | None = None) -> Partiti
     return out
 
 
+def is_newest_live_segment(p: Path) -> bool:
+    """`p` is (or is the index of) the newest segment of a partition a running broker writes: the one
+    it appends to (the log dir's `.lock` held, or --live). For files named one by one."""
+    p = Path(p).absolute()
+    if partition_of(p) is None or not is_live(p.parent.parent):
+        return False
+    try:
+        listing = list_partition(p.parent, live=True)
+    except InputError:
+        return False
+    return bool(listing.stems) and base_offset_of(p) == max(listing.stems)
+
+
 def read_partition(path: Path, live: bool | None = None) -> Partition:
     """The partition with Path objects for every file (what validate and truncate walk)."""
     listing = list_partition(path, live)
@@ -508,7 +522,7 @@ def owning_log_dirs(paths: list[str | os.PathLike]) -> list[Path]:
 def refuse_if_live(paths: list[str | os.PathLike], what: str) -> None:
     """Raise InputError (exit 3) when a broker holds the lock of a log dir the paths lie in (or --live
     says one runs): asked first, before anything is listed or planned, so nothing is changed."""
-    from kafka_tools import broker_lock
+    from kafka_tools.log.files import broker_lock
 
     for log_dir in owning_log_dirs(paths):
         if broker_lock.mode() == broker_lock.LIVE:
