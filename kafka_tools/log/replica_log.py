@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_tools.errors import FindingsError, KtoolError
+from kafka_tools.log.files.views import PartitionLog, open_partition, segment_for
 from kafka_tools.log.locate import Frame, SegmentReader, frames_from
-from kafka_tools.log.partition_log import PartitionLog, open_partition, segment_for
 
 PROBE_CHUNK = 64 * 1024  # a probe reads from an index entry (every 4 KiB by default) to one batch
 PROBE_CACHE = 4096  # entries remembered by probed offset

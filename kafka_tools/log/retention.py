@@ -27,7 +27,8 @@ from pathlib import Path
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.checkpoints import offsets_by_partition
 from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
-from kafka_tools.log.partition_log import SegmentFiles
+from kafka_tools.log.files.views import PartitionFiles, SegmentFiles, partition_files
+from kafka_tools.log.files.views import find_partitions as _find
 from kafka_tools.log.retention_config import SettingSources, TopicSettings
 from kafka_tools.log.segment_facts import (
     IndexUntrusted,
@@ -37,8 +38,6 @@ from kafka_tools.log.segment_facts import (
     scan_entries,
     stat_ms,
 )
-from kafka_tools.log.segment_list import PartitionFiles, list_partition
-from kafka_tools.log.segment_list import find_partitions as _find
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
 KRAFT_METADATA_TOPIC = "__cluster_metadata"
@@ -635,7 +634,7 @@ def _preview_partition(
             return res
         except FileNotFoundError as exc:
             gone = exc
-            part = list_partition(part.path, part.live)
+            part = partition_files(part.path, part.live)
     res = PartitionRetention(part.name, str(part.path), part.topic, rule, why, settings)
     res.unreadable = f"{gone.filename}: removed while read, {RELIST_ATTEMPTS} times in a row"
     return res

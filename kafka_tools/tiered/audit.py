@@ -164,8 +164,8 @@ def audit(
 
 def _local_replica(path: Path, warnings: list[str]) -> LocalReplica | None:
     from kafka_tools.errors import KtoolError
+    from kafka_tools.log.files.views import open_partition
     from kafka_tools.log.locate import log_end_offset
-    from kafka_tools.log.partition_log import open_partition
 
     topic_id = None
     meta = path / "partition.metadata"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from kafka_tools.format import segment as segment_format
-from kafka_tools.log import locate, partition_log
-from kafka_tools.log.files import broker_lock
+from kafka_tools.log import locate
+from kafka_tools.log.files import broker_lock, views
 from kafka_tools.log.files.dirs import read_partition
 from kafka_tools.log.findings import IN_FLIGHT, Severity, ValidateOptions
 from kafka_tools.log.partition_checks import validate_partition
@@ -200,7 +200,7 @@ def test_read_of_an_offset_in_a_segment_deleted_meanwhile_is_out_of_range_not_ex
     tmp_path, monkeypatch
 ) -> None:
     logs, part, written = _log_dir(tmp_path)
-    real = partition_log.list_partition
+    real = views.list_partition
     deleted = []
 
     def list_then_delete(path, live=None):
@@ -211,7 +211,7 @@ def test_read_of_an_offset_in_a_segment_deleted_meanwhile_is_out_of_range_not_ex
             deleted.append(first)
         return listing
 
-    monkeypatch.setattr(partition_log, "list_partition", list_then_delete)
+    monkeypatch.setattr(views, "list_partition", list_then_delete)
     code, _, err = read_json(str(part), "--offset", "1")
     assert code == 1 and "out of range" in err and err.count("\n") == 1
     deleted.clear()

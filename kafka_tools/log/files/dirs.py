@@ -63,8 +63,27 @@ class Segment(SharedMethods):
         return self.log.stat().st_size
 
 
+class PartitionPlace:
+    """Where a partition is, as every view of it says it (`Partition` here, the readers' and the
+    previews' views in views.py): `path`, `topic` and `partition` are the subclass's fields."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"  # type: ignore[attr-defined]
+
+    @property
+    def log_dir(self) -> Path:
+        return Path(self.path).parent  # type: ignore[attr-defined]
+
+    def unreadable_lines(self) -> list[str]:
+        """One line per file that could not be read (`path: why`), as errors name them."""
+        return [f"{path}: {why}" for path, why in self.unreadable]  # type: ignore[attr-defined]
+
+
 @dataclass(init=False, repr=False, eq=False)
-class Partition(SharedMethods):
+class Partition(PartitionPlace, SharedMethods):
     """A partition directory (topic-N): its segments in offset order and the files beside them."""
 
     path: Path
@@ -115,18 +134,6 @@ class Partition(SharedMethods):
     def active(self) -> Segment | None:
         """The newest segment: the one a running broker appends to."""
         return self.segments[-1] if self.segments else None
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @property
-    def log_dir(self) -> Path:
-        return self.path.parent
-
-    def unreadable_lines(self) -> list[str]:
-        """One line per file that could not be read (`path: why`), as errors name them."""
-        return [f"{path}: {why}" for path, why in self.unreadable]
 
     def check_readable(self) -> None:
         """Raise InputError (exit 3) naming the first unreadable file, for work that needs every file."""
