@@ -84,7 +84,7 @@ def child(path: str, jobs: int) -> dict:
     import tempfile
 
     from kafka_tools.log import parallel
-    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.checks.findings import ValidateOptions
     from kafka_tools.log.validate import validate_paths
 
     real = parallel._range_run

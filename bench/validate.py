@@ -7,7 +7,7 @@
 
 Target: CRC validation of a large uncompressed v2 segment on a warm page cache at >= 5 GB/s. Every
 implementation runs in its own child process pinned to one CPU, after reading the whole file once (warm
-page cache). ktool is `kafka_tools.log.validate.scan_segment` (every batch's CRC-32C and header, no record
+page cache). ktool is `log/checks/segment_checks.scan_segment` (every batch's CRC-32C and header, no record
 decode); kafka-python and aiokafka read the file into bytes, then call `validate_crc()` on every batch of
 `MemoryRecords` (read and loop timed separately, both reported); a plain-Python header walk with
 `crc32c.crc32c` over an mmap and one `crc32c` call over the whole file are the reference ceilings.
@@ -72,8 +72,8 @@ MIN_V2_ENTRY = 61  # 12 bytes offset + length, 49 bytes minimum batch
 
 
 def validate_ktool(path: str) -> tuple[int, int, int | None]:
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     report = scan_segment(Path(path), ValidateOptions())
     if report.findings:
@@ -159,7 +159,7 @@ def child_main(impl: str, path: str, runs: int, cpu: int | None) -> dict:
         if mapped != (impl == "ktool"):
             raise SystemExit(f"{impl}: safe_to_map() is {mapped}, expected {impl == 'ktool'}")
         detail = (
-            f"kafka_tools.log.validate.scan_segment, {'mmap' if mapped else 'pread (KTOOL_NO_MMAP=1)'}, "
+            f"log.checks.segment_checks.scan_segment, {'mmap' if mapped else 'pread (KTOOL_NO_MMAP=1)'}, "
             "light walk (header + CRC-32C, records not decoded)"
         )
 
@@ -438,7 +438,7 @@ def log_dir_child(path: str, jobs: int) -> dict:
     import threading
 
     from kafka_tools.log import forked_scans, validate
-    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.checks.findings import ValidateOptions
 
     busy: dict[int, float] = {}
     parent = os.getpid()

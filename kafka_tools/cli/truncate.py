@@ -18,6 +18,12 @@ from kafka_tools.errors import (
     UsageError,
 )
 from kafka_tools.format.plural import plural
+from kafka_tools.log.checks.partition_checks import plan_partition
+from kafka_tools.log.checks.recovery import (
+    DEFAULT_INDEX_INTERVAL,
+    RecoveryPlan,
+    partition_for,
+)
 from kafka_tools.log.files.dirs import (
     Partition,
     Segment,
@@ -27,7 +33,6 @@ from kafka_tools.log.files.dirs import (
     read_partition,
     refuse_if_live,
 )
-from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
 from kafka_tools.render.contract import partition_fields
 from kafka_tools.state import STATE_HOME_HELP, backups_dir, make_state_dir
 

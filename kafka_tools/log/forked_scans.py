@@ -28,8 +28,8 @@ from typing import Any
 from kafka_tools.format.batch_runs import BatchRun, begins_with_batch
 from kafka_tools.format.kinds import base_offset_of
 from kafka_tools.log import forked, parallel
+from kafka_tools.log.checks.findings import SegmentReport, ValidateOptions
 from kafka_tools.log.files.dirs import Discovery, Segment
-from kafka_tools.log.findings import SegmentReport, ValidateOptions
 from kafka_tools.log.report_wire import report_from_wire, report_to_wire
 
 
@@ -63,7 +63,7 @@ def scan_forked(
     """Every segment of `found` checked on `processes` processes (this one and `processes - 1` forked
     ones), the last `split_tail` in ranges (see the module's docstring); None where no process may be
     forked now (a thread runs, not Linux, too many calls): the caller walks them on threads."""
-    from kafka_tools.log.validate import segment_calls
+    from kafka_tools.log.checks.partition_checks import segment_calls
 
     if not forked.may_fork():
         return None

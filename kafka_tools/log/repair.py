@@ -31,8 +31,8 @@ from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.plural import plural
 from kafka_tools.format.segment import Problem, iter_log_entries
+from kafka_tools.log.checks.recovery import RecoveryPlan
 from kafka_tools.log.files.dirs import Segment, check_backup_location
-from kafka_tools.log.recovery import RecoveryPlan
 from kafka_tools.log.write_lock import write_lock
 
 MANIFEST = "manifest.json"

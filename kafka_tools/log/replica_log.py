@@ -160,8 +160,8 @@ class ReplicaLog:
         them would read as "identical". The newest segment's tail of a replica a broker still
         writes (`in_flight`) may be half copied: it is left to the probes."""
         from kafka_tools.format.segment import ProblemKind
-        from kafka_tools.log.findings import ValidateOptions
-        from kafka_tools.log.segment_checks import scan_segment
+        from kafka_tools.log.checks.findings import ValidateOptions
+        from kafka_tools.log.checks.segment_checks import scan_segment
 
         segments = self.part.segments[:-1] if in_flight else self.part.segments
         for seg in segments:

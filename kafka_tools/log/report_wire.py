@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_tools.log.findings import Finding, SegmentReport, Severity
+from kafka_tools.log.checks.findings import Finding, SegmentReport, Severity
 
 
 def report_to_wire(report: SegmentReport) -> tuple:

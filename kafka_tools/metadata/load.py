@@ -18,8 +18,8 @@ from typing import Any
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries
+from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.log.files.dirs import PartitionListing, list_partition, partition_from
-from kafka_tools.log.findings import Finding, Severity
 from kafka_tools.metadata.image import Image
 from kafka_tools.metadata.node_files import METADATA_PARTITION, NodeFiles, read_node_files
 from kafka_tools.metadata.replay import IMAGE_CONTROL_RECORDS, Replayer

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from kafka_tools.format.checkpoints import CheckpointError, read_properties, read_quorum_state
-from kafka_tools.log.findings import Finding, Severity
+from kafka_tools.log.checks.findings import Finding, Severity
 
 T = TypeVar("T")
 

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from kafka_tools.errors import InputError, UsageError
-from kafka_tools.log.findings import SegmentReport
+from kafka_tools.log.checks.findings import SegmentReport
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.monitor import Progress, job_progress, master_watch
 from kafka_tools.pipeline.offsets_replay import OffsetsSegment

@@ -34,10 +34,10 @@ from kafka_tools.format.mapping import map_file
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import FrameFault, Problem, iter_headers, iter_log_entries, looks_like_text
+from kafka_tools.log.checks.findings import SegmentReport, ValidateOptions
+from kafka_tools.log.checks.index_checks import read_indexes
+from kafka_tools.log.checks.segment_checks import check_segment_in_partition, scan_segment
 from kafka_tools.log.files.dirs import Segment
-from kafka_tools.log.findings import SegmentReport, ValidateOptions
-from kafka_tools.log.index_checks import read_indexes
-from kafka_tools.log.segment_checks import check_segment_in_partition, scan_segment
 from kafka_tools.pipeline.shipped import decoder_name
 from kafka_tools.pipeline.tables import BATCHES
 

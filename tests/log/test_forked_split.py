@@ -12,8 +12,8 @@ import pytest
 
 from kafka_tools.format import accel
 from kafka_tools.log import forked, parallel
-from kafka_tools.log.findings import ValidateOptions
-from kafka_tools.log.segment_checks import scan_segment
+from kafka_tools.log.checks.findings import ValidateOptions
+from kafka_tools.log.checks.segment_checks import scan_segment
 from tests.independent import FIXTURES
 
 GENERATED = FIXTURES / "generated"

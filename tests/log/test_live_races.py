@@ -17,10 +17,10 @@ import pytest
 
 from kafka_tools.format import segment as segment_format
 from kafka_tools.log import locate
+from kafka_tools.log.checks.findings import IN_FLIGHT, Severity, ValidateOptions
+from kafka_tools.log.checks.partition_checks import validate_partition
 from kafka_tools.log.files import broker_lock, views
 from kafka_tools.log.files.dirs import read_partition
-from kafka_tools.log.findings import IN_FLIGHT, Severity, ValidateOptions
-from kafka_tools.log.partition_checks import validate_partition
 from kafka_tools.log.retention import find_partitions, preview
 from kafka_tools.log.retention_config import SettingSources
 from tests.log.test_read import T0, build_partition, read_json, shown
@@ -125,7 +125,7 @@ def test_a_segment_that_grew_while_read_is_in_flight_without_the_lock(tmp_path, 
         with open(seg, "ab") as f:  # the broker appends while ktool reads
             f.write(b"\x00")
 
-    monkeypatch.setattr("kafka_tools.log.segment_checks.walk_entries", walk_then_grow)
+    monkeypatch.setattr("kafka_tools.log.checks.segment_checks.walk_entries", walk_then_grow)
     p = read_partition(part)
     assert not p.live
     report = validate_partition(p, ValidateOptions())
@@ -139,7 +139,7 @@ def test_a_checkpoint_is_read_before_the_segments_it_is_compared_with(tmp_path, 
     end = written[-1].offset + 1
     checkpoint = logs / "recovery-point-offset-checkpoint"
     checkpoint.write_text(f"0\n1\nt 0 {end}\n")
-    import kafka_tools.log.partition_checks as checks
+    import kafka_tools.log.checks.partition_checks as checks
 
     real = checks.check_segment
 
@@ -362,7 +362,7 @@ def test_a_segment_removed_after_the_one_before_it_was_read_leaves_no_gap(tmp_pa
     """Retention removes the oldest segments while validate walks them: the one read first is held
     open, the next one is gone by the time it is opened; no offset gap is reported across it."""
     logs, part, _ = _log_dir(tmp_path)
-    import kafka_tools.log.partition_checks as checks
+    import kafka_tools.log.checks.partition_checks as checks
 
     real = checks.check_segment
     second = sorted(part.glob("*.log"))[1]

@@ -41,7 +41,7 @@ def test_several_segments_get_a_walker_a_core_no_more_than_segments() -> None:
 def test_several_walkers_map_in_small_steps(monkeypatch) -> None:
     """Each of several walkers maps its segment (pread's copy cost 1.2-1.7x the map's CPU) and hands
     its pages back every walker_step(2) bytes, so the peak RSS does not grow by 24 MiB a thread."""
-    from kafka_tools.log import segment_checks
+    from kafka_tools.log.checks import segment_checks
 
     windows: list[tuple[bool, int | None]] = []
     real_window = segment_checks.SegmentWindow
@@ -149,8 +149,8 @@ def test_every_plan_gives_the_same_answer(tree: str, monkeypatch, tmp_path: Path
 @pytest.mark.parametrize("parts", [2, 3, 9])
 def test_a_split_segment_reports_what_one_walk_reports(parts: int, monkeypatch) -> None:
     """Index targets (entry positions) found in every range, gaps and order checked at the seams."""
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     for path in sorted([*GENERATED.glob("v2/*/*.log"), *GENERATED.glob("corrupt/v2-*/*.log")]):
@@ -184,8 +184,8 @@ def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monk
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     from kafka_tools.format import batch_runs
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     inner = (GENERATED / "v2" / "none-0" / "00000000000000000000.log").read_bytes()
     first = inner[: 12 + int.from_bytes(inner[8:12], "big")]
@@ -298,8 +298,8 @@ def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monk
     others; each range maps the file itself (pread's copy cost 1.7x the map's CPU)."""
     import _thread
 
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     path = GENERATED / "v2" / "segmented-0" / "00000000000000000000.log"
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
@@ -357,8 +357,8 @@ def test_a_split_without_threads_to_be_had_is_walked_by_the_caller(monkeypatch) 
     """A process at its thread limit still gets its answer: the calling thread walks every range."""
     import _thread
 
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     def no_thread(function, args):
         raise RuntimeError("can't start new thread")

@@ -165,7 +165,7 @@ class Summary(SharedMethods):
     unreadable: int = 0
     needs_force: int = 0  # partitions `ktool truncate` repairs only with --force (losing valid data)
     refused: int = 0  # partitions with damage `ktool truncate` cannot repair (the broker keeps it)
-    in_flight: int = 0  # a running broker's unfinished writes (log/in_flight.py): info, not damage
+    in_flight: int = 0  # a running broker's unfinished writes (log/checks/in_flight.py): info, not damage
 
     def __init__(
         self,
@@ -273,7 +273,7 @@ class PartitionReport(SharedMethods):
 
 
 UNREADABLE = "unreadable-file"
-IN_FLIGHT = "in-flight"  # what a running broker is writing or removing right now (log/in_flight.py)
+IN_FLIGHT = "in-flight"  # what a running broker is writing or removing right now (log/checks/in_flight.py)
 
 
 def unreadable_finding(path: Path, why: str) -> Finding:

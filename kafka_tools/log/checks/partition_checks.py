@@ -4,12 +4,12 @@ what a cut would delete, leader epochs, side files, and the repair advice taken 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.plural import plural
-from kafka_tools.log.files.dirs import Partition
-from kafka_tools.log.findings import (
+from kafka_tools.log.checks.findings import (
     Finding,
     PartitionReport,
     SegmentReport,
@@ -17,7 +17,7 @@ from kafka_tools.log.findings import (
     ValidateOptions,
     unreadable_finding,
 )
-from kafka_tools.log.in_flight import (
+from kafka_tools.log.checks.in_flight import (
     in_flight,
     index_without_segment,
     removed_file,
@@ -25,7 +25,11 @@ from kafka_tools.log.in_flight import (
     settle_newest,
     transient_file,
 )
-from kafka_tools.log.segment_checks import check_segment
+from kafka_tools.log.checks.segment_checks import check_segment, scan_segment
+from kafka_tools.log.files.dirs import Discovery, Partition, Segment
+
+if TYPE_CHECKING:
+    from kafka_tools.log.checks.recovery import RecoveryPlan
 
 
 def validate_partition(
@@ -77,7 +81,7 @@ def assemble_partition(
         previous = seg_report if seg_report.next_offset is not None else previous
     _later_segments_after_cut(report)
     if part.snapshots:
-        from kafka_tools.log.index_checks import check_snapshot
+        from kafka_tools.log.checks.index_checks import check_snapshot
 
         for snap in part.snapshots:
             try:
@@ -131,7 +135,7 @@ def assemble_partition(
 def advise_repair(report: PartitionReport) -> None:
     """Mark each error with what `ktool truncate` would do about it, from the plan truncate itself runs
     (recovery.plan_from_report): repairable only when truncate repairs it without --force."""
-    from kafka_tools.log.recovery import plan_from_report
+    from kafka_tools.log.checks.recovery import plan_from_report
 
     part = report.partition
     for attempt in range(3):
@@ -176,7 +180,7 @@ def dump_checks(path: Path) -> list[Finding]:
     kind = kind_of(path)
     try:
         if kind == FileKind.METADATA_SNAPSHOT:
-            from kafka_tools.log.kraft_snapshots import check_metadata_snapshot
+            from kafka_tools.log.checks.kraft_snapshots import check_metadata_snapshot
 
             return check_metadata_snapshot(path)  # the dump's checks, then the snapshot's shape
         if kind in (FileKind.LOG, FileKind.KAFKA07):
@@ -306,3 +310,33 @@ def past_log_end_finding(path: Path, what: str, offset: int, log_end: int) -> Fi
         expected=f"<= {log_end}",
         actual=offset,
     )
+
+
+def segment_calls(found: Discovery, options: ValidateOptions) -> tuple[list[Path], list[tuple]]:
+    """Every segment file of `found` in file order, and how each is checked: (check_segment, its
+    Segment, options) for a partition's, (scan_segment, its path, options) for a file named alone."""
+    keys: list[Path] = []  # each call's segment, which callers look its report up by
+    calls: list[tuple] = []
+    parts = [p for ld in found.log_dirs for p in ld.partitions] + list(found.partitions)
+    for part in parts:
+        for seg in part.segments:
+            keys.append(seg.log)
+            calls.append((check_segment, seg, options))
+    for path in found.files:
+        if kind_of(path) in (FileKind.LOG, FileKind.KAFKA07):
+            keys.append(path)
+            calls.append((scan_segment, path, options))
+    return keys, calls
+
+
+def plan_partition(
+    part: Partition, start: Segment | None = None, index_interval: int | None = None
+) -> RecoveryPlan:
+    """The broker's recovery from segment `start` (default: the first) to the end of the partition
+    (`index_interval`: the broker's log.index.interval.bytes, recovery's default when None)."""
+    from kafka_tools.log.checks.recovery import plan_from_report  # truncate's: not validate's start-up
+
+    report = validate_partition(part, ValidateOptions())
+    if index_interval is None:
+        return plan_from_report(report, start)
+    return plan_from_report(report, start, index_interval)

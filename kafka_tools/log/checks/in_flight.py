@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 
 from kafka_tools.format.plural import plural
+from kafka_tools.log.checks.findings import IN_FLIGHT, Finding, SegmentReport, Severity
 from kafka_tools.log.files.dirs import Partition, Segment
-from kafka_tools.log.findings import IN_FLIGHT, Finding, SegmentReport, Severity
 
 # What an index of the segment being written says of bytes not (fully) written yet.
 _INDEX_AHEAD = frozenset({"index-past-valid-data", "time-index-past-log-end"})

@@ -28,11 +28,11 @@ from kafka_tools.format.segment import (
     walk_entries,
 )
 from kafka_tools.format.stream_check import InnerStats, inner_stats
+from kafka_tools.log.checks.findings import Finding, SegmentReport, Severity, ValidateOptions
 from kafka_tools.log.files.dirs import Segment
-from kafka_tools.log.findings import Finding, SegmentReport, Severity, ValidateOptions
 
 if TYPE_CHECKING:
-    from kafka_tools.log.index_checks import SegmentIndexes
+    from kafka_tools.log.checks.index_checks import SegmentIndexes
 
 _KNOWN_CODECS = frozenset(int(c) for c in Codec)
 
@@ -448,7 +448,7 @@ def check_segment(seg: Segment, options: ValidateOptions, progress=None) -> Segm
     # file named alone, a partition of small segments).
     indexes = None
     if seg.offset_index is not None or seg.time_index is not None:
-        from kafka_tools.log.index_checks import read_indexes
+        from kafka_tools.log.checks.index_checks import read_indexes
 
         indexes = read_indexes(seg)
     report = scan_segment(seg.log, options, progress, indexes.positions if indexes is not None else set())
@@ -462,7 +462,7 @@ def check_segment_in_partition(
     """What a segment's own files add to its scan: its indexes, and its first offset vs its name.
     (Apart from `assemble_partition` so that `ktool scan` can run it next to the scan, in an executor.)"""
     if seg.offset_index is not None or seg.time_index is not None:
-        from kafka_tools.log.index_checks import SegmentIndexes, check_offset_index, check_time_index
+        from kafka_tools.log.checks.index_checks import SegmentIndexes, check_offset_index, check_time_index
 
         indexes = indexes or SegmentIndexes()
         if seg.offset_index is not None:
