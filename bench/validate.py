@@ -432,13 +432,14 @@ def log_dir_child(path: str, jobs: int) -> dict:
     start-up, in this (child) process: wall, CPU, and each walker's CPU inside segment walks. The
     critical path (CPU outside the walks + the busiest walker) is the wall a core a walker would give:
     a figure that holds when other load keeps the walkers from running at once. Walkers are threads
-    of this process, or (log/forked_scans.py) this process and forked ones, whose CPU is read from
+    of this process, or (log/workers/forked_scans.py) this process and forked ones, whose CPU is read from
     RUSAGE_CHILDREN once they have ended and shared among them (each walks as many segments)."""
     import resource
     import threading
 
-    from kafka_tools.log import forked_scans, validate
+    from kafka_tools.log import validate
     from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.workers import forked_scans
 
     busy: dict[int, float] = {}
     parent = os.getpid()

@@ -136,7 +136,7 @@ BYTES_ELSEWHERE = {
     "kafka_tools/consumers/assignors.py",
     "kafka_tools/consumers/group_lock.py",
     "kafka_tools/cli/dump_parallel.py",
-    "kafka_tools/log/forked.py",
+    "kafka_tools/log/workers/forked.py",
 }
 _BYTE_READERS = {"struct", "array"}  # modules whose import means fixed-layout bytes are read here
 _BYTE_CALLS = {"from_bytes", "unpack", "unpack_from", "iter_unpack", "read_varint", "read_uvarint"}

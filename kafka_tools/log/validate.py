@@ -1,5 +1,5 @@
 """The service behind `ktool validate`: the input discovered, its checkpoints read before any segment,
-the walkers planned (log/parallel.py: threads, forked processes, a large segment split in ranges) and
+the walkers planned (log/workers/parallel.py: threads, forked processes, a large segment split in ranges) and
 the checks of log/checks/ run on them, the results in file order. The checks themselves, and what
 validity means, are log/checks/; this module only decides who walks which segment."""
 
@@ -13,7 +13,7 @@ from kafka_tools.log.checks.findings import ValidateOptions
 from kafka_tools.log.checks.partition_checks import segment_calls
 from kafka_tools.log.checks.validate import Validation, read_log_dir_checkpoints, validate_found
 from kafka_tools.log.files.dirs import Discovery, discover
-from kafka_tools.log.parallel import Ahead, ahead, plan_for, splitter
+from kafka_tools.log.workers.parallel import Ahead, ahead, plan_for, splitter
 
 
 def scan_ahead(
@@ -21,8 +21,8 @@ def scan_ahead(
 ) -> dict[Path, Ahead]:
     """Every segment of `found` checked on `threads` threads (the walks spend their time in C, zlib
     and CRC-32C, which release the GIL), in file order; callers take the reports in that order. The
-    last `split_tail` are split into ranges on `threads` threads of their own (log/parallel.py).
-    Where no process may be forked (log/forked_scans.py walks them in processes elsewhere)."""
+    last `split_tail` are split into ranges on `threads` threads of their own (log/workers/parallel.py).
+    Where no process may be forked (log/workers/forked_scans.py walks them in processes elsewhere)."""
     keys, checks = segment_calls(found, options)
     calls = [
         (check, target, opts, progress(key) if progress else None)
@@ -47,9 +47,9 @@ def validate_paths(
     jobs: int | None = 1,
     cores: int = 1,
 ) -> Validation:
-    """`jobs` > 1: up to that many cores (log/parallel.py plans how), the results still in file order;
+    """`jobs` > 1: up to that many cores (log/workers/parallel.py plans how), the results still in file order;
     None: the default, up to `cores`, as many as are idle when a large input starts. Several segments
-    are walked in forked processes (log/forked_scans.py), on threads where no process may be forked
+    are walked in forked processes (log/workers/forked_scans.py), on threads where no process may be forked
     (another thread runs). `progress(path)` gives a segment's bar callback, first called once the
     segment's walk is under way, after any fork (render/progress.py starts drawing then)."""
     found: Discovery = discover(paths)
@@ -60,7 +60,7 @@ def validate_paths(
     if plan.threads == 1 or plan.split:  # no helper thread
         return validate_found(found, options, progress, None, read)
     options = replace(options, step=plan.step)
-    from kafka_tools.log.forked_scans import scan_forked  # a large input's: not at start-up
+    from kafka_tools.log.workers.forked_scans import scan_forked  # a large input's: not at start-up
 
     scans = scan_forked(found, options, progress, plan.threads, plan.split_tail)
     if scans is None:  # a thread runs (or no fork here): the segments on threads

@@ -1,4 +1,4 @@
-"""A log dir's segments walked in forked processes (log/forked_scans.py): the answer `--jobs 1` gives,
+"""A log dir's segments walked in forked processes (log/workers/forked_scans.py): the answer `--jobs 1` gives,
 in the same order, whether the segments are walked in processes or on threads, with damage, a segment
 that cannot be read, a walker that dies, a running broker's dir and leftover segments split into
 ranges; processes chosen only where no thread runs, and then no thread started."""
@@ -17,12 +17,13 @@ from click.testing import CliRunner
 
 from kafka_tools.cli.main import cli
 from kafka_tools.format import accel
-from kafka_tools.log import forked, forked_scans, parallel, validate
+from kafka_tools.log import validate
 from kafka_tools.log.checks import partition_checks
 from kafka_tools.log.checks.findings import ValidateOptions
 from kafka_tools.log.checks.segment_checks import scan_segment
 from kafka_tools.log.files.dirs import discover
-from kafka_tools.log.report_wire import report_from_wire, report_to_wire
+from kafka_tools.log.workers import forked, forked_scans, parallel
+from kafka_tools.log.workers.report_wire import report_from_wire, report_to_wire
 from tests.independent import FIXTURES
 from tests.log.test_read import build_partition
 from tests.support.locks import lock_held_elsewhere
@@ -120,7 +121,7 @@ def test_segments_in_processes_report_what_threads_and_one_walker_report(
 @needs_fork
 def test_segments_walked_in_python_get_every_core_in_processes(monkeypatch, tmp_path: Path) -> None:
     """Compressed v1 message sets are decoded in Python, holding the GIL: on threads they share one
-    walker (log/parallel.py), in forked processes each has a GIL of its own and a core."""
+    walker (log/workers/parallel.py), in forked processes each has a GIL of its own and a core."""
     compressed = [str(p) for p in sorted((GENERATED / "v1").glob("*-0")) if not p.name.startswith("none")]
     one = _validate("--jobs", "1", *compressed)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)

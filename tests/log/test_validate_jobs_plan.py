@@ -1,6 +1,6 @@
 """`ktool validate --jobs N`: the plan (threads, split) picked for given inputs, and the same
 answer whichever plan runs. The plan is pinned here as work done, not as time: bench/validate.py
---check measures that it pays (log/parallel.py says why)."""
+--check measures that it pays (log/workers/parallel.py says why)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from kafka_tools.cli.main import cli
 from kafka_tools.format import accel
 from kafka_tools.format.batch_runs import split_points
-from kafka_tools.log import forked, parallel
-from kafka_tools.log.parallel import SMALL_INPUT, SPLIT_MIN, JobsPlan, plan_jobs
+from kafka_tools.log.workers import forked, parallel
+from kafka_tools.log.workers.parallel import SMALL_INPUT, SPLIT_MIN, JobsPlan, plan_jobs
 from tests.independent import FIXTURES
 
 GENERATED = FIXTURES / "generated"
@@ -326,7 +326,7 @@ def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monk
 def test_walkers_hand_pages_back_in_steps_that_keep_the_rss_flat() -> None:
     """Together the walkers keep about WALKERS_RESIDENT mapped (the RSS stays far below 100 MB with
     any number of threads), and none steps by less than MIN_WALKER_STEP: at 2 MiB two threads'
-    madvise calls cost 20 % more CPU than one walker (log/parallel.py)."""
+    madvise calls cost 20 % more CPU than one walker (log/workers/parallel.py)."""
     assert parallel.JobsPlan(1, False).step is None  # one walker: its own, larger steps
     for threads in (2, 3, 4, 8, 64):
         step = parallel.JobsPlan(threads, False).step

@@ -213,7 +213,7 @@ class ValidateOptions(SharedMethods):
     deep: bool = False  # decode the records of uncompressed batches too (compressed ones always are)
     strict: bool = False
     # How, not what (never set by the user): whether segments may be memory-mapped (False: pread, as
-    # the tests compare), and, set by validate_paths from log/parallel.py's plan, what checks a large
+    # the tests compare), and, set by validate_paths from log/workers/parallel.py's plan, what checks a large
     # segment's first batches on several cores.
     mmap: bool = True
     split: Callable[[Path, int, list[int]], BatchRun | None] | None = None

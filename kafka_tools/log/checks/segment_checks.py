@@ -65,7 +65,7 @@ def scan_segment(
     prefix: BatchRun | None = None,
 ) -> SegmentReport:
     """Walk a `.log` or `.kafka` file and find everything the broker's recovery would object to.
-    `prefix`: the file's first batches, already walked (log/parallel.py: a segment split over cores,
+    `prefix`: the file's first batches, already walked (log/workers/parallel.py: a segment split over cores,
     which `options.split` does when set).
 
     `entry_positions` keeps only the entries at `index_positions` (what `check_offset_index` looks

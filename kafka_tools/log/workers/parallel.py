@@ -17,7 +17,7 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   imported; without `--jobs`, as many walkers as there are idle cores when a large input starts (a
   busy machine gets one walker: there a second thread made a log dir 0.88x as fast, under load 3-4;
   busy is also a machine whose tasks waited for CPU in the last 10 s, CPU_PRESSURE_BUSY);
-* several segments: walked by the calling process and threads - 1 forked ones (log/forked_scans.py),
+* several segments: walked by the calling process and threads - 1 forked ones (log/workers/forked_scans.py),
   each taking the next segment nobody has taken, the reports sent back as each is done (for the
   same reason as a split's ranges: on threads every madvise of one walker interrupts the other's
   core, and Python's mmap holds the GIL through it; a log dir of 6 x 1 GiB v2 on 2 cores, alternated
@@ -39,7 +39,7 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   rounds), so the planner counts them as any other segment then;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into
   RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by the calling
-  process and one forked process a core more (log/forked.py: a thread's madvise flushes the other
+  process and one forked process a core more (log/workers/forked.py: a thread's madvise flushes the other
   walkers' TLBs by interrupt and holds the GIL; 4 GiB after start-up 1.58x -> 1.77x), each taking
   the next range when done with one (on threads, by `ahead`, where a thread already runs or the
   ranges carry index targets); the rest of the segment is walked after them as usual (the findings
@@ -248,7 +248,7 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
     walkers, as many as are idle now, which is asked (/proc/loadavg) only of an input large enough
     to use them: one walker is settled before anything else is read (a small input costs exactly
     what `--jobs 1` costs). Segments walked in Python share a core only on threads: where the walkers
-    will be forked processes (log/forked_scans.py; no thread runs), each holds a GIL of its own."""
+    will be forked processes (log/workers/forked_scans.py; no thread runs), each holds a GIL of its own."""
     if (cores if jobs is None else jobs) <= 1:
         return ONE_WALKER
     paths = segment_paths(found)
@@ -265,9 +265,9 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
 
 
 def _walkers_are_processes() -> bool:
-    """Whether several segments will be walked in forked processes (log/forked_scans.py) rather than
+    """Whether several segments will be walked in forked processes (log/workers/forked_scans.py) rather than
     on threads. Imported here: only an input large enough for several walkers asks."""
-    from kafka_tools.log import forked
+    from kafka_tools.log.workers import forked
 
     return forked.may_fork()
 
@@ -464,10 +464,10 @@ def walk_range(*args) -> BatchRun | None:
 
 
 def _forked_runs(calls: list[tuple], parts: int) -> list | None:
-    """The ranges' runs walked by this process and `parts - 1` forked ones (log/forked.py), or None
+    """The ranges' runs walked by this process and `parts - 1` forked ones (log/workers/forked.py), or None
     where that may not be done now (a thread runs, too many ranges). Imported here, not at start-up:
     a small input never splits."""
-    from kafka_tools.log import forked
+    from kafka_tools.log.workers import forked
 
     if not forked.may_fork():
         return None
