@@ -336,7 +336,7 @@ class LocalFiles(SegmentSource):
             part, rows_to = parts.get("records"), parts.get("batches")
             for segment, start, end in units.value[task]:
                 spec = specs.value[segment]
-                # with a part: the range's records go to it in the same walk (tasks.range_chunks)
+                # with a part: the range's records go to it in the same walk (range_task.range_chunks)
                 chunks = (
                     produce(spec, start, end) if part is None else produce(spec, start, end, records=part)
                 )
