@@ -18,6 +18,7 @@ from kafka_tools.errors import (
     UsageError,
 )
 from kafka_tools.format.plural import plural
+from kafka_tools.keep.state import STATE_HOME_HELP, backups_dir, make_state_dir
 from kafka_tools.log.checks.partition_checks import plan_partition
 from kafka_tools.log.checks.recovery import (
     DEFAULT_INDEX_INTERVAL,
@@ -34,7 +35,6 @@ from kafka_tools.log.files.dirs import (
     refuse_if_live,
 )
 from kafka_tools.render.contract import partition_fields
-from kafka_tools.state import STATE_HOME_HELP, backups_dir, make_state_dir
 
 
 def plan_lines(plan: RecoveryPlan) -> list[str]:

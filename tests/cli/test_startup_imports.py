@@ -173,7 +173,7 @@ def test_truncate_dry_run_plans_without_the_repair_machinery() -> None:
     assert "kafka_tools.log.checks.recovery" in loaded  # it did plan
     not_needed = {
         "kafka_tools.log.repair",
-        "kafka_tools.durable",
+        "kafka_tools.keep.durable",
         "hashlib",
         "json",
         "kafka_tools.log.checks.index_checks",
