@@ -3,6 +3,7 @@ what a cut would delete, leader epochs, side files, and the repair advice taken 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -171,13 +172,13 @@ def _ahead(f: Finding) -> bool:
     return f.kind == "checkpoint-past-log-end"
 
 
-def dump_checks(path: Path) -> list[Finding]:
+def dump_checks(path: Path, kind: FileKind | None = None) -> list[Finding]:
     """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands.
     (A side file is checked without the dump's event machinery, which a log dir's start-up need not
     import.)"""
     from kafka_tools.log.files.side_files import side_file_problems
 
-    kind = kind_of(path)
+    kind = kind_of(path) if kind is None else kind
     try:
         if kind == FileKind.METADATA_SNAPSHOT:
             from kafka_tools.log.checks.kraft_snapshots import check_metadata_snapshot
@@ -189,7 +190,7 @@ def dump_checks(path: Path) -> list[Finding]:
 
             problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]
         else:
-            problems = side_file_problems(path)
+            problems = side_file_problems(path, kind)
     except InputError as exc:
         return [unreadable_finding(path, str(exc).removeprefix(f"{path}: "))]
     return [
@@ -323,9 +324,10 @@ def segment_calls(found: Discovery, options: ValidateOptions) -> tuple[list[Path
             keys.append(seg.log)
             calls.append((check_segment, seg, options))
     for path in found.files:
-        if kind_of(path) in (FileKind.LOG, FileKind.KAFKA07):
+        kind = found.kind(path)
+        if kind in (FileKind.LOG, FileKind.KAFKA07):
             keys.append(path)
-            calls.append((scan_segment, path, options))
+            calls.append((partial(scan_segment, kind=kind), path, options))
     return keys, calls
 
 

@@ -63,6 +63,7 @@ def scan_segment(
     progress: Callable[[int], None] | None = None,
     index_positions: Collection[int] = (),
     prefix: BatchRun | None = None,
+    kind: FileKind | None = None,
 ) -> SegmentReport:
     """Walk a `.log` or `.kafka` file and find everything the broker's recovery would object to.
     `prefix`: the file's first batches, already walked (log/workers/parallel.py: a segment split over cores,
@@ -87,7 +88,7 @@ def scan_segment(
         )
         _mark_repairable(report)  # the broker's recovery reads no valid entry in it and keeps 0 bytes
         return report
-    kafka07 = kind_of(path) == FileKind.KAFKA07
+    kafka07 = (kind_of(path) if kind is None else kind) == FileKind.KAFKA07
     cut: int | None = None
     last: int | None = None
     nxt: int | None = None  # the offset after the last valid entry (0.7: the byte offset after it)
@@ -451,7 +452,8 @@ def check_segment(seg: Segment, options: ValidateOptions, progress=None) -> Segm
         from kafka_tools.log.checks.index_checks import read_indexes
 
         indexes = read_indexes(seg)
-    report = scan_segment(seg.log, options, progress, indexes.positions if indexes is not None else set())
+    positions = indexes.positions if indexes is not None else set()
+    report = scan_segment(seg.log, options, progress, positions, kind=seg.kind)
     check_segment_in_partition(seg, report, indexes)
     return report
 

@@ -173,7 +173,7 @@ def validate_found(
     for part in found.partitions:
         result.partitions.append(validate_partition(part, options, False, progress, scans))
     for path in found.files:
-        result_for_file(path, options, result, progress, scans)
+        result_for_file(path, options, result, progress, scans, found.kind(path))
     return result
 
 
@@ -189,15 +189,21 @@ _DUMP_CHECKED = frozenset(
 
 
 def result_for_file(
-    path: Path, options: ValidateOptions, result: Validation, progress=None, scans=None
+    path: Path,
+    options: ValidateOptions,
+    result: Validation,
+    progress=None,
+    scans=None,
+    kind: FileKind | None = None,
 ) -> None:
-    kind = kind_of(path)
+    """`kind`: the file's, when the caller has decided it (Discovery.kind)."""
+    kind = kind_of(path) if kind is None else kind
     try:
         if kind in (FileKind.LOG, FileKind.KAFKA07):
             if scans is not None and path in scans:
                 report = scans.pop(path).result()
             else:
-                report = scan_segment(path, options, progress(path) if progress else None)
+                report = scan_segment(path, options, progress(path) if progress else None, kind=kind)
             if is_newest_live_segment(path):  # named alone: the segment a running broker appends to
                 settle_active_segment(Segment(report.base_offset, path), report)
             result.files.append(report)
@@ -222,9 +228,9 @@ def _side_file_result(path: Path, kind: FileKind, options: ValidateOptions, resu
         if kind == FileKind.PRODUCER_SNAPSHOT:
             result.findings += check_snapshot(path)
         elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX) and not path.with_suffix(".log").is_file():
-            result.findings += dump_checks(path)  # no segment to check it against: its own structure
+            result.findings += dump_checks(path, kind)  # no segment to check it against: its own structure
         elif kind in _DUMP_CHECKED:
-            result.findings += dump_checks(path)
+            result.findings += dump_checks(path, kind)
         elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX):
             log = path.with_suffix(".log")
             seg = Segment(base_offset_of(path) or 0, log)

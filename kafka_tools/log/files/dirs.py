@@ -53,10 +53,13 @@ class Segment(SharedMethods):
         self.offset_index = offset_index
         self.time_index = time_index
         self.txn_index = txn_index
+        self._kind: FileKind | None = None  # decided once, from the name, when first asked
 
     @property
     def kind(self) -> FileKind:
-        return kind_of(self.log)
+        if self._kind is None:
+            self._kind = kind_of(self.log)
+        return self._kind
 
     @property
     def size(self) -> int:
@@ -335,10 +338,11 @@ def read_partition(path: Path, live: bool | None = None) -> Partition:
 def partition_from(listing: PartitionListing) -> Partition:
     root = Path(listing.path)
     part = Partition(root, listing.topic, listing.partition, live=listing.live)
-    segments = {
-        base: Segment(base, root / f"{stem}.{_segment_suffix(listing, stem)}")
-        for base, stem in listing.stems.items()
-    }
+    segments = {}
+    for base, stem in listing.stems.items():
+        suffix = _segment_suffix(listing, stem)
+        seg = segments[base] = Segment(base, root / f"{stem}.{suffix}")
+        seg._kind = FileKind.KAFKA07 if suffix == "kafka" else FileKind.LOG  # the listing's name says it
     for base, attr, name in listing.indexes:
         seg = segments.get(base)
         if seg is not None:
@@ -434,16 +438,27 @@ class Discovery(SharedMethods):
     log_dirs: list[LogDir] = field(default_factory=list)
     partitions: list[Partition] = field(default_factory=list)  # given directly, outside a whole log dir
     files: list[Path] = field(default_factory=list)  # single files given directly
+    # each single file's kind, decided from its name once (discover) and carried to the walkers and checks
+    kinds: dict[Path, FileKind] = field(default_factory=dict)
 
     def __init__(
         self,
         log_dirs: list[LogDir] | None = None,
         partitions: list[Partition] | None = None,
         files: list[Path] | None = None,
+        kinds: dict[Path, FileKind] | None = None,
     ) -> None:
         self.log_dirs = [] if log_dirs is None else log_dirs
         self.partitions = [] if partitions is None else partitions
         self.files = [] if files is None else files
+        self.kinds = {} if kinds is None else kinds
+
+    def kind(self, path: Path) -> FileKind:
+        """The kind of a single file given directly, as discover decided it."""
+        kind = self.kinds.get(path)
+        if kind is None:
+            kind = self.kinds[path] = kind_of(path)
+        return kind
 
     def all_partitions(self) -> list[Partition]:
         return [p for ld in self.log_dirs for p in ld.partitions] + self.partitions
@@ -457,6 +472,7 @@ def discover(paths: list[str | os.PathLike]) -> Discovery:
             raise InputError(f"{path}: no such file or directory")
         if path.is_file():
             found.files.append(path)
+            found.kinds[path] = kind_of(path)
         elif is_partition_dir(path):
             found.partitions.append(read_partition(path))
         elif is_log_dir(path):

@@ -199,7 +199,7 @@ def plan_jobs(
 def segment_paths(found) -> list[Path]:
     """The segment files a validation of `found` (a Discovery) walks."""
     paths = [seg.log for part in found.all_partitions() for seg in part.segments]
-    return paths + [p for p in found.files if kind_of(p) in (FileKind.LOG, FileKind.KAFKA07)]
+    return paths + [p for p in found.files if found.kind(p) in (FileKind.LOG, FileKind.KAFKA07)]
 
 
 def segment_sizes(paths: list[Path]) -> list[int]:
