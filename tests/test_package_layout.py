@@ -5,6 +5,7 @@ function counts."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -395,3 +396,80 @@ def test_the_render_rule_catches_a_decoding_renderer(tmp_path: Path) -> None:
         "    return b.records(), self.writer.records(b), accel.C.format_payload(b)\n"
     )
     assert _decoding(bad) == ["1: imports accel", "4: calls .records()", "4: calls .format_payload()"]
+
+
+# -- docs/architecture.md shows every package, and names nothing that is not there ------------------
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _packages(package: Path = PACKAGE) -> set[str]:
+    return {
+        (init.parent.relative_to(package.parent).as_posix() + "/") for init in package.rglob("__init__.py")
+    }
+
+
+def _named_in_doc(text: str) -> tuple[set[str], set[str]]:
+    """(packages, module files) the page names as `kafka_tools/...` paths."""
+    paths = set(re.findall(r"`(kafka_tools/(?:[\w/]*/)?|kafka_tools/[\w/]+\.py)`", text))
+    return {p for p in paths if p.endswith("/")}, {p for p in paths if p.endswith(".py")}
+
+
+def test_the_architecture_page_lists_every_package_and_only_real_ones() -> None:
+    text = ARCHITECTURE.read_text()
+    packages, files = _named_in_doc(text.split("## Old → new module paths")[0])
+    assert _packages() <= packages, f"docs/architecture.md does not show {sorted(_packages() - packages)}"
+    gone = packages - _packages()
+    assert not gone, f"docs/architecture.md shows packages that are gone: {gone}"
+    missing = sorted(f for f in files if not (PACKAGE.parent / f).is_file())
+    assert not missing, f"docs/architecture.md names modules that are not there: {missing}"
+    for room in LOG_ROOMS:
+        assert f"`kafka_tools/log/{room}/`" in text
+    # the old -> new table: every new path exists, every old one is gone (no shims left behind)
+    table = text.split("## Old → new module paths")[1]
+    rows = re.findall(r"^\| (`kafka_tools/[^|]*) \| ([^|]*) \|$", table, re.M)
+    assert len(rows) >= 15
+    for before, now in rows:
+        new = re.findall(r"`(kafka_tools/[\w/]+\.py)`", now)
+        assert new and all((PACKAGE.parent / n).is_file() for n in new), now
+        old = re.fullmatch(r"`(kafka_tools/[\w/]+\.py)`", before)  # a whole module moved
+        if old and old.group(1) not in new:
+            assert not (PACKAGE.parent / old.group(1)).exists(), f"{old.group(1)} is still there"
+
+
+def test_the_doc_rule_sees_an_unlisted_package(tmp_path: Path) -> None:
+    (tmp_path / "kafka_tools" / "log" / "rooms").mkdir(parents=True)
+    for d in ("kafka_tools", "kafka_tools/log", "kafka_tools/log/rooms"):
+        (tmp_path / d / "__init__.py").write_text("")
+    packages, files = _named_in_doc("`kafka_tools/` and `kafka_tools/log/`, see `kafka_tools/log/dump.py`")
+    assert _packages(tmp_path / "kafka_tools") - packages == {"kafka_tools/log/rooms/"}
+    assert files == {"kafka_tools/log/dump.py"}
+
+
+# -- a module over LONG lines says at its top why it is one module ----------------------------------
+
+LONG = 500
+WHY = "Why one module"
+
+
+def _long_without_reason(modules: list[tuple[str, Path]]) -> list[str]:
+    out = []
+    for module, path in modules:
+        text = path.read_text()
+        lines = text.count("\n") + 1
+        if lines > LONG and WHY not in (ast.get_docstring(ast.parse(text)) or ""):
+            out.append(f"{module}: {lines} lines")
+    return out
+
+
+def test_a_long_module_says_why_it_is_one() -> None:
+    found = _long_without_reason(_modules())
+    assert not found, f"split by job, or say '{WHY} ...' in the docstring:\n" + "\n".join(found)
+
+
+def test_the_size_rule_sees_a_long_module_without_its_reason(tmp_path: Path) -> None:
+    long = tmp_path / "long.py"
+    long.write_text('"""A module."""\n' + "x = 1\n" * LONG)
+    said = tmp_path / "said.py"
+    said.write_text(f'"""A module.\n\n{WHY} of this size: a table."""\n' + "x = 1\n" * LONG)
+    assert _long_without_reason([("long", long), ("said", said)]) == [f"long: {LONG + 2} lines"]

@@ -25,15 +25,8 @@ from kafka_tools.log.checks.recovery import (
     RecoveryPlan,
     partition_for,
 )
-from kafka_tools.log.files.dirs import (
-    Partition,
-    Segment,
-    check_backup_location,
-    discover,
-    owning_log_dirs,
-    read_partition,
-    refuse_if_live,
-)
+from kafka_tools.log.files.dirs import Partition, Segment, read_partition
+from kafka_tools.log.files.discover import check_backup_location, discover, owning_log_dirs, refuse_if_live
 from kafka_tools.render.contract import partition_fields
 
 
@@ -400,7 +393,7 @@ def check_exists(path: Path) -> None:
 
 
 def _is_partition(path: Path) -> bool:
-    from kafka_tools.log.files.dirs import is_partition_dir
+    from kafka_tools.log.files.discover import is_partition_dir
 
     return is_partition_dir(path)
 

@@ -19,6 +19,10 @@ never a polling loop) and derives the story from each new view of them:
   Burrow's terms (``consumers.lag_status``); a change of status is an event;
 * connection loss and session expiry are events; after the reconnect every path is read again and
   what changed meanwhile is reported like any change.
+
+Why one module of this size: one state machine, GroupTracker (the story derived from each new view of a
+group's znodes) and GroupWatch (the views and the lag it is fed), sharing the events, the options and
+the verification against the plan; no other module uses them.
 """
 
 from __future__ import annotations

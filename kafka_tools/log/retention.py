@@ -15,6 +15,10 @@ The rules are Kafka's, per broker generation (see README "ktool retention"):
 Every generation walks the segments oldest first and stops at the first one the predicate keeps; the
 active (last) segment goes only when non-empty, and when every segment goes the broker first rolls a new
 empty one at the log end offset, which becomes the log start offset.
+
+Why one module of this size: the three policies (time, size, log start offset) across five broker
+generations share one walk (`_steps`) and the Rule that says which of them apply and in which order; the
+report's dataclasses beside them are what the renderers print.
 """
 
 from __future__ import annotations

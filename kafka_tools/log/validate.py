@@ -12,7 +12,7 @@ from pathlib import Path
 from kafka_tools.log.checks.findings import ValidateOptions
 from kafka_tools.log.checks.partition_checks import segment_calls
 from kafka_tools.log.checks.validate import Validation, read_log_dir_checkpoints, validate_found
-from kafka_tools.log.files.dirs import Discovery, discover
+from kafka_tools.log.files.discover import Discovery, discover
 from kafka_tools.log.workers.parallel import Ahead, ahead, plan_for, splitter
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from kafka_tools.format.checkpoints import CheckpointError, read_partition_metadata
 from kafka_tools.format.kinds import partition_of
 from kafka_tools.log.checks.findings import Finding, Severity
-from kafka_tools.log.files.dirs import partition_dirs
+from kafka_tools.log.files.discover import partition_dirs
 from kafka_tools.metadata.image import MIGRATING_DIRECTORY, Image
 from kafka_tools.metadata.load import MetadataLoad
 

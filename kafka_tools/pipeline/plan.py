@@ -27,7 +27,8 @@ from kafka_tools.log.checks.validate import (
     read_log_dir_checkpoints,
     result_for_file,
 )
-from kafka_tools.log.files.dirs import Discovery, Partition, discover, printable_path
+from kafka_tools.log.files.dirs import Partition
+from kafka_tools.log.files.discover import Discovery, discover, printable_path
 from kafka_tools.pipeline.offsets_replay import OffsetsSegment
 from kafka_tools.pipeline.tasks import SegmentSpec, range_starts, split_ranges
 

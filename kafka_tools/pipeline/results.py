@@ -9,7 +9,7 @@ from kafka_tools.log.checks.findings import Finding, SegmentReport, Severity, Su
 from kafka_tools.log.checks.validate import (
     Validation,
 )
-from kafka_tools.log.files.dirs import printable_path
+from kafka_tools.log.files.discover import printable_path
 from kafka_tools.pipeline.plan import ScanPlan, assemble_validation
 from kafka_tools.pipeline.tasks import SegmentTotals
 

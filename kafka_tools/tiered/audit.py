@@ -114,7 +114,7 @@ def audit(
     metadata_partitions: int = DEFAULT_METADATA_PARTITIONS,
 ) -> Audit:
     """Replay and check; raises KtoolError (one line) for what cannot be read at all."""
-    from kafka_tools.log.files.dirs import find_partition_dirs
+    from kafka_tools.log.files.discover import find_partition_dirs
 
     replay = Replay()
     findings: list[Finding] = []

@@ -21,7 +21,7 @@ from kafka_tools.log import validate
 from kafka_tools.log.checks import partition_checks
 from kafka_tools.log.checks.findings import ValidateOptions
 from kafka_tools.log.checks.segment_checks import scan_segment
-from kafka_tools.log.files.dirs import discover
+from kafka_tools.log.files.discover import discover
 from kafka_tools.log.workers import forked, forked_scans, parallel
 from kafka_tools.log.workers.report_wire import report_from_wire, report_to_wire
 from tests.independent import FIXTURES

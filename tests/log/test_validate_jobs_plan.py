@@ -252,7 +252,7 @@ def test_the_default_on_a_small_input_starts_nothing(monkeypatch) -> None:
 
 def test_one_walker_is_settled_before_the_inputs_are_read(monkeypatch) -> None:
     """`--jobs 1` (or one usable core) plans without a stat or a read of any segment."""
-    from kafka_tools.log.files.dirs import discover
+    from kafka_tools.log.files.discover import discover
 
     found = discover([GENERATED / "v2"])
     monkeypatch.setattr(parallel, "segment_sizes", lambda paths: pytest.fail("sizes read for one walker"))
@@ -262,7 +262,7 @@ def test_one_walker_is_settled_before_the_inputs_are_read(monkeypatch) -> None:
 
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
 def test_the_default_on_a_large_input_asks_the_idle_cores(monkeypatch) -> None:
-    from kafka_tools.log.files.dirs import discover
+    from kafka_tools.log.files.discover import discover
 
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)

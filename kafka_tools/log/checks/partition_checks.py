@@ -27,7 +27,8 @@ from kafka_tools.log.checks.in_flight import (
     transient_file,
 )
 from kafka_tools.log.checks.segment_checks import check_segment, scan_segment
-from kafka_tools.log.files.dirs import Discovery, Partition, Segment
+from kafka_tools.log.files.dirs import Partition, Segment
+from kafka_tools.log.files.discover import Discovery
 
 if TYPE_CHECKING:
     from kafka_tools.log.checks.recovery import RecoveryPlan

@@ -35,7 +35,8 @@ from kafka_tools.log.checks.partition_checks import (
     validate_partition,
 )
 from kafka_tools.log.checks.segment_checks import scan_segment
-from kafka_tools.log.files.dirs import Discovery, LogDir, Segment, is_newest_live_segment
+from kafka_tools.log.files.dirs import LogDir, Segment, is_newest_live_segment
+from kafka_tools.log.files.discover import Discovery
 
 if TYPE_CHECKING:
     from kafka_tools.format import checkpoints

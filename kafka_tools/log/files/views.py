@@ -21,13 +21,8 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
-from kafka_tools.log.files.dirs import (
-    PartitionListing,
-    PartitionPlace,
-    find_partition_dirs,
-    list_partition,
-    log_start_offset,
-)
+from kafka_tools.log.files.dirs import PartitionListing, PartitionPlace, list_partition, log_start_offset
+from kafka_tools.log.files.discover import find_partition_dirs
 
 
 @dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)

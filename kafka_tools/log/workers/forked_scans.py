@@ -28,7 +28,8 @@ from typing import Any
 from kafka_tools.format.batch_runs import BatchRun, begins_with_batch
 from kafka_tools.format.kinds import base_offset_of
 from kafka_tools.log.checks.findings import SegmentReport, ValidateOptions
-from kafka_tools.log.files.dirs import Discovery, Segment
+from kafka_tools.log.files.dirs import Segment
+from kafka_tools.log.files.discover import Discovery
 from kafka_tools.log.workers import forked, parallel
 from kafka_tools.log.workers.report_wire import report_from_wire, report_to_wire
 

@@ -52,6 +52,11 @@ same partitions in 2 processes at once, no shared address space, no GIL) gain 1.
 segment on an idle machine, not 2x (memory bandwidth, the vCPUs' shared core); through the CLI the
 start-up (~0.15 s) is as long as the walk of 1 GiB on one core, so the split's gain is read after
 start-up (bench/run_all.py); and under other load the default walks on one core.
+
+Why one module of this size: the plan of the walkers and the split of one large segment are one decision
+(the plan says which segments split and on how many walkers; the split's measured costs, above, set the
+plan's thresholds), and most of its length is that measured reasoning; each helper is small and tested
+through `plan_for` and `splitter`.
 """
 
 from __future__ import annotations
