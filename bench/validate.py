@@ -153,7 +153,7 @@ def child_main(impl: str, path: str, runs: int, cpu: int | None) -> dict:
     validate_times: list[float] = []
     if impl in ("ktool", "ktool-pread"):
         from kafka_tools.format.segment import safe_to_map
-        from kafka_tools.log import segment_checks  # noqa: F401 - imported before timing, as crc32c below
+        from kafka_tools.log.checks import segment_checks  # noqa: F401 - imported before timing, as crc32c below
 
         mapped = safe_to_map(path)
         if mapped != (impl == "ktool"):
