@@ -274,8 +274,8 @@ def child_main(what: str, path: str) -> None:
     if what == "decompress":
         print(json.dumps({"seconds": decompression_alone(Path(path))}))
         return
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     best = None
     for _ in range(3):

@@ -373,7 +373,7 @@ def jobs_rows(quick: bool) -> list[Row]:
         large_what: large["path"],
         "one v2 segment": big["path"],
         "log dir of 4 v2 segments": str(jobs_log_dir(big["path"], f"v2-{big['bytes']}", 4)),
-        # one segment left over after a round a thread: split into ranges (log/parallel.py)
+        # one segment left over after a round a thread: split into ranges (log/workers/parallel.py)
         "log dir of 3 v2 segments": str(jobs_log_dir(big["path"], f"v2-{big['bytes']}", 3)),
         "one 4 KiB v2 segment": str(small),
         # many small segments: the per-segment Python work (open, report, partition checks) dominates;
@@ -628,8 +628,8 @@ def python_pass_s() -> float:
 
 
 def cpu_pressure() -> float:
-    """/proc/pressure/cpu's `some avg10` (%), as the default `--jobs` reads it (log/parallel.py)."""
-    from kafka_tools.log.parallel import cpu_pressure
+    """/proc/pressure/cpu's `some avg10` (%), as the default `--jobs` reads it (log/workers/parallel.py)."""
+    from kafka_tools.log.workers.parallel import cpu_pressure
 
     return cpu_pressure()
 

@@ -237,7 +237,7 @@ def child_kernel(logdir: str, runs: int) -> dict:
 def child_validate(logdir: str, runs: int) -> dict:
     """`ktool validate LOGDIR` as the CLI runs it (`validate.validate_paths`, default options: every
     CRC and the structure checked, compressed batches decompressed): the single-process peer."""
-    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.checks.findings import ValidateOptions
     from kafka_tools.log.validate import validate_paths
 
     times, cpu, summary = [], [], None

@@ -79,13 +79,13 @@ def _switches() -> int:
 
 def child(path: str, jobs: int) -> dict:
     """One validation of `path` on `jobs` cores, measured (runs in its own process). The split's
-    ranges may be walked in forked processes (log/forked.py): each range's times are appended to a
+    ranges may be walked in forked processes (log/workers/forked.py): each range's times are appended to a
     file, a line each, by whichever process walked it, and the CPU of the forked walkers is counted."""
     import tempfile
 
-    from kafka_tools.log import parallel
-    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log.checks.findings import ValidateOptions
     from kafka_tools.log.validate import validate_paths
+    from kafka_tools.log.workers import parallel
 
     real = parallel._range_run
     log = tempfile.TemporaryFile("w+")  # O_APPEND: one write a line, whole, from any process
@@ -142,7 +142,7 @@ def range_child(path: str, start: int, end: int, step: int) -> dict:
     in a process of its own: started on the parent's word (stdin), after the imports, so that the
     ranges of a ceiling run overlap. Times are CLOCK_MONOTONIC, comparable across processes."""
     from kafka_tools.format.kinds import base_offset_of
-    from kafka_tools.log import parallel
+    from kafka_tools.log.workers import parallel
 
     base = base_offset_of(Path(path)) or 0
     print("ready", flush=True)
@@ -166,7 +166,7 @@ def dealt_child(path: str, parts: int, rounds: int) -> dict:
     the shared memory map (page faults, madvise(MADV_DONTNEED)'s TLB shootdowns reaching the other
     core, the GIL). `rounds` walks, the modes alternated; wall and CPU of the ranges alone."""
     from kafka_tools.format.kinds import base_offset_of
-    from kafka_tools.log import parallel
+    from kafka_tools.log.workers import parallel
 
     p = Path(path)
     base = base_offset_of(p) or 0
@@ -228,7 +228,7 @@ def ceiling(path: str, parts: int) -> dict:
     at once: the wall from the first start to the last end. What the host gives `parts` walkers that
     share nothing but the file and the memory bus; a split in threads cannot beat it."""
     from kafka_tools.format.batch_runs import split_points
-    from kafka_tools.log.parallel import walker_step
+    from kafka_tools.log.workers.parallel import walker_step
 
     size = Path(path).stat().st_size
     step = str(walker_step(parts))  # what each thread of the split steps by

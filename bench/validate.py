@@ -7,7 +7,7 @@
 
 Target: CRC validation of a large uncompressed v2 segment on a warm page cache at >= 5 GB/s. Every
 implementation runs in its own child process pinned to one CPU, after reading the whole file once (warm
-page cache). ktool is `kafka_tools.log.validate.scan_segment` (every batch's CRC-32C and header, no record
+page cache). ktool is `log/checks/segment_checks.scan_segment` (every batch's CRC-32C and header, no record
 decode); kafka-python and aiokafka read the file into bytes, then call `validate_crc()` on every batch of
 `MemoryRecords` (read and loop timed separately, both reported); a plain-Python header walk with
 `crc32c.crc32c` over an mmap and one `crc32c` call over the whole file are the reference ceilings.
@@ -72,8 +72,8 @@ MIN_V2_ENTRY = 61  # 12 bytes offset + length, 49 bytes minimum batch
 
 
 def validate_ktool(path: str) -> tuple[int, int, int | None]:
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     report = scan_segment(Path(path), ValidateOptions())
     if report.findings:
@@ -153,13 +153,13 @@ def child_main(impl: str, path: str, runs: int, cpu: int | None) -> dict:
     validate_times: list[float] = []
     if impl in ("ktool", "ktool-pread"):
         from kafka_tools.format.segment import safe_to_map
-        from kafka_tools.log import segment_checks  # noqa: F401 - imported before timing, as crc32c below
+        from kafka_tools.log.checks import segment_checks  # noqa: F401 - imported before timing, as crc32c below
 
         mapped = safe_to_map(path)
         if mapped != (impl == "ktool"):
             raise SystemExit(f"{impl}: safe_to_map() is {mapped}, expected {impl == 'ktool'}")
         detail = (
-            f"kafka_tools.log.validate.scan_segment, {'mmap' if mapped else 'pread (KTOOL_NO_MMAP=1)'}, "
+            f"log.checks.segment_checks.scan_segment, {'mmap' if mapped else 'pread (KTOOL_NO_MMAP=1)'}, "
             "light walk (header + CRC-32C, records not decoded)"
         )
 
@@ -432,13 +432,14 @@ def log_dir_child(path: str, jobs: int) -> dict:
     start-up, in this (child) process: wall, CPU, and each walker's CPU inside segment walks. The
     critical path (CPU outside the walks + the busiest walker) is the wall a core a walker would give:
     a figure that holds when other load keeps the walkers from running at once. Walkers are threads
-    of this process, or (log/forked_scans.py) this process and forked ones, whose CPU is read from
+    of this process, or (log/workers/forked_scans.py) this process and forked ones, whose CPU is read from
     RUSAGE_CHILDREN once they have ended and shared among them (each walks as many segments)."""
     import resource
     import threading
 
-    from kafka_tools.log import forked_scans, validate
-    from kafka_tools.log.findings import ValidateOptions
+    from kafka_tools.log import validate
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.workers import forked_scans
 
     busy: dict[int, float] = {}
     parent = os.getpid()

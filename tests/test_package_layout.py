@@ -5,18 +5,16 @@ function counts."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kafka_tools"
 
-# shared by every layer (secret_files: credentials files, read in one place); broker_lock: whether a
-# running broker holds a log dir (the --live/--offline mode of the process), which decides even in
-# format/ whether a file may be memory-mapped
-FOUNDATIONS = {
-    "errors", "durable", "state", "broker_lock", "bounded_json", "compact_json", "secret_files", "__version__"
-}  # fmt: skip
+# shared by every layer (secret_files: credentials files, read in one place; keep/: ktool's own state
+# directory and its crash-safe documents)
+FOUNDATIONS = {"errors", "keep", "bounded_json", "compact_json", "secret_files", "__version__"}
 # What each part of the package may import of ktool (besides itself and the foundations).
 ALLOWED: dict[str, set[str]] = {
     "format": set(),  # pure decoding: nothing of ktool's, not even its errors
@@ -71,8 +69,9 @@ def _part(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every import in the file; `from kafka_tools import x` names kafka_tools.x."""
+def _imports(path: Path, modules: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
+    """(line, module) of every import in the file, inside functions too; `from kafka_tools import x`
+    names kafka_tools.x, and so does `from P import x` where P.x is one of `modules`."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -80,15 +79,19 @@ def _imports(path: Path) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "kafka_tools":
                 found += [(node.lineno, f"kafka_tools.{a.name}") for a in node.names]
+            elif modules:
+                names = [f"{node.module}.{a.name}" for a in node.names]
+                found += [(node.lineno, n if n in modules else node.module) for n in names]
             else:
                 found.append((node.lineno, node.module))
     return found
 
 
-def _modules() -> list[tuple[str, Path]]:
+def _modules(package: Path = PACKAGE) -> list[tuple[str, Path]]:
+    """(dotted name, path) of every module; a package is named by its __init__.py's dotted path."""
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package.parent).with_suffix("")
         out.append((".".join(rel.parts), path))
     return out
 
@@ -129,6 +132,157 @@ def test_the_rule_catches_a_wrong_import(tmp_path: Path) -> None:
     assert _part("kafka_tools.cli.main") not in ALLOWED["format"] | FOUNDATIONS | {"format"}
 
 
+
+# -- no circles: between modules (imports inside functions count), and between log/'s rooms -----------
+
+
+def _graph(package: Path = PACKAGE) -> dict[str, dict[str, int]]:
+    """Each module's imports of the package's own modules: {module: {imported module: line}}. A
+    package stands for its __init__.py (`kafka_tools.log.__init__`)."""
+    paths = dict(_modules(package))
+    names = frozenset(m.removesuffix(".__init__") for m in paths)
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in paths.items():
+        edges: dict[str, int] = {}
+        for line, target in _imports(path, names):
+            node = target if target in paths else f"{target}.__init__"
+            if node in paths and node != module:
+                edges.setdefault(node, line)
+        graph[module] = edges
+    return graph
+
+
+def _circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan's, without recursion), each
+    sorted: every module in one can reach every other, i.e. they import each other in a circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next((e for e in edges if e in graph and (e not in index or e in on_stack)), None)
+            if nxt is not None:
+                if nxt in index:
+                    low[node] = min(low[node], index[nxt])
+                else:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(graph[nxt])))
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _say_circle(graph: dict[str, dict[str, int]], circle: list[str]) -> str:
+    inside = set(circle)
+    arrows = [f"{m} -> {t} (line {line})" for m in circle for t, line in graph[m].items() if t in inside]
+    return "a circle: " + "; ".join(arrows)
+
+
+def test_no_import_circles() -> None:
+    graph = _graph()
+    circles = _circles(graph)
+    assert not circles, "\n".join(_say_circle(graph, c) for c in circles)
+
+
+def test_the_circle_rule_catches_a_circle_behind_an_import_in_a_function(tmp_path: Path) -> None:
+    pkg = tmp_path / "kafka_tools"
+    (pkg / "log").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "log" / "__init__.py").write_text("")
+    (pkg / "log" / "a.py").write_text("from kafka_tools.log.b import f\n")
+    (pkg / "log" / "b.py").write_text("def f():\n    from kafka_tools.log import c\n")
+    (pkg / "log" / "c.py").write_text("import kafka_tools.log.a\n")
+    (pkg / "log" / "d.py").write_text("from kafka_tools.log import a\n")  # into the circle, not in it
+    graph = _graph(pkg)
+    assert _circles(graph) == [["kafka_tools.log.a", "kafka_tools.log.b", "kafka_tools.log.c"]]
+    assert "kafka_tools.log.b -> kafka_tools.log.c (line 2)" in _say_circle(graph, _circles(graph)[0])
+
+
+# log/'s rooms, lowest first: what each may import of log/ besides itself. The services beside them
+# (log/*.py: dump, read, retention, replicas, repair, validate, ...) are rooms of one module each; the
+# rooms of log/ import one another in no circle (test below), and none imports upward.
+LOG_ROOMS: dict[str, set[str]] = {
+    "files": set(),  # the partition model: the floor
+    "checks": {"files", "dump", "dump_events", "internal_records"},  # KRaft snapshots and side files dumped
+    "workers": {"files", "checks"},
+}
+
+
+def _log_room(module: str) -> str | None:
+    """The room of a module of log/: its sub-package, or the module itself for a service at log/'s root."""
+    parts = module.split(".")
+    if parts[:2] != ["kafka_tools", "log"] or len(parts) < 3 or parts[2] == "__init__":
+        return None
+    return parts[2]
+
+
+def _room_graph(graph: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    rooms: dict[str, dict[str, int]] = {}
+    for module, edges in graph.items():
+        room = _log_room(module)
+        if room is None:
+            continue
+        targets = rooms.setdefault(room, {})
+        for target, line in edges.items():
+            other = _log_room(target)
+            if other is not None and other != room:
+                targets.setdefault(other, line)
+    return rooms
+
+
+def test_log_rooms_import_no_room_above_them() -> None:
+    graph = _graph()
+    wrong = []
+    for module, edges in graph.items():
+        room = _log_room(module)
+        if room not in LOG_ROOMS:
+            continue
+        for target, line in edges.items():
+            if _log_room(target) not in (None, room, *LOG_ROOMS[room]):
+                wrong.append(
+                    f"{module} imports {target} (line {line}): log/{room}/ may import only "
+                    f"{sorted(LOG_ROOMS[room])} of log/"
+                )
+    assert not wrong, "\n".join(wrong)
+    rooms = _room_graph(graph)
+    assert set(LOG_ROOMS) <= set(rooms), "a room of log/ named here is gone"
+    circles = _circles(rooms)
+    assert not circles, "\n".join(_say_circle(rooms, c) for c in circles)
+
+
+def test_the_room_rule_sees_a_room_importing_upward() -> None:
+    graph = {
+        "kafka_tools.log.files.dirs": {"kafka_tools.log.checks.findings": 3},
+        "kafka_tools.log.checks.findings": {"kafka_tools.log.files.dirs": 5},
+    }
+    assert _room_graph(graph) == {"files": {"checks": 3}, "checks": {"files": 5}}
+    assert _circles(_room_graph(graph)) == [["checks", "files"]]
+    assert "checks" not in LOG_ROOMS["files"]
+
+
 # Byte parsing outside format/ that reads no segment, index or checkpoint: the Kafka wire protocol's
 # ApiVersions probe, the Java String.hashCode of the range assignor, dump-log's own pipe between
 # its worker processes, the pipe of range numbers validate's forked walkers take from, and the kernel's
@@ -138,7 +292,7 @@ BYTES_ELSEWHERE = {
     "kafka_tools/consumers/assignors.py",
     "kafka_tools/consumers/group_lock.py",
     "kafka_tools/cli/dump_parallel.py",
-    "kafka_tools/log/forked.py",
+    "kafka_tools/log/workers/forked.py",
 }
 _BYTE_READERS = {"struct", "array"}  # modules whose import means fixed-layout bytes are read here
 _BYTE_CALLS = {"from_bytes", "unpack", "unpack_from", "iter_unpack", "read_varint", "read_uvarint"}
@@ -242,3 +396,80 @@ def test_the_render_rule_catches_a_decoding_renderer(tmp_path: Path) -> None:
         "    return b.records(), self.writer.records(b), accel.C.format_payload(b)\n"
     )
     assert _decoding(bad) == ["1: imports accel", "4: calls .records()", "4: calls .format_payload()"]
+
+
+# -- docs/architecture.md shows every package, and names nothing that is not there ------------------
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _packages(package: Path = PACKAGE) -> set[str]:
+    return {
+        (init.parent.relative_to(package.parent).as_posix() + "/") for init in package.rglob("__init__.py")
+    }
+
+
+def _named_in_doc(text: str) -> tuple[set[str], set[str]]:
+    """(packages, module files) the page names as `kafka_tools/...` paths."""
+    paths = set(re.findall(r"`(kafka_tools/(?:[\w/]*/)?|kafka_tools/[\w/]+\.py)`", text))
+    return {p for p in paths if p.endswith("/")}, {p for p in paths if p.endswith(".py")}
+
+
+def test_the_architecture_page_lists_every_package_and_only_real_ones() -> None:
+    text = ARCHITECTURE.read_text()
+    packages, files = _named_in_doc(text.split("## Old → new module paths")[0])
+    assert _packages() <= packages, f"docs/architecture.md does not show {sorted(_packages() - packages)}"
+    gone = packages - _packages()
+    assert not gone, f"docs/architecture.md shows packages that are gone: {gone}"
+    missing = sorted(f for f in files if not (PACKAGE.parent / f).is_file())
+    assert not missing, f"docs/architecture.md names modules that are not there: {missing}"
+    for room in LOG_ROOMS:
+        assert f"`kafka_tools/log/{room}/`" in text
+    # the old -> new table: every new path exists, every old one is gone (no shims left behind)
+    table = text.split("## Old → new module paths")[1]
+    rows = re.findall(r"^\| (`kafka_tools/[^|]*) \| ([^|]*) \|$", table, re.M)
+    assert len(rows) >= 15
+    for before, now in rows:
+        new = re.findall(r"`(kafka_tools/[\w/]+\.py)`", now)
+        assert new and all((PACKAGE.parent / n).is_file() for n in new), now
+        old = re.fullmatch(r"`(kafka_tools/[\w/]+\.py)`", before)  # a whole module moved
+        if old and old.group(1) not in new:
+            assert not (PACKAGE.parent / old.group(1)).exists(), f"{old.group(1)} is still there"
+
+
+def test_the_doc_rule_sees_an_unlisted_package(tmp_path: Path) -> None:
+    (tmp_path / "kafka_tools" / "log" / "rooms").mkdir(parents=True)
+    for d in ("kafka_tools", "kafka_tools/log", "kafka_tools/log/rooms"):
+        (tmp_path / d / "__init__.py").write_text("")
+    packages, files = _named_in_doc("`kafka_tools/` and `kafka_tools/log/`, see `kafka_tools/log/dump.py`")
+    assert _packages(tmp_path / "kafka_tools") - packages == {"kafka_tools/log/rooms/"}
+    assert files == {"kafka_tools/log/dump.py"}
+
+
+# -- a module over LONG lines says at its top why it is one module ----------------------------------
+
+LONG = 500
+WHY = "Why one module"
+
+
+def _long_without_reason(modules: list[tuple[str, Path]]) -> list[str]:
+    out = []
+    for module, path in modules:
+        text = path.read_text()
+        lines = text.count("\n") + 1
+        if lines > LONG and WHY not in (ast.get_docstring(ast.parse(text)) or ""):
+            out.append(f"{module}: {lines} lines")
+    return out
+
+
+def test_a_long_module_says_why_it_is_one() -> None:
+    found = _long_without_reason(_modules())
+    assert not found, f"split by job, or say '{WHY} ...' in the docstring:\n" + "\n".join(found)
+
+
+def test_the_size_rule_sees_a_long_module_without_its_reason(tmp_path: Path) -> None:
+    long = tmp_path / "long.py"
+    long.write_text('"""A module."""\n' + "x = 1\n" * LONG)
+    said = tmp_path / "said.py"
+    said.write_text(f'"""A module.\n\n{WHY} of this size: a table."""\n' + "x = 1\n" * LONG)
+    assert _long_without_reason([("long", long), ("said", said)]) == [f"long: {LONG + 2} lines"]

@@ -1,10 +1,10 @@
-"""Where ktool keeps its state (kafka_tools/state.py): the XDG state directory, never the working one."""
+"""Where ktool keeps its state (kafka_tools/keep/state.py): the XDG state directory, never the working one."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_tools.state import backups_dir, journals_dir, state_dir
+from kafka_tools.keep.state import backups_dir, journals_dir, state_dir
 
 
 def test_xdg_state_home_is_used_when_absolute() -> None:
@@ -26,7 +26,7 @@ def test_a_file_where_a_directory_goes_is_one_line(tmp_path) -> None:
     import pytest
 
     from kafka_tools.errors import InputError
-    from kafka_tools.state import make_state_dir
+    from kafka_tools.keep.state import make_state_dir
 
     (tmp_path / "f").write_text("")
     with pytest.raises(InputError) as raised:

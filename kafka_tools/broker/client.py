@@ -10,15 +10,22 @@ SASL handshake and misjudge the broker, and librdkafka's SASL needs 0.10+ anyway
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafka_tools.broker.librdkafka_words import (
+    QuietLogger,
+    coordinator_moving,
+    error_words,
+    is_refusal,
+    is_tls,
+    one_line,
+)
+from kafka_tools.broker.probe import probe_broker_version, version_at_least
 from kafka_tools.broker.security import BrokerSecurity
-from kafka_tools.errors import FindingsError, InputError, KtoolError, os_reason
+from kafka_tools.errors import FindingsError, InputError, KtoolError
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -33,7 +40,6 @@ _MEMBER_ERRORS = (
     "generation",
     "rebalance",
 )
-_API_VERSIONS_KEY = 18
 _NO_DELETE_GROUPS = (
     "{where} runs {version}: it has no DeleteGroups request (Kafka 1.1+); a group's offsets there expire "
     "after offsets.retention.minutes"
@@ -65,63 +71,6 @@ class BrokerConfig:
             conf["api.version.request"] = False
             conf["broker.version.fallback"] = version
         return conf
-
-
-def version_at_least(version: str, minimum: tuple[int, ...]) -> bool:
-    parts = tuple(int(p) for p in version.split(".")[: len(minimum)] if p.isdigit())
-    return parts >= minimum
-
-
-def probe_broker_version(
-    bootstrap: str, timeout: float = 3.0, connect_timeout: float | None = None
-) -> str | None:
-    """None when the broker answers ApiVersions (0.10+: librdkafka's defaults work), "0.9.0.1" when it
-    closes the connection on it, as brokers before 0.10 do with requests they do not know."""
-    host, port = _first_server(bootstrap)
-    request = struct.pack(">hhih", _API_VERSIONS_KEY, 0, 1, 5) + b"ktool"
-    try:
-        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        raise InputError(f"broker {host}:{port}: host name not resolved") from None
-    try:
-        s = socket.create_connection((host, port), timeout=connect_timeout or timeout)
-    except ConnectionRefusedError:
-        raise InputError(f"broker {host}:{port}: connection refused (is a broker listening there?)") from None
-    except TimeoutError:
-        waited = connect_timeout or timeout
-        raise InputError(f"broker {host}:{port}: no answer to a connection within {waited:g} s") from None
-    except OSError as exc:
-        raise InputError(f"broker {host}:{port}: cannot connect ({os_reason(exc)})") from None
-    try:
-        with s:
-            s.settimeout(timeout)
-            s.sendall(struct.pack(">i", len(request)) + request)
-            head = _recv_exactly(s, 4)
-    except TimeoutError:
-        return "0.9.0.1"
-    except OSError:
-        head = None  # reset by a broker that does not know the request
-    return "0.9.0.1" if head is None else None
-
-
-def _recv_exactly(s: socket.socket, n: int) -> bytes | None:
-    data = b""
-    while len(data) < n:
-        chunk = s.recv(n - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
-
-
-def _first_server(bootstrap: str) -> tuple[str, int]:
-    first = bootstrap.split(",")[0].strip()
-    if "://" in first:
-        first = first.split("://", 1)[1]
-    host, _, port = first.rpartition(":")
-    if not host or not port.isdigit():
-        raise InputError(f"{bootstrap}: not a host:port bootstrap server list")
-    return host.strip("[]"), int(port)
 
 
 @dataclass
@@ -163,9 +112,9 @@ class Broker:
         from confluent_kafka import KafkaException
 
         try:
-            return kind(conf, logger=_QuietLogger())
+            return kind(conf, logger=QuietLogger())
         except KafkaException as exc:  # e.g. a SASL mechanism this librdkafka was built without
-            why = _why(exc)
+            why = error_words(exc)
             security = self.config.security
             if "ssl.key.location" in why and security is not None:
                 why = f"TLS client key {security.key} cannot be read (a wrong key-password, or not a PEM key)"
@@ -174,10 +123,10 @@ class Broker:
     def _note_error(self, err) -> None:
         """librdkafka's error callback: a failed authentication or TLS handshake is only told here (the
         request itself then times out), so it is kept to be the one line a failed request reports."""
-        if self._refused is None and _is_refusal(err):
+        if self._refused is None and is_refusal(err):
             security = self.config.security.describe() if self.config.security else "PLAINTEXT"
-            kind = "TLS handshake failed" if _is_tls(err) else "authentication failed"
-            self._refused = f"broker {self.config.bootstrap}: {kind} ({security}): {_one_line(err.str())}"
+            kind = "TLS handshake failed" if is_tls(err) else "authentication failed"
+            self._refused = f"broker {self.config.bootstrap}: {kind} ({security}): {one_line(err.str())}"
 
     def _serve_callbacks(self) -> None:
         """librdkafka calls error_cb only from a client's poll: give it the chance before reporting."""
@@ -187,10 +136,10 @@ class Broker:
 
     def _error(self, what: str, exc: Exception) -> InputError:
         self._serve_callbacks()
-        if self._refused is not None or _is_refusal(exc.args[0] if exc.args else None):
+        if self._refused is not None or is_refusal(exc.args[0] if exc.args else None):
             self._note_error(exc.args[0])
             return InputError(self._refused or "")
-        return InputError(f"broker {self.config.bootstrap}: {what}: {_why(exc, self.config.timeout)}")
+        return InputError(f"broker {self.config.bootstrap}: {what}: {error_words(exc, self.config.timeout)}")
 
     def _no_answer(self, what: str) -> InputError:
         self._serve_callbacks()
@@ -325,9 +274,9 @@ class Broker:
         tps = [TopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(offsets.items())]
 
         def refused(exc: Exception) -> KtoolError:
-            if self._refused is not None or _is_refusal(exc.args[0] if exc.args else None):
+            if self._refused is not None or is_refusal(exc.args[0] if exc.args else None):
                 return self._error(f"commit for group {group}", exc)
-            why = _why(exc, self.config.timeout)
+            why = error_words(exc, self.config.timeout)
             if any(code in why for code in _MEMBER_ERRORS):
                 return FindingsError(
                     f"broker {self.config.bootstrap} refuses offsets for group {group} while it has "
@@ -486,7 +435,7 @@ class Broker:
             try:
                 return future.result(timeout=self.config.timeout + 5)
             except KafkaException as exc:
-                if _coordinator_moving(exc) and time.monotonic() + pause < deadline:
+                if coordinator_moving(exc) and time.monotonic() + pause < deadline:
                     time.sleep(pause)
                     pause = min(2 * pause, 1.0)
                     future = request()
@@ -522,62 +471,3 @@ class Broker:
         except (KafkaException, TimeoutError):
             return set()
         return {g.group_id for g in listings if getattr(g, "type", None) == ConsumerGroupType.CONSUMER}
-
-
-def _coordinator_moving(exc: Exception) -> bool:
-    """Whether `exc` says the group's coordinator is moving or loading (NOT_COORDINATOR,
-    COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE): retriable in Kafka's protocol."""
-    from confluent_kafka import KafkaError
-
-    err = exc.args[0] if exc.args else None
-    moving = (
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-    )
-    return isinstance(err, KafkaError) and err.code() in moving
-
-
-def _why(exc: Exception, timeout: float | None = None) -> str:
-    """librdkafka's error in ktool's words: what failed, not "Local: Timed out"."""
-    from confluent_kafka import KafkaError
-
-    err = exc.args[0] if exc.args else exc
-    code = err.code() if isinstance(err, KafkaError) else None
-    within = f" within {timeout:g} s" if timeout else ""
-    if code in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT_QUEUE):
-        return f"no answer{within} (is the broker running, and is this its Kafka port?)"
-    if code == KafkaError._RESOLVE:
-        return "broker host name not resolved"
-    if code in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
-        return "the connection to the broker failed or was closed"
-    return getattr(err, "str", lambda: str(err))()
-
-
-def _is_refusal(err: Any) -> bool:
-    """Whether a librdkafka error says the brokers refused who we are (SASL) or our TLS."""
-    from confluent_kafka import KafkaError
-
-    return isinstance(err, KafkaError) and (err.code() == KafkaError._AUTHENTICATION or _is_tls(err))
-
-
-def _is_tls(err: Any) -> bool:
-    from confluent_kafka import KafkaError
-
-    return isinstance(err, KafkaError) and (
-        err.code() == KafkaError._SSL or "SSL handshake failed" in err.str()
-    )
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-class _QuietLogger:
-    """librdkafka's own log lines stay out of the terminal: errors surface as one ktool line instead."""
-
-    def log(self, *args, **kwargs) -> None:
-        pass
-
-    def __getattr__(self, name):
-        return self.log

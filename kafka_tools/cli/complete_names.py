@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from kafka_tools.state import completion_cache_dir
+from kafka_tools.keep.state import completion_cache_dir
 
 LIMIT = 0.3  # seconds from the TAB to the names, or nothing
 TTL = 5.0  # seconds a list of names is reused
@@ -116,10 +116,10 @@ def _servers(options: Mapping[str, Any]) -> list[tuple[str, int]]:
         pass
     bootstrap = options.get("bootstrap_server") or os.environ.get("KTOOL_BOOTSTRAP_SERVER")
     if bootstrap:
-        from kafka_tools.broker.client import _first_server
+        from kafka_tools.broker.probe import first_server
 
         with contextlib.suppress(Exception):
-            out.append(_first_server(bootstrap))
+            out.append(first_server(bootstrap))
     return out
 
 

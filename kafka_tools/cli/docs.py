@@ -83,7 +83,7 @@ def man(command: tuple[str, ...], output_dir: Path | None) -> None:
     if output_dir is not None:
         if command:
             raise UsageError("--output-dir writes every page: give no COMMAND with it")
-        from kafka_tools.state import make_state_dir
+        from kafka_tools.keep.state import make_state_dir
 
         make_state_dir(output_dir, "manual page directory")
         try:

@@ -23,9 +23,9 @@ from kafka_tools.consumers.group_delete import (
 )
 from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
+from kafka_tools.keep.state import STATE_HOME_HELP
 from kafka_tools.render.groups_delete import render_deletions
 from kafka_tools.render.lines import wants_colour
-from kafka_tools.state import STATE_HOME_HELP
 
 
 @click.command("delete")

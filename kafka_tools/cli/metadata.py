@@ -17,7 +17,7 @@ from kafka_tools.cli.options import (
 )
 from kafka_tools.errors import EXIT_FINDINGS, FindingsError, UsageError
 from kafka_tools.format.plural import plural
-from kafka_tools.log.findings import Finding, Severity
+from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.metadata.checks import check_log_dir, read_findings
 from kafka_tools.metadata.load import MetadataLoad, checked_dir, load_image
 from kafka_tools.render.lines import wants_colour

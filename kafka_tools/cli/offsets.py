@@ -41,9 +41,9 @@ from kafka_tools.consumers.offsets_file import parse_offsets_file
 from kafka_tools.consumers.undo import check_zookeeper, undo_journal
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.format.plural import plural
+from kafka_tools.keep.state import STATE_HOME_HELP
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.offsets import render_moves
-from kafka_tools.state import STATE_HOME_HELP
 from kafka_tools.zk.connection import open_zk
 
 _STORES = click.Choice([ZK, KAFKA])

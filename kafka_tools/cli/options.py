@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from kafka_tools import broker_lock
 from kafka_tools.errors import InputError, os_reason
+from kafka_tools.log.files import broker_lock
 from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -219,7 +219,8 @@ def write_output_file(path: Path, text: str) -> None:
 
 
 # `--live` / `--offline`: for when a log dir's `.lock` cannot tell whether a broker writes it (a copy of
-# a log dir, a broker on another host's mount). Without either, the lock decides (kafka_tools/broker_lock.py).
+# a log dir, a broker on another host's mount). Without either, the lock decides
+# (kafka_tools/log/files/broker_lock.py).
 def _set_mode(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     if ctx.resilient_parsing:
         return

@@ -36,9 +36,9 @@ from kafka_tools.consumers.reset import (
     read_plan_csv,
 )
 from kafka_tools.errors import UsageError
+from kafka_tools.keep.state import STATE_HOME_HELP
 from kafka_tools.render.contract import note_object
 from kafka_tools.render.json_lines import emit
-from kafka_tools.state import STATE_HOME_HELP
 
 
 @click.command("reset-offsets")

@@ -31,7 +31,7 @@ def _now(func):
 
 def _partitions(log_dirs: tuple[str, ...]):
     from kafka_tools.errors import UsageError
-    from kafka_tools.log.dirs import discover
+    from kafka_tools.log.files.discover import discover
 
     found = discover(list(log_dirs))
     if found.files:

@@ -10,10 +10,10 @@ import click
 
 from kafka_tools.cli.options import json_option, live_options
 from kafka_tools.errors import UsageError
-from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL
+from kafka_tools.keep.state import STATE_HOME_HELP
+from kafka_tools.log.checks.recovery import DEFAULT_INDEX_INTERVAL
 from kafka_tools.log.truncate_service import Summary, TruncateRequest, truncate_run, undo_run
 from kafka_tools.render.truncate import TruncateRenderer
-from kafka_tools.state import STATE_HOME_HELP
 
 
 @click.command("truncate")

@@ -62,7 +62,7 @@ def validate(
       3  a path could not be read
     """
     # Imported here, not at the top: `ktool validate --<TAB>` and `-h` must not pay for the checks.
-    from kafka_tools.log.findings import UNREADABLE, ValidateOptions
+    from kafka_tools.log.checks.findings import UNREADABLE, ValidateOptions
     from kafka_tools.log.validate import validate_paths
     from kafka_tools.render.findings import ValidateJsonRenderer, ValidateTextRenderer, verdict
     from kafka_tools.render.lines import wants_colour

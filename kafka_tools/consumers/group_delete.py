@@ -19,8 +19,8 @@ from typing import Any
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
 from kafka_tools.consumers.migration import journal_path
-from kafka_tools.durable import read_json, write_json
 from kafka_tools.errors import FindingsError, InputError, UsageError
+from kafka_tools.keep.durable import read_json, write_json
 from kafka_tools.zk.connection import describe
 from kafka_tools.zk.reader import CONSUMERS
 from kafka_tools.zk.tree import SavedZnode, delete_tree, read_tree, restore_tree

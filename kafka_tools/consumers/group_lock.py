@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kafka_tools.errors import InputError, os_reason
-from kafka_tools.state import locks_dir, make_state_dir
+from kafka_tools.keep.state import locks_dir, make_state_dir
 
 LOCK_FILE = "groups.lock"
 _FLOCK = "@hhqqi"  # struct flock on Linux: l_type, l_whence, l_start, l_len, l_pid (padded by the kernel)

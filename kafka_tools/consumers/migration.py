@@ -19,9 +19,9 @@ from pathlib import Path
 
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
-from kafka_tools.durable import read_json, write_json
 from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError, os_reason
-from kafka_tools.state import journals_dir, make_state_dir
+from kafka_tools.keep.durable import read_json, write_json
+from kafka_tools.keep.state import journals_dir, make_state_dir
 from kafka_tools.zk.connection import ZnodeMissingError
 from kafka_tools.zk.layout import LAYOUT_07
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics

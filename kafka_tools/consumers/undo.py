@@ -34,8 +34,8 @@ from kafka_tools.consumers.migration import (
     write_zookeeper,
     writes_to,
 )
-from kafka_tools.durable import write_json
 from kafka_tools.errors import UsageError
+from kafka_tools.keep.durable import write_json
 
 ALREADY_UNDONE = "already-undone"
 REFUSED_MOVED = "refused-moved"

@@ -67,7 +67,7 @@ def batch_run(
     return BatchRun(position, j + shift, count, records, first, last, max_ts, gaps, hits)
 
 
-# -- where a v2 segment can be cut (validate's ranges, log/parallel.py) ------------------------------
+# -- where a v2 segment can be cut (validate's ranges, log/workers/parallel.py) ------------------------------
 
 
 def begins_with_batch(path: Path) -> bool:

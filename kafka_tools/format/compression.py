@@ -2,6 +2,11 @@
 
 Every decompressor is bounded: a corrupt or hostile payload can never make ktool allocate more than
 `limit` bytes (default `MAX_DECOMPRESSED`), whatever its length fields claim.
+
+Why one module of this size: the four codecs Kafka writes (gzip, snappy with and without xerial framing,
+lz4 frames with 0.8-0.9's header checksum, zstd), each a short streaming and whole-buffer reader, behind
+one dispatch (`decompress`, `iter_decompressed`) and one bound on the declared sizes that must see all
+of them.
 """
 
 from __future__ import annotations

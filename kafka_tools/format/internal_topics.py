@@ -15,6 +15,9 @@ nullability, flexible versions and tagged fields) from apache/kafka:
 Decoded dicts use the JSON field names with a lower-case first letter; ``bytes`` stay ``bytes``
 (:func:`to_jsonable` renders them as lowercase hex); uuids are Kafka's base64 form.
 Decoding never raises: problems are reported in :attr:`InternalRecord.error`.
+
+Why one module of this size: most of it is data, the key and value schemas of __consumer_offsets and
+__transaction_state in every version Kafka wrote, read by one decoder below them.
 """
 
 from __future__ import annotations

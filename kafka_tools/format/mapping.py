@@ -1,7 +1,7 @@
 """Who decides whether a segment file may be memory-mapped, and what keeps a mapped file whole.
 
 Touching a mapped page past a file's end kills the reader with SIGBUS, so a map is made only when:
-- the installed policy allows it: log/ installs the broker-lock check (kafka_tools.broker_lock.may_map)
+- the installed policy allows it: log/ installs the broker-lock check (log/files/broker_lock.may_map)
   when it is imported; the decoder knows nothing of brokers. `KTOOL_NO_MMAP=1` always reads with pread;
 - no ktool repair holds the log dir: a reader holds a shared flock on the log dir's directory (the
   directory whose `.lock` the broker takes) while its maps live; ktool's writers (`truncate`, its

@@ -5,6 +5,10 @@ baseOffset int64 @0, batchLength int32 @8, partitionLeaderEpoch int32 @12, magic
 crc uint32 @17 (CRC-32C of attributes..end), attributes int16 @21, lastOffsetDelta int32 @23,
 baseTimestamp int64 @27, maxTimestamp int64 @35, producerId int64 @43, producerEpoch int16 @51,
 baseSequence int32 @53, recordsCount int32 @57, records @61.
+
+Why one module of this size: one on-disk generation, one module (as format/ is laid out): the v2 batch
+header, control records, and the pure-Python record reader that is the reference the C reader is tested
+against.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ The walk mirrors Kafka's FileLogInputStream and LogSegment.recover: an entry is 
 (offset, size) plus `size` bytes; magic sits at byte 16 for every generation. The file is read through a
 bounded window, so memory stays flat whatever the segment size, and no length field read from the
 file is ever used to allocate before it has been checked against the file's real size.
+
+Why one module of this size: the one header walk (`iter_headers`, `walk_entries`, `frame_fault`) and the
+problems it reports, which every reader, check and writer calls: one implementation of where an entry
+ends and validity stops.
 """
 
 from __future__ import annotations

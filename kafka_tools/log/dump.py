@@ -36,8 +36,8 @@ from kafka_tools.log.dump_events import (
     MessageRunEvent,
     ProblemEvent,
 )
-from kafka_tools.log.in_flight import is_newest_live_segment
-from kafka_tools.log.side_files import (
+from kafka_tools.log.files.dirs import is_newest_live_segment
+from kafka_tools.log.files.side_files import (
     UNFINISHED,
     checkpoint_problem,
     read_side_file,

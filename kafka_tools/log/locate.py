@@ -34,7 +34,7 @@ from kafka_tools.format.segment import (
     ProblemKind,
     iter_headers,
 )
-from kafka_tools.log.partition_log import PartitionLog, SegmentFiles
+from kafka_tools.log.files.views import PartitionLog, SegmentFiles
 
 DEFAULT_CHUNK = HEADER_CHUNK  # bytes read at a time (a consumer's default fetch size)
 READ_LIMIT = 64 << 20  # no batch above this is read whole: the bound of message.max.bytes-style settings

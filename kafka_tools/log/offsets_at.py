@@ -12,8 +12,8 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError, KtoolError, os_error, path_error
 from kafka_tools.format.shared_methods import FrozenSharedMethods
-from kafka_tools.log.dirs import is_log_dir, is_partition_dir, partition_dirs
-from kafka_tools.log.partition_log import PartitionLog, ReadNote, open_partition
+from kafka_tools.log.files.discover import is_log_dir, is_partition_dir, partition_dirs
+from kafka_tools.log.files.views import PartitionLog, ReadNote, open_partition
 from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 

@@ -18,6 +18,7 @@ from kafka_tools.errors import FindingsError
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.index import entry_bytes, time_index_pairs
 from kafka_tools.format.shared_methods import FrozenSharedMethods
+from kafka_tools.log.files.views import PartitionLog, ReadNote, SegmentFiles, open_partition, segment_for
 from kafka_tools.log.locate import (
     DEFAULT_CHUNK,
     Frame,
@@ -27,7 +28,6 @@ from kafka_tools.log.locate import (
     frames_from,
     log_end_offset,
 )
-from kafka_tools.log.partition_log import PartitionLog, ReadNote, SegmentFiles, open_partition, segment_for
 
 if TYPE_CHECKING:
     from kafka_tools.format.record_batch import RecordDecodeError

@@ -10,6 +10,11 @@ A crash at any point leaves a state a rerun can finish: the backup directory is 
 staging directory and renamed into place with its manifest (`prepared`), the changes follow, and the
 manifest says `applied` last. A rerun that finds its partition's `prepared` manifest carries it out
 (`resume`), or says in one line to `--undo` it when the files changed since.
+
+Why one module of this size: the crash-safe apply, resume and undo share the manifest's format and the
+link rules, and their order of writes, fsyncs and renames is what the safety rests on
+(tests/test_kill_points.py kills the process at each step): kept together so that order reads top to
+bottom.
 """
 
 from __future__ import annotations
@@ -24,15 +29,16 @@ import time
 from pathlib import Path
 
 from kafka_tools import __version__
-from kafka_tools.durable import fsync_dir, read_json, write_json
 from kafka_tools.errors import FindingsError, InputError, UsageError, os_reason
 from kafka_tools.format import checkpoints, index
 from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.plural import plural
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.log.dirs import Segment, check_backup_location
-from kafka_tools.log.recovery import RecoveryPlan
+from kafka_tools.keep.durable import fsync_dir, read_json, write_json
+from kafka_tools.log.checks.recovery import RecoveryPlan
+from kafka_tools.log.files.dirs import Segment
+from kafka_tools.log.files.discover import check_backup_location
 from kafka_tools.log.write_lock import write_lock
 
 MANIFEST = "manifest.json"

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_tools.errors import FindingsError, KtoolError, os_error_line
+from kafka_tools.log.files.views import PartitionLog, open_partition, segment_for
 from kafka_tools.log.locate import Frame, SegmentReader, frames_from
-from kafka_tools.log.partition_log import PartitionLog, open_partition, segment_for
 
 PROBE_CHUNK = 64 * 1024  # a probe reads from an index entry (every 4 KiB by default) to one batch
 PROBE_CACHE = 4096  # entries remembered by probed offset
@@ -160,8 +160,8 @@ class ReplicaLog:
         them would read as "identical". The newest segment's tail of a replica a broker still
         writes (`in_flight`) may be half copied: it is left to the probes."""
         from kafka_tools.format.segment import ProblemKind
-        from kafka_tools.log.findings import ValidateOptions
-        from kafka_tools.log.segment_checks import scan_segment
+        from kafka_tools.log.checks.findings import ValidateOptions
+        from kafka_tools.log.checks.segment_checks import scan_segment
 
         segments = self.part.segments[:-1] if in_flight else self.part.segments
         for seg in segments:

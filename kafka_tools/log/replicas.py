@@ -37,7 +37,8 @@ from kafka_tools.format.checkpoints import (
     read_leader_epoch_checkpoint,
     read_properties,
 )
-from kafka_tools.log.dirs import checkpoint_offset, is_log_dir, is_partition_dir
+from kafka_tools.log.files.dirs import checkpoint_offset
+from kafka_tools.log.files.discover import is_log_dir, is_partition_dir
 from kafka_tools.log.leader_epochs import epoch_truncation
 from kafka_tools.log.locate import log_end_offset
 from kafka_tools.log.replica_log import (
@@ -202,7 +203,7 @@ def _broker_id(log_dir: str) -> int | None:
 
 
 def _lock_held(log_dir: str) -> bool:
-    from kafka_tools import broker_lock
+    from kafka_tools.log.files import broker_lock
 
     return broker_lock.is_live(log_dir)
 

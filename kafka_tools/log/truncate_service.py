@@ -24,19 +24,18 @@ from kafka_tools.errors import (
     os_error_line,
     path_error,
 )
-from kafka_tools.log.dirs import (
-    Partition,
-    Segment,
+from kafka_tools.keep.state import backups_dir, make_state_dir
+from kafka_tools.log.checks.findings import UNREADABLE
+from kafka_tools.log.checks.partition_checks import plan_partition
+from kafka_tools.log.checks.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for
+from kafka_tools.log.files.dirs import Partition, Segment, read_partition
+from kafka_tools.log.files.discover import (
     check_backup_location,
     discover,
     is_partition_dir,
     owning_log_dirs,
-    read_partition,
     refuse_if_live,
 )
-from kafka_tools.log.findings import UNREADABLE
-from kafka_tools.log.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for, plan_partition
-from kafka_tools.state import backups_dir, make_state_dir
 
 
 @dataclass(frozen=True)

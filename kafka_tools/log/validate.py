@@ -1,63 +1,19 @@
-"""The service behind `ktool validate`: every check the broker's recovery makes, and more, over files,
-partitions and whole log dirs, reported as findings with file, byte position, offset and expectation.
-
-Validity follows Kafka's LogSegment.recover: an entry is valid when its size is at least the minimum for
-its format, it lies inside the file, its CRC matches and its offsets fit the segment. The first invalid
-entry is where the broker would cut the segment (`recovery_point`); whether valid data follows that
-point decides if truncation repairs the segment (a tail) or would lose data (corruption in the middle).
-"""
+"""The service behind `ktool validate`: the input discovered, its checkpoints read before any segment,
+the walkers planned (log/workers/parallel.py: threads, forked processes, a large segment split in ranges) and
+the checks of log/checks/ run on them, the results in file order. The checks themselves, and what
+validity means, are log/checks/; this module only decides who walks which segment."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from kafka_tools.errors import InputError, os_error
-from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
-from kafka_tools.format.shared_methods import SharedMethods
-from kafka_tools.log.dirs import Discovery, LogDir, Segment, discover
-from kafka_tools.log.findings import (
-    IN_FLIGHT,
-    UNREADABLE,
-    Finding,
-    PartitionReport,
-    SegmentReport,
-    Severity,
-    Summary,
-    ValidateOptions,
-)
-from kafka_tools.log.in_flight import in_flight, is_newest_live_segment, settle_active_segment
-from kafka_tools.log.parallel import Ahead, ahead, plan_for, splitter
-from kafka_tools.log.partition_checks import (
-    dump_checks,
-    leader_epoch_findings,
-    past_log_end_finding,
-    validate_partition,
-)
-from kafka_tools.log.segment_checks import check_segment, scan_segment
-
-if TYPE_CHECKING:
-    from kafka_tools.format import checkpoints
-
-
-def segment_calls(found: Discovery, options: ValidateOptions) -> tuple[list[Path], list[tuple]]:
-    """Every segment file of `found` in file order, and how each is checked: (check_segment, its
-    Segment, options) for a partition's, (scan_segment, its path, options) for a file named alone."""
-    keys: list[Path] = []  # each call's segment, which callers look its report up by
-    calls: list[tuple] = []
-    parts = [p for ld in found.log_dirs for p in ld.partitions] + list(found.partitions)
-    for part in parts:
-        for seg in part.segments:
-            keys.append(seg.log)
-            calls.append((check_segment, seg, options))
-    for path in found.files:
-        if kind_of(path) in (FileKind.LOG, FileKind.KAFKA07):
-            keys.append(path)
-            calls.append((scan_segment, path, options))
-    return keys, calls
+from kafka_tools.log.checks.findings import ValidateOptions
+from kafka_tools.log.checks.partition_checks import segment_calls
+from kafka_tools.log.checks.validate import Validation, read_log_dir_checkpoints, validate_found
+from kafka_tools.log.files.discover import Discovery, discover
+from kafka_tools.log.workers.parallel import Ahead, ahead, plan_for, splitter
 
 
 def scan_ahead(
@@ -65,8 +21,8 @@ def scan_ahead(
 ) -> dict[Path, Ahead]:
     """Every segment of `found` checked on `threads` threads (the walks spend their time in C, zlib
     and CRC-32C, which release the GIL), in file order; callers take the reports in that order. The
-    last `split_tail` are split into ranges on `threads` threads of their own (log/parallel.py).
-    Where no process may be forked (log/forked_scans.py walks them in processes elsewhere)."""
+    last `split_tail` are split into ranges on `threads` threads of their own (log/workers/parallel.py).
+    Where no process may be forked (log/workers/forked_scans.py walks them in processes elsewhere)."""
     keys, checks = segment_calls(found, options)
     calls = [
         (check, target, opts, progress(key) if progress else None)
@@ -82,121 +38,6 @@ def _call(check, *args):
     return check(*args)
 
 
-CheckpointRead = dict[Path, "checkpoints.Checkpoint | checkpoints.CheckpointError"]
-
-
-def read_log_dir_checkpoints(ld: LogDir) -> CheckpointRead:
-    """The log dir's offset checkpoints, read before its segments: a running broker writes both, and a
-    checkpoint read after the segments may name offsets appended after they were read."""
-    from kafka_tools.format import checkpoints
-
-    out: CheckpointRead = {}
-    for path in ld.checkpoints:
-        try:
-            out[path] = checkpoints.read_offset_checkpoint(path)
-        except checkpoints.CheckpointError as exc:
-            out[path] = exc
-        except FileNotFoundError:
-            continue  # replaced between listing and reading (the broker writes a new one and renames it)
-    return out
-
-
-def check_log_dir_checkpoints(
-    ld: LogDir, reports: dict[str, PartitionReport], read: CheckpointRead | None = None
-) -> list[Finding]:
-    """Checkpoints that name offsets past a partition's log end, or partitions that do not exist."""
-    from kafka_tools.format import checkpoints
-
-    out: list[Finding] = []
-    read = read_log_dir_checkpoints(ld) if read is None else read
-    for path, cp in read.items():
-        if isinstance(cp, checkpoints.CheckpointError):
-            out.append(Finding(str(path), "checkpoint-malformed", Severity.ERROR, f"line {cp.line}: {cp}"))
-            continue
-        for e in cp.entries:
-            rep = reports.get(f"{e.topic}-{e.partition}")
-            if rep is None:
-                continue
-            end = rep.log_end_offset
-            if end is not None and e.offset > end and path.name != "cleaner-offset-checkpoint":
-                f = past_log_end_finding(path, f"{e.topic}-{e.partition}: {e.offset} is", e.offset, end)
-                out.append(in_flight(f, "written by the running broker after") if ld.live else f)
-    return out
-
-
-def check_log_dir_files(ld: LogDir) -> list[Finding]:
-    """meta.properties and KRaft's bootstrap.checkpoint, checked as `ktool dump-log` checks them."""
-    return [f for path in ld.side_files for f in dump_checks(path)]
-
-
-def compacted_partitions(ld: LogDir) -> set[str]:
-    from kafka_tools.format import checkpoints
-
-    path = ld.path / "cleaner-offset-checkpoint"
-    if not path.is_file():
-        return set()
-    try:
-        return {f"{e.topic}-{e.partition}" for e in checkpoints.read_offset_checkpoint(path).entries}
-    except checkpoints.CheckpointError:
-        return set()
-
-
-# -- everything ---------------------------------------------------------------------------------
-
-
-@dataclass(init=False, repr=False, eq=False)
-class Validation(SharedMethods):
-    """Everything `ktool validate` found, by partition, by file named alone, and beside them."""
-
-    partitions: list[PartitionReport] = field(default_factory=list)
-    files: list[SegmentReport] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)  # not tied to one partition (checkpoints, files)
-
-    def __init__(
-        self,
-        partitions: list[PartitionReport] | None = None,
-        files: list[SegmentReport] | None = None,
-        findings: list[Finding] | None = None,
-    ) -> None:
-        self.partitions = [] if partitions is None else partitions
-        self.files = [] if files is None else files
-        self.findings = [] if findings is None else findings
-
-    def all_findings(self) -> Iterator[Finding]:
-        for p in self.partitions:
-            yield from p.all_findings()
-        for s in self.files:
-            yield from s.findings
-        yield from self.findings
-
-    def summary(self) -> Summary:
-        s = Summary(partitions=len(self.partitions))
-        segments = [seg for p in self.partitions for seg in p.segments] + self.files
-        s.segments = len(segments)
-        s.files = len(self.files)
-        s.bytes = sum(seg.size for seg in segments)
-        s.entries = sum(seg.entries for seg in segments)
-        s.records = sum(seg.records for seg in segments)
-        s.tail_bytes = sum(seg.tail_bytes for seg in segments)
-        s.needs_force = sum(p.advice == "truncate --force" for p in self.partitions)
-        s.refused = sum(p.advice == "refused" for p in self.partitions)
-        for f in self.all_findings():
-            if f.kind == UNREADABLE:
-                s.unreadable += 1  # exit 3, said apart: not corruption, and nothing truncate can do
-                continue
-            if f.severity == Severity.ERROR:
-                s.errors += 1
-                if not f.repairable:
-                    s.all_repairable = False
-            elif f.severity == Severity.WARNING:
-                s.warnings += 1
-            elif f.kind == IN_FLIGHT:
-                s.in_flight += 1
-            else:
-                s.infos += 1
-        if s.errors == 0:
-            s.all_repairable = True
-        return s
 
 
 def validate_paths(
@@ -206,9 +47,9 @@ def validate_paths(
     jobs: int | None = 1,
     cores: int = 1,
 ) -> Validation:
-    """`jobs` > 1: up to that many cores (log/parallel.py plans how), the results still in file order;
+    """`jobs` > 1: up to that many cores (log/workers/parallel.py plans how), the results still in file order;
     None: the default, up to `cores`, as many as are idle when a large input starts. Several segments
-    are walked in forked processes (log/forked_scans.py), on threads where no process may be forked
+    are walked in forked processes (log/workers/forked_scans.py), on threads where no process may be forked
     (another thread runs). `progress(path)` gives a segment's bar callback, first called once the
     segment's walk is under way, after any fork (render/progress.py starts drawing then)."""
     found: Discovery = discover(paths)
@@ -217,111 +58,15 @@ def validate_paths(
     if plan.split:  # one segment at a time, its ranges in processes of their own (no thread runs yet)
         options = replace(options, split=splitter(plan.threads, processes=True))
     if plan.threads == 1 or plan.split:  # no helper thread
-        return _validate_found(found, options, progress, None, read)
+        return validate_found(found, options, progress, None, read)
     options = replace(options, step=plan.step)
-    from kafka_tools.log.forked_scans import scan_forked  # a large input's: not at start-up
+    from kafka_tools.log.workers.forked_scans import scan_forked  # a large input's: not at start-up
 
     scans = scan_forked(found, options, progress, plan.threads, plan.split_tail)
     if scans is None:  # a thread runs (or no fork here): the segments on threads
         scans = scan_ahead(found, options, progress, plan.threads, plan.split_tail)
     try:
-        return _validate_found(found, options, progress, scans, read)
+        return validate_found(found, options, progress, scans, read)
     finally:
         for pending in scans.values():
             pending.cancel()  # an error ended the walk: the helpers stop after the segment in hand
-
-
-def _validate_found(
-    found: Discovery, options: ValidateOptions, progress, scans, read: dict[Path, CheckpointRead]
-) -> Validation:
-    result = Validation()
-    for ld in found.log_dirs:
-        compacted = compacted_partitions(ld)
-        reports = {}
-        for part in ld.partitions:
-            rep = validate_partition(part, options, part.name in compacted, progress, scans)
-            reports[part.name] = rep
-            result.partitions.append(rep)
-        result.findings += check_log_dir_checkpoints(ld, reports, read.get(ld.path)) + check_log_dir_files(ld)
-    for part in found.partitions:
-        result.partitions.append(validate_partition(part, options, False, progress, scans))
-    for path in found.files:
-        result_for_file(path, options, result, progress, scans)
-    return result
-
-
-_DUMP_CHECKED = frozenset(
-    {
-        FileKind.TXN_INDEX,
-        FileKind.PARTITION_METADATA,
-        FileKind.META_PROPERTIES,
-        FileKind.QUORUM_STATE,
-        FileKind.METADATA_SNAPSHOT,
-    }
-)
-
-
-def result_for_file(
-    path: Path, options: ValidateOptions, result: Validation, progress=None, scans=None
-) -> None:
-    kind = kind_of(path)
-    try:
-        if kind in (FileKind.LOG, FileKind.KAFKA07):
-            if scans is not None and path in scans:
-                report = scans.pop(path).result()
-            else:
-                report = scan_segment(path, options, progress(path) if progress else None)
-            if is_newest_live_segment(path):  # named alone: the segment a running broker appends to
-                settle_active_segment(Segment(report.base_offset, path), report)
-            result.files.append(report)
-        else:
-            _side_file_result(path, kind, options, result)
-    except PermissionError as exc:
-        raise os_error(path, exc) from None
-
-
-def _side_file_result(path: Path, kind: FileKind, options: ValidateOptions, result: Validation) -> None:
-    """A file beside the segments, named alone. (The index and checkpoint modules are imported here,
-    not for the segment files most runs name.)"""
-    from kafka_tools.format import checkpoints
-    from kafka_tools.log.index_checks import (
-        check_offset_index,
-        check_snapshot,
-        check_time_index,
-        index_positions,
-    )
-
-    try:
-        if kind == FileKind.PRODUCER_SNAPSHOT:
-            result.findings += check_snapshot(path)
-        elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX) and not path.with_suffix(".log").is_file():
-            result.findings += dump_checks(path)  # no segment to check it against: its own structure
-        elif kind in _DUMP_CHECKED:
-            result.findings += dump_checks(path)
-        elif kind in (FileKind.OFFSET_INDEX, FileKind.TIME_INDEX):
-            log = path.with_suffix(".log")
-            seg = Segment(base_offset_of(path) or 0, log)
-            wanted = index_positions(path, seg.base_offset) if kind == FileKind.OFFSET_INDEX else ()
-            report = (
-                scan_segment(log, options, index_positions=wanted)
-                if log.is_file()
-                else SegmentReport(log, seg.base_offset, 0)
-            )
-            if kind == FileKind.OFFSET_INDEX:
-                seg.offset_index = path
-                result.findings += check_offset_index(seg, report) if log.is_file() else []
-            else:
-                seg.time_index = path
-                result.findings += check_time_index(seg, report)
-        elif kind == FileKind.OFFSET_CHECKPOINT:
-            checkpoints.read_offset_checkpoint(path)
-        elif kind == FileKind.LEADER_EPOCH_CHECKPOINT:
-            result.findings += leader_epoch_findings(path, None)
-        else:
-            raise InputError(
-                f"{path}: not a file ktool validates (a .log, .kafka, index, snapshot or checkpoint)"
-            )
-    except checkpoints.CheckpointError as exc:
-        result.findings.append(
-            Finding(str(path), "checkpoint-malformed", Severity.ERROR, f"line {exc.line}: {exc}")
-        )

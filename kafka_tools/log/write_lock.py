@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from kafka_tools.broker_lock import KTOOL_MARK, LOCK_FILE, held_message
 from kafka_tools.errors import InputError, os_error, os_reason
 from kafka_tools.format.mapping import maps_excluded
+from kafka_tools.log.files.broker_lock import KTOOL_MARK, LOCK_FILE, held_message
 
 
 @contextmanager

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from kafka_tools.format.checkpoints import CheckpointError, read_partition_metadata
 from kafka_tools.format.kinds import partition_of
-from kafka_tools.log.dirs import partition_dirs
-from kafka_tools.log.findings import Finding, Severity
+from kafka_tools.log.checks.findings import Finding, Severity
+from kafka_tools.log.files.discover import partition_dirs
 from kafka_tools.metadata.image import MIGRATING_DIRECTORY, Image
 from kafka_tools.metadata.load import MetadataLoad
 from kafka_tools.metadata.node_files import read_node_files

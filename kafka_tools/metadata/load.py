@@ -18,8 +18,8 @@ from typing import Any
 from kafka_tools.errors import InputError, UsageError, os_error, path_error
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries
-from kafka_tools.log.dirs import PartitionListing, list_partition, partition_from
-from kafka_tools.log.findings import Finding, Severity
+from kafka_tools.log.checks.findings import Finding, Severity
+from kafka_tools.log.files.dirs import PartitionListing, list_partition, partition_from
 from kafka_tools.metadata.image import Image
 from kafka_tools.metadata.node_files import METADATA_PARTITION, NodeFiles, read_node_files
 from kafka_tools.metadata.replay import IMAGE_CONTROL_RECORDS, Replayer
@@ -89,7 +89,7 @@ def list_snapshots(listing: PartitionListing) -> list[Snapshot]:
 
 
 def list_segments(listing: PartitionListing) -> list[Path]:
-    """The partition's segments in offset order, from the one partition model (log/dirs.py)."""
+    """The partition's segments in offset order, from the one partition model (log/files/dirs.py)."""
     if listing.unreadable:
         path, why = listing.unreadable[0]
         raise InputError(f"{path}: cannot be read: {why}")

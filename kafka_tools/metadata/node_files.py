@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from kafka_tools.errors import os_reason
 from kafka_tools.format.checkpoints import CheckpointError, meta_node_id, read_properties, read_quorum_state
-from kafka_tools.log.findings import Finding, Severity
+from kafka_tools.log.checks.findings import Finding, Severity
 
 T = TypeVar("T")
 

@@ -5,7 +5,12 @@ A record is anything with `type_name`, `version`, `fields` and `known` (format.k
 fields named as in the schemas with a lower-case first letter. Records between a BeginTransactionRecord
 and its EndTransactionRecord are held back and applied at the end; an AbortTransactionRecord discards
 them, as the controller's replay does. With `events_from` set, each change at or after that offset is
-also described as an Event (what `ktool metadata diff` lists)."""
+also described as an Event (what `ktool metadata diff` lists).
+
+Why one module of this size: one class, Replayer, with one method per metadata record type as Kafka's
+MetadataDelta classes have, sharing the image and the transaction hold-back; split by record type, the
+dispatch and the held-back records would be scattered.
+"""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ Modules, in the order data flows through them:
   the executors send back become the same `Validation` that `ktool validate` builds;
 - `tasks`: what one task does (check a segment, decode a byte range of it, replay an offsets
   partition), plain Python over local files, so the same code runs in an executor, in one process (the
-  benchmark, the tests) or on a temporary copy of a file read from HDFS/S3;
+  benchmark, the tests) or on a temporary copy of a file read from HDFS/S3; `range_task`: the main
+  stage's task on a byte range, which may hand it to the C walk of `batch_columns`;
 - `tables`: the columns of every table, once, as Arrow and as Spark types;
 - `session`: starting Spark quietly and failing clearly (no Java, an unreachable master);
 - `job`: the Spark job itself;

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from kafka_tools.errors import InputError, UsageError
-from kafka_tools.log.findings import SegmentReport
+from kafka_tools.log.checks.findings import SegmentReport
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.monitor import Progress, job_progress, master_watch
 from kafka_tools.pipeline.offsets_replay import OffsetsSegment
@@ -336,7 +336,7 @@ class LocalFiles(SegmentSource):
             part, rows_to = parts.get("records"), parts.get("batches")
             for segment, start, end in units.value[task]:
                 spec = specs.value[segment]
-                # with a part: the range's records go to it in the same walk (tasks.range_chunks)
+                # with a part: the range's records go to it in the same walk (range_task.range_chunks)
                 chunks = (
                     produce(spec, start, end) if part is None else produce(spec, start, end, records=part)
                 )

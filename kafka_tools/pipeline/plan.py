@@ -15,11 +15,10 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError, os_error
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
-from kafka_tools.log.dirs import Discovery, Partition, discover, printable_path
-from kafka_tools.log.findings import SegmentReport, ValidateOptions
-from kafka_tools.log.in_flight import settle_newest
-from kafka_tools.log.partition_checks import assemble_partition
-from kafka_tools.log.validate import (
+from kafka_tools.log.checks.findings import SegmentReport, ValidateOptions
+from kafka_tools.log.checks.in_flight import settle_newest
+from kafka_tools.log.checks.partition_checks import assemble_partition
+from kafka_tools.log.checks.validate import (
     CheckpointRead,
     Validation,
     check_log_dir_checkpoints,
@@ -28,6 +27,8 @@ from kafka_tools.log.validate import (
     read_log_dir_checkpoints,
     result_for_file,
 )
+from kafka_tools.log.files.dirs import Partition
+from kafka_tools.log.files.discover import Discovery, discover, printable_path
 from kafka_tools.pipeline.offsets_replay import OffsetsSegment
 from kafka_tools.pipeline.tasks import SegmentSpec, range_starts, split_ranges
 

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from kafka_tools.errors import InputError
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
-from kafka_tools.log.dirs import Discovery
+from kafka_tools.log.files.discover import Discovery
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.offsets_replay import OffsetsSegment
 from kafka_tools.pipeline.plan import ScanOptions, ScanPlan

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_tools.log.dirs import printable_path
-from kafka_tools.log.findings import Finding, SegmentReport, Severity, Summary, status_of
-from kafka_tools.log.validate import (
+from kafka_tools.log.checks.findings import Finding, SegmentReport, Severity, Summary, status_of
+from kafka_tools.log.checks.validate import (
     Validation,
 )
+from kafka_tools.log.files.discover import printable_path
 from kafka_tools.pipeline.plan import ScanPlan, assemble_validation
 from kafka_tools.pipeline.tasks import SegmentTotals
 

@@ -26,7 +26,7 @@ class SegmentSource:
         `records` table there, range after range, in the same walk; with `batches_to` likewise its
         part of the `batches` table. `rowless` (a `tasks_write` source, whose tasks hand Spark no row:
         `batches_to` given or `batches` False): a plain RDD to `count()`, not a DataFrame."""
-        from kafka_tools.pipeline.tasks import range_chunks
+        from kafka_tools.pipeline.range_task import range_chunks
 
         def sink(item: tuple) -> None:
             meta.add([item])

@@ -21,7 +21,7 @@ import errno
 import mmap
 import operator
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import islice
@@ -34,11 +34,10 @@ from kafka_tools.format.mapping import map_file
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import FrameFault, Problem, iter_headers, iter_log_entries, looks_like_text
-from kafka_tools.log.dirs import Segment
-from kafka_tools.log.findings import SegmentReport, ValidateOptions
-from kafka_tools.log.index_checks import read_indexes
-from kafka_tools.log.segment_checks import check_segment_in_partition, scan_segment
-from kafka_tools.pipeline.shipped import decoder_name
+from kafka_tools.log.checks.findings import SegmentReport, ValidateOptions
+from kafka_tools.log.checks.index_checks import read_indexes
+from kafka_tools.log.checks.segment_checks import check_segment_in_partition, scan_segment
+from kafka_tools.log.files.dirs import Segment
 from kafka_tools.pipeline.tables import BATCHES
 
 CHUNK_ROWS = 65536  # rows per Arrow batch handed to Spark: bounded memory whatever the segment size
@@ -206,47 +205,6 @@ def _rename(spec: SegmentSpec, report: SegmentReport) -> None:
     report.path = Path(spec.file)
     for f in report.findings:
         f.file = names.get(f.file, f.file)
-
-
-def range_chunks(
-    spec: SegmentSpec,
-    start: int,
-    end: int | None,
-    sink: Callable[[tuple], None],
-    batches: bool = True,
-    arrow: bool = False,
-    records=None,
-) -> Iterator:
-    """The main stage's work on one byte range: the `batches` columns of its entries (none yielded if
-    `batches` is False: no table to write), and `sink((file, start, report, totals, decoder))` once the
-    range is done: its SegmentTotals and, for a segment's first range, the segment's validation report (the
-    task that decodes a segment's first range checks the whole segment). With `arrow`, the rows come
-    as Arrow batches (`batch_columns.batch_batches`, built in C), else as column lists; and `records`,
-    a per-range `arrow_files.TableFile`, is given the range's `records` table in the same walk
-    (`batch_columns.range_batches`: a plain batch's records read once for both tables)."""
-    report = check_segment(spec, deep=records is not None) if start == 0 else None
-    totals = SegmentTotals()
-    if arrow:
-        from kafka_tools.pipeline.batch_columns import range_batches
-
-        for table, batch in range_batches(spec, start, end, with_records=records is not None):
-            if table == "records":
-                records.add(batch, spec.where)
-                continue
-            totals.add_arrow(batch)
-            if batches:
-                yield batch
-        sink((spec.file, start, report, totals, decoder_name()))
-        return
-    assert records is None, "the records table in the same walk needs the Arrow batches"
-    for cols in batch_chunks(spec, start, end):
-        totals.add_columns(cols)
-        if batches:
-            yield cols
-    sink((spec.file, start, report, totals, decoder_name()))
-
-
-# -- decoding ------------------------------------------------------------------------------------
 
 
 @contextmanager

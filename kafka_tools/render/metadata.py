@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from kafka_tools.format.plural import plural
-from kafka_tools.log.findings import Finding
+from kafka_tools.log.checks.findings import Finding
 from kafka_tools.metadata.image import (
     ACL_OPERATIONS,
     ACL_PATTERN_TYPES,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from kafka_tools.format.plural import plural
-from kafka_tools.log.recovery import RecoveryPlan
+from kafka_tools.log.checks.recovery import RecoveryPlan
 from kafka_tools.log.truncate_service import (
     Applied,
     Interrupted,

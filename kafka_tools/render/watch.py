@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from kafka_tools.consumers.watch import WatchEvent
+from kafka_tools.consumers.group_tracker import WatchEvent
 from kafka_tools.render.json_lines import dumps as json_line
 
 _STYLES = {

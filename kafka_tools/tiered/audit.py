@@ -114,7 +114,7 @@ def audit(
     metadata_partitions: int = DEFAULT_METADATA_PARTITIONS,
 ) -> Audit:
     """Replay and check; raises KtoolError (one line) for what cannot be read at all."""
-    from kafka_tools.log.dirs import find_partition_dirs
+    from kafka_tools.log.files.discover import find_partition_dirs
 
     replay = Replay()
     findings: list[Finding] = []
@@ -164,8 +164,8 @@ def audit(
 
 def _local_replica(path: Path, warnings: list[str]) -> LocalReplica | None:
     from kafka_tools.errors import KtoolError
+    from kafka_tools.log.files.views import open_partition
     from kafka_tools.log.locate import log_end_offset
-    from kafka_tools.log.partition_log import open_partition
 
     topic_id = None
     meta = path / "partition.metadata"

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kafka_tools.format.internal_topics import TRANSACTION_STATE
-from kafka_tools.log.dirs import Partition
+from kafka_tools.log.files.dirs import Partition
 from kafka_tools.transactions.coordinator import (
     COMPLETE,
     DEFAULT_TRANSACTION_PARTITIONS,

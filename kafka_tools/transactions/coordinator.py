@@ -12,7 +12,7 @@ from kafka_tools.errors import os_error
 from kafka_tools.format.internal_topics import TRANSACTION_STATE, decode_transaction_state
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.log.dirs import Partition, checkpoint_offset
+from kafka_tools.log.files.dirs import Partition, checkpoint_offset
 
 # TransactionState's valid previous states (Kafka 3.x TransactionMetadata.scala, 4.x
 # TransactionState.java; 4.x adds Empty/Complete* -> PrepareAbort for transaction version 2).

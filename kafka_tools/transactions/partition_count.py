@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from kafka_tools.errors import KtoolError
 from kafka_tools.format.internal_topics import TRANSACTION_STATE
-from kafka_tools.log.dirs import Partition
+from kafka_tools.log.files.dirs import Partition
 from kafka_tools.transactions.coordinator import DEFAULT_TRANSACTION_PARTITIONS
 
 METADATA_PARTITION = "__cluster_metadata-0"

@@ -15,7 +15,7 @@ from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import ControlType, RecordBatch, RecordDecodeError, control_record
 from kafka_tools.format.segment import Problem, iter_log_entries
 from kafka_tools.format.snapshot import read_snapshot
-from kafka_tools.log.dirs import Partition
+from kafka_tools.log.files.dirs import Partition
 
 NO_PRODUCER = -1
 

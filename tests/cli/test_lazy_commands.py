@@ -85,7 +85,7 @@ def test_tab_after_an_option_prefix_imports_no_decoder():
         decoders = (
             "kafka_tools.format",
             "kafka_tools.log.dump",
-            "kafka_tools.log.validate",
+            "kafka_tools.log.checks.validate",
             "kafka_tools.render",
         )
         # format.mapping (the memory-map policy log/ installs) imports nothing: it is not a decoder

@@ -106,7 +106,7 @@ def test_validate_of_a_segment_file_loads_only_the_segment_checks() -> None:
         "kafka_tools.format.index",
         "kafka_tools.format.snapshot",
         "kafka_tools.format.checkpoints",
-        "kafka_tools.log.index_checks",
+        "kafka_tools.log.checks.index_checks",
         "kafka_tools.log.dump",
         "kafka_tools.render.tables",
         "json",
@@ -134,11 +134,11 @@ def test_validate_of_a_log_dir_checks_its_side_files_without_the_dump_machinery(
     runs, without dump-log's event machinery; a clean partition needs no JSON encoder."""
     code, loaded, stdout = _loaded_after(["validate", str(V2)])
     assert code == 0 and "clean: 10 segments" in stdout
-    assert "kafka_tools.log.side_files" in loaded  # the side files were checked
+    assert "kafka_tools.log.files.side_files" in loaded  # the side files were checked
     not_needed = {
         "kafka_tools.log.dump",
         "kafka_tools.log.dump_events",
-        "kafka_tools.log.kraft_snapshots",
+        "kafka_tools.log.checks.kraft_snapshots",
         "json",
         # its small gzip and snappy batches were looked into by zlib and the C snappy decoder
         "isal",
@@ -170,13 +170,13 @@ def test_truncate_dry_run_plans_without_the_repair_machinery() -> None:
     code, no JSON encoder for text output; a partition without indexes or snapshots reads neither."""
     code, loaded, stdout = _loaded_after(["truncate", "--dry-run", str(V2 / "none-0")])
     assert code == 0 and "nothing to do" in stdout and "dry run: nothing changed" in stdout
-    assert "kafka_tools.log.recovery" in loaded  # it did plan
+    assert "kafka_tools.log.checks.recovery" in loaded  # it did plan
     not_needed = {
         "kafka_tools.log.repair",
-        "kafka_tools.durable",
+        "kafka_tools.keep.durable",
         "hashlib",
         "json",
-        "kafka_tools.log.index_checks",
+        "kafka_tools.log.checks.index_checks",
         "kafka_tools.format.index",
         "kafka_tools.format.snapshot",
     }
@@ -184,14 +184,14 @@ def test_truncate_dry_run_plans_without_the_repair_machinery() -> None:
 
 
 def test_validate_of_a_small_log_dir_imports_no_walker_machinery() -> None:
-    """A small input is walked as `--jobs 1` (log/parallel.py): neither the forked walkers nor their
+    """A small input is walked as `--jobs 1` (log/workers/parallel.py): neither the forked walkers nor their
     wire format (nor pickle) is imported, whatever --jobs says."""
     code, loaded, stdout = _loaded_after(["validate", "--jobs", "2", str(V2)])
     assert code == 0 and stdout
     machinery = {
-        "kafka_tools.log.forked",
-        "kafka_tools.log.forked_scans",
-        "kafka_tools.log.report_wire",
+        "kafka_tools.log.workers.forked",
+        "kafka_tools.log.workers.forked_scans",
+        "kafka_tools.log.workers.report_wire",
         "pickle",
     }
     assert sorted(machinery & loaded) == []

@@ -118,7 +118,8 @@ class _ScriptedMirror:
 def test_a_member_seen_between_two_reads_waits_for_its_topics_partitions() -> None:
     """A member registered while a step reads: its rebalance plans the topic's partitions, never a
     rebalance 'finished' at once with nothing planned (seen in CI under load)."""
-    from kafka_tools.consumers.watch import GroupWatch, WatchOptions
+    from kafka_tools.consumers.group_tracker import WatchOptions
+    from kafka_tools.consumers.watch import GroupWatch
     from tests.support.watch import registration
 
     topic_data = json.dumps({"version": 1, "partitions": {str(p): [0] for p in range(PARTITIONS)}}).encode()

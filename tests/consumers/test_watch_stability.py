@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 
-from kafka_tools.consumers.watch import QUIET, GroupTracker
+from kafka_tools.consumers.group_tracker import QUIET, GroupTracker
 from kafka_tools.zk.layout import ConsumerMember
 from tests.support.script import run_script
 from tests.support.watch import create_topic, range_plan, register_broker

@@ -19,8 +19,8 @@ from kafka_tools.format import accel, segment
 from kafka_tools.format.message_set import iter_messages, parse_message
 from kafka_tools.format.record_batch import RecordDecodeError
 from kafka_tools.format.segment import MessageRun, RunBounds, iter_log_entries
-from kafka_tools.log.findings import ValidateOptions
-from kafka_tools.log.segment_checks import scan_segment
+from kafka_tools.log.checks.findings import ValidateOptions
+from kafka_tools.log.checks.segment_checks import scan_segment
 from kafka_tools.log.validate import validate_paths
 from kafka_tools.render import dump_json
 from tests.independent import FIXTURES

@@ -140,8 +140,8 @@ def test_the_start_up_path_compiles_no_init() -> None:
     """The dataclasses a small command defines write their __init__ by hand: @dataclass compiles the
     one it generates at every start (1 M instructions a class, 31 classes for `validate LOGDIR`)."""
     on_the_path = {
-        "kafka_tools.log.dirs.Segment",
-        "kafka_tools.log.findings.Finding",
+        "kafka_tools.log.files.dirs.Segment",
+        "kafka_tools.log.checks.findings.Finding",
         "kafka_tools.format.record_batch.RecordBatch",
         "kafka_tools.format.index.OffsetIndexEntry",
     }

@@ -1,4 +1,4 @@
-"""A log dir's segments walked in forked processes (log/forked_scans.py): the answer `--jobs 1` gives,
+"""A log dir's segments walked in forked processes (log/workers/forked_scans.py): the answer `--jobs 1` gives,
 in the same order, whether the segments are walked in processes or on threads, with damage, a segment
 that cannot be read, a walker that dies, a running broker's dir and leftover segments split into
 ranges; processes chosen only where no thread runs, and then no thread started."""
@@ -17,11 +17,13 @@ from click.testing import CliRunner
 
 from kafka_tools.cli.main import cli
 from kafka_tools.format import accel
-from kafka_tools.log import forked, forked_scans, parallel, partition_checks, validate
-from kafka_tools.log.dirs import discover
-from kafka_tools.log.findings import ValidateOptions
-from kafka_tools.log.report_wire import report_from_wire, report_to_wire
-from kafka_tools.log.segment_checks import scan_segment
+from kafka_tools.log import validate
+from kafka_tools.log.checks import partition_checks
+from kafka_tools.log.checks.findings import ValidateOptions
+from kafka_tools.log.checks.segment_checks import scan_segment
+from kafka_tools.log.files.discover import discover
+from kafka_tools.log.workers import forked, forked_scans, parallel
+from kafka_tools.log.workers.report_wire import report_from_wire, report_to_wire
 from tests.independent import FIXTURES
 from tests.log.test_read import build_partition
 from tests.support.locks import lock_held_elsewhere
@@ -45,7 +47,7 @@ def _walkers(monkeypatch, tmp_path: Path, forked_walkers: bool = True) -> Path:
     import time
 
     log, took = tmp_path / "walked.txt", tmp_path / "took.txt"
-    real = validate.check_segment
+    real = partition_checks.check_segment
     parent, first = os.getpid(), []
 
     def wait_for(path: Path, text: str) -> None:
@@ -70,7 +72,7 @@ def _walkers(monkeypatch, tmp_path: Path, forked_walkers: bool = True) -> Path:
             os.close(fd)
         return report
 
-    monkeypatch.setattr(validate, "check_segment", check_segment)
+    monkeypatch.setattr(partition_checks, "check_segment", check_segment)
     return log
 
 
@@ -119,7 +121,7 @@ def test_segments_in_processes_report_what_threads_and_one_walker_report(
 @needs_fork
 def test_segments_walked_in_python_get_every_core_in_processes(monkeypatch, tmp_path: Path) -> None:
     """Compressed v1 message sets are decoded in Python, holding the GIL: on threads they share one
-    walker (log/parallel.py), in forked processes each has a GIL of its own and a core."""
+    walker (log/workers/parallel.py), in forked processes each has a GIL of its own and a core."""
     compressed = [str(p) for p in sorted((GENERATED / "v1").glob("*-0")) if not p.name.startswith("none")]
     one = _validate("--jobs", "1", *compressed)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
@@ -160,7 +162,7 @@ def test_a_segment_that_fails_in_a_walker_is_walked_again_here_and_reported_as_o
     src = GENERATED / "v2"
     parent = os.getpid()
     bad, tried = tmp_path / "bad.txt", tmp_path / "tried.txt"
-    real = validate.check_segment
+    real = partition_checks.check_segment
 
     def unreadable(seg, *args):
         if os.getpid() != parent and not bad.exists():
@@ -175,8 +177,7 @@ def test_a_segment_that_fails_in_a_walker_is_walked_again_here_and_reported_as_o
             raise PermissionError(13, "Permission denied", str(seg.log))
         return real(seg, *args)
 
-    monkeypatch.setattr(validate, "check_segment", unreadable)  # the walkers'
-    monkeypatch.setattr(partition_checks, "check_segment", unreadable)  # --jobs 1's
+    monkeypatch.setattr(partition_checks, "check_segment", unreadable)  # the walkers' and --jobs 1's
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     forked_result = _validate("--jobs", "2", str(src))
     pids = [int(line) for line in tried.read_text().split()]
@@ -194,7 +195,7 @@ def test_the_segments_of_a_walker_that_died_are_walked_by_the_caller(monkeypatch
     import time
 
     parent = os.getpid()
-    real = validate.check_segment
+    real = partition_checks.check_segment
     died = tmp_path / "died.txt"
 
     def walker_dies(seg, *args):
@@ -207,7 +208,7 @@ def test_the_segments_of_a_walker_that_died_are_walked_by_the_caller(monkeypatch
             time.sleep(0.001)
         return real(seg, *args)
 
-    monkeypatch.setattr(validate, "check_segment", walker_dies)
+    monkeypatch.setattr(partition_checks, "check_segment", walker_dies)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     pids: list[int] = []
     real_fork = os.fork
@@ -393,7 +394,7 @@ def test_ctrl_c_in_the_caller_stops_the_walkers_and_leaves_no_zombie(monkeypatch
     goes on up to the CLI."""
     src = GENERATED / "v2"
     parent = os.getpid()
-    real = validate.check_segment
+    real = partition_checks.check_segment
     forks: list[int] = []
     real_fork = os.fork
 
@@ -412,7 +413,7 @@ def test_ctrl_c_in_the_caller_stops_the_walkers_and_leaves_no_zombie(monkeypatch
         return real(seg, *args)
 
     monkeypatch.setattr(forked.os, "fork", fork)
-    monkeypatch.setattr(validate, "check_segment", interrupted)
+    monkeypatch.setattr(partition_checks, "check_segment", interrupted)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     with pytest.raises(KeyboardInterrupt):
         validate.validate_paths([src], ValidateOptions(), None, 3)

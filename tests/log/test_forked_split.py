@@ -1,4 +1,4 @@
-"""One large v2 segment's ranges walked in forked processes (log/forked.py): the same answer as one
+"""One large v2 segment's ranges walked in forked processes (log/workers/forked.py): the same answer as one
 walk and as the ranges on threads, errors and dead walkers included, and processes only where they
 are safe (no other thread running) and their results small (no index targets)."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from kafka_tools.format import accel
-from kafka_tools.log import forked, parallel
-from kafka_tools.log.findings import ValidateOptions
-from kafka_tools.log.segment_checks import scan_segment
+from kafka_tools.log.checks.findings import ValidateOptions
+from kafka_tools.log.checks.segment_checks import scan_segment
+from kafka_tools.log.workers import forked, parallel
 from tests.independent import FIXTURES
 
 GENERATED = FIXTURES / "generated"

@@ -188,7 +188,7 @@ def test_garbage_side_files_get_dump_logs_checks_in_validate(tmp_path: Path) -> 
 
 
 def test_a_broken_meta_properties_is_said_alike_by_both_commands(tmp_path: Path) -> None:
-    """validate checks meta.properties with dump-log's own checks (log/side_files.py), without the
+    """validate checks meta.properties with dump-log's own checks (log/files/side_files.py), without the
     dump's machinery: the same line, position and kind from both."""
     log_dir = tmp_path / "logs"
     shutil.copytree(FIXTURES / "generated/v2/none-0", log_dir / "orders-0")

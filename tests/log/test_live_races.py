@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from kafka_tools import broker_lock
 from kafka_tools.format import segment as segment_format
-from kafka_tools.log import locate, partition_log
-from kafka_tools.log.dirs import read_partition
-from kafka_tools.log.findings import IN_FLIGHT, Severity, ValidateOptions
-from kafka_tools.log.partition_checks import validate_partition
+from kafka_tools.log import locate
+from kafka_tools.log.checks.findings import IN_FLIGHT, Severity, ValidateOptions
+from kafka_tools.log.checks.partition_checks import validate_partition
+from kafka_tools.log.files import broker_lock, views
+from kafka_tools.log.files.dirs import read_partition
 from kafka_tools.log.retention import find_partitions, preview
 from kafka_tools.log.retention_config import SettingSources
 from tests.log.test_read import T0, build_partition, read_json, shown
@@ -125,7 +125,7 @@ def test_a_segment_that_grew_while_read_is_in_flight_without_the_lock(tmp_path, 
         with open(seg, "ab") as f:  # the broker appends while ktool reads
             f.write(b"\x00")
 
-    monkeypatch.setattr("kafka_tools.log.segment_checks.walk_entries", walk_then_grow)
+    monkeypatch.setattr("kafka_tools.log.checks.segment_checks.walk_entries", walk_then_grow)
     p = read_partition(part)
     assert not p.live
     report = validate_partition(p, ValidateOptions())
@@ -139,7 +139,7 @@ def test_a_checkpoint_is_read_before_the_segments_it_is_compared_with(tmp_path, 
     end = written[-1].offset + 1
     checkpoint = logs / "recovery-point-offset-checkpoint"
     checkpoint.write_text(f"0\n1\nt 0 {end}\n")
-    import kafka_tools.log.partition_checks as checks
+    import kafka_tools.log.checks.partition_checks as checks
 
     real = checks.check_segment
 
@@ -200,7 +200,7 @@ def test_read_of_an_offset_in_a_segment_deleted_meanwhile_is_out_of_range_not_ex
     tmp_path, monkeypatch
 ) -> None:
     logs, part, written = _log_dir(tmp_path)
-    real = partition_log.list_partition
+    real = views.list_partition
     deleted = []
 
     def list_then_delete(path, live=None):
@@ -211,7 +211,7 @@ def test_read_of_an_offset_in_a_segment_deleted_meanwhile_is_out_of_range_not_ex
             deleted.append(first)
         return listing
 
-    monkeypatch.setattr(partition_log, "list_partition", list_then_delete)
+    monkeypatch.setattr(views, "list_partition", list_then_delete)
     code, _, err = read_json(str(part), "--offset", "1")
     assert code == 1 and "out of range" in err and err.count("\n") == 1
     deleted.clear()
@@ -362,7 +362,7 @@ def test_a_segment_removed_after_the_one_before_it_was_read_leaves_no_gap(tmp_pa
     """Retention removes the oldest segments while validate walks them: the one read first is held
     open, the next one is gone by the time it is opened; no offset gap is reported across it."""
     logs, part, _ = _log_dir(tmp_path)
-    import kafka_tools.log.partition_checks as checks
+    import kafka_tools.log.checks.partition_checks as checks
 
     real = checks.check_segment
     second = sorted(part.glob("*.log"))[1]

@@ -65,8 +65,8 @@ def _checkpoint(log_dir: Path, name: str) -> int | None:
 
 
 def _log_end(part: Path) -> int:
+    from kafka_tools.log.files.views import open_partition
     from kafka_tools.log.locate import log_end_offset
-    from kafka_tools.log.partition_log import open_partition
 
     return log_end_offset(open_partition(str(part)))
 

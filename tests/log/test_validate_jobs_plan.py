@@ -1,6 +1,6 @@
 """`ktool validate --jobs N`: the plan (threads, split) picked for given inputs, and the same
 answer whichever plan runs. The plan is pinned here as work done, not as time: bench/validate.py
---check measures that it pays (log/parallel.py says why)."""
+--check measures that it pays (log/workers/parallel.py says why)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from kafka_tools.cli.main import cli
 from kafka_tools.format import accel
 from kafka_tools.format.batch_runs import split_points
-from kafka_tools.log import forked, parallel
-from kafka_tools.log.parallel import SMALL_INPUT, SPLIT_MIN, JobsPlan, plan_jobs
+from kafka_tools.log.workers import forked, parallel
+from kafka_tools.log.workers.parallel import SMALL_INPUT, SPLIT_MIN, JobsPlan, plan_jobs
 from tests.independent import FIXTURES
 
 GENERATED = FIXTURES / "generated"
@@ -41,7 +41,7 @@ def test_several_segments_get_a_walker_a_core_no_more_than_segments() -> None:
 def test_several_walkers_map_in_small_steps(monkeypatch) -> None:
     """Each of several walkers maps its segment (pread's copy cost 1.2-1.7x the map's CPU) and hands
     its pages back every walker_step(2) bytes, so the peak RSS does not grow by 24 MiB a thread."""
-    from kafka_tools.log import segment_checks
+    from kafka_tools.log.checks import segment_checks
 
     windows: list[tuple[bool, int | None]] = []
     real_window = segment_checks.SegmentWindow
@@ -151,8 +151,8 @@ def test_every_plan_gives_the_same_answer(tree: str, monkeypatch, tmp_path: Path
 @pytest.mark.parametrize("parts", [2, 3, 9])
 def test_a_split_segment_reports_what_one_walk_reports(parts: int, monkeypatch) -> None:
     """Index targets (entry positions) found in every range, gaps and order checked at the seams."""
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     paths = sorted([*GENERATED.glob("v2/*/*.log"), *GENERATED.glob("corrupt/v2-*/*.log")])
@@ -188,8 +188,8 @@ def test_a_batch_carried_in_a_record_value_is_not_taken_for_a_cut(tmp_path, monk
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     from kafka_tools.format import batch_runs
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     inner = (GENERATED / "v2" / "none-0" / "00000000000000000000.log").read_bytes()
     first = inner[: 12 + int.from_bytes(inner[8:12], "big")]
@@ -256,7 +256,7 @@ def test_the_default_on_a_small_input_starts_nothing(monkeypatch) -> None:
 
 def test_one_walker_is_settled_before_the_inputs_are_read(monkeypatch) -> None:
     """`--jobs 1` (or one usable core) plans without a stat or a read of any segment."""
-    from kafka_tools.log.dirs import discover
+    from kafka_tools.log.files.discover import discover
 
     found = discover([GENERATED / "v2"])
     monkeypatch.setattr(parallel, "segment_sizes", lambda paths: pytest.fail("sizes read for one walker"))
@@ -266,7 +266,7 @@ def test_one_walker_is_settled_before_the_inputs_are_read(monkeypatch) -> None:
 
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
 def test_the_default_on_a_large_input_asks_the_idle_cores(monkeypatch) -> None:
-    from kafka_tools.log.dirs import discover
+    from kafka_tools.log.files.discover import discover
 
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
@@ -302,8 +302,8 @@ def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monk
     others; each range maps the file itself (pread's copy cost 1.7x the map's CPU)."""
     import _thread
 
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     path = GENERATED / "v2" / "segmented-0" / "00000000000000000000.log"
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
@@ -330,7 +330,7 @@ def test_a_split_maps_its_ranges_on_parts_minus_one_new_threads(parts: int, monk
 def test_walkers_hand_pages_back_in_steps_that_keep_the_rss_flat() -> None:
     """Together the walkers keep about WALKERS_RESIDENT mapped (the RSS stays far below 100 MB with
     any number of threads), and none steps by less than MIN_WALKER_STEP: at 2 MiB two threads'
-    madvise calls cost 20 % more CPU than one walker (log/parallel.py)."""
+    madvise calls cost 20 % more CPU than one walker (log/workers/parallel.py)."""
     assert parallel.JobsPlan(1, False).step is None  # one walker: its own, larger steps
     for threads in (2, 3, 4, 8, 64):
         step = parallel.JobsPlan(threads, False).step
@@ -361,8 +361,8 @@ def test_a_split_without_threads_to_be_had_is_walked_by_the_caller(monkeypatch) 
     """A process at its thread limit still gets its answer: the calling thread walks every range."""
     import _thread
 
-    from kafka_tools.log.findings import ValidateOptions
-    from kafka_tools.log.segment_checks import scan_segment
+    from kafka_tools.log.checks.findings import ValidateOptions
+    from kafka_tools.log.checks.segment_checks import scan_segment
 
     def no_thread(function, args):
         raise RuntimeError("can't start new thread")

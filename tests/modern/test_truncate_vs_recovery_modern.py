@@ -41,7 +41,7 @@ from click.testing import CliRunner
 from kafka_tools.cli.main import cli
 from kafka_tools.format.checkpoints import read_leader_epoch_checkpoint
 from kafka_tools.format.snapshot import read_snapshot
-from kafka_tools.log.dirs import read_partition
+from kafka_tools.log.files.dirs import read_partition
 from kafka_tools.transactions.producers import replay_partition
 from tests.support.modern import FAST_START, ModernCluster, Node, create_topic, partition_dir
 

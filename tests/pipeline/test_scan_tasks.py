@@ -10,7 +10,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.log.findings import ValidateOptions
+from kafka_tools.log.checks.findings import ValidateOptions
 from kafka_tools.log.validate import validate_paths
 from kafka_tools.pipeline import ScanOptions, plan_scan
 from kafka_tools.pipeline.local import scan_in_process

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_tools.log.findings import ValidateOptions
-from kafka_tools.log.segment_checks import scan_segment
+from kafka_tools.log.checks.findings import ValidateOptions
+from kafka_tools.log.checks.segment_checks import scan_segment
 
 
 def segment_report(path: Path, wanted=(), deep: bool = False) -> tuple:

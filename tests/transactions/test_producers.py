@@ -4,7 +4,7 @@ anomalies a healthy leader never appends (cases after Kafka's ProducerStateManag
 
 from __future__ import annotations
 
-from kafka_tools.log.dirs import read_log_dir
+from kafka_tools.log.files.discover import read_log_dir
 from kafka_tools.transactions.producers import replay_partition
 from tests.transactions.files import ABORT, COMMIT, T0, Log, log_dir, snapshot
 

@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 
 from kafka_tools.format.plural import plural
-from kafka_tools.log.dirs import Partition, Segment
-from kafka_tools.log.findings import IN_FLIGHT, Finding, SegmentReport, Severity
+from kafka_tools.log.checks.findings import IN_FLIGHT, Finding, SegmentReport, Severity
+from kafka_tools.log.files.dirs import Partition, Segment
 
 # What an index of the segment being written says of bytes not (fully) written yet.
 _INDEX_AHEAD = frozenset({"index-past-valid-data", "time-index-past-log-end"})
@@ -58,24 +58,6 @@ def settle_active_segment(seg: Segment, report: SegmentReport) -> None:
     for i, f in enumerate(report.findings):
         if f.kind in _INDEX_AHEAD:  # findings only a segment's own .index / .timeindex has
             report.findings[i] = in_flight(f, "an entry ahead of the data written so far")
-
-
-def is_newest_live_segment(p: Path) -> bool:
-    """`p` is (or is the index of) the newest segment of a partition a running broker writes: the one
-    it appends to (the log dir's `.lock` held, or --live). For files named one by one."""
-    from kafka_tools.broker_lock import is_live
-    from kafka_tools.errors import InputError
-    from kafka_tools.format.kinds import base_offset_of, partition_of
-    from kafka_tools.log.dirs import list_partition
-
-    p = Path(p).absolute()
-    if partition_of(p) is None or not is_live(p.parent.parent):
-        return False
-    try:
-        listing = list_partition(p.parent, live=True)
-    except InputError:
-        return False
-    return bool(listing.stems) and base_offset_of(p) == max(listing.stems)
 
 
 def settle_newest(part: Partition, reports: list[SegmentReport]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_tools.format.shared_methods import SharedMethods
-from kafka_tools.log.dirs import Partition
+from kafka_tools.log.files.dirs import Partition
 
 if TYPE_CHECKING:
     from kafka_tools.format.batch_runs import BatchRun
@@ -165,7 +165,7 @@ class Summary(SharedMethods):
     unreadable: int = 0
     needs_force: int = 0  # partitions `ktool truncate` repairs only with --force (losing valid data)
     refused: int = 0  # partitions with damage `ktool truncate` cannot repair (the broker keeps it)
-    in_flight: int = 0  # a running broker's unfinished writes (log/in_flight.py): info, not damage
+    in_flight: int = 0  # a running broker's unfinished writes (log/checks/in_flight.py): info, not damage
 
     def __init__(
         self,
@@ -213,7 +213,7 @@ class ValidateOptions(SharedMethods):
     deep: bool = False  # decode the records of uncompressed batches too (compressed ones always are)
     strict: bool = False
     # How, not what (never set by the user): whether segments may be memory-mapped (False: pread, as
-    # the tests compare), and, set by validate_paths from log/parallel.py's plan, what checks a large
+    # the tests compare), and, set by validate_paths from log/workers/parallel.py's plan, what checks a large
     # segment's first batches on several cores.
     mmap: bool = True
     split: Callable[[Path, int, list[int]], BatchRun | None] | None = None
@@ -273,7 +273,7 @@ class PartitionReport(SharedMethods):
 
 
 UNREADABLE = "unreadable-file"
-IN_FLIGHT = "in-flight"  # what a running broker is writing or removing right now (log/in_flight.py)
+IN_FLIGHT = "in-flight"  # what a running broker is writing or removing right now (log/checks/in_flight.py)
 
 
 def unreadable_finding(path: Path, why: str) -> Finding:

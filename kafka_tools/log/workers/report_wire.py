@@ -1,5 +1,5 @@
 """A segment's report as plain values and back: what crosses the pipe from a forked walker
-(log/forked.py) in `marshal`'s format, which takes only plain values (marshal is loaded at every
+(log/workers/forked.py) in `marshal`'s format, which takes only plain values (marshal is loaded at every
 start; pickle's import cost 1.9-3.6 ms). Measured on the 33 fixture segments' reports (17 findings):
 to_wire, marshal and back 9-10 us a report, pickle and back 24-25 us, its import 1.9 ms more.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_tools.log.findings import Finding, SegmentReport, Severity
+from kafka_tools.log.checks.findings import Finding, SegmentReport, Severity
 
 
 def report_to_wire(report: SegmentReport) -> tuple:

@@ -1,4 +1,4 @@
-"""A log dir's segments walked in forked processes (log/forked.py) instead of threads, where the
+"""A log dir's segments walked in forked processes (log/workers/forked.py) instead of threads, where the
 caller may fork (no other thread runs, Linux): `ktool validate --jobs N` of several segments.
 
 Why: threads each walking a map of their own hand their pages back by madvise(MADV_DONTNEED) every
@@ -6,14 +6,14 @@ walker_step, and each such call flushes the TLB of every core the process runs o
 a virtual machine an exit) while Python's mmap holds the GIL through it; separate processes share
 neither the address space nor the GIL (issue 27, bench/README.md "A log dir's segments in forked
 processes"). The calling process is one of the walkers. Reports come back as plain values
-(log/report_wire.py), each as soon as its segment is done, and the progress bar (which no forked
+(log/workers/report_wire.py), each as soon as its segment is done, and the progress bar (which no forked
 process may draw) advances by a segment's bytes as its report arrives.
 
 The segments left over after a round a walker (`split_tail`, large v2 ones) are split into ranges
 taken from the same calls as the whole segments, so the walker done first helps with them (3 x 1 GiB
 on 2 cores: 1.19x sooner than the third walked whole). One with a `.index` or `.timeindex` (its
 ranges would carry index targets through the pipe, up to a million) is walked when its report is
-asked for, after the others, its ranges on threads as log/parallel.py's splitter walks them; one
+asked for, after the others, its ranges on threads as log/workers/parallel.py's splitter walks them; one
 that cannot be split (a running broker's, not beginning with a v2 batch) is one call among the
 others. No forked process forks again.
 """
@@ -27,10 +27,11 @@ from typing import Any
 
 from kafka_tools.format.batch_runs import BatchRun, begins_with_batch
 from kafka_tools.format.kinds import base_offset_of
-from kafka_tools.log import forked, parallel
-from kafka_tools.log.dirs import Discovery, Segment
-from kafka_tools.log.findings import SegmentReport, ValidateOptions
-from kafka_tools.log.report_wire import report_from_wire, report_to_wire
+from kafka_tools.log.checks.findings import SegmentReport, ValidateOptions
+from kafka_tools.log.files.dirs import Segment
+from kafka_tools.log.files.discover import Discovery
+from kafka_tools.log.workers import forked, parallel
+from kafka_tools.log.workers.report_wire import report_from_wire, report_to_wire
 
 
 class Answer:
@@ -63,7 +64,7 @@ def scan_forked(
     """Every segment of `found` checked on `processes` processes (this one and `processes - 1` forked
     ones), the last `split_tail` in ranges (see the module's docstring); None where no process may be
     forked now (a thread runs, not Linux, too many calls): the caller walks them on threads."""
-    from kafka_tools.log.validate import segment_calls
+    from kafka_tools.log.checks.partition_checks import segment_calls
 
     if not forked.may_fork():
         return None
@@ -128,7 +129,7 @@ def _has_indexes(target: Segment | Path) -> bool:
 
 def _splits_in_processes(path: Path) -> bool:
     """Whether a leftover segment (without indexes) is cut into ranges for the forked walkers: what
-    log/parallel.py's splitter would split, beginning with a v2 batch."""
+    log/workers/parallel.py's splitter would split, beginning with a v2 batch."""
     return parallel.may_split(path) and begins_with_batch(path)
 
 

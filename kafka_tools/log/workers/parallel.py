@@ -17,7 +17,7 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   imported; without `--jobs`, as many walkers as there are idle cores when a large input starts (a
   busy machine gets one walker: there a second thread made a log dir 0.88x as fast, under load 3-4;
   busy is also a machine whose tasks waited for CPU in the last 10 s, CPU_PRESSURE_BUSY);
-* several segments: walked by the calling process and threads - 1 forked ones (log/forked_scans.py),
+* several segments: walked by the calling process and threads - 1 forked ones (log/workers/forked_scans.py),
   each taking the next segment nobody has taken, the reports sent back as each is done (for the
   same reason as a split's ranges: on threads every madvise of one walker interrupts the other's
   core, and Python's mmap holds the GIL through it; a log dir of 6 x 1 GiB v2 on 2 cores, alternated
@@ -39,7 +39,7 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   rounds), so the planner counts them as any other segment then;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into
   RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by the calling
-  process and one forked process a core more (log/forked.py: a thread's madvise flushes the other
+  process and one forked process a core more (log/workers/forked.py: a thread's madvise flushes the other
   walkers' TLBs by interrupt and holds the GIL; 4 GiB after start-up 1.58x -> 1.77x), each taking
   the next range when done with one (on threads, by `ahead`, where a thread already runs or the
   ranges carry index targets); the rest of the segment is walked after them as usual (the findings
@@ -52,6 +52,11 @@ same partitions in 2 processes at once, no shared address space, no GIL) gain 1.
 segment on an idle machine, not 2x (memory bandwidth, the vCPUs' shared core); through the CLI the
 start-up (~0.15 s) is as long as the walk of 1 GiB on one core, so the split's gain is read after
 start-up (bench/run_all.py); and under other load the default walks on one core.
+
+Why one module of this size: the plan of the walkers and the split of one large segment are one decision
+(the plan says which segments split and on how many walkers; the split's measured costs, above, set the
+plan's thresholds), and most of its length is that measured reasoning; each helper is small and tested
+through `plan_for` and `splitter`.
 """
 
 from __future__ import annotations
@@ -62,7 +67,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from kafka_tools.broker_lock import is_live
 from kafka_tools.format.batch_runs import (
     BatchRun,
     batch_start_after,
@@ -74,6 +78,7 @@ from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
 from kafka_tools.format.shared_methods import FrozenSharedMethods
+from kafka_tools.log.files.broker_lock import is_live
 
 T = TypeVar("T")
 
@@ -199,7 +204,7 @@ def plan_jobs(
 def segment_paths(found) -> list[Path]:
     """The segment files a validation of `found` (a Discovery) walks."""
     paths = [seg.log for part in found.all_partitions() for seg in part.segments]
-    return paths + [p for p in found.files if kind_of(p) in (FileKind.LOG, FileKind.KAFKA07)]
+    return paths + [p for p in found.files if found.kind(p) in (FileKind.LOG, FileKind.KAFKA07)]
 
 
 def segment_sizes(paths: list[Path]) -> list[int]:
@@ -248,7 +253,7 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
     walkers, as many as are idle now, which is asked (/proc/loadavg) only of an input large enough
     to use them: one walker is settled before anything else is read (a small input costs exactly
     what `--jobs 1` costs). Segments walked in Python share a core only on threads: where the walkers
-    will be forked processes (log/forked_scans.py; no thread runs), each holds a GIL of its own."""
+    will be forked processes (log/workers/forked_scans.py; no thread runs), each holds a GIL of its own."""
     if (cores if jobs is None else jobs) <= 1:
         return ONE_WALKER
     paths = segment_paths(found)
@@ -265,9 +270,9 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
 
 
 def _walkers_are_processes() -> bool:
-    """Whether several segments will be walked in forked processes (log/forked_scans.py) rather than
+    """Whether several segments will be walked in forked processes (log/workers/forked_scans.py) rather than
     on threads. Imported here: only an input large enough for several walkers asks."""
-    from kafka_tools.log import forked
+    from kafka_tools.log.workers import forked
 
     return forked.may_fork()
 
@@ -464,10 +469,10 @@ def walk_range(*args) -> BatchRun | None:
 
 
 def _forked_runs(calls: list[tuple], parts: int) -> list | None:
-    """The ranges' runs walked by this process and `parts - 1` forked ones (log/forked.py), or None
+    """The ranges' runs walked by this process and `parts - 1` forked ones (log/workers/forked.py), or None
     where that may not be done now (a thread runs, too many ranges). Imported here, not at start-up:
     a small input never splits."""
-    from kafka_tools.log import forked
+    from kafka_tools.log.workers import forked
 
     if not forked.may_fork():
         return None

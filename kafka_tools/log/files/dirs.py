@@ -1,7 +1,7 @@
-"""A `log.dirs` tree as the broker sees it: log dirs, partitions, and each partition's segments in order.
-
-Paths given by a user may be a segment file, a partition directory (`topic-N`), a log dir (holding
-partition directories and checkpoint files) or any directory above log dirs; `discover` sorts them out.
+"""The one partition model: a `log.dirs` tree as the broker sees it, log dirs (`LogDir`), partitions
+(`Partition`) and each partition's segments in order (`Segment`, its kind decided from the listing's
+names), listed by one `scandir` (`list_partition`); the readers' and the previews' views of a
+partition are made from the same listing (views.py). What a user's paths name: discover.py.
 """
 
 from __future__ import annotations
@@ -12,20 +12,19 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_tools.broker_lock import LOCK_FILE, is_live
-from kafka_tools.errors import InputError, UsageError, os_reason, path_error
+from kafka_tools.errors import InputError, os_reason
 from kafka_tools.format.kinds import (
-    BOOTSTRAP_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
-    OFFSET_CHECKPOINTS,
     QUORUM_STATE,
     REMOTE_LOG_SNAPSHOT,
     TRANSIENT_SUFFIXES,
     FileKind,
+    base_offset_of,
     kind_of,
     partition_of,
 )
 from kafka_tools.format.shared_methods import SharedMethods
+from kafka_tools.log.files.broker_lock import LOCK_FILE, is_live
 
 SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
@@ -55,18 +54,40 @@ class Segment(SharedMethods):
         self.offset_index = offset_index
         self.time_index = time_index
         self.txn_index = txn_index
+        self._kind: FileKind | None = None  # decided once, from the name, when first asked
 
     @property
     def kind(self) -> FileKind:
-        return kind_of(self.log)
+        if self._kind is None:
+            self._kind = kind_of(self.log)
+        return self._kind
 
     @property
     def size(self) -> int:
         return self.log.stat().st_size
 
 
+class PartitionPlace:
+    """Where a partition is, as every view of it says it (`Partition` here, the readers' and the
+    previews' views in views.py): `path`, `topic` and `partition` are the subclass's fields."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"  # type: ignore[attr-defined]
+
+    @property
+    def log_dir(self) -> Path:
+        return Path(self.path).parent  # type: ignore[attr-defined]
+
+    def unreadable_lines(self) -> list[str]:
+        """One line per file that could not be read (`path: why`), as errors name them."""
+        return [f"{path}: {why}" for path, why in self.unreadable]  # type: ignore[attr-defined]
+
+
 @dataclass(init=False, repr=False, eq=False)
-class Partition(SharedMethods):
+class Partition(PartitionPlace, SharedMethods):
     """A partition directory (topic-N): its segments in offset order and the files beside them."""
 
     path: Path
@@ -117,18 +138,6 @@ class Partition(SharedMethods):
     def active(self) -> Segment | None:
         """The newest segment: the one a running broker appends to."""
         return self.segments[-1] if self.segments else None
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @property
-    def log_dir(self) -> Path:
-        return self.path.parent
-
-    def unreadable_lines(self) -> list[str]:
-        """One line per file that could not be read (`path: why`), as errors name them."""
-        return [f"{path}: {why}" for path, why in self.unreadable]
 
     def check_readable(self) -> None:
         """Raise InputError (exit 3) naming the first unreadable file, for work that needs every file."""
@@ -319,6 +328,19 @@ def list_partition(path: str | os.PathLike, live: bool | None = None) -> Partiti
     return out
 
 
+def is_newest_live_segment(p: Path) -> bool:
+    """`p` is (or is the index of) the newest segment of a partition a running broker writes: the one
+    it appends to (the log dir's `.lock` held, or --live). For files named one by one."""
+    p = Path(p).absolute()
+    if partition_of(p) is None or not is_live(p.parent.parent):
+        return False
+    try:
+        listing = list_partition(p.parent, live=True)
+    except InputError:
+        return False
+    return bool(listing.stems) and base_offset_of(p) == max(listing.stems)
+
+
 def read_partition(path: Path, live: bool | None = None) -> Partition:
     """The partition with Path objects for every file (what validate and truncate walk)."""
     listing = list_partition(path, live)
@@ -328,10 +350,11 @@ def read_partition(path: Path, live: bool | None = None) -> Partition:
 def partition_from(listing: PartitionListing) -> Partition:
     root = Path(listing.path)
     part = Partition(root, listing.topic, listing.partition, live=listing.live)
-    segments = {
-        base: Segment(base, root / f"{stem}.{_segment_suffix(listing, stem)}")
-        for base, stem in listing.stems.items()
-    }
+    segments = {}
+    for base, stem in listing.stems.items():
+        suffix = _segment_suffix(listing, stem)
+        seg = segments[base] = Segment(base, root / f"{stem}.{suffix}")
+        seg._kind = FileKind.KAFKA07 if suffix == "kafka" else FileKind.LOG  # the listing's name says it
     for base, attr, name in listing.indexes:
         seg = segments.get(base)
         if seg is not None:
@@ -376,179 +399,3 @@ def log_start_offset(
 
 
 # Files a broker keeps in a log dir and never in a partition directory.
-_LOG_DIR_ONLY = frozenset({"meta.properties", LOCK_FILE, CLEAN_SHUTDOWN_FILE, BOOTSTRAP_CHECKPOINT})
-
-
-def is_partition_dir(path: Path) -> bool:
-    """A `topic-N` directory, unless it holds what only a log dir holds (a log dir may be named
-    `kafka-logs-1` too: Kafka's own test runs leave `kafka-<number>` log dirs)."""
-    return path.is_dir() and partition_of(path / "x") is not None and not has_log_dir_markers(path)
-
-
-def has_log_dir_markers(path: Path) -> bool:
-    """The files only a broker's log dir holds (a lock, checkpoints, meta.properties)."""
-    return any((path / name).exists() for name in (*OFFSET_CHECKPOINTS, *_LOG_DIR_ONLY))
-
-
-def is_log_dir(path: Path) -> bool:
-    """A directory holding partition directories or the broker's checkpoint files."""
-    if not path.is_dir():
-        return False
-    names = {p.name for p in path.iterdir()}
-    if names & (OFFSET_CHECKPOINTS | _LOG_DIR_ONLY):
-        return True
-    return any(is_partition_dir(p) and _holds_segments(p) for p in path.iterdir())
-
-
-def _holds_segments(path: Path) -> bool:
-    """A `name-N` directory is a partition when it holds segment files (any dir may be named so)."""
-    try:
-        return any(kind_of(f) in (*SEGMENT_KINDS, FileKind.OFFSET_INDEX) for f in path.iterdir())
-    except OSError:
-        return True  # unreadable: read_partition says so, rather than the partition going unseen
-
-
-def read_log_dir(path: Path) -> LogDir:
-    ld = LogDir(path, live=is_live(path))  # asked first: the listings below are read as of a broker
-    for p in sorted(path.iterdir()):
-        if is_partition_dir(p):
-            ld.partitions.append(read_partition(p, ld.live))
-        elif p.is_file() and p.name in OFFSET_CHECKPOINTS:
-            ld.checkpoints.append(p)
-        elif p.is_file() and p.name in ("meta.properties", BOOTSTRAP_CHECKPOINT):
-            ld.side_files.append(p)
-    return ld
-
-
-@dataclass(init=False, repr=False, eq=False)
-class Discovery(SharedMethods):
-    """What a list of user paths names: whole log dirs, single partitions, single files."""
-
-    log_dirs: list[LogDir] = field(default_factory=list)
-    partitions: list[Partition] = field(default_factory=list)  # given directly, outside a whole log dir
-    files: list[Path] = field(default_factory=list)  # single files given directly
-
-    def __init__(
-        self,
-        log_dirs: list[LogDir] | None = None,
-        partitions: list[Partition] | None = None,
-        files: list[Path] | None = None,
-    ) -> None:
-        self.log_dirs = [] if log_dirs is None else log_dirs
-        self.partitions = [] if partitions is None else partitions
-        self.files = [] if files is None else files
-
-    def all_partitions(self) -> list[Partition]:
-        return [p for ld in self.log_dirs for p in ld.partitions] + self.partitions
-
-
-def discover(paths: list[str | os.PathLike]) -> Discovery:
-    found = Discovery()
-    for raw in paths:
-        path = Path(raw)
-        missing = path_error(path)
-        if missing:
-            raise InputError(missing)
-        if path.is_file():
-            found.files.append(path)
-        elif is_partition_dir(path):
-            found.partitions.append(read_partition(path))
-        elif is_log_dir(path):
-            found.log_dirs.append(read_log_dir(path))
-        else:
-            below = sorted(p for p in _walk_dirs(path) if is_log_dir(p))
-            if not below:
-                raise InputError(f"{path}: no Kafka log directory or partition below it")
-            found.log_dirs += [read_log_dir(p) for p in below]
-    return found
-
-
-def _walk_dirs(root: Path):
-    for dirpath, dirnames, _ in os.walk(root):
-        here = Path(dirpath)
-        if is_log_dir(here):
-            yield here
-            dirnames[:] = []  # a log dir's children are partitions, read by read_log_dir
-        else:
-            dirnames.sort()
-
-
-def find_partition_dirs(paths: list[str | os.PathLike]) -> list[tuple[Path, bool]]:
-    """(partition directory, live) under log dirs, partition directories or directories holding log
-    dirs, each log dir's lock asked once; a file is a usage error."""
-    out: list[tuple[Path, bool]] = []
-    for raw in paths:
-        path = Path(raw)
-        missing = path_error(path)
-        if missing:
-            raise InputError(missing)
-        if path.is_file():
-            raise UsageError(f"{path}: a file; give log dirs or partition directories")
-        if is_partition_dir(path):
-            out.append((path, is_live(path.parent.absolute())))
-            continue
-        log_dirs = [path] if is_log_dir(path) else sorted(_walk_dirs(path))
-        if not log_dirs:
-            raise InputError(f"{path}: no Kafka log directory or partition below it")
-        for ld in log_dirs:
-            live = is_live(ld)
-            out += [(p, live) for p in partition_dirs(ld)]
-    return out
-
-
-def partition_dirs(log_dir: Path) -> list[Path]:
-    """A log dir's partition directories, in name order."""
-    return sorted(p for p in log_dir.iterdir() if is_partition_dir(p))
-
-
-def owning_log_dirs(paths: list[str | os.PathLike]) -> list[Path]:
-    """The log dirs the given paths lie in (a segment's, a partition's, a log dir itself, or every log
-    dir below a directory), for asking their locks before anything else is read."""
-    out: list[Path] = []
-    for raw in paths:
-        path = Path(raw).absolute()
-        if path.is_file() or (path.is_symlink() and not path.exists()):
-            found = [path.parent.parent]
-        elif is_partition_dir(path):
-            found = [path.parent]
-        elif is_log_dir(path):
-            found = [path]
-        elif path.is_dir():
-            found = sorted(_walk_dirs(path))
-        else:
-            found = []
-        out += [d for d in found if d not in out]
-    return out
-
-
-def refuse_if_live(paths: list[str | os.PathLike], what: str) -> None:
-    """Raise InputError (exit 3) when a broker holds the lock of a log dir the paths lie in (or --live
-    says one runs): asked first, before anything is listed or planned, so nothing is changed."""
-    from kafka_tools import broker_lock
-
-    for log_dir in owning_log_dirs(paths):
-        if broker_lock.mode() == broker_lock.LIVE:
-            raise InputError(f"{log_dir}: --live: a running broker's log dir; {what} changes nothing in it")
-        if broker_lock.lock_held(log_dir):
-            raise InputError(broker_lock.held_message(log_dir, what))
-
-
-def check_backup_location(backup_root: Path) -> None:
-    """A directory inside a log dir is loaded by the broker as a (broken) partition: refuse to put the
-    backup there (backup_root, and the per-partition directories made inside it); a file in the way is
-    the environment's (exit 3)."""
-    if backup_root.exists() and not backup_root.is_dir():
-        raise InputError(f"{backup_root}: cannot be the backup directory: a file, not a directory")
-    root = backup_root.resolve()
-    for d in (root, root.parent):
-        if d.exists() and has_log_dir_markers(d):
-            raise UsageError(f"{backup_root}: inside the Kafka log dir {d}; put backups elsewhere")
-    for d in root.parents:
-        if is_partition_dir(d) and d.parent.exists() and has_log_dir_markers(d.parent):
-            raise UsageError(f"{backup_root}: inside the partition directory {d}; put backups elsewhere")
-
-
-def printable_path(path: str | os.PathLike) -> str:
-    """A path as valid UTF-8 text: a byte of a name that is not UTF-8 shown as `\xe9` (what a table,
-    Arrow or a JSON parser can hold), never as the lone surrogate `\udce9` Python decodes it to."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")

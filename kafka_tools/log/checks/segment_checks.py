@@ -28,11 +28,11 @@ from kafka_tools.format.segment import (
     walk_entries,
 )
 from kafka_tools.format.stream_check import InnerStats, inner_stats
-from kafka_tools.log.dirs import Segment
-from kafka_tools.log.findings import Finding, SegmentReport, Severity, ValidateOptions
+from kafka_tools.log.checks.findings import Finding, SegmentReport, Severity, ValidateOptions
+from kafka_tools.log.files.dirs import Segment
 
 if TYPE_CHECKING:
-    from kafka_tools.log.index_checks import SegmentIndexes
+    from kafka_tools.log.checks.index_checks import SegmentIndexes
 
 _KNOWN_CODECS = frozenset(int(c) for c in Codec)
 
@@ -105,9 +105,10 @@ def scan_segment(
     progress: Callable[[int], None] | None = None,
     index_positions: Collection[int] = (),
     prefix: BatchRun | None = None,
+    kind: FileKind | None = None,
 ) -> SegmentReport:
     """Walk a `.log` or `.kafka` file and find everything the broker's recovery would object to.
-    `prefix`: the file's first batches, already walked (log/parallel.py: a segment split over cores,
+    `prefix`: the file's first batches, already walked (log/workers/parallel.py: a segment split over cores,
     which `options.split` does when set).
 
     `entry_positions` keeps only the entries at `index_positions` (what `check_offset_index` looks
@@ -129,7 +130,7 @@ def scan_segment(
         )
         _mark_repairable(report)  # the broker's recovery reads no valid entry in it and keeps 0 bytes
         return report
-    kafka07 = kind_of(path) == FileKind.KAFKA07
+    kafka07 = (kind_of(path) if kind is None else kind) == FileKind.KAFKA07
     cut: int | None = None
     deep = options.deep
     wanted = index_positions if isinstance(index_positions, (set, frozenset)) else set(index_positions)
@@ -455,10 +456,11 @@ def check_segment(seg: Segment, options: ValidateOptions, progress=None) -> Segm
     # file named alone, a partition of small segments).
     indexes = None
     if seg.offset_index is not None or seg.time_index is not None:
-        from kafka_tools.log.index_checks import read_indexes
+        from kafka_tools.log.checks.index_checks import read_indexes
 
         indexes = read_indexes(seg)
-    report = scan_segment(seg.log, options, progress, indexes.positions if indexes is not None else set())
+    positions = indexes.positions if indexes is not None else set()
+    report = scan_segment(seg.log, options, progress, positions, kind=seg.kind)
     check_segment_in_partition(seg, report, indexes)
     return report
 
@@ -469,7 +471,7 @@ def check_segment_in_partition(
     """What a segment's own files add to its scan: its indexes, and its first offset vs its name.
     (Apart from `assemble_partition` so that `ktool scan` can run it next to the scan, in an executor.)"""
     if seg.offset_index is not None or seg.time_index is not None:
-        from kafka_tools.log.index_checks import SegmentIndexes, check_offset_index, check_time_index
+        from kafka_tools.log.checks.index_checks import SegmentIndexes, check_offset_index, check_time_index
 
         indexes = indexes or SegmentIndexes()
         if seg.offset_index is not None:

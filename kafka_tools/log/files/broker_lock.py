@@ -1,7 +1,7 @@
 """Whether a running broker owns a log dir: Kafka takes an fcntl lock on `LOGDIR/.lock` at start-up
 and holds it until it stops (FileLock.tryLock in LogManager). While it does, the newest segment of
 every partition is being written, the preallocated `.index` is trimmed at each roll, old segments are
-renamed `.deleted` and removed: ktool reads such a dir as "live" (log/dirs.py says what that changes),
+renamed `.deleted` and removed: ktool reads such a dir as "live" (log/files/dirs.py says what that changes),
 never memory-maps its files, and refuses to repair it.
 
 The lock cannot tell for a copy of a log dir, or a broker on another host's mount: `--live` /

@@ -15,8 +15,8 @@ from kafka_tools.format.segment import (
     ProblemKind,
 )
 from kafka_tools.format.shared_methods import SharedMethods
-from kafka_tools.log.dirs import Segment
-from kafka_tools.log.findings import Finding, SegmentReport, Severity
+from kafka_tools.log.checks.findings import Finding, SegmentReport, Severity
+from kafka_tools.log.files.dirs import Segment
 
 # -- the files beside the segments ---------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Calls run in forked processes, each taking the next call nobody has taken: how one large segment's
-ranges (log/parallel.py's split) and a log dir's segments (log/forked_scans.py) are walked on several
-cores, when the caller has started no thread.
+ranges (parallel.py's split) and a log dir's segments (forked_scans.py) are walked on several cores, when
+the caller has started no thread.
 
 Why processes, not threads, for those ranges: every walker hands its mapped pages back as it goes
 (`madvise(MADV_DONTNEED)`, which keeps the RSS flat), and in one process each such call flushes the
@@ -13,7 +13,7 @@ start-up in two sets, the same ranges in 2 processes 1.67x and 1.77x (system tim
 The values come back through a pipe in `marshal`'s format (loaded at every start; pickle's import
 cost 3.6 ms), each as soon as its call has ended, so this is for calls whose values are small and
 plain once `to_wire` has made them so (a range's BatchRun as a tuple, with no index targets in it; a
-segment's report, log/report_wire.py). A call that raised, or whose process died, is run again by
+segment's report, log/workers/report_wire.py). A call that raised, or whose process died, is run again by
 the caller: no answer is lost, and its error is the caller's own.
 """
 

@@ -16,7 +16,7 @@ from kafka_tools.format.kinds import FileKind, base_offset_of
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries
-from kafka_tools.log.in_flight import is_newest_live_segment
+from kafka_tools.log.files.dirs import is_newest_live_segment
 
 if TYPE_CHECKING:
     from kafka_tools.format import checkpoints, index
@@ -53,14 +53,15 @@ def checkpoint_problem(exc: checkpoints.CheckpointError) -> Problem:
     return Problem(0, ProblemKind.NOT_A_SEGMENT, f"line {exc.line}: {exc}")
 
 
-def side_file_problems(path: str | os.PathLike) -> list[Problem]:
-    """What is wrong in a side file, as `ktool dump-log` reports it (without its entries)."""
+def side_file_problems(path: str | os.PathLike, kind: FileKind | None = None) -> list[Problem]:
+    """What is wrong in a side file, as `ktool dump-log` reports it (without its entries); `kind`:
+    the file's, when the caller has decided it."""
     from kafka_tools.format.checkpoints import CheckpointError
     from kafka_tools.format.kinds import kind_of
 
     p = Path(path)
     size = readable_size(p)
-    kind = kind_of(p)
+    kind = kind_of(p) if kind is None else kind
     if kind == FileKind.UNKNOWN:
         return [unknown_file_problem()]
     try:

@@ -3,13 +3,14 @@ what a cut would delete, leader epochs, side files, and the repair advice taken 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_tools.errors import InputError, os_reason
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.plural import plural
-from kafka_tools.log.dirs import Partition
-from kafka_tools.log.findings import (
+from kafka_tools.log.checks.findings import (
     Finding,
     PartitionReport,
     SegmentReport,
@@ -17,7 +18,7 @@ from kafka_tools.log.findings import (
     ValidateOptions,
     unreadable_finding,
 )
-from kafka_tools.log.in_flight import (
+from kafka_tools.log.checks.in_flight import (
     in_flight,
     index_without_segment,
     removed_file,
@@ -25,7 +26,12 @@ from kafka_tools.log.in_flight import (
     settle_newest,
     transient_file,
 )
-from kafka_tools.log.segment_checks import check_segment
+from kafka_tools.log.checks.segment_checks import check_segment, scan_segment
+from kafka_tools.log.files.dirs import Partition, Segment
+from kafka_tools.log.files.discover import Discovery
+
+if TYPE_CHECKING:
+    from kafka_tools.log.checks.recovery import RecoveryPlan
 
 
 def validate_partition(
@@ -77,7 +83,7 @@ def assemble_partition(
         previous = seg_report if seg_report.next_offset is not None else previous
     _later_segments_after_cut(report)
     if part.snapshots:
-        from kafka_tools.log.index_checks import check_snapshot
+        from kafka_tools.log.checks.index_checks import check_snapshot
 
         for snap in part.snapshots:
             try:
@@ -131,7 +137,7 @@ def assemble_partition(
 def advise_repair(report: PartitionReport) -> None:
     """Mark each error with what `ktool truncate` would do about it, from the plan truncate itself runs
     (recovery.plan_from_report): repairable only when truncate repairs it without --force."""
-    from kafka_tools.log.recovery import plan_from_report
+    from kafka_tools.log.checks.recovery import plan_from_report
 
     part = report.partition
     for attempt in range(3):
@@ -167,16 +173,16 @@ def _ahead(f: Finding) -> bool:
     return f.kind == "checkpoint-past-log-end"
 
 
-def dump_checks(path: Path) -> list[Finding]:
+def dump_checks(path: Path, kind: FileKind | None = None) -> list[Finding]:
     """What `ktool dump-log` finds wrong in a file, as errors: one set of checks behind both commands.
     (A side file is checked without the dump's event machinery, which a log dir's start-up need not
     import.)"""
-    from kafka_tools.log.side_files import side_file_problems
+    from kafka_tools.log.files.side_files import side_file_problems
 
-    kind = kind_of(path)
+    kind = kind_of(path) if kind is None else kind
     try:
         if kind == FileKind.METADATA_SNAPSHOT:
-            from kafka_tools.log.kraft_snapshots import check_metadata_snapshot
+            from kafka_tools.log.checks.kraft_snapshots import check_metadata_snapshot
 
             return check_metadata_snapshot(path)  # the dump's checks, then the snapshot's shape
         if kind in (FileKind.LOG, FileKind.KAFKA07):
@@ -185,7 +191,7 @@ def dump_checks(path: Path) -> list[Finding]:
 
             problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]
         else:
-            problems = side_file_problems(path)
+            problems = side_file_problems(path, kind)
     except InputError as exc:
         return [unreadable_finding(path, str(exc).removeprefix(f"{path}: "))]
     return [
@@ -306,3 +312,34 @@ def past_log_end_finding(path: Path, what: str, offset: int, log_end: int) -> Fi
         expected=f"<= {log_end}",
         actual=offset,
     )
+
+
+def segment_calls(found: Discovery, options: ValidateOptions) -> tuple[list[Path], list[tuple]]:
+    """Every segment file of `found` in file order, and how each is checked: (check_segment, its
+    Segment, options) for a partition's, (scan_segment, its path, options) for a file named alone."""
+    keys: list[Path] = []  # each call's segment, which callers look its report up by
+    calls: list[tuple] = []
+    parts = [p for ld in found.log_dirs for p in ld.partitions] + list(found.partitions)
+    for part in parts:
+        for seg in part.segments:
+            keys.append(seg.log)
+            calls.append((check_segment, seg, options))
+    for path in found.files:
+        kind = found.kind(path)
+        if kind in (FileKind.LOG, FileKind.KAFKA07):
+            keys.append(path)
+            calls.append((partial(scan_segment, kind=kind), path, options))
+    return keys, calls
+
+
+def plan_partition(
+    part: Partition, start: Segment | None = None, index_interval: int | None = None
+) -> RecoveryPlan:
+    """The broker's recovery from segment `start` (default: the first) to the end of the partition
+    (`index_interval`: the broker's log.index.interval.bytes, recovery's default when None)."""
+    from kafka_tools.log.checks.recovery import plan_from_report  # truncate's: not validate's start-up
+
+    report = validate_partition(part, ValidateOptions())
+    if index_interval is None:
+        return plan_from_report(report, start)
+    return plan_from_report(report, start, index_interval)

@@ -2,10 +2,10 @@
 
 The broker (Log.recoverLog / LogSegment.recover) walks each segment, keeps the bytes up to the first
 invalid entry, rebuilds that segment's indexes, and — when it cut anything — deletes every later
-segment. `plan_partition` computes exactly that; `apply_plan` carries it out with a backup of every
-byte it removes or rewrites, written and fsynced before anything changes, and a manifest from which
-`undo` restores the old state exactly. A crash at any point leaves the old or the new state of each
-file plus the complete backup.
+segment. `partition_checks.plan_partition` computes exactly that; `apply_plan` carries it out with
+a backup of every byte it removes or rewrites, written and fsynced before anything changes, and a
+manifest from which `undo` restores the old state exactly. A crash at any point leaves the old or the
+new state of each file plus the complete backup.
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from kafka_tools.errors import UsageError
 from kafka_tools.format.kinds import FileKind, base_offset_of
 from kafka_tools.format.plural import plural
 from kafka_tools.format.shared_methods import SharedMethods
-from kafka_tools.log.dirs import (
+from kafka_tools.log.checks.findings import Finding, PartitionReport, SegmentReport, Severity
+from kafka_tools.log.files.dirs import (
     Partition,
     Segment,
     read_partition,
 )
-from kafka_tools.log.findings import Finding, PartitionReport, SegmentReport, Severity, ValidateOptions
-from kafka_tools.log.partition_checks import validate_partition
 
 DEFAULT_INDEX_INTERVAL = 4096
 
@@ -131,13 +130,6 @@ class RecoveryPlan(SharedMethods):
                 "the backup)"
             )
         return None
-
-
-def plan_partition(
-    part: Partition, start: Segment | None = None, index_interval: int = DEFAULT_INDEX_INTERVAL
-) -> RecoveryPlan:
-    """The broker's recovery from segment `start` (default: the first) to the end of the partition."""
-    return plan_from_report(validate_partition(part, ValidateOptions()), start, index_interval)
 
 
 def plan_from_report(
