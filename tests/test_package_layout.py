@@ -288,7 +288,7 @@ def test_the_room_rule_sees_a_room_importing_upward() -> None:
 # its worker processes, the pipe of range numbers validate's forked walkers take from, and the kernel's
 # `struct flock` asked of the group lock for its holder's pid.
 BYTES_ELSEWHERE = {
-    "kafka_tools/broker/client.py",
+    "kafka_tools/broker/probe.py",
     "kafka_tools/consumers/assignors.py",
     "kafka_tools/consumers/group_lock.py",
     "kafka_tools/cli/dump_parallel.py",
