@@ -29,7 +29,11 @@ setup(
         Extension(
             "kafka_tools.format._speedups",
             SOURCES,
-            depends=["kafka_tools/format/csrc/speedups.h", "kafka_tools/format/csrc/record_reader.h"],
+            depends=[
+                "kafka_tools/format/csrc/speedups.h",
+                "kafka_tools/format/csrc/record_reader.h",
+                "kafka_tools/format/csrc/out_buffer.h",
+            ],
             optional=True,
             extra_compile_args=["-O2"],
             libraries=["z"],  # zlib's crc32 for message sets (magic 0/1)
