@@ -1,13 +1,15 @@
 """`ktool dump-log --jobs N` over many files: N cores at work, output still in file order.
 
 Rendering is Python-bound (the GIL), so the helpers are processes (forked: they inherit the options).
-The parent renders every N-th file itself, straight to stdout as `--jobs 1` does, while N-1 workers
-render the files between, each exactly as `--jobs 1` would, into a spool file on disk rather than into
-memory (a 1 GiB segment costs a worker no more RAM than the sequential dump does); lines meant for
-stderr are spooled beside it with the byte position of stdout they follow. The parent then copies
-those spools to stdout (sendfile) and stderr, in file order, so the bytes and the exit code are those
-of `--jobs 1`. When stdout's reader leaves (`| head -1`), the workers are told to stop rendering and
-only their problems are still said, on stderr.
+Each file is taken once, by whoever comes to it first: N-1 workers take the files in order, each as
+soon as it is free, and render each exactly as `--jobs 1` would, into a spool file on disk rather
+than into memory (a 1 GiB segment costs a worker no more RAM than the sequential dump does); lines
+meant for stderr are spooled beside it with the byte position of stdout they follow. The parent takes
+the next file to print when no worker has, and renders it straight to stdout as `--jobs 1` does;
+when a worker has, it copies that file's spools to stdout (sendfile) and stderr. So the bytes and the
+exit code are those of `--jobs 1`, and a core is idle only at the end (files of different sizes no
+longer wait for the slowest of a round). When stdout's reader leaves (`| head -1`), the workers are
+told to stop rendering and only their problems are still said, on stderr.
 """
 
 from __future__ import annotations
@@ -87,19 +89,40 @@ class _Shadow:
 
 _setup: Setup | None = None
 _gone = None  # a shared byte, set by the parent when stdout's reader left
+_claims = None  # Claims shared with the parent
 
 
-def _init_worker(setup: Setup, gone) -> None:
-    global _setup, _gone
+class Claims:
+    """Which files have been taken, by a worker or by the parent: a shared byte a file, set once
+    under a lock, so that each file is rendered by exactly one process."""
+
+    def __init__(self, ctx, count: int) -> None:
+        self._taken = ctx.RawArray("b", count)
+        self._lock = ctx.Lock()
+
+    def take(self, index: int) -> bool:
+        """True when `index` was free (it is now the caller's)."""
+        with self._lock:
+            if self._taken[index]:
+                return False
+            self._taken[index] = 1
+            return True
+
+
+def _init_worker(setup: Setup, gone, claims: Claims) -> None:
+    global _setup, _gone, _claims
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # pool.terminate() must end a worker at once
-    _setup, _gone = setup, gone
+    _setup, _gone, _claims = setup, gone, claims
 
 
-def _render_file(index: int, path: str) -> Rendered:
-    """In a worker: one file's output, as `--jobs 1` would print it, into two spool files."""
+def _render_file(index: int, path: str) -> Rendered | None:
+    """In a worker: one file's output, as `--jobs 1` would print it, into two spool files; None when
+    the parent took the file first."""
     setup = _setup
-    assert setup is not None
+    assert setup is not None and _claims is not None
+    if not _claims.take(index):
+        return None
     out_path = os.path.join(setup.spool_dir, f"{index}.out")
     err_path = os.path.join(setup.spool_dir, f"{index}.err")
     with open(out_path, "wb") as raw:
@@ -168,9 +191,10 @@ def dump_files_parallel(
     progress: Callable[[], AbstractContextManager] | None = None,
     tally: DumpTally | None = None,
 ) -> int:
-    """Dump `files` on `jobs` cores in file order; the exit code. The parent renders every `jobs`-th
-    file itself, straight to stdout (`render_here`, the `--jobs 1` path), while `jobs - 1` workers
-    render the files between into spools that it then copies: only those pay the spool's copy.
+    """Dump `files` on `jobs` cores in file order; the exit code. `jobs - 1` workers take the files in
+    order and render them into spools that the parent then copies; the parent renders a file itself,
+    straight to stdout (`render_here`, the `--jobs 1` path), when it is the next to print and no
+    worker has taken it: only the workers' files pay the spool's copy.
     `progress()` gives a context yielding a per-file callback (or None); entered once the workers are
     forked, so no progress-bar thread is running when they are."""
     out_stream = sys.stdout
@@ -183,11 +207,12 @@ def dump_files_parallel(
         )
         ctx = multiprocessing.get_context("fork")
         gone = ctx.RawValue("b", 0)
-        pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone))
+        claims = Claims(ctx, len(files))
+        pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone, claims))
         exit_code = 0
         try:
             with progress() if progress is not None else nullcontext() as file_done:
-                exit_code = _dump_in_order(files, jobs, pool, gone, err, render_here, file_done, tally)
+                exit_code = _dump_in_order(files, claims, pool, gone, err, render_here, file_done, tally)
             pool.close()
         finally:
             pool.terminate()
@@ -195,27 +220,25 @@ def dump_files_parallel(
     return exit_code
 
 
-def _dump_in_order(files, jobs: int, pool, gone, err: LineWriter, render_here, file_done, tally) -> int:
+def _dump_in_order(files, claims: Claims, pool, gone, err: LineWriter, render_here, file_done, tally) -> int:
+    claims.take(0)  # the first file is the parent's: it can be printed as it is rendered
+    ahead = [None] + [pool.apply_async(_render_file, (i, files[i])) for i in range(1, len(files))]
     exit_code = 0
-    for head in range(0, len(files), jobs):
-        # Files head+1 … head+jobs-1 go to the workers; head is rendered here meanwhile.
-        ahead = [
-            (files[i], pool.apply_async(_render_file, (i, files[i])))
-            for i in range(head + 1, min(head + jobs, len(files)))
-        ]
-        exit_code = max(exit_code, render_here(files[head]))
-        if file_done is not None:
-            file_done(files[head])
-        for path, result in ahead:
+    for i, path in enumerate(files):
+        if i == 0 or claims.take(i):  # no worker came to it: rendered here, straight to stdout
+            exit_code = max(exit_code, render_here(path))
+        else:
             if pipe.reader_gone():
                 gone.value = 1  # the workers stop rendering; their problems are still said
-            rendered: Rendered = result.get()
+            rendered: Rendered | None = ahead[i].get()
+            assert rendered is not None  # a worker took it (take() said so)
             _replay(rendered, sys.stdout, err)
             exit_code = max(exit_code, rendered.exit_code)
             if tally is not None and rendered.tally is not None:
                 tally.merge(rendered.tally)
-            if file_done is not None:
-                file_done(path)
+        ahead[i] = None
+        if file_done is not None:
+            file_done(path)
     return exit_code
 
 

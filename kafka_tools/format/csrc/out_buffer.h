@@ -186,8 +186,10 @@ utf8_step(const unsigned char *s, Py_ssize_t n, Py_ssize_t i, int *ok)
 static inline Py_ssize_t
 utf8_copy(char *d, const unsigned char *s, Py_ssize_t n, Py_ssize_t i, Py_ssize_t *wrote)
 {
-    int ok;
-    Py_ssize_t len = utf8_step(s, n, i, &ok);
+    int ok = 0;
+    Py_ssize_t len = 1;
+    if (s[i] >= 0xC2 && s[i] <= 0xF4) /* else a byte no sequence starts with (most of random bytes) */
+        len = utf8_step(s, n, i, &ok);
     if (ok) {
         memcpy(d, s + i, (size_t)len);
         *wrote = len;
@@ -348,34 +350,34 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
             *d++ = (char)s[k++];
         if (k >= n)
             break;
-        unsigned char c = s[k];
-        if (c >= 0x80) {
-            Py_ssize_t wrote;
-            k += utf8_copy(d, s, n, k, &wrote);
-            d += wrote;
-            continue;
-        }
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *d++ = (char)c;
+        /* bytes that need a look, one by one while they follow each other (binary values) */
+        do {
+            unsigned char c = s[k];
+            if (c >= 0x80) {
+                Py_ssize_t wrote;
+                k += utf8_copy(d, s, n, k, &wrote);
+                d += wrote;
+                continue;
+            }
+            if (c >= 0x20 && c != '"' && c != '\\')
+                break; /* plain: the runs above */
             k++;
-            continue;
-        }
-        k++;
-        *d++ = '\\';
-        switch (c) {
-        case '"': *d++ = '"'; break;
-        case '\\': *d++ = '\\'; break;
-        case '\n': *d++ = 'n'; break;
-        case '\r': *d++ = 'r'; break;
-        case '\t': *d++ = 't'; break;
-        case '\b': *d++ = 'b'; break;
-        case '\f': *d++ = 'f'; break;
-        default:
-            memcpy(d, "u00", 3);
-            d += 3;
-            *d++ = hex[c >> 4];
-            *d++ = hex[c & 15];
-        }
+            *d++ = '\\';
+            switch (c) {
+            case '"': *d++ = '"'; break;
+            case '\\': *d++ = '\\'; break;
+            case '\n': *d++ = 'n'; break;
+            case '\r': *d++ = 'r'; break;
+            case '\t': *d++ = 't'; break;
+            case '\b': *d++ = 'b'; break;
+            case '\f': *d++ = 'f'; break;
+            default:
+                memcpy(d, "u00", 3);
+                d += 3;
+                *d++ = hex[c >> 4];
+                *d++ = hex[c & 15];
+            }
+        } while (k < n);
     }
     *d++ = '"';
     o->len = d - o->data;
@@ -412,6 +414,8 @@ out_text(out_t *o, const unsigned char *s, Py_ssize_t n)
                 continue;
             }
             escape = c != '\t';
+        } else if (c < 0xC2 || c > 0xF4) {
+            escape = 1; /* a byte no sequence starts with (most of random bytes) */
         } else {
             int ok;
             len = utf8_step(s, n, i, &ok);
