@@ -14,6 +14,7 @@ told to stop rendering and only their problems are still said, on stderr.
 
 from __future__ import annotations
 
+import functools
 import io
 import multiprocessing
 import os
@@ -108,6 +109,14 @@ class Claims:
             self._taken[index] = 1
             return True
 
+    def first_free(self, start: int) -> int | None:
+        """The first file from `start` on that nobody has taken yet (a hint: take() decides)."""
+        taken = self._taken
+        for index in range(start, len(taken)):
+            if not taken[index]:
+                return index
+        return None
+
 
 def _init_worker(setup: Setup, gone, claims: Claims) -> None:
     global _setup, _gone, _claims
@@ -119,9 +128,13 @@ def _init_worker(setup: Setup, gone, claims: Claims) -> None:
 def _render_file(index: int, path: str) -> Rendered | None:
     """In a worker: one file's output, as `--jobs 1` would print it, into two spool files; None when
     the parent took the file first."""
-    setup = _setup
-    assert setup is not None and _claims is not None
-    if not _claims.take(index):
+    assert _setup is not None and _claims is not None
+    return _render_spooled(_setup, _gone, _claims, index, path)
+
+
+def _render_spooled(setup: Setup, gone, claims: Claims, index: int, path: str) -> Rendered | None:
+    """One file's output into two spool files, unless someone took the file first (None)."""
+    if not claims.take(index):
         return None
     out_path = os.path.join(setup.spool_dir, f"{index}.out")
     err_path = os.path.join(setup.spool_dir, f"{index}.err")
@@ -129,7 +142,7 @@ def _render_file(index: int, path: str) -> Rendered | None:
         out = io.TextIOWrapper(raw, encoding=setup.encoding, errors=setup.errors, newline="\n")
         err = _ProblemSpool(err_path, out)
         try:
-            exit_code, tally = _render_into(setup, path, out, err)
+            exit_code, tally = _render_into(setup, gone, path, out, err)
         finally:
             out.flush()
             err.close()
@@ -138,7 +151,7 @@ def _render_file(index: int, path: str) -> Rendered | None:
 
 
 def _render_into(
-    setup: Setup, path: str, out: io.TextIOWrapper, err: _ProblemSpool
+    setup: Setup, gone, path: str, out: io.TextIOWrapper, err: _ProblemSpool
 ) -> tuple[int, DumpTally | None]:
     o = setup.options
     if setup.as_json:
@@ -157,7 +170,7 @@ def _render_into(
     failed = False
     try:
         for event in dump_file(path, o, None):
-            if not _gone.value:
+            if not gone.value:
                 renderer.render(event)
                 if shadow is not None and isinstance(event, ProblemEvent):
                     shadow.render(event)
@@ -170,7 +183,7 @@ def _render_into(
         code = exc.exit_code if isinstance(exc, KtoolError) else EXIT_ENVIRONMENT
         exit_code, failed = max(exit_code, code if code != 2 else EXIT_ENVIRONMENT), True
         err.problem(message)
-        if setup.as_json and not _gone.value:
+        if setup.as_json and not gone.value:
             renderer.error(path, message, exit_code)
     if not setup.as_json:
         return exit_code, None
@@ -212,7 +225,10 @@ def dump_files_parallel(
         exit_code = 0
         try:
             with progress() if progress is not None else nullcontext() as file_done:
-                exit_code = _dump_in_order(files, claims, pool, gone, err, render_here, file_done, tally)
+                spool = functools.partial(_render_spooled, setup, gone, claims)
+                exit_code = _dump_in_order(
+                    files, claims, pool, spool, gone, err, render_here, file_done, tally
+                )
             pool.close()
         finally:
             pool.terminate()
@@ -220,18 +236,32 @@ def dump_files_parallel(
     return exit_code
 
 
-def _dump_in_order(files, claims: Claims, pool, gone, err: LineWriter, render_here, file_done, tally) -> int:
+def _dump_in_order(
+    files, claims: Claims, pool, spool, gone, err: LineWriter, render_here, file_done, tally
+) -> int:
+    """Print every file in order. The next file is rendered here, straight to stdout, when no worker
+    has taken it; while a worker is still at it, the parent renders the first file nobody has taken
+    into a spool (`spool(index, path)`) rather than wait."""
     claims.take(0)  # the first file is the parent's: it can be printed as it is rendered
     ahead = [None] + [pool.apply_async(_render_file, (i, files[i])) for i in range(1, len(files))]
+    done_here: dict[int, Rendered] = {}  # files the parent spooled while waiting
     exit_code = 0
-    for i, path in enumerate(files):
-        if i == 0 or claims.take(i):  # no worker came to it: rendered here, straight to stdout
+    i = 0
+    while i < len(files):
+        path = files[i]
+        rendered = done_here.pop(i, None)
+        if rendered is None and (i == 0 or claims.take(i)):  # nobody came to it: straight to stdout
             exit_code = max(exit_code, render_here(path))
         else:
-            if pipe.reader_gone():
-                gone.value = 1  # the workers stop rendering; their problems are still said
-            rendered: Rendered | None = ahead[i].get()
-            assert rendered is not None  # a worker took it (take() said so)
+            if rendered is None:
+                if not ahead[i].ready() and (j := claims.first_free(i + 1)) is not None:
+                    if (mine := spool(j, files[j])) is not None:
+                        done_here[j] = mine
+                    continue  # then look at file i again
+                if pipe.reader_gone():
+                    gone.value = 1  # the workers stop rendering; their problems are still said
+                rendered = ahead[i].get()
+                assert rendered is not None  # a worker took it (take() said so)
             _replay(rendered, sys.stdout, err)
             exit_code = max(exit_code, rendered.exit_code)
             if tally is not None and rendered.tally is not None:
@@ -239,6 +269,7 @@ def _dump_in_order(files, claims: Claims, pool, gone, err: LineWriter, render_he
         ahead[i] = None
         if file_done is not None:
             file_done(path)
+        i += 1
     return exit_code
 
 
