@@ -120,25 +120,35 @@ out_int(out_t *o, long long v)
 {
     if (out_reserve(o, 24) < 0)
         return;
-    char tmp[24];
-    int k = 24;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    char *d = o->data + o->len;
+    unsigned long long u = v;
+    if (v < 0) {
+        *d++ = '-';
+        u = 0ULL - u;
+    }
+    /* the digits counted (compares, no division), then written from the last, in place */
+    static const unsigned long long tens[19] = {
+        10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+        1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+        100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+        1000000000000000000ULL, 10000000000000000000ULL};
+    int digits = 1;
+    while (digits < 20 && u >= tens[digits - 1])
+        digits++;
+    char *p = d + digits;
     while (u >= 100) {
-        unsigned d = (unsigned)(u % 100) * 2;
+        unsigned two = (unsigned)(u % 100) * 2;
         u /= 100;
-        tmp[--k] = digit_pairs[d + 1];
-        tmp[--k] = digit_pairs[d];
+        *--p = digit_pairs[two + 1];
+        *--p = digit_pairs[two];
     }
     if (u >= 10) {
-        tmp[--k] = digit_pairs[u * 2 + 1];
-        tmp[--k] = digit_pairs[u * 2];
+        *--p = digit_pairs[u * 2 + 1];
+        *--p = digit_pairs[u * 2];
     }
     else
-        tmp[--k] = (char)('0' + u);
-    if (v < 0)
-        tmp[--k] = '-';
-    memcpy(o->data + o->len, tmp + k, (size_t)(24 - k));
-    o->len += 24 - k;
+        *--p = (char)('0' + u);
+    o->len = (d + digits) - o->data;
 }
 
 /* Length of the UTF-8 sequence at s[i] (*ok = 1), or of the maximal subpart of an ill-formed one that
@@ -350,17 +360,26 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
             *d++ = (char)s[k++];
         if (k >= n)
             break;
-        /* bytes that need a look, one by one while they follow each other (binary values) */
+        /* bytes that need a look, one by one while they come often (binary values): back to the
+         * runs above after 8 plain ones in a row */
+        int plain = 0;
         do {
             unsigned char c = s[k];
             if (c >= 0x80) {
                 Py_ssize_t wrote;
                 k += utf8_copy(d, s, n, k, &wrote);
                 d += wrote;
+                plain = 0;
                 continue;
             }
-            if (c >= 0x20 && c != '"' && c != '\\')
-                break; /* plain: the runs above */
+            if (c >= 0x20 && c != '"' && c != '\\') {
+                *d++ = (char)c;
+                k++;
+                if (++plain == 8)
+                    break;
+                continue;
+            }
+            plain = 0;
             k++;
             *d++ = '\\';
             switch (c) {
