@@ -1,15 +1,16 @@
 """`ktool dump-log --jobs N` over many files: N cores at work, output still in file order.
 
 Rendering is Python-bound (the GIL), so the helpers are processes (forked: they inherit the options).
-Each file is taken once, by whoever comes to it first: N-1 workers take the files in order, each as
-soon as it is free, and render each exactly as `--jobs 1` would, into a spool file on disk rather
-than into memory (a 1 GiB segment costs a worker no more RAM than the sequential dump does); lines
-meant for stderr are spooled beside it with the byte position of stdout they follow. The parent takes
-the next file to print when no worker has, and renders it straight to stdout as `--jobs 1` does;
-when a worker has, it copies that file's spools to stdout (sendfile) and stderr. So the bytes and the
-exit code are those of `--jobs 1`, and a core is idle only at the end (files of different sizes no
-longer wait for the slowest of a round). When stdout's reader leaves (`| head -1`), the workers are
-told to stop rendering and only their problems are still said, on stderr.
+Each file is taken once, by whoever comes to it first: N-1 workers take the files from the last one
+back, each as soon as it is free, and render each exactly as `--jobs 1` would, into a spool file on
+disk rather than into memory (a 1 GiB segment costs a worker no more RAM than the sequential dump
+does); lines meant for stderr are spooled beside it with the byte position of stdout they follow.
+The parent takes the files from the first on, and renders each that no worker has taken straight to
+stdout as `--jobs 1` does; for a file a worker has, it copies that file's spools to stdout
+(sendfile) and stderr. So the bytes and the exit code are those of `--jobs 1`, only the workers'
+files pay the spool's copy, and a core is idle only at the end (files of different sizes no longer
+wait for the slowest of a round). When stdout's reader leaves (`| head -1`), the workers are told to
+stop rendering and only their problems are still said, on stderr.
 """
 
 from __future__ import annotations
@@ -204,10 +205,10 @@ def dump_files_parallel(
     progress: Callable[[], AbstractContextManager] | None = None,
     tally: DumpTally | None = None,
 ) -> int:
-    """Dump `files` on `jobs` cores in file order; the exit code. `jobs - 1` workers take the files in
-    order and render them into spools that the parent then copies; the parent renders a file itself,
-    straight to stdout (`render_here`, the `--jobs 1` path), when it is the next to print and no
-    worker has taken it: only the workers' files pay the spool's copy.
+    """Dump `files` on `jobs` cores in file order; the exit code. `jobs - 1` workers take the files
+    from the last one back and render them into spools that the parent then copies; the parent renders
+    a file itself, straight to stdout (`render_here`, the `--jobs 1` path), when it is the next to
+    print and no worker has taken it: only the workers' files pay the spool's copy.
     `progress()` gives a context yielding a per-file callback (or None); entered once the workers are
     forked, so no progress-bar thread is running when they are."""
     out_stream = sys.stdout
@@ -243,7 +244,11 @@ def _dump_in_order(
     has taken it; while a worker is still at it, the parent renders the first file nobody has taken
     into a spool (`spool(index, path)`) rather than wait."""
     claims.take(0)  # the first file is the parent's: it can be printed as it is rendered
-    ahead = [None] + [pool.apply_async(_render_file, (i, files[i])) for i in range(1, len(files))]
+    # The workers start from the last file, the parent from the first: each file the parent comes to
+    # first goes straight to stdout (no spool), and they meet near the middle.
+    ahead = [None] * len(files)
+    for i in range(len(files) - 1, 0, -1):
+        ahead[i] = pool.apply_async(_render_file, (i, files[i]))
     done_here: dict[int, Rendered] = {}  # files the parent spooled while waiting
     exit_code = 0
     i = 0
