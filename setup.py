@@ -35,6 +35,7 @@ setup(
                 "kafka_tools/format/csrc/speedups.h",
                 "kafka_tools/format/csrc/record_reader.h",
                 "kafka_tools/format/csrc/arrow_columns.h",
+                "kafka_tools/format/csrc/out_buffer.h",
             ],
             optional=True,
             extra_compile_args=["-O2"],

@@ -17,6 +17,7 @@ payload). The jars come from tests/support/modern.py's cache (fetched with Maven
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import resource
@@ -116,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
 
     segments = log_dir(args.size_mib)
     out = data_dir()
+    # As an installed ktool runs: from bytecode (pip writes it; under PYTHONDONTWRITEBYTECODE a run
+    # from the work tree would compile every module again at each start).
+    compileall.compile_dir(Path(__file__).resolve().parent.parent / "kafka_tools", quiet=1)
     files = [str(s) for s in segments]
     ktool = [sys.executable, "-m", "kafka_tools", "dump-log", *ARGS]
     kafka = java_command(

@@ -1,17 +1,21 @@
 """`ktool dump-log --jobs N` over many files: N cores at work, output still in file order.
 
 Rendering is Python-bound (the GIL), so the helpers are processes (forked: they inherit the options).
-The parent renders every N-th file itself, straight to stdout as `--jobs 1` does, while N-1 workers
-render the files between, each exactly as `--jobs 1` would, into a spool file on disk rather than into
-memory (a 1 GiB segment costs a worker no more RAM than the sequential dump does); lines meant for
-stderr are spooled beside it with the byte position of stdout they follow. The parent then copies
-those spools to stdout (sendfile) and stderr, in file order, so the bytes and the exit code are those
-of `--jobs 1`. When stdout's reader leaves (`| head -1`), the workers are told to stop rendering and
-only their problems are still said, on stderr.
+Each file is taken once, by whoever comes to it first: N-1 workers take the files from the last one
+back, each as soon as it is free, and render each exactly as `--jobs 1` would, into a spool file on
+disk rather than into memory (a 1 GiB segment costs a worker no more RAM than the sequential dump
+does); lines meant for stderr are spooled beside it with the byte position of stdout they follow.
+The parent takes the files from the first on, and renders each that no worker has taken straight to
+stdout as `--jobs 1` does; for a file a worker has, it copies that file's spools to stdout
+(sendfile) and stderr. So the bytes and the exit code are those of `--jobs 1`, only the workers'
+files pay the spool's copy, and a core is idle only at the end (files of different sizes no longer
+wait for the slowest of a round). When stdout's reader leaves (`| head -1`), the workers are told to
+stop rendering and only their problems are still said, on stderr.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import multiprocessing
 import os
@@ -87,26 +91,59 @@ class _Shadow:
 
 _setup: Setup | None = None
 _gone = None  # a shared byte, set by the parent when stdout's reader left
+_claims = None  # Claims shared with the parent
 
 
-def _init_worker(setup: Setup, gone) -> None:
-    global _setup, _gone
+class Claims:
+    """Which files have been taken, by a worker or by the parent: a shared byte a file, set once
+    under a lock, so that each file is rendered by exactly one process."""
+
+    def __init__(self, ctx, count: int) -> None:
+        self._taken = ctx.RawArray("b", count)
+        self._lock = ctx.Lock()
+
+    def take(self, index: int) -> bool:
+        """True when `index` was free (it is now the caller's)."""
+        with self._lock:
+            if self._taken[index]:
+                return False
+            self._taken[index] = 1
+            return True
+
+    def first_free(self, start: int) -> int | None:
+        """The first file from `start` on that nobody has taken yet (a hint: take() decides)."""
+        taken = self._taken
+        for index in range(start, len(taken)):
+            if not taken[index]:
+                return index
+        return None
+
+
+def _init_worker(setup: Setup, gone, claims: Claims) -> None:
+    global _setup, _gone, _claims
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # pool.terminate() must end a worker at once
-    _setup, _gone = setup, gone
+    _setup, _gone, _claims = setup, gone, claims
 
 
-def _render_file(index: int, path: str) -> Rendered:
-    """In a worker: one file's output, as `--jobs 1` would print it, into two spool files."""
-    setup = _setup
-    assert setup is not None
+def _render_file(index: int, path: str) -> Rendered | None:
+    """In a worker: one file's output, as `--jobs 1` would print it, into two spool files; None when
+    the parent took the file first."""
+    assert _setup is not None and _claims is not None
+    return _render_spooled(_setup, _gone, _claims, index, path)
+
+
+def _render_spooled(setup: Setup, gone, claims: Claims, index: int, path: str) -> Rendered | None:
+    """One file's output into two spool files, unless someone took the file first (None)."""
+    if not claims.take(index):
+        return None
     out_path = os.path.join(setup.spool_dir, f"{index}.out")
     err_path = os.path.join(setup.spool_dir, f"{index}.err")
     with open(out_path, "wb") as raw:
         out = io.TextIOWrapper(raw, encoding=setup.encoding, errors=setup.errors, newline="\n")
         err = _ProblemSpool(err_path, out)
         try:
-            exit_code, tally = _render_into(setup, path, out, err)
+            exit_code, tally = _render_into(setup, gone, path, out, err)
         finally:
             out.flush()
             err.close()
@@ -115,7 +152,7 @@ def _render_file(index: int, path: str) -> Rendered:
 
 
 def _render_into(
-    setup: Setup, path: str, out: io.TextIOWrapper, err: _ProblemSpool
+    setup: Setup, gone, path: str, out: io.TextIOWrapper, err: _ProblemSpool
 ) -> tuple[int, DumpTally | None]:
     o = setup.options
     if setup.as_json:
@@ -134,7 +171,7 @@ def _render_into(
     failed = False
     try:
         for event in dump_file(path, o, None):
-            if not _gone.value:
+            if not gone.value:
                 renderer.render(event)
                 if shadow is not None and isinstance(event, ProblemEvent):
                     shadow.render(event)
@@ -147,7 +184,7 @@ def _render_into(
         code = exc.exit_code if isinstance(exc, KtoolError) else EXIT_ENVIRONMENT
         exit_code, failed = max(exit_code, code if code != 2 else EXIT_ENVIRONMENT), True
         err.problem(message)
-        if setup.as_json and not _gone.value:
+        if setup.as_json and not gone.value:
             renderer.error(path, message, exit_code)
     if not setup.as_json:
         return exit_code, None
@@ -168,9 +205,10 @@ def dump_files_parallel(
     progress: Callable[[], AbstractContextManager] | None = None,
     tally: DumpTally | None = None,
 ) -> int:
-    """Dump `files` on `jobs` cores in file order; the exit code. The parent renders every `jobs`-th
-    file itself, straight to stdout (`render_here`, the `--jobs 1` path), while `jobs - 1` workers
-    render the files between into spools that it then copies: only those pay the spool's copy.
+    """Dump `files` on `jobs` cores in file order; the exit code. `jobs - 1` workers take the files
+    from the last one back and render them into spools that the parent then copies; the parent renders
+    a file itself, straight to stdout (`render_here`, the `--jobs 1` path), when it is the next to
+    print and no worker has taken it: only the workers' files pay the spool's copy.
     `progress()` gives a context yielding a per-file callback (or None); entered once the workers are
     forked, so no progress-bar thread is running when they are."""
     out_stream = sys.stdout
@@ -183,11 +221,15 @@ def dump_files_parallel(
         )
         ctx = multiprocessing.get_context("fork")
         gone = ctx.RawValue("b", 0)
-        pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone))
+        claims = Claims(ctx, len(files))
+        pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone, claims))
         exit_code = 0
         try:
             with progress() if progress is not None else nullcontext() as file_done:
-                exit_code = _dump_in_order(files, jobs, pool, gone, err, render_here, file_done, tally)
+                spool = functools.partial(_render_spooled, setup, gone, claims)
+                exit_code = _dump_in_order(
+                    files, claims, pool, spool, gone, err, render_here, file_done, tally
+                )
             pool.close()
         finally:
             pool.terminate()
@@ -195,27 +237,44 @@ def dump_files_parallel(
     return exit_code
 
 
-def _dump_in_order(files, jobs: int, pool, gone, err: LineWriter, render_here, file_done, tally) -> int:
+def _dump_in_order(
+    files, claims: Claims, pool, spool, gone, err: LineWriter, render_here, file_done, tally
+) -> int:
+    """Print every file in order. The next file is rendered here, straight to stdout, when no worker
+    has taken it; while a worker is still at it, the parent renders the first file nobody has taken
+    into a spool (`spool(index, path)`) rather than wait."""
+    claims.take(0)  # the first file is the parent's: it can be printed as it is rendered
+    # The workers start from the last file, the parent from the first: each file the parent comes to
+    # first goes straight to stdout (no spool), and they meet near the middle.
+    ahead = [None] * len(files)
+    for i in range(len(files) - 1, 0, -1):
+        ahead[i] = pool.apply_async(_render_file, (i, files[i]))
+    done_here: dict[int, Rendered] = {}  # files the parent spooled while waiting
     exit_code = 0
-    for head in range(0, len(files), jobs):
-        # Files head+1 … head+jobs-1 go to the workers; head is rendered here meanwhile.
-        ahead = [
-            (files[i], pool.apply_async(_render_file, (i, files[i])))
-            for i in range(head + 1, min(head + jobs, len(files)))
-        ]
-        exit_code = max(exit_code, render_here(files[head]))
-        if file_done is not None:
-            file_done(files[head])
-        for path, result in ahead:
-            if pipe.reader_gone():
-                gone.value = 1  # the workers stop rendering; their problems are still said
-            rendered: Rendered = result.get()
+    i = 0
+    while i < len(files):
+        path = files[i]
+        rendered = done_here.pop(i, None)
+        if rendered is None and (i == 0 or claims.take(i)):  # nobody came to it: straight to stdout
+            exit_code = max(exit_code, render_here(path))
+        else:
+            if rendered is None:
+                if not ahead[i].ready() and (j := claims.first_free(i + 1)) is not None:
+                    if (mine := spool(j, files[j])) is not None:
+                        done_here[j] = mine
+                    continue  # then look at file i again
+                if pipe.reader_gone():
+                    gone.value = 1  # the workers stop rendering; their problems are still said
+                rendered = ahead[i].get()
+                assert rendered is not None  # a worker took it (take() said so)
             _replay(rendered, sys.stdout, err)
             exit_code = max(exit_code, rendered.exit_code)
             if tally is not None and rendered.tally is not None:
                 tally.merge(rendered.tally)
-            if file_done is not None:
-                file_done(path)
+        ahead[i] = None
+        if file_done is not None:
+            file_done(path)
+        i += 1
     return exit_code
 
 

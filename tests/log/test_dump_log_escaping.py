@@ -141,3 +141,32 @@ def test_c_json_values_escape_as_json_dumps_at_every_position(pieces: list[bytes
     line = accel.C.format_payload(section, 1, 0, 0, None, -1, "CreateTime", True, False, '"f"', 0)
     obj = json.loads(line)
     assert obj["key"] == obj["value"] == value.decode("utf-8", "replace")
+
+
+# Bytes the C writers look at one by one (out_buffer.h): escapes in text or JSON, UTF-8 sequences
+# whole, cut or ill-formed (U+FFFD in JSON and in a text header key, \xNN in a text value), C1.
+_AT_BOUNDARIES = [
+    b"\\", b'"', b"\t", b"\n", b"\x00", b"\x1f", b"\x7f", b"\x80", b"\xc2\x85", b"\xc3\xa9", b"\xe2\x82",
+    b"\xed\xa0\x80", b"\xf4\x90", b"\xff", "🚀".encode(), b"\xf0\x9f\x9a",
+]  # fmt: skip
+
+
+@pytest.mark.skipif(accel.C is None, reason="C extension not built")
+@pytest.mark.parametrize("length", [0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33])
+def test_c_lines_equal_python_with_a_special_byte_at_every_place_of_a_16_byte_block(length: int) -> None:
+    """The C writers check and copy 16 bytes at a time (the last block of a string: the 16 ending it);
+    a key, value, header key and header value with a byte to look at before, inside, across and after
+    each block give the Python renderers' text and JSON lines, byte for byte (tests/fuzz/targets.py's
+    comparison, as the fuzz harness runs it)."""
+    from tests.fuzz.targets import RECORDS_HEAD, check_records
+    from tests.support.hostile import v2_record, zigzag
+
+    print_data = 4  # the flag of targets.records_args: print keys, values and headers
+    for special in _AT_BOUNDARIES:
+        for at in range(length + 1):
+            raw = b"x" * at + special + b"y" * (length - at)
+            headers = (
+                zigzag(2) + zigzag(len(raw)) + raw + zigzag(len(raw)) + raw + zigzag(1) + b"k" + zigzag(-1)
+            )
+            section = v2_record(key=raw, value=raw, tail=headers) + v2_record(1, 1, key=None, value=raw[::-1])
+            check_records(RECORDS_HEAD.pack(print_data, 0, 1_700_000_000_000, 0, -1, 2) + section)

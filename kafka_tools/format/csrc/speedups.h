@@ -9,8 +9,10 @@
  *   batches_v2.c   scan_batches: validate's v2 header walk (framing, CRC-32C, header checks), totals only
  *   batch_columns.c batch_columns: the `batches` table's columns of a run of plain v2 batches
  *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
- *   writers.c      the output buffer and the dump-log lines (text and JSON) of a record or a message,
- *                  with format_records / format_payload / format_messages: a reader plus a writer
+ *   out_buffer.h   the writers' output (the bytes object handed back) and the escaping of keys and
+ *                  values for text and JSON, valid UTF-8 as written, 16 bytes at a time, inline
+ *   writers.c      the dump-log lines (text and JSON) of a record or a message, with format_records /
+ *                  format_payload / format_messages: a reader plus a writer
  *   kraft.c        the table interpreter of framed metadata values (AbstractApiMessageSerde): one table
  *                  for __cluster_metadata (KRaft), one for __remote_log_metadata (tiered storage)
  *   arrow_records.c RecordColumns: the records table's Arrow columns, filled by the record readers

@@ -1,375 +1,11 @@
 /*
- * Output: a growing byte buffer, the escaping of keys and values for text and JSON lines, and the
- * dump-log lines of a v2 record and of a magic 0/1 message (Kafka's DumpLogSegments text, ktool's
- * JSON objects: render/dump_text.py and render/dump_json.py make the same, byte for byte). The
- * format_* entry points are a reader (records_v2.c, messages_v01.c) or Record tuples, plus a writer.
+ * The dump-log lines of a v2 record and of a magic 0/1 message (Kafka's DumpLogSegments text, ktool's
+ * JSON objects: render/dump_text.py and render/dump_json.py make the same, byte for byte), written into
+ * out_buffer.h's output. The format_* entry points are a reader (records_v2.c, messages_v01.c) or
+ * Record tuples, plus a writer.
  */
 #include "record_reader.h"
-#include <string.h>
-
-/* A failed allocation sets `failed` (and MemoryError) once; every write after it does nothing, so a
- * writer checks once, after a line. */
-typedef struct {
-    char *data;
-    Py_ssize_t len, cap;
-    int failed;
-} out_t;
-
-/* Room for `more` bytes: the common case inline, growing (or a failed buffer) out of line. A failed
- * buffer keeps cap == len, so every later reserve takes the slow path and fails. */
-static int out_grow(out_t *o, Py_ssize_t more);
-
-static inline int
-out_reserve(out_t *o, Py_ssize_t more)
-{
-    if (more <= o->cap - o->len)
-        return 0;
-    return out_grow(o, more);
-}
-
-static int
-out_grow(out_t *o, Py_ssize_t more)
-{
-    if (o->failed)
-        return -1;
-    if (more < 0 || more > PY_SSIZE_T_MAX / 4 - o->len)
-        goto fail;
-    Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
-    while (cap < o->len + more)
-        cap *= 2;
-    char *d = PyMem_Realloc(o->data, (size_t)cap);
-    if (d == NULL)
-        goto fail;
-    o->data = d;
-    o->cap = cap;
-    return 0;
-fail:
-    o->failed = 1;
-    o->cap = o->len;
-    PyErr_NoMemory();
-    return -1;
-}
-
-static inline void
-out_put(out_t *o, const char *s, Py_ssize_t n)
-{
-    if (out_reserve(o, n) < 0)
-        return;
-    memcpy(o->data + o->len, s, (size_t)n);
-    o->len += n;
-}
-
-#define PUT(o, lit) out_put((o), (lit), (Py_ssize_t)(sizeof(lit) - 1))
-
-static inline void
-out_char(out_t *o, char c)
-{
-    if (out_reserve(o, 1) < 0)
-        return;
-    o->data[o->len++] = c;
-}
-
-static inline void
-out_int(out_t *o, long long v)
-{
-    if (out_reserve(o, 24) < 0)
-        return;
-    char tmp[24];
-    int k = 0;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[k++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        o->data[o->len++] = '-';
-    while (k)
-        o->data[o->len++] = tmp[--k];
-}
-
-/* JSON string body of raw bytes: `"` `\` and control characters escaped as json.dumps does
- * (ensure_ascii=False); other bytes as they are (the caller decodes the whole output as UTF-8 with
- * `replace`, which for these bytes is the same as decoding each field first). */
-static int
-out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
-{
-    if (out_reserve(o, n * 6 + 2) < 0)
-        return -1;
-    o->data[o->len++] = '"';
-    static const char hex[] = "0123456789abcdef";
-    for (Py_ssize_t k = 0; k < n; k++) {
-        /* Eight bytes copied at a time while none needs escaping: a byte under 0x20 borrows into its
-         * top bit in w - 0x20..20 (the lowest such byte at least) where w's own top bit is clear, and a
-         * `"` or `\` is a zero byte of w ^ 0x22..22 or w ^ 0x5C..5C. A borrow only runs upwards, so
-         * the lowest byte flagged is the first to escape (the word is read little-endian): the bytes
-         * before it are copied and it goes to the byte-by-byte escaping below (JSON values are full
-         * of quotes). */
-        while (n - k >= 8) {
-            uint64_t w;
-            memcpy(&w, s + k, 8);
-            uint64_t q = w ^ 0x2222222222222222ULL, b = w ^ 0x5C5C5C5C5C5C5C5CULL;
-            uint64_t hit = ((w - 0x2020202020202020ULL) & ~w) | ((q - 0x0101010101010101ULL) & ~q) |
-                           ((b - 0x0101010101010101ULL) & ~b);
-            hit &= 0x8080808080808080ULL;
-            if (hit) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-                int clean = __builtin_ctzll(hit) >> 3;
-                memcpy(o->data + o->len, s + k, clean);
-                o->len += clean;
-                k += clean;
-#endif
-                break;
-            }
-            memcpy(o->data + o->len, s + k, 8);
-            o->len += 8;
-            k += 8;
-        }
-        if (k >= n)
-            break;
-        unsigned char c = s[k];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            o->data[o->len++] = (char)c;
-            continue;
-        }
-        o->data[o->len++] = '\\';
-        switch (c) {
-        case '"': o->data[o->len++] = '"'; break;
-        case '\\': o->data[o->len++] = '\\'; break;
-        case '\n': o->data[o->len++] = 'n'; break;
-        case '\r': o->data[o->len++] = 'r'; break;
-        case '\t': o->data[o->len++] = 't'; break;
-        case '\b': o->data[o->len++] = 'b'; break;
-        case '\f': o->data[o->len++] = 'f'; break;
-        default:
-            PUT(o, "u00");
-            o->data[o->len++] = hex[c >> 4];
-            o->data[o->len++] = hex[c & 15];
-        }
-    }
-    o->data[o->len++] = '"';
-    return 0;
-}
-
-/* Length of the UTF-8 sequence at s[i] (*ok = 1), or of the maximal subpart of an ill-formed one that
- * Python's decode(errors="replace") turns into one U+FFFD (*ok = 0): a bad lead byte alone, else the
- * lead and the continuation bytes that were still acceptable. */
-static inline Py_ssize_t
-utf8_step(const unsigned char *s, Py_ssize_t n, Py_ssize_t i, int *ok)
-{
-    unsigned char c = s[i];
-    *ok = 1;
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC2 || c > 0xF4) {
-        *ok = 0;
-        return 1;
-    }
-    int need = c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c == 0xE0)
-        lo = 0xA0;
-    else if (c == 0xED)
-        hi = 0x9F;
-    else if (c == 0xF0)
-        lo = 0x90;
-    else if (c == 0xF4)
-        hi = 0x8F;
-    for (int j = 1; j <= need; j++) {
-        if (i + j >= n) {
-            *ok = 0;
-            return j;
-        }
-        unsigned char b = s[i + j];
-        if (b < lo || b > hi) {
-            *ok = 0;
-            return j;
-        }
-        lo = 0x80;
-        hi = 0xBF;
-    }
-    return need + 1;
-}
-
-/* A key or value is printable text when it is valid UTF-8 without control characters (C0 but the tab,
- * DEL, C1); render/values.py's printable_text decides the same. */
-static int
-text_is_printable(const unsigned char *s, Py_ssize_t n)
-{
-    Py_ssize_t i = 0;
-    while (i < n) {
-        /* Eight bytes at a time while they are plain printable ASCII (0x20-0x7E), what most keys and
-         * values are: a byte past ASCII sets its top bit in w, one under 0x20 borrows into its top bit
-         * in w - 0x20..20 (the lowest such byte at least, whatever the others), a DEL is a zero byte
-         * of w ^ 0x7F..7F. Any of them sends the next character to the byte-by-byte check below. */
-        while (n - i >= 8) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            uint64_t del = w ^ 0x7F7F7F7F7F7F7F7FULL;
-            if ((w | (w - 0x2020202020202020ULL) | ((del - 0x0101010101010101ULL) & ~del)) & 0x8080808080808080ULL)
-                break;
-            i += 8;
-        }
-        if (i >= n)
-            break;
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            if ((c < 0x20 && c != '\t') || c == 0x7F)
-                return 0;
-            i++;
-            continue;
-        }
-        int ok;
-        Py_ssize_t len = utf8_step(s, n, i, &ok);
-        if (!ok || (c == 0xC2 && s[i + 1] < 0xA0))
-            return 0;
-        i += len;
-    }
-    return 1;
-}
-
-/* Copy a key or value for a text line: as it is when printable, else escaped as printable_text does
- * (each byte not part of a printable character as \xNN, a backslash doubled), so that nothing raw
- * reaches a terminal. */
-static int
-out_text(out_t *o, const unsigned char *s, Py_ssize_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    if (text_is_printable(s, n)) {
-        if (out_reserve(o, n) < 0)
-            return -1;
-        out_put(o, (const char *)s, n);
-        return 0;
-    }
-    if (out_reserve(o, n * 4) < 0)
-        return -1;
-    Py_ssize_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        Py_ssize_t len = 1;
-        int escape;
-        if (c < 0x80) {
-            escape = (c < 0x20 && c != '\t') || c == 0x7F;
-            if (c == '\\') {
-                o->data[o->len++] = '\\';
-                o->data[o->len++] = '\\';
-                i++;
-                continue;
-            }
-        } else {
-            int ok;
-            len = utf8_step(s, n, i, &ok);
-            escape = !ok || (c == 0xC2 && s[i + 1] < 0xA0);
-        }
-        for (Py_ssize_t j = 0; j < len; j++) {
-            unsigned char b = s[i + j];
-            if (escape) {
-                o->data[o->len++] = '\\';
-                o->data[o->len++] = 'x';
-                o->data[o->len++] = hex[b >> 4];
-                o->data[o->len++] = hex[b & 15];
-            } else {
-                o->data[o->len++] = (char)b;
-            }
-        }
-        i += len;
-    }
-    return 0;
-}
-
-/* A header key for a text line: as it is unless it holds a control character (C0 but the tab, DEL,
- * C1), then with those as \xNN and a backslash doubled; bytes that are not UTF-8 stay (the output is
- * made valid UTF-8 afterwards, as the Python path decodes keys with errors="replace").
- * render/values.py's printable_name does the same. */
-static int
-out_name(out_t *o, const unsigned char *s, Py_ssize_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    int control = 0;
-    for (Py_ssize_t i = 0; i < n && !control; i++) {
-        unsigned char c = s[i];
-        control = (c < 0x20 && c != '\t') || c == 0x7F || (c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] < 0xA0);
-    }
-    if (out_reserve(o, control ? n * 4 : n) < 0)
-        return -1;
-    if (!control) {
-        out_put(o, (const char *)s, n);
-        return 0;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        int two = c == 0xC2 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] < 0xA0;
-        if ((c < 0x20 && c != '\t') || c == 0x7F || two) {
-            for (int j = 0; j <= two; j++) {
-                unsigned char b = s[i + j];
-                o->data[o->len++] = '\\';
-                o->data[o->len++] = 'x';
-                o->data[o->len++] = hex[b >> 4];
-                o->data[o->len++] = hex[b & 15];
-            }
-            i += two;
-        } else if (c == '\\') {
-            o->data[o->len++] = '\\';
-            o->data[o->len++] = '\\';
-        } else {
-            o->data[o->len++] = (char)c;
-        }
-    }
-    return 0;
-}
-
-/* The output as bytes that are valid UTF-8: what `bytes(o).decode("utf-8", "replace").encode()`
- * gives (keys and values are copied raw; separators are ASCII, so fixing the whole output equals
- * decoding every field alone). Frees o's buffer; NULL (the error set) when a write failed. */
-static PyObject *
-out_finish_utf8(out_t *o)
-{
-    if (o->failed) {
-        PyMem_Free(o->data);
-        return NULL;
-    }
-    const unsigned char *s = (const unsigned char *)(o->data ? o->data : "");
-    Py_ssize_t n = o->len, i = 0, run = 0; /* s[run:i] is valid and not yet copied */
-    out_t fixed = {NULL, 0, 0, 0};
-    while (i < n) {
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (w & 0x8080808080808080ULL)
-                break;
-            i += 8;
-        }
-        if (i >= n)
-            break;
-        if (s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        int ok;
-        Py_ssize_t len = utf8_step(s, n, i, &ok);
-        if (!ok) {
-            /* Each bad subpart (>= 1 byte) becomes U+FFFD (3 bytes): the output is at most 3n. */
-            if (fixed.data == NULL && out_reserve(&fixed, n * 3 + 1) < 0) {
-                PyMem_Free(o->data);
-                return NULL;
-            }
-            out_put(&fixed, (const char *)s + run, i - run);
-            PUT(&fixed, "\xEF\xBF\xBD");
-            run = i + len;
-        }
-        i += len;
-    }
-    PyObject *result;
-    if (fixed.data == NULL) {
-        result = PyBytes_FromStringAndSize((const char *)s, n);
-    } else {
-        out_put(&fixed, (const char *)s + run, n - run);
-        result = PyBytes_FromStringAndSize(fixed.data, fixed.len);
-        PyMem_Free(fixed.data);
-    }
-    PyMem_Free(o->data);
-    return result;
-}
-
+#include "out_buffer.h"
 
 /* ---- a v2 record's line ------------------------------------------------------------------------------- */
 
@@ -560,7 +196,7 @@ format_records(PyObject *module, PyObject *args)
     int print_data;
     if (!PyArg_ParseTuple(args, "O!s#p", &PyList_Type, &records, &label, &label_len, &print_data))
         return NULL;
-    out_t o = {NULL, 0, 0, 0};
+    out_t o = OUT_INIT;
     PyObject *r = NULL; /* held: nothing below runs Python code, but the list is not ours */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(records); i++) {
         Py_XSETREF(r, Py_NewRef(PyList_GET_ITEM(records, i)));
@@ -587,12 +223,12 @@ format_records(PyObject *module, PyObject *args)
             goto fail;
     }
     Py_XDECREF(r);
-    return out_finish_utf8(&o);
+    return out_finish(&o);
 not_records:
     PyErr_SetString(PyExc_TypeError, "records must be Record tuples");
 fail:
     Py_XDECREF(r);
-    PyMem_Free(o.data);
+    out_discard(&o);
     return NULL;
 }
 
@@ -614,12 +250,16 @@ format_payload(PyObject *module, PyObject *args)
     long long batch_position = 0;
     if (records_call(module, args, &call, &rest) < 0)
         return NULL;
-    out_t o = {NULL, 0, 0, 0};
+    out_t o = OUT_INIT;
     PyObject *result = NULL;
     if (!PyArg_ParseTuple(rest, "s#pp|z#L", &label, &label_len, &print_data, &check_only, &file_json,
                           &file_json_len, &batch_position))
         goto done;
-    if (!check_only && out_reserve(&o, call.view.len * 2 + 4096) < 0)
+    /* About the whole output at once (the records' bytes, the fields around each), so that it is
+     * seldom grown; a record takes 7 bytes at least, whatever count the batch claims. */
+    Py_ssize_t lines = call.b.count < call.view.len / 7 + 1 ? call.b.count : call.view.len / 7 + 1;
+    Py_ssize_t per_line = file_json != NULL ? 224 + file_json_len : 128;
+    if (!check_only && out_reserve(&o, call.view.len * 2 + lines * per_line + 4096) < 0)
         goto done;
     records_t r;
     record_t rec;
@@ -641,14 +281,12 @@ format_payload(PyObject *module, PyObject *args)
         records_raise(&r, call.st->decode_error);
     else if (check_only)
         result = PyLong_FromSsize_t(call.b.count);
-    else {
-        result = out_finish_utf8(&o);
-        o.data = NULL;
-    }
+    else
+        result = out_finish(&o);
 done:
     Py_DECREF(rest);
     PyBuffer_Release(&call.view);
-    PyMem_Free(o.data);
+    out_discard(&o);
     return result;
 }
 
@@ -752,7 +390,7 @@ format_messages(PyObject *module, PyObject *args)
                           &wrapper_position, &shift, &append_time_obj))
         return NULL;
     batch_t append; /* only its LogAppendTime */
-    out_t o = {NULL, 0, 0, 0};
+    out_t o = OUT_INIT;
     PyObject *result = NULL;
     if (parse_batch(append_time_obj, &append) < 0)
         goto done;
@@ -784,10 +422,9 @@ format_messages(PyObject *module, PyObject *args)
             goto done;
         at += 12 + m.size;
     }
-    result = out_finish_utf8(&o);
-    o.data = NULL;
+    result = out_finish(&o);
 done:
     PyBuffer_Release(&view);
-    PyMem_Free(o.data);
+    out_discard(&o);
     return result;
 }
