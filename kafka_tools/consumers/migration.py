@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -298,10 +299,7 @@ class MigrationRun:
 
     def counts(self) -> dict[str, int]:
         """How many partitions ended in each status."""
-        counts: dict[str, int] = {}
-        for m in self.moves:
-            counts[m.status] = counts.get(m.status, 0) + 1
-        return counts
+        return dict(Counter(m.status for m in self.moves))
 
     @property
     def findings(self) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,10 +56,7 @@ class UndoResult:
     undone_at: str | None = None
 
     def counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for m in self.moves:
-            counts[m.status] = counts.get(m.status, 0) + 1
-        return counts
+        return dict(Counter(m.status for m in self.moves))
 
     @property
     def findings(self) -> bool:
