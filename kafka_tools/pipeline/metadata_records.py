@@ -10,7 +10,7 @@ left out of the fields."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kafka_tools.compact_json import dumps
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
@@ -41,82 +41,74 @@ def metadata_chunks(spec: SegmentSpec, start: int = 0, end: int | None = None) -
     """Column lists for the `metadata` table (without file/topic/partition); nothing for segments of
     other topics. A record that cannot be decoded is a row with its `error`."""
     if spec.topic == REMOTE_LOG_METADATA:
-        yield from _remote_chunks(spec, start, end)
-        return
-    if spec.topic != CLUSTER_METADATA:
-        return
+        yield from _chunks(spec, start, end, _remote_row, with_control=False)
+    elif spec.topic == CLUSTER_METADATA:
+        yield from _chunks(spec, start, end, _cluster_row, with_control=True)
+
+
+# A record's decoded columns, in this order (the others come from its batch and itself).
+_DECODED = ("record_type", "type_id", "version", "known", "state", "fields", "error")
+_UNDECODED = (None, None, None, None, None, None)
+
+
+def _cluster_row(rec, control: bool) -> tuple:
+    """A `__cluster_metadata` record's decoded columns (_DECODED)."""
     from kafka_tools.format import kraft
 
+    try:
+        if control:
+            m = kraft.decode_control_record(rec.key or b"", rec.value or b"")
+        else:
+            m = kraft.decode_metadata_record(rec.value or b"")
+    except kraft.MetadataDecodeError as exc:
+        return (*_UNDECODED, str(exc))  # names the byte inside the value
+    fields = fields_json(m.type_name, m.fields)
+    return (kafka_type_name(m.type_name), m.type_id, m.version, m.known, None, fields, None)
+
+
+def _remote_row(rec, control: bool) -> tuple:
+    """A `__remote_log_metadata` record's decoded columns (_DECODED): the records dump-log's
+    `--remote-log-metadata-decoder` shows, its type names (REMOTE_LOG_SEGMENT_METADATA_RECORD, …) and
+    state names; `type_id` is the apiKey."""
+    from kafka_tools.format.kraft.decoder import MetadataDecodeError
+    from kafka_tools.format.remote_log_metadata import decode_remote_log_metadata
+
+    try:
+        m = decode_remote_log_metadata(rec.value)
+    except MetadataDecodeError as exc:
+        return (*_UNDECODED, str(exc))  # names the byte inside the value
+    fields = fields_json(m.type_name, m.fields) if m.known else None
+    return (kafka_type_name(m.type_name), m.api_key, m.version, m.known, m.state_name, fields, None)
+
+
+def _chunks(
+    spec: SegmentSpec,
+    start: int,
+    end: int | None,
+    row_of: Callable[[object, bool], tuple],
+    with_control: bool,
+) -> Iterator[dict[str, list]]:
+    """The rows of every record of the valid batches in [start, end), `row_of` decoding each; control
+    batches only `with_control` (`__remote_log_metadata`'s hold no metadata)."""
     cols = _new(METADATA)
     rows = 0
     for entry in iter_entries(spec, start, end):
         if not isinstance(entry, RecordBatch) or not entry.is_valid:
             continue  # the batches and findings tables say why
+        if entry.is_control and not with_control:
+            continue
         try:
             records = entry.records()
         except RecordDecodeError:
             continue
         control = entry.is_control
         for rec in records:
-            error = None
-            try:
-                if control:
-                    m = kraft.decode_control_record(rec.key or b"", rec.value or b"")
-                else:
-                    m = kraft.decode_metadata_record(rec.value or b"")
-            except kraft.MetadataDecodeError as exc:
-                m, error = None, str(exc)  # names the byte inside the value
             cols["batch_position"].append(entry.position)
             cols["offset"].append(rec.offset)
             cols["timestamp"].append(rec.timestamp)
             cols["is_control"].append(control)
-            cols["record_type"].append(None if m is None else kafka_type_name(m.type_name))
-            cols["type_id"].append(None if m is None else m.type_id)
-            cols["version"].append(None if m is None else m.version)
-            cols["known"].append(None if m is None else m.known)
-            cols["state"].append(None)
-            cols["fields"].append(None if m is None else fields_json(m.type_name, m.fields))
-            cols["error"].append(error)
-            rows += 1
-        if rows >= CHUNK_ROWS:
-            yield cols
-            cols, rows = _new(METADATA), 0
-    if rows:
-        yield cols
-
-
-def _remote_chunks(spec: SegmentSpec, start: int, end: int | None) -> Iterator[dict[str, list]]:
-    """`__remote_log_metadata` rows: the records dump-log's `--remote-log-metadata-decoder` shows, its
-    type names (REMOTE_LOG_SEGMENT_METADATA_RECORD, …) and state names; `type_id` is the apiKey."""
-    from kafka_tools.format.kraft.decoder import MetadataDecodeError
-    from kafka_tools.format.remote_log_metadata import decode_remote_log_metadata
-
-    cols = _new(METADATA)
-    rows = 0
-    for entry in iter_entries(spec, start, end):
-        if not isinstance(entry, RecordBatch) or not entry.is_valid or entry.is_control:
-            continue  # the batches and findings tables say why; a control batch holds no metadata
-        try:
-            records = entry.records()
-        except RecordDecodeError:
-            continue
-        for rec in records:
-            error = None
-            try:
-                m = decode_remote_log_metadata(rec.value)
-            except MetadataDecodeError as exc:
-                m, error = None, str(exc)  # names the byte inside the value
-            cols["batch_position"].append(entry.position)
-            cols["offset"].append(rec.offset)
-            cols["timestamp"].append(rec.timestamp)
-            cols["is_control"].append(False)
-            cols["record_type"].append(None if m is None else kafka_type_name(m.type_name))
-            cols["type_id"].append(None if m is None else m.api_key)
-            cols["version"].append(None if m is None else m.version)
-            cols["known"].append(None if m is None else m.known)
-            cols["state"].append(None if m is None else m.state_name)
-            cols["fields"].append(None if m is None or not m.known else fields_json(m.type_name, m.fields))
-            cols["error"].append(error)
+            for name, value in zip(_DECODED, row_of(rec, control), strict=True):
+                cols[name].append(value)
             rows += 1
         if rows >= CHUNK_ROWS:
             yield cols
