@@ -14,12 +14,7 @@ options as typed so far (--zookeeper, --bootstrap-server, their environment vari
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
-import select
-import signal
-import socket
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -126,6 +121,8 @@ def _servers(options: Mapping[str, Any]) -> list[tuple[str, int]]:
 def _any_listening(servers: list[tuple[str, int]], deadline: float) -> bool:
     """Whether some server accepts a TCP connection (one that does not answer in time counts: the child
     finds out within the limit). A refused port, the commonest case of a stopped server, costs nothing."""
+    import socket
+
     for host, port in servers:
         try:
             socket.create_connection((host, port), timeout=max(0.01, deadline - time.monotonic())).close()
@@ -173,6 +170,10 @@ def _lookup(
 def _in_child(work: Callable[[Callable[[list[str]], None]], None], deadline: float) -> list[str] | None:
     """`work(deliver)` in a forked child, the names it delivers read through a pipe until `deadline`;
     None when it failed or did not answer in time. The child is then killed, whatever it was doing."""
+    import json
+    import select
+    import signal
+
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: answer, then leave at once (no atexit, no client threads to join)
@@ -215,11 +216,15 @@ def _in_child(work: Callable[[Callable[[list[str]], None]], None], deadline: flo
 
 
 def _cache_file(kind: str, source: str) -> Path:
+    import hashlib
+
     digest = hashlib.sha256(f"{kind} {source}".encode()).hexdigest()[:16]
     return completion_cache_dir() / f"{kind}-{digest}.json"
 
 
 def _read_cache(path: Path) -> list[str] | None:
+    import json
+
     try:
         if time.time() - path.stat().st_mtime > TTL:
             return None
@@ -231,6 +236,8 @@ def _read_cache(path: Path) -> list[str] | None:
 
 def _write_cache(path: Path, found: list[str]) -> None:
     """Replaced whole (a temporary file renamed over it); a cache that cannot be written is no cache."""
+    import json
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
