@@ -79,6 +79,21 @@ def _wait_in_image(
         time.sleep(0.2)
 
 
+def _wait_for_replica_dirs(cluster, topic: str, hosted: set[tuple[int, int]], timeout: float = 60) -> None:
+    """Until every (broker, partition) in `hosted` has its directory with partition.metadata."""
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = [
+            (node, part)
+            for node, part in sorted(hosted)
+            if not (cluster.broker(node).log_dir / f"{topic}-{part}" / "partition.metadata").is_file()
+        ]
+        if not missing:
+            return
+        assert time.monotonic() < deadline, f"brokers never created {missing} of {topic}"
+        time.sleep(0.1)
+
+
 def _kafka_uuid(value) -> str:
     """confluent-kafka prints a Uuid in standard base64; Kafka (and ktool) in the URL-safe alphabet."""
     return str(value).replace("+", "-").replace("/", "_")
@@ -114,7 +129,11 @@ def test_topics_and_brokers_equal_the_admin_api(kraft, tmp_path):
     dynamic = {k: e.value for k, e in entries.items() if e.source == 1}  # DYNAMIC_TOPIC_CONFIG
     assert configs == dynamic == {"retention.ms": "123456"}
 
-    for broker in kraft.brokers:  # a healthy cluster: nothing to say about any broker's log dir
+    # a healthy cluster: nothing to say about any broker's log dir, once each broker has applied the
+    # topic (a broker creates its replicas' directories just after its metadata log has the records)
+    hosted = {(r.id, p.id) for p in described.partitions for r in p.replicas}
+    _wait_for_replica_dirs(kraft, topic, hosted)
+    for broker in kraft.brokers:
         result = run_ktool("metadata", "check", str(broker.log_dir))
         assert result.exit_code == 0, result.output
 
