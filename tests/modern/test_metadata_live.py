@@ -300,7 +300,7 @@ def test_check_flags_exactly_the_directories_the_broker_makes_stray(kraft, tmp_p
     while _stray_names(node.log_dir) != flagged:
         assert time.monotonic() < deadline, f"the broker set aside {_stray_names(node.log_dir)}"
         time.sleep(0.2)
-    while not (node.log_dir / f"{recreated}-0").is_dir():  # and created the new topic's partition
+    while not (node.log_dir / f"{recreated}-0" / "partition.metadata").is_file():  # and the new topic's
         assert time.monotonic() < deadline, "the broker did not create the recreated topic's partition"
         time.sleep(0.2)
     result = run_ktool("metadata", "check", str(node.log_dir))  # its own image is current again
