@@ -109,6 +109,7 @@ def dump_log(
     """
     # Imported here, not at the top: `ktool dump-log --<TAB>` and `-h` must not pay for the decoders.
     from kafka_tools.cli.validate import usable_cores
+    from kafka_tools.format import accel
     from kafka_tools.log.dump import dump_file
     from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
     from kafka_tools.render.dump_text import DumpTextRenderer
@@ -150,6 +151,8 @@ def dump_log(
         )
         options.record_lines = renderer.record_lines_from_bytes()
     problems_only = DumpTextRenderer(err, err, False, False, key_decoder, value_decoder)
+    if options.record_lines and options.deep and (keep := accel.fast("keep_freed_memory")) is not None:
+        keep()  # a batch's lines reuse the pages the last batch's freed (forked workers inherit it)
 
     tally = renderer.tally if as_json else None
 

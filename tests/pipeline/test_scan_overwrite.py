@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -237,7 +238,7 @@ def test_a_second_scan_on_the_same_out_is_refused_while_one_writes(old_tables, t
 # -- killed at every write -----------------------------------------------------------------------------
 
 
-def _argv(out: Path) -> list[str]:
+def _argv(out: Path, core: int = 0) -> list[str]:
     # One core: one lane, no background writer, so every table is written by the command's own thread
     # and its calls are counted (and killed) in the same order in every run. -P: the working directory
     # is not on sys.path (a directory there is listed again by the import system whenever it changes).
@@ -252,7 +253,7 @@ def _argv(out: Path) -> list[str]:
         "--out",
         str(out),
     ]
-    return ["taskset", "-c", "0", *python, str(KAFKA09 / "plain-0")]
+    return ["taskset", "-c", str(core), *python, str(KAFKA09 / "plain-0")]
 
 
 def _killed(argv: list[str], point: KillPoint, env: dict[str, str], cwd: Path) -> None:
@@ -267,6 +268,8 @@ def _killed(argv: list[str], point: KillPoint, env: dict[str, str], cwd: Path) -
 
 
 def _kill_everywhere(old_tables: Path, tmp_path: Path, keep) -> int:
+    """Every kept kill point proven, in two lanes (each its own --out; on two cores, its own core: the
+    killed run sees one core either way, as the recorded run did)."""
     strace_or_unavailable()
     if shutil.which("taskset") is None:
         pytest.skip("taskset is not installed (util-linux)")
@@ -277,24 +280,41 @@ def _kill_everywhere(old_tables: Path, tmp_path: Path, keep) -> int:
     after = tables_of(work)
     assert set(after) == {"segments", "batches", "findings"} and after != before
     mine = keep(points)
-    for point in mine:
-        _fresh(old_tables, work)
-        _killed(_argv(work), point, env, tmp_path)
-        recorded = list(work.glob(f"{STAGING}/_ktool-swap"))
-        seen = tables_of(work)
-        visible = {k: v for k, v in seen.items() if not k.startswith("_ktool-staging-")}
-        if not recorded:  # before the swap is recorded, or after its renames: whole, old or new
-            assert visible in (before, after), point
-        code, _, stderr = ktool("scan", "--no-progress", "--out", str(work), str(KAFKA09 / "plain-0"))
-        assert code == 2, (point, stderr)  # the next scan (refused: no --overwrite) cleans up first
-        if recorded:  # the new tables were complete: the swap is finished
-            assert tables_of(work) == after, point
-        assert tables_of(work) in (before, after), point  # never neither, never a mix; no staging left
-        code, _, stderr = ktool(
-            "scan", "--no-progress", "--overwrite", "--out", str(work), str(KAFKA09 / "plain-0")
-        )
-        assert code == 0 and tables_of(work) == after, (point, stderr)  # a rerun: the new tables
+    cores = sorted(os.sched_getaffinity(0))[:2] * 2  # lane k's killed runs on cores[k]
+    lanes = [tmp_path / f"lane-{k}" / "t" for k in range(2)]
+
+    def kill(i: int) -> None:
+        _fresh(old_tables, lanes[i % 2])
+        _killed(_argv(lanes[i % 2], cores[i % 2]), mine[i], env, tmp_path)
+
+    # The next point's killed run (a subprocess, in the other lane) while this thread checks this one's
+    # --out with in-process scans (CliRunner and signal handlers: the main thread's alone).
+    with ThreadPoolExecutor(1) as background:
+        pending = background.submit(kill, 0)
+        for i, point in enumerate(mine):
+            pending.result()
+            if i + 1 < len(mine):
+                pending = background.submit(kill, i + 1)
+            _after_the_kill(lanes[i % 2], point, before, after)
     return len(mine)
+
+
+def _after_the_kill(work: Path, point: KillPoint, before: dict, after: dict) -> None:
+    """What a user finds in --out after a scan killed at `point`, then after the next scans."""
+    recorded = list(work.glob(f"{STAGING}/_ktool-swap"))
+    seen = tables_of(work)
+    visible = {k: v for k, v in seen.items() if not k.startswith("_ktool-staging-")}
+    if not recorded:  # before the swap is recorded, or after its renames: whole, old or new
+        assert visible in (before, after), point
+    code, _, stderr = ktool("scan", "--no-progress", "--out", str(work), str(KAFKA09 / "plain-0"))
+    assert code == 2, (point, stderr)  # the next scan (refused: no --overwrite) cleans up first
+    if recorded:  # the new tables were complete: the swap is finished
+        assert tables_of(work) == after, point
+    assert tables_of(work) in (before, after), point  # never neither, never a mix; no staging left
+    code, _, stderr = ktool(
+        "scan", "--no-progress", "--overwrite", "--out", str(work), str(KAFKA09 / "plain-0")
+    )
+    assert code == 0 and tables_of(work) == after, (point, stderr)  # a rerun: the new tables
 
 
 def _of_the_swap(points: list[KillPoint]) -> list[KillPoint]:

@@ -4,6 +4,9 @@
  * records_v2.c, messages_v01.c, writers.c, kraft.c and arrow_records.c.
  */
 #include "speedups.h"
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 static struct PyModuleDef module_def;
 
@@ -49,7 +52,26 @@ configure(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* keep_freed_memory(): the writers hand back one bytes object a batch (a few hundred KiB), freed as
+ * soon as it is written. glibc returns such a block to the kernel when it is freed (unmapped, or the
+ * heap's top trimmed), so the next batch's block is faulted in and zeroed page by page again: a fifth
+ * of the JSON writer's time. Blocks under 16 MiB from the heap, and its top kept up to 64 MiB, make
+ * the next batch reuse the same pages (peak RSS unchanged: those pages were in use at the peak). */
+static PyObject *
+keep_freed_memory(PyObject *module, PyObject *noargs)
+{
+    (void)module;
+    (void)noargs;
+#if defined(__GLIBC__)
+    mallopt(M_MMAP_THRESHOLD, 16 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"keep_freed_memory", keep_freed_memory, METH_NOARGS,
+     "keep_freed_memory(): freed blocks under 16 MiB stay in the process for the next (glibc; else nothing)"},
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, base_sequence) -> list"},
     {"iter_records", iter_records, METH_VARARGS,

@@ -211,6 +211,66 @@ utf8_copy(char *d, const unsigned char *s, Py_ssize_t n, Py_ssize_t i, Py_ssize_
     return len;
 }
 
+/* What a byte that does not begin a UTF-8 sequence (every byte but C2-F4) becomes on its own: in a JSON
+ * string (itself, `\"`, `\n`, `\u00XX`, or U+FFFD past ASCII) and in a text line (itself, `\\`, or
+ * `\xNN`). A table, so that binary keys, values and headers (random bytes: most of them need a look)
+ * take one branch a byte, whether it begins a sequence, rather than one per class. Each entry is 8
+ * bytes, copied whole (the writers reserve 6 a byte and 16 beyond). */
+typedef struct {
+    char s[7];
+    unsigned char len;
+} byte_out_t;
+
+static byte_out_t json_byte[256], text_byte[256];
+static unsigned char utf8_lead[256]; /* 1 for C2-F4: the bytes a UTF-8 sequence of 2-4 may begin with */
+static int byte_tables_ready;
+
+static void
+byte_tables_init(void)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int c = 0; c < 256; c++) {
+        byte_out_t *j = &json_byte[c], *t = &text_byte[c];
+        utf8_lead[c] = c >= 0xC2 && c <= 0xF4;
+        if (c >= 0x80) {
+            memcpy(j->s, "\xEF\xBF\xBD", 3);
+            j->len = 3;
+        } else if (c == '"' || c == '\\') {
+            j->s[0] = '\\';
+            j->s[1] = (char)c;
+            j->len = 2;
+        } else if (c >= 0x20) {
+            j->s[0] = (char)c;
+            j->len = 1;
+        } else {
+            const char *two = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+            if (two != NULL) {
+                memcpy(j->s, two, 2);
+                j->len = 2;
+            } else {
+                memcpy(j->s, "\\u00", 4);
+                j->s[4] = hex[c >> 4];
+                j->s[5] = hex[c & 15];
+                j->len = 6;
+            }
+        }
+        if (c == '\\') {
+            memcpy(t->s, "\\\\", 2);
+            t->len = 2;
+        } else if ((c >= 0x20 && c < 0x7F) || c == '\t') {
+            t->s[0] = (char)c;
+            t->len = 1;
+        } else {
+            t->s[0] = '\\';
+            t->s[1] = 'x';
+            t->s[2] = hex[c >> 4];
+            t->s[3] = hex[c & 15];
+            t->len = 4;
+        }
+    }
+    byte_tables_ready = 1;
+}
+
 /* Copies s[i:] to d[i:] while the bytes are printable ASCII (0x20-0x7E); the index of the first that
  * is not (or n). May copy a few bytes past it (d has room for n bytes). */
 static inline Py_ssize_t
@@ -288,7 +348,6 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
      * the 16-byte copies below may write 16 past the end */
     if (out_reserve(o, n * 6 + 18) < 0)
         return -1;
-    static const char hex[] = "0123456789abcdef";
     char *d = o->data + o->len;
     *d++ = '"';
     Py_ssize_t k = 0;
@@ -362,41 +421,24 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
             break;
         /* bytes that need a look, one by one while they come often (binary values): back to the
          * runs above after 8 plain ones in a row */
+        if (!byte_tables_ready)
+            byte_tables_init();
         int plain = 0;
         do {
             unsigned char c = s[k];
-            if (c >= 0x80) {
+            if (utf8_lead[c]) {
                 Py_ssize_t wrote;
                 k += utf8_copy(d, s, n, k, &wrote);
                 d += wrote;
                 plain = 0;
                 continue;
             }
-            if (c >= 0x20 && c != '"' && c != '\\') {
-                *d++ = (char)c;
-                k++;
-                if (++plain == 8)
-                    break;
-                continue;
-            }
-            plain = 0;
+            const byte_out_t *e = &json_byte[c];
+            memcpy(d, e->s, 8);
+            d += e->len;
             k++;
-            *d++ = '\\';
-            switch (c) {
-            case '"': *d++ = '"'; break;
-            case '\\': *d++ = '\\'; break;
-            case '\n': *d++ = 'n'; break;
-            case '\r': *d++ = 'r'; break;
-            case '\t': *d++ = 't'; break;
-            case '\b': *d++ = 'b'; break;
-            case '\f': *d++ = 'f'; break;
-            default:
-                memcpy(d, "u00", 3);
-                d += 3;
-                *d++ = hex[c >> 4];
-                *d++ = hex[c & 15];
-            }
-        } while (k < n);
+            plain = (plain + 1) & -(int)(e->len == 1);
+        } while (plain < 8 && k < n);
     }
     *d++ = '"';
     o->len = d - o->data;
@@ -409,47 +451,33 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
 static int
 out_text(out_t *o, const unsigned char *s, Py_ssize_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    if (out_reserve(o, n * 4) < 0)
+    /* 4 a byte, and 8 beyond for the table's whole-entry copies */
+    if (out_reserve(o, n * 4 + 8) < 0)
         return -1;
     if (copy_if_printable(o, s, n))
         return 0;
+    if (!byte_tables_ready)
+        byte_tables_init();
     char *d = o->data + o->len; /* a local pointer: stores through it cannot change o */
     Py_ssize_t i = 0;
     while (i < n) {
         unsigned char c = s[i];
-        Py_ssize_t len = 1;
-        int escape;
-        if (c < 0x80) {
-            if (c >= 0x20 && c != 0x7F && c != '\\') {
-                *d++ = (char)c;
-                i++;
-                continue;
-            }
-            if (c == '\\') {
-                *d++ = '\\';
-                *d++ = '\\';
-                i++;
-                continue;
-            }
-            escape = c != '\t';
-        } else if (c < 0xC2 || c > 0xF4) {
-            escape = 1; /* a byte no sequence starts with (most of random bytes) */
-        } else {
-            int ok;
-            len = utf8_step(s, n, i, &ok);
-            escape = !ok || (c == 0xC2 && s[i + 1] < 0xA0);
+        if (!utf8_lead[c]) {
+            const byte_out_t *e = &text_byte[c];
+            memcpy(d, e->s, 8);
+            d += e->len;
+            i++;
+            continue;
         }
-        for (Py_ssize_t j = 0; j < len; j++) {
-            unsigned char b = s[i + j];
-            if (escape) {
-                d[0] = '\\';
-                d[1] = 'x';
-                d[2] = hex[b >> 4];
-                d[3] = hex[b & 15];
+        int ok;
+        Py_ssize_t len = utf8_step(s, n, i, &ok);
+        if (ok && !(c == 0xC2 && s[i + 1] < 0xA0)) {
+            memcpy(d, s + i, (size_t)len);
+            d += len;
+        } else {
+            for (Py_ssize_t j = 0; j < len; j++) { /* an ill-formed run, or a C1 control: \xNN each */
+                memcpy(d, text_byte[s[i + j]].s, 4);
                 d += 4;
-            } else {
-                *d++ = (char)b;
             }
         }
         i += len;
