@@ -156,9 +156,7 @@ def main() -> int:
     }
     if not args.no_pure:
         result["pure_s"] = child("--once", log_dir, pure=True)["cpu_s"]
-    say(
-        f"best {best:.2f} s (target < 3 s a million records), {best / floor:.2f}x the walk ({floor:.2f} s)"
-    )
+    say(f"best {best:.2f} s (target < 3 s a million records), {best / floor:.2f}x the walk ({floor:.2f} s)")
     if result["pure_s"] is not None:
         say(f"pure Python {result['pure_s']:.2f} s: the C table is {result['pure_s'] / best:.1f}x faster")
     if args.json:

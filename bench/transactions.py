@@ -113,8 +113,9 @@ def main() -> int:
     full, full_cpu = _wall(["find-hanging", "--from-start", *common[1:]], opts.runs)
     print(f"partitions {opts.partitions}, __transaction_state partitions {TXN_PARTITIONS}")
     print(f"find-hanging from snapshots: {snap:.2f} s wall, {snap_cpu:.2f} s CPU, one core (target < 2 s)")
-    print(f"find-hanging from log start: {full:.2f} s wall,"
-          f" {full_cpu:.2f} s CPU ({full_cpu / snap_cpu:.1f}x)")
+    print(
+        f"find-hanging from log start: {full:.2f} s wall, {full_cpu:.2f} s CPU ({full_cpu / snap_cpu:.1f}x)"
+    )
     return 1 if opts.check and snap >= 2 else 0
 
 

@@ -132,7 +132,6 @@ def test_the_rule_catches_a_wrong_import(tmp_path: Path) -> None:
     assert _part("kafka_tools.cli.main") not in ALLOWED["format"] | FOUNDATIONS | {"format"}
 
 
-
 # -- no circles: between modules (imports inside functions count), and between log/'s rooms -----------
 
 

@@ -3,7 +3,6 @@ joining and leaving, rebalances starting and finishing, the owners verified agai
 assignor's plan, stuck partitions, lag statuses (GroupTracker); the events it tells and the options
 it reads. consumers/watch.py feeds it the views (GroupWatch)."""
 
-
 from __future__ import annotations
 
 import functools
@@ -21,7 +20,6 @@ from kafka_tools.zk.layout import (
 )
 
 if TYPE_CHECKING:
-
     pass
 
 TP = tuple[str, int]

@@ -38,8 +38,6 @@ def _call(check, *args):
     return check(*args)
 
 
-
-
 def validate_paths(
     paths: list[str | os.PathLike],
     options: ValidateOptions,

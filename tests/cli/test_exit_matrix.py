@@ -224,8 +224,15 @@ OFFLINE: dict[tuple[str, str], Cell] = {
         lambda p: [*_RESET, "--from-file", str(_fifo_partition(p) / "00000000000000000000.log")]
     ),
     ("groups reset-offsets", "unreachable"): Cell(
-        lambda p: ["groups", "reset-offsets", "g", "--all-topics", "--to-earliest", "--bootstrap-server",
-                   f"127.0.0.1:{free_port()}"]  # fmt: skip
+        lambda p: [
+            "groups",
+            "reset-offsets",
+            "g",
+            "--all-topics",
+            "--to-earliest",
+            "--bootstrap-server",
+            f"127.0.0.1:{free_port()}",
+        ]  # fmt: skip
     ),
 }
 for _sub in ("show", "topics", "brokers", "diff", "check"):

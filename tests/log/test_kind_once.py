@@ -20,7 +20,8 @@ def _kind_of_calls(paths: list[Path]) -> tuple[int, int]:
     profile.create_stats()
     code = kinds.kind_of.__code__
     calls = sum(
-        stats[1] for (file, line, name), stats in profile.stats.items()
+        stats[1]
+        for (file, line, name), stats in profile.stats.items()
         if name == code.co_name and file == code.co_filename
     )
     return calls, result.summary().entries

@@ -175,6 +175,7 @@ def segment_for(part: PartitionLog, offset: int) -> int:
 
 # -- the previews' view: segments with their index files as strings ------------------------------
 
+
 @dataclass(init=False, repr=False, eq=False)
 class PartitionFiles(PartitionPlace, SharedMethods):
     path: Path
