@@ -101,9 +101,11 @@ class DumpJsonRenderer:
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
         self.tally = DumpTally()  # what the files rendered add up to (finish() prints it)
+        self._name_of: str | None = None
+        self._name = ""
 
     def emit(self, obj: dict) -> None:
-        self.out.write(dumps(obj) + "\n")
+        self.out.write(encode_acyclic(obj) + "\n")  # dumps' text, without its set-up at each call
 
     def error(self, path: str, message: str, exit_code: int) -> None:
         """A file that could not be dumped (missing, unreadable, not a Kafka file): in the stream too,
@@ -207,6 +209,12 @@ class DumpJsonRenderer:
         for m, decoded in event.with_decoded(event.inner):
             self.emit(self._message(event.path, m, entry.position, decoded, inner=True))
 
+    def _json_name(self, path: str) -> str:
+        """The file name as a JSON string: made once a file, not once a batch."""
+        if path != self._name_of:
+            self._name_of, self._name = path, dumps(path)
+        return self._name
+
     def record_lines_from_bytes(self) -> bool:
         """Whether v2 `record` objects are made in C from the batch's bytes (metadata shown, data as
         UTF-8 text): DumpOptions.record_lines may then be on."""
@@ -219,7 +227,7 @@ class DumpJsonRenderer:
     def _fast_records(self, path: str, b: RecordBatch, section: bytes | bytearray | None) -> bool:
         if not self.record_lines_from_bytes():
             return False
-        name = dumps(path)
+        name = self._json_name(path)
         label = b.timestamp_type.label
         try:
             text = self.writer.payload_lines(b, label, self.print_data, name, section)
@@ -244,7 +252,7 @@ class DumpJsonRenderer:
             or (self.print_data and not self.key_decoder == self.value_decoder == "utf8")
         ):
             return False
-        name = dumps(path)
+        name = self._json_name(path)
         text = self.writer.message_lines(inner_set, position, True, self.print_data, name, wrapper_position)
         if text is None:  # a compressed message inside a wrapper
             return False
