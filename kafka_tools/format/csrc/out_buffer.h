@@ -351,6 +351,27 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
     char *d = o->data + o->len;
     *d++ = '"';
     Py_ssize_t k = 0;
+    if (n >= 8 && n < 16) {
+        /* A short string (header keys, short values) as two words, the second ending it (they overlap):
+         * copied whole when neither holds a byte to look at (one past ASCII sets its top bit in w, one
+         * under 0x20 borrows into its top bit in w - 0x20..20, a `"` or `\` is a zero byte of w ^ 0x22..22
+         * or w ^ 0x5C..5C; a false alarm only takes the path below). */
+        uint64_t w[2];
+        memcpy(&w[0], s, 8);
+        memcpy(&w[1], s + n - 8, 8);
+        uint64_t look = 0;
+        for (int i = 0; i < 2; i++) {
+            uint64_t q = w[i] ^ 0x2222222222222222ULL, b = w[i] ^ 0x5C5C5C5C5C5C5C5CULL;
+            look |= w[i] | (w[i] - 0x2020202020202020ULL) | ((q - 0x0101010101010101ULL) & ~q) |
+                    ((b - 0x0101010101010101ULL) & ~b);
+        }
+        if (!(look & 0x8080808080808080ULL)) {
+            memcpy(d, &w[0], 8);
+            memcpy(d + n - 8, &w[1], 8);
+            d += n;
+            k = n;
+        }
+    }
     while (k < n) {
 #if defined(__SSE2__)
         /* 16 bytes at a time (the last block of a string of 16 or more: the 16 ending it, its first
