@@ -61,6 +61,33 @@ def test_a_big_first_file_still_comes_first(tmp_path: Path) -> None:
     assert starts == [f"Dumping {f}" for f in files]
 
 
+@pytest.mark.parametrize("redirect", [">", ">>"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_jobs_into_a_regular_file_equal_one_job(tmp_path: Path, redirect: str, as_json: bool) -> None:
+    # Into a regular file (sendfile's case, and `>>`'s append mode): the same bytes as --jobs 1, after
+    # what the file held when appending.
+    files = []
+    for n, batches in enumerate((400, 3000, 2500, 3500, 200)):
+        seg = tmp_path / f"orders-{n}" / "00000000000000000000.log"
+        seg.parent.mkdir()
+        seg.write_bytes(v2_segment(batches))
+        files.append(str(seg))
+    corrupt = str(GENERATED / "corrupt" / "v2-flipped-record-byte-0" / "00000000000000000000.log")
+    outputs = {}
+    for jobs in ("1", "2", "3"):
+        out = tmp_path / f"out-{jobs}"
+        out.write_bytes(b"kept\n")
+        mode = "--json " if as_json else ""
+        names = shlex.join([*files, corrupt])
+        command = f"$KTOOL dump-log --deep-iteration {mode}-j {jobs} {names} {redirect} {out}"
+        done = run_pipeline(command)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        outputs[jobs] = (out.read_bytes(), done.stderr)
+    assert outputs["2"] == outputs["1"] and outputs["3"] == outputs["1"]
+    assert outputs["1"][0].startswith(b"kept\n") == (redirect == ">>")
+    assert outputs["1"][0].count(b"Dumping " if not as_json else b'"type":"file"') == len(files) + 1
+
+
 def test_clean_files_exit_0() -> None:
     files = sorted(str(p) for p in (GENERATED / "v0").rglob("*.log"))
     assert len(files) > 1
