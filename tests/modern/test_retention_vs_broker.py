@@ -43,6 +43,13 @@ def _topic(cluster, ages: list[int]) -> tuple[str, Path]:
     _write(cluster, topic, ages)
     live = partition_dir(cluster.brokers[0], topic)
     assert len(_segments(live)) == len(ages)
+    # The preview reads the high watermark from replication-offset-checkpoint, which the broker writes
+    # every few seconds: a segment above the checkpointed one is kept (KAFKA-5634), rightly, until then.
+    checkpoint, line = live.parent / "replication-offset-checkpoint", f"{topic} 0 {5 * len(ages)}\n"
+    deadline = time.monotonic() + 30
+    while line not in checkpoint.read_text():
+        assert time.monotonic() < deadline, "the broker did not checkpoint the high watermark"
+        time.sleep(0.1)
     return topic, live
 
 
