@@ -338,6 +338,18 @@ copy_if_printable(out_t *o, const unsigned char *s, Py_ssize_t n)
     return 1;
 }
 
+/* Nonzero when the 8 bytes of w hold one a JSON string cannot copy as it is (false alarms allowed, never
+ * a miss): a byte past ASCII sets its top bit in w, one under 0x20 borrows into its top bit in
+ * w - 0x20..20 (the lowest such byte at least), a `"` or `\` is a zero byte of w ^ 0x22..22 or
+ * w ^ 0x5C..5C. */
+static inline uint64_t
+json_word_needs_look(uint64_t w)
+{
+    uint64_t q = w ^ 0x2222222222222222ULL, b = w ^ 0x5C5C5C5C5C5C5C5CULL;
+    return (w | (w - 0x2020202020202020ULL) | ((q - 0x0101010101010101ULL) & ~q) | ((b - 0x0101010101010101ULL) & ~b)) &
+           0x8080808080808080ULL;
+}
+
 /* JSON string of raw bytes: `"` `\` and control characters escaped as json.dumps does
  * (ensure_ascii=False), bytes that are not UTF-8 as U+FFFD (what decoding them with `replace` gives),
  * the rest as they are. */
@@ -353,21 +365,13 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
     Py_ssize_t k = 0;
     if (n >= 8 && n < 16) {
         /* A short string (header keys, short values) as two words, the second ending it (they overlap):
-         * copied whole when neither holds a byte to look at (one past ASCII sets its top bit in w, one
-         * under 0x20 borrows into its top bit in w - 0x20..20, a `"` or `\` is a zero byte of w ^ 0x22..22
-         * or w ^ 0x5C..5C; a false alarm only takes the path below). */
-        uint64_t w[2];
-        memcpy(&w[0], s, 8);
-        memcpy(&w[1], s + n - 8, 8);
-        uint64_t look = 0;
-        for (int i = 0; i < 2; i++) {
-            uint64_t q = w[i] ^ 0x2222222222222222ULL, b = w[i] ^ 0x5C5C5C5C5C5C5C5CULL;
-            look |= w[i] | (w[i] - 0x2020202020202020ULL) | ((q - 0x0101010101010101ULL) & ~q) |
-                    ((b - 0x0101010101010101ULL) & ~b);
-        }
-        if (!(look & 0x8080808080808080ULL)) {
-            memcpy(d, &w[0], 8);
-            memcpy(d + n - 8, &w[1], 8);
+         * copied whole when neither holds a byte to look at (a false alarm only takes the path below). */
+        uint64_t first, last;
+        memcpy(&first, s, 8);
+        memcpy(&last, s + n - 8, 8);
+        if (!(json_word_needs_look(first) | json_word_needs_look(last))) {
+            memcpy(d, &first, 8);
+            memcpy(d + n - 8, &last, 8);
             d += n;
             k = n;
         }
@@ -420,15 +424,11 @@ out_json_string(out_t *o, const unsigned char *s, Py_ssize_t n)
                 break;
         }
 #else
-        /* 8 at a time: a byte past ASCII sets its top bit in w, one under 0x20 borrows into its top
-         * bit in w - 0x20..20 (the lowest such byte at least), a `"` or `\` is a zero byte of
-         * w ^ 0x22..22 or w ^ 0x5C..5C; the word-at-a-time copy stops at the word holding one. */
+        /* 8 at a time: the word-at-a-time copy stops at the word holding a byte to look at */
         while (n - k >= 8) {
             uint64_t w;
             memcpy(&w, s + k, 8);
-            uint64_t q = w ^ 0x2222222222222222ULL, b = w ^ 0x5C5C5C5C5C5C5C5CULL;
-            if ((w | (w - 0x2020202020202020ULL) | ((q - 0x0101010101010101ULL) & ~q) |
-                 ((b - 0x0101010101010101ULL) & ~b)) & 0x8080808080808080ULL)
+            if (json_word_needs_look(w))
                 break;
             memcpy(d, &w, 8);
             d += 8;
