@@ -79,18 +79,11 @@ def _wait_in_image(
         time.sleep(0.2)
 
 
-def _wait_for_replica_dirs(cluster, topic: str, hosted: set[tuple[int, int]], timeout: float = 60) -> None:
-    """Until every (broker, partition) in `hosted` has its directory with partition.metadata."""
-    deadline = time.monotonic() + timeout
-    while True:
-        missing = [
-            (node, part)
-            for node, part in sorted(hosted)
-            if not (cluster.broker(node).log_dir / f"{topic}-{part}" / "partition.metadata").is_file()
-        ]
-        if not missing:
-            return
-        assert time.monotonic() < deadline, f"brokers never created {missing} of {topic}"
+def _wait_created(dirs: list[Path], deadline: float) -> None:
+    """Until each partition directory in `dirs` exists with its partition.metadata: a broker creates its
+    replicas just after its metadata log has the topic."""
+    while missing := [d for d in dirs if not (d / "partition.metadata").is_file()]:
+        assert time.monotonic() < deadline, f"the brokers did not create {[str(d) for d in missing]}"
         time.sleep(0.1)
 
 
@@ -131,8 +124,10 @@ def test_topics_and_brokers_equal_the_admin_api(kraft, tmp_path):
 
     # a healthy cluster: nothing to say about any broker's log dir, once each broker has applied the
     # topic (a broker creates its replicas' directories just after its metadata log has the records)
-    hosted = {(r.id, p.id) for p in described.partitions for r in p.replicas}
-    _wait_for_replica_dirs(kraft, topic, hosted)
+    hosted = [
+        kraft.broker(r.id).log_dir / f"{topic}-{p.id}" for p in described.partitions for r in p.replicas
+    ]
+    _wait_created(hosted, time.monotonic() + 60)
     for broker in kraft.brokers:
         result = run_ktool("metadata", "check", str(broker.log_dir))
         assert result.exit_code == 0, result.output
@@ -271,12 +266,7 @@ def test_check_flags_exactly_the_directories_the_broker_makes_stray(kraft, tmp_p
     deleted, recreated, kept = f"deleted-{tag}", f"recreated-{tag}", f"kept-{tag}"
     for name in (deleted, recreated, kept):  # one partition each, on broker 2 alone
         admin.create_topics([NewTopic(name, 1, replica_assignment=[[2]])])[name].result(30)
-    deadline = time.monotonic() + 60
-    while not all(
-        (node.log_dir / f"{name}-0" / "partition.metadata").is_file() for name in (deleted, recreated, kept)
-    ):
-        assert time.monotonic() < deadline, "broker 2 did not create its partition directories"
-        time.sleep(0.1)
+    _wait_created([node.log_dir / f"{name}-0" for name in (deleted, recreated, kept)], time.monotonic() + 60)
 
     kraft.stop_node(node)
     try:
@@ -300,8 +290,6 @@ def test_check_flags_exactly_the_directories_the_broker_makes_stray(kraft, tmp_p
     while _stray_names(node.log_dir) != flagged:
         assert time.monotonic() < deadline, f"the broker set aside {_stray_names(node.log_dir)}"
         time.sleep(0.2)
-    while not (node.log_dir / f"{recreated}-0" / "partition.metadata").is_file():  # and the new topic's
-        assert time.monotonic() < deadline, "the broker did not create the recreated topic's partition"
-        time.sleep(0.2)
+    _wait_created([node.log_dir / f"{recreated}-0"], deadline)  # and the new topic's partition
     result = run_ktool("metadata", "check", str(node.log_dir))  # its own image is current again
     assert result.exit_code == 0, result.output
