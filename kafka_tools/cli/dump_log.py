@@ -139,7 +139,6 @@ def dump_log(
         renderer = DumpJsonRenderer(
             sys.stdout, options.print_data_log, key_decoder, value_decoder, skip_record_metadata
         )
-        options.record_lines = renderer.record_lines_from_bytes()
     else:
         renderer = DumpTextRenderer(
             LineWriter(sys.stdout, colour),
@@ -149,7 +148,8 @@ def dump_log(
             key_decoder,
             value_decoder,
         )
-        options.record_lines = renderer.record_lines_from_bytes()
+    if renderer.record_lines_from_bytes():
+        options.record_lines = renderer.batch_lines
     problems_only = DumpTextRenderer(err, err, False, False, key_decoder, value_decoder)
     if options.record_lines and options.deep and (keep := accel.fast("keep_freed_memory")) is not None:
         keep()  # a batch's lines reuse the pages the last batch's freed (forked workers inherit it)
@@ -184,7 +184,11 @@ def dump_log(
             tally.file_done(exit_code, failed)
         return exit_code
 
-    jobs = min(jobs or usable_cores(), len(files))
+    jobs = jobs or usable_cores()
+    helpers = _batch_helpers(files, options, jobs)
+    if helpers is not None:  # the batch is the unit of work: every core at work, even on one segment
+        options.batch_lines, jobs = helpers, 1
+    jobs = min(jobs, len(files))
     if jobs > 1:  # multiprocessing only when there are files for a second core
         from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
     if jobs > 1 and can_run_parallel() and (as_json or not renderer.out.colour):
@@ -194,7 +198,11 @@ def dump_log(
         bar = functools.partial(_files_progress, files, progress)
         exit_code = dump_files_parallel(list(files), setup, jobs, err, here, bar, tally)
     else:
-        exit_code = max((dump_one(path) for path in files), default=0)
+        try:
+            exit_code = max((dump_one(path) for path in files), default=0)
+        finally:
+            if helpers is not None:
+                helpers.close()
     if tally is not None and not pipe.reader_gone():
         renderer.finish(tally)
     sys.stdout.flush()
@@ -214,3 +222,32 @@ def _files_progress(files: tuple[str, ...], enabled: bool | None):
             yield None
             return
         yield lambda path: for_file(path)(sizes[path]) if os.path.isfile(path) else None
+
+
+HELPERS_FROM_BYTES = 4 << 20  # below this, forking helpers costs more than they save (a few ms)
+
+
+def _batch_helpers(files: tuple[str, ...], options, jobs: int):
+    """Helpers making the lines of v2 batches ahead of the walk (log/workers/batch_lines.py), when they
+    pay: more than one core, record lines made in C (--deep-iteration, no colour, data as UTF-8),
+    and every file a segment of record batches, 4 MiB of them at least. None: files are the unit."""
+    if jobs < 2 or not hasattr(os, "fork") or not (options.record_lines and options.deep):
+        return None
+    from pathlib import Path
+
+    from kafka_tools.format.kinds import FileKind, kind_of
+    from kafka_tools.log.segment_facts import magic_of
+
+    if not all(kind_of(Path(f)) == FileKind.LOG and magic_of(f) == 2 for f in files):
+        return None
+    try:
+        if sum(os.path.getsize(f) for f in files) < HELPERS_FROM_BYTES:
+            return None
+    except OSError:  # gone since: the dump says so
+        return None
+    from kafka_tools.log.dump import made_lines
+    from kafka_tools.log.workers.batch_lines import BatchLines
+
+    sys.stdout.flush()  # nothing buffered is left for a helper's copy of it
+    sys.stderr.flush()
+    return BatchLines(functools.partial(made_lines, options.record_lines), jobs - 1)

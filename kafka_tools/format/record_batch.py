@@ -56,7 +56,10 @@ class TimestampType(IntEnum):
     @property
     def label(self) -> str:
         """The name Kafka prints before a timestamp (`CreateTime: 1588…`)."""
-        return {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}[self.value]
+        return _TIMESTAMP_LABELS[int(self)]  # int(): an enum's .value is slow, and this is once a batch
+
+
+_TIMESTAMP_LABELS = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 
 
 class ControlType(IntEnum):
@@ -276,21 +279,11 @@ class RecordBatch(CodecAndCrc, SharedMethods):
                 ) from None
         return data
 
-    def check_records(self, section: bytes | bytearray | memoryview | None = None) -> int:
-        """Check the records section (`section`: a compressed batch's, decompressed; else the
-        batch's own) as `records()` would (the same RecordDecodeError) without building a Record
-        each, and give their count. Needs the C paths on (accel.fast("format_payload")); record
-        lines are then made from the bytes in C."""
-        try:
-            return accel.C.format_payload(*self.payload_args(section), "", False, True)
-        except RecordDecodeError as exc:
-            raise self.payload_error(exc) from None
-
-    def checked_section(self) -> tuple[bytes | bytearray | memoryview, int]:
-        """(the records section, decompressed once when the batch is compressed; its record count),
-        checked as `check_records` checks it: what the C lines of a compressed batch are made from."""
-        section = self._section(None)
-        return section, self.check_records(section)
+    def records_section(self) -> bytes | bytearray | memoryview:
+        """The records section, decompressed once when the batch is compressed (RecordDecodeError
+        when it cannot be): what the C record lines are made from, their reader checking each record
+        as `records()` would."""
+        return self._section(None)
 
     def payload_args(self, section: bytes | bytearray | memoryview | None = None) -> tuple:
         """What the C record walkers take of a batch: its records section (`section` when given: a

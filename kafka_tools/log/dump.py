@@ -6,6 +6,7 @@ as a problem, so every output format says the same thing.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -191,15 +192,18 @@ def _dump_log(
         return
     internal = _internal_mode(p, options, kind) if options.deep else None
     runs: RunBounds | None = None
-    record_lines = False
+    lines_of = helpers = None
     if kind == FileKind.KAFKA07:
         walk = iter_kafka07_entries(p, base_offset_of(p) or 0, end=options.max_bytes, progress=progress)
     else:
         plain = options.from_offset is None and options.to_offset is None and internal is None
         if options.message_runs and plain:
             runs = RunBounds(keep_data=True, max_bytes=1 << 20)  # a renderer's output stays small
-        record_lines = options.record_lines and plain and accel.fast("format_payload") is not None
-        walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs)
+        if plain and accel.fast("format_payload") is not None:
+            lines_of = options.record_lines
+        helpers = options.batch_lines if lines_of is not None else None
+        ahead = None if helpers is None else functools.partial(helpers.walk, name)
+        walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs, ahead=ahead)
     last_offset: int | None = None
     recovery_point: int | None = None  # where the broker's recovery would cut: first bad CRC or frame
     in_flight = is_newest_live_segment(p)
@@ -238,11 +242,12 @@ def _dump_log(
         if options.deep:
             damage: RecordDecodeError | None = None
             try:
-                lines_batch = record_lines and type(entry) is RecordBatch and not entry.is_control
-                if lines_batch and (checked := _checked(entry)) is not None:
-                    section, event.record_count = checked
-                    if section is not entry.payload:
-                        event.section = section
+                lines_batch = lines_of is not None and type(entry) is RecordBatch and not entry.is_control
+                made = None
+                if lines_batch:  # made ahead by a helper (or here while waiting for one), else now
+                    made = helpers and helpers.take(entry) or made_lines(lines_of, name, entry)
+                if made is not None:
+                    event.lines, event.record_count = made
                 elif isinstance(entry, RecordBatch):
                     # As DumpLogSegments iterates a batch: the records before a damaged one, then it.
                     shown, damage = records_until_damage(entry)
@@ -290,14 +295,20 @@ def _dump_log(
     yield end
 
 
-def _checked(batch: RecordBatch) -> tuple[bytes | bytearray | memoryview, int] | None:
-    """A batch's records section (decompressed once when it is compressed) and its records checked
-    and counted in C: the renderer prints them from these bytes. None when one is damaged: they are
-    then read one by one, the ones before it shown."""
+def made_lines(
+    lines_of: Callable[[str, RecordBatch, bytes | None], bytes | None], path: str, batch: RecordBatch
+) -> tuple[bytes, int] | None:
+    """A batch's lines and record count: its records section (decompressed once when it is
+    compressed) made into lines in C by `lines_of` (the renderer's), whose reader checks every record
+    as `records()` would. None when one is damaged (they are then read one by one, the ones before it
+    shown) or the renderer has no lines for it. Run here, or by a helper ahead of the walk
+    (log/workers/batch_lines.py)."""
     try:
-        return batch.checked_section()
+        section = batch.records_section()
+        lines = lines_of(path, batch, None if section is batch.payload else section)
     except RecordDecodeError:
         return None
+    return None if lines is None else (lines, batch.records_count)
 
 
 def _plausible_offset(offset: int, last_offset: int | None) -> bool:

@@ -4,7 +4,7 @@ problem, the items of a non-log file). Everything is decoded; renderers only for
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +36,12 @@ class DumpOptions(SharedMethods):
     to_offset: int | None = None
     index_sanity: bool = True  # compare .index entries with the .log beside them
     message_runs: bool = False  # plain v0/v1 messages as MessageRunEvents (renderers that take them)
-    # v2 records (non-control; compressed ones decompressed once) checked and counted, not decoded: the
-    # renderer prints them from the bytes (EntryEvent.record_count and .section; the C paths take them)
-    record_lines: bool = False
+    # the renderer's maker of a v2 batch's record lines from its bytes (path, batch, its records section
+    # decompressed or None): its non-control batches are then checked and counted, not decoded, and
+    # come with their lines (EntryEvent.lines); None when the renderer has none for these options
+    record_lines: Callable[[str, Any, bytes | None], bytes | None] | None = None
+    # log/workers/batch_lines.BatchLines: helpers making those lines ahead of the walk (--jobs)
+    batch_lines: Any = None
 
     def __init__(
         self,
@@ -54,7 +57,8 @@ class DumpOptions(SharedMethods):
         to_offset: int | None = None,
         index_sanity: bool = True,
         message_runs: bool = False,
-        record_lines: bool = False,
+        record_lines: Callable[[str, Any, bytes | None], bytes | None] | None = None,
+        batch_lines: Any = None,
     ) -> None:
         self.deep_iteration = deep_iteration
         self.print_data_log = print_data_log
@@ -69,6 +73,7 @@ class DumpOptions(SharedMethods):
         self.index_sanity = index_sanity
         self.message_runs = message_runs
         self.record_lines = record_lines
+        self.batch_lines = batch_lines
 
     @property
     def deep(self) -> bool:
@@ -112,10 +117,9 @@ class EntryEvent(SharedMethods):
         return zip(shown, self.decoded or [None] * len(shown), strict=True)
 
     # with DumpOptions.record_lines: the records of a non-control batch were checked (they decode)
-    # and counted, not decoded; `records` is None
+    # and counted, not decoded (`records` is None), and their lines made from the bytes
     record_count: int | None = None
-    # and of a compressed one, its records section decompressed (None: the batch's own payload)
-    section: bytes | bytearray | None = None
+    lines: Any = None  # bytes, or a view of a helper's slot (valid until the walk moves on)
 
     def __init__(
         self,
@@ -127,7 +131,7 @@ class EntryEvent(SharedMethods):
         error: Problem | None = None,
         decoded: list[dict] | None = None,
         record_count: int | None = None,
-        section: bytes | bytearray | None = None,
+        lines: Any = None,
     ) -> None:
         self.path = path
         self.entry = entry
@@ -137,7 +141,7 @@ class EntryEvent(SharedMethods):
         self.error = error
         self.decoded = decoded
         self.record_count = record_count
-        self.section = section
+        self.lines = lines
 
 
 @dataclass(init=False, slots=True, repr=False, eq=False)

@@ -59,14 +59,13 @@ class RecordWriter:
         print_data: bool,
         file_json: str | None = None,
         section: bytes | bytearray | None = None,
+        head: str | None = None,
     ) -> bytes:
         """A batch's record lines (text, or `record` JSON objects with `file_json`, the file name as a
         JSON string), read in C from its records section (`section`: a compressed batch's,
-        decompressed); RecordDecodeError as `records()` raises it; UnicodeEncodeError for a file name
-        that is not text."""
-        args = (*batch.payload_args(section), label, print_data, False)
-        if file_json is not None:
-            args += (file_json, batch.position)
+        decompressed), after `head` (the batch's own line); RecordDecodeError as `records()` raises
+        it; UnicodeEncodeError for a file name that is not text."""
+        args = (*batch.payload_args(section), label, print_data, False, file_json, batch.position, head)
         return accel.C.format_payload(*args)
 
     @staticmethod

@@ -179,11 +179,10 @@ class DumpJsonRenderer:
     def _entry(self, event: EntryEvent) -> None:
         entry = event.entry
         if isinstance(entry, RecordBatch):
+            if event.lines is not None:  # its line and its records', made from the bytes (batch_lines)
+                write_utf8(self.out, event.lines, valid=True)
+                return
             self.emit(self._batch(event.path, entry))
-            if event.record_count is not None:  # checked, not decoded (DumpOptions.record_lines)
-                if self._fast_records(event.path, entry, event.section):
-                    return
-                event.records = self.writer.records(entry)
             records = event.records or []
             if event.decoded is not None:  # KRaft records (many small ones): one write a batch
                 if all(d is not None and "metadata" in d for d in event.decoded):
@@ -224,17 +223,18 @@ class DumpJsonRenderer:
             and (not self.print_data or self.key_decoder == self.value_decoder == "utf8")
         )
 
-    def _fast_records(self, path: str, b: RecordBatch, section: bytes | bytearray | None) -> bool:
-        if not self.record_lines_from_bytes():
-            return False
-        name = self._json_name(path)
-        label = b.timestamp_type.label
+    def batch_lines(self, path: str, b: RecordBatch, section: bytes | None) -> bytes | None:
+        """A v2 batch's `batch` object and its `record` objects, made in C from its bytes (`section`:
+        its records section decompressed): one piece of output. None for a file name that is not text
+        (json.dumps then says it as Python does, record by record). DumpOptions.record_lines when
+        `record_lines_from_bytes()`."""
+        head = encode_acyclic(self._batch(path, b)) + "\n"
         try:
-            text = self.writer.payload_lines(b, label, self.print_data, name, section)
-        except UnicodeEncodeError:  # a file name that is not text: json.dumps below says it as Python does
-            return False
-        write_utf8(self.out, text, valid=True)
-        return True
+            return self.writer.payload_lines(
+                b, b.timestamp_type.label, self.print_data, self._json_name(path), section, head
+            )
+        except UnicodeEncodeError:
+            return None
 
     def _run(self, event: MessageRunEvent) -> None:
         """Plain v0/v1 messages: their objects made in C in one go (data as UTF-8 text), else one by one."""

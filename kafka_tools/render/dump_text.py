@@ -26,7 +26,7 @@ from kafka_tools.log.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.log.record_writer import RecordWriter
-from kafka_tools.render.lines import LineWriter, show
+from kafka_tools.render.lines import LineWriter, line_of, show
 from kafka_tools.render.values import decode_text, printable_name
 
 Fields = list[tuple[str, object]]
@@ -158,36 +158,10 @@ class DumpTextRenderer:
         self.out.fields(fields)
 
     def _batch(self, event: EntryEvent, b: RecordBatch) -> None:
-        horizon = b.delete_horizon_ms
-        self.out.fields(
-            [
-                ("baseOffset", b.base_offset),
-                ("lastOffset", b.last_offset),
-                ("count", b.records_count),
-                ("baseSequence", b.base_sequence),
-                ("lastSequence", b.last_sequence),
-                ("producerId", b.producer_id),
-                ("producerEpoch", b.producer_epoch),
-                ("partitionLeaderEpoch", b.partition_leader_epoch),
-                ("isTransactional", b.is_transactional),
-                ("isControl", b.is_control),
-                ("deleteHorizonMs", "OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]"),
-                ("position", b.position),
-                (b.timestamp_type.label, b.max_timestamp),
-                ("size", b.size),
-                ("magic", b.magic),
-                ("compresscodec", b.codec_label),
-                ("crc", b.crc),
-                ("isvalid", b.is_valid),
-            ]
-        )
-        if event.record_count is not None:  # checked, not decoded (DumpOptions.record_lines)
-            if self.record_lines_from_bytes():
-                label = b.timestamp_type.label
-                text = self.writer.payload_lines(b, label, self.print_data, None, event.section)
-                write_utf8(self.out.stream, text, valid=True)
-                return
-            event.records = self.writer.records(b)
+        if event.lines is not None:  # its line and its records', made from the bytes (batch_lines)
+            write_utf8(self.out.stream, event.lines, valid=True)
+            return
+        self.out.fields(_batch_fields(b))
         records = event.records or ()
         if (
             self.writer.has_record_lines
@@ -221,6 +195,12 @@ class DumpTextRenderer:
                     for r in records
                 )
             )
+
+    def batch_lines(self, path: str, b: RecordBatch, section: bytes | None) -> bytes:
+        """A v2 batch's record lines, made in C from its bytes (`section`: its records section
+        decompressed). DumpOptions.record_lines when `record_lines_from_bytes()`."""
+        head = line_of(_batch_fields(b))
+        return self.writer.payload_lines(b, b.timestamp_type.label, self.print_data, None, section, head)
 
     def record_lines_from_bytes(self) -> bool:
         """Whether v2 record lines are Kafka's own and made in C (DumpOptions.record_lines may be on)."""
@@ -282,6 +262,31 @@ class DumpTextRenderer:
             self.out.fields(list(event.header.items()))
 
 
+def _batch_fields(b: RecordBatch) -> Fields:
+    """A v2 batch's line, as DumpLogSegments prints it."""
+    horizon = b.delete_horizon_ms
+    return [
+        ("baseOffset", b.base_offset),
+        ("lastOffset", b.last_offset),
+        ("count", b.records_count),
+        ("baseSequence", b.base_sequence),
+        ("lastSequence", b.last_sequence),
+        ("producerId", b.producer_id),
+        ("producerEpoch", b.producer_epoch),
+        ("partitionLeaderEpoch", b.partition_leader_epoch),
+        ("isTransactional", b.is_transactional),
+        ("isControl", b.is_control),
+        ("deleteHorizonMs", "OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]"),
+        ("position", b.position),
+        (b.timestamp_type.label, b.max_timestamp),
+        ("size", b.size),
+        ("magic", b.magic),
+        ("compresscodec", b.codec_label),
+        ("crc", b.crc),
+        ("isvalid", b.is_valid),
+    ]
+
+
 def write_utf8(stream, data: bytes, valid: bool = False) -> None:
     """Write UTF-8 bytes (keys and values as stored) as the text `data.decode("utf-8", "replace")`
     would be written: straight to the binary buffer beneath a UTF-8 text stream when it is valid
@@ -297,7 +302,7 @@ def write_utf8(stream, data: bytes, valid: bool = False) -> None:
         stream.flush()
         buffer.write(data)
         return
-    stream.write(data.decode("utf-8", "replace"))
+    stream.write(bytes(data).decode("utf-8", "replace"))
 
 
 def _is_utf8(data: bytes) -> bool:

@@ -58,7 +58,7 @@ class LineWriter:
 
     def fields(self, fields: list[tuple[str, object]], prefix: str = "") -> None:
         if self._console is None:
-            self.stream.write(prefix + " ".join(f"{k}: {show(v)}" for k, v in fields) + "\n")
+            self.stream.write(line_of(fields, prefix))
             return
         from rich.text import Text
 
@@ -80,3 +80,8 @@ class LineWriter:
 
     def flush(self) -> None:
         self.stream.flush()
+
+
+def line_of(fields: list[tuple[str, object]], prefix: str = "") -> str:
+    """`key: value` pairs as one plain line, newline included (LineWriter.fields without colour)."""
+    return prefix + " ".join(f"{k}: {show(v)}" for k, v in fields) + "\n"

@@ -89,7 +89,8 @@ static PyMethodDef methods[] = {
      "format_records(records, label, print_data) -> bytes: DumpLogSegments' record lines (UTF-8)"},
     {"format_payload", format_payload, METH_VARARGS,
      "format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label, print_data, "
-     "check_only[, file_json, batch_position]) -> bytes (or the count): the record lines from the records section"},
+     "check_only[, file_json, batch_position, head]) -> bytes (or the count): the record lines from the records "
+     "section, after `head`"},
     {"scan_batches", scan_batches, METH_VARARGS,
      "scan_batches(buf, at, limit, end, prev, lo, hi, wanted, shift[, check_crc]) -> "
      "(at, count, records, first, last, max_timestamp, gaps, hits)"},

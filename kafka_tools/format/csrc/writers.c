@@ -233,34 +233,40 @@ fail:
 }
 
 /* format_payload(data, count, base_offset, base_timestamp, log_append_time, base_sequence, label,
- *                print_data, check_only[, file_json, batch_position]) -> bytes, or the count (check_only)
+ *                print_data, check_only[, file_json, batch_position, head]) -> bytes, or the count (check_only)
  *
  * The record lines read straight from a batch's (uncompressed) records section by the record reader,
  * no Record objects made: the same checks and RecordDecodeError (position relative to `data`) as
  * decode_records. check_only reads without writing, so a caller learns whether decoding would fail.
- * With file_json (the file name already encoded as a JSON string): the `record` JSON objects. */
+ * With file_json (the file name already encoded as a JSON string): the `record` JSON objects. `head`
+ * (the batch's own line) goes first, so that a batch is one piece of output. */
 PyObject *
 format_payload(PyObject *module, PyObject *args)
 {
     records_call_t call;
     PyObject *rest; /* holds the label and file name the pointers below borrow */
-    const char *label, *file_json = NULL;
-    Py_ssize_t label_len, file_json_len = 0;
+    const char *label, *file_json = NULL, *head = NULL;
+    Py_ssize_t label_len, file_json_len = 0, head_len = 0;
     int print_data, check_only;
     long long batch_position = 0;
     if (records_call(module, args, &call, &rest) < 0)
         return NULL;
     out_t o = OUT_INIT;
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(rest, "s#pp|z#L", &label, &label_len, &print_data, &check_only, &file_json,
-                          &file_json_len, &batch_position))
+    if (!PyArg_ParseTuple(rest, "s#pp|z#Lz#", &label, &label_len, &print_data, &check_only, &file_json,
+                          &file_json_len, &batch_position, &head, &head_len))
         goto done;
     /* About the whole output at once (the records' bytes, the fields around each), so that it is
      * seldom grown; a record takes 7 bytes at least, whatever count the batch claims. */
     Py_ssize_t lines = call.b.count < call.view.len / 7 + 1 ? call.b.count : call.view.len / 7 + 1;
     Py_ssize_t per_line = file_json != NULL ? 224 + file_json_len : 128;
-    if (!check_only && out_reserve(&o, call.view.len * 2 + lines * per_line + 4096) < 0)
+    if (!check_only && out_reserve(&o, head_len + call.view.len * 2 + lines * per_line + 4096) < 0)
         goto done;
+    if (!check_only && head != NULL) {
+        out_put(&o, head, head_len);
+        if (o.failed)
+            goto done;
+    }
     records_t r;
     record_t rec;
     record_line_t line;
