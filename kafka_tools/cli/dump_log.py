@@ -66,7 +66,10 @@ from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError, os_e
 @offset_range_options()
 @json_option("one object per entry, record and problem, a `file` object per file")
 @progress_option()
-@jobs_option("Files dumped at once (processes); output stays in file order [default: the usable cores].")
+@jobs_option(
+    "Processes at work: on v2 segments with --deep-iteration (4 MiB and more) each takes batches, else "
+    "whole files; output stays in file order [default: the usable cores]."
+)
 @live_options
 @click.pass_context
 def dump_log(
