@@ -84,6 +84,9 @@ class BatchLines:
                     os.close(h.jobs)
                     os.close(h.done)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)  # stdout is the parent's alone: a reader sees its end when it ends
+                os.close(devnull)
                 _serve(jobs_r, done_w, self._view, self._make)
                 code = 0
             finally:
@@ -206,7 +209,8 @@ class BatchLines:
         if not h.alive:
             return False
         try:
-            os.write(h.jobs, data)  # less than a page: a pipe takes it whole
+            while data:  # a job is less than a page and goes whole; a file's long name may not
+                data = data[os.write(h.jobs, data) :]
             return True
         except OSError:
             self._lost(h)
