@@ -12,8 +12,6 @@ import os
 import random
 import shlex
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,7 +27,7 @@ from kafka_tools.render.dump_json import DumpJsonRenderer
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter
 from tests.support import hostile
-from tests.support.script import run_pipeline, run_script, script_env
+from tests.support.script import counted_run, run_pipeline, run_script
 
 DAMAGED, BAD_CRC, CONTROL = 40, 90, 130  # batch numbers
 T0 = 1_700_000_000_000
@@ -90,30 +88,6 @@ def test_the_segments_are_big_enough_for_helpers(segments: list[Path]) -> None:
 
 # -- the CLI: helpers change nothing a user sees ------------------------------------------------------
 
-_COUNTING = (
-    "import sys\n"
-    "from kafka_tools.log.workers import batch_lines\n"
-    "made = batch_lines.BatchLines.__init__\n"
-    "def init(self, make, helpers):\n"
-    "    sys.stderr.write(f'[{helpers} helpers]\\n')\n"
-    "    made(self, make, helpers)\n"
-    "batch_lines.BatchLines.__init__ = init\n"
-    "from kafka_tools.cli.main import main\n"
-    "sys.argv[0] = 'ktool'\n"
-    "main()\n"
-)
-
-
-def _counted(*args: str) -> subprocess.CompletedProcess[str]:
-    """`ktool ARGS`, saying on stderr's first line how many helpers it forked."""
-    return subprocess.run(
-        [sys.executable, "-c", _COUNTING, *args],
-        capture_output=True,
-        text=True,
-        env=script_env(),
-        timeout=300,
-    )
-
 
 @pytest.mark.parametrize("fmt", [[], ["--json"]], ids=["text", "json"])
 @pytest.mark.parametrize("which", ["one", "two"])
@@ -124,16 +98,15 @@ def test_helpers_print_what_one_job_prints(segments: list[Path], fmt: list[str],
     assert one.returncode == 1, one.stderr  # the damaged batch and the bad CRC
     assert "Traceback" not in one.stderr
     for jobs in ("2", "3"):
-        many = _counted(*args, "--jobs", jobs, *files)
-        said, _, rest = many.stderr.partition("\n")
-        assert said == f"[{int(jobs) - 1} helpers]", many.stderr
-        assert (many.returncode, many.stdout, rest) == (one.returncode, one.stdout, one.stderr)
+        helpers, many = counted_run(*args, "--jobs", jobs, *files)
+        assert helpers == int(jobs) - 1, many.stderr
+        assert (many.returncode, many.stdout, many.stderr) == (one.returncode, one.stdout, one.stderr)
 
 
 def test_small_inputs_fork_no_helper(tmp_path: Path) -> None:
     small = big_segment(tmp_path / "t-0" / "00000000000000000000.log", batches=20)
-    done = _counted("dump-log", "--deep-iteration", "--jobs", "2", str(small))
-    assert (done.returncode, done.stderr) == (0, "")  # and no "[1 helpers]"
+    helpers, done = counted_run("dump-log", "--deep-iteration", "--jobs", "2", str(small))
+    assert (helpers, done.returncode, done.stderr) == (0, 0, "")
 
 
 @pytest.mark.parametrize("redirect", [">", ">>"])

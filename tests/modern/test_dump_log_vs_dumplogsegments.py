@@ -1,6 +1,8 @@
 """`ktool dump-log` against DumpLogSegments of the same release, on segments a real 3.9 / 4.x broker wrote:
 every codec, keys and null keys, headers, idempotent, plain and transactional producers (commit and
-abort markers). Both outputs are parsed and compared field by field, line by line.
+abort markers). Both outputs are parsed and compared field by field, line by line. And a segment big
+enough for dump-log's batch helpers (log/workers/batch_lines.py): `--jobs 2` prints what `--jobs 1`
+prints, and DumpLogSegments agrees.
 
 Differences kept on purpose (docs/dump-log.md): ktool's header line is `Starting offset:` (Kafka up to
 3.9; 4.x says `Log starting offset:`), and ktool adds `headers: [k:v,…]` after Kafka's `headerKeys`."""
@@ -14,6 +16,7 @@ import pytest
 from tests.support.cli import run_ktool
 from tests.support.dumplog import assert_same_dump
 from tests.support.modern import create_topic, partition_dir, run_tool
+from tests.support.script import counted_run, run_script
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -75,3 +78,44 @@ def test_dump_log_equals_dumplogsegments_on_transactions(modern_kafka):
     ours, theirs = dump_both(modern_kafka, topic)
     assert assert_same_dump(ours, theirs) >= 4 * (4 + 1) + 4 * 2
     assert theirs.count("endTxnMarker: COMMIT") == 2 and theirs.count("endTxnMarker: ABORT") == 2
+
+
+def test_batch_helpers_on_a_big_segment_the_broker_wrote(modern_kafka):
+    # About 6 MiB of lz4 batches from an idempotent, transactional producer (every fifth transaction
+    # aborted): over the 4 MiB from which `dump-log --deep-iteration` forks helpers.
+    from confluent_kafka import Producer
+
+    from kafka_tools.cli.dump_log import HELPERS_FROM_BYTES
+
+    topic = f"dump-helpers-{uuid.uuid4().hex[:6]}"
+    create_topic(modern_kafka, topic)
+    producer = Producer(
+        {
+            "bootstrap.servers": modern_kafka.bootstrap,
+            "transactional.id": f"tx-{topic}",
+            "compression.type": "lz4",
+            "linger.ms": 20,
+        }
+    )
+    producer.init_transactions(60)
+    for t in range(40):
+        producer.begin_transaction()
+        for i in range(1000):
+            value = f"{t}-{i} {uuid.uuid4().hex} {uuid.uuid4().hex} {uuid.uuid4().hex}".encode()
+            producer.produce(topic, value, f"k{i % 97}".encode(), headers=[("trace", uuid.uuid4().bytes)])
+        producer.flush(60)
+        (producer.abort_transaction if t % 5 == 4 else producer.commit_transaction)(60)
+    segment = partition_dir(modern_kafka.brokers[0], topic) / "00000000000000000000.log"
+    assert segment.stat().st_size >= HELPERS_FROM_BYTES
+    args = ["dump-log", "--deep-iteration", "--print-data-log", str(segment)]
+    one = run_script(*args, "--jobs", "1")
+    assert (one.returncode, one.stderr) == (0, ""), one.stderr
+    helpers, two = counted_run(*args, "--jobs", "2")
+    assert helpers == 1, two.stderr
+    assert (two.returncode, two.stdout, two.stderr) == (one.returncode, one.stdout, one.stderr)
+    theirs = run_tool(
+        modern_kafka.release,
+        "DumpLogSegments",
+        ["--deep-iteration", "--print-data-log", "--files", str(segment)],
+    )
+    assert assert_same_dump(two.stdout, theirs.stdout) >= 40_000
