@@ -197,8 +197,9 @@ class DumpTextRenderer:
             )
 
     def batch_lines(self, path: str, b: RecordBatch, section: bytes | None) -> bytes:
-        """A v2 batch's record lines, made in C from its bytes (`section`: its records section
-        decompressed). DumpOptions.record_lines when `record_lines_from_bytes()`."""
+        """A v2 batch's line and its records' lines, made in C from its bytes (`section`: its records
+        section decompressed): one piece of output. DumpOptions.record_lines when
+        `record_lines_from_bytes()`."""
         head = line_of(_batch_fields(b))
         return self.writer.payload_lines(b, b.timestamp_type.label, self.print_data, None, section, head)
 

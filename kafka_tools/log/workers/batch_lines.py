@@ -67,7 +67,7 @@ class BatchLines:
         self._made: dict[int, Made | None] = {}  # position -> lines made (None: make them as usual)
         self._slots: dict[int, tuple[_Helper, int]] = {}  # position -> the slot holding its lines
         self._ahead_bytes = 0  # lines the parent made ahead and still holds
-        gc.freeze()  # the collector then leaves the objects made so far alone: fewer pages copied on write
+        gc.freeze()  # the collector leaves the objects made so far alone: fewer pages copied on write
         for n in range(helpers):
             self._fork(n * DEPTH)
 
@@ -108,6 +108,8 @@ class BatchLines:
                 os.waitpid(h.pid, 0)
             except ChildProcessError:
                 pass
+        if self._helpers:
+            gc.unfreeze()  # no helper shares those pages any more: collected as before
         self._helpers = []
 
     def __enter__(self) -> BatchLines:
