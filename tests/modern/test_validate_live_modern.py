@@ -1,6 +1,7 @@
 """`ktool validate` on a running 3.9 / 4.x broker's log dir while idempotent and transactional producers
 write at full speed into short segments (retention and compaction running): no finding but in-flight
-ones, no traceback, no signal; the same as `tests/log/test_live_broker.py` shows for 0.9."""
+ones, no traceback, no signal; the same as `tests/log/test_live_broker.py` shows for 0.9. And
+`dump-log --deep-iteration` with its batch helpers on the same files under the same load."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 import uuid
 
 from tests.support.modern import create_topic
+from tests.support.script import counted_run
 
 
 def _writers(bootstrap: str, topics: list[str], stop: threading.Event) -> list[threading.Thread]:
@@ -52,7 +54,8 @@ def _writers(bootstrap: str, topics: list[str], stop: threading.Event) -> list[t
     return [threading.Thread(target=f, daemon=True) for f in (idempotent, transactional)]
 
 
-def test_validate_under_load_has_no_false_alarm(modern_kafka):
+def _live_topics(cluster) -> list[str]:
+    """A compacted and a deleted topic of two partitions each, in short segments."""
     suffix = uuid.uuid4().hex[:8]
     topics = [f"live-compact-{suffix}", f"live-delete-{suffix}"]
     short = {
@@ -62,8 +65,13 @@ def test_validate_under_load_has_no_false_alarm(modern_kafka):
         "delete.retention.ms": 100,
         "min.compaction.lag.ms": 0,
     }
-    create_topic(modern_kafka, topics[0], partitions=2, config={**short, "cleanup.policy": "compact"})
-    create_topic(modern_kafka, topics[1], partitions=2, config={**short, "retention.ms": 4000})
+    create_topic(cluster, topics[0], partitions=2, config={**short, "cleanup.policy": "compact"})
+    create_topic(cluster, topics[1], partitions=2, config={**short, "retention.ms": 4000})
+    return topics
+
+
+def test_validate_under_load_has_no_false_alarm(modern_kafka):
+    topics = _live_topics(modern_kafka)
     stop = threading.Event()
     threads = _writers(modern_kafka.bootstrap, topics, stop)
     for t in threads:
@@ -90,3 +98,37 @@ def test_validate_under_load_has_no_false_alarm(modern_kafka):
             t.join(timeout=90)
     segments = list((modern_kafka.brokers[0].log_dir / f"{topics[0]}-0").glob("*.log"))
     assert len(segments) >= 2, "the segments did not roll: the load was too light to mean anything"
+
+
+def test_dump_log_with_batch_helpers_under_load(modern_kafka):
+    # Every segment of the four partitions at once, 4 MiB and more of them once the load has run a
+    # while: helpers read batches the walk passed while the broker appends, rolls, cleans and deletes.
+    # A segment deleted since it was listed is a missing file (exit 3, said in one line), a segment just
+    # rolled may still be empty (a note); nothing else may be said, and nothing may break.
+    topics = _live_topics(modern_kafka)
+    stop = threading.Event()
+    threads = _writers(modern_kafka.bootstrap, topics, stop)
+    for t in threads:
+        t.start()
+    log_dir = modern_kafka.brokers[0].log_dir
+    runs, with_helpers, deadline = 0, 0, time.monotonic() + 25
+    try:
+        while runs < 3 or with_helpers < 2 and time.monotonic() < deadline:
+            files = sorted(str(f) for topic in topics for f in log_dir.glob(f"{topic}-*/*.log"))
+            helpers, proc = counted_run(
+                "dump-log", "--deep-iteration", "--print-data-log", "--jobs", "2", *files
+            )
+            runs += 1
+            with_helpers += helpers > 0
+            assert proc.returncode in (0, 3), proc.stderr[-3000:]
+            assert "Traceback" not in proc.stderr
+            said = [line for line in proc.stderr.splitlines() if line]
+            missing = [line for line in said if "no such file" in line]
+            empty = [line for line in said if line.endswith(": empty file, nothing to dump")]
+            assert len(missing) + len(empty) == len(said), said[:3]
+            assert proc.stdout.count("Dumping ") + len(missing) == len(files)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=90)
+    assert with_helpers >= 2, f"{runs} runs, none over 4 MiB: the load was too light to mean anything"
