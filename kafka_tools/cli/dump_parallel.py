@@ -31,6 +31,7 @@ from kafka_tools.cli import pipe
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError, os_error_line
 from kafka_tools.log.dump import dump_file
 from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
+from kafka_tools.log.workers.fork_heap import freeze_for_fork, thaw_after_fork
 from kafka_tools.render.dump_json import DumpJsonRenderer, DumpTally
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter
@@ -38,6 +39,7 @@ from kafka_tools.render.lines import LineWriter
 _RECORD = struct.Struct(">QBI")  # stdout position, kind, length of the UTF-8 text that follows
 ALWAYS, IF_READER_GONE = 0, 1  # a stderr line; a problem already in stdout (JSON), said if unread
 _CHUNK = 1 << 20
+_POLL = 0.2  # seconds between looks at a worker that has not answered yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,26 +97,30 @@ _claims = None  # Claims shared with the parent
 
 
 class Claims:
-    """Which files have been taken, by a worker or by the parent: a shared byte a file, set once
-    under a lock, so that each file is rendered by exactly one process."""
+    """Which files have been taken, and by whom: a shared pid a file (0: free), set once under a
+    lock, so that each file is rendered by exactly one process, and the parent knows whose it is."""
 
     def __init__(self, ctx, count: int) -> None:
-        self._taken = ctx.RawArray("b", count)
+        self._owner = ctx.RawArray("i", count)
         self._lock = ctx.Lock()
 
     def take(self, index: int) -> bool:
         """True when `index` was free (it is now the caller's)."""
         with self._lock:
-            if self._taken[index]:
+            if self._owner[index]:
                 return False
-            self._taken[index] = 1
+            self._owner[index] = os.getpid()
             return True
+
+    def owner(self, index: int) -> int:
+        """The pid of the process that took `index` (0: nobody yet)."""
+        return self._owner[index]
 
     def first_free(self, start: int) -> int | None:
         """The first file from `start` on that nobody has taken yet (a hint: take() decides)."""
-        taken = self._taken
-        for index in range(start, len(taken)):
-            if not taken[index]:
+        owner = self._owner
+        for index in range(start, len(owner)):
+            if not owner[index]:
                 return index
         return None
 
@@ -222,7 +228,12 @@ def dump_files_parallel(
         ctx = multiprocessing.get_context("fork")
         gone = ctx.RawValue("b", 0)
         claims = Claims(ctx, len(files))
-        pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone, claims))
+        freeze_for_fork()  # no worker collects (and destroys) what this process made before it
+        try:
+            pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone, claims))
+        except BaseException:
+            thaw_after_fork()
+            raise
         exit_code = 0
         try:
             with progress() if progress is not None else nullcontext() as file_done:
@@ -234,6 +245,7 @@ def dump_files_parallel(
         finally:
             pool.terminate()
             pool.join()
+            thaw_after_fork()
     return exit_code
 
 
@@ -265,17 +277,49 @@ def _dump_in_order(
                     continue  # then look at file i again
                 if pipe.reader_gone():
                     gone.value = 1  # the workers stop rendering; their problems are still said
-                rendered = ahead[i].get()
-                assert rendered is not None  # a worker took it (take() said so)
-            _replay(rendered, sys.stdout, err)
-            exit_code = max(exit_code, rendered.exit_code)
-            if tally is not None and rendered.tally is not None:
-                tally.merge(rendered.tally)
+                rendered = _result(ahead[i], claims.owner(i), path, err)
+            if rendered is None:  # its worker died at it: rendered here after all
+                exit_code = max(exit_code, render_here(path))
+            else:
+                _replay(rendered, sys.stdout, err)
+                exit_code = max(exit_code, rendered.exit_code)
+                if tally is not None and rendered.tally is not None:
+                    tally.merge(rendered.tally)
         ahead[i] = None
         if file_done is not None:
             file_done(path)
         i += 1
     return exit_code
+
+
+def _result(ahead, pid: int, path: str, err: LineWriter) -> Rendered | None:
+    """What the worker `pid` rendered of `path`; None when it died first (a signal, the OOM killer), said
+    on stderr. The pool would wait for that result for ever: it replaces a dead worker, not its task."""
+    while not ahead.ready():
+        ahead.wait(_POLL)
+        if not ahead.ready() and (death := _death(pid)) is not None:
+            err.problem(f"{path}: a dump-log worker (pid {pid}) {death} while at it; dumping it here")
+            return None
+    rendered = ahead.get()
+    assert rendered is not None  # a worker took it (take() said so)
+    return rendered
+
+
+def _death(pid: int) -> str | None:
+    """How the child `pid` ended ("ended by SIGSEGV"), or None while it runs. (WNOWAIT: the pool reaps
+    its own workers; once it has, the child is only known to be gone.)"""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return "ended"
+    if info is None:
+        return None
+    if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+        try:
+            return f"was killed by {signal.Signals(info.si_status).name}"
+        except ValueError:
+            return f"was killed by signal {info.si_status}"
+    return f"exited with status {info.si_status}"
 
 
 def _replay(rendered: Rendered, out_stream, err: LineWriter) -> None:

@@ -35,8 +35,13 @@ class _SlowWorker:
             def __init__(self) -> None:
                 self.taken = index == 1 and pool.claims.take(1)
 
+                self.asked = False
+
             def ready(self) -> bool:
-                return False
+                return self.asked  # not before the parent has run out of files to spool
+
+            def wait(self, _timeout: float) -> None:
+                self.asked = True
 
             def get(self) -> Rendered | None:
                 return pool.spool_file(index, "worker") if self.taken else None
@@ -86,3 +91,53 @@ def test_the_parent_spools_files_nobody_took_while_a_worker_is_at_the_next(
         "f3 by parent",
         "f4 by parent",
     ]
+
+
+def test_a_worker_killed_at_a_file_does_not_hang_the_dump_and_the_file_is_dumped_anyway(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A worker that dies (a signal, the OOM killer) never answers: the pool replaces the worker, not
+    its file, and waited for ever. The parent names the file and the signal, dumps it itself, and the
+    output is `--jobs 1`'s."""
+    import os
+    import signal
+    import threading
+
+    from tests.cli.test_pipes import v2_segment
+    from tests.independent import FIXTURES
+    from tests.support.cli import run_ktool
+
+    big = tmp_path / "orders-0" / "00000000000000000000.log"  # keeps the parent busy at file 0
+    big.parent.mkdir()
+    big.write_bytes(v2_segment(3000))
+    small = sorted(str(p) for p in (FIXTURES / "generated" / "v2").rglob("*.log"))
+    victim = small[-1]
+    files = [str(big), *small[:-1], victim]
+    parent = os.getpid()
+    render_into = dump_parallel._render_into
+
+    def dies_at_the_victim(setup, gone, path, out, err):
+        if os.getpid() != parent and path == victim:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return render_into(setup, gone, path, out, err)
+
+    for args in (["--deep-iteration"], ["--json", "--print-data-log"]):
+        one = run_ktool("dump-log", *args, "--jobs", "1", *files)
+        monkeypatch.setattr(dump_parallel, "_render_into", dies_at_the_victim)
+        done: list = []
+        jobs3 = ["dump-log", *args, "--jobs", "3", *files]
+        worker = threading.Thread(
+            target=lambda run=jobs3, into=done: into.append(run_ktool(*run)), daemon=True
+        )
+        worker.start()
+        worker.join(60)
+        monkeypatch.setattr(dump_parallel, "_render_into", render_into)
+        assert done, "dump-log --jobs 3 hung on its killed worker"
+        [many] = done
+        assert many.exit_code == one.exit_code == 0
+        assert many.stdout == one.stdout
+        lines = many.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"ktool: {victim}: a dump-log worker (pid "), lines
+        assert lines[0].endswith(" was killed by SIGKILL while at it; dumping it here") or lines[0].endswith(
+            " ended while at it; dumping it here"
+        )

@@ -15,7 +15,6 @@ work. A helper that dies or fails a batch costs nothing but time: the parent mak
 
 from __future__ import annotations
 
-import gc
 import mmap
 import os
 import select
@@ -26,6 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kafka_tools.format.record_batch import RecordBatch, parse_batch_header
+from kafka_tools.log.workers.fork_heap import freeze_for_fork, thaw_after_fork
 
 SLOT = 4 << 20  # a batch's lines larger than this are made by the parent
 DEPTH = 8  # batches a helper holds at once (queued or made, not yet printed)
@@ -67,9 +67,14 @@ class BatchLines:
         self._made: dict[int, Made | None] = {}  # position -> lines made (None: make them as usual)
         self._slots: dict[int, tuple[_Helper, int]] = {}  # position -> the slot holding its lines
         self._ahead_bytes = 0  # lines the parent made ahead and still holds
-        gc.freeze()  # the collector leaves the objects made so far alone: fewer pages copied on write
-        for n in range(helpers):
-            self._fork(n * DEPTH)
+        freeze_for_fork()  # no child collects (and destroys) what the parent made; fewer pages copied
+        self._frozen = True
+        try:
+            for n in range(helpers):
+                self._fork(n * DEPTH)
+        except BaseException:
+            self.close()  # the helpers forked so far are let go, the heap thawed
+            raise
 
     def _fork(self, first_slot: int) -> None:
         jobs_r, jobs_w = os.pipe()
@@ -108,8 +113,9 @@ class BatchLines:
                 os.waitpid(h.pid, 0)
             except ChildProcessError:
                 pass
-        if self._helpers:
-            gc.unfreeze()  # no helper shares those pages any more: collected as before
+        if self._frozen:
+            self._frozen = False
+            thaw_after_fork()  # no helper shares those pages any more: collected as before
         self._helpers = []
 
     def __enter__(self) -> BatchLines:

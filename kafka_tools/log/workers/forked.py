@@ -25,6 +25,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from kafka_tools.log.workers.fork_heap import freeze_for_fork, thaw_after_fork
+
 _TOKEN = struct.Struct("<H")  # a call's index, as read from the shared pipe: 2 bytes, one read each
 # Every token is written before any walker reads. A pipe holds one page at least (a user past
 # fs.pipe-user-pages-soft gets no more): 2048 calls (a split makes RANGES_A_THREAD a core: 512 cores).
@@ -97,6 +99,7 @@ def forked_outcomes(
         for k, value in walker.answers(wait):
             arrived(k, (True, from_wire(value)))
 
+    freeze_for_fork()
     try:
         for _ in range(processes - 1):
             child = _fork_taker(work, calls, tokens, to_wire)
@@ -115,6 +118,7 @@ def forked_outcomes(
         os.close(tokens)
         for walker in children:  # interrupted (Ctrl-C): stop the walkers, leave no zombie
             walker.stop()
+        thaw_after_fork()
     for k in range(len(calls)):
         if k not in done:
             arrived(k, _call(work, calls[k]))
