@@ -508,7 +508,7 @@ iter_records(PyObject *module, PyObject *args)
     record_iter_t *it = PyObject_New(record_iter_t, (PyTypeObject *)record_iter_type);
     if (it == NULL)
         return NULL;
-    Py_INCREF(record_iter_type); /* an instance of a heap type holds its type */
+    /* PyObject_New took the instance's reference to its (heap) type: dealloc gives it back */
     memset((char *)it + sizeof(PyObject), 0, sizeof(record_iter_t) - sizeof(PyObject));
     it->module = Py_NewRef(module);
     it->st = st;
