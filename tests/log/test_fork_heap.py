@@ -134,3 +134,23 @@ def test_a_kafka_client_left_in_a_cycle_does_not_kill_a_worker(monkeypatch) -> N
         gc.collect()
     assert (many.exit_code, many.stderr) == (0, "")
     assert many.stdout == one.stdout
+
+
+def test_the_heap_is_thawed_after_the_workers_unless_start_up_froze_it() -> None:
+    """In-process (a test, an embedding program) the heap is given back to the collector; after ktool's
+    start-up froze its own objects, they stay frozen (unfreezing would undo start_up.py's work)."""
+    from kafka_tools.log.workers.fork_heap import frozen_for_fork
+
+    gc.unfreeze()
+    with frozen_for_fork():
+        with frozen_for_fork():
+            assert gc.get_freeze_count() > 0
+        assert gc.get_freeze_count() > 0  # the outer one still holds
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # as start_up.resume_collection() does
+    try:
+        with frozen_for_fork():
+            pass
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
