@@ -31,7 +31,7 @@ from kafka_tools.cli import pipe
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError, os_error_line
 from kafka_tools.log.dump import dump_file
 from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
-from kafka_tools.log.workers.fork_heap import freeze_for_fork, thaw_after_fork
+from kafka_tools.log.workers.fork_heap import frozen_for_fork
 from kafka_tools.render.dump_json import DumpJsonRenderer, DumpTally
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter
@@ -218,7 +218,8 @@ def dump_files_parallel(
     `progress()` gives a context yielding a per-file callback (or None); entered once the workers are
     forked, so no progress-bar thread is running when they are."""
     out_stream = sys.stdout
-    with tempfile.TemporaryDirectory(prefix="ktool-dump-") as spool_dir:
+    # frozen_for_fork: no worker collects (and destroys) what this process made before it
+    with tempfile.TemporaryDirectory(prefix="ktool-dump-") as spool_dir, frozen_for_fork():
         setup = Setup(
             encoding=getattr(out_stream, "encoding", None) or "utf-8",
             errors=getattr(out_stream, "errors", None) or "strict",
@@ -228,12 +229,7 @@ def dump_files_parallel(
         ctx = multiprocessing.get_context("fork")
         gone = ctx.RawValue("b", 0)
         claims = Claims(ctx, len(files))
-        freeze_for_fork()  # no worker collects (and destroys) what this process made before it
-        try:
-            pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone, claims))
-        except BaseException:
-            thaw_after_fork()
-            raise
+        pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone, claims))
         exit_code = 0
         try:
             with progress() if progress is not None else nullcontext() as file_done:
@@ -245,7 +241,6 @@ def dump_files_parallel(
         finally:
             pool.terminate()
             pool.join()
-            thaw_after_fork()
     return exit_code
 
 
@@ -306,7 +301,7 @@ def _result(ahead, pid: int, path: str, err: LineWriter) -> Rendered | None:
 
 
 def _death(pid: int) -> str | None:
-    """How the child `pid` ended ("ended by SIGSEGV"), or None while it runs. (WNOWAIT: the pool reaps
+    """How the child `pid` ended ("was killed by SIGSEGV"), or None while it runs. (WNOWAIT: the pool reaps
     its own workers; once it has, the child is only known to be gone.)"""
     try:
         info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)

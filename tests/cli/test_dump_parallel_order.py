@@ -34,7 +34,6 @@ class _SlowWorker:
         class Result:
             def __init__(self) -> None:
                 self.taken = index == 1 and pool.claims.take(1)
-
                 self.asked = False
 
             def ready(self) -> bool:
@@ -97,8 +96,8 @@ def test_a_worker_killed_at_a_file_does_not_hang_the_dump_and_the_file_is_dumped
     tmp_path: Path, monkeypatch
 ) -> None:
     """A worker that dies (a signal, the OOM killer) never answers: the pool replaces the worker, not
-    its file, and waited for ever. The parent names the file and the signal, dumps it itself, and the
-    output is `--jobs 1`'s."""
+    its file, and waited for ever. The parent names the file (and the signal, when it sees it before
+    the pool reaps the worker), dumps it itself, and the output is `--jobs 1`'s."""
     import os
     import signal
     import threading
