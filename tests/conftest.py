@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.sweep import exhaustive
+
 # every server fixture needs one of these
 SERVER_FIXTURES = frozenset(
     {"kafka09_home", "zookeeper_server", "kafka_release", "kafka4_release", "kafka39_release"}
@@ -29,6 +31,11 @@ SPARK_FIXTURES = frozenset({"spark"})
 
 
 def pytest_collection_modifyitems(config, items) -> None:
+    if not exhaustive():
+        swept = [item for item in items if item.get_closest_marker("exhaustive") is not None]
+        if swept:
+            config.hook.pytest_deselected(items=swept)
+            items[:] = [item for item in items if item.get_closest_marker("exhaustive") is None]
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if used & SERVER_FIXTURES:

@@ -2,12 +2,21 @@
 # The whole test suite on a fresh machine: installs what is missing, then runs pytest.
 # (`.ci/run` calls this; the README names it.)
 #
+# `tests/run.sh --exhaustive [pytest args]`: the whole suite plus the full sweeps (every kill point, long
+# fuzzing, races run hundreds of times; tests marked `exhaustive`, and the sampled ones at full size): run
+# it before resolving a change to the code those sweeps guard. CI runs the samples only.
+#
 # `tests/run.sh --fast [pytest args]`: the fast tier, for a developer between edits, in the environment
 # already installed: no real server, no Spark, no property runs, no sanitizer fuzzing, nothing marked slow (the markers are
 # in pyproject.toml; tests/conftest.py gives them by the fixtures a test uses).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+if [ "${1:-}" = "--exhaustive" ]; then
+  shift
+  export KTOOL_EXHAUSTIVE=1
+fi
 
 if [ "${1:-}" = "--fast" ]; then
   shift
