@@ -20,7 +20,7 @@ def exhaustive() -> bool:
 
 
 def rounds(ci: int, full: int) -> int:
-    """How many rounds a repeated race or fuzz loop runs: `ci` in CI and the fast tier, `full` in the sweep."""
+    """How many rounds a race or fuzz loop runs: `ci` in CI and the fast tier, `full` in the sweep."""
     return full if exhaustive() else ci
 
 
