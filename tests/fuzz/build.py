@@ -46,13 +46,27 @@ def available() -> str | None:
     return None
 
 
+FUZZED = Path(__file__).parent / "fuzzed-csrc.sha1"  # the C sources as they were last fuzzed at length
+
+
+def csrc_digest() -> str:
+    """The C sources' and flags' digest: what names a sanitizer build, and what `FUZZED` records."""
+    sources = [s for s in SOURCES if s.is_file()]
+    headers = sorted((ROOT / "kafka_tools" / "format" / "csrc").glob("*.h"))
+    return hashlib.sha1(
+        b"".join(s.read_bytes() for s in [*sources, *headers]) + " ".join(FLAGS).encode()
+    ).hexdigest()[:12]
+
+
+def csrc_fuzzed() -> bool:
+    """The C sources are the ones a long run last fuzzed (`python -m tests.fuzz.build --record` after it)."""
+    return FUZZED.is_file() and FUZZED.read_text().strip() == csrc_digest()
+
+
 def build(out_dir: Path) -> Path:
     """The sanitizer build of the current sources (reused while they are unchanged)."""
     sources = [s for s in SOURCES if s.is_file()]
-    headers = sorted((ROOT / "kafka_tools" / "format" / "csrc").glob("*.h"))
-    digest = hashlib.sha1(
-        b"".join(s.read_bytes() for s in [*sources, *headers]) + " ".join(FLAGS).encode()
-    ).hexdigest()[:12]
+    digest = csrc_digest()
     target = out_dir / f"_speedups-asan-{digest}.so"
     if target.is_file():
         return target
@@ -86,3 +100,10 @@ def harness_env() -> dict[str, str]:
 
 def harness_command(target: str, so_path: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "tests.fuzz.run", target, str(so_path), *args]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--record"]:
+        sys.exit("usage: python -m tests.fuzz.build --record   (after a clean `tests/run.sh --exhaustive`)")
+    FUZZED.write_text(csrc_digest() + "\n")
+    print(f"{FUZZED.relative_to(ROOT)}: {csrc_digest()}")

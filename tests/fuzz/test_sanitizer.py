@@ -3,7 +3,11 @@ AddressSanitizer and UBSan (tests/fuzz/build.py), seeded from fixtures/ and ../s
 memory error, undefined behaviour, uncaught exception or C-vs-Python disagreement fails the test and
 leaves the input in the test's directory (save it under tests/fuzz/regressions/TARGET/).
 
-KTOOL_FUZZ_SECONDS sets the time per harness (default 30); the long runs are in tests/fuzz/README.md."""
+Time per harness: KTOOL_FUZZ_SECONDS when set; 300 in `tests/run.sh --exhaustive`; otherwise 30 when
+`kafka_tools/format/csrc/` changed since it was last fuzzed at length (tests/fuzz/fuzzed-csrc.sha1, written
+by `python -m tests.fuzz.build --record` after a clean exhaustive run), and 3 when it did not: the seeds
+and every kept regression replayed under the sanitizers, and a short run past them. The long runs are in
+tests/fuzz/README.md."""
 
 from __future__ import annotations
 
@@ -16,10 +20,21 @@ import pytest
 
 from tests.fuzz import build, seeds
 from tests.fuzz.targets import TARGETS
+from tests.support.sweep import exhaustive
 
 MISSING = build.available()
 pytestmark = [pytest.mark.sanitizer, pytest.mark.skipif(MISSING is not None, reason=MISSING or "")]
-SECONDS = int(os.environ.get("KTOOL_FUZZ_SECONDS", "30"))
+
+
+def _seconds() -> int:
+    if "KTOOL_FUZZ_SECONDS" in os.environ:
+        return int(os.environ["KTOOL_FUZZ_SECONDS"])
+    if exhaustive():
+        return 300
+    return 3 if build.csrc_fuzzed() else 30
+
+
+SECONDS = _seconds()
 
 
 @pytest.fixture(scope="module")

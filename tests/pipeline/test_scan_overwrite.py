@@ -26,6 +26,7 @@ from tests.support.kill_points import (
     strace_or_unavailable,
     write_points,
 )
+from tests.support.sweep import exhaustive, sample
 
 KAFKA09 = FIXTURES / "kafka-0.9.0.1/logdir"
 STAGING = "_ktool-staging-*"
@@ -338,7 +339,10 @@ def test_killed_at_each_call_of_the_swap_the_next_scan_leaves_old_or_new_tables(
 
 @pytest.mark.slow
 def test_killed_at_every_write_the_next_scan_leaves_old_or_new_tables(old_tables, tmp_path) -> None:
-    assert _kill_everywhere(old_tables, tmp_path, lambda points: points) >= 100
+    """Every write in `tests/run.sh --exhaustive` (100+ kills, 7 minutes); a seeded sample of 12 in CI,
+    beside the swap's every distinct call above."""
+    proven = _kill_everywhere(old_tables, tmp_path, lambda points: sample(points, 12))
+    assert proven >= (100 if exhaustive() else 12)
 
 
 # -- a full disk ---------------------------------------------------------------------------------------
