@@ -12,7 +12,7 @@ import click
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_if_configured, zookeeper_options
 from kafka_tools.cli.complete_names import complete_groups
-from kafka_tools.cli.options import colour_of, json_option
+from kafka_tools.cli.options import colour_of, json_option, say_swept
 from kafka_tools.consumers.group_delete import (
     STORES,
     choose_store,
@@ -105,7 +105,8 @@ def delete(
                     ctx.exit(EXIT_FINDINGS)
                 return
 
-            def announce(journal: Path) -> None:
+            def announce(journal: Path, swept: list[Path]) -> None:
+                say_swept(swept)
                 undo_with = f"ktool groups delete --undo {journal}"
                 click.echo(f"ktool: journal of what is deleted: {journal} (undo: {undo_with})", err=True)
 

@@ -17,7 +17,7 @@ from kafka_tools.broker.client import Broker
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
 from kafka_tools.cli.complete_names import complete_groups, complete_topics
-from kafka_tools.cli.options import colour_of, json_option, write_output_file
+from kafka_tools.cli.options import colour_of, json_option, say_swept, write_output_file
 from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.consumers.migration import (
     APPLIED,
@@ -82,7 +82,8 @@ def run_plans(
         if p.refused:
             click.echo(f"ktool: group {p.group}: refused: {p.refused}", err=True)
 
-    def announce(journal: Path) -> None:
+    def announce(journal: Path, swept: list[Path]) -> None:
+        say_swept(swept)
         click.echo(
             f"ktool: journal of every offset before the change: {journal} (undo: {undo_command} {journal})",
             err=True,
