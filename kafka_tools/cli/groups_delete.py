@@ -10,11 +10,12 @@ from typing import Any
 import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_if_configured, zookeeper_options
+from kafka_tools.cli.cluster import check_zk_groups, zk_if_configured, zookeeper_options
 from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option, say_swept
 from kafka_tools.consumers.group_delete import (
     STORES,
+    ZK,
     choose_store,
     plan_deletion,
     read_journal,
@@ -84,6 +85,8 @@ def delete(
         raise UsageError("--undo takes the groups from its journal: give no GROUP")
     if undo is None and not group_ids:
         raise UsageError("name the groups to delete (GROUP...)")
+    if store == ZK or (store is None and not options.get("bootstrap_server")):
+        check_zk_groups(group_ids, **options)  # else a name ZooKeeper cannot hold is Kafka's group
     colour = wants_colour(sys.stdout, colour_of(ctx))
     recorded = read_journal(undo) if undo is not None else []  # a bad journal is said before connecting
     with zk_if_configured(needed_for=None, **options) as zk:

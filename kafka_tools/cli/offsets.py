@@ -15,7 +15,12 @@ import click
 
 from kafka_tools.broker.client import Broker
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
+from kafka_tools.cli.cluster import (
+    check_zk_groups,
+    zk_config_from_options,
+    zk_if_configured,
+    zookeeper_options,
+)
 from kafka_tools.cli.complete_names import complete_groups, complete_topics
 from kafka_tools.cli.options import colour_of, json_option, say_swept, write_output_file
 from kafka_tools.consumers.group_lock import group_locks
@@ -263,6 +268,7 @@ def migrate_offsets(
     if source == target and not dual_commit:
         raise UsageError("--from and --to name the same store")
     mopts = MigrationOptions(source, target, dual_commit, force, allow_rewind, metadata, topics)
+    check_zk_groups(group_ids, **options)
     with open_zk(zk_config_from_options(**options)) as zk:
         broker = need_broker(zk, options)
         if undo is not None:
@@ -337,6 +343,7 @@ def export_cmd(
     """
     rows: list[tuple[str, str, int, int]] = []
     needed = "--from zookeeper reads /consumers in ZooKeeper" if source == ZK else None
+    check_zk_groups(group_ids, **options)
     with zk_if_configured(needed_for=needed, **options) as zk:
         broker = broker_from_options(zk, **options)
         if source == KAFKA and broker is None:
