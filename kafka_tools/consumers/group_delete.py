@@ -23,7 +23,7 @@ from kafka_tools.errors import FindingsError, InputError, UsageError
 from kafka_tools.keep.durable import read_json, write_json
 from kafka_tools.zk.connection import describe
 from kafka_tools.zk.names import group_path, znode_name_problem
-from kafka_tools.zk.tree import SavedZnode, delete_tree, read_tree, restore_tree
+from kafka_tools.zk.tree import SavedZnode, delete_tree, hidden_digests, read_tree, restore_tree
 
 ZK = "zookeeper"
 KAFKA = "kafka"
@@ -97,6 +97,14 @@ def _plan_zookeeper(zk, group: str) -> GroupDeletion:
     base = group_path(group)
     nodes = read_tree(zk, base)
     plan = GroupDeletion(group, ZK, WOULD_DELETE, znodes=nodes)
+    hidden = next((n for n in nodes if hidden_digests(n)), None)
+    if hidden is not None:  # the journal could not hold its ACL: --undo could not put it back as it was
+        users = ", ".join(hidden_digests(hidden))
+        raise InputError(
+            f"cannot journal the ACL of {hidden.path} on ZooKeeper {describe(zk)}: ZooKeeper hides digest "
+            f"user {users}'s id from this session (no ADMIN there), so --undo could not re-create it as it "
+            "was; nothing was deleted (delete with credentials that have ADMIN on the group's znodes)"
+        )
     if not nodes:
         plan.status, plan.reason = UNKNOWN, f"no consumer group {group} ({base}) on ZooKeeper {describe(zk)}"
         return plan
