@@ -72,14 +72,16 @@ def delete(
     it holds the group, else --bootstrap-server), or named with --store.
 
     Before anything is deleted a journal records every znode (data and ACL) or every offset the group
-    had in Kafka; --undo JOURNAL puts back what is missing and keeps what was written again since.
+    had in Kafka; --undo JOURNAL puts back what is missing and keeps what was written again since. Each
+    znode comes back with exactly its recorded ACL, in one ZooKeeper transaction: credentials that could
+    not have created them (without the owner's) are refused and nothing is created.
 
     \b
     Exit status:
       0  every group deleted (or would be, with --dry-run), or restored
       1  a group refused: live members, unknown, or a broker without DeleteGroups
       2  usage error
-      3  ZooKeeper or a broker unreachable, not allowed to delete, a journal unreadable
+      3  a server unreachable, not allowed to delete or re-create, a journal unreadable or its ACLs incomplete
     """
     if undo is not None and group_ids:
         raise UsageError("--undo takes the groups from its journal: give no GROUP")
