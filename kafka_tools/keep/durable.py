@@ -7,10 +7,10 @@ empty one, and a run killed at any point leaves no empty file under a document's
 
 The bytes are written to an unnamed file (``O_TMPFILE``) where the file system has them, so a run
 killed before the link leaves nothing at all. A newer version needs a name to be renamed from: the
-temporary name ``.NAME.TOKEN.tmp``, held under ``flock`` from before it is visible until it is renamed.
-A run killed between the two leaves it (the older document stays whole under NAME); the next document
-written in that directory removes every such file whose writer is gone (its lock free), and says which
-(:func:`sweep_temps`), never one a live writer holds.
+temporary name ``.NAME.TOKEN.ktool.tmp``, held under ``flock`` from before it is visible until it is
+renamed. A run killed between the two leaves it (the older document stays whole under NAME); the next
+document written in that directory removes every such file whose writer is gone (its lock free), and
+says which (:func:`sweep_temps`), never one a live writer holds.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 from kafka_tools import bounded_json
 from kafka_tools.errors import InputError
 
-# `.NAME.TOKEN.tmp`: what this module names a document before it is renamed into place.
-_TEMP = re.compile(r"^\..+\.[0-9a-f]{16}\.tmp$")
+# `.NAME.TOKEN.ktool.tmp`: what this module (alone) names a document before it is renamed into place.
+_TEMP = re.compile(r"^\..+\.[0-9a-f]{16}\.ktool\.tmp$")
 
 
 def fsync_dir(path: Path) -> None:
@@ -45,7 +45,7 @@ def _encoded(document: dict) -> bytes:
 
 
 def _temp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.ktool.tmp")
 
 
 @contextlib.contextmanager
@@ -83,10 +83,10 @@ def _unnamed(directory: Path) -> int | None:
 
 
 def _named_temp(directory: Path) -> tuple[int, Path]:
-    """A new `.ktool.TOKEN.tmp` in `directory`, locked: made again when a sweep removed it between its
-    creation and the lock (a sweep only removes an unlocked one)."""
+    """A new `.ktool.TOKEN.ktool.tmp` in `directory`, locked: made again when a sweep removed it between
+    its creation and the lock (a sweep only removes an unlocked one)."""
     while True:
-        name = directory / f".ktool.{secrets.token_hex(8)}.tmp"
+        name = directory / f".ktool.{secrets.token_hex(8)}.ktool.tmp"
         fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         with contextlib.suppress(FileNotFoundError):
@@ -143,9 +143,9 @@ def write_json(path: Path, document: dict) -> list[Path]:
 
 
 def sweep_temps(directory: Path) -> list[Path]:
-    """Remove the temporary files this module names (`.NAME.TOKEN.tmp`, `.ktool.TOKEN.tmp`) whose
-    writer is gone: their lock is free (a live writer holds it from before the name exists). Returns
-    what was removed."""
+    """Remove the temporary files this module names (`.NAME.TOKEN.ktool.tmp`, `.ktool.TOKEN.ktool.tmp`)
+    whose writer is gone: their lock is free (a live writer holds it from before the name exists).
+    Returns what was removed."""
     removed: list[Path] = []
     try:
         names = [
