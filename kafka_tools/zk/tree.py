@@ -148,8 +148,8 @@ def restore_tree(zk: KazooClient, nodes: list[SavedZnode]) -> tuple[list[str], l
     """Recreate the missing `nodes`, parents first, each with exactly the data and ACL it was saved with,
     in one ZooKeeper transaction: (created paths, paths left alone because they exist again).
 
-    Never a wider ACL: a znode whose saved ACL is incomplete (none, or a digest ZooKeeper hid) is refused
-    before anything is created. Only what the session could have created: ZooKeeper checks CREATE on
+    Never a wider ACL: a missing znode whose saved ACL is incomplete (none, or a digest ZooKeeper hid) is
+    refused before anything is created. Only what the session could have created: ZooKeeper checks CREATE on
     each parent, a parent made in the same transaction with its saved ACL included, so a session the
     saved ACLs do not grant it (no credentials, another user's) is refused and nothing is created. A
     znode whose own ACL does not name the session is created as ZooKeeper lets any creator do; then its
@@ -159,14 +159,14 @@ def restore_tree(zk: KazooClient, nodes: list[SavedZnode]) -> tuple[list[str], l
 
     where = describe(zk)
     ordered = sorted(nodes, key=lambda n: (n.path.count("/"), n.path))
-    for node in ordered:
-        if not node.acl or hidden_digests(node):
-            raise InputError(_incomplete_acl(node, where))
     for _ in range(3):  # a znode that appears meanwhile (a consumer came back): read again and retry
         try:
             asked = [(n, zk.exists_async(n.path)) for n in ordered]
             missing = [n for n, exists in asked if exists.get(timeout=60) is None]
             kept = [n.path for n in ordered if n not in missing]
+            incomplete = next((n for n in missing if not n.acl or hidden_digests(n)), None)
+            if incomplete is not None:
+                raise InputError(_incomplete_acl(incomplete, where))
             if not missing or _create_all(zk, missing, where):
                 return [n.path for n in missing], kept
         except (KazooException, KazooTimeoutError) as exc:
