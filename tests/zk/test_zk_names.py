@@ -71,3 +71,11 @@ def test_a_topic_name_kafka_refuses_never_reaches_a_path(topic) -> None:
     with pytest.raises(UsageError, match="is not a Kafka topic name"):
         offset_path("g", topic, 0)
     assert offset_path("g", "orders.v2", 3) == "/consumers/g/offsets/orders.v2/3"
+
+
+def test_with_both_servers_and_no_store_such_a_name_is_kafkas_group() -> None:
+    """Kafka's group ids may be `..`: groups delete, given both servers, sends it there without asking
+    ZooKeeper (an object that is no client: any call on it would fail)."""
+    from kafka_tools.consumers.group_delete import KAFKA, choose_store
+
+    assert choose_store(object(), object(), "..", None) == KAFKA  # type: ignore[arg-type]
