@@ -6,7 +6,7 @@ The shared ZooKeeper options (cli/zk_options.py) are re-exported here with `zk_i
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from kafka_tools.render.cluster import (
 from kafka_tools.render.json_lines import emit
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.zk.connection import NoZooKeeperError, describe, open_zk
+from kafka_tools.zk.names import check_group_name
 from kafka_tools.zk.reader import cluster_id as read_cluster_id
 from kafka_tools.zk.reader import list_topics, read_cluster, read_topics
 
@@ -34,12 +35,27 @@ if TYPE_CHECKING:
 
 __all__ = [
     "brokers",
+    "check_zk_groups",
     "cluster_id",
     "topics",
     "zk_config_from_options",
     "zk_if_configured",
     "zookeeper_options",
 ]
+
+
+def check_zk_groups(groups: Iterable[str], **options: Any) -> None:
+    """Before connecting: when ZooKeeper is configured (the command will look the groups up there), each
+    group must be a name ZooKeeper can hold (zk/names.py), else one line and exit 2."""
+    groups = list(groups)
+    if not groups:
+        return
+    try:
+        zk_config_from_options(**options)
+    except NoZooKeeperError:
+        return
+    for group in groups:
+        check_group_name(group)
 
 
 @contextmanager

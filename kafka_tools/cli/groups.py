@@ -8,7 +8,12 @@ from typing import Any
 import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
+from kafka_tools.cli.cluster import (
+    check_zk_groups,
+    zk_config_from_options,
+    zk_if_configured,
+    zookeeper_options,
+)
 from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.assignors import Member, consumers_per_topic
@@ -19,6 +24,7 @@ from kafka_tools.render.groups import render_group, render_group_list, render_pl
 from kafka_tools.render.json_lines import emit
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.zk.connection import ZnodeMissingError, open_zk
+from kafka_tools.zk.names import check_group_name
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
 
 _json_option = json_option("`group`, `partition`, `member`, `assignment` or `plan` objects")
@@ -89,6 +95,7 @@ def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, 
     """
     failed: list[KtoolError] = []
     shown = 0
+    check_zk_groups(group_ids, **options)
     with zk_if_configured(**options) as zk:
         broker = broker_from_options(zk, **options)
         names = list(group_ids) or (list_groups(zk) if zk is not None else [g for g, _ in broker.groups()])
@@ -163,6 +170,7 @@ def rebalance_plan_cmd(
     from kafka_tools.consumers.rebalance import parse_partition_count
 
     counts = dict(parse_partition_count(spec) for spec in partition_counts)
+    check_group_name(group)
     with open_zk(zk_config_from_options(**options)) as zk:
         g = read_group(zk, group)
         members = [Member(m.id, dict(m.subscription), m.pattern) for m in g.members]

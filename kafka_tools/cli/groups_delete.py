@@ -10,11 +10,12 @@ from typing import Any
 import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_if_configured, zookeeper_options
+from kafka_tools.cli.cluster import check_zk_groups, zk_if_configured, zookeeper_options
 from kafka_tools.cli.complete_names import complete_groups
-from kafka_tools.cli.options import colour_of, json_option
+from kafka_tools.cli.options import colour_of, json_option, say_swept
 from kafka_tools.consumers.group_delete import (
     STORES,
+    ZK,
     choose_store,
     plan_deletion,
     read_journal,
@@ -71,19 +72,23 @@ def delete(
     it holds the group, else --bootstrap-server), or named with --store.
 
     Before anything is deleted a journal records every znode (data and ACL) or every offset the group
-    had in Kafka; --undo JOURNAL puts back what is missing and keeps what was written again since.
+    had in Kafka; --undo JOURNAL puts back what is missing and keeps what was written again since. Each
+    znode comes back with exactly its recorded ACL, in one ZooKeeper transaction: credentials that could
+    not have created them (without the owner's) are refused and nothing is created.
 
     \b
     Exit status:
       0  every group deleted (or would be, with --dry-run), or restored
       1  a group refused: live members, unknown, or a broker without DeleteGroups
       2  usage error
-      3  ZooKeeper or a broker unreachable, not allowed to delete, a journal unreadable
+      3  a server unreachable, not allowed to delete or re-create, a journal unreadable or its ACLs incomplete
     """
     if undo is not None and group_ids:
         raise UsageError("--undo takes the groups from its journal: give no GROUP")
     if undo is None and not group_ids:
         raise UsageError("name the groups to delete (GROUP...)")
+    if store == ZK or (store is None and not options.get("bootstrap_server")):
+        check_zk_groups(group_ids, **options)  # else a name ZooKeeper cannot hold is Kafka's group
     colour = wants_colour(sys.stdout, colour_of(ctx))
     recorded = read_journal(undo) if undo is not None else []  # a bad journal is said before connecting
     with zk_if_configured(needed_for=None, **options) as zk:
@@ -105,7 +110,8 @@ def delete(
                     ctx.exit(EXIT_FINDINGS)
                 return
 
-            def announce(journal: Path) -> None:
+            def announce(journal: Path, swept: list[Path]) -> None:
+                say_swept(swept)
                 undo_with = f"ktool groups delete --undo {journal}"
                 click.echo(f"ktool: journal of what is deleted: {journal} (undo: {undo_with})", err=True)
 

@@ -17,6 +17,7 @@ from kafka_tools.errors import UsageError
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.watch import WatchRenderer
 from kafka_tools.zk.connection import open_zk
+from kafka_tools.zk.names import check_group_name
 
 _SECONDS = click.FloatRange(min=0, min_open=True)
 
@@ -90,6 +91,8 @@ def watch(
     """
     if bool(group_ids) == all_groups:
         raise UsageError("give GROUP… or --all (not both)")
+    for group in group_ids:
+        check_group_name(group)
     if timeout is not None and not until_stable:
         raise UsageError("--timeout goes with --until-stable")
     if once and until_stable:

@@ -15,9 +15,14 @@ import click
 
 from kafka_tools.broker.client import Broker
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_config_from_options, zk_if_configured, zookeeper_options
+from kafka_tools.cli.cluster import (
+    check_zk_groups,
+    zk_config_from_options,
+    zk_if_configured,
+    zookeeper_options,
+)
 from kafka_tools.cli.complete_names import complete_groups, complete_topics
-from kafka_tools.cli.options import colour_of, json_option, write_output_file
+from kafka_tools.cli.options import colour_of, json_option, say_swept, write_output_file
 from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.consumers.migration import (
     APPLIED,
@@ -82,7 +87,8 @@ def run_plans(
         if p.refused:
             click.echo(f"ktool: group {p.group}: refused: {p.refused}", err=True)
 
-    def announce(journal: Path) -> None:
+    def announce(journal: Path, swept: list[Path]) -> None:
+        say_swept(swept)
         click.echo(
             f"ktool: journal of every offset before the change: {journal} (undo: {undo_command} {journal})",
             err=True,
@@ -262,6 +268,7 @@ def migrate_offsets(
     if source == target and not dual_commit:
         raise UsageError("--from and --to name the same store")
     mopts = MigrationOptions(source, target, dual_commit, force, allow_rewind, metadata, topics)
+    check_zk_groups(group_ids, **options)
     with open_zk(zk_config_from_options(**options)) as zk:
         broker = need_broker(zk, options)
         if undo is not None:
@@ -336,6 +343,7 @@ def export_cmd(
     """
     rows: list[tuple[str, str, int, int]] = []
     needed = "--from zookeeper reads /consumers in ZooKeeper" if source == ZK else None
+    check_zk_groups(group_ids, **options)
     with zk_if_configured(needed_for=needed, **options) as zk:
         broker = broker_from_options(zk, **options)
         if source == KAFKA and broker is None:

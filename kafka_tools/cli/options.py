@@ -244,3 +244,11 @@ def live_options(func: F) -> F:
         help="Read the log dirs as a running broker's (its newest segment in flight, repairs refused) or "
         "as a stopped one's [default: $KTOOL_LIVENESS, else whether a broker holds the log dir's .lock].",
     )(func)
+
+
+def say_swept(swept: list[Path]) -> None:
+    """One line naming the temporary files of killed runs that writing a journal removed (keep/durable.py)."""
+    if swept:
+        files = "file" if len(swept) == 1 else "files"
+        names = ", ".join(str(p) for p in swept)
+        click.echo(f"ktool: removed {len(swept)} temporary {files} a killed run had left: {names}", err=True)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from kafka_tools.cli.broker_options import broker_options
-from kafka_tools.cli.cluster import zk_if_configured, zookeeper_options
+from kafka_tools.cli.cluster import check_zk_groups, zk_if_configured, zookeeper_options
 from kafka_tools.cli.complete_names import complete_groups, complete_topics
 from kafka_tools.cli.offsets import need_broker, run_plans, run_undo
 from kafka_tools.cli.options import TimeSpec, json_option, live_options
@@ -194,6 +194,7 @@ def reset_offsets(
     request = ResetRequest(
         group, target, all_topics, tuple(parse_topic(t) for t in topics), store, log_dirs, metadata
     )
+    check_zk_groups([group], **options)
     with zk_if_configured(**options) as zk:
         broker = need_broker(zk, options)
         with group_locks([group]) if execute else nullcontext():

@@ -18,12 +18,12 @@ from typing import Any
 
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
-from kafka_tools.consumers.migration import journal_path
+from kafka_tools.consumers.migration import create_journal
 from kafka_tools.errors import FindingsError, InputError, UsageError
 from kafka_tools.keep.durable import read_json, write_json
 from kafka_tools.zk.connection import describe
-from kafka_tools.zk.reader import CONSUMERS
-from kafka_tools.zk.tree import SavedZnode, delete_tree, read_tree, restore_tree
+from kafka_tools.zk.names import group_path, znode_name_problem
+from kafka_tools.zk.tree import SavedZnode, delete_tree, hidden_digests, read_tree, restore_tree
 
 ZK = "zookeeper"
 KAFKA = "kafka"
@@ -79,11 +79,8 @@ def choose_store(zk, broker: Broker | None, group: str, store: str | None) -> st
 
 
 def _in_zookeeper(zk, group: str) -> bool:
-    return bool(group) and "/" not in group and zk.exists(f"{CONSUMERS}/{group}") is not None
-
-
-def _read_group_tree(zk, group: str) -> list[SavedZnode]:
-    return read_tree(zk, f"{CONSUMERS}/{group}") if group and "/" not in group else []
+    """ZooKeeper holds /consumers/GROUP (a name that cannot be a znode is not asked about: Kafka's)."""
+    return znode_name_problem(group) is None and zk.exists(group_path(group)) is not None
 
 
 def plan_deletion(zk, broker: Broker | None, group: str, store: str) -> GroupDeletion:
@@ -97,9 +94,17 @@ def plan_deletion(zk, broker: Broker | None, group: str, store: str) -> GroupDel
 
 
 def _plan_zookeeper(zk, group: str) -> GroupDeletion:
-    base = f"{CONSUMERS}/{group}"
-    nodes = _read_group_tree(zk, group)
+    base = group_path(group)
+    nodes = read_tree(zk, base)
     plan = GroupDeletion(group, ZK, WOULD_DELETE, znodes=nodes)
+    hidden = next((n for n in nodes if hidden_digests(n)), None)
+    if hidden is not None:  # the journal could not hold its ACL: --undo could not put it back as it was
+        users = ", ".join(hidden_digests(hidden))
+        raise InputError(
+            f"cannot journal the ACL of {hidden.path} on ZooKeeper {describe(zk)}: ZooKeeper hides digest "
+            f"user {users}'s id from this session (no ADMIN there), so --undo could not re-create it as it "
+            "was; nothing was deleted (delete with credentials that have ADMIN on the group's znodes)"
+        )
     if not nodes:
         plan.status, plan.reason = UNKNOWN, f"no consumer group {group} ({base}) on ZooKeeper {describe(zk)}"
         return plan
@@ -164,7 +169,7 @@ def run_deletions(
     broker: Broker | None,
     deletions: list[GroupDeletion],
     journal_dir: Path | None = None,
-    journal_started: Callable[[Path], None] = lambda journal: None,
+    journal_started: Callable[[Path, list[Path]], None] = lambda journal, swept: None,
 ) -> DeletionRun:
     """Journal what will be removed (announced through `journal_started` before anything is), then delete
     each group the plan allows; a group whose store refuses is said in its row and the others go on."""
@@ -172,9 +177,8 @@ def run_deletions(
     todo = [d for d in deletions if d.status == WOULD_DELETE]
     if not todo:
         return run
-    run.journal = journal_path(journal_dir, "groups-delete")
-    write_journal(run.journal, todo, PREPARED)
-    journal_started(run.journal)
+    run.journal, swept = create_journal(journal_document(todo, PREPARED), journal_dir, JOURNAL_KIND)
+    journal_started(run.journal, swept)
     for d in todo:
         try:
             if d.store == ZK:
@@ -190,18 +194,19 @@ def run_deletions(
     return run
 
 
+def journal_document(deletions: list[GroupDeletion], state: str) -> dict[str, Any]:
+    return {
+        "format": 1,
+        "kind": JOURNAL_KIND,
+        "tool": f"ktool {__version__}",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "state": state,
+        "groups": [_journal_entry(d) for d in deletions],
+    }
+
+
 def write_journal(path: Path, deletions: list[GroupDeletion], state: str) -> None:
-    write_json(
-        path,
-        {
-            "format": 1,
-            "kind": JOURNAL_KIND,
-            "tool": f"ktool {__version__}",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "state": state,
-            "groups": [_journal_entry(d) for d in deletions],
-        },
-    )
+    write_json(path, journal_document(deletions, state))
 
 
 def _journal_entry(d: GroupDeletion) -> dict[str, Any]:

@@ -10,8 +10,6 @@ stores; `undo` writes those values back. A run is idempotent: what is already in
 
 from __future__ import annotations
 
-import itertools
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,10 +19,11 @@ from pathlib import Path
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
 from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError, os_reason
-from kafka_tools.keep.durable import read_json, write_json
+from kafka_tools.keep.durable import create_json, read_json, write_json
 from kafka_tools.keep.state import journals_dir, make_state_dir
 from kafka_tools.zk.connection import ZnodeMissingError
 from kafka_tools.zk.layout import LAYOUT_07
+from kafka_tools.zk.names import offset_path
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
 from kafka_tools.zk.write import write_znode
 
@@ -219,28 +218,23 @@ INTERRUPTED = "interrupted"
 UNDONE = "undone"  # `--undo` put every partition back (consumers/undo.py): a second one writes nothing
 
 
-def journal_path(directory: Path | None = None, command: str = "migrate-offsets") -> Path:
-    """A new journal's file in `directory` (default: ktool's state directory, never the working one),
-    named after the `command` that writes it, created empty with O_EXCL: runs started in the same
-    second, sharing the directory, each get their own name (a timestamp and `exists()` gave two of them
-    the same one)."""
+def create_journal(
+    document: dict, directory: Path | None = None, command: str = "migrate-offsets"
+) -> tuple[Path, list[Path]]:
+    """`document` as a new journal in `directory` (default: ktool's state directory, never the working
+    one), named after the `command` that writes it and the second it started (`-2`, `-3`, … for runs
+    started in the same second), visible only once whole (durable.py). Returns its path and the
+    temporary files of killed runs removed from the directory."""
     directory = make_state_dir(journals_dir() if directory is None else directory, "journal directory")
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    for n in itertools.count(1):
-        name = command.rpartition(" ")[2]
-        path = directory / f"{name}-{stamp}{'' if n == 1 else f'-{n}'}.json"
-        try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise InputError(f"{path}: cannot create the journal: {os_reason(exc)}") from None
-        return path
-    raise AssertionError("unreachable")
+    stem = f"{command.rpartition(' ')[2]}-{time.strftime('%Y%m%dT%H%M%S')}"
+    try:
+        return create_json(directory, stem, document)
+    except OSError as exc:
+        raise InputError(f"{directory / stem}.json: cannot create the journal: {os_reason(exc)}") from None
 
 
-def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions, state: str) -> None:
-    data = {
+def journal_document(plans: list[GroupPlan], options: MigrationOptions, state: str) -> dict:
+    return {
         "format": 1,
         "tool": f"ktool {__version__}",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -256,7 +250,10 @@ def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions,
             for p in plans
         ],
     }
-    write_json(path, data)
+
+
+def write_journal(path: Path, plans: list[GroupPlan], options: MigrationOptions, state: str) -> None:
+    write_json(path, journal_document(plans, options, state))
 
 
 def read_journal(path: Path) -> dict:
@@ -314,7 +311,7 @@ def run_migration(
     options: MigrationOptions,
     journal_dir: Path | None = None,
     dry_run: bool = False,
-    journal_started: Callable[[Path], None] = lambda journal: None,
+    journal_started: Callable[[Path, list[Path]], None] = lambda journal, swept: None,
 ) -> MigrationRun:
     """Carry out the plans: the journal of every offset in both stores is written (``prepared``) and
     announced through `journal_started` before the first write, then the groups are written and read
@@ -324,9 +321,11 @@ def run_migration(
     run = MigrationRun(plans)
     if dry_run or not run.pending:
         return run
-    run.journal = journal_path(journal_dir, options.command)
-    _journal(run, options, PREPARED)
-    journal_started(run.journal)
+    run.journal, swept = create_journal(
+        journal_document(plans, options, PREPARED), journal_dir, options.command
+    )
+    run.state = PREPARED
+    journal_started(run.journal, swept)
     try:
         for p in plans:
             apply_group(zk, broker, p, options)
@@ -354,14 +353,14 @@ def write_zookeeper(zk, group: str, offsets: dict[tuple[str, int], int]) -> None
     """Write offsets as the old consumer does: the decimal offset in /consumers/G/offsets/T/P."""
     try:
         for (topic, partition), offset in sorted(offsets.items()):
-            write_znode(zk, f"/consumers/{group}/offsets/{topic}/{partition}", str(offset).encode())
+            write_znode(zk, offset_path(group, topic, partition), str(offset).encode())
     except InputError as exc:
         raise InputError(f"writing offsets of group {group}: {exc}") from None
 
 
 def delete_zookeeper(zk, group: str, keys: list[tuple[str, int]]) -> None:
     for topic, partition in keys:
-        path = f"/consumers/{group}/offsets/{topic}/{partition}"
+        path = offset_path(group, topic, partition)
         if zk.exists(path):
             zk.delete(path)
 

@@ -50,6 +50,7 @@ from kafka_tools.zk.layout import (
     parse_owner,
     parse_topic_assignment,
 )
+from kafka_tools.zk.names import check_group_name, group_path
 from kafka_tools.zk.reader import BROKER_IDS, BROKER_TOPICS, CONSUMERS, CONTROLLER
 from kafka_tools.zk.watch import CONNECTED, LOST, SUSPENDED, ZnodeMirror
 
@@ -87,6 +88,8 @@ class GroupWatch:
         self.malformed: set[str] = set()
         self.owner_topics: dict[str, set[str]] = {}  # group -> topics under its /owners being tracked
         self.lag_problem: dict[str, str] = {}  # group -> why its offsets could not be read last time
+        for group in options.groups:
+            check_group_name(group)  # before any watch is set
 
     # ------------------------------------------------------------------ events
 
@@ -109,13 +112,13 @@ class GroupWatch:
         """Track the group's ids and owners (again, if arming failed while the connection was down)."""
         if group not in self.trackers:
             self.trackers[group] = GroupTracker(group, self.options.grace, self.options.strategy)
-        ids = self.mirror.track_children(f"{CONSUMERS}/{group}/ids", with_data=True)
-        owners = self.mirror.track_children(f"{CONSUMERS}/{group}/owners")
+        ids = self.mirror.track_children(group_path(group, "ids"), with_data=True)
+        owners = self.mirror.track_children(group_path(group, "owners"))
         return ids or owners
 
     def _untrack_group(self, group: str) -> None:
         self.trackers.pop(group, None)
-        base = f"{CONSUMERS}/{group}"
+        base = group_path(group)
         self.mirror.untrack(f"{base}/ids")
         self.mirror.untrack(f"{base}/owners")
         for topic in self.owner_topics.pop(group, set()):
@@ -142,7 +145,7 @@ class GroupWatch:
         wanted_topics: set[str] = set()
         for group in self.trackers:
             added |= self._track_group(group)
-            base = f"{CONSUMERS}/{group}"
+            base = group_path(group)
             topics = set(self.mirror.children(f"{base}/owners"))
             for topic in topics:
                 added |= self.mirror.track_children(f"{base}/owners/{topic}", with_data=True)
@@ -163,7 +166,7 @@ class GroupWatch:
     # ------------------------------------------------------------------ views
 
     def _members(self, group: str) -> dict[str, ConsumerMember]:
-        path = f"{CONSUMERS}/{group}/ids"
+        path = group_path(group, "ids")
         members = {}
         for name, data in self.mirror.children(path).items():
             if data is None:
@@ -175,7 +178,7 @@ class GroupWatch:
 
     def _owners(self, group: str) -> dict[TP, str]:
         owners: dict[TP, str] = {}
-        base = f"{CONSUMERS}/{group}/owners"
+        base = group_path(group, "owners")
         for topic in self._owner_topics_tracked(group):
             for name, data in self.mirror.children(f"{base}/{topic}").items():
                 if data is None or not name.isdigit():  # 0.7's broker-partition keys are not watched

@@ -11,7 +11,6 @@ failure is an InputError naming the servers and the znode.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
@@ -40,12 +39,11 @@ from kafka_tools.zk.layout import (
     parse_topic_config,
     partition_sort_key,
 )
+from kafka_tools.zk.names import CONSUMERS, LEGAL_TOPIC, group_path
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
-# Kafka's legal topic names (Topic.legalChars); others cannot exist, and some are not valid paths.
-_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 READ_TIMEOUT = 60.0  # for one wave; kazoo itself fails the requests sooner if the connection dies
 
 BROKER_IDS = "/brokers/ids"
@@ -53,7 +51,6 @@ BROKER_TOPICS = "/brokers/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
-CONSUMERS = "/consumers"
 
 
 class Wave:
@@ -199,7 +196,7 @@ def read_topics(zk: KazooClient, topics: Iterable[str] | None = None) -> list[To
     """
     names = sorted(set(topics)) if topics is not None else list_topics(zk)
     wave = Wave(zk)
-    for name in filter(_LEGAL_TOPIC.fullmatch, names):
+    for name in filter(LEGAL_TOPIC.fullmatch, names):
         wave.get(("data", name), f"{BROKER_TOPICS}/{name}")
         wave.children(("children", name), f"{BROKER_TOPICS}/{name}")
     first = wave.collect()
@@ -244,7 +241,7 @@ def read_topic_configs(zk: KazooClient, topics: Iterable[str]) -> dict[str, dict
     """Each topic's config overrides (`/config/topics/<topic>`); {} for a topic with none."""
     wave = Wave(zk)
     names = sorted(set(topics))
-    for name in filter(_LEGAL_TOPIC.fullmatch, names):
+    for name in filter(LEGAL_TOPIC.fullmatch, names):
         wave.get(name, f"{CONFIG_TOPICS}/{name}")
     got = wave.collect()
     return {
@@ -267,9 +264,7 @@ def read_group(zk: KazooClient, group: str, topics: Iterable[str] | None = None)
     ``topics`` limits offsets and owners to those topics. 0.7 groups come back keyed by
     :class:`~kafka_tools.zk.layout.BrokerPartition`, their offsets byte positions (see ``layout``).
     """
-    base = f"{CONSUMERS}/{group}"
-    if not group or "/" in group:
-        raise ZnodeMissingError(f"no consumer group {group!r} on ZooKeeper {describe(zk)}", base)
+    base = group_path(group)
     wave = Wave(zk)
     wave.get("group", base)
     wave.children("ids", f"{base}/ids")

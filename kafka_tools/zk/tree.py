@@ -4,8 +4,10 @@
 The removal is one ZooKeeper multi-op (ZooKeeper 3.4+), each znode deleted at the version it was read at:
 a consumer that registers (``ids`` no longer empty), an offset committed or a znode added meanwhile fails
 the whole transaction, and nothing is removed. Restoring recreates what is missing, parents first, with
-the ACL each znode had (through write.py's rule where ZooKeeper hid a digest from us), and leaves alone
-what exists again: a consumer that came back keeps what it wrote.
+exactly the data and ACL each znode had, in one transaction that ZooKeeper refuses whole when the
+session could not have created them; never under a wider ACL (an ACL ZooKeeper showed incomplete, a
+digest hidden as ``user:x``, is refused); and leaves alone what exists again: a consumer that came back
+keeps what it wrote.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_tools.errors import FindingsError, InputError
 from kafka_tools.zk.connection import credentials_of, describe, zk_error
-from kafka_tools.zk.write import child_acl
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -82,6 +83,8 @@ def _acl_tuple(acl: ACL) -> tuple[int, str, str]:
     return acl.perms, acl.id.scheme, acl.id.id
 
 
+CREATE = 4  # ZooKeeper's Perms.CREATE
+
 # A ZooKeeper request is at most jute.maxbuffer (1 MiB by default) long: a larger group is removed in
 # several transactions, children first (each still at the versions read).
 MAX_TRANSACTION_BYTES = 512 * 1024
@@ -135,33 +138,142 @@ def _delete_batch(zk: KazooClient, batch: list[SavedZnode], done: str) -> None:
             )
 
 
+def hidden_digests(node: SavedZnode) -> list[str]:
+    """The users of the digest entries ZooKeeper showed as ``user:x`` (3.6+, to a session without ADMIN
+    on the znode): an ACL that cannot be put back as it was."""
+    return [i.split(":", 1)[0] for _, s, i in node.acl if s == "digest" and i.endswith(":x")]
+
+
 def restore_tree(zk: KazooClient, nodes: list[SavedZnode]) -> tuple[list[str], list[str]]:
-    """Recreate the missing `nodes`, parents first, each with its saved data and ACL: (created paths,
-    paths left alone because they exist again)."""
-    from kazoo.exceptions import KazooException, NodeExistsError
+    """Recreate the missing `nodes`, parents first, each with exactly the data and ACL it was saved with,
+    in one ZooKeeper transaction: (created paths, paths left alone because they exist again).
+
+    Never a wider ACL: a missing znode whose saved ACL is incomplete (none, or a digest ZooKeeper hid) is
+    refused before anything is created. Only what the session could have created: ZooKeeper checks CREATE on
+    each parent, a parent made in the same transaction with its saved ACL included, so a session the
+    saved ACLs do not grant it (no credentials, another user's) is refused and nothing is created. A
+    znode whose own ACL does not name the session is created as ZooKeeper lets any creator do; then its
+    children need CREATE from that ACL. InputError (exit 3) in one line naming the znode."""
+    from kazoo.exceptions import KazooException
     from kazoo.handlers.threading import KazooTimeoutError
+
+    where = describe(zk)
+    ordered = sorted(nodes, key=lambda n: (n.path.count("/"), n.path))
+    for _ in range(3):  # a znode that appears meanwhile (a consumer came back): read again and retry
+        try:
+            asked = [(n, zk.exists_async(n.path)) for n in ordered]
+            missing = [n for n, exists in asked if exists.get(timeout=60) is None]
+            kept = [n.path for n in ordered if n not in missing]
+            incomplete = next((n for n in missing if not n.acl or hidden_digests(n)), None)
+            if incomplete is not None:
+                raise InputError(_incomplete_acl(incomplete, where))
+            if not missing or _create_all(zk, missing, where):
+                return [n.path for n in missing], kept
+        except (KazooException, KazooTimeoutError) as exc:
+            raise zk_error(exc, where, ordered[0].path, credentials_of(zk), action="write") from None
+    raise InputError(
+        f"znodes of {ordered[0].path} on ZooKeeper {where} keep appearing while they are restored"
+    )
+
+
+def _incomplete_acl(node: SavedZnode, where: str) -> str:
+    hidden = hidden_digests(node)
+    what = (
+        f"digest user {', '.join(hidden)} as ZooKeeper shows it to a session without ADMIN there "
+        "(user:x, the password hash hidden)"
+        if hidden
+        else "no ACL"
+    )
+    return (
+        f"the journal records {node.path} (ZooKeeper {where}) with {what}: it cannot be re-created as it "
+        "was, and ktool never re-creates it under another ACL; nothing was restored"
+    )
+
+
+def _create_all(zk: KazooClient, missing: list[SavedZnode], where: str) -> bool:
+    """Create `missing` (parents first) in one transaction, in several for a tree too large for one
+    request (those already made removed again when a later one is refused). False when a znode existed
+    meanwhile (nothing created); InputError when ZooKeeper refuses."""
+    from kazoo.exceptions import NodeExistsError, RolledBackError
     from kazoo.security import ACL, Id
 
-    created: list[str] = []
-    kept: list[str] = []
-    path = nodes[0].path if nodes else ""
-    try:
-        for node in sorted(nodes, key=lambda n: n.path.count("/")):
-            path = node.path
-            if zk.exists(path):
-                kept.append(path)
-                continue
-            acl = [ACL(p, Id(s, i)) for p, s, i in node.acl]
-            # A digest ZooKeeper showed us as `user:x` (no ADMIN on the znode) matches nobody: the parent's
-            # rule of write.py chooses instead.
-            if not acl or any(s == "digest" and i.endswith(":x") for _, s, i in node.acl):
-                parent = path.rsplit("/", 1)[0] or "/"
-                acl = child_acl(zk, parent, path)
-            try:
-                zk.create(path, node.data, acl=acl)
-                created.append(path)
-            except NodeExistsError:
-                kept.append(path)
-    except (KazooException, KazooTimeoutError) as exc:
-        raise zk_error(exc, describe(zk), path, credentials_of(zk), action="write") from None
-    return created, kept
+    batches: list[list[SavedZnode]] = [[]]
+    size = 0
+    for node in missing:
+        cost = (
+            len(node.path.encode()) + len(node.data) + sum(len(s) + len(i) + 16 for _, s, i in node.acl) + 32
+        )
+        if batches[-1] and size + cost > MAX_TRANSACTION_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(node)
+        size += cost
+    done: list[SavedZnode] = []
+    for batch in batches:
+        transaction = zk.transaction()
+        for node in batch:
+            transaction.create(node.path, node.data, acl=[ACL(p, Id(s, i)) for p, s, i in node.acl])
+        results = transaction.commit()
+        failed = [(n, r) for n, r in zip(batch, results, strict=False) if isinstance(r, Exception)]
+        failed = [(n, r) for n, r in failed if not isinstance(r, RolledBackError)] or failed
+        if not failed:
+            done += batch
+            continue
+        node, error = failed[0]
+        undone = _remove_again(zk, done)
+        if isinstance(error, NodeExistsError) and not undone:
+            return False
+        raise InputError(_refusal(zk, node, error, missing, where) + undone)
+    return True
+
+
+def _remove_again(zk: KazooClient, created: list[SavedZnode]) -> str:
+    """Delete what earlier transactions of this restore created, children first; '' when all went (or
+    there was none), else the words that say what is left."""
+    from kazoo.exceptions import KazooException
+
+    left = []
+    for node in sorted(created, key=lambda n: n.path.count("/"), reverse=True):
+        try:
+            zk.delete(node.path, version=0)
+        except KazooException:
+            left.append(node.path)
+    return (
+        f" (except {len(left)} znodes made before it that could not be removed again: {left[0]}…)"
+        if left
+        else ""
+    )
+
+
+def _refusal(
+    zk: KazooClient, node: SavedZnode, error: Exception, missing: list[SavedZnode], where: str
+) -> str:
+    """The one line for a restore ZooKeeper refused at `node`."""
+    from kazoo.exceptions import InvalidACLError, NoAuthError, NodeExistsError
+
+    auth = credentials_of(zk)
+    who = (
+        f"the credentials given ({', '.join(auth.identities)})"
+        if auth and auth.identities
+        else "a session without credentials"
+    )
+    parent = node.path.rsplit("/", 1)[0] or "/"
+    if isinstance(error, NoAuthError):
+        saved = next((n for n in missing if n.path == parent), None)
+        if saved is not None:
+            grantees = [f"{s} {i.split(':', 1)[0]}" for p, s, i in saved.acl if p & CREATE]
+            whom = f"only to {', '.join(grantees)}" if grantees else "to no one"
+            why = f"the ACL the journal records for {parent} grants CREATE {whom}"
+        else:
+            why = f"{parent} does not grant it CREATE"
+        return (
+            f"ZooKeeper {where} does not let {who} re-create {node.path}: {why}; nothing was restored "
+            "(undo with the credentials of the group's owner)"
+        )
+    if isinstance(error, InvalidACLError):
+        return f"ZooKeeper {where} refuses the ACL the journal records for {node.path}; nothing was restored"
+    if isinstance(error, NodeExistsError):
+        return f"{node.path} on ZooKeeper {where} appeared while it was restored; nothing else was restored"
+    return (
+        f"ZooKeeper {where} refused to re-create {node.path} ({type(error).__name__}); nothing was restored"
+    )

@@ -17,12 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_tools.zk.connection import credentials_of, describe, zk_error
+from kafka_tools.zk.names import CONSUMERS
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
     from kazoo.security import ACL
-
-CONSUMERS = "/consumers"
 
 
 def world_writable(acls: list[ACL]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 import uuid
 
@@ -264,3 +265,76 @@ def test_a_journal_that_is_not_one_of_groups_delete_is_one_line_exit_3(tmp_path,
 def test_undo_and_groups_together_or_neither_is_a_usage_error(tmp_path) -> None:
     assert run_ktool("groups", "delete").exit_code == 2
     assert run_ktool("groups", "delete", "g", "--undo", str(tmp_path / "j.json")).exit_code == 2
+
+
+def _journal_writes(points, journals) -> list:
+    """The kill points of the journal's writes: from the first call naming the journal directory to the
+    last and the directory's fsync after it, leaving out what is said on stdout and stderr."""
+    named = [i for i, p in enumerate(points) if str(journals) in p.call]
+    last = named[-1] + (named[-1] + 1 < len(points) and points[named[-1] + 1].syscall == "fsync")  # the dir's
+    return [p for p in points[named[0] : last + 1] if not re.match(r"write\([12],", p.call)]
+
+
+def test_a_run_killed_at_each_journal_write_leaves_no_empty_journal_and_undo_restores(
+    zk_root, tmp_path
+) -> None:
+    """SIGKILLed at every write, fsync, link and rename of its journal (the `prepared` one before the
+    delete, the `finished` one after it), `groups delete` leaves no empty journal and no temporary file
+    under the journal's name: the group is whole, or it is gone and --undo of the one journal (whole)
+    puts every znode back. A temporary file of the second write is removed by the next run, which says
+    so."""
+    import sys
+
+    from tests.support.kill_points import run_killed, strace_or_unavailable, write_points
+
+    strace_or_unavailable()
+    _setup(zk_root)
+    before = _tree(zk_root.zk, "/consumers/idle")
+    journals = tmp_path / "journals"
+    argv = [sys.executable, "-m", "kafka_tools", "groups", "delete", "idle", "--zookeeper", zk_root.connect,
+            "--journal-dir", str(journals)]  # fmt: skip
+
+    def undo_the_one_journal() -> None:
+        (journal,) = journals.glob("*.json")
+        undo = run_ktool("groups", "delete", "--undo", str(journal), "--zookeeper", zk_root.connect)
+        assert undo.exit_code == 0 and _tree(zk_root.zk, "/consumers/idle") == before, undo.output
+        shutil.rmtree(journals)
+
+    assert run_ktool(*argv[3:]).exit_code == 0  # ktool's state directory made: every run makes the same calls
+    undo_the_one_journal()
+    points = _journal_writes(write_points(argv), journals)
+    undo_the_one_journal()
+    assert {"fsync", "rename"} <= {p.syscall for p in points}, points
+    print(f"{len(points)} kill points:", *points, sep="\n  ")
+    left_temp = []
+    for point in points:
+        shutil.rmtree(journals, ignore_errors=True)
+        run_killed(argv, point)
+        files = sorted(journals.iterdir()) if journals.exists() else []
+        assert all(f.stat().st_size > 0 for f in files), (point, files)  # never an empty journal
+        docs = [f for f in files if f.suffix == ".json"]
+        states = [json.loads(f.read_text())["state"] for f in docs]  # each one whole
+        temps = [f for f in files if f not in docs]
+        if zk_root.zk.exists("/consumers/idle"):
+            assert _tree(zk_root.zk, "/consumers/idle") == before and states in ([], ["prepared"]), point
+        else:
+            assert states in (["prepared"], ["finished"]), (point, files)
+            undo = run_ktool("groups", "delete", "--undo", str(docs[0]), "--zookeeper", zk_root.connect)
+            assert undo.exit_code == 0 and _tree(zk_root.zk, "/consumers/idle") == before, (
+                point,
+                undo.output,
+            )
+        if temps:  # killed between the second write's link and its rename: the next run removes it
+            left_temp.append(point.syscall)
+            assert [t.name.startswith(f".{docs[0].name}.") for t in temps] == [True], (point, temps)
+            again = run_ktool("groups", "delete", "idle", "--zookeeper", zk_root.connect,
+                              "--journal-dir", str(journals))  # fmt: skip
+            assert again.exit_code == 0, again.output
+            said = f"ktool: removed 1 temporary file a killed run had left: {temps[0]}"
+            assert said in again.stderr.splitlines(), again.stderr
+            assert [f for f in journals.iterdir() if f.suffix != ".json"] == []
+            undo = run_ktool(
+                "groups", "delete", "--undo", _journal(again.stderr), "--zookeeper", zk_root.connect
+            )
+            assert undo.exit_code == 0 and _tree(zk_root.zk, "/consumers/idle") == before, undo.output
+    assert left_temp == ["rename"]

@@ -297,13 +297,14 @@ def _import_to_zookeeper(cluster, group: str, tmp_path: Path):
 
 
 def test_journal_names_made_in_one_second_are_unique_and_private(tmp_path) -> None:
-    """The journal a run leaves is a document `--undo` reads (not the empty placeholder)."""
-    from kafka_tools.consumers.migration import MigrationOptions, journal_path, write_journal
+    """Each journal a run leaves is a whole document `--undo` reads (never an empty placeholder), under a
+    name of its own, mode 0600, and nothing else is left in the directory."""
+    from kafka_tools.consumers.migration import MigrationOptions, create_journal, journal_document
 
-    paths = [journal_path(tmp_path) for _ in range(12)]
+    document = journal_document([], MigrationOptions(), "prepared")
+    paths = [create_journal(document, tmp_path)[0] for _ in range(12)]
     assert len(set(paths)) == 12
     for path in paths:
-        write_journal(path, [], MigrationOptions(), "prepared")
         assert json.loads(path.read_text())["state"] == "prepared"
         assert path.stat().st_mode & 0o777 == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)

@@ -204,9 +204,10 @@ def test_an_unwritable_journal_dir_is_one_line_and_nothing_written(cluster, tmp_
 def test_a_run_killed_at_each_journal_step_leaves_old_or_new_and_a_rerun_or_undo_finishes(
     cluster, tmp_path
 ) -> None:
-    """SIGKILLed as it renames its journal into place (before the writes: `prepared`; after the writes
-    and their read-back: `applied`), a reset leaves every offset old or new, never a mix: old is
-    finished by running the command again, new is put back by --undo of the journal it left."""
+    """SIGKILLed as it names its journal (before the writes: `prepared`, linked; after the writes and
+    their read-back: `applied`, linked to a temporary name, then renamed into place), a reset leaves
+    every offset old or new, never a mix: old is finished by running the command again, new is put
+    back by --undo of the journal it left."""
     import sys
 
     from tests.support.kill_points import run_killed, strace_or_unavailable, write_points
@@ -224,8 +225,9 @@ def test_a_run_killed_at_each_journal_step_leaves_old_or_new_and_a_rerun_or_undo
         for journal in journals.glob("*"):
             journal.unlink()
 
-    points = [p for p in write_points(argv) if p.syscall.startswith("rename")]
-    assert _znodes(cluster, group) == new and len(points) == 2, points
+    # The journal is named by a link (the `prepared` one; the `applied` one's temporary name) or a rename.
+    points = [p for p in write_points(argv) if p.syscall in ("linkat", "rename")]
+    assert _znodes(cluster, group) == new and [p.syscall for p in points] == ["linkat", "linkat", "rename"]
     seen = []
     for point in points:
         reseed()
@@ -241,7 +243,7 @@ def test_a_run_killed_at_each_journal_step_leaves_old_or_new_and_a_rerun_or_undo
             assert json.loads(journal.read_text())["state"] == "prepared"
             undo = run_ktool("groups", "reset-offsets", "--undo", str(journal), *servers)
             assert undo.exit_code == 0 and _znodes(cluster, group) == SEED, undo.output
-    assert seen == [SEED, new]
+    assert seen == [SEED, new, new]
 
 
 def test_all_topics_of_a_group_without_offsets_says_so_and_writes_nothing(cluster, tmp_path) -> None:
