@@ -74,7 +74,7 @@ def test_records_kept_while_iterating_never_change() -> None:
             seen.append((r.offset, r.key, r.value))  # fields kept, the record let go
             if i % keep_every == 0:
                 kept.append(r)
-            gc.collect(0)  # the young generation holds whatever the loop let go; a full collection cost 14 s here
+            gc.collect(0)  # the young generation holds what the loop let go (a full collection: 14 s)
         assert seen == [(r.offset, r.key, r.value) for r in want]
         assert kept == want[::keep_every]
 
