@@ -109,3 +109,23 @@ def test_a_damaged_coordinator_batch_ends_the_coordinators_replay_in_every_comma
         str(log),
         position,
     )
+
+
+def test_a_real_brokers_log_damaged_in_a_middle_segment_ends_where_truncate_would_cut(tmp_path) -> None:
+    """Kafka 0.9.0.1's own segmented-0 (13 segments of v0 messages): a bit flipped in a message of the
+    third segment; describe's log end is the recovery plan's (`truncate --dry-run`), not the last
+    segment's, and the ten segments after the damage are not read."""
+    part = tmp_path / "segmented-0"
+    shutil.copytree(FIXTURES / "kafka-0.9.0.1" / "logdir" / "segmented-0", part)
+    log = part / "00000000000000000032.log"
+    (message,) = [e for e in iter_log_entries(log) if e.offset == 40]
+    data = bytearray(log.read_bytes())
+    data[message.position + 40] ^= 0x01  # inside its key or value, which its CRC-32 covers
+    log.write_bytes(bytes(data))
+    result = run_ktool("transactions", "describe", "--json", str(part))
+    assert result.exit_code == 1, result.output
+    assert f"{log}: position {message.position}: message at offset 40: stored crc" in result.stderr
+    (described,) = [o for o in _json(result) if o["type"] == "partition"]
+    planned = run_ktool("truncate", "--dry-run", "--json", str(part))
+    (plan,) = [o for o in _json(planned) if o["type"] == "plan"]
+    assert described["logEndOffset"] == plan["newLogEndOffset"] == 40
