@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from kafka_tools.errors import os_error
 from kafka_tools.format.internal_topics import TRANSACTION_STATE, decode_transaction_state
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, breaks_recovery, iter_log_entries, until_recovery_cut
-from kafka_tools.log.files.dirs import Partition, checkpoint_offset
-from kafka_tools.transactions.producers import Damage
+from kafka_tools.log.files.dirs import Partition, Segment, checkpoint_offset
+from kafka_tools.transactions.producers import Damage, is_torn_tail
 
 # TransactionState's valid previous states (Kafka 3.x TransactionMetadata.scala, 4.x
 # TransactionState.java; 4.x adds Empty/Complete* -> PrepareAbort for transaction version 2).
@@ -106,7 +105,7 @@ def _metadata(tid: str, part: int, offset: int, version: int | None, v: dict) ->
     )  # fmt: skip
 
 
-def _batches(part: Partition) -> Iterator[tuple[Path, RecordBatch | Problem]]:
+def _batches(part: Partition) -> Iterator[tuple[Segment, RecordBatch | Problem]]:
     """The partition's batches in offset order, each with its segment, up to where the broker's
     recovery would cut the log (every checksum checked); InputError (exit 3) for a file that cannot be
     read."""
@@ -115,7 +114,7 @@ def _batches(part: Partition) -> Iterator[tuple[Path, RecordBatch | Problem]]:
         try:
             for entry in until_recovery_cut(iter_log_entries(seg.log)):
                 if isinstance(entry, (RecordBatch, Problem)):
-                    yield seg.log, entry
+                    yield seg, entry
         except OSError as exc:
             raise os_error(seg.log, exc) from exc
 
@@ -135,16 +134,18 @@ def _replay_partition(part: Partition, state: CoordinatorState, transaction_part
     n = part.partition
     cleaned = checkpoint_offset(part.log_dir, "cleaner-offset-checkpoint", part.topic, n, [], "") or 0
     previous: dict[str, tuple[str, int]] = {}  # id -> (state, offset) of its record before
-    for log, batch in _batches(part):
+    for seg, batch in _batches(part):
         if isinstance(batch, Problem):
-            if not batch.is_fatal:  # damage: a batch whose checksum fails, say
-                d = Damage.of(log, batch)
+            if not is_torn_tail(seg, batch, seg is part.segments[-1]):  # damage: a checksum that fails, say
+                d = Damage.of(seg.log, batch)
                 offset = -1 if d.offset is None else d.offset
                 state.problems.append(
-                    CoordinatorProblem(d.kind, n, offset, None, d.message, str(log), d.position)
+                    CoordinatorProblem(d.kind, n, offset, None, d.message, str(seg.log), d.position)
                 )
             elif not part.live:  # a running broker's tail is in flight; a stopped one's recovery cuts it
-                state.notes.append(f"{log}: position {batch.position}: {batch.message}; replayed up to there")
+                state.notes.append(
+                    f"{seg.log}: position {batch.position}: {batch.message}; replayed up to there"
+                )
             if breaks_recovery(batch):
                 return
             continue

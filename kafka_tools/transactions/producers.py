@@ -13,9 +13,9 @@ from kafka_tools.errors import os_error
 from kafka_tools.format.kinds import base_offset_of
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import ControlType, RecordBatch, RecordDecodeError, control_record
-from kafka_tools.format.segment import Problem, breaks_recovery, iter_log_entries, until_recovery_cut
+from kafka_tools.format.segment import Problem, breaks_recovery, iter_log_entries, resync, until_recovery_cut
 from kafka_tools.format.snapshot import read_snapshot
-from kafka_tools.log.files.dirs import Partition
+from kafka_tools.log.files.dirs import Partition, Segment
 
 NO_PRODUCER = -1
 
@@ -77,6 +77,15 @@ class Damage:
         what = "the broker's recovery cuts the log here: nothing after it is replayed" if cut else "skipped"
         message = f"{file}: position {problem.position}: {problem.message}; {what}"
         return Damage(file, problem.position, problem.offset, problem.kind.value, message)
+
+
+def is_torn_tail(seg: Segment, problem: Problem, newest: bool) -> bool:
+    """Whether the walk's stop is what a crash (or, live, the append in progress) leaves: a frame it
+    cannot follow at the end of the newest segment, with no valid entry after it (validate's tail). A
+    length field damaged in the middle of the data, or in a rolled segment, is damage."""
+    if not problem.is_fatal or not newest:
+        return False
+    return not resync(seg.log, problem.position + 1, seg.base_offset, limit=1)
 
 
 @dataclass(slots=True)
@@ -175,9 +184,9 @@ def _replay_from(part: Partition, result: PartitionProducers, start: int, stop: 
             # broker's recovery would cut the log, so its log end is validate's and truncate's.
             for entry in until_recovery_cut(iter_log_entries(seg.log)):
                 if isinstance(entry, Problem):
-                    if not entry.is_fatal:
+                    if not is_torn_tail(seg, entry, k == last):
                         result.damage.append(Damage.of(seg.log, entry))
-                    elif not (part.live and k == last):  # a running broker's tail is in flight
+                    elif not part.live:  # a running broker's tail is in flight
                         # a torn tail: what a crash leaves, and the broker's recovery cuts
                         result.notes.append(f"{seg.log}: position {entry.position}: {entry.message}; "
                                             "replayed up to there, as the broker's recovery")  # fmt: skip

@@ -129,3 +129,21 @@ def test_a_real_brokers_log_damaged_in_a_middle_segment_ends_where_truncate_woul
     planned = run_ktool("truncate", "--dry-run", "--json", str(part))
     (plan,) = [o for o in _json(planned) if o["type"] == "plan"]
     assert described["logEndOffset"] == plan["newLogEndOffset"] == 40
+
+
+def test_a_damaged_length_field_in_the_middle_is_damage_and_a_torn_tail_stays_a_note(tmp_path) -> None:
+    """The batch length's top bit set: the entry runs past the end of the file, as a torn tail does,
+    but valid batches follow it, so it is damage (validate says so too), not what a crash leaves."""
+    d = hanging_log_dir(tmp_path)
+    log = d / "orders-0" / "00000000000000000000.log"
+    (batch,) = [e for e in iter_log_entries(log) if e.base_offset == 2]
+    data = bytearray(log.read_bytes())
+    data[batch.position + 8] ^= 0x40  # the length field's high byte: 1 GiB more
+    log.write_bytes(bytes(data))
+    result = run_ktool("transactions", "find-hanging", "--json", str(d))
+    assert result.exit_code == 1, result.output
+    found = [(o["kind"], o["file"], o["position"]) for o in _json(result) if o["type"] == "finding"]
+    assert found == [("truncated-entry", str(log), batch.position)]
+    described = run_ktool("transactions", "describe", "--json", str(d))
+    (part,) = [o for o in _json(described) if o["type"] == "partition"]
+    assert described.exit_code == 1 and part["logEndOffset"] == 2
