@@ -87,7 +87,7 @@ def transactions() -> None:
     \b
     Exit status:
       0  nothing found
-      1  findings (find-hanging), records the coordinator never writes
+      1  findings (find-hanging), records the coordinator never writes, a damaged batch
       2  usage error
       3  a log dir or a file in it could not be read
     """
@@ -111,7 +111,7 @@ def list_(
     \b
     Exit status:
       0  the coordinator's files read
-      1  a record the coordinator never writes
+      1  a record the coordinator never writes, or a damaged batch
       2  usage error
       3  a log dir or a file in it could not be read
     """
@@ -158,12 +158,14 @@ def describe(
 
     The last stable offset is the first offset of the oldest open transaction (the log end when none
     is open): `read_committed` consumers read up to it and no further. Open transactions are listed
-    with kafka-transactions.sh describe-producers' columns.
+    with kafka-transactions.sh describe-producers' columns. Every batch's checksum is checked: a
+    damaged one is said on stderr and ends the replay there, where the broker's recovery cuts the log
+    (the log end is `ktool validate`'s).
 
     \b
     Exit status:
       0  read
-      1  a record the coordinator never writes
+      1  a record the coordinator never writes, or a damaged batch
       2  usage error
       3  a log dir or a file in it could not be read
     """
@@ -189,9 +191,14 @@ def describe(
         pids = {t.producer_id for t in chosen}
         parts = [s for s in parts if (s.topic, s.partition) in listed or pids & set(s.producers)]
     _coordinator_problems(coordinator)
+    damage = [d for s in result.partitions for d in s.damage]  # whatever the filter: the answer stops there
+    for d in damage:
+        click.echo(f"ktool: {d.message}", err=True)
+    errors = len(coordinator.problems) + len(damage)
     if as_json:
         summary = {"type": "summary", "transactions": len(chosen), "partitions": len(parts),
-                   "openTransactions": sum(len(s.open_transactions) for s in parts)}  # fmt: skip
+                   "openTransactions": sum(len(s.open_transactions) for s in parts),
+                   "errors": errors}  # fmt: skip
         _emit_all([transaction_object(t) for t in chosen] + [partition_object(s) for s in parts], summary)
     else:
         colour = _colour(ctx)
@@ -199,7 +206,7 @@ def describe(
             render_transactions(sys.stdout, colour, chosen)
             sys.stdout.write("\n")
         render_partitions(sys.stdout, colour, parts, result.now_ms)
-    ctx.exit(1 if coordinator.problems else 0)
+    ctx.exit(1 if errors else 0)
 
 
 @transactions.command("find-hanging")
@@ -245,7 +252,9 @@ def find_hanging(
     PrepareAbort with the partitions that lack its marker (stuck-preparing); producer epochs going
     backwards (epoch-backwards); markers from a stale coordinator epoch (stale-coordinator-epoch);
     a producer's non-transactional write inside its open transaction; with --check-snapshots, a
-    producer snapshot that disagrees with its own log; records the coordinator never writes. Each
+    producer snapshot that disagrees with its own log; records the coordinator never writes; a batch
+    whose checksum fails (crc-mismatch, with its file and position: the replay stops there, where the
+    broker's recovery cuts the log, as `ktool validate` does). Each
     hanging row ends with the `kafka-transactions.sh abort` command that clears it on a live cluster;
     ktool writes nothing. A running broker's newest transactions are younger than the timeout, so
     never findings.

@@ -17,13 +17,13 @@ import mmap
 import os
 import re
 import struct
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
 from kafka_tools.format import accel, batch_runs
-from kafka_tools.format.checksums import crc32, crc32c
+from kafka_tools.format.checksums import crc32, crc32c, crc_finding
 from kafka_tools.format.mapping import MappedFile, map_file, safe_to_map
 from kafka_tools.format.message_set import LegacyMessage, min_message_size, parse_message
 from kafka_tools.format.plural import plural
@@ -591,6 +591,41 @@ def checksum_matches(entry: memoryview | bytes, magic: int) -> bool:
     if magic < 2:
         return len(entry) >= LOG_OVERHEAD + 14 and crc32(entry[16:]) == stored
     return len(entry) >= RECORD_BATCH_OVERHEAD and crc32c(entry[CRC_START:]) == stored
+
+
+def breaks_recovery(item: object) -> bool:
+    """Whether the broker's recovery (LogSegment.recover) stops at this item of a walk and cuts the log
+    there: a Problem it does not keep (a frame it cannot follow, a message it cannot parse, an unknown
+    magic whose checksum fails) or an entry whose checksum fails. The one rule behind validate's
+    recovery point, truncate's cut, dump-log's valid bytes and every audit's log end."""
+    if isinstance(item, Problem):
+        return not item.kept_by_broker
+    return not getattr(item, "is_valid", True)  # runs hold only entries the C walk checked
+
+
+def damaged_entry(entry: Entry) -> Problem:
+    """A whole entry whose checksum fails, as the Problem an audit reports: its position, its base
+    offset (a v0/v1 message: its offset as stored) and the one wording of a checksum mismatch."""
+    what = "batch" if isinstance(entry, RecordBatch) else "message"
+    offset = entry.base_offset if isinstance(entry, RecordBatch) else entry.offset
+    text = f"{what} at offset {offset}: {crc_finding(entry.crc, entry.computed_crc)}"
+    return Problem(entry.position, ProblemKind.CRC_MISMATCH, text, offset)
+
+
+def until_recovery_cut(walk: Iterable[Entry | Problem]) -> Iterator[Entry | Problem]:
+    """The items of a walk the broker's recovery keeps, then the one it stops at (an entry whose
+    checksum fails comes as a crc-mismatch Problem) and nothing after it: what an audit may trust.
+    The checksums are the walk's own (computed once, in C when it is built)."""
+    for item in walk:
+        if type(item) is RecordBatch:  # the common case, checked inline: this walk is every audit's
+            if item.crc == item.computed_crc:
+                yield item
+                continue
+        elif not breaks_recovery(item):
+            yield item
+            continue
+        yield item if isinstance(item, Problem) else damaged_entry(item)
+        return
 
 
 def looks_like_text(path: str | os.PathLike, probe: int = 512) -> bool:

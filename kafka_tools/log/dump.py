@@ -23,6 +23,7 @@ from kafka_tools.format.segment import (
     Problem,
     ProblemKind,
     RunBounds,
+    breaks_recovery,
     iter_log_entries,
     looks_like_text,
 )
@@ -219,7 +220,7 @@ def _dump_log(
             if in_flight and item.kind in UNFINISHED and recovery_point is None:
                 break  # the batch a running broker is appending: not written yet, not damage
             end.problems += 1
-            if not item.kept_by_broker:
+            if breaks_recovery(item):
                 if recovery_point is None:
                     recovery_point = item.position
                 end.trailing_bytes = size - item.position
@@ -234,7 +235,7 @@ def _dump_log(
         end.entries += 1
         event = EntryEvent(name, entry)
         problems = _entry_problems(entry, last_offset, kind)
-        if problems and problems[0].kind == ProblemKind.CRC_MISMATCH and recovery_point is None:
+        if recovery_point is None and breaks_recovery(entry):
             recovery_point = entry.position
         last_offset = entry.last_offset
         if runs is not None:

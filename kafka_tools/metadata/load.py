@@ -17,7 +17,13 @@ from typing import Any
 
 from kafka_tools.errors import InputError, UsageError, os_error, path_error
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
-from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries
+from kafka_tools.format.segment import (
+    Problem,
+    ProblemKind,
+    breaks_recovery,
+    iter_log_entries,
+    until_recovery_cut,
+)
 from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.log.files.dirs import PartitionListing, list_partition, partition_from
 from kafka_tools.metadata.image import Image
@@ -112,19 +118,33 @@ def _decoder():
 
 
 def iter_file_records(
-    path: Path, findings: list[Finding], start: int = 0, stop: int | None = None
+    path: Path,
+    findings: list[Finding],
+    start: int = 0,
+    stop: int | None = None,
+    cuts: list[Finding] | None = None,
 ) -> Iterator[tuple[int, bool, Any]]:
     """(offset, is_control, MetadataRecord) of each record of a segment or snapshot file with
-    `start <= offset < stop`, in file order. Damage is appended to `findings` and stepped over."""
+    `start <= offset < stop`, in file order. Every batch's checksum is checked: the records end where
+    the broker's recovery would cut the log (a batch whose checksum fails, a frame it cannot follow),
+    that damage appended to `findings` (and to `cuts`: nothing after it, in this file or a later one,
+    is to be read); undecodable records are findings and stepped over."""
     kraft = _decoder()
     decode, decode_error = kraft.decode_metadata_record, kraft.MetadataDecodeError
     name = str(path)
-    for entry in iter_log_entries(path):
+    for entry in until_recovery_cut(iter_log_entries(path)):
         if isinstance(entry, Problem):
             severity = Severity.WARNING if entry.kind == ProblemKind.ZERO_TAIL else Severity.ERROR
-            findings.append(
-                Finding(name, entry.kind.value, severity, entry.message, entry.position, entry.offset)
-            )
+            message = entry.message
+            cut = breaks_recovery(entry)
+            if cut and severity == Severity.ERROR:
+                message += "; the image stops before it (the broker's recovery cuts the log here)"
+            finding = Finding(name, entry.kind.value, severity, message, entry.position, entry.offset)
+            findings.append(finding)
+            if cut:
+                if cuts is not None and severity == Severity.ERROR:
+                    cuts.append(finding)
+                return
             continue
         if not isinstance(entry, RecordBatch):
             findings.append(
@@ -137,19 +157,6 @@ def iter_file_records(
             continue
         if stop is not None and entry.base_offset >= stop:
             return
-        if not entry.is_valid:
-            findings.append(
-                Finding(
-                    name,
-                    "crc-mismatch",
-                    Severity.ERROR,
-                    f"batch CRC {entry.crc} does not match its contents ({entry.computed_crc}); "
-                    "batch skipped",
-                    entry.position,
-                    entry.base_offset,
-                )
-            )
-            continue
         try:
             records = entry.records()
         except RecordDecodeError as exc:
@@ -283,8 +290,16 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
         load.records_read += read_snapshot(load.snapshot, replayer, load.findings)
     start = replayer.image.offset
     last = None
+    cuts: list[Finding] = []
     for segment in list_segments(listing):
-        first, end, read = replayer.replay_log(iter_file_records(segment, load.findings, start, at_offset))
+        if cuts:  # the broker's recovery deletes every segment after the one it cuts
+            load.findings.append(Finding(
+                str(segment), "after-damage", Severity.WARNING,
+                f"not replayed: after the damage at {cuts[0].file} position {cuts[0].position}", 0,
+            ))  # fmt: skip
+            continue
+        records = iter_file_records(segment, load.findings, start, at_offset, cuts)
+        first, end, read = replayer.replay_log(records)
         load.records_read += read
         if first is None:
             continue

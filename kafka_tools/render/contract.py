@@ -724,9 +724,12 @@ TIERED_KINDS = [
     _kind(
         "finding",
         "Something wrong with a partition's remote segments (kind: illegal-transition, copy-not-finished, "
-        "gap, overlap, epoch-lineage, missing-in-store, leaked-files, ...).",
+        "gap, overlap, epoch-lineage, missing-in-store, leaked-files, ...), or a __remote_log_metadata "
+        "segment damaged (crc-mismatch, metadata-unreadable: where is the file, position the byte, offset "
+        "the batch's base offset).",
         kind="str", severity="str", topic="str|null", partition="int|null", segmentId="str|null",
-        startOffset="int|null", endOffset="int|null", where="str|null", message="str",
+        startOffset="int|null", endOffset="int|null", where="str|null", position="int|null",
+        offset="int|null", message="str",
     ),
     _kind(
         "summary",
@@ -754,10 +757,11 @@ TXN_PARTITION = _kind(
 TXN_FINDING = _kind(
     "finding",
     "A hanging transaction or an anomaly of the producer state or the coordinator, with the "
-    "kafka-transactions.sh abort command that clears a hanging one.",
+    "kafka-transactions.sh abort command that clears a hanging one; damage (crc-mismatch: a batch whose "
+    "checksum fails, where the broker's recovery cuts the log) with its file and byte position.",
     kind="str", topic="str", partition="int", producerId="int", producerEpoch="int", coordinatorEpoch="int",
     firstOffset="int", lastTimestamp="int", ageMs="int", transactionalId="str|null", recordsBehind="int",
-    message="str", abortCommand="str|null",
+    message="str", abortCommand="str|null", file="str|null", position="int|null",
 )  # fmt: skip
 TRANSACTIONS_KINDS = {
     "transactions list": [
@@ -768,8 +772,9 @@ TRANSACTIONS_KINDS = {
     "transactions describe": [
         TRANSACTION,
         TXN_PARTITION,
-        _kind("summary", "Ids and partitions described; transactions open.", transactions="int",
-              partitions="int", openTransactions="int"),
+        _kind("summary", "Ids and partitions described; transactions open; records the coordinator never "
+              "writes and damaged batches (said on stderr).", transactions="int", partitions="int",
+              openTransactions="int", errors="int"),
     ],
     "transactions find-hanging": [
         TXN_FINDING,

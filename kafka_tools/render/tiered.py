@@ -21,6 +21,8 @@ def finding_object(f: Finding) -> dict:
         "startOffset": f.start_offset,
         "endOffset": f.end_offset,
         "where": f.where,
+        "position": f.position,
+        "offset": f.offset,
         "message": f.message,
     }
 

@@ -71,6 +71,8 @@ def finding_object(f: Finding) -> dict:
         "recordsBehind": f.records_behind,
         "message": f.message,
         "abortCommand": f.abort_command,
+        "file": f.file,
+        "position": f.position,
     }
 
 

@@ -21,7 +21,13 @@ from kafka_tools.format.kraft.decoder import MetadataDecodeError
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.remote_log_metadata import REMOTE_LOG_METADATA, decode_remote_log_metadata
 from kafka_tools.format.remote_log_partitioner import DEFAULT_METADATA_PARTITIONS, metadata_partition
-from kafka_tools.format.segment import Problem, iter_log_entries
+from kafka_tools.format.segment import (
+    Problem,
+    ProblemKind,
+    breaks_recovery,
+    iter_log_entries,
+    until_recovery_cut,
+)
 from kafka_tools.tiered.lineage import outside_lineage
 from kafka_tools.tiered.replay import (
     COPY_FINISHED,
@@ -51,6 +57,8 @@ class Finding:
     start_offset: int | None = None
     end_offset: int | None = None
     where: str | None = None  # the metadata record (`__remote_log_metadata-N@offset`) or file
+    position: int | None = None  # damage: the byte position in `where` and the batch's base offset
+    offset: int | None = None
 
 
 @dataclass(slots=True)
@@ -185,9 +193,13 @@ def _local_replica(path: Path, warnings: list[str]) -> LocalReplica | None:
     return LocalReplica(path, topic_id, local_start, log_end, epochs)
 
 
-def _unreadable(log: Path, message: str) -> Finding:
-    """A `__remote_log_metadata` segment that stops being readable (its records after it unreplayed)."""
-    return Finding("metadata-unreadable", ERROR, None, None, message, where=str(log))
+def _damaged(log: Path, problem: Problem) -> Finding:
+    """Where the broker's recovery cuts a `__remote_log_metadata` segment (crc-mismatch: a batch whose
+    checksum fails) or a frame it cannot follow (metadata-unreadable): nothing after it is replayed."""
+    kind = "crc-mismatch" if problem.kind is ProblemKind.CRC_MISMATCH else "metadata-unreadable"
+    what = "nothing from here on is replayed" if breaks_recovery(problem) else "skipped"
+    return Finding(kind, ERROR, None, None, f"byte {problem.position}: {problem.message}; {what}",
+                   where=str(log), position=problem.position, offset=problem.offset)  # fmt: skip
 
 
 def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Finding]) -> None:
@@ -197,18 +209,15 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
         log = path / f"{base:020d}.log"
         if not log.is_file():  # a FIFO would block the read: one line, exit 3
             raise InputError(f"{log}: not a regular file (a segment of {path.name} cannot be read)")
-        for entry in iter_log_entries(log):
+        # Every entry's checksum is checked (the walk computes it) and the replay stops where the
+        # broker's recovery would cut the log: the segments after the cut are not read either.
+        for entry in until_recovery_cut(iter_log_entries(log)):
             if isinstance(entry, Problem):
-                findings.append(_unreadable(log, f"byte {entry.position}: {entry.message}"))
-                break
-            if not isinstance(entry, RecordBatch) or entry.is_control:
+                findings.append(_damaged(log, entry))
+                if breaks_recovery(entry):
+                    return
                 continue
-            if entry.crc != entry.computed_crc:
-                message = (
-                    f"batch at byte {entry.position} (offsets {entry.base_offset}-{entry.last_offset}): "
-                    f"CRC {entry.crc} but computed {entry.computed_crc}; its records are not replayed"
-                )
-                findings.append(_unreadable(log, message))
+            if not isinstance(entry, RecordBatch) or entry.is_control:
                 continue
             try:
                 for r in entry.iter_records():

@@ -45,6 +45,8 @@ class Finding:
     records_behind: int  # offsets read_committed consumers cannot read behind it
     message: str
     abort_command: str | None = None
+    file: str | None = None  # damage: the segment and the byte position of the batch in it
+    position: int | None = None
 
 
 @dataclass(slots=True)
@@ -109,6 +111,11 @@ def judge(a: Audit) -> list[Finding]:
                 an.offset, an.timestamp, max(0, a.now_ms - an.timestamp),
                 meta.transactional_id if meta else None, 0, an.message,
             ))  # fmt: skip
+        out += [
+            Finding(d.kind, s.topic, s.partition, -1, -1, -1, -1 if d.offset is None else d.offset, -1, 0,
+                    None, 0, d.message, None, str(d.file), d.position)
+            for d in s.damage
+        ]  # fmt: skip
     out += _stuck_preparing(a)
     out += [
         Finding(
@@ -124,6 +131,9 @@ def judge(a: Audit) -> list[Finding]:
             p.transactional_id,
             0,
             p.message,
+            None,
+            p.file,
+            p.position,
         )  # fmt: skip
         for p in a.coordinator.problems
     ]

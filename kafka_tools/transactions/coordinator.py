@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from kafka_tools.errors import os_error
 from kafka_tools.format.internal_topics import TRANSACTION_STATE, decode_transaction_state
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
-from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.log.files.dirs import Partition, checkpoint_offset
+from kafka_tools.format.segment import Problem, breaks_recovery, iter_log_entries, until_recovery_cut
+from kafka_tools.log.files.dirs import Partition, Segment, checkpoint_offset
+from kafka_tools.transactions.producers import Damage, is_torn_tail
 
 # TransactionState's valid previous states (Kafka 3.x TransactionMetadata.scala, 4.x
 # TransactionState.java; 4.x adds Empty/Complete* -> PrepareAbort for transaction version 2).
@@ -70,11 +71,13 @@ class TransactionMetadata:
 class CoordinatorProblem:
     """Something the coordinator's files say that a healthy coordinator never writes."""
 
-    kind: str  # wrong-partition | illegal-transition | undecodable
+    kind: str  # wrong-partition | illegal-transition | undecodable | crc-mismatch (a Problem's kind)
     coordinator_partition: int
     offset: int
     transactional_id: str | None
     message: str
+    file: str | None = None  # damage: the segment and the byte position in it
+    position: int | None = None
 
 
 @dataclass(slots=True)
@@ -102,14 +105,16 @@ def _metadata(tid: str, part: int, offset: int, version: int | None, v: dict) ->
     )  # fmt: skip
 
 
-def _batches(part: Partition) -> Iterator[RecordBatch | Problem]:
-    """The partition's batches in offset order; InputError (exit 3) for a file that cannot be read."""
+def _batches(part: Partition) -> Iterator[tuple[Segment, RecordBatch | Problem]]:
+    """The partition's batches in offset order, each with its segment, up to where the broker's
+    recovery would cut the log (every checksum checked); InputError (exit 3) for a file that cannot be
+    read."""
     part.check_readable()
     for seg in part.segments:
         try:
-            for entry in iter_log_entries(seg.log):
+            for entry in until_recovery_cut(iter_log_entries(seg.log)):
                 if isinstance(entry, (RecordBatch, Problem)):
-                    yield entry
+                    yield seg, entry
         except OSError as exc:
             raise os_error(seg.log, exc) from exc
 
@@ -129,13 +134,21 @@ def _replay_partition(part: Partition, state: CoordinatorState, transaction_part
     n = part.partition
     cleaned = checkpoint_offset(part.log_dir, "cleaner-offset-checkpoint", part.topic, n, [], "") or 0
     previous: dict[str, tuple[str, int]] = {}  # id -> (state, offset) of its record before
-    for batch in _batches(part):
+    for seg, batch in _batches(part):
         if isinstance(batch, Problem):
-            if not part.live:  # a running broker's tail is in flight; a stopped one's recovery cuts it
-                state.notes.append(
-                    f"{part.path}: position {batch.position}: {batch.message}; replayed up to there"
+            if not is_torn_tail(seg, batch, seg is part.segments[-1]):  # damage: a checksum that fails, say
+                d = Damage.of(seg.log, batch)
+                offset = -1 if d.offset is None else d.offset
+                state.problems.append(
+                    CoordinatorProblem(d.kind, n, offset, None, d.message, str(seg.log), d.position)
                 )
-            return
+            elif not part.live:  # a running broker's tail is in flight; a stopped one's recovery cuts it
+                state.notes.append(
+                    f"{seg.log}: position {batch.position}: {batch.message}; replayed up to there"
+                )
+            if breaks_recovery(batch):
+                return
+            continue
         if batch.is_control:
             continue
         state.newest_timestamp = max(state.newest_timestamp, batch.max_timestamp)

@@ -13,9 +13,9 @@ from kafka_tools.errors import os_error
 from kafka_tools.format.kinds import base_offset_of
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import ControlType, RecordBatch, RecordDecodeError, control_record
-from kafka_tools.format.segment import Problem, iter_log_entries
+from kafka_tools.format.segment import Problem, breaks_recovery, iter_log_entries, resync, until_recovery_cut
 from kafka_tools.format.snapshot import read_snapshot
-from kafka_tools.log.files.dirs import Partition
+from kafka_tools.log.files.dirs import Partition, Segment
 
 NO_PRODUCER = -1
 
@@ -60,6 +60,35 @@ class ReplayAnomaly:
 
 
 @dataclass(slots=True)
+class Damage:
+    """Bytes of a segment the broker's recovery cuts the log at (a batch whose checksum fails, an entry
+    it cannot parse), or, an unknown magic whose checksum matches, keeps unread: nothing the replay
+    builds comes from them, and nothing after a cut is replayed."""
+
+    file: Path
+    position: int
+    offset: int | None  # the batch's base offset (a v0/v1 message's offset), when the bytes say one
+    kind: str
+    message: str
+
+    @staticmethod
+    def of(file: Path, problem: Problem) -> Damage:
+        cut = breaks_recovery(problem)
+        what = "the broker's recovery cuts the log here: nothing after it is replayed" if cut else "skipped"
+        message = f"{file}: position {problem.position}: {problem.message}; {what}"
+        return Damage(file, problem.position, problem.offset, problem.kind.value, message)
+
+
+def is_torn_tail(seg: Segment, problem: Problem, newest: bool) -> bool:
+    """Whether the walk's stop is what a crash (or, live, the append in progress) leaves: a frame it
+    cannot follow at the end of the newest segment, with no valid entry after it (validate's tail). A
+    length field damaged in the middle of the data, or in a rolled segment, is damage."""
+    if not problem.is_fatal or not newest:
+        return False
+    return not resync(seg.log, problem.position + 1, seg.base_offset, limit=1)
+
+
+@dataclass(slots=True)
 class PartitionProducers:
     """One partition's producers after the replay, and where its last stable offset is."""
 
@@ -74,6 +103,7 @@ class PartitionProducers:
     producers: dict[int, ProducerState] = field(default_factory=dict)
     anomalies: list[ReplayAnomaly] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    damage: list[Damage] = field(default_factory=list)  # findings of every audit command (exit 1)
     batches_replayed: int = 0
     snapshot_path: Path | None = None
 
@@ -104,6 +134,7 @@ def replay_partition(part: Partition, from_start: bool = False) -> PartitionProd
         start = first
         result.producers.clear()
         result.anomalies.clear()
+        result.damage.clear()
         result.batches_replayed = 0
         result.snapshot_offset = result.snapshot_path = None
         if candidates:
@@ -149,13 +180,19 @@ def _replay_from(part: Partition, result: PartitionProducers, start: int, stop: 
     for k in range(first_segment, len(part.segments)):
         seg = part.segments[k]
         try:
-            entries = iter_log_entries(seg.log)
-            for entry in entries:
+            # Every batch's checksum is checked (the walk computes it): the replay stops where the
+            # broker's recovery would cut the log, so its log end is validate's and truncate's.
+            for entry in until_recovery_cut(iter_log_entries(seg.log)):
                 if isinstance(entry, Problem):
-                    if not (part.live and k == last):  # a running broker's tail is in flight
+                    if not is_torn_tail(seg, entry, k == last):
+                        result.damage.append(Damage.of(seg.log, entry))
+                    elif not part.live:  # a running broker's tail is in flight
+                        # a torn tail: what a crash leaves, and the broker's recovery cuts
                         result.notes.append(f"{seg.log}: position {entry.position}: {entry.message}; "
                                             "replayed up to there, as the broker's recovery")  # fmt: skip
-                    return
+                    if breaks_recovery(entry):
+                        return
+                    continue
                 if isinstance(entry, LegacyMessage):
                     result.log_end_offset = max(result.log_end_offset, entry.offset + 1)
                     continue
@@ -239,6 +276,7 @@ def snapshot_disagreements(part: Partition, result: PartitionProducers) -> list[
     first = part.segments[0].base_offset if part.segments else 0
     replayed = PartitionProducers(part.topic, part.partition, part.path, part.live, None, first, first, -1)
     _replay_from(part, replayed, first, result.snapshot_offset)
+    result.damage += [d for d in replayed.damage if d not in result.damage]  # before the snapshot
     stored = {e.producer_id: e for e in read_snapshot(result.snapshot_path).entries}
     out = []
     for pid, state in sorted(replayed.producers.items()):

@@ -203,21 +203,70 @@ def test_diff_from_a_snapshot_point_starts_from_the_snapshot(tmp_path: Path):
     ]
 
 
-def test_a_batch_with_a_bad_crc_is_a_finding_and_the_batches_after_it_are_replayed(tmp_path: Path):
+def _flip_batch(segment: Path, base_offset: int, at: int | None = None):
+    """Flip a bit of the batch at `base_offset` (`at` from its start; None: its last byte, inside its
+    records, which its CRC covers); the batch as it was."""
+    (batch,) = [e for e in iter_log_entries(segment) if e.base_offset == base_offset]
+    data = bytearray(segment.read_bytes())
+    data[batch.position + (batch.size - 1 if at is None else at)] ^= 0x01
+    segment.write_bytes(bytes(data))
+    return batch
+
+
+def test_a_batch_with_a_bad_crc_is_a_finding_and_the_image_stops_before_it(tmp_path: Path):
     d = write_log_dir(tmp_path)
     segment = d / "__cluster_metadata-0" / "00000000000000000000.log"
-    (batch,) = [e for e in iter_log_entries(segment) if e.base_offset == 19]  # offsets 19-21
-    data = bytearray(segment.read_bytes())
-    data[batch.position + batch.size - 3] ^= 0xFF  # inside its records, which its CRC covers
-    segment.write_bytes(bytes(data))
+    batch = _flip_batch(segment, 19)  # offsets 19-21
     load = load_image(d)
     (bad,) = [f for f in read_findings(load) if f.kind == "crc-mismatch"]
-    assert (bad.position, bad.offset) == (batch.position, 19)
+    assert (bad.file, bad.position, bad.offset) == (str(segment), batch.position, 19)
+    assert "the image stops before it" in bad.message
+    assert load.image.offset == load.log_end == 19  # where the broker's recovery cuts the log
     names = sorted(t.name for t in load.image.topics.values())
-    assert names == ["old", "orders"]  # the RemoveTopicRecord at 20 was in the skipped batch
+    assert names == ["old", "orders"]  # the RemoveTopicRecord at 20 was in the damaged batch
     p0 = load.image.topics[ORDERS].partitions[0]
     assert (p0.leader, p0.isr) == (1, [1])  # the ISR change at 18 applied, the leader's at 19 not
-    assert load.image.brokers[2].fenced  # offset 29, after the damage: replayed
+    assert not load.image.brokers[2].fenced  # offset 29, after the damage: not replayed either
+
+
+def test_segments_after_a_damaged_one_are_not_replayed(tmp_path: Path):
+    from tests.metadata.kraft_log import log_bytes
+
+    d = write_log_dir(tmp_path)
+    part = d / "__cluster_metadata-0"
+    entries = story()
+    (part / "00000000000000000000.log").write_bytes(log_bytes(entries[:20]))
+    (part / "00000000000000000020.log").write_bytes(log_bytes(entries[20:], 20))
+    _flip_batch(part / "00000000000000000000.log", 19, 35)  # a header byte: maxTimestamp
+    load = load_image(d)
+    kinds = [(f.kind, f.file) for f in read_findings(load)]
+    assert kinds == [
+        ("crc-mismatch", str(part / "00000000000000000000.log")),
+        ("after-damage", str(part / "00000000000000000020.log")),
+    ]
+    assert load.image.offset == 19 and not load.image.brokers[2].fenced
+
+
+@pytest.mark.parametrize("command", ["check", "show"])
+def test_metadata_commands_exit_1_and_say_where_the_image_stops(tmp_path: Path, command: str):
+    import json
+
+    from tests.support.cli import run_ktool
+
+    d = write_log_dir(tmp_path)
+    segment = d / "__cluster_metadata-0" / "00000000000000000000.log"
+    batch = _flip_batch(segment, 19, 35)  # a header byte its checksum covers
+    result = run_ktool("metadata", command, "--json", str(d))
+    assert result.exit_code == 1, result.output
+    assert f"{segment}: position {batch.position} (offset 19): crc-mismatch" in result.stderr
+    assert "the image stops before it" in result.stderr
+    objs = [json.loads(x) for x in result.stdout.splitlines()]
+    (crc,) = [o for o in objs if o["type"] == "finding" and o["kind"] == "crc-mismatch"]
+    assert (crc["file"], crc["position"], crc["offset"]) == (str(segment), batch.position, 19)
+    assert objs[-1]["type"] == "summary" and objs[-1]["errors"] >= 1
+    validated = run_ktool("validate", "--json", str(d / "__cluster_metadata-0"))
+    (valid,) = [o for o in map(json.loads, validated.stdout.splitlines()) if o["type"] == "partition"]
+    assert objs[-1]["offset"] == valid["logEndOffset"] == 19  # the image at validate's log end
 
 
 def test_a_log_that_starts_after_the_image_needs_it_is_a_gap(tmp_path: Path):

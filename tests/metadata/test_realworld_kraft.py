@@ -102,3 +102,33 @@ def test_bootstrap_checkpoint_names_the_metadata_version_the_log_starts_with():
     load = load_image(combined)
     assert load.bootstrap is not None and load.bootstrap.records >= 1
     assert load.bootstrap.metadata_version == load.image.metadata_version == 14
+
+
+@pytest.mark.parametrize("log_dir", LOG_DIRS, ids=_ids(LOG_DIRS))
+def test_a_flipped_bit_in_a_real_metadata_log_stops_the_image_where_truncate_would_cut(log_dir, tmp_path):
+    """A bit of the newest segment's middle batch flipped (inside its records): `metadata show` exits 1
+    naming the file and position, and its image ends where the broker's recovery cuts the log."""
+    import json
+    import shutil
+
+    from kafka_tools.format.segment import iter_log_entries
+    from tests.support.cli import run_ktool
+
+    copy = tmp_path / log_dir.name
+    shutil.copytree(log_dir, copy, ignore=shutil.ignore_patterns(".lock"))
+    part = copy / "__cluster_metadata-0"
+    segment = sorted(part.glob("*.log"))[-1]
+    batches = [e for e in iter_log_entries(segment) if e.is_valid]
+    load = load_image(copy)
+    after = [b for b in batches if b.base_offset >= (load.snapshot.end_offset if load.snapshot else 0)]
+    batch = after[len(after) // 2]
+    data = bytearray(segment.read_bytes())
+    data[batch.position + batch.size - 1] ^= 0x01
+    segment.write_bytes(bytes(data))
+    result = run_ktool("metadata", "show", "--json", str(copy))
+    assert result.exit_code == 1, result.output
+    assert f"{segment}: position {batch.position} (offset {batch.base_offset}): crc-mismatch" in result.stderr
+    (image,) = [o for o in map(json.loads, result.stdout.splitlines()) if o["type"] == "image"]
+    planned = run_ktool("truncate", "--dry-run", "--json", str(part))
+    (plan,) = [o for o in map(json.loads, planned.stdout.splitlines()) if o["type"] == "plan"]
+    assert image["offset"] == image["logEnd"] == plan["newLogEndOffset"] == batch.base_offset

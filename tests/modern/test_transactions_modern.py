@@ -339,3 +339,35 @@ def test_broker_files_altered_at_known_points_give_each_finding(modern_kafka, tm
     assert _findings(copy, "--now", "2100-01-01") == [("stuck-preparing", 0, pid, second["base"])]
     # before the timeout, find-hanging says nothing: the coordinator may still write the marker
     assert _findings(copy) == []
+
+
+def test_a_flipped_bit_in_broker_written_files_is_damage_not_a_clean_bill(modern_kafka, tmp_path) -> None:
+    """The attack of issue 49 on the broker's own files: the transactional bit of the second
+    transaction's first batch cleared, its CRC left as it is. find-hanging reports it (crc-mismatch, the
+    file and position), describe's log end is where truncate would cut; the same in the coordinator's
+    partition for list."""
+    topic, copy = _two_transactions(modern_kafka, tmp_path)
+    log = _segment(copy, f"{topic}-0")
+    batches = _batches(log)
+    first_marker = next(b for b in batches if b["control"])
+    second = next(b for b in batches if not b["control"] and b["base"] > first_marker["base"])
+    data = bytearray(log.read_bytes())
+    data[second["pos"] + 22] &= ~0x10  # the attributes' low byte: isTransactional cleared
+    log.write_bytes(bytes(data))
+    _, objs = _ktool_json("find-hanging", "--transaction-partitions", "1", str(copy))
+    found = [(o["kind"], o["file"], o["position"], o["firstOffset"]) for o in objs if o["type"] == "finding"]
+    assert found == [("crc-mismatch", str(log), second["pos"], second["base"])]
+    code, objs = _ktool_json("describe", "--transaction-partitions", "1", str(copy))
+    (described,) = [o for o in objs if o["type"] == "partition"]
+    plan = run_ktool("truncate", "--dry-run", "--json", str(log.parent))
+    (planned,) = [json.loads(x) for x in plan.stdout.splitlines() if '"type":"plan"' in x]
+    assert code == 1 and described["logEndOffset"] == planned["newLogEndOffset"] == second["base"]
+    coordinator = _segment(copy, "__transaction_state-0")
+    last = _batches(coordinator)[-1]
+    raw = bytearray(coordinator.read_bytes())
+    raw[last["end"] - 1] ^= 0x01  # inside its records
+    coordinator.write_bytes(bytes(raw))
+    listed = run_ktool("transactions", "list", "--transaction-partitions", "1", str(copy))
+    assert (
+        listed.exit_code == 1 and f"{coordinator}: position {last['pos']}: batch at offset" in listed.stderr
+    )

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from kafka_tools.format.remote_log_partitioner import metadata_partition
+from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.render.contract import problems
 from tests.support.cli import run_ktool
 from tests.support.tiered import (
@@ -245,8 +246,9 @@ def test_a_store_partition_whose_metadata_is_elsewhere_is_not_judged(cluster, tm
     assert "payments-0-" in result.stderr and "not in the log dirs given" in result.stderr
 
 
-def test_a_metadata_batch_failing_its_crc_is_an_unreadable_finding_and_exit_1(tmp_path):
-    """A damaged `__remote_log_metadata` segment: its bad batch named with its offsets, not replayed."""
+def test_a_metadata_batch_failing_its_crc_is_a_finding_naming_file_position_and_offset(tmp_path):
+    """A damaged `__remote_log_metadata` segment: its bad batch named with its file, position and base
+    offset (crc-mismatch, as validate calls it), not replayed."""
     import shutil
 
     from tests.independent import FIXTURES
@@ -255,9 +257,37 @@ def test_a_metadata_batch_failing_its_crc_is_an_unreadable_finding_and_exit_1(tm
     part.mkdir()
     damaged = FIXTURES / "generated" / "corrupt" / "v2-flipped-record-byte-0" / "00000000000000000000.log"
     shutil.copy(damaged, part / damaged.name)
+    (bad,) = [e for e in iter_log_entries(part / damaged.name) if not e.is_valid]
     result = run_ktool("tiered", "audit", "--json", str(tmp_path))
     objs = [json.loads(line) for line in result.stdout.splitlines()]
-    unreadable = [o for o in objs if o.get("kind") == "metadata-unreadable"]
+    crc = [o for o in objs if o.get("kind") == "crc-mismatch"]
     assert result.exit_code == 1
-    assert [o["where"] for o in unreadable] == [str(part / damaged.name)]
-    assert "(offsets 5-11)" in unreadable[0]["message"] and "not replayed" in unreadable[0]["message"]
+    assert [(o["where"], o["position"], o["offset"]) for o in crc] == [
+        (str(part / damaged.name), bad.position, bad.base_offset)
+    ]
+    assert "batch at offset 5: stored crc" in crc[0]["message"]
+    assert "nothing from here on is replayed" in crc[0]["message"]
+    text = run_ktool("tiered", "audit", str(tmp_path))
+    assert text.exit_code == 1 and f"byte {bad.position}: batch at offset 5" in text.output
+
+
+@pytest.mark.parametrize(("where", "at"), [("header", 35), ("records", -1)])
+def test_the_replay_stops_at_a_damaged_metadata_batch_as_the_brokers_recovery(cluster, tmp_path, where, at):
+    """Three segments copied, their events two to a batch: the second batch damaged, the third
+    (segment 2's events) comes after the cut and is not replayed either, so nothing is judged on it."""
+    part = write_metadata(cluster.log_dir, cluster.number, cluster.meta.values, per_batch=2)
+    log = part / "00000000000000000000.log"
+    (second,) = [e for e in iter_log_entries(log) if e.base_offset == 2]
+    data = bytearray(log.read_bytes())
+    data[second.position + (second.size - 1 if at < 0 else at)] ^= 0x01
+    log.write_bytes(bytes(data))
+    result = run_ktool("tiered", "audit", "--json", str(cluster.log_dir))
+    assert result.exit_code == 1, (where, result.output)
+    objs = [json.loads(line) for line in result.stdout.splitlines()]
+    findings = [o for o in objs if o["type"] == "finding"]
+    assert [(o["kind"], o["where"], o["position"], o["offset"]) for o in findings] == [
+        ("crc-mismatch", str(log), second.position, 2)
+    ]  # no gap 10-19 judged from the events after the damage
+    (orders,) = [o for o in objs if o["type"] == "partition"]
+    assert (orders["copyFinished"], orders["remoteEnd"]) == (1, 9)
+    assert objs[-1]["records"] == 2 and objs[-1]["errors"] == 1

@@ -22,6 +22,7 @@ from kafka_tools.format.segment import (
     ProblemKind,
     RunBounds,
     SegmentWindow,
+    breaks_recovery,
     looks_like_text,
     resync,
     safe_to_map,
@@ -187,7 +188,7 @@ def scan_segment(
                         win.buf, win.ensure(item.position, item.entry_size), item.position
                     )
             if isinstance(item, Problem):
-                if item.kept_by_broker:
+                if not breaks_recovery(item):
                     # An entry the broker's recovery accepts: not a cut, and no truncation repairs it.
                     if cut is not None:
                         report.valid_after.append(item.position)
@@ -208,9 +209,13 @@ def scan_segment(
                 )
                 continue
             entry = item
+            # Recovery stops at an entry it could frame only for its checksum (breaks_recovery). Offsets
+            # sit outside every checksum, so a wrong one is kept by the broker (0.9 never looks at them;
+            # since 2.x an offset that does not fit the segment makes it split the segment, not truncate
+            # it): truncation cannot repair such an entry, and validate says so.
             inner: list[InnerStats] = []  # what _deep_look learnt of a compressed entry's contents
             problems = _entry_findings(name, entry, base, done.last, options, inner)
-            breaks = [f for f in problems if f.kind in _RECOVERY_CUTS]
+            breaks = breaks_recovery(entry)
             if breaks and cut is None:
                 cut = entry.position
                 runs.enabled = False
@@ -240,13 +245,6 @@ def scan_segment(
     report.last_offset = last
     _mark_repairable(report)
     return report
-
-
-# What makes the broker's recovery (LogSegment.recover) stop at an entry it could frame: its checksum.
-# Offsets sit outside every checksum, so a wrong one is kept by the broker (0.9 never looks at them;
-# since 2.x an offset that does not fit the segment makes it split the segment, not truncate it):
-# truncation cannot repair such an entry, and validate says so.
-_RECOVERY_CUTS = frozenset({ProblemKind.CRC_MISMATCH.value})
 
 
 def _first_offset(entry, inner: list[InnerStats]) -> int:
