@@ -9,7 +9,6 @@ of ktool's, so format/ (quorum-state) and zk/ (znodes) share it.
 from __future__ import annotations
 
 import json
-from array import array
 from itertools import accumulate
 from typing import Any
 
@@ -49,7 +48,7 @@ def _depth_over(data: bytes, limit: int) -> bool:
     brackets = _outside_strings(data).translate(None, _NOT_BRACKETS)
     if brackets.count(b"[") + brackets.count(b"{") <= limit:
         return False
-    return max(accumulate(array("b", brackets.translate(_STEPS)))) > limit
+    return max(accumulate(memoryview(brackets.translate(_STEPS)).cast("b"))) > limit
 
 
 def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:
