@@ -17,7 +17,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka_tools.format.extents import CHUNK, EntryWalk, ZeroRun, end_of_data, first_zero_entry, fixed_entries
 from kafka_tools.format.plural import plural
@@ -87,7 +87,7 @@ class IndexTail(SharedMethods):
     zero_entries: int  # preallocated (zeroed) slots after them
     trailing_bytes: int  # bytes that do not make a whole entry
     position: int  # byte position where the real entries end
-    gap: ZeroRun
+    gap: ZeroRun = field(default_factory=ZeroRun)
 
     def __init__(
         self,
