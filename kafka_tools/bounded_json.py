@@ -9,17 +9,14 @@ of ktool's, so format/ (quorum-state) and zk/ (znodes) share it.
 from __future__ import annotations
 
 import json
-import re
 from itertools import accumulate
 from typing import Any
 
 MAX_DEPTH = 64  # Kafka writes 4 at most (a partition's replicas inside a topic's partitions)
 MAX_BYTES = 16 << 20  # ZooKeeper's jute.maxbuffer is 1 MiB by default; generous above it
 
-# A JSON string, escapes included (the unrolled form: no alternation per character).
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_STEPS = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")  # an opener +1, a closer -1 (after `- 1`)
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # an opener +1, a closer -1 (signed bytes)
 
 
 class JsonRejected(ValueError):
@@ -31,12 +28,27 @@ class JsonRejected(ValueError):
         self.pos = pos
 
 
+def _outside_strings(data: bytes) -> bytes:
+    """The bytes of `data` outside its JSON strings (an unterminated last one runs to the end).
+
+    A few passes of bytes methods, each linear: escaped backslashes go first (paired from the left of
+    each run, as the parser reads them), then escaped quotes; the quotes left are the strings' bounds.
+    Exact for every text the parser accepts (a backslash outside a string is rejected there, before
+    any bracket after it). A regex for a string, retried at each `"`, read `"\\"\\"…` to its end from
+    every quote: 32 KiB took 10 s."""
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(data.split(b'"')[0::2])
+
+
 def _depth_over(data: bytes, limit: int) -> bool:
     """Brackets outside strings nest deeper than `limit` (unbalanced text is left to the parser)."""
-    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    if len(data) - len(data.translate(None, b"[{")) <= limit:
+        return False  # not even counting those in strings
+    brackets = _outside_strings(data).translate(None, _NOT_BRACKETS)
     if brackets.count(b"[") + brackets.count(b"{") <= limit:
         return False
-    return max(accumulate(step - 1 for step in brackets.translate(_STEPS))) > limit
+    return max(accumulate(memoryview(brackets.translate(_STEPS)).cast("b"))) > limit
 
 
 def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:

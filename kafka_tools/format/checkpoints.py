@@ -4,13 +4,21 @@ KRaft's quorum-state (one JSON object). Their file names: format/kinds.py."""
 
 from __future__ import annotations
 
+import codecs
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from kafka_tools.format.extents import CHUNK
 from kafka_tools.format.plural import plural
 from kafka_tools.format.shared_methods import SharedMethods
 
-MAX_TEXT_FILE = 64 * 1024 * 1024
+MAX_TEXT_FILE = 64 * 1024 * 1024  # an offset or leader-epoch checkpoint
+MAX_SMALL_TEXT_FILE = 1024 * 1024  # meta.properties, partition.metadata, quorum-state: Kafka's are < 1 KiB
+# A line per partition of the log dir (or per leader epoch): a million is far past what one broker
+# holds (Kafka advises thousands), and what ktool keeps of them stays under 100 MB.
+MAX_CHECKPOINT_ENTRIES = 1_000_000
 
 
 class CheckpointError(ValueError):
@@ -51,42 +59,118 @@ class Checkpoint(SharedMethods):
         self.entries = [] if entries is None else entries
 
 
-def _read_text(path: str | os.PathLike) -> list[str]:
-    size = os.path.getsize(path)
-    if size > MAX_TEXT_FILE:
-        raise CheckpointError(f"{size} bytes is too large for a checkpoint file", 0)
+def _line_count(path: str | os.PathLike, cap: int, what: str) -> int:
+    """How many lines `str.splitlines` would make of the file, counted a chunk at a time (eleven
+    million lines cost a chunk, not eleven million strings). The size `cap` is checked before a byte is
+    read; text that is not UTF-8 is refused, naming the byte and its line."""
     with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CheckpointError(
-            f"not UTF-8 text (byte {exc.start})", raw[: exc.start].count(b"\n") + 1
-        ) from None
-    return text.splitlines()
+        size = os.fstat(f.fileno()).st_size
+        if size > cap:
+            raise CheckpointError(f"{size} bytes is too large for {what}", 0)
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        breaks = newlines = at = 0
+        last = ""
+        while True:
+            chunk = f.read(CHUNK)
+            pending = decoder.getstate()[0]
+            if not pending and chunk.isascii() and not _has_rare_ascii_break(chunk):
+                # the usual case: ASCII, its lines ended by \n alone, counted without decoding
+                count, first, end = chunk.count(b"\n"), chunk[:1].decode(), chunk[-1:].decode()
+            else:
+                try:
+                    text = decoder.decode(chunk, final=not chunk)
+                except UnicodeDecodeError as exc:
+                    line = newlines + (pending + chunk)[: exc.start].count(b"\n") + 1
+                    where = at - len(pending) + exc.start
+                    raise CheckpointError(f"not UTF-8 text (byte {where})", line) from None
+                count, first, end = _breaks_in(text), text[:1], text[-1:]
+            if end:
+                breaks += count - (last == "\r" and first == "\n")
+                last = end
+            if not chunk:
+                return breaks + (last != "" and last not in _BREAKS)
+            newlines += chunk.count(b"\n")
+            at += len(chunk)
+
+
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines splits at
+_RARE_BREAKS = _BREAKS[1:]
+_RARE_ASCII_BREAKS = _RARE_BREAKS[:6].encode()
+_ANY_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _has_rare_ascii_break(chunk: bytes) -> bool:
+    return len(chunk.translate(None, _RARE_ASCII_BREAKS)) != len(chunk)
+
+
+def _breaks_in(text: str) -> int:
+    if not any(c in text for c in _RARE_BREAKS):
+        return text.count("\n")
+    return sum(1 for _break in _ANY_BREAK.finditer(text))
+
+
+def _lines(path: str | os.PathLike) -> Iterator[str]:
+    """The file's lines as `str.splitlines` makes them, decoded and split a chunk at a time."""
+    with open(path, "rb") as f:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        carry = ""
+        while True:
+            chunk = f.read(CHUNK)
+            lines = (carry + decoder.decode(chunk, final=not chunk)).splitlines(keepends=True)
+            carry = lines.pop() if chunk and lines and _open_ended(lines[-1]) else ""
+            for line in lines:
+                yield _without_break(line)
+            if not chunk:
+                return
+
+
+def _open_ended(line: str) -> bool:
+    """A chunk's last line may go on in the next chunk (a `\r` may be the first half of `\r\n`)."""
+    return line[-1] not in _BREAKS or line[-1] == "\r"
+
+
+def _without_break(line: str) -> str:
+    if line.endswith("\r\n"):
+        return line[:-2]
+    return line[:-1] if line[-1] in _BREAKS else line
+
+
+def _read_text(path: str | os.PathLike) -> list[str]:
+    """A small file's lines (meta.properties, partition.metadata, quorum-state: Kafka's are a few hundred
+    bytes), its size capped before it is read."""
+    _line_count(path, MAX_SMALL_TEXT_FILE, "this file (Kafka writes a few hundred bytes)")
+    return list(_lines(path))
 
 
 def _read_checkpoint(path: str | os.PathLike, fields: int, parse) -> Checkpoint:
-    lines = _read_text(path)
-    if not lines:
+    """CheckpointFile's layout, checked as the broker reads it. The count line is held to the lines
+    that follow it (counted without keeping them) and to MAX_CHECKPOINT_ENTRIES before one entry is
+    parsed: the entries kept are never more than the count and the cap allow."""
+    total = _line_count(path, MAX_TEXT_FILE, "a checkpoint file")
+    if not total:
         return Checkpoint(0, [])  # brokers create checkpoint files empty before the first write
-    if len(lines) < 2:
-        raise CheckpointError("a checkpoint needs a version line and a count line", len(lines) + 1)
+    lines = _lines(path)
+    if total < 2:
+        raise CheckpointError("a checkpoint needs a version line and a count line", total + 1)
+    first, second = next(lines), next(lines)
     try:
-        version = int(lines[0].strip())
+        version = int(first.strip())
     except ValueError:
-        raise CheckpointError(f"version line {lines[0][:40]!r} is not a number", 1) from None
+        raise CheckpointError(f"version line {first[:40]!r} is not a number", 1) from None
     if version != 0:
         raise CheckpointError(f"unknown checkpoint version {version}", 1)
     try:
-        count = int(lines[1].strip())
+        count = int(second.strip())
     except ValueError:
-        raise CheckpointError(f"count line {lines[1][:40]!r} is not a number", 2) from None
-    body = lines[2:]
-    if count != len(body):
-        raise CheckpointError(f"count line says {plural(count, 'entry')} but the file has {len(body)}", 2)
+        raise CheckpointError(f"count line {second[:40]!r} is not a number", 2) from None
+    if count != total - 2:
+        raise CheckpointError(f"count line says {plural(count, 'entry')} but the file has {total - 2}", 2)
+    if count > MAX_CHECKPOINT_ENTRIES:
+        raise CheckpointError(
+            f"count line says {plural(count, 'entry')}, more than the {MAX_CHECKPOINT_ENTRIES} ktool reads", 2
+        )
     entries = []
-    for n, line in enumerate(body, start=3):
+    for n, line in zip(range(3, count + 3), lines, strict=False):  # no more, if it grew meanwhile
         parts = line.split()
         if len(parts) != fields:
             raise CheckpointError(f"expected {fields} fields, found {len(parts)}: {line[:60]!r}", n)

@@ -3,7 +3,9 @@
 
 Kafka preallocates `.index`/`.timeindex` (10 MB by default) and trims them on a clean shutdown; after a
 crash the tail is zeros. The entries end at the last one not all zeros, found from the back without
-reading holes (`used_entries`): work and memory follow the entries, whatever the file's length.
+reading holes (`used_entries`); all-zero entries before it (a hole, or zeros written where entries
+should be) are counted, not listed (`IndexTail.gap`): work and memory follow the bytes on disk,
+whatever the file's length (format/extents.py).
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from kafka_tools.format.extents import CHUNK, EntryWalk, ZeroRun, end_of_data, first_zero_entry, fixed_entries
+from kafka_tools.format.plural import plural
 from kafka_tools.format.shared_methods import SharedMethods
 
 OFFSET_INDEX_ENTRY = struct.Struct(">iI")  # relative offset, physical position
 TIME_INDEX_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 TXN_INDEX_ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
-_CHUNK = 1 << 20
 
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
@@ -77,26 +80,37 @@ class AbortedTxn(SharedMethods):
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
 class IndexTail(SharedMethods):
-    """What follows the last real entry: zero padding and/or a partial entry."""
+    """What follows the last real entry (zero padding and/or a partial entry), and the all-zero
+    entries before it (`gap`: a hole or zeros where entries should be, counted, not listed)."""
 
-    entries: int  # real entries read
+    entries: int  # slots up to the last real entry (the gap's included)
     zero_entries: int  # preallocated (zeroed) slots after them
     trailing_bytes: int  # bytes that do not make a whole entry
     position: int  # byte position where the real entries end
+    gap: ZeroRun = field(default_factory=ZeroRun)
 
-    def __init__(self, entries: int, zero_entries: int, trailing_bytes: int, position: int) -> None:
+    def __init__(
+        self,
+        entries: int,
+        zero_entries: int,
+        trailing_bytes: int,
+        position: int,
+        gap: ZeroRun | None = None,
+    ) -> None:
         self.entries = entries
         self.zero_entries = zero_entries
         self.trailing_bytes = trailing_bytes
         self.position = position
+        self.gap = ZeroRun() if gap is None else gap
 
 
 def _iter_fixed(
     path: str | os.PathLike, width: int, tail: bool = True
 ) -> tuple[Iterator[tuple[int, bytes]], IndexTail]:
     """The file's entries up to its last one that is not all zeros (see `used_entries`), read in
-    chunks, and what follows them. `tail`: a zero entry 0 counts (`.index`/`.timeindex`, whose first
-    entry may be (0, 0)); a `.txnindex` entry is never all zeros."""
+    chunks, holes skipped; what follows them, and the all-zero entries met among them (counted in the
+    tail as the walk goes, never listed). `tail`: a zero entry 0 counts (`.index`/`.timeindex`, whose
+    first entry may be (0, 0)); a `.txnindex` entry is never all zeros."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         size = _regular_size(fd, path)
@@ -106,7 +120,8 @@ def _iter_fixed(
         raise
     if tail and whole and not entries:
         entries = 1
-    return _entries_of(fd, width, entries), IndexTail(entries, whole - entries, size % width, entries * width)
+    out = IndexTail(entries, whole - entries, size % width, entries * width)
+    return _entries_of(fd, width, entries, out, tail), out
 
 
 def _regular_size(fd: int, path: str | os.PathLike) -> int:
@@ -118,23 +133,18 @@ def _regular_size(fd: int, path: str | os.PathLike) -> int:
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
-def _entries_of(fd: int, width: int, entries: int) -> Iterator[tuple[int, bytes]]:
+def _entries_of(
+    fd: int, width: int, entries: int, tail: IndexTail, keep_first: bool
+) -> Iterator[tuple[int, bytes]]:
+    walk = EntryWalk(tail.gap)
     try:
-        step = _CHUNK - _CHUNK % width
-        slot = 0
-        end = entries * width
-        at = 0
-        while at < end:
-            want = min(step, end - at)
-            chunk = os.pread(fd, want, at)
-            for i in range(0, len(chunk) - len(chunk) % width, width):
-                yield slot, chunk[i : i + width]
-                slot += 1
-            if len(chunk) < want:
-                return  # shortened while read: the entries as far as they go
-            at += want
+        yield from fixed_entries(fd, 0, width, entries, walk, keep_first)
     finally:
         os.close(fd)
+    if walk.shortened:  # shortened while read: the entries as far as they go
+        tail.entries = walk.slots
+        tail.zero_entries = tail.trailing_bytes = 0
+        tail.position = walk.slots * width
 
 
 def used_entries(fd: int, size: int, width: int) -> tuple[int, int]:
@@ -145,66 +155,52 @@ def used_entries(fd: int, size: int, width: int) -> tuple[int, int]:
     The end is found from the back: holes are skipped unread (SEEK_DATA/SEEK_HOLE) and written zeros
     read in chunks, so time and memory follow the entries, never the file's length (a broker's 1 GiB
     preallocation, or an 8 GiB sparse file). Unlike a binary search over zero slots, an entry written
-    after a run of zeros is still found (validate reports it)."""
+    after a run of zeros is still found (validate reports the run: `IndexTail.gap`)."""
     whole = size // width
-    last = _end_of_data(fd, whole * width)
+    last = end_of_data(fd, 0, whole * width)
     return whole, -(-last // width)
+
+
+def gap_message(gap: ZeroRun, width: int) -> str:
+    """The one line for all-zero entries among an index's entries (`IndexTail.gap`)."""
+    return (
+        f"{plural(gap.entries, 'entry', 'entries')} all zeros among the entries, the first at entry "
+        f"{gap.first_slot} (byte {gap.first_slot * width}): a hole or zeros where entries should be "
+        f"(not listed)"
+    )
+
+
+class IndexGap(ValueError):
+    """An all-zero entry (past the first) before later entries: no lookup table, whatever its length."""
+
+    def __init__(self, slot: int, width: int) -> None:
+        super().__init__(f"entry {slot} (byte {slot * width}) is all zeros and entries follow it")
+        self.slot = slot
 
 
 def entry_bytes(fd: int, size: int, width: int) -> bytes:
     """The bytes of the entries before the zero tail (`used_entries`), read in chunks; fewer when the
-    file is shortened meanwhile."""
+    file is shortened meanwhile. Raises IndexGap at the first all-zero entry past the first that entries
+    follow (a hole, or zeros written): nothing after it is read, so a file of any length with one entry
+    at its end costs what its entries before the gap cost."""
     _whole, entries = used_entries(fd, size, width)
+    end = entries * width
+    step = CHUNK - CHUNK % width
     parts = []
     at = 0
-    while at < entries * width:
-        chunk = os.pread(fd, min(entries * width - at, 1 << 24), at)
+    while at < end:
+        chunk = os.pread(fd, min(end - at, step), at)
         if not chunk:
             break
+        zero = first_zero_entry(chunk if at else chunk[width:], width)
+        if zero >= 0:
+            slot = at // width + zero + (0 if at else 1)
+            if slot < entries:
+                raise IndexGap(slot, width)
         parts.append(chunk)
         at += len(chunk)
     data = b"".join(parts)
     return data[: len(data) - len(data) % width]
-
-
-def _end_of_data(fd: int, limit: int) -> int:
-    """The position after the last non-zero byte before `limit`; 0 when there is none."""
-    last = 0
-    for start, end in _data_extents(fd, limit):
-        found = _end_in(fd, start, end)
-        if found:
-            last = found
-    return last
-
-
-def _data_extents(fd: int, limit: int) -> Iterator[tuple[int, int]]:
-    """(start, end) of each stretch of the first `limit` bytes that is not a hole, in file order."""
-    at = 0
-    while at < limit:
-        try:
-            data = os.lseek(fd, at, os.SEEK_DATA)
-            hole = os.lseek(fd, data, os.SEEK_HOLE)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:
-                return  # only a hole from `at` to the end
-            yield at, limit  # no hole support here: all of it is data
-            return
-        if data >= limit:
-            return
-        yield data, min(hole, limit)
-        at = hole
-
-
-def _end_in(fd: int, start: int, end: int) -> int:
-    """The position after the last non-zero byte in [start, end), read backwards in chunks; 0 if none."""
-    while end > start:
-        at = max(start, end - _CHUNK)
-        chunk = os.pread(fd, end - at, at)
-        kept = len(chunk.rstrip(b"\0"))
-        if kept:
-            return at + kept
-        end = at
-    return 0
 
 
 def read_offset_index(path: str | os.PathLike, base_offset: int) -> tuple[list[OffsetIndexEntry], IndexTail]:
@@ -218,12 +214,9 @@ def read_time_index(path: str | os.PathLike, base_offset: int) -> tuple[list[Tim
 
 
 def _read_sparse(path, base_offset: int, layout: struct.Struct, make) -> tuple[list, IndexTail]:
-    """Every entry before the zero tail, zero entries between real ones included."""
+    """Every entry before the zero tail; all-zero ones among them counted in the tail's `gap`."""
     found, tail = _iter_fixed(path, layout.size)
-    entries = [_absolute(make(slot, *layout.unpack(raw)), base_offset) for slot, raw in found]
-    if len(entries) < tail.entries:  # shortened while read
-        tail = IndexTail(len(entries), 0, 0, len(entries) * layout.size)
-    return entries, tail
+    return [_absolute(make(slot, *layout.unpack(raw)), base_offset) for slot, raw in found], tail
 
 
 def _absolute(entry, base_offset: int):
@@ -235,10 +228,7 @@ def read_txn_index(path: str | os.PathLike) -> tuple[list[AbortedTxn], IndexTail
     """The aborted transactions, up to the last entry not all zeros (a real one never is: its last
     offset, the abort marker, follows its first)."""
     found, tail = _iter_fixed(path, TXN_INDEX_ENTRY.size, tail=False)
-    entries = [AbortedTxn(slot, *TXN_INDEX_ENTRY.unpack(raw)) for slot, raw in found]
-    if len(entries) < tail.entries:
-        tail = IndexTail(len(entries), 0, 0, len(entries) * TXN_INDEX_ENTRY.size)
-    return entries, tail
+    return [AbortedTxn(slot, *TXN_INDEX_ENTRY.unpack(raw)) for slot, raw in found], tail
 
 
 def offset_index_columns(data: bytes, entries: int) -> tuple[array, array]:

@@ -61,6 +61,7 @@ class ProblemKind(str, Enum):
     NOT_A_SEGMENT = "not-a-segment"
     OFFSETS_NOT_INCREASING = "offsets-not-increasing"
     METADATA_RECORD_UNDECODABLE = "metadata-record-undecodable"  # a KRaft record's value vs its schema
+    ZERO_ENTRIES = "zero-entries"  # a side file's all-zero entries (a hole) before later entries
 
 
 # Problems after which nothing more can be walked: the file's framing is lost from here on.

@@ -11,7 +11,8 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-from kafka_tools.format.checksums import crc32c
+from kafka_tools.format.checksums import crc32c, crc32c_zeros
+from kafka_tools.format.extents import CHUNK, EntryWalk, ZeroRun, data_extents, fixed_entries
 from kafka_tools.format.plural import plural
 from kafka_tools.format.shared_methods import SharedMethods
 
@@ -85,27 +86,67 @@ class ProducerSnapshot(SharedMethods):
 
 
 def read_snapshot(path: str | os.PathLike) -> ProducerSnapshot:
-    size = os.path.getsize(path)
+    """The snapshot's header, checksum and entries, read by what the file really holds: the size cap is
+    checked before anything is read, the header's count against the bytes that follow it, the CRC
+    computed in chunks, and all-zero entries (a hole, or zeros written where entries should be: no
+    producer Kafka writes is all zeros) counted in the problem, never listed. A 511 MiB sparse file
+    whose header says 2**31 - 1 entries costs a read of its holes, not eleven million entries."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return _read(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
+def _read(fd: int, size: int) -> ProducerSnapshot:
     if size > MAX_SNAPSHOT_BYTES:
         return ProducerSnapshot(-1, 0, 0, [], f"{size} bytes is too large for a producer snapshot")
-    with open(path, "rb") as f:
-        data = f.read()
-    if len(data) < HEADER.size:
+    head = os.pread(fd, HEADER.size, 0)
+    if len(head) < HEADER.size:
         return ProducerSnapshot(
-            -1, 0, 0, [], f"{plural(len(data), 'byte')}, too short for a snapshot header ({HEADER.size})"
+            -1, 0, 0, [], f"{plural(len(head), 'byte')}, too short for a snapshot header ({HEADER.size})"
         )
-    version, crc, count = HEADER.unpack_from(data, 0)
-    snapshot = ProducerSnapshot(version, crc, crc32c(memoryview(data)[6:]))
+    version, crc, count = HEADER.unpack(head)
+    snapshot = ProducerSnapshot(version, crc, _crc_after_header(fd, size))
     if version != SNAPSHOT_VERSION:
         snapshot.problem = f"unknown snapshot version {version}"
         return snapshot
+    problems = []
     expected = HEADER.size + max(count, 0) * ENTRY.size
-    if count < 0 or expected != len(data):
-        snapshot.problem = (
+    if count < 0 or expected != size:
+        problems.append(
             f"header says {plural(count, 'entry')} ({plural(expected, 'byte')}) but the file has "
-            f"{plural(len(data), 'byte')}"
+            f"{plural(size, 'byte')}"
         )
-        count = max(0, min(count, (len(data) - HEADER.size) // ENTRY.size))
-    for i in range(count):
-        snapshot.entries.append(ProducerEntry(*ENTRY.unpack_from(data, HEADER.size + i * ENTRY.size)))
+        count = max(0, min(count, (size - HEADER.size) // ENTRY.size))
+    walk = EntryWalk(ZeroRun())
+    for _slot, raw in fixed_entries(fd, HEADER.size, ENTRY.size, count, walk):
+        snapshot.entries.append(ProducerEntry(*ENTRY.unpack(raw)))
+    zeros = walk.zeros
+    if zeros.entries:
+        problems.append(
+            f"{plural(zeros.entries, 'entry')} all zeros, the first at byte "
+            f"{HEADER.size + zeros.first_slot * ENTRY.size}: a hole or zeros where entries should be "
+            f"(not listed)"
+        )
+    if walk.shortened:
+        problems.append("shortened while read")
+    snapshot.problem = "; ".join(problems) or None
     return snapshot
+
+
+def _crc_after_header(fd: int, size: int) -> int:
+    """CRC-32C of everything after the crc field: its data read in chunks (memory stays flat), its holes
+    never read (`crc32c_zeros`)."""
+    value = 0
+    at = 6
+    for start, end in data_extents(fd, 6, size):
+        value = crc32c_zeros(value, start - at)
+        at = start
+        while at < end:
+            chunk = os.pread(fd, min(CHUNK, end - at), at)
+            if not chunk:
+                return value  # shortened while read: the entries' walk says so
+            value = crc32c(chunk, value)
+            at += len(chunk)
+    return crc32c_zeros(value, size - at)

@@ -22,7 +22,7 @@ import stat
 from collections.abc import Iterator
 
 from kafka_tools.errors import FindingsError, InputError, os_error, os_reason
-from kafka_tools.format.index import entry_bytes, offset_index_columns
+from kafka_tools.format.index import IndexGap, entry_bytes, offset_index_columns
 from kafka_tools.format.record_batch import LOG_OVERHEAD
 from kafka_tools.format.segment import (
     HEADER_CHUNK,
@@ -78,8 +78,6 @@ def index_lookup(
     if size % 8:
         raise UntrustedIndex(f"size {size} is not a multiple of 8")
     entries = len(data) // 8
-    if _entries_before_zero_tail(data, entries) < entries:
-        raise UntrustedIndex("entries follow a run of zeros (not increasing)")
     if entries == 0 or (entries == 1 and data[:8] == bytes(8)):
         raise UntrustedIndex("empty")  # all zeros: a preallocated index with no entry yet
     relative, positions = offset_index_columns(data, entries)
@@ -104,31 +102,19 @@ def index_lookup(
 
 def _read_entries(fd: int, path: str) -> tuple[bytes, int]:
     """The bytes of the file's entries before its zero tail (`index.used_entries`: a preallocated,
-    sparse 8 GiB index costs no more than its entries) and the file's size. A file shortened meanwhile
+    sparse 8 GiB index costs no more than its entries; one with a hole before an entry, no more than
+    the entries before the hole) and the file's size. A file shortened meanwhile
     gives fewer: never a signal."""
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         raise UntrustedIndex("not a regular file")
     try:
         data = entry_bytes(fd, st.st_size, 8)
+    except IndexGap:
+        raise UntrustedIndex("entries follow a run of zeros (not increasing)") from None
     except OSError as exc:
         raise UntrustedIndex(f"cannot be read ({os_reason(exc)})") from None
     return data, st.st_size
-
-
-def _entries_before_zero_tail(mm: bytes, slots: int) -> int:
-    """Slots before the preallocated zero tail: slot 0 may be (0, 0); any later real entry has a
-    relative offset above 0, so the first all-zero slot after 0 starts the tail (binary search)."""
-    if slots == 0:
-        return 0
-    lo, hi = 1, slots  # the first zero slot lies in [lo, hi]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if mm[mid * 8 : mid * 8 + 8] == b"\x00" * 8:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 class SegmentReader:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from kafka_tools.errors import FindingsError
 from kafka_tools.format.checksums import crc_finding
-from kafka_tools.format.index import entry_bytes, time_index_pairs
+from kafka_tools.format.index import IndexGap, entry_bytes, time_index_pairs
 from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.files.views import PartitionLog, ReadNote, SegmentFiles, open_partition, segment_for
 from kafka_tools.log.locate import (
@@ -398,7 +398,10 @@ def _time_entries(path: str) -> list[tuple[int, int]]:
         size = os.fstat(f.fileno()).st_size
         if size % 12:
             raise UntrustedIndex(f"size {size} is not a multiple of 12")
-        data = entry_bytes(f.fileno(), size, 12)  # a preallocated zero tail is not read
+        try:
+            data = entry_bytes(f.fileno(), size, 12)  # a preallocated zero tail is not read
+        except IndexGap:
+            raise UntrustedIndex("entries not increasing") from None
     entries = time_index_pairs(data)
     while len(entries) > 1 and entries[-1] == (0, 0):
         entries.pop()  # the preallocated tail

@@ -59,11 +59,20 @@ def _regular(path: Path) -> None:
         raise OSError(0, f"{path.name}: named as an index but not a regular file", str(path))
 
 
-def _index_size_findings(path: Path, tail: index.IndexTail, width: int) -> list[Finding]:
-    if not tail.trailing_bytes:
-        return []
-    message = f"size {path.stat().st_size} is not a multiple of {width}"
-    return [Finding(str(path), "index-size", Severity.ERROR, message, tail.position, repairable=True)]
+def _index_size_findings(path: Path, tail: index.IndexTail, width: int, prefix: str) -> list[Finding]:
+    """The index's shape: all-zero entries among its entries (one finding, however many), a partial
+    entry at its end. `prefix`: the kind's, `index` or `time-index`."""
+    out = []
+    if tail.gap.entries:
+        message = index.gap_message(tail.gap, width)
+        where = tail.gap.first_slot * width
+        out.append(
+            Finding(str(path), f"{prefix}-zero-entries", Severity.ERROR, message, where, repairable=True)
+        )
+    if tail.trailing_bytes:
+        message = f"size {path.stat().st_size} is not a multiple of {width}"
+        out.append(Finding(str(path), "index-size", Severity.ERROR, message, tail.position, repairable=True))
+    return out
 
 
 def check_offset_index(seg: Segment, report: SegmentReport, read: IndexRead | None = None) -> list[Finding]:
@@ -75,7 +84,7 @@ def check_offset_index(seg: Segment, report: SegmentReport, read: IndexRead | No
     name = str(path)
     out: list[Finding] = []
     entries, tail = read if read is not None else index.read_offset_index(path, seg.base_offset)
-    out += _index_size_findings(path, tail, 8)
+    out += _index_size_findings(path, tail, 8, "index")
     previous = None
     for e in entries:
         where = e.slot * 8
@@ -143,7 +152,7 @@ def check_time_index(seg: Segment, report: SegmentReport, read: IndexRead | None
     name = str(path)
     out: list[Finding] = []
     entries, tail = read if read is not None else index.read_time_index(path, seg.base_offset)
-    out += _index_size_findings(path, tail, 12)
+    out += _index_size_findings(path, tail, 12, "time-index")
     for before, after in zip(entries, entries[1:], strict=False):
         if after.timestamp < before.timestamp or after.offset < before.offset:
             out.append(

@@ -120,10 +120,16 @@ def read_side_file(
 
 
 def _index_tail_problems(size: int, tail: index.IndexTail, width: int) -> list[Problem]:
-    if not tail.trailing_bytes:
-        return []
-    message = f"file size {size} is not a multiple of the {width}-byte entry size"
-    return [Problem(size - tail.trailing_bytes, ProblemKind.MALFORMED_ENTRY, message)]
+    from kafka_tools.format.index import gap_message
+
+    problems = []
+    if tail.gap.entries:
+        where = tail.gap.first_slot * width
+        problems.append(Problem(where, ProblemKind.ZERO_ENTRIES, gap_message(tail.gap, width)))
+    if tail.trailing_bytes:
+        message = f"file size {size} is not a multiple of the {width}-byte entry size"
+        problems.append(Problem(size - tail.trailing_bytes, ProblemKind.MALFORMED_ENTRY, message))
+    return problems
 
 
 def _index_order_problems(entries: list, key: Callable, width: int, what: str) -> list[Problem]:
