@@ -216,12 +216,13 @@ class _Worker:
         self.fd = answers
         self.unread = b""
         self.results: dict[int, Rendered] = {}
-        self.closed = False
+        self.closed = False  # it closed its end of the pipe
+        self.reaped = False  # it ended and was reaped: its pid is not signalled again
         os.set_blocking(answers, False)
 
     def read(self) -> None:
         """The answers in the pipe now (never waits); `closed` once the worker has closed it."""
-        while not self.closed:
+        while not self.closed and not self.reaped:
             try:
                 chunk = os.read(self.fd, 1 << 16)
             except BlockingIOError:
@@ -272,7 +273,7 @@ class FilePool:
             os.close(out)
 
     def ready(self, pid: int, index: int) -> bool:
-        """Whether the worker `pid` has answered for file `index` (never waits)."""
+        """Whether the worker `pid` has answered for file `index`, or can no more (never waits)."""
         worker = self._workers.get(pid)
         if worker is None:
             return True  # not a worker of this pool: nothing to wait for
@@ -290,10 +291,14 @@ class FilePool:
             worker.read()
             if index in worker.results:
                 return worker.results.pop(index)
-            death = watch.verdict()
+            death = "ended" if worker.reaped else watch.verdict()
             if death is not None:  # reaped (it ended, or was killed for being stopped or stalled)
-                os.close(worker.fd)
-                del self._workers[pid]
+                if not worker.reaped:
+                    worker.read()  # what it answered before it ended (the answers of files still to print)
+                    worker.reaped = True
+                    os.close(worker.fd)
+                if index in worker.results:  # answered, then ended
+                    return worker.results.pop(index)
                 err.problem(f"{path}: a dump-log worker (pid {pid}) {death} while at it; dumping it here")
                 return None
             if worker.closed:  # its pipe is shut: it is ending, not answering
@@ -303,7 +308,8 @@ class FilePool:
 
     def close(self) -> None:
         """Every worker killed (SIGKILL) and reaped, within a second."""
-        workers, self._workers = list(self._workers.values()), {}
+        workers = [worker for worker in self._workers.values() if not worker.reaped]
+        self._workers = {}
         for worker in workers:
             os.close(worker.fd)
         end_children(worker.pid for worker in workers)
