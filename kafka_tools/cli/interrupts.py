@@ -7,7 +7,9 @@ flushed. Except inside a write: a function marked `@whole` (the writes to stdout
 copied out) is never cut. A signal that lands in one is kept and raised once the outermost such
 function has returned (`deliver()`), so stdout always ends at the end of a write, and every write ktool
 makes ends a line. The handler itself only looks at the stack and sets a number: nothing else runs
-in the middle of a write.
+in the middle of a write. Unless the write is still blocked `GRACE` s later (stdout's reader stopped
+reading): then the signal is raised in it and stdout is pointed at /dev/null, so that ktool still
+ends within a second; only then may the last line its reader gets be cut.
 
 Installed before anything else is imported (kafka_tools/__main__.py): the window in which a signal
 still meets Python's defaults is the interpreter's own start-up (and the console script's `import re`),
@@ -33,6 +35,7 @@ if TYPE_CHECKING:  # imported by every command's first line: nothing more than i
 _WHOLE: set[CodeType] = set()
 pending = 0  # a signal that came inside a whole write, raised when that write has ended
 _DEPTH = 12  # frames looked at above the one a signal lands in
+GRACE = 0.5  # seconds a whole write may hold a signal back (its reader may have stopped reading)
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -61,7 +64,22 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     global pending
     if _inside_whole(frame):
         pending = signum
+        signal.setitimer(signal.ITIMER_REAL, GRACE)  # a write stdout's reader holds up is not waited for
         return
+    raise _exception(signum)
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    """GRACE after a signal, the whole write still runs: its reader has stopped reading (a paused
+    `less`). The signal is raised in it, and stdout points at /dev/null from now on, so nothing at
+    exit waits for that reader either."""
+    global pending
+    if not pending or not _inside_whole(frame):
+        return
+    signum, pending = pending, 0
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
     raise _exception(signum)
 
 
@@ -74,6 +92,7 @@ def deliver() -> None:
     """Raise the signal kept during a whole write, unless a whole write is still running below."""
     global pending
     if pending and not _inside_whole(sys._getframe(2)):
+        signal.setitimer(signal.ITIMER_REAL, 0)
         signum, pending = pending, 0
         raise _exception(signum)
 
@@ -85,6 +104,7 @@ def install() -> None:
     for signum in _SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _on_signal)
+    signal.signal(signal.SIGALRM, _on_alarm)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 
 
@@ -97,6 +117,7 @@ def exit_interrupted(exc: BaseException) -> NoReturn:
     stdout holds is written (whole lines: every write is)."""
     for signum in _SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
+    signal.setitimer(signal.ITIMER_REAL, 0)
     try:
         sys.stdout.flush()
     except (OSError, ValueError):

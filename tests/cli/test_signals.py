@@ -114,7 +114,15 @@ def _group_members(pgid: int) -> list[str]:
     return out
 
 
-def _block_signals() -> None:
+def _signals_at_default() -> None:
+    """In the child before exec: SIGINT and SIGTERM at their defaults, as in a terminal's foreground
+    (a shell's background job, pytest run with `&`, starts with SIGINT ignored: ktool keeps that)."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _signals_blocked() -> None:
+    _signals_at_default()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
@@ -125,7 +133,7 @@ def _run(args: tuple[str, ...], signum: int | None = None, delay: float = 0.0, b
         stderr=subprocess.PIPE,
         env=script_env(),
         start_new_session=True,  # its own process group: what it forks is found there
-        preexec_fn=_block_signals if blocked else None,
+        preexec_fn=_signals_blocked if blocked else _signals_at_default,
     )
     sent: list[float] = []
 
@@ -231,3 +239,31 @@ def test_a_signal_from_the_first_line_of_ktool_on_is_130_or_143(
     _check(case, run, run)
     assert run.returncode == (143 if signum == signal.SIGTERM else 130)
     assert run.stdout == b""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_reader_that_stopped_reading_does_not_hold_the_signal_back(logs: Path, signum: int) -> None:
+    """`ktool dump-log … | less`, less paused: ktool is blocked in a write that a signal does not cut.
+    It waits half a second for the write to end, then ends anyway."""
+    process = subprocess.Popen(
+        [ktool_script(), "dump-log", "--print-data-log", *_segments(logs)],
+        stdout=subprocess.PIPE,  # never read until the end: the pipe fills, the write blocks
+        stderr=subprocess.PIPE,
+        env=script_env(),
+        start_new_session=True,
+        preexec_fn=_signals_at_default,
+    )
+    try:
+        time.sleep(2.0)
+        assert process.poll() is None
+        sent = time.monotonic()
+        process.send_signal(signum)
+        process.wait(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+    assert process.returncode == (143 if signum == signal.SIGTERM else 130)
+    assert took <= WITHIN, f"ended {took:.2f} s after the signal"
+    assert not _group_members(process.pid)
