@@ -95,6 +95,17 @@ class Run:
     stderr: str
     ended_after_signal: float | None  # seconds; None: it ended before the signal was sent
     left: list[str]  # processes of its group still there
+    caught: bool = True  # a handler was installed for the signal when it was sent (/proc SigCgt)
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether the process `pid` has a handler for `signum` now (its SigCgt mask in /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    mask = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(mask, 16) >> (signum - 1) & 1)
 
 
 def _group_members(pgid: int) -> list[str]:
@@ -137,9 +148,12 @@ def _run(args: tuple[str, ...], signum: int | None = None, delay: float = 0.0, b
     )
     sent: list[float] = []
 
+    caught: list[bool] = []
+
     def send() -> None:
         time.sleep(delay)
         if process.poll() is None:
+            caught.append(_catches(process.pid, signum))
             sent.append(time.monotonic())
             process.send_signal(signum)
 
@@ -164,6 +178,7 @@ def _run(args: tuple[str, ...], signum: int | None = None, delay: float = 0.0, b
         err.decode(errors="replace"),
         ended - sent[0] if sent else None,
         left,
+        caught[0] if caught else True,
     )
 
 
@@ -172,13 +187,14 @@ _KTOOL_FRAME = re.compile(r'File "[^"]*kafka_tools/[^"]*\.py"')
 
 
 def before_ktool(case: Case, run: Run) -> bool:
-    """Whether the signal ended the run in the interpreter's own start-up, before ktool's first line
-    (Python's defaults: killed by the signal, or a KeyboardInterrupt in `site` or the console script's
-    imports, with no frame of ktool's): out of any program's reach; counted, not failed."""
+    """Whether the signal ended the run in the interpreter's own start-up, before ktool's first line,
+    with Python's defaults: killed by a signal it had no handler for when it was sent (ktool installs
+    its handlers at its first line), or a KeyboardInterrupt in `site` or the console script's imports
+    (no frame of ktool's in the traceback). Out of any program's reach: counted, not failed."""
     if run.stdout or _KTOOL_FRAME.search(run.stderr):
         return False
     if run.returncode == -case.signum and not run.stderr:
-        return True
+        return not run.caught
     return case.signum == signal.SIGINT and run.stderr.rstrip().endswith("KeyboardInterrupt")
 
 
