@@ -247,6 +247,8 @@ class BatchLines:
                 if not any(h.held for h in busy) or (deadline is not None and time.monotonic() > deadline):
                     return
         for h in busy:
+            if not h.alive:  # given up above: what it answered before is not waited for any more
+                continue
             try:
                 data = os.read(h.done, _DONE.size * 64)
             except BlockingIOError:
