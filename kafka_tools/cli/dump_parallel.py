@@ -11,18 +11,26 @@ stdout as `--jobs 1` does; for a file a worker has, it copies that file's spools
 files pay the spool's copy, and a core is idle only at the end (files of different sizes no longer
 wait for the slowest of a round). When stdout's reader leaves (`| head -1`), the workers are told to
 stop rendering and only their problems are still said, on stderr.
+
+The workers are ktool's own forked processes (log/workers/children.py), not multiprocessing's pool:
+its end (SIGTERM to each worker, then join) hung 1 run in 100 when a worker still starting lost that
+SIGTERM, and it waited for ever on a worker that died at a file. Here every wait is bounded, a worker
+that died, is stopped or hangs is found out (its file is then dumped by the parent), and the end is a
+SIGKILL to each worker and a bounded reap. Who takes which file is decided without a lock (Claims).
 """
 
 from __future__ import annotations
 
 import functools
 import io
-import multiprocessing
+import mmap
 import os
-import signal
+import pickle
+import select
 import struct
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -31,14 +39,17 @@ from kafka_tools.cli import pipe
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError, os_error_line
 from kafka_tools.log.dump import dump_file
 from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
+from kafka_tools.log.workers.children import Watch, end_children, fork_child
 from kafka_tools.log.workers.fork_heap import frozen_for_fork
 from kafka_tools.render.dump_json import DumpJsonRenderer, DumpTally
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter
 
+_LENGTH = struct.Struct("<I")  # a worker's answer in its pipe: the length of the pickle that follows
 _RECORD = struct.Struct(">QBI")  # stdout position, kind, length of the UTF-8 text that follows
 ALWAYS, IF_READER_GONE = 0, 1  # a stderr line; a problem already in stdout (JSON), said if unread
-_CHUNK = 1 << 20
+_CHUNK = 1 << 20  # a spool is copied in pieces of about this size, each ending a line
+_LOOK = 64 << 10  # bytes read at once to find where a piece's last line ends
 _POLL = 0.2  # seconds between looks at a worker that has not answered yet
 
 
@@ -91,52 +102,46 @@ class _Shadow:
         self._spool.problem(text, IF_READER_GONE)
 
 
-_setup: Setup | None = None
-_gone = None  # a shared byte, set by the parent when stdout's reader left
-_claims = None  # Claims shared with the parent
-
-
 class Claims:
-    """Which files have been taken, and by whom: a shared pid a file (0: free), set once under a
-    lock, so that each file is rendered by exactly one process, and the parent knows whose it is."""
+    """Which files have been taken, and by whom, with no lock a dead or stopped process could keep: a
+    file is taken by creating the symbolic link `<index>.taken` in the spool directory, pointing at the
+    taker's pid (the link's creation is atomic: exactly one process gets each file, and the parent reads
+    whose it is)."""
 
-    def __init__(self, ctx, count: int) -> None:
-        self._owner = ctx.RawArray("i", count)
-        self._lock = ctx.Lock()
+    def __init__(self, spool_dir: str, count: int) -> None:
+        self.spool_dir = spool_dir
+        self._count = count
+        self._known = bytearray(count)  # files this process knows to be taken
+
+    def _link(self, index: int) -> str:
+        return os.path.join(self.spool_dir, f"{index}.taken")
 
     def take(self, index: int) -> bool:
         """True when `index` was free (it is now the caller's)."""
-        with self._lock:
-            if self._owner[index]:
-                return False
-            self._owner[index] = os.getpid()
+        if self._known[index]:
+            return False
+        self._known[index] = 1
+        try:
+            os.symlink(str(os.getpid()), self._link(index))
             return True
+        except FileExistsError:
+            return False
 
     def owner(self, index: int) -> int:
         """The pid of the process that took `index` (0: nobody yet)."""
-        return self._owner[index]
+        try:
+            return int(os.readlink(self._link(index)))
+        except FileNotFoundError:
+            return 0
 
     def first_free(self, start: int) -> int | None:
         """The first file from `start` on that nobody has taken yet (a hint: take() decides)."""
-        owner = self._owner
-        for index in range(start, len(owner)):
-            if not owner[index]:
-                return index
+        for index in range(start, self._count):
+            if not self._known[index]:
+                if not os.path.lexists(self._link(index)):
+                    return index
+                self._known[index] = 1
         return None
-
-
-def _init_worker(setup: Setup, gone, claims: Claims) -> None:
-    global _setup, _gone, _claims
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # pool.terminate() must end a worker at once
-    _setup, _gone, _claims = setup, gone, claims
-
-
-def _render_file(index: int, path: str) -> Rendered | None:
-    """In a worker: one file's output, as `--jobs 1` would print it, into two spool files; None when
-    the parent took the file first."""
-    assert _setup is not None and _claims is not None
-    return _render_spooled(_setup, _gone, _claims, index, path)
 
 
 def _render_spooled(setup: Setup, gone, claims: Claims, index: int, path: str) -> Rendered | None:
@@ -177,7 +182,7 @@ def _render_into(
     failed = False
     try:
         for event in dump_file(path, o, None):
-            if not gone.value:
+            if not gone[0]:
                 renderer.render(event)
                 if shadow is not None and isinstance(event, ProblemEvent):
                     shadow.render(event)
@@ -190,7 +195,7 @@ def _render_into(
         code = exc.exit_code if isinstance(exc, KtoolError) else EXIT_ENVIRONMENT
         exit_code, failed = max(exit_code, code if code != 2 else EXIT_ENVIRONMENT), True
         err.problem(message)
-        if setup.as_json and not gone.value:
+        if setup.as_json and not gone[0]:
             renderer.error(path, message, exit_code)
     if not setup.as_json:
         return exit_code, None
@@ -199,7 +204,129 @@ def _render_into(
 
 
 def can_run_parallel() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+class _Worker:
+    """A forked worker as the parent sees it: its pid, the pipe its answers come through (a length,
+    then the pickled (index, Rendered)) and the answers read so far."""
+
+    def __init__(self, pid: int, answers: int) -> None:
+        self.pid = pid
+        self.fd = answers
+        self.unread = b""
+        self.results: dict[int, Rendered] = {}
+        self.closed = False  # it closed its end of the pipe
+        self.reaped = False  # it ended and was reaped: its pid is not signalled again
+        os.set_blocking(answers, False)
+
+    def read(self) -> None:
+        """The answers in the pipe now (never waits); `closed` once the worker has closed it."""
+        while not self.closed and not self.reaped:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            if not chunk:
+                self.closed = True
+                return
+            data = self.unread + chunk
+            at = 0
+            while len(data) - at >= _LENGTH.size:
+                (n,) = _LENGTH.unpack_from(data, at)
+                if len(data) - at - _LENGTH.size < n:
+                    break
+                index, rendered = pickle.loads(data[at + _LENGTH.size : at + _LENGTH.size + n])
+                self.results[index] = rendered
+                at += _LENGTH.size + n
+            self.unread = data[at:]
+
+
+class FilePool:
+    """`processes` forked workers, each taking files from the last one back (Claims decides who gets
+    each) and answering with what it rendered. Every wait is bounded (`_POLL`), so Ctrl-C is seen at
+    once and a worker that died, is stopped or hangs is found out; `close()` kills and reaps them all."""
+
+    def __init__(
+        self, render: Callable[[int, str], Rendered | None], files: list[str], processes: int
+    ) -> None:
+        self._workers: dict[int, _Worker] = {}
+        try:
+            for _ in range(processes):
+                self._start(functools.partial(_serve, render, files))
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, serve: Callable[[int, int], int]) -> None:
+        answers, out = os.pipe()
+        try:
+            fork_child(
+                functools.partial(serve, out, answers),
+                lambda pid: self._workers.__setitem__(pid, _Worker(pid, answers)),
+            )
+        except BaseException:
+            if all(worker.fd != answers for worker in self._workers.values()):
+                os.close(answers)
+            raise
+        finally:
+            os.close(out)
+
+    def ready(self, pid: int, index: int) -> bool:
+        """Whether the worker `pid` has answered for file `index`, or can no more (never waits)."""
+        worker = self._workers.get(pid)
+        if worker is None:
+            return True  # not a worker of this pool: nothing to wait for
+        worker.read()
+        return index in worker.results or worker.closed
+
+    def result(
+        self, pid: int, index: int, path: str, err: LineWriter, output: Callable[[], int]
+    ) -> Rendered | None:
+        """What the worker `pid` rendered of `path`; None when it died, was stopped or hung at it (said on
+        stderr: the caller renders the file itself). `output()`: how far its spool has grown."""
+        worker = self._workers[pid]
+        watch = Watch(pid, output)
+        while True:
+            worker.read()
+            if index in worker.results:
+                return worker.results.pop(index)
+            death = "ended" if worker.reaped else watch.verdict()
+            if death is not None:  # reaped (it ended, or was killed for being stopped or stalled)
+                if not worker.reaped:
+                    worker.read()  # what it answered before it ended (the answers of files still to print)
+                    worker.reaped = True
+                    os.close(worker.fd)
+                if index in worker.results:  # answered, then ended
+                    return worker.results.pop(index)
+                err.problem(f"{path}: a dump-log worker (pid {pid}) {death} while at it; dumping it here")
+                return None
+            if worker.closed:  # its pipe is shut: it is ending, not answering
+                time.sleep(_POLL / 20)
+            else:
+                select.select([worker.fd], [], [], _POLL)
+
+    def close(self) -> None:
+        """Every worker killed (SIGKILL) and reaped, within a second."""
+        workers = [worker for worker in self._workers.values() if not worker.reaped]
+        self._workers = {}
+        for worker in workers:
+            os.close(worker.fd)
+        end_children(worker.pid for worker in workers)
+
+
+def _serve(render: Callable[[int, str], Rendered | None], files: list[str], out: int, answers: int) -> int:
+    """A worker: the files from the last one back that nobody took first, rendered; each answer written
+    on `out` as soon as its file is done."""
+    os.close(answers)
+    for index in range(len(files) - 1, 0, -1):
+        rendered = render(index, files[index])
+        if rendered is not None:
+            data = pickle.dumps((index, rendered))
+            data = _LENGTH.pack(len(data)) + data
+            while data:
+                data = data[os.write(out, data) :]
+    return 0
 
 
 def dump_files_parallel(
@@ -226,36 +353,24 @@ def dump_files_parallel(
             spool_dir=spool_dir,
             **setup_args,
         )
-        ctx = multiprocessing.get_context("fork")
-        gone = ctx.RawValue("b", 0)
-        claims = Claims(ctx, len(files))
-        pool = ctx.Pool(jobs - 1, _init_worker, (setup, gone, claims))
-        exit_code = 0
+        gone = mmap.mmap(-1, 1)  # shared with the workers: set when stdout's reader left
+        claims = Claims(spool_dir, len(files))
+        claims.take(0)  # the first file is the parent's: it can be printed as it is rendered
+        spool = functools.partial(_render_spooled, setup, gone, claims)
+        pool = FilePool(spool, files, jobs - 1)
         try:
             with progress() if progress is not None else nullcontext() as file_done:
-                spool = functools.partial(_render_spooled, setup, gone, claims)
-                exit_code = _dump_in_order(
-                    files, claims, pool, spool, gone, err, render_here, file_done, tally
-                )
-            pool.close()
+                return _dump_in_order(files, claims, pool, spool, gone, err, render_here, file_done, tally)
         finally:
-            pool.terminate()
-            pool.join()
-    return exit_code
+            pool.close()
 
 
 def _dump_in_order(
-    files, claims: Claims, pool, spool, gone, err: LineWriter, render_here, file_done, tally
+    files, claims: Claims, pool: FilePool, spool, gone, err: LineWriter, render_here, file_done, tally
 ) -> int:
     """Print every file in order. The next file is rendered here, straight to stdout, when no worker
     has taken it; while a worker is still at it, the parent renders the first file nobody has taken
     into a spool (`spool(index, path)`) rather than wait."""
-    claims.take(0)  # the first file is the parent's: it can be printed as it is rendered
-    # The workers start from the last file, the parent from the first: each file the parent comes to
-    # first goes straight to stdout (no spool), and they meet near the middle.
-    ahead = [None] * len(files)
-    for i in range(len(files) - 1, 0, -1):
-        ahead[i] = pool.apply_async(_render_file, (i, files[i]))
     done_here: dict[int, Rendered] = {}  # files the parent spooled while waiting
     exit_code = 0
     i = 0
@@ -266,13 +381,15 @@ def _dump_in_order(
             exit_code = max(exit_code, render_here(path))
         else:
             if rendered is None:
-                if not ahead[i].ready() and (j := claims.first_free(i + 1)) is not None:
+                owner = claims.owner(i)
+                if not pool.ready(owner, i) and (j := claims.first_free(i + 1)) is not None:
                     if (mine := spool(j, files[j])) is not None:
                         done_here[j] = mine
                     continue  # then look at file i again
                 if pipe.reader_gone():
-                    gone.value = 1  # the workers stop rendering; their problems are still said
-                rendered = _result(ahead[i], claims.owner(i), path, err)
+                    gone[0] = 1  # the workers stop rendering; their problems are still said
+                spooled = os.path.join(claims.spool_dir, f"{i}.out")
+                rendered = pool.result(owner, i, path, err, functools.partial(_size, spooled))
             if rendered is None:  # its worker died at it: rendered here after all
                 exit_code = max(exit_code, render_here(path))
             else:
@@ -280,41 +397,17 @@ def _dump_in_order(
                 exit_code = max(exit_code, rendered.exit_code)
                 if tally is not None and rendered.tally is not None:
                     tally.merge(rendered.tally)
-        ahead[i] = None
         if file_done is not None:
             file_done(path)
         i += 1
     return exit_code
 
 
-def _result(ahead, pid: int, path: str, err: LineWriter) -> Rendered | None:
-    """What the worker `pid` rendered of `path`; None when it died first (a signal, the OOM killer), said
-    on stderr. The pool would wait for that result for ever: it replaces a dead worker, not its task."""
-    while not ahead.ready():
-        ahead.wait(_POLL)
-        if not ahead.ready() and (death := _death(pid)) is not None:
-            err.problem(f"{path}: a dump-log worker (pid {pid}) {death} while at it; dumping it here")
-            return None
-    rendered = ahead.get()
-    assert rendered is not None  # a worker took it (take() said so)
-    return rendered
-
-
-def _death(pid: int) -> str | None:
-    """How the child `pid` ended ("was killed by SIGSEGV"), or None while it runs. (WNOWAIT: the pool reaps
-    its own workers; once it has, the child is only known to be gone.)"""
+def _size(path: str) -> int:
     try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return "ended"
-    if info is None:
-        return None
-    if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
-        try:
-            return f"was killed by {signal.Signals(info.si_status).name}"
-        except ValueError:
-            return f"was killed by signal {info.si_status}"
-    return f"exited with status {info.si_status}"
+        return os.stat(path).st_size
+    except OSError:
+        return -1
 
 
 def _replay(rendered: Rendered, out_stream, err: LineWriter) -> None:
@@ -334,21 +427,35 @@ def _replay(rendered: Rendered, out_stream, err: LineWriter) -> None:
 
 
 def _copy(src, out_stream, written: int, until: int | None) -> int:
-    """Bytes of the spool from `written` up to `until` (None: the end) to stdout; where it got to."""
+    """Bytes of the spool from `written` up to `until` (None: the end) to stdout; where it got to. In
+    pieces of about `_CHUNK` that each end a line, each written whole: Ctrl-C ends the copy within a
+    piece, and stdout at the end of a line."""
     if pipe.reader_gone():  # nobody reads: skip what is left of it
         return src.seek(0 if until is None else until, os.SEEK_END if until is None else os.SEEK_SET)
+    fd = src.fileno()
+    stop = os.fstat(fd).st_size if until is None else until
     send = getattr(out_stream, "send_file", None)
-    if send is not None:
-        stop = os.fstat(src.fileno()).st_size if until is None else until
-        if send(src.fileno(), written, stop - written):
-            return src.seek(stop)
-    while until is None or written < until:
-        chunk = src.read(_CHUNK if until is None else min(_CHUNK, until - written))
-        if not chunk:
-            break
-        written += len(chunk)
-        _write_bytes(out_stream, chunk)
+    while written < stop:
+        end = _line_end(fd, min(written + _CHUNK, stop), stop)
+        if send is None or not send(fd, written, end - written):
+            send = None
+            _write_bytes(out_stream, os.pread(fd, end - written, written))
+        written = end
+    src.seek(written)
     return written
+
+
+def _line_end(fd: int, at: int, stop: int) -> int:
+    """The end of the line that `at` falls in (just past its newline), `stop` at most."""
+    at -= 1  # a line that ends just before `at` ends there
+    while at < stop:
+        data = os.pread(fd, min(_LOOK, stop - at), at)
+        if (found := data.find(b"\n")) >= 0:
+            return at + found + 1
+        if not data:
+            break
+        at += len(data)
+    return stop
 
 
 def _write_bytes(out_stream, data: bytes) -> None:

@@ -7,7 +7,7 @@ import sys
 import click
 
 from kafka_tools import __version__
-from kafka_tools.cli import pipe, start_up
+from kafka_tools.cli import interrupts, pipe, start_up
 from kafka_tools.cli.options import COLOR_CHOICE, COLOR_HELP, colour_setting
 from kafka_tools.errors import (
     EXIT_ENVIRONMENT,
@@ -179,19 +179,6 @@ def _interrupted(ctx: click.Context, exc: BaseException | None) -> None:
     ctx.exit(EXIT_INTERRUPTED)
 
 
-def _terminate(signum: int, frame) -> None:
-    raise Terminated
-
-
-def handle_sigterm() -> None:
-    """SIGTERM raises Terminated where the program is, as SIGINT raises KeyboardInterrupt (a child
-    forked later resets it where it must die at once, as multiprocessing's workers)."""
-    import signal
-
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminate)
-
-
 @click.group(
     cls=KtoolGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
@@ -226,14 +213,14 @@ _register()
 
 
 def main() -> None:
+    interrupts.install()  # kafka_tools/__main__.py did already, before any import
     pipe.install()  # also for what Click prints before a command runs (`ktool --help | head -1`)
-    handle_sigterm()
     try:
         cli.main(prog_name="ktool")
     except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, Terminated)
-        click.echo("ktool: terminated" if terminated else "ktool: interrupted", err=True)
-        sys.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+        interrupts.exit_interrupted(exc)
+    except SystemExit as exc:
+        interrupts.exit_with(exc.code)
 
 
 __all__ = ["cli", "main", "EXIT_USAGE"]

@@ -5,6 +5,11 @@ counts. So when the reader closes the pipe, ktool stops writing (further writes 
 going: it still reaches the verdict its input deserves and exits with that code, instead of dying on
 EPIPE with whatever code the interpreter or Click picks (0 or 1, unrelated to the data).
 
+A write is whole: Ctrl-C and SIGTERM wait for it to end (cli/interrupts.py), so stdout never ends in
+the middle of a line. That is also why text is encoded here and handed to the binary buffer: when a
+signal interrupts a large write and its handler returns, CPython's BufferedWriter.write returns a
+short count, and TextIOWrapper drops the rest without a word (3.11: 2 MB written, 131,072 bytes out).
+
 Any other failed write (a full disk behind `> out.txt`, `> /dev/full`) is the output's failure, not the
 input's: it is raised once as "stdout: No space left on device" (exit 3), so no message blames the
 segment being read, and what follows is dropped.
@@ -13,10 +18,13 @@ segment being read, and what follows is dropped.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import sys
 from typing import TextIO
 
+from kafka_tools.cli import interrupts
+from kafka_tools.cli.interrupts import whole
 from kafka_tools.errors import os_error
 
 
@@ -27,24 +35,43 @@ class GuardedStdout:
         self._stream = stream
         self.name = name
         self.reader_gone = False
+        # A TextIOWrapper's text is encoded here and written to its buffer (the module's docstring)
+        self._bytes = isinstance(stream, io.TextIOWrapper) and hasattr(stream, "buffer")
+        if self._bytes:
+            stream.flush()
+            self._encoding, self._errors = stream.encoding, stream.errors or "strict"
+            self._line_buffering = stream.line_buffering
 
+    @whole
     def write(self, text: str) -> int:
         if not self.reader_gone:
             try:
-                return self._stream.write(text)
+                if self._bytes:
+                    _write_all(self._stream.buffer, text.encode(self._encoding, self._errors))
+                    if self._line_buffering and "\n" in text:
+                        self._stream.buffer.flush()
+                else:
+                    self._stream.write(text)
             except OSError as exc:
                 self._broken(exc)
+        if interrupts.pending:
+            interrupts.deliver()
         return len(text)
 
+    @whole
     def write_bytes(self, data: bytes) -> None:
         """Bytes straight to the binary buffer beneath, after what the text layer still holds."""
         if not self.reader_gone:
             try:
-                self._stream.flush()
-                self._stream.buffer.write(data)
+                if not self._bytes:
+                    self._stream.flush()
+                _write_all(self._stream.buffer, data)
             except OSError as exc:
                 self._broken(exc)
+        if interrupts.pending:
+            interrupts.deliver()
 
+    @whole
     def send_file(self, fd: int, offset: int, count: int) -> bool:
         """`count` bytes of file `fd` from `offset` to stdout by the kernel (sendfile), after what the
         text layer holds; False when stdout is no file descriptor (the caller copies instead)."""
@@ -66,18 +93,23 @@ class GuardedStdout:
             if exc.errno in (errno.EINVAL, errno.ENOSYS) and not isinstance(exc, BrokenPipeError):
                 return False  # this stdout takes no sendfile (an O_APPEND file on old kernels, …)
             self._broken(exc)
+        if interrupts.pending:
+            interrupts.deliver()
         return True
 
     def writelines(self, lines) -> None:
         for line in lines:
             self.write(line)
 
+    @whole
     def flush(self) -> None:
         if not self.reader_gone:
             try:
                 self._stream.flush()
             except OSError as exc:
                 self._broken(exc)
+        if interrupts.pending:
+            interrupts.deliver()
 
     def _broken(self, exc: OSError) -> None:
         failed = not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE
@@ -97,6 +129,15 @@ class GuardedStdout:
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
+
+
+def _write_all(buffer, data) -> None:
+    """All of `data` into a binary buffer (its write() may take part of it when a signal came)."""
+    written = buffer.write(data)
+    if written is not None and written < len(data):
+        view = memoryview(data)
+        while written < len(view):
+            written += buffer.write(view[written:]) or 0
 
 
 def install() -> None:

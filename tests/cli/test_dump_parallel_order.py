@@ -1,14 +1,21 @@
 """`dump-log --jobs N`'s scheduling: each file is rendered by exactly one process, the output stays in
-file order, and the parent does not sit idle while a worker is still at the next file to print."""
+file order, the parent does not sit idle while a worker is still at the next file to print, and a
+worker that dies, is stopped or hangs costs time, never the dump."""
 
 from __future__ import annotations
 
 import io
-import multiprocessing
+import os
+import signal
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from kafka_tools.cli import dump_parallel
 from kafka_tools.cli.dump_parallel import Claims, Rendered, _dump_in_order
+from kafka_tools.log.workers import children
 
 
 class _Stdout(io.TextIOWrapper):
@@ -24,35 +31,24 @@ class _SlowWorker:
     """A pool of one worker that has taken file 1 and is still at it until someone asks for it."""
 
     def __init__(self, claims: Claims, spool_file) -> None:
-        self.claims = claims
+        self.taken = claims.take(1)
         self.spool_file = spool_file
+        self.asked = False
 
-    def apply_async(self, _fn, args):
-        index, _path = args
-        pool = self
+    def ready(self, _pid: int, index: int) -> bool:
+        return self.asked  # not before the parent has run out of files to spool
 
-        class Result:
-            def __init__(self) -> None:
-                self.taken = index == 1 and pool.claims.take(1)
-                self.asked = False
-
-            def ready(self) -> bool:
-                return self.asked  # not before the parent has run out of files to spool
-
-            def wait(self, _timeout: float) -> None:
-                self.asked = True
-
-            def get(self) -> Rendered | None:
-                return pool.spool_file(index, "worker") if self.taken else None
-
-        return Result()
+    def result(self, _pid: int, index: int, _path, _err, _output) -> Rendered | None:
+        self.asked = True
+        return self.spool_file(index, "worker") if self.taken and index == 1 else None
 
 
 def test_the_parent_spools_files_nobody_took_while_a_worker_is_at_the_next(
     tmp_path: Path, monkeypatch
 ) -> None:
     files = [f"f{i}" for i in range(5)]
-    claims = Claims(multiprocessing.get_context("fork"), len(files))
+    claims = Claims(str(tmp_path), len(files))
+    claims.take(0)
 
     def spool_file(index: int, who: str) -> Rendered:
         out, err = tmp_path / f"{index}.out", tmp_path / f"{index}.err"
@@ -75,7 +71,7 @@ def test_the_parent_spools_files_nobody_took_while_a_worker_is_at_the_next(
         stdout.write(f"{path} here\n")
         return 0
 
-    gone = multiprocessing.get_context("fork").RawValue("b", 0)
+    gone = bytearray(1)
     code = _dump_in_order(
         files, claims, _SlowWorker(claims, spool_file), spool, gone, None, render_here, None, None
     )
@@ -92,37 +88,50 @@ def test_the_parent_spools_files_nobody_took_while_a_worker_is_at_the_next(
     ]
 
 
-def test_a_worker_killed_at_a_file_does_not_hang_the_dump_and_the_file_is_dumped_anyway(
-    tmp_path: Path, monkeypatch
-) -> None:
-    """A worker that dies (a signal, the OOM killer) never answers: the pool replaces the worker, not
-    its file, and waited for ever. The parent names the file (and the signal, when it sees it before
-    the pool reaps the worker), dumps it itself, and the output is `--jobs 1`'s."""
-    import os
-    import signal
-    import threading
+# What a worker does at the victim file, and the end of the line the parent says about it
+FATES = {
+    "killed": (
+        lambda: os.kill(os.getpid(), signal.SIGKILL),
+        " was killed by SIGKILL while at it; dumping it here",
+    ),
+    "stopped": (lambda: os.kill(os.getpid(), signal.SIGSTOP), " was stopped while at it; dumping it here"),
+    "hung": (lambda: time.sleep(3600), " made no progress for 1 s while at it; dumping it here"),
+}
 
+
+@pytest.mark.parametrize("fate", list(FATES))
+def test_a_worker_killed_stopped_or_hung_at_a_file_does_not_hang_the_dump(
+    tmp_path: Path, monkeypatch, fate: str
+) -> None:
+    """A worker that dies (a signal, the OOM killer), is stopped (SIGSTOP, a debugger) or hangs never
+    answers: multiprocessing's pool replaced a dead worker, not its file, and waited for ever. The
+    parent names the file and what became of its worker, dumps it itself, and the output is `--jobs
+    1`'s; no worker is left."""
     from tests.cli.test_pipes import v2_segment
     from tests.independent import FIXTURES
     from tests.support.cli import run_ktool
 
+    monkeypatch.setattr(children, "STALL", 1.0)  # a hang is seen after 1 s without progress
     big = tmp_path / "orders-0" / "00000000000000000000.log"  # keeps the parent busy at file 0
     big.parent.mkdir()
     big.write_bytes(v2_segment(3000))
     small = sorted(str(p) for p in (FIXTURES / "generated" / "v2").rglob("*.log"))
-    victim = small[-1]
-    files = [str(big), *small[:-1], victim]
+    # The worker takes the last file first and answers it, then meets the victim: the answer it gave
+    # before it failed is still printed in its place.
+    victim = small[-2]
+    files = [str(big), *small]
     parent = os.getpid()
     render_into = dump_parallel._render_into
+    act, said = FATES[fate]
 
-    def dies_at_the_victim(setup, gone, path, out, err):
+    def fails_at_the_victim(setup, gone, path, out, err):
         if os.getpid() != parent and path == victim:
-            os.kill(os.getpid(), signal.SIGKILL)
+            act()
         return render_into(setup, gone, path, out, err)
 
     for args in (["--deep-iteration"], ["--json", "--print-data-log"]):
         one = run_ktool("dump-log", *args, "--jobs", "1", *files)
-        monkeypatch.setattr(dump_parallel, "_render_into", dies_at_the_victim)
+        monkeypatch.setattr(dump_parallel, "_render_into", fails_at_the_victim)
         done: list = []
         jobs3 = ["dump-log", *args, "--jobs", "3", *files]
         worker = threading.Thread(
@@ -131,12 +140,13 @@ def test_a_worker_killed_at_a_file_does_not_hang_the_dump_and_the_file_is_dumped
         worker.start()
         worker.join(60)
         monkeypatch.setattr(dump_parallel, "_render_into", render_into)
-        assert done, "dump-log --jobs 3 hung on its killed worker"
+        assert done, f"dump-log --jobs 3 hung on its {fate} worker"
         [many] = done
         assert many.exit_code == one.exit_code == 0
         assert many.stdout == one.stdout
         lines = many.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"ktool: {victim}: a dump-log worker (pid "), lines
-        assert lines[0].endswith(" was killed by SIGKILL while at it; dumping it here") or lines[0].endswith(
-            " ended while at it; dumping it here"
-        )
+        assert lines[0].endswith(said), lines
+        pid = int(lines[0].split("(pid ")[1].split(")")[0])
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # killed and reaped

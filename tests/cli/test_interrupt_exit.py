@@ -49,15 +49,16 @@ def _sigterm_arrives() -> None:
     import os
     import signal
 
-    from kafka_tools.cli.main import handle_sigterm
+    from kafka_tools.cli import interrupts
 
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
-        handle_sigterm()
+        interrupts.install()
         os.kill(os.getpid(), signal.SIGTERM)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
 
 
 def test_sigterm_is_handled_as_ctrl_c_with_exit_143_and_one_line() -> None:

@@ -30,6 +30,7 @@ def test_version_imports_no_command_module():
 
 
 BASE = {
+    "kafka_tools.cli.interrupts",  # Ctrl-C and SIGTERM handled from the first line
     "kafka_tools.cli.main",
     "kafka_tools.cli.pipe",
     "kafka_tools.cli.help",

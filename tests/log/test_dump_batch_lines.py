@@ -11,7 +11,10 @@ import gzip
 import os
 import random
 import shlex
+import signal
 import struct
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +24,7 @@ from kafka_tools.format.record_batch import RecordBatch
 from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.format.varint import encode_varint as zigzag
 from kafka_tools.log.dump import made_lines
-from kafka_tools.log.workers import batch_lines
+from kafka_tools.log.workers import batch_lines, children
 from kafka_tools.log.workers.batch_lines import BatchLines
 from kafka_tools.render.dump_json import DumpJsonRenderer
 from kafka_tools.render.dump_text import DumpTextRenderer
@@ -205,6 +208,42 @@ def test_a_helper_that_dies_costs_nothing_but_time(segments: list[Path]) -> None
     assert not any(by_helper for *_, by_helper in second)
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped
+
+
+@pytest.mark.parametrize("fate", ["stopped", "hung"])
+def test_a_helper_stopped_or_hung_costs_a_moment_not_the_dump(
+    segments: list[Path], monkeypatch, fate: str
+) -> None:
+    """A helper stopped (SIGSTOP, a debugger) or hung never answers: the parent waited for it in a
+    select() without a timeout, for ever. Now it is given up (killed) after 1 s stopped or `STALL` s
+    without progress, and the parent makes what it held."""
+    monkeypatch.setattr(children, "STALL", 1.0)
+    make = _maker(True)
+    parent = os.getpid()
+    doomed = sorted(_direct(make, segments[0]))[60]
+
+    def fragile(path: str, batch: RecordBatch):
+        if os.getpid() != parent and batch.position >= doomed:
+            if fate == "stopped":
+                os.kill(os.getpid(), signal.SIGSTOP)
+            time.sleep(3600)
+        return make(path, batch)
+
+    done: list = []
+
+    def dump() -> None:
+        with BatchLines(fragile, 1) as helpers:
+            done.append(helpers._helpers[0].pid)
+            done.append(_walk(helpers, make, segments[0]))
+
+    walker = threading.Thread(target=dump, daemon=True)
+    walker.start()
+    walker.join(60)
+    assert len(done) == 2, f"the walk waited for ever on its {fate} helper"
+    pid, seen = done
+    assert [(p, lines) for p, lines, _ in seen] == list(_direct(make, segments[0]).items())
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # killed and reaped
 
 
 def test_a_walk_ended_early_leaves_the_helpers_ready(segments: list[Path]) -> None:

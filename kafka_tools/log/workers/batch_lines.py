@@ -10,27 +10,32 @@ walk computed, else the file changed and the parent does that batch), makes its 
 parent's own `make` (the same call, so the same bytes) and puts them in a slot of a shared map, from
 which the parent writes them. While the next batch to print is still a helper's, the parent makes
 the lines of a later batch nobody has taken rather than wait, so neither side idles while there is
-work. A helper that dies or fails a batch costs nothing but time: the parent makes those lines.
+work. A helper that dies, fails a batch, is stopped or makes no progress costs nothing but time:
+the parent makes those lines (log/workers/children.py tells; no wait on a helper is unbounded).
 """
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import select
-import signal
 import struct
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from kafka_tools.format.record_batch import RecordBatch, parse_batch_header
+from kafka_tools.log.workers.children import Watch, end_children, fork_child
 from kafka_tools.log.workers.fork_heap import freeze_for_fork, thaw_after_fork
 
 SLOT = 4 << 20  # a batch's lines larger than this are made by the parent
 DEPTH = 8  # batches a helper holds at once (queued or made, not yet printed)
 AHEAD = 24  # entries the walk may be ahead of the printing
 AHEAD_BYTES = 32 << 20  # lines the parent may make ahead, at most
+ANSWER_AT_END = 0.5  # seconds a walk that ended early waits for the helpers' answers
+_POLL = 0.2  # seconds between looks at helpers that have not answered
 
 _JOB = struct.Struct("<BIHQII")  # kind, ticket, slot, position, size, crc (a file: its name follows)
 _DONE = struct.Struct("<IiI")  # ticket, record count (-1: the parent must make these lines), length
@@ -48,6 +53,7 @@ class _Helper:
         self.free = list(range(first_slot + DEPTH - 1, first_slot - 1, -1))
         self.held = 0  # batches sent, not answered
         self.alive = True
+        self.reaped = False  # its pid is no longer this process's child: never signalled again
         self.rest = b""  # a reply read in part
 
 
@@ -79,40 +85,30 @@ class BatchLines:
     def _fork(self, first_slot: int) -> None:
         jobs_r, jobs_w = os.pipe()
         done_r, done_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the helper: serve until the parent closes the jobs pipe
-            code = 1
-            try:
+        inherited = [jobs_w, done_r] + [fd for h in self._helpers for fd in (h.jobs, h.done)]
+        try:
+            fork_child(
+                functools.partial(_helper, jobs_r, done_w, inherited, self._view, self._make),
+                lambda pid: self._helpers.append(_Helper(pid, jobs_w, done_r, first_slot)),
+            )
+        except BaseException:
+            if not any(h.jobs == jobs_w for h in self._helpers):
                 os.close(jobs_w)
                 os.close(done_r)
-                for h in self._helpers:
-                    os.close(h.jobs)
-                    os.close(h.done)
-                signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, 1)  # stdout is the parent's alone: a reader sees its end when it ends
-                os.close(devnull)
-                _serve(jobs_r, done_w, self._view, self._make)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(jobs_r)
-        os.close(done_w)
+            raise
+        finally:
+            os.close(jobs_r)
+            os.close(done_w)
         os.set_blocking(done_r, False)
-        self._helpers.append(_Helper(pid, jobs_w, done_r, first_slot))
 
     def close(self) -> None:
-        """Let the helpers go (they end at the closed pipe) and reap them; a walk still open after this
-        makes the lines it is given itself."""
+        """The helpers killed and reaped (within a second, whatever they are doing); a walk still open
+        after this makes the lines it is given itself."""
         for h in self._helpers:
             self._lost(h)
             os.close(h.jobs)
             os.close(h.done)
-        for h in self._helpers:
-            try:
-                os.waitpid(h.pid, 0)
-            except ChildProcessError:
-                pass
+        end_children(h.pid for h in self._helpers if not h.reaped)
         if self._frozen:
             self._frozen = False
             thaw_after_fork()  # no helper shares those pages any more: collected as before
@@ -144,9 +140,18 @@ class BatchLines:
                 if len(pending) >= AHEAD or not self._waiting(pending[0]):
                     yield from self._hand_out(pending, later, False)
             yield from self._hand_out(pending, later, True)
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM: nothing is waited for, the helpers are ended
+            self.close()
+            raise
         finally:
-            while self._out:  # the walk ended early: the helpers' answers are waited for, dropped
-                self._collect(block=True)
+            # The walk ended early: the helpers' answers are waited for (a moment: a helper answers a
+            # batch in milliseconds) and dropped; a helper that does not answer by then is given up, so
+            # that no slot it holds is written while a later walk uses it.
+            deadline = time.monotonic() + ANSWER_AT_END
+            while self._out and time.monotonic() < deadline:
+                self._collect(block=True, within=ANSWER_AT_END)
+            for h in {owner for owner, _, _ in self._out.values()}:
+                self._give_up(h)
             for position in list(self._made):
                 self._done_with(position)
 
@@ -224,14 +229,26 @@ class BatchLines:
             self._lost(h)
             return False
 
-    def _collect(self, block: bool) -> None:
-        """Read the helpers' answers that are there (with `block`, wait for one at least)."""
+    def _collect(self, block: bool, within: float | None = None) -> None:
+        """Read the helpers' answers that are there (with `block`, wait for one at least, or for the
+        helpers that hold batches to be given up: dead, stopped, or without progress; `within`: for
+        that many seconds at most)."""
         busy = [h for h in self._helpers if h.held]
         if not busy:
             return
         if block:
-            select.select([h.done for h in busy], [], [])
+            watches = [Watch(h.pid) for h in busy]
+            deadline = None if within is None else time.monotonic() + within
+            while not select.select([h.done for h in busy], [], [], _POLL)[0]:
+                for h, watch in zip(busy, watches, strict=True):
+                    if h.alive and watch.verdict() is not None:  # it is reaped: ended, or killed
+                        h.reaped = True
+                        self._lost(h)
+                if not any(h.held for h in busy) or (deadline is not None and time.monotonic() > deadline):
+                    return
         for h in busy:
+            if not h.alive:  # given up above: what it answered before is not waited for any more
+                continue
             try:
                 data = os.read(h.done, _DONE.size * 64)
             except BlockingIOError:
@@ -254,6 +271,13 @@ class BatchLines:
                 self._made[position] = (self._view[start : start + length], count)
                 self._slots[position] = (h, slot)
 
+    def _give_up(self, h: _Helper) -> None:
+        """A helper that did not answer: killed (no slot of it is written any more), its batches lost."""
+        if not h.reaped:
+            h.reaped = True
+            end_children([h.pid])
+        self._lost(h)
+
     def _lost(self, h: _Helper) -> None:
         """A helper died, or its pipe broke: the parent makes the lines it held."""
         h.alive = False
@@ -262,6 +286,17 @@ class BatchLines:
             if owner is h:
                 del self._out[ticket]
                 del self._at[position]
+
+
+def _helper(jobs: int, done: int, inherited: list[int], view: memoryview, make: Make) -> int:
+    """A forked helper: serve until the parent closes the jobs pipe."""
+    for fd in inherited:  # the parent's ends: a helper holds none, so it sees the pipes' ends
+        os.close(fd)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # stdout is the parent's alone: a reader sees its end when it ends
+    os.close(devnull)
+    _serve(jobs, done, view, make)
+    return 0
 
 
 def _serve(jobs: int, done: int, view: memoryview, make: Make) -> None:

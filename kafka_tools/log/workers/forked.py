@@ -19,12 +19,14 @@ the caller: no answer is lost, and its error is the caller's own.
 
 from __future__ import annotations
 
+import functools
 import marshal
 import os
 import struct
 from collections.abc import Callable
 from typing import Any
 
+from kafka_tools.log.workers.children import end_children, fork_child
 from kafka_tools.log.workers.fork_heap import freeze_for_fork, thaw_after_fork
 
 _TOKEN = struct.Struct("<H")  # a call's index, as read from the shared pipe: 2 bytes, one read each
@@ -200,7 +202,7 @@ class _Walker:
 
     def stop(self) -> None:
         os.close(self.fd)
-        _stop(self.pid)
+        end_children([self.pid])
 
 
 def _fork_taker(
@@ -208,45 +210,42 @@ def _fork_taker(
 ) -> _Walker | None:
     """A forked process taking calls, or None when no process can be started."""
     answers, out = os.pipe()
+    started: list[_Walker] = []
     try:
-        pid = os.fork()
+        fork_child(
+            functools.partial(_take_calls, work, calls, tokens, to_wire, out, answers),
+            lambda pid: started.append(_Walker(pid, answers)),
+        )
     except OSError:
         os.close(answers)
-        os.close(out)
         return None
-    if pid:
-        os.close(out)
-        return _Walker(pid, answers)
-    # The child: it takes calls, writes the value of each that returned as soon as it has, and ends
-    # at once (no exit handler, no flush of the parent's buffers, no destructor of objects the parent
-    # owns). A value that cannot be sent is left to the caller, which runs its call again.
-    code = 1
-    try:
-        os.close(answers)
-        with os.fdopen(out, "wb") as f:
-            while len(token := os.read(tokens, _TOKEN.size)) == _TOKEN.size:
-                (k,) = _TOKEN.unpack(token)
-                ok, value = _call(work, calls[k])
-                if not ok:
-                    continue
-                try:
-                    data = marshal.dumps((k, to_wire(value)))
-                except (ValueError, TypeError):
-                    continue
-                f.write(_LENGTH.pack(len(data)) + data)
-                f.flush()
-        code = 0
-    except BaseException:  # noqa: BLE001 - the caller runs what this one did not answer
-        pass
     finally:
-        os._exit(code)
+        os.close(out)
+    return started[0]
 
 
-def _stop(pid: int) -> None:
-    import signal
-
-    try:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except OSError:
-        pass
+def _take_calls(
+    work: Callable[..., Any],
+    calls: list[tuple],
+    tokens: int,
+    to_wire: Callable[[Any], Any],
+    out: int,
+    answers: int,
+) -> int:
+    """The child: it takes calls, writes the value of each that returned as soon as it has, and ends
+    at once (no exit handler, no flush of the parent's buffers, no destructor of objects the parent
+    owns). A value that cannot be sent is left to the caller, which runs its call again."""
+    os.close(answers)
+    with os.fdopen(out, "wb") as f:
+        while len(token := os.read(tokens, _TOKEN.size)) == _TOKEN.size:
+            (k,) = _TOKEN.unpack(token)
+            ok, value = _call(work, calls[k])
+            if not ok:
+                continue
+            try:
+                data = marshal.dumps((k, to_wire(value)))
+            except (ValueError, TypeError):
+                continue
+            f.write(_LENGTH.pack(len(data)) + data)
+            f.flush()
+    return 0
