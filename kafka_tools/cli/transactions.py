@@ -15,7 +15,7 @@ def _log_dirs(func):
         "--transaction-partitions",
         type=click.IntRange(min=1),
         help="transaction.state.log.num.partitions: the __transaction_state partition an id belongs in "
-        "[default: from the KRaft metadata in the log dir, else 50].",
+        "[default: from the KRaft metadata in the log dirs; unknown otherwise, and not checked].",
     )(func)
     return click.argument("log_dirs", nargs=-1, required=True, type=click.Path(path_type=str))(func)
 
@@ -39,10 +39,16 @@ def _partitions(log_dirs: tuple[str, ...]):
     return found.all_partitions()
 
 
-def _count(parts, given: int | None) -> int:
+def _count(parts, given: int | None) -> int | None:
+    """--transaction-partitions, else the count the log dirs hold; unknown (None) is said once."""
     from kafka_tools.transactions.partition_count import transaction_partition_count
 
-    return given if given is not None else transaction_partition_count(parts)
+    if given is not None:
+        return given
+    found = transaction_partition_count(parts)
+    if found.count is None and found.source:
+        click.echo(f"ktool: {found.source}", err=True)
+    return found.count
 
 
 def _audit(log_dirs, now, max_timeout_ms, transaction_partitions, from_start=False, check_snapshots=False):

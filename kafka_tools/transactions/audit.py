@@ -70,7 +70,7 @@ def audit(
     partitions: Iterable[Partition],
     now_ms: int | None = None,
     max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-    transaction_partitions: int = DEFAULT_TRANSACTION_PARTITIONS,
+    transaction_partitions: int | None = DEFAULT_TRANSACTION_PARTITIONS,
     from_start: bool = False,
     check_snapshots: bool = False,
 ) -> Audit:

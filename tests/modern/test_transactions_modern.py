@@ -135,6 +135,68 @@ def test_committed_and_aborted_transactions_equal_kafka_transactions(modern_kafk
             assert (o["lastStableOffset"], o["logEndOffset"], o["openTransactions"]) == (lso, hw, [])
 
 
+def test_list_as_another_user_reads_the_partition_count_from_what_it_can_read(maintained_kafka) -> None:
+    """Kafka writes `__cluster_metadata-0/*.checkpoint` mode 0400: a user other than the broker's reads
+    the image from the metadata log's segments instead, so the coordinator's one partition is known and
+    no id is said to hash elsewhere (before: 50 partitions assumed, a wrong-partition line per id); the
+    ids are those kafka-transactions lists. (The broker snapshots its metadata every second here.)"""
+    import tempfile
+    from pathlib import Path
+
+    from confluent_kafka import Producer
+
+    from kafka_tools.transactions.coordinator import partition_for
+    from tests.support.as_user import run_ktool_as
+
+    cluster = maintained_kafka
+    topic = f"perm-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic)
+    ids = [f"{topic}-app-{n}" for n in range(4)]
+    assert any(partition_for(tid, 50) != 0 for tid in ids)  # a guess of 50 would misjudge them
+    for tid in ids:
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid, "linger.ms": 5})
+        p.init_transactions(60)
+        p.begin_transaction()
+        p.produce(topic, value=b"x", partition=0)
+        p.flush(30)
+        p.commit_transaction(60)
+    log_dir = cluster.brokers[0].log_dir
+
+    def settled() -> bool:
+        _, objs = _ktool_json("list", str(log_dir / "__transaction_state-0"))
+        states = {o.get("transactionalId"): o.get("state") for o in objs}
+        return all(states.get(tid) == "CompleteCommit" for tid in ids)
+
+    _wait("the coordinator's CompleteCommit records", settled)
+    snapshots = log_dir / "__cluster_metadata-0"
+    _wait(
+        "a metadata snapshot",
+        lambda: any(not c.name.startswith("0" * 20) for c in snapshots.glob("*.checkpoint")),
+    )
+    root = Path(tempfile.mkdtemp(prefix="ktool-as-user-"))
+    try:
+        root.chmod(0o755)  # pytest's own temporary directories are root's alone
+        copies = [root / name for name in ("warm", "copy")]
+        for copy in copies:
+            shutil.copytree(log_dir, copy, ignore=shutil.ignore_patterns(".lock"))
+        checkpoints = list((copies[1] / "__cluster_metadata-0").glob("*.checkpoint"))
+        assert checkpoints and all(c.stat().st_mode & 0o777 == 0o400 for c in checkpoints)
+        run = run_ktool_as("nobody", ["transactions", "list", "--json", str(copies[1])],
+                           warm=["transactions", "list", "--json", str(copies[0])])  # fmt: skip
+    finally:
+        shutil.rmtree(root)
+    assert run.exit_code == 0 and "hashes to partition" not in run.stderr, run.stderr
+    listed = {
+        o["transactionalId"]: o
+        for o in map(json.loads, run.stdout.splitlines())
+        if o["type"] == "transaction"
+    }
+    theirs = {row["TransactionalId"]: row for row in _tool(cluster, "list") if row["TransactionalId"] in ids}
+    assert {t: (str(listed[t]["producerId"]), listed[t]["state"]) for t in ids} == {
+        t: (row["ProducerId"], row["TransactionState"]) for t, row in theirs.items()
+    }
+
+
 @pytest.fixture
 def own_kafka(kafka_release, tmp_path):
     """A broker of this test's own: it is stopped, its coordinator's partition removed, restarted."""

@@ -75,10 +75,11 @@ def test_a_running_brokers_in_flight_tail_is_never_a_finding(tmp_path) -> None:
     log = d / "orders-0" / "00000000000000000000.log"
     data = log.read_bytes()
     log.write_bytes(data + data[-40:-3])  # a batch being appended: its first bytes only
-    stopped = run_ktool("transactions", "find-hanging", str(d))
+    count = ("--transaction-partitions", "50")  # a ZooKeeper broker's log dir does not hold it
+    stopped = run_ktool("transactions", "find-hanging", *count, str(d))
     assert stopped.exit_code == 0 and "replayed up to there" in stopped.stderr  # a copy: said
     with lock_held_elsewhere(d / ".lock"):
-        live = run_ktool("transactions", "find-hanging", str(d))
+        live = run_ktool("transactions", "find-hanging", *count, str(d))
     assert (live.exit_code, live.stdout, live.stderr) == (0, "", "")
 
 
@@ -90,7 +91,7 @@ def test_an_unreadable_segment_is_one_line_naming_it_and_exit_3(tmp_path) -> Non
         seg.unlink()
         seg.symlink_to(tmp_path / "unmounted" / "segment.log")  # a disk that is not there
         for command in ("find-hanging", "list", "describe"):
-            result = run_ktool("transactions", command, str(d))
+            result = run_ktool("transactions", command, "--transaction-partitions", "50", str(d))
             if command == "list" and name == "orders-0":
                 assert result.exit_code == 0  # list reads the coordinator alone
                 continue
@@ -115,3 +116,15 @@ def test_a_torn_coordinator_tail_is_a_note_and_what_precedes_it_is_read(tmp_path
     assert result.exit_code == 0 and "replayed up to there" in result.stderr
     states = {o["transactionalId"]: o["state"] for o in map(json.loads, result.stdout.splitlines()[:-1])}
     assert states == {"app-1": "Empty", "done": "CompleteCommit"}
+
+
+def test_a_partition_count_no_file_holds_is_said_once_and_no_id_is_judged_by_a_guess(tmp_path) -> None:
+    """A ZooKeeper broker's log dir holds no __transaction_state partition count: `app-1` in partition 5
+    is where it belongs with 50 partitions, not with 7; ktool knows neither and says so."""
+    d = hanging_log_dir(tmp_path)
+    result = run_ktool("transactions", "list", str(d))
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.count("\n") == 1 and "cannot be read from the log dirs" in result.stderr
+    assert "2 present, the highest __transaction_state-32" in result.stderr
+    given = run_ktool("transactions", "list", "--transaction-partitions", "7", str(d))
+    assert given.exit_code == 1 and "hashes to partition" in given.stderr
