@@ -266,6 +266,34 @@ def test_a_real_hanging_transaction_is_found_offline_as_find_hanging_finds_it(ow
     assert (code, objs[:-1]) == (0, [])
 
 
+def test_snapshots_of_a_cleanly_stopped_broker_agree_with_their_log(own_kafka) -> None:
+    """A marker with a new producer epoch clears the producer's batch history
+    (ProducerStateEntry.maybeUpdateProducerEpoch): the snapshots then say last sequence -1, last offset
+    -1. Kafka bumps the epoch when its coordinator aborts a timed-out transaction, and on 4.x at every
+    commit of Java's producer (transaction version 2). Segments rolled between the transactions leave
+    snapshots after each kind; a clean stop writes the last. `--check-snapshots` finds nothing (before:
+    3 snapshot-disagrees on 4.4.0, 1 on 3.9.2)."""
+    cluster = own_kafka
+    topic = f"snap-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic, config={"segment.ms": 100})
+    perf = ["--topic", topic, "--num-records", "60", "--record-size", "20", "--throughput", "-1",
+            "--producer-props", f"bootstrap.servers={cluster.bootstrap}", "linger.ms=0",
+            "--transactional-id", f"{topic}-java", "--transaction-duration-ms", "50"]  # fmt: skip
+    run_tool(cluster.release, "ProducerPerformance", perf)
+    time.sleep(0.2)
+    _producer(cluster, f"{topic}-killed", topic, 1000)  # the coordinator aborts it with a new epoch
+    _wait("the coordinator's abort", lambda: _read_committed_end(cluster, topic, 0)[0] > 0)
+    time.sleep(0.2)
+    run_tool(cluster.release, "ProducerPerformance", perf)  # rolls again: a snapshot after the abort
+    node = cluster.brokers[0]
+    cluster.stop_node(node)
+    snapshots = sorted((node.log_dir / f"{topic}-0").glob("*.snapshot"))
+    assert len(snapshots) >= 3, snapshots
+    result = run_ktool("transactions", "find-hanging", "--check-snapshots", "--json", str(node.log_dir))
+    objs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert (result.exit_code, objs[:-1]) == (0, []), result.stdout
+
+
 # --------------------------------------------------------------------------- broker files altered
 
 
