@@ -249,6 +249,15 @@ def test_a_real_hanging_transaction_is_found_offline_as_find_hanging_finds_it(ow
     create_topic(cluster, "after-restart")  # the broker serves again
     live = _tool(cluster, "find-hanging", "--topic", "pinned", "--max-transaction-timeout", "0")
     assert len(live) == 1, live
+    # Without --now: nothing was written after the transaction, but the broker ran on; the copy's clock
+    # is the newest time its files hold (the KRaft metadata log, checkpoints), not the transaction's own.
+    code, objs = _ktool_json(
+        "find-hanging", "--max-transaction-timeout", "0", str(_copy(cluster, tmp_path, "quiet"))
+    )
+    assert code == 1 and [(f["topic"], str(f["firstOffset"])) for f in objs if f["type"] == "finding"] == [
+        (row["Topic"], row["StartOffset"]) for row in live
+    ]
+    assert objs[-1]["clockSource"] != "the newest timestamp in the data", objs[-1]
     now = str(int(time.time() * 1000))
     offline = ("find-hanging", "--check-snapshots", "--max-transaction-timeout", "0", "--now", now)
     code, objs = _ktool_json(*offline, str(_copy(cluster, tmp_path, "hanging")))
