@@ -7,8 +7,9 @@ controllers or voters.
 The directories a 3.7+ / 4.x broker sets aside as stray at its next start (LogManager's
 isStrayReplica: the topic id not in the image, or the node not among the partition's replicas, renamed
 `<topic>-<partition>.<id>-stray`) are the ones flagged `unknown-topic-dir`, `unknown-partition-dir`,
-`topic-id-mismatch`, `no-topic-id` (isStrayKraftReplica: no `partition.metadata`) or `not-a-replica`; checked against the cluster's current image (a controller's
-log dir), not the stale one of a broker that was down."""
+`topic-id-mismatch`, `no-topic-id` (isStrayKraftReplica: no `partition.metadata`) or `not-a-replica`;
+checked against the cluster's current image (a controller's log dir), not the stale one of a broker that
+was down."""
 
 from __future__ import annotations
 
