@@ -129,7 +129,7 @@ def list_(
       2  usage error
       3  a log dir or a file in it could not be read
     """
-    from kafka_tools.render.transactions import render_transactions, transaction_object
+    from kafka_tools.render.transactions import list_summary, render_transactions, transaction_object
     from kafka_tools.transactions.coordinator import replay_coordinator
 
     parts = _partitions(log_dirs)
@@ -143,7 +143,10 @@ def list_(
                    len(state.partitions_read), "errors": len(state.problems)}  # fmt: skip
         _emit_all([transaction_object(t) for t in items], summary)
     else:
-        render_transactions(sys.stdout, _colour(ctx), items)
+        if items:
+            render_transactions(sys.stdout, _colour(ctx), items)
+            sys.stdout.write("\n")
+        sys.stdout.write(list_summary(len(items), len(state.partitions_read)) + "\n")
     ctx.exit(1 if state.problems else 0)
 
 

@@ -173,3 +173,13 @@ def hanging_summary(result: Audit) -> str:
     clock = f"clock {iso_time(result.now_ms) or result.now_ms} ({result.clock_source})"
     found = plural(len(result.findings), "finding") if result.findings else "no hanging transaction found"
     return f"{read}; {clock}: {found}"
+
+
+def list_summary(ids: int, partitions_read: int) -> str:
+    """list's last line: how many ids, from how many coordinator partitions; none read said as such."""
+    from kafka_tools.format.plural import plural
+
+    if not partitions_read:
+        return "no __transaction_state partition among the log dirs: no transactional id read"
+    read = plural(partitions_read, "__transaction_state partition")
+    return f"{plural(ids, 'transactional id')} from {read} read"

@@ -155,3 +155,16 @@ def test_a_quiet_copy_is_judged_by_the_newest_time_its_files_hold(tmp_path) -> N
     assert f"(mtime of {checkpoint}): 1 finding" in text.stdout.splitlines()[-1]
     earlier = run_ktool("transactions", "find-hanging", "--now", str(T0 + 60_000), str(d))
     assert earlier.exit_code == 0 and "(--now): no hanging transaction found" in earlier.stdout
+
+
+def test_list_says_what_it_read_and_that_nothing_was_found(tmp_path) -> None:
+    d = hanging_log_dir(tmp_path)
+    result = run_ktool("transactions", "list", "--transaction-partitions", "50", str(d))
+    assert result.exit_code == 0 and result.stdout.splitlines()[-1] == (
+        "2 transactional ids from 2 __transaction_state partitions read"
+    )
+    empty = run_ktool("transactions", "list", str(d / "orders-0"))
+    assert (empty.exit_code, empty.stdout) == (
+        0,
+        "no __transaction_state partition among the log dirs: no transactional id read\n",
+    )
