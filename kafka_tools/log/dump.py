@@ -141,16 +141,17 @@ def _decoded_metadata(event: EntryEvent, end: FileEnd) -> tuple[list[dict], list
 
 
 def _kraft_control(entry, records: list[Record] | None) -> bool:
-    """A control batch whose records are KRaft's own (not transaction markers)."""
+    """A control batch whose records are KRaft's own (not transaction markers, nor a type Kafka does not
+    define, which stays `controlType: UNKNOWN(n)` as DumpLogSegments prints it)."""
     if not (isinstance(entry, RecordBatch) and entry.is_control and records):
         return False
     try:
-        return all(control_record(r).type_id not in _MARKERS for r in records)
+        return all(control_record(r).type_id in _KRAFT_CONTROL for r in records)
     except RecordDecodeError:
         return False
 
 
-_MARKERS = frozenset({ControlType.ABORT, ControlType.COMMIT})
+_KRAFT_CONTROL = frozenset(ControlType) - {ControlType.ABORT, ControlType.COMMIT}
 
 
 def _decoded_remote(event: EntryEvent) -> tuple[list[dict], list[Problem]]:
