@@ -20,6 +20,7 @@ from kafka_tools.log.retention_config import (
     read_server_properties,
 )
 from kafka_tools.log.times import parse_time
+from kafka_tools.metadata.configs import kraft_settings
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.retention import RetentionJsonRenderer, RetentionTextRenderer
 
@@ -100,6 +101,13 @@ def _broker_overrides(
     metavar="SECONDS",
     help="Wait this long for the broker.",
 )
+@click.option(
+    "--metadata-log-dir",
+    type=click.Path(path_type=str),
+    metavar="DIR",
+    help="The KRaft log dir holding __cluster_metadata-0, when it is not the partitions' own log dir "
+    "(metadata.log.dir): topic configs and dynamic broker configs are read from it.",
+)
 @click.option("--now", "now_text", metavar="T", help="Judge as of T (epoch ms or ISO-8601) [default: now].")
 @click.option(
     "--broker-version",
@@ -120,6 +128,7 @@ def retention(
     retention_hours: int | None,
     retention_bytes: int | None,
     server_properties: str | None,
+    metadata_log_dir: str | None,
     now_text: str | None,
     broker_version: str | None,
     compaction: bool,
@@ -135,8 +144,9 @@ def retention(
     time, by size or below the log start offset, the bytes and records freed, the new log start offset,
     and what stays. Settings: flags, then topic overrides from ZooKeeper /config/topics/<topic> (when
     ZooKeeper is configured) or, with --bootstrap-server, the topic's settings as the broker reports them
-    (its overrides, then the broker's own), then --server-properties, then Kafka's defaults; each is
-    printed with its source.
+    (its overrides, then the broker's own), or, offline on a KRaft log dir, the topic's and the dynamic
+    broker configs from the KRaft metadata log beside the partitions (or in --metadata-log-dir), then
+    --server-properties, then Kafka's defaults; each is printed with its source.
     Nothing is written anywhere.
 
     \b
@@ -144,12 +154,15 @@ def retention(
       0  the preview was printed (whether or not anything would be deleted)
       1  an inconsistent state: a checkpoint that cannot be parsed, a high watermark past the log end
       2  usage error
-      3  a path, server.properties, ZooKeeper or the broker could not be read
+      3  a path, server.properties, a KRaft log dir's metadata log, ZooKeeper or the broker could not
+         be read
     """
     now_ms = parse_time(now_text, "--now") if now_text else int(time.time() * 1000)
     sources = SettingSources(flags=flag_settings(retention_ms, retention_hours, retention_bytes))
+    static = None
     if server_properties:
-        sources.broker = broker_settings(read_server_properties(server_properties), server_properties)
+        static = (server_properties, read_server_properties(server_properties))
+        sources.broker = broker_settings(static[1], server_properties)
     parts: list = []
     bad_paths: list[tuple[str, KtoolError]] = []
     for path in paths:
@@ -163,9 +176,14 @@ def retention(
             bad_paths.append((path, exc))
     topics = {p.topic for p in parts}
     bootstrap = zk_options.get("bootstrap_server")
+    kraft_unread = False
     if bootstrap and topics:
         timeout = zk_options.get("broker_timeout") or 10.0
         sources.topic_overrides, sources.override_sources = _broker_overrides(topics, bootstrap, timeout)
+    elif parts and (kraft := kraft_settings(parts, metadata_log_dir, sources, static)) is not None:
+        kraft_unread = kraft.unread
+        for line in kraft.notes:
+            click.echo(f"ktool: {line}", err=True)
     else:
         overrides = _topic_overrides(topics, zk_options)
         if overrides is not None:
@@ -182,7 +200,7 @@ def retention(
     inconsistent = [line for p in report.partitions for line in p.inconsistent]
     for line in dict.fromkeys(inconsistent):
         click.echo(f"ktool: {line}", err=True)
-    if report.unreadable or bad_paths:
+    if report.unreadable or bad_paths or kraft_unread:
         ctx.exit(EXIT_ENVIRONMENT)
     if inconsistent:
         ctx.exit(EXIT_FINDINGS)

@@ -15,7 +15,7 @@ def _log_dirs(func):
         "--transaction-partitions",
         type=click.IntRange(min=1),
         help="transaction.state.log.num.partitions: the __transaction_state partition an id belongs in "
-        "[default: from the KRaft metadata in the log dir, else 50].",
+        "[default: from the KRaft metadata in the log dirs; unknown otherwise, and not checked].",
     )(func)
     return click.argument("log_dirs", nargs=-1, required=True, type=click.Path(path_type=str))(func)
 
@@ -24,8 +24,9 @@ def _now(func):
     return click.option(
         "--now",
         type=TimeSpec(words=False),
-        help="The clock ages are measured against (epoch ms or ISO-8601) [default: the newest timestamp "
-        "in the data: a copy's age is not today's].",
+        help="The clock ages are measured against (epoch ms or ISO-8601) [default: the newest time the log "
+        "dirs hold: the KRaft metadata log's newest record, checkpoint and segment mtimes, the data's "
+        "timestamps; a copy's age is not today's].",
     )(func)
 
 
@@ -39,20 +40,33 @@ def _partitions(log_dirs: tuple[str, ...]):
     return found.all_partitions()
 
 
-def _count(parts, given: int | None) -> int:
+def _count(parts, given: int | None) -> int | None:
+    """--transaction-partitions, else the count the log dirs hold; unknown (None) is said once."""
     from kafka_tools.transactions.partition_count import transaction_partition_count
 
-    return given if given is not None else transaction_partition_count(parts)
+    if given is not None:
+        return given
+    found = transaction_partition_count(parts)
+    if found.count is None and found.source:
+        click.echo(f"ktool: {found.source}", err=True)
+    return found.count
 
 
 def _audit(log_dirs, now, max_timeout_ms, transaction_partitions, from_start=False, check_snapshots=False):
+    from kafka_tools.log.copy_clock import copy_clock
     from kafka_tools.transactions.audit import audit
 
     parts = _partitions(log_dirs)
     transaction_partitions = _count(parts, transaction_partitions)
-    result = audit(parts, now, max_timeout_ms, transaction_partitions, from_start, check_snapshots)
+    clock = copy_clock(parts) if now is None else None
+    result = audit(parts, now, max_timeout_ms, transaction_partitions, from_start, check_snapshots,
+                   clock.ms if clock else -1)  # fmt: skip
     for note in [*result.coordinator.notes, *(n for s in result.partitions for n in s.notes)]:
         click.echo(f"ktool: {note}", err=True)
+    if now is not None:
+        result.clock_source = "--now"
+    elif clock is not None and result.now_ms == clock.ms:
+        result.clock_source = clock.source
     return result
 
 
@@ -115,7 +129,7 @@ def list_(
       2  usage error
       3  a log dir or a file in it could not be read
     """
-    from kafka_tools.render.transactions import render_transactions, transaction_object
+    from kafka_tools.render.transactions import list_summary, render_transactions, transaction_object
     from kafka_tools.transactions.coordinator import replay_coordinator
 
     parts = _partitions(log_dirs)
@@ -129,7 +143,10 @@ def list_(
                    len(state.partitions_read), "errors": len(state.problems)}  # fmt: skip
         _emit_all([transaction_object(t) for t in items], summary)
     else:
-        render_transactions(sys.stdout, _colour(ctx), items)
+        if items:
+            render_transactions(sys.stdout, _colour(ctx), items)
+            sys.stdout.write("\n")
+        sys.stdout.write(list_summary(len(items), len(state.partitions_read)) + "\n")
     ctx.exit(1 if state.problems else 0)
 
 
@@ -266,7 +283,7 @@ def find_hanging(
       2  usage error
       3  a log dir or a file in it could not be read
     """
-    from kafka_tools.render.transactions import finding_object, render_findings
+    from kafka_tools.render.transactions import finding_object, hanging_summary, render_findings
 
     timeout_ms = max_transaction_timeout * 60_000
     result = _audit(log_dirs, now, timeout_ms, transaction_partitions, from_start, check_snapshots)
@@ -276,9 +293,13 @@ def find_hanging(
     findings = result.findings
     if as_json:
         summary = {"type": "summary", "findings": len(findings), "partitions": len(result.partitions),
+                   "coordinatorPartitions": len(result.coordinator.partitions_read),
                    "openTransactions": sum(len(s.open_transactions) for s in result.partitions),
-                   "nowMs": result.now_ms}  # fmt: skip
+                   "nowMs": result.now_ms, "clockSource": result.clock_source}  # fmt: skip
         _emit_all([finding_object(f) for f in findings], summary)
-    elif findings:
-        render_findings(sys.stdout, _colour(ctx), findings)
+    else:
+        if findings:
+            render_findings(sys.stdout, _colour(ctx), findings)
+            sys.stdout.write("\n")
+        sys.stdout.write(hanging_summary(result) + "\n")
     ctx.exit(1 if findings else 0)

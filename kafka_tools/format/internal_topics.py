@@ -328,6 +328,7 @@ TRANSACTION_LOG_VALUE = Schema.make(
         F("PreviousProducerId", "int64", tagged="1+", tag=0, default=-1),
         F("NextProducerId", "int64", tagged="1+", tag=1, default=-1),
         F("ProducerEpoch", "int16", "0+"),
+        F("NextProducerEpoch", "int16", tagged="1+", tag=3, default=-1),  # 4.x: the epoch with NextProducerId
         F("TransactionTimeoutMs", "int32", "0+"),
         F("TransactionStatus", "int8", "0+"),
         F(

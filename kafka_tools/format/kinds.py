@@ -22,7 +22,9 @@ REMOTE_LOG_SNAPSHOT = "remote_log_snapshot"  # tiered storage, 3.6/3.7: a partit
 
 # Suffixes the log cleaner and segment deletion add while they work; the content keeps its format.
 TRANSIENT_SUFFIXES = (".deleted", ".cleaned", ".swap")
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]+-(?:delete|future|stray))?$")
+_PARTITION_DIR = re.compile(
+    r"^(?P<topic>.+)-(?P<partition>\d+)(?:\.[0-9a-f]+-(?P<state>delete|future|stray))?$"
+)
 
 
 class FileKind(str, Enum):
@@ -88,6 +90,14 @@ def base_offset_of(path: str | PurePath) -> int | None:
 def partition_of(path: str | PurePath) -> tuple[str, int] | None:
     """(topic, partition) from a segment's directory name (`orders-3/…` → ("orders", 3))."""
     return topic_partition(PurePath(path).parent.name)
+
+
+def set_aside_state(dir_name: str) -> str | None:
+    """`delete`, `stray` or `future` for a partition directory the broker renamed
+    `topic-N.<uuid>-<state>` (LogManager: a deleted partition kept for file.delete.delay.ms, a replica
+    set aside as stray, a replica being moved between log dirs); None for a plain `topic-N`."""
+    match = _PARTITION_DIR.match(dir_name)
+    return match.group("state") if match else None
 
 
 def topic_partition(dir_name: str) -> tuple[str, int] | None:

@@ -17,7 +17,14 @@ from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError, records_until_damage
+from kafka_tools.format.record_batch import (
+    ControlType,
+    Record,
+    RecordBatch,
+    RecordDecodeError,
+    control_record,
+    records_until_damage,
+)
 from kafka_tools.format.segment import (
     MessageRun,
     Problem,
@@ -132,6 +139,20 @@ def _decoded_metadata(event: EntryEvent, end: FileEnd) -> tuple[list[dict], list
         elif record is not None and not record.known:
             end.unknown_records += 1
     return decoded, problems
+
+
+def _kraft_control(entry, records: list[Record] | None) -> bool:
+    """A control batch whose records are KRaft's own (not transaction markers, nor a type Kafka does not
+    define, which stays `controlType: UNKNOWN(n)` as DumpLogSegments prints it)."""
+    if not (isinstance(entry, RecordBatch) and entry.is_control and records):
+        return False
+    try:
+        return all(control_record(r).type_id in _KRAFT_CONTROL for r in records)
+    except RecordDecodeError:
+        return False
+
+
+_KRAFT_CONTROL = frozenset(ControlType) - {ControlType.ABORT, ControlType.COMMIT}
 
 
 def _decoded_remote(event: EntryEvent) -> tuple[list[dict], list[Problem]]:
@@ -273,6 +294,11 @@ def _dump_log(
                         problems += found_problems
                 elif internal is not None:
                     event.decoded = _decoded(internal, event)
+                if internal != "metadata" and _kraft_control(entry, event.records):
+                    # KRaft's control records describe themselves: decoded whatever the decoder, as
+                    # DumpLogSegments prints them (LeaderChange, SnapshotHeader, KRaftVersion, … fields).
+                    event.decoded, found_problems = _decoded_metadata(event, end)
+                    problems += found_problems
             except RecordDecodeError as exc:
                 damage = exc
             if damage is not None:

@@ -363,8 +363,9 @@ def _frame_timestamp(seg: SegmentFiles, frame: Frame) -> int | None:
                 f"{seg.log}: position {frame.position}: message format v0 has no timestamps: use --offset"
             )
         if frame.magic == 2:
-            batch = parse_batch_header(frame.buf, frame.at, frame.position)
-            return None if batch.is_control else batch.max_timestamp
+            # Control batches count: the broker's segment max timestamp and ListOffsets take the
+            # transaction markers' timestamps too (UnifiedLog.fetchOffsetByTimestamp, MAX_TIMESTAMP).
+            return parse_batch_header(frame.buf, frame.at, frame.position).max_timestamp
         return parse_message(frame.buf, frame.at, frame.position, frame.at + frame.entry_size).timestamp
     except RecordDecodeError as exc:
         raise FindingsError(f"{seg.log}: position {exc.position}: records undecodable: {exc}") from None
@@ -428,7 +429,7 @@ def _first_at_or_after(seg: SegmentFiles, frame: Frame, timestamp: int, log_star
             )
         if frame.magic == 2:
             batch = parse_batch_header(frame.buf, frame.at, frame.position)
-            if batch.max_timestamp < timestamp or batch.is_control:
+            if batch.max_timestamp < timestamp:  # a control batch's marker counts (searchForTimestamp)
                 return None
             wanted = (r.offset for r in batch.iter_records() if r.timestamp >= timestamp)
             return next((o for o in wanted if o >= log_start), None)

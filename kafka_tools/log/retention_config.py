@@ -201,12 +201,28 @@ def read_server_properties(path: str | os.PathLike) -> dict[str, str]:
     return props
 
 
-def broker_settings(props: dict[str, str], path: str) -> dict[str, Setting]:
-    """server.properties' log.* defaults under their topic-level names, each with its source."""
+def layered_broker_settings(layers: list[tuple[str, dict[str, str]]]) -> dict[str, Setting]:
+    """The broker's log.* defaults from its config layers, weakest first (server.properties, then the
+    dynamic cluster-wide default, then the node's own: DynamicBrokerConfig overlays the static props and
+    the broker then reads the merged ones, so a static log.retention.ms still beats a dynamic
+    log.retention.hours), each value named by the layer it came from."""
+    merged: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    for label, props in layers:
+        merged.update(props)
+        labels.update(dict.fromkeys(props, label))
+    return broker_settings(merged, "", labels)
+
+
+def broker_settings(
+    props: dict[str, str], path: str, labels: dict[str, str] | None = None
+) -> dict[str, Setting]:
+    """server.properties' log.* defaults under their topic-level names, each with its source (`path`, or
+    the key's own label in `labels`)."""
     out: dict[str, Setting] = {}
 
     def src(key: str) -> str:
-        return f"{path} ({key})"
+        return f"{(labels or {}).get(key, path)} ({key})"
 
     for key, factor in (
         ("log.retention.ms", 1),

@@ -7,8 +7,9 @@ controllers or voters.
 The directories a 3.7+ / 4.x broker sets aside as stray at its next start (LogManager's
 isStrayReplica: the topic id not in the image, or the node not among the partition's replicas, renamed
 `<topic>-<partition>.<id>-stray`) are the ones flagged `unknown-topic-dir`, `unknown-partition-dir`,
-`topic-id-mismatch` or `not-a-replica`; checked against the cluster's current image (a controller's
-log dir), not the stale one of a broker that was down."""
+`topic-id-mismatch`, `no-topic-id` (isStrayKraftReplica: no `partition.metadata`) or `not-a-replica`;
+checked against the cluster's current image (a controller's log dir), not the stale one of a broker that
+was down."""
 
 from __future__ import annotations
 
@@ -103,6 +104,19 @@ def check_log_dir(load: MetadataLoad, log_dir: Path | None = None) -> list[Findi
             )
 
         meta_file = path / "partition.metadata"
+        if not meta_file.exists():
+            # LogManager.isStrayKraftReplica (3.7+): written before any record, so a log without it
+            # most likely never held data; the broker sets it aside as stray at its next start.
+            findings.append(
+                Finding(
+                    str(path),
+                    "no-topic-id",
+                    Severity.ERROR,
+                    "no partition.metadata (no topic id): a 3.7+ broker treats the log as stray and "
+                    "renames it -stray at its next start",
+                )
+            )
+            continue
         if meta_file.is_file():
             try:
                 topic_id = read_partition_metadata(meta_file).get("topic_id")

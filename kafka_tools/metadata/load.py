@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafka_tools.errors import InputError, UsageError, os_error, path_error
+from kafka_tools.errors import InputError, UsageError, os_error, os_reason, path_error
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import (
     Problem,
@@ -237,6 +237,21 @@ def read_snapshot(snapshot: Snapshot, replayer: Replayer, findings: list[Finding
     return count
 
 
+def _readable(snapshot: Snapshot, findings: list[Finding]) -> bool:
+    """Whether the snapshot can be opened; one that cannot is a finding and the image is built without
+    it (from an older snapshot or the log; a `log-gap` when the log does not hold what it held)."""
+    try:
+        with open(snapshot.path, "rb"):
+            return True
+    except OSError as exc:
+        findings.append(
+            Finding(
+                str(snapshot.path), "unreadable-snapshot", Severity.ERROR, f"{os_reason(exc)}; not used", 0
+            )
+        )
+        return False
+
+
 def read_bootstrap(path: Path, findings: list[Finding]) -> Bootstrap:
     replayer = Replayer()
     count = 0
@@ -283,8 +298,10 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
     replayer = Replayer(events_from=events_from)
     load = MetadataLoad(log_dir, part_dir, replayer.image, replayer, node, snapshots=snapshots)
     bootstrap = log_dir / BOOTSTRAP
-    if bootstrap.is_file():
+    if bootstrap.is_file() and _readable(Snapshot(bootstrap, 0, 0), load.findings):
         load.bootstrap = read_bootstrap(bootstrap, load.findings)
+    # Kafka writes snapshots mode 0400: another user reads the log from an older one, or from its start.
+    usable = [s for s in usable if _readable(s, load.findings)]
     if usable:
         load.snapshot = usable[-1]
         load.records_read += read_snapshot(load.snapshot, replayer, load.findings)

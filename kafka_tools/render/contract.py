@@ -778,8 +778,10 @@ TRANSACTIONS_KINDS = {
     ],
     "transactions find-hanging": [
         TXN_FINDING,
-        _kind("summary", "Findings; partitions replayed; transactions open; the clock used.", findings="int",
-              partitions="int", openTransactions="int", nowMs="int"),
+        _kind("summary", "Findings; partitions replayed; coordinator partitions read; transactions open; the "
+              "clock used and what said it (--now, a file of the log dirs, or the data's newest timestamp).",
+              findings="int", partitions="int", coordinatorPartitions="int", openTransactions="int",
+              nowMs="int", clockSource="str"),
     ],
 }  # fmt: skip
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from kafka_tools.render.tables import TextTable, make_console
-from kafka_tools.transactions.audit import Finding
+from kafka_tools.transactions.audit import Audit, Finding
 from kafka_tools.transactions.coordinator import TransactionMetadata
 from kafka_tools.transactions.producers import OpenTransaction, PartitionProducers
 
@@ -159,3 +159,29 @@ def render_findings(out: TextIO, colour: bool, items: Sequence[Finding]) -> None
         out.write(f"\n# {f.topic}-{f.partition} at {f.first_offset}: {f.message}\n")
         if f.abort_command:
             out.write(f"{f.abort_command}\n")
+
+
+def hanging_summary(result: Audit) -> str:
+    """find-hanging's last line: what was read, the clock and what said it, and what was found."""
+    from kafka_tools.format.plural import plural
+    from kafka_tools.render.cluster import iso_time
+
+    opened = sum(len(s.open_transactions) for s in result.partitions)
+    read = (
+        f"{plural(len(result.partitions), 'partition')} and "
+        f"{plural(len(result.coordinator.partitions_read), '__transaction_state partition')} read, "
+        f"{plural(opened, 'open transaction')}"
+    )
+    clock = f"clock {iso_time(result.now_ms) or result.now_ms} ({result.clock_source})"
+    found = plural(len(result.findings), "finding") if result.findings else "no hanging transaction found"
+    return f"{read}; {clock}: {found}"
+
+
+def list_summary(ids: int, partitions_read: int) -> str:
+    """list's last line: how many ids, from how many coordinator partitions; none read said as such."""
+    from kafka_tools.format.plural import plural
+
+    if not partitions_read:
+        return "no __transaction_state partition among the log dirs: no transactional id read"
+    read = plural(partitions_read, "__transaction_state partition")
+    return f"{plural(ids, 'transactional id')} from {read} read"

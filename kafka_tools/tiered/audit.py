@@ -122,6 +122,7 @@ def audit(
     metadata_partitions: int = DEFAULT_METADATA_PARTITIONS,
 ) -> Audit:
     """Replay and check; raises KtoolError (one line) for what cannot be read at all."""
+    from kafka_tools.log.files.dirs import set_aside, set_aside_line
     from kafka_tools.log.files.discover import find_partition_dirs
 
     replay = Replay()
@@ -130,7 +131,13 @@ def audit(
     metadata_dirs: dict[int, Path] = {}
     local: dict[tuple[str, int], list[LocalReplica]] = {}
     by_name: dict[tuple[str, int], list[LocalReplica]] = {}
-    for path, _live in find_partition_dirs(paths):
+    found = [path for path, _live in find_partition_dirs(paths)]
+    renamed = [path for path in found if set_aside(path)]
+    if renamed:  # a deleted, stray or moving replica: not the partition's log
+        warnings.append(set_aside_line(renamed))
+    for path in found:
+        if set_aside(path):
+            continue
         where = partition_of(path / "x")
         assert where is not None
         topic, number = where

@@ -58,6 +58,7 @@ class Audit:
     now_ms: int
     max_timeout_ms: int
     findings: list[Finding] = field(default_factory=list)
+    clock_source: str = "the newest timestamp in the data"  # what now_ms came from
 
 
 def abort_command(topic: str, partition: int, first_offset: int) -> str:
@@ -72,13 +73,15 @@ def audit(
     partitions: Iterable[Partition],
     now_ms: int | None = None,
     max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-    transaction_partitions: int = DEFAULT_TRANSACTION_PARTITIONS,
+    transaction_partitions: int | None = DEFAULT_TRANSACTION_PARTITIONS,
     from_start: bool = False,
     check_snapshots: bool = False,
+    clock_ms: int = -1,
 ) -> Audit:
-    """Replay the coordinator and every partition, then judge them; the clock is the newest
-    timestamp in the data unless `now_ms` is given (a copy's age is not today's). `check_snapshots`
-    also replays each partition from its start to its snapshot and says where they disagree."""
+    """Replay the coordinator and every partition, then judge them; the clock is the newest timestamp in
+    the data, or `clock_ms` (the copy's files' own clock) when newer, unless `now_ms` is given (a copy's
+    age is not today's). `check_snapshots` also replays each partition from its start to its snapshot
+    and says where they disagree."""
     parts = list(partitions)
     coordinator = replay_coordinator(parts, transaction_partitions)
     # the KRaft log has no producers; __transaction_state is the coordinator's own
@@ -88,7 +91,7 @@ def audit(
         for part, s in zip(data, states, strict=True):
             s.anomalies += snapshot_disagreements(part, s)
     newest = max([coordinator.newest_timestamp, *(s.newest_timestamp for s in states)], default=-1)
-    result = Audit(coordinator, states, newest if now_ms is None else now_ms, max_timeout_ms)
+    result = Audit(coordinator, states, max(newest, clock_ms) if now_ms is None else now_ms, max_timeout_ms)
     result.findings = judge(result)
     return result
 

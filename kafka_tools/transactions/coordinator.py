@@ -120,9 +120,10 @@ def _batches(part: Partition) -> Iterator[tuple[Segment, RecordBatch | Problem]]
 
 
 def replay_coordinator(
-    partitions: Iterable[Partition], transaction_partitions: int = DEFAULT_TRANSACTION_PARTITIONS
+    partitions: Iterable[Partition], transaction_partitions: int | None = DEFAULT_TRANSACTION_PARTITIONS
 ) -> CoordinatorState:
-    """The coordinator's state from every `__transaction_state-N` among `partitions`, in offset order."""
+    """The coordinator's state from every `__transaction_state-N` among `partitions`, in offset order;
+    `transaction_partitions` None (unknown): no id is judged by the partition it is in."""
     state = CoordinatorState()
     for part in sorted((p for p in partitions if p.topic == TRANSACTION_STATE), key=lambda p: p.partition):
         state.partitions_read.append(part.partition)
@@ -130,7 +131,7 @@ def replay_coordinator(
     return state
 
 
-def _replay_partition(part: Partition, state: CoordinatorState, transaction_partitions: int) -> None:
+def _replay_partition(part: Partition, state: CoordinatorState, transaction_partitions: int | None) -> None:
     n = part.partition
     cleaned = checkpoint_offset(part.log_dir, "cleaner-offset-checkpoint", part.topic, n, [], "") or 0
     previous: dict[str, tuple[str, int]] = {}  # id -> (state, offset) of its record before
@@ -167,7 +168,7 @@ def _apply(state, n, offset, decoded, previous, cleaned, transaction_partitions)
     if decoded.error or tid is None:
         state.problems.append(CoordinatorProblem("undecodable", n, offset, tid, decoded.error or "no key"))
         return
-    expected = partition_for(tid, transaction_partitions)
+    expected = n if transaction_partitions is None else partition_for(tid, transaction_partitions)
     if expected != n:
         state.problems.append(CoordinatorProblem(
             "wrong-partition", n, offset, tid,

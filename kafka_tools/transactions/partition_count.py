@@ -1,36 +1,62 @@
 """How many partitions `__transaction_state` has (transaction.state.log.num.partitions), which says the
-partition each transactional id belongs in: from the KRaft metadata of the log dir that holds the
-coordinator's partitions when there is one, Kafka's default (50) otherwise."""
+partition each transactional id belongs in. Only what the files say: the KRaft image of a log dir among
+those read (built from its metadata log's segments when a snapshot, which Kafka writes mode 0400, cannot
+be read by this user). A ZooKeeper broker's log dir does not hold it, nor an image with a gap: then the
+count is unknown, said once, and no id is judged by a guessed count."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from kafka_tools.errors import KtoolError
 from kafka_tools.format.internal_topics import TRANSACTION_STATE
 from kafka_tools.log.files.dirs import Partition
-from kafka_tools.transactions.coordinator import DEFAULT_TRANSACTION_PARTITIONS
 
 METADATA_PARTITION = "__cluster_metadata-0"
+# An image built across a gap may lack partitions added in it.
+_UNTRUSTED = frozenset({"log-gap"})
 
 
-def transaction_partition_count(partitions: Iterable[Partition]) -> int:
-    """The topic's partition count in the first KRaft image beside a `__transaction_state-N`; 50 when
-    no log dir read has one (a ZooKeeper broker's, or an image that cannot be read)."""
+@dataclass(frozen=True, slots=True)
+class TransactionPartitions:
+    """The count, or None with the line that says why it is unknown."""
+
+    count: int | None
+    source: str
+
+
+def transaction_partition_count(partitions: Iterable[Partition]) -> TransactionPartitions:
+    """The topic's partition count in the KRaft image of the log dirs read (those holding a
+    `__transaction_state-N` first); unknown when no image that can be trusted has the topic."""
     from kafka_tools.metadata.load import load_image
 
-    seen = set()
-    for part in partitions:
-        log_dir = part.path.absolute().parent
-        if part.topic != TRANSACTION_STATE or log_dir in seen:
-            continue
-        seen.add(log_dir)
+    parts = list(partitions)
+    present = sorted({p.partition for p in parts if p.topic == TRANSACTION_STATE})
+    holders = {p.path.absolute().parent for p in parts if p.topic == TRANSACTION_STATE}
+    log_dirs = sorted({p.path.absolute().parent for p in parts}, key=lambda d: (d not in holders, d))
+    why: list[str] = []
+    for log_dir in log_dirs:
         if not (log_dir / METADATA_PARTITION).is_dir():
             continue
         try:
-            topic = load_image(log_dir).image.topic_by_name(TRANSACTION_STATE)
-        except KtoolError:
+            load = load_image(log_dir)
+        except KtoolError as exc:
+            why.append(str(exc))
             continue
+        gaps = [f for f in load.all_findings if f.kind in _UNTRUSTED]
+        if gaps:
+            why.append(f"{gaps[0].file}: {gaps[0].message}")
+            continue
+        topic = load.image.topic_by_name(TRANSACTION_STATE)
         if topic is not None and topic.partitions:
-            return len(topic.partitions)
-    return DEFAULT_TRANSACTION_PARTITIONS
+            return TransactionPartitions(len(topic.partitions), f"the KRaft metadata in {log_dir}")
+    if not present:
+        return TransactionPartitions(None, "")
+    seen = f"{len(present)} present, the highest {TRANSACTION_STATE}-{present[-1]}"
+    reason = f" ({why[0]})" if why else " (no KRaft metadata log among them, as on a ZooKeeper broker)"
+    return TransactionPartitions(
+        None,
+        f"the number of {TRANSACTION_STATE} partitions cannot be read from the log dirs{reason}; {seen}: "
+        "which partition a transactional id belongs in is not checked (--transaction-partitions N does)",
+    )

@@ -224,6 +224,11 @@ def _append(result: PartitionProducers, batch: RecordBatch) -> None:
         _anomaly(result, "epoch-backwards", batch,
                  f"producer {pid} wrote epoch {epoch} after epoch {state.producer_epoch}: a fenced "
                  "producer's write, kept only through an unclean election or a restore")  # fmt: skip
+    if epoch != state.producer_epoch:
+        # ProducerStateEntry.maybeUpdateProducerEpoch: a batch or marker of another epoch clears the
+        # producer's batch history. A coordinator's timeout-abort and every transaction-version-2 commit
+        # write their marker with a new epoch: the snapshot after it says last sequence and offset -1.
+        state.last_sequence = state.last_offset = -1
     if batch.is_control:
         _marker(result, state, batch)
     else:

@@ -667,7 +667,17 @@ def test_transaction_log_v1_tagged_fields() -> None:
     v = rec.value
     assert v["previousProducerId"] == 1999
     assert v["nextProducerId"] == -1  # absent tagged field -> schema default
+    assert v["nextProducerEpoch"] == -1  # 4.x's tag 3, at its default too
+    assert list(v)[:5] == [
+        "producerId",
+        "previousProducerId",
+        "nextProducerId",
+        "producerEpoch",
+        "nextProducerEpoch",
+    ]
     assert v["clientTransactionVersion"] == 2
+    tv2 = decode_transaction_state(i16(0) + s("txn-v1"), prefix + tags((1, i64(2001)), (3, i16(1))))
+    assert (tv2.value["nextProducerId"], tv2.value["nextProducerEpoch"]) == (2001, 1)
     assert v["transactionStatusName"] == "PrepareEpochFence"
     assert v["transactionPartitions"] == [{"topic": "payments", "partitionIds": [5]}]
     bad = prefix + tags((2, i64(2)))  # tag 2 is an int16 but carries 8 bytes

@@ -351,3 +351,28 @@ def test_json_of_several_files_ends_in_one_summary_with_the_worst_outcome(tmp_pa
     }  # fmt: skip
     code, out, _ = run("--json", "--jobs", jobs, str(bad), str(good))
     assert code == 1 and json_lines(out)[-1]["exitCode"] == 1 and json_lines(out)[-1]["errors"] >= 1
+
+
+def test_kraft_control_records_show_their_fields_whatever_the_decoder(tmp_path) -> None:
+    """DumpLogSegments prints a KRaft control record's fields always (`LeaderChange: {…}`,
+    `KRaftVersion {…}`); ktool decodes them outside `__cluster_metadata` and with
+    --no-cluster-metadata-decoder too, as `payload: {"type", "version", "data"}`."""
+    from tests.metadata.kraft_log import log_bytes, story
+
+    control = [e for e in story() if e[0] == "control"][:2]  # LeaderChangeMessage, KRaftVersionRecord
+    log = tmp_path / "copied" / "00000000000000000000.log"
+    log.parent.mkdir()
+    log.write_bytes(log_bytes(control, per_batch=1))
+    for flags in ([], ["--no-cluster-metadata-decoder"]):
+        code, out, err = run("--deep-iteration", *flags, str(log))
+        assert code == 0, err
+        lines = [line for line in out.splitlines() if line.startswith("| offset:")]
+        assert len(lines) == 2
+        assert "controlType: LEADER_CHANGE(2) payload: " in lines[0]
+        leader = json.loads(lines[0].split(" payload: ", 1)[1])
+        assert (leader["type"], leader["data"]["leaderId"]) == ("LEADER_CHANGE_MESSAGE", 3000)
+        version = json.loads(lines[1].split(" payload: ", 1)[1])
+        assert (version["type"], version["data"]["kRaftVersion"]) == ("KRAFT_VERSION_RECORD", 1)
+    objs = json_lines(run("--deep-iteration", "--json", str(log))[1])
+    records = [o for o in objs if o["type"] == "record"]
+    assert [r["value"]["type"] for r in records] == ["LEADER_CHANGE_MESSAGE", "KRAFT_VERSION_RECORD"]

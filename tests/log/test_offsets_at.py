@@ -35,6 +35,25 @@ def test_offsets_at_earliest_latest_and_time(tmp_path) -> None:
     ]
 
 
+def test_a_transaction_marker_is_a_batch_listoffsets_counts(tmp_path) -> None:
+    """The marker's timestamp is the broker's when it wrote it: a time after the transaction's records
+    and at or before the marker is answered with the marker's offset, and max-timestamp is the marker's
+    when it is the newest (UnifiedLog.fetchOffsetByTimestamp; FileRecords.searchForTimestamp skips no
+    batch)."""
+    from tests.transactions.files import COMMIT, Log
+
+    log = Log()
+    log.txn(7, 0, 0, n=4, ts=T0)
+    log.end(7, 0, COMMIT, 0, ts=T0 + 100)  # offset 4
+    log.append(2, ts=T0 + 50)  # offsets 5, 6: older than the marker
+    log.write(tmp_path / "logs", "txn-0")
+    logdir = str(tmp_path / "logs")
+    assert run_ktool("offsets-at", "--time", str(T0 + 60), logdir).stdout == "txn:0:4\n"
+    assert run_ktool("offsets-at", "--time", "max-timestamp", logdir).stdout == "txn:0:4\n"
+    assert run_ktool("offsets-at", "--time", str(T0 + 10), logdir).stdout == "txn:0:4\n"
+    assert run_ktool("offsets-at", "--time", str(T0), logdir).stdout == "txn:0:0\n"
+
+
 def test_offsets_at_v0_time_is_answered_from_segment_times_with_a_note(tmp_path) -> None:
     """Message format v0 has no timestamps: the answer brokers before 0.10.1 give (the newest segment
     last modified at or before the time), and one note saying so."""

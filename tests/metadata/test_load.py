@@ -332,3 +332,15 @@ def test_a_fifo_named_as_a_segment_or_snapshot_is_one_line_not_a_hang(tmp_path: 
         load_image(d)
     result = run_script("metadata", "show", str(d), timeout=60)
     assert result.returncode == 3 and result.stderr.count("\n") == 1 and name in result.stderr
+
+
+def test_a_partition_without_partition_metadata_is_stray_as_kafka_sees_it(tmp_path: Path):
+    """LogManager.isStrayKraftReplica (3.7+): a log with no topic id is stray; a dir pending deletion
+    without one is not flagged."""
+    d = write_log_dir(tmp_path)
+    partition_dir(d, "orders-0", ORDERS)
+    partition_dir(d, "orders-1", None)
+    partition_dir(d, "gone-0.0123456789abcdef0123456789abcdef-delete", None)
+    assert [(f.kind, Path(f.file).name) for f in check_log_dir(load_image(d))] == [
+        ("no-topic-id", "orders-1")
+    ]

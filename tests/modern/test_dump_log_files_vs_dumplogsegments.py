@@ -166,3 +166,33 @@ def test_cluster_metadata_log_and_snapshots_equal_dumplogsegments(maintained_kaf
         assert ours.count(f'"type":"{kind}"') >= 2, kind  # in the log and in the newest snapshot
     assert "SNAPSHOT_HEADER_RECORD" in ours and "SNAPSHOT_FOOTER_RECORD" in ours
     assert '"unknown":true' not in ours
+
+
+@pytest.mark.parametrize("kafka_release", ["4.4.0"], indirect=True)
+def test_kraft_control_records_show_dumplogsegments_fields_without_a_decoder(maintained_kafka, tmp_path):
+    """DumpLogSegments 4.4 prints a KRaft control record's fields with no decoder asked for
+    (`LeaderChange: {…}`, `KRaftVersion {…}`, `KRaftVoters {…}`, `SnapshotHeader {…}`); ktool's payload
+    holds every one of them (before: `controlType: LEADER_CHANGE(2)` alone)."""
+    from tests.support.dumplog import _CONTROL_4X, _tagged_defaults, fields, lines, same_fields
+
+    live = maintained_kafka.brokers[0].log_dir / "__cluster_metadata-0"
+    copy = copy_live_dir(live, tmp_path / live.name)
+    files = [*sorted(copy.glob("*.log")), sorted(copy.glob("*.checkpoint"))[-1]]
+    schemas = _tagged_defaults()
+    compared = set()
+    for file in files:  # one at a time: each tool orders several files its own way
+        theirs = run_tool(
+            maintained_kafka.release, "DumpLogSegments", ["--deep-iteration", "--files", str(file)]
+        )
+        flags = ["--jobs", "1", "--deep-iteration", "--no-cluster-metadata-decoder"]
+        result = run_ktool("dump-log", *flags, str(file))
+        assert result.exit_code == 0, result.output
+        mine = [x for x in lines(result.stdout) if x.startswith("| ") and " controlType: " in x]
+        kafka = [(m, x) for x in lines(theirs.stdout) if x.startswith("| ") and (m := _CONTROL_4X.match(x))]
+        assert len(mine) == len(kafka) > 0, file
+        for ours_line, (control, line) in zip(mine, kafka, strict=True):
+            assert dict(fields(ours_line))["offset"] == dict(fields(control["head"]))["offset"], line
+            ours = json.loads(ours_line.split(" payload: ", 1)[1])
+            same_fields(ours["data"], json.loads(control["json"]), schemas.get(ours["type"]), line)
+            compared.add(control["name"])
+    assert {"LeaderChange", "SnapshotHeader", "SnapshotFooter"} <= compared, compared

@@ -140,6 +140,22 @@ def test_consumer_offsets_decoder_equals_dumplogsegments(internal_topics):
 
 @pytest.mark.parametrize("kafka_release", ["4.4.0"], indirect=True)
 def test_transaction_log_decoder_equals_dumplogsegments(internal_topics):
-    """4.x only: 3.9's DumpLogSegments prints the transaction log in a text form of its own, not JSON."""
+    """4.x only: 3.9's DumpLogSegments prints the transaction log in a text form of its own, not JSON.
+    Java's 4.x producer commits with transaction version 2 (clientTransactionVersion 2); every value
+    of version 1 shows every tagged field of 4.4's schema, NextProducerEpoch (tag 3) included, at its
+    default where Kafka leaves it out (before: left out by ktool too)."""
+    topic = f"tv2-{uuid.uuid4().hex[:8]}"
+    create_topic(internal_topics, topic)
+    perf = ["--topic", topic, "--num-records", "20", "--record-size", "10", "--throughput", "-1",
+            "--producer-props", f"bootstrap.servers={internal_topics.bootstrap}",
+            "--transactional-id", topic, "--transaction-duration-ms", "50"]  # fmt: skip
+    run_tool(internal_topics.release, "ProducerPerformance", perf)
     # init, then per transaction: ongoing, prepare, complete
     assert _compare(internal_topics, "__transaction_state", "--transaction-log-decoder") >= 1 + 3 * 3
+    segment = partition_dir(internal_topics.brokers[0], "__transaction_state") / "00000000000000000000.log"
+    dumped = run_ktool("dump-log", "--deep-iteration", "--print-data-log", "--json", str(segment)).stdout
+    values = [o["value"] for o in map(json.loads, dumped.splitlines()) if o.get("value")]
+    tagged = {"previousProducerId", "nextProducerId", "nextProducerEpoch", "clientTransactionVersion"}
+    v1 = [v["data"] for v in values if v.get("version") == 1]
+    assert v1 and all(tagged <= set(data) for data in v1)
+    assert any(data["clientTransactionVersion"] == 2 for data in v1)

@@ -91,3 +91,46 @@ def test_after_delete_records_moved_the_log_start(modern_kafka, segmented):
         clock.sleep(0.5)
     for time in ["earliest", "latest", str(T0), str(T0 + 100_000)]:
         assert _ours(modern_kafka, segmented, time) == _theirs(modern_kafka, segmented, time), time
+
+
+def test_a_transactional_topic_equals_getoffsetshell_markers_included(modern_kafka):
+    """Transaction markers are batches with timestamps of their own (the broker's clock when it wrote
+    them): ListOffsets counts them, for max-timestamp (the marker of the last transaction when it is the
+    newest) and for a time after a transaction's last record and at or before its marker (the marker's
+    offset). Before: `txn:0:13` where GetOffsetShell said 14, and the record after the marker for such a
+    time."""
+    import json
+    import time as clock
+
+    from confluent_kafka import Producer
+
+    topic = f"txn-times-{uuid.uuid4().hex[:8]}"
+    create_topic(modern_kafka, topic, config={"retention.ms": -1})
+    producer = Producer(
+        {"bootstrap.servers": modern_kafka.bootstrap, "transactional.id": topic, "linger.ms": 0}
+    )
+    producer.init_transactions(60)
+    for commit in (True, False, True):
+        producer.begin_transaction()
+        for i in range(4):
+            producer.produce(topic, b"v%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        clock.sleep(0.05)  # the marker's timestamp comes after the records'
+        (producer.commit_transaction if commit else producer.abort_transaction)(60)
+    segment = sorted(partition_dir(modern_kafka.brokers[0], topic).glob("*.log"))[-1]
+    deadline = clock.monotonic() + 60
+    while True:  # the coordinator writes the markers after the commit or abort returns
+        dumped = run_ktool("dump-log", "--json", str(segment))
+        batches = [o for o in map(json.loads, dumped.stdout.splitlines()) if o["type"] == "batch"]
+        markers = [b for b in batches if b["isControl"]]
+        if len(markers) == 3:
+            break
+        assert clock.monotonic() < deadline, "the broker did not write the third marker"
+        clock.sleep(0.2)
+    times = ["-3"]
+    for marker in markers:
+        before = max(b["maxTimestamp"] for b in batches if b["lastOffset"] < marker["baseOffset"])
+        assert before < marker["maxTimestamp"]
+        times += [str(before + 1), str(marker["maxTimestamp"])]
+    for time in times:
+        assert _ours(modern_kafka, topic, time) == _theirs(modern_kafka, topic, time), time

@@ -152,6 +152,47 @@ def test_log_start_retention_after_delete_records_equals_the_brokers_deletions(m
     assert _earliest(maintained_kafka, topic) == start
 
 
+def test_offline_preview_reads_the_kraft_topic_config_and_equals_the_brokers_deletions(
+    maintained_kafka, tmp_path
+):
+    """retention.bytes set with the Admin API (as kafka-configs does) lives in the KRaft metadata log, not
+    in ZooKeeper: the preview of a copy of the log dir, with no flag and no broker asked, reads it from the
+    copied `__cluster_metadata-0` and deletes what the broker then deletes; a topic created compacted
+    shows as compact. The partitions are copied before the change (the broker acts on it within a
+    second), the metadata log after it."""
+    node = maintained_kafka.brokers[0]
+    topic, live = _topic(maintained_kafka, [0] * 5)
+    compacted = f"compacted-{uuid.uuid4().hex[:8]}"
+    create_topic(maintained_kafka, compacted, config={"cleanup.policy": "compact"})
+    before = _segments(live)
+    sizes = [(live / f"{base:020d}.log").stat().st_size for base in before]
+    limit = sum(sizes) - sizes[0] - sizes[1]  # without the two oldest, exactly at the limit
+    logdir = tmp_path / "logdir"
+    copy = copy_live_dir(live, logdir / live.name)
+    copy_live_dir(partition_dir(node, compacted), logdir / f"{compacted}-0")
+    for name in ("meta.properties", "log-start-offset-checkpoint", "replication-offset-checkpoint"):
+        shutil.copy2(node.log_dir / name, logdir / name)
+    _alter(maintained_kafka, topic, "retention.bytes", limit)
+    copy_live_dir(node.log_dir / "__cluster_metadata-0", logdir / "__cluster_metadata-0")
+
+    result = run_ktool("retention", "--json", "--server-properties", str(node.config), str(logdir))
+    assert result.exit_code == 0, result.output
+    objects = [json.loads(line) for line in result.stdout.splitlines()]
+    settings = {o["dir"]: o["settings"] for o in objects if o["type"] == "partition"}
+    assert settings[copy.name]["retentionBytes"] == {"value": limit, "source": "KRaft topic config"}
+    assert settings[copy.name]["retentionMs"] == {
+        "value": -1,
+        "source": f"{node.config} (log.retention.ms)",
+    }
+    assert settings[f"{compacted}-0"]["cleanupPolicy"] == {"value": "compact", "source": "KRaft topic config"}
+    segments = [o for o in objects if o["type"] == "segment" and o["dir"] == copy.name]
+    deleted = sorted(o["baseOffset"] for o in segments if o["action"] == "delete")
+    kept = sorted(o["baseOffset"] for o in segments if o["action"] != "delete")
+    assert deleted == before[:2]
+    assert _broker_deletes(maintained_kafka, topic, live, before) == kept
+    assert _earliest(maintained_kafka, topic) == kept[0]
+
+
 # --------------------------------------------------------------------------- compaction
 HORIZON_MS = 3000  # delete.retention.ms: the second clean waits this long after the first
 

@@ -135,6 +135,68 @@ def test_committed_and_aborted_transactions_equal_kafka_transactions(modern_kafk
             assert (o["lastStableOffset"], o["logEndOffset"], o["openTransactions"]) == (lso, hw, [])
 
 
+def test_list_as_another_user_reads_the_partition_count_from_what_it_can_read(maintained_kafka) -> None:
+    """Kafka writes `__cluster_metadata-0/*.checkpoint` mode 0400: a user other than the broker's reads
+    the image from the metadata log's segments instead, so the coordinator's one partition is known and
+    no id is said to hash elsewhere (before: 50 partitions assumed, a wrong-partition line per id); the
+    ids are those kafka-transactions lists. (The broker snapshots its metadata every second here.)"""
+    import tempfile
+    from pathlib import Path
+
+    from confluent_kafka import Producer
+
+    from kafka_tools.transactions.coordinator import partition_for
+    from tests.support.as_user import run_ktool_as
+
+    cluster = maintained_kafka
+    topic = f"perm-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic)
+    ids = [f"{topic}-app-{n}" for n in range(4)]
+    assert any(partition_for(tid, 50) != 0 for tid in ids)  # a guess of 50 would misjudge them
+    for tid in ids:
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid, "linger.ms": 5})
+        p.init_transactions(60)
+        p.begin_transaction()
+        p.produce(topic, value=b"x", partition=0)
+        p.flush(30)
+        p.commit_transaction(60)
+    log_dir = cluster.brokers[0].log_dir
+
+    def settled() -> bool:
+        _, objs = _ktool_json("list", str(log_dir / "__transaction_state-0"))
+        states = {o.get("transactionalId"): o.get("state") for o in objs}
+        return all(states.get(tid) == "CompleteCommit" for tid in ids)
+
+    _wait("the coordinator's CompleteCommit records", settled)
+    snapshots = log_dir / "__cluster_metadata-0"
+    _wait(
+        "a metadata snapshot",
+        lambda: any(not c.name.startswith("0" * 20) for c in snapshots.glob("*.checkpoint")),
+    )
+    root = Path(tempfile.mkdtemp(prefix="ktool-as-user-"))
+    try:
+        root.chmod(0o755)  # pytest's own temporary directories are root's alone
+        copies = [root / name for name in ("warm", "copy")]
+        for copy in copies:
+            shutil.copytree(log_dir, copy, ignore=shutil.ignore_patterns(".lock"))
+        checkpoints = list((copies[1] / "__cluster_metadata-0").glob("*.checkpoint"))
+        assert checkpoints and all(c.stat().st_mode & 0o777 == 0o400 for c in checkpoints)
+        run = run_ktool_as("nobody", ["transactions", "list", "--json", str(copies[1])],
+                           warm=["transactions", "list", "--json", str(copies[0])])  # fmt: skip
+    finally:
+        shutil.rmtree(root)
+    assert run.exit_code == 0 and "hashes to partition" not in run.stderr, run.stderr
+    listed = {
+        o["transactionalId"]: o
+        for o in map(json.loads, run.stdout.splitlines())
+        if o["type"] == "transaction"
+    }
+    theirs = {row["TransactionalId"]: row for row in _tool(cluster, "list") if row["TransactionalId"] in ids}
+    assert {t: (str(listed[t]["producerId"]), listed[t]["state"]) for t in ids} == {
+        t: (row["ProducerId"], row["TransactionState"]) for t, row in theirs.items()
+    }
+
+
 @pytest.fixture
 def own_kafka(kafka_release, tmp_path):
     """A broker of this test's own: it is stopped, its coordinator's partition removed, restarted."""
@@ -187,6 +249,15 @@ def test_a_real_hanging_transaction_is_found_offline_as_find_hanging_finds_it(ow
     create_topic(cluster, "after-restart")  # the broker serves again
     live = _tool(cluster, "find-hanging", "--topic", "pinned", "--max-transaction-timeout", "0")
     assert len(live) == 1, live
+    # Without --now: nothing was written after the transaction, but the broker ran on; the copy's clock
+    # is the newest time its files hold (the KRaft metadata log, checkpoints), not the transaction's own.
+    code, objs = _ktool_json(
+        "find-hanging", "--max-transaction-timeout", "0", str(_copy(cluster, tmp_path, "quiet"))
+    )
+    assert code == 1 and [(f["topic"], str(f["firstOffset"])) for f in objs if f["type"] == "finding"] == [
+        (row["Topic"], row["StartOffset"]) for row in live
+    ]
+    assert objs[-1]["clockSource"] != "the newest timestamp in the data", objs[-1]
     now = str(int(time.time() * 1000))
     offline = ("find-hanging", "--check-snapshots", "--max-transaction-timeout", "0", "--now", now)
     code, objs = _ktool_json(*offline, str(_copy(cluster, tmp_path, "hanging")))
@@ -202,6 +273,34 @@ def test_a_real_hanging_transaction_is_found_offline_as_find_hanging_finds_it(ow
     assert _tool(cluster, "find-hanging", "--topic", "pinned", "--max-transaction-timeout", "0") == []
     code, objs = _ktool_json(*offline, str(_copy(cluster, tmp_path, "aborted")))
     assert (code, objs[:-1]) == (0, [])
+
+
+def test_snapshots_of_a_cleanly_stopped_broker_agree_with_their_log(own_kafka) -> None:
+    """A marker with a new producer epoch clears the producer's batch history
+    (ProducerStateEntry.maybeUpdateProducerEpoch): the snapshots then say last sequence -1, last offset
+    -1. Kafka bumps the epoch when its coordinator aborts a timed-out transaction, and on 4.x at every
+    commit of Java's producer (transaction version 2). Segments rolled between the transactions leave
+    snapshots after each kind; a clean stop writes the last. `--check-snapshots` finds nothing (before:
+    3 snapshot-disagrees on 4.4.0, 1 on 3.9.2)."""
+    cluster = own_kafka
+    topic = f"snap-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster, topic, config={"segment.ms": 100})
+    perf = ["--topic", topic, "--num-records", "60", "--record-size", "20", "--throughput", "-1",
+            "--producer-props", f"bootstrap.servers={cluster.bootstrap}", "linger.ms=0",
+            "--transactional-id", f"{topic}-java", "--transaction-duration-ms", "50"]  # fmt: skip
+    run_tool(cluster.release, "ProducerPerformance", perf)
+    time.sleep(0.2)
+    _producer(cluster, f"{topic}-killed", topic, 1000)  # the coordinator aborts it with a new epoch
+    _wait("the coordinator's abort", lambda: _read_committed_end(cluster, topic, 0)[0] > 0)
+    time.sleep(0.2)
+    run_tool(cluster.release, "ProducerPerformance", perf)  # rolls again: a snapshot after the abort
+    node = cluster.brokers[0]
+    cluster.stop_node(node)
+    snapshots = sorted((node.log_dir / f"{topic}-0").glob("*.snapshot"))
+    assert len(snapshots) >= 3, snapshots
+    result = run_ktool("transactions", "find-hanging", "--check-snapshots", "--json", str(node.log_dir))
+    objs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert (result.exit_code, objs[:-1]) == (0, []), result.stdout
 
 
 # --------------------------------------------------------------------------- broker files altered

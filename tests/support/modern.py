@@ -67,6 +67,7 @@ _COMMON_TOOLS = {
     "ConsumerGroupCommand": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "LogDirsCommand": "org.apache.kafka.tools.LogDirsCommand",
     "LeaderElectionCommand": "org.apache.kafka.tools.LeaderElectionCommand",
+    "ProducerPerformance": "org.apache.kafka.tools.ProducerPerformance",  # Java's transactional producer
 }
 KAFKA_4 = Release(
     "4.4.0",

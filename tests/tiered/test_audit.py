@@ -291,3 +291,21 @@ def test_the_replay_stops_at_a_damaged_metadata_batch_as_the_brokers_recovery(cl
     (orders,) = [o for o in objs if o["type"] == "partition"]
     assert (orders["copyFinished"], orders["remoteEnd"]) == (1, 9)
     assert objs[-1]["records"] == 2 and objs[-1]["errors"] == 1
+
+
+def test_partition_directories_kafka_renamed_are_said_once_not_read(cluster):
+    """A deleted topic's `topic-N.<uuid>-delete` (kept file.delete.delay.ms), a `-stray` and a `-future`
+    directory are Kafka's, not unknown directories: one line says them, by state."""
+    cluster.write()
+    for name in ("gone-0.0123456789abcdef0123456789abcdef-delete",
+                 "gone-1.0123456789abcdef0123456789abcdee-delete",
+                 "old-0.3e5c1d2f0a9b4c7d8e6f5a4b3c2d1e0f-stray",
+                 "orders-0.5e5c1d2f0a9b4c7d8e6f5a4b3c2d1e0f-future"):  # fmt: skip
+        (cluster.log_dir / name).mkdir()
+        (cluster.log_dir / name / "00000000000000000000.log").write_bytes(b"")
+    result, objs = cluster.audit()
+    assert [o for o in objs if o["type"] == "finding"] == [] and result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "warning: 4 partition directories Kafka renamed, not read: 2 awaiting deletion (-delete), "
+        "1 being moved in from another log dir (-future), 1 set aside as stray (-stray)"
+    ]

@@ -4,6 +4,7 @@ TransactionLogKey/Value v0 and v1), into log dirs the tests then read."""
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,4 +160,12 @@ def hanging_log_dir(root: Path) -> Path:
         for value in values:
             coord.state(tid, value)
         coord.write(d, f"__transaction_state-{partition_for(tid, 50)}")  # app-1: 5, done: 32
+    stamp(d, T0 + 60_000)
     return d
+
+
+def stamp(root: Path, ms: int) -> None:
+    """Every file's mtime set to `ms`, as a broker that stopped then left them (a copy keeps them: cp -a):
+    find-hanging's clock is the newest time the log dirs hold, file times included."""
+    for path in root.rglob("*"):
+        os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))

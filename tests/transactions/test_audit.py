@@ -127,3 +127,26 @@ def test_a_snapshot_that_disagrees_with_its_own_log_is_found(tmp_path) -> None:
     (f,) = _audit(d, check_snapshots=True).findings
     assert (f.kind, f.producer_id, f.first_offset) == ("snapshot-disagrees", 7, 6)
     assert "transaction from 0" in f.message and "transaction from -1" in f.message
+
+
+def test_a_marker_of_a_new_epoch_clears_the_batch_history_the_snapshot_then_lacks(tmp_path) -> None:
+    """ProducerStateEntry.maybeUpdateProducerEpoch: the coordinator's timeout-abort and a transaction
+    version 2 commit write their marker with the next epoch, and the producer's last sequence and last
+    offset go with the old one (Kafka's snapshot then says -1, -1); a marker of the same epoch keeps
+    them."""
+    from tests.transactions.files import ABORT, snapshot
+
+    d = log_dir(tmp_path)
+    log = Log()
+    log.txn(7, 2, 0, n=5)
+    log.end(7, 3, ABORT, 1)  # the coordinator's abort, epoch bumped
+    log.txn(8, 0, 0, n=2)
+    log.end(8, 0, COMMIT, 1)  # transaction version 1: the same epoch
+    log.append(1)
+    part = log.write(d, "orders-0")
+    entries = [(7, 3, -1, -1, 0, T0, 1, -1), (8, 0, 1, 7, 1, T0, 1, -1)]  # as Kafka writes them
+    (part / "00000000000000000009.snapshot").write_bytes(snapshot(entries))
+    assert _kinds(d, check_snapshots=True) == []
+    stale = [(7, 3, 4, 4, 4, T0, 1, -1), (8, 0, 1, 7, 1, T0, 1, -1)]  # the old epoch's history kept
+    (part / "00000000000000000009.snapshot").write_bytes(snapshot(stale))
+    assert [f.producer_id for f in _audit(d, check_snapshots=True).findings] == [7]

@@ -22,7 +22,9 @@ from kafka_tools.format.kinds import (
     base_offset_of,
     kind_of,
     partition_of,
+    set_aside_state,
 )
+from kafka_tools.format.plural import plural
 from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.files.broker_lock import LOCK_FILE, is_live
 
@@ -65,6 +67,30 @@ class Segment(SharedMethods):
     @property
     def size(self) -> int:
         return self.log.stat().st_size
+
+
+# What a broker renames a partition directory `topic-N.<uuid>-<state>` for (LogManager).
+SET_ASIDE = {
+    "delete": "awaiting deletion (-delete)",
+    "stray": "set aside as stray (-stray)",
+    "future": "being moved in from another log dir (-future)",
+}
+
+
+def set_aside(path: str | os.PathLike) -> str | None:
+    """`delete`, `stray` or `future` for a partition directory the broker renamed so, else None."""
+    return set_aside_state(Path(path).name)
+
+
+def set_aside_line(paths: list[Path]) -> str:
+    """One line for the renamed partition directories a command does not read, by state."""
+    by_state: dict[str, int] = {}
+    for path in paths:
+        state = set_aside(path) or ""
+        by_state[state] = by_state.get(state, 0) + 1
+    counts = ", ".join(f"{n} {SET_ASIDE.get(state, state)}" for state, n in sorted(by_state.items()))
+    dirs = plural(len(paths), "partition directory", "partition directories")
+    return f"{dirs} Kafka renamed, not read: {counts}"
 
 
 class PartitionPlace:
