@@ -684,6 +684,7 @@ def resume(manifest_path: Path, held: HeldDir) -> None:
             raise InputError(f"{held.path}: not the directory the manifest names")
         for a in manifest["actions"]:
             confined(partition, Path(a["file"]))
+        held.check_in_place()
         _finish(manifest_path, manifest, held, verify=True)
     except (Unfinishable, InputError) as exc:  # changed since, or a link made since
         _remove_leftovers(held)

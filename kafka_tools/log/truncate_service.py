@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Iterator
-from contextlib import ExitStack, closing
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -272,7 +272,8 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
         # The partition directory opened once, as the kernel resolves its path (`..`, links), and
         # everything from here on read and changed through that descriptor (log/held_dir.py).
         try:
-            held = stack.enter_context(closing(hold_partition(named.path, request.follow_dir_links)))
+            held = hold_partition(named.path, request.follow_dir_links)
+            stack.callback(held.close)
             locks.take(held.path.parent)
             part, start = _read_held(held, named_start)
         except KtoolError as exc:
@@ -297,16 +298,21 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
                 problems = [f"{f.file}: {f.message}" for f in plan.unrepairable if f.kind == UNREADABLE]
                 if not problems:
                     plans.append((plan, held))
+                    if plan.is_noop:  # nothing to change: its descriptor is not kept (10,000 partitions)
+                        held.close()
                     continue
             except FindingsError as exc:  # an interrupted run that cannot be finished: --undo it
                 refused += 1
-                yield Refused(held.path, held.said(str(exc)))
+                line = held.said(str(exc))
+                held.close()
+                yield Refused(held.path, line)
                 continue
             except KtoolError as exc:
                 problems = [held.said(str(exc))]
             except OSError as exc:
                 problems = [held.said(os_error_line(exc.filename or held.path, exc))]
         unreadable += 1
+        held.close()
         for line in problems:
             yield Unreadable(held.path, line, f"{line}; {part.name} left unchanged")
     for plan, held in plans:
@@ -314,6 +320,7 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
         reason = plan.refusal(request.force)
         if reason is not None:  # the dry run refuses as the real run does
             refused += 1
+            held.close()
             yield Refused(plan.partition.path, reason)
             continue
         if plan.is_noop:
@@ -326,6 +333,8 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
             except InputError as exc:
                 unreadable += 1
                 yield Unreadable(plan.partition.path, str(exc), str(exc))
+            finally:
+                held.close()
             continue
         from kafka_tools.log.repair import MANIFEST, apply_plan
 
@@ -336,6 +345,8 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
             unreadable += 1
             yield Unreadable(plan.partition.path, str(exc), str(exc))
             continue
+        finally:
+            held.close()
         applied += 1
         yield Applied(plan, backup, backup / MANIFEST)
     yield Summary(len(plans), applied, refused, unreadable, dry_run, len(targets))
