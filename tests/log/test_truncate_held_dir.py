@@ -266,3 +266,12 @@ def test_a_killed_repair_is_finished_by_a_rerun_under_another_state_directory(tm
     assert not (tmp_path / "sudo-i" / "ktool" / "backups").exists() or not manifests(
         tmp_path / "sudo-i" / "ktool" / "backups"
     )
+
+
+def test_a_pointer_whose_manifest_is_gone_is_said_in_one_line_and_nothing_changes(tmp_path: Path) -> None:
+    part = damaged_segmented(tmp_path)
+    (part / repair.POINTER).write_text(json.dumps({"format": 1, "manifest": str(tmp_path / "gone.json")}))
+    before = tree_digest(part)
+    code, out, err = truncate("--force", "--backup-dir", str(tmp_path / "bk"), str(part))
+    assert code == 3 and "an unfinished ktool truncate left" in one_line(err) and "gone.json" in err
+    assert tree_digest(part) == before
