@@ -105,6 +105,16 @@ class HeldDir:
         if st is None or (st.st_dev, st.st_ino) != (self.dev, self.ino):
             raise InputError(directory_changed(self.path))
 
+    def reopened(self, follow_links: bool = False) -> HeldDir:
+        """The same directory opened again by its path (a plan waiting to be applied keeps no
+        descriptor: 10,000 partitions would exhaust them), checked to be the one planned on: the
+        same device and inode, else InputError (exit 3, one line) and nothing is changed."""
+        again = hold_partition(self.path, follow_links)
+        if (again.dev, again.ino) != (self.dev, self.ino):
+            again.close()
+            raise InputError(directory_changed(self.path))
+        return again
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)

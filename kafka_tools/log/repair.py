@@ -1,15 +1,18 @@
 """Applying a recovery plan safely: the log dir locked, every byte removed kept in a backup with a
 manifest, files replaced atomically, and `--undo` putting them back byte for byte.
 
-What it never does: write through a link. Every file it changes, deletes or restores is a name directly
-in the partition directory as given (never `resolve()`d, checked again for every path a manifest
-names); a symbolic link, or a file with other hard links (a `cp -al` snapshot), is refused unless the
+What it never does: write through a link, or anywhere but the partition directory it planned on. Every
+file it changes, deletes or restores is a name directly in the partition directory (checked for every
+path a manifest names), opened, renamed, unlinked or created relative to that directory held open
+(log/held_dir.py: resolved once, its device and inode checked), so no rename of a path redirects it;
+a symbolic link, or a file with other hard links (a `cp -al` snapshot), is refused unless the
 operator allows links, and then it is first given a copy of its own so the other names keep their bytes.
 
 A crash at any point leaves a state a rerun can finish: the backup directory is written in a hidden
 staging directory and renamed into place with its manifest (`prepared`), the changes follow, and the
 manifest says `applied` last. A rerun that finds its partition's `prepared` manifest carries it out
-(`resume`), or says in one line to `--undo` it when the files changed since.
+(`resume`), or says in one line to `--undo` it when the files changed since; the partition directory's
+`.ktool-truncate-pending.deleted` names the manifest meanwhile, for a rerun with another state directory.
 
 Why one module of this size: the crash-safe apply, resume and undo share the manifest's format and the
 link rules, and their order of writes, fsyncs and renames is what the safety rests on

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -297,9 +297,8 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
                 # as validate says it, not damage the broker's recovery keeps (exit 1).
                 problems = [f"{f.file}: {f.message}" for f in plan.unrepairable if f.kind == UNREADABLE]
                 if not problems:
-                    plans.append((plan, held))
-                    if plan.is_noop:  # nothing to change: its descriptor is not kept (10,000 partitions)
-                        held.close()
+                    plans.append((plan, held))  # planned on: its device and inode, to open it again by
+                    held.close()  # (a descriptor per partition waiting would exhaust them at 10,000)
                     continue
             except FindingsError as exc:  # an interrupted run that cannot be finished: --undo it
                 refused += 1
@@ -320,7 +319,6 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
         reason = plan.refusal(request.force)
         if reason is not None:  # the dry run refuses as the real run does
             refused += 1
-            held.close()
             yield Refused(plan.partition.path, reason)
             continue
         if plan.is_noop:
@@ -329,24 +327,22 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
             from kafka_tools.log.repair import check_links
 
             try:
-                check_links(plan, held, request.allow_links)
+                with closing(held.reopened(request.follow_dir_links)) as again:
+                    check_links(plan, again, request.allow_links)
             except InputError as exc:
                 unreadable += 1
                 yield Unreadable(plan.partition.path, str(exc), str(exc))
-            finally:
-                held.close()
             continue
         from kafka_tools.log.repair import MANIFEST, apply_plan
 
         make_state_dir(backup_dir, "backup directory")
         try:
-            backup = apply_plan(plan, backup_dir, request.allow_links, held)
+            with closing(held.reopened(request.follow_dir_links)) as again:
+                backup = apply_plan(plan, backup_dir, request.allow_links, again)
         except InputError as exc:  # a link, a full backup disk, the directory swapped: nothing changed
             unreadable += 1
             yield Unreadable(plan.partition.path, str(exc), str(exc))
             continue
-        finally:
-            held.close()
         applied += 1
         yield Applied(plan, backup, backup / MANIFEST)
     yield Summary(len(plans), applied, refused, unreadable, dry_run, len(targets))
