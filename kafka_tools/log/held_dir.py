@@ -136,7 +136,11 @@ def hold_partition(path: Path, follow_links: bool = False) -> HeldDir:
     try:
         fd = os.open(path, _DIR_FLAGS | os.O_NOFOLLOW)
     except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.ENOTDIR) or not _is_symlink(path):
+        # O_NOFOLLOW|O_DIRECTORY on a link: ELOOP, or ENOTDIR (Linux checks the type first)
+        link = exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_symlink(path)  # asked once: it may move
+        if not link and exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.isdir(path):
+            raise InputError(directory_changed(path)) from None  # a link a moment ago, a directory now
+        if not link:
             raise InputError(f"{path}: cannot open the partition directory: {os_reason(exc)}") from None
         if not follow_links:
             raise InputError(symlinked_partition(path)) from None
