@@ -48,10 +48,17 @@ from kafka_tools.render.truncate import TruncateRenderer
     "and the other names keep the old bytes (--undo puts a symbolic link back).",
 )
 @click.option(
+    "--follow-dir-links",
+    is_flag=True,
+    help="Repair a partition directory that is a symbolic link (to a directory outside its log dir), "
+    "changing the files of the directory it points to. Without it such a partition is refused (exit 3).",
+)
+@click.option(
     "--undo",
     "undo_manifest",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Restore the files a previous run changed, from its manifest.",
+    type=click.Path(path_type=Path),
+    metavar="MANIFEST",
+    help="Restore the files a previous run changed, from its manifest (or its backup directory).",
 )
 @json_option("the `plan` and the result of each partition")
 @live_options
@@ -64,6 +71,7 @@ def truncate(
     backup_dir: Path | None,
     index_interval_bytes: int,
     allow_links: bool,
+    follow_dir_links: bool,
     undo_manifest: Path | None,
     as_json: bool,
 ) -> None:
@@ -82,11 +90,17 @@ def truncate(
     before planning and holds it until the last change is on disk.
 
     It changes only files directly in the partition directory, never through a link: a file to change
-    that is a symbolic link or has other hard links is refused (exit 3) unless --allow-links. Files it
+    that is a symbolic link or has other hard links is refused (exit 3) unless --allow-links. Each
+    partition directory is opened once, as the kernel resolves its path (`..` after a link goes up from
+    the link's target), and read and changed only through that open directory: a partition directory
+    that is itself a symbolic link is refused (exit 3) unless --follow-dir-links, and one renamed or
+    swapped while ktool works is refused (exit 3) before anything in it changes. Files it
     writes or restores keep their owner, group and mode; backups are 0600 in 0700 directories, and a
     backup directory appears only complete, with its manifest. A run interrupted (killed, power cut)
-    is finished by the next run with the same --backup-dir, from its manifest; when the files changed
-    since, that run refuses (exit 1) and names the `--undo` to run.
+    is finished by the next run, from its manifest: found in --backup-dir, or through the pointer
+    `.ktool-truncate-pending.deleted` it leaves in the partition directory meanwhile (so another state
+    directory, as `sudo` and `sudo -i` have, finds it too; a broker starting deletes it); when the files
+    changed since, that run refuses (exit 1) and names the `--undo` to run.
 
     \b
     Exit status:
@@ -105,7 +119,9 @@ def truncate(
         return
     if not paths:
         raise UsageError("give a partition directory, a log dir or a segment (or --undo MANIFEST)")
-    request = TruncateRequest(paths, dry_run, force, backup_dir, index_interval_bytes, allow_links)
+    request = TruncateRequest(
+        paths, dry_run, force, backup_dir, index_interval_bytes, allow_links, follow_dir_links
+    )
     code = 0
     for event in truncate_run(request):
         render.event(event)

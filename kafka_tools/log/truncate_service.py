@@ -9,8 +9,9 @@ machinery (hashing, copying, the journal) is imported only where something is ch
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from kafka_tools.keep.state import backups_dir, make_state_dir
 from kafka_tools.log.checks.findings import UNREADABLE
 from kafka_tools.log.checks.partition_checks import plan_partition
 from kafka_tools.log.checks.recovery import DEFAULT_INDEX_INTERVAL, RecoveryPlan, partition_for
-from kafka_tools.log.files.dirs import Partition, Segment, read_partition
+from kafka_tools.log.files.dirs import Partition, Segment
 from kafka_tools.log.files.discover import (
     check_backup_location,
     discover,
@@ -37,6 +38,7 @@ from kafka_tools.log.files.discover import (
     owning_log_dirs,
     refuse_if_live,
 )
+from kafka_tools.log.held_dir import HeldDir, hold_partition, read_held_partition, shown_as
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -49,6 +51,7 @@ class TruncateRequest(SharedMethods):
     backup_dir: Path | None = None
     index_interval: int = DEFAULT_INDEX_INTERVAL
     allow_links: bool = False
+    follow_dir_links: bool = False  # a partition directory that is a symbolic link: repair its target
 
     def __init__(
         self,
@@ -58,6 +61,7 @@ class TruncateRequest(SharedMethods):
         backup_dir: Path | None = None,
         index_interval: int = DEFAULT_INDEX_INTERVAL,
         allow_links: bool = False,
+        follow_dir_links: bool = False,
     ) -> None:
         self.paths = paths
         self.dry_run = dry_run
@@ -65,6 +69,7 @@ class TruncateRequest(SharedMethods):
         self.backup_dir = backup_dir
         self.index_interval = index_interval
         self.allow_links = allow_links
+        self.follow_dir_links = follow_dir_links
 
 
 # -- what a run says, in order -------------------------------------------------------------------
@@ -203,9 +208,9 @@ Event = Planned | Refused | Unreadable | Applied | Resumed | Interrupted | Summa
 def undo_run(manifest: Path) -> Iterator[Undone | UndoSummary]:
     """`ktool truncate --undo MANIFEST` (the manifest or its backup directory): restore every file a run
     changed; refused (exit 3) while a broker holds a log dir it would change."""
-    from kafka_tools.log.repair import MANIFEST, undo, undo_targets
+    from kafka_tools.log.repair import manifest_of, undo, undo_targets
 
-    manifest = manifest / MANIFEST if manifest.is_dir() else manifest
+    manifest = manifest_of(manifest)
     refuse_if_live(undo_targets(manifest), "ktool truncate --undo")
     actions = 0
     for line in undo(manifest):
@@ -224,16 +229,33 @@ def truncate_run(request: TruncateRequest) -> Iterator[Event]:
     backup_dir = backups_dir() if request.backup_dir is None else request.backup_dir
     check_backup_location(backup_dir)  # in a dry run too: it predicts the real run's refusals
     with ExitStack() as held:
-        if not request.dry_run:
-            from kafka_tools.log.write_lock import write_lock
-
-            # Taken before anything is planned: no other repair (nor a broker) changes what is planned.
-            for log_dir in owning_log_dirs([p for p in paths if p.exists()]):
-                held.enter_context(write_lock(log_dir, "ktool truncate"))
-        yield from _run(request, backup_dir)
+        locks = _Locks(held, request.dry_run)
+        # Taken before anything is planned: no other repair (nor a broker) changes what is planned.
+        for log_dir in owning_log_dirs([p for p in paths if p.exists()]):
+            locks.take(log_dir)
+        yield from _run(request, backup_dir, held, locks)
 
 
-def _run(request: TruncateRequest, backup_dir: Path) -> Iterator[Event]:
+class _Locks:
+    """The log dirs whose .lock a real run holds (each once), by their path as the kernel resolves it:
+    a partition reached through `..` or a followed link is locked in the log dir it really is in."""
+
+    def __init__(self, stack: ExitStack, dry_run: bool) -> None:
+        self.stack = stack
+        self.dry_run = dry_run
+        self.taken: set[str] = set()
+
+    def take(self, log_dir: Path) -> None:
+        real = os.path.realpath(log_dir)
+        if self.dry_run or real in self.taken:
+            return
+        from kafka_tools.log.write_lock import write_lock
+
+        self.stack.enter_context(write_lock(Path(real), "ktool truncate"))
+        self.taken.add(real)
+
+
+def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _Locks) -> Iterator[Event]:
     dry_run = request.dry_run
     targets: list[tuple[Partition, Segment | None]] = []
     unreadable = 0
@@ -244,39 +266,55 @@ def _run(request: TruncateRequest, backup_dir: Path) -> Iterator[Event]:
         except KtoolError as exc:
             unreadable += 1
             yield Unreadable(path, str(exc), str(exc))
-    plans: list[RecoveryPlan] = []
+    plans: list[tuple[RecoveryPlan, HeldDir]] = []
     refused = applied = 0
-    for part, start in targets:
+    for named, named_start in targets:
+        # The partition directory opened once, as the kernel resolves its path (`..`, links), and
+        # everything from here on read and changed through that descriptor (log/held_dir.py).
+        try:
+            held = hold_partition(named.path, request.follow_dir_links)
+            stack.callback(held.close)
+            locks.take(held.path.parent)
+            part, start = _read_held(held, named_start)
+        except KtoolError as exc:
+            unreadable += 1
+            yield Unreadable(named.path, str(exc), str(exc))
+            continue
         # One partition that cannot be read fully is left alone and said so; the others go on.
-        problems = part.unreadable_lines()
+        problems = [held.said(line) for line in part.unreadable_lines()]
         if not problems:
             try:
                 if not dry_run:
-                    part, start = yield from _finish_interrupted(part, start, backup_dir)
+                    part, start = yield from _finish_interrupted(held, part, start, backup_dir)
                 else:
-                    pending = _interrupted(part, backup_dir)
+                    pending = _interrupted(held, backup_dir)
                     if pending:
                         yield from pending
                         continue
                 plan = plan_partition(part, start, request.index_interval)
+                shown_as(held, part, plan)
                 # A file that could not be read (permission denied) is the environment's (exit 3), said
                 # as validate says it, not damage the broker's recovery keeps (exit 1).
                 problems = [f"{f.file}: {f.message}" for f in plan.unrepairable if f.kind == UNREADABLE]
                 if not problems:
-                    plans.append(plan)
+                    plans.append((plan, held))  # planned on: its device and inode, to open it again by
+                    held.close()  # (a descriptor per partition waiting would exhaust them at 10,000)
                     continue
             except FindingsError as exc:  # an interrupted run that cannot be finished: --undo it
                 refused += 1
-                yield Refused(part.path, str(exc))
+                line = held.said(str(exc))
+                held.close()
+                yield Refused(held.path, line)
                 continue
             except KtoolError as exc:
-                problems = [str(exc)]
+                problems = [held.said(str(exc))]
             except OSError as exc:
-                problems = [os_error_line(exc.filename or part.path, exc)]
+                problems = [held.said(os_error_line(exc.filename or held.path, exc))]
         unreadable += 1
+        held.close()
         for line in problems:
-            yield Unreadable(part.path, line, f"{line}; {part.name} left unchanged")
-    for plan in plans:
+            yield Unreadable(held.path, line, f"{line}; {part.name} left unchanged")
+    for plan, held in plans:
         yield Planned(plan)
         reason = plan.refusal(request.force)
         if reason is not None:  # the dry run refuses as the real run does
@@ -289,7 +327,8 @@ def _run(request: TruncateRequest, backup_dir: Path) -> Iterator[Event]:
             from kafka_tools.log.repair import check_links
 
             try:
-                check_links(plan, request.allow_links)
+                with closing(held.reopened(request.follow_dir_links)) as again:
+                    check_links(plan, again, request.allow_links)
             except InputError as exc:
                 unreadable += 1
                 yield Unreadable(plan.partition.path, str(exc), str(exc))
@@ -298,8 +337,9 @@ def _run(request: TruncateRequest, backup_dir: Path) -> Iterator[Event]:
 
         make_state_dir(backup_dir, "backup directory")
         try:
-            backup = apply_plan(plan, backup_dir, request.allow_links)
-        except InputError as exc:  # a link, a full backup disk: nothing of this partition changed
+            with closing(held.reopened(request.follow_dir_links)) as again:
+                backup = apply_plan(plan, backup_dir, request.allow_links, again)
+        except InputError as exc:  # a link, a full backup disk, the directory swapped: nothing changed
             unreadable += 1
             yield Unreadable(plan.partition.path, str(exc), str(exc))
             continue
@@ -308,34 +348,48 @@ def _run(request: TruncateRequest, backup_dir: Path) -> Iterator[Event]:
     yield Summary(len(plans), applied, refused, unreadable, dry_run, len(targets))
 
 
-def _finish_interrupted(
-    part: Partition, start: Segment | None, backup_dir: Path
-) -> Generator[Resumed, None, tuple[Partition, Segment | None]]:
-    """A run of this partition that was interrupted (its manifest still `prepared`) is finished first,
-    and the partition read again (returned); FindingsError (exit 1, naming the `--undo`) when it
-    cannot be."""
-    from kafka_tools.log.repair import interrupted, resume
-
-    pending = interrupted(backup_dir, part.path)
-    if not pending:
-        return part, start
-    for manifest in pending:
-        resume(manifest)
-        yield Resumed(part, manifest)
-    fresh = read_partition(part.path)
+def _read_held(held: HeldDir, start: Segment | None) -> tuple[Partition, Segment | None]:
+    """The held partition directory read through its descriptor, and the segment named `start` in it."""
+    part = read_held_partition(held)
     if start is not None:
-        start = next((s for s in fresh.segments if s.log.name == start.log.name), None)
-    return fresh, start
+        start = next((s for s in part.segments if s.log.name == start.log.name), None)
+    return part, start
 
 
-def _interrupted(part: Partition, backup_dir: Path) -> list[Interrupted]:
+def _finish_interrupted(
+    held: HeldDir, part: Partition, start: Segment | None, backup_dir: Path
+) -> Generator[Resumed, None, tuple[Partition, Segment | None]]:
+    """A run of this partition that was interrupted (its manifest still `prepared`, found in the backup
+    directory or through the partition directory's pointer) is finished first, and the partition read
+    again (returned); FindingsError (exit 1, naming the `--undo`) when it cannot be."""
+    from kafka_tools.log.repair import drop_pointer, interrupted, resume
+
+    pending = interrupted(backup_dir, held)
+    if not pending:
+        drop_pointer(held)  # a pointer whose repair is finished or undone (killed before it was removed)
+        return part, start
+    said = Partition(held.path, part.topic, part.partition)
+    for manifest in pending:
+        resume(manifest, held)
+        yield Resumed(said, manifest)
+    return _read_held(held, start)
+
+
+def _interrupted(held: HeldDir, backup_dir: Path) -> list[Interrupted]:
     """--dry-run: the unfinished repairs of this partition, said, not finished (the real run finishes
     them before it plans: what it plans then is not known yet)."""
-    if not backup_dir.is_dir():
-        return []
     from kafka_tools.log.repair import interrupted
 
-    return [Interrupted(part, manifest) for manifest in interrupted(backup_dir, part.path)]
+    said = Partition(held.path, *_where(held))
+    return [Interrupted(said, manifest) for manifest in interrupted(backup_dir, held)]
+
+
+def _where(held: HeldDir) -> tuple[str, int]:
+    from kafka_tools.format.kinds import topic_partition
+
+    where = topic_partition(held.path.name)
+    assert where is not None  # read_held_partition checked it
+    return where
 
 
 def targets_of(path: Path) -> list[tuple[Partition, Segment | None]]:

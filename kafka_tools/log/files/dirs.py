@@ -290,11 +290,14 @@ def _not_a_segment(path: str) -> str:
     )
 
 
-def list_partition(path: str | os.PathLike, live: bool | None = None) -> PartitionListing:
+def list_partition(
+    path: str | os.PathLike, live: bool | None = None, where: tuple[str, int] | None = None
+) -> PartitionListing:
     """The partition directory's files by name. `live`: whether a broker writes it (None: ask its log
-    dir's lock). A directory that cannot be listed is recorded as unreadable, not raised."""
+    dir's lock). `where`: its topic and partition when `path` does not say them (a held directory read
+    through `/proc/self/fd/N`). A directory that cannot be listed is recorded as unreadable, not raised."""
     text = os.fspath(path)
-    where = partition_of(Path(text) / "x")
+    where = partition_of(Path(text) / "x") if where is None else where
     if where is None:
         raise InputError(f"{text}: not a partition directory (expected topic-N)")
     if live is None:
@@ -367,9 +370,9 @@ def is_newest_live_segment(p: Path) -> bool:
     return bool(listing.stems) and base_offset_of(p) == max(listing.stems)
 
 
-def read_partition(path: Path, live: bool | None = None) -> Partition:
+def read_partition(path: Path, live: bool | None = None, where: tuple[str, int] | None = None) -> Partition:
     """The partition with Path objects for every file (what validate and truncate walk)."""
-    listing = list_partition(path, live)
+    listing = list_partition(path, live, where)
     return partition_from(listing)
 
 
