@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import functools
 import re
-import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kafka_tools import bounded_json
 from kafka_tools.errors import FindingsError, UsageError
+from kafka_tools.format.java_hash import java_string_hash, java_string_key
 from kafka_tools.format.plural import plural
 
 STATIC = "static"
@@ -45,19 +45,6 @@ class AssignmentError(FindingsError):
 
 
 # --- Java semantics -------------------------------------------------------------------------------
-
-
-def java_string_key(text: str) -> bytes:
-    """A sort key ordering strings as Java's `String.compareTo` does (by UTF-16 code unit)."""
-    return text.encode("utf-16-be", "surrogatepass")
-
-
-def java_string_hash(text: str) -> int:
-    """Java's `String.hashCode`: s[0]*31^(n-1) + ... + s[n-1] over UTF-16 code units, as a signed int32."""
-    h = 0
-    for (unit,) in struct.iter_unpack(">H", java_string_key(text)):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - 0x100000000 if h & 0x80000000 else h
 
 
 _JAVA_TRIM = "".join(map(chr, range(0x21)))  # String.trim drops every char <= ' '

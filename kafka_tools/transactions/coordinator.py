@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from kafka_tools.errors import os_error
 from kafka_tools.format.internal_topics import TRANSACTION_STATE, decode_transaction_state
+from kafka_tools.format.java_hash import partition_for
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import Problem, breaks_recovery, iter_log_entries, until_recovery_cut
 from kafka_tools.log.files.dirs import Partition, Segment, checkpoint_offset
@@ -30,21 +31,6 @@ VALID_PREVIOUS: dict[str, frozenset[str]] = {
 COMPLETE = frozenset({"Empty", "CompleteCommit", "CompleteAbort", "Dead"})
 PREPARING = frozenset({"PrepareCommit", "PrepareAbort"})
 DEFAULT_TRANSACTION_PARTITIONS = 50  # transaction.state.log.num.partitions
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode (over UTF-16 code units, 32-bit signed)."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def partition_for(transactional_id: str, partitions: int) -> int:
-    """TransactionStateManager.partitionFor: Utils.abs(hashCode) % partitions (abs(MIN_VALUE) = 0)."""
-    h = java_string_hash(transactional_id)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 @dataclass(slots=True)

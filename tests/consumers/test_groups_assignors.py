@@ -22,7 +22,6 @@ from kafka_tools.consumers.assignors import (
     ThreadId,
     assign,
     consumers_per_topic,
-    java_string_hash,
     member_from_registration,
     range_assign,
     round_robin_assign,
@@ -32,6 +31,7 @@ from kafka_tools.consumers.assignors import (
     wildcard_regex,
 )
 from kafka_tools.errors import UsageError
+from kafka_tools.format.java_hash import java_string_hash
 
 # --- independent references ----------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import crc32c
 
-from kafka_tools.transactions.coordinator import partition_for
+from kafka_tools.format.java_hash import partition_for
 
 T0 = 1_700_000_000_000
 STATUS = {"Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "CompleteCommit": 4,

@@ -4,9 +4,9 @@ younger ones, and ones the coordinator still owns, are not; coordinators stuck p
 
 from __future__ import annotations
 
+from kafka_tools.format.java_hash import partition_for
 from kafka_tools.log.files.discover import read_log_dir
 from kafka_tools.transactions.audit import audit
-from kafka_tools.transactions.coordinator import partition_for
 from tests.transactions.files import COMMIT, T0, Log, log_dir, txn_value
 
 MIN = 60_000

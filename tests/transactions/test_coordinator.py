@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import struct
 
+from kafka_tools.format.java_hash import java_string_hash, partition_for
 from kafka_tools.log.files.discover import read_log_dir
-from kafka_tools.transactions.coordinator import java_string_hash, partition_for, replay_coordinator
+from kafka_tools.transactions.coordinator import replay_coordinator
 from tests.transactions.files import T0, Log, log_dir, txn_value
 
 
