@@ -69,12 +69,33 @@ def _part(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+# A string naming a module of ktool ("kafka_tools.cli.read:read"): what `import_module` is handed.
+_NAMED_MODULE = re.compile(r"kafka_tools(\.[a-z_0-9]+)+(:[A-Za-z_0-9]+)?\Z")
+
+
+def _is_script_entry(node: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`, which runs only as `python -m`, never on import: its imports close
+    no circle (docgen's hands cli.main's tree to the generator, as `ktool man` hands its own)."""
+    test = getattr(node, "test", None)
+    return (
+        isinstance(node, ast.If)
+        and isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+    )
+
+
 def _imports(path: Path, modules: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
-    """(line, module) of every import in the file, inside functions too; `from kafka_tools import x`
-    names kafka_tools.x, and so does `from P import x` where P.x is one of `modules`."""
+    """(line, module) of every import in the file, inside functions too, and every string naming one of
+    ktool's modules (what `import_module` imports later); `from kafka_tools import x` names
+    kafka_tools.x, and so does `from P import x` where P.x is one of `modules`."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
+    tree = ast.parse(path.read_text(), str(path))
+    tree.body = [node for node in tree.body if not _is_script_entry(node)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAMED_MODULE.match(node.value):
+            found.append((node.lineno, node.value.partition(":")[0]))  # import_module's names (LAZY_COMMANDS)
+        elif isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "kafka_tools":

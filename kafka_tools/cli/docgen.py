@@ -16,9 +16,6 @@ import click
 from click.shell_completion import BashComplete, FishComplete, ZshComplete
 
 from kafka_tools import __version__
-from kafka_tools.cli.main import cli as _cli
-
-cli = _cli.load_all()
 
 ROOT = Path(__file__).resolve().parents[2]
 MAN_DATE = date(2026, 11, 21).isoformat()  # fixed so regenerating is reproducible
@@ -73,11 +70,11 @@ def summary(cmd: click.Command) -> str:
     return cmd.get_short_help_str(limit=200).rstrip(".")
 
 
-def see_also(full_name: str) -> list[str]:
+def see_also(root: click.Group, full_name: str) -> list[str]:
     """The pages next to this one: ktool(1), the parent group's, and a group's own commands."""
     words = full_name.split()
     related = [" ".join(words[:n]) for n in range(1, len(words))]
-    cmd = _lookup(words[1:])
+    cmd = _lookup(root, words[1:])
     if isinstance(cmd, click.Group):
         related += [f"{full_name} {name}" for name in sorted(cmd.commands)]
     elif len(words) == 1:
@@ -85,16 +82,16 @@ def see_also(full_name: str) -> list[str]:
     return [name.replace(" ", "-") for name in related]
 
 
-def _lookup(path: list[str]) -> click.Command:
-    cmd: click.Command = cli
+def _lookup(root: click.Group, path: list[str]) -> click.Command:
+    cmd: click.Command = root
     for word in path:
         assert isinstance(cmd, click.Group)
         cmd = cmd.commands[word]
     return cmd
 
 
-def man_page(full_name: str, cmd: click.Command) -> str:
-    ctx = click.Context(cmd, info_name=full_name, **cli.context_settings)
+def man_page(root: click.Group, full_name: str, cmd: click.Command) -> str:
+    ctx = click.Context(cmd, info_name=full_name, **root.context_settings)
     title = full_name.replace(" ", "-")
     lines = [
         f'.TH "{title.upper()}" "1" "{MAN_DATE}" "ktool {__version__}" "ktool manual"',
@@ -126,30 +123,32 @@ def man_page(full_name: str, cmd: click.Command) -> str:
         lines.append('.SH "EXIT STATUS"')
         for code, meaning in exit_status:
             lines += [".TP", f".B {code}", _roff(meaning)]
-    related = see_also(full_name)
+    related = see_also(root, full_name)
     if related:
         lines.append(".SH SEE ALSO")
         lines.append(",\n".join(f".BR {_roff(page)} (1)" for page in related))
     return "\n".join(lines) + "\n"
 
 
-def man_pages() -> dict[str, str]:
-    """Every page by file name: `ktool.1`, `ktool-groups-list.1`, …"""
-    return {f"{full.replace(' ', '-')}.1": man_page(full, cmd) for full, cmd in _commands(cli, "ktool")}
+def man_pages(root: click.Group) -> dict[str, str]:
+    """Every page of the tree `root` (ktool's, every command loaded) by file name: `ktool.1`, …"""
+    return {
+        f"{full.replace(' ', '-')}.1": man_page(root, full, cmd) for full, cmd in _commands(root, "ktool")
+    }
 
 
 _COMPLETERS = {"bash": BashComplete, "zsh": ZshComplete, "fish": FishComplete}
 COMPLETION_FILES = {"bash": "ktool.bash", "zsh": "_ktool", "fish": "ktool.fish"}
 
 
-def completion_script(shell: str) -> str:
-    return _COMPLETERS[shell](cli, {}, "ktool", "_KTOOL_COMPLETE").source()
+def completion_script(root: click.Group, shell: str) -> str:
+    return _COMPLETERS[shell](root, {}, "ktool", "_KTOOL_COMPLETE").source()
 
 
-def expected_files() -> dict[Path, str]:
-    files = {ROOT / "man" / name: text for name, text in man_pages().items()}
+def expected_files(root: click.Group) -> dict[Path, str]:
+    files = {ROOT / "man" / name: text for name, text in man_pages(root).items()}
     for shell, name in COMPLETION_FILES.items():
-        files[ROOT / "completions" / name] = completion_script(shell)
+        files[ROOT / "completions" / name] = completion_script(root, shell)
     return files
 
 
@@ -160,30 +159,32 @@ def _readme_with_table() -> str:
     return with_table((ROOT / "README.md").read_text())
 
 
-def stale_files() -> list[Path]:
-    stale = [p for p, text in expected_files().items() if not p.is_file() or p.read_text() != text]
+def stale_files(root: click.Group) -> list[Path]:
+    stale = [p for p, text in expected_files(root).items() if not p.is_file() or p.read_text() != text]
     if (ROOT / "README.md").read_text() != _readme_with_table():
         stale.append(ROOT / "README.md")
-    known = set(expected_files())
+    known = set(expected_files(root))
     stale += [p for d in ("man", "completions") for p in sorted((ROOT / d).glob("*")) if p not in known]
     return stale
 
 
-def main(argv: list[str]) -> int:
+def main(root: click.Group, argv: list[str]) -> int:
     if "--check" in argv:
-        stale = stale_files()
+        stale = stale_files(root)
         for p in stale:
             print(f"stale: {p.relative_to(ROOT)}", file=sys.stderr)
         return 1 if stale else 0
     for d in ("man", "completions"):
         for old in (ROOT / d).glob("*"):
             old.unlink()
-    for path, text in expected_files().items():
+    for path, text in expected_files(root).items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     (ROOT / "README.md").write_text(_readme_with_table())
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":  # the tree is handed in: `ktool man` hands its own, so docgen imports no command
+    from kafka_tools.cli.main import cli
+
+    sys.exit(main(cli.load_all(), sys.argv[1:]))

@@ -37,14 +37,18 @@ def completion(shell: str) -> None:
     """
     from kafka_tools.cli.docgen import completion_script
 
-    click.echo(completion_script(shell), nl=False)
+    click.echo(completion_script(_tree(), shell), nl=False)
+
+
+def _tree() -> click.Group:
+    """ktool's whole command tree, every command loaded: the root of the running command's context (not
+    an import of cli.main, which loads this module lazily: no circle)."""
+    return click.get_current_context().find_root().command.load_all()
 
 
 def _complete_command(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """`ktool man <TAB>`: the command names, then a group's subcommands (only that group is loaded)."""
-    from kafka_tools.cli.main import cli
-
-    group: click.Command = cli
+    group: click.Command = ctx.find_root().command
     for word in ctx.params.get("command") or ():
         group = group.get_command(ctx, word) if isinstance(group, click.Group) else None
         if group is None:
@@ -79,7 +83,7 @@ def man(command: tuple[str, ...], output_dir: Path | None) -> None:
     """
     from kafka_tools.cli.docgen import man_pages
 
-    pages = man_pages()
+    pages = man_pages(_tree())
     if output_dir is not None:
         if command:
             raise UsageError("--output-dir writes every page: give no COMMAND with it")

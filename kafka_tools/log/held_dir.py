@@ -26,6 +26,25 @@ from kafka_tools.log.checks.recovery import RecoveryPlan
 from kafka_tools.log.files.dirs import Partition, read_partition
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+MANIFEST = "manifest.json"  # a repair's record, in its backup directory (log/repair.py writes it)
+
+# A rerun under another state directory (`sudo` and `sudo -i` differ in XDG_STATE_HOME and HOME) does not
+# see the first run's backups; the pointer, written before the first change and removed after the last,
+# names its manifest from the partition directory itself. Its name ends in `.deleted`: Kafka's LogLoader
+# (removeTempFilesAndCollectSwapFiles) deletes a stray `*.deleted` file of a partition directory at start-up
+# without parsing its name (a `*.cleaned` one would go through offsetFromFile, which wants a number), and
+# 0.9's Log.loadSegments deletes it too; a broker that starts on a half-repaired partition has taken the
+# repair over, so the pointer going with it is right. It ends in neither `.checkpoint.deleted` (a KRaft
+# snapshot's, which LogLoader keeps) nor `.swap`.
+POINTER = ".ktool-truncate-pending.deleted"
+POINTER_TMP = ".ktool-truncate-pending.tmp.deleted"
+
+
+def may_be_unfinished(held: HeldDir, backup_root: Path) -> bool:
+    """Whether an unfinished repair of this partition could exist: its pointer, or a backup of it in
+    `backup_root`. One stat and one glob, so that a dry run of a partition nobody began to repair
+    imports none of the repair machinery (hashing, journals) to find out."""
+    return held.exists(POINTER) or any(backup_root.glob(f"{held.path.name}-*/{MANIFEST}"))
 
 
 @dataclass(init=False, repr=False, eq=False)

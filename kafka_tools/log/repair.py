@@ -44,10 +44,9 @@ from kafka_tools.keep.durable import fsync_dir, read_json, write_json
 from kafka_tools.log.checks.recovery import RecoveryPlan
 from kafka_tools.log.files.dirs import Segment
 from kafka_tools.log.files.discover import check_backup_location
-from kafka_tools.log.held_dir import HeldDir, hold_partition, hold_recorded
+from kafka_tools.log.held_dir import MANIFEST, POINTER, POINTER_TMP, HeldDir, hold_partition, hold_recorded
 from kafka_tools.log.write_lock import write_lock
 
-MANIFEST = "manifest.json"
 TEMP_SUFFIX = ".ktool.cleaned"  # a broker that starts after a crash deletes `*.cleaned` files itself
 PRIVATE_SUFFIX = ".ktool-copy.cleaned"  # a link's own copy, before it replaces the link
 STAGING_SUFFIX = ".ktool-staging"  # a backup directory being written, in the backup root
@@ -262,16 +261,6 @@ def _write_manifest(backup: Path, manifest: dict) -> None:
 
 
 # -- the pointer in the partition directory: an unfinished repair found whatever the state directory ------
-# A rerun under another state directory (`sudo` and `sudo -i` differ in XDG_STATE_HOME and HOME) does not
-# see the first run's backups; the pointer, written before the first change and removed after the last,
-# names its manifest from the partition directory itself. Its name ends in `.deleted`: Kafka's LogLoader
-# (removeTempFilesAndCollectSwapFiles) deletes a stray `*.deleted` file of a partition directory at start-up
-# without parsing its name (a `*.cleaned` one would go through offsetFromFile, which wants a number), and
-# 0.9's Log.loadSegments deletes it too; a broker that starts on a half-repaired partition has taken the
-# repair over, so the pointer going with it is right. It ends in neither `.checkpoint.deleted` (a KRaft
-# snapshot's, which LogLoader keeps) nor `.swap`.
-POINTER = ".ktool-truncate-pending.deleted"
-POINTER_TMP = ".ktool-truncate-pending.tmp.deleted"
 _POINTER_MAX = 1 << 16
 
 

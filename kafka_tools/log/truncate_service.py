@@ -38,7 +38,7 @@ from kafka_tools.log.files.discover import (
     owning_log_dirs,
     refuse_if_live,
 )
-from kafka_tools.log.held_dir import HeldDir, hold_partition, read_held_partition, shown_as
+from kafka_tools.log.held_dir import HeldDir, hold_partition, may_be_unfinished, read_held_partition, shown_as
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -378,6 +378,8 @@ def _finish_interrupted(
 def _interrupted(held: HeldDir, backup_dir: Path) -> list[Interrupted]:
     """--dry-run: the unfinished repairs of this partition, said, not finished (the real run finishes
     them before it plans: what it plans then is not known yet)."""
+    if not may_be_unfinished(held, backup_dir):
+        return []
     from kafka_tools.log.repair import interrupted
 
     said = Partition(held.path, *_where(held))

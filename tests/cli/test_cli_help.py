@@ -20,7 +20,9 @@ import click
 import pytest
 
 from kafka_tools.cli.docgen import _commands
-from kafka_tools.cli.main import cli
+from kafka_tools.cli.main import cli as _cli
+
+cli = _cli.load_all()  # every command, as docgen walks them
 from tests.independent import ROOT
 from tests.support.script import run_script
 

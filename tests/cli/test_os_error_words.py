@@ -63,13 +63,16 @@ def _deny(monkeypatch, target: Path) -> None:
     def refuse(path):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
 
+    def names_target(path) -> bool:  # truncate reads through its held directory: /proc/self/fd/N/NAME
+        return os.path.realpath(os.fspath(path)) == str(target)
+
     def fake_open(file, *args, **kwargs):
-        if isinstance(file, (str, os.PathLike)) and os.fspath(file) == str(target):
+        if isinstance(file, (str, os.PathLike)) and names_target(file):
             refuse(file)
         return real_open(file, *args, **kwargs)
 
     def fake_os_open(path, *args, **kwargs):
-        if os.fspath(path) == str(target):
+        if names_target(path):
             refuse(path)
         return real_os_open(path, *args, **kwargs)
 
