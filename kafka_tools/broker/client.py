@@ -83,6 +83,20 @@ class KafkaMember:
     assignment: list[tuple[str, int]]
 
 
+@dataclass
+class KafkaGroup:
+    """A group as its coordinator describes it: state (`STABLE`, `EMPTY`, …; `DEAD`: it does not know
+    the group) and members."""
+
+    state: str
+    members: list[KafkaMember]
+    known = property(lambda self: self.state != "DEAD")
+
+
+class _GroupIdNotFound(KtoolError):
+    """GROUP_ID_NOT_FOUND (ConsumerGroupDescribe, KIP-848): the coordinator does not know the group."""
+
+
 class Broker:
     """One client per command: consumer handles for offsets, an admin handle for groups."""
 
@@ -264,7 +278,7 @@ class Broker:
 
     def live_members(self, group: str) -> list[str]:
         """Members of the group the coordinator has now (empty for a group with only stored offsets)."""
-        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in self.members(group)]
+        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in self.describe_group(group).members]
 
     def commit(self, group: str, offsets: dict[tuple[str, int], int], metadata: str) -> None:
         """Store offsets for the group in `__consumer_offsets`, in one request (AlterConsumerGroupOffsets);
@@ -398,22 +412,34 @@ class Broker:
             }
         return out
 
-    def members(self, group: str) -> list[KafkaMember]:
-        """The members the group's coordinator has now, with their assigned partitions."""
-        desc = self._coordinated(
-            f"group {group}",
-            lambda: self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)[
-                group
-            ],
-            f"no answer describing group {group}",
-        )
-        out = []
-        for m in desc.members:
-            assigned = m.assignment.topic_partitions if m.assignment is not None else []
-            out.append(
-                KafkaMember(m.member_id, m.client_id, m.host, [(tp.topic, tp.partition) for tp in assigned])
+    def describe_group(self, group: str) -> KafkaGroup:
+        """The group's state and members as its coordinator has them now (DescribeGroups, or
+        ConsumerGroupDescribe for a group of the new protocol); a group it does not know is `DEAD`."""
+        from confluent_kafka import KafkaError
+
+        def refused(exc: Exception) -> KtoolError:
+            err = exc.args[0] if exc.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return _GroupIdNotFound(str(err))
+            return self._error(f"group {group}", exc)
+
+        try:
+            desc = self._coordinated(
+                f"group {group}",
+                lambda: self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)[
+                    group
+                ],
+                f"no answer describing group {group}",
+                error=refused,
             )
-        return out
+        except _GroupIdNotFound:
+            return KafkaGroup("DEAD", [])
+        members = [
+            KafkaMember(m.member_id, m.client_id, m.host, [(tp.topic, tp.partition) for tp in assigned])
+            for m in desc.members
+            for assigned in [m.assignment.topic_partitions if m.assignment is not None else []]
+        ]
+        return KafkaGroup(getattr(desc.state, "name", str(desc.state)).upper(), members)
 
     def _coordinated(
         self,
