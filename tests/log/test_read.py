@@ -486,3 +486,20 @@ def test_read_json_objects_are_dump_logs(partition) -> None:
     code, objs, err = read_json(str(part), "--earliest")
     assert code == 0, err
     assert objs == want
+
+
+def test_a_log_dir_or_a_file_named_for_a_partition_is_one_line_and_exit_3(tmp_path) -> None:
+    """The exit-code table: a path of the wrong kind is an input that cannot be read (3, one line), not
+    a usage error (2): `ktool read DATA` (the log dir above the partition) once exited 2."""
+    part, _ = build_partition(tmp_path / "data", 2, "none")
+    segment = sorted(part.glob("*.log"))[0]
+    other = tmp_path / "notes"
+    other.mkdir()
+    cases = {
+        part.parent: f"{part.parent}: a log dir, not a partition directory (expected topic-N)",
+        other: f"{other}: not a partition directory (expected topic-N)",
+        segment: f"{segment}: not a directory (expected a partition directory, topic-N)",
+    }
+    for path, line in cases.items():
+        result = run_ktool("read", str(path), "--earliest")
+        assert (result.exit_code, result.stdout, result.stderr) == (3, "", f"ktool: {line}\n"), path
