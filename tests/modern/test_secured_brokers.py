@@ -158,3 +158,33 @@ def test_offsets_export_over_sasl_ssl(secured_kafka, group, tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert f"{group[0]},{group[1]},0,7" in out.read_text().splitlines()
+
+
+def test_retention_reads_topic_configs_over_sasl_ssl_with_an_auth_file(secured_kafka, tmp_path):
+    """`retention --bootstrap-server` takes the security options every command that talks to a broker
+    takes (it once had only --bootstrap-server: `No such option '--broker-auth-file'`, exit 2)."""
+    from tests.support.modern import partition_dir
+
+    topic = f"sec-ret-{uuid.uuid4().hex[:8]}"
+    create_topic(secured_kafka, topic, config={"retention.bytes": "2000000"})
+    auth = tmp_path / "kafka-auth"
+    auth.write_text("scram-sha-256 alice:alice-secret\n")
+    server = secured_kafka.bootstrap_of("SASL_SSL")
+    result = run_ktool(
+        "retention",
+        str(partition_dir(secured_kafka.brokers[0], topic)),
+        "--json",
+        "--bootstrap-server",
+        server,
+        "--broker-ca",
+        str(secured_kafka.certificates.ca),
+        "--broker-auth-file",
+        str(auth),
+    )
+    assert result.exit_code == 0, result.output
+    (part,) = [o for o in map(json.loads, result.stdout.splitlines()) if o["type"] == "partition"]
+    assert part["settings"]["retentionBytes"] == {
+        "value": 2000000,
+        "source": f"broker {server}: topic {topic} config",
+    }
+    assert "alice-secret" not in result.output
