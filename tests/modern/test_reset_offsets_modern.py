@@ -238,6 +238,45 @@ def test_undo_refuses_a_moved_offset_forces_it_and_a_second_undo_is_already_undo
     assert committed_of(modern_kafka, group, topic) == {0: SEED[0], 1: 15}
 
 
+def test_undo_deletes_an_offset_the_partition_had_not_and_says_why_when_kafka_refuses(
+    modern_kafka, topic, tmp_path
+):
+    """Partition 2 had no committed offset: the reset wrote 10 there; the undo deletes it (OffsetDelete,
+    KIP-496), so a consumer started then follows auto.offset.reset again, not offset 10. While a member
+    of the group subscribes to the topic, the coordinator refuses (GROUP_SUBSCRIBED_TO_TOPIC): exit 1,
+    the row says so, and the undo, asked again once the member is gone, deletes it."""
+    from confluent_kafka import Consumer
+
+    undo = ["--undo", None, "--bootstrap-server", modern_kafka.bootstrap, "--json"]
+    for live in (False, True):
+        group = _seeded(modern_kafka, topic, f"undo-none-{live}")
+        run = reset(modern_kafka, group, "--topic", f"{topic}:2", "--to-offset", "10", "--execute",
+                    journal_dir=tmp_path)  # fmt: skip
+        assert run.exit_code == 0, run.output
+        assert committed_of(modern_kafka, group, topic) == {**SEED, 2: 10}
+        undo[1] = re.search(r"journal of every offset before the change: (\S+)", run.stderr)[1]
+        consumer = None
+        if live:
+            consumer = Consumer(
+                {"bootstrap.servers": modern_kafka.bootstrap, "group.id": group, "enable.auto.commit": False}
+            )
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + 60
+            while not consumer.assignment():
+                assert time.monotonic() < deadline, "no assignment"
+                consumer.poll(0.2)
+            refused = run_ktool("groups", "reset-offsets", *undo)
+            consumer.close()
+            assert refused.exit_code == 1, refused.output
+            row = _rows(refused)[2]
+            assert row["status"] == "kafka-kept" and "GROUP_SUBSCRIBED_TO_TOPIC" in row["reason"], row
+            assert committed_of(modern_kafka, group, topic) == {**SEED, 2: 10}
+        done = run_ktool("groups", "reset-offsets", *undo)
+        assert done.exit_code == 0, done.output
+        assert _rows(done)[2]["status"] == "verified", done.stdout
+        assert committed_of(modern_kafka, group, topic) == SEED  # no offset for partition 2 again
+
+
 @pytest.mark.parametrize("kafka_release", ["4.4.0"], indirect=True)
 def test_a_consumer_started_after_the_reset_starts_at_the_reset_offsets(modern_kafka, topic, tmp_path):
     from confluent_kafka import Consumer
