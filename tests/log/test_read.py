@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.independent import FIXTURES, REALWORLD, read_with_kafka_python
+from tests.independent import FIXTURES, REALWORLD, needs_realworld, read_with_kafka_python
 from tests.support.cli import run_ktool
 
 sys.path.insert(0, str(FIXTURES))
@@ -393,8 +393,7 @@ def test_kafka07_compressed_wrappers_show_their_inner_messages() -> None:
 
 
 def test_realworld_partitions_read_as_kafka_python_decodes_them() -> None:
-    if not REALWORLD.is_dir():
-        pytest.skip("../shared/realworld is absent")
+    needs_realworld()
     logdir = REALWORLD / "kafka-2.x-logdir"
     for part in sorted(p for p in logdir.iterdir() if p.is_dir() and not p.name.startswith("__"))[:4]:
         ref = [
