@@ -15,6 +15,20 @@ REALWORLD = Path(os.environ.get("KTOOL_REALWORLD") or ROOT.parent / "shared" / "
 FIXTURES = ROOT / "fixtures"
 
 
+def needs_realworld(module: bool = False) -> None:
+    """Skip a test (or, with `module`, a whole module) that reads ../shared/realworld where a plain
+    clone has no such folder; under CI (CI=true), which has it beside the checkout, fail instead, so a
+    moved or missing folder is never a quiet skip there. Its README asks that its files stay out of the
+    repository."""
+    import pytest
+
+    if REALWORLD.is_dir():
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{REALWORLD} is absent: CI runs beside ../shared (set KTOOL_REALWORLD otherwise)")
+    pytest.skip(f"{REALWORLD} is absent (a plain clone); CI reads it", allow_module_level=module)
+
+
 def segment_files() -> list[Path]:
     """Every segment of the fixtures and of ../shared/realworld (when present), in a stable order."""
     roots = [FIXTURES] + ([REALWORLD] if REALWORLD.is_dir() else [])

@@ -6,6 +6,9 @@ registration when ZooKeeper is at hand (1: 0.8, 2: 0.9, 3+: 0.10+), otherwise on
 request with a short timeout (an old broker closes the connection), or the user's --broker-version.
 A secured cluster (TLS, SASL: broker/security.py) is never probed: the raw request would meet a TLS or
 SASL handshake and misjudge the broker, and librdkafka's SASL needs 0.10+ anyway.
+
+Why one module of this size: one Broker holds the clients and the one error callback every request's
+failure is told through; its requests share them (the wire-level OffsetDelete lives in offset_delete.py).
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafka_tools.broker.first_contact import wait_for_first_contact
 from kafka_tools.broker.librdkafka_words import (
     QuietLogger,
     coordinator_moving,
     error_words,
     is_refusal,
-    is_tls,
+    is_transport,
     one_line,
+    refusal_line,
 )
 from kafka_tools.broker.probe import probe_broker_version, version_at_least
 from kafka_tools.broker.security import BrokerSecurity
@@ -83,6 +88,20 @@ class KafkaMember:
     assignment: list[tuple[str, int]]
 
 
+@dataclass
+class KafkaGroup:
+    """A group as its coordinator describes it: state (`STABLE`, `EMPTY`, …; `DEAD`: it does not know
+    the group) and members."""
+
+    state: str
+    members: list[KafkaMember]
+    known = property(lambda self: self.state != "DEAD")
+
+
+class _GroupIdNotFound(KtoolError):
+    """GROUP_ID_NOT_FOUND (ConsumerGroupDescribe, KIP-848): the coordinator does not know the group."""
+
+
 class Broker:
     """One client per command: consumer handles for offsets, an admin handle for groups."""
 
@@ -91,6 +110,7 @@ class Broker:
         self._conf = config.librdkafka()
         self._conf["error_cb"] = self._note_error
         self._refused: str | None = None  # why the brokers refused us (authentication, TLS), once seen
+        self._transport: str | None = None  # the last connection failure librdkafka told
         self._admin_client = None
         self._reader = None  # one consumer for ListOffsets, made on first use
         self._marks: dict[tuple[str, int], tuple[int, int]] = {}
@@ -121,12 +141,14 @@ class Broker:
             raise InputError(f"broker {self.config.bootstrap}: {why}") from None
 
     def _note_error(self, err) -> None:
-        """librdkafka's error callback: a failed authentication or TLS handshake is only told here (the
-        request itself then times out), so it is kept to be the one line a failed request reports."""
-        if self._refused is None and is_refusal(err):
-            security = self.config.security.describe() if self.config.security else "PLAINTEXT"
-            kind = "TLS handshake failed" if is_tls(err) else "authentication failed"
-            self._refused = f"broker {self.config.bootstrap}: {kind} ({security}): {one_line(err.str())}"
+        """librdkafka's error callback: a refused authentication or TLS handshake, or every broker's
+        connection closed, is told only here (the request times out), so it is kept to be the one line a
+        failed request reports (first_contact.py reports it at once)."""
+        security = self.config.security.describe() if self.config.security else "PLAINTEXT"
+        if self._refused is None:
+            self._refused = refusal_line(err, self.config.bootstrap, security, self._transport)
+        if is_transport(err):
+            self._transport = one_line(err.str())
 
     def _serve_callbacks(self) -> None:
         """librdkafka calls error_cb only from a client's poll: give it the chance before reporting."""
@@ -247,6 +269,10 @@ class Broker:
             from confluent_kafka.admin import AdminClient
 
             self._admin_client = self._client(AdminClient, dict(self._conf))
+            if "broker.version.fallback" not in self._conf:  # before 0.10: no DescribeCluster, no TLS
+                wait_for_first_contact(
+                    self._admin_client, self.config.bootstrap, self.config.timeout, lambda: self._refused
+                )
         return self._admin_client
 
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
@@ -264,7 +290,7 @@ class Broker:
 
     def live_members(self, group: str) -> list[str]:
         """Members of the group the coordinator has now (empty for a group with only stored offsets)."""
-        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in self.members(group)]
+        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in self.describe_group(group).members]
 
     def commit(self, group: str, offsets: dict[tuple[str, int], int], metadata: str) -> None:
         """Store offsets for the group in `__consumer_offsets`, in one request (AlterConsumerGroupOffsets);
@@ -398,22 +424,34 @@ class Broker:
             }
         return out
 
-    def members(self, group: str) -> list[KafkaMember]:
-        """The members the group's coordinator has now, with their assigned partitions."""
-        desc = self._coordinated(
-            f"group {group}",
-            lambda: self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)[
-                group
-            ],
-            f"no answer describing group {group}",
-        )
-        out = []
-        for m in desc.members:
-            assigned = m.assignment.topic_partitions if m.assignment is not None else []
-            out.append(
-                KafkaMember(m.member_id, m.client_id, m.host, [(tp.topic, tp.partition) for tp in assigned])
+    def describe_group(self, group: str) -> KafkaGroup:
+        """The group's state and members as its coordinator has them now (DescribeGroups, or
+        ConsumerGroupDescribe for a group of the new protocol); a group it does not know is `DEAD`."""
+        from confluent_kafka import KafkaError
+
+        def refused(exc: Exception) -> KtoolError:
+            err = exc.args[0] if exc.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return _GroupIdNotFound(str(err))
+            return self._error(f"group {group}", exc)
+
+        try:
+            desc = self._coordinated(
+                f"group {group}",
+                lambda: self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)[
+                    group
+                ],
+                f"no answer describing group {group}",
+                error=refused,
             )
-        return out
+        except _GroupIdNotFound:
+            return KafkaGroup("DEAD", [])
+        members = [
+            KafkaMember(m.member_id, m.client_id, m.host, [(tp.topic, tp.partition) for tp in assigned])
+            for m in desc.members
+            for assigned in [m.assignment.topic_partitions if m.assignment is not None else []]
+        ]
+        return KafkaGroup(getattr(desc.state, "name", str(desc.state)).upper(), members)
 
     def _coordinated(
         self,

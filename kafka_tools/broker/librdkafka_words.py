@@ -43,11 +43,40 @@ def is_refusal(err: Any) -> bool:
 
 
 def is_tls(err: Any) -> bool:
+    """A TLS failure: librdkafka's _SSL, or a connection its TLS layer lost (a broker that wants a
+    client certificate answers the handshake's end with `ssl/tls alert bad certificate`)."""
     from confluent_kafka import KafkaError
 
     return isinstance(err, KafkaError) and (
-        err.code() == KafkaError._SSL or "SSL handshake failed" in err.str()
+        err.code() == KafkaError._SSL
+        or "SSL handshake failed" in err.str()
+        or "ssl/tls alert" in err.str().lower()
     )
+
+
+def is_transport(err: Any) -> bool:
+    """A connection that failed or was closed (librdkafka's _TRANSPORT)."""
+    from confluent_kafka import KafkaError
+
+    return isinstance(err, KafkaError) and err.code() == KafkaError._TRANSPORT
+
+
+def all_down(err: Any) -> bool:
+    """Every broker's connection is down (librdkafka's _ALL_BROKERS_DOWN, told after each failed once)."""
+    from confluent_kafka import KafkaError
+
+    return isinstance(err, KafkaError) and err.code() == KafkaError._ALL_BROKERS_DOWN
+
+
+def refusal_line(err: Any, where: str, security: str, transport: str | None) -> str | None:
+    """The one line a refused contact is: a failed authentication or TLS handshake, or every broker
+    down after a connection failure (`transport`: the last one librdkafka told); None for the rest."""
+    if is_refusal(err):
+        kind = "TLS handshake failed" if is_tls(err) else "authentication failed"
+        return f"broker {where}: {kind} ({security}): {one_line(err.str())}"
+    if all_down(err) and transport is not None:
+        return f"broker {where}: no connection ({security}): {transport}"
+    return None
 
 
 def one_line(text: str) -> str:

@@ -45,6 +45,12 @@ def probe_broker_version(
         return "0.9.0.1"
     except OSError:
         head = None  # reset by a broker that does not know the request
+    if head is not None and head[:1] == b"\x15" and head[1:2] == b"\x03":
+        # a TLS alert record (content type 21, version 3.x), not a Kafka response's length
+        raise InputError(
+            f"broker {host}:{port}: this port speaks TLS (it answered a plaintext request with a TLS "
+            "alert): give --broker-tls or --broker-ca, and for SASL_SSL the credentials"
+        )
     return "0.9.0.1" if head is None else None
 
 

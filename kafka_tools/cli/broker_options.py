@@ -26,8 +26,6 @@ from kafka_tools.broker.client import Broker, BrokerConfig
 from kafka_tools.broker.security import BrokerCredentials, BrokerSecurity, parse_credentials
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.zk.config import config_file_path
-from kafka_tools.zk.layout import broker_version_hint, librdkafka_compat
-from kafka_tools.zk.reader import read_brokers
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,51 +33,61 @@ ENV_BROKER_AUTH = "KTOOL_BROKER_AUTH"
 _FILE = click.Path(dir_okay=False, path_type=str)
 
 
-def broker_options(func: F) -> F:
-    options = [
-        click.option(
-            "--bootstrap-server",
-            envvar="KTOOL_BOOTSTRAP_SERVER",
-            show_envvar=True,
-            metavar="HOST:PORT[,…]",
-            help="Kafka brokers, for offsets in Kafka, log end offsets and lag.",
-        ),
-        click.option(
-            "--broker-version",
-            metavar="X.Y.Z",
-            help="The brokers' Kafka version [default: from their ZooKeeper registration, else probed].",
-        ),
-        click.option(
-            "--broker-timeout",
-            type=click.FloatRange(min=0, min_open=True),
-            default=10.0,
-            show_default=True,
-            metavar="SECONDS",
-            help="Wait this long for a broker connection and for each request.",
-        ),
-        click.option(
-            "--broker-auth-file",
-            type=_FILE,
-            help=(
-                "SASL credentials, one line: `plain|scram-sha-256|scram-sha-512 user:password` or "
-                "`gssapi [principal [keytab]]`; `key-password PASSWORD` for --broker-key. "
-                f"${ENV_BROKER_AUTH} may hold the same text. Never on the command line."
+_BOOTSTRAP_HELP = "Kafka brokers, for offsets in Kafka, log end offsets and lag."
+_VERSION_HELP = "The brokers' Kafka version [default: from their ZooKeeper registration, else probed]."
+
+
+def broker_options_for(bootstrap_help: str = _BOOTSTRAP_HELP, version_help: str = _VERSION_HELP):
+    """The one set of broker options (address, version, timeout, SASL and TLS) for a command that
+    talks to a broker, with its own words for what it asks the brokers and what the version decides;
+    tests/cli/test_broker_options.py checks that every command with --bootstrap-server has them all."""
+
+    def decorate(func: F) -> F:
+        options = [
+            click.option(
+                "--bootstrap-server",
+                envvar="KTOOL_BOOTSTRAP_SERVER",
+                show_envvar=True,
+                metavar="HOST:PORT[,…]",
+                help=bootstrap_help,
             ),
-        ),
-        click.option(
-            "--broker-tls", is_flag=True, help="Talk TLS to the brokers (implied by --broker-ca/-cert)."
-        ),
-        click.option(
-            "--broker-ca", type=_FILE, help="CA certificates (PEM) to verify the brokers' certificates."
-        ),
-        click.option(
-            "--broker-cert", type=_FILE, help="Client certificate (PEM) for TLS client authentication."
-        ),
-        click.option("--broker-key", type=_FILE, help="Client private key (PEM) for --broker-cert."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+            click.option("--broker-version", metavar="X.Y.Z", help=version_help),
+            click.option(
+                "--broker-timeout",
+                type=click.FloatRange(min=0, min_open=True),
+                default=10.0,
+                show_default=True,
+                metavar="SECONDS",
+                help="Wait this long for a broker connection and for each request.",
+            ),
+            click.option(
+                "--broker-auth-file",
+                type=_FILE,
+                help=(
+                    "SASL credentials, one line: `plain|scram-sha-256|scram-sha-512 user:password` or "
+                    "`gssapi [principal [keytab]]`; `key-password PASSWORD` for --broker-key. "
+                    f"${ENV_BROKER_AUTH} may hold the same text. Never on the command line."
+                ),
+            ),
+            click.option(
+                "--broker-tls", is_flag=True, help="Talk TLS to the brokers (implied by --broker-ca/-cert)."
+            ),
+            click.option(
+                "--broker-ca", type=_FILE, help="CA certificates (PEM) to verify the brokers' certificates."
+            ),
+            click.option(
+                "--broker-cert", type=_FILE, help="Client certificate (PEM) for TLS client authentication."
+            ),
+            click.option("--broker-key", type=_FILE, help="Client private key (PEM) for --broker-cert."),
+        ]
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+broker_options = broker_options_for()
 
 
 def broker_from_options(zk=None, **options: Any) -> Broker | None:
@@ -91,6 +99,11 @@ def broker_from_options(zk=None, **options: Any) -> Broker | None:
     version = options.get("broker_version")
     extra: dict[str, str] = {}
     if version is None and zk is not None:
+        # ZooKeeper's reader only where a ZooKeeper is given: `retention` takes these options and
+        # loads no ZooKeeper client for a preview (tests/cli/test_startup_imports.py)
+        from kafka_tools.zk.layout import broker_version_hint, librdkafka_compat
+        from kafka_tools.zk.reader import read_brokers
+
         hint = broker_version_hint(read_brokers(zk))
         compat = librdkafka_compat(hint)
         if compat is None:

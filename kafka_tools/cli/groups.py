@@ -17,7 +17,7 @@ from kafka_tools.cli.cluster import (
 from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.assignors import Member, consumers_per_topic
-from kafka_tools.consumers.groups import describe_group, list_all_groups
+from kafka_tools.consumers.groups import GroupNotFoundError, describe_group, list_all_groups
 from kafka_tools.consumers.rebalance import plan_rebalance
 from kafka_tools.errors import FindingsError, KtoolError
 from kafka_tools.render.groups import render_group, render_group_list, render_plan
@@ -85,13 +85,14 @@ def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, 
     topic and group. Impossible lag (a committed offset past the log end or below its start) is clamped
     and explained. Without GROUP: every group in ZooKeeper. With --bootstrap-server alone: the group as
     its coordinator knows it (members and their assignments, offsets in Kafka, lag), and without GROUP
-    every group Kafka coordinates.
+    every group Kafka coordinates. A GROUP that no store given knows (no /consumers/GROUP in ZooKeeper;
+    unknown to Kafka's coordinator, with no committed offset) is said in one line, and the others shown.
 
     \b
     Exit status:
       0  ok
       2  usage error
-      3  ZooKeeper or a broker unreachable, a group missing, a malformed znode
+      3  ZooKeeper or a broker unreachable, a group not found, a malformed znode
     """
     failed: list[KtoolError] = []
     shown = 0
@@ -103,7 +104,7 @@ def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, 
             # A group that cannot be described is said, and the others are shown (worst code at the end).
             try:
                 desc = describe_group(zk, g, broker)
-            except (ZnodeMissingError, FindingsError) as exc:
+            except (ZnodeMissingError, GroupNotFoundError, FindingsError) as exc:
                 sys.stdout.flush()
                 click.echo(f"ktool: {exc}", err=True)
                 failed.append(exc)

@@ -71,7 +71,8 @@ from kafka_tools.render.json_lines import emit
     type=TimeSpec(words=False),
     metavar="T",
     help="The first offset whose record's timestamp is at or after T (ISO-8601, UTC unless it names a "
-    "zone, or epoch ms); the log end where no record is.",
+    "zone, or epoch ms; a fraction of a second in milliseconds, as kafka-consumer-groups reads it: .5 is "
+    "5 ms); the log end where no record is.",
 )
 @click.option(
     "--by-duration",

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kafka_tools.cli.broker_options import broker_options_for
 from kafka_tools.cli.options import colour_of, json_option, live_options
 from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, KtoolError
@@ -47,14 +48,15 @@ _RETENTION_NAMES = ("retention.ms", "retention.bytes", "cleanup.policy", "min.cl
 
 
 def _broker_overrides(
-    topics: set[str], bootstrap: str, timeout: float
+    topics: set[str], options: dict[str, Any]
 ) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
     """Each topic's settings as a broker reports them (DescribeConfigs: KRaft and 4.x clusters keep topic
     configs in their metadata, not ZooKeeper): (topic -> name -> value, topic -> name -> source)."""
-    from kafka_tools.broker.client import Broker, BrokerConfig
-    from kafka_tools.cli.broker_options import security_from_options
+    from kafka_tools.cli.broker_options import broker_from_options
 
-    broker = Broker(BrokerConfig(bootstrap, None, timeout, security=security_from_options()))
+    broker = broker_from_options(None, **options)
+    assert broker is not None  # asked only with --bootstrap-server
+    bootstrap = broker.config.bootstrap
     try:
         found = broker.topic_configs(topics, _RETENTION_NAMES)
     finally:
@@ -85,21 +87,12 @@ def _broker_overrides(
     "log.cleanup.policy, log.cleaner.* defaults.",
 )
 @zookeeper_options
-@click.option(
-    "--bootstrap-server",
-    envvar="KTOOL_BOOTSTRAP_SERVER",
-    show_envvar=True,
-    metavar="HOST:PORT[,…]",
-    help="A broker to ask for the topics' settings (DescribeConfigs, Kafka 0.11+; KRaft clusters have no "
-    "ZooKeeper): the topic overrides and the broker's own settings; it is asked instead of ZooKeeper.",
-)
-@click.option(
-    "--broker-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=10.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Wait this long for the broker.",
+@broker_options_for(
+    bootstrap_help="A broker to ask for the topics' settings (DescribeConfigs, Kafka 0.11+; KRaft clusters "
+    "have no ZooKeeper): the topic overrides and the broker's own settings; it is asked instead of "
+    "ZooKeeper.",
+    version_help="Apply this broker version's rule (0.9, 0.10.1, 2.8, 3.7 …) [default: detected from the "
+    "log]; with --bootstrap-server, the brokers' version too.",
 )
 @click.option(
     "--metadata-log-dir",
@@ -109,11 +102,6 @@ def _broker_overrides(
     "(metadata.log.dir): topic configs and dynamic broker configs are read from it.",
 )
 @click.option("--now", "now_text", metavar="T", help="Judge as of T (epoch ms or ISO-8601) [default: now].")
-@click.option(
-    "--broker-version",
-    metavar="V",
-    help="Apply this broker version's rule (0.9, 0.10.1, 2.8, 3.7 …) [default: detected from the log].",
-)
 @click.option(
     "--compaction", is_flag=True, help="Also preview the log cleaner on compacted partitions (decodes them)."
 )
@@ -178,8 +166,9 @@ def retention(
     bootstrap = zk_options.get("bootstrap_server")
     kraft_unread = False
     if bootstrap and topics:
-        timeout = zk_options.get("broker_timeout") or 10.0
-        sources.topic_overrides, sources.override_sources = _broker_overrides(topics, bootstrap, timeout)
+        sources.topic_overrides, sources.override_sources = _broker_overrides(
+            topics, {**zk_options, "broker_version": broker_version}
+        )
     elif parts and (kraft := kraft_settings(parts, metadata_log_dir, sources, static)) is not None:
         kraft_unread = kraft.unread
         for line in kraft.notes:

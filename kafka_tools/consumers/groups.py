@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafka_tools.broker.client import Broker, KafkaMember
+from kafka_tools.errors import InputError
 from kafka_tools.format.plural import plural
+from kafka_tools.zk.connection import ZnodeMissingError
 from kafka_tools.zk.layout import ConsumerGroupZk, ConsumerMember, PartitionKey, Topic
 from kafka_tools.zk.reader import list_groups as zk_list_groups
 from kafka_tools.zk.reader import read_group, read_topics, zk_children
@@ -70,14 +72,29 @@ def storage_of(has_zk: bool, has_kafka: bool) -> str:
     return STORE_ZK if has_zk else STORE_KAFKA if has_kafka else STORE_NONE
 
 
+class GroupNotFoundError(InputError):
+    """No store ktool was given knows the group (exit 3, as a missing znode is): not ZooKeeper, whose
+    `/consumers/G` is absent, nor Kafka, whose coordinator does not know it and which holds no offset
+    of it. A group that only committed offsets exists: Kafka's tools describe it too."""
+
+
 def describe_group(zk, group: str, broker: Broker | None = None) -> GroupDescription:
     """ZooKeeper's view joined with the brokers'; with no ZooKeeper (KRaft, or only --bootstrap-server
-    given), the brokers' view alone."""
+    given), or a group ZooKeeper does not have, the brokers' view alone. One rule for every store: a
+    group none of them knows is GroupNotFoundError."""
     if zk is None:
         if broker is None:
             raise ValueError("describe_group needs ZooKeeper or a broker")
         return describe_kafka_group(broker, group)
-    g: ConsumerGroupZk = read_group(zk, group)
+    try:
+        g: ConsumerGroupZk = read_group(zk, group)
+    except ZnodeMissingError as exc:
+        if broker is None:
+            raise GroupNotFoundError(str(exc)) from None
+        try:
+            return describe_kafka_group(broker, group)
+        except GroupNotFoundError as in_kafka:
+            raise GroupNotFoundError(f"{exc}, nor {str(in_kafka).removeprefix(_no_group(group))}") from None
     topics = _group_topics(g)
     partitions = _partitions(read_topics(zk, topics) if topics else [], g)
     rows = {key: PartitionRow(*key) for key in partitions}
@@ -116,7 +133,8 @@ def describe_kafka_group(broker: Broker, group: str) -> GroupDescription:
     """A group as the brokers know it: members and their assignments from its coordinator, offsets from
     `__consumer_offsets`, log start and end, lag. Without members, every topic's partitions are asked
     for (OffsetFetch for named partitions works on every broker version) and those with an offset kept."""
-    members = broker.members(group)
+    described = broker.describe_group(group)
+    members = described.members
     catalog = broker.topics()
     owners = {tp: m.member_id for m in members for tp in m.assignment}
     assigned = {t for t, _ in owners}
@@ -124,6 +142,11 @@ def describe_kafka_group(broker: Broker, group: str) -> GroupDescription:
     candidates = [(t, p) for t in topics for p in catalog.get(t, [])]
     committed = broker.committed(group, candidates) if candidates else {}
     keys = sorted(set(owners) | {k for k, v in committed.items() if v is not None})
+    if not described.known and not keys:
+        raise GroupNotFoundError(
+            f"{_no_group(group)}in Kafka (broker {broker.config.bootstrap}): its coordinator does not know "
+            "it and it has no committed offsets"
+        )
     rows = {k: PartitionRow(*k, owner=owners.get(k), kafka_offset=committed.get(k)) for k in keys}
     for key, (low, high) in (broker.watermarks(keys) if keys else {}).items():
         rows[key].log_start, rows[key].log_end = low, high
@@ -138,6 +161,10 @@ def describe_kafka_group(broker: Broker, group: str) -> GroupDescription:
     if not keys:
         desc.notes.append("no offsets in Kafka for this group")
     return desc
+
+
+def _no_group(group: str) -> str:
+    return f"no consumer group {group!r} "
 
 
 def _kafka_member(m: KafkaMember) -> ConsumerMember:

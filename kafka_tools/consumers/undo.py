@@ -4,7 +4,9 @@ changed, and only that.
 For each partition and each store the run wrote: a store that still holds what the run wrote gets the
 journal's value back; one that holds the journal's value already is left (already undone); one that
 holds anything else was moved since the run, by a consumer that went on or another tool, and rewinding
-it would make that consumer read again what it had read: refused unless forced. When every partition is
+it would make that consumer read again what it had read: refused unless forced. Where Kafka had no
+offset before, "no offset" is put back by deleting the run's (OffsetDelete, Kafka 2.4+); where that
+cannot be done the partition is `kafka-kept`, a finding. When every partition is
 back, the journal is marked `undone`, and a second undo of it writes nothing, however the offsets have
 moved since.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_tools.broker.client import Broker
+from kafka_tools.broker.offset_delete import ERROR_NAMES, SUBSCRIBED, delete_group_offsets
 from kafka_tools.consumers.migration import (
     DEFAULT_METADATA,
     KAFKA,
@@ -60,8 +63,8 @@ class UndoResult:
 
     @property
     def findings(self) -> bool:
-        """A partition refused or not read back as restored: exit 1."""
-        return any(m.status in (REFUSED_MOVED, MISMATCH) for m in self.moves)
+        """A partition refused, kept where it had no offset, or not read back as restored: exit 1."""
+        return any(m.status in (REFUSED_MOVED, MISMATCH, KAFKA_KEPT) for m in self.moves)
 
 
 def journal_options(journal: dict) -> MigrationOptions:
@@ -126,6 +129,10 @@ def _undo_group(
     to_kafka = {k: r[KAFKA] for k, r in rewinds.items() if KAFKA in r and r[KAFKA] is not None}
     to_zk = {k: r[ZK] for k, r in rewinds.items() if ZK in r and r[ZK] is not None}
     absent_zk = [k for k, r in rewinds.items() if ZK in r and r[ZK] is None]
+    absent_kafka = [k for k, r in rewinds.items() if KAFKA in r and r[KAFKA] is None]
+    kept = _delete_kafka(broker, group, absent_kafka) if absent_kafka else {}
+    for key in kept:
+        del rewinds[key][KAFKA]
     if to_kafka:
         broker.commit(group, to_kafka, metadata)
     if to_zk:
@@ -139,8 +146,7 @@ def _undo_group(
         m.zookeeper_after, m.kafka_after = zk_now.get(m.key), kafka_now.get(m.key)
         now = {ZK: m.zookeeper_after, KAFKA: m.kafka_after}
         if all(now[s] == v for s, v in rewinds[m.key].items()):
-            if m.status != KAFKA_KEPT:
-                m.status, m.reason = VERIFIED, "restored"
+            m.status, m.reason = (KAFKA_KEPT, kept[m.key]) if m.key in kept else (VERIFIED, "restored")
         else:
             m.status = MISMATCH
             m.reason = "read back " + ", ".join(
@@ -158,12 +164,8 @@ def _decide(m: PartitionMove, options: MigrationOptions, force: bool) -> dict[st
     wrote = {s: m.status in _WROTE and writes_to(m, options, s) for s in (KAFKA, ZK)}
     rewind: dict[str, int | None] = {}
     moved = []
-    kept = False
     for s in (KAFKA, ZK):
         if now[s] == before[s]:
-            continue
-        if s == KAFKA and before[s] is None:  # no OffsetDelete before Kafka 2.4: nothing to put back
-            kept = kept or wrote[s]
             continue
         if not (wrote[s] and now[s] == m.offset):
             moved.append(s)
@@ -176,11 +178,29 @@ def _decide(m: PartitionMove, options: MigrationOptions, force: bool) -> dict[st
             for s in moved
         )
         return {}
-    if kept:
-        m.status, m.reason = KAFKA_KEPT, "Kafka had no offset before and cannot delete one"
-    elif not rewind:
+    if not rewind:
         if any(wrote.values()):
             m.status, m.reason = ALREADY_UNDONE, "holds the offset it had before the run"
         else:
             m.status, m.reason = VERIFIED, "not changed by the run"
     return rewind
+
+
+def _delete_kafka(broker: Broker, group: str, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """Put back "no offset" in Kafka (OffsetDelete, Kafka 2.4+); the partitions whose offset stays,
+    each with why (a broker without OffsetDelete, a topic the group's live members subscribe to)."""
+    answer = delete_group_offsets(broker.config, group, keys)
+    if answer.unsupported is not None:
+        why = f"Kafka had no offset before, and {answer.unsupported}: the run's offset stays"
+        return dict.fromkeys(keys, why)
+    kept = {}
+    for key in keys:
+        code = answer.errors.get(key, 0)
+        if code == SUBSCRIBED:
+            kept[key] = (
+                f"Kafka had no offset before, and its coordinator deletes none of topic {key[0]} while "
+                f"members of group {group} subscribe to it (GROUP_SUBSCRIBED_TO_TOPIC): stop them, undo again"
+            )
+        elif code:
+            kept[key] = f"Kafka had no offset before, and OffsetDelete failed: {ERROR_NAMES.get(code, code)}"
+    return kept

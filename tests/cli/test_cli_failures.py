@@ -110,6 +110,21 @@ def test_silent_broker_says_no_answer_in_ktools_words(silent_port) -> None:
     assert elapsed < 12, elapsed
 
 
+@pytest.mark.slow  # waits out the client's timeout, as the user would
+def test_a_silent_tls_port_says_no_answer_once_within_the_timeout(silent_port) -> None:
+    """A secured connection is never probed: its first contact is watched (broker/first_contact.py),
+    and a port that never answers is said once, as no answer, not waited out twice."""
+    port = f"127.0.0.1:{silent_port}"
+    result, elapsed = timed(
+        "groups", "list", "--bootstrap-server", port, "--broker-tls", "--broker-timeout", "2"
+    )
+    line = one_line(result)
+    assert (
+        line.startswith(f"ktool: broker {port}: ") and "no answer within 2 s (is the broker running" in line
+    )
+    assert elapsed < 6, elapsed
+
+
 @pytest.fixture
 def unanswered_port() -> Iterator[int]:
     """A port where the connection itself is never answered (a full listen queue, as a dropping

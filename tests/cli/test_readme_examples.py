@@ -105,3 +105,40 @@ def test_every_link_of_the_front_page_and_the_docs_resolves() -> None:
     assert links, "no relative links found"
     linked = set(re.findall(r"\]\(docs/([^)#]+)", README.read_text()))
     assert {p.name for p in _docs_pages()} <= linked, "a docs/ page the front page does not link"
+
+
+def _first_command() -> str:
+    """Command 1 of the front page: the line after its `# 1.` comment."""
+    lines = README.read_text().splitlines()
+    return lines[next(i for i, line in enumerate(lines) if line.startswith("# 1. ")) + 1]
+
+
+def test_command_1_installs_into_a_virtualenv_as_debian_and_ubuntu_ask() -> None:
+    """Debian's and Ubuntu's own python3 refuse `python3 -m pip install` (PEP 668,
+    externally-managed-environment): command 1 makes a virtualenv and runs its pip and ktool, and no
+    line of the front page installs with a bare `python3 -m pip`."""
+    steps = [shlex.split(step) for step in _first_command().split("&&")]
+    assert steps[0] == ["python3", "-m", "venv", ".venv"], steps
+    assert steps[1][:2] == [".venv/bin/pip", "install"] and steps[2][0] == ".venv/bin/ktool", steps
+    blocks = re.findall(r"```sh\n(.*?)```", README.read_text(), re.S)
+    assert blocks and not [b for b in blocks if "python3 -m pip install" in b]
+    assert "python3-venv" in README.read_text()  # what `python3 -m venv` needs there
+
+
+@pytest.mark.exhaustive
+def test_command_1_runs_as_written_with_the_systems_python3(tmp_path: Path) -> None:
+    """Command 1 on a copy of the clone, with only /usr/bin on PATH (Debian's python3 where the machine
+    is Debian): exit 0 and the fixture's records. It downloads setuptools from PyPI: the exhaustive tier."""
+    import subprocess
+
+    if not Path("/usr/bin/python3").exists():
+        pytest.skip("no /usr/bin/python3")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    shutil.copy(README, clone / "README.md")  # the README as it is in the tree under test
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run(
+        ["bash", "-c", _first_command()], cwd=clone, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "payload: gzip keyed message 00" in done.stdout

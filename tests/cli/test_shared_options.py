@@ -180,3 +180,29 @@ def test_read_warns_once_of_an_index_it_passes_twice(tmp_path: Path) -> None:
         lines = result.stderr.splitlines()
         assert result.exit_code == 0 and lines, args
         assert len(lines) == len(set(lines)), (args, lines)
+
+
+def test_every_command_that_talks_to_a_broker_takes_the_one_set_of_broker_options() -> None:
+    """docs/security.md: every command with --bootstrap-server takes the same security options. Each
+    such command has every option of broker_options (the same names, types, defaults; only the words
+    of --bootstrap-server and --broker-version may say what it asks and decides), so a new command that
+    talks to a broker cannot miss --broker-auth-file or the TLS files (`retention` once did)."""
+    import click
+
+    from kafka_tools.cli.broker_options import broker_options
+
+    def shape(param: click.Parameter, words: bool) -> tuple:
+        help_ = param.help if words and param.name not in ("bootstrap_server", "broker_version") else None
+        return (tuple(param.opts), param.name, type(param.type), param.default, param.envvar, help_)
+
+    want = {shape(p, True) for p in broker_options(click.command()(lambda **_: None)).params}
+    assert len(want) == 8
+    talking = {
+        name: command
+        for name, command in _commands()
+        if any(p.name == "bootstrap_server" for p in command.params)
+    }
+    assert {"retention", "groups describe", "groups reset-offsets", "offsets export"} <= set(talking)
+    for name, command in talking.items():
+        got = {shape(p, True) for p in command.params if p.name in {w[1] for w in want}}
+        assert got == want, (name, want - got)

@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException
 
 from kafka_tools.broker.client import Broker, BrokerConfig
 from kafka_tools.errors import FindingsError, InputError
@@ -36,7 +36,7 @@ class _Admin:
         return {group: future}
 
     def describe_consumer_groups(self, groups, request_timeout):
-        return self._answer(groups[0], SimpleNamespace(members=[]))
+        return self._answer(groups[0], SimpleNamespace(members=[], state=ConsumerGroupState.EMPTY))
 
     def list_consumer_group_offsets(self, requests, request_timeout):
         return self._answer(requests[0].group_id, SimpleNamespace(topic_partitions=[]))
@@ -53,7 +53,7 @@ def _broker(admin: _Admin, timeout: float = 5.0) -> Broker:
 
 # every request that goes to the group's coordinator, and what it gives for an empty answer
 REQUESTS = {
-    "members": (lambda b: b.members("g"), []),
+    "describe_group": (lambda b: b.describe_group("g").members, []),
     "group_offsets": (lambda b: b.group_offsets("g"), {}),
     "committed": (lambda b: b.committed("g", [("t", 0)]), {}),
     "committed_many": (lambda b: b.committed_many({"g": [("t", 0)], "h": []}), {"g": {}, "h": {}}),

@@ -598,3 +598,26 @@ def test_a_group_that_does_not_exist(cluster, ktool) -> None:
         assert result.stdout == want
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("ktool: ") and "no-such-group" in lines[0], lines
+
+
+def test_one_rule_for_every_store_a_group_none_knows_and_one_kafka_alone_knows(cluster, ktool) -> None:
+    """With ZooKeeper and a broker, a group is not found only when neither knows it (one line naming
+    both, exit 3, the summary's `failed`); one that only Kafka holds (offsets committed by a consumer
+    that manages its partitions, no /consumers znode) is described from Kafka, not refused by ZooKeeper."""
+    from tests.support.servers import kafka_commit
+
+    both = ["--zookeeper", cluster.connect, "--bootstrap-server", cluster.bootstrap, "--json"]
+    result = ktool("groups", "describe", "bliling", *both)
+    assert result.exit_code == 3, result.output
+    assert result.stdout == '{"type":"summary","groups":0,"failed":1}\n'
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("ktool: no consumer group 'bliling' (/consumers/bliling) on ZooKeeper"), line
+    assert f", nor in Kafka (broker {cluster.bootstrap}): its coordinator does not know it" in line, line
+
+    kafka_commit(cluster.bootstrap, "kafka-alone", {(ORDERS, 0): 1})
+    result = ktool("groups", "describe", "kafka-alone", *both)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(x) for x in result.stdout.splitlines()]
+    assert [(r["topic"], r["partition"], r["kafkaOffset"]) for r in rows if r["type"] == "partition"] == [
+        (ORDERS, 0, 1)
+    ]

@@ -525,16 +525,19 @@ def test_undo_restores_both_stores(data, tmp_path) -> None:
             "--bootstrap-server", data.bootstrap, "--json",
         )
     )  # fmt: skip
-    assert undo.code == 0, undo
+    # a refusal, exit 1: where Kafka had no offset before, 0.9 cannot delete the one the run wrote
+    assert undo.code == 1, undo
     # ZooKeeper exactly as before: values, and the znode that did not exist is gone again.
     assert zk_group_offsets(data.zk, group) == zk
     # Kafka exactly as before where it had an offset; where it had none it keeps the new one (0.9 has
-    # no way to delete a committed offset), and the report says so.
+    # no OffsetDelete, Kafka 2.4+), and the report says so.
     assert committed(data, group) == {tp: kafka.get(tp, after[tp]) for tp in ALL}
     assert undo.statuses(group) == {tp: "verified" if tp in kafka else "kafka-kept" for tp in ALL}, undo
     for tp in set(ALL) - set(kafka):
-        assert "Kafka had no offset before" in undo.of(group)[tp]["reason"]
+        reason = undo.of(group)[tp]["reason"]
+        assert "Kafka had no offset before" in reason and "no OffsetDelete (2.4+)" in reason, reason
         assert undo.of(group)[tp]["kafkaAfter"] == after[tp]
+    assert json.loads(run.journal.read_text())["state"] != "undone"
 
 
 def test_the_journal_goes_to_the_state_directory_not_the_working_one(data, tmp_path, monkeypatch) -> None:

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafka_tools.cli.main import cli
-from tests.independent import FIXTURES, REALWORLD
+from tests.independent import FIXTURES, REALWORLD, needs_realworld
 
 GENERATED = FIXTURES / "generated"
 CORRUPT = GENERATED / "corrupt"
@@ -24,11 +24,6 @@ def run(*args: str) -> tuple[int, str, str]:
 
 def json_lines(stdout: str) -> list[dict]:
     return [json.loads(line) for line in stdout.splitlines()]
-
-
-def needs_realworld() -> None:
-    if not REALWORLD.is_dir():
-        pytest.skip("../shared/realworld is absent")
 
 
 def test_realworld_topic_dumps_every_record_with_kafkas_field_names() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.independent import FIXTURES, REALWORLD, read_with_kafka_python
+from tests.independent import FIXTURES, REALWORLD, needs_realworld, read_with_kafka_python
 from tests.support.cli import run_ktool
 
 sys.path.insert(0, str(FIXTURES))
@@ -393,8 +393,7 @@ def test_kafka07_compressed_wrappers_show_their_inner_messages() -> None:
 
 
 def test_realworld_partitions_read_as_kafka_python_decodes_them() -> None:
-    if not REALWORLD.is_dir():
-        pytest.skip("../shared/realworld is absent")
+    needs_realworld()
     logdir = REALWORLD / "kafka-2.x-logdir"
     for part in sorted(p for p in logdir.iterdir() if p.is_dir() and not p.name.startswith("__"))[:4]:
         ref = [
@@ -486,3 +485,20 @@ def test_read_json_objects_are_dump_logs(partition) -> None:
     code, objs, err = read_json(str(part), "--earliest")
     assert code == 0, err
     assert objs == want
+
+
+def test_a_log_dir_or_a_file_named_for_a_partition_is_one_line_and_exit_3(tmp_path) -> None:
+    """The exit-code table: a path of the wrong kind is an input that cannot be read (3, one line), not
+    a usage error (2): `ktool read DATA` (the log dir above the partition) once exited 2."""
+    part, _ = build_partition(tmp_path / "data", 2, "none")
+    segment = sorted(part.glob("*.log"))[0]
+    other = tmp_path / "notes"
+    other.mkdir()
+    cases = {
+        part.parent: f"{part.parent}: a log dir, not a partition directory (expected topic-N)",
+        other: f"{other}: not a partition directory (expected topic-N)",
+        segment: f"{segment}: not a directory (expected a partition directory, topic-N)",
+    }
+    for path, line in cases.items():
+        result = run_ktool("read", str(path), "--earliest")
+        assert (result.exit_code, result.stdout, result.stderr) == (3, "", f"ktool: {line}\n"), path

@@ -13,15 +13,11 @@ import pytest
 from crc32c import crc32c
 
 from tests.independent import REALWORLD as SHARED_REALWORLD
+from tests.independent import needs_realworld
 from tests.support.cli import run_ktool
 from tests.support.replica_logs import TOPIC, Batch, values, write_replica
 
 REALWORLD = SHARED_REALWORLD / "kafka-2.x-logdir"
-
-
-def needs_realworld() -> None:
-    if not REALWORLD.is_dir():
-        pytest.skip("../shared/realworld is absent")
 
 
 def diff(*args: str) -> tuple[int, str, str]:

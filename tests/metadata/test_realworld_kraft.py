@@ -11,7 +11,7 @@ import pytest
 from kafka_tools.format.kinds import partition_of
 from kafka_tools.metadata.checks import read_findings
 from kafka_tools.metadata.load import iter_file_records, load_image
-from tests.independent import REALWORLD
+from tests.independent import REALWORLD, needs_realworld
 
 KRAFT = REALWORLD / "kraft"
 LOG_DIRS = (
@@ -23,7 +23,8 @@ LOG_DIRS = (
 PRE_RELEASE = "apache-kafka-test-kafka-1168504093769635972"
 PRE_RELEASE_OFFSETS = {24, 25, 26, 27, 28, 42}
 
-pytestmark = pytest.mark.skipif(not LOG_DIRS, reason="../shared/realworld/kraft is absent")
+if not LOG_DIRS:
+    needs_realworld(module=True)
 
 
 def _ids(paths):

@@ -117,3 +117,29 @@ def test_cli_a_malformed_auth_file_is_one_line_exit_3_without_the_secret(tmp_pat
         result.stderr == f"ktool: broker auth file {auth}: line 1: expected `scram-sha-256 user:password`\n"
     )
     assert "s3cret" not in result.output
+
+
+def test_a_plain_probe_answered_with_a_tls_alert_says_the_port_speaks_tls():
+    """A plaintext ApiVersions to a TLS listener is answered with a TLS alert record (type 21, version
+    3.x; Kafka's SSL layer flushes it as it closes): said at once, not taken for a 0.9 broker or a
+    length. A port that closes without a word stays a broker before 0.10."""
+    import socket
+    import threading
+
+    from kafka_tools.broker.probe import probe_broker_version
+
+    def serve(listener: socket.socket, answer: bytes) -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(64)
+            conn.sendall(answer)
+
+    for answer, expected in ((b"\x15\x03\x03\x00\x02\x02\x0a", "speaks TLS"), (b"", "0.9.0.1")):
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            threading.Thread(target=serve, args=(listener, answer), daemon=True).start()
+            where = f"127.0.0.1:{listener.getsockname()[1]}"
+            if expected == "0.9.0.1":
+                assert probe_broker_version(where, 2.0) == "0.9.0.1"
+                continue
+            with pytest.raises(InputError, match=f"^broker {where}: this port speaks TLS"):
+                probe_broker_version(where, 2.0)

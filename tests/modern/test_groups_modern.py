@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.cli import run_ktool
 from tests.support.modern import create_topic, run_tool
+from tests.support.servers import kafka_commit
 
 COMMITTED = {0: 4, 1: 10, 2: 7}
 
@@ -106,3 +107,37 @@ def test_classic_group_equals_kafka_consumer_groups(modern_kafka, live_group):
 def test_kip848_group_equals_kafka_consumer_groups(modern_kafka, live_group):
     """A group of the new protocol: its member id is the broker's (a Uuid), its type `consumer`."""
     _check(modern_kafka, live_group)
+
+
+def test_a_group_no_one_knows_is_not_found_and_one_with_offsets_alone_is(modern_kafka):
+    """A typo (`bliling`) is no empty group: exit 3 and one line naming it, text and --json (whose
+    summary counts it failed), as a group missing from ZooKeeper is; the other names are still shown. A
+    group that only committed offsets (no member ever: 3.9's coordinator calls it Dead, 4.4's Empty)
+    exists, as 4.4's kafka-consumer-groups says."""
+    topic, kept = f"typo-{uuid.uuid4().hex[:8]}", f"kept-{uuid.uuid4().hex[:8]}"
+    create_topic(modern_kafka, topic, partitions=1)
+    kafka_commit(modern_kafka.bootstrap, kept, {(topic, 0): 0}, timeout=60)
+    if modern_kafka.release.version.startswith("4."):  # 3.9's tool says "not found" or shows it, by timing
+        theirs = run_tool(
+            modern_kafka.release,
+            "ConsumerGroupCommand",
+            ["--bootstrap-server", modern_kafka.bootstrap, "--describe", "--group", kept],
+        )
+        assert f"{kept} {topic} 0 0" in " ".join(theirs.stdout.split()), theirs.stdout
+
+    for as_json in ((), ("--json",)):
+        result = run_ktool(
+            "groups", "describe", "bliling", kept, *as_json, "--bootstrap-server", modern_kafka.bootstrap
+        )
+        assert result.exit_code == 3, result.output
+        assert result.stderr.splitlines() == [
+            f"ktool: no consumer group 'bliling' in Kafka (broker {modern_kafka.bootstrap}): its "
+            "coordinator does not know it and it has no committed offsets"
+        ]
+        if as_json:
+            rows = [json.loads(line) for line in result.stdout.splitlines()]
+            assert [r["group"] for r in rows if r["type"] == "group"] == [kept]
+            assert [(r["topic"], r["kafkaOffset"]) for r in rows if r["type"] == "partition"] == [(topic, 0)]
+            assert rows[-1] == {"type": "summary", "groups": 1, "failed": 1}
+        else:
+            assert "bliling" not in result.stdout and kept in result.stdout

@@ -142,6 +142,48 @@ def test_export_is_kafka_consumer_groups_csv(modern_kafka, topic, target):
     assert committed_of(modern_kafka, group, topic) == SEED  # the dry run wrote nothing
 
 
+# Records at T0 + 4, 50 and 600 ms: a fraction of a second read as milliseconds (Kafka's `.5` is 5 ms)
+# and one read as a decimal (ISO-8601's `.5` is 500 ms) fall on different offsets.
+FRACTION_TIMES = (4, 50, 600)
+FRACTIONS = {  # what --to-datetime says: the offset kafka-consumer-groups resets to
+    "2020-09-13T12:26:40.5": 1,  # 5 ms, UTC (no zone)
+    "2020-09-13T12:26:40.50Z": 1,  # 50 ms
+    "2020-09-13T14:26:40.6+02:00": 1,  # 6 ms
+    "2020-09-13T14:26:40.600+02": 2,  # 600 ms
+    "2020-09-13T12:26:40.601Z": 3,  # after the last record: the log end
+}
+
+
+@pytest.fixture(scope="module")
+def fraction_topic(modern_kafka) -> str:
+    from confluent_kafka import Producer
+
+    assert _iso(T0) == "2020-09-13T12:26:40.000Z"
+    name = f"fraction-{uuid.uuid4().hex[:8]}"
+    create_topic(modern_kafka, name, partitions=1)
+    producer = Producer({"bootstrap.servers": modern_kafka.bootstrap})
+    for ms in FRACTION_TIMES:
+        producer.produce(name, b"r", partition=0, timestamp=T0 + ms)
+    assert producer.flush(30) == 0
+    return name
+
+
+@pytest.mark.parametrize("when", list(FRACTIONS))
+def test_to_datetime_reads_a_fraction_of_a_second_as_kafka_consumer_groups_does(
+    modern_kafka, fraction_topic, when
+):
+    """`.5` is 5 ms to kafka-consumer-groups (`Utils.getDateTime`: SimpleDateFormat's `SSS` counts
+    milliseconds), so ktool reads it so too: the same words plan the same offsets, with 1, 2 or 3
+    digits, with no zone, `Z`, `+HH:MM` or `+HH`."""
+    group = f"fraction-{uuid.uuid4().hex[:6]}"
+    kafka_commit(modern_kafka.bootstrap, group, {(fraction_topic, 0): 0})
+    args = ["--topic", fraction_topic, "--to-datetime", when]
+    ours = reset(modern_kafka, group, *args, "--export")
+    assert ours.exit_code == 0, ours.output
+    assert ours.stdout.splitlines() == [f"{fraction_topic},0,{FRACTIONS[when]}"], ours.stdout
+    assert set(ours.stdout.splitlines()) == _their_export(modern_kafka, group, *args)
+
+
 def committed_of(cluster, group: str, topic: str) -> dict[int, int]:
     got = kafka_committed(cluster.bootstrap, group, [(topic, p) for p in range(3)])
     return {p: off for (_, p), (off, _) in got.items() if off is not None}
@@ -194,6 +236,45 @@ def test_undo_refuses_a_moved_offset_forces_it_and_a_second_undo_is_already_undo
     again = run_ktool("groups", "reset-offsets", *undo)
     assert again.exit_code == 0 and "already undone" in again.stderr, again.output
     assert committed_of(modern_kafka, group, topic) == {0: SEED[0], 1: 15}
+
+
+def test_undo_deletes_an_offset_the_partition_had_not_and_says_why_when_kafka_refuses(
+    modern_kafka, topic, tmp_path
+):
+    """Partition 2 had no committed offset: the reset wrote 10 there; the undo deletes it (OffsetDelete,
+    KIP-496), so a consumer started then follows auto.offset.reset again, not offset 10. While a member
+    of the group subscribes to the topic, the coordinator refuses (GROUP_SUBSCRIBED_TO_TOPIC): exit 1,
+    the row says so, and the undo, asked again once the member is gone, deletes it."""
+    from confluent_kafka import Consumer
+
+    undo = ["--undo", None, "--bootstrap-server", modern_kafka.bootstrap, "--json"]
+    for live in (False, True):
+        group = _seeded(modern_kafka, topic, f"undo-none-{live}")
+        run = reset(modern_kafka, group, "--topic", f"{topic}:2", "--to-offset", "10", "--execute",
+                    journal_dir=tmp_path)  # fmt: skip
+        assert run.exit_code == 0, run.output
+        assert committed_of(modern_kafka, group, topic) == {**SEED, 2: 10}
+        undo[1] = re.search(r"journal of every offset before the change: (\S+)", run.stderr)[1]
+        consumer = None
+        if live:
+            consumer = Consumer(
+                {"bootstrap.servers": modern_kafka.bootstrap, "group.id": group, "enable.auto.commit": False}
+            )
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + 60
+            while not consumer.assignment():
+                assert time.monotonic() < deadline, "no assignment"
+                consumer.poll(0.2)
+            refused = run_ktool("groups", "reset-offsets", *undo)
+            consumer.close()
+            assert refused.exit_code == 1, refused.output
+            row = _rows(refused)[2]
+            assert row["status"] == "kafka-kept" and "GROUP_SUBSCRIBED_TO_TOPIC" in row["reason"], row
+            assert committed_of(modern_kafka, group, topic) == {**SEED, 2: 10}
+        done = run_ktool("groups", "reset-offsets", *undo)
+        assert done.exit_code == 0, done.output
+        assert _rows(done)[2]["status"] == "verified", done.stdout
+        assert committed_of(modern_kafka, group, topic) == SEED  # no offset for partition 2 again
 
 
 @pytest.mark.parametrize("kafka_release", ["4.4.0"], indirect=True)

@@ -158,3 +158,83 @@ def test_offsets_export_over_sasl_ssl(secured_kafka, group, tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert f"{group[0]},{group[1]},0,7" in out.read_text().splitlines()
+
+
+def test_retention_reads_topic_configs_over_sasl_ssl_with_an_auth_file(secured_kafka, tmp_path):
+    """`retention --bootstrap-server` takes the security options every command that talks to a broker
+    takes (it once had only --bootstrap-server: `No such option '--broker-auth-file'`, exit 2)."""
+    from tests.support.modern import partition_dir
+
+    topic = f"sec-ret-{uuid.uuid4().hex[:8]}"
+    create_topic(secured_kafka, topic, config={"retention.bytes": "2000000"})
+    auth = tmp_path / "kafka-auth"
+    auth.write_text("scram-sha-256 alice:alice-secret\n")
+    server = secured_kafka.bootstrap_of("SASL_SSL")
+    result = run_ktool(
+        "retention",
+        str(partition_dir(secured_kafka.brokers[0], topic)),
+        "--json",
+        "--bootstrap-server",
+        server,
+        "--broker-ca",
+        str(secured_kafka.certificates.ca),
+        "--broker-auth-file",
+        str(auth),
+    )
+    assert result.exit_code == 0, result.output
+    (part,) = [o for o in map(json.loads, result.stdout.splitlines()) if o["type"] == "partition"]
+    assert part["settings"]["retentionBytes"] == {
+        "value": 2000000,
+        "source": f"broker {server}: topic {topic} config",
+    }
+    assert "alice-secret" not in result.output
+
+
+def _other_ca(directory) -> str:
+    """A CA that did not sign the broker's certificate (PEM)."""
+    import subprocess
+
+    key, cert = directory / "other-ca.key", directory / "other-ca.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+         "-days", "1", "-subj", "/CN=not-the-brokers-ca"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return str(cert)
+
+
+REFUSALS = {  # case: (listener, options, environment, what the one line says)
+    "plaintext-to-sasl-ssl": ("SASL_SSL", [], {}, "this port speaks TLS"),
+    "mtls-without-certificate": ("SSL", ["--broker-ca", "{ca}"], {}, "TLS"),
+    "wrong-password": ("SASL_SSL", ["--broker-ca", "{ca}"], {"KTOOL_BROKER_AUTH": "scram-sha-512 bob:nope"},
+                       "authentication failed"),
+    "wrong-mechanism": ("SASL_SSL", ["--broker-ca", "{ca}"],
+                        {"KTOOL_BROKER_AUTH": "scram-sha-512 alice:alice-secret"}, "authentication failed"),
+    "foreign-ca": ("SASL_SSL", ["--broker-ca", "{other}"],
+                   {"KTOOL_BROKER_AUTH": "scram-sha-256 alice:alice-secret"}, "TLS handshake failed"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_a_refused_connection_is_said_as_soon_as_the_client_sees_it(secured_kafka, tmp_path, case):
+    """A wrong protocol, a missing client certificate, a wrong password or mechanism, a CA that did not
+    sign the broker: one line, exit 3, saying what the client saw, in seconds, not after the whole
+    --broker-timeout (30 s here) as "no answer within … (is the broker running …?)"."""
+    import time
+
+    listener, options, env, words = REFUSALS[case]
+    names = {
+        "ca": str(secured_kafka.certificates.ca),
+        "other": _other_ca(tmp_path) if case == "foreign-ca" else "",
+    }
+    server = secured_kafka.bootstrap_of(listener)
+    start = time.monotonic()
+    result = run_ktool(
+        "groups", "list", "--bootstrap-server", server, "--broker-timeout", "30",
+        *[o.format(**names) for o in options], env=env,
+    )  # fmt: skip
+    took = time.monotonic() - start
+    assert result.exit_code == 3 and result.stdout == "", result.output
+    (line,) = result.stderr.splitlines()
+    assert server in line and words in line and "no answer" not in line, line
+    assert took < 12, f"{case}: {took:.1f} s: {line}"

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_tools.errors import InputError, UsageError, path_error
+from kafka_tools.errors import InputError, path_error
 from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.files.dirs import PartitionListing, PartitionPlace, list_partition, log_start_offset
-from kafka_tools.log.files.discover import find_partition_dirs
+from kafka_tools.log.files.discover import find_partition_dirs, is_log_dir
 
 
 @dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
@@ -142,7 +142,11 @@ def open_partition(path: str) -> PartitionLog:
         said = path_error(path) or f"{os.fspath(path)}: not a directory"
         raise InputError(f"{said} (expected a partition directory, topic-N)")
     if not sep or not topic or not number.isdigit():
-        raise UsageError(f"{path}: not a partition directory (expected topic-N)")
+        # a path that names the wrong kind of thing is an input that cannot be read (exit 3), as a file
+        # named here is: a usage error is a command line that cannot be parsed
+        log_dir = is_log_dir(Path(path))
+        what = "a log dir, not a partition directory" if log_dir else "not a partition directory"
+        raise InputError(f"{path}: {what} (expected topic-N)")
     listing = list_partition(path)
     if listing.unreadable and not listing.unreadable_segments:
         where, why = listing.unreadable[0]  # the directory itself
