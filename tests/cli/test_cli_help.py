@@ -21,7 +21,6 @@ import pytest
 
 from kafka_tools.cli.docgen import _commands
 from kafka_tools.cli.main import cli as _cli
-
 from tests.independent import ROOT
 from tests.support.script import run_script
 
