@@ -8,7 +8,7 @@ import time
 
 import click
 
-from kafka_tools.cli.options import json_option
+from kafka_tools.cli.options import TimeSpec, json_option
 from kafka_tools.errors import EXIT_FINDINGS
 
 
@@ -44,17 +44,23 @@ def tiered() -> None:
 @click.option(
     "--metadata-partitions",
     type=click.IntRange(min=1),
-    default=50,
-    show_default=True,
     help="remote.log.metadata.topic.num.partitions: which metadata partition each partition's events "
-    "belong in.",
+    "belong in [default: from the KRaft metadata in the log dirs; unknown otherwise, and not checked].",
+)
+@click.option(
+    "--now",
+    type=TimeSpec(words=False),
+    help="The clock ages are measured against (epoch ms or ISO-8601) [default: the newest time the log "
+    "dirs hold: the KRaft metadata log's newest record, checkpoint and segment mtimes; a copy's age is "
+    "not today's].",
 )
 @json_option("`partition` and `finding` objects")
 def audit(
     log_dirs: tuple[str, ...],
     remote_dir: str | None,
     stuck_after: int,
-    metadata_partitions: int,
+    metadata_partitions: int | None,
+    now: int | None,
     as_json: bool,
 ) -> None:
     """Replay __remote_log_metadata from log dirs and check every remote segment.
@@ -79,12 +85,46 @@ def audit(
     from kafka_tools.render.tiered import render_json, render_text
     from kafka_tools.tiered.audit import audit as run_audit
 
-    report = run_audit(
-        list(log_dirs), remote_dir, int(time.time() * 1000), stuck_after * 1000, metadata_partitions
-    )
+    now_ms, metadata_partitions = _clock_and_count(log_dirs, now, metadata_partitions)
+    report = run_audit(list(log_dirs), remote_dir, now_ms, stuck_after * 1000, metadata_partitions)
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
     (render_json if as_json else render_text)(sys.stdout, report)
     sys.stdout.flush()
     if any(True for _ in report.all_findings()):
         click.get_current_context().exit(EXIT_FINDINGS)
+
+
+def _clock_and_count(log_dirs: tuple[str, ...], now: int | None, given: int | None) -> tuple[int, int | None]:
+    """What the copy itself says, as `transactions` reads it: the clock (the newest time its log dirs
+    hold, unless --now; the wall clock only when they hold none) and the metadata topic's partition count
+    (unless --metadata-partitions; unknown is said once and judged by no guess)."""
+    from kafka_tools.format.remote_log_metadata import REMOTE_LOG_METADATA
+    from kafka_tools.log.copy_clock import copy_clock
+    from kafka_tools.log.files.discover import discover
+    from kafka_tools.metadata.partition_count import internal_partition_count
+
+    parts = discover(list(log_dirs)).all_partitions() if now is None or given is None else []
+    if now is None:
+        clock, wall = copy_clock(parts), int(time.time() * 1000)
+        now = clock.ms if clock is not None else wall
+        if clock is None or abs(wall - clock.ms) > 60_000:  # a copy: its ages are not today's, so say so
+            said = clock.source if clock is not None else "no file says one: the wall clock"
+            click.echo(f"ktool: ages as of {_iso(now)} ({said}; --now overrides)", err=True)
+    if given is None:
+        found = internal_partition_count(
+            parts,
+            REMOTE_LOG_METADATA,
+            "--metadata-partitions",
+            "which metadata partition a partition's events belong in",
+        )
+        if found.count is None and found.source:
+            click.echo(f"ktool: {found.source}", err=True)
+        given = found.count
+    return now, given
+
+
+def _iso(ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds")

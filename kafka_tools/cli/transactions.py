@@ -42,11 +42,14 @@ def _partitions(log_dirs: tuple[str, ...]):
 
 def _count(parts, given: int | None) -> int | None:
     """--transaction-partitions, else the count the log dirs hold; unknown (None) is said once."""
-    from kafka_tools.transactions.partition_count import transaction_partition_count
+    from kafka_tools.format.internal_topics import TRANSACTION_STATE
+    from kafka_tools.metadata.partition_count import internal_partition_count
 
     if given is not None:
         return given
-    found = transaction_partition_count(parts)
+    found = internal_partition_count(
+        parts, TRANSACTION_STATE, "--transaction-partitions", "which partition a transactional id belongs in"
+    )
     if found.count is None and found.source:
         click.echo(f"ktool: {found.source}", err=True)
     return found.count

@@ -119,7 +119,7 @@ def audit(
     remote_dir: str | None,
     now_ms: int,
     stuck_after_ms: int,
-    metadata_partitions: int = DEFAULT_METADATA_PARTITIONS,
+    metadata_partitions: int | None = DEFAULT_METADATA_PARTITIONS,
 ) -> Audit:
     """Replay and check; raises KtoolError (one line) for what cannot be read at all."""
     from kafka_tools.log.files.dirs import set_aside, set_aside_line
@@ -159,6 +159,12 @@ def audit(
     for key in sorted(set(replay.partitions) | set(stored)):
         part = replay.partitions.get(key)
         store_part = stored.get(key)
+        if part is None and metadata_partitions is None:  # which partition holds its events: not known
+            warnings.append(
+                f"{store_part.path}: no __remote_log_metadata events for it in the log dirs given, and "
+                "which metadata partition would hold them is not known: not compared"
+            )
+            continue
         if part is None and metadata_partition(key[0], key[1], metadata_partitions) not in metadata_dirs:
             # its events are in a metadata partition these log dirs do not hold: nothing to compare with
             warnings.append(
@@ -263,7 +269,7 @@ def _age(now_ms: int, then_ms: int) -> str:
     return f"{seconds // 3600} h"
 
 
-def _check(pa: PartitionAudit, now_ms: int, stuck_ms: int, partitions: int, with_store: bool) -> None:
+def _check(pa: PartitionAudit, now_ms: int, stuck_ms: int, partitions: int | None, with_store: bool) -> None:
     def add(kind: str, message: str, seg: RemoteSegment | None = None, where: object = None, seg_id=None):
         pa.findings.append(
             Finding(
@@ -281,8 +287,8 @@ def _check(pa: PartitionAudit, now_ms: int, stuck_ms: int, partitions: int, with
 
     part = pa.replay
     if part is not None:
-        expected = metadata_partition(pa.topic_id, pa.partition, partitions)
-        wrong = sorted(part.metadata_partitions - {expected})
+        expected = None if partitions is None else metadata_partition(pa.topic_id, pa.partition, partitions)
+        wrong = [] if expected is None else sorted(part.metadata_partitions - {expected})
         if wrong:
             add(
                 "wrong-metadata-partition",

@@ -216,8 +216,23 @@ def test_partition_delete_stuck_or_out_of_order(cluster):
 
 def test_events_in_the_wrong_metadata_partition(cluster):
     cluster.number = (cluster.number + 1) % 50
-    (f,) = cluster.findings()
+    (f,) = cluster.findings("--metadata-partitions", "50")
     assert f["kind"] == "wrong-metadata-partition"
+
+
+def test_no_partition_is_judged_by_a_guessed_metadata_partition_count(cluster):
+    """Log dirs without a KRaft metadata log do not say remote.log.metadata.topic.num.partitions (50 is
+    only its default): one line says so and no event is judged to be in the wrong metadata partition."""
+    cluster.number = (cluster.number + 1) % 50
+    result, objs = cluster.audit()
+    assert [o for o in objs if o["type"] == "finding"] == [] and result.exit_code == 0, result.output
+    (line,) = [line for line in result.stderr.splitlines() if "__remote_log_metadata partitions" in line]
+    assert line == (
+        "ktool: the number of __remote_log_metadata partitions cannot be read from the log dirs (no KRaft "
+        f"metadata log among them, as on a ZooKeeper broker); 1 present, the highest "
+        f"__remote_log_metadata-{cluster.number}: which metadata partition a partition's events belong in "
+        "is not checked (--metadata-partitions N does)"
+    )
 
 
 def test_an_undecodable_metadata_record_is_one_finding(cluster):
@@ -241,8 +256,16 @@ def test_a_store_partition_whose_metadata_is_elsewhere_is_not_judged(cluster, tm
     write_store(cluster.store, "payments", 0, other, {kafka_uuid(501): (0, 10)})
     if metadata_partition(other, 0) == cluster.number:
         pytest.skip("same metadata partition by chance")
-    assert cluster.findings() == []
-    result = run_ktool("tiered", "audit", str(cluster.log_dir), "--remote-dir", str(cluster.store))
+    assert cluster.findings("--metadata-partitions", "50") == []
+    result = run_ktool(
+        "tiered",
+        "audit",
+        str(cluster.log_dir),
+        "--remote-dir",
+        str(cluster.store),
+        "--metadata-partitions",
+        "50",
+    )
     assert "payments-0-" in result.stderr and "not in the log dirs given" in result.stderr
 
 
@@ -303,7 +326,7 @@ def test_partition_directories_kafka_renamed_are_said_once_not_read(cluster):
                  "orders-0.5e5c1d2f0a9b4c7d8e6f5a4b3c2d1e0f-future"):  # fmt: skip
         (cluster.log_dir / name).mkdir()
         (cluster.log_dir / name / "00000000000000000000.log").write_bytes(b"")
-    result, objs = cluster.audit()
+    result, objs = cluster.audit("--metadata-partitions", "50")
     assert [o for o in objs if o["type"] == "finding"] == [] and result.exit_code == 0, result.output
     assert result.stderr.splitlines() == [
         "warning: 4 partition directories Kafka renamed, not read: 2 awaiting deletion (-delete), "
