@@ -15,7 +15,13 @@ import pytest
 
 from tests.log.test_truncate_cli import tree_digest, truncate
 from tests.log.test_truncate_safety import damaged_segmented
-from tests.support.kill_points import neither_old_nor_new, run_killed, strace_or_unavailable, write_points
+from tests.support.kill_points import (
+    distinct_and_sampled,
+    neither_old_nor_new,
+    run_killed,
+    strace_or_unavailable,
+    write_points,
+)
 
 pytestmark = pytest.mark.slow  # ~130 runs of ktool, each under strace
 
@@ -54,7 +60,7 @@ def test_a_truncate_killed_anywhere_is_old_or_new_then_finished_by_a_rerun_and_u
     after = files(part)
     assert after != before and len(points) > 20
     assert any(p.syscall == "ftruncate" for p in points) and any(p.syscall == "unlink" for p in points)
-    for point in points:
+    for point in distinct_and_sampled(points):
         part = fresh(work)
         run_killed(argv, point, env=ENV)
         assert neither_old_nor_new(files(part), before, after) == [], str(point)  # .ktool files: below
@@ -90,7 +96,7 @@ def test_an_undo_killed_anywhere_is_finished_by_running_it_again(tmp_path: Path)
     argv = [sys.executable, "-m", "kafka_tools", "truncate", "--undo", str(manifest)]
     points = write_points(argv, env=ENV)
     assert files(part) == before and len(points) > 10
-    for point in points:
+    for point in distinct_and_sampled(points):
         part, manifest = repaired()
         run_killed(argv, point, env=ENV)
         assert neither_old_nor_new(files(part), after, before) == [], str(point)

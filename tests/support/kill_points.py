@@ -230,3 +230,32 @@ def neither_old_nor_new(
     soon. Names containing `temporary` are left out (the rerun must remove those: check it)."""
     names = set(state) | set(old) | set(new)
     return sorted(n for n in names if temporary not in n and state.get(n) not in (old.get(n), new.get(n)))
+
+
+def distinct_and_sampled(points: list[KillPoint], ci: int = 6) -> list[KillPoint]:
+    """Every point in `tests/run.sh --exhaustive`; in CI the first call of each kind (system call and the
+    kind of file it names: its suffix) plus a seeded sample of `ci` more, in their order. A kill site
+    that differs from its neighbours only by which file of a kind it writes is covered by its kind."""
+    from tests.support.sweep import exhaustive, sample
+
+    if exhaustive():
+        return list(points)
+    seen: set[tuple[str, str]] = set()
+    first: list[int] = []
+    for i, point in enumerate(points):
+        kind = (point.syscall, _suffix_named(point.call))
+        if kind not in seen:
+            seen.add(kind)
+            first.append(i)
+    rest = [i for i in range(len(points)) if i not in set(first)]
+    return [points[i] for i in sorted({*first, *sample(rest, ci)})]
+
+
+def _suffix_named(call: str) -> str:
+    """The suffix of the first quoted path in a traced call (`.log`, `.index`, `.json`…), or ''."""
+    start = call.find('"')
+    end = call.find('"', start + 1)
+    if start < 0 or end < 0:
+        return ""
+    name = call[start + 1 : end].rsplit("/", 1)[-1]
+    return name[name.rfind(".") :] if "." in name else ""
