@@ -243,9 +243,10 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
 
 
 def _replay_records(records, number: int, replay: Replay, findings: list[Finding]) -> None:
+    apply, decode = replay.apply, decode_remote_log_metadata  # a million records: bound once
     for r in records:
         try:
-            replay.apply(number, r.offset, decode_remote_log_metadata(r.value))
+            apply(number, r.offset, decode(r.value))
         except MetadataDecodeError as exc:
             findings.append(_undecodable(number, r.offset, exc))
 
