@@ -605,7 +605,7 @@ def tiered_rows(quick: bool) -> list[Row]:
     return [
         Row(
             "tiered",
-            f"tiered audit of {res['records']:,} metadata records, one core",
+            f"tiered audit of {res['records']:,} metadata records one a batch (a broker's framing), one core",
             f"{res['audit_s']:.2f} s",
             "3 s a million records",
             3.0 / per_million,

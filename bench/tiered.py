@@ -1,10 +1,18 @@
 """`__remote_log_metadata` decode and replay speed: N records written with the broker's framing (the
-independent encoder of tests/format/kraft_encoder.py, from Kafka 4.4.0's schemas), in v2 batches of
-100 like the RLMM producer's, one user partition's segment life cycles (COPY_SEGMENT_STARTED,
-COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED) with `--live` segments kept
-alive; then `ktool tiered audit`'s service timed on one core, its peak memory measured.
+independent encoder of tests/format/kraft_encoder.py, from Kafka 4.4.0's schemas), one user partition's
+segment life cycles (COPY_SEGMENT_STARTED, COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED,
+DELETE_SEGMENT_FINISHED) with `--live` segments kept alive; then `ktool tiered audit`'s service timed on
+one core, its peak memory measured.
 
-    python bench/tiered.py [--records 1000000] [--live 1000] [--runs 3] [--no-pure] [--json] [--check]
+How the data mirrors a broker's: TopicBasedRemoteLogMetadataManager's producer sends each event on its
+own and waits for it, so a real 3.9.2 broker (LocalTieredStorage, tests/support/modern.py) wrote one
+record a batch (166 of 177 batches; the largest held 13): the default `--per-batch 1` frames every
+record alone, v2, uncompressed (the RLMM producer sets no codec), from an idempotent producer (a
+producer id, epoch 0, sequences counting up), values of 90-130 bytes as the broker's events are.
+`--per-batch 100` is the older, denser framing (kept so the two can be compared).
+
+    python bench/tiered.py [--records 1000000] [--live 1000] [--per-batch 1] [--runs 3] [--no-pure]
+                           [--json] [--check]
 
 In the same run, as references: the floor (`walk`: the same batches walked, CRCs checked, every record's
 value read, nothing decoded: what any audit pays) and the pure-Python decoder (`KTOOL_PURE_PYTHON=1`,
@@ -31,12 +39,26 @@ sys.path.insert(0, str(ROOT))
 DATA = Path(os.environ.get("KTOOL_BENCH_DIR", ROOT / "bench" / ".data")) / "tiered"
 
 
-def build(records: int, live: int) -> Path:
+PRODUCER_ID = 1000  # the RLMM producer is idempotent (Kafka's producer default since 3.0)
+
+
+def framed(base_offset: int, values: list[bytes], sequence: int) -> bytes:
+    """One v2 batch as the RLMM's idempotent producer writes it: no key, no codec, its producer id,
+    epoch 0 and the batch's first sequence (CRC recomputed over them)."""
+    import struct
+
+    from tests.format.kraft_encoder import batch, recrc
+
+    buf = bytearray(batch(base_offset, [(None, v) for v in values], epoch=0))
+    struct.pack_into(">qhi", buf, 43, PRODUCER_ID, 0, sequence)
+    return recrc(buf)
+
+
+def build(records: int, live: int, per_batch: int = 1) -> Path:
     from kafka_tools.format.remote_log_partitioner import metadata_partition
-    from tests.format.kraft_encoder import batch
     from tests.support.tiered import COPY_FINISHED, DELETE_FINISHED, DELETE_STARTED, Metadata, kafka_uuid
 
-    root = DATA / f"{records}-{live}"
+    root = DATA / f"{records}-{live}-{per_batch}"
     meta = Metadata("orders", kafka_uuid(7))
     number = metadata_partition(meta.topic_id, 0)
     log = root / "kafka-logs" / f"__remote_log_metadata-{number}" / "00000000000000000000.log"
@@ -44,7 +66,7 @@ def build(records: int, live: int) -> Path:
         return root / "kafka-logs"
     log.parent.mkdir(parents=True, exist_ok=True)
     t0 = 1_700_000_000_000
-    with open(log, "wb") as out:
+    with open(log.with_suffix(".tmp"), "wb") as out:
         offset, seg = 0, 0
         pending: list[bytes] = []
         alive: list[str] = []
@@ -60,25 +82,30 @@ def build(records: int, live: int) -> Path:
             assert COPY_FINISHED
             pending += meta.values
             seg += 1
-            while len(pending) >= 100:
-                out.write(batch(offset, [(None, v) for v in pending[:100]]))
-                offset += 100
-                del pending[:100]
+            while len(pending) >= per_batch:
+                out.write(framed(offset, pending[:per_batch], offset))
+                offset += per_batch
+                del pending[:per_batch]
         if pending:
-            out.write(batch(offset, [(None, v) for v in pending]))
+            out.write(framed(offset, pending, offset))
+    log.with_suffix(".tmp").rename(log)
     return root / "kafka-logs"
 
 
 def walk_once(log_dir: Path) -> None:
-    """The floor: every batch and record value of the metadata read, nothing decoded or replayed."""
+    """The floor: every batch and record value of the metadata read, nothing decoded or replayed, by the
+    audit's own walk (format/batch_spans.py: checked batches in C, the rest by the Python walk)."""
+    from kafka_tools.format.batch_spans import Span, kept_spans, span_records
     from kafka_tools.format.record_batch import RecordBatch
-    from kafka_tools.format.segment import iter_log_entries
 
     start = time.process_time()
     records = 0
     for log in sorted(log_dir.rglob("*.log")):
-        for entry in iter_log_entries(log):
-            if isinstance(entry, RecordBatch) and entry.crc == entry.computed_crc:
+        for entry in kept_spans(log):
+            if type(entry) is Span:
+                for r in span_records(entry, lambda *_: None):
+                    records += r.value is not None
+            elif isinstance(entry, RecordBatch):
                 for r in entry.iter_records():
                     records += r.value is not None
     cpu = time.process_time() - start
@@ -114,6 +141,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--live", type=int, default=1000)
+    parser.add_argument("--per-batch", type=int, default=1, help="records a batch (a broker writes 1)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-pure", action="store_true", help="skip the pure-Python reference run")
     parser.add_argument("--json", action="store_true", help="the result as one JSON object on stdout")
@@ -128,9 +156,12 @@ def main() -> int:
         walk_once(Path(args.walk))
         return 0
     say = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
-    log_dir = build(args.records, args.live)
+    log_dir = build(args.records, args.live, args.per_batch)
     size = sum(p.stat().st_size for p in log_dir.rglob("*.log"))
-    say(f"{args.records} records, {args.live} live segments, {size / 2**20:.1f} MiB of metadata")
+    say(
+        f"{args.records} records, {args.per_batch} a batch, {args.live} live segments, "
+        f"{size / 2**20:.1f} MiB of metadata"
+    )
     walks, audits = [], []
     for _ in range(args.runs):  # alternated: a burst of load touches both
         walks.append(child("--walk", log_dir))
@@ -147,6 +178,7 @@ def main() -> int:
     result = {
         "records": args.records,
         "live": args.live,
+        "per_batch": args.per_batch,
         "metadata_mib": round(size / 2**20, 1),
         "audit_s": best,
         "walk_s": floor,

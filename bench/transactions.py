@@ -7,8 +7,12 @@ measured beside it.
 
 Each partition: a closed segment of 200 transactional batches (5 producers, committed and aborted
 transactions, 10 records each), a producer snapshot at the next segment's base offset, and an active
-segment of 20 batches, the last transaction left open. The log dir is generated once under
-bench/.data/ (or $KTOOL_BENCH_DIR). The time is the CLI's wall time under `taskset -c 0`, best of runs.
+segment of 20 batches, the last transaction left open. How it mirrors a broker's files: as a
+transactional producer writes them, v2 batches of a few records (10, no codec) with producer id, epoch
+and sequences, each COMMIT/ABORT marker a one-record control batch the coordinator writes: 220 batches
+and 1,300 records a partition, 1.3 million records in all (220,000 batches). The log dir is generated
+once under bench/.data/ (or $KTOOL_BENCH_DIR). The time is the CLI's wall time under `taskset -c 0`,
+best of runs.
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from kafka_tools.errors import InputError
+from kafka_tools.format.batch_spans import Span, kept_spans, span_records
 from kafka_tools.format.checkpoints import (
     CheckpointError,
     read_leader_epoch_checkpoint,
@@ -25,8 +27,6 @@ from kafka_tools.format.segment import (
     Problem,
     ProblemKind,
     breaks_recovery,
-    iter_log_entries,
-    until_recovery_cut,
 )
 from kafka_tools.tiered.lineage import outside_lineage
 from kafka_tools.tiered.replay import (
@@ -224,7 +224,11 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
             raise InputError(f"{log}: not a regular file (a segment of {path.name} cannot be read)")
         # Every entry's checksum is checked (the walk computes it) and the replay stops where the
         # broker's recovery would cut the log: the segments after the cut are not read either.
-        for entry in until_recovery_cut(iter_log_entries(log)):
+        for entry in kept_spans(log):
+            if type(entry) is Span:  # most of the log: checked batches, read without a Python walk
+                unreadable = partial(_unreadable_at, log, findings)
+                _replay_records(span_records(entry, unreadable), number, replay, findings)
+                continue
             if isinstance(entry, Problem):
                 findings.append(_damaged(log, entry))
                 if breaks_recovery(entry):
@@ -233,31 +237,32 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
             if not isinstance(entry, RecordBatch) or entry.is_control:
                 continue
             try:
-                for r in entry.iter_records():
-                    try:
-                        replay.apply(number, r.offset, decode_remote_log_metadata(r.value))
-                    except MetadataDecodeError as exc:
-                        findings.append(
-                            Finding(
-                                "metadata-undecodable",
-                                ERROR,
-                                None,
-                                None,
-                                f"byte {exc.position} of its value: {exc.message}",
-                                where=str(Where(number, r.offset)),
-                            )
-                        )
+                _replay_records(entry.iter_records(), number, replay, findings)
             except RecordDecodeError as exc:
-                findings.append(
-                    Finding(
-                        "metadata-unreadable",
-                        ERROR,
-                        None,
-                        None,
-                        f"batch at byte {entry.position}: {exc}",
-                        where=str(log),
-                    )
-                )
+                findings.append(_unreadable(log, entry.position, exc))
+
+
+def _replay_records(records, number: int, replay: Replay, findings: list[Finding]) -> None:
+    apply, decode = replay.apply, decode_remote_log_metadata  # a million records: bound once
+    for r in records:
+        try:
+            apply(number, r.offset, decode(r.value))
+        except MetadataDecodeError as exc:
+            findings.append(_undecodable(number, r.offset, exc))
+
+
+def _undecodable(number: int, offset: int, exc: MetadataDecodeError) -> Finding:
+    message = f"byte {exc.position} of its value: {exc.message}"
+    return Finding("metadata-undecodable", ERROR, None, None, message, where=str(Where(number, offset)))
+
+
+def _unreadable_at(log: Path, findings: list[Finding], position: int, exc: RecordDecodeError) -> None:
+    findings.append(_unreadable(log, position, exc))
+
+
+def _unreadable(log: Path, position: int, exc: RecordDecodeError) -> Finding:
+    message = f"batch at byte {position}: {exc}"
+    return Finding("metadata-unreadable", ERROR, None, None, message, where=str(log))
 
 
 def _age(now_ms: int, then_ms: int) -> str:
