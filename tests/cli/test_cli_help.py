@@ -21,10 +21,10 @@ import pytest
 
 from kafka_tools.cli.docgen import _commands
 from kafka_tools.cli.main import cli as _cli
-
-cli = _cli.load_all()  # every command, as docgen walks them
 from tests.independent import ROOT
 from tests.support.script import run_script
+
+cli = _cli.load_all()  # every command, as docgen walks them
 
 pytestmark = pytest.mark.slow  # the console script in a fresh interpreter per check: not the fast tier
 
