@@ -89,21 +89,7 @@ def judge(a: Audit) -> list[Finding]:
             if an.info:
                 continue
             meta = known.get(an.producer_id)
-            out.append(
-                _finding(
-                    kind=an.kind,
-                    message=an.message,
-                    topic=s.topic,
-                    partition=s.partition,
-                    producer_id=an.producer_id,
-                    producer_epoch=an.producer_epoch,
-                    coordinator_epoch=an.coordinator_epoch,
-                    offset=an.offset,
-                    last_timestamp=an.timestamp,
-                    age_ms=max(0, a.now_ms - an.timestamp),
-                    transactional_id=meta.transactional_id if meta else None,
-                )
-            )
+            out.append(_producer_row(a, s, an, meta, an.kind, an.message, an.offset, an.timestamp))
         out += [
             _finding(
                 kind=d.kind,
@@ -153,20 +139,31 @@ def _hanging(
 
 
 def _row(a, s, txn: OpenTransaction, meta, kind: str, why: str) -> Finding:
-    return _finding(
-        kind=kind,
-        message=why,
-        topic=s.topic,
-        partition=s.partition,
-        producer_id=txn.producer_id,
-        producer_epoch=txn.producer_epoch,
-        coordinator_epoch=txn.coordinator_epoch,
-        offset=txn.first_offset,
-        last_timestamp=txn.last_timestamp,
-        age_ms=max(0, a.now_ms - txn.last_timestamp),
-        transactional_id=meta.transactional_id if meta else None,
+    return _producer_row(
+        a, s, txn, meta, kind, why, txn.first_offset, txn.last_timestamp,
         records_behind=s.log_end_offset - txn.first_offset,
         abort_command=abort_command(s.topic, s.partition, txn.first_offset),
+    )  # fmt: skip
+
+
+def _producer_row(
+    a: Audit, s: PartitionProducers, who, meta, kind: str, message: str, offset: int, timestamp: int,
+    **extra: object,
+) -> Finding:  # fmt: skip
+    """A row about one producer (`who`: its open transaction or an anomaly of its batches) in `s`."""
+    return _finding(
+        kind=kind,
+        message=message,
+        topic=s.topic,
+        partition=s.partition,
+        producer_id=who.producer_id,
+        producer_epoch=who.producer_epoch,
+        coordinator_epoch=who.coordinator_epoch,
+        offset=offset,
+        last_timestamp=timestamp,
+        age_ms=max(0, a.now_ms - timestamp),
+        transactional_id=meta.transactional_id if meta else None,
+        **extra,
     )
 
 
