@@ -22,7 +22,7 @@ class Severity(str, Enum):
     INFO = "info"  # a fact an operator should know (a compacted topic's gaps)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class Finding(SharedMethods):
     """One thing wrong (or worth saying): where (file, byte position, offset), what, how bad. Every
     audit reports through it (validate, metadata check, transactions, tiered), built by keyword: the
