@@ -20,7 +20,6 @@ from kafka_tools.cli.options import (
     offset_range_options,
     progress_option,
 )
-from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError, os_error_line
 
 
 @click.command("dump-log")
@@ -111,13 +110,12 @@ def dump_log(
       3  a file could not be read
     """
     # Imported here, not at the top: `ktool dump-log --<TAB>` and `-h` must not pay for the decoders.
+    from kafka_tools.cli.dump_render import record_lines_of, render_file
     from kafka_tools.cli.validate import usable_cores
     from kafka_tools.format import accel
-    from kafka_tools.log.dump import dump_file
-    from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
+    from kafka_tools.log.dump_events import DumpOptions
     from kafka_tools.render.dump_text import DumpTextRenderer
     from kafka_tools.render.lines import LineWriter
-    from kafka_tools.render.progress import file_progress
 
     check_offset_range(from_offset, to_offset)
     options = DumpOptions(
@@ -151,46 +149,24 @@ def dump_log(
             key_decoder,
             value_decoder,
         )
-    if renderer.record_lines_from_bytes():
-        options.record_lines = renderer.batch_lines
+    lines_of = record_lines_of(renderer)
     problems_only = DumpTextRenderer(err, err, False, False, key_decoder, value_decoder)
-    if options.record_lines and options.deep and (keep := accel.fast("keep_freed_memory")) is not None:
+    if lines_of and options.deep and (keep := accel.fast("keep_freed_memory")) is not None:
         keep()  # a batch's lines reuse the pages the last batch's freed (forked workers inherit it)
 
     tally = renderer.tally if as_json else None
+    jobs = jobs or usable_cores()
+    helpers = _batch_helpers(files, options, lines_of, jobs)
+    if helpers is not None:  # the batch is the unit of work: every core at work, even on one segment
+        jobs = 1
 
     def dump_one(path: str, progress: bool | None = progress) -> int:
         """One file's output and problems, straight to stdout and stderr; its exit code."""
-        exit_code = 0
-        failed = False
-        try:
-            size = os.path.getsize(path) if os.path.isfile(path) else 0
-            with file_progress(path, size, progress) as tick:
-                for event in dump_file(path, options, tick):
-                    if not pipe.reader_gone():
-                        renderer.render(event)
-                    elif isinstance(event, ProblemEvent):
-                        # The reader left: stop printing, keep checking, and say on stderr what the
-                        # exit code is about.
-                        problems_only.render(event)
-                    if isinstance(event, FileEnd) and event.problems:
-                        exit_code = max(exit_code, EXIT_FINDINGS)
-        except (KtoolError, OSError) as exc:
-            sys.stdout.flush()
-            message = str(exc) if isinstance(exc, KtoolError) else os_error_line(path, exc)
-            code = exc.exit_code if isinstance(exc, KtoolError) else EXIT_ENVIRONMENT
-            exit_code, failed = max(exit_code, code if code != 2 else EXIT_ENVIRONMENT), True
-            err.problem(message)
-            if as_json and not pipe.reader_gone():
-                renderer.error(path, message, exit_code)
-        if tally is not None:
-            tally.file_done(exit_code, failed)
-        return exit_code
+        return render_file(
+            path, options, renderer, problems_only, err, as_json=as_json, out=sys.stdout,
+            reader_gone=pipe.reader_gone, progress=progress, helpers=helpers,
+        )[0]  # fmt: skip
 
-    jobs = jobs or usable_cores()
-    helpers = _batch_helpers(files, options, jobs)
-    if helpers is not None:  # the batch is the unit of work: every core at work, even on one segment
-        options.batch_lines, jobs = helpers, 1
     jobs = min(jobs, len(files))
     if jobs > 1:  # multiprocessing only when there are files for a second core
         from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
@@ -230,11 +206,11 @@ def _files_progress(files: tuple[str, ...], enabled: bool | None):
 HELPERS_FROM_BYTES = 4 << 20  # below this, forking helpers costs more than they save (a few ms)
 
 
-def _batch_helpers(files: tuple[str, ...], options, jobs: int):
+def _batch_helpers(files: tuple[str, ...], options, lines_of, jobs: int):
     """Helpers making the lines of v2 batches ahead of the walk (log/workers/batch_lines.py), when they
     pay: more than one core, record lines made in C (--deep-iteration, no colour, data as UTF-8),
     and every file a segment of record batches, 4 MiB of them at least. None: files are the unit."""
-    if jobs < 2 or not hasattr(os, "fork") or not (options.record_lines and options.deep):
+    if jobs < 2 or not hasattr(os, "fork") or not (lines_of and options.deep):
         return None
     from pathlib import Path
 
@@ -253,4 +229,4 @@ def _batch_helpers(files: tuple[str, ...], options, jobs: int):
 
     sys.stdout.flush()  # nothing buffered is left for a helper's copy of it
     sys.stderr.flush()
-    return BatchLines(functools.partial(made_lines, options.record_lines), jobs - 1)
+    return BatchLines(functools.partial(made_lines, lines_of), jobs - 1)

@@ -36,9 +36,8 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from kafka_tools.cli import pipe
-from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError, os_error_line
-from kafka_tools.log.dump import dump_file
-from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
+from kafka_tools.cli.dump_render import render_file
+from kafka_tools.log.dump_events import DumpOptions
 from kafka_tools.log.workers.children import Watch, end_children, fork_child
 from kafka_tools.log.workers.fork_heap import frozen_for_fork
 from kafka_tools.render.dump_json import DumpJsonRenderer, DumpTally
@@ -178,29 +177,11 @@ def _render_into(
         )  # type: ignore[arg-type]
         shadow = None
     problems_only = DumpTextRenderer(err, err, False, False)  # type: ignore[arg-type]
-    exit_code = 0
-    failed = False
-    try:
-        for event in dump_file(path, o, None):
-            if not gone[0]:
-                renderer.render(event)
-                if shadow is not None and isinstance(event, ProblemEvent):
-                    shadow.render(event)
-            elif isinstance(event, ProblemEvent):
-                problems_only.render(event)
-            if isinstance(event, FileEnd) and event.problems:
-                exit_code = max(exit_code, EXIT_FINDINGS)
-    except (KtoolError, OSError) as exc:
-        message = str(exc) if isinstance(exc, KtoolError) else os_error_line(path, exc)
-        code = exc.exit_code if isinstance(exc, KtoolError) else EXIT_ENVIRONMENT
-        exit_code, failed = max(exit_code, code if code != 2 else EXIT_ENVIRONMENT), True
-        err.problem(message)
-        if setup.as_json and not gone[0]:
-            renderer.error(path, message, exit_code)
-    if not setup.as_json:
-        return exit_code, None
-    renderer.tally.file_done(exit_code, failed)
-    return exit_code, renderer.tally
+    exit_code, _failed = render_file(
+        path, o, renderer, problems_only, err, as_json=setup.as_json, out=out,
+        reader_gone=lambda: gone[0], shadow=shadow,
+    )  # fmt: skip
+    return exit_code, renderer.tally if setup.as_json else None
 
 
 def can_run_parallel() -> bool:

@@ -220,20 +220,22 @@ def diff(
     if from_offset > load.image.offset:
         findings.append(
             Finding(
-                str(load.partition_dir),
-                "offset-past-end",
-                Severity.ERROR,
-                f"--from-offset {from_offset} is past the log end offset {load.image.offset}: no change "
+                file=str(load.partition_dir),
+                kind="offset-past-end",
+                severity=Severity.ERROR,
+                message=f"--from-offset {from_offset} is past the log end offset {load.image.offset}: "
+                "no change "
                 "can lie there",
             )
         )
     if load.log_start is not None and load.log_start > from_offset:
         findings.append(
             Finding(
-                str(load.partition_dir),
-                "log-starts-later",
-                Severity.ERROR,
-                f"the log starts at offset {load.log_start}: changes from {from_offset} on are only in "
+                file=str(load.partition_dir),
+                kind="log-starts-later",
+                severity=Severity.ERROR,
+                message=f"the log starts at offset {load.log_start}: changes from {from_offset} on are "
+                "only in "
                 "snapshots, which hold states, not changes",
             )
         )

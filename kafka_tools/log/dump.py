@@ -10,6 +10,7 @@ import functools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc_finding
@@ -54,18 +55,31 @@ from kafka_tools.log.files.side_files import (
     unknown_file_problem,
 )
 
+# the renderer's maker of a v2 batch's lines: (path, batch, its records section decompressed or None)
+LinesOf = Callable[[str, RecordBatch, bytes | None], bytes | None]
+
 
 def dump_file(
-    path: str | os.PathLike, options: DumpOptions, progress: Callable[[int], None] | None = None
+    path: str | os.PathLike,
+    options: DumpOptions,
+    progress: Callable[[int], None] | None = None,
+    *,
+    record_lines: LinesOf | None = None,
+    batch_lines: Any = None,
 ) -> Iterator[Event]:
-    """Events for one file, dispatched by its name as DumpLogSegments does, its content checked."""
+    """Events for one file, dispatched by its name as DumpLogSegments does, its content checked.
+    `record_lines`: the renderer's maker of a v2 batch's lines from its bytes (path, batch, its records
+    section decompressed or None); its non-control batches are then checked and counted, not decoded,
+    and come with their lines (EntryEvent.lines). `batch_lines`: log/workers/batch_lines.BatchLines,
+    helpers making those lines ahead of the walk (--jobs). Both come from the caller's renderer: the
+    options hold none of its functions."""
     p = Path(path)
     size = readable_size(p)
     kind = kind_of(p)
     name = str(path)
     yield FileStart(name, kind, base_offset_of(p), size)
     if kind in (FileKind.LOG, FileKind.KAFKA07, FileKind.METADATA_SNAPSHOT):
-        yield from _dump_log(name, p, kind, size, options, progress)
+        yield from _dump_log(name, p, kind, size, options, progress, record_lines, batch_lines)
         return
     # The side files' readers: imported for them, not for the segments most dumps are of.
     from kafka_tools.format import checkpoints
@@ -205,7 +219,14 @@ def _internal_mode(p: Path, options: DumpOptions, kind: FileKind | None = None) 
 
 # How the batch a running broker is appending reads at the end of its newest segment.
 def _dump_log(
-    name: str, p: Path, kind: FileKind, size: int, options: DumpOptions, progress
+    name: str,
+    p: Path,
+    kind: FileKind,
+    size: int,
+    options: DumpOptions,
+    progress,
+    record_lines: LinesOf | None = None,
+    batch_lines: Any = None,
 ) -> Iterator[Event]:
     end = FileEnd(name, kind, size=size)
     if size and looks_like_text(p):
@@ -222,8 +243,8 @@ def _dump_log(
         if options.message_runs and plain:
             runs = RunBounds(keep_data=True, max_bytes=1 << 20)  # a renderer's output stays small
         if plain and accel.fast("format_payload") is not None:
-            lines_of = options.record_lines
-        helpers = options.batch_lines if lines_of is not None else None
+            lines_of = record_lines
+        helpers = batch_lines if lines_of is not None else None
         ahead = None if helpers is None else functools.partial(helpers.walk, name)
         walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs, ahead=ahead)
     last_offset: int | None = None
@@ -322,9 +343,7 @@ def _dump_log(
     yield end
 
 
-def made_lines(
-    lines_of: Callable[[str, RecordBatch, bytes | None], bytes | None], path: str, batch: RecordBatch
-) -> tuple[bytes, int] | None:
+def made_lines(lines_of: LinesOf, path: str, batch: RecordBatch) -> tuple[bytes, int] | None:
     """A batch's lines and record count: its records section (decompressed once when it is
     compressed) made into lines in C by `lines_of` (the renderer's), whose reader checks every record
     as `records()` would. None when one is damaged (they are then read one by one, the ones before it

@@ -4,7 +4,7 @@ problem, the items of a non-log file). Everything is decoded; renderers only for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,12 +36,6 @@ class DumpOptions(SharedMethods):
     to_offset: int | None = None
     index_sanity: bool = True  # compare .index entries with the .log beside them
     message_runs: bool = False  # plain v0/v1 messages as MessageRunEvents (renderers that take them)
-    # the renderer's maker of a v2 batch's record lines from its bytes (path, batch, its records section
-    # decompressed or None): its non-control batches are then checked and counted, not decoded, and
-    # come with their lines (EntryEvent.lines); None when the renderer has none for these options
-    record_lines: Callable[[str, Any, bytes | None], bytes | None] | None = None
-    # log/workers/batch_lines.BatchLines: helpers making those lines ahead of the walk (--jobs)
-    batch_lines: Any = None
 
     def __init__(
         self,
@@ -57,8 +51,6 @@ class DumpOptions(SharedMethods):
         to_offset: int | None = None,
         index_sanity: bool = True,
         message_runs: bool = False,
-        record_lines: Callable[[str, Any, bytes | None], bytes | None] | None = None,
-        batch_lines: Any = None,
     ) -> None:
         self.deep_iteration = deep_iteration
         self.print_data_log = print_data_log
@@ -72,8 +64,6 @@ class DumpOptions(SharedMethods):
         self.to_offset = to_offset
         self.index_sanity = index_sanity
         self.message_runs = message_runs
-        self.record_lines = record_lines
-        self.batch_lines = batch_lines
 
     @property
     def deep(self) -> bool:
@@ -116,7 +106,7 @@ class EntryEvent(SharedMethods):
         """Each record or message shown, with what the dump service decoded for it (None: nothing)."""
         return zip(shown, self.decoded or [None] * len(shown), strict=True)
 
-    # with DumpOptions.record_lines: the records of a non-control batch were checked (they decode)
+    # with dump_file's record_lines: the records of a non-control batch were checked (they decode)
     # and counted, not decoded (`records` is None), and their lines made from the bytes
     record_count: int | None = None
     lines: Any = None  # bytes, or a view of a helper's slot (valid until the walk moves on)

@@ -70,10 +70,10 @@ def check_log_dir(load: MetadataLoad, log_dir: Path | None = None) -> list[Findi
         if node_id not in image.brokers and node_id not in image.controllers and node_id not in voters:
             findings.append(
                 Finding(
-                    str(log_dir / "meta.properties"),
-                    "node-not-registered",
-                    Severity.ERROR,
-                    f"node {node_id} of meta.properties is neither a registered broker, a controller "
+                    file=str(log_dir / "meta.properties"),
+                    kind="node-not-registered",
+                    severity=Severity.ERROR,
+                    message=f"node {node_id} of meta.properties is neither a registered broker, a controller "
                     "nor a voter in the image",
                 )
             )
@@ -86,20 +86,20 @@ def check_log_dir(load: MetadataLoad, log_dir: Path | None = None) -> list[Findi
         if topic is None:
             findings.append(
                 Finding(
-                    str(path),
-                    "unknown-topic-dir",
-                    Severity.ERROR,
-                    f"topic {topic_name} is not in the image (a deleted topic left behind?)",
+                    file=str(path),
+                    kind="unknown-topic-dir",
+                    severity=Severity.ERROR,
+                    message=f"topic {topic_name} is not in the image (a deleted topic left behind?)",
                 )
             )
             continue
         if partition not in topic.partitions:
             findings.append(
                 Finding(
-                    str(path),
-                    "unknown-partition-dir",
-                    Severity.ERROR,
-                    f"topic {topic_name} has no partition {partition} in the image",
+                    file=str(path),
+                    kind="unknown-partition-dir",
+                    severity=Severity.ERROR,
+                    message=f"topic {topic_name} has no partition {partition} in the image",
                 )
             )
 
@@ -109,10 +109,10 @@ def check_log_dir(load: MetadataLoad, log_dir: Path | None = None) -> list[Findi
             # most likely never held data; the broker sets it aside as stray at its next start.
             findings.append(
                 Finding(
-                    str(path),
-                    "no-topic-id",
-                    Severity.ERROR,
-                    "no partition.metadata (no topic id): a 3.7+ broker treats the log as stray and "
+                    file=str(path),
+                    kind="no-topic-id",
+                    severity=Severity.ERROR,
+                    message="no partition.metadata (no topic id): a 3.7+ broker treats the log as stray and "
                     "renames it -stray at its next start",
                 )
             )
@@ -122,16 +122,21 @@ def check_log_dir(load: MetadataLoad, log_dir: Path | None = None) -> list[Findi
                 topic_id = read_partition_metadata(meta_file).get("topic_id")
             except (CheckpointError, OSError) as exc:
                 findings.append(
-                    Finding(str(meta_file), "malformed-partition-metadata", Severity.ERROR, str(exc))
+                    Finding(
+                        file=str(meta_file),
+                        kind="malformed-partition-metadata",
+                        severity=Severity.ERROR,
+                        message=str(exc),
+                    )
                 )
                 continue
             if topic_id and topic_id != topic.topic_id:
                 findings.append(
                     Finding(
-                        str(meta_file),
-                        "topic-id-mismatch",
-                        Severity.ERROR,
-                        f"topic id {topic_id}, the image's {topic_name} is {topic.topic_id} "
+                        file=str(meta_file),
+                        kind="topic-id-mismatch",
+                        severity=Severity.ERROR,
+                        message=f"topic id {topic_id}, the image's {topic_name} is {topic.topic_id} "
                         "(a directory of an earlier topic of the same name)",
                         expected=topic.topic_id,
                         actual=topic_id,
@@ -142,10 +147,11 @@ def check_log_dir(load: MetadataLoad, log_dir: Path | None = None) -> list[Findi
         if part is not None and node_id is not None and node_id not in part.replicas:
             findings.append(
                 Finding(
-                    str(path),
-                    "not-a-replica",
-                    Severity.ERROR,
-                    f"node {node_id} is not among {topic_name}-{partition}'s replicas {part.replicas} "
+                    file=str(path),
+                    kind="not-a-replica",
+                    severity=Severity.ERROR,
+                    message=f"node {node_id} is not among {topic_name}-{partition}'s replicas "
+                    f"{part.replicas} "
                     "in the image (moved away?)",
                 )
             )
@@ -155,10 +161,10 @@ def check_log_dir(load: MetadataLoad, log_dir: Path | None = None) -> list[Findi
             if (topic.name, part.partition_id) not in present:
                 findings.append(
                     Finding(
-                        name,
-                        "partition-dir-missing",
-                        Severity.ERROR,
-                        f"{topic.name}-{part.partition_id} has node {node_id} among its replicas "
+                        file=name,
+                        kind="partition-dir-missing",
+                        severity=Severity.ERROR,
+                        message=f"{topic.name}-{part.partition_id} has node {node_id} among its replicas "
                         f"{part.replicas} but no directory here",
                     )
                 )
@@ -172,12 +178,12 @@ def read_findings(load: MetadataLoad) -> list[Finding]:
     for inc in load.replayer.inconsistencies:
         out.append(
             Finding(
-                str(load.partition_dir),
-                "replay-inconsistency",
-                Severity.ERROR,
-                f"{inc.record_type}: {inc.message}",
-                None,
-                inc.offset,
+                file=str(load.partition_dir),
+                kind="replay-inconsistency",
+                severity=Severity.ERROR,
+                message=f"{inc.record_type}: {inc.message}",
+                position=None,
+                offset=inc.offset,
             )
         )
     unknown = sum(load.replayer.unknown.values())
@@ -185,10 +191,11 @@ def read_findings(load: MetadataLoad) -> list[Finding]:
         types = ", ".join(f"{n} x{c}" for n, c in sorted(load.replayer.unknown.items()))
         out.append(
             Finding(
-                str(load.partition_dir),
-                "unknown-records",
-                Severity.WARNING,
-                f"{unknown} records of a type or version ktool does not know were not applied ({types})",
+                file=str(load.partition_dir),
+                kind="unknown-records",
+                severity=Severity.WARNING,
+                message=f"{unknown} records of a type or version ktool does not know were not applied "
+                f"({types})",
             )
         )
     return out

@@ -139,7 +139,14 @@ def iter_file_records(
             cut = breaks_recovery(entry)
             if cut and severity == Severity.ERROR:
                 message += "; the image stops before it (the broker's recovery cuts the log here)"
-            finding = Finding(name, entry.kind.value, severity, message, entry.position, entry.offset)
+            finding = Finding(
+                file=name,
+                kind=entry.kind.value,
+                severity=severity,
+                message=message,
+                position=entry.position,
+                offset=entry.offset,
+            )
             findings.append(finding)
             if cut:
                 if cuts is not None and severity == Severity.ERROR:
@@ -149,7 +156,11 @@ def iter_file_records(
         if not isinstance(entry, RecordBatch):
             findings.append(
                 Finding(
-                    name, "not-a-metadata-batch", Severity.ERROR, f"magic {entry.magic} entry", entry.position
+                    file=name,
+                    kind="not-a-metadata-batch",
+                    severity=Severity.ERROR,
+                    message=f"magic {entry.magic} entry",
+                    position=entry.position,
                 )
             )
             continue
@@ -162,7 +173,12 @@ def iter_file_records(
         except RecordDecodeError as exc:
             findings.append(
                 Finding(
-                    name, "records-undecodable", Severity.ERROR, str(exc), exc.position, entry.base_offset
+                    file=name,
+                    kind="records-undecodable",
+                    severity=Severity.ERROR,
+                    message=str(exc),
+                    position=exc.position,
+                    offset=entry.base_offset,
                 )
             )
             continue
@@ -195,7 +211,12 @@ def _undecodable(name: str, position: int, offset: int, exc: Exception) -> Findi
     """The decoder's message names the byte inside the record's value; the finding's position is the
     batch's in the file."""
     return Finding(
-        name, "record-undecodable", Severity.ERROR, f"record at offset {offset}: {exc}", position, offset
+        file=name,
+        kind="record-undecodable",
+        severity=Severity.ERROR,
+        message=f"record at offset {offset}: {exc}",
+        position=position,
+        offset=offset,
     )
 
 
@@ -215,22 +236,22 @@ def read_snapshot(snapshot: Snapshot, replayer: Replayer, findings: list[Finding
     if first != "SnapshotHeaderRecord":
         findings.append(
             Finding(
-                name,
-                "snapshot-missing-header",
-                Severity.ERROR,
-                f"the first record is {first or 'missing'}",
-                0,
+                file=name,
+                kind="snapshot-missing-header",
+                severity=Severity.ERROR,
+                message=f"the first record is {first or 'missing'}",
+                position=0,
             )
         )
     if last != "SnapshotFooterRecord":
         findings.append(
             Finding(
-                name,
-                "snapshot-missing-footer",
-                Severity.ERROR,
-                f"no SnapshotFooterRecord at the end (last record: {last or 'none'}); "
+                file=name,
+                kind="snapshot-missing-footer",
+                severity=Severity.ERROR,
+                message=f"no SnapshotFooterRecord at the end (last record: {last or 'none'}); "
                 "the snapshot may have been cut while it was written",
-                snapshot.path.stat().st_size,
+                position=snapshot.path.stat().st_size,
             )
         )
     replayer.image.offset = snapshot.end_offset
@@ -246,7 +267,11 @@ def _readable(snapshot: Snapshot, findings: list[Finding]) -> bool:
     except OSError as exc:
         findings.append(
             Finding(
-                str(snapshot.path), "unreadable-snapshot", Severity.ERROR, f"{os_reason(exc)}; not used", 0
+                file=str(snapshot.path),
+                kind="unreadable-snapshot",
+                severity=Severity.ERROR,
+                message=f"{os_reason(exc)}; not used",
+                position=0,
             )
         )
         return False
@@ -311,8 +336,9 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
     for segment in list_segments(listing):
         if cuts:  # the broker's recovery deletes every segment after the one it cuts
             load.findings.append(Finding(
-                str(segment), "after-damage", Severity.WARNING,
-                f"not replayed: after the damage at {cuts[0].file} position {cuts[0].position}", 0,
+                file=str(segment), kind="after-damage", severity=Severity.WARNING,
+                message=f"not replayed: after the damage at {cuts[0].file} position "
+                f"{cuts[0].position}", position=0,
             ))  # fmt: skip
             continue
         records = iter_file_records(segment, load.findings, start, at_offset, cuts)
@@ -325,13 +351,13 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
             if first > start:
                 load.findings.append(
                     Finding(
-                        str(segment),
-                        "log-gap",
-                        Severity.ERROR,
-                        f"the log starts at offset {first} but the image needs the records from "
+                        file=str(segment),
+                        kind="log-gap",
+                        severity=Severity.ERROR,
+                        message=f"the log starts at offset {first} but the image needs the records from "
                         f"{start}: no snapshot or segment holds them",
-                        None,
-                        first,
+                        position=None,
+                        offset=first,
                     )
                 )
         last = end

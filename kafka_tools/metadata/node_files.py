@@ -64,9 +64,15 @@ def _read(path: Path, reader: Callable[[Path], T], malformed: str, findings: lis
     try:
         return reader(path)
     except CheckpointError as exc:
-        findings.append(Finding(str(path), malformed, Severity.ERROR, f"line {exc.line}: {exc}"))
+        findings.append(
+            Finding(
+                file=str(path), kind=malformed, severity=Severity.ERROR, message=f"line {exc.line}: {exc}"
+            )
+        )
     except OSError as exc:
-        findings.append(Finding(str(path), "unreadable-file", Severity.ERROR, os_reason(exc)))
+        findings.append(
+            Finding(file=str(path), kind="unreadable-file", severity=Severity.ERROR, message=os_reason(exc))
+        )
     return None
 
 
@@ -78,17 +84,22 @@ def read_meta_properties(path: Path, findings: list[Finding]) -> MetaProperties 
     if version not in (0, 1):
         findings.append(
             Finding(
-                str(path),
-                "unknown-version",
-                Severity.ERROR,
-                f"meta.properties version {props.get('version')}",
+                file=str(path),
+                kind="unknown-version",
+                severity=Severity.ERROR,
+                message=f"meta.properties version {props.get('version')}",
             )
         )
     raw_id = meta_node_id(props)
     node_id = _int(raw_id) if raw_id is not None else None
     if raw_id is not None and node_id is None:
         findings.append(
-            Finding(str(path), "malformed-meta-properties", Severity.ERROR, f"node id {raw_id!r}")
+            Finding(
+                file=str(path),
+                kind="malformed-meta-properties",
+                severity=Severity.ERROR,
+                message=f"node id {raw_id!r}",
+            )
         )
     return MetaProperties(version or 0, node_id, props.get("cluster.id"), props.get("directory.id"))
 
@@ -101,10 +112,11 @@ def read_quorum(path: Path, findings: list[Finding]) -> QuorumState | None:
     if version not in QUORUM_STATE_VERSIONS:
         findings.append(
             Finding(
-                str(path),
-                "unknown-version",
-                Severity.ERROR,
-                f"quorum-state data_version {version!r} is not one ktool knows {QUORUM_STATE_VERSIONS}",
+                file=str(path),
+                kind="unknown-version",
+                severity=Severity.ERROR,
+                message=f"quorum-state data_version {version!r} is not one ktool knows "
+                f"{QUORUM_STATE_VERSIONS}",
             )
         )
         return None

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import IO
 
+from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.render.json_lines import emit
-from kafka_tools.tiered.audit import Audit, Finding, PartitionAudit
+from kafka_tools.tiered.audit import Audit, PartitionAudit
 from kafka_tools.tiered.replay import COPY_FINISHED, COPY_STARTED, DELETE_STARTED
 
 
@@ -14,7 +15,7 @@ def finding_object(f: Finding) -> dict:
     return {
         "type": "finding",
         "kind": f.kind,
-        "severity": f.severity,
+        "severity": f.severity.value,
         "topic": f.topic,
         "partition": f.partition,
         "segmentId": f.segment_id,
@@ -58,7 +59,7 @@ def summary_object(audit: Audit) -> dict:
         "metadataPartitions": len(audit.metadata_partitions),
         "records": audit.records,
         "findings": len(found),
-        "errors": sum(f.severity == "error" for f in found),
+        "errors": sum(f.severity is Severity.ERROR for f in found),
     }
 
 
@@ -74,7 +75,7 @@ def render_json(out: IO[str], audit: Audit) -> None:
 
 def _finding_line(f: Finding) -> str:
     where = f" [{f.where}]" if f.where else ""
-    return f"  {f.severity} {f.kind}: {f.message}{where}"
+    return f"  {f.severity.value} {f.kind}: {f.message}{where}"
 
 
 def render_text(out: IO[str], audit: Audit) -> None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TextIO
 
+from kafka_tools.log.checks.findings import Finding
 from kafka_tools.render.tables import TextTable, make_console
-from kafka_tools.transactions.audit import Audit, Finding
+from kafka_tools.transactions.audit import Audit
 from kafka_tools.transactions.coordinator import TransactionMetadata
 from kafka_tools.transactions.producers import OpenTransaction, PartitionProducers
 
@@ -64,7 +65,7 @@ def finding_object(f: Finding) -> dict:
         "producerId": f.producer_id,
         "producerEpoch": f.producer_epoch,
         "coordinatorEpoch": f.coordinator_epoch,
-        "firstOffset": f.first_offset,
+        "firstOffset": f.offset,
         "lastTimestamp": f.last_timestamp,
         "ageMs": f.age_ms,
         "transactionalId": f.transactional_id,
@@ -146,7 +147,7 @@ def render_findings(out: TextIO, colour: bool, items: Sequence[Finding]) -> None
             str(f.producer_id),
             str(f.producer_epoch),
             str(f.coordinator_epoch),
-            str(f.first_offset),
+            str(f.offset),
             str(f.last_timestamp),
             str(f.age_ms // 60000),
             f.transactional_id or "-",
@@ -156,7 +157,7 @@ def render_findings(out: TextIO, colour: bool, items: Sequence[Finding]) -> None
     ]
     _print(out, colour, headers, rows, right=headers[2:9] + ("RecordsBehind",))
     for f in items:
-        out.write(f"\n# {f.topic}-{f.partition} at {f.first_offset}: {f.message}\n")
+        out.write(f"\n# {f.topic}-{f.partition} at {f.offset}: {f.message}\n")
         if f.abort_command:
             out.write(f"{f.abort_command}\n")
 

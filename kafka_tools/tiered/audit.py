@@ -5,7 +5,6 @@ segments missing from it, files no finished segment names and sizes that differ.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -28,6 +27,8 @@ from kafka_tools.format.segment import (
     ProblemKind,
     breaks_recovery,
 )
+from kafka_tools.log.checks.findings import Finding, Severity
+from kafka_tools.log.files.dirs import list_partition
 from kafka_tools.tiered.lineage import outside_lineage
 from kafka_tools.tiered.replay import (
     COPY_FINISHED,
@@ -40,25 +41,6 @@ from kafka_tools.tiered.replay import (
     Where,
 )
 from kafka_tools.tiered.store import StoredPartition, read_store
-
-ERROR = "error"  # every finding is one (exit 1); a kind to come may be a warning
-
-
-@dataclass(slots=True)
-class Finding:
-    """One thing wrong with a partition's remote state."""
-
-    kind: str
-    severity: str
-    topic: str | None
-    partition: int | None
-    message: str
-    segment_id: str | None = None
-    start_offset: int | None = None
-    end_offset: int | None = None
-    where: str | None = None  # the metadata record (`__remote_log_metadata-N@offset`) or file
-    position: int | None = None  # damage: the byte position in `where` and the batch's base offset
-    offset: int | None = None
 
 
 @dataclass(slots=True)
@@ -211,17 +193,23 @@ def _damaged(log: Path, problem: Problem) -> Finding:
     checksum fails) or a frame it cannot follow (metadata-unreadable): nothing after it is replayed."""
     kind = "crc-mismatch" if problem.kind is ProblemKind.CRC_MISMATCH else "metadata-unreadable"
     what = "nothing from here on is replayed" if breaks_recovery(problem) else "skipped"
-    return Finding(kind, ERROR, None, None, f"byte {problem.position}: {problem.message}; {what}",
-                   where=str(log), position=problem.position, offset=problem.offset)  # fmt: skip
+    return Finding(
+        kind=kind,
+        severity=Severity.ERROR,
+        message=f"byte {problem.position}: {problem.message}; {what}",
+        where=str(log),
+        position=problem.position,
+        offset=problem.offset,
+    )
 
 
 def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Finding]) -> None:
     """Every record of one `__remote_log_metadata-N` directory, in offset order, into `replay`."""
-    bases = sorted(int(n[:-4]) for n in os.listdir(path) if n.endswith(".log") and n[:-4].isdigit())
-    for base in bases:
-        log = path / f"{base:020d}.log"
-        if not log.is_file():  # a FIFO would block the read: one line, exit 3
-            raise InputError(f"{log}: not a regular file (a segment of {path.name} cannot be read)")
+    listing = list_partition(path)
+    for full, why in listing.unreadable:  # a FIFO would block the read, a dangling link: one line, exit 3
+        raise InputError(f"{full}: {why} (a segment of {path.name} cannot be read)")
+    for base in listing.bases:
+        log = Path(listing.join(f"{listing.stems[base]}.{listing.suffix}"))
         # Every entry's checksum is checked (the walk computes it) and the replay stops where the
         # broker's recovery would cut the log: the segments after the cut are not read either.
         for entry in kept_spans(log):
@@ -252,8 +240,12 @@ def _replay_records(records, number: int, replay: Replay, findings: list[Finding
 
 
 def _undecodable(number: int, offset: int, exc: MetadataDecodeError) -> Finding:
-    message = f"byte {exc.position} of its value: {exc.message}"
-    return Finding("metadata-undecodable", ERROR, None, None, message, where=str(Where(number, offset)))
+    return Finding(
+        kind="metadata-undecodable",
+        severity=Severity.ERROR,
+        message=f"byte {exc.position} of its value: {exc.message}",
+        where=str(Where(number, offset)),
+    )
 
 
 def _unreadable_at(log: Path, findings: list[Finding], position: int, exc: RecordDecodeError) -> None:
@@ -261,8 +253,12 @@ def _unreadable_at(log: Path, findings: list[Finding], position: int, exc: Recor
 
 
 def _unreadable(log: Path, position: int, exc: RecordDecodeError) -> Finding:
-    message = f"batch at byte {position}: {exc}"
-    return Finding("metadata-unreadable", ERROR, None, None, message, where=str(log))
+    return Finding(
+        kind="metadata-unreadable",
+        severity=Severity.ERROR,
+        message=f"batch at byte {position}: {exc}",
+        where=str(log),
+    )
 
 
 def _age(now_ms: int, then_ms: int) -> str:
@@ -278,15 +274,15 @@ def _check(pa: PartitionAudit, now_ms: int, stuck_ms: int, partitions: int | Non
     def add(kind: str, message: str, seg: RemoteSegment | None = None, where: object = None, seg_id=None):
         pa.findings.append(
             Finding(
-                kind,
-                ERROR,
-                pa.topic,
-                pa.partition,
-                message,
-                seg_id if seg is None else seg.segment_id,
-                None if seg is None else seg.start_offset,
-                None if seg is None else seg.end_offset,
-                None if where is None else str(where),
+                kind=kind,
+                severity=Severity.ERROR,
+                message=message,
+                topic=pa.topic,
+                partition=pa.partition,
+                segment_id=seg_id if seg is None else seg.segment_id,
+                start_offset=None if seg is None else seg.start_offset,
+                end_offset=None if seg is None else seg.end_offset,
+                where=None if where is None else str(where),
             )
         )
 

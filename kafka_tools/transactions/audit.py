@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kafka_tools.format.internal_topics import TRANSACTION_STATE
+from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.log.files.dirs import Partition
 from kafka_tools.transactions.coordinator import (
     COMPLETE,
@@ -26,27 +27,6 @@ from kafka_tools.transactions.producers import (
 )
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000  # transaction.max.timeout.ms, find-hanging's default
-
-
-@dataclass(slots=True)
-class Finding:
-    """One row: where the partition is pinned (or what is wrong), by whom, and how to clear it."""
-
-    kind: str
-    topic: str
-    partition: int
-    producer_id: int
-    producer_epoch: int
-    coordinator_epoch: int
-    first_offset: int
-    last_timestamp: int
-    age_ms: int
-    transactional_id: str | None
-    records_behind: int  # offsets read_committed consumers cannot read behind it
-    message: str
-    abort_command: str | None = None
-    file: str | None = None  # damage: the segment and the byte position of the batch in it
-    position: int | None = None
 
 
 @dataclass(slots=True)
@@ -109,35 +89,31 @@ def judge(a: Audit) -> list[Finding]:
             if an.info:
                 continue
             meta = known.get(an.producer_id)
-            out.append(Finding(
-                an.kind, s.topic, s.partition, an.producer_id, an.producer_epoch, an.coordinator_epoch,
-                an.offset, an.timestamp, max(0, a.now_ms - an.timestamp),
-                meta.transactional_id if meta else None, 0, an.message,
-            ))  # fmt: skip
+            out.append(_producer_row(a, s, an, meta, an.kind, an.message, an.offset, an.timestamp))
         out += [
-            Finding(d.kind, s.topic, s.partition, -1, -1, -1, -1 if d.offset is None else d.offset, -1, 0,
-                    None, 0, d.message, None, str(d.file), d.position)
+            _finding(
+                kind=d.kind,
+                message=d.message,
+                topic=s.topic,
+                partition=s.partition,
+                offset=-1 if d.offset is None else d.offset,
+                file=str(d.file),
+                position=d.position,
+            )
             for d in s.damage
-        ]  # fmt: skip
+        ]
     out += _stuck_preparing(a)
     out += [
-        Finding(
-            p.kind,
-            TRANSACTION_STATE,
-            p.coordinator_partition,
-            -1,
-            -1,
-            -1,
-            p.offset,
-            -1,
-            0,
-            p.transactional_id,
-            0,
-            p.message,
-            None,
-            p.file,
-            p.position,
-        )  # fmt: skip
+        _finding(
+            kind=p.kind,
+            message=p.message,
+            topic=TRANSACTION_STATE,
+            partition=p.coordinator_partition,
+            offset=p.offset,
+            transactional_id=p.transactional_id,
+            file=p.file,
+            position=p.position,
+        )
         for p in a.coordinator.problems
     ]
     return out
@@ -163,12 +139,40 @@ def _hanging(
 
 
 def _row(a, s, txn: OpenTransaction, meta, kind: str, why: str) -> Finding:
-    return Finding(
-        kind, s.topic, s.partition, txn.producer_id, txn.producer_epoch, txn.coordinator_epoch,
-        txn.first_offset, txn.last_timestamp, max(0, a.now_ms - txn.last_timestamp),
-        meta.transactional_id if meta else None, s.log_end_offset - txn.first_offset, why,
-        abort_command(s.topic, s.partition, txn.first_offset),
+    return _producer_row(
+        a, s, txn, meta, kind, why, txn.first_offset, txn.last_timestamp,
+        records_behind=s.log_end_offset - txn.first_offset,
+        abort_command=abort_command(s.topic, s.partition, txn.first_offset),
     )  # fmt: skip
+
+
+def _producer_row(
+    a: Audit, s: PartitionProducers, who, meta, kind: str, message: str, offset: int, timestamp: int,
+    **extra: object,
+) -> Finding:  # fmt: skip
+    """A row about one producer (`who`: its open transaction or an anomaly of its batches) in `s`."""
+    return _finding(
+        kind=kind,
+        message=message,
+        topic=s.topic,
+        partition=s.partition,
+        producer_id=who.producer_id,
+        producer_epoch=who.producer_epoch,
+        coordinator_epoch=who.coordinator_epoch,
+        offset=offset,
+        last_timestamp=timestamp,
+        age_ms=max(0, a.now_ms - timestamp),
+        transactional_id=meta.transactional_id if meta else None,
+        **extra,
+    )
+
+
+def _finding(**fields: object) -> Finding:
+    """A row of find-hanging (every one an error: it pins a partition or is damage), with the
+    producer fields a row about no producer has as -1 and 0, as `--json` has always said."""
+    defaults = {"producer_id": -1, "producer_epoch": -1, "coordinator_epoch": -1, "offset": -1,
+                "last_timestamp": -1, "age_ms": 0, "records_behind": 0}  # fmt: skip
+    return Finding(severity=Severity.ERROR, **{**defaults, **fields})  # type: ignore[arg-type]
 
 
 def _stuck_preparing(a: Audit) -> list[Finding]:

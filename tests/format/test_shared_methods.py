@@ -160,7 +160,11 @@ def test_a_hand_written_init_is_the_one_dataclass_would_generate(cls: type) -> N
     fields = [f for f in dataclasses.fields(cls) if f.init]
     params = list(inspect.signature(cls.__init__).parameters.values())[1:]
     assert [p.name for p in params] == [f.name for f in fields]
-    assert all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
+    # a kw_only dataclass (log/checks/findings.Finding) is built by keyword only
+    assert all(
+        p.kind == (p.KEYWORD_ONLY if f.kw_only else p.POSITIONAL_OR_KEYWORD)
+        for p, f in zip(params, fields, strict=True)
+    )
     for p, f in zip(params, fields, strict=True):
         if f.default is not dataclasses.MISSING:
             assert p.default == f.default or p.default is f.default, f.name

@@ -332,3 +332,15 @@ def test_partition_directories_kafka_renamed_are_said_once_not_read(cluster):
         "warning: 4 partition directories Kafka renamed, not read: 2 awaiting deletion (-delete), "
         "1 being moved in from another log dir (-future), 1 set aside as stray (-stray)"
     ]
+
+
+def test_a_metadata_segment_that_cannot_be_read_is_said_as_validate_says_it(tmp_path, cluster):
+    """`__remote_log_metadata-N` is listed through log/files (the one partition model): a dangling link
+    named as a segment is one line in validate's words, exit 3, not a FIFO's words or a traceback."""
+    cluster.write()
+    part = cluster.log_dir / f"__remote_log_metadata-{cluster.number}"
+    (part / "00000000000000000100.log").symlink_to(tmp_path / "gone.log")
+    result = run_ktool("tiered", "audit", str(cluster.log_dir))
+    assert result.exit_code == 3, result.output
+    line = f"{part / '00000000000000000100.log'}: a dangling symbolic link (a segment of {part.name} cannot"
+    assert line in result.stderr and "Traceback" not in result.stderr

@@ -27,7 +27,7 @@ def _dir(tmp_path, status="Ongoing", listed=(0,), pid=1000, update=T0):
 
 
 def _kinds(d, **kw):
-    return [(f.kind, f.topic, f.partition, f.producer_id, f.first_offset) for f in _audit(d, **kw).findings]
+    return [(f.kind, f.topic, f.partition, f.producer_id, f.offset) for f in _audit(d, **kw).findings]
 
 
 def _audit(d, **kw):
@@ -46,7 +46,7 @@ def test_an_unknown_producer_is_hanging_once_past_the_timeout(tmp_path) -> None:
     d = _dir(tmp_path, pid=2000)
     assert _kinds(d, now_ms=T0 + 15 * MIN) == []  # not older than 15 minutes: it may still end
     (f,) = _audit(d, now_ms=T0 + 16 * MIN).findings
-    assert (f.kind, f.topic, f.partition, f.producer_id, f.producer_epoch, f.first_offset) == (
+    assert (f.kind, f.topic, f.partition, f.producer_id, f.producer_epoch, f.offset) == (
         "hanging",
         "orders",
         0,
@@ -80,7 +80,7 @@ def test_a_complete_coordinator_state_is_hanging(tmp_path) -> None:
 def test_a_coordinator_stuck_preparing_names_the_partition_without_its_marker(tmp_path) -> None:
     d = _dir(tmp_path, status="PrepareCommit")
     (f,) = _audit(d, now_ms=T0 + 60 * MIN).findings
-    assert (f.kind, f.topic, f.partition, f.producer_id, f.first_offset) == (
+    assert (f.kind, f.topic, f.partition, f.producer_id, f.offset) == (
         "stuck-preparing",
         "orders",
         0,
@@ -125,7 +125,7 @@ def test_a_snapshot_that_disagrees_with_its_own_log_is_found(tmp_path) -> None:
     (part / "00000000000000000006.snapshot").write_bytes(snapshot([(7, 2, 4, 4, 4, T0, 1, 0)]))
     assert _kinds(d) == []  # find-hanging alone trusts the snapshot (the transaction is young)
     (f,) = _audit(d, check_snapshots=True).findings
-    assert (f.kind, f.producer_id, f.first_offset) == ("snapshot-disagrees", 7, 6)
+    assert (f.kind, f.producer_id, f.offset) == ("snapshot-disagrees", 7, 6)
     assert "transaction from 0" in f.message and "transaction from -1" in f.message
 
 

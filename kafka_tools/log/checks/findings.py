@@ -22,41 +22,90 @@ class Severity(str, Enum):
     INFO = "info"  # a fact an operator should know (a compacted topic's gaps)
 
 
-@dataclass(init=False, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False, kw_only=True)
 class Finding(SharedMethods):
-    """One thing wrong (or worth saying) in a file: where (byte position, offset), what, how bad."""
+    """One thing wrong (or worth saying): where (file, byte position, offset), what, how bad. Every
+    audit reports through it (validate, metadata check, transactions, tiered), built by keyword: the
+    fields after `repairable` are those only some audits fill (None otherwise); each audit's renderer
+    picks the ones its JSON contract names."""
 
-    file: str
     kind: str
     severity: Severity
     message: str
+    file: str | None = None
     position: int | None = None
-    offset: int | None = None
+    offset: int | None = None  # transactions: the open transaction's (or damaged batch's) first offset
     expected: object = None
     actual: object = None
     repairable: bool | None = None  # True: inside a tail that `ktool truncate` removes; False: it cannot
+    # the partition a finding of a whole cluster's files is about (transactions, tiered)
+    topic: str | None = None
+    partition: int | None = None
+    # transactions: the producer that pins the partition, and how to clear it
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    coordinator_epoch: int | None = None
+    last_timestamp: int | None = None
+    age_ms: int | None = None
+    transactional_id: str | None = None
+    records_behind: int | None = None  # offsets read_committed consumers cannot read behind it
+    abort_command: str | None = None
+    # tiered: the remote segment, and the metadata record (`__remote_log_metadata-N@offset`) or file
+    segment_id: str | None = None
+    start_offset: int | None = None
+    end_offset: int | None = None
+    where: str | None = None
 
     def __init__(
         self,
-        file: str,
+        *,
         kind: str,
         severity: Severity,
         message: str,
+        file: str | None = None,
         position: int | None = None,
         offset: int | None = None,
         expected: object = None,
         actual: object = None,
         repairable: bool | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        producer_id: int | None = None,
+        producer_epoch: int | None = None,
+        coordinator_epoch: int | None = None,
+        last_timestamp: int | None = None,
+        age_ms: int | None = None,
+        transactional_id: str | None = None,
+        records_behind: int | None = None,
+        abort_command: str | None = None,
+        segment_id: str | None = None,
+        start_offset: int | None = None,
+        end_offset: int | None = None,
+        where: str | None = None,
     ) -> None:
-        self.file = file
         self.kind = kind
         self.severity = severity
         self.message = message
+        self.file = file
         self.position = position
         self.offset = offset
         self.expected = expected
         self.actual = actual
         self.repairable = repairable
+        self.topic = topic
+        self.partition = partition
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.coordinator_epoch = coordinator_epoch
+        self.last_timestamp = last_timestamp
+        self.age_ms = age_ms
+        self.transactional_id = transactional_id
+        self.records_behind = records_behind
+        self.abort_command = abort_command
+        self.segment_id = segment_id
+        self.start_offset = start_offset
+        self.end_offset = end_offset
+        self.where = where
 
     def fields(self) -> dict:
         """Its fields by their stable names (`--json` and the `findings` table of `ktool scan`)."""
@@ -278,4 +327,10 @@ IN_FLIGHT = "in-flight"  # what a running broker is writing or removing right no
 
 def unreadable_finding(path: Path, why: str) -> Finding:
     """A file of the partition that could not be read: the partition is not known to be clean (exit 3)."""
-    return Finding(str(path), UNREADABLE, Severity.ERROR, f"cannot be read: {why}", repairable=False)
+    return Finding(
+        file=str(path),
+        kind=UNREADABLE,
+        severity=Severity.ERROR,
+        message=f"cannot be read: {why}",
+        repairable=False,
+    )

@@ -46,12 +46,13 @@ def settle_active_segment(seg: Segment, report: SegmentReport) -> None:
         what = f"; it reads as {in_tail[0].kind}: {in_tail[0].message}" if in_tail else ""
         report.findings.append(
             Finding(
-                log,
-                IN_FLIGHT,
-                Severity.INFO,
-                f"the last {plural(report.tail_bytes, 'byte')} are the batch the running broker is appending "
+                file=log,
+                kind=IN_FLIGHT,
+                severity=Severity.INFO,
+                message=f"the last {plural(report.tail_bytes, 'byte')} are the batch the running broker "
+                "is appending "
                 f"(not part of the log yet){what}",
-                cut,
+                position=cut,
             )
         )
         report.size = cut
@@ -73,12 +74,21 @@ def settle_newest(part: Partition, reports: list[SegmentReport]) -> None:
 def in_flight(f: Finding, why: str) -> Finding:
     """The finding restated as in flight (info), keeping where it is and what it said."""
     said = f"{why} ({f.kind}: {f.message})"
-    return Finding(f.file, IN_FLIGHT, Severity.INFO, said, f.position, f.offset, f.expected, f.actual)
+    return Finding(
+        file=f.file,
+        kind=IN_FLIGHT,
+        severity=Severity.INFO,
+        message=said,
+        position=f.position,
+        offset=f.offset,
+        expected=f.expected,
+        actual=f.actual,
+    )
 
 
 def noted(path: str | Path, what: str) -> Finding:
     """An in-flight finding on a whole file: what the running broker is doing with it."""
-    return Finding(str(path), IN_FLIGHT, Severity.INFO, what)
+    return Finding(file=str(path), kind=IN_FLIGHT, severity=Severity.INFO, message=what)
 
 
 def removed_segment(seg: Segment) -> Finding:

@@ -67,11 +67,27 @@ def _index_size_findings(path: Path, tail: index.IndexTail, width: int, prefix: 
         message = index.gap_message(tail.gap, width)
         where = tail.gap.first_slot * width
         out.append(
-            Finding(str(path), f"{prefix}-zero-entries", Severity.ERROR, message, where, repairable=True)
+            Finding(
+                file=str(path),
+                kind=f"{prefix}-zero-entries",
+                severity=Severity.ERROR,
+                message=message,
+                position=where,
+                repairable=True,
+            )
         )
     if tail.trailing_bytes:
         message = f"size {path.stat().st_size} is not a multiple of {width}"
-        out.append(Finding(str(path), "index-size", Severity.ERROR, message, tail.position, repairable=True))
+        out.append(
+            Finding(
+                file=str(path),
+                kind="index-size",
+                severity=Severity.ERROR,
+                message=message,
+                position=tail.position,
+                repairable=True,
+            )
+        )
     return out
 
 
@@ -91,12 +107,12 @@ def check_offset_index(seg: Segment, report: SegmentReport, read: IndexRead | No
         if previous is not None and e.offset <= previous.offset:
             out.append(
                 Finding(
-                    name,
-                    "index-not-increasing",
-                    Severity.ERROR,
-                    f"entry {e.slot}: offset {e.offset} after {previous.offset}",
-                    where,
-                    e.offset,
+                    file=name,
+                    kind="index-not-increasing",
+                    severity=Severity.ERROR,
+                    message=f"entry {e.slot}: offset {e.offset} after {previous.offset}",
+                    position=where,
+                    offset=e.offset,
                     repairable=True,
                 )
             )
@@ -105,13 +121,13 @@ def check_offset_index(seg: Segment, report: SegmentReport, read: IndexRead | No
         if e.position >= report.recovery_point:
             out.append(
                 Finding(
-                    name,
-                    "index-past-valid-data",
-                    Severity.ERROR,
-                    f"entry {e.slot} points at position {e.position}, past the segment's valid "
+                    file=name,
+                    kind="index-past-valid-data",
+                    severity=Severity.ERROR,
+                    message=f"entry {e.slot} points at position {e.position}, past the segment's valid "
                     f"{plural(report.recovery_point, 'byte')}",
-                    where,
-                    e.offset,
+                    position=where,
+                    offset=e.offset,
                     repairable=True,
                 )
             )
@@ -120,24 +136,24 @@ def check_offset_index(seg: Segment, report: SegmentReport, read: IndexRead | No
         if known is None:
             out.append(
                 Finding(
-                    name,
-                    "index-position-mismatch",
-                    Severity.ERROR,
-                    f"entry {e.slot} points at position {e.position}, where no batch starts",
-                    where,
-                    e.offset,
+                    file=name,
+                    kind="index-position-mismatch",
+                    severity=Severity.ERROR,
+                    message=f"entry {e.slot} points at position {e.position}, where no batch starts",
+                    position=where,
+                    offset=e.offset,
                     repairable=True,
                 )
             )
         elif e.offset not in known:
             out.append(
                 Finding(
-                    name,
-                    "index-offset-mismatch",
-                    Severity.ERROR,
-                    f"entry {e.slot} says offset {e.offset} at position {e.position}",
-                    where,
-                    e.offset,
+                    file=name,
+                    kind="index-offset-mismatch",
+                    severity=Severity.ERROR,
+                    message=f"entry {e.slot} says offset {e.offset} at position {e.position}",
+                    position=where,
+                    offset=e.offset,
                     expected=known[1],
                     actual=e.offset,
                     repairable=True,
@@ -157,13 +173,13 @@ def check_time_index(seg: Segment, report: SegmentReport, read: IndexRead | None
         if after.timestamp < before.timestamp or after.offset < before.offset:
             out.append(
                 Finding(
-                    name,
-                    "time-index-not-increasing",
-                    Severity.ERROR,
-                    f"entry {after.slot}: ({after.timestamp}, {after.offset}) after "
+                    file=name,
+                    kind="time-index-not-increasing",
+                    severity=Severity.ERROR,
+                    message=f"entry {after.slot}: ({after.timestamp}, {after.offset}) after "
                     f"({before.timestamp}, {before.offset})",
-                    after.slot * 12,
-                    after.offset,
+                    position=after.slot * 12,
+                    offset=after.offset,
                     repairable=True,
                 )
             )
@@ -174,12 +190,12 @@ def check_time_index(seg: Segment, report: SegmentReport, read: IndexRead | None
             held = "it holds no valid entry" if last is None else f"its last valid offset is {last}"
             out.append(
                 Finding(
-                    name,
-                    "time-index-past-log-end",
-                    Severity.ERROR,
-                    f"entry {e.slot} names offset {e.offset}, past the segment's end: {held}",
-                    e.slot * 12,
-                    e.offset,
+                    file=name,
+                    kind="time-index-past-log-end",
+                    severity=Severity.ERROR,
+                    message=f"entry {e.slot} names offset {e.offset}, past the segment's end: {held}",
+                    position=e.slot * 12,
+                    offset=e.offset,
                     repairable=True,
                 )
             )
@@ -190,15 +206,24 @@ def check_time_index(seg: Segment, report: SegmentReport, read: IndexRead | None
 def check_snapshot(path: Path) -> list[Finding]:
     snap = snapshot.read_snapshot(path)
     if snap.problem:
-        return [Finding(str(path), "snapshot-malformed", Severity.ERROR, snap.problem, 0, repairable=False)]
+        return [
+            Finding(
+                file=str(path),
+                kind="snapshot-malformed",
+                severity=Severity.ERROR,
+                message=snap.problem,
+                position=0,
+                repairable=False,
+            )
+        ]
     if not snap.is_valid:
         return [
             Finding(
-                str(path),
-                ProblemKind.CRC_MISMATCH.value,
-                Severity.ERROR,
-                crc_finding(snap.crc, snap.computed_crc),
-                2,
+                file=str(path),
+                kind=ProblemKind.CRC_MISMATCH.value,
+                severity=Severity.ERROR,
+                message=crc_finding(snap.crc, snap.computed_crc),
+                position=2,
                 expected=snap.computed_crc,
                 actual=snap.crc,
                 repairable=False,

@@ -38,7 +38,15 @@ def check_metadata_snapshot(path: Path) -> list[Finding]:
         if isinstance(event, ProblemEvent):
             p = event.problem
             findings.append(
-                Finding(name, p.kind.value, Severity.ERROR, p.message, p.position, p.offset, repairable=False)
+                Finding(
+                    file=name,
+                    kind=p.kind.value,
+                    severity=Severity.ERROR,
+                    message=p.message,
+                    position=p.position,
+                    offset=p.offset,
+                    repairable=False,
+                )
             )
         elif isinstance(event, EntryEvent) and isinstance(event.entry, RecordBatch):
             batch = event.entry
@@ -52,45 +60,52 @@ def check_metadata_snapshot(path: Path) -> list[Finding]:
         return findings  # the file's end is lost: its last record says nothing of a footer
     if not records:
         findings.append(
-            Finding(name, "snapshot-empty", Severity.ERROR, "no record: not even a SnapshotHeader", 0)
+            Finding(
+                file=name,
+                kind="snapshot-empty",
+                severity=Severity.ERROR,
+                message="no record: not even a SnapshotHeader",
+                position=0,
+            )
         )
         return findings
     position, offset, first = records[0]
     if first != _HEADER:
         findings.append(
             Finding(
-                name,
-                "snapshot-header-missing",
-                Severity.ERROR,
-                f"the first record (offset {offset}) is a {first or 'record that does not decode'}, "
+                file=name,
+                kind="snapshot-header-missing",
+                severity=Severity.ERROR,
+                message=f"the first record (offset {offset}) is a {first or 'record that does not decode'}, "
                 "not a SnapshotHeaderRecord",
-                position,
-                offset,
+                position=position,
+                offset=offset,
             )
         )
     position, offset, last = records[-1]
     if last != _FOOTER:
         findings.append(
             Finding(
-                name,
-                "snapshot-footer-missing",
-                Severity.ERROR,
-                f"the last record (offset {offset}) is a {last or 'record that does not decode'}, not a "
+                file=name,
+                kind="snapshot-footer-missing",
+                severity=Severity.ERROR,
+                message=f"the last record (offset {offset}) is a "
+                f"{last or 'record that does not decode'}, not a "
                 "SnapshotFooterRecord: the snapshot was cut while being written",
-                position,
-                offset,
+                position=position,
+                offset=offset,
             )
         )
     for position, offset, type_name in records[1:-1]:
         if type_name in (_HEADER, _FOOTER):
             findings.append(
                 Finding(
-                    name,
-                    "snapshot-control-misplaced",
-                    Severity.ERROR,
-                    f"a {type_name} at offset {offset}, inside the snapshot",
-                    position,
-                    offset,
+                    file=name,
+                    kind="snapshot-control-misplaced",
+                    severity=Severity.ERROR,
+                    message=f"a {type_name} at offset {offset}, inside the snapshot",
+                    position=position,
+                    offset=offset,
                 )
             )
     findings += _id_findings(path, epochs, first_batch_position or 0)
@@ -112,11 +127,11 @@ def _id_findings(path: Path, epochs: set[int], position: int) -> list[Finding]:
     if others:
         out.append(
             Finding(
-                str(path),
-                "snapshot-epoch-mismatch",
-                Severity.ERROR,
-                f"the name says epoch {epoch}, batches carry partition leader epoch {others[0]}",
-                position,
+                file=str(path),
+                kind="snapshot-epoch-mismatch",
+                severity=Severity.ERROR,
+                message=f"the name says epoch {epoch}, batches carry partition leader epoch {others[0]}",
+                position=position,
                 expected=epoch,
                 actual=others[0],
             )
@@ -128,10 +143,11 @@ def _id_findings(path: Path, epochs: set[int], position: int) -> list[Finding]:
         log, log_epoch = found
         out.append(
             Finding(
-                str(path),
-                "snapshot-epoch-mismatch",
-                Severity.ERROR,
-                f"the name says end offset {end} in epoch {epoch}, but {log.name} holds offset {end - 1} "
+                file=str(path),
+                kind="snapshot-epoch-mismatch",
+                severity=Severity.ERROR,
+                message=f"the name says end offset {end} in epoch {epoch}, but {log.name} holds offset "
+                f"{end - 1} "
                 f"in epoch {log_epoch}",
                 expected=epoch,
                 actual=log_epoch,

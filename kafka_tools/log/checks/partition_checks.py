@@ -112,11 +112,11 @@ def assemble_partition(
             continue
         report.findings.append(
             Finding(
-                str(f),
-                "transient-file",
-                Severity.WARNING,
-                "left by an interrupted log cleaning, segment swap or deletion",
-                None,
+                file=str(f),
+                kind="transient-file",
+                severity=Severity.WARNING,
+                message="left by an interrupted log cleaning, segment swap or deletion",
+                position=None,
             )
         )
     for f in part.orphans:
@@ -124,10 +124,10 @@ def assemble_partition(
             continue
         report.findings.append(
             Finding(
-                str(f),
-                "orphan-file",
-                Severity.WARNING,
-                "not part of any segment (an index without its log, or an unknown file)",
+                file=str(f),
+                kind="orphan-file",
+                severity=Severity.WARNING,
+                message="not part of any segment (an index without its log, or an unknown file)",
             )
         )
     advise_repair(report)
@@ -195,7 +195,15 @@ def dump_checks(path: Path, kind: FileKind | None = None) -> list[Finding]:
     except InputError as exc:
         return [unreadable_finding(path, str(exc).removeprefix(f"{path}: "))]
     return [
-        Finding(str(path), p.kind.value, Severity.ERROR, p.message, p.position, p.offset, repairable=False)
+        Finding(
+            file=str(path),
+            kind=p.kind.value,
+            severity=Severity.ERROR,
+            message=p.message,
+            position=p.position,
+            offset=p.offset,
+            repairable=False,
+        )
         for p in problems
     ]
 
@@ -209,12 +217,13 @@ def _continuity(part: Partition, prev: SegmentReport, seg: SegmentReport, compac
     if seg.base_offset < expected:
         return [
             Finding(
-                name,
-                "segments-overlap",
-                Severity.ERROR,
-                f"segment starts at {seg.base_offset} but {prev.path.name} ends at offset {prev.last_offset}",
-                0,
-                seg.base_offset,
+                file=name,
+                kind="segments-overlap",
+                severity=Severity.ERROR,
+                message=f"segment starts at {seg.base_offset} but {prev.path.name} ends at offset "
+                f"{prev.last_offset}",
+                position=0,
+                offset=seg.base_offset,
                 expected=expected,
                 actual=seg.base_offset,
                 repairable=False,
@@ -224,25 +233,26 @@ def _continuity(part: Partition, prev: SegmentReport, seg: SegmentReport, compac
     if compacted:
         return [
             Finding(
-                name,
-                "offset-gap",
-                Severity.INFO,
-                f"{plural(gap, 'offset')} missing before this segment: expected in a compacted topic",
-                0,
-                seg.base_offset,
+                file=name,
+                kind="offset-gap",
+                severity=Severity.INFO,
+                message=f"{plural(gap, 'offset')} missing before this segment: expected in a compacted topic",
+                position=0,
+                offset=seg.base_offset,
                 expected=expected,
                 actual=seg.base_offset,
             )
         ]
     return [
         Finding(
-            name,
-            "offset-gap",
-            Severity.WARNING,
-            f"{plural(gap, 'offset')} missing before this segment (after {prev.path.name}); only a compacted "
+            file=name,
+            kind="offset-gap",
+            severity=Severity.WARNING,
+            message=f"{plural(gap, 'offset')} missing before this segment (after {prev.path.name}); "
+            "only a compacted "
             f"topic should have gaps",
-            0,
-            seg.base_offset,
+            position=0,
+            offset=seg.base_offset,
             expected=expected,
             actual=seg.base_offset,
         )
@@ -257,12 +267,13 @@ def _later_segments_after_cut(report: PartitionReport) -> None:
             entries = sum(s.entries for s in later)
             report.findings.append(
                 Finding(
-                    str(seg.path),
-                    "later-segments-after-damage",
-                    Severity.ERROR if entries else Severity.WARNING,
-                    f"truncating this segment makes the broker delete {plural(len(later), 'later segment')} "
+                    file=str(seg.path),
+                    kind="later-segments-after-damage",
+                    severity=Severity.ERROR if entries else Severity.WARNING,
+                    message="truncating this segment makes the broker delete "
+                    f"{plural(len(later), 'later segment')} "
                     f"holding {plural(entries, 'valid entry', 'valid entries')}",
-                    seg.recovery_point,
+                    position=seg.recovery_point,
                     repairable=entries == 0,
                 )
             )
@@ -279,16 +290,24 @@ def leader_epoch_findings(path: Path, log_end: int | None) -> list[Finding]:
     try:
         cp = checkpoints.read_leader_epoch_checkpoint(path)
     except checkpoints.CheckpointError as exc:
-        return [Finding(str(path), "checkpoint-malformed", Severity.ERROR, f"line {exc.line}: {exc}")]
+        return [
+            Finding(
+                file=str(path),
+                kind="checkpoint-malformed",
+                severity=Severity.ERROR,
+                message=f"line {exc.line}: {exc}",
+            )
+        ]
     out = []
     for before, after in zip(cp.entries, cp.entries[1:], strict=False):
         if after.epoch <= before.epoch or after.start_offset < before.start_offset:
             out.append(
                 Finding(
-                    str(path),
-                    "leader-epochs-not-increasing",
-                    Severity.ERROR,
-                    f"epoch {after.epoch}@{after.start_offset} after {before.epoch}@{before.start_offset}",
+                    file=str(path),
+                    kind="leader-epochs-not-increasing",
+                    severity=Severity.ERROR,
+                    message=f"epoch {after.epoch}@{after.start_offset} after "
+                    f"{before.epoch}@{before.start_offset}",
                 )
             )
     if log_end is not None and cp.entries and cp.entries[-1].start_offset > log_end:
@@ -304,10 +323,10 @@ def leader_epoch_findings(path: Path, log_end: int | None) -> list[Finding]:
 def past_log_end_finding(path: Path, what: str, offset: int, log_end: int) -> Finding:
     """A checkpoint naming an offset the log does not reach (`what`: the entry, the start of the message)."""
     return Finding(
-        str(path),
-        "checkpoint-past-log-end",
-        Severity.WARNING,
-        f"{what} past the log end offset {log_end}",
+        file=str(path),
+        kind="checkpoint-past-log-end",
+        severity=Severity.WARNING,
+        message=f"{what} past the log end offset {log_end}",
         offset=offset,
         expected=f"<= {log_end}",
         actual=offset,

@@ -122,11 +122,11 @@ def scan_segment(
     if size and looks_like_text(path):
         report.findings.append(
             Finding(
-                name,
-                ProblemKind.NOT_A_SEGMENT.value,
-                Severity.ERROR,
-                "this is text, not a Kafka log segment",
-                0,
+                file=name,
+                kind=ProblemKind.NOT_A_SEGMENT.value,
+                severity=Severity.ERROR,
+                message="this is text, not a Kafka log segment",
+                position=0,
             )
         )
         _mark_repairable(report)  # the broker's recovery reads no valid entry in it and keeps 0 bytes
@@ -188,24 +188,26 @@ def scan_segment(
                         win.buf, win.ensure(item.position, item.entry_size), item.position
                     )
             if isinstance(item, Problem):
+                offset = None
                 if not breaks_recovery(item):
                     # An entry the broker's recovery accepts: not a cut, and no truncation repairs it.
                     if cut is not None:
                         report.valid_after.append(item.position)
-                    report.findings.append(
-                        Finding(name, item.kind.value, Severity.ERROR, item.message, item.position, None)
-                    )
-                    continue
-                if cut is None:
-                    cut = item.position
-                    runs.enabled = False
-                offset = (
-                    item.offset
-                    if item.offset is not None and done.last is not None and item.offset > done.last
-                    else None
-                )
+                else:
+                    if cut is None:
+                        cut = item.position
+                        runs.enabled = False
+                    if item.offset is not None and done.last is not None and item.offset > done.last:
+                        offset = item.offset
                 report.findings.append(
-                    Finding(name, item.kind.value, Severity.ERROR, item.message, item.position, offset)
+                    Finding(
+                        file=name,
+                        kind=item.kind.value,
+                        severity=Severity.ERROR,
+                        message=item.message,
+                        position=item.position,
+                        offset=offset,
+                    )
                 )
                 continue
             entry = item
@@ -287,12 +289,12 @@ def _entry_findings(
     if not entry.is_valid:
         out.append(
             Finding(
-                name,
-                ProblemKind.CRC_MISMATCH.value,
-                Severity.ERROR,
-                crc_finding(entry.crc, entry.computed_crc),
-                pos,
-                entry.last_offset,
+                file=name,
+                kind=ProblemKind.CRC_MISMATCH.value,
+                severity=Severity.ERROR,
+                message=crc_finding(entry.crc, entry.computed_crc),
+                position=pos,
+                offset=entry.last_offset,
                 expected=entry.computed_crc,
                 actual=entry.crc,
             )
@@ -306,24 +308,24 @@ def _entry_findings(
     if unknown_codec:
         out.append(
             Finding(
-                name,
-                ProblemKind.UNKNOWN_CODEC.value,
-                Severity.ERROR,
-                f"unknown compression codec {entry.codec}",
-                pos,
-                entry.last_offset,
+                file=name,
+                kind=ProblemKind.UNKNOWN_CODEC.value,
+                severity=Severity.ERROR,
+                message=f"unknown compression codec {entry.codec}",
+                position=pos,
+                offset=entry.last_offset,
             )
         )
     delta = entry.last_offset - base
     if delta < 0 or delta > INT32_MAX:
         out.append(
             Finding(
-                name,
-                "offset-out-of-range",
-                Severity.ERROR,
-                f"offset {entry.last_offset} does not fit a segment based at {base}",
-                pos,
-                entry.last_offset,
+                file=name,
+                kind="offset-out-of-range",
+                severity=Severity.ERROR,
+                message=f"offset {entry.last_offset} does not fit a segment based at {base}",
+                position=pos,
+                offset=entry.last_offset,
                 expected=f"{base}..{base + INT32_MAX}",
                 actual=entry.last_offset,
             )
@@ -331,12 +333,12 @@ def _entry_findings(
     if last is not None and entry.last_offset <= last:
         out.append(
             Finding(
-                name,
-                ProblemKind.OFFSETS_NOT_INCREASING.value,
-                Severity.ERROR,
-                f"offset {entry.last_offset} follows {last}",
-                pos,
-                entry.last_offset,
+                file=name,
+                kind=ProblemKind.OFFSETS_NOT_INCREASING.value,
+                severity=Severity.ERROR,
+                message=f"offset {entry.last_offset} follows {last}",
+                position=pos,
+                offset=entry.last_offset,
                 expected=f"> {last}",
                 actual=entry.last_offset,
             )
@@ -345,13 +347,13 @@ def _entry_findings(
         if entry.records_count < 0 or entry.records_count > entry.last_offset_delta + 1:
             out.append(
                 Finding(
-                    name,
-                    "record-count-mismatch",
-                    Severity.ERROR,
-                    f"{plural(entry.records_count, 'record')} cannot span offset deltas "
+                    file=name,
+                    kind="record-count-mismatch",
+                    severity=Severity.ERROR,
+                    message=f"{plural(entry.records_count, 'record')} cannot span offset deltas "
                     f"0..{entry.last_offset_delta}",
-                    pos,
-                    entry.last_offset,
+                    position=pos,
+                    offset=entry.last_offset,
                 )
             )
         if (entry.is_compressed or options.deep) and not unknown_codec:
@@ -383,12 +385,12 @@ def _deep_look(name: str, entry, out: list[Finding], inner: list[InnerStats]) ->
         inner.append(InnerStats(None, None, 0, True))  # undecodable: counted as holding nothing
         out.append(
             Finding(
-                name,
-                ProblemKind.RECORDS_UNDECODABLE.value,
-                Severity.ERROR,
-                str(exc),
-                exc.position,
-                entry.last_offset,
+                file=name,
+                kind=ProblemKind.RECORDS_UNDECODABLE.value,
+                severity=Severity.ERROR,
+                message=str(exc),
+                position=exc.position,
+                offset=entry.last_offset,
             )
         )
         return
@@ -403,24 +405,25 @@ def _deep_look(name: str, entry, out: list[Finding], inner: list[InnerStats]) ->
         ):
             out.append(
                 Finding(
-                    name,
-                    "record-offsets-inconsistent",
-                    Severity.ERROR,
-                    f"record offsets {stats.first_offset}..{stats.last_offset} do not lie in increasing "
+                    file=name,
+                    kind="record-offsets-inconsistent",
+                    severity=Severity.ERROR,
+                    message=f"record offsets {stats.first_offset}..{stats.last_offset} do not lie in "
+                    "increasing "
                     f"order within {entry.base_offset}..{entry.last_offset}",
-                    entry.position,
-                    entry.last_offset,
+                    position=entry.position,
+                    offset=entry.last_offset,
                 )
             )
     elif stats.last_offset != entry.offset:
         out.append(
             Finding(
-                name,
-                "record-offsets-inconsistent",
-                Severity.ERROR,
-                f"wrapper offset {entry.offset} is not its last inner offset {stats.last_offset}",
-                entry.position,
-                entry.offset,
+                file=name,
+                kind="record-offsets-inconsistent",
+                severity=Severity.ERROR,
+                message=f"wrapper offset {entry.offset} is not its last inner offset {stats.last_offset}",
+                position=entry.position,
+                offset=entry.offset,
             )
         )
 
@@ -434,13 +437,14 @@ def _mark_repairable(report: SegmentReport) -> None:
     if report.valid_after:
         report.findings.append(
             Finding(
-                str(report.path),
-                "valid-data-after-damage",
-                Severity.ERROR,
-                f"{plural(len(report.valid_after), 'valid entry', 'valid entries')} after the first invalid "
+                file=str(report.path),
+                kind="valid-data-after-damage",
+                severity=Severity.ERROR,
+                message=f"{plural(len(report.valid_after), 'valid entry', 'valid entries')} after the "
+                "first invalid "
                 f"byte at {report.recovery_point} (the first at {report.valid_after[0]}): truncation "
                 "would lose them",
-                report.valid_after[0],
+                position=report.valid_after[0],
                 repairable=False,
             )
         )
@@ -479,12 +483,13 @@ def check_segment_in_partition(
     if report.first_offset is not None and report.first_offset < seg.base_offset:
         report.findings.append(
             Finding(
-                str(seg.log),
-                "offset-below-base",
-                Severity.ERROR,
-                f"first offset {report.first_offset} is below the segment's base offset {seg.base_offset}",
-                0,
-                report.first_offset,
+                file=str(seg.log),
+                kind="offset-below-base",
+                severity=Severity.ERROR,
+                message=f"first offset {report.first_offset} is below the segment's base offset "
+                f"{seg.base_offset}",
+                position=0,
+                offset=report.first_offset,
                 repairable=False,
             )
         )

@@ -71,7 +71,14 @@ def check_log_dir_checkpoints(
     read = read_log_dir_checkpoints(ld) if read is None else read
     for path, cp in read.items():
         if isinstance(cp, checkpoints.CheckpointError):
-            out.append(Finding(str(path), "checkpoint-malformed", Severity.ERROR, f"line {cp.line}: {cp}"))
+            out.append(
+                Finding(
+                    file=str(path),
+                    kind="checkpoint-malformed",
+                    severity=Severity.ERROR,
+                    message=f"line {cp.line}: {cp}",
+                )
+            )
             continue
         for e in cp.entries:
             rep = reports.get(f"{e.topic}-{e.partition}")
@@ -257,5 +264,10 @@ def _side_file_result(path: Path, kind: FileKind, options: ValidateOptions, resu
             )
     except checkpoints.CheckpointError as exc:
         result.findings.append(
-            Finding(str(path), "checkpoint-malformed", Severity.ERROR, f"line {exc.line}: {exc}")
+            Finding(
+                file=str(path),
+                kind="checkpoint-malformed",
+                severity=Severity.ERROR,
+                message=f"line {exc.line}: {exc}",
+            )
         )

@@ -57,5 +57,22 @@ def report_from_wire(fields: tuple) -> SegmentReport:
         valid_after=valid_after,
         max_timestamp=max_timestamp,
         has_gaps=has_gaps,
-        findings=[Finding(f[0], f[1], Severity(f[2]), *f[3:]) for f in findings],
+        findings=[_finding(*f) for f in findings],
+    )
+
+
+def _finding(
+    file: str, kind: str, severity: str, message: str, position: int | None, offset: int | None,
+    expected: object, actual: object, repairable: bool | None,
+) -> Finding:  # fmt: skip
+    return Finding(
+        file=file,
+        kind=kind,
+        severity=Severity(severity),
+        message=message,
+        position=position,
+        offset=offset,
+        expected=expected,
+        actual=actual,
+        repairable=repairable,
     )
