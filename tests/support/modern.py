@@ -679,9 +679,23 @@ def create_topic(
             and len(meta.partitions) == partitions
             and all(p.leader >= 0 for p in meta.partitions.values())
         ):
-            return
+            break
         time.sleep(0.1)
-    raise ServerError(f"topic {topic} has no leader within {timeout}s")
+    else:
+        raise ServerError(f"topic {topic} has no leader within {timeout}s")
+    # A broker answers with the new leader a moment before it has created the replica's directory (it
+    # applies the metadata, then makes the log): the tests read those directories next.
+    by_id = {node.node_id: node for node in cluster.brokers}
+    dirs = [
+        partition_dir(by_id[r], topic, n)
+        for n, p in meta.partitions.items()
+        for r in p.replicas
+        if r in by_id
+    ]
+    while missing := [d for d in dirs if not d.is_dir()]:
+        if time.monotonic() > deadline:
+            raise ServerError(f"{missing[0]}: not created within {timeout}s of the topic")
+        time.sleep(0.1)
 
 
 def commit_offsets(cluster: ModernCluster, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
