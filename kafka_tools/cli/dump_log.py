@@ -209,7 +209,8 @@ HELPERS_FROM_BYTES = 4 << 20  # below this, forking helpers costs more than they
 def _batch_helpers(files: tuple[str, ...], options, lines_of, jobs: int):
     """Helpers making the lines of v2 batches ahead of the walk (log/workers/batch_lines.py), when they
     pay: more than one core, record lines made in C (--deep-iteration, no colour, data as UTF-8),
-    and every file a segment of record batches, 4 MiB of them at least. None: files are the unit."""
+    and every file a segment of record batches (or still empty: a broker's segment just rolled), 4 MiB
+    of them at least. None: files are the unit."""
     if jobs < 2 or not hasattr(os, "fork") or not (lines_of and options.deep):
         return None
     from pathlib import Path
@@ -217,7 +218,7 @@ def _batch_helpers(files: tuple[str, ...], options, lines_of, jobs: int):
     from kafka_tools.format.kinds import FileKind, kind_of
     from kafka_tools.log.segment_facts import magic_of
 
-    if not all(kind_of(Path(f)) == FileKind.LOG and magic_of(f) == 2 for f in files):
+    if not all(kind_of(Path(f)) == FileKind.LOG and magic_of(f) in (2, None) for f in files):
         return None
     try:
         if sum(os.path.getsize(f) for f in files) < HELPERS_FROM_BYTES:

@@ -130,7 +130,7 @@ def test_dump_log_with_batch_helpers_under_load(modern_kafka):
         while time.monotonic() < grown and _largest_segment(log_dir, topics) <= 5 << 20:
             time.sleep(0.5)
         deadline = time.monotonic() + 60
-        while runs < 3 or with_helpers < 2 and time.monotonic() < deadline:
+        while runs < 3 or (with_helpers < 2 and time.monotonic() < deadline):
             files = sorted(str(f) for topic in topics for f in log_dir.glob(f"{topic}-*/*.log"))
             helpers, proc = counted_run(
                 "dump-log", "--deep-iteration", "--print-data-log", "--jobs", "2", *files
