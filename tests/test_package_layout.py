@@ -241,13 +241,17 @@ def test_the_circle_rule_catches_a_circle_behind_an_import_in_a_function(tmp_pat
     assert "kafka_tools.log.b -> kafka_tools.log.c (line 2)" in _say_circle(graph, _circles(graph)[0])
 
 
-# log/'s rooms, lowest first: what each may import of log/ besides itself. The services beside them
-# (log/*.py: dump, read, retention, replicas, repair, validate, ...) are rooms of one module each; the
-# rooms of log/ import one another in no circle (test below), and none imports upward.
+# log/'s rooms, lowest first: what each may import of log/ besides itself. A service left beside them
+# (log/validate.py) is a room of one module; the rooms of log/ import one another in no circle (test
+# below), and none imports upward.
 LOG_ROOMS: dict[str, set[str]] = {
     "files": set(),  # the partition model: the floor
-    "checks": {"files", "dump", "dump_events", "internal_records"},  # KRaft snapshots and side files dumped
+    "reads": {"files"},  # dump-log's events, read, locate, offsets-at
+    "retention": {"files"},  # the cleaners' previews and a segment's facts read cheaply
+    "checks": {"files", "reads"},  # KRaft snapshots and side files checked as dump-log reads them
     "workers": {"files", "checks"},
+    "replicas": {"files", "reads", "checks"},  # a copy's entries located, its recovery point
+    "repair": {"files", "checks"},  # the recovery plan carried out
 }
 
 
@@ -361,7 +365,7 @@ def test_the_byte_rule_catches_a_header_walk(tmp_path: Path) -> None:
 
 
 # What a renderer may not touch of format/: the C switch and the decoders. It is handed decoded
-# records, or lines made from the bytes, by log/record_writer.py (a service), and only shows them.
+# records, or lines made from the bytes, by log/reads/record_writer.py (a service), and only shows them.
 DECODE_NAMES = {
     "accel",
     "decode_records",
@@ -464,9 +468,11 @@ def test_the_doc_rule_sees_an_unlisted_package(tmp_path: Path) -> None:
     (tmp_path / "kafka_tools" / "log" / "rooms").mkdir(parents=True)
     for d in ("kafka_tools", "kafka_tools/log", "kafka_tools/log/rooms"):
         (tmp_path / d / "__init__.py").write_text("")
-    packages, files = _named_in_doc("`kafka_tools/` and `kafka_tools/log/`, see `kafka_tools/log/dump.py`")
+    packages, files = _named_in_doc(
+        "`kafka_tools/` and `kafka_tools/log/`, see `kafka_tools/log/reads/dump.py`"
+    )
     assert _packages(tmp_path / "kafka_tools") - packages == {"kafka_tools/log/rooms/"}
-    assert files == {"kafka_tools/log/dump.py"}
+    assert files == {"kafka_tools/log/reads/dump.py"}
 
 
 # -- a module over LONG lines says at its top why it is one module ----------------------------------

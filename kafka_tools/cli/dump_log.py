@@ -113,7 +113,7 @@ def dump_log(
     from kafka_tools.cli.dump_render import record_lines_of, render_file
     from kafka_tools.cli.validate import usable_cores
     from kafka_tools.format import accel
-    from kafka_tools.log.dump_events import DumpOptions
+    from kafka_tools.log.reads.dump_events import DumpOptions
     from kafka_tools.render.dump_text import DumpTextRenderer
     from kafka_tools.render.lines import LineWriter
 
@@ -216,7 +216,7 @@ def _batch_helpers(files: tuple[str, ...], options, lines_of, jobs: int):
     from pathlib import Path
 
     from kafka_tools.format.kinds import FileKind, kind_of
-    from kafka_tools.log.segment_facts import magic_of
+    from kafka_tools.log.retention.segment_facts import magic_of
 
     if not all(kind_of(Path(f)) == FileKind.LOG and magic_of(f) in (2, None) for f in files):
         return None
@@ -225,7 +225,7 @@ def _batch_helpers(files: tuple[str, ...], options, lines_of, jobs: int):
             return None
     except OSError:  # gone since: the dump says so
         return None
-    from kafka_tools.log.dump import made_lines
+    from kafka_tools.log.reads.dump import made_lines
     from kafka_tools.log.workers.batch_lines import BatchLines
 
     sys.stdout.flush()  # nothing buffered is left for a helper's copy of it

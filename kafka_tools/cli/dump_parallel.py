@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from kafka_tools.cli import pipe
 from kafka_tools.cli.dump_render import render_file
-from kafka_tools.log.dump_events import DumpOptions
+from kafka_tools.log.reads.dump_events import DumpOptions
 from kafka_tools.log.workers.children import Watch, end_children, fork_child
 from kafka_tools.log.workers.fork_heap import frozen_for_fork
 from kafka_tools.render.dump_json import DumpJsonRenderer, DumpTally

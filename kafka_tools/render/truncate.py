@@ -1,4 +1,4 @@
-"""`ktool truncate` output: each event of the run (log/truncate_service.py) as text on stdout and one
+"""`ktool truncate` output: each event of the run (log/repair/truncate_service.py) as text on stdout and one
 line on stderr, or as a JSON Lines object of the shapes render/contract.py documents (TRUNCATE_KINDS)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import TextIO
 
 from kafka_tools.format.plural import plural
 from kafka_tools.log.checks.recovery import RecoveryPlan
-from kafka_tools.log.truncate_service import (
+from kafka_tools.log.repair.truncate_service import (
     Applied,
     Interrupted,
     Planned,

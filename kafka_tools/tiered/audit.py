@@ -168,7 +168,7 @@ def audit(
 def _local_replica(path: Path, warnings: list[str]) -> LocalReplica | None:
     from kafka_tools.errors import KtoolError
     from kafka_tools.log.files.views import open_partition
-    from kafka_tools.log.locate import log_end_offset
+    from kafka_tools.log.reads.locate import log_end_offset
 
     topic_id = None
     meta = path / "partition.metadata"

@@ -23,7 +23,7 @@ import zstandard
 from kafka_tools.format.record_batch import RecordBatch
 from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.format.varint import encode_varint as zigzag
-from kafka_tools.log.dump import made_lines
+from kafka_tools.log.reads.dump import made_lines
 from kafka_tools.log.workers import batch_lines, children
 from kafka_tools.log.workers.batch_lines import BatchLines
 from kafka_tools.render.dump_json import DumpJsonRenderer

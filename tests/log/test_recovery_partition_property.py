@@ -40,9 +40,9 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from kafka_tools.log import repair
 from kafka_tools.log.checks import recovery
 from kafka_tools.log.checks.findings import ValidateOptions
+from kafka_tools.log.repair import apply as repair
 from kafka_tools.log.validate import validate_paths
 from tests.independent import FIXTURES
 from tests.log.test_recovery_property import MUTATIONS, Mutation

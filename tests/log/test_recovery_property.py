@@ -27,11 +27,11 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from kafka_tools.log import repair
 from kafka_tools.log.checks import recovery
 from kafka_tools.log.checks.findings import ValidateOptions
-from kafka_tools.log.dump import dump_file
-from kafka_tools.log.dump_events import DumpOptions, FileEnd
+from kafka_tools.log.reads.dump import dump_file
+from kafka_tools.log.reads.dump_events import DumpOptions, FileEnd
+from kafka_tools.log.repair import apply as repair
 from kafka_tools.log.validate import validate_paths
 from tests.independent import FIXTURES
 from tests.reference_recovery import recover, soundness

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from kafka_tools.cli.main import cli
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.log import repair
 from kafka_tools.log.files.dirs import read_partition
+from kafka_tools.log.repair import apply as repair
 from tests.independent import FIXTURES
 from tests.reference_recovery import recover, soundness
 from tests.support.locks import lock_held_elsewhere

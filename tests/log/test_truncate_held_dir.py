@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_tools.log import repair
+from kafka_tools.log.repair import apply as repair
 from tests.log.test_truncate_cli import tree_digest, truncate
 from tests.log.test_truncate_safety import damaged_segmented, manifests, one_line
 from tests.support.kill_points import run_killed, strace_or_unavailable, write_points

@@ -26,9 +26,9 @@ from kafka.record import MemoryRecords
 
 from kafka_tools.format.internal_topics import decode_consumer_offsets
 from kafka_tools.log.checks.findings import ValidateOptions
-from kafka_tools.log.dump import dump_file
-from kafka_tools.log.dump_events import DumpOptions, EntryEvent, FileEnd
-from kafka_tools.log.internal_records import kafka_type_name
+from kafka_tools.log.reads.dump import dump_file
+from kafka_tools.log.reads.dump_events import DumpOptions, EntryEvent, FileEnd
+from kafka_tools.log.reads.internal_records import kafka_type_name
 from kafka_tools.log.validate import validate_paths
 from kafka_tools.pipeline import ScanOptions, ScanPlan, ScanResult, plan_scan
 from kafka_tools.pipeline.local import scan_in_process

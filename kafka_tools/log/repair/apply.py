@@ -4,7 +4,7 @@ manifest, files replaced atomically, and `--undo` putting them back byte for byt
 What it never does: write through a link, or anywhere but the partition directory it planned on. Every
 file it changes, deletes or restores is a name directly in the partition directory (checked for every
 path a manifest names), opened, renamed, unlinked or created relative to that directory held open
-(log/held_dir.py: resolved once, its device and inode checked), so no rename of a path redirects it;
+(log/repair/held_dir.py: resolved once, its device and inode checked), so no rename of a path redirects it;
 a symbolic link, or a file with other hard links (a `cp -al` snapshot), is refused unless the
 operator allows links, and then it is first given a copy of its own so the other names keep their bytes.
 
@@ -44,8 +44,15 @@ from kafka_tools.keep.durable import fsync_dir, read_json, write_json
 from kafka_tools.log.checks.recovery import RecoveryPlan
 from kafka_tools.log.files.dirs import Segment
 from kafka_tools.log.files.discover import check_backup_location
-from kafka_tools.log.held_dir import MANIFEST, POINTER, POINTER_TMP, HeldDir, hold_partition, hold_recorded
-from kafka_tools.log.write_lock import write_lock
+from kafka_tools.log.repair.held_dir import (
+    MANIFEST,
+    POINTER,
+    POINTER_TMP,
+    HeldDir,
+    hold_partition,
+    hold_recorded,
+)
+from kafka_tools.log.repair.write_lock import write_lock
 
 TEMP_SUFFIX = ".ktool.cleaned"  # a broker that starts after a crash deletes `*.cleaned` files itself
 PRIVATE_SUFFIX = ".ktool-copy.cleaned"  # a link's own copy, before it replaces the link
