@@ -14,310 +14,65 @@ manifest says `applied` last. A rerun that finds its partition's `prepared` mani
 (`resume`), or says in one line to `--undo` it when the files changed since; the partition directory's
 `.ktool-truncate-pending.deleted` names the manifest meanwhile, for a rerun with another state directory.
 
-Why one module of this size: the crash-safe apply, resume and undo share the manifest's format and the
-link rules, and their order of writes, fsyncs and renames is what the safety rests on
-(tests/test_kill_points.py kills the process at each step): kept together so that order reads top to
-bottom.
+The order of writes, fsyncs and renames is what the safety rests on (tests/test_kill_points.py kills
+the process at each step): apply and resume read top to bottom here, `--undo` in log/repair/undo.py;
+the bytes they copy and hash are log/repair/file_copies.py's, the link rules log/repair/links.py's.
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
-import json
 import os
 import shutil
-import stat
 import tempfile
 import time
 from contextlib import closing
 from pathlib import Path
 
-from kafka_tools import __version__, bounded_json
-from kafka_tools.errors import FindingsError, InputError, UsageError, os_reason
+from kafka_tools import __version__
+from kafka_tools.errors import FindingsError, InputError, os_reason
 from kafka_tools.format import checkpoints, index
 from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
-from kafka_tools.format.plural import plural
 from kafka_tools.format.segment import Problem, iter_log_entries
 from kafka_tools.keep.durable import fsync_dir, read_json, write_json
 from kafka_tools.log.checks.recovery import RecoveryPlan
 from kafka_tools.log.files.dirs import Segment
 from kafka_tools.log.files.discover import check_backup_location
+from kafka_tools.log.repair.file_copies import (
+    NEW_FILE,
+    TEMP_SUFFIX,
+    back_up_range,
+    copy_fd,
+    give_owner,
+    open_read,
+    owner,
+    sha256_fd,
+    sha256_file,
+    sha256_held,
+    write_atomic,
+)
 from kafka_tools.log.repair.held_dir import (
     MANIFEST,
     POINTER,
     POINTER_TMP,
     HeldDir,
     hold_partition,
-    hold_recorded,
 )
-from kafka_tools.log.repair.write_lock import write_lock
+from kafka_tools.log.repair.links import check_links, confined, link_of, link_refusal
+from kafka_tools.log.repair.pointer import drop_pointer, pointed_manifest, write_pointer
+from kafka_tools.log.repair.rebuilt_indexes import build_indexes
 
-TEMP_SUFFIX = ".ktool.cleaned"  # a broker that starts after a crash deletes `*.cleaned` files itself
 PRIVATE_SUFFIX = ".ktool-copy.cleaned"  # a link's own copy, before it replaces the link
 STAGING_SUFFIX = ".ktool-staging"  # a backup directory being written, in the backup root
-_COPY_CHUNK = 1 << 20
-
-
-# -- index rebuilding -------------------------------------------------------------------------------------
-
-
-def build_indexes(seg: Segment, keep_bytes: int, interval: int) -> tuple[bytes, bytes]:
-    """The `.index` and `.timeindex` bytes LogSegment.recover writes for the first `keep_bytes` of a
-    segment: an entry after every `interval` bytes naming the batch's last offset (KAFKA-7487), the time
-    index following the largest timestamp so far, plus its final entry as a closed segment has."""
-    base = seg.base_offset
-    offsets = bytearray()
-    times = bytearray()
-    valid = 0
-    last_entry_at = 0
-    max_ts, max_ts_offset = -1, base
-    last_time = (-1, base)
-    if kind_of(seg.log) == FileKind.KAFKA07:
-        return b"", b""  # Kafka 0.7 kept no such indexes
-    for entry in iter_log_entries(seg.log, end=keep_bytes):
-        if isinstance(entry, Problem):
-            break
-        ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
-        if ts > max_ts:
-            max_ts, max_ts_offset = ts, entry.last_offset
-        if valid - last_entry_at > interval:
-            offsets += index.OFFSET_INDEX_ENTRY.pack(entry.last_offset - base, valid)
-            if max_ts > last_time[0]:
-                times += index.TIME_INDEX_ENTRY.pack(max_ts, max_ts_offset - base)
-                last_time = (max_ts, max_ts_offset)
-            last_entry_at = valid
-        valid += entry.entry_size
-    if max_ts > last_time[0]:
-        times += index.TIME_INDEX_ENTRY.pack(max_ts, max_ts_offset - base)
-    return bytes(offsets), bytes(times)
-
-
-# -- the files a plan touches: inside the partition directory, no links ------------------------------------
-
-
-def confined(partition: Path, path: Path) -> Path:
-    """`path` when it names a file directly in `partition` (by name: `..`, other directories and other
-    partitions are refused); InputError otherwise. Every path a plan or a manifest names passes here
-    before it is touched (and is then touched by its name, relative to the held directory)."""
-    if path.parent != partition or path.name in ("", ".", "..") or not path.is_absolute():
-        raise InputError(
-            f"{path}: not a file of the partition directory {partition}; ktool changes nothing outside it"
-        )
-    return path
-
-
-def plan_files(plan: RecoveryPlan) -> list[Path]:
-    """Every existing file the plan cuts, rewrites or deletes."""
-    files: list[Path] = []
-    if plan.cut is not None:
-        files.append(plan.cut.segment.log)
-        if plan.cut.segment.txn_index is not None and plan.new_log_end is not None:
-            files.append(plan.cut.segment.txn_index)
-    for seg in plan.deleted_segments:
-        files += [f for f in (seg.log, seg.offset_index, seg.time_index, seg.txn_index) if f is not None]
-    for seg, _ in plan.rebuild_indexes:
-        files += [f for f in (seg.offset_index, seg.time_index) if f is not None]
-    files += [p for p, _ in plan.deleted_snapshots]
-    if plan.epoch_checkpoint_keep is not None and plan.partition.leader_epoch_checkpoint is not None:
-        files.append(plan.partition.leader_epoch_checkpoint)
-    return files
-
-
-def check_links(plan: RecoveryPlan, held: HeldDir, allow_links: bool = False) -> None:
-    """InputError (exit 3, one line) for the first file the plan would change that lies outside the
-    partition directory, is a symbolic link, or has other hard links, unless `allow_links`."""
-    for f in plan_files(plan):
-        path = confined(held.path, held.shown(f))
-        link = _link_of(held, path.name)
-        if link is not None and not allow_links:
-            raise InputError(_link_refusal(path, link))
-
-
-def _link_of(held: HeldDir, name: str) -> str | None:
-    """`symlink:TARGET` for a symbolic link, `hardlink` for a file with other names, None otherwise."""
-    st = held.lstat(name)
-    if st is None:
-        return None
-    if stat.S_ISLNK(st.st_mode):
-        return f"symlink:{held.readlink(name)}"
-    if st.st_nlink > 1:
-        return "hardlink"
-    return None
-
-
-def _link_refusal(path: Path, link: str) -> str:
-    if link.startswith("symlink:"):
-        return (
-            f"{path}: a symbolic link (to {link[len('symlink:') :]}); ktool truncate changes files of the "
-            "partition directory only, never through a link (--allow-links replaces the link by a copy)"
-        )
-    return (
-        f"{path}: has other names (hard links, e.g. a `cp -al` snapshot) that changing it in place would "
-        "change too (--allow-links gives it a copy of its own first)"
-    )
 
 
 # -- applying, with a backup and a manifest ----------------------------------------------------------------
 
 
-def _sha256_fd(fd: int, limit: int | None = None) -> str:
-    h = hashlib.sha256()
-    pos = 0
-    while limit is None or pos < limit:
-        chunk = os.pread(fd, _COPY_CHUNK if limit is None else min(_COPY_CHUNK, limit - pos), pos)
-        if not chunk:
-            break
-        h.update(chunk)
-        pos += len(chunk)
-    return h.hexdigest()
-
-
-def _sha256_file(path: Path, limit: int | None = None) -> str:
-    """A file of the backup directory (or a link's target), by path."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        return _sha256_fd(fd, limit)
-    finally:
-        os.close(fd)
-
-
-def _sha256_held(held: HeldDir, name: str, limit: int | None = None) -> str:
-    fd = _open_read(held, name)
-    try:
-        return _sha256_fd(fd, limit)
-    finally:
-        os.close(fd)
-
-
-def _open_read(held: HeldDir, name: str) -> int:
-    """A file of the held directory opened for reading; a symbolic link there is read through (its
-    bytes are what a manifest keeps; nothing is ever written through it)."""
-    return os.open(name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=held.fd)
-
-
-def _copy_fd(src: int, dst: int, start: int = 0, length: int | None = None) -> str:
-    """Bytes [start, start+length) of src appended to dst, fsynced; their sha256."""
-    h = hashlib.sha256()
-    pos, end = start, None if length is None else start + length
-    while end is None or pos < end:
-        chunk = os.pread(src, _COPY_CHUNK if end is None else min(_COPY_CHUNK, end - pos), pos)
-        if not chunk:
-            break
-        h.update(chunk)
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(dst, view) :]
-        pos += len(chunk)
-    os.fsync(dst)
-    return h.hexdigest()
-
-
-_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _back_up_range(held: HeldDir, name: str, dst: Path, start: int = 0, length: int | None = None) -> str:
-    """Bytes of the held directory's file `name` copied into a new file dst of the backup (never an
-    existing one, never through a link), fsynced; their sha256."""
-    src = _open_read(held, name)
-    try:
-        out = os.open(dst, _NEW, 0o600)
-        try:
-            return _copy_fd(src, out, start, length)
-        finally:
-            os.close(out)
-    finally:
-        os.close(src)
-
-
-def _owner(held: HeldDir, name: str) -> dict:
-    """Mode, owner and group of a file (through a link: the file's), as manifests record them."""
-    st = held.stat(name)
-    return {"mode": stat.S_IMODE(st.st_mode), "uid": st.st_uid, "gid": st.st_gid}
-
-
-def _give_owner(fd: int, a: dict) -> None:
-    """The mode, owner and group an action recorded, on a file ktool wrote (a broker running as its
-    own user must still open it read-write). Old manifests recorded none: the file keeps its own."""
-    if "uid" in a and (os.fstat(fd).st_uid, os.fstat(fd).st_gid) != (a["uid"], a["gid"]):
-        try:
-            os.fchown(fd, a["uid"], a["gid"])
-        except PermissionError:
-            pass  # not root: the file is ours, as every other file this user could have written
-    if "mode" in a:
-        os.fchmod(fd, a["mode"])
-
-
-def _write_atomic(held: HeldDir, name: str, data: bytes, a: dict) -> None:
-    """`name` replaced by a file holding `data` with the action's owner and mode: written beside it
-    under a temporary name, fsynced, renamed over it (a link at `name` is replaced, not followed)."""
-    tmp = name + TEMP_SUFFIX
-    held.unlink(tmp, missing_ok=True)
-    fd = held.open(tmp, _NEW)
-    with open(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        _give_owner(f.fileno(), a)
-        os.fsync(f.fileno())
-    held.replace(tmp, name)
-
-
-def _write_manifest(backup: Path, manifest: dict) -> None:
+def write_manifest(backup: Path, manifest: dict) -> None:
     write_json(backup / MANIFEST, manifest)
-
-
-# -- the pointer in the partition directory: an unfinished repair found whatever the state directory ------
-_POINTER_MAX = 1 << 16
-
-
-def _write_pointer(held: HeldDir, manifest_path: Path) -> None:
-    held.unlink(POINTER_TMP, missing_ok=True)
-    fd = held.open(POINTER_TMP, _NEW)
-    with open(fd, "wb") as f:
-        f.write(json.dumps({"format": 1, "manifest": str(manifest_path)}).encode() + b"\n")
-        f.flush()
-        os.fsync(f.fileno())
-    held.replace(POINTER_TMP, POINTER)
-    held.fsync()
-
-
-def pointed_manifest(held: HeldDir) -> Path | None:
-    """The manifest the partition directory's pointer names (None: no pointer); InputError (exit 3,
-    one line) for a pointer that is not one."""
-    try:
-        fd = held.open(POINTER, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise InputError(f"{held.shown(POINTER)}: cannot read: {os_reason(exc)}") from None
-    try:
-        raw = os.read(fd, _POINTER_MAX + 1)
-    finally:
-        os.close(fd)
-    try:
-        doc = bounded_json.loads(raw) if len(raw) <= _POINTER_MAX else None
-    except ValueError:
-        doc = None
-    target = doc.get("manifest") if isinstance(doc, dict) else None
-    if not isinstance(target, str) or not os.path.isabs(target):
-        raise InputError(
-            f"{held.shown(POINTER)}: not a ktool truncate pointer; remove it if no repair is unfinished"
-        )
-    return Path(target)
-
-
-def drop_pointer(held: HeldDir, manifest_path: Path | None = None) -> None:
-    """The pointer removed (when it names `manifest_path`, if given): its repair is finished or undone."""
-    try:
-        named = pointed_manifest(held)
-    except InputError:
-        named = None
-    if named is None and held.exists(POINTER) and manifest_path is not None:
-        return
-    if manifest_path is None or named == manifest_path:
-        held.unlink(POINTER, missing_ok=True)
-        held.fsync()
 
 
 def _staging_prefix(partition: Path) -> str:
@@ -341,7 +96,7 @@ def apply_plan(
     partition = held.path
     check_backup_location(backup_root)
     check_links(plan, held, allow_links)
-    if plan.cut is not None and _size(held, plan.cut.segment.log.name) != plan.cut.size:
+    if plan.cut is not None and file_size(held, plan.cut.segment.log.name) != plan.cut.size:
         raise InputError(f"{plan.cut.segment.log}: changed since it was planned; run ktool truncate again")
     try:
         backup_root.mkdir(parents=True, exist_ok=True)
@@ -366,7 +121,7 @@ def apply_plan(
             "state": "prepared",
             "actions": actions,
         }
-        _write_manifest(staging, manifest)
+        write_manifest(staging, manifest)
         backup = _publish(staging, backup_root, part.name)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
@@ -379,7 +134,7 @@ def apply_plan(
         raise
     try:
         held.check_in_place()  # the last moment before the first change: the manifest names this path
-        _write_pointer(held, backup / MANIFEST)
+        write_pointer(held, backup / MANIFEST)
         _finish(backup / MANIFEST, manifest, held, verify=False)
     except OSError as exc:  # the log dir's disk full or failing, half way: the manifest says what is left
         raise InputError(
@@ -389,7 +144,7 @@ def apply_plan(
     return backup
 
 
-def _size(held: HeldDir, name: str) -> int | None:
+def file_size(held: HeldDir, name: str) -> int | None:
     try:
         return held.stat(name).st_size
     except FileNotFoundError:
@@ -423,7 +178,7 @@ def _back_up(plan: RecoveryPlan, held: HeldDir, backup: Path) -> list[dict]:
     if plan.cut is not None:
         log = named(plan.cut.segment.log)
         name = f"tail-{log.name}"
-        sha_tail = _back_up_range(held, log.name, backup / name, plan.cut.keep_bytes)
+        sha_tail = back_up_range(held, log.name, backup / name, plan.cut.keep_bytes)
         actions.append(
             {
                 "action": "truncate",
@@ -432,10 +187,10 @@ def _back_up(plan: RecoveryPlan, held: HeldDir, backup: Path) -> list[dict]:
                 "newSize": plan.cut.keep_bytes,
                 "backup": name,
                 "backupSha256": sha_tail,
-                "keptSha256": _sha256_held(held, log.name, plan.cut.keep_bytes),
-                "originalSha256": _sha256_held(held, log.name),
+                "keptSha256": sha256_held(held, log.name, plan.cut.keep_bytes),
+                "originalSha256": sha256_held(held, log.name),
                 "reason": plan.cut.reason,
-                **_owner(held, log.name),
+                **owner(held, log.name),
                 **_link(held, log.name),
             }
         )
@@ -458,7 +213,7 @@ def _back_up(plan: RecoveryPlan, held: HeldDir, backup: Path) -> list[dict]:
             action = (
                 _whole_file_backup("rewrite", held, path, backup)
                 if held.exists(path.name)
-                else {"action": "create", "file": str(path), **_owner(held, seg.log.name)}  # as its segment
+                else {"action": "create", "file": str(path), **owner(held, seg.log.name)}  # as its segment
             )
             action["reason"] = why
             action["newContentHex"] = data.hex()
@@ -499,20 +254,20 @@ def _back_up(plan: RecoveryPlan, held: HeldDir, backup: Path) -> list[dict]:
 
 
 def _link(held: HeldDir, name: str) -> dict:
-    link = _link_of(held, name)
+    link = link_of(held, name)
     return {} if link is None else {"link": link}
 
 
 def _whole_file_backup(kind: str, held: HeldDir, path: Path, backup: Path) -> dict:
     name = f"{held.path.name}--{path.name}"
-    sha = _back_up_range(held, path.name, backup / name)
+    sha = back_up_range(held, path.name, backup / name)
     return {
         "action": kind,
         "file": str(path),
         "size": held.stat(path.name).st_size,
         "backup": name,
         "originalSha256": sha,
-        **_owner(held, path.name),
+        **owner(held, path.name),
         **_link(held, path.name),
     }
 
@@ -522,8 +277,8 @@ def _salvage(held: HeldDir, log_name: str, positions: list[int], backup: Path) -
     name = f"salvaged-{log_name}"
     log = held.via(log_name)
     count = 0
-    fd = os.open(backup / name, _NEW, 0o600)
-    src = _open_read(held, log_name)
+    fd = os.open(backup / name, NEW_FILE, 0o600)
+    src = open_read(held, log_name)
     with open(fd, "wb") as out:
         try:
             walk = (
@@ -542,7 +297,7 @@ def _salvage(held: HeldDir, log_name: str, positions: list[int], backup: Path) -
             os.close(src)
         out.flush()
         os.fsync(out.fileno())
-    return {"file": name, "entries": count, "sha256": _sha256_file(backup / name)}
+    return {"file": name, "entries": count, "sha256": sha256_file(backup / name)}
 
 
 class Unfinishable(FindingsError):
@@ -556,7 +311,7 @@ def _apply_actions(partition: Path, actions: list[dict], verify: bool = False, *
         for a in actions:
             _apply_action(held, partition, a, verify)
     finally:
-        _remove_leftovers(held)
+        remove_leftovers(held)
     held.fsync()
 
 
@@ -570,14 +325,17 @@ def _apply_action(held: HeldDir, partition: Path, a: dict, verify: bool) -> None
     elif kind in ("rewrite", "create"):
         new = bytes.fromhex(a["newContentHex"])
         if verify and kind == "rewrite" and held.exists(name):
-            if _size(held, name) == len(new) and _sha256_held(held, name) == hashlib.sha256(new).hexdigest():
+            if (
+                file_size(held, name) == len(new)
+                and sha256_held(held, name) == hashlib.sha256(new).hexdigest()
+            ):
                 return
-            if _sha256_held(held, name) != a["originalSha256"]:
+            if sha256_held(held, name) != a["originalSha256"]:
                 raise Unfinishable(f"{path}: changed since")
-        _write_atomic(held, name, new, a)
+        write_atomic(held, name, new, a)
     elif kind == "delete":
         if verify and held.exists(name) and a.get("link") is None:
-            if _sha256_held(held, name) != a["originalSha256"]:
+            if sha256_held(held, name) != a["originalSha256"]:
                 raise Unfinishable(f"{path}: changed since")
         held.unlink(name, missing_ok=True)  # a link: only the name in the partition directory goes
 
@@ -585,20 +343,20 @@ def _apply_action(held: HeldDir, partition: Path, a: dict, verify: bool) -> None
 def _check_link(held: HeldDir, path: Path, a: dict) -> None:
     """A link a manifest did not allow is refused; one it allowed gets a copy of its own first (its
     target and its other names keep their bytes)."""
-    link = _link_of(held, path.name)
+    link = link_of(held, path.name)
     if link is None:
         return
     if a.get("link") is None:
-        raise InputError(_link_refusal(path, link))
+        raise InputError(link_refusal(path, link))
     if a["action"] == "truncate":  # a rewrite or a delete replaces or removes the name only
         copy = path.name + PRIVATE_SUFFIX
         held.unlink(copy, missing_ok=True)
-        src = _open_read(held, path.name)
+        src = open_read(held, path.name)
         try:
-            out = held.open(copy, _NEW)
+            out = held.open(copy, NEW_FILE)
             try:
-                _copy_fd(src, out)
-                _give_owner(out, a)
+                copy_fd(src, out)
+                give_owner(out, a)
             finally:
                 os.close(out)
         finally:
@@ -612,7 +370,7 @@ def _cut(held: HeldDir, path: Path, a: dict, verify: bool) -> None:
         size = os.fstat(fd).st_size
         if size == a["newSize"]:
             return
-        if verify and (size < a["newSize"] or _sha256_fd(fd, a["newSize"]) != a["keptSha256"]):
+        if verify and (size < a["newSize"] or sha256_fd(fd, a["newSize"]) != a["keptSha256"]):
             raise Unfinishable(f"{path}: changed since")
         os.ftruncate(fd, a["newSize"])
         os.fsync(fd)
@@ -620,7 +378,7 @@ def _cut(held: HeldDir, path: Path, a: dict, verify: bool) -> None:
         os.close(fd)
 
 
-def _remove_leftovers(held: HeldDir) -> None:
+def remove_leftovers(held: HeldDir) -> None:
     """ktool's temporary files in the partition directory (a crash's, or this run's on an error)."""
     for name in held.names():
         if name.endswith((TEMP_SUFFIX, PRIVATE_SUFFIX)) or name == POINTER_TMP:
@@ -628,9 +386,9 @@ def _remove_leftovers(held: HeldDir) -> None:
 
 
 def _finish(manifest_path: Path, manifest: dict, held: HeldDir, verify: bool) -> None:
-    _apply_actions(_manifest_partition(manifest), manifest["actions"], verify=verify, held=held)
+    _apply_actions(manifest_partition(manifest), manifest["actions"], verify=verify, held=held)
     manifest["state"] = "applied"
-    _write_manifest(manifest_path.parent, manifest)
+    write_manifest(manifest_path.parent, manifest)
     drop_pointer(held, manifest_path)
 
 
@@ -677,7 +435,7 @@ def resume(manifest_path: Path, held: HeldDir) -> None:
     (exit 1, one line saying to `--undo` it) when a file it names holds neither its old nor its new
     bytes."""
     manifest = read_json(manifest_path, "truncate manifest", "actions")
-    partition = _manifest_partition(manifest)
+    partition = manifest_partition(manifest)
     try:
         if not _same_partition(manifest, held):
             raise InputError(f"{held.path}: not the directory the manifest names")
@@ -686,142 +444,16 @@ def resume(manifest_path: Path, held: HeldDir) -> None:
         held.check_in_place()
         _finish(manifest_path, manifest, held, verify=True)
     except (Unfinishable, InputError) as exc:  # changed since, or a link made since
-        _remove_leftovers(held)
+        remove_leftovers(held)
         raise Unfinishable(
             f"{partition.name}: the repair in {manifest_path} was interrupted and cannot be finished "
             f"({exc}); put the files back first: ktool truncate --undo {manifest_path}"
         ) from None
 
 
-def _manifest_partition(manifest: dict) -> Path:
+def manifest_partition(manifest: dict) -> Path:
     raw = manifest.get("partition")
     partition = Path(raw) if isinstance(raw, str) else None
     if partition is None or not partition.is_absolute() or str(partition) != os.path.normpath(raw):
         raise InputError(f"{raw}: not a partition directory a manifest may name")
     return partition
-
-
-def manifest_of(given: Path) -> Path:
-    """The manifest `--undo` names: the file itself or its backup directory, by any path (relative,
-    through links), made absolute as the kernel resolves it."""
-    path = Path(os.path.realpath(given))
-    return path / MANIFEST if path.is_dir() else path
-
-
-def undo_targets(manifest_path: Path) -> list[Path]:
-    """The partition directory a manifest restores (for asking its log dir's lock first)."""
-    manifest_path = manifest_of(manifest_path)
-    if not manifest_path.is_file():
-        return []
-    try:
-        return [Path(read_json(manifest_path, "truncate manifest", "actions")["partition"])]
-    except (KeyError, TypeError, ValueError, UsageError, InputError):
-        return []  # `undo` itself says what is wrong with the manifest
-
-
-def undo(manifest_path: Path) -> list[str]:
-    """Restore every file a manifest names to its state before `ktool truncate`, checked by sha256.
-    Every path it names is checked to lie in its partition directory (and every backup in the backup
-    directory) before any file is touched; the partition directory is opened once, checked to be the
-    one the repair changed (device and inode), and every file restored relative to it."""
-    manifest_path = manifest_of(manifest_path)
-    manifest = read_json(manifest_path, "truncate manifest", "actions")
-    backup = manifest_path.parent
-    partition = _manifest_partition(manifest)
-    if manifest.get("state") == "undone":
-        # Undoing twice must change nothing: the files may have moved on since (a broker ran).
-        return [f"already undone: {manifest_path}; nothing changed"]
-    for a in manifest["actions"]:
-        confined(partition, Path(a["file"]))
-        if "backup" in a:
-            confined(backup, backup / a["backup"])
-    with closing(hold_recorded(partition, manifest.get("device"), manifest.get("inode"))) as held:
-        for a in manifest["actions"]:
-            path = Path(a["file"])
-            link = _link_of(held, path.name)
-            if a["action"] == "truncate" and link is not None and link != a.get("link"):
-                # restored in place: a link made since the repair is not written through
-                raise InputError(_link_refusal(path, link))
-        done: list[str] = []
-        with write_lock(held.path.parent, "ktool truncate --undo"):
-            for a in reversed(manifest["actions"]):
-                done.append(_undo_action(held, a, backup))
-            _remove_leftovers(held)
-            held.fsync()
-            manifest["state"] = "undone"
-            _write_manifest(backup, manifest)
-            drop_pointer(held, manifest_path)
-    return done
-
-
-def _undo_action(held: HeldDir, a: dict, backup: Path) -> str:
-    path = Path(a["file"])
-    name = path.name
-    kind = a["action"]
-    if kind == "create":
-        if not held.exists(name):
-            return f"{path} already absent"
-        held.unlink(name)
-        return f"removed {path}"
-    link = a.get("link") or ""
-    if link.startswith("symlink:"):
-        target = link[len("symlink:") :]
-        st = held.lstat(name)
-        if st is not None and stat.S_ISLNK(st.st_mode) and held.readlink(name) == target:
-            return f"{path} already as before"
-        # ktool never wrote through the link: its target still holds the old bytes
-        where = Path(os.path.join(f"/proc/self/fd/{held.fd}", target))  # relative to the held directory
-        if os.path.exists(where) and _sha256_file(where) == a["originalSha256"]:
-            tmp = name + TEMP_SUFFIX
-            held.unlink(tmp, missing_ok=True)
-            held.symlink(target, tmp)
-            held.replace(tmp, name)
-            return f"restored the link {path} -> {target}"
-    if kind == "truncate":
-        if (
-            held.exists(name)
-            and _size(held, name) == a["originalSize"]
-            and _sha256_held(held, name) == a["originalSha256"]
-        ):
-            return f"{path} already whole"
-        if _sha256_held(held, name, a["newSize"]) != a["keptSha256"]:
-            raise FindingsError(f"{path}: changed since ktool truncated it; not restoring over it")
-        fd = held.open(name, os.O_RDWR)
-        try:
-            tail = os.open(backup / a["backup"], os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.ftruncate(fd, a["newSize"])
-                os.lseek(fd, a["newSize"], os.SEEK_SET)
-                _copy_fd(tail, fd)
-            finally:
-                os.close(tail)
-            restored = _sha256_fd(fd)
-        finally:
-            os.close(fd)
-        if restored != a["originalSha256"]:
-            raise FindingsError(f"{path}: restored bytes do not match the original sha256")
-        return f"restored {plural(a['originalSize'] - a['newSize'], 'byte')} to {path}"
-    # delete / rewrite: the whole file is in the backup
-    st = held.lstat(name)
-    if st is not None and not stat.S_ISLNK(st.st_mode) and _sha256_held(held, name) == a["originalSha256"]:
-        return f"{path} already as before"
-    tmp = name + TEMP_SUFFIX
-    held.unlink(tmp, missing_ok=True)
-    src = os.open(backup / a["backup"], os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        fd = held.open(tmp, _NEW)
-        try:
-            sha = _copy_fd(src, fd)
-            if sha != a["originalSha256"]:
-                held.unlink(tmp)
-                raise FindingsError(
-                    f"{backup / a['backup']}: backup does not match its sha256; not restoring"
-                )
-            _give_owner(fd, a)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    finally:
-        os.close(src)
-    held.replace(tmp, name)
-    return f"restored {path}"

@@ -214,7 +214,7 @@ Event = Planned | Refused | Unreadable | Applied | Resumed | Interrupted | Summa
 def undo_run(manifest: Path) -> Iterator[Undone | UndoSummary]:
     """`ktool truncate --undo MANIFEST` (the manifest or its backup directory): restore every file a run
     changed; refused (exit 3) while a broker holds a log dir it would change."""
-    from kafka_tools.log.repair.apply import manifest_of, undo, undo_targets
+    from kafka_tools.log.repair.undo import manifest_of, undo, undo_targets
 
     manifest = manifest_of(manifest)
     refuse_if_live(undo_targets(manifest), "ktool truncate --undo")
@@ -330,7 +330,7 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
         if plan.is_noop:
             continue
         if dry_run:  # and a link the real run would refuse is said as it would say it
-            from kafka_tools.log.repair.apply import check_links
+            from kafka_tools.log.repair.links import check_links
 
             try:
                 with closing(held.reopened(request.follow_dir_links)) as again:
@@ -368,7 +368,8 @@ def _finish_interrupted(
     """A run of this partition that was interrupted (its manifest still `prepared`, found in the backup
     directory or through the partition directory's pointer) is finished first, and the partition read
     again (returned); FindingsError (exit 1, naming the `--undo`) when it cannot be."""
-    from kafka_tools.log.repair.apply import drop_pointer, interrupted, resume
+    from kafka_tools.log.repair.apply import interrupted, resume
+    from kafka_tools.log.repair.pointer import drop_pointer
 
     pending = interrupted(backup_dir, held)
     if not pending:
