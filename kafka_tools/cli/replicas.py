@@ -86,7 +86,7 @@ def diff(
       3  a replica could not be read (missing, damaged where it must be read)
     """
     from kafka_tools.log.replicas.diff import diff_replicas, lost_record_events
-    from kafka_tools.render.contract import note_object
+    from kafka_tools.render.json_kinds import note_object
     from kafka_tools.render.json_lines import emit_all
     from kafka_tools.render.lines import wants_colour
 

@@ -23,8 +23,8 @@ from kafka_tools.log.reads.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.log.reads.record_writer import RecordWriter
-from kafka_tools.render.contract import note_object
 from kafka_tools.render.dump_text import write_utf8
+from kafka_tools.render.json_kinds import note_object
 from kafka_tools.render.values import decode_json
 
 

@@ -10,7 +10,7 @@ from kafka_tools.errors import KtoolError
 from kafka_tools.format.checkpoints import EpochEntry
 from kafka_tools.format.plural import plural
 from kafka_tools.log.replicas.diff import DivergentRange, PairDiff, RangeStats, ReplicasReport, Truncation
-from kafka_tools.render.contract import error_object
+from kafka_tools.render.json_kinds import error_object
 from kafka_tools.render.tables import TextTable, make_console
 
 
