@@ -2,8 +2,9 @@
 of both protocols: KIP-848 consumer groups (`group.protocol=consumer`) and classic cooperative-sticky
 groups. A member joins, a member is SIGKILLed (its session times out), partitions are added; the watch
 tells each change once, in order, with the owners the consumers themselves report in their assignment
-callbacks (tests/support/group_member.py), and `--until-stable` exits 0 only after every consumer has
-its final assignment.
+callbacks (tests/support/group_member.py, and a Java consumer of kafka-clients with
+group.protocol=consumer: tests/support/kafka_modern/clients/GroupMember.java), and `--until-stable`
+exits 0 only after every consumer has its final assignment.
 
 One cluster for the module, with short sessions so that a killed member leaves in seconds: the broker's
 group.consumer.session.timeout.ms (KIP-848 consumers cannot set theirs) and classic members' own
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_ktool
-from tests.support.modern import ModernCluster, create_topic
+from tests.support.modern import ModernCluster, classpath, create_topic
 from tests.support.servers import kafka_commit
 from tests.support.watch import WatchProcess
 
@@ -49,13 +50,29 @@ def cluster(kafka4_release, tmp_path_factory):
         yield started
 
 
-class Member:
-    """tests/support/group_member.py as a process; its callbacks read on a thread."""
+JAVA_MEMBER = ROOT / "tests" / "support" / "kafka_modern" / "clients" / "GroupMember.java"
 
-    def __init__(self, cluster, group: str, topic: str, protocol: str, client_id: str) -> None:
+
+@pytest.fixture(scope="module")
+def java_member(cluster, tmp_path_factory) -> list[str]:
+    """The command that runs GroupMember.java (kafka-clients of the cluster's release), compiled once."""
+    out = tmp_path_factory.mktemp("java-member")
+    libs = classpath(cluster.release)
+    javac = ["javac", "-nowarn", "-cp", libs, "-d", str(out), str(JAVA_MEMBER)]
+    subprocess.run(javac, check=True, timeout=300, capture_output=True)
+    return ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{out}:{libs}", "GroupMember"]
+
+
+class Member:
+    """A consumer as a process (tests/support/group_member.py, or GroupMember.java when `java` is its
+    command); its callbacks read on a thread (a line that is not JSON, a Java client's log, skipped)."""
+
+    def __init__(
+        self, cluster, group: str, topic: str, protocol: str, client_id: str, java: list[str] | None = None
+    ) -> None:
+        command = java or [sys.executable, "-m", "tests.support.group_member"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.group_member", cluster.bootstrap, group, topic, protocol,
-             client_id],
+            [*command, cluster.bootstrap, group, topic, protocol, client_id],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )  # fmt: skip
@@ -66,6 +83,8 @@ class Member:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            if not line.startswith("{"):
+                continue
             entry = json.loads(line)
             self.id = entry["member"]
             self.log.append(entry)
@@ -112,19 +131,24 @@ def _changes(owners: list[str | None]) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("protocol", ["consumer", "classic"])
-def test_watch_tells_join_kill_and_new_partitions_as_the_consumers_see_them(cluster, protocol):
+@pytest.mark.parametrize(
+    ("protocol", "client"), [("consumer", "librdkafka"), ("classic", "librdkafka"), ("consumer", "java")]
+)
+def test_watch_tells_join_kill_and_new_partitions_as_the_consumers_see_them(
+    cluster, protocol, client, request
+):
+    java = request.getfixturevalue("java_member") if client == "java" else None
     topic, group = f"watched-{uuid.uuid4().hex[:8]}", f"w-{protocol}-{uuid.uuid4().hex[:6]}"
     create_topic(cluster, topic, partitions=4)
     members: list[Member] = []
     try:
-        a = Member(cluster, group, topic, protocol, "a")
+        a = Member(cluster, group, topic, protocol, "a", java)
         members.append(a)
         _until("a's assignment", lambda: len(a.owned()) == 4)
         with WatchProcess(group, "--bootstrap-server", cluster.bootstrap, "--json", "--interval", "0.5",
                           "--lag-interval", "3600") as watch:  # fmt: skip
             watch.event("member-joined", timeout=60, member=a.id, initial=True)
-            b = Member(cluster, group, topic, protocol, "b")
+            b = Member(cluster, group, topic, protocol, "b", java)
             members.append(b)
             _until("b's member id", lambda: b.id is not None or b.proc.poll() is not None)
             joined = watch.expect("b joining", lambda e: e.get("event") == "member-joined"
