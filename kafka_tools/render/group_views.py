@@ -7,7 +7,16 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from kafka_tools.consumers.groups import GroupDescription
-from kafka_tools.render.groups import _console, _emit, _s, _table
+from kafka_tools.render.json_lines import emit as _emit
+from kafka_tools.render.tables import TextTable, make_console
+
+
+def _s(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _table(colour: bool, columns: list[str], right: set[str]) -> TextTable:
+    return TextTable(columns, colour, right=tuple(right))
 
 
 def assignment_text(partitions: list[tuple[str, int]] | None) -> str:
@@ -96,7 +105,7 @@ def render_members(desc: GroupDescription, out: TextIO, colour: bool, as_json: b
                 assignment_text(row["targetAssignment"]),
             ]
         table.add_row(*cells)
-    console = _console(out, colour)
+    console = make_console(out, colour)
     console.print(table)
     if not rows:
         console.print(f"note: group {desc.group} has no active members", markup=False)
@@ -132,4 +141,4 @@ def render_state(desc: GroupDescription, out: TextIO, colour: bool, as_json: boo
     if verbose:
         cells += [_s(fields["groupEpoch"]), _s(fields["assignmentEpoch"])]
     table.add_row(*cells, str(members))
-    _console(out, colour).print(table)
+    make_console(out, colour).print(table)
