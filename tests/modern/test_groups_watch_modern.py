@@ -240,3 +240,22 @@ def test_an_unreachable_broker_is_one_line_and_exit_3(tmp_path):
     assert result.stderr.splitlines() == [
         f"ktool: broker 127.0.0.1:{port}: connection refused (is a broker listening there?)"
     ]
+
+
+def test_watch_all_follows_every_classic_and_consumer_group_the_brokers_list(cluster):
+    topic, group = f"all-{uuid.uuid4().hex[:8]}", f"all-{uuid.uuid4().hex[:6]}"
+    create_topic(cluster, topic, partitions=2)
+    member = Member(cluster, group, topic, "consumer", "all-a")
+    try:
+        _until("the member's assignment", lambda: len(member.owned()) == 2)
+        result = run_ktool(
+            "groups", "watch", "--all", "--once", "--json", "--bootstrap-server", cluster.bootstrap
+        )
+    finally:
+        member.kill()
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    appeared = {e["group"] for e in events if e.get("event") == "group-appeared"}
+    assert {group, "warm-up"} <= appeared
+    state = next(e for e in events if e.get("event") == "group-state" and e["group"] == group)
+    assert state["stable"] is True and state["members"] == [member.id] and state["owned"] == 2
