@@ -65,9 +65,10 @@ python3 -m pip install -q -e '.[fuzz]' || echo "tests/run.sh: atheris did not in
 # the modern brokers' jars, once (a second run finds them in the cache and fetches nothing)
 python3 -m tests.support.modern || missing "the Kafka jars above could not be fetched"
 
-# Two lanes at once, one a core: the tests with real servers or Spark (mostly waiting on a JVM) and the
-# rest. Each lane's log is printed whole when both are done, the slowest 30 tests of each named (where CI
-# time goes), then one closing line for the two.
+# Three lanes at once: the tests on a Kafka 3.9 or 4.x broker, the other real-server and Spark tests
+# (Kafka 0.9, ZooKeeper, Spark clusters), and the rest. The two server lanes mostly wait on a JVM, so
+# they share a core; the offline lane has the other. Each lane's log is printed whole when all are done,
+# the slowest 30 tests of each named (where CI time goes), then one closing line for them all.
 lanes=$(mktemp -d)
 lane() {  # lane NAME MARKER-EXPRESSION [pytest args]
   local name=$1 expr=$2
@@ -77,12 +78,13 @@ lane() {  # lane NAME MARKER-EXPRESSION [pytest args]
     >"$lanes/$name.log" 2>&1
   echo $? >"$lanes/$name.rc"
 }
-lane servers "server or spark" "$@" &
+lane modern "server and modern" "$@" &
+lane servers "(server or spark) and not modern" "$@" &
 lane offline "not server and not spark" "$@"
 wait
 status=0
 passed=0 failed=0 skipped=0
-for name in servers offline; do
+for name in modern servers offline; do
   echo "=== tests/run.sh lane '$name' (exit $(cat "$lanes/$name.rc"))"
   cat "$lanes/$name.log"
   rc=$(cat "$lanes/$name.rc")
