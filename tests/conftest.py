@@ -29,7 +29,7 @@ SERVER_FIXTURES = frozenset(
     {"kafka09_home", "zookeeper_server", "kafka_release", "kafka4_release", "kafka39_release"}
 )
 SPARK_FIXTURES = frozenset({"spark"})
-# a Kafka 3.9 or 4.x release (tests/support/modern.py): tests/run.sh gives these their own lane
+# a Kafka 3.9 or 4.x release (tests/support/modern.py): tests/run.sh runs these in a lane apart
 MODERN_FIXTURES = frozenset({"kafka_release", "kafka4_release", "kafka39_release"})
 
 
