@@ -23,6 +23,7 @@ SOURCES = [
         "batch_columns",
         "snappy",
         "map_guard",
+        "remote_events",
     )
 ]
 

@@ -18,6 +18,8 @@
  *   arrow_records.c RecordColumns: the records table's Arrow columns, filled by the record readers
  *   arrow_buffers.c their growable buffers, binary columns and the pool of recycled buffers
  *   arrow_export.c  their export through the Arrow C data interface (arrow_columns.h: the shared types)
+ *   remote_events.c remote_span_events: a span's __remote_log_metadata records as the tiered replay's
+ *                  flat events (an update record's fields, else its value), one call for many batches
  *   map_guard.c    the SIGBUS guard of ktool's mapped files: a page lost to a cut file is one line, exit 3
  *   module.c       the module: its state (set by configure()), method table, init
  *
@@ -254,6 +256,8 @@ PyObject *scan_inner(PyObject *module, PyObject *args);
 /* ---- v2 header walk (batches_v2.c) ----------------------------------------------------------------- */
 
 PyObject *scan_batches(PyObject *module, PyObject *args);
+/* remote_events.c */
+PyObject *remote_span_events(PyObject *module, PyObject *args);
 PyObject *batch_columns(PyObject *module, PyObject *args); /* batch_columns.c */
 
 /* RecordColumns (arrow_records.c) as batch_columns fills it in its walk: record_columns_check, 0 when
