@@ -36,19 +36,19 @@ from kafka_tools.format.remote_log_metadata import decode_remote_log_metadata_py
 Event = tuple  # one of the three shapes above
 
 SEGMENT, UPDATE = 0, 1  # RemoteLogSegmentMetadataRecord's and RemoteLogSegmentMetadataUpdateRecord's apiKeys
-SPAN_BATCHES = 4096  # batches a call: the events of a call stay small (memory flat, in cache)
+SPAN_EVENTS = 4096  # events a call (about): its list stays small, memory flat and in cache
 
 
-def span_events_py(buf, at: int, end: int, batches: int) -> tuple[list[Event], int]:
-    """The events of at most `batches` batches from `buf[at]`, none past `end`; and where it stopped.
-    A batch cut short or running past `end` raises ValueError (a span holds framed batches only)."""
+def span_events_py(buf, at: int, end: int, limit: int) -> tuple[list[Event], int]:
+    """The events of the batches from `buf[at]`, none past `end`, batch after batch while fewer than
+    `limit` events were made; and where it stopped. A batch cut short or running past `end` raises
+    ValueError (a span holds framed batches only)."""
     end = min(end, len(buf))
     if at < 0 or at > len(buf):
         at = len(buf)
     out: list[Event] = []
     unpack = BATCH_HEADER.unpack_from
-    done = 0
-    while at < end and done < batches:
+    while at < end and len(out) < limit:
         if end - at < RECORD_BATCH_OVERHEAD:
             raise ValueError(f"a span's batch at {at} is not framed")
         base, length, _, _, _, attributes, _, base_ts, max_ts, _, _, base_seq, count = unpack(buf, at)
@@ -65,7 +65,6 @@ def span_events_py(buf, at: int, end: int, batches: int) -> tuple[list[Event], i
             else:
                 out.extend(_event(r.offset, r.value) for r in records)
         at = nxt
-        done += 1
     return out, at
 
 
@@ -97,7 +96,7 @@ def _event(offset: int, value: bytes | None) -> Event:
     return (*head, f["startOffset"], f["endOffset"], f["segmentSizeInBytes"], epochs)
 
 
-def span_events(buf, at: int, end: int, batches: int = SPAN_BATCHES) -> tuple[list[Event], int]:
+def span_events(buf, at: int, end: int, limit: int = SPAN_EVENTS) -> tuple[list[Event], int]:
     """`span_events_py`, in C when the extension is built (KTOOL_PURE_PYTHON=1: the reference)."""
     fn = accel.fast("remote_span_events")
-    return (fn or span_events_py)(buf, at, end, batches)
+    return (fn or span_events_py)(buf, at, end, limit)

@@ -320,13 +320,13 @@ def check_remote(data: bytes) -> None:
 
 # ---- spans of __remote_log_metadata batches: remote_span_events (the tiered audit's walk) -----------
 
-# spans: batches(1), then the bytes of the batches
+# spans: limit(1) (events a call), then the bytes of the batches
 SPANS_HEAD = struct.Struct(">B")
 
 
-def _span_outcome(fn, buf: bytes, batches: int):
+def _span_outcome(fn, buf: bytes, limit: int):
     try:
-        events, at = fn(buf, 0, len(buf), batches)
+        events, at = fn(buf, 0, len(buf), limit)
     except ValueError as exc:
         return ("error", type(exc).__name__, str(exc))
     return ("ok", events, at)
@@ -339,10 +339,10 @@ def check_spans(data: bytes) -> None:
     C = _c()
     if C is None or len(data) < SPANS_HEAD.size:
         return
-    (batches,) = SPANS_HEAD.unpack_from(data)
+    (limit,) = SPANS_HEAD.unpack_from(data)
     buf = data[SPANS_HEAD.size :]
-    c = _span_outcome(C.remote_span_events, buf, batches)
-    py = _span_outcome(span_events_py, buf, batches)
+    c = _span_outcome(C.remote_span_events, buf, limit)
+    py = _span_outcome(span_events_py, buf, limit)
     assert c == py, (c, py)
 
 

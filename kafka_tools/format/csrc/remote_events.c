@@ -291,17 +291,17 @@ rs_append(PyObject *list, PyObject *item)
     return r;
 }
 
-/* remote_span_events(buf, at, end, batches) -> (events, next): the events of the batches from
- * buf[at], at most `batches` of them, none reaching past `end` (nor the buffer); `next` is where the
- * walk stopped. A batch whose header is cut or whose length runs past `end` raises ValueError: a
+/* remote_span_events(buf, at, end, limit) -> (events, next): the events of the batches from buf[at],
+ * none reaching past `end` (nor the buffer), batch after batch while fewer than `limit` events were
+ * made (a call's list stays small whatever the records a batch); `next` is where the walk stopped. A batch whose header is cut or whose length runs past `end` raises ValueError: a
  * span holds framed batches only (format/batch_spans.py). */
 PyObject *
 remote_span_events(PyObject *module, PyObject *args)
 {
     (void)module;
     Py_buffer view;
-    Py_ssize_t at, end, batches;
-    if (!PyArg_ParseTuple(args, "y*nnn", &view, &at, &end, &batches))
+    Py_ssize_t at, end, limit;
+    if (!PyArg_ParseTuple(args, "y*nnn", &view, &at, &end, &limit))
         return NULL;
     clamp_walk(view.len, &at, &end);
     const unsigned char *p = (const unsigned char *)view.buf;
@@ -309,7 +309,7 @@ remote_span_events(PyObject *module, PyObject *args)
     PyObject *out = PyList_New(0);
     if (out == NULL)
         goto fail;
-    for (Py_ssize_t done = 0; at < end && done < batches; done++) {
+    while (at < end && PyList_GET_SIZE(out) < limit) {
         if (end - at < RS_HEADER) {
             PyErr_Format(PyExc_ValueError, "a span's batch at %zd is not framed", at);
             goto fail;
