@@ -156,6 +156,27 @@ def test_the_audit_replays_one_record_batches_without_a_python_decode_a_record(t
     assert len(part.replay.segments) == 10 and [f.kind for f in fast.all_findings()] == ["unknown-segment"]
 
 
+def test_a_damaged_batch_inside_a_span_is_one_finding_as_the_python_walk_says_it(tmp_path, monkeypatch):
+    """A batch whose checksum holds but whose record cannot be read, between ordinary ones: the span
+    walk hands it back, and the audit reports it as the record-by-record walk does."""
+    from kafka_tools.format.remote_log_metadata import REMOTE_LOG_METADATA
+    from tests.format.kraft_encoder import recrc
+
+    values = _events()
+    batches = [bytearray(batch(i, [(None, v)])) for i, v in enumerate(values)]
+    batches[4][61] = 0x7E  # the record's length: past the end of its batch
+    batches[4] = bytearray(recrc(batches[4]))
+    part = tmp_path / "kafka-logs" / f"{REMOTE_LOG_METADATA}-3"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(b"".join(bytes(b) for b in batches))
+    fast = audit_module.audit([str(tmp_path / "kafka-logs")], None, 1_700_001_000_000, 900_000)
+    monkeypatch.setattr(accel, "C", None)
+    slow = audit_module.audit([str(tmp_path / "kafka-logs")], None, 1_700_001_000_000, 900_000)
+    assert _report(fast) == _report(slow)
+    assert [f.kind for f in fast.findings] == ["metadata-unreadable"]
+    assert fast.records == len(values) - 1
+
+
 def _report(report) -> tuple:
     parts = [
         (p.topic, p.partition, p.topic_id, p.replay, [repr(f) for f in p.findings]) for p in report.partitions
