@@ -25,6 +25,7 @@ SOURCES = [
         "batch_columns",
         "snappy",
         "map_guard",
+        "remote_events",
     )
 ]
 

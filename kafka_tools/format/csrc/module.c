@@ -67,6 +67,8 @@ static PyMethodDef methods[] = {
     {"scan_batches", scan_batches, METH_VARARGS,
      "scan_batches(buf, at, limit, end, prev, lo, hi, wanted, shift[, check_crc]) -> "
      "(at, count, records, first, last, max_timestamp, gaps, hits)"},
+    {"remote_span_events", remote_span_events, METH_VARARGS,
+     "remote_span_events(buf, at, end, limit) -> (events, next): a span's __remote_log_metadata events"},
     {"batch_columns", batch_columns, METH_VARARGS,
      "batch_columns(buf, at, limit, max_rows) -> (rows, at, columns, bits): the batches table's columns of "
      "the plain v2 batches from buf[at]"},

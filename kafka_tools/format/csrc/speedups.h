@@ -21,6 +21,8 @@
  *                  (arrow_buffers.h: the appends, inline; it knows nothing of Arrow)
  *   arrow_export.c  their export through the Arrow C data interface (arrow_columns.h: the shared types),
  *                  and the builder's buffers set up and freed
+ *   remote_events.c remote_span_events: a span's __remote_log_metadata records as the tiered replay's
+ *                  flat events (an update record's fields, else its value), one call for many batches
  *   map_guard.c    the SIGBUS guard of ktool's mapped files: a page lost to a cut file is one line, exit 3
  *   state.c        the module's state as the entry points read it (set by configure())
  *   module.c       the module: configure(), method table, init (it names every entry point; none
@@ -259,6 +261,8 @@ PyObject *scan_inner(PyObject *module, PyObject *args);
 /* ---- v2 header walk (batches_v2.c) ----------------------------------------------------------------- */
 
 PyObject *scan_batches(PyObject *module, PyObject *args);
+/* remote_events.c */
+PyObject *remote_span_events(PyObject *module, PyObject *args);
 PyObject *batch_columns(PyObject *module, PyObject *args); /* batch_columns.c */
 
 /* RecordColumns (arrow_records.c) as batch_columns fills it in its walk: record_columns_check, 0 when
