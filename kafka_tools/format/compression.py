@@ -510,21 +510,17 @@ def _unzstd(data: bytes | memoryview, limit: int) -> bytes:
 
     declared = _zstd_declared(data, limit)
     if declared >= 0:
-        # One frame that states its size (what most clients write): decode in one call, which is much
-        # faster than streaming. More frames after it make that call fail, and the stream reads them all.
+        # One frame that states its size (Java's client; librdkafka's do not): one call, much faster
+        # than streaming. More frames after it make that call fail, and the stream reads them all.
         try:
             return _zstd_decompressor().decompress(data, allow_extra_data=False)
         except zstandard.ZstdError:
             pass
-    # Frames without their size (librdkafka's: every zstd batch of a broker-written set) stream. The
-    # reader takes the buffer as it is and reads in pieces that grow with the output: `read(limit + 1)`
-    # at once made a buffer of the limit for every batch (3x this loop's time on a broker's small
-    # batches), and the limit is still checked as the output grows.
+    # Pieces that grow with the output, the limit checked as it grows: `read(limit + 1)` made a buffer of
+    # the whole limit for every small batch (3x this loop's time on librdkafka's unsized frames).
     try:
         reader = _zstd_decompressor().stream_reader(data, read_across_frames=True)
-        parts = []
-        total = 0
-        size = min(limit + 1, max(1 << 16, 8 * len(data)))
+        parts, total, size = [], 0, min(limit + 1, max(1 << 16, 8 * len(data)))
         while chunk := reader.read(size):
             parts.append(chunk)
             total += len(chunk)
