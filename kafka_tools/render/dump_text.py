@@ -11,12 +11,24 @@ import functools
 from collections.abc import Callable
 
 from kafka_tools.compact_json import dumps, encode_acyclic
-from kafka_tools.format.compression import Codec
+from kafka_tools.format.compression import Codec, codec_label
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.plural import plural
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
+from kafka_tools.format.record_batch import (
+    CODEC_MASK,
+    CONTROL_MASK,
+    DELETE_HORIZON_MASK,
+    LOG_OVERHEAD,
+    NO_SEQUENCE,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    Record,
+    RecordBatch,
+    RecordDecodeError,
+    TimestampType,
+)
 from kafka_tools.log.reads.dump_events import (
     EntryEvent,
     FileEnd,
@@ -26,7 +38,7 @@ from kafka_tools.log.reads.dump_events import (
     ProblemEvent,
 )
 from kafka_tools.log.reads.record_writer import RecordWriter
-from kafka_tools.render.lines import LineWriter, line_of, show
+from kafka_tools.render.lines import LineWriter, show
 from kafka_tools.render.values import decode_text, printable_name
 
 Fields = list[tuple[str, object]]
@@ -50,6 +62,7 @@ class DumpTextRenderer:
         self.skip_metadata = skip_metadata
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
+        self._write_valid = ValidUtf8()
 
     def render(self, event) -> None:
         if isinstance(event, EntryEvent):
@@ -117,7 +130,7 @@ class DumpTextRenderer:
         text = self.writer.message_lines(inner_set, position, False, self.print_data, "", wrapper_position)
         if text is None:  # a compressed message inside a wrapper
             return False
-        write_utf8(self.out.stream, text, valid=True)
+        self._write_valid(self.out.stream, text)
         return True
 
     def _message(self, m: LegacyMessage | Kafka07Message, position: int, decoded: dict | None) -> None:
@@ -159,7 +172,7 @@ class DumpTextRenderer:
 
     def _batch(self, event: EntryEvent, b: RecordBatch) -> None:
         if event.lines is not None:  # its line and its records', made from the bytes (batch_lines)
-            write_utf8(self.out.stream, event.lines, valid=True)
+            self._write_valid(self.out.stream, event.lines)
             return
         self.out.fields(_batch_fields(b))
         records = event.records or ()
@@ -171,7 +184,7 @@ class DumpTextRenderer:
         ):
             # The bulk case: Kafka's record lines, made in C, one write a batch.
             text = self.writer.record_lines(records, b.timestamp_type.label, self.print_data)
-            write_utf8(self.out.stream, text, valid=True)
+            self._write_valid(self.out.stream, text)
         elif (
             event.decoded is not None
             and not (self.out.colour or self.skip_metadata)
@@ -200,7 +213,7 @@ class DumpTextRenderer:
         """A v2 batch's line and its records' lines, made in C from its bytes (`section`: its records
         section decompressed): one piece of output. DumpOptions.record_lines when
         `record_lines_from_bytes()`."""
-        head = line_of(_batch_fields(b))
+        head = batch_line(b)
         return self.writer.payload_lines(b, b.timestamp_type.label, self.print_data, None, section, head)
 
     def record_lines_from_bytes(self) -> bool:
@@ -288,30 +301,67 @@ def _batch_fields(b: RecordBatch) -> Fields:
     ]
 
 
-def write_utf8(stream, data: bytes, valid: bool = False) -> None:
-    """Write UTF-8 bytes (keys and values as stored) as the text `data.decode("utf-8", "replace")`
-    would be written: straight to the binary buffer beneath a UTF-8 text stream when it is valid
-    UTF-8 (`valid`: the caller knows it is, as the C formatters' output always is), saving a decode
-    and an encode of every byte."""
+def batch_line(b: RecordBatch) -> str:
+    """`line_of(_batch_fields(b))` in one f-string: plain text is made once a batch, and broker-written
+    batches are small (a median of 16 records on a 4.4.0 broker's log), so the list of pairs, the
+    properties and `show` per field were a quarter of dump-log's time (bench/HISTORY.md, issue 51)."""
+    attributes = b.attributes
+    horizon = (
+        f"OptionalLong[{b.base_timestamp}]" if attributes & DELETE_HORIZON_MASK else "OptionalLong.empty"
+    )
+    last = b.base_offset + b.last_offset_delta
+    seq = b.base_sequence
+    last_seq = seq if seq == NO_SEQUENCE else (seq + b.last_offset_delta) & 0x7FFFFFFF
+    return (
+        f"baseOffset: {b.base_offset} lastOffset: {last} count: {b.records_count} baseSequence: {seq} "
+        f"lastSequence: {last_seq} producerId: {b.producer_id} producerEpoch: {b.producer_epoch} "
+        f"partitionLeaderEpoch: {b.partition_leader_epoch} "
+        f"isTransactional: {'true' if attributes & TRANSACTIONAL_MASK else 'false'} "
+        f"isControl: {'true' if attributes & CONTROL_MASK else 'false'} deleteHorizonMs: {horizon} "
+        f"position: {b.position} "
+        f"{TIMESTAMP_LABELS[bool(attributes & TIMESTAMP_TYPE_MASK)]}: {b.max_timestamp} "
+        f"size: {b.batch_length + LOG_OVERHEAD} magic: {b.magic} "
+        f"compresscodec: {codec_label(attributes & CODEC_MASK)} "
+        f"crc: {b.crc} isvalid: {'true' if b.crc == b.computed_crc else 'false'}\n"
+    )
+
+
+# A v2 batch's timestamp label by its attribute bit (TimestampType's labels).
+TIMESTAMP_LABELS = (TimestampType.CREATE_TIME.label, TimestampType.LOG_APPEND_TIME.label)
+
+
+def utf8_writer(stream) -> Callable[[bytes], object]:
+    """How valid UTF-8 bytes (the C formatters' output) go to `stream`: straight to the binary buffer
+    beneath a UTF-8 text stream, saving a decode and an encode of every byte. Found once a stream
+    (ValidUtf8), not once a batch (three lookups, one through cli/pipe.py's `__getattr__`)."""
     buffer = getattr(stream, "buffer", None)
     encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
-    if buffer is not None and encoding == "utf8" and (valid or data.isascii() or _is_utf8(data)):
-        guarded = getattr(stream, "write_bytes", None)  # cli/pipe.py's stdout: a closed pipe is no error
-        if guarded is not None:
-            guarded(data)
-            return
-        stream.flush()
+    if buffer is None or encoding != "utf8":
+        return lambda data: stream.write(bytes(data).decode("utf-8", "replace"))
+    guarded = getattr(stream, "write_bytes", None)  # cli/pipe.py's stdout: a closed pipe is no error
+    if guarded is not None:
+        return guarded
+
+    def write(data: bytes) -> None:
+        stream.flush()  # the text written before it first
         buffer.write(data)
-        return
-    stream.write(bytes(data).decode("utf-8", "replace"))
+
+    return write
 
 
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+class ValidUtf8:
+    """Valid UTF-8 bytes written to a stream, its `utf8_writer` kept while the stream stays the same."""
+
+    __slots__ = ("stream", "write")
+
+    def __init__(self) -> None:
+        self.stream: object = None
+        self.write: Callable[[bytes], object] = print
+
+    def __call__(self, stream, data: bytes) -> None:
+        if stream is not self.stream:
+            self.stream, self.write = stream, utf8_writer(stream)
+        self.write(data)
 
 
 def _legacy_codec(codec: int) -> str:

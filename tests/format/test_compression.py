@@ -99,6 +99,25 @@ def test_zstd_frames_without_size_and_several_frames_are_read_whole() -> None:
     assert decompress(Codec.ZSTD, two) == DATA
 
 
+def test_zstd_frame_without_size_allocates_its_output_not_the_limit() -> None:
+    """librdkafka writes zstd frames without their size (every zstd batch of a 4.4.0 broker's log in
+    bench/broker_data.py): each small batch made a buffer of the whole limit (256 MiB), then shrank it."""
+    import tracemalloc
+
+    small = b'{"user": 1, "event": "view"}' * 40
+    unsized = zstandard.ZstdCompressor(write_content_size=False).compress(small)
+    tracemalloc.start()
+    try:
+        for _ in range(3):
+            assert decompress(Codec.ZSTD, memoryview(unsized)) == small
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, f"{peak:,} bytes at the peak for a {len(small)}-byte output"
+    with pytest.raises(DecompressionError, match="past the 1000-byte limit"):
+        decompress(Codec.ZSTD, unsized, limit=1000)
+
+
 INCOMPRESSIBLE = random.Random(5).randbytes(300_000)
 
 

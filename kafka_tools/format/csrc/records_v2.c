@@ -5,8 +5,6 @@
  */
 #include "record_reader.h"
 
-#include <structmember.h> /* T_OBJECT_EX, READONLY (slot_fields) */
-
 static const char *
 failure_text(int why)
 {
@@ -537,96 +535,4 @@ iter_records(PyObject *module, PyObject *args)
     }
     records_open(&it->r, (const unsigned char *)it->view.buf, it->view.len, &b);
     return (PyObject *)it;
-}
-
-/* record_stats(data, count, base_offset, base_timestamp, log_append_time, base_sequence)
- *   -> (records, min_timestamp or None)
- * What a `batches` row needs of the records: read as decode_records reads them (the same error), no
- * Record made. */
-PyObject *
-record_stats(PyObject *module, PyObject *args)
-{
-    records_call_t call;
-    if (records_call(module, args, &call, NULL) < 0)
-        return NULL;
-    PyObject *out = NULL;
-    records_t r;
-    record_t rec;
-    long long min_ts = 0;
-    records_open(&r, (const unsigned char *)call.view.buf, call.view.len, &call.b);
-    int more;
-    while ((more = records_next(&r, &rec)) > 0)
-        if (r.index == 1 || rec.timestamp < min_ts)
-            min_ts = rec.timestamp;
-    if (more < 0) {
-        records_raise(&r, call.st->decode_error);
-        goto done;
-    }
-    if (r.index == 0)
-        out = Py_BuildValue("nO", r.index, Py_None);
-    else
-        out = Py_BuildValue("nL", r.index, min_ts);
-done:
-    PyBuffer_Release(&call.view);
-    return out;
-}
-
-/* slot_fields(cls): give the tuple subclass `cls` (Record) a read-only member descriptor per name of
- * cls._fields, reading the item of that index straight from the tuple, in place of namedtuple's
- * item getters. Python (3.11+) runs `record.offset` on such a descriptor as a slot read in the
- * interpreter loop, with no call: reading a record's fields was a third of a full decode's time.
- * Every instance must have all its items: Record() and Record._make() see to it (a shorter tuple
- * made with tuple.__new__(Record, ...) is not supported). The definitions live as long as the
- * process (a descriptor keeps a pointer to its definition): a few bytes once per class. */
-PyObject *
-slot_fields(PyObject *module, PyObject *cls)
-{
-    (void)module;
-    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "slot_fields() takes a tuple subclass");
-        return NULL;
-    }
-    PyObject *fields = PyObject_GetAttrString(cls, "_fields");
-    if (fields == NULL)
-        return NULL;
-    if (!PyTuple_Check(fields)) {
-        Py_DECREF(fields);
-        PyErr_SetString(PyExc_TypeError, "_fields must be a tuple of names");
-        return NULL;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(fields);
-    PyMemberDef *defs = PyMem_RawCalloc((size_t)n + 1, sizeof(PyMemberDef));
-    if (defs == NULL) {
-        Py_DECREF(fields);
-        return PyErr_NoMemory();
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const char *name = PyUnicode_Check(PyTuple_GET_ITEM(fields, i))
-                               ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(fields, i))
-                               : NULL;
-        char *copy = name == NULL ? NULL : PyMem_RawMalloc(strlen(name) + 1);
-        if (copy == NULL) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "_fields must be a tuple of names");
-            Py_DECREF(fields);
-            return NULL; /* the definitions made so far stay (unused): this is never reached in use */
-        }
-        strcpy(copy, name);
-        defs[i].name = copy;
-        defs[i].type = T_OBJECT_EX;
-        defs[i].offset = (Py_ssize_t)(offsetof(PyTupleObject, ob_item) + (size_t)i * sizeof(PyObject *));
-        defs[i].flags = READONLY;
-        defs[i].doc = NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *descr = PyDescr_NewMember((PyTypeObject *)cls, &defs[i]);
-        if (descr == NULL || PyObject_SetAttrString(cls, defs[i].name, descr) < 0) {
-            Py_XDECREF(descr);
-            Py_DECREF(fields);
-            return NULL;
-        }
-        Py_DECREF(descr);
-    }
-    Py_DECREF(fields);
-    Py_RETURN_NONE;
 }

@@ -3,14 +3,18 @@
  *
  *   crc.c          CRC-32 of magic 0/1 messages, CRC-32C of v2 batches
  *   record_reader.h the v2 record reader (varints, lengths, headers: every bound checked once), inline
- *   records_v2.c   decode_records, which turns what the reader reads into Record tuples, record_stats
- *                  (a section's count and smallest timestamp, no tuple), and the reader's error texts
+ *   records_v2.c   decode_records and iter_records, which turn what the reader reads into Record
+ *                  tuples, and the reader's error texts
+ *   record_stats.c record_stats: a section's count and smallest timestamp, no tuple
+ *   record_slots.c slot_fields: Record's fields read as slots of the tuple
  *   snappy.c       snappy_decompress: a snappy payload (xerial or one raw block) into one bytes object
  *   batches_v2.c   scan_batches: validate's v2 header walk (framing, CRC-32C, header checks), totals only
  *   batch_columns.c batch_columns: the `batches` table's columns of a run of plain v2 batches
  *   messages_v01.c the magic 0/1 message reader and the walks scan_messages / scan_inner
  *   out_buffer.h   the writers' output (the bytes object handed back) and the escaping of keys and
  *                  values for text and JSON, valid UTF-8 as written, 16 bytes at a time, inline
+ *   utf8_bytes.h   UTF-8 sequences (U+FFFD as decode("replace") makes it) and the per-byte escape
+ *                  tables of text and JSON, for out_buffer.h, inline
  *   writers.c      the dump-log lines (text and JSON) of a record or a message, with format_records /
  *                  format_payload / format_messages: a reader plus a writer
  *   kraft.c        the table interpreter of framed metadata values (AbstractApiMessageSerde): one table
