@@ -562,3 +562,22 @@ def test_three_walkers_on_a_segment_longer_than_their_steps(tmp_path: Path, monk
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     assert one[0] == 0 and _validate(["--jobs", "3", str(path)]) == one
+
+
+def test_dump_log_default_jobs_come_from_the_same_plan(monkeypatch, tmp_path: Path) -> None:
+    """dump-log's default (issue 51: it was every usable core, slower than --jobs 1 under load): one
+    process for a small input, a single file or a busy machine; the idle cores for a large input on an
+    idle one; --jobs as given, at most one a file."""
+    files = [tmp_path / f"{k:020d}.log" for k in range(3)]
+    for f in files:
+        f.write_bytes(b"\0" * 1024)
+    names = [str(f) for f in files]
+    monkeypatch.setattr(parallel, "cpu_pressure", lambda: 0.0)
+    monkeypatch.setattr(parallel, "others_running", lambda: 0)
+    assert parallel.jobs_for_files(names, None, 2) == 1  # 3 KB: small
+    assert parallel.jobs_for_files(names, 5, 2) == 3  # as given, one a file at most
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    assert parallel.jobs_for_files(names, None, 2) == 2
+    assert parallel.jobs_for_files(names[:1], None, 2) == 1  # one file: nothing to share
+    monkeypatch.setattr(parallel, "cpu_pressure", lambda: 50.0)  # tasks waited for a CPU: busy
+    assert parallel.jobs_for_files(names, None, 2) == 1
