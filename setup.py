@@ -11,11 +11,13 @@ SOURCES = [
     f"kafka_tools/format/csrc/{name}.c"
     for name in (
         "module",
+        "state",
         "crc",
         "records_v2",
         "messages_v01",
         "writers",
         "kraft",
+        "kraft_tables",
         "batches_v2",
         "arrow_records",
         "arrow_buffers",
@@ -23,6 +25,7 @@ SOURCES = [
         "batch_columns",
         "snappy",
         "map_guard",
+        "remote_events",
     )
 ]
 
@@ -34,7 +37,9 @@ setup(
             depends=[
                 "kafka_tools/format/csrc/speedups.h",
                 "kafka_tools/format/csrc/record_reader.h",
+                "kafka_tools/format/csrc/arrow_buffers.h",
                 "kafka_tools/format/csrc/arrow_columns.h",
+                "kafka_tools/format/csrc/kraft_programs.h",
                 "kafka_tools/format/csrc/out_buffer.h",
             ],
             optional=True,

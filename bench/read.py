@@ -103,7 +103,7 @@ _READ_ALONE = "import sys; from kafka_tools.cli.read import read; read(sys.argv[
 # the locate + decode work alone (imports done), timed inside one process
 _SERVICE = """
 import sys, time
-from kafka_tools.log.read import ReadStart, read_partition
+from kafka_tools.log.reads.read import ReadStart, read_partition
 times = []
 for _ in range(int(sys.argv[3])):
     t = time.perf_counter()

@@ -127,7 +127,7 @@ def write_replicas(root: Path, batches_per_segment: int) -> dict:
 _SERVICE = """
 import json, sys, time
 t = time.perf_counter()
-from kafka_tools.log.replicas import diff_replicas
+from kafka_tools.log.replicas.diff import diff_replicas
 imported = time.perf_counter() - t
 times = []
 for _ in range(int(sys.argv[3])):

@@ -14,9 +14,10 @@ producer id, epoch 0, sequences counting up), values of 90-130 bytes as the brok
     python bench/tiered.py [--records 1000000] [--live 1000] [--per-batch 1] [--runs 3] [--no-pure]
                            [--json] [--check]
 
-In the same run, as references: the floor (`walk`: the same batches walked, CRCs checked, every record's
-value read, nothing decoded: what any audit pays) and the pure-Python decoder (`KTOOL_PURE_PYTHON=1`,
-one run). The rows are CPU seconds of a fresh process pinned to one core; `x walk` is audit / walk.
+In the same run, as references: the floor (`walk`: the same batches walked, CRCs checked, every record
+read into the audit's events, nothing replayed: what the audit pays before its replay) and the
+pure-Python decoder (`KTOOL_PURE_PYTHON=1`, one run). The rows are CPU seconds of a fresh process
+pinned to one core; `x walk` is audit / walk.
 
 Target (issue 44): 1,000,000 records decoded and replayed in under 3 s on one core; memory bounded by
 the live segments, not the records (`--check` exits 1 past 3 s or past 100 MiB peak RSS).
@@ -93,18 +94,22 @@ def build(records: int, live: int, per_batch: int = 1) -> Path:
 
 
 def walk_once(log_dir: Path) -> None:
-    """The floor: every batch and record value of the metadata read, nothing decoded or replayed, by the
-    audit's own walk (format/batch_spans.py: checked batches in C, the rest by the Python walk)."""
-    from kafka_tools.format.batch_spans import Span, kept_spans, span_records
+    """The floor: every batch and record of the metadata read by the audit's own walk, nothing
+    replayed (format/batch_spans.py: checked batches in C, the rest by the Python walk; a span's
+    records as events by format/remote_events.py, the fields of a segment's record read in C)."""
+    from kafka_tools.format.batch_spans import Span, kept_spans
     from kafka_tools.format.record_batch import RecordBatch
+    from kafka_tools.format.remote_events import span_events
 
     start = time.process_time()
     records = 0
     for log in sorted(log_dir.rglob("*.log")):
         for entry in kept_spans(log):
             if type(entry) is Span:
-                for r in span_records(entry, lambda *_: None):
-                    records += r.value is not None
+                buf, at, end, _ = entry
+                while at < end:
+                    events, at = span_events(buf, at, end)
+                    records += len(events)
             elif isinstance(entry, RecordBatch):
                 for r in entry.iter_records():
                     records += r.value is not None

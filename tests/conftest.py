@@ -7,7 +7,8 @@ CI installs them, so a skip there would hide a broken setup.
 
 Markers (registered in pyproject.toml) are given here by what a test uses, so a new test is sorted
 without anyone remembering to mark it: ``server`` for every test whose fixtures start ZooKeeper or
-Kafka, ``spark`` for every test using the ``spark`` session, ``property`` for every hypothesis test.
+Kafka, ``spark`` for every test using the ``spark`` session, ``modern`` (with ``server``) for every test on a
+Kafka 3.9 or 4.x release, ``property`` for every hypothesis test.
 Modules mark what no fixture shows (a server or Spark started by the test itself, a property test
 that runs hypothesis inside). The fast tier leaves them out, and ``slow``: ``tests/run.sh --fast``.
 """
@@ -28,6 +29,8 @@ SERVER_FIXTURES = frozenset(
     {"kafka09_home", "zookeeper_server", "kafka_release", "kafka4_release", "kafka39_release"}
 )
 SPARK_FIXTURES = frozenset({"spark"})
+# a Kafka 3.9 or 4.x release (tests/support/modern.py): tests/run.sh runs these in a lane apart
+MODERN_FIXTURES = frozenset({"kafka_release", "kafka4_release", "kafka39_release"})
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -42,6 +45,8 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.server)
         if used & SPARK_FIXTURES:
             item.add_marker(pytest.mark.spark)
+        if used & MODERN_FIXTURES:
+            item.add_marker(pytest.mark.modern)
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.property)
 

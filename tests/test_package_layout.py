@@ -241,13 +241,17 @@ def test_the_circle_rule_catches_a_circle_behind_an_import_in_a_function(tmp_pat
     assert "kafka_tools.log.b -> kafka_tools.log.c (line 2)" in _say_circle(graph, _circles(graph)[0])
 
 
-# log/'s rooms, lowest first: what each may import of log/ besides itself. The services beside them
-# (log/*.py: dump, read, retention, replicas, repair, validate, ...) are rooms of one module each; the
-# rooms of log/ import one another in no circle (test below), and none imports upward.
+# log/'s rooms, lowest first: what each may import of log/ besides itself. A service left beside them
+# (log/validate.py) is a room of one module; the rooms of log/ import one another in no circle (test
+# below), and none imports upward.
 LOG_ROOMS: dict[str, set[str]] = {
     "files": set(),  # the partition model: the floor
-    "checks": {"files", "dump", "dump_events", "internal_records"},  # KRaft snapshots and side files dumped
+    "reads": {"files"},  # dump-log's events, read, locate, offsets-at
+    "retention": {"files"},  # the cleaners' previews and a segment's facts read cheaply
+    "checks": {"files", "reads"},  # KRaft snapshots and side files checked as dump-log reads them
     "workers": {"files", "checks"},
+    "replicas": {"files", "reads", "checks"},  # a copy's entries located, its recovery point
+    "repair": {"files", "checks"},  # the recovery plan carried out
 }
 
 
@@ -310,6 +314,8 @@ def test_the_room_rule_sees_a_room_importing_upward() -> None:
 BYTES_ELSEWHERE = {
     "kafka_tools/broker/probe.py",
     "kafka_tools/broker/offset_delete.py",  # the wire protocol of one request confluent-kafka lacks
+    "kafka_tools/broker/wire.py",  # the framing of the requests confluent-kafka lacks
+    "kafka_tools/broker/group_requests.py",  # ListGroups v5, ConsumerGroupDescribe (KIP-848 epochs)
     "kafka_tools/consumers/assignors.py",
     "kafka_tools/consumers/group_lock.py",
     "kafka_tools/cli/dump_parallel.py",
@@ -360,7 +366,7 @@ def test_the_byte_rule_catches_a_header_walk(tmp_path: Path) -> None:
 
 
 # What a renderer may not touch of format/: the C switch and the decoders. It is handed decoded
-# records, or lines made from the bytes, by log/record_writer.py (a service), and only shows them.
+# records, or lines made from the bytes, by log/reads/record_writer.py (a service), and only shows them.
 DECODE_NAMES = {
     "accel",
     "decode_records",
@@ -463,9 +469,11 @@ def test_the_doc_rule_sees_an_unlisted_package(tmp_path: Path) -> None:
     (tmp_path / "kafka_tools" / "log" / "rooms").mkdir(parents=True)
     for d in ("kafka_tools", "kafka_tools/log", "kafka_tools/log/rooms"):
         (tmp_path / d / "__init__.py").write_text("")
-    packages, files = _named_in_doc("`kafka_tools/` and `kafka_tools/log/`, see `kafka_tools/log/dump.py`")
+    packages, files = _named_in_doc(
+        "`kafka_tools/` and `kafka_tools/log/`, see `kafka_tools/log/reads/dump.py`"
+    )
     assert _packages(tmp_path / "kafka_tools") - packages == {"kafka_tools/log/rooms/"}
-    assert files == {"kafka_tools/log/dump.py"}
+    assert files == {"kafka_tools/log/reads/dump.py"}
 
 
 # -- a module over LONG lines says at its top why it is one module ----------------------------------
@@ -495,3 +503,101 @@ def test_the_size_rule_sees_a_long_module_without_its_reason(tmp_path: Path) -> 
     said = tmp_path / "said.py"
     said.write_text(f'"""A module.\n\n{WHY} of this size: a table."""\n' + "x = 1\n" * LONG)
     assert _long_without_reason([("long", long), ("said", said)]) == [f"long: {LONG + 2} lines"]
+
+
+# -- the C extension's files: includes and calls point one way --------------------------------------
+
+CSRC = PACKAGE / "format" / "csrc"
+_C_NOISE = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+_C_DEFINITION = re.compile(
+    r"^(?!__attribute__)(\w+)\s*\([^;{]*\)\s*\{", re.M
+)  # the house style: name at col 0
+_C_EXTERN = re.compile(r"^extern\b[^;(]*?\b(\w+)\s*;", re.M)
+_C_INCLUDE = re.compile(r'^#\s*include\s+"([\w.]+)"', re.M)
+
+
+def _c_code(text: str) -> str:
+    """The text without comments, and with every string and character literal emptied."""
+    return _C_NOISE.sub(lambda m: " " if m.group(0)[0] == "/" else '""', text)
+
+
+def _c_bodies(code: str) -> tuple[str, str]:
+    """(what stands outside every brace: declarations, prototypes; what stands inside: function bodies,
+    initialisers such as a method table). A name inside braces is a use; outside, a declaration."""
+    outside, inside, depth = [], [], 0
+    for line in code.splitlines(keepends=True):
+        if line.lstrip().startswith("#"):
+            outside.append(line)
+            continue
+        for ch in line:
+            depth += ch == "{"
+            (outside if depth == 0 else inside).append(ch)
+            depth -= ch == "}"
+    return "".join(outside), "".join(inside)
+
+
+def _c_graph(csrc: Path = CSRC) -> dict[str, dict[str, str]]:
+    """The C files as units (`x.h` and `x.c` are one: a header is the interface of the file of its name)
+    and what each needs of the others: {unit: {unit: why}}, an edge for an `#include "..."` and for a use
+    (a call, or a function named in a method table) of a function or an extern variable another unit's
+    .c defines. A header's inline function calling its .c's out-of-line part is no circle; a header
+    calling into a .c that includes it, or two .c files calling each other, is."""
+    files = sorted(p for p in csrc.iterdir() if p.suffix in (".c", ".h"))
+    raw = {p: p.read_text() for p in files}
+    code = {p: _c_code(t) for p, t in raw.items()}
+    externs = {name for c in code.values() for name in _C_EXTERN.findall(c)}
+    defined: dict[str, str] = {}
+    for p, c in code.items():
+        if p.suffix != ".c":
+            continue
+        lines = c.splitlines()
+        for m in _C_DEFINITION.finditer(c):
+            at = c.count("\n", 0, m.start())
+            if "static" not in lines[at] and (at == 0 or "static" not in lines[at - 1]):
+                defined[m.group(1)] = p.stem
+        outside, _ = _c_bodies(c)
+        for name in externs:
+            if re.search(rf"^(?!extern)[\w ]+\b{name}\s*[=;]", outside, re.M):
+                defined[name] = p.stem
+    graph: dict[str, dict[str, str]] = {}
+    for p, c in code.items():
+        edges = graph.setdefault(p.stem, {})
+        for header in _C_INCLUDE.findall(raw[p]):
+            edges.setdefault(Path(header).stem, f"{p.name} includes {header}")
+        for name in sorted(set(re.findall(r"\b\w+\b", _c_bodies(c)[1]))):
+            unit = defined.get(name)
+            if unit is not None:
+                edges.setdefault(unit, f"{p.name} uses {name} ({unit}.c)")
+        edges.pop(p.stem, None)
+    return graph
+
+
+def test_no_circles_between_the_c_files() -> None:
+    graph = _c_graph()
+    assert {"module", "kraft", "arrow_buffers", "arrow_columns"} <= set(graph)
+    assert "kraft" in graph["module"] and "kraft_programs" in graph["kraft"]  # it sees calls and includes
+    circles = _circles(graph)  # type: ignore[arg-type]
+    said = [" ; ".join(f"{graph[a][b]}" for a in c for b in graph[a] if b in c) for c in circles]
+    assert not circles, "C files in a circle:\n" + "\n".join(said)
+
+
+def test_the_c_rule_sees_a_header_calling_into_a_file_that_includes_it(tmp_path: Path) -> None:
+    (tmp_path / "cols.h").write_text(
+        '#include "base.h"\nint grow(int n);\nstatic inline int put(int n)\n{\n    return grow(n); // n\n}\n'
+    )
+    (tmp_path / "bufs.c").write_text('#include "cols.h"\nint\ngrow(int n)\n{\n    return n;\n}\n')
+    (tmp_path / "mod.c").write_text('#include "base.h"\nstatic int x[] = {use_it};\n')
+    (tmp_path / "user.c").write_text(
+        '#include "base.h"\nextern int count;\nint\nuse_it(void)\n{\n    return count + tell("grow");\n}\n'
+    )
+    (tmp_path / "base.c").write_text(
+        '#include "base.h"\nint count;\nint\ntell(const char *s)\n{\n    return 0;\n}\n'
+    )
+    (tmp_path / "base.h").write_text("int tell(const char *s);\n")
+    graph = _c_graph(tmp_path)
+    assert graph["cols"] == {"base": "cols.h includes base.h", "bufs": "cols.h uses grow (bufs.c)"}
+    assert graph["mod"] == {"base": "mod.c includes base.h", "user": "mod.c uses use_it (user.c)"}
+    assert graph["user"] == {
+        "base": "user.c includes base.h"
+    }  # `count` and `tell` are base.c's, "grow" a string
+    assert _circles(graph) == [["bufs", "cols"]]  # type: ignore[arg-type]

@@ -8,7 +8,8 @@ A secured cluster (TLS, SASL: broker/security.py) is never probed: the raw reque
 SASL handshake and misjudge the broker, and librdkafka's SASL needs 0.10+ anyway.
 
 Why one module of this size: one Broker holds the clients and the one error callback every request's
-failure is told through; its requests share them (the wire-level OffsetDelete lives in offset_delete.py).
+failure is told through; its requests share them (the wire-level OffsetDelete lives in offset_delete.py,
+ListGroups v5 and ConsumerGroupDescribe in group_requests.py: this module only joins their answers in).
 """
 
 from __future__ import annotations
@@ -28,14 +29,25 @@ from kafka_tools.broker.librdkafka_words import (
     one_line,
     refusal_line,
 )
-from kafka_tools.broker.probe import probe_broker_version, version_at_least
+from kafka_tools.broker.probe import first_server, probe_broker_version, version_at_least
 from kafka_tools.broker.security import BrokerSecurity
 from kafka_tools.errors import FindingsError, InputError, KtoolError
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from kafka_tools.broker.group_requests import ListedGroup
+
 DEFAULT_TIMEOUT = 10.0
+# confluent-kafka's ConsumerGroupState names -> Kafka's own spelling (kafka-consumer-groups prints these)
+_STATE_NAMES = {
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+    "STABLE": "Stable",
+    "DEAD": "Dead",
+    "EMPTY": "Empty",
+    "UNKNOWN": "Unknown",
+}
 # Commit errors that mean "the group is active in Kafka", not "the broker is gone".
 _MEMBER_ERRORS = (
     "UNKNOWN_MEMBER_ID",
@@ -80,21 +92,32 @@ class BrokerConfig:
 
 @dataclass
 class KafkaMember:
-    """A member of a group the brokers coordinate, as DescribeGroups reports it."""
+    """A member of a group the brokers coordinate, as DescribeGroups reports it; a member of a consumer
+    group (KIP-848) adds its epoch and target assignment (ConsumerGroupDescribe)."""
 
     member_id: str
     client_id: str
     host: str
     assignment: list[tuple[str, int]]
+    instance_id: str | None = None
+    member_epoch: int | None = None
+    target_assignment: list[tuple[str, int]] | None = None
 
 
 @dataclass
 class KafkaGroup:
     """A group as its coordinator describes it: state (`STABLE`, `EMPTY`, …; `DEAD`: it does not know
-    the group) and members."""
+    the group; `state_name` as Kafka spells it), members, and for the views of kafka-consumer-groups
+    `--state [--verbose]`: type, assignor, coordinator, and a consumer group's epochs."""
 
     state: str
     members: list[KafkaMember]
+    state_name: str | None = None
+    type: str | None = None
+    assignor: str | None = None
+    coordinator: tuple[str, int, int] | None = None  # host, port, node id
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
     known = property(lambda self: self.state != "DEAD")
 
 
@@ -445,13 +468,93 @@ class Broker:
                 error=refused,
             )
         except _GroupIdNotFound:
-            return KafkaGroup("DEAD", [])
+            return KafkaGroup("DEAD", [], "Dead")
         members = [
-            KafkaMember(m.member_id, m.client_id, m.host, [(tp.topic, tp.partition) for tp in assigned])
+            KafkaMember(
+                m.member_id,
+                m.client_id,
+                m.host,
+                [(tp.topic, tp.partition) for tp in assigned],
+                m.group_instance_id,
+            )
             for m in desc.members
             for assigned in [m.assignment.topic_partitions if m.assignment is not None else []]
         ]
-        return KafkaGroup(getattr(desc.state, "name", str(desc.state)).upper(), members)
+        state = getattr(desc.state, "name", str(desc.state)).upper()
+        kind = getattr(getattr(desc, "type", None), "name", "UNKNOWN").lower()
+        node = desc.coordinator
+        group_view = KafkaGroup(
+            state,
+            members,
+            _STATE_NAMES.get(state, state.title()),
+            None if kind == "unknown" else kind,
+            desc.partition_assignor or None,
+            None if node is None else (node.host, node.port, node.id),
+        )
+        if group_view.type == "consumer" and group_view.known:
+            self._add_epochs(group, group_view)
+        return group_view
+
+    def _add_epochs(self, group: str, view: KafkaGroup) -> None:
+        """A consumer group's epochs and its members' target assignments (ConsumerGroupDescribe on a
+        plain socket, broker/group_requests.py); over TLS or SASL they stay unknown (`-`)."""
+        if self.config.secured:
+            return
+        from kafka_tools.broker.group_requests import consumer_group_describe
+
+        described = consumer_group_describe(first_server(self.config.bootstrap), group, self.config.timeout)
+        if described is None or described.error:
+            return
+        view.state_name = described.state or view.state_name
+        view.group_epoch, view.assignment_epoch = described.group_epoch, described.assignment_epoch
+        view.assignor = described.assignor or view.assignor
+        by_id = {m.member_id: m for m in described.members}
+        for member in view.members:
+            seen = by_id.get(member.member_id)
+            if seen is not None:
+                member.member_epoch = seen.member_epoch
+                member.assignment = list(seen.assignment)
+                member.target_assignment = list(seen.target_assignment)
+
+    def listed_groups(self) -> list[ListedGroup]:
+        """Every group the brokers coordinate with its protocol type, state and type (classic, consumer,
+        share, streams), as ListGroups v5 lists them, from every broker. Over TLS or SASL (ktool's own
+        requests are plain) and before 0.10, what librdkafka lists: no share or streams groups there."""
+        from kafka_tools.broker.group_requests import ListedGroup, list_groups
+
+        if not self.config.secured and "broker.version.fallback" not in self._conf:
+            from confluent_kafka import KafkaException
+
+            try:
+                metadata = self._admin().list_topics(timeout=self.config.timeout)
+            except KafkaException as exc:
+                raise self._error("cannot list brokers", exc) from None
+            brokers = sorted((b.host, b.port) for b in metadata.brokers.values())
+            return list_groups(brokers, self.config.timeout)
+        listed = {
+            g.id: ListedGroup(g.id, g.protocol_type or "", g.state or None, "classic")
+            for g in self._group_metadata()
+        }
+        if "broker.version.fallback" not in self._conf:
+            for g in self._consumer_group_listings():
+                state = getattr(g.state, "name", "UNKNOWN").upper()
+                kind = getattr(getattr(g, "type", None), "name", "CLASSIC").lower()
+                protocol = listed[g.group_id].protocol_type if g.group_id in listed else "consumer"
+                listed[g.group_id] = ListedGroup(
+                    g.group_id, protocol, _STATE_NAMES.get(state), "classic" if kind == "unknown" else kind
+                )
+        return [listed[k] for k in sorted(listed)]
+
+    def _consumer_group_listings(self) -> list:
+        from confluent_kafka import KafkaException
+
+        try:
+            result = self._admin().list_consumer_groups(request_timeout=self.config.timeout)
+            return list(result.result(timeout=self.config.timeout + 5).valid)
+        except KafkaException as exc:
+            raise self._error("cannot list groups", exc) from None
+        except TimeoutError:
+            raise self._no_answer("no answer listing the groups") from None
 
     def _coordinated(
         self,
@@ -484,16 +587,19 @@ class Broker:
 
     def groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) of the groups the brokers coordinate."""
-        from confluent_kafka import KafkaException
-
-        try:
-            listed = self._admin().list_groups(timeout=self.config.timeout)
-        except KafkaException as exc:
-            raise self._error("cannot list groups", exc) from None
-        kinds = {g.id: g.protocol_type or "" for g in listed}
+        kinds = {g.id: g.protocol_type or "" for g in self._group_metadata()}
         if any(not kind for kind in kinds.values()):
             kinds.update((group, "consumer") for group in self._new_protocol_groups())
         return sorted(kinds.items())
+
+    def _group_metadata(self) -> list:
+        """librdkafka's list_groups: each group's id, protocol type and state (DescribeGroups)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            return list(self._admin().list_groups(timeout=self.config.timeout))
+        except KafkaException as exc:
+            raise self._error("cannot list groups", exc) from None
 
     def _new_protocol_groups(self) -> set[str]:
         """Groups of the new consumer protocol (KIP-848, Kafka 4.x): DescribeGroups, behind list_groups,

@@ -10,18 +10,26 @@ The coordinator refuses a partition of a topic the group's live members subscrib
 
 from __future__ import annotations
 
-import socket
 import struct
 import time
 from dataclasses import dataclass
 
 from kafka_tools.broker.client import BrokerConfig
 from kafka_tools.broker.probe import first_server, version_at_least
-from kafka_tools.errors import InputError, os_reason
+from kafka_tools.broker.wire import (
+    FIND_COORDINATOR,
+    LOADING,
+    NOT_AVAILABLE,
+    NOT_COORDINATOR,
+    Connection,
+    Reader,
+    api_versions,
+    find_coordinator,
+    string,
+)
+from kafka_tools.errors import InputError
 
-_API_VERSIONS, _FIND_COORDINATOR, _OFFSET_DELETE = 18, 10, 47
-# Kafka's error codes met here (org.apache.kafka.common.protocol.Errors)
-_LOADING, _NOT_AVAILABLE, _NOT_COORDINATOR = 14, 15, 16
+_OFFSET_DELETE = 47
 ERROR_NAMES = {
     3: "UNKNOWN_TOPIC_OR_PARTITION",
     29: "TOPIC_AUTHORIZATION_FAILED",
@@ -40,105 +48,13 @@ class OffsetDeleteAnswer:
     unsupported: str | None = None
 
 
-class _Connection:
-    def __init__(self, host: str, port: int, timeout: float) -> None:
-        self.where = f"{host}:{port}"
-        try:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
-        except OSError as exc:
-            raise InputError(f"broker {self.where}: cannot connect ({os_reason(exc)})") from None
-        self.sock.settimeout(timeout)
-        self.correlation = 0
-
-    def ask(self, key: int, version: int, body: bytes) -> bytes | None:
-        """The response's body (after its correlation id), None when the broker closes the connection
-        (a broker that does not know the request)."""
-        self.correlation += 1
-        head = struct.pack(">hhih", key, version, self.correlation, 5) + b"ktool"
-        try:
-            self.sock.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
-            size = self._exactly(4)
-            if size is None:
-                return None
-            data = self._exactly(struct.unpack(">i", size)[0])
-        except TimeoutError:
-            raise InputError(f"broker {self.where}: no answer to request {key} in time") from None
-        except OSError:
-            return None
-        return None if data is None else data[4:]
-
-    def _exactly(self, n: int) -> bytes | None:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return data
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def _string(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.at = data, 0
-
-    def take(self, fmt: str):
-        value = struct.unpack_from(fmt, self.data, self.at)
-        self.at += struct.calcsize(fmt)
-        return value[0] if len(value) == 1 else value
-
-    def string(self) -> str:
-        n = self.take(">h")
-        text = self.data[self.at : self.at + max(n, 0)].decode()
-        self.at += max(n, 0)
-        return text
-
-
-def _versions(conn: _Connection) -> dict[int, tuple[int, int]] | None:
-    data = conn.ask(_API_VERSIONS, 0, b"")
-    if data is None:
-        return None  # before 0.10: no ApiVersions
-    r = _Reader(data)
-    r.take(">h")
-    return {key: (low, high) for key, low, high in (r.take(">hhh") for _ in range(r.take(">i")))}
-
-
-def _coordinator(conn: _Connection, group: str, version: int, deadline: float) -> tuple[str, int]:
-    body = _string(group) + (b"\x00" if version >= 1 else b"")
-    while True:
-        data = conn.ask(_FIND_COORDINATOR, version, body)
-        if data is None:
-            raise InputError(f"broker {conn.where} closed the connection on FindCoordinator")
-        r = _Reader(data)
-        if version >= 1:
-            r.take(">i")  # throttle
-        error = r.take(">h")
-        if version >= 1:
-            r.string()  # error message
-        node, host, port = r.take(">i"), r.string(), r.take(">i")
-        if error == 0:
-            return host, port
-        if error not in (_LOADING, _NOT_AVAILABLE) or time.monotonic() > deadline:
-            raise InputError(
-                f"broker {conn.where}: no coordinator for group {group} (error {error}, node {node})"
-            )
-        time.sleep(0.2)
-
-
 def delete_offsets(
     bootstrap: str, group: str, partitions: list[tuple[str, int]], timeout: float
 ) -> OffsetDeleteAnswer:
     """Ask the group's coordinator to delete the group's offsets of `partitions`."""
     deadline = time.monotonic() + timeout
     host, port = first_server(bootstrap)
-    conn = _Connection(host, port, timeout)
+    conn = Connection(host, port, timeout)
     try:
         return _delete(conn, group, partitions, timeout, deadline)
     except (struct.error, UnicodeDecodeError):
@@ -148,19 +64,19 @@ def delete_offsets(
 
 
 def _delete(
-    conn: _Connection, group: str, partitions: list[tuple[str, int]], timeout: float, deadline: float
+    conn: Connection, group: str, partitions: list[tuple[str, int]], timeout: float, deadline: float
 ) -> OffsetDeleteAnswer:
     """ApiVersions, FindCoordinator, OffsetDelete: the coordinator asked again while it moves."""
-    versions = _versions(conn)
+    versions = api_versions(conn)
     if versions is None or _OFFSET_DELETE not in versions:
         what = "before 0.10" if versions is None else "before 2.4"
         return OffsetDeleteAnswer({}, f"broker {conn.where} runs Kafka {what}: it has no OffsetDelete (2.4+)")
-    low, high = versions[_FIND_COORDINATOR]
+    low, high = versions[FIND_COORDINATOR]
     find_version = min(high, 2)
     if find_version < low:
         return OffsetDeleteAnswer({}, f"broker {conn.where}: no FindCoordinator version ktool speaks")
     while True:
-        coordinator = _Connection(*_coordinator(conn, group, find_version, deadline), timeout)
+        coordinator = Connection(*find_coordinator(conn, group, find_version, deadline), timeout)
         try:
             answer = _ask_delete(coordinator, group, partitions)
         finally:
@@ -172,25 +88,23 @@ def _delete(
         time.sleep(0.2)
 
 
-def _ask_delete(
-    conn: _Connection, group: str, partitions: list[tuple[str, int]]
-) -> OffsetDeleteAnswer | None:
+def _ask_delete(conn: Connection, group: str, partitions: list[tuple[str, int]]) -> OffsetDeleteAnswer | None:
     """The coordinator's answer; None when it is moving (ask again after finding it again)."""
     topics: dict[str, list[int]] = {}
     for topic, partition in sorted(partitions):
         topics.setdefault(topic, []).append(partition)
-    body = _string(group) + struct.pack(">i", len(topics))
+    body = string(group) + struct.pack(">i", len(topics))
     for topic, numbers in topics.items():
         body += (
-            _string(topic) + struct.pack(">i", len(numbers)) + b"".join(struct.pack(">i", p) for p in numbers)
+            string(topic) + struct.pack(">i", len(numbers)) + b"".join(struct.pack(">i", p) for p in numbers)
         )
     data = conn.ask(_OFFSET_DELETE, 0, body)
     if data is None:
         raise InputError(f"broker {conn.where} closed the connection on OffsetDelete")
-    r = _Reader(data)
+    r = Reader(data)
     error = r.take(">h")
     r.take(">i")  # throttle
-    if error in (_LOADING, _NOT_AVAILABLE, _NOT_COORDINATOR):
+    if error in (LOADING, NOT_AVAILABLE, NOT_COORDINATOR):
         return None
     out: dict[tuple[str, int], int] = {}
     for _ in range(r.take(">i")):

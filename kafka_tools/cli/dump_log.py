@@ -113,7 +113,7 @@ def dump_log(
     from kafka_tools.cli.dump_render import record_lines_of, render_file
     from kafka_tools.cli.validate import usable_cores
     from kafka_tools.format import accel
-    from kafka_tools.log.dump_events import DumpOptions
+    from kafka_tools.log.reads.dump_events import DumpOptions
     from kafka_tools.log.workers.parallel import jobs_for_files
     from kafka_tools.render.dump_text import DumpTextRenderer
     from kafka_tools.render.lines import LineWriter

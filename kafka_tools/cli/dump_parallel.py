@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from kafka_tools.cli import pipe
 from kafka_tools.cli.dump_render import render_file
-from kafka_tools.log.dump_events import DumpOptions
+from kafka_tools.log.reads.dump_events import DumpOptions
 from kafka_tools.render.dump_json import DumpJsonRenderer, DumpTally
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter

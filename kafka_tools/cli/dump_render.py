@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, KtoolError, os_error_line
-from kafka_tools.log.dump import dump_file
-from kafka_tools.log.dump_events import DumpOptions, FileEnd, ProblemEvent
+from kafka_tools.log.reads.dump import dump_file
+from kafka_tools.log.reads.dump_events import DumpOptions, FileEnd, ProblemEvent
 
 
 class Problems(Protocol):

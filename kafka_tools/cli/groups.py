@@ -19,7 +19,8 @@ from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.assignors import Member, consumers_per_topic
 from kafka_tools.consumers.groups import GroupNotFoundError, describe_group, list_all_groups
 from kafka_tools.consumers.rebalance import plan_rebalance
-from kafka_tools.errors import FindingsError, KtoolError
+from kafka_tools.errors import FindingsError, KtoolError, UsageError
+from kafka_tools.render.group_views import render_members, render_state
 from kafka_tools.render.groups import render_group, render_group_list, render_plan
 from kafka_tools.render.json_lines import emit
 from kafka_tools.render.lines import wants_colour
@@ -47,17 +48,45 @@ def groups() -> None:
     """
 
 
+GROUP_TYPES = ("classic", "consumer", "share", "streams")
+
+
+def _names(values: tuple[str, ...]) -> list[str]:
+    """Values given as kafka-consumer-groups takes them (`Stable,Empty`) or repeated."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
 @groups.command("list")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    metavar="STATE[,STATE]",
+    help="Only groups in one of these states as Kafka names them (Stable, Empty, PreparingRebalance, "
+    "CompletingRebalance, Assigning, Reconciling, Dead; any case).",
+)
+@click.option(
+    "--type",
+    "types",
+    multiple=True,
+    metavar="TYPE[,TYPE]",
+    help="Only groups of one of these types: classic, consumer (KIP-848), share, streams.",
+)
 @zookeeper_options
 @broker_options
 @_json_option
 @click.pass_context
-def list_cmd(ctx: click.Context, as_json: bool, **options: Any) -> None:
-    """List consumer groups and where their offsets live.
+def list_cmd(
+    ctx: click.Context, states: tuple[str, ...], types: tuple[str, ...], as_json: bool, **options: Any
+) -> None:
+    """List consumer groups: type, state, protocol type, and where their offsets live.
 
-    Groups in ZooKeeper (/consumers) and, with --bootstrap-server, those Kafka coordinates, each marked
-    with where its offsets live (zookeeper, kafka, both, none). With --bootstrap-server alone (KRaft
-    and Kafka 4.x clusters have no ZooKeeper): the groups Kafka coordinates.
+    Groups in ZooKeeper (/consumers) and, with --bootstrap-server, those Kafka coordinates, each with its
+    type (classic, consumer, share, streams) and state as kafka-consumer-groups `--list --state --type`
+    shows them (ListGroups, from every broker) and where its offsets live (zookeeper, kafka, both,
+    none). The `members (ZooKeeper)` column only when ZooKeeper is read. With --bootstrap-server alone
+    (KRaft and Kafka 4.x clusters have no ZooKeeper): the groups Kafka coordinates. --state and --type
+    keep the groups Kafka lists in one of those (a group only ZooKeeper has has neither).
 
     \b
     Exit status:
@@ -65,28 +94,63 @@ def list_cmd(ctx: click.Context, as_json: bool, **options: Any) -> None:
       2  usage error
       3  ZooKeeper or a broker unreachable, a malformed znode
     """
+    wanted_types = _names(types)
+    unknown = [t for t in wanted_types if t.lower() not in GROUP_TYPES]
+    if unknown:
+        choices = ", ".join(GROUP_TYPES)
+        raise click.BadParameter(f"{unknown[0]!r} is not one of {choices}", param_hint="--type")
     with zk_if_configured(**options) as zk:
         broker = broker_from_options(zk, **options)
-        found = list_all_groups(zk, broker)
-    render_group_list(found, sys.stdout, _colour(ctx), as_json)
+        if (states or types) and broker is None:
+            raise UsageError("--state and --type are Kafka's: give --bootstrap-server")
+        found = list_all_groups(zk, broker, _names(states), wanted_types)
+    render_group_list(found, sys.stdout, _colour(ctx), as_json, zookeeper=zk is not None)
 
 
 @groups.command("describe")
 @click.argument("group_ids", nargs=-1, metavar="[GROUP]...", shell_complete=complete_groups)
+@click.option(
+    "--members",
+    "view",
+    flag_value="members",
+    help="The members: id, host, client id, partition count (kafka-consumer-groups --members).",
+)
+@click.option(
+    "--state",
+    "view",
+    flag_value="state",
+    help="The group: coordinator, assignment strategy, state, member count (kafka-consumer-groups --state).",
+)
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="With --members: each member's epoch, assignment, target epoch and target assignment; with "
+    "--state: the group epoch and target assignment epoch (consumer groups, KIP-848).",
+)
 @zookeeper_options
 @broker_options
 @_json_option
 @click.pass_context
-def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, **options: Any) -> None:
-    """Show owners, committed offsets and lag of consumer groups.
+def describe_cmd(
+    ctx: click.Context,
+    group_ids: tuple[str, ...],
+    view: str | None,
+    verbose: bool,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """Show owners, committed offsets and lag of consumer groups; or their members, or their state.
 
-    Per topic-partition: owner (consumer thread), committed offset in ZooKeeper and in Kafka, and with
-    --bootstrap-server the log start and end offsets and lag; members with their subscriptions; sums per
-    topic and group. Impossible lag (a committed offset past the log end or below its start) is clamped
-    and explained. Without GROUP: every group in ZooKeeper. With --bootstrap-server alone: the group as
-    its coordinator knows it (members and their assignments, offsets in Kafka, lag), and without GROUP
-    every group Kafka coordinates. A GROUP that no store given knows (no /consumers/GROUP in ZooKeeper;
-    unknown to Kafka's coordinator, with no committed offset) is said in one line, and the others shown.
+    Per topic-partition: owner (consumer thread), committed offset in ZooKeeper (the zk offset column,
+    when ZooKeeper is read) and in Kafka, and with --bootstrap-server the log start and end offsets and
+    lag; members with their subscriptions; sums per topic and group. Impossible lag (a committed offset
+    past the log end or below its start) is clamped and explained. Without GROUP: every group in
+    ZooKeeper. With --bootstrap-server alone: the group as its coordinator knows it (members and their
+    assignments, offsets in Kafka, lag), and without GROUP every group Kafka coordinates. --members and
+    --state [--verbose] are kafka-consumer-groups' views of the same name, a consumer group's (KIP-848)
+    epochs included (ConsumerGroupDescribe, over plain connections; `-` over TLS or SASL). A GROUP that
+    no store given knows (no /consumers/GROUP in ZooKeeper; unknown to Kafka's coordinator, with no
+    committed offset) is said in one line, and the others shown.
 
     \b
     Exit status:
@@ -94,8 +158,11 @@ def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, 
       2  usage error
       3  ZooKeeper or a broker unreachable, a group not found, a malformed znode
     """
+    if verbose and view is None:
+        raise UsageError("--verbose goes with --members or --state")
     failed: list[KtoolError] = []
     shown = 0
+    colour = _colour(ctx)
     check_zk_groups(group_ids, **options)
     with zk_if_configured(**options) as zk:
         broker = broker_from_options(zk, **options)
@@ -109,7 +176,12 @@ def describe_cmd(ctx: click.Context, group_ids: tuple[str, ...], as_json: bool, 
                 click.echo(f"ktool: {exc}", err=True)
                 failed.append(exc)
                 continue
-            render_group(desc, sys.stdout, _colour(ctx), as_json)
+            if view == "members":
+                render_members(desc, sys.stdout, colour, as_json, verbose)
+            elif view == "state":
+                render_state(desc, sys.stdout, colour, as_json, verbose)
+            else:
+                render_group(desc, sys.stdout, colour, as_json)
             shown += 1
     if as_json:
         emit(sys.stdout, {"type": "summary", "groups": shown, "failed": len(failed)})

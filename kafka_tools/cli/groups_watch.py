@@ -1,4 +1,5 @@
-"""`ktool groups watch`: consumer registration and rebalances live, through ZooKeeper watches."""
+"""`ktool groups watch`: consumer registration and rebalances live, through ZooKeeper watches, or
+through the groups' coordinators (--bootstrap-server alone: classic and KIP-848 consumer groups)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_config_from_options, zookeeper_options
+from kafka_tools.cli.cluster import zk_if_configured, zookeeper_options
 from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.group_tracker import WatchOptions
@@ -16,7 +17,6 @@ from kafka_tools.consumers.watch import GroupWatch
 from kafka_tools.errors import UsageError
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.watch import WatchRenderer
-from kafka_tools.zk.connection import open_zk
 from kafka_tools.zk.names import check_group_name
 
 _SECONDS = click.FloatRange(min=0, min_open=True)
@@ -25,7 +25,11 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
 @click.command("watch")
 @click.argument("group_ids", nargs=-1, metavar="[GROUP]...", shell_complete=complete_groups)
 @click.option(
-    "--all", "all_groups", is_flag=True, help="Every group in /consumers, also those that appear later."
+    "--all",
+    "all_groups",
+    is_flag=True,
+    help="Every group in /consumers (through Kafka: every classic and consumer group the brokers list), "
+    "also those that appear later.",
 )
 @zookeeper_options
 @broker_options
@@ -58,6 +62,14 @@ _SECONDS = click.FloatRange(min=0, min_open=True)
     help="With --until-stable: exit 1 (with the last state) when the groups are not stable by then.",
 )
 @click.option("--once", is_flag=True, help="Print the current state as events and exit.")
+@click.option(
+    "--interval",
+    type=_SECONDS,
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Through Kafka (--bootstrap-server without ZooKeeper): ask the groups' coordinators this often.",
+)
 @click.pass_context
 def watch(
     ctx: click.Context,
@@ -69,6 +81,7 @@ def watch(
     until_stable: bool,
     timeout: float | None,
     once: bool,
+    interval: float,
     **options: Any,
 ) -> None:
     """Watch consumer groups' members, owners and rebalances as they happen.
@@ -79,6 +92,13 @@ def watch(
     (duration, partitions moved, each owner change), the owners verified against the range assignor's
     plan, partitions stuck longer than --grace, lag status changes (Burrow's OK, WARN, STALL, STOP,
     ERR), connection loss and session expiry. Ctrl-C stops it.
+
+    With --bootstrap-server and no ZooKeeper (KRaft, Kafka 4.x): classic and consumer (KIP-848) groups
+    through their coordinators, asked every --interval seconds (DescribeGroups, ConsumerGroupDescribe),
+    in the same events: members joining and leaving, the group epoch and target assignment epoch
+    moving, rebalance started/finished with each owner change, partitions stuck past --grace, lag. A
+    consumer group is stable when every member is at the target assignment epoch and owns its target
+    assignment; a classic group when it is Stable with every partition of its topics owned.
 
     \b
     Exit status:
@@ -108,10 +128,16 @@ def watch(
         timeout=timeout,
         once=once,
     )
-    with open_zk(zk_config_from_options(**options)) as zk:
+    with zk_if_configured(**options) as zk:
         broker = broker_from_options(zk, **options)
         try:
-            code = GroupWatch(zk, settings, render, broker).run()
+            if zk is None:
+                from kafka_tools.consumers.coordinator_watch import CoordinatorWatch
+
+                assert broker is not None  # zk_if_configured refuses neither server given
+                code = CoordinatorWatch(broker, settings, render, interval).run()
+            else:
+                code = GroupWatch(zk, settings, render, broker).run()
         finally:
             render.finish()
     ctx.exit(code)

@@ -16,7 +16,7 @@ import click
 
 from kafka_tools.errors import InputError, os_reason
 from kafka_tools.log.files import broker_lock
-from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
+from kafka_tools.log.reads.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -202,7 +202,7 @@ class TimeSpec(click.ParamType):
             allowed = "-1 (latest), -2 (earliest), -3 (max-timestamp) or " if self.words else ""
             self.fail(f"{text!r}: expected {allowed}epoch milliseconds (0 or more)", param, ctx)
         from kafka_tools.errors import UsageError
-        from kafka_tools.log.times import parse_time
+        from kafka_tools.log.reads.times import parse_time
 
         try:
             return parse_time(text, param.opts[0] if param is not None else "T")

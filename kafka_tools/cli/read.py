@@ -81,8 +81,8 @@ def read(
       2  usage error
       3  the directory or a segment could not be read
     """
-    from kafka_tools.log.read import ReadNote, ReadStart, read_partition
-    from kafka_tools.render.contract import error_object, note_object
+    from kafka_tools.log.reads.read import ReadNote, ReadStart, read_partition
+    from kafka_tools.render.json_kinds import error_object, note_object
 
     chunk_bytes = aliased(ctx, "chunk_bytes", chunk_bytes, CHUNK)
     if timestamp in (EARLIEST, LATEST):  # the one grammar of times: -2/earliest, -1/latest

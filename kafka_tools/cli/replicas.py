@@ -10,7 +10,7 @@ from kafka_tools.cli.options import decoder_options, json_option
 from kafka_tools.cli.read import record_renderer
 from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 
-RULES = ("auto", "high-watermark", "leader-epoch")  # log/replicas.py's
+RULES = ("auto", "high-watermark", "leader-epoch")  # log/replicas/diff.py's
 
 
 @click.group("replicas")
@@ -85,8 +85,8 @@ def diff(
       2  usage error
       3  a replica could not be read (missing, damaged where it must be read)
     """
-    from kafka_tools.log.replicas import diff_replicas, lost_record_events
-    from kafka_tools.render.contract import note_object
+    from kafka_tools.log.replicas.diff import diff_replicas, lost_record_events
+    from kafka_tools.render.json_kinds import note_object
     from kafka_tools.render.json_lines import emit_all
     from kafka_tools.render.lines import wants_colour
 

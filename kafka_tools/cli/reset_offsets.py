@@ -37,7 +37,7 @@ from kafka_tools.consumers.reset import (
 )
 from kafka_tools.errors import UsageError
 from kafka_tools.keep.state import STATE_HOME_HELP
-from kafka_tools.render.contract import note_object
+from kafka_tools.render.json_kinds import note_object
 from kafka_tools.render.json_lines import emit
 
 

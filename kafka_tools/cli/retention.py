@@ -13,14 +13,14 @@ from kafka_tools.cli.broker_options import broker_options_for
 from kafka_tools.cli.options import colour_of, json_option, live_options
 from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, KtoolError
-from kafka_tools.log.retention import find_partitions, preview
-from kafka_tools.log.retention_config import (
+from kafka_tools.log.reads.times import parse_time
+from kafka_tools.log.retention.config import (
     SettingSources,
     broker_settings,
     flag_settings,
     read_server_properties,
 )
-from kafka_tools.log.times import parse_time
+from kafka_tools.log.retention.preview import find_partitions, preview
 from kafka_tools.metadata.configs import kraft_settings
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.retention import RetentionJsonRenderer, RetentionTextRenderer

@@ -100,8 +100,8 @@ def _clock_and_count(log_dirs: tuple[str, ...], now: int | None, given: int | No
     hold, unless --now; the wall clock only when they hold none) and the metadata topic's partition count
     (unless --metadata-partitions; unknown is said once and judged by no guess)."""
     from kafka_tools.format.remote_log_metadata import REMOTE_LOG_METADATA
-    from kafka_tools.log.copy_clock import copy_clock
     from kafka_tools.log.files.discover import discover
+    from kafka_tools.log.retention.copy_clock import copy_clock
     from kafka_tools.metadata.partition_count import internal_partition_count
 
     parts = discover(list(log_dirs)).all_partitions() if now is None or given is None else []

@@ -56,7 +56,7 @@ def _count(parts, given: int | None) -> int | None:
 
 
 def _audit(log_dirs, now, max_timeout_ms, transaction_partitions, from_start=False, check_snapshots=False):
-    from kafka_tools.log.copy_clock import copy_clock
+    from kafka_tools.log.retention.copy_clock import copy_clock
     from kafka_tools.transactions.audit import audit
 
     parts = _partitions(log_dirs)

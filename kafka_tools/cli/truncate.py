@@ -1,5 +1,5 @@
 """`ktool truncate PATH…`: cut corrupt tails as the broker's log recovery does, with a backup (the plan
-and its refusals: log/truncate_service.py; the output: render/truncate.py)."""
+and its refusals: log/repair/truncate_service.py; the output: render/truncate.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from kafka_tools.cli.options import json_option, live_options
 from kafka_tools.errors import UsageError
 from kafka_tools.keep.state import STATE_HOME_HELP
 from kafka_tools.log.checks.recovery import DEFAULT_INDEX_INTERVAL
-from kafka_tools.log.truncate_service import Summary, TruncateRequest, truncate_run, undo_run
+from kafka_tools.log.repair.truncate_service import Summary, TruncateRequest, truncate_run, undo_run
 from kafka_tools.render.truncate import TruncateRenderer
 
 

@@ -78,16 +78,19 @@ def _tp(tp: TP, **extra: Any) -> dict[str, Any]:
 
 @dataclass
 class Verification:
-    """Owners against the plan for the current members (VerifyConsumerRebalance, and the plan)."""
+    """Owners against the plan for the current members (VerifyConsumerRebalance, and the plan). A group
+    Kafka coordinates is judged by its coordinator's plan: `pending` says what it has not finished (a
+    member behind the target assignment epoch, a classic group not Stable); empty on ZooKeeper."""
 
-    planned: dict[TP, str]
+    planned: dict[TP, str | None]
     unowned: list[TP]
     not_member: list[TP]
     against_plan: list[TP]
+    pending: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.unowned or self.not_member or self.against_plan)
+        return not (self.unowned or self.not_member or self.against_plan or self.pending)
 
     def fields(self, owners: dict[TP, str]) -> dict[str, Any]:
         return {
@@ -100,6 +103,7 @@ class Verification:
             "againstPlan": [
                 _tp(tp, owner=owners[tp], expectedOwner=self.planned.get(tp)) for tp in self.against_plan
             ],
+            **({"pending": self.pending} if self.pending else {}),
         }
 
 
@@ -125,12 +129,20 @@ def verify(
 
 
 class GroupTracker:
-    """One group's view and its rebalance state machine; `update` returns the events of a new view."""
+    """One group's view and its rebalance state machine; `update` returns the events of a new view.
 
-    def __init__(self, name: str, grace: float, strategy: str = RANGE) -> None:
+    The same story for a ZooKeeper group (owners are threads `consumerId-N`, judged against the range
+    assignor's plan, settled after QUIET when they differ) and for a group Kafka coordinates (`kafka`:
+    owners are member ids, the coordinator's target assignment is the plan, nothing settles before it
+    is reached; its epochs are told as they change)."""
+
+    def __init__(self, name: str, grace: float, strategy: str = RANGE, kafka: bool = False) -> None:
         self.name = name
         self.grace = grace
         self.strategy = strategy
+        self.kafka = kafka
+        self.hosts: dict[str, str] = {}  # member id -> host, as the coordinator reports it (Kafka)
+        self.epochs: tuple[int | None, int | None] | None = None  # group epoch, target assignment epoch
         self.members: dict[str, ConsumerMember] | None = None
         self.owners: dict[TP, str] = {}
         self.verification: Verification | None = None
@@ -156,6 +168,15 @@ class GroupTracker:
             times.append(self.last_change + QUIET)
         return min(times) if times else None
 
+    def _member_of(self, owner: str | None) -> str | None:
+        """The member an owner string names: a thread's consumer on ZooKeeper, the member id on Kafka."""
+        if owner is None:
+            return None
+        return owner if self.kafka else _consumer(owner)
+
+    def _host(self, member_id: str) -> str | None:
+        return self.hosts.get(member_id) if self.kafka else member_host(self.name, member_id)
+
     def update(
         self,
         now: float,
@@ -164,7 +185,12 @@ class GroupTracker:
         partitions: dict[str, list[int]],
         all_topics: list[str],
         topology_changed: bool = False,
+        verification: Verification | None = None,
+        epochs: tuple[int | None, int | None] | None = None,
     ) -> list[tuple[str, dict[str, Any]]]:
+        """The events of a new view. `verification`: the view already judged (a group Kafka coordinates,
+        by its coordinator's plan); else the range assignor's plan judges it. `epochs`: the group epoch
+        and target assignment epoch (KIP-848), told when they change."""
         out: list[tuple[str, dict[str, Any]]] = []
         first = self.members is None
         old_members = self.members or {}
@@ -173,7 +199,8 @@ class GroupTracker:
         for m in joined:
             out.append(("member-joined", self._member_fields(members[m], initial=first)))
         for m in left:
-            out.append(("member-left", {"member": m, "host": member_host(self.name, m)}))
+            out.append(("member-left", {"member": m, "host": self._host(m)}))
+        epoch_changed = self._epoch_events(epochs, first, out)
         released = [tp for tp, o in self.owners.items() if owners.get(tp) != o]
         owners_changed = owners != self.owners
         old_owners = self.owners
@@ -181,40 +208,69 @@ class GroupTracker:
         if owners_changed or first:
             self.last_change = now
         try:
-            self.verification = verify(members, owners, partitions, all_topics, self.strategy)
+            self.verification = verification or verify(members, owners, partitions, all_topics, self.strategy)
         except KtoolError as exc:  # registrations Kafka's assignor would refuse too
             out.append(("plan-failed", {"message": str(exc)}))
             self.verification = None
             return out
         v = self.verification
+        pending = bool(v.pending)
 
         if first:
             if not v.ok:
                 self._start(now, owners, "in progress when the watch started", out)
-        elif not self.rebalancing and (joined or left or released or owners_changed or topology_changed):
-            reason = (
-                "member joined"
-                if joined
-                else "member left"
-                if left
-                else "partitions added"
-                if topology_changed
-                else "ownership released"
-                if released
-                else "ownership changed"
-            )
-            self._start(now, old_owners, reason, out)
+        elif not self.rebalancing and (
+            joined or left or released or owners_changed or topology_changed or epoch_changed or pending
+        ):
+            reasons = [
+                (joined, "member joined"),
+                (left, "member left"),
+                (topology_changed, "partitions added"),
+                (epoch_changed, "group epoch changed"),
+                (released, "ownership released"),
+                (owners_changed, "ownership changed"),
+                (True, "assignment pending"),
+            ]
+            self._start(now, old_owners, next(reason for cause, reason in reasons if cause), out)
         self._check_stuck(now, out)
         if self.rebalancing:
-            held = all(_consumer(owners.get(tp, "")) in members for tp in v.planned)
-            if v.ok or (held and not v.not_member and now - self.last_change >= QUIET):
+            held = all(self._member_of(owners.get(tp)) in members for tp in v.planned)
+            settled = not self.kafka and held and not v.not_member and now - self.last_change >= QUIET
+            if v.ok or settled:
                 self._finish(now, out)
         return out
+
+    def tick(self, now: float) -> list[tuple[str, dict[str, Any]]]:
+        """The last view judged again at `now`, between views: partitions stuck past the grace."""
+        out: list[tuple[str, dict[str, Any]]] = []
+        if self.members is not None and self.verification is not None:
+            self._check_stuck(now, out)
+        return out
+
+    def _epoch_events(self, epochs: tuple[int | None, int | None] | None, first: bool, out: list) -> bool:
+        """`group-epoch` and `assignment-epoch` events when the coordinator's epochs move; True when
+        the group epoch moved (a rebalance begins: the target assignment is computed again)."""
+        if epochs is None:
+            return False
+        before = self.epochs or (None, None)
+        self.epochs = epochs
+        moved = False
+        for name, old, new in (
+            ("group-epoch", before[0], epochs[0]),
+            ("assignment-epoch", before[1], epochs[1]),
+        ):
+            if new != old and new is not None:
+                fields: dict[str, Any] = {"from": old, "to": new}
+                if first:
+                    fields["initial"] = True
+                out.append((name, fields))
+                moved |= name == "group-epoch" and not first
+        return moved
 
     def _member_fields(self, m: ConsumerMember, initial: bool) -> dict[str, Any]:
         fields = {
             "member": m.id,
-            "host": member_host(self.name, m.id),
+            "host": self._host(m.id),
             "subscription": dict(m.subscription),
             "pattern": m.pattern,
             "registered": m.timestamp,
@@ -264,7 +320,7 @@ class GroupTracker:
         v = self.verification
         assert v is not None and self.members is not None
         for tp in v.planned:
-            if _consumer(self.owners.get(tp, "")) in self.members:
+            if self._member_of(self.owners.get(tp)) in self.members:
                 self.unsettled.pop(tp, None)
                 if tp in self.stuck:
                     self.stuck.discard(tp)
@@ -314,7 +370,7 @@ class GroupTracker:
             stored = [o for o in (row.zk_offset, row.kafka_offset) if o is not None]
             offset = max(stored) if stored else None
             tp = (row.topic, row.partition)
-            owned = _consumer(self.owners.get(tp, "")) in (self.members or {})
+            owned = self._member_of(self.owners.get(tp)) in (self.members or {})
             sample = Sample(now, offset, row.log_end, owned)
             changed = self.lag.setdefault(tp, PartitionWindow()).add(sample)
             if changed is not None:

@@ -3,9 +3,10 @@ offsets) joined with the brokers' (offsets in `__consumer_offsets`, log start an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafka_tools.broker.client import Broker, KafkaMember
+from kafka_tools.broker.client import Broker, KafkaGroup, KafkaMember
 from kafka_tools.errors import InputError
 from kafka_tools.format.plural import plural
 from kafka_tools.zk.connection import ZnodeMissingError
@@ -46,6 +47,8 @@ class GroupDescription:
     members: list[ConsumerMember] = field(default_factory=list)
     rows: list[PartitionRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    coordinated: KafkaGroup | None = None  # the coordinator's view (state, epochs, members), through Kafka
+    from_zookeeper: bool = False  # ZooKeeper was read for this group: its columns are shown
 
     @property
     def total_lag(self) -> int | None:
@@ -102,7 +105,7 @@ def describe_group(zk, group: str, broker: Broker | None = None) -> GroupDescrip
         rows.setdefault(key, PartitionRow(*key)).zk_offset = offset
     for key, owner in g.owners.items():
         rows.setdefault(key, PartitionRow(*key)).owner = owner
-    desc = GroupDescription(group, g.layout, STORE_NONE, list(g.members))
+    desc = GroupDescription(group, g.layout, STORE_NONE, list(g.members), from_zookeeper=True)
     desc.rows = [rows[k] for k in sorted(rows, key=lambda k: (k[0], str(k[1]).zfill(12)))]
     if g.layout == "0.7":
         desc.notes.append(
@@ -152,6 +155,7 @@ def describe_kafka_group(broker: Broker, group: str) -> GroupDescription:
         rows[key].log_start, rows[key].log_end = low, high
         _lag(rows[key])
     desc = GroupDescription(group, None, STORE_NONE, [_kafka_member(m) for m in members])
+    desc.coordinated = described
     desc.rows = [rows[k] for k in keys]
     desc.storage = storage_of(False, any(r.kafka_offset is not None for r in desc.rows))
     if not members:
@@ -209,20 +213,26 @@ class GroupSummary:
     storage: str
     members: int | None  # live members in ZooKeeper (None: a Kafka-only group)
     protocol_type: str | None = None
+    state: str | None = None  # as Kafka spells it (Stable, Empty, …); None: not a group Kafka lists
+    type: str | None = None  # classic, consumer, share, streams; None: not a group Kafka lists
 
 
-def list_all_groups(zk, broker: Broker | None = None) -> list[GroupSummary]:
-    """Groups in ZooKeeper (`/consumers`) and, with a broker, the groups Kafka coordinates; marks where
-    each group's offsets live."""
+def list_all_groups(
+    zk, broker: Broker | None = None, states: Iterable[str] = (), types: Iterable[str] = ()
+) -> list[GroupSummary]:
+    """Groups in ZooKeeper (`/consumers`) and, with a broker, the groups Kafka coordinates with their
+    state and type (ListGroups); marks where each group's offsets live. `states` and `types` keep the
+    groups Kafka lists in one of them (case as the user likes, as kafka-consumer-groups takes them)."""
     out: dict[str, GroupSummary] = {}
     for group in zk_list_groups(zk) if zk is not None else []:
         ids = zk_children(zk, f"/consumers/{group}/ids") or []
         has_zk = bool(zk_children(zk, f"/consumers/{group}/offsets"))
         out[group] = GroupSummary(group, STORE_ZK if has_zk else STORE_NONE, len(ids))
     if broker is not None:
-        for group, protocol in broker.groups():
-            summary = out.setdefault(group, GroupSummary(group, STORE_NONE, None))
-            summary.protocol_type = protocol or None
+        for listed in broker.listed_groups():
+            summary = out.setdefault(listed.group, GroupSummary(listed.group, STORE_NONE, None))
+            summary.protocol_type = listed.protocol_type or None
+            summary.state, summary.type = listed.state, listed.type
         for summary in out.values():
             if summary.members is not None:
                 g = read_group(zk, summary.group)
@@ -236,4 +246,11 @@ def list_all_groups(zk, broker: Broker | None = None) -> list[GroupSummary]:
             else:
                 has_kafka = True  # the coordinator knows the group: its offsets are in Kafka
             summary.storage = storage_of(summary.storage == STORE_ZK, has_kafka)
-    return [out[k] for k in sorted(out)]
+    wanted_states = {s.lower() for s in states}
+    wanted_types = {t.lower() for t in types}
+    return [
+        out[k]
+        for k in sorted(out)
+        if (not wanted_states or (out[k].state or "").lower() in wanted_states)
+        and (not wanted_types or (out[k].type or "").lower() in wanted_types)
+    ]

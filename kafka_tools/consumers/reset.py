@@ -301,7 +301,7 @@ def times(
                 "give --log-dir (the partitions' log dirs, or a copy) to answer it from the log files"
             )
         return broker.offsets_for_time(partitions, timestamp), "the broker (ListOffsets by timestamp)"
-    from kafka_tools.log.offsets_at import PartitionOffset, offsets_at
+    from kafka_tools.log.reads.offsets_at import PartitionOffset, offsets_at
 
     found: dict[TP, int | None] = {}
     wanted = set(partitions)

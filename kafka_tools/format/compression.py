@@ -3,10 +3,10 @@
 Every decompressor is bounded: a corrupt or hostile payload can never make ktool allocate more than
 `limit` bytes (default `MAX_DECOMPRESSED`), whatever its length fields claim.
 
-Why one module of this size: the four codecs Kafka writes (gzip, snappy with and without xerial framing,
-lz4 frames with 0.8-0.9's header checksum, zstd), each a short streaming and whole-buffer reader, behind
-one dispatch (`decompress`, `iter_decompressed`) and one bound on the declared sizes that must see all
-of them.
+The four codecs Kafka writes (gzip, snappy with and without xerial framing, lz4 frames, zstd), each a
+short streaming and whole-buffer reader, behind one dispatch (`decompress`, `iter_decompressed`) and one
+bound on the declared sizes that must see all of them; the codec ids and that bound in format/codec_ids.py,
+the LZ4 frame reader (0.8-0.9's header checksum) in format/lz4_frames.py.
 """
 
 from __future__ import annotations
@@ -16,59 +16,19 @@ import struct
 import threading
 import zlib
 from collections.abc import Iterator
-from enum import IntEnum
-from typing import NamedTuple
 
 from kafka_tools.format import accel
+from kafka_tools.format.codec_ids import (
+    MAX_DECOMPRESSED,
+    Codec,
+    DecompressionError,
+    codec_label,
+    cramjam_module,
+)
+from kafka_tools.format.lz4_frames import lz4_pieces, unlz4
 from kafka_tools.format.plural import plural
 
-MAX_DECOMPRESSED = 256 * 1024 * 1024
-
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_LZ4_FRAME_MAGIC = 0x184D2204
-_LZ4_SKIPPABLE_MASK = 0xFFFFFFF0
-_LZ4_SKIPPABLE_MAGIC = 0x184D2A50
-_LZ4_BLOCK_MAX = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
-
-
-class Codec(IntEnum):
-    """Compression codec ids as stored in the low bits of a message's or batch's attributes."""
-
-    NONE = 0
-    GZIP = 1
-    SNAPPY = 2
-    LZ4 = 3
-    ZSTD = 4
-
-    @property
-    def label(self) -> str:
-        """The name modern Kafka prints (`compresscodec: gzip`)."""
-        return self.name.lower()
-
-    @property
-    def legacy_label(self) -> str:
-        """The name Kafka 0.8-0.10 printed (`compresscodec: GZIPCompressionCodec`)."""
-        return _LEGACY_LABELS[self]
-
-
-_LEGACY_LABELS = {
-    Codec.NONE: "NoCompressionCodec",
-    Codec.GZIP: "GZIPCompressionCodec",
-    Codec.SNAPPY: "SnappyCompressionCodec",
-    Codec.LZ4: "LZ4CompressionCodec",
-    Codec.ZSTD: "ZStdCompressionCodec",
-}
-
-
-class DecompressionError(ValueError):
-    """A payload that its codec cannot decode, or that would decode past the size cap."""
-
-
-_LABELS = {int(c): c.label for c in Codec}  # a dict, not Codec(id).label: that is a microsecond a batch
-
-
-def codec_label(codec_id: int) -> str:
-    return _LABELS.get(codec_id) or f"unknown({codec_id})"
 
 
 def decompress(codec_id: int, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED) -> bytes:
@@ -88,7 +48,8 @@ def decompress_buffer(
     if codec_id == Codec.SNAPPY:
         return _unsnappy(data, limit)
     if codec_id == Codec.LZ4:
-        return _unlz4(data, limit)
+        whole = unlz4(data, limit)
+        return whole if whole is not None else _joined(Codec.LZ4, bytes(data), limit)
     if codec_id == Codec.ZSTD:
         return _unzstd(data, limit)
     if codec_id == Codec.NONE:
@@ -118,7 +79,7 @@ def iter_decompressed(
     if codec_id == Codec.SNAPPY:
         pieces = _snappy_pieces(bytes(data), limit)
     elif codec_id == Codec.LZ4:
-        pieces = _lz4_pieces(bytes(data))
+        pieces = lz4_pieces(bytes(data))
     elif codec_id == Codec.ZSTD:
         pieces = _zstd_pieces(data, limit, piece)
     elif codec_id == Codec.NONE:
@@ -257,7 +218,7 @@ def _unsnappy(data: bytes | memoryview, limit: int) -> bytes | bytearray:
         out = fast(data, limit)
         if out is not None:
             return out
-    cramjam = _cramjam()
+    cramjam = cramjam_module()
     if cramjam is None:
         return _joined(Codec.SNAPPY, data, limit)
     view = memoryview(data)
@@ -286,21 +247,6 @@ def _snappy_declared(block: bytes | memoryview, limit: int) -> int:
     if declared > limit or declared > 22 * len(block) + 64:
         raise DecompressionError(f"snappy block claims {plural(declared, 'byte')} from {len(block)}")
     return declared
-
-
-_cramjam_module: list = []
-
-
-def _cramjam():
-    """The cramjam module, or None when it is not installed (python-snappy before 0.7 bundles its
-    own snappy instead)."""
-    if not _cramjam_module:
-        try:
-            import cramjam
-        except ImportError:
-            cramjam = None
-        _cramjam_module.append(cramjam)
-    return _cramjam_module[0]
 
 
 def _zstd_declared(data: bytes, limit: int) -> int:
@@ -348,147 +294,6 @@ def _snappy_raw(block: bytes | memoryview, limit: int) -> bytes:
         return snappy.decompress(block)
     except Exception as exc:  # python-snappy raises its own and cramjam's exception types
         raise DecompressionError(f"snappy: {exc}") from None
-
-
-class _Lz4Block(NamedTuple):
-    data: bytes | memoryview
-    stored: bool  # kept uncompressed by the writer
-    independent: bool  # not linked to the blocks before it
-    block_max: int  # the most its frame lets a block hold
-
-
-def _lz4_blocks(data: bytes | memoryview) -> Iterator[_Lz4Block]:
-    """The blocks of the LZ4 frames of a payload.
-
-    Parsing the frame ourselves sidesteps the header checksum that Kafka before 0.10 computed over the
-    magic number too (KAFKA-3160): such frames are valid data with a wrong descriptor checksum.
-    """
-    pos = 0
-    while pos < len(data):
-        if pos + 7 > len(data):
-            raise DecompressionError(f"lz4 frame header cut at byte {pos}")
-        (magic,) = struct.unpack_from("<I", data, pos)
-        if magic & _LZ4_SKIPPABLE_MASK == _LZ4_SKIPPABLE_MAGIC:
-            (skip,) = struct.unpack_from("<I", data, pos + 4)
-            pos += 8 + skip
-            continue
-        if magic != _LZ4_FRAME_MAGIC:
-            raise DecompressionError(f"lz4 frame magic {magic:#010x} is wrong at byte {pos}")
-        flg, bd = data[pos + 4], data[pos + 5]
-        if flg >> 6 != 1:
-            raise DecompressionError(f"lz4 frame version {flg >> 6} is not supported")
-        independent = bool(flg & 0x20)  # Kafka writes independent blocks; other writers may link them
-        block_checksum = bool(flg & 0x10)
-        content_size = bool(flg & 0x08)
-        content_checksum = bool(flg & 0x04)
-        has_dict_id = bool(flg & 0x01)
-        block_max = _LZ4_BLOCK_MAX.get((bd >> 4) & 7)
-        if block_max is None:
-            raise DecompressionError(f"lz4 frame block size code {(bd >> 4) & 7} is invalid")
-        pos += 6 + (8 if content_size else 0) + (4 if has_dict_id else 0) + 1  # + header checksum
-        while True:
-            if pos + 4 > len(data):
-                raise DecompressionError("lz4 frame ends without an end mark")
-            (size,) = struct.unpack_from("<I", data, pos)
-            pos += 4
-            if size == 0:
-                break
-            stored = bool(size & 0x80000000)
-            size &= 0x7FFFFFFF
-            if size > block_max or pos + size > len(data):
-                raise DecompressionError(f"lz4 block of {plural(size, 'byte')} is invalid at byte {pos - 4}")
-            yield _Lz4Block(data[pos : pos + size], stored, independent, block_max)
-            pos += size + (4 if block_checksum else 0)
-        if content_checksum:
-            pos += 4
-
-
-def _lz4_pieces(data: bytes) -> Iterator[bytes]:
-    """The decoded blocks, one by one."""
-    import lz4.block
-
-    history = b""  # the last 64 KiB of output, for blocks linked to the ones before them
-    for block, stored, independent, block_max in _lz4_blocks(data):
-        if not stored:
-            try:
-                if independent:
-                    block = lz4.block.decompress(block, uncompressed_size=block_max)
-                else:
-                    block = lz4.block.decompress(block, uncompressed_size=block_max, dict=history)
-            except Exception as exc:  # lz4.block.LZ4BlockError
-                raise DecompressionError(f"lz4: {exc}") from None
-        if not independent:
-            history = (history + block)[-65536:]
-        yield bytes(block)
-
-
-# An LZ4 sequence turns 1 input byte into at most 255 bytes of output (a match length goes on in
-# 255-byte steps): no block decodes to more than this, whatever its frame says.
-def _lz4_room(block: _Lz4Block) -> int:
-    n = len(block.data)
-    return n if block.stored else min(block.block_max, 255 * n + 64)
-
-
-def _unlz4(data: bytes | memoryview, limit: int) -> bytes | bytearray:
-    """Independent blocks (what Kafka writes) decompressed in place into one bytearray, with room for
-    the most each block can hold, trimmed after; linked blocks, a payload whose room would pass
-    `limit`, or no cramjam: the blocks one by one, joined (which applies the cap exactly)."""
-    whole = _lz4_one_frame(data, limit)
-    if whole is not None:
-        return whole
-    cramjam = _cramjam()
-    blocks = list(_lz4_blocks(memoryview(data)))
-    room = sum(map(_lz4_room, blocks))
-    if cramjam is None or not all(b.independent for b in blocks) or room > limit:
-        return _joined(Codec.LZ4, bytes(data), limit)
-    out = bytearray(room)
-    into = memoryview(out)
-    pos = 0
-    for block in blocks:
-        room = _lz4_room(block)
-        if block.stored:
-            into[pos : pos + room] = block.data
-            pos += room
-            continue
-        try:
-            pos += cramjam.lz4.decompress_block_into(block.data, into[pos : pos + room])
-        except cramjam.DecompressionError as exc:
-            raise DecompressionError(f"lz4: {exc}") from None
-    into.release()
-    del out[pos:]
-    return out
-
-
-_lz4_frame_module: list = []
-
-
-def _lz4_one_frame(data: bytes | memoryview, limit: int) -> bytes | None:
-    """What producers write (one frame taking the whole payload), in one call of the lz4 package's
-    frame decoder when it is installed: it writes into the bytes it returns (no zeroed buffer, no
-    trimming, no frame parsed in Python), about a third faster than block by block. Taken only when
-    its output is bounded by `limit`: the content size the frame states (allocated up front), or else
-    what the payload's length can decode to (a block of n bytes gives 255 n + 64 at most). Anything
-    else, or a frame it refuses (a checksum it checks, the descriptor checksum of Kafka before 0.10:
-    KAFKA-3160), or one that ends before the payload does: None, and the blocks are decoded one by one."""
-    if not _lz4_frame_module:
-        try:
-            import lz4.frame as frame_module
-        except ImportError:
-            frame_module = None
-        _lz4_frame_module.append(frame_module)
-    frame_module = _lz4_frame_module[0]
-    if frame_module is None or len(data) < 7 or data[:4] != b"\x04\x22\x4d\x18":
-        return None
-    if data[4] & 0x08:
-        if len(data) < 14 or struct.unpack_from("<Q", data, 6)[0] > limit:
-            return None
-    elif 270 * len(data) > limit:
-        return None
-    try:
-        out, used = frame_module.decompress(data, return_bytes_read=True)
-    except Exception:  # RuntimeError for a bad frame; anything else goes the block-by-block way too
-        return None
-    return out if used == len(data) and len(out) <= limit else None
 
 
 _zstd_local = threading.local()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kafka_tools.errors import KtoolError
 from kafka_tools.log.files.dirs import PartitionPlace
-from kafka_tools.log.retention_config import SettingSources, broker_settings, layered_broker_settings
+from kafka_tools.log.retention.config import SettingSources, broker_settings, layered_broker_settings
 from kafka_tools.metadata.load import load_image, partition_dir_of
 from kafka_tools.metadata.node_files import META_PROPERTIES, METADATA_PARTITION, read_meta_properties
 

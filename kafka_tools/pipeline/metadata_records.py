@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from kafka_tools.compact_json import dumps
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.remote_log_metadata import REMOTE_LOG_METADATA
-from kafka_tools.log.internal_records import kafka_type_name
+from kafka_tools.log.reads.internal_records import kafka_type_name
 from kafka_tools.pipeline.tables import METADATA
 from kafka_tools.pipeline.tasks import CHUNK_ROWS, SegmentSpec, _new, iter_entries
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from kafka_tools.errors import UsageError
 from kafka_tools.format.segment import FrameFault, iter_headers
-from kafka_tools.log.times import parse_time
+from kafka_tools.log.reads.times import parse_time
 
 PREVIEW = 64  # characters of a value shown
 

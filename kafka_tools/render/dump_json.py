@@ -14,7 +14,7 @@ from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
-from kafka_tools.log.dump_events import (
+from kafka_tools.log.reads.dump_events import (
     EntryEvent,
     FileEnd,
     FileStart,
@@ -22,9 +22,9 @@ from kafka_tools.log.dump_events import (
     MessageRunEvent,
     ProblemEvent,
 )
-from kafka_tools.log.record_writer import RecordWriter
-from kafka_tools.render.contract import note_object
+from kafka_tools.log.reads.record_writer import RecordWriter
 from kafka_tools.render.dump_text import write_utf8
+from kafka_tools.render.json_kinds import note_object
 from kafka_tools.render.values import decode_json
 
 

@@ -17,7 +17,7 @@ from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
-from kafka_tools.log.dump_events import (
+from kafka_tools.log.reads.dump_events import (
     EntryEvent,
     FileEnd,
     FileStart,
@@ -25,7 +25,7 @@ from kafka_tools.log.dump_events import (
     MessageRunEvent,
     ProblemEvent,
 )
-from kafka_tools.log.record_writer import RecordWriter
+from kafka_tools.log.reads.record_writer import RecordWriter
 from kafka_tools.render.lines import LineWriter, line_of, show
 from kafka_tools.render.values import decode_text, printable_name
 

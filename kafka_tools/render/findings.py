@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 from kafka_tools.format.plural import plural
 from kafka_tools.log.checks.findings import UNREADABLE, Finding, PartitionReport, Severity, Summary, status_of
 from kafka_tools.log.checks.validate import Validation
-from kafka_tools.render.contract import missing_object, partition_fields
+from kafka_tools.render.json_kinds import missing_object, partition_fields
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -36,7 +36,11 @@ def partition_fields(partition: int | str) -> dict[str, int | None]:
     return {"partition": partition, "broker": None}
 
 
-def render_group_list(groups: list[GroupSummary], out: TextIO, colour: bool, as_json: bool) -> None:
+def render_group_list(
+    groups: list[GroupSummary], out: TextIO, colour: bool, as_json: bool, zookeeper: bool = True
+) -> None:
+    """The groups with their type, state and protocol type as Kafka lists them (`-` for a group only
+    ZooKeeper has); `members (ZooKeeper)` only when ZooKeeper was read."""
     if as_json:
         for g in groups:
             _emit(
@@ -47,18 +51,19 @@ def render_group_list(groups: list[GroupSummary], out: TextIO, colour: bool, as_
                     "offsetsIn": g.storage,
                     "members": g.members,  # the same field as describe's
                     "protocolType": g.protocol_type,
+                    "state": g.state,
+                    "groupType": g.type,
                 },
             )
         _emit(out, {"type": "summary", "groups": len(groups)})
         return
-    table = _table(
-        colour,
-        ["group", "offsets in", "members (ZooKeeper)", "protocol type"],
-        {"members (ZooKeeper)"},
-        drop=("protocol type", "members (ZooKeeper)"),
-    )
+    columns = ["group", "type", "state", "protocol type", "offsets in"]
+    if zookeeper:
+        columns.append("members (ZooKeeper)")
+    table = _table(colour, columns, {"members (ZooKeeper)"}, drop=("protocol type", "members (ZooKeeper)"))
     for g in groups:
-        table.add_row(g.group, g.storage, _s(g.members), _s(g.protocol_type))
+        cells = [g.group, _s(g.type), _s(g.state), _s(g.protocol_type), g.storage]
+        table.add_row(*cells, *([_s(g.members)] if zookeeper else []))
     _console(out, colour).print(table)
 
 
@@ -118,19 +123,22 @@ def render_group(desc: GroupDescription, out: TextIO, colour: bool, as_json: boo
         style="bold" if colour else None,
         markup=False,
     )
+    zk = desc.from_zookeeper  # the zk offset column only when ZooKeeper was read for this group
     table = _table(
         colour,
-        ["topic", "partition", "owner", "zk offset", "kafka offset", "log start", "log end", "lag", "note"],
+        ["topic", "partition", "owner", *(["zk offset"] if zk else [])]
+        + ["kafka offset", "log start", "log end", "lag", "note"],
         {"partition", "zk offset", "kafka offset", "log start", "log end", "lag"},
         drop=("log start", "zk offset", "kafka offset", "owner", "log end"),
         wrap=("note",),
     )
+    blank = [""] * (6 if zk else 5)
     for r in desc.rows:
         table.add_row(
             r.topic,
             str(r.partition),
             _s(r.owner),
-            _s(r.zk_offset),
+            *([_s(r.zk_offset)] if zk else []),
             _s(r.kafka_offset),
             _s(r.log_start),
             _s(r.log_end),
@@ -138,12 +146,8 @@ def render_group(desc: GroupDescription, out: TextIO, colour: bool, as_json: boo
             r.note or "",
         )
     for topic, lag in desc.topic_lag().items():
-        table.add_row(
-            topic, "all", "", "", "", "", "", _s(lag), "topic total", style="bold" if colour else None
-        )
-    table.add_row(
-        "(group)", "", "", "", "", "", "", _s(desc.total_lag), "group total", style="bold" if colour else None
-    )
+        table.add_row(topic, "all", *blank[1:], _s(lag), "topic total", style="bold" if colour else None)
+    table.add_row("(group)", *blank, _s(desc.total_lag), "group total", style="bold" if colour else None)
     console.print(table)
     if desc.members:
         members = _table(

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from kafka_tools.format.plural import plural
 from kafka_tools.log.checks.findings import Finding
+from kafka_tools.metadata.delta_base import Event
 from kafka_tools.metadata.image import (
     ACL_OPERATIONS,
     ACL_PATTERN_TYPES,
@@ -24,7 +25,6 @@ from kafka_tools.metadata.image import (
     code_name,
 )
 from kafka_tools.metadata.load import MetadataLoad
-from kafka_tools.metadata.replay import Event
 from kafka_tools.render.json_lines import dumps as json_line
 from kafka_tools.render.tables import TextTable, make_console
 

@@ -9,8 +9,8 @@ from kafka_tools.compact_json import dumps
 from kafka_tools.errors import KtoolError
 from kafka_tools.format.checkpoints import EpochEntry
 from kafka_tools.format.plural import plural
-from kafka_tools.log.replicas import DivergentRange, PairDiff, RangeStats, ReplicasReport, Truncation
-from kafka_tools.render.contract import error_object
+from kafka_tools.log.replicas.diff import DivergentRange, PairDiff, RangeStats, ReplicasReport, Truncation
+from kafka_tools.render.json_kinds import error_object
 from kafka_tools.render.tables import TextTable, make_console
 
 

@@ -8,9 +8,9 @@ from typing import TextIO
 
 from kafka_tools.errors import KtoolError
 from kafka_tools.format.plural import plural
-from kafka_tools.log.retention_config import TopicSettings
-from kafka_tools.log.retention_plan import PartitionRetention, RetentionReport
-from kafka_tools.render.contract import error_object, partition_fields
+from kafka_tools.log.retention.config import TopicSettings
+from kafka_tools.log.retention.plan import PartitionRetention, RetentionReport
+from kafka_tools.render.json_kinds import error_object, partition_fields
 from kafka_tools.render.tables import make_console
 
 

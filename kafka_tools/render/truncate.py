@@ -1,5 +1,5 @@
-"""`ktool truncate` output: each event of the run (log/truncate_service.py) as text on stdout and one
-line on stderr, or as a JSON Lines object of the shapes render/contract.py documents (TRUNCATE_KINDS)."""
+"""`ktool truncate` output: each event of the run (log/repair/truncate_service.py) as text on stdout and one
+line on stderr, or as a JSON Lines object of the shapes render/kinds_logs.py documents (TRUNCATE_KINDS)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TextIO
 
 from kafka_tools.format.plural import plural
 from kafka_tools.log.checks.recovery import RecoveryPlan
-from kafka_tools.log.truncate_service import (
+from kafka_tools.log.repair.truncate_service import (
     Applied,
     Interrupted,
     Planned,
@@ -19,7 +19,7 @@ from kafka_tools.log.truncate_service import (
     UndoSummary,
     Unreadable,
 )
-from kafka_tools.render.contract import partition_fields
+from kafka_tools.render.json_kinds import partition_fields
 
 
 def plan_lines(plan: RecoveryPlan) -> list[str]:

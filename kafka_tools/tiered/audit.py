@@ -20,6 +20,7 @@ from kafka_tools.format.checkpoints import (
 from kafka_tools.format.kinds import partition_of
 from kafka_tools.format.kraft.decoder import MetadataDecodeError
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
+from kafka_tools.format.remote_events import span_events
 from kafka_tools.format.remote_log_metadata import REMOTE_LOG_METADATA, decode_remote_log_metadata
 from kafka_tools.format.remote_log_partitioner import DEFAULT_METADATA_PARTITIONS, metadata_partition
 from kafka_tools.format.segment import (
@@ -168,7 +169,7 @@ def audit(
 def _local_replica(path: Path, warnings: list[str]) -> LocalReplica | None:
     from kafka_tools.errors import KtoolError
     from kafka_tools.log.files.views import open_partition
-    from kafka_tools.log.locate import log_end_offset
+    from kafka_tools.log.reads.locate import log_end_offset
 
     topic_id = None
     meta = path / "partition.metadata"
@@ -214,8 +215,7 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
         # broker's recovery would cut the log: the segments after the cut are not read either.
         for entry in kept_spans(log):
             if type(entry) is Span:  # most of the log: checked batches, read without a Python walk
-                unreadable = partial(_unreadable_at, log, findings)
-                _replay_records(span_records(entry, unreadable), number, replay, findings)
+                _replay_span(entry, log, number, replay, findings)
                 continue
             if isinstance(entry, Problem):
                 findings.append(_damaged(log, entry))
@@ -230,13 +230,38 @@ def _replay_partition(path: Path, number: int, replay: Replay, findings: list[Fi
                 findings.append(_unreadable(log, entry.position, exc))
 
 
+def _replay_span(span: Span, log: Path, number: int, replay: Replay, findings: list[Finding]) -> None:
+    """A span's records as flat events (format/remote_events.py): a segment record's or an update's
+    fields straight into `Replay.add` / `Replay.update`, any other value decoded and applied as a
+    record of the Python walk is."""
+    buf, at, end, shift = span
+    update, add = replay.update, replay.add  # a million records: bound once
+    while at < end:
+        events, at = span_events(buf, at, end)
+        for event in events:
+            size = len(event)
+            if size == 8:
+                update(number, *event)
+            elif size == 12:
+                add(number, *event)
+            elif size == 2:
+                _replay_value(number, event[0], event[1], replay, findings)
+            else:  # records the span walk could not read: the records before the damage, then why
+                unreadable = partial(_unreadable_at, log, findings)
+                damaged = Span(buf, event[0], event[1], shift)
+                _replay_records(span_records(damaged, unreadable), number, replay, findings)
+
+
 def _replay_records(records, number: int, replay: Replay, findings: list[Finding]) -> None:
-    apply, decode = replay.apply, decode_remote_log_metadata  # a million records: bound once
     for r in records:
-        try:
-            apply(number, r.offset, decode(r.value))
-        except MetadataDecodeError as exc:
-            findings.append(_undecodable(number, r.offset, exc))
+        _replay_value(number, r.offset, r.value, replay, findings)
+
+
+def _replay_value(number: int, offset: int, value, replay: Replay, findings: list[Finding]) -> None:
+    try:
+        replay.apply(number, offset, decode_remote_log_metadata(value))
+    except MetadataDecodeError as exc:
+        findings.append(_undecodable(number, offset, exc))
 
 
 def _undecodable(number: int, offset: int, exc: MetadataDecodeError) -> Finding:

@@ -115,11 +115,11 @@ class Replay:
         self.records = 0
         self.unknown_records = 0  # apiKeys or versions this ktool does not know (shown by dump-log)
 
-    def _partition(self, tip: dict, number: int) -> PartitionReplay:
-        key = (tip["id"], tip["partition"])
+    def _partition(self, topic_id: str, partition: int, topic: str, number: int) -> PartitionReplay:
+        key = (topic_id, partition)
         part = self.partitions.get(key)
         if part is None:
-            part = self.partitions[key] = PartitionReplay(tip["name"], tip["id"], tip["partition"])
+            part = self.partitions[key] = PartitionReplay(topic, topic_id, partition)
         part.events += 1
         if number not in part.metadata_partitions:
             part.metadata_partitions.add(number)
@@ -127,44 +127,67 @@ class Replay:
 
     def apply(self, number: int, offset: int, record: RemoteLogMetadataRecord) -> None:
         """One record, at `offset` of `__remote_log_metadata-<number>`."""
-        self.records += 1
         api_key = record.api_key
         if api_key == 1 and record.known:  # the common case: a segment's state moves on
             f = record.fields
             seg_id_field = f["remoteLogSegmentId"]
             tip = seg_id_field["topicIdPartition"]
-            part = self.partitions.get((tip["id"], tip["partition"]))
-            if part is None or number not in part.metadata_partitions:
-                part = self._partition(tip, number)
-            else:  # _partition's work, inline: this is the loop of a million records
-                part.events += 1
-            seg_id = seg_id_field["id"]
-            seg = part.segments.get(seg_id)
-            target = SEGMENT_STATES.get(f["remoteLogSegmentState"])
-            if (
-                seg is None
-                or target is None
-                or (target != seg.state and target not in SEGMENT_NEXT[seg.state])
-            ):
-                part.issues.append(self._refused(number, offset, seg_id, seg, f))
-            elif target == DELETE_FINISHED:
-                del part.segments[seg_id]
-                part.deleted_segments += 1
-            else:
-                seg.state, seg.state_ms, seg.last_offset = target, f["eventTimestampMs"], offset
-                seg.broker_id = f["brokerId"]
-        elif not record.known:
-            self.unknown_records += 1
-        elif api_key == 0:
+            self.update(
+                number,
+                offset,
+                tip["id"],
+                tip["partition"],
+                tip["name"],
+                seg_id_field["id"],
+                f["remoteLogSegmentState"],
+                f["eventTimestampMs"],
+                f["brokerId"],
+            )
+        elif api_key == 0 and record.known:
             self._add(number, offset, record.fields)
-        elif api_key == 2:
-            self._partition_delete(Where(number, offset), record.fields)
-        else:  # snapshot records belong in remote_log_snapshot files, never in the topic
-            self.unknown_records += 1
+        else:
+            self.records += 1
+            if not record.known:
+                self.unknown_records += 1
+            elif api_key == 2:
+                self._partition_delete(Where(number, offset), record.fields)
+            else:  # snapshot records belong in remote_log_snapshot files, never in the topic
+                self.unknown_records += 1
+
+    def update(
+        self,
+        number: int,
+        offset: int,
+        topic_id: str,
+        partition: int,
+        topic: str,
+        seg_id: str,
+        state: int,
+        event_ms: int,
+        broker_id: int,
+    ) -> None:
+        """A RemoteLogSegmentMetadataUpdateRecord's fields (format/remote_events.py gives them flat, a
+        million times for a large topic: it makes no object when a segment only moves on)."""
+        self.records += 1
+        part = self.partitions.get((topic_id, partition))
+        if part is None or number not in part.metadata_partitions:
+            part = self._partition(topic_id, partition, topic, number)
+        else:  # _partition's work, inline: this is the loop of a million records
+            part.events += 1
+        seg = part.segments.get(seg_id)
+        target = SEGMENT_STATES.get(state)
+        if seg is None or target is None or (target != seg.state and target not in SEGMENT_NEXT[seg.state]):
+            part.issues.append(self._refused(number, offset, seg_id, seg, state))
+        elif target == DELETE_FINISHED:
+            del part.segments[seg_id]
+            part.deleted_segments += 1
+        else:
+            seg.state, seg.state_ms, seg.last_offset = target, event_ms, offset
+            seg.broker_id = broker_id
 
     @staticmethod
-    def _refused(number: int, offset: int, seg_id: str, seg: RemoteSegment | None, f: dict) -> ReplayIssue:
-        target = _state(SEGMENT_STATES, f["remoteLogSegmentState"])
+    def _refused(number: int, offset: int, seg_id: str, seg: RemoteSegment | None, state: int) -> ReplayIssue:
+        target = _state(SEGMENT_STATES, state)
         where = Where(number, offset)
         if seg is None:
             message = f"{target} for segment {seg_id}, which no live COPY_SEGMENT_STARTED created"
@@ -176,16 +199,51 @@ class Replay:
         return ReplayIssue("illegal-transition", where, seg_id, message)
 
     def _add(self, number: int, offset: int, f: dict) -> None:
-        part = self._partition(f["remoteLogSegmentId"]["topicIdPartition"], number)
-        seg_id = f["remoteLogSegmentId"]["id"]
-        state = _state(SEGMENT_STATES, f["remoteLogSegmentState"])
-        if state != COPY_STARTED:
+        segment = f["remoteLogSegmentId"]
+        tip = segment["topicIdPartition"]
+        self.add(
+            number,
+            offset,
+            tip["id"],
+            tip["partition"],
+            tip["name"],
+            segment["id"],
+            f["remoteLogSegmentState"],
+            f["eventTimestampMs"],
+            f["brokerId"],
+            f["startOffset"],
+            f["endOffset"],
+            f["segmentSizeInBytes"],
+            {e["leaderEpoch"]: e["offset"] for e in f["segmentLeaderEpochs"]},
+        )
+
+    def add(
+        self,
+        number: int,
+        offset: int,
+        topic_id: str,
+        partition: int,
+        topic: str,
+        seg_id: str,
+        state: int,
+        event_ms: int,
+        broker_id: int,
+        start_offset: int,
+        end_offset: int,
+        size: int,
+        leader_epochs: dict[int, int],
+    ) -> None:
+        """A RemoteLogSegmentMetadataRecord's fields (a copy starts; flat, as `update`'s)."""
+        self.records += 1
+        part = self._partition(topic_id, partition, topic, number)
+        named = _state(SEGMENT_STATES, state)
+        if named != COPY_STARTED:
             part.issues.append(
                 ReplayIssue(
                     "illegal-transition",
                     Where(number, offset),
                     seg_id,
-                    f"segment {seg_id} offsets {f['startOffset']}-{f['endOffset']} created in {state}, "
+                    f"segment {seg_id} offsets {start_offset}-{end_offset} created in {named}, "
                     f"not {COPY_STARTED}",
                 )
             )
@@ -197,24 +255,24 @@ class Replay:
                 )
             )
             return
-        ts = f["eventTimestampMs"]
         part.segments[seg_id] = RemoteSegment(
             seg_id,
-            f["startOffset"],
-            f["endOffset"],
-            f["brokerId"],
-            f["segmentSizeInBytes"],
-            {e["leaderEpoch"]: e["offset"] for e in f["segmentLeaderEpochs"]},
+            start_offset,
+            end_offset,
+            broker_id,
+            size,
+            leader_epochs,
             COPY_STARTED,
-            ts,
-            ts,
+            event_ms,
+            event_ms,
             number,
             offset,
             offset,
         )
 
     def _partition_delete(self, where: Where, f: dict) -> None:
-        part = self._partition(f["topicIdPartition"], where.partition)
+        tip = f["topicIdPartition"]
+        part = self._partition(tip["id"], tip["partition"], tip["name"], where.partition)
         target = _state(PARTITION_DELETE_STATES, f["remotePartitionDeleteState"])
         current = part.delete_state
         allowed = target == MARKED if current is None else target in PARTITION_NEXT.get(current, ())

@@ -13,7 +13,7 @@ import pytest
 
 from kafka_tools.cli import dump_parallel
 from kafka_tools.cli.dump_parallel import Rendered, Setup, _InOrder
-from kafka_tools.log.dump_events import DumpOptions
+from kafka_tools.log.reads.dump_events import DumpOptions
 from kafka_tools.log.workers import children, pool
 from tests.support import pool_calls
 

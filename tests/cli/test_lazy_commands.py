@@ -85,7 +85,7 @@ def test_tab_after_an_option_prefix_imports_no_decoder():
         loaded = _modules_after([], env)
         decoders = (
             "kafka_tools.format",
-            "kafka_tools.log.dump",
+            "kafka_tools.log.reads.dump",
             "kafka_tools.log.checks.validate",
             "kafka_tools.render",
         )

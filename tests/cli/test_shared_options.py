@@ -28,6 +28,7 @@ CORRUPT = str(GENERATED / "corrupt/v2-trailing-garbage-0")
         ["truncate", "--dry-run", CORRUPT],
     ],
 )
+@pytest.mark.slow  # the console script three times per command: 12 fresh interpreters
 def test_color_is_taken_before_or_after_the_command(args) -> None:
     if args[0] == "retention":
         args = [*args, "--now", "2026-11-25T00:00:00Z"]

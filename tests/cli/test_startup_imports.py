@@ -107,7 +107,7 @@ def test_validate_of_a_segment_file_loads_only_the_segment_checks() -> None:
         "kafka_tools.format.snapshot",
         "kafka_tools.format.checkpoints",
         "kafka_tools.log.checks.index_checks",
-        "kafka_tools.log.dump",
+        "kafka_tools.log.reads.dump",
         "kafka_tools.render.tables",
         "json",
         "kafka_tools.format.kafka07",  # the 0.7 reader: for .kafka files
@@ -136,8 +136,8 @@ def test_validate_of_a_log_dir_checks_its_side_files_without_the_dump_machinery(
     assert code == 0 and "clean: 10 segments" in stdout
     assert "kafka_tools.log.files.side_files" in loaded  # the side files were checked
     not_needed = {
-        "kafka_tools.log.dump",
-        "kafka_tools.log.dump_events",
+        "kafka_tools.log.reads.dump",
+        "kafka_tools.log.reads.dump_events",
         "kafka_tools.log.checks.kraft_snapshots",
         "json",
         # its small gzip and snappy batches were looked into by zlib and the C snappy decoder
@@ -154,8 +154,8 @@ def test_offsets_at_earliest_reads_names_and_checkpoints_only() -> None:
     code, loaded, stdout = _loaded_after(["offsets-at", str(V2), "--time", "earliest"])
     assert code == 0 and "none:0:0" in stdout.splitlines()
     not_needed = {
-        "kafka_tools.log.locate",
-        "kafka_tools.log.read",
+        "kafka_tools.log.reads.locate",
+        "kafka_tools.log.reads.read",
         "kafka_tools.format.index",
         "kafka_tools.format.segment",
         "kafka_tools.format.record_batch",
@@ -172,7 +172,7 @@ def test_truncate_dry_run_plans_without_the_repair_machinery() -> None:
     assert code == 0 and "nothing to do" in stdout and "dry run: nothing changed" in stdout
     assert "kafka_tools.log.checks.recovery" in loaded  # it did plan
     not_needed = {
-        "kafka_tools.log.repair",
+        "kafka_tools.log.repair.apply",
         "kafka_tools.keep.durable",
         "hashlib",
         "json",

@@ -36,7 +36,10 @@ class _Admin:
         return {group: future}
 
     def describe_consumer_groups(self, groups, request_timeout):
-        return self._answer(groups[0], SimpleNamespace(members=[], state=ConsumerGroupState.EMPTY))
+        described = SimpleNamespace(  # a ConsumerGroupDescription's fields
+            members=[], state=ConsumerGroupState.EMPTY, type=None, partition_assignor="", coordinator=None
+        )
+        return self._answer(groups[0], described)
 
     def list_consumer_group_offsets(self, requests, request_timeout):
         return self._answer(requests[0].group_id, SimpleNamespace(topic_partitions=[]))

@@ -97,6 +97,8 @@ def test_groups_list_needs_no_zookeeper(cluster, live_member) -> None:
         "offsetsIn": "kafka",
         "members": None,
         "protocolType": "consumer",
+        "state": "Stable",  # as the 0.9 coordinator describes it (DescribeGroups: no ListGroups v4)
+        "groupType": "classic",
     }
 
 

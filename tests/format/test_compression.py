@@ -15,7 +15,7 @@ from hypothesis import given as given_examples
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from kafka_tools.format import accel, compression
+from kafka_tools.format import accel, codec_ids, compression, lz4_frames
 from kafka_tools.format.compression import (
     Codec,
     DecompressionError,
@@ -132,7 +132,7 @@ def test_the_in_place_buffer_holds_what_the_pieces_hold(
     codec: Codec, payload: bytes, data: bytes, cramjam: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not cramjam:  # nor isal: the standard library alone
-        monkeypatch.setattr(compression, "_cramjam_module", [None])
+        monkeypatch.setattr(codec_ids, "_cramjam_module", [None])
         monkeypatch.setattr(compression, "_fast_inflate_module", [zlib])
     pieces = b"".join(iter_decompressed(codec, payload))
     assert pieces == data
@@ -247,17 +247,17 @@ def test_lz4_in_one_call_gives_what_the_blocks_give(payload: bytes, monkeypatch:
     the block-by-block reader gives; it never takes one whose output could pass the cap."""
     fast = _lz4_outcome(payload)
     small = _lz4_outcome(payload, limit=len(DATA) // 2)
-    monkeypatch.setattr(compression, "_lz4_frame_module", [None])
+    monkeypatch.setattr(lz4_frames, "_lz4_frame_module", [None])
     assert fast == _lz4_outcome(payload)
     assert small == _lz4_outcome(payload, limit=len(DATA) // 2)
 
 
 def test_lz4_in_one_call_is_taken_for_what_producers_write() -> None:
     for payload in (lz4.frame.compress(DATA), lz4.frame.compress(DATA, store_size=False)):
-        assert compression._lz4_one_frame(payload, compression.MAX_DECOMPRESSED) == DATA
+        assert lz4_frames.lz4_one_frame(payload, compression.MAX_DECOMPRESSED) == DATA
     huge = _with_size(lz4.frame.compress(DATA, store_size=True), 2**40)
-    assert compression._lz4_one_frame(huge, compression.MAX_DECOMPRESSED) is None  # never allocated
-    assert compression._lz4_one_frame(lz4.frame.compress(DATA), len(DATA) - 1) is None
+    assert lz4_frames.lz4_one_frame(huge, compression.MAX_DECOMPRESSED) is None  # never allocated
+    assert lz4_frames.lz4_one_frame(lz4.frame.compress(DATA), len(DATA) - 1) is None
 
 
 def _snappy_shapes(data: bytes) -> list[bytes]:

@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_tools.log.dump import dump_file
-from kafka_tools.log.dump_events import DumpOptions, EntryEvent, FileEnd
+from kafka_tools.log.reads.dump import dump_file
+from kafka_tools.log.reads.dump_events import DumpOptions, EntryEvent, FileEnd
 from tests.independent import FIXTURES
 
 SOURCES = sorted(

@@ -15,8 +15,8 @@ from collections import defaultdict
 
 import pytest
 
+from kafka_tools.format.coordinator_records import CONSUMER_OFFSETS_RECORDS
 from kafka_tools.format.internal_topics import (
-    CONSUMER_OFFSETS_RECORDS,
     InternalRecord,
     decode_assignment,
     decode_consumer_offsets,

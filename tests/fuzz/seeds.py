@@ -2,7 +2,7 @@
 needed), every v0/v1 message set and inner set, every KRaft record value of fixtures/ and, when it is
 there, ../shared/realworld — each in its target's input layout (tests/fuzz/targets.py).
 
-    python -m tests.fuzz.seeds DIR      # writes DIR/records, DIR/messages, DIR/kraft, DIR/remote, DIR/batches
+    python -m tests.fuzz.seeds DIR    # DIR/records, messages, kraft, remote, spans, batches, snappy
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from kafka_tools.format.compression import decompress
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import iter_log_entries
-from tests.fuzz.targets import BATCHES_HEAD, MESSAGES_HEAD, RECORDS_HEAD, SNAPPY_HEAD
+from tests.fuzz.targets import BATCHES_HEAD, MESSAGES_HEAD, RECORDS_HEAD, SNAPPY_HEAD, SPANS_HEAD
 from tests.independent import FIXTURES, ROOT
 
 MAX_LEN = 4096  # the harnesses' -max_len: larger sections are cut (the cut is a seed too)
@@ -66,6 +66,23 @@ def _remote_seeds() -> set[bytes]:
     }
 
 
+def _span_seeds(values: set[bytes]) -> set[bytes]:
+    """Runs of one-record batches as a broker frames `__remote_log_metadata` (the remote seeds, a null
+    value, a control batch), for remote_span_events."""
+    from tests.format.kraft_encoder import batch
+
+    records = [*sorted(values), None]
+    out = set()
+    for start in range(0, len(records), 3):
+        run = records[start : start + 3]
+        framed = b"".join(batch(start + i, [(None, v)]) for i, v in enumerate(run))
+        out.add(SPANS_HEAD.pack(255) + framed[:MAX_LEN])
+        out.add(SPANS_HEAD.pack(1) + framed[:MAX_LEN])
+    control = batch(0, [(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00")], control=True)
+    out.add(SPANS_HEAD.pack(255) + control + batch(1, [(None, records[0])]))
+    return out
+
+
 def seeds() -> dict[str, set[bytes]]:
     out: dict[str, set[bytes]] = {
         "records": set(),
@@ -75,6 +92,7 @@ def seeds() -> dict[str, set[bytes]]:
         "snappy": _snappy_seeds(),
         "remote": _remote_seeds(),
     }
+    out["spans"] = _span_seeds(out["remote"])
     for path in _logs():
         raw = path.read_bytes()
         for entry in iter_log_entries(path):

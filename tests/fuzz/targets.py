@@ -318,6 +318,34 @@ def check_remote(data: bytes) -> None:
     assert c == py, (c, py)
 
 
+# ---- spans of __remote_log_metadata batches: remote_span_events (the tiered audit's walk) -----------
+
+# spans: limit(1) (events a call), then the bytes of the batches
+SPANS_HEAD = struct.Struct(">B")
+
+
+def _span_outcome(fn, buf: bytes, limit: int):
+    try:
+        events, at = fn(buf, 0, len(buf), limit)
+    except ValueError as exc:
+        return ("error", type(exc).__name__, str(exc))
+    return ("ok", events, at)
+
+
+def check_spans(data: bytes) -> None:
+    """remote_span_events against span_events_py: the same events (every shape), the same stop."""
+    from kafka_tools.format.remote_events import span_events_py
+
+    C = _c()
+    if C is None or len(data) < SPANS_HEAD.size:
+        return
+    (limit,) = SPANS_HEAD.unpack_from(data)
+    buf = data[SPANS_HEAD.size :]
+    c = _span_outcome(C.remote_span_events, buf, limit)
+    py = _span_outcome(span_events_py, buf, limit)
+    assert c == py, (c, py)
+
+
 # ---- v2 batch runs: scan_batches (validate's header walk) ------------------------------------------
 
 # batches: flags(1) lo(8) prev(8), then the bytes of a segment
@@ -423,6 +451,7 @@ TARGETS = {
     "messages": check_messages,
     "kraft": check_kraft,
     "remote": check_remote,
+    "spans": check_spans,
     "batches": check_batches,
     "snappy": check_snappy,
 }

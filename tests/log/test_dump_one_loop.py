@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import kafka_tools
-from kafka_tools.log.dump_events import DumpOptions
+from kafka_tools.log.reads.dump_events import DumpOptions
 
 CLI = Path(kafka_tools.__file__).parent / "cli"
 

@@ -16,11 +16,14 @@ import pytest
 
 from tests.support.live_load import PARTITIONS, TOPICS, LoadedBroker, command_round
 from tests.support.script import ktool_script, run_script
+from tests.support.sweep import rounds
 
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
 MIN_ROUNDS = 3
-MIN_SECONDS = 40
+# Rounds for at least this long (a round is 9 runs of ktool; the broker rolls a segment every 256 KiB and
+# deletes every 1.5 s, so 10 s meets it at work several times over); 40 s, the soak, in the sweep.
+MIN_SECONDS = rounds(ci=10, full=40)
 
 
 def test_every_command_behaves_on_a_running_broker_then_validates_clean_when_stopped(
@@ -31,10 +34,10 @@ def test_every_command_behaves_on_a_running_broker_then_validates_clean_when_sto
     outcomes = []
     with LoadedBroker(tmp_path) as loaded:
         loaded.wait_rolled_and_deleted()
-        started, rounds = time.monotonic(), 0
-        while rounds < MIN_ROUNDS or time.monotonic() - started < MIN_SECONDS:
+        started, done = time.monotonic(), 0
+        while done < MIN_ROUNDS or time.monotonic() - started < MIN_SECONDS:
             outcomes += command_round(loaded, ktool)
-            rounds += 1
+            done += 1
         loaded.stop_producers()
         final = {(t, p): loaded.watermarks(t, p) for t in TOPICS for p in range(PARTITIONS)}
         stopped_cleanly = loaded.stop()

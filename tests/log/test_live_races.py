@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from kafka_tools.format import segment as segment_format
-from kafka_tools.log import locate
 from kafka_tools.log.checks.findings import IN_FLIGHT, Severity, ValidateOptions
 from kafka_tools.log.checks.partition_checks import validate_partition
 from kafka_tools.log.files import broker_lock, views
 from kafka_tools.log.files.dirs import read_partition
-from kafka_tools.log.retention import find_partitions, preview
-from kafka_tools.log.retention_config import SettingSources
+from kafka_tools.log.reads import locate
+from kafka_tools.log.retention.config import SettingSources
+from kafka_tools.log.retention.preview import find_partitions, preview
 from tests.log.test_read import T0, build_partition, read_json, shown
 from tests.support.cli import run_ktool
 from tests.support.locks import lock_held_elsewhere
@@ -317,7 +317,7 @@ def test_records_after_the_last_time_index_entry_are_found(tmp_path) -> None:
 
 def test_truncate_under_live_refuses_before_reading_anything(tmp_path, monkeypatch) -> None:
     logs, part, _ = _log_dir(tmp_path)
-    import kafka_tools.log.truncate_service as truncate_service
+    import kafka_tools.log.repair.truncate_service as truncate_service
 
     def must_not_list(*args, **kwargs):
         raise AssertionError("listed a running broker's partitions")

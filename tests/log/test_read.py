@@ -414,7 +414,7 @@ def test_read_path_imports_nothing_heavy() -> None:
     import subprocess
 
     code = (
-        "import sys; from kafka_tools.cli.read import read; from kafka_tools.log import read as r; "
+        "import sys; from kafka_tools.cli.read import read; from kafka_tools.log.reads import read as r; "
         "import kafka_tools.render.dump_text, kafka_tools.render.dump_json; "
         "print(','.join(m for m in ('rich', 'kazoo', 'pyspark', 'confluent_kafka') if m in sys.modules))"
     )
@@ -458,7 +458,7 @@ def test_consumer_offsets_records_are_decoded_as_dump_log_decodes_them() -> None
 
 def test_a_batch_over_the_read_limit_is_reported_not_read(tmp_path) -> None:
     from kafka_tools.errors import FindingsError
-    from kafka_tools.log.locate import SegmentReader
+    from kafka_tools.log.reads.locate import SegmentReader
 
     part, _ = build_partition(tmp_path, 2, "none", per_batch=40)  # batches of ~2.6 KB
     log = sorted(part.glob("*.log"))[0]

@@ -40,9 +40,10 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from kafka_tools.log import repair
 from kafka_tools.log.checks import recovery
 from kafka_tools.log.checks.findings import ValidateOptions
+from kafka_tools.log.repair import apply as repair
+from kafka_tools.log.repair import undo
 from kafka_tools.log.validate import validate_paths
 from tests.independent import FIXTURES
 from tests.log.test_recovery_property import MUTATIONS, Mutation
@@ -347,7 +348,7 @@ def check_case(case: Case, workdir: Path, cli: bool = False) -> tuple[str, int]:
         undone = run_ktool("truncate", "--undo", str(manifest))
         assert undone.exit_code == 0, f"{undone.output}: {where}"
     else:
-        repair.undo(manifest)
+        undo.undo(manifest)
     assert {p.name: p.read_bytes() for p in part.iterdir()} == before, f"undo did not restore: {where}"
     return plan.advice, stale_files
 

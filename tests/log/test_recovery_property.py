@@ -27,11 +27,12 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from kafka_tools.log import repair
 from kafka_tools.log.checks import recovery
 from kafka_tools.log.checks.findings import ValidateOptions
-from kafka_tools.log.dump import dump_file
-from kafka_tools.log.dump_events import DumpOptions, FileEnd
+from kafka_tools.log.reads.dump import dump_file
+from kafka_tools.log.reads.dump_events import DumpOptions, FileEnd
+from kafka_tools.log.repair import apply as repair
+from kafka_tools.log.repair import undo
 from kafka_tools.log.validate import validate_paths
 from tests.independent import FIXTURES
 from tests.reference_recovery import recover, soundness
@@ -171,7 +172,7 @@ def check_case(source: Path, rules: str, mutation: Mutation, workdir: Path) -> s
     assert (backup / cut["backup"]).read_bytes() == damaged[prefix:], case
     after = validate_paths([part], ValidateOptions())
     assert after.summary().errors == 0, f"{[f.fields() for f in after.all_findings()]}: {case}"
-    repair.undo(backup / repair.MANIFEST)
+    undo.undo(backup / repair.MANIFEST)
     assert log.read_bytes() == damaged, f"undo did not restore: {case}"
     assert sorted(p.name for p in part.iterdir()) == [source.name], case
     return plan.advice

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from kafka_tools.format.checkpoints import EpochEntry
-from kafka_tools.log.leader_epochs import end_offset_for, epoch_truncation
-from kafka_tools.log.replicas import diff_replicas
+from kafka_tools.log.replicas.diff import diff_replicas
+from kafka_tools.log.replicas.leader_epochs import end_offset_for, epoch_truncation
 from tests.support.replica_logs import Batch, values, write_replica
 
 

@@ -66,7 +66,7 @@ def _checkpoint(log_dir: Path, name: str) -> int | None:
 
 def _log_end(part: Path) -> int:
     from kafka_tools.log.files.views import open_partition
-    from kafka_tools.log.locate import log_end_offset
+    from kafka_tools.log.reads.locate import log_end_offset
 
     return log_end_offset(open_partition(str(part)))
 

@@ -1,4 +1,4 @@
-"""Times typed on the command line (`kafka_tools/log/times.py`): the fraction of a second is read as
+"""Times typed on the command line (`kafka_tools/log/reads/times.py`): the fraction of a second is read as
 kafka-consumer-groups reads it (`Utils.getDateTime`, SimpleDateFormat `yyyy-MM-dd'T'HH:mm:ss.SSSXXX`,
 then `…SSSX`: `SSS` is a count of milliseconds), so a reset planned from the same words lands on the
 same offsets; forms the two readings would take differently are refused. The real tool's plans are
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_tools.errors import UsageError
-from kafka_tools.log.times import parse_time
+from kafka_tools.log.reads.times import parse_time
 
 NOON = 1_767_268_800_000  # 2026-01-01T12:00:00Z
 

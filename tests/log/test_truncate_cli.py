@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from kafka_tools.cli.main import cli
 from kafka_tools.format.segment import Problem, iter_log_entries
-from kafka_tools.log import repair
 from kafka_tools.log.files.dirs import read_partition
+from kafka_tools.log.repair import apply as repair
+from kafka_tools.log.repair import rebuilt_indexes
 from tests.independent import FIXTURES
 from tests.reference_recovery import recover, soundness
 from tests.support.locks import lock_held_elsewhere
@@ -159,14 +160,14 @@ def test_rebuilt_index_equals_the_one_kafka_0_9_wrote(tmp_path: Path) -> None:
     # index.interval.bytes=100 in that topic; uncompressed, so first and last offsets of an entry agree.
     part = read_partition(FIXTURES / "kafka-0.9.0.1/logdir/segmented-0")
     for seg in part.segments:
-        offsets, _ = repair.build_indexes(seg, seg.size, 100)
+        offsets, _ = rebuilt_indexes.build_indexes(seg, seg.size, 100)
         assert offsets == seg.offset_index.read_bytes(), seg.log.name
 
 
 def test_rebuilt_indexes_equal_the_independently_written_ones() -> None:
     part = read_partition(GENERATED / "v2/segmented-0")
     for seg in part.segments:
-        offsets, times = repair.build_indexes(seg, seg.size, 2048)
+        offsets, times = rebuilt_indexes.build_indexes(seg, seg.size, 2048)
         assert offsets == seg.offset_index.read_bytes(), seg.log.name
         assert times == seg.time_index.read_bytes(), seg.log.name
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_tools.log import repair
+from kafka_tools.log.repair import apply as repair
 from tests.log.test_truncate_cli import tree_digest, truncate
 from tests.log.test_truncate_safety import damaged_segmented, manifests, one_line
 from tests.support.kill_points import run_killed, strace_or_unavailable, write_points
@@ -117,6 +117,7 @@ def swap_round(tmp: Path, force: bool) -> tuple[subprocess.CompletedProcess, dic
     return done, before, digest(victim), swaps[0]
 
 
+@pytest.mark.slow  # 24 runs of the console script racing a directory swap
 @pytest.mark.parametrize("force", [False, True])
 def test_a_partition_directory_swapped_for_a_link_mid_run_never_changes_the_link_target(
     tmp_path: Path, force: bool

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_tools.log import repair
 from kafka_tools.log.checks import partition_checks
+from kafka_tools.log.repair import apply as repair
 from kafka_tools.render.contract import problems
 from tests.log.test_truncate_cli import CORRUPT, GENERATED, logdir_with, tree_digest, truncate
 
@@ -212,7 +212,7 @@ def test_a_second_truncate_meanwhile_is_refused_naming_ktool_and_no_stale_plan_r
         return plan
 
     real = partition_checks.plan_partition
-    monkeypatch.setattr("kafka_tools.log.truncate_service.plan_partition", plan_then_race)
+    monkeypatch.setattr("kafka_tools.log.repair.truncate_service.plan_partition", plan_then_race)
     code, out, err = truncate("--force", "--backup-dir", str(tmp_path / "bk"), str(part))
     race = other["run"]
     assert race.returncode == 3, race.stderr

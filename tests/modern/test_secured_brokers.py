@@ -74,6 +74,28 @@ def test_a_wrong_password_is_one_line_naming_the_broker_and_exit_3(secured_kafka
     assert "not-bobs-password" not in result.output and "Traceback" not in result.output
 
 
+def test_groups_list_and_watch_over_sasl_ssl_say_state_and_type(secured_kafka, group):
+    """Over SASL_SSL ktool's own plain requests are not sent: the list is librdkafka's (state, type),
+    the watch's view the coordinator's DescribeGroups."""
+    name, _topic = group
+    listed = _sasl(secured_kafka, "groups", "list", "--json", user="alice")
+    assert listed.exit_code == 0, listed.output
+    ours = {g["group"]: g for g in map(json.loads, listed.stdout.splitlines()) if g["type"] == "group"}
+    assert (ours[name]["state"], ours[name]["groupType"]) == ("Empty", "classic")
+    watched = _sasl(secured_kafka, "groups", "watch", name, "--once", "--json", user="alice")
+    assert watched.exit_code == 0, watched.output
+    events = [json.loads(line) for line in watched.stdout.splitlines()]
+    assert [e["event"] for e in events if e["type"] == "event"][-1] == "group-state"
+
+
+def test_a_wrong_password_stops_the_watch_in_one_line(secured_kafka, group):
+    result = _sasl(secured_kafka, "groups", "watch", group[0], user="bob", password="not-bobs-password")
+    assert result.exit_code == 3, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "authentication failed" in lines[0], result.stderr
+    assert "not-bobs-password" not in result.output
+
+
 def test_credentials_from_a_file_and_from_the_config_file(secured_kafka, group, tmp_path):
     auth = tmp_path / "kafka-auth"
     auth.write_text("# bob's\nscram-sha-512 bob:bob-secret\n")

@@ -164,6 +164,7 @@ def test_a_segment_past_its_header_is_not_read_past_the_file(tmp_path: Path) -> 
     assert _table(spec).num_rows == 1
 
 
+@pytest.mark.slow  # 150 damaged copies, each walked by C and by both Python references
 def test_damaged_copies_of_a_mixed_segment_give_the_python_rows(tmp_path: Path) -> None:
     """Bytes flipped, the file cut anywhere, a damaged records section under a matching CRC: whatever
     C takes or hands back, the rows are the Python walk's (seeded, so a failure replays)."""
@@ -256,6 +257,7 @@ def test_one_walk_gives_both_tables_python_rows_on_every_segment(spec) -> None:
     assert records.equals(_records_reference(spec))
 
 
+@pytest.mark.slow  # every bound, byte range and damaged copy walked against both references
 def test_one_walk_over_mixed_damaged_and_legacy_segments_gives_both_tables_python_rows(
     tmp_path: Path,
 ) -> None:

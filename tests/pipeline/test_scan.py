@@ -26,9 +26,9 @@ from kafka.record import MemoryRecords
 
 from kafka_tools.format.internal_topics import decode_consumer_offsets
 from kafka_tools.log.checks.findings import ValidateOptions
-from kafka_tools.log.dump import dump_file
-from kafka_tools.log.dump_events import DumpOptions, EntryEvent, FileEnd
-from kafka_tools.log.internal_records import kafka_type_name
+from kafka_tools.log.reads.dump import dump_file
+from kafka_tools.log.reads.dump_events import DumpOptions, EntryEvent, FileEnd
+from kafka_tools.log.reads.internal_records import kafka_type_name
 from kafka_tools.log.validate import validate_paths
 from kafka_tools.pipeline import ScanOptions, ScanPlan, ScanResult, plan_scan
 from kafka_tools.pipeline.local import scan_in_process
@@ -723,12 +723,13 @@ def _cluster_scan(cluster, *args: str) -> subprocess.Popen:
     )
 
 
-def _generated(tmp_path_factory):
+def _generated(tmp_path_factory, batches: int = 4000):
+    """Gzip batches, seconds of work per 1 MiB task for pure-Python executors: by default ~17 MB, 1.6
+    million records, a job that outlasts the master watch's 3 probes once its first task runs."""
     from tests.support.logs import write_log_dir
 
-    # ~17 MB of gzip batches, 1.6 million records: seconds of work per task for pure-Python executors
     root = tmp_path_factory.mktemp("gen") / "logdir"
-    return write_log_dir(root, partitions=4, segments=2, batches=4000, codec=1)
+    return write_log_dir(root, partitions=4, segments=2, batches=batches, codec=1)
 
 
 # Byte ranges of 1 MiB, decoded by the pure-Python decoder: tasks long enough to be caught running.
@@ -754,7 +755,10 @@ def test_cluster_scan_with_a_worker_killed_gives_the_local_runs_tables(
     tables are the local run's, row for row, and the summary counts the failed attempts."""
     from pyspark.sql.functions import col
 
-    gen = _generated(tmp_path_factory)
+    # 8 segments of 0.8 MB (a batch is 540 bytes), 300,000 records: 8 tasks of 37,500 records in pure
+    # Python, 4 queued to an executor, so the kill meets a running task; the one worker left runs the
+    # rest alone (the default 17 MB made this test 91 s of CI)
+    gen = _generated(tmp_path_factory, batches=1500)
     out = tmp_path / "t"
     paths = [*map(str, scanned.paths), str(gen.path)]
     proc = _cluster_scan(cluster, "--out", str(out), "--records", "--offsets-topic", *SLOW, *paths)

@@ -196,6 +196,7 @@ def test_tables_are_the_same_in_json_and_parquet(tables, tmp_path: Path) -> None
         assert lines and list(lines[0]) == parquet.column_names or not lines, t.name
 
 
+@pytest.mark.slow  # the console script twice, pyarrow imported in each
 def test_the_console_script_scans_a_small_log_dir_without_java(tmp_path: Path) -> None:
     res = run_script("scan", "--json", str(KAFKA09), env={"JAVA_HOME": "/nonexistent", "PATH": str(tmp_path)})
     assert res.returncode == 0, res.stderr
@@ -296,6 +297,7 @@ def test_checkpoints_are_read_when_planned_before_any_segment(tmp_path: Path) ->
     assert [f.kind for f in past] == ["checkpoint-past-log-end"] and "9999" in past[0].message
 
 
+@pytest.mark.slow  # a scan into 2 KiB ranges, every table written, per codec
 @pytest.mark.parametrize("codec", ["zstd", "lz4", "none"])
 def test_compression_changes_the_codec_and_nothing_else(tables, tmp_path: Path, codec: str) -> None:
     """`--compression`: every parquet table in that codec (LZ4 as parquet's LZ4_RAW, the one Spark and
@@ -361,6 +363,7 @@ def test_lanes_are_consecutive_ranges_of_about_equal_bytes() -> None:
     assert split_lanes(plan, ranges[:2], 4) == [ranges[:1], ranges[1:2]]
 
 
+@pytest.mark.slow  # two whole scans per format
 @pytest.mark.parametrize("fmt", ["parquet", "json"])
 def test_lanes_write_the_rows_one_lane_writes_in_its_order(monkeypatch, tmp_path: Path, fmt: str) -> None:
     """On several cores the records and batches tables are written by lanes, one part file each: the

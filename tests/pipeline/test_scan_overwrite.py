@@ -319,7 +319,7 @@ def _after_the_kill(work: Path, point: KillPoint, before: dict, after: dict) -> 
 
 
 def _of_the_swap(points: list[KillPoint]) -> list[KillPoint]:
-    """The fast tier's share of the kill points (every one: the slow test below): the record renamed
+    """CI's share of the kill points (every write: the sampled sweep below): the record renamed
     into place, the first and last earlier table moved aside, the first and last new one moved in, the
     first and last removal after the swap, its last sync."""
     renames = [p for p in points if p.syscall == "rename"]
@@ -333,6 +333,7 @@ def _of_the_swap(points: list[KillPoint]) -> list[KillPoint]:
     return chosen
 
 
+@pytest.mark.slow  # 8 scans under strace, each followed by two more
 def test_killed_at_each_call_of_the_swap_the_next_scan_leaves_old_or_new_tables(old_tables, tmp_path) -> None:
     assert _kill_everywhere(old_tables, tmp_path, _of_the_swap) == 8
 

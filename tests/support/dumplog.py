@@ -69,7 +69,7 @@ _JSON_TAIL = re.compile(
 def _tagged_defaults() -> dict[str, dict[str, tuple]]:
     """Kafka's type name (`PARTITION_RECORD`) -> {json field name: field}, from the kept schemas."""
     from kafka_tools.format.kraft import generate
-    from kafka_tools.log.internal_records import kafka_type_name
+    from kafka_tools.log.reads.internal_records import kafka_type_name
 
     return {
         kafka_type_name(name): {f[0][:1].lower() + f[0][1:]: f for f in fields}

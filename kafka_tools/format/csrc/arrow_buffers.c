@@ -1,8 +1,10 @@
 /*
- * The buffers of the records table's columns (arrow_columns.h): growth, binary columns' nulls, marks and
+ * The buffers of the records table's columns (arrow_buffers.h): growth, binary columns' nulls, marks and
  * rollback, and the pool that recycles the buffers of released batches.
  */
-#include "arrow_columns.h"
+#include <stdatomic.h>
+
+#include "arrow_buffers.h"
 
 
 /* The growth of buf_reserve, out of line: the check that there is room is all a row usually costs. */

@@ -8,6 +8,41 @@
 
 atomic_long blocks_alive;
 
+/* ---- the builder's buffers, set up empty and freed (a finished batch starts the next empty) --------- */
+
+void
+columns_free(columns_t *c)
+{
+    free(c->position.data);
+    free(c->offset.data);
+    free(c->timestamp.data);
+    free(c->header_offsets.data);
+    memset(&c->position, 0, sizeof c->position);
+    memset(&c->offset, 0, sizeof c->offset);
+    memset(&c->timestamp, 0, sizeof c->timestamp);
+    memset(&c->header_offsets, 0, sizeof c->header_offsets);
+    binary_free(&c->key);
+    binary_free(&c->value);
+    binary_free(&c->header_key);
+    binary_free(&c->header_value);
+    c->rows = 0;
+    c->ready = 0;
+}
+
+int
+columns_init(columns_t *c)
+{
+    c->rows = 0;
+    if (binary_init(&c->key) < 0 || binary_init(&c->value) < 0 || binary_init(&c->header_key) < 0 ||
+        binary_init(&c->header_value) < 0 || buf_i32(&c->header_offsets, 0) < 0) {
+        columns_free(c);
+        PyErr_NoMemory();
+        return -1;
+    }
+    c->ready = 1;
+    return 0;
+}
+
 /* ---- export ----------------------------------------------------------------------------------------------- */
 
 /* The nodes of the records table's struct: 0 the struct; 1 file, 2 topic (strings), 3 partition (int32),

@@ -1,40 +1,13 @@
 /*
- * kafka_tools.format._speedups: the module. Its state holds what configure() and kraft_configure() are
- * given (the types to make, the errors to raise), one copy per module object; the entry points are in
- * records_v2.c, messages_v01.c, writers.c, kraft.c and arrow_records.c.
+ * kafka_tools.format._speedups: the module. Its state (state.c) holds what configure() and
+ * kraft_configure() are given (the types to make, the errors to raise), one copy per module object; the
+ * entry points are in records_v2.c, messages_v01.c, writers.c, kraft.c and arrow_records.c. This file
+ * names them all, so none of them calls back into it: the state they read is state.c's.
  */
 #include "speedups.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-
-static struct PyModuleDef module_def;
-
-speedups_state *
-state_of(PyObject *module)
-{
-    return (speedups_state *)PyModule_GetState(module);
-}
-
-speedups_state *
-configured_state(PyObject *module)
-{
-    speedups_state *st = state_of(module);
-    if (st->record_type != NULL && st->decode_error != NULL)
-        return st;
-    PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
-    return NULL;
-}
-
-void
-raise_at(PyObject *error_class, const char *message, Py_ssize_t position)
-{
-    PyObject *exc = PyObject_CallFunction(error_class, "sn", message, position);
-    if (exc != NULL) {
-        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
-        Py_DECREF(exc);
-    }
-}
 
 static PyObject *
 configure(PyObject *module, PyObject *args)
@@ -94,6 +67,8 @@ static PyMethodDef methods[] = {
     {"scan_batches", scan_batches, METH_VARARGS,
      "scan_batches(buf, at, limit, end, prev, lo, hi, wanted, shift[, check_crc]) -> "
      "(at, count, records, first, last, max_timestamp, gaps, hits)"},
+    {"remote_span_events", remote_span_events, METH_VARARGS,
+     "remote_span_events(buf, at, end, limit) -> (events, next): a span's __remote_log_metadata events"},
     {"batch_columns", batch_columns, METH_VARARGS,
      "batch_columns(buf, at, limit, max_rows) -> (rows, at, columns, bits): the batches table's columns of "
      "the plain v2 batches from buf[at]"},

@@ -15,11 +15,18 @@
  *                  format_payload / format_messages: a reader plus a writer
  *   kraft.c        the table interpreter of framed metadata values (AbstractApiMessageSerde): one table
  *                  for __cluster_metadata (KRaft), one for __remote_log_metadata (tiered storage)
+ *   kraft_tables.c those tables, compiled at import into kraft_programs.h's form, and freed
  *   arrow_records.c RecordColumns: the records table's Arrow columns, filled by the record readers
  *   arrow_buffers.c their growable buffers, binary columns and the pool of recycled buffers
- *   arrow_export.c  their export through the Arrow C data interface (arrow_columns.h: the shared types)
+ *                  (arrow_buffers.h: the appends, inline; it knows nothing of Arrow)
+ *   arrow_export.c  their export through the Arrow C data interface (arrow_columns.h: the shared types),
+ *                  and the builder's buffers set up and freed
+ *   remote_events.c remote_span_events: a span's __remote_log_metadata records as the tiered replay's
+ *                  flat events (an update record's fields, else its value), one call for many batches
  *   map_guard.c    the SIGBUS guard of ktool's mapped files: a page lost to a cut file is one line, exit 3
- *   module.c       the module: its state (set by configure()), method table, init
+ *   state.c        the module's state as the entry points read it (set by configure())
+ *   module.c       the module: configure(), method table, init (it names every entry point; none
+ *                  calls back into it)
  *
  * Every reader here has the same contract as its pure-Python reference in format/: the same values, or
  * the same error with the same message and position. No input makes them read out of bounds or
@@ -32,7 +39,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-/* ---- module state (module.c) ---------------------------------------------------------------------- */
+/* ---- module state (state.c) ----------------------------------------------------------------------- */
 
 typedef struct KProg KProg;
 
@@ -254,6 +261,8 @@ PyObject *scan_inner(PyObject *module, PyObject *args);
 /* ---- v2 header walk (batches_v2.c) ----------------------------------------------------------------- */
 
 PyObject *scan_batches(PyObject *module, PyObject *args);
+/* remote_events.c */
+PyObject *remote_span_events(PyObject *module, PyObject *args);
 PyObject *batch_columns(PyObject *module, PyObject *args); /* batch_columns.c */
 
 /* RecordColumns (arrow_records.c) as batch_columns fills it in its walk: record_columns_check, 0 when

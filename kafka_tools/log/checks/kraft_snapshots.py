@@ -14,8 +14,8 @@ from pathlib import Path
 from kafka_tools.format.record_batch import RecordBatch
 from kafka_tools.format.segment import Problem, iter_log_entries
 from kafka_tools.log.checks.findings import Finding, Severity
-from kafka_tools.log.dump import dump_file
-from kafka_tools.log.dump_events import DumpOptions, EntryEvent, ProblemEvent
+from kafka_tools.log.reads.dump import dump_file
+from kafka_tools.log.reads.dump_events import DumpOptions, EntryEvent, ProblemEvent
 
 SNAPSHOT_NAME = re.compile(r"^(?P<end>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
 _HEADER, _FOOTER = "SNAPSHOT_HEADER_RECORD", "SNAPSHOT_FOOTER_RECORD"  # as the dump names them

@@ -186,8 +186,8 @@ def dump_checks(path: Path, kind: FileKind | None = None) -> list[Finding]:
 
             return check_metadata_snapshot(path)  # the dump's checks, then the snapshot's shape
         if kind in (FileKind.LOG, FileKind.KAFKA07):
-            from kafka_tools.log.dump import dump_file
-            from kafka_tools.log.dump_events import DumpOptions, ProblemEvent
+            from kafka_tools.log.reads.dump import dump_file
+            from kafka_tools.log.reads.dump_events import DumpOptions, ProblemEvent
 
             problems = [e.problem for e in dump_file(path, DumpOptions()) if isinstance(e, ProblemEvent)]
         else:

@@ -99,7 +99,7 @@ def _holders(st: os.stat_result) -> list[int] | None:
     return pids
 
 
-# What ktool writes into a `.lock` while it holds it to change the log dir (log/write_lock.py), so that
+# What ktool writes into a `.lock` while it holds it to change the log dir (log/repair/write_lock.py), so that
 # whoever finds the lock held can tell another ktool from a broker: Kafka never reads the file.
 KTOOL_MARK = "ktool pid={pid}: {what}\n"
 

@@ -3,7 +3,7 @@
 
 - `PartitionLog`, the readers' (`ktool read`, offsets-at, replicas): segments in base-offset order by
   name, each made only when asked for (nothing opened), the log start offset, and the warnings met on
-  the way. Apart from log/locate.py's readers so that a question the names answer (`ktool offsets-at
+  the way. Apart from log/reads/locate.py's readers so that a question the names answer (`ktool offsets-at
   --time earliest`) imports no segment machinery.
 - `PartitionFiles`, the retention and compaction previews' (10,000 segments in well under 2 s):
   segments with their index files as strings (one `scandir`, names parsed as strings, no stat per

@@ -34,7 +34,7 @@ from kafka_tools.format.index import read_txn_index
 from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
 from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.log.files.views import PartitionFiles
-from kafka_tools.log.retention_config import TopicSettings
+from kafka_tools.log.retention.config import TopicSettings
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 

@@ -1,7 +1,7 @@
 """The delete policy's generations and what a preview decides: `Rule` (which of Kafka's retention
 rules a broker generation applies, and in which order; named by --broker-version or detected from the
 partition's files) and the plan of each segment (`SegmentPlan`, `PartitionRetention`,
-`RetentionReport`: what the renderers print). log/retention.py walks the segments with them."""
+`RetentionReport`: what the renderers print). log/retention/preview.py walks the segments with them."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from kafka_tools.errors import UsageError
 from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.files.views import PartitionFiles
-from kafka_tools.log.retention_config import SettingSources, TopicSettings
-from kafka_tools.log.segment_facts import magic_of
+from kafka_tools.log.retention.config import SettingSources, TopicSettings
+from kafka_tools.log.retention.segment_facts import magic_of
 
 
 @dataclass(init=False, frozen=True, repr=False, eq=False)

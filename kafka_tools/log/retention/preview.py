@@ -17,7 +17,7 @@ active (last) segment goes only when non-empty, and when every segment goes the 
 empty one at the log end offset, which becomes the log start offset.
 
 The Rule that says which policies a generation applies, and the report's dataclasses the renderers
-print: log/retention_plan.py.
+print: log/retention/plan.py.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from kafka_tools.format.checkpoints import offsets_by_partition
 from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.files.views import PartitionFiles, SegmentFiles, partition_files
 from kafka_tools.log.files.views import find_partitions as _find
-from kafka_tools.log.retention_config import SettingSources, TopicSettings
-from kafka_tools.log.retention_plan import (
+from kafka_tools.log.retention.config import SettingSources, TopicSettings
+from kafka_tools.log.retention.plan import (
     PartitionRetention,
     RetentionReport,
     Rule,
@@ -40,10 +40,10 @@ from kafka_tools.log.retention_plan import (
     detect_rule,
     rule_for_version,
 )
-from kafka_tools.log.retention_plan import (
+from kafka_tools.log.retention.plan import (
     broker_version as version_numbers,
 )
-from kafka_tools.log.segment_facts import (
+from kafka_tools.log.retention.segment_facts import (
     IndexUntrusted,
     last_offset_index_entry,
     last_time_index_entry,
@@ -423,7 +423,7 @@ def _preview_partition(
         try:
             res = plan_partition(part, settings, rule, why, now_ms, checkpoints)
             if compaction and settings.compacts and not res.unreadable and part.segments:
-                from kafka_tools.log.compaction import preview_compaction
+                from kafka_tools.log.retention.compaction import preview_compaction
 
                 res.compaction = preview_compaction(
                     part,

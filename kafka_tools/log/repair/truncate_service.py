@@ -38,7 +38,13 @@ from kafka_tools.log.files.discover import (
     owning_log_dirs,
     refuse_if_live,
 )
-from kafka_tools.log.held_dir import HeldDir, hold_partition, may_be_unfinished, read_held_partition, shown_as
+from kafka_tools.log.repair.held_dir import (
+    HeldDir,
+    hold_partition,
+    may_be_unfinished,
+    read_held_partition,
+    shown_as,
+)
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -208,7 +214,7 @@ Event = Planned | Refused | Unreadable | Applied | Resumed | Interrupted | Summa
 def undo_run(manifest: Path) -> Iterator[Undone | UndoSummary]:
     """`ktool truncate --undo MANIFEST` (the manifest or its backup directory): restore every file a run
     changed; refused (exit 3) while a broker holds a log dir it would change."""
-    from kafka_tools.log.repair import manifest_of, undo, undo_targets
+    from kafka_tools.log.repair.undo import manifest_of, undo, undo_targets
 
     manifest = manifest_of(manifest)
     refuse_if_live(undo_targets(manifest), "ktool truncate --undo")
@@ -249,7 +255,7 @@ class _Locks:
         real = os.path.realpath(log_dir)
         if self.dry_run or real in self.taken:
             return
-        from kafka_tools.log.write_lock import write_lock
+        from kafka_tools.log.repair.write_lock import write_lock
 
         self.stack.enter_context(write_lock(Path(real), "ktool truncate"))
         self.taken.add(real)
@@ -270,7 +276,7 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
     refused = applied = 0
     for named, named_start in targets:
         # The partition directory opened once, as the kernel resolves its path (`..`, links), and
-        # everything from here on read and changed through that descriptor (log/held_dir.py).
+        # everything from here on read and changed through that descriptor (log/repair/held_dir.py).
         try:
             held = hold_partition(named.path, request.follow_dir_links)
             stack.callback(held.close)
@@ -324,7 +330,7 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
         if plan.is_noop:
             continue
         if dry_run:  # and a link the real run would refuse is said as it would say it
-            from kafka_tools.log.repair import check_links
+            from kafka_tools.log.repair.links import check_links
 
             try:
                 with closing(held.reopened(request.follow_dir_links)) as again:
@@ -333,7 +339,7 @@ def _run(request: TruncateRequest, backup_dir: Path, stack: ExitStack, locks: _L
                 unreadable += 1
                 yield Unreadable(plan.partition.path, str(exc), str(exc))
             continue
-        from kafka_tools.log.repair import MANIFEST, apply_plan
+        from kafka_tools.log.repair.apply import MANIFEST, apply_plan
 
         make_state_dir(backup_dir, "backup directory")
         try:
@@ -362,7 +368,8 @@ def _finish_interrupted(
     """A run of this partition that was interrupted (its manifest still `prepared`, found in the backup
     directory or through the partition directory's pointer) is finished first, and the partition read
     again (returned); FindingsError (exit 1, naming the `--undo`) when it cannot be."""
-    from kafka_tools.log.repair import drop_pointer, interrupted, resume
+    from kafka_tools.log.repair.apply import interrupted, resume
+    from kafka_tools.log.repair.pointer import drop_pointer
 
     pending = interrupted(backup_dir, held)
     if not pending:
@@ -380,7 +387,7 @@ def _interrupted(held: HeldDir, backup_dir: Path) -> list[Interrupted]:
     them before it plans: what it plans then is not known yet)."""
     if not may_be_unfinished(held, backup_dir):
         return []
-    from kafka_tools.log.repair import interrupted
+    from kafka_tools.log.repair.apply import interrupted
 
     said = Partition(held.path, *_where(held))
     return [Interrupted(said, manifest) for manifest in interrupted(backup_dir, held)]

@@ -1,5 +1,5 @@
 """One replica's partition as `replicas diff` reads it: entries (batches, messages, wrappers) found by
-offset through `log/locate.py` (segment by file name, position by the `.index`, batches stepped over
+offset through `log/reads/locate.py` (segment by file name, position by the `.index`, batches stepped over
 by their headers), each identified by what its CRC covers, so two replicas can be compared without
 decoding records; the records and bytes a replica holds in an offset range; two replicas compared at
 offsets (probes, bisection) or entry by entry."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kafka_tools.errors import FindingsError, KtoolError, os_error_line
 from kafka_tools.log.files.views import PartitionLog, open_partition, segment_for
-from kafka_tools.log.locate import Frame, SegmentReader, frames_from
+from kafka_tools.log.reads.locate import Frame, SegmentReader, frames_from
 
 PROBE_CHUNK = 64 * 1024  # a probe reads from an index entry (every 4 KiB by default) to one batch
 PROBE_CACHE = 4096  # entries remembered by probed offset

@@ -14,7 +14,7 @@ from kafka_tools.errors import InputError, KtoolError, os_error, path_error
 from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.files.discover import is_log_dir, is_partition_dir, partition_dirs
 from kafka_tools.log.files.views import PartitionLog, ReadNote, open_partition
-from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
+from kafka_tools.log.reads.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 
 @dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
@@ -67,11 +67,11 @@ def offsets_at(log_dir: str, time: int) -> Iterator[PartitionOffset | ReadNote]:
             if time == EARLIEST:  # from the names and the checkpoint: no segment reader imported
                 offset = part.log_start_offset
             elif time == LATEST:
-                from kafka_tools.log.locate import log_end_offset
+                from kafka_tools.log.reads.locate import log_end_offset
 
                 offset = log_end_offset(part)
             else:
-                from kafka_tools.log.read import NoTimestamps, largest_timestamp, offset_for_time
+                from kafka_tools.log.reads.read import NoTimestamps, largest_timestamp, offset_for_time
 
                 if time == MAX_TIMESTAMP:
                     largest = yield from largest_timestamp(part)
@@ -99,7 +99,7 @@ def offset_by_segment_times(part: PartitionLog, time: int, now_ms: int | None = 
     import os
     import time as clock
 
-    from kafka_tools.log.locate import log_end_offset
+    from kafka_tools.log.reads.locate import log_end_offset
 
     def modified_ms(path) -> int:
         try:

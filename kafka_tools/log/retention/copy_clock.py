@@ -14,7 +14,12 @@ from pathlib import Path
 
 from kafka_tools.errors import KtoolError
 from kafka_tools.log.files.dirs import PartitionPlace, list_partition, partition_from
-from kafka_tools.log.segment_facts import IndexUntrusted, last_offset_index_entry, scan_entries, stat_ms
+from kafka_tools.log.retention.segment_facts import (
+    IndexUntrusted,
+    last_offset_index_entry,
+    scan_entries,
+    stat_ms,
+)
 
 METADATA_PARTITION = "__cluster_metadata-0"
 # What a broker rewrites while it runs (LogManager's and ReplicaManager's checkpoint intervals, KRaft's

@@ -33,7 +33,15 @@ from kafka_tools.format.segment import (
     iter_log_entries,
     looks_like_text,
 )
-from kafka_tools.log.dump_events import (
+from kafka_tools.log.files.dirs import is_newest_live_segment
+from kafka_tools.log.files.side_files import (
+    UNFINISHED,
+    checkpoint_problem,
+    read_side_file,
+    readable_size,
+    unknown_file_problem,
+)
+from kafka_tools.log.reads.dump_events import (
     DumpOptions,
     Entry,
     EntryEvent,
@@ -43,14 +51,6 @@ from kafka_tools.log.dump_events import (
     ItemsEvent,
     MessageRunEvent,
     ProblemEvent,
-)
-from kafka_tools.log.files.dirs import is_newest_live_segment
-from kafka_tools.log.files.side_files import (
-    UNFINISHED,
-    checkpoint_problem,
-    read_side_file,
-    readable_size,
-    unknown_file_problem,
 )
 
 # the renderer's maker of a v2 batch's lines: (path, batch, its records section decompressed or None)
@@ -109,7 +109,7 @@ def _problem(
 
 def _decoded(mode: str, event: EntryEvent) -> list[dict]:
     # The internal topics' schemas (and KRaft's below) are imported by the dumps that decode them.
-    from kafka_tools.log.internal_records import decode_internal
+    from kafka_tools.log.reads.internal_records import decode_internal
 
     if isinstance(event.entry, RecordBatch):
         shown = event.records or []
@@ -126,7 +126,7 @@ def _value_of(r) -> bytes | None:
 
 def _decoded_metadata(event: EntryEvent, end: FileEnd) -> tuple[list[dict], list[Problem]]:
     """Each record of a KRaft batch decoded; an undecodable one is a problem (the others still shown)."""
-    from kafka_tools.log.internal_records import decode_cluster_metadata
+    from kafka_tools.log.reads.internal_records import decode_cluster_metadata
 
     entry = event.entry
     assert isinstance(entry, RecordBatch)
@@ -167,7 +167,7 @@ _KRAFT_CONTROL = frozenset(ControlType) - {ControlType.ABORT, ControlType.COMMIT
 
 def _decoded_remote(event: EntryEvent) -> tuple[list[dict], list[Problem]]:
     """Each `__remote_log_metadata` record decoded; an undecodable one is a problem (the others shown)."""
-    from kafka_tools.log.internal_records import decode_remote_log_metadata
+    from kafka_tools.log.reads.internal_records import decode_remote_log_metadata
 
     entry = event.entry
     assert isinstance(entry, RecordBatch)

@@ -1,7 +1,7 @@
 """The service behind `ktool read`: the records of a partition directory from an offset or a time, as
 a consumer fetching from the broker would get them, located without decoding what comes before.
 
-`log/locate.py` finds the segment and the position; this module decodes the batch holding the offset,
+`log/reads/locate.py` finds the segment and the position; this module decodes the batch holding the offset,
 drops what lies below it (inside compressed wrappers and v2 batches too), and goes on batch by batch and
 segment by segment until `count` records are shown or the log ends. Events are `dump-log`'s
 (`EntryEvent`), so its renderers print them; warnings and notes come as `ReadNote`s.
@@ -19,7 +19,7 @@ from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.index import IndexGap, entry_bytes, time_index_pairs
 from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.files.views import PartitionLog, ReadNote, SegmentFiles, open_partition, segment_for
-from kafka_tools.log.locate import (
+from kafka_tools.log.reads.locate import (
     DEFAULT_CHUNK,
     Frame,
     SegmentGone,
@@ -108,7 +108,7 @@ def _out_of_range(part: PartitionLog, offset: int, chunk: int, end: int | None =
 
 
 def _read(part: PartitionLog, offset: int, count: int | None, chunk: int, exact: bool) -> Iterator:
-    from kafka_tools.log.dump_events import EntryEvent
+    from kafka_tools.log.reads.dump_events import EntryEvent
 
     remaining = count
     shown_any = False
@@ -176,7 +176,7 @@ def _relisted(part: PartitionLog) -> PartitionLog:
 
 def _decode_internal(mode: str, event) -> None:
     """`__consumer_offsets` / `__transaction_state` records decoded by their schemas, as dump-log does."""
-    from kafka_tools.log.internal_records import decode_internal
+    from kafka_tools.log.reads.internal_records import decode_internal
 
     if event.records is not None:
         shown = event.records
@@ -240,7 +240,7 @@ def _read_kafka07(part: PartitionLog, offset: int, count: int | None, chunk: int
     that is not where a message starts is an error naming the valid offsets around it."""
     from kafka_tools.format.kafka07 import parse_kafka07
     from kafka_tools.format.record_batch import RecordDecodeError
-    from kafka_tools.log.dump_events import EntryEvent
+    from kafka_tools.log.reads.dump_events import EntryEvent
 
     remaining = count
     started = False

@@ -39,9 +39,9 @@ from kafka_tools.format.checkpoints import (
 )
 from kafka_tools.log.files.dirs import checkpoint_offset
 from kafka_tools.log.files.discover import is_log_dir, is_partition_dir
-from kafka_tools.log.leader_epochs import epoch_truncation
-from kafka_tools.log.locate import log_end_offset
-from kafka_tools.log.replica_log import (
+from kafka_tools.log.reads.locate import log_end_offset
+from kafka_tools.log.replicas.leader_epochs import epoch_truncation
+from kafka_tools.log.replicas.replica_log import (
     PROBE_CHUNK,
     Comparison,
     Entry,
@@ -465,7 +465,7 @@ def diff_replicas(
 def lost_record_events(path: str, start: int, end: int) -> Iterator:
     """dump-log's EntryEvents of the records a replica holds in [start, end) (what a truncation there
     removes), read as `ktool read --offset start` reads them."""
-    from kafka_tools.log.read import ReadNote, ReadStart, read_partition
+    from kafka_tools.log.reads.read import ReadNote, ReadStart, read_partition
 
     if end <= start:
         return

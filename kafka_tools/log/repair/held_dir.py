@@ -26,7 +26,7 @@ from kafka_tools.log.checks.recovery import RecoveryPlan
 from kafka_tools.log.files.dirs import Partition, read_partition
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-MANIFEST = "manifest.json"  # a repair's record, in its backup directory (log/repair.py writes it)
+MANIFEST = "manifest.json"  # a repair's record, in its backup directory (log/repair/apply.py writes it)
 
 # A rerun under another state directory (`sudo` and `sudo -i` differ in XDG_STATE_HOME and HOME) does not
 # see the first run's backups; the pointer, written before the first change and removed after the last,

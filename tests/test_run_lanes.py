@@ -1,0 +1,65 @@
+"""tests/run.sh's lanes: every test runs in exactly one of them, whatever its markers, and a test on a
+Kafka 3.9/4.x release is marked `modern` by its fixtures (the lane split depends on it)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+
+import pytest
+from _pytest.mark.expression import Expression
+
+from tests import conftest
+from tests.independent import ROOT
+
+MARKERS = ("server", "modern", "spark", "property", "slow", "sanitizer")
+
+
+def _lanes() -> dict[str, str]:
+    """Each lane's name and marker expression, as tests/run.sh starts them."""
+    text = (ROOT / "tests" / "run.sh").read_text()
+    return dict(re.findall(r'^lane (\w+) "([^"]+)" "\$@"', text, re.M))
+
+
+def test_every_combination_of_markers_runs_in_exactly_one_lane() -> None:
+    lanes = {name: Expression.compile(expr) for name, expr in _lanes().items()}
+    assert len(lanes) == 3, lanes
+    for n in range(len(MARKERS) + 1):
+        for marks in map(set, itertools.combinations(MARKERS, n)):
+            if "modern" in marks and "server" not in marks:
+                continue  # conftest gives `modern` only with `server`
+            runs = [name for name, expr in lanes.items() if expr.evaluate(marks.__contains__)]
+            assert len(runs) == 1, (sorted(marks), runs)
+
+
+@dataclass
+class _Item:
+    """What conftest's marking reads of a collected test."""
+
+    fixturenames: tuple[str, ...]
+    marks: set[str] = field(default_factory=set)
+
+    def add_marker(self, mark) -> None:
+        self.marks.add(mark.name)
+
+    def get_closest_marker(self, name: str):
+        return name if name in self.marks else None
+
+
+@pytest.mark.parametrize(
+    "fixtures, want",
+    [
+        (("modern_kafka", "kafka_release"), {"server", "modern"}),
+        (("kafka4_split", "kafka4_release"), {"server", "modern"}),
+        (("kafka39_zk", "kafka39_release", "zookeeper_server", "kafka09_home"), {"server", "modern"}),
+        (("zk_root", "zookeeper_server", "kafka09_home"), {"server"}),
+        (("spark",), {"spark"}),
+        (("tmp_path",), set()),
+    ],
+)
+def test_modern_is_given_by_the_release_fixtures(monkeypatch, fixtures, want) -> None:
+    monkeypatch.setenv("KTOOL_EXHAUSTIVE", "1")  # nothing deselected: the items are fakes
+    item = _Item(fixtures)
+    conftest.pytest_collection_modifyitems(None, [item])
+    assert item.marks == want
