@@ -78,9 +78,10 @@ def _switches() -> int:
 
 
 def child(path: str, jobs: int) -> dict:
-    """One validation of `path` on `jobs` cores, measured (runs in its own process). The split's
-    ranges may be walked in forked processes (log/workers/forked.py): each range's times are appended to a
-    file, a line each, by whichever process walked it, and the CPU of the forked walkers is counted."""
+    """One validation of `path` on `jobs` cores, measured (runs in its own process), each range's times
+    appended to a file, a line each. Since issue 51 the ranges' workers are spawned (log/workers/pool.py)
+    and a call is sent by name: the timing closure below cannot be, so its ranges are all walked here
+    (`"forked": false` in the output). Making it module-level in an importable module is owed."""
     import tempfile
 
     from kafka_tools.log.checks.findings import ValidateOptions

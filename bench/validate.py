@@ -432,14 +432,15 @@ def log_dir_child(path: str, jobs: int) -> dict:
     start-up, in this (child) process: wall, CPU, and each walker's CPU inside segment walks. The
     critical path (CPU outside the walks + the busiest walker) is the wall a core a walker would give:
     a figure that holds when other load keeps the walkers from running at once. Walkers are threads
-    of this process, or (log/workers/forked_scans.py) this process and forked ones, whose CPU is read from
-    RUSAGE_CHILDREN once they have ended and shared among them (each walks as many segments)."""
+    of this process, or (log/workers/pooled_scans.py) this process and the pool's workers, whose CPU
+    is read from RUSAGE_CHILDREN once they have ended and shared among them (each walks as many
+    segments)."""
     import resource
     import threading
 
     from kafka_tools.log import validate
     from kafka_tools.log.checks.findings import ValidateOptions
-    from kafka_tools.log.workers import forked_scans
+    from kafka_tools.log.workers import pool
 
     busy: dict[int, float] = {}
     parent = os.getpid()
@@ -450,14 +451,14 @@ def log_dir_child(path: str, jobs: int) -> dict:
             try:
                 return real(*args)
             finally:
-                if os.getpid() == parent:  # a forked walker's is read from RUSAGE_CHILDREN
+                if os.getpid() == parent:  # a worker's is read from RUSAGE_CHILDREN
                     me = threading.get_native_id()
                     busy[me] = busy.get(me, 0.0) + time.thread_time() - cpu
 
         return timed
 
     validate._call = timing(validate._call)
-    forked_scans._call = timing(forked_scans._call)
+    pool._call = timing(pool._call)  # the calls this process takes (a worker's are sent by name)
     t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
     k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     summary = validate.validate_paths([path], ValidateOptions(), None, jobs).summary()

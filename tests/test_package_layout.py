@@ -308,10 +308,9 @@ def test_the_room_rule_sees_a_room_importing_upward() -> None:
 
 
 # Byte parsing outside format/ that reads no segment, index or checkpoint: the Kafka wire protocol's
-# ApiVersions probe, the Java String.hashCode of the range assignor, dump-log's own pipes between
-# its worker processes and between its batch helpers and the parent, the pipe of range numbers
-# validate's forked walkers take from, and the kernel's `struct flock` asked of the group lock for its
-# holder's pid.
+# ApiVersions probe, the Java String.hashCode of the range assignor, dump-log's spools of its
+# workers' stderr lines, the worker pool's framing of calls and answers on its pipes, and the
+# kernel's `struct flock` asked of the group lock for its holder's pid.
 BYTES_ELSEWHERE = {
     "kafka_tools/broker/probe.py",
     "kafka_tools/broker/offset_delete.py",  # the wire protocol of one request confluent-kafka lacks
@@ -320,8 +319,8 @@ BYTES_ELSEWHERE = {
     "kafka_tools/consumers/assignors.py",
     "kafka_tools/consumers/group_lock.py",
     "kafka_tools/cli/dump_parallel.py",
-    "kafka_tools/log/workers/forked.py",
-    "kafka_tools/log/workers/batch_lines.py",
+    "kafka_tools/log/workers/pool.py",
+    "kafka_tools/log/workers/pool_worker.py",
 }
 _BYTE_READERS = {"struct", "array"}  # modules whose import means fixed-layout bytes are read here
 _BYTE_CALLS = {"from_bytes", "unpack", "unpack_from", "iter_unpack", "read_varint", "read_uvarint"}

@@ -1,10 +1,12 @@
 """TAB completion of group and topic names from the configured ZooKeeper or brokers.
 
 A shell waits for completion before it draws anything, so a lookup gets a hard limit (LIMIT seconds of
-talking to the servers, after the clients' imports) or gives nothing: it runs in a forked child that is
-killed when the time is up, so that no client library, silent server or blackholed port can hang the
-shell. Names found are kept a few seconds (TTL) in a small file under ktool's state directory: pressing
-TAB again while typing asks no server. Failures are not kept: the next TAB tries again.
+talking to the servers, after the clients' imports) or gives nothing: it runs in a child forked by
+log/workers/children.py's fork_child (the one fork left in ktool: the lookup is a closure over the
+options typed so far) that is killed when the time is up, so that no client library, silent server or
+blackholed port can hang the shell. Names found are kept a few seconds (TTL) in a small file under
+ktool's state directory: pressing TAB again while typing asks no server. Failures are not kept: the
+next TAB tries again.
 
 Use as ``click.argument("group", shell_complete=complete_groups)`` or on an option
 (``click.option("--topic", shell_complete=complete_topics)``); the servers come from the command's own
@@ -172,26 +174,31 @@ def _in_child(work: Callable[[Callable[[list[str]], None]], None], deadline: flo
     None when it failed or did not answer in time. The child is then killed, whatever it was doing."""
     import json
     import select
-    import signal
+
+    from kafka_tools.log.workers.children import end_children, fork_child
 
     read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: answer, then leave at once (no atexit, no client threads to join)
+
+    def answer() -> int:  # the child: answer, then leave at once (no atexit, no client threads to join)
         os.close(read_end)
 
-        def deliver(found: list[str]) -> None:
+        def deliver(found: list[str]) -> None:  # at once: closing a client afterwards may take long
             data = json.dumps(found).encode()
             while data:  # the parent reads as the child writes
                 data = data[os.write(write_end, data) :]
             os.close(write_end)
 
-        code = 1
-        try:
-            work(deliver)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
+        work(deliver)
+        return 0
+
+    pids: list[int] = []
+    try:
+        fork_child(answer, pids.append)
+    except OSError:
+        os.close(read_end)
+        return None
+    finally:
+        os.close(write_end)
     chunks: list[bytes] = []
     try:
         while True:
@@ -204,10 +211,7 @@ def _in_child(work: Callable[[Callable[[list[str]], None]], None], deadline: flo
             chunks.append(chunk)
     finally:
         os.close(read_end)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        end_children(pids)  # killed, whatever it was doing, and reaped within a second
     try:
         found = json.loads(b"".join(chunks))
     except ValueError:

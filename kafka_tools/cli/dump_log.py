@@ -66,8 +66,8 @@ from kafka_tools.cli.options import (
 @json_option("one object per entry, record and problem, a `file` object per file")
 @progress_option()
 @jobs_option(
-    "Processes at work: on v2 segments with --deep-iteration (4 MiB and more) each takes batches, else "
-    "whole files; output stays in file order [default: the usable cores]."
+    "Processes at work, each taking whole files; output stays in file order [default: one for a small "
+    "input (under 32 MiB) or a busy machine, else the idle cores]."
 )
 @live_options
 @click.pass_context
@@ -114,6 +114,7 @@ def dump_log(
     from kafka_tools.cli.validate import usable_cores
     from kafka_tools.format import accel
     from kafka_tools.log.reads.dump_events import DumpOptions
+    from kafka_tools.log.workers.parallel import jobs_for_files
     from kafka_tools.render.dump_text import DumpTextRenderer
     from kafka_tools.render.lines import LineWriter
 
@@ -152,23 +153,19 @@ def dump_log(
     lines_of = record_lines_of(renderer)
     problems_only = DumpTextRenderer(err, err, False, False, key_decoder, value_decoder)
     if lines_of and options.deep and (keep := accel.fast("keep_freed_memory")) is not None:
-        keep()  # a batch's lines reuse the pages the last batch's freed (forked workers inherit it)
+        keep()  # a batch's lines reuse the pages the last batch's freed
 
     tally = renderer.tally if as_json else None
-    jobs = jobs or usable_cores()
-    helpers = _batch_helpers(files, options, lines_of, jobs)
-    if helpers is not None:  # the batch is the unit of work: every core at work, even on one segment
-        jobs = 1
+    jobs = jobs_for_files(files, jobs, usable_cores())
 
     def dump_one(path: str, progress: bool | None = progress) -> int:
         """One file's output and problems, straight to stdout and stderr; its exit code."""
         return render_file(
             path, options, renderer, problems_only, err, as_json=as_json, out=sys.stdout,
-            reader_gone=pipe.reader_gone, progress=progress, helpers=helpers,
+            reader_gone=pipe.reader_gone, progress=progress,
         )[0]  # fmt: skip
 
-    jobs = min(jobs, len(files))
-    if jobs > 1:  # multiprocessing only when there are files for a second core
+    if jobs > 1:  # the worker pool only when there are files for a second core
         from kafka_tools.cli.dump_parallel import can_run_parallel, dump_files_parallel
     if jobs > 1 and can_run_parallel() and (as_json or not renderer.out.colour):
         # Many files, plain output: workers render files ahead (coloured terminal output stays here).
@@ -177,11 +174,7 @@ def dump_log(
         bar = functools.partial(_files_progress, files, progress)
         exit_code = dump_files_parallel(list(files), setup, jobs, err, here, bar, tally)
     else:
-        try:
-            exit_code = max((dump_one(path) for path in files), default=0)
-        finally:
-            if helpers is not None:
-                helpers.close()
+        exit_code = max((dump_one(path) for path in files), default=0)
     if tally is not None and not pipe.reader_gone():
         renderer.finish(tally)
     sys.stdout.flush()
@@ -201,33 +194,3 @@ def _files_progress(files: tuple[str, ...], enabled: bool | None):
             yield None
             return
         yield lambda path: for_file(path)(sizes[path]) if os.path.isfile(path) else None
-
-
-HELPERS_FROM_BYTES = 4 << 20  # below this, forking helpers costs more than they save (a few ms)
-
-
-def _batch_helpers(files: tuple[str, ...], options, lines_of, jobs: int):
-    """Helpers making the lines of v2 batches ahead of the walk (log/workers/batch_lines.py), when they
-    pay: more than one core, record lines made in C (--deep-iteration, no colour, data as UTF-8),
-    and every file a segment of record batches (or still empty: a broker's segment just rolled), 4 MiB
-    of them at least. None: files are the unit."""
-    if jobs < 2 or not hasattr(os, "fork") or not (lines_of and options.deep):
-        return None
-    from pathlib import Path
-
-    from kafka_tools.format.kinds import FileKind, kind_of
-    from kafka_tools.log.retention.segment_facts import magic_of
-
-    if not all(kind_of(Path(f)) == FileKind.LOG and magic_of(f) in (2, None) for f in files):
-        return None
-    try:
-        if sum(os.path.getsize(f) for f in files) < HELPERS_FROM_BYTES:
-            return None
-    except OSError:  # gone since: the dump says so
-        return None
-    from kafka_tools.log.reads.dump import made_lines
-    from kafka_tools.log.workers.batch_lines import BatchLines
-
-    sys.stdout.flush()  # nothing buffered is left for a helper's copy of it
-    sys.stderr.flush()
-    return BatchLines(functools.partial(made_lines, lines_of), jobs - 1)

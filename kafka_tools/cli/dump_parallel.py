@@ -1,55 +1,50 @@
 """`ktool dump-log --jobs N` over many files: N cores at work, output still in file order.
 
-Rendering is Python-bound (the GIL), so the helpers are processes (forked: they inherit the options).
-Each file is taken once, by whoever comes to it first: N-1 workers take the files from the last one
-back, each as soon as it is free, and render each exactly as `--jobs 1` would, into a spool file on
-disk rather than into memory (a 1 GiB segment costs a worker no more RAM than the sequential dump
-does); lines meant for stderr are spooled beside it with the byte position of stdout they follow.
-The parent takes the files from the first on, and renders each that no worker has taken straight to
-stdout as `--jobs 1` does; for a file a worker has, it copies that file's spools to stdout
-(sendfile) and stderr. So the bytes and the exit code are those of `--jobs 1`, only the workers'
-files pay the spool's copy, and a core is idle only at the end (files of different sizes no longer
-wait for the slowest of a round). When stdout's reader leaves (`| head -1`), the workers are told to
-stop rendering and only their problems are still said, on stderr.
+Rendering is Python-bound (the GIL), so the helpers are the worker pool's processes (log/workers/pool.py:
+spawned, sent the options with each file). Each file is taken once: the workers are handed the files
+from the last one back, one at a time as each is free, and render each exactly as `--jobs 1` would,
+into a spool file on disk rather than into memory (a 1 GiB segment costs a worker no more RAM than
+the sequential dump does); lines meant for stderr are spooled beside it with the byte position of
+stdout they follow. The parent takes the files from the first on, and renders each that no worker
+has been handed straight to stdout as `--jobs 1` does; for a file a worker has, it copies that
+file's spools to stdout (sendfile) and stderr. So the bytes and the exit code are those of `--jobs 1`,
+only the workers' files pay the spool's copy, and a core is idle only at the end (the files are
+handed from the back: every file after a worker's is a worker's too, so the parent waits only once
+it has rendered all the others). When stdout's reader leaves (`| head -1`), the workers are told (a
+byte in a file they map) to stop rendering; only their problems are still said.
 
-The workers are ktool's own forked processes (log/workers/children.py), not multiprocessing's pool:
-its end (SIGTERM to each worker, then join) hung 1 run in 100 when a worker still starting lost that
-SIGTERM, and it waited for ever on a worker that died at a file. Here every wait is bounded, a worker
-that died, is stopped or hangs is found out (its file is then dumped by the parent), and the end is a
-SIGKILL to each worker and a bounded reap. Who takes which file is decided without a lock (Claims).
+Every wait is bounded (the pool's), a worker that died, is stopped or hangs is found out (its file is
+then dumped by the parent, and a line says so), and the end is a SIGKILL to each worker and a bounded
+reap (children.end_children).
 """
 
 from __future__ import annotations
 
-import functools
 import io
 import mmap
 import os
-import pickle
-import select
 import struct
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafka_tools.cli import pipe
 from kafka_tools.cli.dump_render import render_file
 from kafka_tools.log.reads.dump_events import DumpOptions
-from kafka_tools.log.workers.children import Watch, end_children, fork_child
-from kafka_tools.log.workers.fork_heap import frozen_for_fork
 from kafka_tools.render.dump_json import DumpJsonRenderer, DumpTally
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter
 
-_LENGTH = struct.Struct("<I")  # a worker's answer in its pipe: the length of the pickle that follows
+if TYPE_CHECKING:  # the pool is imported when a dump has files for it
+    from kafka_tools.log.workers.pool import Pool
+
 _RECORD = struct.Struct(">QBI")  # stdout position, kind, length of the UTF-8 text that follows
 ALWAYS, IF_READER_GONE = 0, 1  # a stderr line; a problem already in stdout (JSON), said if unread
 _CHUNK = 1 << 20  # a spool is copied in pieces of about this size, each ending a line
 _LOOK = 64 << 10  # bytes read at once to find where a piece's last line ends
-_POLL = 0.2  # seconds between looks at a worker that has not answered yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,52 +96,21 @@ class _Shadow:
         self._spool.problem(text, IF_READER_GONE)
 
 
-class Claims:
-    """Which files have been taken, and by whom, with no lock a dead or stopped process could keep: a
-    file is taken by creating the symbolic link `<index>.taken` in the spool directory, pointing at the
-    taker's pid (the link's creation is atomic: exactly one process gets each file, and the parent reads
-    whose it is)."""
-
-    def __init__(self, spool_dir: str, count: int) -> None:
-        self.spool_dir = spool_dir
-        self._count = count
-        self._known = bytearray(count)  # files this process knows to be taken
-
-    def _link(self, index: int) -> str:
-        return os.path.join(self.spool_dir, f"{index}.taken")
-
-    def take(self, index: int) -> bool:
-        """True when `index` was free (it is now the caller's)."""
-        if self._known[index]:
-            return False
-        self._known[index] = 1
-        try:
-            os.symlink(str(os.getpid()), self._link(index))
-            return True
-        except FileExistsError:
-            return False
-
-    def owner(self, index: int) -> int:
-        """The pid of the process that took `index` (0: nobody yet)."""
-        try:
-            return int(os.readlink(self._link(index)))
-        except FileNotFoundError:
-            return 0
-
-    def first_free(self, start: int) -> int | None:
-        """The first file from `start` on that nobody has taken yet (a hint: take() decides)."""
-        for index in range(start, self._count):
-            if not self._known[index]:
-                if not os.path.lexists(self._link(index)):
-                    return index
-                self._known[index] = 1
-        return None
+_GONE: dict[str, mmap.mmap] = {}  # a worker's map of each dump's "reader gone" byte, by its file
 
 
-def _render_spooled(setup: Setup, gone, claims: Claims, index: int, path: str) -> Rendered | None:
-    """One file's output into two spool files, unless someone took the file first (None)."""
-    if not claims.take(index):
-        return None
+def reader_gone_flag(spool_dir: str) -> mmap.mmap:
+    """The byte the parent sets when stdout's reader left, shared with the workers through a file."""
+    path = os.path.join(spool_dir, "gone")
+    if path not in _GONE:
+        with open(path, "r+b") as f:
+            _GONE[path] = mmap.mmap(f.fileno(), 1)
+    return _GONE[path]
+
+
+def render_spooled(setup: Setup, index: int, path: str) -> Rendered:
+    """One file's output into two spool files (in a worker)."""
+    gone = reader_gone_flag(setup.spool_dir)
     out_path = os.path.join(setup.spool_dir, f"{index}.out")
     err_path = os.path.join(setup.spool_dir, f"{index}.err")
     with open(out_path, "wb") as raw:
@@ -185,129 +149,9 @@ def _render_into(
 
 
 def can_run_parallel() -> bool:
-    return sys.platform.startswith("linux") and hasattr(os, "fork")
+    from kafka_tools.log.workers import pool
 
-
-class _Worker:
-    """A forked worker as the parent sees it: its pid, the pipe its answers come through (a length,
-    then the pickled (index, Rendered)) and the answers read so far."""
-
-    def __init__(self, pid: int, answers: int) -> None:
-        self.pid = pid
-        self.fd = answers
-        self.unread = b""
-        self.results: dict[int, Rendered] = {}
-        self.closed = False  # it closed its end of the pipe
-        self.reaped = False  # it ended and was reaped: its pid is not signalled again
-        os.set_blocking(answers, False)
-
-    def read(self) -> None:
-        """The answers in the pipe now (never waits); `closed` once the worker has closed it."""
-        while not self.closed and not self.reaped:
-            try:
-                chunk = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                return
-            if not chunk:
-                self.closed = True
-                return
-            data = self.unread + chunk
-            at = 0
-            while len(data) - at >= _LENGTH.size:
-                (n,) = _LENGTH.unpack_from(data, at)
-                if len(data) - at - _LENGTH.size < n:
-                    break
-                index, rendered = pickle.loads(data[at + _LENGTH.size : at + _LENGTH.size + n])
-                self.results[index] = rendered
-                at += _LENGTH.size + n
-            self.unread = data[at:]
-
-
-class FilePool:
-    """`processes` forked workers, each taking files from the last one back (Claims decides who gets
-    each) and answering with what it rendered. Every wait is bounded (`_POLL`), so Ctrl-C is seen at
-    once and a worker that died, is stopped or hangs is found out; `close()` kills and reaps them all."""
-
-    def __init__(
-        self, render: Callable[[int, str], Rendered | None], files: list[str], processes: int
-    ) -> None:
-        self._workers: dict[int, _Worker] = {}
-        try:
-            for _ in range(processes):
-                self._start(functools.partial(_serve, render, files))
-        except BaseException:
-            self.close()
-            raise
-
-    def _start(self, serve: Callable[[int, int], int]) -> None:
-        answers, out = os.pipe()
-        try:
-            fork_child(
-                functools.partial(serve, out, answers),
-                lambda pid: self._workers.__setitem__(pid, _Worker(pid, answers)),
-            )
-        except BaseException:
-            if all(worker.fd != answers for worker in self._workers.values()):
-                os.close(answers)
-            raise
-        finally:
-            os.close(out)
-
-    def ready(self, pid: int, index: int) -> bool:
-        """Whether the worker `pid` has answered for file `index`, or can no more (never waits)."""
-        worker = self._workers.get(pid)
-        if worker is None:
-            return True  # not a worker of this pool: nothing to wait for
-        worker.read()
-        return index in worker.results or worker.closed
-
-    def result(
-        self, pid: int, index: int, path: str, err: LineWriter, output: Callable[[], int]
-    ) -> Rendered | None:
-        """What the worker `pid` rendered of `path`; None when it died, was stopped or hung at it (said on
-        stderr: the caller renders the file itself). `output()`: how far its spool has grown."""
-        worker = self._workers[pid]
-        watch = Watch(pid, output)
-        while True:
-            worker.read()
-            if index in worker.results:
-                return worker.results.pop(index)
-            death = "ended" if worker.reaped else watch.verdict()
-            if death is not None:  # reaped (it ended, or was killed for being stopped or stalled)
-                if not worker.reaped:
-                    worker.read()  # what it answered before it ended (the answers of files still to print)
-                    worker.reaped = True
-                    os.close(worker.fd)
-                if index in worker.results:  # answered, then ended
-                    return worker.results.pop(index)
-                err.problem(f"{path}: a dump-log worker (pid {pid}) {death} while at it; dumping it here")
-                return None
-            if worker.closed:  # its pipe is shut: it is ending, not answering
-                time.sleep(_POLL / 20)
-            else:
-                select.select([worker.fd], [], [], _POLL)
-
-    def close(self) -> None:
-        """Every worker killed (SIGKILL) and reaped, within a second."""
-        workers = [worker for worker in self._workers.values() if not worker.reaped]
-        self._workers = {}
-        for worker in workers:
-            os.close(worker.fd)
-        end_children(worker.pid for worker in workers)
-
-
-def _serve(render: Callable[[int, str], Rendered | None], files: list[str], out: int, answers: int) -> int:
-    """A worker: the files from the last one back that nobody took first, rendered; each answer written
-    on `out` as soon as its file is done."""
-    os.close(answers)
-    for index in range(len(files) - 1, 0, -1):
-        rendered = render(index, files[index])
-        if rendered is not None:
-            data = pickle.dumps((index, rendered))
-            data = _LENGTH.pack(len(data)) + data
-            while data:
-                data = data[os.write(out, data) :]
-    return 0
+    return pool.available()
 
 
 def dump_files_parallel(
@@ -319,69 +163,103 @@ def dump_files_parallel(
     progress: Callable[[], AbstractContextManager] | None = None,
     tally: DumpTally | None = None,
 ) -> int:
-    """Dump `files` on `jobs` cores in file order; the exit code. `jobs - 1` workers take the files
-    from the last one back and render them into spools that the parent then copies; the parent renders
-    a file itself, straight to stdout (`render_here`, the `--jobs 1` path), when it is the next to
-    print and no worker has taken it: only the workers' files pay the spool's copy.
-    `progress()` gives a context yielding a per-file callback (or None); entered once the workers are
-    forked, so no progress-bar thread is running when they are."""
+    """Dump `files` on `jobs` cores in file order; the exit code. `jobs - 1` workers are handed the
+    files from the last one back and render them into spools that the parent then copies; the parent
+    renders a file itself, straight to stdout (`render_here`, the `--jobs 1` path), when it is the next
+    to print and no worker has it: only the workers' files pay the spool's copy. `progress()` gives a
+    context yielding a per-file callback (or None)."""
+    from kafka_tools.log.workers.pool import Pool
+
     out_stream = sys.stdout
-    # frozen_for_fork: no worker collects (and destroys) what this process made before it
-    with tempfile.TemporaryDirectory(prefix="ktool-dump-") as spool_dir, frozen_for_fork():
+    with tempfile.TemporaryDirectory(prefix="ktool-dump-") as spool_dir:
         setup = Setup(
             encoding=getattr(out_stream, "encoding", None) or "utf-8",
             errors=getattr(out_stream, "errors", None) or "strict",
             spool_dir=spool_dir,
             **setup_args,
         )
-        gone = mmap.mmap(-1, 1)  # shared with the workers: set when stdout's reader left
-        claims = Claims(spool_dir, len(files))
-        claims.take(0)  # the first file is the parent's: it can be printed as it is rendered
-        spool = functools.partial(_render_spooled, setup, gone, claims)
-        pool = FilePool(spool, files, jobs - 1)
+        with open(os.path.join(spool_dir, "gone"), "wb") as f:
+            f.write(b"\0")
         try:
-            with progress() if progress is not None else nullcontext() as file_done:
-                return _dump_in_order(files, claims, pool, spool, gone, err, render_here, file_done, tally)
+            with Pool(jobs - 1) as pool:
+                with progress() if progress is not None else nullcontext() as file_done:
+                    order = _InOrder(files, setup, pool, err, render_here, file_done, tally)
+                    return order.dump()
         finally:
-            pool.close()
+            _GONE.pop(os.path.join(spool_dir, "gone"), None)
 
 
-def _dump_in_order(
-    files, claims: Claims, pool: FilePool, spool, gone, err: LineWriter, render_here, file_done, tally
-) -> int:
-    """Print every file in order. The next file is rendered here, straight to stdout, when no worker
-    has taken it; while a worker is still at it, the parent renders the first file nobody has taken
-    into a spool (`spool(index, path)`) rather than wait."""
-    done_here: dict[int, Rendered] = {}  # files the parent spooled while waiting
-    exit_code = 0
-    i = 0
-    while i < len(files):
-        path = files[i]
-        rendered = done_here.pop(i, None)
-        if rendered is None and (i == 0 or claims.take(i)):  # nobody came to it: straight to stdout
-            exit_code = max(exit_code, render_here(path))
-        else:
-            if rendered is None:
-                owner = claims.owner(i)
-                if not pool.ready(owner, i) and (j := claims.first_free(i + 1)) is not None:
-                    if (mine := spool(j, files[j])) is not None:
-                        done_here[j] = mine
-                    continue  # then look at file i again
-                if pipe.reader_gone():
-                    gone[0] = 1  # the workers stop rendering; their problems are still said
-                spooled = os.path.join(claims.spool_dir, f"{i}.out")
-                rendered = pool.result(owner, i, path, err, functools.partial(_size, spooled))
-            if rendered is None:  # its worker died at it: rendered here after all
-                exit_code = max(exit_code, render_here(path))
+@dataclass
+class _InOrder:
+    """The parent's loop: every file printed in order, the workers kept busy from the back."""
+
+    files: list[str]
+    setup: Setup
+    pool: Pool
+    err: LineWriter
+    render_here: Callable[[str], int]
+    file_done: Callable[[str], None] | None
+    tally: DumpTally | None
+
+    def dump(self) -> int:
+        files = self.files
+        self.taken = bytearray(len(files))  # handed to a worker, or spooled here
+        self.answers: dict[int, Rendered | None] = {}  # None: its worker failed at it
+        self.back = len(files) - 1  # the next file a free worker is handed
+        exit_code = 0
+        for i, path in enumerate(files):
+            self._hand_out(i)
+            if not self.taken[i]:  # nobody came to it: straight to stdout
+                self.taken[i] = 1
+                exit_code = max(exit_code, self.render_here(path))
             else:
-                _replay(rendered, sys.stdout, err)
-                exit_code = max(exit_code, rendered.exit_code)
-                if tally is not None and rendered.tally is not None:
-                    tally.merge(rendered.tally)
-        if file_done is not None:
-            file_done(path)
-        i += 1
-    return exit_code
+                rendered = self._wait_for(i)
+                if rendered is None:  # its worker failed or died at it: rendered here after all
+                    exit_code = max(exit_code, self.render_here(path))
+                else:
+                    _replay(rendered, sys.stdout, self.err)
+                    exit_code = max(exit_code, rendered.exit_code)
+                    if self.tally is not None and rendered.tally is not None:
+                        self.tally.merge(rendered.tally)
+            if self.file_done is not None:
+                self.file_done(path)
+        return exit_code
+
+    def _hand_out(self, i: int) -> None:
+        """Each free worker handed the last file nobody has, after file `i`."""
+        for worker in self.pool.idle():
+            while self.back > i and self.taken[self.back]:
+                self.back -= 1
+            if self.back <= i:
+                return
+            k = self.back
+            output = lambda k=k: _size(os.path.join(self.setup.spool_dir, f"{k}.out"))  # noqa: E731
+            if self.pool.send(worker, k, render_spooled, (self.setup, k, self.files[k]), output):
+                self.taken[k] = 1
+
+    def _hear(self, timeout: float) -> None:
+        for answer in self.pool.wait(timeout):
+            if answer.ok:
+                self.answers[answer.key] = answer.value
+                continue
+            self.answers[answer.key] = None
+            if answer.lost is not None:
+                path = self.files[answer.key]
+                self.err.problem(
+                    f"{path}: a dump-log worker (pid {answer.pid}) {answer.lost} while at it; dumping it here"
+                )
+
+    def _wait_for(self, i: int) -> Rendered | None:
+        """File `i`'s spools, once its worker has made them; None when it failed at it. Nothing is
+        left for this process meanwhile: files are handed from the back, so every file after a
+        worker's is a worker's too."""
+        from kafka_tools.log.workers.pool import POLL
+
+        while i not in self.answers:
+            if pipe.reader_gone():
+                reader_gone_flag(self.setup.spool_dir)[0] = 1  # the workers stop rendering
+            self._hear(POLL)
+        return self.answers.pop(i)
 
 
 def _size(path: str) -> int:

@@ -1,7 +1,7 @@
 """One file of `ktool dump-log` rendered: the loop the command runs for each file it dumps itself and
-each forked worker of `--jobs` runs into its spool (cli/dump_parallel.py), so that both write the
+each pool worker of `--jobs` runs into its spool (cli/dump_parallel.py), so that both write the
 same bytes and exit code. The renderer is handed here, not carried in DumpOptions: the dump service
-is given only the maker of a v2 batch's lines (and its helpers), never a renderer."""
+is given only the maker of a v2 batch's lines, never a renderer."""
 
 from __future__ import annotations
 
@@ -38,11 +38,10 @@ def render_file(
     reader_gone: Callable[[], bool],
     progress: bool | None = False,
     shadow: Any = None,
-    helpers: Any = None,
 ) -> tuple[int, bool]:
     """Dump `path` through `renderer` (once stdout's reader is gone: only its problems, through
     `problems_only`); `shadow` also renders each problem for when the reader leaves later (a worker's
-    --json). `helpers`: log/workers/batch_lines.BatchLines making lines ahead of the walk. A file that
+    --json). A file that
     cannot be read is one line on `err` (and, in --json, an error object). Returns the file's exit code
     and whether it failed; in --json the renderer's tally has counted the file."""
     from kafka_tools.render.progress import file_progress
@@ -53,7 +52,7 @@ def render_file(
     try:
         size = os.path.getsize(path) if progress is not False and os.path.isfile(path) else 0
         with file_progress(path, size, progress) as tick:
-            for event in dump_file(path, options, tick, record_lines=lines, batch_lines=helpers):
+            for event in dump_file(path, options, tick, record_lines=lines):
                 if not reader_gone():
                     renderer.render(event)
                     if shadow is not None and isinstance(event, ProblemEvent):

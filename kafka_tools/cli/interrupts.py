@@ -4,10 +4,12 @@ and never a line of stdout cut in two.
 Both signals raise where the program is (KeyboardInterrupt, and `Terminated` for SIGTERM), so every
 `finally` cleans up as after Ctrl-C: children killed, temporary files removed, what was written
 flushed. Except inside a write: a function marked `@whole` (stdout's write, write_bytes, send_file
-and flush, cli/pipe.py) is never cut. A signal that lands in one is kept and raised once the outermost such
-function has returned (`deliver()`), so stdout always ends at the end of a write, and every write ktool
-makes ends a line. The handler itself only looks at the stack and sets a number: nothing else runs
-in the middle of a write. Unless the write is still blocked `GRACE` s later (stdout's reader stopped
+and flush, cli/pipe.py) is never cut, nor is a destructor (`__del__`: what it raises is lost, with a
+traceback on stderr; the signal is raised once it has returned, by the GRACE timer at the latest).
+A signal that lands in one is kept and raised once the outermost such function has returned
+(`deliver()`), so stdout always ends at the end of a write, and every write ktool makes ends a line.
+The handler itself only looks at the stack and sets a number: nothing else runs in the middle of a
+write. Unless the write is still blocked `GRACE` s later (stdout's reader stopped
 reading): then the signal is raised in it and stdout is pointed at /dev/null, so that ktool still
 ends within a second; only then may the last line its reader gets be cut.
 
@@ -55,7 +57,19 @@ def _inside_whole(frame: FrameType | None) -> bool:
     for _ in range(_DEPTH):
         if frame is None:
             return False
-        if frame.f_code in _WHOLE:
+        if frame.f_code in _WHOLE or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _inside_finalizer(frame: FrameType | None) -> bool:
+    """A destructor runs (a map closed as its object goes): an exception raised in it is printed as
+    "Exception ignored in ..." with a traceback and lost, so a signal there waits until it returns."""
+    for _ in range(_DEPTH):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "__del__":
             return True
         frame = frame.f_back
     return False
@@ -73,10 +87,17 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
     """GRACE after a signal, the whole write still runs: its reader has stopped reading (a paused
     `less`). The signal is raised in it, and stdout points at /dev/null from now on, so nothing at
-    exit waits for that reader either."""
+    exit waits for that reader either. A signal kept in a destructor (which calls no `deliver()`)
+    is raised now, outside it; in one still, a moment later."""
     global pending
-    if not pending or not _inside_whole(frame):
+    if not pending:
         return
+    if _inside_finalizer(frame):
+        signal.setitimer(signal.ITIMER_REAL, 0.02)
+        return
+    if not _inside_whole(frame):
+        signum, pending = pending, 0
+        raise _exception(signum)
     signum, pending = pending, 0
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)

@@ -31,8 +31,8 @@ def usable_cores() -> int:
 @json_option("one `finding` object per finding, one `partition` object per partition")
 @progress_option()
 @jobs_option(
-    "Cores to use (forked processes, or threads while another thread runs); output stays in file "
-    "order [default: the usable cores idle at start]."
+    "Cores to use (the worker pool's processes); output stays in file order [default: the usable "
+    "cores idle at start, one for a small input]."
 )
 @live_options
 @click.pass_context

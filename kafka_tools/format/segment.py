@@ -231,21 +231,19 @@ def iter_log_entries(
     end: int | None = None,
     progress: Callable[[int], None] | None = None,
     runs: RunBounds | None = None,
-    ahead: Callable[[Iterator], Iterator] | None = None,
 ) -> Iterator[Entry | MessageRun | Problem]:
     """Yield each entry of a `.log` segment in file order, then at most one fatal Problem.
 
     Entries with a bad CRC are yielded as they are (their `is_valid` is False) and the walk goes on,
     as DumpLogSegments does; a frame that cannot be followed ends the walk with a Problem. With
-    `runs` (and the C extension), plain magic 0/1 messages come as MessageRuns. `ahead` wraps the
-    walk while the file is open (entries it holds back stay readable): BatchLines.walk.
+    `runs` (and the C extension), plain magic 0/1 messages come as MessageRuns.
     """
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         limit = size if end is None else min(size, end)
         win = SegmentWindow(f, size, use_mmap=safe_to_map(path))
         walk = walk_entries(win, start, limit, progress, runs=runs)
-        yield from walk if ahead is None else ahead(walk)
+        yield from walk
 
 
 class EntryHeader(NamedTuple):

@@ -1,5 +1,5 @@
 """The service behind `ktool validate`: the input discovered, its checkpoints read before any segment,
-the walkers planned (log/workers/parallel.py: threads, forked processes, a large segment split in ranges) and
+the walkers planned (log/workers/parallel.py: the worker pool, threads, a large segment split in ranges) and
 the checks of log/checks/ run on them, the results in file order. The checks themselves, and what
 validity means, are log/checks/; this module only decides who walks which segment."""
 
@@ -22,7 +22,7 @@ def scan_ahead(
     """Every segment of `found` checked on `threads` threads (the walks spend their time in C, zlib
     and CRC-32C, which release the GIL), in file order; callers take the reports in that order. The
     last `split_tail` are split into ranges on `threads` threads of their own (log/workers/parallel.py).
-    Where no process may be forked (log/workers/forked_scans.py walks them in processes elsewhere)."""
+    Where no worker can be spawned (log/workers/pooled_scans.py walks them in the pool elsewhere)."""
     keys, checks = segment_calls(found, options)
     calls = [
         (check, target, opts, progress(key) if progress else None)
@@ -47,21 +47,21 @@ def validate_paths(
 ) -> Validation:
     """`jobs` > 1: up to that many cores (log/workers/parallel.py plans how), the results still in file order;
     None: the default, up to `cores`, as many as are idle when a large input starts. Several segments
-    are walked in forked processes (log/workers/forked_scans.py), on threads where no process may be forked
-    (another thread runs). `progress(path)` gives a segment's bar callback, first called once the
-    segment's walk is under way, after any fork (render/progress.py starts drawing then)."""
+    are walked by the worker pool (log/workers/pooled_scans.py), on threads where no worker can be
+    spawned (not Linux). `progress(path)` gives a segment's bar callback, first called once the
+    segment's walk is under way (render/progress.py starts drawing then)."""
     found: Discovery = discover(paths)
     read = {ld.path: read_log_dir_checkpoints(ld) for ld in found.log_dirs}  # before any segment
     plan = plan_for(found, jobs, cores)
-    if plan.split:  # one segment at a time, its ranges in processes of their own (no thread runs yet)
+    if plan.split:  # one segment at a time, its ranges in the pool's workers
         options = replace(options, split=splitter(plan.threads, processes=True))
     if plan.threads == 1 or plan.split:  # no helper thread
         return validate_found(found, options, progress, None, read)
     options = replace(options, step=plan.step)
-    from kafka_tools.log.workers.forked_scans import scan_forked  # a large input's: not at start-up
+    from kafka_tools.log.workers.pooled_scans import scan_in_pool  # a large input's: not at start-up
 
-    scans = scan_forked(found, options, progress, plan.threads, plan.split_tail)
-    if scans is None:  # a thread runs (or no fork here): the segments on threads
+    scans = scan_in_pool(found, options, progress, plan.threads, plan.split_tail)
+    if scans is None:  # no worker can be spawned here: the segments on threads
         scans = scan_ahead(found, options, progress, plan.threads, plan.split_tail)
     try:
         return validate_found(found, options, progress, scans, read)

@@ -43,8 +43,7 @@ def file_progress(path: str, size: int, enabled: bool | None) -> Iterator[Callab
 def tree_progress(paths, enabled: bool | None) -> Iterator[Callable[[str], Callable[[int], None]] | None]:
     """For many files: a factory giving each segment its own bar callback, on one overall display.
     The display (and rich's refresh thread) starts at the first callback's first call, once the walk
-    is under way, so that the walk may fork walkers before it (log/workers/forked.py: no process forks while
-    a thread runs)."""
+    is under way (no thread runs before the walk needs one)."""
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:

@@ -1,21 +1,21 @@
 """`dump-log --jobs N`'s scheduling: each file is rendered by exactly one process, the output stays in
-file order, the parent does not sit idle while a worker is still at the next file to print, and a
+file order, the parent renders every file no worker has and waits only for the workers' ones, and a
 worker that dies, is stopped or hangs costs time, never the dump."""
 
 from __future__ import annotations
 
 import io
 import os
-import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from kafka_tools.cli import dump_parallel
-from kafka_tools.cli.dump_parallel import Claims, Rendered, _dump_in_order
-from kafka_tools.log.workers import children
+from kafka_tools.cli.dump_parallel import Rendered, Setup, _InOrder
+from kafka_tools.log.reads.dump_events import DumpOptions
+from kafka_tools.log.workers import children, pool
+from tests.support import pool_calls
 
 
 class _Stdout(io.TextIOWrapper):
@@ -27,42 +27,42 @@ class _Stdout(io.TextIOWrapper):
         return self.buffer.getvalue().decode()
 
 
-class _SlowWorker:
-    """A pool of one worker that has taken file 1 and is still at it until someone asks for it."""
+class _SlowPool:
+    """A pool of one worker that is handed the last file and is still at it until everything else
+    is done: it answers once the parent asks for a file it has not got."""
 
-    def __init__(self, claims: Claims, spool_file) -> None:
-        self.taken = claims.take(1)
+    def __init__(self, spool_file) -> None:
         self.spool_file = spool_file
-        self.asked = False
+        self.handed: list[int] = []
+        self.busy_with: int | None = None
+        self.waits = 0
 
-    def ready(self, _pid: int, index: int) -> bool:
-        return self.asked  # not before the parent has run out of files to spool
+    def idle(self) -> list[object]:
+        return [] if self.handed else [object()]
 
-    def result(self, _pid: int, index: int, _path, _err, _output) -> Rendered | None:
-        self.asked = True
-        return self.spool_file(index, "worker") if self.taken and index == 1 else None
+    def send(self, worker, key, work, args, output=None) -> bool:
+        self.handed.append(key)
+        self.busy_with = key
+        return True
+
+    def wait(self, timeout: float = 0.0) -> list[pool.Answer]:
+        self.waits += 1
+        if timeout == 0 or self.busy_with is None:
+            return []  # still at it, as long as the parent has files of its own to spool
+        key, self.busy_with = self.busy_with, None
+        return [pool.Answer(key, True, self.spool_file(key, "worker"))]
 
 
-def test_the_parent_spools_files_nobody_took_while_a_worker_is_at_the_next(
+def test_the_parent_renders_every_file_no_worker_has_and_waits_only_at_the_workers(
     tmp_path: Path, monkeypatch
 ) -> None:
     files = [f"f{i}" for i in range(5)]
-    claims = Claims(str(tmp_path), len(files))
-    claims.take(0)
 
     def spool_file(index: int, who: str) -> Rendered:
         out, err = tmp_path / f"{index}.out", tmp_path / f"{index}.err"
         out.write_text(f"{files[index]} by {who}\n")
         err.write_bytes(b"")
         return Rendered(str(out), str(err), 0, None)
-
-    spooled_here: list[int] = []
-
-    def spool(index: int, path: str) -> Rendered | None:
-        if not claims.take(index):
-            return None
-        spooled_here.append(index)
-        return spool_file(index, "parent")
 
     stdout = _Stdout()
     monkeypatch.setattr(dump_parallel.sys, "stdout", stdout)
@@ -71,31 +71,23 @@ def test_the_parent_spools_files_nobody_took_while_a_worker_is_at_the_next(
         stdout.write(f"{path} here\n")
         return 0
 
-    gone = bytearray(1)
-    code = _dump_in_order(
-        files, claims, _SlowWorker(claims, spool_file), spool, gone, None, render_here, None, None
-    )
+    setup = Setup(DumpOptions(), False, "utf8", "utf8", "utf-8", "strict", str(tmp_path))
+    (tmp_path / "gone").write_bytes(b"\0")
+    slow = _SlowPool(spool_file)
+    code = _InOrder(files, setup, slow, None, render_here, None, None).dump()  # type: ignore[arg-type]
     assert code == 0
-    # File 0 straight to stdout; file 1 is the worker's, still running: the parent spooled 2, 3 and 4
-    # meanwhile instead of waiting, and everything came out in order.
-    assert spooled_here == [2, 3, 4]
-    assert stdout.text().splitlines() == [
-        "f0 here",
-        "f1 by worker",
-        "f2 by parent",
-        "f3 by parent",
-        "f4 by parent",
-    ]
+    # File 0 straight to stdout; the worker has the last file (4) from the start; the parent printed
+    # 1, 2 and 3 straight to stdout as it came to them (no spool), and waited only for 4: the files
+    # are handed from the back, so everything after a worker's file is a worker's too.
+    assert slow.handed == [4]
+    assert stdout.text().splitlines() == ["f0 here", "f1 here", "f2 here", "f3 here", "f4 by worker"]
 
 
 # What a worker does at the victim file, and the end of the line the parent says about it
 FATES = {
-    "killed": (
-        lambda: os.kill(os.getpid(), signal.SIGKILL),
-        " was killed by SIGKILL while at it; dumping it here",
-    ),
-    "stopped": (lambda: os.kill(os.getpid(), signal.SIGSTOP), " was stopped while at it; dumping it here"),
-    "hung": (lambda: time.sleep(3600), " made no progress for 1 s while at it; dumping it here"),
+    "killed": " was killed by SIGKILL while at it; dumping it here",
+    "stopped": " was stopped while at it; dumping it here",
+    "hung": " made no progress for 1 s while at it; dumping it here",
 }
 
 
@@ -120,18 +112,16 @@ def test_a_worker_killed_stopped_or_hung_at_a_file_does_not_hang_the_dump(
     # before it failed is still printed in its place.
     victim = small[-2]
     files = [str(big), *small]
-    parent = os.getpid()
-    render_into = dump_parallel._render_into
-    act, said = FATES[fate]
-
-    def fails_at_the_victim(setup, gone, path, out, err):
-        if os.getpid() != parent and path == victim:
-            act()
-        return render_into(setup, gone, path, out, err)
+    said = FATES[fate]
+    pool_calls.spawned(monkeypatch)
+    pool_calls.started_at_once(monkeypatch)
+    monkeypatch.setenv("KTOOL_TEST_VICTIM", victim)
+    monkeypatch.setenv("KTOOL_TEST_FATE", fate)
+    real = dump_parallel.render_spooled
 
     for args in (["--deep-iteration"], ["--json", "--print-data-log"]):
         one = run_ktool("dump-log", *args, "--jobs", "1", *files)
-        monkeypatch.setattr(dump_parallel, "_render_into", fails_at_the_victim)
+        monkeypatch.setattr(dump_parallel, "render_spooled", pool_calls.render_spooled_with_fate)
         done: list = []
         jobs3 = ["dump-log", *args, "--jobs", "3", *files]
         worker = threading.Thread(
@@ -139,7 +129,7 @@ def test_a_worker_killed_stopped_or_hung_at_a_file_does_not_hang_the_dump(
         )
         worker.start()
         worker.join(60)
-        monkeypatch.setattr(dump_parallel, "_render_into", render_into)
+        monkeypatch.setattr(dump_parallel, "render_spooled", real)
         assert done, f"dump-log --jobs 3 hung on its {fate} worker"
         [many] = done
         assert many.exit_code == one.exit_code == 0

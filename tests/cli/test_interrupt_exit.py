@@ -65,3 +65,42 @@ def test_sigterm_is_handled_as_ctrl_c_with_exit_143_and_one_line() -> None:
     result = CliRunner().invoke(_group(_sigterm_arrives), ["work"])
     assert result.exit_code == 143
     assert result.output == "ktool: terminated\n"
+
+
+_SIGNAL_IN_A_DESTRUCTOR = """
+import os, signal, sys, time
+from kafka_tools.cli import interrupts
+
+interrupts.install()
+
+
+class Mapped:
+    def __del__(self):  # a destructor a signal lands in (format/mapping.py's MappedFile closing)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler runs here, inside __del__
+
+
+start = time.monotonic()
+try:
+    Mapped()
+    while time.monotonic() - start < 10:
+        time.sleep(0.01)
+    print("never interrupted")
+except KeyboardInterrupt:
+    print(f"interrupted after {time.monotonic() - start:.2f} s")
+"""
+
+
+def test_a_signal_in_a_destructor_is_raised_once_it_has_returned() -> None:
+    """A signal handled while a destructor runs (validate's maps close as they go) used to raise in the
+    destructor, where Python prints "Exception ignored in ..." with a traceback and drops it: the run
+    went on to exit 0. It is kept, and raised after the destructor, within GRACE."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_IN_A_DESTRUCTOR], capture_output=True, text=True, timeout=60
+    )
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.stdout.startswith("interrupted after "), done.stdout
+    assert float(done.stdout.split()[2]) < 1.0

@@ -1,10 +1,12 @@
-"""Ctrl-C and SIGTERM at any moment, start-up included, to the commands that fork: every run ends within
-2 s of the signal with 130 or 143, leaves no process behind, prints no traceback, and stdout is a
-prefix of the full run's output ending a line (dump-log, read) or at least ends a line (validate).
+"""Ctrl-C and SIGTERM at any moment, start-up included, to the commands that start workers (dump-log
+with the worker pool) or threads (scan in this process), validate and read: every run ends within 2 s
+of the signal with 130 or 143, leaves no process behind, prints no traceback, and stdout is a prefix
+of the full run's output ending a line (dump-log, read) or at least ends a line (validate, scan).
 
 Through the installed console script, each run in its own process group (so that a child left behind
 is found), its stdout a pipe read as a user's `| less` reads it. The moments are seeded: a failure
-names its case and reproduces. CI sends a sample (`sweep.sample`); `tests/run.sh --exhaustive` all 200.
+names its case and reproduces. CI sends a sample of 40 (`sweep.sample`); `tests/run.sh --exhaustive`
+all 200 (the exhaustive test).
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import pytest
 
 from tests.support.logs import write_log_dir
 from tests.support.script import ktool_script, script_env
-from tests.support.sweep import sample
+from tests.support.sweep import exhaustive, sample
 
 pytestmark = pytest.mark.slow  # dozens of console-script runs
 
 WITHIN = 2.0  # seconds from the signal to the end of the run (ktool's promise is 1 s)
 SIGNALS = 200
+OUT = "{out}"  # a fresh directory for each run (scan's --out)
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Command:
     name: str
     args: tuple[str, ...]
     prefix: bool  # stdout so far is a prefix of the full run's (else: it ends a line)
+    timed: bool = False  # its stdout says how long it took: a finished run's differs from the full one's
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,7 @@ def _segments(root: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory) -> Path:
-    # Four segments of 1.1 MB in two partitions: 4.5 MB, over the 4 MiB from which dump-log makes the
-    # batch the unit of work (helpers); three of them are under it (files are the unit: a file pool).
+    # Four segments of 1.1 MB in two partitions: 4.5 MB, a few tenths of a second of dump-log.
     root = tmp_path_factory.mktemp("signals") / "logs"
     write_log_dir(root, partitions=2, segments=2, batches=200, records=50, value_bytes=100)
     return root
@@ -65,10 +68,11 @@ def logs(tmp_path_factory) -> Path:
 def _commands(root: Path) -> list[Command]:
     segments = _segments(root)
     return [
-        Command("dump-log-helpers", ("dump-log", "--print-data-log", *segments), True),
+        Command("dump-log-pool", ("dump-log", "--print-data-log", "--jobs", "2", *segments), True),
         Command("dump-log-files", ("dump-log", "--print-data-log", *segments[:3]), True),
-        Command("dump-log-json", ("dump-log", "--json", "--deep-iteration", *segments[:3]), True),
+        Command("dump-log-json", ("dump-log", "--json", "--deep-iteration", "-j", "3", *segments[:3]), True),
         Command("validate-deep", ("validate", "--deep", str(root)), False),
+        Command("scan", ("scan", str(root), "--out", OUT), False, timed=True),
         Command("read", ("read", str(root / "gen-0"), "--earliest"), True),
     ]
 
@@ -138,6 +142,11 @@ def _signals_blocked() -> None:
 
 
 def _run(args: tuple[str, ...], signum: int | None = None, delay: float = 0.0, blocked: bool = False) -> Run:
+    if OUT in args:
+        import tempfile
+
+        out = Path(tempfile.mkdtemp(prefix="ktool-signals-")) / "out"
+        args = tuple(str(out) if a == OUT else a for a in args)
     process = subprocess.Popen(
         [ktool_script(), *args],
         stdout=subprocess.PIPE,
@@ -208,6 +217,10 @@ def _check(case: Case, run: Run, full: Run) -> None:
     if run.returncode == expected:
         words = "terminated" if expected == 143 else "interrupted"
         assert run.stderr.endswith(f"ktool: {words}\n"), where
+    elif case.command.timed:  # the signal came once the run had decided its exit: the full run's code
+        assert run.returncode == full.returncode and run.stdout.count(b"\n") == full.stdout.count(b"\n"), (
+            where
+        )
     else:  # the signal came once the run had decided its exit: the full run's output and code
         assert (run.returncode, run.stdout) == (full.returncode, full.stdout), where
     if run.stdout:
@@ -216,7 +229,8 @@ def _check(case: Case, run: Run, full: Run) -> None:
         assert full.stdout.startswith(run.stdout), f"{where}: stdout is not a prefix of the full run's"
 
 
-def test_a_signal_at_any_moment_ends_the_run_cleanly(logs: Path) -> None:
+def _sweep(logs: Path, ci: int | None) -> None:
+    """The cases (all 200, or a seeded sample of `ci`) sent and checked; a summary line printed."""
     commands = _commands(logs)
     full: dict[str, Run] = {}
     seconds: dict[str, float] = {}
@@ -227,7 +241,9 @@ def test_a_signal_at_any_moment_ends_the_run_cleanly(logs: Path) -> None:
         assert full[command.name].returncode == 0, full[command.name].stderr
         assert full[command.name].stdout.endswith(b"\n")
     failures, early, outcomes, slowest = [], [], Counter(), 0.0
-    cases = sample(_cases(commands, seconds), ci=40)
+    cases = _cases(commands, seconds)
+    if ci is not None:
+        cases = sample(cases, ci=ci)
     for case in cases:
         run = _run(case.command.args, case.signum, case.delay)
         if before_ktool(case, run):
@@ -247,8 +263,20 @@ def test_a_signal_at_any_moment_ends_the_run_cleanly(logs: Path) -> None:
     assert not failures, f"{len(failures)} runs:\n" + "\n".join(failures)
 
 
+def test_a_signal_at_any_moment_ends_the_run_cleanly(logs: Path) -> None:
+    """A seeded sample of the 200 moments (the full sweep is the exhaustive test below)."""
+    if exhaustive():
+        pytest.skip("the full sweep runs in test_200_signals_at_random_moments")
+    _sweep(logs, ci=40)
+
+
+@pytest.mark.exhaustive
+def test_200_signals_at_random_moments(logs: Path) -> None:
+    _sweep(logs, ci=None)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize("command", ["dump-log-files", "validate-deep", "read"])
+@pytest.mark.parametrize("command", ["dump-log-pool", "validate-deep", "scan", "read"])
 def test_a_signal_from_the_first_line_of_ktool_on_is_130_or_143(
     logs: Path, command: str, signum: int
 ) -> None:

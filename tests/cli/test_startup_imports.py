@@ -184,13 +184,13 @@ def test_truncate_dry_run_plans_without_the_repair_machinery() -> None:
 
 
 def test_validate_of_a_small_log_dir_imports_no_walker_machinery() -> None:
-    """A small input is walked as `--jobs 1` (log/workers/parallel.py): neither the forked walkers nor their
+    """A small input is walked as `--jobs 1` (log/workers/parallel.py): neither the worker pool nor its
     wire format (nor pickle) is imported, whatever --jobs says."""
     code, loaded, stdout = _loaded_after(["validate", "--jobs", "2", str(V2)])
     assert code == 0 and stdout
     machinery = {
-        "kafka_tools.log.workers.forked",
-        "kafka_tools.log.workers.forked_scans",
+        "kafka_tools.log.workers.pool",
+        "kafka_tools.log.workers.pooled_scans",
         "kafka_tools.log.workers.report_wire",
         "pickle",
     }

@@ -94,7 +94,7 @@ def _said_changed_under_us(code: int, err: str, seg: Path) -> bool:
 @pytest.mark.parametrize("jobs", [1, 2])
 @pytest.mark.parametrize("mode", MODES)
 def test_a_segment_cut_by_another_process_is_one_line_not_sigbus(large_segment, tmp_path, mode, jobs) -> None:
-    """With `-j 2` the segment is split into ranges walked by forked processes: a range that now
+    """With `-j 2` the segment is split into ranges walked by the pool's workers: a range that now
     starts past the file's end is no error of its own; the walker that touches a lost page says it."""
     seg = _fresh(large_segment, tmp_path)
     code, out, err = _validate_while(seg, mode, lambda: os.truncate(seg, 1000), jobs)

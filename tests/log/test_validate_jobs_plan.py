@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from kafka_tools.cli.main import cli
 from kafka_tools.format import accel
 from kafka_tools.format.batch_runs import split_points
-from kafka_tools.log.workers import forked, parallel
+from kafka_tools.log.workers import parallel, pool
 from kafka_tools.log.workers.parallel import SMALL_INPUT, SPLIT_MIN, JobsPlan, plan_jobs
 from tests.independent import FIXTURES
 
@@ -52,7 +52,7 @@ def test_several_walkers_map_in_small_steps(monkeypatch) -> None:
 
     monkeypatch.setattr(segment_checks, "SegmentWindow", window)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
-    monkeypatch.setattr(forked, "may_fork", lambda: False)  # threads: the windows made in this process
+    monkeypatch.setattr(pool, "available", lambda: False)  # threads: the windows made in this process
     src = GENERATED / "v2"
     assert _validate(["--jobs", "2", str(src)])[0] == 0
     segments = len(list(src.glob("*-0/*.log")))
@@ -464,10 +464,10 @@ def test_segments_left_over_after_a_round_a_thread_are_split() -> None:
 @pytest.mark.skipif(not has_c, reason="ranges are walked by the C batch runs")
 @pytest.mark.parametrize("jobs", ["3", "4"])
 def test_a_log_dir_whose_last_segments_are_split_reports_what_one_walker_reports(jobs, monkeypatch) -> None:
-    """On threads (a thread runs, or no fork here; in forked processes: tests/log/test_forked_scans.py)."""
+    """On threads (no worker can be spawned here; in the pool: tests/log/test_pooled_scans.py)."""
     src = GENERATED / "v2"
     one = _validate(["--jobs", "1", str(src)])
-    monkeypatch.setattr(forked, "may_fork", lambda: False)
+    monkeypatch.setattr(pool, "available", lambda: False)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     split: list[Path] = []
@@ -507,11 +507,11 @@ def test_the_planner_reads_whether_a_segment_is_walked_in_python(monkeypatch) ->
 
 def test_a_log_dir_walked_in_python_starts_no_thread(monkeypatch) -> None:
     """`--jobs 2` on compressed v1 segments where the walkers would be threads (one runs already, or
-    no fork here): one walker, no thread started, the same answer. (In forked processes they are
-    walked on every core: tests/log/test_forked_scans.py.)"""
+    no worker can be spawned here): one walker, no thread started, the same answer. (In the pool they
+    are walked on every core: tests/log/test_pooled_scans.py.)"""
     src = GENERATED / "v1"
     one = _validate(["--jobs", "1", str(src)])
-    monkeypatch.setattr(forked, "may_fork", lambda: False)
+    monkeypatch.setattr(pool, "available", lambda: False)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     monkeypatch.setattr(parallel, "LOOKED_MIN", 0)
     assert _validate(["--jobs", "2", str(src)]) == one  # v1 none-0 beside them: a walker each
@@ -562,3 +562,22 @@ def test_three_walkers_on_a_segment_longer_than_their_steps(tmp_path: Path, monk
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     monkeypatch.setattr(parallel, "SPLIT_MIN", 0)
     assert one[0] == 0 and _validate(["--jobs", "3", str(path)]) == one
+
+
+def test_dump_log_default_jobs_come_from_the_same_plan(monkeypatch, tmp_path: Path) -> None:
+    """dump-log's default (issue 51: it was every usable core, slower than --jobs 1 under load): one
+    process for a small input, a single file or a busy machine; the idle cores for a large input on an
+    idle one; --jobs as given, at most one a file."""
+    files = [tmp_path / f"{k:020d}.log" for k in range(3)]
+    for f in files:
+        f.write_bytes(b"\0" * 1024)
+    names = [str(f) for f in files]
+    monkeypatch.setattr(parallel, "cpu_pressure", lambda: 0.0)
+    monkeypatch.setattr(parallel, "others_running", lambda: 0)
+    assert parallel.jobs_for_files(names, None, 2) == 1  # 3 KB: small
+    assert parallel.jobs_for_files(names, 5, 2) == 3  # as given, one a file at most
+    monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
+    assert parallel.jobs_for_files(names, None, 2) == 2
+    assert parallel.jobs_for_files(names[:1], None, 2) == 1  # one file: nothing to share
+    monkeypatch.setattr(parallel, "cpu_pressure", lambda: 50.0)  # tasks waited for a CPU: busy
+    assert parallel.jobs_for_files(names, None, 2) == 1

@@ -1,8 +1,8 @@
 """`ktool dump-log` against DumpLogSegments of the same release, on segments a real 3.9 / 4.x broker wrote:
 every codec, keys and null keys, headers, idempotent, plain and transactional producers (commit and
-abort markers). Both outputs are parsed and compared field by field, line by line. And a segment big
-enough for dump-log's batch helpers (log/workers/batch_lines.py): `--jobs 2` prints what `--jobs 1`
-prints, and DumpLogSegments agrees.
+abort markers). Both outputs are parsed and compared field by field, line by line. And a big segment
+dumped twice by `--jobs 2` (the second copy by the worker pool, log/workers/pool.py) prints what
+`--jobs 1` prints, and DumpLogSegments agrees.
 
 Differences kept on purpose (docs/dump-log.md): ktool's header line is `Starting offset:` (Kafka up to
 3.9; 4.x says `Log starting offset:`), and ktool adds `headers: [k:v,…]` after Kafka's `headerKeys`."""
@@ -80,12 +80,10 @@ def test_dump_log_equals_dumplogsegments_on_transactions(modern_kafka):
     assert theirs.count("endTxnMarker: COMMIT") == 2 and theirs.count("endTxnMarker: ABORT") == 2
 
 
-def test_batch_helpers_on_a_big_segment_the_broker_wrote(modern_kafka):
+def test_the_worker_pool_on_a_big_segment_the_broker_wrote(modern_kafka):
     # About 6 MiB of lz4 batches from an idempotent, transactional producer (every fifth transaction
-    # aborted): over the 4 MiB from which `dump-log --deep-iteration` forks helpers.
+    # aborted), dumped twice with `--jobs 2`: the second copy rendered by the pool's worker.
     from confluent_kafka import Producer
-
-    from kafka_tools.cli.dump_log import HELPERS_FROM_BYTES
 
     topic = f"dump-helpers-{uuid.uuid4().hex[:6]}"
     create_topic(modern_kafka, topic)
@@ -106,13 +104,13 @@ def test_batch_helpers_on_a_big_segment_the_broker_wrote(modern_kafka):
         producer.flush(60)
         (producer.abort_transaction if t % 5 == 4 else producer.commit_transaction)(60)
     segment = partition_dir(modern_kafka.brokers[0], topic) / "00000000000000000000.log"
-    assert segment.stat().st_size >= HELPERS_FROM_BYTES
+    assert segment.stat().st_size >= 4 << 20
     args = ["dump-log", "--deep-iteration", "--print-data-log", str(segment)]
     one = run_script(*args, "--jobs", "1")
     assert (one.returncode, one.stderr) == (0, ""), one.stderr
-    helpers, two = counted_run(*args, "--jobs", "2")
-    assert helpers == 1, two.stderr
-    assert (two.returncode, two.stdout, two.stderr) == (one.returncode, one.stdout, one.stderr)
+    workers, two = counted_run(*args, str(segment), "--jobs", "2")
+    assert workers == 1, two.stderr
+    assert (two.returncode, two.stdout, two.stderr) == (one.returncode, one.stdout * 2, one.stderr)
     theirs = run_tool(
         modern_kafka.release,
         "DumpLogSegments",

@@ -63,15 +63,15 @@ def run_pipeline(command: str, **kwargs) -> subprocess.CompletedProcess[str]:
     )
 
 
-# dump-log's batch helpers counted as BatchLines is made: proof that a test ran them
+# The worker pool's workers counted as each pool is made: proof that a test ran them
 _COUNTING = (
     "import sys\n"
-    "from kafka_tools.log.workers import batch_lines\n"
-    "made = batch_lines.BatchLines.__init__\n"
-    "def init(self, make, helpers):\n"
-    "    sys.stderr.write(f'[{helpers} helpers]\\n')\n"
-    "    made(self, make, helpers)\n"
-    "batch_lines.BatchLines.__init__ = init\n"
+    "from kafka_tools.log.workers import pool\n"
+    "made = pool.Pool.__init__\n"
+    "def init(self, processes):\n"
+    "    sys.stderr.write(f'[{processes} workers]\\n')\n"
+    "    made(self, processes)\n"
+    "pool.Pool.__init__ = init\n"
     "from kafka_tools.cli.main import main\n"
     "sys.argv[0] = 'ktool'\n"
     "main()\n"
@@ -79,8 +79,8 @@ _COUNTING = (
 
 
 def counted_run(*args: str) -> tuple[int, subprocess.CompletedProcess[str]]:
-    """`ktool ARGS` (`python -c`, a real process) and how many batch helpers dump-log forked (its
-    stderr without the line saying so)."""
+    """`ktool ARGS` (`python -c`, a real process) and how many pool workers it started (its stderr
+    without the line saying so)."""
     done = subprocess.run(
         [sys.executable, "-c", _COUNTING, *args],
         capture_output=True,
@@ -89,7 +89,7 @@ def counted_run(*args: str) -> tuple[int, subprocess.CompletedProcess[str]]:
         timeout=300,
     )
     said, _, rest = done.stderr.partition("\n")
-    if not (said.startswith("[") and said.endswith(" helpers]")):
+    if not (said.startswith("[") and said.endswith(" workers]")):
         return 0, done
     done.stderr = rest
     return int(said[1:].split()[0]), done

@@ -6,11 +6,9 @@ as a problem, so every output format says the same thing.
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from kafka_tools.format import accel
 from kafka_tools.format.checksums import crc_finding
@@ -65,21 +63,19 @@ def dump_file(
     progress: Callable[[int], None] | None = None,
     *,
     record_lines: LinesOf | None = None,
-    batch_lines: Any = None,
 ) -> Iterator[Event]:
     """Events for one file, dispatched by its name as DumpLogSegments does, its content checked.
     `record_lines`: the renderer's maker of a v2 batch's lines from its bytes (path, batch, its records
     section decompressed or None); its non-control batches are then checked and counted, not decoded,
-    and come with their lines (EntryEvent.lines). `batch_lines`: log/workers/batch_lines.BatchLines,
-    helpers making those lines ahead of the walk (--jobs). Both come from the caller's renderer: the
-    options hold none of its functions."""
+    and come with their lines (EntryEvent.lines). It comes from the caller's renderer: the options hold
+    none of its functions."""
     p = Path(path)
     size = readable_size(p)
     kind = kind_of(p)
     name = str(path)
     yield FileStart(name, kind, base_offset_of(p), size)
     if kind in (FileKind.LOG, FileKind.KAFKA07, FileKind.METADATA_SNAPSHOT):
-        yield from _dump_log(name, p, kind, size, options, progress, record_lines, batch_lines)
+        yield from _dump_log(name, p, kind, size, options, progress, record_lines)
         return
     # The side files' readers: imported for them, not for the segments most dumps are of.
     from kafka_tools.format import checkpoints
@@ -226,7 +222,6 @@ def _dump_log(
     options: DumpOptions,
     progress,
     record_lines: LinesOf | None = None,
-    batch_lines: Any = None,
 ) -> Iterator[Event]:
     end = FileEnd(name, kind, size=size)
     if size and looks_like_text(p):
@@ -235,7 +230,7 @@ def _dump_log(
         return
     internal = _internal_mode(p, options, kind) if options.deep else None
     runs: RunBounds | None = None
-    lines_of = helpers = None
+    lines_of = None
     if kind == FileKind.KAFKA07:
         walk = iter_kafka07_entries(p, base_offset_of(p) or 0, end=options.max_bytes, progress=progress)
     else:
@@ -244,9 +239,7 @@ def _dump_log(
             runs = RunBounds(keep_data=True, max_bytes=1 << 20)  # a renderer's output stays small
         if plain and accel.fast("format_payload") is not None:
             lines_of = record_lines
-        helpers = batch_lines if lines_of is not None else None
-        ahead = None if helpers is None else functools.partial(helpers.walk, name)
-        walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs, ahead=ahead)
+        walk = iter_log_entries(p, end=options.max_bytes, progress=progress, runs=runs)
     last_offset: int | None = None
     recovery_point: int | None = None  # where the broker's recovery would cut: first bad CRC or frame
     in_flight = is_newest_live_segment(p)
@@ -287,8 +280,8 @@ def _dump_log(
             try:
                 lines_batch = lines_of is not None and type(entry) is RecordBatch and not entry.is_control
                 made = None
-                if lines_batch:  # made ahead by a helper (or here while waiting for one), else now
-                    made = helpers and helpers.take(entry) or made_lines(lines_of, name, entry)
+                if lines_batch:
+                    made = made_lines(lines_of, name, entry)
                 if made is not None:
                     event.lines, event.record_count = made
                 elif isinstance(entry, RecordBatch):
@@ -347,8 +340,7 @@ def made_lines(lines_of: LinesOf, path: str, batch: RecordBatch) -> tuple[bytes,
     """A batch's lines and record count: its records section (decompressed once when it is
     compressed) made into lines in C by `lines_of` (the renderer's), whose reader checks every record
     as `records()` would. None when one is damaged (they are then read one by one, the ones before it
-    shown) or the renderer has no lines for it. Run here, or by a helper ahead of the walk
-    (log/workers/batch_lines.py)."""
+    shown) or the renderer has no lines for it."""
     try:
         section = batch.records_section()
         lines = lines_of(path, batch, None if section is batch.payload else section)

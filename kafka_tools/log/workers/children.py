@@ -37,6 +37,8 @@ def fork_child(body: Callable[[], int], register: Callable[[int], None]) -> int:
     a signal can interrupt (so whoever ends the children knows this one), and the pid."""
     sys.stdout.flush()  # nothing buffered is left for the child's copy of it
     sys.stderr.flush()
+    import ctypes  # noqa: F401 - here, not in the child, whose time may be counted (TAB completion)
+
     parent = os.getpid()
     old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:

@@ -17,14 +17,14 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   imported; without `--jobs`, as many walkers as there are idle cores when a large input starts (a
   busy machine gets one walker: there a second thread made a log dir 0.88x as fast, under load 3-4;
   busy is also a machine whose tasks waited for CPU in the last 10 s, CPU_PRESSURE_BUSY);
-* several segments: walked by the calling process and threads - 1 forked ones (log/workers/forked_scans.py),
+* several segments: walked by the calling process and threads - 1 pool workers (log/workers/pooled_scans.py),
   each taking the next segment nobody has taken, the reports sent back as each is done (for the
   same reason as a split's ranges: on threads every madvise of one walker interrupts the other's
   core, and Python's mmap holds the GIL through it; a log dir of 6 x 1 GiB v2 on 2 cores, alternated
   with the threads' tree under chrt, 1.81x `--jobs 1` through the CLI less `python -c pass`, the
   threads 1.69x; 8 v0 segments 1.78x, threads 1.71x; CPU 1.40 s, threads 1.49; 3000 segments of
   166 KB, whose per-segment Python work fought over the GIL, 1.24x, threads 0.77x); where a thread
-  already runs (no process may fork then) or off Linux, `ahead`: threads - 1 helper threads and the
+  off Linux (no worker can be spawned), `ahead`: threads - 1 helper threads and the
   thread that takes the reports in file order, which walks the next segment nobody has taken while
   it waits (no pool: concurrent.futures and logging cost 5-15 ms to import). The segments left over
   after a round a walker, when large v2 ones, are split into ranges the same walkers take (3 x 1 GiB
@@ -34,12 +34,12 @@ release the GIL. So every walker maps (pread only where format/mapping.py refuse
   decoded holding the GIL) share no core on threads: on a log dir of four 17 MB v1 gzip segments two
   threads did 1.1-1.5x one walker's CPU (up to 32,000 voluntary switches) and were never sooner
   done, once 0.71x as fast; there such segments get one walker between them, the GIL-free ones a
-  walker each. In forked processes (the default where no thread runs) each walker has its own GIL:
+  walker each. In the pool's processes (the default on Linux) each walker has its own GIL:
   the same log dir in 0.63-0.78 s on 2 processes against 1.29-1.40 s for one walker (chrt, three
   rounds), so the planner counts them as any other segment then;
 * fewer large segments than cores: each large v2 segment split at batch boundaries into
   RANGES_A_THREAD ranges a core, whose ordinary batches (`BatchRun`) are checked by the calling
-  process and one forked process a core more (log/workers/forked.py: a thread's madvise flushes the other
+  process and one pool worker a core more (log/workers/pool.py: a thread's madvise flushes the other
   walkers' TLBs by interrupt and holds the GIL; 4 GiB after start-up 1.58x -> 1.77x), each taking
   the next range when done with one (on threads, by `ahead`, where a thread already runs or the
   ranges carry index targets); the rest of the segment is walked after them as usual (the findings
@@ -248,12 +248,27 @@ def walked_in_python(path: Path, size: int) -> bool:
 ONE_WALKER = JobsPlan(1, False)  # as `--jobs 1`: no thread, no pool
 
 
+def jobs_for_files(files: tuple[str, ...] | list[str], jobs: int | None, cores: int) -> int:
+    """How many processes `ktool dump-log` renders `files` on (a file a process, log/workers/pool.py):
+    `jobs` (at most one a file), or by default one for a small input (SMALL_INPUT: a worker's start,
+    0.1-0.6 s under load, costs more than it gives) or a busy machine (default_jobs: under load the
+    forked default was 0.70-1.08 s where `--jobs 1` took 0.44-0.50 s, issue 51), else the idle cores.
+    Sizes are read only when more than one process could be used."""
+    if jobs is None:
+        if cores <= 1 or len(files) < 2:
+            return 1
+        if sum(segment_sizes([Path(f) for f in files])) < SMALL_INPUT:
+            return 1
+        jobs = default_jobs(cores)
+    return max(1, min(jobs, len(files)))
+
+
 def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
     """plan_jobs for the segments of `found` (a Discovery). `jobs` None is the default: up to `cores`
     walkers, as many as are idle now, which is asked (/proc/loadavg) only of an input large enough
     to use them: one walker is settled before anything else is read (a small input costs exactly
     what `--jobs 1` costs). Segments walked in Python share a core only on threads: where the walkers
-    will be forked processes (log/workers/forked_scans.py; no thread runs), each holds a GIL of its own."""
+    will be the pool's processes (log/workers/pooled_scans.py), each holds a GIL of its own."""
     if (cores if jobs is None else jobs) <= 1:
         return ONE_WALKER
     paths = segment_paths(found)
@@ -270,17 +285,17 @@ def plan_for(found, jobs: int | None, cores: int = 1) -> JobsPlan:
 
 
 def _walkers_are_processes() -> bool:
-    """Whether several segments will be walked in forked processes (log/workers/forked_scans.py) rather than
-    on threads. Imported here: only an input large enough for several walkers asks."""
-    from kafka_tools.log.workers import forked
+    """Whether several segments will be walked by the worker pool (log/workers/pooled_scans.py) rather
+    than on threads. Imported here: only an input large enough for several walkers asks."""
+    from kafka_tools.log.workers import pool
 
-    return forked.may_fork()
+    return pool.available()
 
 
 def splitter(parts: int, processes: bool = False):
     """`ValidateOptions.split`: a segment's first batches checked in `parts` ranges at once; only
     large v2 segments no running broker may be writing. `processes`: the ranges may be walked in
-    forked processes (split_prefix says when); only for a caller that has started no thread."""
+    the pool's workers (split_prefix says when)."""
 
     def split(path: Path, base: int, wanted: list[int]) -> BatchRun | None:
         return split_prefix(path, base, wanted, parts, processes) if may_split(path) else None
@@ -468,18 +483,14 @@ def walk_range(*args) -> BatchRun | None:
     return _range_run(*args)
 
 
-def _forked_runs(calls: list[tuple], parts: int) -> list | None:
-    """The ranges' runs walked by this process and `parts - 1` forked ones (log/workers/forked.py), or None
-    where that may not be done now (a thread runs, too many ranges). Imported here, not at start-up:
-    a small input never splits."""
-    from kafka_tools.log.workers import forked
+def _pooled_runs(calls: list[tuple], parts: int) -> list | None:
+    """The ranges' runs walked by this process and `parts - 1` workers of the pool (log/workers/pool.py),
+    or None where no worker can be spawned. Imported here, not at start-up: a small input never splits."""
+    from kafka_tools.log.workers import pool
 
-    if not forked.may_fork():
+    if not pool.available():
         return None
-    try:
-        return forked.forked_results(_range_run, calls, parts, run_to_wire, run_from_wire)
-    except forked.TooManyCalls:
-        return None
+    return pool.results(_range_run, calls, parts, run_to_wire, run_from_wire)
 
 
 def run_to_wire(run: BatchRun | None) -> tuple | None:
@@ -513,7 +524,7 @@ def split_prefix(
     if not begins_with_batch(path):
         return None
     calls = range_calls(path, base, wanted, parts)
-    runs = _forked_runs(calls, parts) if processes and not wanted else None
+    runs = _pooled_runs(calls, parts) if processes and not wanted else None
     if runs is None:
         runs = all_results(ahead(_range_run, calls, parts))
     return joined_runs(path, runs)

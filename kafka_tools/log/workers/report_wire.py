@@ -1,7 +1,8 @@
-"""A segment's report as plain values and back: what crosses the pipe from a forked walker
-(log/workers/forked.py) in `marshal`'s format, which takes only plain values (marshal is loaded at every
-start; pickle's import cost 1.9-3.6 ms). Measured on the 33 fixture segments' reports (17 findings):
-to_wire, marshal and back 9-10 us a report, pickle and back 24-25 us, its import 1.9 ms more.
+"""A segment's report as plain values and back: what crosses the pipe from a worker of the pool
+(log/workers/pool.py), made plain in the worker so that no index target and no object of the walk
+crosses with it. Measured on the 33 fixture segments' reports (17 findings): to_wire, marshal and
+back 9-10 us a report, pickle and back 24-25 us (the pool pickles: its calls carry options and
+segments, which marshal cannot; a large input's walk pays it, never a small one's start-up).
 
 `entry_positions` does not cross: it holds the entries the segment's `.index` points at, which the
 index checks have used up by the time the report is sent (they run beside the walk, in the walker),

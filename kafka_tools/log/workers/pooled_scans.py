@@ -1,13 +1,13 @@
-"""A log dir's segments walked in forked processes (log/workers/forked.py) instead of threads, where the
-caller may fork (no other thread runs, Linux): `ktool validate --jobs N` of several segments.
+"""A log dir's segments walked by the worker pool (log/workers/pool.py) instead of threads, where workers
+can be spawned (Linux): `ktool validate --jobs N` of several segments.
 
 Why: threads each walking a map of their own hand their pages back by madvise(MADV_DONTNEED) every
 walker_step, and each such call flushes the TLB of every core the process runs on (an interrupt, in
 a virtual machine an exit) while Python's mmap holds the GIL through it; separate processes share
 neither the address space nor the GIL (issue 27, bench/README.md "A log dir's segments in forked
 processes"). The calling process is one of the walkers. Reports come back as plain values
-(log/workers/report_wire.py), each as soon as its segment is done, and the progress bar (which no forked
-process may draw) advances by a segment's bytes as its report arrives.
+(log/workers/report_wire.py), each as soon as its segment is done, and the progress bar (which no worker
+may draw) advances by a segment's bytes as its report arrives.
 
 The segments left over after a round a walker (`split_tail`, large v2 ones) are split into ranges
 taken from the same calls as the whole segments, so the walker done first helps with them (3 x 1 GiB
@@ -15,7 +15,7 @@ on 2 cores: 1.19x sooner than the third walked whole). One with a `.index` or `.
 ranges would carry index targets through the pipe, up to a million) is walked when its report is
 asked for, after the others, its ranges on threads as log/workers/parallel.py's splitter walks them; one
 that cannot be split (a running broker's, not beginning with a v2 batch) is one call among the
-others. No forked process forks again.
+others. No worker starts workers.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from kafka_tools.format.kinds import base_offset_of
 from kafka_tools.log.checks.findings import SegmentReport, ValidateOptions
 from kafka_tools.log.files.dirs import Segment
 from kafka_tools.log.files.discover import Discovery
-from kafka_tools.log.workers import forked, parallel
+from kafka_tools.log.workers import parallel, pool
 from kafka_tools.log.workers.report_wire import report_from_wire, report_to_wire
 
 
 class Answer:
-    """A segment's report as `ahead`'s calls give it (`result()`, `cancel()`): walked already (in a
-    forked process or here), or walked here when asked (`later`)."""
+    """A segment's report as `ahead`'s calls give it (`result()`, `cancel()`): walked already (by a
+    worker or here), or walked here when asked (`later`)."""
 
     __slots__ = ("_later", "_outcome")
 
@@ -58,15 +58,15 @@ class Answer:
         self._later = None
 
 
-def scan_forked(
+def scan_in_pool(
     found: Discovery, options: ValidateOptions, progress, processes: int, split_tail: int = 0
 ) -> dict[Path, Answer] | None:
-    """Every segment of `found` checked on `processes` processes (this one and `processes - 1` forked
-    ones), the last `split_tail` in ranges (see the module's docstring); None where no process may be
-    forked now (a thread runs, not Linux, too many calls): the caller walks them on threads."""
+    """Every segment of `found` checked on `processes` processes (this one and `processes - 1` workers),
+    the last `split_tail` in ranges (see the module's docstring); None where no worker can be spawned
+    (not Linux): the caller walks them on threads."""
     from kafka_tools.log.checks.partition_checks import segment_calls
 
-    if not forked.may_fork():
+    if not pool.available():
         return None
     keys, checks = segment_calls(found, options)
     size = dict(zip(keys, parallel.segment_sizes(keys), strict=True))
@@ -90,10 +90,7 @@ def scan_forked(
         calls += [(parallel.walk_range, *r) for r in ranges]
         owner += [(key, r[2] - r[1]) for r in ranges]
     answered = _progress_by_call(owner, progress) if progress else None
-    try:
-        outcomes = forked.forked_outcomes(_call, calls, processes, _to_wire, _from_wire, answered)
-    except forked.TooManyCalls:
-        return None
+    outcomes = pool.outcomes(_call, calls, processes, _to_wire, _from_wire, answered)
     scans: dict[Path, Answer] = {}
     for key, check in zip(keys, checks, strict=True):
         if key in split:
@@ -128,7 +125,7 @@ def _has_indexes(target: Segment | Path) -> bool:
 
 
 def _splits_in_processes(path: Path) -> bool:
-    """Whether a leftover segment (without indexes) is cut into ranges for the forked walkers: what
+    """Whether a leftover segment (without indexes) is cut into ranges for the workers: what
     log/workers/parallel.py's splitter would split, beginning with a v2 batch."""
     return parallel.may_split(path) and begins_with_batch(path)
 
@@ -152,8 +149,8 @@ def _path(target: Segment | Path) -> Path:
 
 
 def _progress_by_call(owner: list[tuple[Path, int]], progress) -> Callable[[int], None]:
-    """`answered(k)` for forked_outcomes: the bar advanced by call k's bytes (a forked process cannot
-    draw it; a segment's bar is asked for when its first answer is in, after the fork)."""
+    """`answered(k)` for pool.outcomes: the bar advanced by call k's bytes (a worker cannot draw it; a
+    segment's bar is asked for when its first answer is in)."""
     ticks: dict[Path, Callable[[int], None]] = {}
     reached: dict[Path, int] = {}
 

@@ -1,17 +1,15 @@
-"""A log dir's segments walked in forked processes (log/workers/forked_scans.py): the answer `--jobs 1` gives,
+"""A log dir's segments walked by the worker pool (log/workers/pooled_scans.py): the answer `--jobs 1` gives,
 in the same order, whether the segments are walked in processes or on threads, with damage, a segment
-that cannot be read, a walker that dies, a running broker's dir and leftover segments split into
-ranges; processes chosen only where no thread runs, and then no thread started."""
+that cannot be read, a worker that dies, a running broker's dir and leftover segments split into
+ranges; no thread started beside the workers. The checks a test puts in the workers' way are
+module-level (tests/support/pool_calls.py): a spawned worker finds them by name."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -24,15 +22,16 @@ from kafka_tools.log.checks import partition_checks
 from kafka_tools.log.checks.findings import ValidateOptions
 from kafka_tools.log.checks.segment_checks import scan_segment
 from kafka_tools.log.files.discover import discover
-from kafka_tools.log.workers import forked, forked_scans, parallel
+from kafka_tools.log.workers import parallel, pool
 from kafka_tools.log.workers.report_wire import report_from_wire, report_to_wire
 from tests.independent import FIXTURES
 from tests.log.test_read import build_partition
+from tests.support import pool_calls
 from tests.support.locks import lock_held_elsewhere
 
 GENERATED = FIXTURES / "generated"
 has_c = accel.fast("scan_batches") is not None
-needs_fork = pytest.mark.skipif(not forked.may_fork(), reason="no fork here, or a thread is running")
+needs_fork = pytest.mark.skipif(not pool.available(), reason="no worker can be spawned here")
 
 
 def _validate(*args: str) -> tuple[int, list[dict]]:
@@ -42,39 +41,16 @@ def _validate(*args: str) -> tuple[int, list[dict]]:
 
 def _walkers(monkeypatch, tmp_path: Path, forked_walkers: bool = True) -> Path:
     """Every segment check writes `pid path` to a file, from whichever process ran it. With
-    `forked_walkers`, the caller's first check and a forked walker's first check wait (up to 10 s)
-    for each other, so that on these small fixtures (walked faster than a process starts) both
-    walk one: the walker says it holds a segment, the caller walks its own and says so, then the
-    walker walks its."""
-    import time
-
+    `forked_walkers`, the caller's first check and a worker's first check wait (up to 10 s) for each
+    other, so that on these small fixtures (walked faster than a process starts) both walk one
+    (pool_calls.check_segment_logged)."""
     log, took = tmp_path / "walked.txt", tmp_path / "took.txt"
-    real = partition_checks.check_segment
-    parent, first = os.getpid(), []
-
-    def wait_for(path: Path, text: str) -> None:
-        deadline = time.monotonic() + 10
-        while text not in (path.read_text() if path.exists() else "") and time.monotonic() < deadline:
-            time.sleep(0.001)
-
-    def check_segment(seg, *args):
-        if forked_walkers and not first:
-            first.append(True)
-            if os.getpid() == parent:
-                wait_for(took, "took")
-            else:
-                with open(took, "a") as f:
-                    f.write(f"took {os.getpid()}\n")
-                wait_for(log, f"{parent} ")
-        report = real(seg, *args)
-        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-        try:
-            os.write(fd, f"{os.getpid()} {seg.log}\n".encode())
-        finally:
-            os.close(fd)
-        return report
-
-    monkeypatch.setattr(partition_checks, "check_segment", check_segment)
+    pool_calls.spawned(monkeypatch)
+    pool_calls.started_at_once(monkeypatch)
+    monkeypatch.setenv("KTOOL_TEST_WALKED", str(log))
+    monkeypatch.setenv("KTOOL_TEST_TOOK", str(took) if forked_walkers else "")
+    monkeypatch.setattr(pool_calls, "first", [])
+    monkeypatch.setattr(partition_checks, "check_segment", pool_calls.check_segment_logged)
     return log
 
 
@@ -88,7 +64,7 @@ def _no_thread_started(monkeypatch) -> None:
     import _thread
 
     def refuse(*args, **kwargs):
-        raise AssertionError("a thread was started beside the forked walkers")
+        raise AssertionError("a thread was started beside the workers")
 
     monkeypatch.setattr(_thread, "start_new_thread", refuse)
     monkeypatch.setattr(threading.Thread, "start", refuse)
@@ -101,12 +77,12 @@ def test_segments_in_processes_report_what_threads_and_one_walker_report(
     tree: str, jobs: str, monkeypatch, tmp_path: Path
 ) -> None:
     """Findings, counts, order and exit code equal `--jobs 1`'s and the threads'; every segment walked
-    once, by the caller or a forked walker, and no thread started."""
+    once, by the caller or a worker, and no thread started."""
     paths = [GENERATED / "v0", GENERATED / "v2", GENERATED / "v1"] if tree == "mixed" else [GENERATED / tree]
     args = [str(p) for p in paths]
     one = _validate("--jobs", "1", *args)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
-    monkeypatch.setattr(forked, "may_fork", lambda: False)
+    monkeypatch.setattr(pool, "available", lambda: False)
     on_threads = _validate("--jobs", jobs, *args)
     monkeypatch.undo()
 
@@ -117,13 +93,13 @@ def test_segments_in_processes_report_what_threads_and_one_walker_report(
     by = _walked(walked)
     segments = {str(p) for p in parallel.segment_paths(discover(paths))}
     assert set(by) == segments
-    assert os.getpid() in by.values() and len(set(by.values())) > 1  # the caller and a forked walker
+    assert os.getpid() in by.values() and len(set(by.values())) > 1  # the caller and a worker
 
 
 @needs_fork
 def test_segments_walked_in_python_get_every_core_in_processes(monkeypatch, tmp_path: Path) -> None:
     """Compressed v1 message sets are decoded in Python, holding the GIL: on threads they share one
-    walker (log/workers/parallel.py), in forked processes each has a GIL of its own and a core."""
+    walker (log/workers/parallel.py), in the pool's workers each has a GIL of its own and a core."""
     compressed = [str(p) for p in sorted((GENERATED / "v1").glob("*-0")) if not p.name.startswith("none")]
     one = _validate("--jobs", "1", *compressed)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
@@ -131,7 +107,7 @@ def test_segments_walked_in_python_get_every_core_in_processes(monkeypatch, tmp_
     found = discover(compressed)
     assert parallel.plan_for(found, 2, 2) == parallel.JobsPlan(2, False)
     with monkeypatch.context() as m:
-        m.setattr(forked, "may_fork", lambda: False)
+        m.setattr(pool, "available", lambda: False)
         assert parallel.plan_for(found, 2, 2) == parallel.ONE_WALKER  # on threads: one walker
     walked = _walkers(monkeypatch, tmp_path)
     _no_thread_started(monkeypatch)
@@ -156,30 +132,18 @@ def test_a_report_crosses_the_pipe_whole(monkeypatch) -> None:
 def test_a_segment_that_fails_in_a_walker_is_walked_again_here_and_reported_as_one_walker_does(
     monkeypatch, tmp_path: Path
 ) -> None:
-    """A segment that cannot be read (here: the first segment the forked walker takes, whose every
+    """A segment that cannot be read (here: the first segment the worker takes, whose every
     read then fails, in any process) is run again by the caller, whose error `validate` reports as
     `--jobs 1` does (exit 3, `unreadable-file`)."""
-    import time
-
     src = GENERATED / "v2"
     parent = os.getpid()
     bad, tried = tmp_path / "bad.txt", tmp_path / "tried.txt"
-    real = partition_checks.check_segment
-
-    def unreadable(seg, *args):
-        if os.getpid() != parent and not bad.exists():
-            bad.write_text(str(seg.log))
-        elif os.getpid() == parent and not tried.exists():  # hold one segment until the walker has one
-            deadline = time.monotonic() + 10
-            while not bad.exists() and time.monotonic() < deadline:
-                time.sleep(0.001)
-        if bad.exists() and bad.read_text() == str(seg.log):
-            with open(tried, "a") as f:
-                f.write(f"{os.getpid()}\n")
-            raise PermissionError(13, "Permission denied", str(seg.log))
-        return real(seg, *args)
-
-    monkeypatch.setattr(partition_checks, "check_segment", unreadable)  # the walkers' and --jobs 1's
+    pool_calls.spawned(monkeypatch)
+    pool_calls.started_at_once(monkeypatch)
+    monkeypatch.setenv("KTOOL_TEST_BAD", str(bad))
+    monkeypatch.setenv("KTOOL_TEST_TRIED", str(tried))
+    # the workers' check and --jobs 1's
+    monkeypatch.setattr(partition_checks, "check_segment", pool_calls.check_segment_unreadable)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     forked_result = _validate("--jobs", "2", str(src))
     pids = [int(line) for line in tried.read_text().split()]
@@ -194,34 +158,12 @@ def test_the_segments_of_a_walker_that_died_are_walked_by_the_caller(monkeypatch
     """A walker killed mid-way (the OOM killer, a signal): no answer lost, no zombie left."""
     src = GENERATED / "v2"
     one = _validate("--jobs", "1", str(src))
-    import time
-
-    parent = os.getpid()
-    real = partition_checks.check_segment
     died = tmp_path / "died.txt"
-
-    def walker_dies(seg, *args):
-        if os.getpid() != parent:
-            with open(died, "a") as f:
-                f.write(f"{seg.log}\n")
-            os.kill(os.getpid(), 9)
-        deadline = time.monotonic() + 10
-        while not died.exists() and time.monotonic() < deadline:  # until a walker died holding one
-            time.sleep(0.001)
-        return real(seg, *args)
-
-    monkeypatch.setattr(partition_checks, "check_segment", walker_dies)
+    pids = pool_calls.spawned(monkeypatch)
+    pool_calls.started_at_once(monkeypatch)
+    monkeypatch.setenv("KTOOL_TEST_DIED", str(died))
+    monkeypatch.setattr(partition_checks, "check_segment", pool_calls.check_segment_dies_in_worker)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
-    pids: list[int] = []
-    real_fork = os.fork
-
-    def fork() -> int:
-        pid = real_fork()
-        if pid:
-            pids.append(pid)
-        return pid
-
-    monkeypatch.setattr(forked.os, "fork", fork)
     assert _validate("--jobs", "3", str(src)) == one
     assert len(pids) == 2 and died.read_text()  # a segment lost with its walker, walked here
     for pid in pids:
@@ -230,13 +172,13 @@ def test_the_segments_of_a_walker_that_died_are_walked_by_the_caller(monkeypatch
 
 
 @needs_fork
-def test_a_thread_running_keeps_the_segments_on_threads(monkeypatch, tmp_path: Path) -> None:
+def test_a_thread_running_no_longer_keeps_the_segments_on_threads(monkeypatch, tmp_path: Path) -> None:
+    """Spawned workers inherit no lock a thread may hold (a fork would): with another thread running
+    the segments still go to the pool, and the answer is `--jobs 1`'s."""
     src = GENERATED / "v2"
     one = _validate("--jobs", "1", str(src))
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
-    walked = _walkers(monkeypatch, tmp_path, forked_walkers=False)
-    forks: list[int] = []
-    monkeypatch.setattr(forked.os, "fork", lambda: forks.append(1) or pytest.fail("forked"))
+    walked = _walkers(monkeypatch, tmp_path)
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     other.start()
@@ -245,7 +187,7 @@ def test_a_thread_running_keeps_the_segments_on_threads(monkeypatch, tmp_path: P
     finally:
         release.set()
         other.join()
-    assert set(_walked(walked).values()) == {os.getpid()} and forks == []
+    assert len(set(_walked(walked).values())) == 2
 
 
 @needs_fork
@@ -276,7 +218,7 @@ def test_leftover_segments_are_split_into_ranges_among_the_same_walkers(
     jobs: str, tree: str, monkeypatch, tmp_path: Path
 ) -> None:
     """The segments left after a round a walker (here without indexes, as named files) are cut into
-    ranges the forked walkers take beside the whole segments: no second fork, no thread; damaged
+    ranges the workers take beside the whole segments: no second fork, no thread; damaged
     segments among them report what one walk reports."""
     files = []
     pattern = "v2/*-0/00000000000000000000.log" if tree == "v2" else "corrupt/v2-*/00000000000000000000.log"
@@ -291,12 +233,7 @@ def test_leftover_segments_are_split_into_ranges_among_the_same_walkers(
     split: list[Path] = []
     real = parallel.range_calls
     monkeypatch.setattr(parallel, "range_calls", lambda path, *a: split.append(path) or real(path, *a))
-    ranges: list[int] = []
-    real_walk = parallel._range_run
-    monkeypatch.setattr(parallel, "_range_run", lambda *a: ranges.append(1) or real_walk(*a))
-    forks: list[int] = []
-    real_fork = os.fork
-    monkeypatch.setattr(forked.os, "fork", lambda: (pid := real_fork()) and forks.append(pid) or pid)
+    forks = pool_calls.spawned(monkeypatch)
     _no_thread_started(monkeypatch)
     assert _validate("--jobs", jobs, *args) == one
     assert split and split == files[len(files) - len(files) % int(jobs) :]
@@ -307,7 +244,7 @@ def test_leftover_segments_are_split_into_ranges_among_the_same_walkers(
 @needs_fork
 def test_a_leftover_segment_with_indexes_is_split_on_threads_after_the_others(monkeypatch) -> None:
     """Its ranges would carry index targets (up to a million): they stay in this process, on threads
-    started once the forked walkers have ended."""
+    started once the workers have ended."""
     src = GENERATED / "v2" / "segmented-0"
     one = _validate("--jobs", "1", str(src))
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
@@ -315,25 +252,23 @@ def test_a_leftover_segment_with_indexes_is_split_on_threads_after_the_others(mo
     split: list[tuple[Path, bool]] = []
     real = parallel.split_prefix
     monkeypatch.setattr(
-        parallel, "split_prefix", lambda path, *a: split.append((path, forked.may_fork())) or real(path, *a)
+        parallel, "split_prefix", lambda path, *a: split.append((path, pool.available())) or real(path, *a)
     )
     assert _validate("--jobs", "2", str(src)) == one
     assert split == [(sorted(src.glob("*.log"))[-1], True)]
 
 
 @needs_fork
-def test_the_bar_advances_by_each_segment_as_its_report_arrives_after_the_fork(monkeypatch) -> None:
-    """A forked walker cannot draw the caller's bar: the caller asks for a segment's bar only once
-    every walker is forked, and moves it to the segment's size when its report is in."""
+def test_the_bar_advances_by_each_segment_as_its_report_arrives_after_the_spawn(monkeypatch) -> None:
+    """A worker cannot draw the caller's bar: the caller asks for a segment's bar once the workers
+    are spawned, and moves it to the segment's size when its report is in."""
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     src = GENERATED / "v2"
-    forks: list[int] = []
-    real_fork = os.fork
-    monkeypatch.setattr(forked.os, "fork", lambda: (pid := real_fork()) and forks.append(pid) or pid)
+    forks = pool_calls.spawned(monkeypatch)
     reached: dict[Path, int] = {}
 
     def progress(path: Path):
-        assert forks, "a bar asked for before the walkers were forked"
+        assert forks, "a bar asked for before the workers were spawned"
         reached[path] = 0
         return lambda position: reached.__setitem__(path, position)
 
@@ -347,7 +282,7 @@ def test_the_bar_advances_by_each_segment_as_its_report_arrives_after_the_fork(m
 
 @needs_fork
 def test_a_terminal_bar_does_not_keep_the_segments_from_processes(monkeypatch, tmp_path: Path) -> None:
-    """The bar's drawing thread starts with the first segment's bar, after the fork (render/progress.py)."""
+    """The bar's drawing thread does not keep the segments from the pool (render/progress.py)."""
     src = GENERATED / "v2"
     one = _validate("--jobs", "1", str(src))
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
@@ -356,77 +291,34 @@ def test_a_terminal_bar_does_not_keep_the_segments_from_processes(monkeypatch, t
     assert len(set(_walked(walked).values())) == 2
 
 
-def _square_or_raise(k: int) -> int:
-    if k % 5 == 0:
-        raise ValueError(f"call {k}")
-    return k * k
-
-
-def answers_come_in_as_each_call_ends() -> None:
-    """The body of the test below, run where no thread is running (a fork is refused beside one)."""
-    assert forked.may_fork()
+@needs_fork
+def test_answers_come_in_as_each_call_ends_and_errors_are_answers() -> None:
+    """pool.outcomes: (True, value) or (False, exception) for each call, in order, a worker's failed
+    call run again here; `answered` told of each call once, in this process."""
     told: list[int] = []
-    outcomes = forked.forked_outcomes(_square_or_raise, [(k,) for k in range(30)], 2, answered=told.append)
+    outcomes = pool.outcomes(pool_calls.square_or_raise, [(k,) for k in range(30)], 2, answered=told.append)
     assert sorted(told) == list(range(30))
     for k, (ok, value) in enumerate(outcomes):
-        assert (ok, value if ok else str(value)) == ((False, f"call {k}") if k % 5 == 0 else (True, k * k))
-
-
-def test_answers_come_in_as_each_call_ends_and_errors_are_answers() -> None:
-    """forked_outcomes: (True, value) or (False, exception) for each call, in order; `answered` told
-    of each call once, in this process. Run here, or in a fresh interpreter when an earlier test left
-    a thread running in this one (it would otherwise skip, and CI must not hide a test)."""
-    if forked.may_fork():
-        answers_come_in_as_each_call_ends()
-        return
-    code = "from tests.log.test_forked_scans import answers_come_in_as_each_call_ends as t; t()"
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-
-
-def test_a_log_dir_of_more_calls_than_a_pipe_can_hold_walks_on_threads(monkeypatch) -> None:
-    monkeypatch.setattr(forked, "MAX_CALLS", 1)
-    found = discover([GENERATED / "v2"])
-    assert forked_scans.scan_forked(found, ValidateOptions(), None, 2) is None
+        assert (ok, value if ok else str(value)) == ((False, f"call {k}") if k % 7 == 3 else (True, k * k))
 
 
 @needs_fork
-def test_more_calls_than_a_page_of_pipe_are_all_answered_once() -> None:
-    """A log dir of thousands of segments: the pipe of tokens is made large enough for them all."""
+def test_thousands_of_calls_are_all_answered_once() -> None:
+    """A log dir of thousands of segments: each call answered once, in order."""
     told: list[int] = []
-    calls = [(k,) for k in range(3 * forked.PAGE_CALLS)]
-    outcomes = forked.forked_outcomes(lambda k: -k, calls, 2, answered=told.append)
+    calls = [(k,) for k in range(6000)]
+    outcomes = pool.outcomes(pool_calls.negated, calls, 2, answered=told.append)
     assert outcomes == [(True, -k) for k in range(len(calls))]
     assert sorted(told) == list(range(len(calls)))
 
 
 @needs_fork
 def test_ctrl_c_in_the_caller_stops_the_walkers_and_leaves_no_zombie(monkeypatch, tmp_path: Path) -> None:
-    """Interrupted while it walks (Ctrl-C): the forked walkers are killed and reaped, the interrupt
-    goes on up to the CLI."""
+    """Interrupted while it walks (Ctrl-C): the workers are killed and reaped, the interrupt goes on
+    up to the CLI."""
     src = GENERATED / "v2"
-    parent = os.getpid()
-    real = partition_checks.check_segment
-    forks: list[int] = []
-    real_fork = os.fork
-
-    def fork() -> int:
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    def interrupted(seg, *args):
-        if os.getpid() == parent:
-            raise KeyboardInterrupt
-        # A walker holds its first call until it is stopped: the caller is sure to take one of the
-        # segments (more than two) and be interrupted, however the processes are scheduled.
-        time.sleep(600)
-        return real(seg, *args)
-
-    monkeypatch.setattr(forked.os, "fork", fork)
-    monkeypatch.setattr(partition_checks, "check_segment", interrupted)
+    forks = pool_calls.spawned(monkeypatch)
+    monkeypatch.setattr(partition_checks, "check_segment", pool_calls.check_segment_interrupted)
     monkeypatch.setattr(parallel, "SMALL_INPUT", 0)
     with pytest.raises(KeyboardInterrupt):
         validate.validate_paths([src], ValidateOptions(), None, 3)
