@@ -1,6 +1,6 @@
 """OffsetDelete (KIP-496, Kafka 2.4+): a group's committed offsets removed, so an undo can put back "no
 offset". confluent-kafka's Python binding does not expose it (librdkafka has it), so it is spoken here
-on a socket, as probe.py speaks ApiVersions: ApiVersions says whether the broker has it, FindCoordinator
+on a socket (broker/wire.py): ApiVersions says whether the broker has it, FindCoordinator
 finds the group's coordinator, OffsetDelete v0 asks it. Plain connections only: over TLS or SASL ktool
 says it cannot, in one line, and deletes nothing.
 
@@ -10,16 +10,19 @@ The coordinator refuses a partition of a topic the group's live members subscrib
 
 from __future__ import annotations
 
-import socket
 import struct
 import time
 from dataclasses import dataclass
 
 from kafka_tools.broker.client import BrokerConfig
 from kafka_tools.broker.probe import first_server, version_at_least
-from kafka_tools.errors import InputError, os_reason
+from kafka_tools.broker.wire import Connection as _Connection
+from kafka_tools.broker.wire import Reader as _Reader
+from kafka_tools.broker.wire import api_versions as _versions
+from kafka_tools.broker.wire import string as _string
+from kafka_tools.errors import InputError
 
-_API_VERSIONS, _FIND_COORDINATOR, _OFFSET_DELETE = 18, 10, 47
+_FIND_COORDINATOR, _OFFSET_DELETE = 10, 47
 # Kafka's error codes met here (org.apache.kafka.common.protocol.Errors)
 _LOADING, _NOT_AVAILABLE, _NOT_COORDINATOR = 14, 15, 16
 ERROR_NAMES = {
@@ -38,76 +41,6 @@ class OffsetDeleteAnswer:
 
     errors: dict[tuple[str, int], int]
     unsupported: str | None = None
-
-
-class _Connection:
-    def __init__(self, host: str, port: int, timeout: float) -> None:
-        self.where = f"{host}:{port}"
-        try:
-            self.sock = socket.create_connection((host, port), timeout=timeout)
-        except OSError as exc:
-            raise InputError(f"broker {self.where}: cannot connect ({os_reason(exc)})") from None
-        self.sock.settimeout(timeout)
-        self.correlation = 0
-
-    def ask(self, key: int, version: int, body: bytes) -> bytes | None:
-        """The response's body (after its correlation id), None when the broker closes the connection
-        (a broker that does not know the request)."""
-        self.correlation += 1
-        head = struct.pack(">hhih", key, version, self.correlation, 5) + b"ktool"
-        try:
-            self.sock.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
-            size = self._exactly(4)
-            if size is None:
-                return None
-            data = self._exactly(struct.unpack(">i", size)[0])
-        except TimeoutError:
-            raise InputError(f"broker {self.where}: no answer to request {key} in time") from None
-        except OSError:
-            return None
-        return None if data is None else data[4:]
-
-    def _exactly(self, n: int) -> bytes | None:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return data
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def _string(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.at = data, 0
-
-    def take(self, fmt: str):
-        value = struct.unpack_from(fmt, self.data, self.at)
-        self.at += struct.calcsize(fmt)
-        return value[0] if len(value) == 1 else value
-
-    def string(self) -> str:
-        n = self.take(">h")
-        text = self.data[self.at : self.at + max(n, 0)].decode()
-        self.at += max(n, 0)
-        return text
-
-
-def _versions(conn: _Connection) -> dict[int, tuple[int, int]] | None:
-    data = conn.ask(_API_VERSIONS, 0, b"")
-    if data is None:
-        return None  # before 0.10: no ApiVersions
-    r = _Reader(data)
-    r.take(">h")
-    return {key: (low, high) for key, low, high in (r.take(">hhh") for _ in range(r.take(">i")))}
 
 
 def _coordinator(conn: _Connection, group: str, version: int, deadline: float) -> tuple[str, int]:

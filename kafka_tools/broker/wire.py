@@ -1,0 +1,250 @@
+"""Kafka's wire protocol on a plain socket, for the requests confluent-kafka's Python binding does not
+expose (OffsetDelete, DescribeTopicPartitions, ListPartitionReassignments, DescribeLogDirs,
+DescribeQuorum): a connection (plaintext or TLS, SASL PLAIN), the request header v1/v2, and a reader of
+both the classic and the flexible (KIP-482: compact strings and arrays, tagged fields) encodings.
+
+Facts from Kafka's clients/src/main/resources/common/message/*.json; versions are always negotiated with
+ApiVersions first (`api_versions`): a broker before 0.10 closes the connection on it (None).
+"""
+
+from __future__ import annotations
+
+import base64
+import socket
+import ssl
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from kafka_tools.errors import InputError, os_reason
+
+if TYPE_CHECKING:
+    from kafka_tools.broker.security import BrokerSecurity
+
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+T = TypeVar("T")
+
+
+class WireError(InputError):
+    """An answer ktool cannot read, or a connection the broker closed mid-request."""
+
+
+def tls_context(security: BrokerSecurity) -> ssl.SSLContext:
+    """The brokers verified with --broker-ca (else the system's CAs), the client certificate given."""
+    context = ssl.create_default_context(cafile=security.ca)
+    if security.cert:
+        key_password = security.credentials.key_password if security.credentials else None
+        context.load_cert_chain(security.cert, security.key, password=key_password)
+    return context
+
+
+class Connection:
+    """One socket to one broker; `ask` sends a request and returns its response's body."""
+
+    def __init__(self, host: str, port: int, timeout: float, security: BrokerSecurity | None = None) -> None:
+        self.where = f"{host}:{port}"
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as exc:
+            raise InputError(f"broker {self.where}: cannot connect ({os_reason(exc)})") from None
+        sock.settimeout(timeout)
+        self.correlation = 0
+        self.sock: socket.socket = sock
+        if security is not None and security.protocol in ("SSL", "SASL_SSL"):
+            try:
+                self.sock = tls_context(security).wrap_socket(sock, server_hostname=host)
+            except (ssl.SSLError, OSError) as exc:
+                sock.close()
+                raise InputError(f"broker {self.where}: TLS handshake failed ({os_reason(exc)})") from None
+        if security is not None and security.sasl:
+            self._sasl(security)
+
+    def ask(self, key: int, version: int, body: bytes, flexible: bool = False) -> bytes | None:
+        """The response's body (after its header), None when the broker closes the connection (a broker
+        that does not know the request). `flexible`: request header v2, response header v1."""
+        self.correlation += 1
+        head = (
+            struct.pack(">hhih", key, version, self.correlation, 5)
+            + b"ktool"
+            + (b"\x00" if flexible else b"")
+        )
+        try:
+            self.sock.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
+            size = self._exactly(4)
+            if size is None:
+                return None
+            data = self._exactly(struct.unpack(">i", size)[0])
+        except TimeoutError:
+            raise InputError(f"broker {self.where}: no answer to request {key} in time") from None
+        except OSError:
+            return None
+        if data is None:
+            return None
+        if not flexible:
+            return data[4:]
+        reader = Reader(data[4:])
+        reader.tags()
+        return data[4 + reader.at :]
+
+    def _exactly(self, n: int) -> bytes | None:
+        chunks, got = [], 0
+        while got < n:
+            chunk = self.sock.recv(min(n - got, 1 << 20))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def _sasl(self, security: BrokerSecurity) -> None:
+        """SASL PLAIN (SaslHandshake v1, then SaslAuthenticate v0); other mechanisms are librdkafka's."""
+        creds = security.credentials
+        assert creds is not None
+        if creds.mechanism != "PLAIN":
+            self.close()
+            raise Unsupported(f"ktool's own protocol client speaks SASL PLAIN only, not {creds.mechanism}")
+        data = self.ask(SASL_HANDSHAKE, 1, string(creds.mechanism))
+        if data is None or Reader(data).take(">h") != 0:
+            self.close()
+            raise InputError(f"broker {self.where}: SASL mechanism {creds.mechanism} not enabled")
+        token = b"\x00" + (creds.username or "").encode() + b"\x00" + (creds.password or "").encode()
+        data = self.ask(SASL_AUTHENTICATE, 0, struct.pack(">i", len(token)) + token)
+        if data is None:
+            self.close()
+            raise InputError(f"broker {self.where}: closed the connection on SASL authentication")
+        reader = Reader(data)
+        if reader.take(">h") != 0:
+            self.close()
+            why = reader.nullable_string() or "authentication failed"
+            raise InputError(f"broker {self.where}: SASL {security.describe()}: {why}")
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Unsupported(InputError):
+    """What ktool's own client cannot ask over these settings (said once, the rest still shown)."""
+
+
+class Reader:
+    """A response body read field by field; a short or malformed one raises WireError."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def take(self, fmt: str):
+        try:
+            value = struct.unpack_from(fmt, self.data, self.at)
+        except struct.error:
+            raise WireError("an answer shorter than its fields") from None
+        self.at += struct.calcsize(fmt)
+        return value[0] if len(value) == 1 else value
+
+    def _text(self, n: int) -> str:
+        if n < 0 or self.at + n > len(self.data):
+            raise WireError("a string longer than its answer")
+        text = self.data[self.at : self.at + n].decode(errors="replace")
+        self.at += n
+        return text
+
+    def string(self) -> str:
+        return self._text(self.take(">h"))
+
+    def nullable_string(self) -> str | None:
+        n = self.take(">h")
+        return None if n < 0 else self._text(n)
+
+    def uvarint(self) -> int:
+        value, shift = 0, 0
+        while True:
+            byte = self.take(">B")
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 35:
+                raise WireError("a varint longer than 5 bytes")
+
+    def compact_string(self) -> str | None:
+        n = self.uvarint()
+        return None if n == 0 else self._text(n - 1)
+
+    def compact_count(self) -> int | None:
+        """A compact array's length (None: a null array); bounded by what is left to read."""
+        n = self.uvarint()
+        if n - 1 > len(self.data) - self.at:
+            raise WireError("an array longer than its answer")
+        return None if n == 0 else n - 1
+
+    def compact_array(self, item: Callable[[Reader], T]) -> list[T] | None:
+        n = self.compact_count()
+        return None if n is None else [item(self) for _ in range(n)]
+
+    def compact_ints(self) -> list[int] | None:
+        return self.compact_array(lambda r: r.take(">i"))
+
+    def array(self, item: Callable[[Reader], T]) -> list[T]:
+        n = self.take(">i")
+        if n > len(self.data) - self.at:
+            raise WireError("an array longer than its answer")
+        return [item(self) for _ in range(max(n, 0))]
+
+    def uuid(self) -> str:
+        """As Kafka's Uuid.toString writes it: URL-safe base64 without padding."""
+        raw = self.data[self.at : self.at + 16]
+        if len(raw) != 16:
+            raise WireError("an answer shorter than its fields")
+        self.at += 16
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    def tags(self) -> None:
+        """Tagged fields skipped (none that ktool reads)."""
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            size = self.uvarint()
+            self.at += size
+
+
+def string(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def compact_string(text: str) -> bytes:
+    raw = text.encode()
+    return uvarint(len(raw) + 1) + raw
+
+
+def compact_array(items: list[bytes] | None) -> bytes:
+    return b"\x00" if items is None else uvarint(len(items) + 1) + b"".join(items)
+
+
+NO_TAGS = b"\x00"
+
+
+def api_versions(conn: Connection) -> dict[int, tuple[int, int]] | None:
+    """ApiVersions v0: each API key's (lowest, highest) version; None before 0.10 (no ApiVersions)."""
+    data = conn.ask(API_VERSIONS, 0, b"")
+    if data is None:
+        return None
+    r = Reader(data)
+    r.take(">h")
+    return {key: (low, high) for key, low, high in r.array(lambda r: r.take(">hhh"))}
+
+
+def pick_version(versions: dict[int, tuple[int, int]] | None, key: int, ours: tuple[int, int]) -> int | None:
+    """The highest version both speak, None when the broker lacks the API (or only newer versions)."""
+    if versions is None or key not in versions:
+        return None
+    low, high = versions[key]
+    best = min(high, ours[1])
+    return best if best >= max(low, ours[0]) else None
