@@ -231,9 +231,17 @@ def compact_array(items: list[bytes] | None) -> bytes:
 NO_TAGS = b"\x00"
 
 
-def api_versions(conn: Connection) -> dict[int, tuple[int, int]] | None:
-    """ApiVersions v0: each API key's (lowest, highest) version; None before 0.10 (no ApiVersions)."""
-    data = conn.ask(API_VERSIONS, 0, b"")
+def api_versions(conn: Connection, answer_within: float = 1.5) -> dict[int, tuple[int, int]] | None:
+    """ApiVersions v0: each API key's (lowest, highest) version; None before 0.10, whose brokers close
+    the connection on it or let it wait (a 0.10+ broker answers at once: `answer_within` seconds)."""
+    timeout = conn.sock.gettimeout()
+    conn.sock.settimeout(min(answer_within, timeout or answer_within))
+    try:
+        data = conn.ask(API_VERSIONS, 0, b"")
+    except InputError:
+        return None
+    finally:
+        conn.sock.settimeout(timeout)
     if data is None:
         return None
     r = Reader(data)

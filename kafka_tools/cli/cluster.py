@@ -91,10 +91,6 @@ def _colour(ctx: click.Context) -> bool:
 
 
 _json_option = json_option("`broker`, `partition` or `cluster` objects")
-_SOURCES = (
-    "\b\nSources, the first given: --metadata-log (a KRaft log dir, read offline), --bootstrap-server\n"
-    "(a live cluster, KRaft or ZooKeeper-based), ZooKeeper (--zookeeper or the config file)."
-)
 _live_options = broker_options_for(
     "Kafka brokers: read the live cluster through them (Admin API) rather than ZooKeeper.",
     "The brokers' Kafka version [default: probed].",
@@ -214,6 +210,12 @@ def _filter_options(func):
 @_live_options
 @_metadata_log_option
 @_filter_options
+@click.option(
+    "--sizes",
+    is_flag=True,
+    help="Each replica's size on disk, as kafka-log-dirs gives it (DescribeLogDirs of every live broker; "
+    "--bootstrap-server only).",
+)
 @_json_option
 @click.pass_context
 def topics(
@@ -222,6 +224,7 @@ def topics(
     as_json: bool,
     metadata_log: str | None,
     filters: tuple[str, ...],
+    sizes: bool,
     **options: Any,
 ) -> None:
     """Show the partitions of topics: leader, replicas, ISR, leader epoch.
@@ -248,8 +251,10 @@ def topics(
     wanted = [Filter(f) for f in filters]
     missing: list[str] = []
     notes: list[str] = []
+    if sizes and (metadata_log is not None or not options.get("bootstrap_server")):
+        raise UsageError("--sizes: the replicas' sizes are asked of live brokers: give --bootstrap-server")
     if metadata_log is not None or options.get("bootstrap_server"):
-        found, missing, notes, where = _topics_view(metadata_log, list(topics) or None, options)
+        found, missing, notes, where = _topics_view(metadata_log, list(topics) or None, options, sizes)
     else:
         with open_zk(zk_config_from_options(**options)) as zk:
             if topics:
@@ -294,7 +299,7 @@ def _live_zk_brokers(zk: KazooClient) -> list | None:
 
 
 def _topics_view(
-    metadata_log: str | None, wanted: list[str] | None, options: dict[str, Any]
+    metadata_log: str | None, wanted: list[str] | None, options: dict[str, Any], sizes: bool = False
 ) -> tuple[list[PartitionView], list[str], list[str], str]:
     """(partitions, topics not found, notes, where they were looked for) from the log or the brokers."""
     if metadata_log is not None:
@@ -306,7 +311,7 @@ def _topics_view(
         missing = [t for t in dict.fromkeys(wanted or ()) if t not in names]
         where = f"the metadata log of {metadata_log} (offset {load.image.offset})"
         return partitions_from_image(load.image, wanted), missing, [], where
-    from kafka_tools.cluster.live import describe_cluster
+    from kafka_tools.cluster.live import describe_cluster, replica_sizes
     from kafka_tools.cluster.live import read_topics as read_live_topics
 
     broker = _live_broker(options)
@@ -314,6 +319,10 @@ def _topics_view(
     try:
         cluster = describe_cluster(broker)
         live = read_live_topics(broker, cluster, wanted)
+        if sizes:
+            on_disk = replica_sizes(broker, cluster)
+            for p in live.partitions:
+                p.sizes = on_disk.get((p.topic, p.partition), {})
     finally:
         broker.close()
     return live.partitions, live.missing, live.notes, f"the cluster of broker {broker.config.bootstrap}"

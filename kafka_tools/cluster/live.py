@@ -39,23 +39,40 @@ class LiveTopics:
 
 
 def describe_cluster(broker: Broker) -> ClusterView:
-    """DescribeCluster (Metadata on brokers before 2.8, librdkafka's choice): the live brokers."""
-    from confluent_kafka import KafkaException
+    """DescribeCluster (Kafka 2.8+: the brokers' racks too), else the Metadata response's brokers,
+    controller and cluster id (0.10.1+), as an older broker gives them: the live brokers either way."""
+    from confluent_kafka import KafkaError, KafkaException
 
-    admin = broker._admin()
-    timeout = broker.config.timeout
+    where = f"broker {broker.config.bootstrap}"
+    if "broker.version.fallback" not in broker._conf:
+        admin = broker._admin()
+        timeout = broker.config.timeout
+        try:
+            result = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout + 5)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if not (isinstance(err, KafkaError) and err.code() == KafkaError._UNSUPPORTED_FEATURE):
+                raise broker._error("DescribeCluster", exc) from None
+        except TimeoutError:
+            raise broker._no_answer("no answer to DescribeCluster") from None
+        else:
+            nodes = sorted(result.nodes, key=lambda n: n.id)
+            return ClusterView(
+                cluster_id=result.cluster_id,
+                controller=result.controller.id if result.controller is not None else None,
+                brokers=[BrokerView(id=n.id, host=n.host, port=n.port, rack=n.rack) for n in nodes],
+                source=where,
+            )
     try:
-        result = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout + 5)
+        metadata = broker._admin().list_topics(timeout=broker.config.timeout)
     except KafkaException as exc:
-        raise broker._error("DescribeCluster", exc) from None
-    except TimeoutError:
-        raise broker._no_answer("no answer to DescribeCluster") from None
-    nodes = sorted(result.nodes, key=lambda n: n.id)
+        raise broker._error("cannot read the cluster's metadata", exc) from None
+    nodes = sorted(metadata.brokers.values(), key=lambda n: n.id)
     return ClusterView(
-        cluster_id=result.cluster_id,
-        controller=result.controller.id if result.controller is not None else None,
-        brokers=[BrokerView(id=n.id, host=n.host, port=n.port, rack=n.rack) for n in nodes],
-        source=f"broker {broker.config.bootstrap}",
+        cluster_id=metadata.cluster_id,
+        controller=metadata.controller_id if metadata.controller_id >= 0 else None,
+        brokers=[BrokerView(id=n.id, host=n.host, port=n.port) for n in nodes],
+        source=where,
     )
 
 
@@ -69,7 +86,10 @@ def _with_own_client(
     ask: Callable[[Connection, dict | None], object],
     notes: list[str],
 ) -> object | None:
-    """`ask` on ktool's own connection to `address`; what it cannot speak becomes a note, not an exit."""
+    """`ask` on ktool's own connection to `address`; what it cannot speak becomes a note, not an exit.
+    None without asking when the brokers are known to be older than 0.10 (they have none of these)."""
+    if "broker.version.fallback" in broker._conf:
+        return None
     try:
         conn = _own_client(broker, *address)
     except Unsupported as exc:

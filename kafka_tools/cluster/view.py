@@ -40,6 +40,7 @@ class PartitionView:
     removing: list[int] = field(default_factory=list)
     min_isr: int | None = None
     live_leader: bool = True  # the leader is a live broker (Admin API: among DescribeCluster's nodes)
+    sizes: dict[int, int] | None = None  # bytes on disk by broker (DescribeLogDirs), when asked
     extra: dict[str, object] = field(default_factory=dict)  # a source's own fields (topicId, layout, …)
 
     @property

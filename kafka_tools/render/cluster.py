@@ -187,6 +187,7 @@ def _status(p: PartitionView) -> str:
 def render_topics_text(partitions: Sequence[PartitionView], out: TextIO, colour: bool) -> None:
     """One row per partition, whatever the source (cluster/view.py); a partition under reassignment
     shows the replicas being added (+) and removed (-) after its replicas."""
+    sized = any(p.sizes is not None for p in partitions)
     rows = []
     for p in partitions:
         replicas = _cell(p.replicas)
@@ -202,20 +203,29 @@ def render_topics_text(partitions: Sequence[PartitionView], out: TextIO, colour:
                 _cell(p.elr),
                 _cell(p.min_isr),
                 _cell(p.leader_epoch),
+                *((_size_cell(p),) if sized else ()),
                 _status(p),
             )
         )
     writer = TableWriter(out, colour)
     if rows:
+        headers = _TOPIC_HEADERS[:-1] + ("size",) + _TOPIC_HEADERS[-1:] if sized else _TOPIC_HEADERS
         writer.table(
-            _TOPIC_HEADERS,
+            headers,
             rows,
-            frozenset({"partition", "leader", "min isr", "leader epoch"}),
+            frozenset({"partition", "leader", "min isr", "leader epoch", "size"}),
             status=True,
             drop=("leader epoch", "min isr", "elr"),
         )
     else:
         writer.line("no partitions")
+
+
+def _size_cell(p: PartitionView) -> str:
+    """The leader's replica's size in bytes (each replica's: --json `sizes`)."""
+    if not p.sizes or p.leader not in p.sizes:
+        return NONE
+    return str(p.sizes[p.leader])
 
 
 _VIEW_BROKER_HEADERS = ("id", "host", "port", "rack", "state", "endpoints")
@@ -305,6 +315,8 @@ def partition_json(p: PartitionView) -> dict:
         "statuses": p.statuses,
     }
     obj.update((k, v) for k, v in p.extra.items() if k != "noState")
+    if p.sizes is not None:
+        obj["sizes"] = {str(broker): size for broker, size in sorted(p.sizes.items())}
     return obj
 
 

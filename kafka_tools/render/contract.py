@@ -519,16 +519,17 @@ TOPIC_PARTITION = _kind(
     "A topic partition as ZooKeeper, a live broker or a KRaft metadata log describes it (cluster/view.py): "
     "null where the source does not say (ZooKeeper has no ELR); statuses as kafka-topics decides them. "
     "ZooKeeper adds broker (Kafka 0.7 numbers partitions per broker), controllerEpoch and layout; a "
-    "metadata log adds topicId, partitionEpoch, directories and leaderRecoveryState.",
+    "metadata log adds topicId, partitionEpoch, directories and leaderRecoveryState; --sizes each "
+    "replica's bytes on disk by broker id.",
     optional=(
         "broker", "controllerEpoch", "layout", "topicId", "partitionEpoch", "directories",
-        "leaderRecoveryState",
+        "leaderRecoveryState", "sizes",
     ),
     topic="str", partition="int", leader="int|null", replicas="list", isr="list|null", elr="list|null",
     lastKnownElr="list|null", addingReplicas="list", removingReplicas="list", leaderEpoch="int|null",
     minIsr="int|null", underReplicated="bool", underMinIsr="bool", offline="bool", reassigning="bool",
     statuses="list", broker="int|null", controllerEpoch="int|null", layout="str", topicId="str",
-    partitionEpoch="int", directories="list", leaderRecoveryState="int",
+    partitionEpoch="int", directories="list", leaderRecoveryState="int", sizes="object",
 )  # fmt: skip
 CLUSTER_BROKER = _kind(
     "broker",
