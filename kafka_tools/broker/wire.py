@@ -1,7 +1,8 @@
 """Kafka's wire protocol on a plain socket, for the requests confluent-kafka's Python binding does not
 expose (OffsetDelete, DescribeTopicPartitions, ListPartitionReassignments, DescribeLogDirs,
-DescribeQuorum): a connection (plaintext or TLS, SASL PLAIN), the request header v1/v2, and a reader of
-both the classic and the flexible (KIP-482: compact strings and arrays, tagged fields) encodings.
+DescribeQuorum): a connection (plaintext or TLS; SASL PLAIN or SCRAM, GSSAPI being librdkafka's alone),
+the request header v1/v2, and a reader of both the classic and the flexible (KIP-482: compact strings
+and arrays, tagged fields) encodings.
 
 Facts from Kafka's clients/src/main/resources/common/message/*.json; versions are always negotiated with
 ApiVersions first (`api_versions`): a broker before 0.10 closes the connection on it (None).
@@ -10,6 +11,9 @@ ApiVersions first (`api_versions`): a broker before 0.10 closes the connection o
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
+import os
 import socket
 import ssl
 import struct
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from kafka_tools.broker.security import BrokerSecurity
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 T = TypeVar("T")
 
 
@@ -97,17 +102,49 @@ class Connection:
         return b"".join(chunks)
 
     def _sasl(self, security: BrokerSecurity) -> None:
-        """SASL PLAIN (SaslHandshake v1, then SaslAuthenticate v0); other mechanisms are librdkafka's."""
+        """SaslHandshake v1, then SaslAuthenticate v0 rounds: PLAIN (RFC 4616) or SCRAM-SHA-256/512
+        (RFC 5802, as Kafka's ScramSaslServer takes it); GSSAPI is librdkafka's alone."""
         creds = security.credentials
-        assert creds is not None
-        if creds.mechanism != "PLAIN":
+        assert creds is not None and creds.mechanism is not None
+        if creds.mechanism not in ("PLAIN", *SCRAM_HASHES):
             self.close()
-            raise Unsupported(f"ktool's own protocol client speaks SASL PLAIN only, not {creds.mechanism}")
+            raise Unsupported(f"ktool's own protocol client does not speak SASL {creds.mechanism}")
         data = self.ask(SASL_HANDSHAKE, 1, string(creds.mechanism))
         if data is None or Reader(data).take(">h") != 0:
             self.close()
             raise InputError(f"broker {self.where}: SASL mechanism {creds.mechanism} not enabled")
-        token = b"\x00" + (creds.username or "").encode() + b"\x00" + (creds.password or "").encode()
+        user, password = creds.username or "", creds.password or ""
+        if creds.mechanism == "PLAIN":
+            self._authenticate(security, b"\x00" + user.encode() + b"\x00" + password.encode())
+            return
+        digest = SCRAM_HASHES[creds.mechanism]
+        nonce = base64.b64encode(os.urandom(18)).decode()
+        first_bare = f"n={user.replace('=', '=3D').replace(',', '=2C')},r={nonce}"
+        server_first = self._authenticate(security, ("n,," + first_bare).encode()).decode()
+        fields = dict(part.split("=", 1) for part in server_first.split(",") if "=" in part)
+        if not fields.get("r", "").startswith(nonce) or "s" not in fields or "i" not in fields:
+            self.close()
+            raise InputError(
+                f"broker {self.where}: SASL {security.describe()}: a SCRAM answer ktool cannot read"
+            )
+        salted = hashlib.pbkdf2_hmac(
+            digest, password.encode(), base64.b64decode(fields["s"]), int(fields["i"])
+        )
+        client_key = hmac.digest(salted, b"Client Key", digest)
+        without_proof = f"c=biws,r={fields['r']}"
+        message = f"{first_bare},{server_first},{without_proof}".encode()
+        signature = hmac.digest(hashlib.new(digest, client_key).digest(), message, digest)
+        proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
+        server_final = self._authenticate(security, f"{without_proof},p={proof}".encode()).decode()
+        expected = hmac.digest(hmac.digest(salted, b"Server Key", digest), message, digest)
+        if server_final != "v=" + base64.b64encode(expected).decode():
+            self.close()
+            raise InputError(
+                f"broker {self.where}: SASL {security.describe()}: the broker's SCRAM proof is wrong"
+            )
+
+    def _authenticate(self, security: BrokerSecurity, token: bytes) -> bytes:
+        """One SaslAuthenticate v0 round: the broker's answer bytes, or one line when it refuses."""
         data = self.ask(SASL_AUTHENTICATE, 0, struct.pack(">i", len(token)) + token)
         if data is None:
             self.close()
@@ -117,6 +154,9 @@ class Connection:
             self.close()
             why = reader.nullable_string() or "authentication failed"
             raise InputError(f"broker {self.where}: SASL {security.describe()}: {why}")
+        reader.nullable_string()
+        size = reader.take(">i")
+        return reader.data[reader.at : reader.at + max(size, 0)]
 
     def close(self) -> None:
         self.sock.close()

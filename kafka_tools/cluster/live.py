@@ -4,7 +4,7 @@ DescribeCluster (live brokers, controller, cluster id), Metadata (leader, replic
 ListPartitionReassignments, which librdkafka's binding lacks, through ktool's own client
 (broker/cluster_wire.py), each only where ApiVersions says the brokers have it.
 
-ktool's own client speaks plaintext, TLS and SASL PLAIN; over SCRAM or GSSAPI those columns stay
+ktool's own client speaks plaintext, TLS, SASL PLAIN and SCRAM; over GSSAPI those columns stay
 unknown and a note says so (librdkafka still answers the rest)."""
 
 from __future__ import annotations
