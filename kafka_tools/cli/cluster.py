@@ -107,6 +107,18 @@ def _metadata_log_option(func):
     )(func)
 
 
+def _zk_config(options: dict[str, Any]):
+    """ZooKeeper's settings when neither --metadata-log nor --bootstrap-server names another source;
+    without any, one line naming all three (exit 2)."""
+    try:
+        return zk_config_from_options(**options)
+    except NoZooKeeperError as exc:
+        raise NoZooKeeperError(
+            f"{exc}; or --bootstrap-server host:port for a live cluster, or --metadata-log LOGDIR for "
+            "a KRaft log dir"
+        ) from None
+
+
 def _live_broker(options: dict[str, Any]) -> Broker | None:
     from kafka_tools.cli.broker_options import broker_from_options
 
@@ -146,7 +158,7 @@ def brokers(ctx: click.Context, as_json: bool, metadata_log: str | None, **optio
         else:
             render_cluster_text(view, sys.stdout, _colour(ctx))
         return
-    with open_zk(zk_config_from_options(**options)) as zk:
+    with open_zk(_zk_config(options)) as zk:
         cluster = read_cluster(zk)
     if as_json:
         render_brokers_json(cluster, sys.stdout)
@@ -256,7 +268,7 @@ def topics(
     if metadata_log is not None or options.get("bootstrap_server"):
         found, missing, notes, where = _topics_view(metadata_log, list(topics) or None, options, sizes)
     else:
-        with open_zk(zk_config_from_options(**options)) as zk:
+        with open_zk(_zk_config(options)) as zk:
             if topics:
                 # A name that does not exist is said, and the others are shown (exit 3 at the end).
                 known = set(list_topics(zk))
@@ -352,7 +364,7 @@ def cluster_id(as_json: bool, metadata_log: str | None, **options: Any) -> None:
         if cid is None:
             raise InputError(f"no cluster id from {view.source}")
     else:
-        config = zk_config_from_options(**options)
+        config = _zk_config(options)
         with open_zk(config) as zk:
             cid = read_cluster_id(zk)
         if cid is None:
