@@ -44,17 +44,17 @@ def describe_cluster(broker: Broker) -> ClusterView:
     from confluent_kafka import KafkaError, KafkaException
 
     where = f"broker {broker.config.bootstrap}"
-    if "broker.version.fallback" not in broker._conf:
-        admin = broker._admin()
+    if not broker.before_0_10:
+        admin = broker.admin()
         timeout = broker.config.timeout
         try:
             result = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout + 5)
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             if not (isinstance(err, KafkaError) and err.code() == KafkaError._UNSUPPORTED_FEATURE):
-                raise broker._error("DescribeCluster", exc) from None
+                raise broker.failure("DescribeCluster", exc) from None
         except TimeoutError:
-            raise broker._no_answer("no answer to DescribeCluster") from None
+            raise broker.timed_out("no answer to DescribeCluster") from None
         else:
             nodes = sorted(result.nodes, key=lambda n: n.id)
             return ClusterView(
@@ -64,9 +64,9 @@ def describe_cluster(broker: Broker) -> ClusterView:
                 source=where,
             )
     try:
-        metadata = broker._admin().list_topics(timeout=broker.config.timeout)
+        metadata = broker.admin().list_topics(timeout=broker.config.timeout)
     except KafkaException as exc:
-        raise broker._error("cannot read the cluster's metadata", exc) from None
+        raise broker.failure("cannot read the cluster's metadata", exc) from None
     nodes = sorted(metadata.brokers.values(), key=lambda n: n.id)
     return ClusterView(
         cluster_id=metadata.cluster_id,
@@ -88,7 +88,7 @@ def _with_own_client(
 ) -> object | None:
     """`ask` on ktool's own connection to `address`; what it cannot speak becomes a note, not an exit.
     None without asking when the brokers are known to be older than 0.10 (they have none of these)."""
-    if "broker.version.fallback" in broker._conf:
+    if broker.before_0_10:
         return None
     try:
         conn = _own_client(broker, *address)
@@ -108,9 +108,9 @@ def read_topics(broker: Broker, cluster: ClusterView, wanted: list[str] | None) 
     from confluent_kafka import KafkaException
 
     try:
-        metadata = broker._admin().list_topics(timeout=broker.config.timeout)
+        metadata = broker.admin().list_topics(timeout=broker.config.timeout)
     except KafkaException as exc:
-        raise broker._error("cannot list topics", exc) from None
+        raise broker.failure("cannot list topics", exc) from None
     known = {name: t for name, t in metadata.topics.items() if not t.error}
     names = sorted(known) if wanted is None else [t for t in dict.fromkeys(wanted) if t in known]
     missing = [] if wanted is None else [t for t in dict.fromkeys(wanted) if t not in known]
