@@ -20,9 +20,9 @@ from kafka_tools.broker.wire import (
     Reader,
     WireError,
     api_versions,
+    at_coordinator,
     compact_array,
     compact_string,
-    find_coordinator,
     pick_version,
     uvarint,
 )
@@ -142,23 +142,19 @@ def consumer_group_describe(bootstrap: tuple[str, int], group: str, timeout: flo
         find_version = pick_version(versions, FIND_COORDINATOR, (0, 2))
         if find_version is None:
             raise InputError(f"broker {conn.where}: no FindCoordinator version ktool speaks")
-        while True:
-            coordinator = Connection(*find_coordinator(conn, group, find_version, deadline), timeout)
-            try:
-                described = _describe(coordinator, group)
-            finally:
-                coordinator.close()
-            if described.error not in _MOVING:
-                return described
-            if time.monotonic() > deadline:
-                raise InputError(f"broker {conn.where}: the coordinator of group {group} kept moving")
-            time.sleep(0.2)
+        return at_coordinator(conn, group, find_version, timeout, deadline, lambda c: _settled(c, group))
     except WireError as exc:
         raise InputError(
             f"broker {conn.where}: an answer ktool cannot read (ConsumerGroupDescribe: {exc})"
         ) from None
     finally:
         conn.close()
+
+
+def _settled(conn: Connection, group: str) -> DescribedGroup | None:
+    """The group as its coordinator describes it; None while the coordinator moves (found again)."""
+    described = _describe(conn, group)
+    return None if described.error in _MOVING else described
 
 
 def _describe(conn: Connection, group: str) -> DescribedGroup:

@@ -25,7 +25,7 @@ from kafka_tools.broker.wire import (
     Reader,
     WireError,
     api_versions,
-    find_coordinator,
+    at_coordinator,
     pick_version,
     string,
 )
@@ -76,17 +76,9 @@ def _delete(
     find_version = pick_version(versions, FIND_COORDINATOR, (0, 2))
     if find_version is None:
         return OffsetDeleteAnswer({}, f"broker {conn.where}: no FindCoordinator version ktool speaks")
-    while True:
-        coordinator = Connection(*find_coordinator(conn, group, find_version, deadline), timeout)
-        try:
-            answer = _ask_delete(coordinator, group, partitions)
-        finally:
-            coordinator.close()
-        if answer is not None:
-            return answer
-        if time.monotonic() > deadline:
-            raise InputError(f"broker {conn.where}: the coordinator of group {group} kept moving")
-        time.sleep(0.2)
+    return at_coordinator(
+        conn, group, find_version, timeout, deadline, lambda c: _ask_delete(c, group, partitions)
+    )
 
 
 def _ask_delete(conn: Connection, group: str, partitions: list[tuple[str, int]]) -> OffsetDeleteAnswer | None:

@@ -1,9 +1,10 @@
 """Kafka's wire protocol on ktool's own socket, for the requests confluent-kafka's Python binding does
 not expose (OffsetDelete; ListGroups v5 with its group types and ConsumerGroupDescribe with the KIP-848
 epochs; DescribeTopicPartitions, ListPartitionReassignments, DescribeLogDirs, DescribeQuorum): the one
-connection (plaintext or TLS; SASL PLAIN or SCRAM, GSSAPI being librdkafka's alone), the request header
-v1/v2, ApiVersions and FindCoordinator, the writers of Kafka's primitive types and a reader of both the
-classic and the flexible (KIP-482: compact strings and arrays, tagged fields) encodings.
+connection (plaintext or TLS; SASL PLAIN or SCRAM, GSSAPI being librdkafka's alone), the request frame
+(header v1/v2; probe.py's first ApiVersions is framed here too), ApiVersions, FindCoordinator and a
+group's coordinator found again while it moves, the writers of Kafka's primitive types and a reader
+of both the classic and the flexible (KIP-482: compact strings and arrays, tagged fields) encodings.
 
 Facts from Kafka's clients/src/main/resources/common/message/*.json; versions are always negotiated with
 ApiVersions first (`api_versions`): a broker before 0.10 closes the connection on it (None).
@@ -47,6 +48,25 @@ def tls_context(security: BrokerSecurity) -> ssl.SSLContext:
     return context
 
 
+def frame(key: int, version: int, correlation: int, body: bytes, flexible: bool = False) -> bytes:
+    """A request as it goes on the wire: its size, then request header v1 (v2 when `flexible`: with its
+    empty tagged fields; client id `ktool`), then `body`."""
+    head = struct.pack(">hhih", key, version, correlation, 5) + b"ktool" + (NO_TAGS if flexible else b"")
+    return struct.pack(">i", len(head) + len(body)) + head + body
+
+
+def recv_exactly(sock: socket.socket, n: int) -> bytes | None:
+    """`n` bytes from `sock`; None when the broker closes the connection first."""
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
 class Connection:
     """One socket to one broker; `ask` sends a request and returns its response's body."""
 
@@ -72,17 +92,12 @@ class Connection:
         """The response's body (after its header), None when the broker closes the connection (a broker
         that does not know the request). `flexible`: request header v2, response header v1."""
         self.correlation += 1
-        head = (
-            struct.pack(">hhih", key, version, self.correlation, 5)
-            + b"ktool"
-            + (b"\x00" if flexible else b"")
-        )
         try:
-            self.sock.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
-            size = self._exactly(4)
+            self.sock.sendall(frame(key, version, self.correlation, body, flexible))
+            size = recv_exactly(self.sock, 4)
             if size is None:
                 return None
-            data = self._exactly(struct.unpack(">i", size)[0])
+            data = recv_exactly(self.sock, struct.unpack(">i", size)[0])
         except TimeoutError:
             raise InputError(f"broker {self.where}: no answer to request {key} in time") from None
         except OSError:
@@ -94,16 +109,6 @@ class Connection:
         reader = Reader(data[4:])
         reader.skip_tags()
         return data[4 + reader.at :]
-
-    def _exactly(self, n: int) -> bytes | None:
-        chunks, got = [], 0
-        while got < n:
-            chunk = self.sock.recv(min(n - got, 1 << 20))
-            if not chunk:
-                return None
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
 
     def _sasl(self, security: BrokerSecurity) -> None:
         """SaslHandshake v1, then SaslAuthenticate v0 rounds: PLAIN (RFC 4616) or SCRAM-SHA-256/512
@@ -327,4 +332,27 @@ def find_coordinator(conn: Connection, group: str, version: int, deadline: float
             raise InputError(
                 f"broker {conn.where}: no coordinator for group {group} (error {error}, node {node})"
             )
+        time.sleep(0.2)
+
+
+def at_coordinator(
+    conn: Connection,
+    group: str,
+    find_version: int,
+    timeout: float,
+    deadline: float,
+    ask: Callable[[Connection], T | None],
+) -> T:
+    """`ask` on a connection to the group's coordinator (found through `conn`), found again while it
+    moves: `ask` returns None when the coordinator answers LOADING, NOT_AVAILABLE or NOT_COORDINATOR."""
+    while True:
+        coordinator = Connection(*find_coordinator(conn, group, find_version, deadline), timeout)
+        try:
+            answer = ask(coordinator)
+        finally:
+            coordinator.close()
+        if answer is not None:
+            return answer
+        if time.monotonic() > deadline:
+            raise InputError(f"broker {conn.where}: the coordinator of group {group} kept moving")
         time.sleep(0.2)
