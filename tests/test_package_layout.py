@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline": {"log", "format"},
     "tiered": {"log", "format"},  # __remote_log_metadata replayed, checked against the partitions' logs
     "transactions": {"log", "format", "metadata"},  # the coordinator's and partitions' transaction state
+    "cluster": {"zk", "broker", "metadata"},  # topics and brokers, one view of three sources
     "render": {
         "format",
         "log",
@@ -36,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
         "broker",
         "tiered",
         "transactions",
+        "cluster",
     },
     "cli": {
         "format",
@@ -48,6 +50,7 @@ ALLOWED: dict[str, set[str]] = {
         "render",
         "tiered",
         "transactions",
+        "cluster",
     },
     "__main__": {"cli"},
 }
@@ -56,6 +59,7 @@ THIRD_PARTY_KEPT_OUT = {
     "log": {"click", "rich", "pyspark"},
     "consumers": {"click", "rich", "pyspark"},
     "metadata": {"click", "rich", "pyspark"},
+    "cluster": {"click", "rich", "pyspark"},
     "transactions": {"click", "rich", "pyspark"},
     "zk": {"click", "rich", "pyspark"},
     "broker": {"click", "rich", "pyspark"},
@@ -314,8 +318,9 @@ def test_the_room_rule_sees_a_room_importing_upward() -> None:
 BYTES_ELSEWHERE = {
     "kafka_tools/broker/probe.py",
     "kafka_tools/broker/offset_delete.py",  # the wire protocol of one request confluent-kafka lacks
-    "kafka_tools/broker/wire.py",  # the framing of the requests confluent-kafka lacks
+    "kafka_tools/broker/wire.py",  # the Kafka protocol's encodings, for the requests confluent-kafka lacks
     "kafka_tools/broker/group_requests.py",  # ListGroups v5, ConsumerGroupDescribe (KIP-848 epochs)
+    "kafka_tools/broker/cluster_wire.py",  # DescribeTopicPartitions, reassignments, log dirs, quorum
     "kafka_tools/consumers/assignors.py",
     "kafka_tools/consumers/group_lock.py",
     "kafka_tools/cli/dump_parallel.py",

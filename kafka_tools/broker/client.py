@@ -286,6 +286,21 @@ class Broker:
             self._reader.close()
             self._reader = None
 
+    # What a service that asks the brokers itself (cluster/live.py) uses: the one admin client, the one
+    # way a failure becomes a line, and whether the brokers predate ApiVersions.
+    def admin(self):
+        return self._admin()
+
+    def failure(self, what: str, exc: Exception) -> InputError:
+        return self._error(what, exc)
+
+    def timed_out(self, what: str) -> InputError:
+        return self._no_answer(what)
+
+    @property
+    def before_0_10(self) -> bool:
+        return "broker.version.fallback" in self._conf
+
     def _admin(self):
         # Kept for the Broker's life: a dropped AdminClient stops its thread, and its futures never finish.
         if self._admin_client is None:

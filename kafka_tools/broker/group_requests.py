@@ -1,24 +1,29 @@
 """ListGroups (v4/v5: each group's state and type) and ConsumerGroupDescribe (KIP-848: the group epoch,
-the target assignment epoch, each member's epoch, assignment and target assignment) spoken on a plain
-socket (broker/wire.py): confluent-kafka 2.16's AdminClient returns neither the epochs nor the share
-and streams group types. ListGroups goes to every broker (each lists the groups it coordinates);
-ConsumerGroupDescribe to the group's coordinator, found again while it moves."""
+the target assignment epoch, each member's epoch, assignment and target assignment) spoken on ktool's
+own socket (broker/wire.py; plaintext only: the callers never send them over TLS or SASL):
+confluent-kafka 2.16's AdminClient returns neither the epochs nor the share and streams group types.
+ListGroups goes to every broker (each lists the groups it coordinates); ConsumerGroupDescribe to the
+group's coordinator, found again while it moves."""
 
 from __future__ import annotations
 
-import struct
 import time
 from dataclasses import dataclass, field
 
 from kafka_tools.broker.wire import (
+    FIND_COORDINATOR,
     LOADING,
+    NO_TAGS,
     NOT_AVAILABLE,
     NOT_COORDINATOR,
     Connection,
     Reader,
+    WireError,
     api_versions,
-    compact_strings,
-    find_coordinator,
+    at_coordinator,
+    compact_array,
+    compact_string,
+    pick_version,
     uvarint,
 )
 from kafka_tools.errors import InputError
@@ -47,18 +52,19 @@ def list_groups(brokers: list[tuple[str, int]], timeout: float) -> list[ListedGr
         try:
             for g in _list_groups(conn):
                 out[g.group] = g
-        except (struct.error, UnicodeDecodeError, IndexError):
-            raise InputError(f"broker {conn.where}: an answer ktool cannot read (ListGroups)") from None
+        except WireError as exc:
+            raise InputError(
+                f"broker {conn.where}: an answer ktool cannot read (ListGroups: {exc})"
+            ) from None
         finally:
             conn.close()
     return [out[k] for k in sorted(out)]
 
 
 def _list_groups(conn: Connection) -> list[ListedGroup]:
-    versions = api_versions(conn)
-    if versions is None or LIST_GROUPS not in versions:
+    version = pick_version(api_versions(conn), LIST_GROUPS, (0, 5))
+    if version is None:
         raise InputError(f"broker {conn.where}: no ListGroups ktool speaks (Kafka 0.10+)")
-    version = min(versions[LIST_GROUPS][1], 5)
     flexible = version >= 3
     body = b""
     if version >= 4:
@@ -66,7 +72,7 @@ def _list_groups(conn: Connection) -> list[ListedGroup]:
     if version >= 5:
         body += uvarint(1)  # TypesFilter: empty, every type
     if flexible:
-        body += b"\x00"
+        body += NO_TAGS
     data = conn.ask(LIST_GROUPS, version, body, flexible=flexible)
     if data is None:
         raise InputError(f"broker {conn.where} closed the connection on ListGroups")
@@ -133,28 +139,26 @@ def consumer_group_describe(bootstrap: tuple[str, int], group: str, timeout: flo
         versions = api_versions(conn)
         if versions is None or CONSUMER_GROUP_DESCRIBE not in versions:
             return None
-        find_version = min(versions[10][1], 2)
-        while True:
-            coordinator = Connection(*find_coordinator(conn, group, find_version, deadline), timeout)
-            try:
-                described = _describe(coordinator, group)
-            finally:
-                coordinator.close()
-            if described.error not in _MOVING:
-                return described
-            if time.monotonic() > deadline:
-                raise InputError(f"broker {conn.where}: the coordinator of group {group} kept moving")
-            time.sleep(0.2)
-    except (struct.error, UnicodeDecodeError, IndexError):
+        find_version = pick_version(versions, FIND_COORDINATOR, (0, 2))
+        if find_version is None:
+            raise InputError(f"broker {conn.where}: no FindCoordinator version ktool speaks")
+        return at_coordinator(conn, group, find_version, timeout, deadline, lambda c: _settled(c, group))
+    except WireError as exc:
         raise InputError(
-            f"broker {conn.where}: an answer ktool cannot read (ConsumerGroupDescribe)"
+            f"broker {conn.where}: an answer ktool cannot read (ConsumerGroupDescribe: {exc})"
         ) from None
     finally:
         conn.close()
 
 
+def _settled(conn: Connection, group: str) -> DescribedGroup | None:
+    """The group as its coordinator describes it; None while the coordinator moves (found again)."""
+    described = _describe(conn, group)
+    return None if described.error in _MOVING else described
+
+
 def _describe(conn: Connection, group: str) -> DescribedGroup:
-    body = compact_strings([group]) + b"\x00" + b"\x00"  # IncludeAuthorizedOperations false, no tags
+    body = compact_array([compact_string(group)]) + b"\x00" + NO_TAGS  # IncludeAuthorizedOperations false
     data = conn.ask(CONSUMER_GROUP_DESCRIBE, 0, body, flexible=True)
     if data is None:
         raise InputError(f"broker {conn.where} closed the connection on ConsumerGroupDescribe")

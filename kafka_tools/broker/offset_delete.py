@@ -1,6 +1,6 @@
 """OffsetDelete (KIP-496, Kafka 2.4+): a group's committed offsets removed, so an undo can put back "no
 offset". confluent-kafka's Python binding does not expose it (librdkafka has it), so it is spoken here
-on a socket, as probe.py speaks ApiVersions: ApiVersions says whether the broker has it, FindCoordinator
+on a socket (broker/wire.py): ApiVersions says whether the broker has it, FindCoordinator
 finds the group's coordinator, OffsetDelete v0 asks it. Plain connections only: over TLS or SASL ktool
 says it cannot, in one line, and deletes nothing.
 
@@ -23,8 +23,10 @@ from kafka_tools.broker.wire import (
     NOT_COORDINATOR,
     Connection,
     Reader,
+    WireError,
     api_versions,
-    find_coordinator,
+    at_coordinator,
+    pick_version,
     string,
 )
 from kafka_tools.errors import InputError
@@ -57,8 +59,8 @@ def delete_offsets(
     conn = Connection(host, port, timeout)
     try:
         return _delete(conn, group, partitions, timeout, deadline)
-    except (struct.error, UnicodeDecodeError):
-        raise InputError(f"broker {conn.where}: an answer ktool cannot read (OffsetDelete)") from None
+    except WireError as exc:
+        raise InputError(f"broker {conn.where}: an answer ktool cannot read (OffsetDelete: {exc})") from None
     finally:
         conn.close()
 
@@ -71,21 +73,12 @@ def _delete(
     if versions is None or _OFFSET_DELETE not in versions:
         what = "before 0.10" if versions is None else "before 2.4"
         return OffsetDeleteAnswer({}, f"broker {conn.where} runs Kafka {what}: it has no OffsetDelete (2.4+)")
-    low, high = versions[FIND_COORDINATOR]
-    find_version = min(high, 2)
-    if find_version < low:
+    find_version = pick_version(versions, FIND_COORDINATOR, (0, 2))
+    if find_version is None:
         return OffsetDeleteAnswer({}, f"broker {conn.where}: no FindCoordinator version ktool speaks")
-    while True:
-        coordinator = Connection(*find_coordinator(conn, group, find_version, deadline), timeout)
-        try:
-            answer = _ask_delete(coordinator, group, partitions)
-        finally:
-            coordinator.close()
-        if answer is not None:
-            return answer
-        if time.monotonic() > deadline:
-            raise InputError(f"broker {conn.where}: the coordinator of group {group} kept moving")
-        time.sleep(0.2)
+    return at_coordinator(
+        conn, group, find_version, timeout, deadline, lambda c: _ask_delete(c, group, partitions)
+    )
 
 
 def _ask_delete(conn: Connection, group: str, partitions: list[tuple[str, int]]) -> OffsetDeleteAnswer | None:

@@ -4,11 +4,9 @@ and librdkafka would wait 10 s on them, then fail (broker/client.py's docstring)
 from __future__ import annotations
 
 import socket
-import struct
 
+from kafka_tools.broker.wire import API_VERSIONS, frame, recv_exactly
 from kafka_tools.errors import InputError, os_reason
-
-_API_VERSIONS_KEY = 18
 
 
 def version_at_least(version: str, minimum: tuple[int, ...]) -> bool:
@@ -22,7 +20,6 @@ def probe_broker_version(
     """None when the broker answers ApiVersions (0.10+: librdkafka's defaults work), "0.9.0.1" when it
     closes the connection on it, as brokers before 0.10 do with requests they do not know."""
     host, port = first_server(bootstrap)
-    request = struct.pack(">hhih", _API_VERSIONS_KEY, 0, 1, 5) + b"ktool"
     try:
         socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
@@ -39,8 +36,8 @@ def probe_broker_version(
     try:
         with s:
             s.settimeout(timeout)
-            s.sendall(struct.pack(">i", len(request)) + request)
-            head = _recv_exactly(s, 4)
+            s.sendall(frame(API_VERSIONS, 0, 1, b""))
+            head = recv_exactly(s, 4)
     except TimeoutError:
         return "0.9.0.1"
     except OSError:
@@ -52,16 +49,6 @@ def probe_broker_version(
             "alert): give --broker-tls or --broker-ca, and for SASL_SSL the credentials"
         )
     return "0.9.0.1" if head is None else None
-
-
-def _recv_exactly(s: socket.socket, n: int) -> bytes | None:
-    data = b""
-    while len(data) < n:
-        chunk = s.recv(n - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
 
 
 def first_server(bootstrap: str) -> tuple[str, int]:

@@ -15,11 +15,13 @@ from kafka_tools.cli.options import (
     offset_range_options,
     renamed_option,
 )
+from kafka_tools.cluster.offline import cluster_from_image, partitions_from_image
 from kafka_tools.errors import EXIT_FINDINGS, FindingsError, UsageError
 from kafka_tools.format.plural import plural
 from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.metadata.checks import check_log_dir, read_findings
 from kafka_tools.metadata.load import MetadataLoad, checked_dir, load_image
+from kafka_tools.render.cluster import partition_json, render_cluster_text, render_topics_text
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.render.metadata import (
     MetadataText,
@@ -27,7 +29,6 @@ from kafka_tools.render.metadata import (
     finding_line,
     finding_object,
     image_objects,
-    partition_objects,
     write_json,
 )
 
@@ -130,7 +131,10 @@ def show(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) 
 @_json_option
 @click.pass_context
 def topics(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) -> None:
-    """Topics and their partitions: leader, epoch, replicas, ISR, ELR, directories.
+    """Topics and their partitions: leader, replicas, ISR, ELR, min ISR, epoch, status.
+
+    The view `ktool topics --metadata-log LOGDIR` shows (one model, whatever the source), at any
+    offset; --json `partition` objects add the topic id, partition epoch and directories.
 
     \b
     Exit status:
@@ -141,10 +145,11 @@ def topics(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool
       3  LOGDIR missing, unreadable or not a KRaft log dir
     """
     load = load_image(logdir, at_offset)
+    partitions = partitions_from_image(load.image)  # the view `ktool topics` shows from every source
     if as_json:
-        write_json(sys.stdout, partition_objects(load.image))
+        write_json(sys.stdout, (partition_json(p) for p in partitions))
     else:
-        MetadataText(sys.stdout, _colour(ctx)).partitions(load.image)
+        render_topics_text(partitions, sys.stdout, _colour(ctx))
     _finish(ctx, read_findings(load), as_json, load)
 
 
@@ -156,8 +161,9 @@ def topics(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool
 def brokers(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) -> None:
     """Registered brokers, then controllers and voters.
 
-    Each broker with its id, epoch, incarnation, endpoints, rack and state (fenced, unfenced, in
-    controlled shutdown).
+    Each broker with its id, address, rack, state (fenced, unfenced, in controlled shutdown) and
+    endpoints, as `ktool brokers --metadata-log LOGDIR` shows them; --json adds each broker's epoch,
+    incarnation, log dirs and features.
 
     \b
     Exit status:
@@ -173,9 +179,8 @@ def brokers(ctx: click.Context, logdir: str, at_offset: int | None, as_json: boo
             sys.stdout, (o for o in image_objects(load) if o["type"] in ("broker", "controller", "voter"))
         )
     else:
-        out = MetadataText(sys.stdout, _colour(ctx))
-        out.brokers(load.image)
-        out.quorum(load.image)
+        render_cluster_text(cluster_from_image(load), sys.stdout, _colour(ctx))
+        MetadataText(sys.stdout, _colour(ctx)).quorum(load.image)
     _finish(ctx, read_findings(load), as_json, load)
 
 

@@ -24,14 +24,15 @@ from __future__ import annotations
 from kafka_tools.render.json_kinds import Kind, shape
 from kafka_tools.render.kinds_cluster import (
     CLUSTER,
+    CLUSTER_BROKER,
     DELETE_KINDS,
     GROUP_KINDS,
     METADATA_KINDS,
     MOVE_KINDS,
+    QUORUM_KINDS,
     TOPIC_PARTITION,
     TRANSACTIONS_KINDS,
     WATCH_KINDS,
-    ZK_BROKER,
 )
 from kafka_tools.render.kinds_logs import (
     BATCH,
@@ -75,11 +76,12 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
     "offsets-at": OFFSETS_AT_KINDS,
     "retention": RETENTION_KINDS,
     "metadata show": METADATA_KINDS,
-    "metadata topics": METADATA_KINDS,
+    "metadata topics": [TOPIC_PARTITION, *(k for k in METADATA_KINDS if k.type != "partition")],
     "metadata brokers": METADATA_KINDS,
     "metadata diff": METADATA_KINDS,
     "metadata check": METADATA_KINDS,
-    "brokers": [ZK_BROKER, CLUSTER, shape("summary", "Brokers listed.", brokers="int")],
+    "brokers": [CLUSTER_BROKER, CLUSTER, shape("summary", "Brokers listed.", brokers="int")],
+    "quorum": QUORUM_KINDS,
     "topics": [
         TOPIC_PARTITION,
         shape("summary", "Topics shown; names not found.", topics="int", partitions="int", missing="int"),

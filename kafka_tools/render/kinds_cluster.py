@@ -140,19 +140,61 @@ CLUSTER = shape(
     clusterId="str|null", controller="int|null", controllerEpoch="int|null", controllerSince="str|null",
     brokers="int", kafkaVersionHint="str|null", librdkafka="object|null",
 )  # fmt: skip
-ZK_BROKER = shape(
-    "broker",
-    "A broker registered in /brokers/ids.",
-    id="int", host="str|null", port="int|null", endpoints="list", rack="str|null", jmxPort="int|null",
-    version="int|null", timestamp="int|null", registeredAt="str|null", layout="str",
-    kafkaVersionHint="str|null",
-)  # fmt: skip
 TOPIC_PARTITION = shape(
     "partition",
-    "A topic partition as ZooKeeper holds it (Kafka 0.7: broker numbers it, no isr).",
-    topic="str", partition="int", broker="int|null", leader="int|null", replicas="list", isr="list|null",
-    leaderEpoch="int|null", controllerEpoch="int|null", underReplicated="bool", offline="bool", layout="str",
+    "A topic partition as ZooKeeper, a live broker or a KRaft metadata log describes it (cluster/view.py): "
+    "null where the source does not say (ZooKeeper has no ELR); statuses as kafka-topics decides them. "
+    "ZooKeeper adds broker (Kafka 0.7 numbers partitions per broker), controllerEpoch and layout; a "
+    "metadata log adds topicId, partitionEpoch, directories and leaderRecoveryState; --sizes each "
+    "replica's bytes on disk by broker id.",
+    optional=(
+        "broker", "controllerEpoch", "layout", "topicId", "partitionEpoch", "directories",
+        "leaderRecoveryState", "sizes",
+    ),
+    topic="str", partition="int", leader="int|null", replicas="list", isr="list|null", elr="list|null",
+    lastKnownElr="list|null", addingReplicas="list", removingReplicas="list", leaderEpoch="int|null",
+    minIsr="int|null", underReplicated="bool", underMinIsr="bool", offline="bool", reassigning="bool",
+    statuses="list", broker="int|null", controllerEpoch="int|null", layout="str", topicId="str",
+    partitionEpoch="int", directories="list", leaderRecoveryState="int", sizes="object",
 )  # fmt: skip
+CLUSTER_BROKER = shape(
+    "broker",
+    "A broker: as registered in /brokers/ids (ZooKeeper: jmxPort to kafkaVersionHint), or as a live "
+    "cluster (DescribeCluster) or a metadata log describes it (state: fenced, unfenced, "
+    "controlled-shutdown; null live).",
+    optional=(
+        "jmxPort", "version", "timestamp", "registeredAt", "layout", "kafkaVersionHint", "state"
+    ),
+    id="int", host="str|null", port="int|null", endpoints="list", rack="str|null", jmxPort="int|null",
+    version="int|null", timestamp="int|null", registeredAt="str|null", layout="str",
+    kafkaVersionHint="str|null", state="str|null",
+)  # fmt: skip
+QUORUM_KINDS = [
+    shape(
+        "quorum",
+        "The controller quorum as kafka-metadata-quorum --status shows it (DescribeQuorum).",
+        clusterId="str|null",
+        leaderId="int",
+        leaderEpoch="int",
+        highWatermark="int",
+        maxFollowerLag="int",
+        maxFollowerLagTimeMs="int",
+        voters="list",
+        observers="list",
+    ),  # fmt: skip
+    shape(
+        "replica",
+        "A voter or observer of the metadata log, as --replication shows it (timestamps: ms, -1 unknown).",
+        nodeId="int",
+        directoryId="str|null",
+        logEndOffset="int",
+        lag="int",
+        lastFetchTimestamp="int",
+        lastCaughtUpTimestamp="int",
+        status="str",
+    ),  # fmt: skip
+    shape("summary", "Voters and observers.", voters="int", observers="int"),
+]
 GROUP_KINDS = [
     shape(
         "group",

@@ -58,7 +58,14 @@ def test_every_command_with_json_is_in_the_contract_and_run_here() -> None:
     # migrate-offsets, offsets import and groups reset-offsets need a Kafka broker:
     # tests/consumers/test_migrate_offsets_e2e.py and tests/modern/test_reset_offsets_modern.py check
     # their lines with contract.problems; scan's run in tests/pipeline/test_scan.py.
-    assert commands - run_here == {"migrate-offsets", "offsets import", "groups reset-offsets", "scan"}
+    # quorum needs a KRaft cluster: tests/modern/test_cluster_live.py checks its lines.
+    assert commands - run_here == {
+        "migrate-offsets",
+        "offsets import",
+        "groups reset-offsets",
+        "scan",
+        "quorum",
+    }
 
 
 def test_a_line_that_breaks_the_contract_is_named() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from kafka_tools.broker.client import KafkaGroup, KafkaMember
 from kafka_tools.broker.group_requests import _group, _list_groups
-from kafka_tools.broker.wire import Reader, compact_string, uvarint
+from kafka_tools.broker.wire import Reader, WireError, compact_string, uvarint
 from kafka_tools.consumers.coordinator_watch import judge
 from kafka_tools.consumers.group_tracker import QUIET, GroupTracker, Verification
 from kafka_tools.zk.layout import ConsumerMember
@@ -89,7 +89,7 @@ def _described(members: int) -> bytes:
 
 @pytest.mark.parametrize("count", [2**31, 10_000])
 def test_an_answer_claiming_more_members_than_its_bytes_is_refused(count):
-    with pytest.raises(struct.error):
+    with pytest.raises(WireError):
         _group(Reader(_described(count)))
 
 
@@ -101,5 +101,5 @@ def test_a_list_groups_answer_cut_short_is_one_line(monkeypatch):
             return struct.pack(">ih", 0, 0) + uvarint(5)  # four groups announced, none there
 
     monkeypatch.setattr("kafka_tools.broker.group_requests.api_versions", lambda conn: {16: (0, 5)})
-    with pytest.raises(struct.error):
+    with pytest.raises(WireError):
         _list_groups(Conn())

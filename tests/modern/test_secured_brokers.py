@@ -260,3 +260,24 @@ def test_a_refused_connection_is_said_as_soon_as_the_client_sees_it(secured_kafk
     (line,) = result.stderr.splitlines()
     assert server in line and words in line and "no answer" not in line, line
     assert took < 12, f"{case}: {took:.1f} s: {line}"
+
+
+@pytest.mark.parametrize("user", sorted(USERS))
+def test_topics_over_sasl_ssl_asks_its_own_requests_with_each_mechanism(secured_kafka, group, user):
+    """ktool's own protocol client (leader epoch, ELR: DescribeTopicPartitions) over TLS with SASL PLAIN
+    and SCRAM, as librdkafka's requests; a wrong password is one line, exit 3."""
+    topic = group[1]
+    result = _sasl(secured_kafka, "topics", topic, "--json", user=user)
+    assert result.exit_code == 0, result.output
+    (part,) = [json.loads(line) for line in result.stdout.splitlines() if '"partition"' in line]
+    assert (part["leader"], part["leaderEpoch"], part["elr"], part["minIsr"]) == (1, 0, [], 1), part
+    assert result.stderr == "" and USERS[user][1] not in result.output
+    refused = _sasl(secured_kafka, "topics", topic, user=user, password="wrong")
+    assert refused.exit_code == 3 and len(refused.stderr.strip().splitlines()) == 1, refused.output
+
+
+def test_topics_over_mutual_tls_with_a_key_password(secured_kafka, group):
+    result = _mtls(secured_kafka, "topics", group[1], "--json", key_password=KEY_PASSWORD)
+    assert result.exit_code == 0, result.output
+    (part,) = [json.loads(line) for line in result.stdout.splitlines() if '"partition"' in line]
+    assert part["leaderEpoch"] == 0 and part["elr"] == [] and result.stderr == ""

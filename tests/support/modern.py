@@ -68,6 +68,9 @@ _COMMON_TOOLS = {
     "LogDirsCommand": "org.apache.kafka.tools.LogDirsCommand",
     "LeaderElectionCommand": "org.apache.kafka.tools.LeaderElectionCommand",
     "ProducerPerformance": "org.apache.kafka.tools.ProducerPerformance",  # Java's transactional producer
+    "TopicCommand": "org.apache.kafka.tools.TopicCommand",
+    "MetadataQuorumCommand": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "ReassignPartitionsCommand": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
 }
 KAFKA_4 = Release(
     "4.4.0",

@@ -125,9 +125,9 @@ def test_topics_table_and_json_mark_under_replicated(zk_root, zk_cli) -> None:
     result = zk_cli("topics", "--zookeeper", zk_root.connect)
     assert result.exit_code == 0, result.stderr
     assert table_rows(result.stdout) == [
-        ["topic", "partition", "leader", "replicas", "isr", "leader epoch", "status"],
-        ["orders", "0", "0", "0,1", "0,1", "0", ""],
-        ["orders", "1", "1", "1,0", "1", "2", "under-replicated"],
+        ["topic", "partition", "leader", "replicas", "isr", "elr", "min isr", "leader epoch", "status"],
+        ["orders", "0", "0", "0,1", "0,1", "-", "-", "0", ""],
+        ["orders", "1", "1", "1,0", "1", "-", "-", "2", "under-replicated"],
     ]
     objs = json_lines(zk_cli("topics", "orders", "--json", "--zookeeper", zk_root.connect).stdout)
     assert objs[1] == {
@@ -138,10 +138,18 @@ def test_topics_table_and_json_mark_under_replicated(zk_root, zk_cli) -> None:
         "leader": 1,
         "replicas": [1, 0],
         "isr": [1],
+        "elr": None,  # ZooKeeper has none
+        "lastKnownElr": None,
+        "addingReplicas": [],
+        "removingReplicas": [],
         "leaderEpoch": 2,
-        "controllerEpoch": 1,
+        "minIsr": None,  # no override in /config/topics; the brokers' default is not in ZooKeeper
         "underReplicated": True,
+        "underMinIsr": False,
         "offline": False,
+        "reassigning": False,
+        "statuses": ["under-replicated"],
+        "controllerEpoch": 1,
         "layout": "0.8+",
     }
 
