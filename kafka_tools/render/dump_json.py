@@ -13,7 +13,8 @@ from kafka_tools.compact_json import dumps, encode_acyclic
 from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import Record, RecordBatch, RecordDecodeError
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import Record, RecordDecodeError
 from kafka_tools.log.dump_events import (
     EntryEvent,
     FileEnd,
