@@ -21,39 +21,28 @@ from dataclasses import dataclass, field
 
 from kafka_tools.format.extents import CHUNK, EntryWalk, ZeroRun, end_of_data, first_zero_entry, fixed_entries
 from kafka_tools.format.plural import plural
-from kafka_tools.format.shared_methods import SharedMethods
 
 OFFSET_INDEX_ENTRY = struct.Struct(">iI")  # relative offset, physical position
 TIME_INDEX_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 TXN_INDEX_ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
 
 
-@dataclass(init=False, slots=True, repr=False, eq=False)
-class OffsetIndexEntry(SharedMethods):
+@dataclass(slots=True)
+class OffsetIndexEntry:
     slot: int
     offset: int
     position: int
 
-    def __init__(self, slot: int, offset: int, position: int) -> None:
-        self.slot = slot
-        self.offset = offset
-        self.position = position
 
-
-@dataclass(init=False, slots=True, repr=False, eq=False)
-class TimeIndexEntry(SharedMethods):
+@dataclass(slots=True)
+class TimeIndexEntry:
     slot: int
     timestamp: int
     offset: int
 
-    def __init__(self, slot: int, timestamp: int, offset: int) -> None:
-        self.slot = slot
-        self.timestamp = timestamp
-        self.offset = offset
 
-
-@dataclass(init=False, slots=True, repr=False, eq=False)
-class AbortedTxn(SharedMethods):
+@dataclass(slots=True)
+class AbortedTxn:
     slot: int
     version: int
     producer_id: int
@@ -61,25 +50,9 @@ class AbortedTxn(SharedMethods):
     last_offset: int
     last_stable_offset: int
 
-    def __init__(
-        self,
-        slot: int,
-        version: int,
-        producer_id: int,
-        first_offset: int,
-        last_offset: int,
-        last_stable_offset: int,
-    ) -> None:
-        self.slot = slot
-        self.version = version
-        self.producer_id = producer_id
-        self.first_offset = first_offset
-        self.last_offset = last_offset
-        self.last_stable_offset = last_stable_offset
 
-
-@dataclass(init=False, slots=True, repr=False, eq=False)
-class IndexTail(SharedMethods):
+@dataclass(slots=True)
+class IndexTail:
     """What follows the last real entry (zero padding and/or a partial entry), and the all-zero
     entries before it (`gap`: a hole or zeros where entries should be, counted, not listed)."""
 
@@ -88,20 +61,6 @@ class IndexTail(SharedMethods):
     trailing_bytes: int  # bytes that do not make a whole entry
     position: int  # byte position where the real entries end
     gap: ZeroRun = field(default_factory=ZeroRun)
-
-    def __init__(
-        self,
-        entries: int,
-        zero_entries: int,
-        trailing_bytes: int,
-        position: int,
-        gap: ZeroRun | None = None,
-    ) -> None:
-        self.entries = entries
-        self.zero_entries = zero_entries
-        self.trailing_bytes = trailing_bytes
-        self.position = position
-        self.gap = ZeroRun() if gap is None else gap
 
 
 def _iter_fixed(

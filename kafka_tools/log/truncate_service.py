@@ -25,7 +25,6 @@ from kafka_tools.errors import (
     os_error_line,
     path_error,
 )
-from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.keep.state import backups_dir, make_state_dir
 from kafka_tools.log.checks.findings import UNREADABLE
 from kafka_tools.log.checks.partition_checks import plan_partition
@@ -41,8 +40,8 @@ from kafka_tools.log.files.discover import (
 from kafka_tools.log.held_dir import HeldDir, hold_partition, may_be_unfinished, read_held_partition, shown_as
 
 
-@dataclass(init=False, repr=False, eq=False)
-class TruncateRequest(SharedMethods):
+@dataclass
+class TruncateRequest:
     """One `ktool truncate PATH…` run (backup_dir None: backups/ in ktool's state directory)."""
 
     paths: tuple[Path, ...]
@@ -53,54 +52,29 @@ class TruncateRequest(SharedMethods):
     allow_links: bool = False
     follow_dir_links: bool = False  # a partition directory that is a symbolic link: repair its target
 
-    def __init__(
-        self,
-        paths: tuple[Path, ...],
-        dry_run: bool = False,
-        force: bool = False,
-        backup_dir: Path | None = None,
-        index_interval: int = DEFAULT_INDEX_INTERVAL,
-        allow_links: bool = False,
-        follow_dir_links: bool = False,
-    ) -> None:
-        self.paths = paths
-        self.dry_run = dry_run
-        self.force = force
-        self.backup_dir = backup_dir
-        self.index_interval = index_interval
-        self.allow_links = allow_links
-        self.follow_dir_links = follow_dir_links
-
 
 # -- what a run says, in order -------------------------------------------------------------------
 # Plain (not frozen) dataclasses with written __init__s: a frozen one makes @dataclass compile its
 # __setattr__ and __delattr__ at every start, 0.23 ms a class, and truncate loads ten of them.
 
 
-@dataclass(init=False, repr=False, eq=False)
-class Planned(SharedMethods):
+@dataclass
+class Planned:
     """What the broker's recovery would do to a partition."""
 
     plan: RecoveryPlan
 
-    def __init__(self, plan: RecoveryPlan) -> None:
-        self.plan = plan
 
-
-@dataclass(init=False, repr=False, eq=False)
-class Refused(SharedMethods):
+@dataclass
+class Refused:
     """A partition left alone on purpose (exit 1): `reason` names it."""
 
     path: Path
     reason: str
 
-    def __init__(self, path: Path, reason: str) -> None:
-        self.path = path
-        self.reason = reason
 
-
-@dataclass(init=False, repr=False, eq=False)
-class Unreadable(SharedMethods):
+@dataclass
+class Unreadable:
     """A path or partition that could not be read or changed (exit 3): `reason` for its JSON object,
     `line` the one line said on stderr."""
 
@@ -108,74 +82,40 @@ class Unreadable(SharedMethods):
     reason: str
     line: str
 
-    def __init__(self, path: Path, reason: str, line: str) -> None:
-        self.path = path
-        self.reason = reason
-        self.line = line
 
-
-@dataclass(init=False, repr=False, eq=False)
-class Applied(SharedMethods):
+@dataclass
+class Applied:
     """A plan carried out, with its backup and the manifest `--undo` takes."""
 
     plan: RecoveryPlan
     backup: Path
     manifest: Path
 
-    def __init__(self, plan: RecoveryPlan, backup: Path, manifest: Path) -> None:
-        self.plan = plan
-        self.backup = backup
-        self.manifest = manifest
 
-
-@dataclass(init=False, repr=False, eq=False)
-class Resumed(SharedMethods):
+@dataclass
+class Resumed:
     """An interrupted repair of a partition finished from its manifest before planning."""
 
     partition: Partition
     manifest: Path
 
-    def __init__(self, partition: Partition, manifest: Path) -> None:
-        self.partition = partition
-        self.manifest = manifest
 
-
-@dataclass(init=False, repr=False, eq=False)
-class Interrupted(SharedMethods):
+@dataclass
+class Interrupted:
     """--dry-run: an unfinished repair of a partition, which the real run finishes first."""
 
     partition: Partition
     manifest: Path
 
-    def __init__(self, partition: Partition, manifest: Path) -> None:
-        self.partition = partition
-        self.manifest = manifest
 
-
-@dataclass(init=False, repr=False, eq=False)
-class Summary(SharedMethods):
+@dataclass
+class Summary:
     partitions: int
     applied: int
     refused: int
     unreadable: int
     dry_run: bool
     targets: int  # partitions named, planned or not
-
-    def __init__(
-        self,
-        partitions: int,
-        applied: int,
-        refused: int,
-        unreadable: int,
-        dry_run: bool,
-        targets: int,
-    ) -> None:
-        self.partitions = partitions
-        self.applied = applied
-        self.refused = refused
-        self.unreadable = unreadable
-        self.dry_run = dry_run
-        self.targets = targets
 
     @property
     def exit_code(self) -> int:
@@ -184,22 +124,16 @@ class Summary(SharedMethods):
         return EXIT_FINDINGS if self.refused else 0
 
 
-@dataclass(init=False, repr=False, eq=False)
-class Undone(SharedMethods):
+@dataclass
+class Undone:
     """One file `--undo` restored: `action` says how."""
 
     action: str
 
-    def __init__(self, action: str) -> None:
-        self.action = action
 
-
-@dataclass(init=False, repr=False, eq=False)
-class UndoSummary(SharedMethods):
+@dataclass
+class UndoSummary:
     actions: int
-
-    def __init__(self, actions: int) -> None:
-        self.actions = actions
 
 
 Event = Planned | Refused | Unreadable | Applied | Resumed | Interrupted | Summary

@@ -77,7 +77,6 @@ from kafka_tools.format.batch_runs import (
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
-from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.files.broker_lock import is_live
 
 T = TypeVar("T")
@@ -99,8 +98,8 @@ MIN_WALKER_STEP = 4 * 1024 * 1024
 RANGES_A_THREAD = 4
 
 
-@dataclass(init=False, frozen=True, repr=False, eq=False)
-class JobsPlan(FrozenSharedMethods):
+@dataclass(frozen=True)
+class JobsPlan:
     """What validate runs: `threads` walkers; `split` whether large segments are cut into ranges,
     RANGES_A_THREAD a thread. Every walker maps the files it may map (format/mapping.py)."""
 
@@ -110,11 +109,6 @@ class JobsPlan(FrozenSharedMethods):
     # into ranges, so that the threads that finish first help with them instead of standing idle
     # (3 segments of 1 GiB on 2 threads: 1.5 segments' time, not 2).
     split_tail: int = 0
-
-    def __init__(self, threads: int, split: bool, split_tail: int = 0) -> None:
-        object.__setattr__(self, "threads", threads)
-        object.__setattr__(self, "split", split)
-        object.__setattr__(self, "split_tail", split_tail)
 
     @property
     def step(self) -> int | None:
