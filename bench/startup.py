@@ -178,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args(argv)
     runs = 5 if args.quick else args.runs
-    log(f"start-up: {len(COMMANDS)} commands + python -c pass, {runs} runs each, interleaved")
+    count = len(COMMANDS) + (len(every_help()) if args.every else 0)
+    log(f"start-up: {count} commands + python -c pass, {runs} runs each, interleaved")
     result = measure(runs, args.tree, args.script, args.instructions, args.every)
     if args.json:
         print(json.dumps(result))
