@@ -28,6 +28,8 @@ class CheckpointError(ValueError):
 
 @dataclass(slots=True)
 class OffsetCheckpointEntry:
+    """One line of an offset checkpoint file: topic, partition, offset."""
+
     topic: str
     partition: int
     offset: int
@@ -35,12 +37,16 @@ class OffsetCheckpointEntry:
 
 @dataclass(slots=True)
 class EpochEntry:
+    """One line of a leader-epoch-checkpoint: an epoch and the offset it starts at."""
+
     epoch: int
     start_offset: int
 
 
 @dataclass(slots=True)
 class Checkpoint:
+    """A checkpoint file read: its version line and its entries."""
+
     version: int
     entries: list = field(default_factory=list)
 

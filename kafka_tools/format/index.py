@@ -29,6 +29,8 @@ TXN_INDEX_ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, l
 
 @dataclass(slots=True)
 class OffsetIndexEntry:
+    """One `.index` entry: its slot, the absolute offset and the file position it maps to."""
+
     slot: int
     offset: int
     position: int
@@ -36,6 +38,8 @@ class OffsetIndexEntry:
 
 @dataclass(slots=True)
 class TimeIndexEntry:
+    """One `.timeindex` entry: its slot, a timestamp and the absolute offset it maps to."""
+
     slot: int
     timestamp: int
     offset: int
@@ -43,6 +47,8 @@ class TimeIndexEntry:
 
 @dataclass(slots=True)
 class AbortedTxn:
+    """One `.txnindex` entry: an aborted transaction of a producer, its offsets and the LSO then."""
+
     slot: int
     version: int
     producer_id: int

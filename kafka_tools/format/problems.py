@@ -39,6 +39,8 @@ FATAL_KINDS = frozenset(
 
 @dataclass(slots=True)
 class Problem:
+    """What is wrong at a file position: its kind, the words, the entry's offset when known."""
+
     position: int
     kind: ProblemKind
     message: str

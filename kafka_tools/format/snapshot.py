@@ -23,6 +23,8 @@ MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 
 @dataclass(slots=True)
 class ProducerEntry:
+    """One producer's state in a `.snapshot` file."""
+
     producer_id: int
     producer_epoch: int
     last_sequence: int
@@ -39,6 +41,8 @@ class ProducerEntry:
 
 @dataclass(slots=True)
 class ProducerSnapshot:
+    """A producer state `.snapshot` file read: its version, stored and computed CRC, its entries."""
+
     version: int
     crc: int
     computed_crc: int
