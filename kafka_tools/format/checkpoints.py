@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from kafka_tools.format.extents import CHUNK
 from kafka_tools.format.plural import plural
+from kafka_tools.format.shared_methods import SharedMethods
 
 MAX_TEXT_FILE = 64 * 1024 * 1024  # an offset or leader-epoch checkpoint
 MAX_SMALL_TEXT_FILE = 1024 * 1024  # meta.properties, partition.metadata, quorum-state: Kafka's are < 1 KiB
@@ -26,29 +27,42 @@ class CheckpointError(ValueError):
         self.line = line
 
 
-@dataclass(slots=True)
-class OffsetCheckpointEntry:
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class OffsetCheckpointEntry(SharedMethods):
     """One line of an offset checkpoint file: topic, partition, offset."""
 
     topic: str
     partition: int
     offset: int
 
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
 
-@dataclass(slots=True)
-class EpochEntry:
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class EpochEntry(SharedMethods):
     """One line of a leader-epoch-checkpoint: an epoch and the offset it starts at."""
 
     epoch: int
     start_offset: int
 
+    def __init__(self, epoch: int, start_offset: int) -> None:
+        self.epoch = epoch
+        self.start_offset = start_offset
 
-@dataclass(slots=True)
-class Checkpoint:
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class Checkpoint(SharedMethods):
     """A checkpoint file read: its version line and its entries."""
 
     version: int
     entries: list = field(default_factory=list)
+
+    def __init__(self, version: int, entries: list | None = None) -> None:
+        self.version = version
+        self.entries = [] if entries is None else entries
 
 
 def _line_count(path: str | os.PathLike, cap: int, what: str) -> int:

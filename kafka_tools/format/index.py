@@ -21,32 +21,43 @@ from dataclasses import dataclass, field
 
 from kafka_tools.format.extents import CHUNK, EntryWalk, ZeroRun, end_of_data, first_zero_entry, fixed_entries
 from kafka_tools.format.plural import plural
+from kafka_tools.format.shared_methods import SharedMethods
 
 OFFSET_INDEX_ENTRY = struct.Struct(">iI")  # relative offset, physical position
 TIME_INDEX_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 TXN_INDEX_ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
 
 
-@dataclass(slots=True)
-class OffsetIndexEntry:
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class OffsetIndexEntry(SharedMethods):
     """One `.index` entry: its slot, the absolute offset and the file position it maps to."""
 
     slot: int
     offset: int
     position: int
 
+    def __init__(self, slot: int, offset: int, position: int) -> None:
+        self.slot = slot
+        self.offset = offset
+        self.position = position
 
-@dataclass(slots=True)
-class TimeIndexEntry:
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class TimeIndexEntry(SharedMethods):
     """One `.timeindex` entry: its slot, a timestamp and the absolute offset it maps to."""
 
     slot: int
     timestamp: int
     offset: int
 
+    def __init__(self, slot: int, timestamp: int, offset: int) -> None:
+        self.slot = slot
+        self.timestamp = timestamp
+        self.offset = offset
 
-@dataclass(slots=True)
-class AbortedTxn:
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class AbortedTxn(SharedMethods):
     """One `.txnindex` entry: an aborted transaction of a producer, its offsets and the LSO then."""
 
     slot: int
@@ -56,9 +67,25 @@ class AbortedTxn:
     last_offset: int
     last_stable_offset: int
 
+    def __init__(
+        self,
+        slot: int,
+        version: int,
+        producer_id: int,
+        first_offset: int,
+        last_offset: int,
+        last_stable_offset: int,
+    ) -> None:
+        self.slot = slot
+        self.version = version
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.last_stable_offset = last_stable_offset
 
-@dataclass(slots=True)
-class IndexTail:
+
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class IndexTail(SharedMethods):
     """What follows the last real entry (zero padding and/or a partial entry), and the all-zero
     entries before it (`gap`: a hole or zeros where entries should be, counted, not listed)."""
 
@@ -67,6 +94,20 @@ class IndexTail:
     trailing_bytes: int  # bytes that do not make a whole entry
     position: int  # byte position where the real entries end
     gap: ZeroRun = field(default_factory=ZeroRun)
+
+    def __init__(
+        self,
+        entries: int,
+        zero_entries: int,
+        trailing_bytes: int,
+        position: int,
+        gap: ZeroRun | None = None,
+    ) -> None:
+        self.entries = entries
+        self.zero_entries = zero_entries
+        self.trailing_bytes = trailing_bytes
+        self.position = position
+        self.gap = ZeroRun() if gap is None else gap
 
 
 def _iter_fixed(

@@ -21,6 +21,7 @@ from kafka_tools.format.plural import plural
 from kafka_tools.format.problems import Problem, ProblemKind
 from kafka_tools.format.record_reader import NO_SEQUENCE, Record, RecordDecodeError
 from kafka_tools.format.segment import SegmentWindow
+from kafka_tools.format.shared_methods import SharedMethods
 
 SIZE_FIELD = 4
 CODEC_MASK = 0x03
@@ -30,8 +31,8 @@ def min_size(magic: int) -> int:
     return 5 if magic == 0 else 6  # magic (+ attributes) + crc
 
 
-@dataclass(slots=True)
-class Kafka07Message(CodecAndCrc):
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class Kafka07Message(CodecAndCrc, SharedMethods):
     position: int  # byte position in the file (inner messages: inside the decompressed set)
     offset: int  # start offset of the file + position (inner messages: their wrapper's)
     size: int
@@ -40,6 +41,26 @@ class Kafka07Message(CodecAndCrc):
     crc: int
     payload: bytes
     computed_crc: int
+
+    def __init__(
+        self,
+        position: int,
+        offset: int,
+        size: int,
+        magic: int,
+        attributes: int,
+        crc: int,
+        payload: bytes,
+        computed_crc: int,
+    ) -> None:
+        self.position = position
+        self.offset = offset
+        self.size = size
+        self.magic = magic
+        self.attributes = attributes
+        self.crc = crc
+        self.payload = payload
+        self.computed_crc = computed_crc
 
     @property
     def entry_size(self) -> int:

@@ -21,6 +21,7 @@ from kafka_tools.format.compression import CodecAndCrc, DecompressionError, deco
 from kafka_tools.format.plural import plural
 from kafka_tools.format.record_batch import LOG_OVERHEAD, TimestampType
 from kafka_tools.format.record_reader import INT64_MAX, NO_SEQUENCE, Record, RecordDecodeError
+from kafka_tools.format.shared_methods import SharedMethods
 
 ENTRY_HEAD = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 MESSAGE_OVERHEAD_V0 = 14  # crc + magic + attributes + key length + value length
@@ -36,8 +37,8 @@ def min_message_size(magic: int) -> int:
     return MESSAGE_OVERHEAD_V0 if magic == 0 else MESSAGE_OVERHEAD_V1
 
 
-@dataclass(slots=True)
-class LegacyMessage(CodecAndCrc):
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class LegacyMessage(CodecAndCrc, SharedMethods):
     """One message (magic 0 or 1) as stored: a plain message, or a compressed wrapper."""
 
     position: int  # file position of the entry (inner messages: position inside the decompressed set)
@@ -51,6 +52,32 @@ class LegacyMessage(CodecAndCrc):
     value: bytes | None
     computed_crc: int
     _summary: tuple[int, int, int] | None = field(default=None, compare=False, repr=False)
+
+    def __init__(
+        self,
+        position: int,
+        offset: int,
+        size: int,
+        crc: int,
+        magic: int,
+        attributes: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        computed_crc: int,
+        _summary: tuple[int, int, int] | None = None,
+    ) -> None:
+        self.position = position
+        self.offset = offset
+        self.size = size
+        self.crc = crc
+        self.magic = magic
+        self.attributes = attributes
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.computed_crc = computed_crc
+        self._summary = _summary
 
     @property
     def entry_size(self) -> int:

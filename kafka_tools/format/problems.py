@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from kafka_tools.format.shared_methods import SharedMethods
+
 
 class ProblemKind(str, Enum):
     """Why a walk stopped, or what is wrong with one entry. Stable names: they appear in JSON output."""
@@ -37,8 +39,8 @@ FATAL_KINDS = frozenset(
 )
 
 
-@dataclass(slots=True)
-class Problem:
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class Problem(SharedMethods):
     """What is wrong at a file position: its kind, the words, the entry's offset when known."""
 
     position: int
@@ -48,6 +50,20 @@ class Problem:
     # The broker's recovery accepts this entry all the same (its checksum matches: only a field the
     # checksum does not cover is wrong), so recovery does not cut here and truncation cannot repair it.
     kept_by_broker: bool = False
+
+    def __init__(
+        self,
+        position: int,
+        kind: ProblemKind,
+        message: str,
+        offset: int | None = None,
+        kept_by_broker: bool = False,
+    ) -> None:
+        self.position = position
+        self.kind = kind
+        self.message = message
+        self.offset = offset
+        self.kept_by_broker = kept_by_broker
 
     @property
     def is_fatal(self) -> bool:

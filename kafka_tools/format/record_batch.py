@@ -26,6 +26,7 @@ from kafka_tools.format.compression import (
     decompress_buffer,
 )
 from kafka_tools.format.record_reader import NO_SEQUENCE, Record, RecordDecodeError, decode_records
+from kafka_tools.format.shared_methods import SharedMethods
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 RECORD_BATCH_OVERHEAD = BATCH_HEADER.size  # 61
@@ -66,13 +67,18 @@ class ControlType(IntEnum):
     KRAFT_VOTERS = 6
 
 
-@dataclass(slots=True)
-class ControlRecord:
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class ControlRecord(SharedMethods):
     """The key/value of a record in a control batch (transaction markers and KRaft records)."""
 
     version: int
     type_id: int
     coordinator_epoch: int | None  # only for ABORT/COMMIT end-transaction markers
+
+    def __init__(self, version: int, type_id: int, coordinator_epoch: int | None) -> None:
+        self.version = version
+        self.type_id = type_id
+        self.coordinator_epoch = coordinator_epoch
 
     @property
     def type_name(self) -> str:
@@ -82,8 +88,8 @@ class ControlRecord:
             return "UNKNOWN"
 
 
-@dataclass(slots=True)
-class RecordBatch(CodecAndCrc):
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class RecordBatch(CodecAndCrc, SharedMethods):
     """A magic-2 batch read from a segment; `records()` decompresses and decodes its contents."""
 
     position: int
@@ -102,6 +108,42 @@ class RecordBatch(CodecAndCrc):
     records_count: int
     payload: memoryview | bytes  # the records section (still compressed when the batch is); no copy
     computed_crc: int
+
+    def __init__(
+        self,
+        position: int,
+        base_offset: int,
+        batch_length: int,
+        partition_leader_epoch: int,
+        magic: int,
+        crc: int,
+        attributes: int,
+        last_offset_delta: int,
+        base_timestamp: int,
+        max_timestamp: int,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequence: int,
+        records_count: int,
+        payload: memoryview | bytes,
+        computed_crc: int,
+    ) -> None:
+        self.position = position
+        self.base_offset = base_offset
+        self.batch_length = batch_length
+        self.partition_leader_epoch = partition_leader_epoch
+        self.magic = magic
+        self.crc = crc
+        self.attributes = attributes
+        self.last_offset_delta = last_offset_delta
+        self.base_timestamp = base_timestamp
+        self.max_timestamp = max_timestamp
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.records_count = records_count
+        self.payload = payload
+        self.computed_crc = computed_crc
 
     @property
     def size(self) -> int:

@@ -45,6 +45,7 @@ from kafka_tools.format.record_batch import (
     parse_batch_header,
 )
 from kafka_tools.format.record_reader import RecordDecodeError
+from kafka_tools.format.shared_methods import SharedMethods
 
 WINDOW = 8 * 1024 * 1024
 _RELEASE_STEP = 16 * 1024 * 1024  # mapped pages further behind the walk than this are released
@@ -134,8 +135,8 @@ class MessageRun(NamedTuple):
     data: bytes | None  # the messages' bytes, when `RunBounds.keep_data` asks for them
 
 
-@dataclass
-class RunBounds:
+@dataclass(init=False, repr=False, eq=False)
+class RunBounds(SharedMethods):
     """Asks `walk_entries` for MessageRuns, and which messages they may hold. The caller keeps `prev`
     (the offset a message must exceed) and `enabled` current as it consumes the walk."""
 
@@ -147,6 +148,26 @@ class RunBounds:
     stops: Sequence[int] = ()  # sorted positions a run must begin at, not run through (index targets)
     max_bytes: int = WINDOW  # a run ends within this many bytes (pages behind are released, progress told)
     batches: bool = False  # light walks: ordinary v2 batches as BatchRuns too (format/batch_runs.py)
+
+    def __init__(
+        self,
+        lo: int = INT64_MIN,
+        hi: int = INT64_MAX,
+        prev: int | None = None,
+        enabled: bool = True,
+        keep_data: bool = False,
+        stops: Sequence[int] = (),
+        max_bytes: int = WINDOW,
+        batches: bool = False,
+    ) -> None:
+        self.lo = lo
+        self.hi = hi
+        self.prev = prev
+        self.enabled = enabled
+        self.keep_data = keep_data
+        self.stops = stops
+        self.max_bytes = max_bytes
+        self.batches = batches
 
 
 HAS_MESSAGE_RUNS = accel.BUILT

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from kafka_tools.format.checksums import crc32c, crc32c_zeros
 from kafka_tools.format.extents import CHUNK, EntryWalk, ZeroRun, data_extents, fixed_entries
 from kafka_tools.format.plural import plural
+from kafka_tools.format.shared_methods import SharedMethods
 
 SNAPSHOT_VERSION = 1
 HEADER = struct.Struct(">hIi")
@@ -21,8 +22,8 @@ ENTRY = struct.Struct(">qhiqiqiq")
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 
 
-@dataclass(slots=True)
-class ProducerEntry:
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class ProducerEntry(SharedMethods):
     """One producer's state in a `.snapshot` file."""
 
     producer_id: int
@@ -34,13 +35,33 @@ class ProducerEntry:
     coordinator_epoch: int
     current_txn_first_offset: int
 
+    def __init__(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        last_sequence: int,
+        last_offset: int,
+        offset_delta: int,
+        timestamp: int,
+        coordinator_epoch: int,
+        current_txn_first_offset: int,
+    ) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.last_sequence = last_sequence
+        self.last_offset = last_offset
+        self.offset_delta = offset_delta
+        self.timestamp = timestamp
+        self.coordinator_epoch = coordinator_epoch
+        self.current_txn_first_offset = current_txn_first_offset
+
     @property
     def first_sequence(self) -> int:
         return self.last_sequence - self.offset_delta
 
 
-@dataclass(slots=True)
-class ProducerSnapshot:
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class ProducerSnapshot(SharedMethods):
     """A producer state `.snapshot` file read: its version, stored and computed CRC, its entries."""
 
     version: int
@@ -48,6 +69,20 @@ class ProducerSnapshot:
     computed_crc: int
     entries: list[ProducerEntry] = field(default_factory=list)
     problem: str | None = None  # structural problem; entries hold what could be read
+
+    def __init__(
+        self,
+        version: int,
+        crc: int,
+        computed_crc: int,
+        entries: list[ProducerEntry] | None = None,
+        problem: str | None = None,
+    ) -> None:
+        self.version = version
+        self.crc = crc
+        self.computed_crc = computed_crc
+        self.entries = [] if entries is None else entries
+        self.problem = problem
 
     @property
     def is_valid(self) -> bool:

@@ -17,18 +17,27 @@ from kafka_tools.format.compression import Codec, DecompressionError, gunzip_who
 from kafka_tools.format.message_set import LegacyMessage, MessageSetReader, v1_shift
 from kafka_tools.format.record_batch import RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, RecordBatch
 from kafka_tools.format.record_reader import INT64_MAX, RecordDecodeError, RecordReader
+from kafka_tools.format.shared_methods import SharedMethods
 
 WHOLE_LIMIT = 8 << 20  # decompressed bytes decoded whole; past this, walked as a stream
 
 
-@dataclass(slots=True)
-class InnerStats:
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class InnerStats(SharedMethods):
     """What validation needs of a batch's contents: the offsets it holds, in order or not."""
 
     first_offset: int | None
     last_offset: int | None
     count: int
     increasing: bool | None  # None: not looked at (a v0/v1 wrapper walked in C; only batches need it)
+
+    def __init__(
+        self, first_offset: int | None, last_offset: int | None, count: int, increasing: bool | None
+    ) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.count = count
+        self.increasing = increasing
 
 
 class _Said(RecordDecodeError, StreamError):

@@ -47,7 +47,7 @@ def may_be_unfinished(held: HeldDir, backup_root: Path) -> bool:
     return held.exists(POINTER) or any(backup_root.glob(f"{held.path.name}-*/{MANIFEST}"))
 
 
-@dataclass(eq=False)  # one open descriptor: equal only to itself, hashable
+@dataclass(init=False, repr=False, eq=False)
 class HeldDir:
     """An open directory: `path` as the kernel resolved it when opened, its device and inode."""
 
@@ -55,6 +55,12 @@ class HeldDir:
     fd: int
     dev: int
     ino: int
+
+    def __init__(self, path: Path, fd: int, dev: int, ino: int) -> None:
+        self.path = path
+        self.fd = fd
+        self.dev = dev
+        self.ino = ino
 
     def via(self, name: str | os.PathLike) -> Path:
         """A path to the file `name` of the held directory for readers that take a path: the kernel

@@ -11,19 +11,36 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_tools.errors import InputError, KtoolError, os_error, path_error
+from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.files.discover import is_log_dir, is_partition_dir, partition_dirs
 from kafka_tools.log.files.views import PartitionLog, ReadNote, open_partition
 from kafka_tools.log.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionOffset:
+@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
+class PartitionOffset(FrozenSharedMethods):
     log_dir: str
     topic: str
     partition: int
     offset: int | None  # None: no record at or after the time (GetOffsetShell prints nothing)
     error: str | None = None  # the partition could not be answered (one line, for stderr)
     exit_code: int = 0
+
+    def __init__(
+        self,
+        log_dir: str,
+        topic: str,
+        partition: int,
+        offset: int | None,
+        error: str | None = None,
+        exit_code: int = 0,
+    ) -> None:
+        object.__setattr__(self, "log_dir", log_dir)
+        object.__setattr__(self, "topic", topic)
+        object.__setattr__(self, "partition", partition)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "error", error)
+        object.__setattr__(self, "exit_code", exit_code)
 
 
 def offsets_at(log_dir: str, time: int) -> Iterator[PartitionOffset | ReadNote]:

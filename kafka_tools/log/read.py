@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from kafka_tools.errors import FindingsError
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.index import IndexGap, entry_bytes, time_index_pairs
+from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.files.views import PartitionLog, ReadNote, SegmentFiles, open_partition, segment_for
 from kafka_tools.log.locate import (
     DEFAULT_CHUNK,
@@ -34,13 +35,17 @@ if TYPE_CHECKING:
 INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "transactions"}  # as dump-log
 
 
-@dataclass(frozen=True, slots=True)
-class ReadStart:
+@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
+class ReadStart(FrozenSharedMethods):
     """Where to start: `offset` (value N), `timestamp` (value T, epoch ms), `earliest`, `latest` or
     `max-timestamp` (the first record with the largest timestamp)."""
 
     kind: str
     value: int | None = None
+
+    def __init__(self, kind: str, value: int | None = None) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "value", value)
 
 
 def read_partition(

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError, os_error_line
 from kafka_tools.format.checkpoints import offsets_by_partition
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.files.views import PartitionFiles, SegmentFiles, partition_files
 from kafka_tools.log.files.views import find_partitions as _find
 from kafka_tools.log.retention_config import SettingSources, TopicSettings
@@ -140,14 +141,20 @@ def largest_timestamp(
 _VIRTUAL = -1  # the empty segment the broker rolls when every segment goes
 
 
-@dataclass
-class _Log:
+@dataclass(init=False, repr=False, eq=False)
+class _Log(SharedMethods):
     """The partition as the simulated broker sees it between steps."""
 
     plans: list[SegmentPlan]
     remaining: list[int]  # indexes into plans; _VIRTUAL for a rolled empty segment
     log_end: int
     log_start: int
+
+    def __init__(self, plans: list[SegmentPlan], remaining: list[int], log_end: int, log_start: int) -> None:
+        self.plans = plans
+        self.remaining = remaining
+        self.log_end = log_end
+        self.log_start = log_start
 
     def base(self, i: int) -> int:
         return self.log_end if i == _VIRTUAL else self.plans[i].base_offset

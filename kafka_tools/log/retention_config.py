@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from kafka_tools.errors import InputError, UsageError, os_reason
+from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 
 HOUR_MS = 3_600_000
 # Kafka's defaults (KafkaConfig / LogConfig Defaults).
@@ -27,22 +28,42 @@ COMPACTED_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_stat
 POLICIES = frozenset({"delete", "compact"})
 
 
-@dataclass(frozen=True)
-class Setting:
+@dataclass(init=False, frozen=True, repr=False, eq=False)
+class Setting(FrozenSharedMethods):
     """A value and where it came from (`--retention-ms`, `zookeeper /config/topics/t`, …)."""
 
     value: object
     source: str
 
+    def __init__(self, value: object, source: str) -> None:
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "source", source)
 
-@dataclass(frozen=True)
-class TopicSettings:
+
+@dataclass(init=False, frozen=True, repr=False, eq=False)
+class TopicSettings(FrozenSharedMethods):
     retention_ms: Setting
     retention_bytes: Setting
     cleanup_policy: Setting  # a frozenset of "delete" / "compact"
     min_cleanable_ratio: Setting
     delete_retention_ms: Setting
     cleaner_enable: Setting | None = None  # log.cleaner.enable, when server.properties sets it
+
+    def __init__(
+        self,
+        retention_ms: Setting,
+        retention_bytes: Setting,
+        cleanup_policy: Setting,
+        min_cleanable_ratio: Setting,
+        delete_retention_ms: Setting,
+        cleaner_enable: Setting | None = None,
+    ) -> None:
+        object.__setattr__(self, "retention_ms", retention_ms)
+        object.__setattr__(self, "retention_bytes", retention_bytes)
+        object.__setattr__(self, "cleanup_policy", cleanup_policy)
+        object.__setattr__(self, "min_cleanable_ratio", min_cleanable_ratio)
+        object.__setattr__(self, "delete_retention_ms", delete_retention_ms)
+        object.__setattr__(self, "cleaner_enable", cleaner_enable)
 
     @property
     def deletes(self) -> bool:
@@ -68,8 +89,8 @@ class TopicSettings:
         }
 
 
-@dataclass
-class SettingSources:
+@dataclass(init=False, repr=False, eq=False)
+class SettingSources(SharedMethods):
     """Everything a topic's settings are resolved from."""
 
     flags: dict[str, Setting] = field(default_factory=dict)  # keys: retention.ms, retention.bytes
@@ -78,6 +99,18 @@ class SettingSources:
     # topic -> name -> where a value of topic_overrides came from, when not ZooKeeper's /config/topics
     # (a broker's DescribeConfigs: the topic's override or the broker's own setting)
     override_sources: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        flags: dict[str, Setting] | None = None,
+        broker: dict[str, Setting] | None = None,
+        topic_overrides: dict[str, dict[str, str]] | None = None,
+        override_sources: dict[str, dict[str, str]] | None = None,
+    ) -> None:
+        self.flags = {} if flags is None else flags
+        self.broker = {} if broker is None else broker
+        self.topic_overrides = {} if topic_overrides is None else topic_overrides
+        self.override_sources = {} if override_sources is None else override_sources
 
     def for_topic(self, topic: str) -> TopicSettings:
         settings = self._for_topic(topic)

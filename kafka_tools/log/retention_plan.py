@@ -9,13 +9,14 @@ import re
 from dataclasses import dataclass, field
 
 from kafka_tools.errors import UsageError
+from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.files.views import PartitionFiles
 from kafka_tools.log.retention_config import SettingSources, TopicSettings
 from kafka_tools.log.segment_facts import magic_of
 
 
-@dataclass(frozen=True)
-class Rule:
+@dataclass(init=False, frozen=True, repr=False, eq=False)
+class Rule(FrozenSharedMethods):
     """The delete policy of one broker generation."""
 
     name: str
@@ -24,6 +25,22 @@ class Rule:
     high_watermark: bool  # never past the high watermark
     log_start_step: bool  # segments below the log start offset go too
     log_start_first: bool  # ... and that step runs before time and size
+
+    def __init__(
+        self,
+        name: str,
+        versions: str,
+        timestamps: bool,
+        high_watermark: bool,
+        log_start_step: bool,
+        log_start_first: bool,
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "versions", versions)
+        object.__setattr__(self, "timestamps", timestamps)
+        object.__setattr__(self, "high_watermark", high_watermark)
+        object.__setattr__(self, "log_start_step", log_start_step)
+        object.__setattr__(self, "log_start_first", log_start_first)
 
     @property
     def basis(self) -> str:
@@ -84,8 +101,8 @@ def detect_rule(part: PartitionFiles) -> tuple[Rule, str]:
     return RULES["mtime"], f"no .timeindex files, message format magic {shown}: a 0.8-0.10.0 broker"
 
 
-@dataclass
-class SegmentPlan:
+@dataclass(init=False, repr=False, eq=False)
+class SegmentPlan(SharedMethods):
     base_offset: int
     file: str
     size: int
@@ -96,9 +113,31 @@ class SegmentPlan:
     deleted_by: str | None = None  # time, size, log-start-offset
     reason: str = ""  # why it goes, or (for the first that stays) why it stays
 
+    def __init__(
+        self,
+        base_offset: int,
+        file: str,
+        size: int,
+        mtime_ms: int,
+        active: bool,
+        largest_timestamp: int | None = None,
+        timestamp_source: str | None = None,
+        deleted_by: str | None = None,
+        reason: str = "",
+    ) -> None:
+        self.base_offset = base_offset
+        self.file = file
+        self.size = size
+        self.mtime_ms = mtime_ms
+        self.active = active
+        self.largest_timestamp = largest_timestamp
+        self.timestamp_source = timestamp_source
+        self.deleted_by = deleted_by
+        self.reason = reason
 
-@dataclass
-class PartitionRetention:
+
+@dataclass(init=False, repr=False, eq=False)
+class PartitionRetention(SharedMethods):
     partition: str
     path: str
     topic: str
@@ -118,6 +157,46 @@ class PartitionRetention:
     unreadable: str | None = None
     compaction: object | None = None  # a CompactionPreview with --compaction
 
+    def __init__(
+        self,
+        partition: str,
+        path: str,
+        topic: str,
+        rule: Rule | None = None,
+        rule_why: str = "",
+        settings: TopicSettings | None = None,
+        segments: list[SegmentPlan] | None = None,
+        log_start_before: int | None = None,
+        log_start_after: int | None = None,
+        log_end_offset: int | None = None,
+        high_watermark: int | None = None,
+        high_watermark_source: str = "",
+        rolled: bool = False,
+        notes: list[str] | None = None,
+        warnings: list[str] | None = None,
+        inconsistent: list[str] | None = None,
+        unreadable: str | None = None,
+        compaction: object | None = None,
+    ) -> None:
+        self.partition = partition
+        self.path = path
+        self.topic = topic
+        self.rule = rule
+        self.rule_why = rule_why
+        self.settings = settings
+        self.segments = [] if segments is None else segments
+        self.log_start_before = log_start_before
+        self.log_start_after = log_start_after
+        self.log_end_offset = log_end_offset
+        self.high_watermark = high_watermark
+        self.high_watermark_source = high_watermark_source
+        self.rolled = rolled
+        self.notes = [] if notes is None else notes
+        self.warnings = [] if warnings is None else warnings
+        self.inconsistent = [] if inconsistent is None else inconsistent
+        self.unreadable = unreadable
+        self.compaction = compaction
+
     @property
     def deleted(self) -> list[SegmentPlan]:
         return [s for s in self.segments if s.deleted_by]
@@ -134,11 +213,16 @@ class PartitionRetention:
         return max(0, self.log_start_after - self.log_start_before)
 
 
-@dataclass
-class RetentionReport:
+@dataclass(init=False, repr=False, eq=False)
+class RetentionReport(SharedMethods):
     partitions: list[PartitionRetention]
     now_ms: int
     sources: SettingSources
+
+    def __init__(self, partitions: list[PartitionRetention], now_ms: int, sources: SettingSources) -> None:
+        self.partitions = partitions
+        self.now_ms = now_ms
+        self.sources = sources
 
     @property
     def unreadable(self) -> list[PartitionRetention]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from kafka_tools.format.index import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, UntrustedIndexSize, last_entry
 from kafka_tools.format.problems import ProblemKind
 from kafka_tools.format.segment import iter_log_entries
+from kafka_tools.format.shared_methods import SharedMethods
 
 MAGIC_AT = 16  # byte 16 of an entry is its magic in every generation (offset, size, crc|epoch, magic)
 
@@ -20,10 +21,14 @@ class IndexUntrusted(Exception):
     """An index file ktool will not read from (its length is not a whole number of entries)."""
 
 
-@dataclass
-class LargestTimestamp:
+@dataclass(init=False, repr=False, eq=False)
+class LargestTimestamp(SharedMethods):
     value: int  # ms; -1 when the segment holds no timestamp
     source: str  # "timeindex", "batches" (scanned), "mtime"
+
+    def __init__(self, value: int, source: str) -> None:
+        self.value = value
+        self.source = source
 
 
 def stat_ms(path: str | os.PathLike) -> tuple[int, int]:
@@ -59,13 +64,18 @@ def magic_of(path: str | os.PathLike) -> int | None:
     return head[MAGIC_AT] if len(head) > MAGIC_AT else None
 
 
-@dataclass
-class Scan:
+@dataclass(init=False, repr=False, eq=False)
+class Scan(SharedMethods):
     """What a walk of a segment's entry headers found."""
 
     next_offset: int | None  # after the last valid entry; None when it has none
     max_timestamp: int  # -1 when no entry carries one
     problem: str | None  # why the walk stopped early, if it did
+
+    def __init__(self, next_offset: int | None, max_timestamp: int, problem: str | None) -> None:
+        self.next_offset = next_offset
+        self.max_timestamp = max_timestamp
+        self.problem = problem
 
 
 def scan_entries(path: str | os.PathLike, start: int = 0) -> Scan:

@@ -25,6 +25,7 @@ from kafka_tools.errors import (
     os_error_line,
     path_error,
 )
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.keep.state import backups_dir, make_state_dir
 from kafka_tools.log.checks.findings import UNREADABLE
 from kafka_tools.log.checks.partition_checks import plan_partition
@@ -40,8 +41,8 @@ from kafka_tools.log.files.discover import (
 from kafka_tools.log.held_dir import HeldDir, hold_partition, may_be_unfinished, read_held_partition, shown_as
 
 
-@dataclass
-class TruncateRequest:
+@dataclass(init=False, repr=False, eq=False)
+class TruncateRequest(SharedMethods):
     """One `ktool truncate PATH…` run (backup_dir None: backups/ in ktool's state directory)."""
 
     paths: tuple[Path, ...]
@@ -52,29 +53,54 @@ class TruncateRequest:
     allow_links: bool = False
     follow_dir_links: bool = False  # a partition directory that is a symbolic link: repair its target
 
+    def __init__(
+        self,
+        paths: tuple[Path, ...],
+        dry_run: bool = False,
+        force: bool = False,
+        backup_dir: Path | None = None,
+        index_interval: int = DEFAULT_INDEX_INTERVAL,
+        allow_links: bool = False,
+        follow_dir_links: bool = False,
+    ) -> None:
+        self.paths = paths
+        self.dry_run = dry_run
+        self.force = force
+        self.backup_dir = backup_dir
+        self.index_interval = index_interval
+        self.allow_links = allow_links
+        self.follow_dir_links = follow_dir_links
+
 
 # -- what a run says, in order -------------------------------------------------------------------
 # Plain (not frozen) dataclasses with written __init__s: a frozen one makes @dataclass compile its
 # __setattr__ and __delattr__ at every start, 0.23 ms a class, and truncate loads ten of them.
 
 
-@dataclass
-class Planned:
+@dataclass(init=False, repr=False, eq=False)
+class Planned(SharedMethods):
     """What the broker's recovery would do to a partition."""
 
     plan: RecoveryPlan
 
+    def __init__(self, plan: RecoveryPlan) -> None:
+        self.plan = plan
 
-@dataclass
-class Refused:
+
+@dataclass(init=False, repr=False, eq=False)
+class Refused(SharedMethods):
     """A partition left alone on purpose (exit 1): `reason` names it."""
 
     path: Path
     reason: str
 
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
 
-@dataclass
-class Unreadable:
+
+@dataclass(init=False, repr=False, eq=False)
+class Unreadable(SharedMethods):
     """A path or partition that could not be read or changed (exit 3): `reason` for its JSON object,
     `line` the one line said on stderr."""
 
@@ -82,40 +108,74 @@ class Unreadable:
     reason: str
     line: str
 
+    def __init__(self, path: Path, reason: str, line: str) -> None:
+        self.path = path
+        self.reason = reason
+        self.line = line
 
-@dataclass
-class Applied:
+
+@dataclass(init=False, repr=False, eq=False)
+class Applied(SharedMethods):
     """A plan carried out, with its backup and the manifest `--undo` takes."""
 
     plan: RecoveryPlan
     backup: Path
     manifest: Path
 
+    def __init__(self, plan: RecoveryPlan, backup: Path, manifest: Path) -> None:
+        self.plan = plan
+        self.backup = backup
+        self.manifest = manifest
 
-@dataclass
-class Resumed:
+
+@dataclass(init=False, repr=False, eq=False)
+class Resumed(SharedMethods):
     """An interrupted repair of a partition finished from its manifest before planning."""
 
     partition: Partition
     manifest: Path
 
+    def __init__(self, partition: Partition, manifest: Path) -> None:
+        self.partition = partition
+        self.manifest = manifest
 
-@dataclass
-class Interrupted:
+
+@dataclass(init=False, repr=False, eq=False)
+class Interrupted(SharedMethods):
     """--dry-run: an unfinished repair of a partition, which the real run finishes first."""
 
     partition: Partition
     manifest: Path
 
+    def __init__(self, partition: Partition, manifest: Path) -> None:
+        self.partition = partition
+        self.manifest = manifest
 
-@dataclass
-class Summary:
+
+@dataclass(init=False, repr=False, eq=False)
+class Summary(SharedMethods):
     partitions: int
     applied: int
     refused: int
     unreadable: int
     dry_run: bool
     targets: int  # partitions named, planned or not
+
+    def __init__(
+        self,
+        partitions: int,
+        applied: int,
+        refused: int,
+        unreadable: int,
+        dry_run: bool,
+        targets: int,
+    ) -> None:
+        self.partitions = partitions
+        self.applied = applied
+        self.refused = refused
+        self.unreadable = unreadable
+        self.dry_run = dry_run
+        self.targets = targets
 
     @property
     def exit_code(self) -> int:
@@ -124,16 +184,22 @@ class Summary:
         return EXIT_FINDINGS if self.refused else 0
 
 
-@dataclass
-class Undone:
+@dataclass(init=False, repr=False, eq=False)
+class Undone(SharedMethods):
     """One file `--undo` restored: `action` says how."""
 
     action: str
 
+    def __init__(self, action: str) -> None:
+        self.action = action
 
-@dataclass
-class UndoSummary:
+
+@dataclass(init=False, repr=False, eq=False)
+class UndoSummary(SharedMethods):
     actions: int
+
+    def __init__(self, actions: int) -> None:
+        self.actions = actions
 
 
 Event = Planned | Refused | Unreadable | Applied | Resumed | Interrupted | Summary

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.render.lines import is_terminal, wants_colour
 
 if TYPE_CHECKING:
@@ -24,12 +25,18 @@ if TYPE_CHECKING:
 PIPED_WIDTH = 4096  # into a pipe a table is as wide as its content: nothing wraps
 
 
-@dataclass(frozen=True)
-class Column:
+@dataclass(init=False, frozen=True, repr=False, eq=False)
+class Column(FrozenSharedMethods):
     header: str
     right: bool = False  # numbers are right-aligned
     drop: int = 0  # 0: always shown; otherwise left out, highest first, when the terminal is too narrow
     wrap: bool = False  # free text (notes, reasons) that may wrap at spaces
+
+    def __init__(self, header: str, right: bool = False, drop: int = 0, wrap: bool = False) -> None:
+        object.__setattr__(self, "header", header)
+        object.__setattr__(self, "right", right)
+        object.__setattr__(self, "drop", drop)
+        object.__setattr__(self, "wrap", wrap)
 
 
 def make_console(out: TextIO, colour: bool) -> Console | PlainConsole:

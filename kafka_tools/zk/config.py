@@ -54,12 +54,16 @@ class NoZooKeeperError(UsageError):
 # --------------------------------------------------------------------------- credentials
 
 
-@dataclass(frozen=True)
+@dataclass(init=False, frozen=True)
 class ZkAuth:
     """Credentials; ``repr`` shows their kinds only, never a secret."""
 
     digest: tuple[str, ...] = field(default=(), repr=False)  # "user:password" each
     sasl: Mapping[str, str] | None = field(default=None, repr=False)  # kazoo/pure-sasl options
+
+    def __init__(self, digest: tuple[str, ...] = (), sasl: Mapping[str, str] | None = None) -> None:
+        object.__setattr__(self, "digest", digest)
+        object.__setattr__(self, "sasl", sasl)
 
     def __repr__(self) -> str:
         kinds = [f"digest×{len(self.digest)}"] if self.digest else []
@@ -134,7 +138,7 @@ def read_key_password(path: str | os.PathLike) -> str:
 # --------------------------------------------------------------------------- configuration
 
 
-@dataclass(frozen=True)
+@dataclass(init=False, frozen=True)
 class ZkConfig:
     """Where ZooKeeper is and how to talk to it."""
 
@@ -148,6 +152,30 @@ class ZkConfig:
     cert: str | None = None
     key: str | None = None
     key_password: str | None = field(default=None, repr=False)  # of an encrypted key; never shown
+
+    def __init__(
+        self,
+        servers: tuple[tuple[str, int], ...],
+        chroot: str | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        session_timeout: float = DEFAULT_SESSION_TIMEOUT,
+        auth: ZkAuth | None = None,
+        tls: bool = False,
+        ca: str | None = None,
+        cert: str | None = None,
+        key: str | None = None,
+        key_password: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "servers", servers)
+        object.__setattr__(self, "chroot", chroot)
+        object.__setattr__(self, "connect_timeout", connect_timeout)
+        object.__setattr__(self, "session_timeout", session_timeout)
+        object.__setattr__(self, "auth", auth)
+        object.__setattr__(self, "tls", tls)
+        object.__setattr__(self, "ca", ca)
+        object.__setattr__(self, "cert", cert)
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "key_password", key_password)
 
     @property
     def hosts(self) -> str:

@@ -12,6 +12,7 @@ from kafka_tools.format import index, snapshot
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.plural import plural
 from kafka_tools.format.problems import ProblemKind
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.checks.findings import Finding, SegmentReport, Severity
 from kafka_tools.log.files.dirs import Segment
 
@@ -21,13 +22,17 @@ from kafka_tools.log.files.dirs import Segment
 IndexRead = tuple[list, index.IndexTail]  # what index.read_offset_index / read_time_index return
 
 
-@dataclass
-class SegmentIndexes:
+@dataclass(init=False, repr=False, eq=False)
+class SegmentIndexes(SharedMethods):
     """A segment's `.index` and `.timeindex` as read before the segment itself: every entry then names
     bytes already written (a running broker appends to both while ktool reads)."""
 
     offset: IndexRead | None = None
     time: IndexRead | None = None
+
+    def __init__(self, offset: IndexRead | None = None, time: IndexRead | None = None) -> None:
+        self.offset = offset
+        self.time = time
 
     @property
     def positions(self) -> set[int]:

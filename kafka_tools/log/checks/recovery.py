@@ -16,6 +16,7 @@ from pathlib import Path
 from kafka_tools.errors import UsageError
 from kafka_tools.format.kinds import FileKind, base_offset_of
 from kafka_tools.format.plural import plural
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.checks.findings import Finding, PartitionReport, SegmentReport, Severity
 from kafka_tools.log.files.dirs import (
     Partition,
@@ -26,21 +27,30 @@ from kafka_tools.log.files.dirs import (
 DEFAULT_INDEX_INTERVAL = 4096
 
 
-@dataclass
-class SegmentCut:
+@dataclass(init=False, repr=False, eq=False)
+class SegmentCut(SharedMethods):
     segment: Segment
     keep_bytes: int
     size: int
     valid_after: list[int]  # positions of valid entries in the part that is cut
     reason: str
 
+    def __init__(
+        self, segment: Segment, keep_bytes: int, size: int, valid_after: list[int], reason: str
+    ) -> None:
+        self.segment = segment
+        self.keep_bytes = keep_bytes
+        self.size = size
+        self.valid_after = valid_after
+        self.reason = reason
+
     @property
     def cut_bytes(self) -> int:
         return self.size - self.keep_bytes
 
 
-@dataclass
-class RecoveryPlan:
+@dataclass(init=False, repr=False, eq=False)
+class RecoveryPlan(SharedMethods):
     partition: Partition
     cut: SegmentCut | None = None
     deleted_segments: list[Segment] = field(default_factory=list)
@@ -52,6 +62,32 @@ class RecoveryPlan:
     index_interval: int = DEFAULT_INDEX_INTERVAL
     notes: list[str] = field(default_factory=list)
     unrepairable: list[Finding] = field(default_factory=list)  # errors the plan leaves: truncate refuses
+
+    def __init__(
+        self,
+        partition: Partition,
+        cut: SegmentCut | None = None,
+        deleted_segments: list[Segment] | None = None,
+        lost_entries: int = 0,
+        rebuild_indexes: list[tuple[Segment, str]] | None = None,
+        deleted_snapshots: list[tuple[Path, str]] | None = None,
+        epoch_checkpoint_keep: int | None = None,
+        new_log_end: int | None = None,
+        index_interval: int = DEFAULT_INDEX_INTERVAL,
+        notes: list[str] | None = None,
+        unrepairable: list[Finding] | None = None,
+    ) -> None:
+        self.partition = partition
+        self.cut = cut
+        self.deleted_segments = [] if deleted_segments is None else deleted_segments
+        self.lost_entries = lost_entries
+        self.rebuild_indexes = [] if rebuild_indexes is None else rebuild_indexes
+        self.deleted_snapshots = [] if deleted_snapshots is None else deleted_snapshots
+        self.epoch_checkpoint_keep = epoch_checkpoint_keep
+        self.new_log_end = new_log_end
+        self.index_interval = index_interval
+        self.notes = [] if notes is None else notes
+        self.unrepairable = [] if unrepairable is None else unrepairable
 
     @property
     def is_noop(self) -> bool:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from kafka_tools.errors import InputError, os_error
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.checks.findings import (
     IN_FLIGHT,
     UNREADABLE,
@@ -110,13 +111,23 @@ def compacted_partitions(ld: LogDir) -> set[str]:
 # -- everything ---------------------------------------------------------------------------------
 
 
-@dataclass
-class Validation:
+@dataclass(init=False, repr=False, eq=False)
+class Validation(SharedMethods):
     """Everything `ktool validate` found, by partition, by file named alone, and beside them."""
 
     partitions: list[PartitionReport] = field(default_factory=list)
     files: list[SegmentReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # not tied to one partition (checkpoints, files)
+
+    def __init__(
+        self,
+        partitions: list[PartitionReport] | None = None,
+        files: list[SegmentReport] | None = None,
+        findings: list[Finding] | None = None,
+    ) -> None:
+        self.partitions = [] if partitions is None else partitions
+        self.files = [] if files is None else files
+        self.findings = [] if findings is None else findings
 
     def all_findings(self) -> Iterator[Finding]:
         for p in self.partitions:

@@ -25,6 +25,7 @@ from kafka_tools.format.kinds import (
     set_aside_state,
 )
 from kafka_tools.format.plural import plural
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.files.broker_lock import LOCK_FILE, is_live
 
 SEGMENT_KINDS = (FileKind.LOG, FileKind.KAFKA07)
@@ -32,8 +33,8 @@ LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 
-@dataclass
-class Segment:
+@dataclass(init=False, repr=False, eq=False)
+class Segment(SharedMethods):
     """A segment's log file with the index files that share its base offset."""
 
     base_offset: int
@@ -41,8 +42,21 @@ class Segment:
     offset_index: Path | None = None
     time_index: Path | None = None
     txn_index: Path | None = None
-    # decided once, from the name, when first asked
-    _kind: FileKind | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __init__(
+        self,
+        base_offset: int,
+        log: Path,
+        offset_index: Path | None = None,
+        time_index: Path | None = None,
+        txn_index: Path | None = None,
+    ) -> None:
+        self.base_offset = base_offset
+        self.log = log
+        self.offset_index = offset_index
+        self.time_index = time_index
+        self.txn_index = txn_index
+        self._kind: FileKind | None = None  # decided once, from the name, when first asked
 
     @property
     def kind(self) -> FileKind:
@@ -98,8 +112,8 @@ class PartitionPlace:
         return [f"{path}: {why}" for path, why in self.unreadable]  # type: ignore[attr-defined]
 
 
-@dataclass
-class Partition(PartitionPlace):
+@dataclass(init=False, repr=False, eq=False)
+class Partition(PartitionPlace, SharedMethods):
     """A partition directory (topic-N): its segments in offset order and the files beside them."""
 
     path: Path
@@ -118,6 +132,34 @@ class Partition(PartitionPlace):
     unreadable: list[tuple[Path, str]] = field(default_factory=list)
     live: bool = False  # a broker writes it now (its log dir's .lock is held, or --live)
 
+    def __init__(
+        self,
+        path: Path,
+        topic: str,
+        partition: int,
+        segments: list[Segment] | None = None,
+        snapshots: list[Path] | None = None,
+        leader_epoch_checkpoint: Path | None = None,
+        transient: list[Path] | None = None,
+        orphans: list[Path] | None = None,
+        other: list[Path] | None = None,
+        metadata_snapshots: list[Path] | None = None,
+        unreadable: list[tuple[Path, str]] | None = None,
+        live: bool = False,
+    ) -> None:
+        self.path = path
+        self.topic = topic
+        self.partition = partition
+        self.segments = [] if segments is None else segments
+        self.snapshots = [] if snapshots is None else snapshots
+        self.leader_epoch_checkpoint = leader_epoch_checkpoint
+        self.transient = [] if transient is None else transient
+        self.orphans = [] if orphans is None else orphans
+        self.other = [] if other is None else other
+        self.metadata_snapshots = [] if metadata_snapshots is None else metadata_snapshots
+        self.unreadable = [] if unreadable is None else unreadable
+        self.live = live
+
     @property
     def active(self) -> Segment | None:
         """The newest segment: the one a running broker appends to."""
@@ -129,8 +171,8 @@ class Partition(PartitionPlace):
             raise InputError(self.unreadable_lines()[0])
 
 
-@dataclass
-class LogDir:
+@dataclass(init=False, repr=False, eq=False)
+class LogDir(SharedMethods):
     """One of a broker's log.dirs: its partitions, offset checkpoints and side files."""
 
     path: Path
@@ -139,13 +181,27 @@ class LogDir:
     side_files: list[Path] = field(default_factory=list)  # meta.properties, bootstrap.checkpoint (KRaft)
     live: bool = False
 
+    def __init__(
+        self,
+        path: Path,
+        partitions: list[Partition] | None = None,
+        checkpoints: list[Path] | None = None,
+        side_files: list[Path] | None = None,
+        live: bool = False,
+    ) -> None:
+        self.path = path
+        self.partitions = [] if partitions is None else partitions
+        self.checkpoints = [] if checkpoints is None else checkpoints
+        self.side_files = [] if side_files is None else side_files
+        self.live = live
+
     @property
     def lock_file(self) -> Path:
         return self.path / LOCK_FILE
 
 
-@dataclass(slots=True)
-class PartitionListing:
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class PartitionListing(SharedMethods):
     """One `scandir` of a partition directory, names sorted out as strings (no stat per file, no Path
     per file): what every command's view of a partition is made from. Cheap for 10,000 segments."""
 
@@ -166,6 +222,44 @@ class PartitionListing:
     metadata_snapshots: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (full path, why)
     unreadable_segments: dict[int, str] = field(default_factory=dict)  # base offset -> file name
+
+    def __init__(
+        self,
+        path: str,
+        topic: str,
+        partition: int,
+        live: bool,
+        stems: dict[int, str] | None = None,
+        suffixes: set[str] | None = None,
+        names: set[str] | None = None,
+        indexes: list[tuple[int, str, str]] | None = None,
+        transient: list[str] | None = None,
+        orphans: list[str] | None = None,
+        bad_names: list[str] | None = None,
+        snapshots: list[str] | None = None,
+        leader_epoch_checkpoint: str | None = None,
+        other: list[str] | None = None,
+        metadata_snapshots: list[str] | None = None,
+        unreadable: list[tuple[str, str]] | None = None,
+        unreadable_segments: dict[int, str] | None = None,
+    ) -> None:
+        self.path = path
+        self.topic = topic
+        self.partition = partition
+        self.live = live
+        self.stems = {} if stems is None else stems
+        self.suffixes = set() if suffixes is None else suffixes
+        self.names = set() if names is None else names
+        self.indexes = [] if indexes is None else indexes
+        self.transient = [] if transient is None else transient
+        self.orphans = [] if orphans is None else orphans
+        self.bad_names = [] if bad_names is None else bad_names
+        self.snapshots = [] if snapshots is None else snapshots
+        self.leader_epoch_checkpoint = leader_epoch_checkpoint
+        self.other = [] if other is None else other
+        self.metadata_snapshots = [] if metadata_snapshots is None else metadata_snapshots
+        self.unreadable = [] if unreadable is None else unreadable
+        self.unreadable_segments = {} if unreadable_segments is None else unreadable_segments
 
     @property
     def bases(self) -> list[int]:

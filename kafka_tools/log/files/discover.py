@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kafka_tools.errors import InputError, UsageError, path_error
 from kafka_tools.format.kinds import BOOTSTRAP_CHECKPOINT, OFFSET_CHECKPOINTS, FileKind, kind_of, partition_of
+from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.files.broker_lock import LOCK_FILE, is_live
 from kafka_tools.log.files.dirs import CLEAN_SHUTDOWN_FILE, SEGMENT_KINDS, LogDir, Partition, read_partition
 
@@ -59,8 +60,8 @@ def read_log_dir(path: Path) -> LogDir:
     return ld
 
 
-@dataclass
-class Discovery:
+@dataclass(init=False, repr=False, eq=False)
+class Discovery(SharedMethods):
     """What a list of user paths names: whole log dirs, single partitions, single files."""
 
     log_dirs: list[LogDir] = field(default_factory=list)
@@ -68,6 +69,18 @@ class Discovery:
     files: list[Path] = field(default_factory=list)  # single files given directly
     # each single file's kind, decided from its name once (discover) and carried to the walkers and checks
     kinds: dict[Path, FileKind] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        log_dirs: list[LogDir] | None = None,
+        partitions: list[Partition] | None = None,
+        files: list[Path] | None = None,
+        kinds: dict[Path, FileKind] | None = None,
+    ) -> None:
+        self.log_dirs = [] if log_dirs is None else log_dirs
+        self.partitions = [] if partitions is None else partitions
+        self.files = [] if files is None else files
+        self.kinds = {} if kinds is None else kinds
 
     def kind(self, path: Path) -> FileKind:
         """The kind of a single file given directly, as discover decided it."""

@@ -20,20 +20,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_tools.errors import InputError, path_error
+from kafka_tools.format.shared_methods import FrozenSharedMethods, SharedMethods
 from kafka_tools.log.files.dirs import PartitionListing, PartitionPlace, list_partition, log_start_offset
 from kafka_tools.log.files.discover import find_partition_dirs, is_log_dir
 
 
-@dataclass(frozen=True, slots=True)
-class ReadNote:
+@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
+class ReadNote(FrozenSharedMethods):
     """A line for stderr: a warning (an index not used, a damaged batch) or a note on the start."""
 
     message: str
     problem: bool = False  # a damaged batch: the exit code says findings
 
+    def __init__(self, message: str, problem: bool = False) -> None:
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "problem", problem)
 
-@dataclass(frozen=True, slots=True)
-class SegmentFiles:
+
+@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
+class SegmentFiles(FrozenSharedMethods):
     """A segment's log file and the index files beside it, as path strings (None: not there)."""
 
     base_offset: int
@@ -41,6 +46,20 @@ class SegmentFiles:
     offset_index: str | None = None
     time_index: str | None = None
     txn_index: str | None = None
+
+    def __init__(
+        self,
+        base_offset: int,
+        log: str,
+        offset_index: str | None = None,
+        time_index: str | None = None,
+        txn_index: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "base_offset", base_offset)
+        object.__setattr__(self, "log", log)
+        object.__setattr__(self, "offset_index", offset_index)
+        object.__setattr__(self, "time_index", time_index)
+        object.__setattr__(self, "txn_index", txn_index)
 
 
 class SegmentList(Sequence):
@@ -76,8 +95,8 @@ class SegmentList(Sequence):
         return seg
 
 
-@dataclass(slots=True)
-class PartitionLog(PartitionPlace):
+@dataclass(init=False, slots=True, repr=False, eq=False)
+class PartitionLog(PartitionPlace, SharedMethods):
     """A partition directory's segments in base-offset order, as names tell them (nothing opened)."""
 
     path: str
@@ -89,6 +108,28 @@ class PartitionLog(PartitionPlace):
     log_start_offset: int
     warnings: list[str] = field(default_factory=list)
     live: bool = False  # a broker writes it: the last segment's tail and indexes are in flight
+
+    def __init__(
+        self,
+        path: str,
+        topic: str,
+        partition: int,
+        segments: SegmentList,
+        bases: list[int],
+        kafka07: bool,
+        log_start_offset: int,
+        warnings: list[str] | None = None,
+        live: bool = False,
+    ) -> None:
+        self.path = path
+        self.topic = topic
+        self.partition = partition
+        self.segments = segments
+        self.bases = bases
+        self.kafka07 = kafka07
+        self.log_start_offset = log_start_offset
+        self.warnings = [] if warnings is None else warnings
+        self.live = live
 
 
 def open_partition(path: str) -> PartitionLog:
@@ -139,8 +180,8 @@ def segment_for(part: PartitionLog, offset: int) -> int:
 # -- the previews' view: segments with their index files as strings ------------------------------
 
 
-@dataclass
-class PartitionFiles(PartitionPlace):
+@dataclass(init=False, repr=False, eq=False)
+class PartitionFiles(PartitionPlace, SharedMethods):
     path: Path
     topic: str
     partition: int
@@ -149,6 +190,26 @@ class PartitionFiles(PartitionPlace):
     orphans: list[str] = field(default_factory=list)  # names that are not part of the log
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     live: bool = False  # a broker writes it: the last segment is being appended to
+
+    def __init__(
+        self,
+        path: Path,
+        topic: str,
+        partition: int,
+        segments: list[SegmentFiles] | None = None,
+        leader_epoch_checkpoint: str | None = None,
+        orphans: list[str] | None = None,
+        unreadable: list[tuple[str, str]] | None = None,
+        live: bool = False,
+    ) -> None:
+        self.path = path
+        self.topic = topic
+        self.partition = partition
+        self.segments = [] if segments is None else segments
+        self.leader_epoch_checkpoint = leader_epoch_checkpoint
+        self.orphans = [] if orphans is None else orphans
+        self.unreadable = [] if unreadable is None else unreadable
+        self.live = live
 
 
 def partition_files(path: Path, live: bool | None = None) -> PartitionFiles:

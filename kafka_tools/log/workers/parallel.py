@@ -77,6 +77,7 @@ from kafka_tools.format.batch_runs import (
 from kafka_tools.format.kinds import FileKind, kind_of
 from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
+from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.log.files.broker_lock import is_live
 
 T = TypeVar("T")
@@ -98,8 +99,8 @@ MIN_WALKER_STEP = 4 * 1024 * 1024
 RANGES_A_THREAD = 4
 
 
-@dataclass(frozen=True)
-class JobsPlan:
+@dataclass(init=False, frozen=True, repr=False, eq=False)
+class JobsPlan(FrozenSharedMethods):
     """What validate runs: `threads` walkers; `split` whether large segments are cut into ranges,
     RANGES_A_THREAD a thread. Every walker maps the files it may map (format/mapping.py)."""
 
@@ -109,6 +110,11 @@ class JobsPlan:
     # into ranges, so that the threads that finish first help with them instead of standing idle
     # (3 segments of 1 GiB on 2 threads: 1.5 segments' time, not 2).
     split_tail: int = 0
+
+    def __init__(self, threads: int, split: bool, split_tail: int = 0) -> None:
+        object.__setattr__(self, "threads", threads)
+        object.__setattr__(self, "split", split)
+        object.__setattr__(self, "split_tail", split_tail)
 
     @property
     def step(self) -> int | None:

@@ -1,0 +1,59 @@
+"""`repr` and `==` written once for ktool's dataclasses, instead of compiled for each class at import.
+
+Python 3.11's `@dataclass` writes the source of `__init__`, `__repr__` and `__eq__` for each class and
+compiles it with `exec` when the module is imported: about 2.6 M instructions a class, 1.1 M of them
+for `__repr__` and `__eq__`. A small command defines 20-35 dataclasses before it reads a byte, so
+those two methods alone were 10-15 % of its start-up. A dataclass declared
+`@dataclass(repr=False, eq=False)` that inherits `SharedMethods` gets the same `repr` and `==` the
+decorator would generate (fields with `repr=False` or `compare=False` left out, NotImplemented for
+another class, unhashable like any dataclass with `eq` and not frozen), from these two functions.
+A frozen one (`@dataclass(frozen=True, repr=False, eq=False)`) inherits `FrozenSharedMethods`, which
+adds the hash `@dataclass` would generate: of the same fields `==` compares.
+
+The generated `__init__` is compiled the same way, about 1 M instructions a class (a frozen one's
+`__setattr__` and `__delattr__` as much again): the dataclasses a small command defines on its way
+(`validate` of a log dir: 31) declare `init=False` and write the `__init__` `@dataclass` would
+have written, compiled once into the module's bytecode. A `default_factory` field's parameter
+defaults to None, which makes a new value. tests/format/test_shared_methods.py checks each such
+`__init__` against its fields.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from dataclasses import Field, fields
+
+
+class SharedMethods:
+    """Base of a non-frozen `@dataclass(repr=False, eq=False)`: its `repr` and `==` by its fields."""
+
+    __slots__ = ()
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _compared(self) == _compared(other)
+
+    __hash__ = None  # type: ignore[assignment]  # as a dataclass with eq=True that is not frozen
+
+
+class FrozenSharedMethods(SharedMethods):
+    """Base of a frozen `@dataclass(frozen=True, repr=False, eq=False)`: `SharedMethods` and its hash."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, f.name) for f in fields(self) if _hashed(f)))
+
+
+def _hashed(f: Field) -> bool:
+    return f.compare if f.hash is None else f.hash
+
+
+def _compared(obj: object) -> tuple:
+    return tuple(getattr(obj, f.name) for f in fields(obj) if f.compare)
