@@ -191,7 +191,8 @@ def peak_rss_kb() -> tuple[int, int]:
 
 
 def decode_ktool(path: str) -> tuple[int, int]:
-    from kafka_tools.format.segment import Problem, iter_log_entries
+    from kafka_tools.format.problems import Problem
+    from kafka_tools.format.segment import iter_log_entries
 
     n = 0
     last = -1
@@ -240,12 +241,12 @@ def child_main(impl: str, path: str, runs: int, cpu: int | None, warmup: bool = 
     detail: str
     warm_page_cache(path)
     if impl in ("ktool", "ktool-pure"):
-        from kafka_tools.format import record_batch
+        from kafka_tools.format import record_reader
 
         want = impl == "ktool"
-        if record_batch.HAS_SPEEDUPS != want:
-            raise SystemExit(f"{impl}: HAS_SPEEDUPS is {record_batch.HAS_SPEEDUPS}, expected {want}")
-        detail = "kafka_tools.format._speedups (C)" if want else "kafka_tools.format.record_batch (Python)"
+        if record_reader.HAS_SPEEDUPS != want:
+            raise SystemExit(f"{impl}: HAS_SPEEDUPS is {record_reader.HAS_SPEEDUPS}, expected {want}")
+        detail = "kafka_tools.format._speedups (C)" if want else "kafka_tools.format.record_reader (Python)"
         rss_before = peak_rss_kb()[0]
 
         def run() -> tuple[int, int]:
@@ -511,13 +512,13 @@ def main(argv: list[str] | None = None) -> int:
     impls = a.impl or list(IMPLS)
     cpu = pick_cpu()
     wall0 = time.perf_counter()
-    from kafka_tools.format import record_batch
+    from kafka_tools.format import record_reader
 
     result: dict = {
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpu_pinned": cpu,
-        "ktool_has_speedups": record_batch.HAS_SPEEDUPS,
+        "ktool_has_speedups": record_reader.HAS_SPEEDUPS,
         "runs": a.runs,
         "slow_runs": slow_runs,
         "measurements": [],

@@ -18,22 +18,21 @@ from typing import NamedTuple
 
 from kafka_tools.format import accel, batch_runs
 from kafka_tools.format.mapping import safe_to_map
+from kafka_tools.format.problems import Problem
 from kafka_tools.format.record_batch import (
     BATCH_HEADER,
     CONTROL_MASK,
     LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
-    Record,
     RecordBatch,
-    RecordDecodeError,
 )
+from kafka_tools.format.record_reader import Record, RecordDecodeError
 from kafka_tools.format.segment import (
     INT64_MAX,
     INT64_MIN,
     WINDOW,
     Entry,
-    Problem,
     SegmentWindow,
     until_recovery_cut,
     walk_entries,

@@ -29,6 +29,8 @@ class CheckpointError(ValueError):
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
 class OffsetCheckpointEntry(SharedMethods):
+    """One line of an offset checkpoint file: topic, partition, offset."""
+
     topic: str
     partition: int
     offset: int
@@ -41,6 +43,8 @@ class OffsetCheckpointEntry(SharedMethods):
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
 class EpochEntry(SharedMethods):
+    """One line of a leader-epoch-checkpoint: an epoch and the offset it starts at."""
+
     epoch: int
     start_offset: int
 
@@ -51,6 +55,8 @@ class EpochEntry(SharedMethods):
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
 class Checkpoint(SharedMethods):
+    """A checkpoint file read: its version line and its entries."""
+
     version: int
     entries: list = field(default_factory=list)
 

@@ -30,6 +30,8 @@ TXN_INDEX_ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, l
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
 class OffsetIndexEntry(SharedMethods):
+    """One `.index` entry: its slot, the absolute offset and the file position it maps to."""
+
     slot: int
     offset: int
     position: int
@@ -42,6 +44,8 @@ class OffsetIndexEntry(SharedMethods):
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
 class TimeIndexEntry(SharedMethods):
+    """One `.timeindex` entry: its slot, a timestamp and the absolute offset it maps to."""
+
     slot: int
     timestamp: int
     offset: int
@@ -54,6 +58,8 @@ class TimeIndexEntry(SharedMethods):
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
 class AbortedTxn(SharedMethods):
+    """One `.txnindex` entry: an aborted transaction of a producer, its offsets and the LSO then."""
+
     slot: int
     version: int
     producer_id: int

@@ -18,8 +18,9 @@ from kafka_tools.format import messages as T
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import Codec, CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
-from kafka_tools.format.record_batch import NO_SEQUENCE, Record, RecordDecodeError
-from kafka_tools.format.segment import Problem, ProblemKind, SegmentWindow
+from kafka_tools.format.problems import Problem, ProblemKind
+from kafka_tools.format.record_reader import NO_SEQUENCE, Record, RecordDecodeError
+from kafka_tools.format.segment import SegmentWindow
 from kafka_tools.format.shared_methods import SharedMethods
 
 SIZE_FIELD = 4

@@ -19,14 +19,8 @@ from kafka_tools.format.byte_stream import ByteStream, StreamEnd, StreamError
 from kafka_tools.format.checksums import crc32
 from kafka_tools.format.compression import CodecAndCrc, DecompressionError, decompress
 from kafka_tools.format.plural import plural
-from kafka_tools.format.record_batch import (
-    INT64_MAX,
-    LOG_OVERHEAD,
-    NO_SEQUENCE,
-    Record,
-    RecordDecodeError,
-    TimestampType,
-)
+from kafka_tools.format.record_batch import LOG_OVERHEAD, TimestampType
+from kafka_tools.format.record_reader import INT64_MAX, NO_SEQUENCE, Record, RecordDecodeError
 from kafka_tools.format.shared_methods import SharedMethods
 
 ENTRY_HEAD = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes

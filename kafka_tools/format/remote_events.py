@@ -28,9 +28,8 @@ from kafka_tools.format.record_batch import (
     MIN_BATCH_LENGTH,
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
-    RecordDecodeError,
-    decode_records_py,
 )
+from kafka_tools.format.record_reader import RecordDecodeError, decode_records_py
 from kafka_tools.format.remote_log_metadata import decode_remote_log_metadata_py
 
 Event = tuple  # one of the three shapes above

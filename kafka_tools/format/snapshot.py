@@ -24,6 +24,8 @@ MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
 class ProducerEntry(SharedMethods):
+    """One producer's state in a `.snapshot` file."""
+
     producer_id: int
     producer_epoch: int
     last_sequence: int
@@ -60,6 +62,8 @@ class ProducerEntry(SharedMethods):
 
 @dataclass(init=False, slots=True, repr=False, eq=False)
 class ProducerSnapshot(SharedMethods):
+    """A producer state `.snapshot` file read: its version, stored and computed CRC, its entries."""
+
     version: int
     crc: int
     computed_crc: int

@@ -15,14 +15,8 @@ from kafka_tools.format import messages as T
 from kafka_tools.format.byte_stream import ByteStream, StreamError
 from kafka_tools.format.compression import Codec, DecompressionError, gunzip_whole, iter_decompressed
 from kafka_tools.format.message_set import LegacyMessage, MessageSetReader, v1_shift
-from kafka_tools.format.record_batch import (
-    INT64_MAX,
-    RECORD_BATCH_OVERHEAD,
-    TIMESTAMP_TYPE_MASK,
-    RecordBatch,
-    RecordDecodeError,
-    RecordReader,
-)
+from kafka_tools.format.record_batch import RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, RecordBatch
+from kafka_tools.format.record_reader import INT64_MAX, RecordDecodeError, RecordReader
 from kafka_tools.format.shared_methods import SharedMethods
 
 WHOLE_LIMIT = 8 << 20  # decompressed bytes decoded whole; past this, walked as a stream

@@ -12,7 +12,6 @@ from pathlib import Path
 from kafka_tools.errors import KtoolError
 from kafka_tools.log.files.dirs import PartitionPlace
 from kafka_tools.log.retention.config import SettingSources, broker_settings, layered_broker_settings
-from kafka_tools.metadata.load import load_image, partition_dir_of
 from kafka_tools.metadata.node_files import META_PROPERTIES, METADATA_PARTITION, read_meta_properties
 
 TOPIC = 2  # ConfigResource.Type.TOPIC
@@ -52,6 +51,10 @@ class KraftSettings:
 def read_kraft_configs(path: str | Path) -> KraftConfigs:
     """The configs of the metadata log of a log dir (or of its `__cluster_metadata-0` dir); what cannot
     be read is a KtoolError (one line, exit 3) from load_image."""
+    # Imported here: the replay and the image's classes (some 30 M instructions) only for a KRaft log
+    # dir; a ZooKeeper-mode preview (`ktool retention`) never loads them.
+    from kafka_tools.metadata.load import load_image, partition_dir_of
+
     image = load_image(path).image
     known = {t.name for t in image.topics.values()}
     out = KraftConfigs(partition_dir_of(Path(path))[1], image.offset)

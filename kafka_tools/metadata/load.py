@@ -16,14 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from kafka_tools.errors import InputError, UsageError, os_error, os_reason, path_error
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
-from kafka_tools.format.segment import (
-    Problem,
-    ProblemKind,
-    breaks_recovery,
-    iter_log_entries,
-    until_recovery_cut,
-)
+from kafka_tools.format.problems import Problem, ProblemKind
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError
+from kafka_tools.format.segment import breaks_recovery, iter_log_entries, until_recovery_cut
 from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.log.files.dirs import PartitionListing, list_partition, partition_from
 from kafka_tools.metadata.image import Image

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from kafka_tools.format import accel
 from kafka_tools.format.compression import codec_label
 from kafka_tools.format.mapping import safe_to_map
+from kafka_tools.format.problems import Problem
 from kafka_tools.format.record_batch import RecordBatch
-from kafka_tools.format.segment import Problem, iter_log_entries, looks_like_text
+from kafka_tools.format.segment import iter_log_entries, looks_like_text
 from kafka_tools.pipeline import record_columns, tables
 from kafka_tools.pipeline.tasks import (
     CHUNK_BYTES,

@@ -13,7 +13,8 @@ import base64
 from collections.abc import Callable, Iterator
 
 from kafka_tools.compact_json import dumps
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError
 from kafka_tools.format.remote_log_metadata import REMOTE_LOG_METADATA
 from kafka_tools.log.reads.internal_records import kafka_type_name
 from kafka_tools.pipeline.tables import METADATA

@@ -7,12 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_tools.format.internal_topics import decode_consumer_offsets
-from kafka_tools.format.record_batch import (
-    ControlType,
-    RecordBatch,
-    RecordDecodeError,
-    control_record,
-)
+from kafka_tools.format.record_batch import ControlType, RecordBatch, control_record
+from kafka_tools.format.record_reader import RecordDecodeError
 from kafka_tools.pipeline.tables import OFFSETS
 from kafka_tools.pipeline.tasks import SegmentSpec, _new, iter_entries
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kafka_tools.errors import UsageError
-from kafka_tools.format.segment import FrameFault, iter_headers
+from kafka_tools.format.entry_headers import FrameFault, iter_headers
 from kafka_tools.log.reads.times import parse_time
 
 PREVIEW = 64  # characters of a value shown
@@ -126,7 +126,7 @@ class MatchCounts:
 def match_chunks(spec, start: int, end: int | None, question: Question, sink=None) -> Iterator[dict]:
     """Column lists for the `matches` rows (without file/topic/partition) of the entries that start
     in [start, end) of a segment; `sink((file, start, counts))` once the range is done."""
-    from kafka_tools.format.record_batch import RecordDecodeError
+    from kafka_tools.format.record_reader import RecordDecodeError
     from kafka_tools.pipeline.tasks import CHUNK_ROWS, iter_entries
 
     counts = MatchCounts()

@@ -24,8 +24,10 @@ from kafka_tools.format.compression import DecompressionError, decompress
 from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.mapping import safe_to_map
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
-from kafka_tools.format.segment import MessageRun, Problem, RunBounds, iter_log_entries, looks_like_text
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError
+from kafka_tools.format.segment import MessageRun, RunBounds, iter_log_entries, looks_like_text
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.tasks import CHUNK_BYTES, CHUNK_ROWS, SegmentSpec, mapped_file, record_chunks
 

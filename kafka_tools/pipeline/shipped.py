@@ -32,7 +32,7 @@ def built_extension() -> str | None:
 
 def use_shipped_extension() -> None:
     """On an executor (pyspark's worker has set up SparkFiles): look for the shipped extension in
-    Spark's files directory too. Must run before `kafka_tools.format.record_batch` is imported."""
+    Spark's files directory too. Must run before `kafka_tools.format.record_reader` is imported."""
     files = sys.modules.get("pyspark.files")
     spark_files = getattr(files, "SparkFiles", None)
     root = getattr(spark_files, "_root_directory", None)

@@ -29,11 +29,14 @@ from pathlib import Path
 
 from kafka_tools.format import accel
 from kafka_tools.format.compression import DecompressionError, codec_label, decompress
+from kafka_tools.format.entry_headers import FrameFault, iter_headers
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.mapping import map_file
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
-from kafka_tools.format.segment import FrameFault, Problem, iter_headers, iter_log_entries, looks_like_text
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError
+from kafka_tools.format.segment import iter_log_entries, looks_like_text
 from kafka_tools.log.checks.findings import SegmentReport, ValidateOptions
 from kafka_tools.log.checks.index_checks import read_indexes
 from kafka_tools.log.checks.segment_checks import check_segment_in_partition, scan_segment

@@ -22,10 +22,9 @@ from kafka_tools.format.record_batch import (
     NO_SEQUENCE,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
-    Record,
     RecordBatch,
-    RecordDecodeError,
 )
+from kafka_tools.format.record_reader import Record, RecordDecodeError
 from kafka_tools.log.reads.dump_events import (
     EntryEvent,
     FileEnd,

@@ -24,11 +24,10 @@ from kafka_tools.format.record_batch import (
     NO_SEQUENCE,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
-    Record,
     RecordBatch,
-    RecordDecodeError,
     TimestampType,
 )
+from kafka_tools.format.record_reader import Record, RecordDecodeError
 from kafka_tools.log.reads.dump_events import (
     EntryEvent,
     FileEnd,

@@ -19,15 +19,13 @@ from kafka_tools.format.checkpoints import (
 )
 from kafka_tools.format.kinds import partition_of
 from kafka_tools.format.kraft.decoder import MetadataDecodeError
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
+from kafka_tools.format.problems import Problem, ProblemKind
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError
 from kafka_tools.format.remote_events import span_events
 from kafka_tools.format.remote_log_metadata import REMOTE_LOG_METADATA, decode_remote_log_metadata
 from kafka_tools.format.remote_log_partitioner import DEFAULT_METADATA_PARTITIONS, metadata_partition
-from kafka_tools.format.segment import (
-    Problem,
-    ProblemKind,
-    breaks_recovery,
-)
+from kafka_tools.format.segment import breaks_recovery
 from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.log.files.dirs import list_partition
 from kafka_tools.tiered.lineage import outside_lineage

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from kafka_tools.errors import os_error
 from kafka_tools.format.internal_topics import TRANSACTION_STATE, decode_transaction_state
 from kafka_tools.format.java_hash import partition_for
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
-from kafka_tools.format.segment import Problem, breaks_recovery, iter_log_entries, until_recovery_cut
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError
+from kafka_tools.format.segment import breaks_recovery, iter_log_entries, until_recovery_cut
 from kafka_tools.log.files.dirs import Partition, Segment, checkpoint_offset
 from kafka_tools.transactions.producers import Damage, is_torn_tail
 

@@ -12,8 +12,10 @@ from pathlib import Path
 from kafka_tools.errors import os_error
 from kafka_tools.format.kinds import base_offset_of
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import ControlType, RecordBatch, RecordDecodeError, control_record
-from kafka_tools.format.segment import Problem, breaks_recovery, iter_log_entries, resync, until_recovery_cut
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.record_batch import ControlType, RecordBatch, control_record
+from kafka_tools.format.record_reader import RecordDecodeError
+from kafka_tools.format.segment import breaks_recovery, iter_log_entries, resync, until_recovery_cut
 from kafka_tools.format.snapshot import read_snapshot
 from kafka_tools.log.files.dirs import Partition, Segment
 

@@ -195,3 +195,91 @@ def test_validate_of_a_small_log_dir_imports_no_walker_machinery() -> None:
         "pickle",
     }
     assert sorted(machinery & loaded) == []
+
+
+# -- the start-up budget: every command's modules, against the list allowed at start-up --------------
+#
+# tests/cli/startup_budget.json holds, for every command (each subcommand's `--help`, and the small
+# commands on the 4 KiB fixtures), the ktool modules it may import before it is done. A module a
+# command newly pulls in at start-up (a dataclass module, a service it does not run) fails here, named;
+# the seconds are bench/startup.py's (every command within 0.06 s of `python -c pass`). After a change
+# that deliberately adds one, rewrite the file with KTOOL_WRITE_STARTUP_BUDGET=1 and review its diff.
+
+BUDGET_FILE = Path(__file__).with_name("startup_budget.json")
+FIXTURE_ARGS = {"SEGMENT": str(SEGMENT), "V2": str(V2), "PART": str(V2 / "none-0")}
+BUDGET_COMMANDS = {
+    "validate FILE": ["validate", "SEGMENT"],
+    "validate --json FILE": ["validate", "--json", "SEGMENT"],
+    "validate LOGDIR": ["validate", "V2"],
+    "dump-log FILE": ["dump-log", "SEGMENT"],
+    "dump-log --deep --json FILE": ["dump-log", "--deep-iteration", "--json", "SEGMENT"],
+    "read PART": ["read", "PART", "--offset", "1"],
+    "offsets-at LOGDIR": ["offsets-at", "V2", "--time", "earliest"],
+    "truncate --dry-run PART": ["truncate", "--dry-run", "PART"],
+    "retention LOGDIR": ["retention", "V2"],
+}
+
+
+def _every_command() -> list[list[str]]:
+    """Each leaf command of the tree (`groups list`, `validate`, …), as its words."""
+    import click
+
+    from kafka_tools.cli.main import cli
+
+    def walk(cmd: click.Command, words: list[str]) -> list[list[str]]:
+        if isinstance(cmd, click.Group):
+            return [w for name, sub in sorted(cmd.commands.items()) for w in walk(sub, [*words, name])]
+        return [words]
+
+    return walk(cli.load_all(), [])
+
+
+def _budget_cases() -> dict[str, list[str]]:
+    cases = {"--version": ["--version"], "--help": ["--help"]}
+    cases.update({" ".join(words) + " --help": [*words, "--help"] for words in _every_command()})
+    cases.update(BUDGET_COMMANDS)
+    return cases
+
+
+def _ktool_modules_of_all(cases: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each case run in a fresh interpreter (four at a time): the ktool modules it imported."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KTOOL_PURE_PYTHON", "FORCE_COLOR")}
+    env["NO_COLOR"] = "1"
+    found: dict[str, list[str]] = {}
+    names = list(cases)
+    for i in range(0, len(names), 4):
+        running = {}
+        for name in names[i : i + 4]:
+            args = [FIXTURE_ARGS.get(a, a) for a in cases[name]]
+            code = (
+                "import sys\nfrom kafka_tools.cli.main import cli\n"
+                f"try:\n    cli.main({args!r}, prog_name='ktool')\nexcept SystemExit:\n    pass\n"
+                "mods = sorted(m for m in sys.modules if m.startswith('kafka_tools'))\n"
+                "print('MODULES', *mods, file=sys.stderr)\n"
+            )
+            running[name] = subprocess.Popen(
+                [sys.executable, "-c", code],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+        for name, proc in running.items():
+            _, err = proc.communicate()
+            line = [ln for ln in err.splitlines() if ln.startswith("MODULES ")]
+            assert line, f"{name}: {err[-500:]}"
+            found[name] = line[-1].split()[1:]
+    return found
+
+
+def test_every_command_starts_within_its_module_budget() -> None:
+    """No command imports a ktool module its budget does not list; every command has a budget."""
+    import json
+
+    found = _ktool_modules_of_all(_budget_cases())
+    if os.environ.get("KTOOL_WRITE_STARTUP_BUDGET"):
+        BUDGET_FILE.write_text(json.dumps(found, indent=1) + "\n")
+    budget = json.loads(BUDGET_FILE.read_text())
+    assert sorted(set(found) - set(budget)) == []  # a new command: give it a budget
+    over = {name: sorted(set(mods) - set(budget[name])) for name, mods in found.items()}
+    assert {name: extra for name, extra in over.items() if extra} == {}

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from kafka_tools.cli.main import cli
 from kafka_tools.format import accel
 from kafka_tools.format.batch_runs import BatchRun
-from kafka_tools.format.segment import BatchHeader, RunBounds, SegmentWindow, walk_entries
+from kafka_tools.format.entry_headers import BatchHeader
+from kafka_tools.format.segment import RunBounds, SegmentWindow, walk_entries
 from tests.independent import FIXTURES
 from tests.support.reports import segment_report
 

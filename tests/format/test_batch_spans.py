@@ -12,8 +12,9 @@ import pytest
 
 from kafka_tools.format import accel
 from kafka_tools.format.batch_spans import Span, kept_spans
+from kafka_tools.format.problems import Problem
 from kafka_tools.format.record_batch import RecordBatch, parse_batch_header
-from kafka_tools.format.segment import Problem, iter_log_entries, until_recovery_cut
+from kafka_tools.format.segment import iter_log_entries, until_recovery_cut
 from tests.format.test_batch_runs import GENERATED, SEGMENTS, _mutated
 
 pytestmark = pytest.mark.skipif(accel.fast("scan_batches") is None, reason="C extension not built")

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from kafka_tools.format.message_set import LegacyMessage
+from kafka_tools.format.problems import Problem
 from kafka_tools.format.record_batch import RecordBatch
-from kafka_tools.format.segment import Problem, iter_log_entries
+from kafka_tools.format.segment import iter_log_entries
 from tests.independent import FIXTURES, REALWORLD, RefBatch, RefRecord, read_with_kafka_python
 
 

@@ -8,17 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from kafka_tools.format.entry_headers import EntryHeader, FrameFault, iter_headers
 from kafka_tools.format.kafka07 import iter_kafka07_entries
+from kafka_tools.format.problems import FATAL_KINDS, Problem, ProblemKind
 from kafka_tools.format.record_batch import RecordBatch
-from kafka_tools.format.segment import (
-    FATAL_KINDS,
-    EntryHeader,
-    FrameFault,
-    Problem,
-    ProblemKind,
-    iter_headers,
-    iter_log_entries,
-)
+from kafka_tools.format.segment import iter_log_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 SEGMENTS = sorted(

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from kafka_tools.cli.main import cli
 from kafka_tools.format import accel, segment
 from kafka_tools.format.message_set import iter_messages, parse_message
-from kafka_tools.format.record_batch import RecordDecodeError
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.record_reader import RecordDecodeError
 from kafka_tools.format.segment import MessageRun, RunBounds, iter_log_entries
 from kafka_tools.log.checks.findings import ValidateOptions
 from kafka_tools.log.checks.segment_checks import scan_segment
@@ -49,7 +50,7 @@ def _expanded(path, runs: RunBounds | None) -> list[tuple]:
             assert len(messages) == item.count and messages[-1].next_position == item.end
             assert (messages[0].offset, messages[-1].offset) == (item.first_offset, item.last_offset)
             out += [("m", m.position, m.offset, m.crc, m.is_valid, m.key, m.value) for m in messages]
-        elif isinstance(item, segment.Problem):
+        elif isinstance(item, Problem):
             out.append(("p", item.position, item.kind, item.message, item.offset))
         else:
             out.append(("m", item.position, item.offset, item.crc, item.is_valid, item.key, item.value))
@@ -358,7 +359,7 @@ def test_record_lines_from_bytes_agree_with_decoding_on_garbage(data) -> None:
     decode_records accepts, fails with the same error, and prints what format_records prints."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from kafka_tools.format.record_batch import decode_records_py
+    from kafka_tools.format.record_reader import decode_records_py
 
     b = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
     for i in range(data.draw(st.integers(0, 4))):

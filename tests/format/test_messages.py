@@ -11,7 +11,7 @@ import pytest
 from kafka_tools.format import accel
 from kafka_tools.format import messages as T
 from kafka_tools.format.plural import plural
-from kafka_tools.format.record_batch import RecordDecodeError, decode_records_py
+from kafka_tools.format.record_reader import RecordDecodeError, decode_records_py
 from tests.support import hostile
 
 CSRC = Path(T.__file__).parent / "csrc"

@@ -16,14 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_tools.format import accel
-from kafka_tools.format import record_batch as rb
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, decode_records_py
+from kafka_tools.format import record_reader as rr
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError, decode_records_py
 from kafka_tools.format.segment import iter_log_entries
 from tests.format.test_decoder_vs_kafka_python import SEGMENTS
 from tests.independent import FIXTURES
 from tests.support import hostile
 
-pytestmark = pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built")
+pytestmark = pytest.mark.skipif(not rr.HAS_SPEEDUPS, reason="C extension not built")
 
 V2_SEGMENTS = sorted((FIXTURES / "generated" / "v2").glob("*/*.log"))
 

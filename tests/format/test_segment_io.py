@@ -6,7 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from kafka_tools.format.segment import Problem, iter_log_entries, safe_to_map
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.segment import iter_log_entries, safe_to_map
 from tests.independent import FIXTURES
 from tests.support.locks import lock_held_elsewhere
 

@@ -12,14 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_tools.format import accel
-from kafka_tools.format import record_batch as rb
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, decode_records_py
+from kafka_tools.format import record_reader as rr
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError, decode_records_py
 from kafka_tools.format.segment import iter_log_entries
 from tests.format.test_decoder_vs_kafka_python import SEGMENTS
 from tests.independent import REALWORLD
 from tests.support import hostile
 
-pytestmark = pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built")
+pytestmark = pytest.mark.skipif(not rr.HAS_SPEEDUPS, reason="C extension not built")
 
 
 def _run(fn, data: bytes, count: int, log_append: int | None = None, base_sequence: int = -1):
@@ -47,7 +48,7 @@ def test_c_and_python_agree_on_every_real_batch() -> None:
             None,
             batch.base_sequence,
         )
-        assert rb.decode_records(*args) == decode_records_py(*args)
+        assert rr.decode_records(*args) == decode_records_py(*args)
         checked += 1
     assert checked > (100 if REALWORLD.is_dir() else 30)  # the fixtures alone hold 36 v2 batches
 
@@ -56,7 +57,7 @@ def test_c_and_python_agree_on_every_truncation_of_a_real_batch() -> None:
     batch = next(b for b in _sections() if b.records_count > 2)
     for cut in range(len(batch.payload)):
         data = batch.payload[:cut]
-        assert _run(rb.decode_records, data, batch.records_count) == _run(
+        assert _run(rr.decode_records, data, batch.records_count) == _run(
             decode_records_py, data, batch.records_count
         )
 
@@ -64,7 +65,7 @@ def test_c_and_python_agree_on_every_truncation_of_a_real_batch() -> None:
 @settings(max_examples=400, deadline=None)
 @given(st.binary(max_size=300), st.integers(min_value=0, max_value=2**31 - 1), st.sampled_from([None, 5]))
 def test_c_and_python_agree_on_garbage(data: bytes, count: int, log_append: int | None) -> None:
-    assert _run(rb.decode_records, data, count, log_append, 7) == _run(
+    assert _run(rr.decode_records, data, count, log_append, 7) == _run(
         decode_records_py, data, count, log_append, 7
     )
 
@@ -100,7 +101,7 @@ def test_c_and_python_agree_on_sums_and_counts_past_int64(
     section: bytes, count: int, base_offset: int, base_timestamp: int, log_append, message
 ) -> None:
     py = _outcome(decode_records_py, section, count, base_offset, base_timestamp, log_append, -1)
-    c = _outcome(rb.decode_records, section, count, base_offset, base_timestamp, log_append, -1)
+    c = _outcome(rr.decode_records, section, count, base_offset, base_timestamp, log_append, -1)
     assert c == py
     checked = _outcome(
         accel.C.format_payload, section, count, base_offset, base_timestamp, log_append, -1, "", False, True
@@ -114,13 +115,13 @@ def test_a_log_append_time_batch_never_sums_timestamps() -> None:
     section = hostile.v2_record(ts_delta=1)
     want = _outcome(decode_records_py, section, 1, 0, INT64_MAX, 5, -1)
     assert want[0] == "ok" and want[1][0].timestamp == 5
-    assert _outcome(rb.decode_records, section, 1, 0, INT64_MAX, 5, -1) == want
+    assert _outcome(rr.decode_records, section, 1, 0, INT64_MAX, 5, -1) == want
 
 
 @pytest.mark.parametrize(("base_sequence", "delta"), [(2**31 - 1, 1), (5, -(2**63)), (2**31 - 1, 2**63 - 1)])
 def test_sequence_wraps_to_31_bits_the_same(base_sequence: int, delta: int) -> None:
     section = hostile.v2_record(offset_delta=delta)
-    c = rb.decode_records(section, 1, 0, 0, None, base_sequence)
+    c = rr.decode_records(section, 1, 0, 0, None, base_sequence)
     assert c == decode_records_py(section, 1, 0, 0, None, base_sequence)
     assert c[0].sequence == (base_sequence + delta) & 0x7FFFFFFF
 
@@ -153,7 +154,7 @@ def test_format_records_runs_no_python_code_on_a_record() -> None:
             records.clear()
             return 1
 
-    records = [rb.Record(Sneaky(), 0, None, None, (), -1, 7), rb.Record(1, 0, None, None, (), -1, 7)]
+    records = [rr.Record(Sneaky(), 0, None, None, (), -1, 7), rr.Record(1, 0, None, None, (), -1, 7)]
     with pytest.raises(TypeError):
         accel.C.format_records(records, "CreateTime", False)
     assert len(records) == 2
@@ -186,35 +187,35 @@ def test_header_keys_read_the_same_however_often_and_in_whatever_order_they_repe
             )
             section += hostile.v2_record(count, 0, b"key", b"value", headers)
             count += 1
-    c = rb.decode_records(section, count, 0, 0, None, -1)
+    c = rr.decode_records(section, count, 0, 0, None, -1)
     assert c == decode_records_py(section, count, 0, 0, None, -1)
     assert {k for rec in c for k, _ in rec.headers} == {k.decode("utf-8", "replace") for k in keys}
 
 
 def test_a_record_reads_its_fields_as_the_namedtuple_does() -> None:
     section = hostile.v2_record(3, 4, b"key", None, _headers((b"h", b"1")))
-    (rec,) = rb.decode_records(section, 1, 10, 1000, None, 5)
-    assert isinstance(rec, tuple) and type(rec) is rb.Record
+    (rec,) = rr.decode_records(section, 1, 10, 1000, None, 5)
+    assert isinstance(rec, tuple) and type(rec) is rr.Record
     assert (rec.offset, rec.timestamp, rec.key, rec.value, rec.headers, rec.sequence, rec.size) == tuple(rec)
     assert rec == (13, 1004, b"key", None, (("h", b"1"),), 8, len(section))
     assert rec._replace(offset=1).offset == 1 and rec._asdict()["key"] == b"key"
-    assert rb.Record(1, 2, None, None, ()).size == 0  # the defaults
+    assert rr.Record(1, 2, None, None, ()).size == 0  # the defaults
     with pytest.raises(AttributeError):
         rec.offset = 5
     assert pickle.loads(pickle.dumps(rec)) == rec
     # The C paths read the fields as slots of the tuple (what makes a loop over records fast).
-    assert all(type(rb.Record.__dict__[name]).__name__ == "member_descriptor" for name in rb.Record._fields)
+    assert all(type(rr.Record.__dict__[name]).__name__ == "member_descriptor" for name in rr.Record._fields)
 
 
 def test_a_record_type_with_more_than_its_items_is_still_made_whole() -> None:
     # A tuple subclass with a __dict__ cannot be made as a bare tuple: the reader falls back to its
     # tp_alloc (zeroed), and the records are the same.
     code = (
-        "from kafka_tools.format import _speedups as s, record_batch as rb\n"
+        "from kafka_tools.format import _speedups as s, record_reader as rr\n"
         "from tests.support import hostile\n"
         "class Wide(tuple):\n"
         "    pass\n"
-        "s.configure(Wide, rb.RecordDecodeError)\n"
+        "s.configure(Wide, rr.RecordDecodeError)\n"
         "section = hostile.v2_record(1, 2, b'k', b'v') * 3\n"
         "out = s.decode_records(section, 3, 10, 100, None, -1)\n"
         "assert [type(r) for r in out] == [Wide] * 3, out\n"

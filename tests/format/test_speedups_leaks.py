@@ -10,13 +10,13 @@ import tracemalloc
 import pytest
 
 from kafka_tools.format import accel
-from kafka_tools.format import record_batch as rb
+from kafka_tools.format import record_reader as rr
 from kafka_tools.format.kraft import decoder as kraft
-from kafka_tools.format.record_batch import RecordDecodeError
+from kafka_tools.format.record_reader import RecordDecodeError
 from tests.support import hostile
 
 pytestmark = [
-    pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built"),
+    pytest.mark.skipif(not rr.HAS_SPEEDUPS, reason="C extension not built"),
     pytest.mark.slow,  # every error path thousands of times
 ]
 C = accel.C
@@ -116,9 +116,9 @@ def _moved(exc: RecordDecodeError) -> RecordDecodeError:
 
 
 def test_format_records_error_paths_keep_nothing() -> None:
-    good = rb.decode_records(REC * 3, 3, 0, 0, None, -1)
-    bad_header = [*good, rb.Record(1, 2, b"k", b"v", (("h", b"v"), (b"not str", b"v")), -1, 9)]
-    bad_int = [*good, rb.Record(2**64, 2, b"k", b"v", (), -1, 9)]
+    good = rr.decode_records(REC * 3, 3, 0, 0, None, -1)
+    bad_header = [*good, rr.Record(1, 2, b"k", b"v", (("h", b"v"), (b"not str", b"v")), -1, 9)]
+    bad_int = [*good, rr.Record(2**64, 2, b"k", b"v", (), -1, 9)]
     for records in (good, bad_header, bad_int, [*good, "nope"]):
         assert _growth(_quiet(C.format_records, records, "CreateTime", True)) < 4096
 

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from kafka_tools.format import accel, stream_check
 from kafka_tools.format.byte_stream import ByteStream
 from kafka_tools.format.message_set import parse_message
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, RecordReader, decode_records_py
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError, RecordReader, decode_records_py
 from kafka_tools.format.segment import iter_log_entries
 from tests.independent import FIXTURES
 from tests.support import hostile

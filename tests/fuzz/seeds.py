@@ -14,7 +14,8 @@ from pathlib import Path
 
 from kafka_tools.format.compression import decompress
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError
 from kafka_tools.format.segment import iter_log_entries
 from tests.fuzz.targets import BATCHES_HEAD, MESSAGES_HEAD, RECORDS_HEAD, SNAPPY_HEAD, SPANS_HEAD
 from tests.independent import FIXTURES, ROOT

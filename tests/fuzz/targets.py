@@ -18,7 +18,7 @@ from types import SimpleNamespace
 from kafka_tools.format import accel
 from kafka_tools.format.kraft import decoder as kraft
 from kafka_tools.format.message_set import LegacyMessage, parse_message
-from kafka_tools.format.record_batch import RecordDecodeError, decode_records_py
+from kafka_tools.format.record_reader import RecordDecodeError, decode_records_py
 from kafka_tools.render.dump_json import DumpJsonRenderer
 from kafka_tools.render.dump_text import DumpTextRenderer
 from kafka_tools.render.lines import LineWriter

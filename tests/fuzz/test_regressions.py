@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from kafka_tools.format import record_batch as rb
+from kafka_tools.format import record_reader as rr
 from tests.fuzz.targets import TARGETS
 
 HERE = Path(__file__).parent / "regressions"
 INPUTS = sorted(p for p in HERE.glob("*/*") if p.is_file())
 
-pytestmark = pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built")
+pytestmark = pytest.mark.skipif(not rr.HAS_SPEEDUPS, reason="C extension not built")
 
 
 def test_every_target_has_regressions_kept() -> None:

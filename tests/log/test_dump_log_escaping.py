@@ -114,7 +114,7 @@ _SPECIAL = [bytes([b]) for b in (*range(0x20), 0x7F, 0x80, 0x9B, 0xC2, 0xFF, 0x5
 def test_c_text_values_escape_as_python_at_every_position(pieces: list[bytes]) -> None:
     """The C check reads plain ASCII eight bytes at a time: a byte to escape anywhere in a word, or
     after it, is found as the byte-by-byte check finds it."""
-    from kafka_tools.format.record_batch import Record
+    from kafka_tools.format.record_reader import Record
 
     value = b"".join(pieces)
     line = accel.C.format_records([Record(0, 0, None, value, (), -1, 10)], "CreateTime", True).decode()

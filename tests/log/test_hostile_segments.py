@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_tools.format import record_batch as rb
+from kafka_tools.format import record_reader as rr
 from tests.support import hostile
 from tests.support.script import ktool_script, script_env
 
@@ -28,7 +28,7 @@ COMMANDS = {
     "dump-log-json": ["dump-log", "--deep-iteration", "--print-data-log", "--json"],
     "read": ["read", "--earliest"],
 }
-MODES = ["c", "python"] if rb.HAS_SPEEDUPS else ["python"]
+MODES = ["c", "python"] if rr.HAS_SPEEDUPS else ["python"]
 
 
 def _run(args: list[str], pure: bool) -> subprocess.CompletedProcess:
@@ -53,7 +53,7 @@ def test_hostile_segment_is_one_finding(case: str, command: str, mode: str, tmp_
     assert f"position {position}" in lines[0] or f'"position":{position}' in lines[0]
 
 
-@pytest.mark.skipif(not rb.HAS_SPEEDUPS, reason="C extension not built")
+@pytest.mark.skipif(not rr.HAS_SPEEDUPS, reason="C extension not built")
 @pytest.mark.parametrize("case", sorted(WANTED))
 def test_hostile_segment_dumps_the_same_in_c_and_python(case: str, tmp_path: Path) -> None:
     path = hostile.write(tmp_path, case)

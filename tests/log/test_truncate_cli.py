@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_tools.cli.main import cli
-from kafka_tools.format.segment import Problem, iter_log_entries
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.log.files.dirs import read_partition
 from kafka_tools.log.repair import apply as repair
 from kafka_tools.log.repair import rebuilt_indexes

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 from kafka_tools.format import accel
-from kafka_tools.format.record_batch import Record, RecordDecodeError, decode_records_py
+from kafka_tools.format.record_reader import Record, RecordDecodeError, decode_records_py
 from kafka_tools.pipeline import record_columns, tables
 from kafka_tools.pipeline.plan import plan_scan
 from kafka_tools.pipeline.tasks import range_starts, split_ranges

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kafka_tools.format.segment import Problem, iter_log_entries
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.log.checks.findings import ValidateOptions
 from kafka_tools.log.validate import validate_paths
 from kafka_tools.pipeline import ScanOptions, plan_scan
@@ -221,12 +222,12 @@ def test_the_zip_shipped_to_cluster_executors_decodes_without_the_c_extension(tm
         code = (
             "import sys\n"
             "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in f.__module__]\n"
-            "import kafka_tools; from kafka_tools.format import record_batch as rb\n"
+            "import kafka_tools; from kafka_tools.format import record_reader as rr\n"
             "from kafka_tools.pipeline import plan_scan\n"
             "from kafka_tools.pipeline.tasks import batch_chunks\n"
             "spec = plan_scan([sys.argv[1]]).segments[0]\n"
             "records = sum(sum(c['records']) for c in batch_chunks(spec))\n"
-            "print(kafka_tools.__file__, rb.HAS_SPEEDUPS, records)\n"
+            "print(kafka_tools.__file__, rr.HAS_SPEEDUPS, records)\n"
         )
         segment = GENERATED / "v2" / "zstd-0" / "00000000000000000000.log"
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": shipped}

@@ -11,9 +11,7 @@ from pathlib import Path
 from kafka_tools.format import index, snapshot
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.plural import plural
-from kafka_tools.format.segment import (
-    ProblemKind,
-)
+from kafka_tools.format.problems import ProblemKind
 from kafka_tools.format.shared_methods import SharedMethods
 from kafka_tools.log.checks.findings import Finding, SegmentReport, Severity
 from kafka_tools.log.files.dirs import Segment

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kafka_tools.format.problems import Problem
 from kafka_tools.format.record_batch import RecordBatch
-from kafka_tools.format.segment import Problem, iter_log_entries
+from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.log.reads.dump import dump_file
 from kafka_tools.log.reads.dump_events import DumpOptions, EntryEvent, ProblemEvent

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING
 from kafka_tools.format.batch_runs import BatchRun
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.compression import Codec
+from kafka_tools.format.entry_headers import BatchHeader
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.plural import plural
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError, parse_batch_header
+from kafka_tools.format.problems import Problem, ProblemKind
+from kafka_tools.format.record_batch import RecordBatch, parse_batch_header
+from kafka_tools.format.record_reader import RecordDecodeError
 from kafka_tools.format.segment import (
-    BatchHeader,
     MessageRun,
-    Problem,
-    ProblemKind,
     RunBounds,
     SegmentWindow,
     breaks_recovery,

@@ -14,8 +14,10 @@ from kafka_tools.errors import InputError, os_error
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.kinds import FileKind, base_offset_of
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
-from kafka_tools.format.segment import Problem, ProblemKind, iter_log_entries
+from kafka_tools.format.problems import Problem, ProblemKind
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError
+from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.log.files.dirs import is_newest_live_segment
 
 if TYPE_CHECKING:

@@ -16,18 +16,11 @@ from kafka_tools.format.compression import Codec
 from kafka_tools.format.kafka07 import Kafka07Message, iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of, partition_of
 from kafka_tools.format.message_set import LegacyMessage
-from kafka_tools.format.record_batch import (
-    ControlType,
-    Record,
-    RecordBatch,
-    RecordDecodeError,
-    control_record,
-    records_until_damage,
-)
+from kafka_tools.format.problems import Problem, ProblemKind
+from kafka_tools.format.record_batch import ControlType, RecordBatch, control_record, records_until_damage
+from kafka_tools.format.record_reader import Record, RecordDecodeError
 from kafka_tools.format.segment import (
     MessageRun,
-    Problem,
-    ProblemKind,
     RunBounds,
     breaks_recovery,
     iter_log_entries,

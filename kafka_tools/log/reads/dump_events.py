@@ -12,10 +12,9 @@ from kafka_tools.format.kafka07 import Kafka07Message
 from kafka_tools.format.kinds import FileKind
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.plural import plural
-from kafka_tools.format.record_batch import Record, RecordBatch
-from kafka_tools.format.segment import (
-    Problem,
-)
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import Record
 from kafka_tools.format.shared_methods import SharedMethods
 
 Entry = RecordBatch | LegacyMessage | Kafka07Message

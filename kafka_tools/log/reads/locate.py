@@ -22,18 +22,18 @@ import stat
 from collections.abc import Iterator
 
 from kafka_tools.errors import FindingsError, InputError, os_error, os_reason
-from kafka_tools.format.index import IndexGap, entry_bytes, offset_index_columns
-from kafka_tools.format.record_batch import LOG_OVERHEAD
-from kafka_tools.format.segment import (
+from kafka_tools.format.entry_headers import (
     HEADER_CHUNK,
     KAFKA07_MIN_SIZE,
     KAFKA07_SIZE_FIELD,
     MAGICS,
     EntryHeader,
     FrameFault,
-    ProblemKind,
     iter_headers,
 )
+from kafka_tools.format.index import IndexGap, entry_bytes, offset_index_columns
+from kafka_tools.format.problems import ProblemKind
+from kafka_tools.format.record_batch import LOG_OVERHEAD
 from kafka_tools.log.files.views import PartitionLog, SegmentFiles
 
 DEFAULT_CHUNK = HEADER_CHUNK  # bytes read at a time (a consumer's default fetch size)

@@ -30,7 +30,7 @@ from kafka_tools.log.reads.locate import (
 )
 
 if TYPE_CHECKING:
-    from kafka_tools.format.record_batch import RecordDecodeError
+    from kafka_tools.format.record_reader import RecordDecodeError
 
 INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "transactions"}  # as dump-log
 
@@ -204,7 +204,8 @@ def _decode(seg: SegmentFiles, frame: Frame, offset: int, remaining: int | None,
     batch's records are damaged: the records before the damage are read one by one, as a consumer
     reads them, and shown first)."""
     from kafka_tools.format.message_set import parse_message
-    from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header, records_until_damage
+    from kafka_tools.format.record_batch import parse_batch_header, records_until_damage
+    from kafka_tools.format.record_reader import RecordDecodeError
 
     try:
         if frame.magic == 2:
@@ -239,7 +240,7 @@ def _read_kafka07(part: PartitionLog, offset: int, count: int | None, chunk: int
     """0.7: an offset is a byte position (the segment's base plus the message's position in it); one
     that is not where a message starts is an error naming the valid offsets around it."""
     from kafka_tools.format.kafka07 import parse_kafka07
-    from kafka_tools.format.record_batch import RecordDecodeError
+    from kafka_tools.format.record_reader import RecordDecodeError
     from kafka_tools.log.reads.dump_events import EntryEvent
 
     remaining = count
@@ -355,7 +356,8 @@ def largest_timestamp(part: PartitionLog, chunk: int = DEFAULT_CHUNK):
 def _frame_timestamp(seg: SegmentFiles, frame: Frame) -> int | None:
     """The largest timestamp of one entry (a v1 wrapper carries its inner messages' largest)."""
     from kafka_tools.format.message_set import parse_message
-    from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header
+    from kafka_tools.format.record_batch import parse_batch_header
+    from kafka_tools.format.record_reader import RecordDecodeError
 
     try:
         if frame.magic == 0:
@@ -420,7 +422,8 @@ def _first_at_or_after(seg: SegmentFiles, frame: Frame, timestamp: int, log_star
     if frame.last_offset < log_start:
         return None
     from kafka_tools.format.message_set import parse_message
-    from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header
+    from kafka_tools.format.record_batch import parse_batch_header
+    from kafka_tools.format.record_reader import RecordDecodeError
 
     try:
         if frame.magic == 0:

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 from kafka_tools.format import accel
 from kafka_tools.format.message_set import LegacyMessage, iter_messages
-from kafka_tools.format.record_batch import ControlRecord, Record, RecordBatch, control_record
+from kafka_tools.format.record_batch import ControlRecord, RecordBatch, control_record
+from kafka_tools.format.record_reader import Record
 
 
 class RecordWriter:

@@ -35,7 +35,8 @@ from kafka_tools.errors import FindingsError, InputError, os_reason
 from kafka_tools.format import checkpoints, index
 from kafka_tools.format.kafka07 import iter_kafka07_entries
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
-from kafka_tools.format.segment import Problem, iter_log_entries
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.keep.durable import fsync_dir, read_json, write_json
 from kafka_tools.log.checks.recovery import RecoveryPlan
 from kafka_tools.log.files.dirs import Segment

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from kafka_tools.format import index
 from kafka_tools.format.kinds import FileKind, kind_of
-from kafka_tools.format.segment import Problem, iter_log_entries
+from kafka_tools.format.problems import Problem
+from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.log.files.dirs import Segment
 
 

@@ -87,7 +87,8 @@ class ReplicaLog:
 
     def _entry(self, k: int, frame: Frame) -> Entry:
         from kafka_tools.format.message_set import parse_message
-        from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header
+        from kafka_tools.format.record_batch import parse_batch_header
+        from kafka_tools.format.record_reader import RecordDecodeError
 
         try:
             if frame.magic == 2:
@@ -159,7 +160,7 @@ class ReplicaLog:
         taken for divergence: the probes compare a few entries, and a byte flipped between two of
         them would read as "identical". The newest segment's tail of a replica a broker still
         writes (`in_flight`) may be half copied: it is left to the probes."""
-        from kafka_tools.format.segment import ProblemKind
+        from kafka_tools.format.problems import ProblemKind
         from kafka_tools.log.checks.findings import ValidateOptions
         from kafka_tools.log.checks.segment_checks import scan_segment
 
@@ -221,7 +222,8 @@ def _bytes_between(log: ReplicaLog, first: Entry, last: Entry | None) -> int:
 
 def _records_in(log: ReplicaLog, entry: Entry, start: int, end: int) -> int:
     from kafka_tools.format.message_set import parse_message
-    from kafka_tools.format.record_batch import RecordDecodeError, parse_batch_header
+    from kafka_tools.format.record_batch import parse_batch_header
+    from kafka_tools.format.record_reader import RecordDecodeError
 
     if entry.records is not None:
         if entry.magic != 2:
@@ -254,7 +256,7 @@ def entry_start(log: ReplicaLog, offset: int) -> int:
     if entry.first_offset is not None:
         return min(entry.first_offset, offset)
     from kafka_tools.format.message_set import parse_message
-    from kafka_tools.format.record_batch import RecordDecodeError
+    from kafka_tools.format.record_reader import RecordDecodeError
 
     frame = next(log._reader(entry.segment).frames(entry.position))
     try:

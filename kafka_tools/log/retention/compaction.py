@@ -31,7 +31,8 @@ import os
 from dataclasses import dataclass, field
 
 from kafka_tools.format.index import read_txn_index
-from kafka_tools.format.record_batch import RecordBatch, RecordDecodeError
+from kafka_tools.format.record_batch import RecordBatch
+from kafka_tools.format.record_reader import RecordDecodeError
 from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.log.files.views import PartitionFiles
 from kafka_tools.log.retention.config import TopicSettings

@@ -10,7 +10,8 @@ import os
 from dataclasses import dataclass
 
 from kafka_tools.format.index import OFFSET_INDEX_ENTRY, TIME_INDEX_ENTRY, UntrustedIndexSize, last_entry
-from kafka_tools.format.segment import ProblemKind, iter_log_entries
+from kafka_tools.format.problems import ProblemKind
+from kafka_tools.format.segment import iter_log_entries
 from kafka_tools.format.shared_methods import SharedMethods
 
 MAGIC_AT = 16  # byte 16 of an entry is its magic in every generation (offset, size, crc|epoch, magic)
