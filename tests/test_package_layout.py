@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline": {"log", "format"},
     "tiered": {"log", "format"},  # __remote_log_metadata replayed, checked against the partitions' logs
     "transactions": {"log", "format", "metadata"},  # the coordinator's and partitions' transaction state
+    "migration": {"zk", "metadata", "log", "format"},  # ZooKeeper's state against the KRaft image
     "render": {
         "format",
         "log",
@@ -36,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
         "broker",
         "tiered",
         "transactions",
+        "migration",
     },
     "cli": {
         "format",
@@ -48,6 +50,7 @@ ALLOWED: dict[str, set[str]] = {
         "render",
         "tiered",
         "transactions",
+        "migration",
     },
     "__main__": {"cli"},
 }
@@ -61,6 +64,7 @@ THIRD_PARTY_KEPT_OUT = {
     "broker": {"click", "rich", "pyspark"},
     "pipeline": {"click", "rich"},
     "tiered": {"click", "rich", "pyspark"},
+    "migration": {"click", "rich", "pyspark"},
 }
 
 

@@ -64,9 +64,16 @@ class Wave:
         self.zk = zk
         self.timeout = timeout
         self._pending: list[tuple[Hashable, str, Any]] = []
+        self._versioned: set[Hashable] = set()
 
     def get(self, key: Hashable, path: str) -> None:
         self._pending.append((key, path, self.zk.get_async(path)))
+
+    def get_versioned(self, key: Hashable, path: str) -> None:
+        """Like ``get``, answered as (data, the znode's version): the KRaft migration reads a partition's
+        epoch from its state znode's version."""
+        self._versioned.add(key)
+        self.get(key, path)
 
     def children(self, key: Hashable, path: str) -> None:
         self._pending.append((key, path, self.zk.get_children_async(path)))
@@ -80,6 +87,7 @@ class Wave:
         deadline = time.monotonic() + self.timeout
         answers: dict[Hashable, Any] = {}
         pending, self._pending = self._pending, []
+        versioned, self._versioned = self._versioned, set()
         for key, path, result in pending:
             try:
                 value = result.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -88,7 +96,10 @@ class Wave:
             except Exception as exc:
                 raise zk_error(exc, describe(self.zk), path, credentials_of(self.zk)) from None
             # get_async answers (data, stat); get_children_async a list of names
-            answers[key] = value[0] if isinstance(value, tuple) else value
+            if key in versioned:
+                answers[key] = None if value is None else (value[0], value[1].version)
+            else:
+                answers[key] = value[0] if isinstance(value, tuple) else value
         return answers
 
 
