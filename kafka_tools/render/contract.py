@@ -27,6 +27,7 @@ from kafka_tools.render.kinds_cluster import (
     DELETE_KINDS,
     GROUP_KINDS,
     METADATA_KINDS,
+    MIGRATION_DIFF_KINDS,
     MOVE_KINDS,
     TOPIC_PARTITION,
     TRANSACTIONS_KINDS,
@@ -79,6 +80,7 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
     "metadata brokers": METADATA_KINDS,
     "metadata diff": METADATA_KINDS,
     "metadata check": METADATA_KINDS,
+    "kraft-migration diff": MIGRATION_DIFF_KINDS,
     "brokers": [ZK_BROKER, CLUSTER, shape("summary", "Brokers listed.", brokers="int")],
     "topics": [
         TOPIC_PARTITION,
