@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from kafka_tools.zk.layout import MalformedZnodeError, parse_topic_config, znode_json
+from kafka_tools.zk.layout import MalformedZnodeError, parse_cluster_id, parse_topic_config, znode_json
 from kafka_tools.zk.reader import BROKER_TOPICS, CLUSTER_ID, Wave
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def read_zk_state(zk: KazooClient) -> ZkState:
 
 def _top_level(state: ZkState, top: dict) -> None:
     if top["cluster"] is not None:
-        state.cluster_id = str(znode_json(top["cluster"], CLUSTER_ID).get("id"))
+        state.cluster_id = parse_cluster_id(top["cluster"], CLUSTER_ID)
     if top["pid"]:
         block = znode_json(top["pid"], PRODUCER_ID_BLOCK)
         state.next_producer_id = _int(block, "block_start", PRODUCER_ID_BLOCK)

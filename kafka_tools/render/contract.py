@@ -81,6 +81,18 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
     "metadata diff": METADATA_KINDS,
     "metadata check": METADATA_KINDS,
     "kraft-migration diff": MIGRATION_DIFF_KINDS,
+    "kraft-migration check": [
+        FINDING,
+        shape(
+            "summary",
+            "Findings by severity; ready: nothing blocking or risky.",
+            findings="int",
+            errors="int",
+            warnings="int",
+            infos="int",
+            ready="bool",
+        ),
+    ],
     "brokers": [ZK_BROKER, CLUSTER, shape("summary", "Brokers listed.", brokers="int")],
     "topics": [
         TOPIC_PARTITION,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
+from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.migration.compare import Comparison, Difference
 from kafka_tools.render.json_lines import emit
 from kafka_tools.render.tables import TextTable, make_console
@@ -76,3 +77,25 @@ def render_diff_text(result: Comparison, log_dir: str, out: TextIO, colour: bool
     for d in result.differences:
         if d.note:
             out.write(f"{d.kind} {d.subject}: {d.note}\n")
+
+
+def _counts(findings: list[Finding]) -> dict[str, int]:
+    return {s.value + "s": sum(f.severity == s for f in findings) for s in Severity}
+
+
+def render_check_json(findings: list[Finding], out: TextIO) -> None:
+    for f in findings:
+        emit(out, {"type": "finding", **f.fields()})
+    counts = _counts(findings)
+    ready = counts["errors"] == 0 and counts["warnings"] == 0
+    emit(out, {"type": "summary", "findings": len(findings), **counts, "ready": ready})
+
+
+def render_check_text(findings: list[Finding], out: TextIO) -> None:
+    for f in findings:
+        out.write(f"{f.severity.value.upper()} {f.file}: {f.kind}: {f.message}\n")
+    counts = _counts(findings)
+    if counts["errors"] or counts["warnings"]:
+        out.write(f"not ready to migrate: {counts['errors']} blocking, {counts['warnings']} risky\n")
+    else:
+        out.write("ready to migrate: nothing blocking or risky found\n")

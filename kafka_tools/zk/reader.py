@@ -11,6 +11,7 @@ failure is an InputError naming the servers and the znode.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from kafka_tools.zk.layout import (
     parse_topic_assignment,
     parse_topic_config,
     partition_sort_key,
+    znode_json,
 )
 from kafka_tools.zk.names import CONSUMERS, LEGAL_TOPIC, group_path
 
@@ -172,6 +174,17 @@ def controller(zk: KazooClient) -> Controller | None:
     wave = Wave(zk)
     _ask_cluster_parts(wave)
     return _cluster_parts(wave.collect()).controller
+
+
+def read_controller_json(zk: KazooClient) -> dict | None:
+    """``/controller`` as its JSON object (the KRaft migration reads its ``kraftControllerEpoch``);
+    None when no controller is elected or an 0.8.0 controller wrote a bare id."""
+    wave = Wave(zk)
+    wave.get("controller", CONTROLLER)
+    data = wave.collect()["controller"]
+    if data is None or re.fullmatch(rb"\s*-?\d+\s*", data):
+        return None
+    return znode_json(data, CONTROLLER)
 
 
 def cluster_id(zk: KazooClient) -> str | None:
