@@ -104,13 +104,14 @@ def test_diff_is_clean_during_dual_write_while_configs_change(migrated):
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
     cluster, connect, controller, _ = migrated
-    assert _diff(connect, controller).exit_code == 0
+    first = _diff(connect, controller)
+    assert first.exit_code == 0, first.stdout + first.stderr
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     entry = ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)
     resource = ConfigResource("topic", "orders", incremental_configs=[entry])
     admin.incremental_alter_configs([resource])[resource].result(timeout=30)
     result = _diff(connect, controller)
-    assert result.exit_code == 0, result.stdout
+    assert result.exit_code == 0, result.stdout + result.stderr
     summary = json.loads(result.stdout.splitlines()[-1])
     assert summary["migrationState"] == "MIGRATION"
     assert (
@@ -128,7 +129,8 @@ def test_diff_is_clean_during_dual_write_while_configs_change(migrated):
 
 def test_drift_seeded_behind_the_controller_is_reported_exactly(migrated):
     _, connect, controller, _ = migrated
-    assert _diff(connect, controller).exit_code == 0
+    first = _diff(connect, controller)
+    assert first.exit_code == 0, first.stdout + first.stderr
     zk = _zk(connect)
     config_path, state_path = "/config/topics/orders", "/brokers/topics/orders/partitions/1/state"
     saved = {p: zk.get(p)[0] for p in (config_path, state_path)}
@@ -141,7 +143,7 @@ def test_drift_seeded_behind_the_controller_is_reported_exactly(migrated):
         result = run_ktool(
             "kraft-migration", "diff", "--json", "--zookeeper", connect, str(controller.log_dir)
         )
-        assert result.exit_code == 1
+        assert result.exit_code == 1, result.stdout + result.stderr
         got = [json.loads(line) for line in result.stdout.splitlines()[:-1]]
         assert [
             (o["kind"], o["subject"], o["field"], o["side"], o["zookeeper"], o["repaired"]) for o in got
@@ -169,7 +171,7 @@ def test_check_reports_a_topic_pending_deletion_and_a_reassignment_in_flight(mig
             zk.delete(path)
         zk.stop()
         zk.close()
-    assert result.exit_code == 1
+    assert result.exit_code == 1, result.stdout + result.stderr
     kinds = [(o["severity"], o["kind"]) for o in map(json.loads, result.stdout.splitlines()[:-1])]
     assert kinds == [
         ("warning", "topic-pending-deletion"),
