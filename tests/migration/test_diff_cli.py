@@ -68,3 +68,24 @@ def test_a_malformed_znode_is_one_line_naming_it_and_exit_3(zk_root, tmp_path):
     result = run_ktool("kraft-migration", "diff", "--zookeeper", zk_root.connect, str(write_kraft(tmp_path)))
     assert result.exit_code == 3
     assert result.stderr.count("\n") == 1 and "/latest_producer_id_block" in result.stderr
+
+
+def test_a_record_committed_while_diff_reads_is_not_taken_for_one_lost(zk_root, tmp_path, monkeypatch):
+    """The controller commits a record and writes /migration between diff's two reads: ZooKeeper is
+    read first, so the log read after holds that record (log first: /migration past the log's end)."""
+    from kafka_tools.migration import zk_state
+    from tests.migration.cluster_states import records
+
+    write_znodes(zk_root)
+    log_dir = write_kraft(tmp_path)
+    real = zk_state.read_zk_state
+
+    def controller_moves_on(zk):
+        write_kraft(tmp_path, [*records(), ("meta", "NoOpRecord", 0, {})])  # offset 15 committed
+        doc = json.loads(zk_root.zk.get("/migration")[0])
+        zk_root.zk.set("/migration", json.dumps({**doc, "kraft_metadata_offset": 15}).encode())
+        return real(zk)
+
+    monkeypatch.setattr(zk_state, "read_zk_state", controller_moves_on)
+    result = run_ktool("kraft-migration", "diff", "--zookeeper", zk_root.connect, str(log_dir))
+    assert result.exit_code == 0, result.stdout + result.stderr
