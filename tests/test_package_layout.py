@@ -27,6 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "tiered": {"log", "format"},  # __remote_log_metadata replayed, checked against the partitions' logs
     "transactions": {"log", "format", "metadata"},  # the coordinator's and partitions' transaction state
     "cluster": {"zk", "broker", "metadata"},  # topics and brokers, one view of three sources
+    "migration": {"zk", "metadata", "log", "format"},  # ZooKeeper's state against the KRaft image
     "render": {
         "format",
         "log",
@@ -38,6 +39,7 @@ ALLOWED: dict[str, set[str]] = {
         "tiered",
         "transactions",
         "cluster",
+        "migration",
     },
     "cli": {
         "format",
@@ -51,6 +53,7 @@ ALLOWED: dict[str, set[str]] = {
         "tiered",
         "transactions",
         "cluster",
+        "migration",
     },
     "__main__": {"cli"},
 }
@@ -65,6 +68,7 @@ THIRD_PARTY_KEPT_OUT = {
     "broker": {"click", "rich", "pyspark"},
     "pipeline": {"click", "rich"},
     "tiered": {"click", "rich", "pyspark"},
+    "migration": {"click", "rich", "pyspark"},
 }
 
 

@@ -28,6 +28,7 @@ from kafka_tools.render.kinds_cluster import (
     DELETE_KINDS,
     GROUP_KINDS,
     METADATA_KINDS,
+    MIGRATION_DIFF_KINDS,
     MOVE_KINDS,
     QUORUM_KINDS,
     TOPIC_PARTITION,
@@ -82,6 +83,19 @@ COMMAND_KINDS: dict[str, list[Kind]] = {
     "metadata check": METADATA_KINDS,
     "brokers": [CLUSTER_BROKER, CLUSTER, shape("summary", "Brokers listed.", brokers="int")],
     "quorum": QUORUM_KINDS,
+    "kraft-migration diff": MIGRATION_DIFF_KINDS,
+    "kraft-migration check": [
+        FINDING,
+        shape(
+            "summary",
+            "Findings by severity; ready: nothing blocking or risky.",
+            findings="int",
+            errors="int",
+            warnings="int",
+            infos="int",
+            ready="bool",
+        ),
+    ],
     "topics": [
         TOPIC_PARTITION,
         shape("summary", "Topics shown; names not found.", topics="int", partitions="int", missing="int"),

@@ -392,3 +392,31 @@ TRANSACTIONS_KINDS = {
               nowMs="int", clockSource="str"),
     ],
 }  # fmt: skip
+
+MIGRATION_DIFF_KINDS = [
+    shape(
+        "difference",
+        "What ZooKeeper and the KRaft image hold differently: the object, its field (null: the whole object "
+        "is on one side), the side that holds it (zookeeper, kraft, both), each side's value (null where "
+        "absent; a sensitive config's is `<sensitive>`), whether dual write's next full sync repairs it.",
+        kind="str",
+        subject="str",
+        field="str|null",
+        side="str",
+        zookeeper="str|int|number|list|null",
+        kraft="str|int|number|list|null",
+        repaired="bool",
+        note="str|null",
+    ),
+    shape(
+        "summary",
+        "The log dir compared, the migration state it holds, objects compared by kind, ZooKeeper objects "
+        "the migration leaves behind, the count of differences.",
+        logDir="str",
+        migrationState="str|null",
+        compared="object",
+        skipped="list",
+        differences="int",
+        inStep="bool",
+    ),
+]

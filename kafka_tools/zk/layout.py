@@ -64,6 +64,11 @@ def _json_object(data: bytes | None, path: str) -> dict[str, Any]:
     return value
 
 
+def znode_json(data: bytes | None, path: str) -> dict[str, Any]:
+    """A znode holding one JSON object, read through the one bounded reader (MalformedZnodeError)."""
+    return _json_object(data, path)
+
+
 def _as_int(value: Any, path: str, name: str) -> int:
     """Kafka writes some numbers as JSON strings (``"timestamp":"1463…"``); accept both."""
     if isinstance(value, bool):

@@ -11,6 +11,7 @@ failure is an InputError naming the servers and the znode.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from kafka_tools.zk.layout import (
     parse_topic_assignment,
     parse_topic_config,
     partition_sort_key,
+    znode_json,
 )
 from kafka_tools.zk.names import CONSUMERS, LEGAL_TOPIC, group_path
 
@@ -64,9 +66,16 @@ class Wave:
         self.zk = zk
         self.timeout = timeout
         self._pending: list[tuple[Hashable, str, Any]] = []
+        self._versioned: set[Hashable] = set()
 
     def get(self, key: Hashable, path: str) -> None:
         self._pending.append((key, path, self.zk.get_async(path)))
+
+    def get_versioned(self, key: Hashable, path: str) -> None:
+        """Like ``get``, answered as (data, the znode's version): the KRaft migration reads a partition's
+        epoch from its state znode's version."""
+        self._versioned.add(key)
+        self.get(key, path)
 
     def children(self, key: Hashable, path: str) -> None:
         self._pending.append((key, path, self.zk.get_children_async(path)))
@@ -80,6 +89,7 @@ class Wave:
         deadline = time.monotonic() + self.timeout
         answers: dict[Hashable, Any] = {}
         pending, self._pending = self._pending, []
+        versioned, self._versioned = self._versioned, set()
         for key, path, result in pending:
             try:
                 value = result.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -88,7 +98,10 @@ class Wave:
             except Exception as exc:
                 raise zk_error(exc, describe(self.zk), path, credentials_of(self.zk)) from None
             # get_async answers (data, stat); get_children_async a list of names
-            answers[key] = value[0] if isinstance(value, tuple) else value
+            if key in versioned:
+                answers[key] = None if value is None else (value[0], value[1].version)
+            else:
+                answers[key] = value[0] if isinstance(value, tuple) else value
         return answers
 
 
@@ -161,6 +174,17 @@ def controller(zk: KazooClient) -> Controller | None:
     wave = Wave(zk)
     _ask_cluster_parts(wave)
     return _cluster_parts(wave.collect()).controller
+
+
+def read_controller_json(zk: KazooClient) -> dict | None:
+    """``/controller`` as its JSON object (the KRaft migration reads its ``kraftControllerEpoch``);
+    None when no controller is elected or an 0.8.0 controller wrote a bare id."""
+    wave = Wave(zk)
+    wave.get("controller", CONTROLLER)
+    data = wave.collect()["controller"]
+    if data is None or re.fullmatch(rb"\s*-?\d+\s*", data):
+        return None
+    return znode_json(data, CONTROLLER)
 
 
 def cluster_id(zk: KazooClient) -> str | None:

@@ -206,6 +206,8 @@ ZOOKEEPER_RUNS: list[Run] = [
     ("brokers", lambda p: ["brokers", "--json", *p.zk()]),
     ("topics", lambda p: ["topics", "--json", *p.zk()]),
     ("cluster-id", lambda p: ["cluster-id", "--json", *p.zk()]),
+    ("kraft-migration check", lambda p: ["kraft-migration", "check", "--json", *p.zk()]),
+    ("kraft-migration diff", lambda p: ["kraft-migration", "diff", "--json", *p.zk(), str(p.kraft())]),
     ("groups list", lambda p: ["groups", "list", "--json", *p.zk()]),
     ("groups describe", lambda p: ["groups", "describe", "--json", *p.zk()]),
     ("groups rebalance-plan", lambda p: ["groups", "rebalance-plan", "billing", "--json", *p.zk()]),

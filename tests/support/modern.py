@@ -526,6 +526,20 @@ class ModernCluster:
             raise
         return self
 
+    def add_node(self, node: Node) -> None:
+        """Join a node to a running cluster: configured, formatted (with ``cluster_id``) and started, not
+        waited for (a KRaft controller joining a ZooKeeper-mode cluster for the migration: KIP-866)."""
+        self.nodes.append(node)
+        self._write_config(node)
+        self._format(node)
+        self.start_node(node, wait=False)
+
+    def reconfigure(self, node: Node) -> None:
+        """Restart ``node`` with its server.properties written again from the cluster's settings now."""
+        self.stop_node(node)
+        self._write_config(node)
+        self.start_node(node)
+
     def start_node(self, node: Node, *, wait: bool = True) -> None:
         """Start (or restart, on the same ports and log dir) one node."""
         if node.proc is not None and node.proc.poll() is None:
