@@ -41,6 +41,8 @@ __all__ = [
     "InternalRecord",
     "decode_assignment",
     "decode_consumer_offsets",
+    "decode_cooperative_user_data",
+    "decode_sticky_user_data",
     "decode_subscription",
     "decode_transaction_state",
     "to_jsonable",
@@ -125,6 +127,40 @@ def decode_assignment(blob: bytes) -> dict[str, Any]:
     Raises :class:`SchemaError` on malformed input.
     """
     return _decode_consumer_protocol(CONSUMER_PROTOCOL_ASSIGNMENT, blob)
+
+
+# StickyAssignor.java's user data (no version prefix): the previous assignment; v1 adds the generation.
+# Java reads v1 and falls back to v0 on failure.
+STICKY_ASSIGNOR_USER_DATA = Schema.make(
+    "StickyAssignorUserData",
+    "0-1",
+    "none",
+    (
+        F(
+            "PreviousAssignment",
+            "[]struct",
+            "0+",
+            fields=(F("Topic", "string", "0+"), F("Partitions", "[]int32", "0+")),
+        ),
+        F("Generation", "int32", "1+", default=-1),
+    ),
+)
+
+
+def decode_sticky_user_data(blob: bytes) -> dict[str, Any]:
+    """Decode StickyAssignor's user data: ``{"previousAssignment": [{"topic", "partitions"}],
+    ["generation"]}`` (v1, else v0 without the generation). Raises :class:`SchemaError`."""
+    blob = bytes(blob)
+    try:
+        return decode(STICKY_ASSIGNOR_USER_DATA, 1, blob, offset=0)
+    except SchemaError:
+        return decode(STICKY_ASSIGNOR_USER_DATA, 0, blob, offset=0)
+
+
+def decode_cooperative_user_data(blob: bytes) -> int:
+    """CooperativeStickyAssignor's user data (subscriptions before v2): the generation, an int32; bytes
+    Java cannot read count as no generation (-1), as CooperativeStickyAssignor.memberData does."""
+    return struct.unpack_from(">i", blob)[0] if len(blob) >= 4 else -1
 
 
 # --------------------------------------------------------------------------------------------------

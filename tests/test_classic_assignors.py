@@ -1,0 +1,230 @@
+"""The classic group's client-side assignors against worked examples from Kafka's own unit tests
+(RangeAssignorTest, RoundRobinAssignorTest, AbstractStickyAssignorTest: facts re-typed as our cases),
+and the bytes of JoinGroup metadata they read."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from kafka_tools.consumers.assignors import AssignmentError
+from kafka_tools.consumers.classic_member import ClassicMember, assigned_partitions, member_from_metadata
+from kafka_tools.consumers.member_order import JAVA, LIBRDKAFKA
+from kafka_tools.consumers.range_assignor import range_assign
+from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
+from kafka_tools.consumers.sticky_assignor import (
+    COOPERATIVE_STICKY,
+    STICKY,
+    java_hashmap_order,
+    sticky_assign,
+)
+from kafka_tools.errors import InputError
+
+
+def m(member_id, *topics, owned=(), generation=1, instance=None):
+    return ClassicMember(member_id, tuple(topics), instance, list(owned), generation)
+
+
+def tp(topic, partition):
+    return (topic, partition)
+
+
+@pytest.mark.parametrize("implementation", [JAVA, LIBRDKAFKA])
+def test_range_two_consumers_two_topics_six_partitions(implementation):
+    members = [m("consumer1", "topic1", "topic2"), m("consumer2", "topic1", "topic2")]
+    got = range_assign(members, {"topic1": 3, "topic2": 3}, implementation)
+    assert got["consumer1"] == [tp("topic1", 0), tp("topic1", 1), tp("topic2", 0), tp("topic2", 1)]
+    assert got["consumer2"] == [tp("topic1", 2), tp("topic2", 2)]
+
+
+@pytest.mark.parametrize("assign", [range_assign, roundrobin_assign])
+def test_mixed_topics(assign):
+    # RangeAssignorTest and RoundRobinAssignorTest.testMultipleConsumersMixedTopics agree on this one.
+    members = [m("consumer1", "topic1"), m("consumer2", "topic1", "topic2"), m("consumer3", "topic1")]
+    got = assign(members, {"topic1": 3, "topic2": 2}, JAVA)
+    assert got == {
+        "consumer1": [tp("topic1", 0)],
+        "consumer2": [tp("topic1", 1), tp("topic2", 0), tp("topic2", 1)],
+        "consumer3": [tp("topic1", 2)],
+    }
+
+
+def test_roundrobin_static_members_sort_by_instance_id():
+    members = [
+        m("consumer-b", "topic1", "topic2", instance="instance1"),
+        m("consumer-a", "topic1", "topic2", instance="instance2"),
+    ]
+    got = roundrobin_assign(members, {"topic1": 3, "topic2": 3}, JAVA)
+    assert got["consumer-b"] == [tp("topic1", 0), tp("topic1", 2), tp("topic2", 1)]
+    assert got["consumer-a"] == [tp("topic1", 1), tp("topic2", 0), tp("topic2", 2)]
+
+
+def test_java_and_librdkafka_differ_when_only_one_member_is_static():
+    # Java puts the static member first; librdkafka compares member ids unless both are static.
+    members = [m("a-member", "t"), m("b-member", "t", instance="static-1")]
+    assert range_assign(members, {"t": 3}, JAVA) == {"b-member": [("t", 0), ("t", 1)], "a-member": [("t", 2)]}
+    assert range_assign(members, {"t": 3}, LIBRDKAFKA) == {
+        "a-member": [("t", 0), ("t", 1)],
+        "b-member": [("t", 2)],
+    }
+
+
+T12 = ("topic1", "topic2")
+
+
+@pytest.mark.parametrize("strategy", [STICKY, COOPERATIVE_STICKY])
+def test_sticky_consumer_owning_min_quota_expected_max_quota(strategy):
+    members = [
+        m("consumer1", *T12, owned=[tp("topic1", 0), tp("topic2", 1)]),
+        m("consumer2", *T12, owned=[tp("topic1", 1), tp("topic2", 2)]),
+    ]
+    got = sticky_assign(_as(strategy, members), {"topic1": 2, "topic2": 3}, strategy)
+    assert got.assignment["consumer1"] == [tp("topic1", 0), tp("topic2", 1), tp("topic2", 0)]
+    assert got.assignment["consumer2"] == [tp("topic1", 1), tp("topic2", 2)]
+    assert got.transferring == {}
+
+
+def test_sticky_max_quota_owners_more_than_expected():
+    members = [
+        m("consumer1", *T12, owned=[tp("topic1", 0), tp("topic2", 0)]),
+        m("consumer2", *T12, owned=[tp("topic1", 1), tp("topic2", 1)]),
+        m("consumer3", *T12),
+    ]
+    got = sticky_assign(members, {"topic1": 2, "topic2": 2}, COOPERATIVE_STICKY)
+    assert got.transferring == {tp("topic2", 0): "consumer3"}
+    assert got.assignment == {
+        "consumer1": [tp("topic1", 0)],
+        "consumer2": [tp("topic1", 1), tp("topic2", 1)],
+        "consumer3": [tp("topic2", 0)],
+    }
+
+
+def test_sticky_all_consumers_under_min_quota():
+    members = [
+        m("consumer1", *T12, owned=[tp("topic1", 0)]),
+        m("consumer2", *T12, owned=[tp("topic1", 1)]),
+        m("consumer3", *T12),
+    ]
+    got = sticky_assign(members, {"topic1": 2, "topic2": 3}, COOPERATIVE_STICKY)
+    assert got.assignment == {
+        "consumer1": [tp("topic1", 0), tp("topic2", 1)],
+        "consumer2": [tp("topic1", 1), tp("topic2", 2)],
+        "consumer3": [tp("topic2", 0)],
+    }
+    assert got.transferring == {}
+
+
+@pytest.mark.parametrize("stale", [9, None])
+def test_sticky_owned_partitions_of_a_stale_or_missing_generation_lose(stale):
+    owned = [tp("topic", 0), tp("topic", 2), tp("topic2", 1)]
+    members = [
+        m("consumer1", "topic", "topic2", owned=owned, generation=10),
+        m("consumer2", "topic", "topic2", owned=owned, generation=stale),
+    ]
+    got = sticky_assign(members, {"topic": 3, "topic2": 3}, COOPERATIVE_STICKY)
+    assert set(got.assignment["consumer1"]) == set(owned)
+    assert set(got.assignment["consumer2"]) == {tp("topic", 1), tp("topic2", 0), tp("topic2", 2)}
+    assert got.transferring == {}
+
+
+def test_sticky_partition_claimed_twice_in_one_generation_goes_to_neither():
+    members = [
+        m("consumer1", "topic", owned=[tp("topic", 0), tp("topic", 1)]),
+        m("consumer2", "topic", owned=[tp("topic", 0), tp("topic", 2)]),
+        m("consumer3", "topic"),
+    ]
+    got = sticky_assign(members, {"topic": 3}, COOPERATIVE_STICKY)
+    assert got.transferring == {tp("topic", 0): "consumer3"}
+    assert got.assignment == {
+        "consumer1": [tp("topic", 1)],
+        "consumer2": [tp("topic", 2)],
+        "consumer3": [tp("topic", 0)],
+    }
+
+
+def test_sticky_no_reassignment_on_current_members():
+    topics = ("topic", "topic2", "topic3", "topic1")
+    members = [
+        m("consumer1", *topics, generation=None),
+        m("consumer2", *topics, owned=[tp("topic", 0), tp("topic2", 0), tp("topic1", 0)], generation=9),
+        m("consumer3", *topics, owned=[tp("topic3", 2), tp("topic2", 2), tp("topic1", 1)], generation=8),
+        m("consumer4", *topics, owned=[tp("topic3", 1), tp("topic", 1), tp("topic", 2)], generation=7),
+    ]
+    got = sticky_assign(members, {"topic": 3, "topic1": 3, "topic2": 3, "topic3": 3}, COOPERATIVE_STICKY)
+    assert set(got.assignment["consumer1"]) == {tp("topic1", 2), tp("topic2", 1), tp("topic3", 0)}
+    assert got.transferring == {}
+
+
+def test_sticky_with_different_subscriptions_is_refused_in_one_line():
+    members = [m("consumer1", "topic1"), m("consumer2", "topic1", "topic2")]
+    with pytest.raises(AssignmentError, match="subscribe to different topics"):
+        sticky_assign(members, {"topic1": 1, "topic2": 1}, COOPERATIVE_STICKY)
+
+
+def test_java_hashmap_order_is_bucket_order():
+    # "consumer1".."consumer3" hash to buckets 12, 11 and 10 of a 16-slot table (String.hashCode, spread):
+    # why consumer2 keeps its max quota before consumer1 in test_sticky_max_quota_owners_more_than_expected.
+    assert java_hashmap_order(["consumer1", "consumer2", "consumer3"]) == (
+        ["consumer3", "consumer2", "consumer1"],
+        False,
+    )
+
+
+def _as(strategy, members):
+    """The eager StickyAssignor reads what a member owned from its user data, not its subscription."""
+    if strategy != STICKY:
+        return members
+    for member in members:
+        member.user_data = _user_data(member.owned, member.generation)
+        member.owned, member.generation = [], None
+    return members
+
+
+def _str(text):
+    return struct.pack(">h", len(text)) + text.encode()
+
+
+def _partitions(tps):
+    topics = sorted({t for t, _ in tps})
+    out = struct.pack(">i", len(topics))
+    for topic in topics:
+        ps = [p for t, p in tps if t == topic]
+        out += _str(topic) + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in ps)
+    return out
+
+
+def _user_data(owned, generation):
+    return _partitions(owned) + struct.pack(">i", generation)
+
+
+def test_cooperative_generation_before_subscription_v2_comes_from_user_data():
+    # A v1 subscription carries owned partitions but no generation: the user data's int32 counts.
+    data = (
+        struct.pack(">hi", 1, 1)
+        + _str("t")
+        + struct.pack(">i", 4)
+        + struct.pack(">i", 5)
+        + _partitions([("t", 0)])
+    )
+    member = member_from_metadata("m1", data)
+    owned = [m("other", "t", owned=[("t", 0)], generation=4), member]
+    assert sticky_assign(owned, {"t": 2}, COOPERATIVE_STICKY).assignment["m1"] == [("t", 0)]
+
+
+def test_subscription_v2_decodes_owned_partitions_and_generation():
+    data = (
+        struct.pack(">hi", 2, 2) + _str("a") + _str("b") + struct.pack(">i", -1)
+        + _partitions([("a", 0), ("b", 3)]) + struct.pack(">i", 7)
+    )  # fmt: skip
+    member = member_from_metadata("m1", data)
+    assert (member.topics, member.owned, member.generation) == (("a", "b"), [("a", 0), ("b", 3)], 7)
+    assert assigned_partitions("m1", struct.pack(">h", 0) + _partitions([("a", 1)]) + b"\0\0\0\0") == [
+        ("a", 1)
+    ]
+
+
+def test_a_lying_length_is_one_line_not_an_allocation():
+    data = struct.pack(">hi", 0, 2_000_000_000)
+    with pytest.raises(InputError, match="member m1: its subscription does not decode .*2000000000 elements"):
+        member_from_metadata("m1", data)
