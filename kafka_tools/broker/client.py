@@ -531,6 +531,25 @@ class Broker:
                 member.assignment = list(seen.assignment)
                 member.target_assignment = list(seen.target_assignment)
 
+    def classic_group_metadata(self, group: str) -> tuple[str, list[tuple[str, str, bytes, bytes]]]:
+        """A classic group's protocol (the assignor its members agreed on) and each member's
+        (member id, client id, JoinGroup metadata, SyncGroup assignment) as DescribeGroups returns them:
+        what the leader's assignor reads (rebalance plans)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            found = self._admin().list_groups(group=group, timeout=self.config.timeout)
+        except KafkaException as exc:
+            raise self._error(f"group {group}", exc) from None
+        for g in found:
+            if g.id == group:
+                members = [
+                    (m.id, m.client_id, bytes(m.metadata or b""), bytes(m.assignment or b""))
+                    for m in g.members
+                ]
+                return g.protocol or "", members
+        return "", []
+
     def listed_groups(self) -> list[ListedGroup]:
         """Every group the brokers coordinate with its protocol type, state and type (classic, consumer,
         share, streams), as ListGroups v5 lists them, from every broker. Over TLS or SASL (ktool's own

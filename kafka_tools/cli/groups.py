@@ -24,6 +24,7 @@ from kafka_tools.render.group_views import render_members, render_state
 from kafka_tools.render.groups import render_group, render_group_list, render_plan
 from kafka_tools.render.json_lines import emit
 from kafka_tools.render.lines import wants_colour
+from kafka_tools.zk.config import NoZooKeeperError
 from kafka_tools.zk.connection import ZnodeMissingError, open_zk
 from kafka_tools.zk.names import check_group_name
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
@@ -196,9 +197,25 @@ def describe_cmd(
     "add",
     multiple=True,
     metavar="ID[:STREAMS]",
-    help="A consumer that joins, subscribed like the others, with STREAMS streams (default 1).",
+    help="ZooKeeper: a consumer that joins, subscribed like the others, with STREAMS streams (default 1).",
 )
-@click.option("--remove-consumer", "remove", multiple=True, metavar="ID", help="A consumer that leaves.")
+@click.option(
+    "--remove-consumer", "remove", multiple=True, metavar="ID", help="ZooKeeper: a consumer that leaves."
+)
+@click.option(
+    "--add-member",
+    "add_members",
+    multiple=True,
+    metavar="ID",
+    help="--bootstrap-server: a member that joins, subscribed to the topics of the others, owning nothing.",
+)
+@click.option(
+    "--remove-member",
+    "remove_members",
+    multiple=True,
+    metavar="ID",
+    help="--bootstrap-server: a member that leaves.",
+)
 @click.option(
     "--partitions",
     "partition_counts",
@@ -208,12 +225,20 @@ def describe_cmd(
 )
 @click.option(
     "--strategy",
-    type=click.Choice(["range", "roundrobin"]),
-    default="range",
-    show_default=True,
-    help="partition.assignment.strategy of the group's consumers.",
+    type=click.Choice(["range", "roundrobin", "sticky", "cooperative-sticky", "uniform"]),
+    default=None,
+    help="The assignor to plan with. Default: ZooKeeper range; through Kafka the group's own (the protocol "
+    "a classic group's members agreed on, the broker's assignor of a consumer group).",
+)
+@click.option(
+    "--implementation",
+    type=click.Choice(["java", "librdkafka"]),
+    default=None,
+    help="The client library of a classic group's leader. Default: the one every member's client id names "
+    "(kafka-clients when they do not agree).",
 )
 @zookeeper_options
+@broker_options
 @_json_option
 @click.pass_context
 def rebalance_plan_cmd(
@@ -221,29 +246,59 @@ def rebalance_plan_cmd(
     group: str,
     add: tuple[str, ...],
     remove: tuple[str, ...],
+    add_members: tuple[str, ...],
+    remove_members: tuple[str, ...],
     partition_counts: tuple[str, ...],
-    strategy: str,
+    strategy: str | None,
+    implementation: str | None,
     as_json: bool,
     **options: Any,
 ) -> None:
-    """Plan the assignment a ZooKeeper-based group would compute, and the moves.
+    """Plan the assignment a group's next rebalance computes, and which partitions move.
 
-    The assignment the group's consumers would compute (Kafka's own range assignor of the ZooKeeper
-    consumer: per topic, partitions by number, thread ids `consumerId-N` sorted as strings, the first
-    P % C threads one extra; or its round-robin assignor), and the moves against today's /owners:
-    unassigned partitions, idle consumers and threads, how many partitions move.
+    With ZooKeeper: the ZooKeeper-based consumer's own range assignor (per topic, partitions by number,
+    thread ids `consumerId-N` sorted as strings, the first P % C threads one extra) or its round-robin
+    assignor, against today's /owners. With --bootstrap-server alone: the live group its coordinator
+    describes. A classic group is assigned by its leader, a client: range, roundrobin, sticky or
+    cooperative-sticky as kafka-clients or librdkafka runs them (they order members differently), from
+    each member's subscription and what it owns in which generation. A consumer group (KIP-848) is
+    assigned by the broker (range). The plan says which assignor and implementation it used and why;
+    what ktool does not model (the broker's uniform assignor, sticky with unequal subscriptions,
+    librdkafka's sticky) is refused in one line.
 
     \b
     Exit status:
       0  ok
-      1  a refused plan (e.g. round-robin with unequal subscriptions)
+      1  a refused plan (round-robin with unequal subscriptions, an assignor ktool does not model)
       2  usage error
-      3  ZooKeeper unreachable, a group or topic missing, a malformed znode
+      3  ZooKeeper or a broker unreachable, a group or topic missing, a malformed znode or metadata
     """
     from kafka_tools.consumers.rebalance import parse_partition_count
 
     counts = dict(parse_partition_count(spec) for spec in partition_counts)
     check_group_name(group)
+    if options.get("bootstrap_server") and not _zookeeper_given(options):
+        if add or remove:
+            raise UsageError(
+                "--add-consumer and --remove-consumer are ZooKeeper's; through Kafka: --add-member, "
+                "--remove-member"
+            )
+        from kafka_tools.consumers.modern_plan import plan_live_group, read_live_group
+
+        broker = broker_from_options(None, **options)
+        try:
+            live = read_live_group(broker, group)
+        finally:
+            broker.close()
+        plan = plan_live_group(live, add_members, remove_members, counts, strategy, implementation)
+        render_plan(group, plan, sys.stdout, _colour(ctx), as_json)
+        return
+    if add_members or remove_members or implementation:
+        raise UsageError(
+            "--add-member, --remove-member and --implementation plan a group through --bootstrap-server"
+        )
+    if strategy not in (None, "range", "roundrobin"):
+        raise UsageError(f"--strategy {strategy}: ZooKeeper-based consumers have range and roundrobin")
     with open_zk(zk_config_from_options(**options)) as zk:
         g = read_group(zk, group)
         members = [Member(m.id, dict(m.subscription), m.pattern) for m in g.members]
@@ -258,13 +313,21 @@ def rebalance_plan_cmd(
         members,
         partitions,
         current,
-        strategy=strategy,
+        strategy=strategy or "range",
         add=list(add),
         remove=list(remove),
         partition_counts=counts,
         all_topics=all_topics,
     )
     render_plan(group, plan, sys.stdout, _colour(ctx), as_json)
+
+
+def _zookeeper_given(options: dict[str, Any]) -> bool:
+    try:
+        zk_config_from_options(**options)
+    except NoZooKeeperError:
+        return False
+    return True
 
 
 def _add_subcommands() -> None:

@@ -4,6 +4,7 @@ kafka-clients and librdkafka differ.
 - kafka-clients (AbstractPartitionAssignor.MemberInfo.compareTo): two static members (group.instance.id)
   by instance id, a static member before a dynamic one, two dynamic members by member id; Java's
   String.compareTo (UTF-16 code units).
+- the broker (group-coordinator's RangeAssignor.sortMemberIds, KIP-848 consumer groups): as kafka-clients.
 - librdkafka (rdkafka_assignor.c, rd_kafka_group_member_cmp): by instance id only when both members have
   one, otherwise by member id, whatever the other has; byte order (memcmp, then length).
 """
@@ -18,7 +19,13 @@ from kafka_tools.format.java_hash import java_string_key
 
 JAVA = "java"
 LIBRDKAFKA = "librdkafka"
+BROKER = "broker"
 IMPLEMENTATIONS = (JAVA, LIBRDKAFKA)
+DESCRIBED = {
+    JAVA: "kafka-clients (Java)",
+    LIBRDKAFKA: "librdkafka (confluent-kafka, kcat, …)",
+    BROKER: "the broker's group coordinator",
+}
 
 
 def _java_key(member: ClassicMember) -> tuple[int, bytes]:
@@ -37,6 +44,6 @@ def _librdkafka_cmp(a: ClassicMember, b: ClassicMember) -> int:
 
 def ordered(members: Iterable[ClassicMember], implementation: str) -> list[ClassicMember]:
     """The members in the order the leader's client library sorts them."""
-    if implementation == JAVA:
+    if implementation in (JAVA, BROKER):
         return sorted(members, key=_java_key)
     return sorted(members, key=functools.cmp_to_key(_librdkafka_cmp))

@@ -3,6 +3,9 @@ rdkafka_range_assignor.c): per topic, the members subscribed to it in the leader
 (member_order.py: the only place the two libraries differ), partitions by number; member i takes
 P / C partitions from `(P / C) * i + min(i, P % C)`, the first P % C members one more.
 
+The broker's `range` for consumer groups (KIP-848; group-coordinator RangeAssignor, apache/kafka as of
+October 2024) deals the same ranges member by member, members in kafka-clients' order: the same result.
+
 Rack-aware range (KIP-881) applies only when members and replicas both carry racks; ktool plans without
 racks and says so when a member sends one.
 """

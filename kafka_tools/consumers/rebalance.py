@@ -39,11 +39,12 @@ class RebalancePlan:
     `current` holds owner strings as found in /consumers/<group>/owners/<topic>/<partition>; a partition
     moves when its proposed owner's string differs (gaining or losing an owner counts).
     `idle_threads` own nothing in any topic; `idle_streams` are (topic, thread) pairs that get nothing
-    of a topic they subscribe to.
+    of a topic they subscribe to. A plan of a group Kafka coordinates (modern_plan.py) proposes member
+    ids, has no threads, and says which `implementation` of the assignor it ran and the `reasons`.
     """
 
     current: dict[TopicPartition, str | None]
-    proposed: dict[TopicPartition, ThreadId | None]
+    proposed: dict[TopicPartition, ThreadId | str | None]
     moves: list[Move]
     unassigned: list[TopicPartition]
     idle_threads: list[ThreadId]
@@ -52,6 +53,8 @@ class RebalancePlan:
     members: list[Member] = field(default_factory=list)
     idle_streams: list[tuple[str, ThreadId]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    implementation: str | None = None
+    reasons: list[str] = field(default_factory=list)
 
 
 def parse_consumer_spec(text: str) -> tuple[str, int]:

@@ -201,6 +201,11 @@ def render_plan(group: str, plan: RebalancePlan, out: TextIO, colour: bool, as_j
                 "idleThreads": [str(t) for t in plan.idle_threads],
                 "idleConsumers": plan.idle_consumers,
                 "warnings": plan.warnings,
+                **(
+                    {"implementation": plan.implementation, "reasons": plan.reasons}
+                    if plan.implementation
+                    else {}
+                ),
             },
         )
         _emit(out, {"type": "summary", "groups": 1, "partitions": len(keys), "moves": len(plan.moves)})
@@ -228,6 +233,8 @@ def render_plan(group: str, plan: RebalancePlan, out: TextIO, colour: bool, as_j
         f"{'moves' if len(plan.moves) == 1 else 'move'} ({plan.strategy} assignor)",
         markup=False,
     )
+    for reason in plan.reasons:
+        console.print(reason, markup=False)
     if plan.unassigned:
         console.print("unassigned: " + ", ".join(f"{t}-{p}" for t, p in plan.unassigned), markup=False)
     if plan.idle_consumers:

@@ -271,7 +271,9 @@ GROUP_KINDS = [
     ),  # fmt: skip
     shape(
         "plan",
-        "A rebalance plan's totals.",
+        "A rebalance plan's totals; a group Kafka coordinates adds the assignor's implementation "
+        "(java, librdkafka, broker) and the reasons for both.",
+        optional=("implementation", "reasons"),
         group="str",
         strategy="str",
         partitions="int",
@@ -280,6 +282,8 @@ GROUP_KINDS = [
         idleThreads="list",
         idleConsumers="list",
         warnings="list",
+        implementation="str",
+        reasons="list",
     ),  # fmt: skip
     shape(
         "summary",

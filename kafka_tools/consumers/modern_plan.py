@@ -1,0 +1,233 @@
+"""Rebalance plans for the groups Kafka coordinates (issue 52): the next assignment as the group's own
+assignor will compute it, from the live group (members, subscriptions, what each owns now) and what-ifs
+(a member joins or leaves, a topic grows), against who owns each partition now.
+
+Classic groups are assigned by their leader, a client: `range`, `roundrobin`, `sticky`,
+`cooperative-sticky` as kafka-clients or librdkafka runs them (the protocol the members agreed on,
+from DescribeGroups). Consumer groups (KIP-848) are assigned by the broker (`group.consumer.assignors`,
+ConsumerGroupDescribe names the one in use). The plan says which assignor and implementation it ran, and
+why; what ktool does not model is refused in one line (exit 1), never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from kafka_tools.consumers.assignors import AssignmentError
+from kafka_tools.consumers.classic_member import ClassicMember, TopicPartition, assigned_partitions
+from kafka_tools.consumers.classic_member import member_from_metadata as _member
+from kafka_tools.consumers.groups import GroupNotFoundError
+from kafka_tools.consumers.member_order import BROKER, DESCRIBED, JAVA, LIBRDKAFKA
+from kafka_tools.consumers.range_assignor import range_assign
+from kafka_tools.consumers.rebalance import Move, RebalancePlan
+from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
+from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, STICKY, sticky_assign
+from kafka_tools.errors import InputError, UsageError
+from kafka_tools.format.java_hash import java_string_key
+from kafka_tools.format.plural import plural
+
+CLASSIC = "classic"
+CONSUMER = "consumer"
+CLASSIC_ASSIGNORS = ("range", "roundrobin", STICKY, COOPERATIVE_STICKY)
+BROKER_ASSIGNORS = ("uniform", "range")
+
+
+@dataclass
+class LiveGroup:
+    """A group as its coordinator has it now: type, the assignor in use, members and what they own."""
+
+    group: str
+    type: str
+    assignor: str
+    members: list[ClassicMember]
+    current: dict[TopicPartition, str]
+    partitions: dict[str, int]
+
+
+def read_live_group(broker, group: str) -> LiveGroup:
+    """The group from its coordinator (DescribeGroups with each member's metadata for a classic group,
+    ConsumerGroupDescribe for a consumer group) and the partition counts of the topics it subscribes to."""
+    view = broker.describe_group(group)
+    if not view.known:
+        raise GroupNotFoundError(f"group {group} not found: its coordinator does not know it")
+    if view.type == CONSUMER:
+        assignor, members, current = _consumer_group(broker, group)
+    else:
+        assignor, members, current = _classic_group(broker, group, view)
+    topics = broker.topics()
+    wanted = {t for m in members for t in m.topics} | {t for t, _ in current}
+    partitions = {t: len(topics[t]) for t in sorted(wanted) if t in topics}
+    return LiveGroup(group, view.type or CLASSIC, assignor, members, current, partitions)
+
+
+def _classic_group(broker, group: str, view) -> tuple[str, list[ClassicMember], dict[TopicPartition, str]]:
+    protocol, raw = broker.classic_group_metadata(group)
+    instances = {m.member_id: m.instance_id for m in view.members}
+    members, current = [], {}
+    for member_id, client_id, metadata, assignment in raw:
+        members.append(_member(member_id, metadata, client_id, instances.get(member_id)))
+        current.update((tp, member_id) for tp in assigned_partitions(member_id, assignment))
+    return protocol, members, current
+
+
+def _consumer_group(broker, group: str) -> tuple[str, list[ClassicMember], dict[TopicPartition, str]]:
+    from kafka_tools.broker.group_requests import consumer_group_describe
+    from kafka_tools.broker.probe import first_server
+
+    if broker.config.secured:
+        raise InputError(
+            f"group {group}: a consumer group's subscriptions come from ConsumerGroupDescribe, which ktool "
+            "sends in plaintext only; this cluster is reached over TLS or SASL"
+        )
+    described = consumer_group_describe(first_server(broker.config.bootstrap), group, broker.config.timeout)
+    if described is None or described.error:
+        raise GroupNotFoundError(f"group {group} not found: ConsumerGroupDescribe does not know it")
+    members, current = [], {}
+    for m in described.members:
+        members.append(ClassicMember(m.member_id, m.subscribed_topics, m.instance_id, list(m.assignment)))
+        members[-1].client_id = m.client_id
+        current.update((tp, m.member_id) for tp in m.assignment)
+    return described.assignor, members, current
+
+
+def leader_library(members: Iterable[ClassicMember]) -> tuple[str, str]:
+    """(implementation, why) of the classic group's leader, from the members' client ids: the leader is
+    one of them and DescribeGroups does not say which; every default id names its library."""
+    ids = {m.client_id for m in members}
+    java = {i for i in ids if i.startswith("consumer-")}  # kafka-clients: consumer-<group>-<n>
+    rdkafka = {i for i in ids if i == "rdkafka"}  # librdkafka's default client.id
+    if ids and ids == rdkafka:
+        return LIBRDKAFKA, "every member's client id is librdkafka's default 'rdkafka'"
+    if ids and ids == java:
+        return JAVA, "every member's client id is kafka-clients' default 'consumer-<group>-<n>'"
+    return JAVA, (
+        "the members' client ids do not all name one library (the leader could be any member): "
+        "kafka-clients assumed; --implementation librdkafka plans the other"
+    )
+
+
+def plan_live_group(
+    live: LiveGroup,
+    add: Iterable[str] = (),
+    remove: Iterable[str] = (),
+    partition_counts: Mapping[str, int] | None = None,
+    strategy: str | None = None,
+    implementation: str | None = None,
+) -> RebalancePlan:
+    """The plan: the group after the what-ifs, assigned as its assignor will assign it."""
+    partitions = dict(live.partitions)
+    for topic, count in (partition_counts or {}).items():
+        if count < partitions.get(topic, 0):
+            raise UsageError(
+                f"--partitions {topic}={count}: a topic cannot shrink (it has {partitions[topic]})"
+            )
+        partitions[topic] = count
+    members = _apply(live, list(add), list(remove))
+    assignor, reasons = _assignor(live, strategy)
+    impl, why = _implementation(live, implementation)
+    reasons.append(f"implementation: {DESCRIBED[impl]}, because {why}")
+    warnings = [
+        f"member {m.member_id} sends rack {m.rack}: planned without racks (KIP-881)"
+        for m in members
+        if m.rack
+    ]
+    proposed = _assign(assignor, impl, members, partitions, warnings)
+    return _plan(live, members, partitions, proposed, assignor, impl, reasons, warnings)
+
+
+def _apply(live: LiveGroup, add: list[str], remove: list[str]) -> list[ClassicMember]:
+    ids = {m.member_id for m in live.members}
+    unknown = sorted(set(remove) - ids)
+    if unknown:
+        raise UsageError(f"cannot remove {', '.join(unknown)}: not a member of group {live.group}")
+    members = [m for m in live.members if m.member_id not in set(remove)]
+    topics = tuple(sorted({t for m in live.members for t in m.topics}, key=java_string_key))
+    for member_id in add:
+        if member_id in {m.member_id for m in members}:
+            raise UsageError(f"cannot add {member_id}: already a member of group {live.group}")
+        if not topics:
+            raise UsageError(f"cannot add {member_id}: group {live.group} subscribes to no topic to copy")
+        members.append(ClassicMember(member_id, topics))
+    if not members:
+        raise AssignmentError(f"group {live.group} would have no member: nothing to assign")
+    return members
+
+
+def _assignor(live: LiveGroup, strategy: str | None) -> tuple[str, list[str]]:
+    known = CLASSIC_ASSIGNORS if live.type == CLASSIC else BROKER_ASSIGNORS
+    if strategy:
+        if strategy not in known:
+            raise UsageError(f"--strategy {strategy}: a {live.type} group's assignors are {', '.join(known)}")
+        return strategy, [f"assignor: {strategy}, as --strategy says"]
+    if live.type == CLASSIC:
+        why = "the protocol the group's members agreed on (DescribeGroups)"
+    else:
+        why = "the broker's assignor for the group (ConsumerGroupDescribe, group.consumer.assignors)"
+    if live.assignor not in known:
+        raise AssignmentError(
+            f"group {live.group} uses assignor {live.assignor or '(none yet)'}: "
+            f"ktool plans {', '.join(known)}"
+        )
+    return live.assignor, [f"assignor: {live.assignor}, {why}"]
+
+
+def _implementation(live: LiveGroup, override: str | None) -> tuple[str, str]:
+    """The leader is one of today's members (a member added by a what-if joins a group that has one)."""
+    if live.type == CONSUMER:
+        return BROKER, "a consumer group (KIP-848) is assigned by its coordinator"
+    if override:
+        return override, "--implementation says so"
+    return leader_library(live.members)
+
+
+def _assign(
+    assignor: str, impl: str, members: list[ClassicMember], partitions: dict[str, int], warnings: list[str]
+) -> dict[str, list[TopicPartition]]:
+    if assignor == "range":
+        return range_assign(members, partitions, impl)
+    if assignor == "roundrobin":
+        return roundrobin_assign(members, partitions, impl)
+    if assignor in (STICKY, COOPERATIVE_STICKY) and impl == JAVA:
+        result = sticky_assign(members, partitions, assignor)
+        warnings += result.warnings
+        if assignor == COOPERATIVE_STICKY and result.transferring:
+            warnings.append(
+                f"{plural(len(result.transferring), 'partition')} change owner: revoked in this rebalance, "
+                "assigned in the next one the revoking members start"
+            )
+        return result.assignment
+    raise AssignmentError(f"ktool does not model {DESCRIBED[impl]}'s {assignor} assignor yet")
+
+
+def _plan(
+    live: LiveGroup,
+    members: list[ClassicMember],
+    partitions: dict[str, int],
+    proposed: dict[str, list[TopicPartition]],
+    assignor: str,
+    impl: str,
+    reasons: list[str],
+    warnings: list[str],
+) -> RebalancePlan:
+    owner = {tp: member_id for member_id, tps in proposed.items() for tp in tps}
+    in_play = {(t, p) for t, n in partitions.items() for p in range(n)}
+    keys = sorted(in_play | live.current.keys(), key=lambda tp: (java_string_key(tp[0]), tp[1]))
+    current = {tp: live.current.get(tp) for tp in keys}
+    new = {tp: owner.get(tp) for tp in keys}
+    moves = [Move(t, p, current[(t, p)], new[(t, p)]) for (t, p) in keys if current[(t, p)] != new[(t, p)]]
+    subscribed = {t for m in members for t in m.topics}
+    return RebalancePlan(
+        current=current,
+        proposed=new,
+        moves=moves,
+        unassigned=[tp for tp in keys if tp in in_play and tp[0] in subscribed and new[tp] is None],
+        idle_threads=[],
+        idle_consumers=sorted(
+            (m.member_id for m in members if not proposed.get(m.member_id)), key=java_string_key
+        ),
+        strategy=assignor,
+        warnings=warnings,
+        implementation=impl,
+        reasons=reasons,
+    )

@@ -1,0 +1,181 @@
+"""`groups rebalance-plan --bootstrap-server`: a live group's next assignment as its own assignor computes
+it (the leader's client library for a classic group, the broker for a consumer group), what-ifs, and
+the plan's account of which assignor and implementation it used and why. The coordinator is faked at
+the Broker's three questions (the members' JoinGroup bytes are real ConsumerProtocol bytes); the same
+command against real consumers is the server-marked proof."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from click.testing import CliRunner
+
+from kafka_tools.broker.client import KafkaGroup, KafkaMember
+from kafka_tools.cli.main import cli
+from kafka_tools.consumers.classic_member import ClassicMember
+from kafka_tools.consumers.member_order import JAVA, LIBRDKAFKA
+from kafka_tools.consumers.modern_plan import LiveGroup, leader_library, plan_live_group
+from kafka_tools.errors import UsageError
+
+
+def _str(text):
+    return struct.pack(">h", len(text)) + text.encode()
+
+
+def _partitions(tps):
+    topics = sorted({t for t, _ in tps})
+    out = struct.pack(">i", len(topics))
+    for topic in topics:
+        ps = [p for t, p in tps if t == topic]
+        out += _str(topic) + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in ps)
+    return out
+
+
+def subscription(topics, owned=(), generation=3):
+    """ConsumerProtocolSubscription v2: topics, no user data, owned partitions, generation."""
+    return (
+        struct.pack(">hi", 2, len(topics)) + b"".join(_str(t) for t in topics) + struct.pack(">i", -1)
+        + _partitions(owned) + struct.pack(">i", generation)
+    )  # fmt: skip
+
+
+def assignment(tps):
+    return struct.pack(">h", 0) + _partitions(tps) + struct.pack(">i", -1)
+
+
+@pytest.fixture
+def coordinator(monkeypatch):
+    """A classic group of two members, cooperative-sticky, on topic `orders` (6 partitions)."""
+    owned = {"m-a": [("orders", p) for p in (0, 1, 2)], "m-b": [("orders", p) for p in (3, 4, 5)]}
+    state = {
+        "protocol": "cooperative-sticky",
+        "client_id": "rdkafka",
+        "members": {m: (subscription(["orders"], tps), assignment(tps)) for m, tps in owned.items()},
+        "topics": {"orders": list(range(6))},
+    }
+
+    class FakeCoordinator:
+        """The Broker's three questions a plan asks, answered from `state`."""
+
+        def describe_group(self, group):
+            if group != "billing":
+                return KafkaGroup("DEAD", [], "Dead")
+            members = [KafkaMember(m, state["client_id"], "/h", []) for m in state["members"]]
+            return KafkaGroup("STABLE", members, "Stable", "classic", state["protocol"])
+
+        def classic_group_metadata(self, group):
+            rows = [(m, state["client_id"], sub, asg) for m, (sub, asg) in state["members"].items()]
+            return state["protocol"], rows
+
+        def topics(self):
+            return state["topics"]
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr("kafka_tools.cli.groups.broker_from_options", lambda zk, **o: FakeCoordinator())
+    return state
+
+
+def run(*args):
+    result = CliRunner().invoke(cli, ["groups", "rebalance-plan", "--bootstrap-server", "127.0.0.1:1", *args])
+    return result
+
+
+def test_a_member_joining_a_cooperative_group_takes_one_partition_from_each(coordinator):
+    coordinator["client_id"] = "consumer-billing-1"  # kafka-clients' default: a Java leader
+    result = run("billing", "--add-member", "m-c", "--json")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    moves = {
+        (o["partition"], o["currentOwner"], o["proposedOwner"])
+        for o in lines
+        if o["type"] == "assignment" and o["moves"]
+    }
+    # 6 partitions, 3 members: quota 2; m-a keeps 0,1 and m-b keeps 3,4 (owned, sorted by partition).
+    assert moves == {(2, "m-a", "m-c"), (5, "m-b", "m-c")}
+    plan = next(o for o in lines if o["type"] == "plan")
+    assert (plan["strategy"], plan["implementation"], plan["moves"]) == (
+        "cooperative-sticky",
+        "java",
+        2,
+    )
+    assert plan["reasons"][0].startswith(
+        "assignor: cooperative-sticky, the protocol the group's members agreed"
+    )
+
+
+def test_librdkafka_sticky_is_refused_in_one_line_but_java_is_planned(coordinator):
+    # Every client id is librdkafka's default: the leader runs librdkafka's sticky, which ktool lacks.
+    refused = run("billing", "--add-member", "m-c", "--implementation", "librdkafka")
+    assert refused.exit_code == 1
+    assert refused.output.strip().splitlines()[-1] == (
+        "ktool: ktool does not model librdkafka (confluent-kafka, kcat, …)'s cooperative-sticky assignor yet"
+    )
+    coordinator["client_id"] = "consumer-billing-1"
+    planned = run("billing", "--add-member", "m-c")
+    assert planned.exit_code == 0, planned.output
+    assert "2 of 6 partitions move (cooperative-sticky assignor)" in planned.output
+    assert "implementation: kafka-clients (Java), because every member's client id is kafka-clients'" in (
+        planned.output
+    )
+
+
+def test_range_what_if_growing_a_topic(coordinator):
+    coordinator["protocol"] = "range"
+    result = run("billing", "--partitions", "orders=8", "--json")
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    owners = {o["partition"]: o["proposedOwner"] for o in rows if o["type"] == "assignment"}
+    assert owners == {0: "m-a", 1: "m-a", 2: "m-a", 3: "m-a", 4: "m-b", 5: "m-b", 6: "m-b", 7: "m-b"}
+    assert next(o for o in rows if o["type"] == "plan")["moves"] == 3  # 3 moves to m-a; 6, 7 are new
+
+
+def test_a_group_the_coordinator_does_not_know_is_exit_3(coordinator):
+    result = run("nobody")
+    assert result.exit_code == 3
+    assert result.output.strip() == "ktool: group nobody not found: its coordinator does not know it"
+
+
+def test_removing_a_member_that_is_not_there_is_a_usage_error(coordinator):
+    result = run("billing", "--remove-member", "m-z")
+    assert result.exit_code == 2
+    assert "cannot remove m-z: not a member of group billing" in result.output
+
+
+def test_zookeeper_what_ifs_without_zookeeper_are_a_usage_error(coordinator):
+    result = run("billing", "--add-consumer", "c1")
+    assert result.exit_code == 2
+    assert "--add-consumer and --remove-consumer are ZooKeeper's" in result.output
+
+
+def live(kind, assignor, members, partitions):
+    current = {tp: m.member_id for m in members for tp in m.owned}
+    return LiveGroup("g", kind, assignor, members, current, partitions)
+
+
+def test_consumer_group_range_is_the_brokers_and_uniform_is_refused():
+    members = [ClassicMember("b", ("t",), owned=[("t", 0)]), ClassicMember("a", ("t",), owned=[("t", 1)])]
+    plan = plan_live_group(live("consumer", "range", members, {"t": 2}))
+    assert plan.proposed == {("t", 0): "a", ("t", 1): "b"} and plan.implementation == "broker"
+    assert len(plan.moves) == 2
+    with pytest.raises(Exception, match="ktool does not model the broker's group coordinator's uniform"):
+        plan_live_group(live("consumer", "uniform", members, {"t": 2}))
+
+
+def test_a_topic_cannot_shrink():
+    members = [ClassicMember("a", ("t",))]
+    with pytest.raises(UsageError, match="a topic cannot shrink"):
+        plan_live_group(live("classic", "range", members, {"t": 4}), partition_counts={"t": 2})
+
+
+def test_leader_library_from_client_ids():
+    def mk(*ids):
+        return [ClassicMember(f"m{i}", ("t",), client_id=c) for i, c in enumerate(ids)]
+
+    assert leader_library(mk("rdkafka", "rdkafka"))[0] == LIBRDKAFKA
+    assert leader_library(mk("consumer-g-1", "consumer-g-2"))[0] == JAVA
+    impl, why = leader_library(mk("rdkafka", "consumer-g-1"))
+    assert impl == JAVA and "kafka-clients assumed" in why
