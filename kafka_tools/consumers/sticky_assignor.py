@@ -25,7 +25,7 @@ from kafka_tools.consumers.classic_member import (
     cooperative_generation,
     sticky_user_data,
 )
-from kafka_tools.format.java_hash import java_string_hash, java_string_key
+from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_string_key
 
 STICKY = "sticky"
 COOPERATIVE_STICKY = "cooperative-sticky"
@@ -50,20 +50,6 @@ def member_data(member: ClassicMember, strategy: str) -> tuple[list[TopicPartiti
     return owned, NO_GENERATION if generation is None else generation
 
 
-def java_hashmap_order(keys: list[str]) -> tuple[list[str], bool]:
-    """Keys in a java.util.HashMap's iteration order (table of 16 doubling past 3/4 full; bucket
-    `(h ^ h >>> 16) & (n - 1)`); True when two keys share a bucket (then the order among them is the
-    insertion order, which ktool does not see)."""
-    size = 16
-    while len(keys) > size * 3 // 4:
-        size *= 2
-    buckets: dict[int, list[str]] = {}
-    for key in keys:
-        h = java_string_hash(key) & 0xFFFFFFFF
-        buckets.setdefault((h ^ (h >> 16)) & (size - 1), []).append(key)
-    return [k for b in sorted(buckets) for k in buckets[b]], any(len(b) > 1 for b in buckets.values())
-
-
 def _tp_java(tp: TopicPartition) -> tuple[bytes, int]:
     return java_string_key(tp[0]), tp[1]
 
@@ -79,7 +65,7 @@ def sticky_assign(members: list[ClassicMember], partitions: Mapping[str, int], s
             "sticky assignors take when every member subscribes to the same topics"
         )
     all_topics = {t: partitions[t] for t in topics if partitions.get(t)}
-    ids, collided = java_hashmap_order([m.member_id for m in members])
+    ids, collided = java_hashmap_order([m.member_id for m in members], java_string_hash)
     by_id = {m.member_id: m for m in members}
     owned, multiple = _owned_partitions(ids, by_id, all_topics, strategy)
     builder = _Constrained(ids, all_topics, owned, multiple)

@@ -1,5 +1,6 @@
 """Java's hashes as Kafka computes them where a partition or an order depends on them: `String.hashCode`
-(RoundRobinAssignor's order, the coordinators' `partitionFor`) and `Utils.abs(hashCode) % n`.
+(RoundRobinAssignor's order, the coordinators' `partitionFor`), `Utils.abs(hashCode) % n`, `Uuid.hashCode`,
+and the iteration order of a `java.util.HashMap` (the sticky and uniform assignors walk one).
 
 One home (with `remote_log_partitioner.murmur2` for the murmur2 side) so that the assignors and the
 transaction coordinator cannot drift apart.
@@ -7,7 +8,12 @@ transaction coordinator cannot drift apart.
 
 from __future__ import annotations
 
+import base64
 import struct
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+K = TypeVar("K")
 
 INT32_MIN = -(1 << 31)
 
@@ -30,3 +36,26 @@ def partition_for(key: str, partitions: int) -> int:
     for a transactional id, GroupMetadataManager's for a group id); Utils.abs(Integer.MIN_VALUE) is 0."""
     h = java_string_hash(key)
     return (0 if h == INT32_MIN else abs(h)) % partitions
+
+
+def java_uuid_hash(uuid: str) -> int:
+    """`Uuid.hashCode` of a Uuid as Kafka prints it (URL-safe base64 of 16 bytes, unpadded): the two longs
+    xored, then the halves of that xored, as a signed int32."""
+    msb, lsb = struct.unpack(">qq", base64.urlsafe_b64decode(uuid + "=="))
+    x = (msb ^ lsb) & 0xFFFFFFFFFFFFFFFF
+    h = ((x >> 32) ^ x) & 0xFFFFFFFF
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def java_hashmap_order(keys: Sequence[K], hash_of: Callable[[K], int]) -> tuple[list[K], bool]:
+    """Keys in the iteration order of a java.util.HashMap they were put into (a table of 16 doubling past
+    3/4 full; bucket `(h ^ h >>> 16) & (n - 1)`), and True when two keys share a bucket: then their order
+    is the order they were put in, `keys`' order here, which the caller may not know."""
+    size = 16
+    while len(keys) > size * 3 // 4:
+        size *= 2
+    buckets: dict[int, list[K]] = {}
+    for key in keys:
+        h = hash_of(key) & 0xFFFFFFFF
+        buckets.setdefault((h ^ (h >> 16)) & (size - 1), []).append(key)
+    return [k for b in sorted(buckets) for k in buckets[b]], any(len(b) > 1 for b in buckets.values())

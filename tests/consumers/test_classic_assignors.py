@@ -16,10 +16,10 @@ from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
 from kafka_tools.consumers.sticky_assignor import (
     COOPERATIVE_STICKY,
     STICKY,
-    java_hashmap_order,
     sticky_assign,
 )
 from kafka_tools.errors import InputError
+from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash
 
 
 def m(member_id, *topics, owned=(), generation=1, instance=None):
@@ -165,7 +165,7 @@ def test_sticky_with_different_subscriptions_is_refused_in_one_line():
 def test_java_hashmap_order_is_bucket_order():
     # "consumer1".."consumer3" hash to buckets 12, 11 and 10 of a 16-slot table (String.hashCode, spread):
     # why consumer2 keeps its max quota before consumer1 in test_sticky_max_quota_owners_more_than_expected.
-    assert java_hashmap_order(["consumer1", "consumer2", "consumer3"]) == (
+    assert java_hashmap_order(["consumer1", "consumer2", "consumer3"], java_string_hash) == (
         ["consumer3", "consumer2", "consumer1"],
         False,
     )
@@ -228,3 +228,47 @@ def test_a_lying_length_is_one_line_not_an_allocation():
     data = struct.pack(">hi", 0, 2_000_000_000)
     with pytest.raises(InputError, match="member m1: its subscription does not decode .*2000000000 elements"):
         member_from_metadata("m1", data)
+
+
+# --- the broker's uniform assignor (OptimizedUniformAssignmentBuilderTest, its fixed topic ids) ---------
+
+T1_ID, T2_ID = "T1-A4s3VTwiI5CTbEp6POw", "T2-B4s3VTwiI5YHbPp6YUe"
+IDS = {"topic1": T1_ID, "topic2": T2_ID}
+
+
+def _uniform(targets):
+    from kafka_tools.consumers.uniform_assignor import java_uuid_order, uniform_assign
+
+    members = list(targets)  # the test's TreeMap: by member id
+    subs = {m: ("topic1", "topic2") for m in members}
+    order = java_uuid_order(IDS, ["topic1", "topic2"])
+    return uniform_assign(members, subs, targets, {"topic1": 3, "topic2": 3}, order)
+
+
+def test_uniform_gives_back_over_quota_partitions_of_an_unbalanced_assignment():
+    got = _uniform({"A": [("topic1", [0, 1]), ("topic2", [0, 1])], "B": [("topic1", [2]), ("topic2", [2])]})
+    assert got == {
+        "A": [("topic1", 0), ("topic1", 1), ("topic2", 0)],
+        "B": [("topic1", 2), ("topic2", 2), ("topic2", 1)],
+    }
+
+
+def test_uniform_member_added_takes_what_the_others_have_over_quota():
+    got = _uniform(
+        {"A": [("topic1", [0, 2]), ("topic2", [0])], "B": [("topic1", [1]), ("topic2", [1, 2])], "C": []}
+    )
+    assert {m: sorted(tps) for m, tps in got.items()} == {
+        "A": [("topic1", 0), ("topic1", 2)],
+        "B": [("topic1", 1), ("topic2", 1)],
+        "C": [("topic2", 0), ("topic2", 2)],
+    }
+
+
+def test_uniform_member_removed_unheld_partitions_go_in_topic_id_hash_order():
+    # topic2's id hashes to an earlier bucket than topic1's: A (first) takes topic2-2, B topic1-2.
+    from kafka_tools.consumers.uniform_assignor import java_uuid_order
+
+    assert java_uuid_order(IDS, ["topic1", "topic2"]) == ["topic2", "topic1"]
+    got = _uniform({"A": [("topic1", [0]), ("topic2", [0])], "B": [("topic1", [1]), ("topic2", [1])]})
+    assert sorted(got["A"]) == [("topic1", 0), ("topic2", 0), ("topic2", 2)]
+    assert sorted(got["B"]) == [("topic1", 1), ("topic1", 2), ("topic2", 1)]

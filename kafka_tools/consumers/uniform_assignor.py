@@ -1,0 +1,90 @@
+"""The broker's `uniform` assignor for consumer groups (KIP-848; group-coordinator UniformAssignor, the
+first of `group.consumer.assignors` and so the default), on the path it takes when every member
+subscribes to the same topics (UniformHomogeneousAssignmentBuilder, apache/kafka as of October 2024).
+
+Each member, in the group's member order, keeps what its target assignment holds of the subscribed
+topics up to its quota (total / members, the first total % members members one more); what is over
+quota is revoked; then the members under quota, in the same order, take the partitions nobody holds
+(subscribed topics in their set's order, partitions by number) followed by the revoked ones.
+
+The orders are Java's: the members are a HashMap keyed by member id (TargetAssignmentBuilder), the
+subscribed topics a HashSet of topic ids (Uuid.hashCode), a member's assignment a map keyed by topic id;
+format/java_hash.py's `java_hashmap_order` reproduces them (partitions of a topic are taken by number:
+a HashSet of small integers iterates so). Members subscribing to different topics
+(UniformHeterogeneousAssignmentBuilder) are refused in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kafka_tools.consumers.assignors import AssignmentError
+from kafka_tools.consumers.classic_member import TopicPartition
+from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_uuid_hash
+
+UNIFORM = "uniform"
+
+# A member's target assignment in its map's order: [(topic, [partitions…]), …].
+TopicAssignment = Sequence[tuple[str, Sequence[int]]]
+
+
+def java_uuid_order(topic_ids: Mapping[str, str], topics: Sequence[str]) -> list[str]:
+    """`topics` in the iteration order of a Java HashSet/HashMap keyed by their topic ids."""
+    return java_hashmap_order(list(topics), lambda t: java_uuid_hash(topic_ids[t]))[0]
+
+
+def uniform_assign(
+    member_ids: Sequence[str],
+    subscriptions: Mapping[str, Sequence[str]],
+    targets: Mapping[str, TopicAssignment],
+    partitions: Mapping[str, int],
+    topic_order: Sequence[str],
+) -> dict[str, list[TopicPartition]]:
+    """Member id -> its new target assignment. `member_ids` and `topic_order` (the subscribed topics)
+    are in Java's iteration orders; `targets` each member's current target assignment in its map's order."""
+    if not member_ids:
+        return {}
+    topics = set(subscriptions[member_ids[0]])
+    if any(set(subscriptions[m]) != topics for m in member_ids):
+        raise AssignmentError(
+            "uniform: the members subscribe to different topics; ktool models only the path the broker's "
+            "uniform assignor takes when every member subscribes to the same topics"
+        )
+    missing = sorted(t for t in topics if t not in partitions)
+    if missing:
+        raise AssignmentError(f"uniform: members subscribe to {', '.join(missing)}, which does not exist")
+    held = {(t, p) for m in member_ids for t, ps in targets.get(m, ()) for p in ps}
+    unassigned = [(t, p) for t in topic_order for p in range(partitions[t]) if (t, p) not in held]
+    total = sum(partitions[t] for t in topics)
+    min_quota, extra = divmod(total, len(member_ids))
+    assignment: dict[str, list[TopicPartition]] = {}
+    unfilled: list[tuple[str, int]] = []
+    for member in member_ids:
+        quota = min_quota + (1 if extra > 0 else 0)
+        extra -= 1 if extra > 0 else 0
+        kept: list[TopicPartition] = []
+        for topic, parts in targets.get(member, ()):
+            if topic not in topics:
+                continue
+            for partition in sorted(parts):
+                if quota > 0:
+                    kept.append((topic, partition))
+                    quota -= 1
+                else:
+                    unassigned.append((topic, partition))
+        assignment[member] = kept
+        if quota > 0:
+            unfilled.append((member, quota))
+    at = 0
+    for member, quota in unfilled:
+        take = unassigned[at : at + quota]
+        assignment[member] += take
+        at += len(take)
+    if at < len(unassigned):
+        raise AssignmentError("uniform: partitions were left unassigned (the broker fails here too)")
+    return assignment
+
+
+def member_order(member_ids: Sequence[str]) -> list[str]:
+    """The group's members as TargetAssignmentBuilder's HashMap iterates them."""
+    return java_hashmap_order(list(member_ids), java_string_hash)[0]
