@@ -550,6 +550,24 @@ class Broker:
                 return g.protocol or "", members
         return "", []
 
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """Each topic's id as its two longs (DescribeTopicPartitions / Metadata): the broker's uniform
+        assignor orders topics by their ids' hashes. A topic that cannot be described is left out."""
+        from confluent_kafka import KafkaException, TopicCollection
+
+        names = sorted(set(topics))
+        if not names:
+            return {}
+        futures = self._admin().describe_topics(TopicCollection(names), request_timeout=self.config.timeout)
+        out = {}
+        for name, future in futures.items():
+            try:
+                uuid = future.result(timeout=self.config.timeout + 5).topic_id
+            except (KafkaException, TimeoutError):
+                continue
+            out[name] = (uuid.get_most_significant_bits(), uuid.get_least_significant_bits())
+        return out
+
     def listed_groups(self) -> list[ListedGroup]:
         """Every group the brokers coordinate with its protocol type, state and type (classic, consumer,
         share, streams), as ListGroups v5 lists them, from every broker. Over TLS or SASL (ktool's own

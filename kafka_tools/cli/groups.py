@@ -262,9 +262,9 @@ def rebalance_plan_cmd(
     describes. A classic group is assigned by its leader, a client: range, roundrobin, sticky or
     cooperative-sticky as kafka-clients or librdkafka runs them (they order members differently), from
     each member's subscription and what it owns in which generation. A consumer group (KIP-848) is
-    assigned by the broker (range). The plan says which assignor and implementation it used and why;
-    what ktool does not model (the broker's uniform assignor, sticky with unequal subscriptions,
-    librdkafka's sticky) is refused in one line.
+    assigned by the broker (uniform or range), from each member's target assignment. The plan says which
+    assignor and implementation it used and why; what ktool does not model (sticky or uniform with
+    unequal subscriptions, librdkafka's sticky) is refused in one line.
 
     \b
     Exit status:

@@ -12,7 +12,7 @@ why; what ktool does not model is refused in one line (exit 1), never guessed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember, TopicPartition, assigned_partitions
@@ -23,8 +23,9 @@ from kafka_tools.consumers.range_assignor import range_assign
 from kafka_tools.consumers.rebalance import Move, RebalancePlan
 from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
 from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, STICKY, sticky_assign
+from kafka_tools.consumers.uniform_assignor import UNIFORM, java_uuid_order, uniform_assign
 from kafka_tools.errors import InputError, UsageError
-from kafka_tools.format.java_hash import java_string_key
+from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_string_key
 from kafka_tools.format.plural import plural
 
 CLASSIC = "classic"
@@ -43,6 +44,8 @@ class LiveGroup:
     members: list[ClassicMember]
     current: dict[TopicPartition, str]
     partitions: dict[str, int]
+    targets: dict[str, list[TopicPartition]] = field(default_factory=dict)  # a consumer group's
+    topic_ids: dict[str, str | tuple[int, int]] = field(default_factory=dict)
 
 
 def read_live_group(broker, group: str) -> LiveGroup:
@@ -51,14 +54,18 @@ def read_live_group(broker, group: str) -> LiveGroup:
     view = broker.describe_group(group)
     if not view.known:
         raise GroupNotFoundError(f"group {group} not found: its coordinator does not know it")
+    targets: dict[str, list[TopicPartition]] = {}
     if view.type == CONSUMER:
-        assignor, members, current = _consumer_group(broker, group)
+        assignor, members, current, targets = _consumer_group(broker, group)
     else:
         assignor, members, current = _classic_group(broker, group, view)
     topics = broker.topics()
     wanted = {t for m in members for t in m.topics} | {t for t, _ in current}
     partitions = {t: len(topics[t]) for t in sorted(wanted) if t in topics}
-    return LiveGroup(group, view.type or CLASSIC, assignor, members, current, partitions)
+    live = LiveGroup(group, view.type or CLASSIC, assignor, members, current, partitions, targets)
+    if assignor == UNIFORM:
+        live.topic_ids = dict(broker.topic_ids(partitions))
+    return live
 
 
 def _classic_group(broker, group: str, view) -> tuple[str, list[ClassicMember], dict[TopicPartition, str]]:
@@ -71,7 +78,7 @@ def _classic_group(broker, group: str, view) -> tuple[str, list[ClassicMember], 
     return protocol, members, current
 
 
-def _consumer_group(broker, group: str) -> tuple[str, list[ClassicMember], dict[TopicPartition, str]]:
+def _consumer_group(broker, group: str) -> tuple[str, list[ClassicMember], dict[TopicPartition, str], dict]:
     from kafka_tools.broker.group_requests import consumer_group_describe
     from kafka_tools.broker.probe import first_server
 
@@ -83,12 +90,13 @@ def _consumer_group(broker, group: str) -> tuple[str, list[ClassicMember], dict[
     described = consumer_group_describe(first_server(broker.config.bootstrap), group, broker.config.timeout)
     if described is None or described.error:
         raise GroupNotFoundError(f"group {group} not found: ConsumerGroupDescribe does not know it")
-    members, current = [], {}
+    members, current, targets = [], {}, {}
     for m in described.members:
         members.append(ClassicMember(m.member_id, m.subscribed_topics, m.instance_id, list(m.assignment)))
         members[-1].client_id = m.client_id
         current.update((tp, m.member_id) for tp in m.assignment)
-    return described.assignor, members, current
+        targets[m.member_id] = list(m.target_assignment)
+    return described.assignor, members, current, targets
 
 
 def leader_library(members: Iterable[ClassicMember]) -> tuple[str, str]:
@@ -132,7 +140,10 @@ def plan_live_group(
         for m in members
         if m.rack
     ]
-    proposed = _assign(assignor, impl, members, partitions, warnings)
+    if assignor == UNIFORM:
+        proposed = _uniform(live, members, partitions, warnings)
+    else:
+        proposed = _assign(assignor, impl, members, partitions, warnings)
     return _plan(live, members, partitions, proposed, assignor, impl, reasons, warnings)
 
 
@@ -198,6 +209,43 @@ def _assign(
             )
         return result.assignment
     raise AssignmentError(f"ktool does not model {DESCRIBED[impl]}'s {assignor} assignor yet")
+
+
+def _uniform(
+    live: LiveGroup, members: list[ClassicMember], partitions: dict[str, int], warnings: list[str]
+) -> dict[str, list[TopicPartition]]:
+    """The broker's uniform assignor over each member's target assignment (a member added by a what-if
+    has none), in the orders of the broker's HashMaps."""
+    topics = sorted({t for m in members for t in m.topics})
+    unknown = [t for t in topics if t in partitions and t not in live.topic_ids]
+    if unknown:
+        raise InputError(
+            f"group {live.group}: no topic id for {', '.join(unknown)} (DescribeTopicPartitions)"
+        )
+    ids = [m.member_id for m in members]
+    order, collided = java_hashmap_order(ids, java_string_hash)
+    if collided:
+        warnings.append(
+            "two members share a bucket of the broker's HashMap: their order is the order they joined, "
+            "which ktool does not see; the owners of partitions at the quota edge may differ"
+        )
+    targets = {}
+    for m in members:
+        held = live.targets.get(m.member_id, [])
+        by_topic: dict[str, list[int]] = {}
+        for t, p in held:
+            by_topic.setdefault(t, []).append(p)
+        known = [t for t in by_topic if t in live.topic_ids]
+        targets[m.member_id] = [(t, by_topic[t]) for t in java_uuid_order(live.topic_ids, known)]
+        targets[m.member_id] += [(t, by_topic[t]) for t in by_topic if t not in live.topic_ids]
+    subscribed = [t for t in topics if t in partitions]
+    return uniform_assign(
+        order,
+        {m.member_id: m.topics for m in members},
+        targets,
+        partitions,
+        java_uuid_order(live.topic_ids, subscribed),
+    )
 
 
 def _plan(

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import TopicPartition
-from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_uuid_hash
+from kafka_tools.format.java_hash import java_hashmap_order, java_uuid_hash
 
 UNIFORM = "uniform"
 
@@ -28,7 +28,7 @@ UNIFORM = "uniform"
 TopicAssignment = Sequence[tuple[str, Sequence[int]]]
 
 
-def java_uuid_order(topic_ids: Mapping[str, str], topics: Sequence[str]) -> list[str]:
+def java_uuid_order(topic_ids: Mapping[str, str | tuple[int, int]], topics: Sequence[str]) -> list[str]:
     """`topics` in the iteration order of a Java HashSet/HashMap keyed by their topic ids."""
     return java_hashmap_order(list(topics), lambda t: java_uuid_hash(topic_ids[t]))[0]
 
@@ -83,8 +83,3 @@ def uniform_assign(
     if at < len(unassigned):
         raise AssignmentError("uniform: partitions were left unassigned (the broker fails here too)")
     return assignment
-
-
-def member_order(member_ids: Sequence[str]) -> list[str]:
-    """The group's members as TargetAssignmentBuilder's HashMap iterates them."""
-    return java_hashmap_order(list(member_ids), java_string_hash)[0]

@@ -38,10 +38,13 @@ def partition_for(key: str, partitions: int) -> int:
     return (0 if h == INT32_MIN else abs(h)) % partitions
 
 
-def java_uuid_hash(uuid: str) -> int:
-    """`Uuid.hashCode` of a Uuid as Kafka prints it (URL-safe base64 of 16 bytes, unpadded): the two longs
-    xored, then the halves of that xored, as a signed int32."""
-    msb, lsb = struct.unpack(">qq", base64.urlsafe_b64decode(uuid + "=="))
+def java_uuid_hash(uuid: str | tuple[int, int]) -> int:
+    """`Uuid.hashCode` of a Uuid as Kafka prints it (URL-safe base64 of 16 bytes, unpadded) or as its two
+    longs (most, least significant): the longs xored, then the halves of that xored, as a signed int32."""
+    if isinstance(uuid, str):
+        msb, lsb = struct.unpack(">qq", base64.urlsafe_b64decode(uuid + "=="))
+    else:
+        msb, lsb = uuid
     x = (msb ^ lsb) & 0xFFFFFFFFFFFFFFFF
     h = ((x >> 32) ^ x) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h

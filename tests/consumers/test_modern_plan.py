@@ -14,9 +14,11 @@ from click.testing import CliRunner
 
 from kafka_tools.broker.client import KafkaGroup, KafkaMember
 from kafka_tools.cli.main import cli
+from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember
 from kafka_tools.consumers.member_order import JAVA, LIBRDKAFKA
 from kafka_tools.consumers.modern_plan import LiveGroup, leader_library, plan_live_group
+from kafka_tools.consumers.rebalance import Move
 from kafka_tools.errors import UsageError
 
 
@@ -156,13 +158,28 @@ def live(kind, assignor, members, partitions):
     return LiveGroup("g", kind, assignor, members, current, partitions)
 
 
-def test_consumer_group_range_is_the_brokers_and_uniform_is_refused():
+def test_consumer_group_range_is_the_brokers_and_uniform_keeps_targets_up_to_quota():
     members = [ClassicMember("b", ("t",), owned=[("t", 0)]), ClassicMember("a", ("t",), owned=[("t", 1)])]
     plan = plan_live_group(live("consumer", "range", members, {"t": 2}))
     assert plan.proposed == {("t", 0): "a", ("t", 1): "b"} and plan.implementation == "broker"
     assert len(plan.moves) == 2
-    with pytest.raises(Exception, match="ktool does not model the broker's group coordinator's uniform"):
-        plan_live_group(live("consumer", "uniform", members, {"t": 2}))
+    members.append(ClassicMember("c", ("t",)))
+    group = live("consumer", "uniform", members, {"t": 2})
+    group.targets = {"b": [("t", 0)], "a": [("t", 1)]}
+    group.topic_ids = {"t": "T1-A4s3VTwiI5CTbEp6POw"}
+    plan = plan_live_group(group, remove=["a"])
+    # b keeps t-0 (its target, within quota 1); t-1, held by no one left, goes to c, the member under quota
+    assert plan.proposed == {("t", 0): "b", ("t", 1): "c"} and plan.moves == [Move("t", 1, "a", "c")]
+    assert plan.reasons[-1] == (
+        "implementation: the broker's group coordinator, "
+        "because a consumer group (KIP-848) is assigned by its coordinator"
+    )
+    divided = live(
+        "consumer", "uniform", [ClassicMember("x", ("t",)), ClassicMember("y", ("u",))], {"t": 1, "u": 1}
+    )
+    divided.topic_ids = {"t": "T1-A4s3VTwiI5CTbEp6POw", "u": "T2-B4s3VTwiI5YHbPp6YUe"}
+    with pytest.raises(AssignmentError, match="uniform: the members subscribe to different topics"):
+        plan_live_group(divided)
 
 
 def test_a_topic_cannot_shrink():
