@@ -45,6 +45,7 @@ class LiveGroup:
     current: dict[TopicPartition, str]
     partitions: dict[str, int]
     targets: dict[str, list[TopicPartition]] = field(default_factory=dict)  # a consumer group's
+    state: str = "STABLE"
     topic_ids: dict[str, str | tuple[int, int]] = field(default_factory=dict)
 
 
@@ -62,7 +63,7 @@ def read_live_group(broker, group: str) -> LiveGroup:
     topics = broker.topics()
     wanted = {t for m in members for t in m.topics} | {t for t, _ in current}
     partitions = {t: len(topics[t]) for t in sorted(wanted) if t in topics}
-    live = LiveGroup(group, view.type or CLASSIC, assignor, members, current, partitions, targets)
+    live = LiveGroup(group, view.type or CLASSIC, assignor, members, current, partitions, targets, view.state)
     if assignor == UNIFORM:
         live.topic_ids = dict(broker.topic_ids(partitions))
     return live
@@ -143,7 +144,9 @@ def plan_live_group(
     if assignor == UNIFORM:
         proposed = _uniform(live, members, partitions, warnings)
     else:
-        proposed = _assign(assignor, impl, members, partitions, warnings)
+        proposed = _assign(
+            assignor, impl, _as_rejoining(live, members, assignor, reasons), partitions, warnings
+        )
     return _plan(live, members, partitions, proposed, assignor, impl, reasons, warnings)
 
 
@@ -192,15 +195,42 @@ def _implementation(live: LiveGroup, override: str | None) -> tuple[str, str]:
     return leader_library(live.members)
 
 
+def _as_rejoining(
+    live: LiveGroup, members: list[ClassicMember], assignor: str, reasons: list[str]
+) -> list[ClassicMember]:
+    """What the sticky assignors will read at the next rebalance. In a stable group every member rejoins
+    owning what it was given (SyncGroup) in the one current generation: that, not its last JoinGroup
+    metadata (older by a rebalance when a cooperative group finished in two), is what it owns then. A
+    group mid-rebalance is planned from the metadata its members joined with."""
+    if assignor not in (STICKY, COOPERATIVE_STICKY):
+        return members
+    if live.state != "STABLE":
+        reasons.append(f"owners: the members' JoinGroup metadata (the group is {live.state.lower()})")
+        return members
+    reasons.append("owners: what each member holds now, in the current generation (the group is stable)")
+    held: dict[str, list[TopicPartition]] = {}
+    for tp, member_id in sorted(live.current.items()):
+        held.setdefault(member_id, []).append(tp)
+    return [
+        ClassicMember(m.member_id, m.topics, m.instance_id, held.get(m.member_id, []), 0, m.rack, m.client_id)
+        for m in members
+    ]
+
+
 def _assign(
-    assignor: str, impl: str, members: list[ClassicMember], partitions: dict[str, int], warnings: list[str]
+    assignor: str,
+    impl: str,
+    members: list[ClassicMember],
+    partitions: dict[str, int],
+    warnings: list[str],
+    reading: str = "",
 ) -> dict[str, list[TopicPartition]]:
     if assignor == "range":
         return range_assign(members, partitions, impl)
     if assignor == "roundrobin":
         return roundrobin_assign(members, partitions, impl)
     if assignor in (STICKY, COOPERATIVE_STICKY) and impl == JAVA:
-        result = sticky_assign(members, partitions, assignor)
+        result = sticky_assign(members, partitions, reading or assignor)
         warnings += result.warnings
         if assignor == COOPERATIVE_STICKY and result.transferring:
             warnings.append(

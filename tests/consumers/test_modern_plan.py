@@ -196,3 +196,27 @@ def test_leader_library_from_client_ids():
     assert leader_library(mk("consumer-g-1", "consumer-g-2"))[0] == JAVA
     impl, why = leader_library(mk("rdkafka", "consumer-g-1"))
     assert impl == JAVA and "kafka-clients assumed" in why
+
+
+def test_a_stable_sticky_group_is_planned_from_what_its_members_hold_now(coordinator):
+    # The JoinGroup metadata says m-a owned nothing (it joined fresh), but SyncGroup gave it 0-2: it
+    # rejoins owning 0-2, so a member joining takes one partition from each, not m-a's whole share.
+    coordinator["client_id"] = "consumer-billing-1"
+    coordinator["members"]["m-a"] = (
+        subscription(["orders"], []),
+        assignment([("orders", p) for p in (0, 1, 2)]),
+    )
+    result = run("billing", "--add-member", "m-c", "--json")
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    moved = {
+        (o["partition"], o["currentOwner"], o["proposedOwner"])
+        for o in rows
+        if o["type"] == "assignment" and o["moves"]
+    }
+    assert moved == {(2, "m-a", "m-c"), (5, "m-b", "m-c")}
+    plan = rows[-2]
+    assert (
+        "owners: what each member holds now, in the current generation (the group is stable)"
+        in plan["reasons"]
+    )
