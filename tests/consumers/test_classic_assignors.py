@@ -7,6 +7,8 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember, assigned_partitions, member_from_metadata
@@ -272,3 +274,54 @@ def test_uniform_member_removed_unheld_partitions_go_in_topic_id_hash_order():
     got = _uniform({"A": [("topic1", [0]), ("topic2", [0])], "B": [("topic1", [1]), ("topic2", [1])]})
     assert sorted(got["A"]) == [("topic1", 0), ("topic2", 0), ("topic2", 2)]
     assert sorted(got["B"]) == [("topic1", 1), ("topic1", 2), ("topic2", 1)]
+
+
+# --- properties both sticky builders promise (AbstractStickyAssignorTest.verifyValidityAndBalance) --------
+
+
+@st.composite
+def sticky_groups(draw):
+    counts = draw(st.lists(st.integers(0, 6), min_size=1, max_size=3))
+    partitions = {f"t{i}": n for i, n in enumerate(counts)}
+    all_tps = [(t, p) for t, n in partitions.items() for p in range(n)]
+    names = draw(st.lists(st.sampled_from([f"c{i}" for i in range(8)]), min_size=1, max_size=5, unique=True))
+    owner = {tp: draw(st.sampled_from([None, *names])) for tp in all_tps}
+    held = {n: [tp for tp in all_tps if owner[tp] == n] for n in names}
+    return partitions, names, held
+
+
+def _balanced_and_complete(assignment, partitions):
+    sizes = [len(v) for v in assignment.values()]
+    got = sorted(tp for v in assignment.values() for tp in v)
+    assert got == sorted((t, p) for t, n in partitions.items() for p in range(n))
+    assert max(sizes) - min(sizes) <= 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(sticky_groups())
+def test_sticky_assignment_is_complete_balanced_and_keeps_owners_within_quota(case):
+    partitions, names, held = case
+    members = [m(n, *partitions, owned=held[n]) for n in names]
+    got = sticky_assign(members, partitions, COOPERATIVE_STICKY).assignment
+    _balanced_and_complete(got, partitions)
+    min_quota = sum(partitions.values()) // len(names)
+    for n in names:  # every member keeps at least min(owned, minQuota) of what it owned
+        assert len(set(got[n]) & set(held[n])) >= min(len(held[n]), min_quota)
+
+
+@settings(max_examples=150, deadline=None)
+@given(sticky_groups())
+def test_uniform_assignment_is_complete_balanced_and_keeps_targets_within_quota(case):
+    from kafka_tools.consumers.uniform_assignor import uniform_assign
+
+    partitions, names, held = case
+    targets = {
+        n: [(t, [p for tt, p in held[n] if tt == t]) for t in partitions if any(tt == t for tt, _ in held[n])]
+        for n in names
+    }
+    subs = {n: tuple(partitions) for n in names}
+    got = uniform_assign(names, subs, targets, partitions, list(partitions))
+    _balanced_and_complete(got, partitions)
+    min_quota = sum(partitions.values()) // len(names)
+    for n in names:
+        assert len(set(got[n]) & set(held[n])) >= min(len(held[n]), min_quota)
