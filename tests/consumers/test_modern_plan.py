@@ -220,3 +220,19 @@ def test_a_stable_sticky_group_is_planned_from_what_its_members_hold_now(coordin
         "owners: what each member holds now, in the current generation (the group is stable)"
         in plan["reasons"]
     )
+
+
+def test_an_unreachable_broker_is_one_line_and_exit_3():
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = CliRunner().invoke(
+        cli, ["groups", "rebalance-plan", "--bootstrap-server", f"127.0.0.1:{port}", "g"]
+    )
+    assert result.exit_code == 3
+    assert (
+        result.output.strip()
+        == f"ktool: broker 127.0.0.1:{port}: connection refused (is a broker listening there?)"
+    )
