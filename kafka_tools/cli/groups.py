@@ -263,8 +263,8 @@ def rebalance_plan_cmd(
     cooperative-sticky as kafka-clients or librdkafka runs them (they order members differently), from
     each member's subscription and what it owns in which generation. A consumer group (KIP-848) is
     assigned by the broker (uniform or range), from each member's target assignment. The plan says which
-    assignor and implementation it used and why; what ktool does not model (sticky or uniform with
-    unequal subscriptions, librdkafka's sticky) is refused in one line.
+    assignor and implementation it used and why; what ktool does not model (uniform with unequal
+    subscriptions, librdkafka's sticky) is refused in one line.
 
     \b
     Exit status:

@@ -1,6 +1,7 @@
 """The sticky assignors of a classic group's leader as kafka-clients runs them (StickyAssignor, eager;
 CooperativeStickyAssignor), from AbstractStickyAssignor: the path Java takes when every member subscribes
-to the same topics (ConstrainedAssignmentBuilder).
+to the same topics (ConstrainedAssignmentBuilder) and the general one (GeneralAssignmentBuilder: least
+loaded first, then moves until balanced, undone when the balance score does not improve).
 
 What each member owns, and in which generation, comes from its subscription: CooperativeStickyAssignor
 reads the owned partitions and the generation id (or, before subscription v2, the generation in its user
@@ -8,8 +9,8 @@ data); StickyAssignor reads both from its user data (the eager protocol owns not
 A partition claimed by two members goes to the higher generation; by two of the same generation, to
 neither (it is reassigned as new).
 
-Not modelled, refused with one line (AssignmentError): members subscribing to different topics (Java's
-GeneralAssignmentBuilder, a balancing search), and librdkafka's sticky assignor (its own port).
+Not modelled: racks, and librdkafka's sticky assignor (its own port of the older general algorithm, with
+its own maps' orders): refused in one line by the plan.
 """
 
 from __future__ import annotations
@@ -55,21 +56,24 @@ def _tp_java(tp: TopicPartition) -> tuple[bytes, int]:
 
 
 def sticky_assign(members: list[ClassicMember], partitions: Mapping[str, int], strategy: str) -> StickyResult:
-    """kafka-clients' sticky or cooperative-sticky assignment of `members` (equal subscriptions)."""
+    """kafka-clients' sticky or cooperative-sticky assignment of `members`."""
     if not members:
         return StickyResult({})
     topics = set(members[0].topics)
-    if any(set(m.topics) != topics for m in members):
-        raise AssignmentError(
-            f"{strategy}: the members subscribe to different topics; ktool models only the path Java's "
-            "sticky assignors take when every member subscribes to the same topics"
-        )
-    all_topics = {t: partitions[t] for t in topics if partitions.get(t)}
+    subscribed = {t for m in members for t in m.topics}
+    all_topics = {t: partitions[t] for t in sorted(subscribed) if partitions.get(t)}
     ids, collided = java_hashmap_order([m.member_id for m in members], java_string_hash)
     by_id = {m.member_id: m for m in members}
     owned, multiple = _owned_partitions(ids, by_id, all_topics, strategy)
-    builder = _Constrained(ids, all_topics, owned, multiple)
-    result = StickyResult(builder.build(), builder.transferring)
+    if all(set(m.topics) == topics for m in members):
+        builder = _Constrained(ids, all_topics, owned, multiple)
+        result = StickyResult(builder.build(), builder.transferring)
+    else:
+        before = {tp: m for m, tps in owned.items() for tp in tps}
+        prev = _previous_owners(ids, by_id, all_topics, strategy)
+        assignment = _General(by_id, all_topics, owned, prev).build()
+        moved = {tp: m for m, tps in assignment.items() for tp in tps if before.get(tp, m) != m}
+        result = StickyResult(assignment, moved)
     if collided:
         result.warnings.append(
             "two members share a bucket of Java's HashMap: the leader's order among them is the order they "
@@ -106,6 +110,189 @@ def _owned_partitions(
                 owned[other].remove(tp)
                 owner[tp] = member_id
     return owned, multiple
+
+
+def _previous_owners(
+    ids: list[str], by_id: dict[str, ClassicMember], all_topics: Mapping[str, int], strategy: str
+) -> dict[TopicPartition, tuple[str, int]]:
+    """GeneralAssignmentBuilder.prepopulateCurrentAssignments: what members of older generations held,
+    the newest claim per partition (a member that keeps its partitions sticks to them when balancing)."""
+    data = {m: member_data(by_id[m], strategy) for m in ids}
+    newest = max((gen for _, gen in data.values()), default=NO_GENERATION)
+    prev: dict[TopicPartition, tuple[str, int]] = {}
+    for member_id in ids:
+        partitions, gen = data[member_id]
+        if gen >= newest and not (gen == NO_GENERATION and newest > NO_GENERATION):
+            continue
+        for tp in partitions:
+            if tp not in prev or gen > prev[tp][1]:
+                prev[tp] = (member_id, gen)
+    return prev
+
+
+class _General:
+    """GeneralAssignmentBuilder without racks: keep what each member owns and may still own, give each
+    unassigned partition to the least loaded member that can take it, then move partitions from
+    members with two or more than another that could take them (back to their previous owner when
+    that balances), undone when the balance score does not improve."""
+
+    def __init__(
+        self,
+        by_id: dict[str, ClassicMember],
+        partitions: Mapping[str, int],
+        owned: dict[str, list[TopicPartition]],
+        prev: dict[TopicPartition, tuple[str, int]],
+    ) -> None:
+        self.partitions, self.prev = partitions, prev
+        self.topics_of = {m: [t for t in by_id[m].topics if t in partitions] for m in by_id}
+        self.consumers_of = {t: [m for m in by_id if t in self.topics_of[m]] for t in partitions}
+        self.current = {m: list(owned.get(m, [])) for m in by_id}
+        self.subscribed = {m: set(by_id[m].topics) for m in by_id}
+        self.revocation_required = False
+        self.moves: dict[TopicPartition, tuple[str, str]] = {}  # PartitionMovements: partition -> (src, dst)
+        self.moves_by_pair: dict[tuple[str, str], list[TopicPartition]] = {}  # a HashSet's insertion order
+
+    def _key(self, tp: TopicPartition) -> tuple[int, bytes, int]:
+        return len(self.consumers_of[tp[0]]), java_string_key(tp[0]), tp[1]
+
+    def _sorted_members(self) -> list[str]:
+        return sorted(self.current, key=lambda m: (len(self.current[m]), java_string_key(m)))
+
+    def build(self) -> dict[str, list[TopicPartition]]:
+        all_sorted = sorted(
+            ((t, p) for t in self.partitions for p in range(self.partitions[t])), key=self._key
+        )
+        assigned = []
+        for member, tps in self.current.items():
+            for tp in list(tps):
+                if tp[0] not in self.subscribed[member]:
+                    tps.remove(tp)
+                    self.revocation_required = True
+                else:
+                    assigned.append(tp)
+        held = set(assigned)
+        unassigned = [tp for tp in all_sorted if tp not in held]
+        self._balance(all_sorted, unassigned)
+        return self.current
+
+    def _owner(self, tp: TopicPartition) -> str | None:
+        return next((m for m, tps in self.current.items() if tp in tps), None)
+
+    def _balance(self, all_sorted: list[TopicPartition], unassigned: list[TopicPartition]) -> None:
+        initializing = not self.current[self._sorted_members()[-1]]
+        for tp in unassigned:
+            if not self.consumers_of[tp[0]]:
+                continue
+            member = next((m for m in self._sorted_members() if tp[0] in self.topics_of[m]), None)
+            if member is not None:
+                self.current[member].append(tp)
+        fixed_topics = {t for t, cs in self.consumers_of.items() if len(cs) < 2}
+        all_sorted = [tp for tp in all_sorted if tp[0] not in fixed_topics]
+        unassigned = [tp for tp in unassigned if tp[0] not in fixed_topics]
+        fixed = {m: self.current.pop(m) for m in list(self.current) if not self._can_participate(m)}
+        before = {m: list(tps) for m, tps in self.current.items()}
+        if not self.revocation_required:
+            self._perform(unassigned)
+        performed = self._perform(all_sorted)
+        if not initializing and performed and _score(self.current) >= _score(before):
+            self.current = before
+        self.current.update(fixed)
+
+    def _max_size(self, member: str) -> int:
+        return sum(self.partitions[t] for t in self.topics_of[member])
+
+    def _can_participate(self, member: str) -> bool:
+        size, biggest = len(self.current[member]), self._max_size(member)
+        if size < biggest:
+            return True
+        return any(len(self.consumers_of[t]) >= 2 for t, _ in self.current[member])
+
+    def _is_balanced(self) -> bool:
+        order = self._sorted_members()
+        if len(self.current[order[0]]) >= len(self.current[order[-1]]) - 1:
+            return True
+        owner = {tp: m for m, tps in self.current.items() for tp in tps}
+        for member in order:
+            size = len(self.current[member])
+            if size == self._max_size(member):
+                continue
+            for topic in self.topics_of[member]:
+                for p in range(self.partitions[topic]):
+                    other = owner.get((topic, p))
+                    if other is not None and other != member and size + 1 < len(self.current[other]):
+                        return False
+        return True
+
+    def _perform(self, reassignable: list[TopicPartition]) -> bool:
+        performed = False
+        modified = True
+        while modified:
+            modified = False
+            for tp in reassignable:
+                if self._is_balanced():
+                    break
+                if len(self.consumers_of[tp[0]]) <= 1:
+                    continue
+                member = self._owner(tp)
+                if member is None:
+                    continue
+                before = self.prev.get(tp)
+                if (
+                    before
+                    and before[0] in self.current
+                    and len(self.current[member]) > len(self.current[before[0]]) + 1
+                ):
+                    self._reassign(tp, member, before[0])
+                    performed = modified = True
+                    continue
+                if any(
+                    len(self.current[member]) > len(self.current[o]) + 1
+                    for o in self.consumers_of[tp[0]]
+                    if o in self.current
+                ):
+                    target = next(m for m in self._sorted_members() if tp[0] in self.topics_of[m])
+                    self._reassign(tp, member, target)
+                    performed = modified = True
+        return performed
+
+    def _reassign(self, tp: TopicPartition, old: str, new: str) -> None:
+        """PartitionMovements.getTheActualPartitionToBeMoved: undo an earlier move back the other way
+        rather than move a second partition between the same two members."""
+        topic = tp[0]
+        source = self.moves[tp][0] if tp in self.moves else old
+        reverse = self.moves_by_pair.get((new, source))
+        if reverse and any(t[0] == topic for t in reverse):
+            candidates = [t for t in reverse if t[0] == topic]
+            tp = java_hashmap_order(candidates, _tp_hash)[0][0]
+        owner = self._owner(tp)
+        self.current[owner].remove(tp)
+        self.current[new].append(tp)
+        self._record(tp, owner, new)
+
+    def _record(self, tp: TopicPartition, old: str, new: str) -> None:
+        if tp in self.moves:
+            src, _ = self.moves.pop(tp)
+            self.moves_by_pair[(src, old)].remove(tp)
+            if not self.moves_by_pair[(src, old)]:
+                del self.moves_by_pair[(src, old)]
+            if src != new:
+                self._add_move(tp, src, new)
+        else:
+            self._add_move(tp, old, new)
+
+    def _add_move(self, tp: TopicPartition, src: str, dst: str) -> None:
+        self.moves[tp] = (src, dst)
+        self.moves_by_pair.setdefault((src, dst), []).append(tp)
+
+
+def _tp_hash(tp: TopicPartition) -> int:
+    """TopicPartition.hashCode: 31 * (31 + partition) + topic.hashCode."""
+    return (31 * (31 + tp[1]) + java_string_hash(tp[0])) & 0xFFFFFFFF
+
+
+def _score(assignment: Mapping[str, list[TopicPartition]]) -> int:
+    sizes = [len(v) for v in assignment.values()]
+    return sum(abs(a - b) for i, a in enumerate(sizes) for b in sizes[i + 1 :])
 
 
 class _Constrained:

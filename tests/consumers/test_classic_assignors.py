@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember, assigned_partitions, member_from_metadata
 from kafka_tools.consumers.member_order import JAVA, LIBRDKAFKA
 from kafka_tools.consumers.range_assignor import range_assign
@@ -158,10 +157,32 @@ def test_sticky_no_reassignment_on_current_members():
     assert got.transferring == {}
 
 
-def test_sticky_with_different_subscriptions_is_refused_in_one_line():
-    members = [m("consumer1", "topic1"), m("consumer2", "topic1", "topic2")]
-    with pytest.raises(AssignmentError, match="subscribe to different topics"):
-        sticky_assign(members, {"topic1": 1, "topic2": 1}, COOPERATIVE_STICKY)
+def test_sticky_with_different_subscriptions_takes_the_general_path():
+    # AbstractStickyAssignorTest.testMultipleConsumersMixedTopicSubscriptions: topic2 (one consumer)
+    # first, each partition to the least loaded member that can take it.
+    members = [m("consumer1", "topic1"), m("consumer2", "topic1", "topic2"), m("consumer3", "topic1")]
+    got = sticky_assign(members, {"topic1": 3, "topic2": 2}, COOPERATIVE_STICKY)
+    assert got.assignment == {
+        "consumer1": [tp("topic1", 0), tp("topic1", 2)],
+        "consumer2": [tp("topic2", 0), tp("topic2", 1)],
+        "consumer3": [tp("topic1", 1)],
+    }
+
+
+@pytest.mark.parametrize("generations", [(1, 2, 3), (1, 3, 2), (2, 1, 3), (2, 3, 1), (3, 1, 2), (3, 2, 1)])
+def test_sticky_general_path_with_three_generations_claiming_one_partition(generations):
+    # testSubscriptionNotEqualAndAssignSamePartitionWith3Generation: every partition once, 1-2 each.
+    g1, g2, g3 = generations
+    members = [
+        m("consumer1", "topic", owned=[tp("topic", 0), tp("topic", 2)], generation=g1),
+        m("consumer2", "topic", owned=[tp("topic", 1), tp("topic", 2), tp("topic", 3)], generation=g2),
+        m("consumer3", "topic", owned=[tp("topic", 2), tp("topic", 4), tp("topic", 5)], generation=g3),
+        m("consumer4", "topic1", owned=[tp("topic1", 0)], generation=2),
+    ]
+    got = sticky_assign(members, {"topic": 6, "topic1": 1}, COOPERATIVE_STICKY).assignment
+    every = [tp for tps in got.values() for tp in tps]
+    assert sorted(every) == sorted({*every}) and len(every) == 7
+    assert all(1 <= len(tps) <= 2 for tps in got.values())
 
 
 def test_java_hashmap_order_is_bucket_order():
@@ -325,3 +346,32 @@ def test_uniform_assignment_is_complete_balanced_and_keeps_targets_within_quota(
     min_quota = sum(partitions.values()) // len(names)
     for n in names:
         assert len(set(got[n]) & set(held[n])) >= min(len(held[n]), min_quota)
+
+
+@st.composite
+def mixed_groups(draw):
+    partitions = {f"t{i}": draw(st.integers(1, 5)) for i in range(draw(st.integers(1, 4)))}
+    names = [f"c{i}" for i in range(draw(st.integers(2, 5)))]
+    subs = {n: draw(st.lists(st.sampled_from(sorted(partitions)), min_size=1, unique=True)) for n in names}
+    all_tps = [(t, p) for t, n in partitions.items() for p in range(n)]
+    owner = {tp: draw(st.sampled_from([None, *names])) for tp in all_tps}
+    held = {n: [tp for tp in all_tps if owner[tp] == n and tp[0] in subs[n]] for n in names}
+    return partitions, subs, held
+
+
+@settings(max_examples=150, deadline=None)
+@given(mixed_groups())
+def test_sticky_general_path_is_valid_and_balanced_as_kafka_checks_it(case):
+    # AbstractStickyAssignorTest.verifyValidityAndBalance: each subscribed partition once, to a
+    # subscriber; a member with 2+ more than another holds nothing the other subscribes to.
+    partitions, subs, held = case
+    members = [m(n, *subs[n], owned=held[n]) for n in subs]
+    got = sticky_assign(members, partitions, COOPERATIVE_STICKY).assignment
+    every = sorted(tp for tps in got.values() for tp in tps)
+    wanted = sorted({(t, p) for ts in subs.values() for t in ts for p in range(partitions[t])})
+    assert every == wanted
+    for n, tps in got.items():
+        assert all(t in subs[n] for t, _ in tps)
+        for o, others in got.items():
+            if len(tps) > len(others) + 1:
+                assert not any(t in subs[o] for t, _ in tps), (n, o, got)
