@@ -189,6 +189,10 @@ def _assignor(live: LiveGroup, strategy: str | None) -> tuple[str, list[str]]:
 def _implementation(live: LiveGroup, override: str | None) -> tuple[str, str]:
     """The leader is one of today's members (a member added by a what-if joins a group that has one)."""
     if live.type == CONSUMER:
+        if override:
+            raise UsageError(
+                f"--implementation {override}: group {live.group} is a consumer group, assigned by the broker"
+            )
         return BROKER, "a consumer group (KIP-848) is assigned by its coordinator"
     if override:
         return override, "--implementation says so"

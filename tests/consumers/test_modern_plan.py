@@ -182,6 +182,12 @@ def test_consumer_group_range_is_the_brokers_and_uniform_keeps_targets_up_to_quo
         plan_live_group(divided)
 
 
+def test_a_client_library_for_a_consumer_group_is_a_usage_error():
+    group = live("consumer", "range", [ClassicMember("a", ("t",))], {"t": 1})
+    with pytest.raises(UsageError, match="group g is a consumer group, assigned by the broker"):
+        plan_live_group(group, implementation="librdkafka")
+
+
 def test_a_topic_cannot_shrink():
     members = [ClassicMember("a", ("t",))]
     with pytest.raises(UsageError, match="a topic cannot shrink"):
