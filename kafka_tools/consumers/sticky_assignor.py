@@ -69,11 +69,9 @@ def sticky_assign(members: list[ClassicMember], partitions: Mapping[str, int], s
         builder = _Constrained(ids, all_topics, owned, multiple)
         result = StickyResult(builder.build(), builder.transferring)
     else:
-        before = {tp: m for m, tps in owned.items() for tp in tps}
         prev = _previous_owners(ids, by_id, all_topics, strategy)
-        assignment = _General(by_id, all_topics, owned, prev).build()
-        moved = {tp: m for m, tps in assignment.items() for tp in tps if before.get(tp, m) != m}
-        result = StickyResult(assignment, moved)
+        assignment = _General({m: by_id[m] for m in ids}, all_topics, owned, prev).build()
+        result = StickyResult(assignment, _transferring(by_id, assignment, strategy))
     if collided:
         result.warnings.append(
             "two members share a bucket of Java's HashMap: the leader's order among them is the order they "
@@ -88,11 +86,9 @@ def _owned_partitions(
     """AbstractStickyAssignor.allSubscriptionsEqual: each member's valid owned partitions."""
     owned: dict[str, list[TopicPartition]] = {}
     owner: dict[TopicPartition, str] = {}
-    generation: dict[str, int] = {}
     multiple: set[TopicPartition] = set()
     for member_id in ids:
         partitions, gen = member_data(by_id[member_id], strategy)
-        generation[member_id] = gen
         mine = owned[member_id] = []
         for tp in partitions:
             if tp[0] not in all_topics:
@@ -101,15 +97,35 @@ def _owned_partitions(
             if other is None:
                 mine.append(tp)
                 owner[tp] = member_id
-            elif gen == generation[other]:
+                continue
+            # Java compares with the other's subscription generation; List.remove of an absent one is a no-op
+            theirs = _subscription_generation(by_id[other])
+            if gen == theirs:
                 multiple.add(tp)
-                owned[other].remove(tp)
-                owner[tp] = member_id
-            elif gen > generation[other]:
+            elif gen > theirs:
                 mine.append(tp)
+            else:
+                continue
+            if tp in owned[other]:
                 owned[other].remove(tp)
-                owner[tp] = member_id
+            owner[tp] = member_id
     return owned, multiple
+
+
+def _subscription_generation(member: ClassicMember) -> int:
+    """Subscription.generationId().orElse(DEFAULT_GENERATION): v2+ subscriptions carry it."""
+    return member.generation if member.generation is not None and member.generation >= 0 else NO_GENERATION
+
+
+def _transferring(
+    by_id: dict[str, ClassicMember], assignment: dict[str, list[TopicPartition]], strategy: str
+) -> dict[TopicPartition, str]:
+    """CooperativeStickyAssignor.computePartitionsTransferringOwnership (the general path): partitions a
+    member gains that another owned (as its subscription says) and gives up."""
+    owned = {m: set(member_data(by_id[m], strategy)[0]) for m in assignment}
+    added = {tp: m for m, tps in assignment.items() for tp in tps if tp not in owned[m]}
+    revoked = {tp for m, tps in owned.items() for tp in tps if tp not in set(assignment[m])}
+    return {tp: m for tp, m in added.items() if tp in revoked}
 
 
 def _previous_owners(
@@ -237,22 +253,21 @@ class _General:
                 if member is None:
                     continue
                 before = self.prev.get(tp)
-                if (
-                    before
-                    and before[0] in self.current
-                    and len(self.current[member]) > len(self.current[before[0]]) + 1
-                ):
-                    self._reassign(tp, member, before[0])
-                    performed = modified = True
-                    continue
-                if any(
-                    len(self.current[member]) > len(self.current[o]) + 1
-                    for o in self.consumers_of[tp[0]]
-                    if o in self.current
-                ):
-                    target = next(m for m in self._sorted_members() if tp[0] in self.topics_of[m])
-                    self._reassign(tp, member, target)
-                    performed = modified = True
+                if before:
+                    if before[0] not in self.current:
+                        raise _java_npe(tp, before[0])
+                    if len(self.current[member]) > len(self.current[before[0]]) + 1:
+                        self._reassign(tp, member, before[0])
+                        performed = modified = True
+                        continue
+                for other in self.consumers_of[tp[0]]:  # the leader's HashMap order of members
+                    if other not in self.current:
+                        raise _java_npe(tp, other)
+                    if len(self.current[member]) > len(self.current[other]) + 1:
+                        target = next(m for m in self._sorted_members() if tp[0] in self.topics_of[m])
+                        self._reassign(tp, member, target)
+                        performed = modified = True
+                        break
         return performed
 
     def _reassign(self, tp: TopicPartition, old: str, new: str) -> None:
@@ -283,6 +298,15 @@ class _General:
     def _add_move(self, tp: TopicPartition, src: str, dst: str) -> None:
         self.moves[tp] = (src, dst)
         self.moves_by_pair.setdefault((src, dst), []).append(tp)
+
+
+def _java_npe(tp: TopicPartition, member: str) -> AssignmentError:
+    """Where GeneralAssignmentBuilder.performReassignments looks up a member it set aside (it owns all it
+    can, of topics nobody else takes) and throws NullPointerException: the leader's rebalance fails."""
+    return AssignmentError(
+        f"kafka-clients fails this rebalance (NullPointerException in the sticky assignor's balancing: "
+        f"{tp[0]}-{tp[1]} looks up member {member}, which it set aside)"
+    )
 
 
 def _tp_hash(tp: TopicPartition) -> int:

@@ -1,0 +1,75 @@
+// kafka-clients' own assignors run on cases ktool's tests give, one per line on stdin:
+//   STRATEGY <TAB> topic:count,... <TAB> member;instance|-;generation;topic,topic;topic@p,topic@p | ...
+// (STRATEGY range, roundrobin or cooperative-sticky; generation -1: none). One line out per case, after
+// "=> " (the assignors log on stdout too), or "=> !Exception" when kafka-clients throws:
+//   member=topic@p,topic@p|member=...   (members in input order, partitions in the order Java lists them)
+// The members go into a HashMap in input order, as ConsumerCoordinator's leader puts them.
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.clients.consumer.RangeAssignor;
+import org.apache.kafka.clients.consumer.RoundRobinAssignor;
+import org.apache.kafka.clients.consumer.internals.AbstractPartitionAssignor;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+
+public class AssignorOracle {
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] fields = line.split("\t", -1);
+            AbstractPartitionAssignor assignor = fields[0].equals("range") ? new RangeAssignor()
+                : fields[0].equals("roundrobin") ? new RoundRobinAssignor() : new CooperativeStickyAssignor();
+            Map<String, List<PartitionInfo>> partitions = new HashMap<>();
+            for (String spec : fields[1].split(",")) {
+                String[] tc = spec.split(":");
+                List<PartitionInfo> infos = new ArrayList<>();
+                for (int p = 0; p < Integer.parseInt(tc[1]); p++)
+                    infos.add(new PartitionInfo(tc[0], p, Node.noNode(), new Node[0], new Node[0]));
+                partitions.put(tc[0], infos);
+            }
+            Map<String, Subscription> subscriptions = new HashMap<>();
+            List<String> order = new ArrayList<>();
+            for (String spec : fields[2].split("\\|")) {
+                String[] f = spec.split(";", -1);
+                List<String> topics = List.of(f[3].split(","));
+                List<TopicPartition> owned = new ArrayList<>();
+                if (!f[4].isEmpty())
+                    for (String tp : f[4].split(",")) {
+                        String[] x = tp.split("@");
+                        owned.add(new TopicPartition(x[0], Integer.parseInt(x[1])));
+                    }
+                Subscription s = new Subscription(topics, null, owned, Integer.parseInt(f[2]), Optional.empty());
+                if (!f[1].equals("-"))
+                    s.setGroupInstanceId(Optional.of(f[1]));
+                subscriptions.put(f[0], s);
+                order.add(f[0]);
+            }
+            Map<String, List<TopicPartition>> result;
+            try {
+                result = assignor.assignPartitions(partitions, subscriptions);
+            } catch (RuntimeException e) {  // the leader's rebalance fails: said, and the next case
+                System.out.println("=> !" + e.getClass().getSimpleName());
+                continue;
+            }
+            List<String> out = new ArrayList<>();
+            for (String member : order) {
+                List<String> tps = new ArrayList<>();
+                for (TopicPartition tp : result.get(member))
+                    tps.add(tp.topic() + "@" + tp.partition());
+                out.add(member + "=" + String.join(",", tps));
+            }
+            System.out.println("=> " + String.join("|", out));
+        }
+    }
+}
