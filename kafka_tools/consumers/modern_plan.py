@@ -25,7 +25,7 @@ from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
 from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, STICKY, sticky_assign
 from kafka_tools.consumers.uniform_assignor import UNIFORM, java_uuid_order, uniform_assign
 from kafka_tools.errors import InputError, UsageError
-from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_string_key
+from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_string_key, java_uuid_hash
 from kafka_tools.format.plural import plural
 
 CLASSIC = "classic"
@@ -270,7 +270,14 @@ def _uniform(
         for t, p in held:
             by_topic.setdefault(t, []).append(p)
         known = [t for t in by_topic if t in live.topic_ids]
-        targets[m.member_id] = [(t, by_topic[t]) for t in java_uuid_order(live.topic_ids, known)]
+        ordered, shared = java_hashmap_order(known, lambda t: java_uuid_hash(live.topic_ids[t]))
+        if shared:
+            warnings.append(
+                f"member {m.member_id}: two of its topics share a bucket of the broker's HashMap; their "
+                "order depends on how the broker built its target assignment, and decides what it keeps past "
+                "quota"
+            )
+        targets[m.member_id] = [(t, by_topic[t]) for t in ordered]
         targets[m.member_id] += [(t, by_topic[t]) for t in by_topic if t not in live.topic_ids]
     subscribed = [t for t in topics if t in partitions]
     return uniform_assign(

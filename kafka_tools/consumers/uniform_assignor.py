@@ -3,9 +3,12 @@ first of `group.consumer.assignors` and so the default), on the path it takes wh
 subscribes to the same topics (UniformHomogeneousAssignmentBuilder, apache/kafka as of October 2024).
 
 Each member, in the group's member order, keeps what its target assignment holds of the subscribed
-topics up to its quota (total / members, the first total % members members one more); what is over
-quota is revoked; then the members under quota, in the same order, take the partitions nobody holds
-(subscribed topics in their set's order, partitions by number) followed by the revoked ones.
+topics up to its quota (total / members, one more while extra slots remain; Kafka 4.4.0 gives an
+unused extra slot back while more members remain than slots, so the extras go to the members that
+already fill them: read from kafka-group-coordinator-4.4.0.jar's bytecode, newer than the October 2024
+source); what is over quota is revoked; then the members under quota, in the same order, take the
+partitions nobody holds (subscribed topics in their set's order, partitions by number) followed by the
+revoked ones.
 
 The orders are Java's: the members are a HashMap keyed by member id (TargetAssignmentBuilder), the
 subscribed topics a HashSet of topic ids (Uuid.hashCode), a member's assignment a map keyed by topic id;
@@ -59,9 +62,9 @@ def uniform_assign(
     min_quota, extra = divmod(total, len(member_ids))
     assignment: dict[str, list[TopicPartition]] = {}
     unfilled: list[tuple[str, int]] = []
-    for member in member_ids:
-        quota = min_quota + (1 if extra > 0 else 0)
-        extra -= 1 if extra > 0 else 0
+    for index, member in enumerate(member_ids):
+        extra_slot = extra > 0
+        quota = min_quota + (1 if extra_slot else 0)
         kept: list[TopicPartition] = []
         for topic, parts in targets.get(member, ()):
             if topic not in topics:
@@ -72,9 +75,16 @@ def uniform_assign(
                     quota -= 1
                 else:
                     unassigned.append((topic, partition))
+        # Kafka 4.4: a member still under quota gives its extra slot back while more members remain
+        # (itself included) than extra slots, so the extras go to members that already hold them
+        if quota > 0 and extra_slot and len(member_ids) - index > extra:
+            quota -= 1
+            extra_slot = False
         assignment[member] = kept
         if quota > 0:
             unfilled.append((member, quota))
+        if extra_slot:
+            extra -= 1
     at = 0
     for member, quota in unfilled:
         take = unassigned[at : at + quota]
