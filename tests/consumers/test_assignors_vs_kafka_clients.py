@@ -1,12 +1,13 @@
 """ktool's ports of the classic assignors against kafka-clients' own classes (4.4.0, run offline: no
 broker), on seeded random groups: members with and without group.instance.id, equal and mixed
 subscriptions, owned partitions from several generations (some claimed twice). Every case's assignment
-must equal Java's: range, roundrobin, and cooperative-sticky (Java returns the first of its two
-rebalances: the assignment less the partitions that change owner)."""
+must equal Java's: range, roundrobin, sticky (what a member owned in its user data) and cooperative-sticky
+(Java returns the first of its two rebalances: the assignment less the partitions that change owner)."""
 
 from __future__ import annotations
 
 import random
+import struct
 import subprocess
 from pathlib import Path
 
@@ -17,12 +18,12 @@ from kafka_tools.consumers.classic_member import ClassicMember
 from kafka_tools.consumers.member_order import JAVA
 from kafka_tools.consumers.range_assignor import range_assign
 from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
-from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, sticky_assign
+from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, STICKY, sticky_assign
 from tests.support.modern import classpath
 from tests.support.sweep import rounds
 
 ORACLE = Path(__file__).resolve().parents[1] / "support" / "kafka_modern" / "clients" / "AssignorOracle.java"
-STRATEGIES = ("range", "roundrobin", COOPERATIVE_STICKY)
+STRATEGIES = ("range", "roundrobin", STICKY, COOPERATIVE_STICKY)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def random_group(rng: random.Random, strategy: str):
     all_tps = [(t, p) for t, n in topics.items() for p in range(n)]
     for name in names:
         subscribed = common if equal else sorted(rng.sample(sorted(topics), rng.randint(1, len(topics))))
-        owned = [tp for tp in all_tps if rng.random() < 0.3] if strategy == COOPERATIVE_STICKY else []
+        owned = [tp for tp in all_tps if rng.random() < 0.3] if "sticky" in strategy else []
         generation = rng.choice([-1, 3, 4, 4]) if owned else -1
         instance = f"i{rng.randint(0, 9)}" if rng.random() < 0.3 else None
         members.append(ClassicMember(name, tuple(subscribed), instance, owned, generation))
@@ -73,8 +74,25 @@ def ours(strategy, topics, members) -> dict[str, list]:
         return range_assign(members, topics, JAVA)
     if strategy == "roundrobin":
         return roundrobin_assign(members, topics, JAVA)
+    if strategy == STICKY:  # what it owned travels in its user data, as StickyAssignor writes it
+        members = [eager(m) for m in members]
+        return sticky_assign(members, topics, STICKY).assignment
     result = sticky_assign(members, topics, COOPERATIVE_STICKY)
     return {m: [tp for tp in tps if tp not in result.transferring] for m, tps in result.assignment.items()}
+
+
+def eager(member: ClassicMember) -> ClassicMember:
+    """The member as the eager StickyAssignor's subscription carries it: owned partitions and generation in
+    StickyAssignorUserData v1 (topic, partitions; generation), none in the subscription's own fields."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in member.owned:
+        by_topic.setdefault(t, []).append(p)
+    data = struct.pack(">i", len(by_topic))
+    for t, ps in by_topic.items():
+        data += struct.pack(">h", len(t)) + t.encode() + struct.pack(">i", len(ps))
+        data += b"".join(struct.pack(">i", p) for p in ps)
+    data += struct.pack(">i", member.generation if member.generation is not None else -1)
+    return ClassicMember(member.member_id, member.topics, member.instance_id, [], None, user_data=data)
 
 
 def test_every_assignment_equals_kafka_clients(oracle):

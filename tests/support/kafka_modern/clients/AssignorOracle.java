@@ -1,12 +1,16 @@
 // kafka-clients' own assignors run on cases ktool's tests give, one per line on stdin:
 //   STRATEGY <TAB> topic:count,... <TAB> member;instance|-;generation;topic,topic;topic@p,topic@p | ...
-// (STRATEGY range, roundrobin or cooperative-sticky; generation -1: none). One line out per case, after
+// (STRATEGY range, roundrobin, sticky or cooperative-sticky; generation -1: none). The eager sticky
+// assignor gets what a member owned, and its generation, in its user data (StickyAssignor's own
+// serializer, called by reflection: it is package-private). One line out per case, after
 // "=> " (the assignors log on stdout too), or "=> !Exception" when kafka-clients throws:
 //   member=topic@p,topic@p|member=...   (members in input order, partitions in the order Java lists them)
 // The members go into a HashMap in input order, as ConsumerCoordinator's leader puts them.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.reflect.Method;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -17,6 +21,8 @@ import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.RangeAssignor;
 import org.apache.kafka.clients.consumer.RoundRobinAssignor;
+import org.apache.kafka.clients.consumer.StickyAssignor;
+import org.apache.kafka.clients.consumer.internals.AbstractStickyAssignor.MemberData;
 import org.apache.kafka.clients.consumer.internals.AbstractPartitionAssignor;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
@@ -28,8 +34,10 @@ public class AssignorOracle {
         String line;
         while ((line = in.readLine()) != null) {
             String[] fields = line.split("\t", -1);
+            boolean eager = fields[0].equals("sticky");
             AbstractPartitionAssignor assignor = fields[0].equals("range") ? new RangeAssignor()
-                : fields[0].equals("roundrobin") ? new RoundRobinAssignor() : new CooperativeStickyAssignor();
+                : fields[0].equals("roundrobin") ? new RoundRobinAssignor()
+                : eager ? new StickyAssignor() : new CooperativeStickyAssignor();
             Map<String, List<PartitionInfo>> partitions = new HashMap<>();
             for (String spec : fields[1].split(",")) {
                 String[] tc = spec.split(":");
@@ -49,7 +57,10 @@ public class AssignorOracle {
                         String[] x = tp.split("@");
                         owned.add(new TopicPartition(x[0], Integer.parseInt(x[1])));
                     }
-                Subscription s = new Subscription(topics, null, owned, Integer.parseInt(f[2]), Optional.empty());
+                int generation = Integer.parseInt(f[2]);
+                Subscription s = eager
+                    ? new Subscription(topics, userData(owned, generation), List.of(), -1, Optional.empty())
+                    : new Subscription(topics, null, owned, generation, Optional.empty());
                 if (!f[1].equals("-"))
                     s.setGroupInstanceId(Optional.of(f[1]));
                 subscriptions.put(f[0], s);
@@ -71,5 +82,12 @@ public class AssignorOracle {
             }
             System.out.println("=> " + String.join("|", out));
         }
+    }
+
+    static ByteBuffer userData(List<TopicPartition> owned, int generation) throws Exception {
+        Method serialize = StickyAssignor.class.getDeclaredMethod("serializeTopicPartitionAssignment", MemberData.class);
+        serialize.setAccessible(true);
+        Optional<Integer> gen = Optional.of(generation);  // StickyAssignor always writes one (-1: none yet)
+        return (ByteBuffer) serialize.invoke(null, new MemberData(owned, gen));
     }
 }
