@@ -1,12 +1,8 @@
 """Proof (issue 52): `groups rebalance-plan --bootstrap-server` predicts the assignment real consumers end
-up with. confluent-kafka (librdkafka) members of a classic group with range and roundrobin, and of a
-consumer group (group.protocol=consumer, KIP-848) with the broker's range and uniform assignors on Kafka
-4.4.0.
-Seeded random memberships: members join with random subscriptions and leave; before a member leaves,
-the plan with `--remove-member` predicts the assignment after it; after a member joins and the group
-settles, the plan of the live group moves nothing (the assignor ktool runs is the one that ran).
-kafka-clients members (GroupMember.java, cooperative-sticky, one topic) the same way, a member leaving
-by SIGKILL (its session expires)."""
+up with: confluent-kafka (librdkafka) members of a classic group on Kafka 4.4.0, seeded random
+memberships (members join with random subscriptions and leave); before a member leaves, the plan with
+`--remove-member` predicts the assignment after it; after a member joins and the group settles, the plan
+of the live group moves nothing. Only classic range so far (see the parametrize note)."""
 
 from __future__ import annotations
 
