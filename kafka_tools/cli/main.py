@@ -131,13 +131,21 @@ class KtoolGroup(click.Group):
         add_shared_options(command)
         self.add_command(command, name)
 
+    def make_context(self, *args, **kwargs) -> click.Context:
+        # A signal while Click parses the command line would reach Click's own handler ("Aborted!",
+        # exit 1): it is Ctrl-C or SIGTERM here too (130/143, one line).
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt as exc:
+            interrupts.exit_interrupted(exc)
+
     def invoke(self, ctx: click.Context):
         # A reader that leaves early (`| head -1`, `| true`) must not decide the exit code: writes
         # after that are dropped and the command finishes its verdict (see cli/pipe.py).
         saved = sys.stdout, sys.stderr
-        pipe.install()
-        start_up.resume_collection()  # the command is resolved: what start-up built is frozen
         try:
+            pipe.install()
+            start_up.resume_collection()  # the command is resolved: what start-up built is frozen
             return super().invoke(ctx)
         except KtoolError as exc:
             click.echo(f"ktool: {exc}", err=True)
@@ -224,6 +232,10 @@ def main() -> None:
     except KeyboardInterrupt as exc:
         interrupts.exit_interrupted(exc)
     except SystemExit as exc:
+        # Click's "Aborted!" exit: a signal that landed in Click's own code between the command's steps
+        behind = _after_interrupt(exc.__context__) if exc.code == 1 else None
+        if behind is not None:
+            interrupts.exit_interrupted(behind)
         interrupts.exit_with(exc.code)
 
 

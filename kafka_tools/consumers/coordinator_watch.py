@@ -32,8 +32,8 @@ from kafka_tools.consumers.group_tracker import (
     Verification,
     WatchEvent,
     WatchOptions,
+    sample_lags,
 )
-from kafka_tools.errors import KtoolError
 from kafka_tools.zk.layout import ConsumerMember
 
 if TYPE_CHECKING:
@@ -162,18 +162,10 @@ class CoordinatorWatch:
     def sample_lag(self) -> None:
         from kafka_tools.consumers.groups import describe_kafka_group
 
-        for group, tracker in sorted(self.trackers.items()):
-            try:
-                desc = describe_kafka_group(self.broker, group)
-            except KtoolError as exc:
-                if self.lag_problem.get(group) != str(exc):  # once, not every interval
-                    self.lag_problem[group] = str(exc)
-                    self._emit("lag-unavailable", group, {"message": str(exc)})
-                continue
-            self.lag_problem.pop(group, None)
-            now = self.clock()
-            for event, fields in tracker.sample_lag(now, desc.rows):
-                self._emit(event, group, fields, now)
+        def describe(group: str):
+            return describe_kafka_group(self.broker, group)
+
+        sample_lags(self.trackers, describe, self.lag_problem, self._emit, self.clock)
 
     def run(self) -> int:
         """Poll until interrupted (KeyboardInterrupt propagates), or as --once/--until-stable say."""

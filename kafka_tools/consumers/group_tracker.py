@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +126,30 @@ def verify(
     not_member = [tp for tp in sorted(owners) if _consumer(owners[tp]) not in live]
     against = [tp for tp in sorted(owners) if _consumer(owners[tp]) in live and owners[tp] != planned.get(tp)]
     return Verification(planned, unowned, not_member, against)
+
+
+def sample_lags(
+    trackers: dict[str, GroupTracker],
+    describe: Callable[[str], Any],
+    problems: dict[str, str],
+    emit: Callable[..., None],
+    clock: Callable[[], float],
+) -> None:
+    """Each watched group's lag sampled and told, for either watch (ZooKeeper's or the coordinators'):
+    `describe(group)` gives its rows; a group that cannot be described says why once, not every
+    interval (`problems` keeps what was said)."""
+    for group, tracker in sorted(trackers.items()):
+        try:
+            desc = describe(group)
+        except KtoolError as exc:
+            if problems.get(group) != str(exc):
+                problems[group] = str(exc)
+                emit("lag-unavailable", group, {"message": str(exc)})
+            continue
+        problems.pop(group, None)
+        now = clock()
+        for event, fields in tracker.sample_lag(now, desc.rows):
+            emit(event, group, fields, now)
 
 
 class GroupTracker:

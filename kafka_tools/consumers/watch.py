@@ -38,6 +38,7 @@ from kafka_tools.consumers.group_tracker import (
     GroupTracker,
     WatchEvent,
     WatchOptions,
+    sample_lags,
 )
 from kafka_tools.errors import KtoolError
 from kafka_tools.zk.layout import (
@@ -272,18 +273,10 @@ class GroupWatch:
     def sample_lag(self) -> None:
         from kafka_tools.consumers.groups import describe_group
 
-        for group, tracker in sorted(self.trackers.items()):
-            try:
-                desc = describe_group(self.zk, group, self.broker)
-            except KtoolError as exc:
-                if self.lag_problem.get(group) != str(exc):  # once, not every interval
-                    self.lag_problem[group] = str(exc)
-                    self._emit("lag-unavailable", group, {"message": str(exc)})
-                continue
-            self.lag_problem.pop(group, None)
-            now = self.clock()
-            for event, fields in tracker.sample_lag(now, desc.rows):
-                self._emit(event, group, fields, now)
+        def describe(group: str):
+            return describe_group(self.zk, group, self.broker)
+
+        sample_lags(self.trackers, describe, self.lag_problem, self._emit, self.clock)
 
     # ------------------------------------------------------------------ the loop
 

@@ -10,6 +10,7 @@ the same value. ktool may print more: tagged fields at their default, which Kafk
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
@@ -75,6 +76,9 @@ def _same_fields(ours: object, theirs: object, where: str) -> None:
         assert isinstance(ours, list) and len(ours) == len(theirs), where
         for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
             _same_fields(a, b, f"{where}[{i}]")
+    elif where.endswith(".userData") and isinstance(ours, str) and isinstance(theirs, str):
+        # the same bytes: ktool writes bytes in hex (to_jsonable), Kafka's JsonConverter in base64
+        assert bytes.fromhex(ours) == base64.b64decode(theirs), where
     else:
         assert ours == theirs, where
 
