@@ -25,7 +25,7 @@ from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
 from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, STICKY, sticky_assign
 from kafka_tools.consumers.uniform_assignor import UNIFORM, java_uuid_order, uniform_assign
 from kafka_tools.errors import InputError, UsageError
-from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_string_key, java_uuid_hash
+from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_string_key
 from kafka_tools.format.plural import plural
 
 CLASSIC = "classic"
@@ -249,7 +249,9 @@ def _uniform(
     live: LiveGroup, members: list[ClassicMember], partitions: dict[str, int], warnings: list[str]
 ) -> dict[str, list[TopicPartition]]:
     """The broker's uniform assignor over each member's target assignment (a member added by a what-if
-    has none), in the orders of the broker's HashMaps."""
+    has none), in the orders of the broker's HashMaps. A member's topics are taken in the order the broker
+    lists them: its map's own order, which ktool cannot recompute (the assignor sizes the maps it writes
+    to their entries, and a map replayed from its record has 16 buckets)."""
     topics = sorted({t for m in members for t in m.topics})
     unknown = [t for t in topics if t in partitions and t not in live.topic_ids]
     if unknown:
@@ -265,20 +267,10 @@ def _uniform(
         )
     targets = {}
     for m in members:
-        held = live.targets.get(m.member_id, [])
-        by_topic: dict[str, list[int]] = {}
-        for t, p in held:
+        by_topic: dict[str, list[int]] = {}  # topics in the order ConsumerGroupDescribe lists them
+        for t, p in live.targets.get(m.member_id, []):
             by_topic.setdefault(t, []).append(p)
-        known = [t for t in by_topic if t in live.topic_ids]
-        ordered, shared = java_hashmap_order(known, lambda t: java_uuid_hash(live.topic_ids[t]))
-        if shared:
-            warnings.append(
-                f"member {m.member_id}: two of its topics share a bucket of the broker's HashMap; their "
-                "order depends on how the broker built its target assignment, and decides what it keeps past "
-                "quota"
-            )
-        targets[m.member_id] = [(t, by_topic[t]) for t in ordered]
-        targets[m.member_id] += [(t, by_topic[t]) for t in by_topic if t not in live.topic_ids]
+        targets[m.member_id] = list(by_topic.items())
     subscribed = [t for t in topics if t in partitions]
     return uniform_assign(
         order,

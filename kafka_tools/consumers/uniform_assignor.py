@@ -32,8 +32,9 @@ TopicAssignment = Sequence[tuple[str, Sequence[int]]]
 
 
 def java_uuid_order(topic_ids: Mapping[str, str | tuple[int, int]], topics: Sequence[str]) -> list[str]:
-    """`topics` in the iteration order of a Java HashSet/HashMap keyed by their topic ids."""
-    return java_hashmap_order(list(topics), lambda t: java_uuid_hash(topic_ids[t]))[0]
+    """`topics` in the iteration order of the uniform assignor's subscribed topic ids: a HashSet copied
+    from the first member's subscription (`new HashSet<>(subscribedTopicIds)`)."""
+    return java_hashmap_order(list(topics), lambda t: java_uuid_hash(topic_ids[t]), copied=True)[0]
 
 
 def uniform_assign(

@@ -50,13 +50,21 @@ def java_uuid_hash(uuid: str | tuple[int, int]) -> int:
     return h - 0x100000000 if h & 0x80000000 else h
 
 
-def java_hashmap_order(keys: Sequence[K], hash_of: Callable[[K], int]) -> tuple[list[K], bool]:
+def java_hashmap_order(
+    keys: Sequence[K], hash_of: Callable[[K], int], copied: bool = False
+) -> tuple[list[K], bool]:
     """Keys in the iteration order of a java.util.HashMap they were put into (a table of 16 doubling past
     3/4 full; bucket `(h ^ h >>> 16) & (n - 1)`), and True when two keys share a bucket: then their order
-    is the order they were put in, `keys`' order here, which the caller may not know."""
+    is the order they were put in, `keys`' order here, which the caller may not know. `copied`: a HashSet
+    made from a collection (`new HashSet<>(c)`) sizes its table to `max(n / .75 + 1, 16)` first, which is
+    twice as large when n is exactly 3/4 of a power of two (12 keys: 32 buckets, not 16)."""
     size = 16
     while len(keys) > size * 3 // 4:
         size *= 2
+    if copied:
+        size = 16
+        while size < max(int(len(keys) / 0.75) + 1, 16):
+            size *= 2
     buckets: dict[int, list[K]] = {}
     for key in keys:
         h = hash_of(key) & 0xFFFFFFFF

@@ -1,9 +1,14 @@
 // The broker's own consumer-group assignors (group-coordinator: uniform, range) run on cases ktool's tests
 // give, one per line on stdin:
-//   ASSIGNOR <TAB> topicId:count,... <TAB> member;instance|-;topicId,topicId;topicId@p,topicId@p | ...
+//   ASSIGNOR <TAB> topicId:count,... <TAB> member;instance|-;topicId,topicId;topicId@p,topicId@p | ... [<TAB> WHAT-IF]
 // Members go into a HashMap in input order (TargetAssignmentBuilder's), each target assignment into an
-// unmodifiable HashMap of HashSets (Assignment's), topics put in input order. One line out per case, after "=> ":
-//   member=topicId@p,...|...   or "=> !Exception" when the assignor throws.
+// unmodifiable HashMap of HashSets (Assignment's, replayed from its record), topics put in input order. One
+// line out per case, after "=> ": member=topicId@p,...|... (each member's map in its iteration order, as
+// ConsumerGroupDescribe lists a target assignment), or "=> !Exception" when the assignor throws.
+// WHAT-IF ("+member" joins subscribing as the first member does, "-member" leaves) runs the assignor a
+// second time on the first run's own output maps, as the broker's next target assignment does (their
+// capacities are the assignor's: AssignorHelpers.deepCopyAssignment sizes a map to its entries); its
+// answer is a second line, after "=>> ".
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -33,6 +38,7 @@ public class ServerAssignorOracle {
         String line;
         while ((line = in.readLine()) != null) {
             String[] fields = line.split("\t", -1);
+            String whatIf = fields.length > 3 ? fields[3] : "";
             ConsumerGroupPartitionAssignor assignor = fields[0].equals("range") ? new RangeAssignor() : new UniformAssignor();
             Map<Uuid, Integer> counts = new HashMap<>();
             for (String spec : fields[1].split(",")) {
@@ -78,15 +84,52 @@ public class ServerAssignorOracle {
                 System.out.println("=> !" + e.getClass().getSimpleName() + " " + e.getMessage());
                 continue;
             }
-            List<String> out = new ArrayList<>();
+            System.out.println("=> " + render(order, result));
+            if (whatIf.isEmpty())
+                continue;
+            String who = whatIf.substring(1);
+            Map<String, MemberSubscriptionAndAssignmentImpl> next = new HashMap<>();
+            Map<Uuid, Map<Integer, String>> nextInverted = new HashMap<>();
+            Set<Set<Uuid>> nextSubscriptions = new HashSet<>();
+            List<String> nextOrder = new ArrayList<>();
             for (String member : order) {
-                List<String> tps = new ArrayList<>();
-                for (Map.Entry<Uuid, Set<Integer>> e : result.members().get(member).partitions().entrySet())
-                    for (int p : e.getValue())
-                        tps.add(e.getKey() + "@" + p);
-                out.add(member + "=" + String.join(",", tps));
+                if (whatIf.startsWith("-") && member.equals(who))
+                    continue;
+                MemberSubscriptionAndAssignmentImpl was = members.get(member);
+                Map<Uuid, Set<Integer>> target = result.members().get(member).partitions();
+                target.forEach((id, ps) -> ps.forEach(p -> nextInverted.computeIfAbsent(id, k -> new HashMap<>()).put(p, member)));
+                next.put(member, new MemberSubscriptionAndAssignmentImpl(Optional.empty(), was.instanceId(),
+                    was.subscribedTopicIds(), new Assignment(target)));
+                nextSubscriptions.add(was.subscribedTopicIds());
+                nextOrder.add(member);
             }
-            System.out.println("=> " + String.join("|", out));
+            if (whatIf.startsWith("+")) {
+                Set<Uuid> topics = members.get(order.get(0)).subscribedTopicIds();
+                next.put(who, new MemberSubscriptionAndAssignmentImpl(Optional.empty(), Optional.empty(), topics,
+                    Assignment.EMPTY));
+                nextSubscriptions.add(topics);
+                nextOrder.add(who);
+            }
+            SubscriptionType nextType = nextSubscriptions.size() == 1 ? SubscriptionType.HOMOGENEOUS : SubscriptionType.HETEROGENEOUS;
+            try {
+                result = assignor.assign(new GroupSpecImpl(Collections.unmodifiableMap(next), nextType, nextInverted), describer);
+            } catch (RuntimeException e) {
+                System.out.println("=>> !" + e.getClass().getSimpleName() + " " + e.getMessage());
+                continue;
+            }
+            System.out.println("=>> " + render(nextOrder, result));
         }
+    }
+
+    private static String render(List<String> order, GroupAssignment result) {
+        List<String> out = new ArrayList<>();
+        for (String member : order) {
+            List<String> tps = new ArrayList<>();
+            for (Map.Entry<Uuid, Set<Integer>> e : result.members().get(member).partitions().entrySet())
+                for (int p : e.getValue())
+                    tps.add(e.getKey() + "@" + p);
+            out.add(member + "=" + String.join(",", tps));
+        }
+        return String.join("|", out);
     }
 }
