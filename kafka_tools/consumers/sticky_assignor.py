@@ -44,7 +44,11 @@ class StickyResult:
 
 def member_data(member: ClassicMember, strategy: str) -> tuple[list[TopicPartition], int]:
     """(owned partitions, generation) as the assignor's memberData reads them."""
-    if strategy == STICKY:
+    if strategy == STICKY and member.user_data is None and member.owned:
+        # a member the plan rejoins with what it holds now (modern_plan._as_rejoining): kafka-clients'
+        # eager members send no owned partitions of their own (they revoke everything before joining)
+        owned, generation = list(member.owned), member.generation
+    elif strategy == STICKY:
         owned, generation = sticky_user_data(member)
     else:
         owned, generation = list(member.owned), cooperative_generation(member)

@@ -242,3 +242,20 @@ def test_an_unreachable_broker_is_one_line_and_exit_3():
         result.output.strip()
         == f"ktool: broker 127.0.0.1:{port}: connection refused (is a broker listening there?)"
     )
+
+
+def test_a_stable_eager_sticky_group_moves_nothing_when_nothing_changes(coordinator):
+    # kafka-clients' eager StickyAssignor: members revoke everything before joining, so the JoinGroup's
+    # owned partitions are empty and what they held travels in user data. A stable group rejoins with what
+    # SyncGroup gave it; the plan once read no user data there and dealt every partition afresh (6 moves
+    # on a live group of two Java members).
+    coordinator["protocol"] = "sticky"
+    coordinator["client_id"] = "consumer-billing-1"
+    coordinator["members"] = {
+        "m-a": (subscription(["orders"], []), assignment([("orders", p) for p in (3, 4, 5)])),
+        "m-b": (subscription(["orders"], []), assignment([("orders", p) for p in (0, 1, 2)])),
+    }
+    result = run("billing", "--json")
+    assert result.exit_code == 0, result.output
+    plan = [json.loads(line) for line in result.output.splitlines()][-2]
+    assert plan["moves"] == 0, result.output

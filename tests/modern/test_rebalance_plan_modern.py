@@ -1,23 +1,35 @@
 """Proof (issue 52): `groups rebalance-plan --bootstrap-server` predicts the assignment real consumers end
-up with: confluent-kafka (librdkafka) members of a classic group on Kafka 4.4.0, seeded random
-memberships (members join with random subscriptions and leave); before a member leaves, the plan with
-`--remove-member` predicts the assignment after it; after a member joins and the group settles, the plan
-of the live group moves nothing. Only classic range so far (see the parametrize note)."""
+up with, on Kafka 4.4.0, for each assignor ktool plans: classic groups of Java consumers (kafka-clients:
+range, roundrobin, sticky, cooperative-sticky; tests/support/kafka_modern/clients/GroupMember.java) and
+of confluent-kafka (librdkafka: range, roundrobin), consumer groups (KIP-848) of both on the broker's
+uniform and range. Seeded random memberships: members join with random subscriptions (alike for uniform,
+the only case ktool plans there), leave, and topics grow. Before a member leaves, the plan with
+`--remove-member` predicts the assignment after it; before partitions are added, the plan with
+`--partitions` predicts it; after a member joins and the group settles, the plan of the live group moves
+nothing (a join is not predicted: the newcomer's member id, which decides its place, is not known before).
+CI runs a few steps per case; the exhaustive tier 24. librdkafka's sticky assignors are refused in one line.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
+import subprocess
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.support.cli import run_ktool
-from tests.support.modern import ModernCluster, create_topic
-from tests.support.sweep import rounds
+from tests.support.modern import ModernCluster, classpath, create_topic
 
 pytestmark = pytest.mark.server
 
+ROOT = Path(__file__).resolve().parents[2]
+JAVA_MEMBER = ROOT / "tests" / "support" / "kafka_modern" / "clients" / "GroupMember.java"
 FAST_GROUPS = {
     "group.consumer.session.timeout.ms": 6000,
     "group.consumer.min.session.timeout.ms": 6000,
@@ -25,91 +37,182 @@ FAST_GROUPS = {
     "group.consumer.min.heartbeat.interval.ms": 1000,
     "group.initial.rebalance.delay.ms": 0,
 }
-TOPICS = {"plan-a": 5, "plan-b": 3, "plan-c": 4}
+CASES = [
+    ("classic", "java", "range"),
+    ("classic", "java", "roundrobin"),
+    ("classic", "java", "sticky"),
+    ("classic", "java", "cooperative-sticky"),
+    ("classic", "librdkafka", "range"),
+    ("classic", "librdkafka", "roundrobin"),
+    ("consumer", "java", "uniform"),
+    ("consumer", "java", "range"),
+    ("consumer", "librdkafka", "uniform"),
+    ("consumer", "librdkafka", "range"),
+]
 
 
 @pytest.fixture(scope="module")
 def cluster(kafka4_release, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("kafka-plans")
     with ModernCluster(kafka4_release, "combined", workdir, properties=FAST_GROUPS) as started:
-        for topic, count in TOPICS.items():
-            create_topic(started, topic, partitions=count)
         yield started
 
 
-class Group:
-    """In-process consumers of one group, polled in turn (their callbacks run in poll)."""
+@pytest.fixture(scope="module")
+def java_member(cluster, tmp_path_factory) -> list[str]:
+    out = tmp_path_factory.mktemp("java-member")
+    libs = classpath(cluster.release)
+    javac = ["javac", "-nowarn", "-cp", libs, "-d", str(out), str(JAVA_MEMBER)]
+    subprocess.run(javac, check=True, timeout=300, capture_output=True)
+    return ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{out}:{libs}", "GroupMember"]
 
-    def __init__(self, bootstrap: str, group: str, protocol: str, strategy: str) -> None:
-        self.bootstrap, self.group, self.protocol, self.strategy = bootstrap, group, protocol, strategy
-        self.members: dict[str, tuple[object, tuple[str, ...]]] = {}
-        self.pending: list[tuple[object, tuple[str, ...]]] = []
 
-    def join(self, topics: tuple[str, ...]) -> None:
+class RdMember:
+    """A confluent-kafka consumer in this process (its callbacks run in poll, which `pump` calls)."""
+
+    def __init__(self, group: Group, topics: tuple[str, ...], index: int) -> None:
         from confluent_kafka import Consumer
 
         conf = {
-            "bootstrap.servers": self.bootstrap,
-            "group.id": self.group,
-            "group.protocol": self.protocol,
+            "bootstrap.servers": group.bootstrap,
+            "group.id": group.name,
+            "group.protocol": group.protocol,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            "topic.metadata.refresh.interval.ms": 1000,
         }
-        if self.protocol == "classic":
+        if group.protocol == "classic":
             conf.update(
                 {
-                    "partition.assignment.strategy": self.strategy,
+                    "partition.assignment.strategy": group.assignor,
                     "session.timeout.ms": 6000,
                     "heartbeat.interval.ms": 500,
                 }
             )
         else:
-            conf["group.remote.assignor"] = self.strategy
-        consumer = Consumer(conf)
-        consumer.subscribe(list(topics))
-        self.pending.append((consumer, topics))
+            conf["group.remote.assignor"] = group.assignor
+        self.consumer = Consumer(conf)
+        self.consumer.subscribe(list(topics))
+        self.topics = topics
+
+    @property
+    def id(self) -> str:
+        return self.consumer.memberid() or ""
+
+    def pump(self) -> None:
+        self.consumer.poll(0.02)
+
+    def owned(self) -> set[tuple[str, int]]:
+        return {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+
+    def leave(self) -> None:
+        self.consumer.close()
+
+
+class JavaMember:
+    """A kafka-clients consumer as a process (GroupMember.java), its callbacks read on a thread."""
+
+    def __init__(self, group: Group, topics: tuple[str, ...], index: int) -> None:
+        client_id = f"consumer-{group.name}-{index}"  # kafka-clients' default form: the plan names Java
+        args = [group.bootstrap, group.name, ",".join(topics), group.protocol, client_id, group.assignor]
+        self.proc = subprocess.Popen(
+            [*group.java, *args],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        self.topics = topics
+        self.log: list[dict] = []
+        self.id = ""
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                entry = json.loads(line)
+                self.id = entry["member"]
+                self.log.append(entry)
+
+    def pump(self) -> None:
+        assert self.proc.poll() is None, f"Java member exited {self.proc.returncode}"
+
+    def owned(self) -> set[tuple[str, int]]:
+        now: set[tuple[str, int]] = set()
+        for entry in list(self.log):
+            parts = {tuple(p) for p in entry["partitions"]}
+            now = now | parts if entry["event"] == "assigned" else now - parts
+        return now
+
+    def leave(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # closes the consumer: it leaves the group
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+class Group:
+    """The consumers of one group, all of one client library."""
+
+    def __init__(self, cluster: ModernCluster, protocol: str, client: str, assignor: str, java) -> None:
+        self.bootstrap, self.protocol, self.client, self.assignor = (
+            cluster.bootstrap,
+            protocol,
+            client,
+            assignor,
+        )
+        self.name = f"plans-{protocol}-{client}-{assignor}"
+        self.java = java
+        self.topics = {f"{self.name}-a": 5, f"{self.name}-b": 3, f"{self.name}-c": 4}
+        for topic, count in self.topics.items():
+            create_topic(cluster, topic, partitions=count)
+        self.members: dict[str, RdMember | JavaMember] = {}
+        self.pending: list[RdMember | JavaMember] = []
+        self.joined = 0
+
+    def join(self, topics: tuple[str, ...]) -> None:
+        kind = JavaMember if self.client == "java" else RdMember
+        self.joined += 1
+        self.pending.append(kind(self, topics, self.joined))
 
     def leave(self, member_id: str) -> None:
-        consumer, _ = self.members.pop(member_id)
-        consumer.close()
+        self.members.pop(member_id).leave()
 
     def pump(self, seconds: float) -> None:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            for consumer, _ in [*self.members.values(), *self.pending]:
-                consumer.poll(0.02)
-            for consumer, topics in list(self.pending):
-                member_id = consumer.memberid()
-                if member_id:
-                    self.members[member_id] = (consumer, topics)
-                    self.pending.remove((consumer, topics))
+            for member in [*self.members.values(), *self.pending]:
+                member.pump()
+            for member in list(self.pending):
+                if member.id:
+                    self.members[member.id] = member
+                    self.pending.remove(member)
+            if self.client == "java":
+                time.sleep(0.05)
 
     def owners(self) -> dict[tuple[str, int], str]:
-        return {
-            (tp.topic, tp.partition): member_id
-            for member_id, (consumer, _) in self.members.items()
-            for tp in consumer.assignment()
-        }
+        return {tp: member_id for member_id, m in self.members.items() for tp in m.owned()}
 
-    def settle(self, timeout: float = 60) -> dict[tuple[str, int], str]:
+    def settle(self, timeout: float = 90) -> dict[tuple[str, int], str]:
         """The owners once every subscribed partition has exactly one and nothing changed for 2 s."""
         deadline, last, since = time.monotonic() + timeout, None, time.monotonic()
         while time.monotonic() < deadline:
             self.pump(0.3)
             joined = [*self.members.values(), *self.pending]
-            wanted = {(t, p) for _, topics in joined for t in topics for p in range(TOPICS[t])}
+            wanted = {(t, p) for m in joined for t in m.topics for p in range(self.topics[t])}
             owners = self.owners()
-            total = sum(len(c.assignment()) for c, _ in self.members.values())
+            total = sum(len(m.owned()) for m in self.members.values())
             settled = not self.pending and set(owners) == wanted and total == len(wanted)
             if owners != last or not settled:
                 last, since = owners, time.monotonic()
             elif time.monotonic() - since > 2:
                 return owners
-        raise AssertionError(f"group {self.group} did not settle: {self.owners()}")
+        raise AssertionError(f"group {self.name} did not settle: {self.owners()}")
 
     def close(self) -> None:
-        for consumer, _ in [*self.members.values(), *self.pending]:
-            consumer.close()
+        for member in [*self.members.values(), *self.pending]:
+            member.leave()
 
 
 def plan(cluster: ModernCluster, group: str, *what_if: str) -> tuple[dict, dict]:
@@ -122,34 +225,79 @@ def plan(cluster: ModernCluster, group: str, *what_if: str) -> tuple[dict, dict]
     return {tp: owner for tp, owner in proposed.items() if owner is not None}, rows[-2]
 
 
-@pytest.mark.parametrize(
-    "protocol, strategy",
-    # classic range passed 20 steps against real consumers; consumer-uniform missed one partition at step 6
-    # (first run, 2026-12-02): the other cases go back in once their runs pass
-    [("classic", "range")],
-)
-def test_the_plan_predicts_what_real_consumers_end_up_with(cluster, protocol, strategy):
-    rng = random.Random(f"{protocol}-{strategy}")
-    group = Group(cluster.bootstrap, f"plans-{protocol}-{strategy}", protocol, strategy)
+def grow(cluster: ModernCluster, topic: str, count: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    futures = AdminClient({"bootstrap.servers": cluster.bootstrap}).create_partitions(
+        [NewPartitions(topic, count)]
+    )
+    futures[topic].result(timeout=60)
+
+
+def prove(cluster: ModernCluster, java: list[str], protocol: str, client: str, assignor: str, steps: int):
+    rng = random.Random(f"{protocol}-{client}-{assignor}")
+    group = Group(cluster, protocol, client, assignor, java)
+    names = sorted(group.topics)
     checked = []
     try:
-        for step in range(rounds(ci=20, full=60)):
-            if len(group.members) < 2 or (len(group.members) < 4 and rng.random() < 0.5):
-                topics = tuple(sorted(rng.sample(sorted(TOPICS), rng.randint(1, len(TOPICS)))))
-                if strategy == "uniform":  # ktool plans uniform when every member subscribes alike
-                    topics = tuple(sorted(TOPICS))
+        for step in range(steps):
+            if len(group.members) < 2 or (len(group.members) < 4 and rng.random() < 0.45):
+                topics = tuple(sorted(rng.sample(names, rng.randint(1, len(names)))))
+                if assignor == "uniform":  # ktool plans uniform when every member subscribes alike
+                    topics = tuple(names)
                 group.join(topics)
                 owners = group.settle()
-                predicted, summary = plan(cluster, group.group)
+                predicted, summary = plan(cluster, group.name)
                 assert summary["moves"] == 0 and predicted == owners, (step, summary, predicted, owners)
-                checked.append(("joined", topics, len(group.members)))
+                checked.append(("joined", topics))
+            elif rng.random() < 0.25:
+                topic = rng.choice(names)
+                count = group.topics[topic] + rng.randint(1, 2)
+                predicted, summary = plan(cluster, group.name, "--partitions", f"{topic}={count}")
+                grow(cluster, topic, count)
+                group.topics[topic] = count
+                owners = group.settle()
+                assert predicted == owners, (step, summary, predicted, owners)
+                checked.append(("grew", topic, count))
             else:
                 leaving = rng.choice(sorted(group.members))
-                predicted, summary = plan(cluster, group.group, "--remove-member", leaving)
+                predicted, summary = plan(cluster, group.name, "--remove-member", leaving)
                 group.leave(leaving)
                 owners = group.settle()
                 assert predicted == owners, (step, summary, predicted, owners)
-                checked.append(("left", leaving, len(group.members)))
+                checked.append(("left", leaving))
     finally:
         group.close()
-    assert len(checked) >= 20
+    return checked
+
+
+def _java_or_none(client: str, request) -> list[str]:
+    return request.getfixturevalue("java_member") if client == "java" else []
+
+
+@pytest.mark.parametrize(("protocol", "client", "assignor"), CASES)
+def test_the_plan_predicts_what_real_consumers_end_up_with(cluster, protocol, client, assignor, request):
+    checked = prove(cluster, _java_or_none(client, request), protocol, client, assignor, steps=4)
+    assert len(checked) == 4
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize(("protocol", "client", "assignor"), CASES)
+def test_the_plan_predicts_24_seeded_steps_of_real_consumers(cluster, protocol, client, assignor, request):
+    rounds = int(os.environ.get("KTOOL_PLAN_STEPS", "24"))
+    checked = prove(cluster, _java_or_none(client, request), protocol, client, assignor, steps=rounds)
+    print(protocol, client, assignor, [c[0] for c in checked])
+    assert len(checked) == rounds
+
+
+def test_librdkafkas_cooperative_sticky_is_refused_in_one_line(cluster):
+    group = Group(cluster, "classic", "librdkafka", "cooperative-sticky", [])
+    try:
+        group.join(tuple(sorted(group.topics)))
+        group.settle()
+        result = run_ktool("groups", "rebalance-plan", "--bootstrap-server", cluster.bootstrap, group.name)
+    finally:
+        group.close()
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "librdkafka" in lines[0] and "cooperative-sticky" in lines[0], result.output
