@@ -1,19 +1,21 @@
 """Proof (issue 52): `groups rebalance-plan --bootstrap-server` predicts the assignment real consumers end
-up with, on Kafka 4.4.0, for each assignor ktool plans: classic groups of Java consumers (kafka-clients:
-range, roundrobin, sticky, cooperative-sticky; tests/support/kafka_modern/clients/GroupMember.java) and
-of confluent-kafka (librdkafka: range, roundrobin), consumer groups (KIP-848) of both on the broker's
-uniform and range. Seeded random memberships: members join with random subscriptions (alike for uniform,
-the only case ktool plans there), leave, and topics grow. Before a member leaves, the plan with
-`--remove-member` predicts the assignment after it; before partitions are added, the plan with
-`--partitions` predicts it; after a member joins and the group settles, the plan of the live group moves
-nothing (a join is not predicted: the newcomer's member id, which decides its place, is not known before).
-CI runs a few steps per case; the exhaustive tier 24. librdkafka's sticky assignors are refused in one line.
+up with, on Kafka 4.4.0 and 3.9.2, for each assignor ktool plans: classic groups of Java consumers
+(kafka-clients: range, roundrobin, sticky, cooperative-sticky; tests/support/kafka_modern/clients/
+GroupMember.java) and of confluent-kafka (librdkafka: range, roundrobin); consumer groups (KIP-848) of
+both on the broker's uniform and range, on 4.4.0 only (3.9's consumer groups are early access, off unless
+the broker is told, and its uniform predates the rule ktool models: the plan is 4.x's).
+
+Seeded random memberships: members join with random subscriptions (alike for uniform, the only case
+ktool plans there), leave, and topics grow. Before a member leaves, the plan with `--remove-member`
+predicts the assignment after it; before partitions are added, the plan with `--partitions` predicts it;
+after a member joins and the group settles, the plan of the live group moves nothing (a join is not
+predicted: the newcomer's member id, which decides its place, is not known before). CI runs 3 steps per
+case; the exhaustive tier 20. librdkafka's sticky assignors are refused in one line.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -52,9 +54,9 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def cluster(kafka4_release, tmp_path_factory):
+def cluster(kafka_release, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("kafka-plans")
-    with ModernCluster(kafka4_release, "combined", workdir, properties=FAST_GROUPS) as started:
+    with ModernCluster(kafka_release, "combined", workdir, properties=FAST_GROUPS) as started:
         yield started
 
 
@@ -271,23 +273,25 @@ def prove(cluster: ModernCluster, java: list[str], protocol: str, client: str, a
     return checked
 
 
-def _java_or_none(client: str, request) -> list[str]:
+def _java_or_none(cluster: ModernCluster, protocol: str, client: str, request) -> list[str]:
+    if protocol == "consumer" and cluster.release.major < 4:
+        pytest.skip("consumer groups on 3.9 are early access (KIP-848 preview): proved on 4.x")
     return request.getfixturevalue("java_member") if client == "java" else []
 
 
 @pytest.mark.parametrize(("protocol", "client", "assignor"), CASES)
 def test_the_plan_predicts_what_real_consumers_end_up_with(cluster, protocol, client, assignor, request):
-    checked = prove(cluster, _java_or_none(client, request), protocol, client, assignor, steps=4)
-    assert len(checked) == 4
+    java = _java_or_none(cluster, protocol, client, request)
+    assert len(prove(cluster, java, protocol, client, assignor, steps=3)) == 3
 
 
 @pytest.mark.exhaustive
 @pytest.mark.parametrize(("protocol", "client", "assignor"), CASES)
-def test_the_plan_predicts_24_seeded_steps_of_real_consumers(cluster, protocol, client, assignor, request):
-    rounds = int(os.environ.get("KTOOL_PLAN_STEPS", "24"))
-    checked = prove(cluster, _java_or_none(client, request), protocol, client, assignor, steps=rounds)
-    print(protocol, client, assignor, [c[0] for c in checked])
-    assert len(checked) == rounds
+def test_the_plan_predicts_20_seeded_steps_of_real_consumers(cluster, protocol, client, assignor, request):
+    java = _java_or_none(cluster, protocol, client, request)
+    checked = prove(cluster, java, protocol, client, assignor, steps=20)
+    print(cluster.release.version, protocol, client, assignor, [c[0] for c in checked])
+    assert len(checked) == 20
 
 
 def test_librdkafkas_cooperative_sticky_is_refused_in_one_line(cluster):
