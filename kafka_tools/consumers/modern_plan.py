@@ -242,7 +242,12 @@ def _assign(
                 "assigned in the next one the revoking members start"
             )
         return result.assignment
-    raise AssignmentError(f"ktool does not model {DESCRIBED[impl]}'s {assignor} assignor yet")
+    # librdkafka's sticky assignors (rdkafka_sticky_assignor.c) port kafka-clients' older general
+    # algorithm, which runs for every group there, with their own orders: a guess is no plan
+    raise AssignmentError(
+        f"the group's leader runs librdkafka's {assignor} assignor, which ktool does not predict "
+        "(librdkafka's own port of an older kafka-clients algorithm, with its own tie-breaks)"
+    )
 
 
 def _uniform(
