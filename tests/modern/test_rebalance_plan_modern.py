@@ -33,7 +33,8 @@ pytestmark = pytest.mark.server
 ROOT = Path(__file__).resolve().parents[2]
 JAVA_MEMBER = ROOT / "tests" / "support" / "kafka_modern" / "clients" / "GroupMember.java"
 FAST_GROUPS = {
-    "group.consumer.session.timeout.ms": 6000,
+    # members leave by closing; a long session keeps a consumer starved of CPU on a loaded machine in
+    "group.consumer.session.timeout.ms": 30000,
     "group.consumer.min.session.timeout.ms": 6000,
     "group.consumer.heartbeat.interval.ms": 1000,
     "group.consumer.min.heartbeat.interval.ms": 1000,
@@ -87,8 +88,8 @@ class RdMember:
             conf.update(
                 {
                     "partition.assignment.strategy": group.assignor,
-                    "session.timeout.ms": 6000,
-                    "heartbeat.interval.ms": 500,
+                    "session.timeout.ms": 30000,
+                    "heartbeat.interval.ms": 1000,
                 }
             )
         else:
@@ -116,7 +117,15 @@ class JavaMember:
 
     def __init__(self, group: Group, topics: tuple[str, ...], index: int) -> None:
         client_id = f"consumer-{group.name}-{index}"  # kafka-clients' default form: the plan names Java
-        args = [group.bootstrap, group.name, ",".join(topics), group.protocol, client_id, group.assignor]
+        args = [
+            group.bootstrap,
+            group.name,
+            ",".join(topics),
+            group.protocol,
+            client_id,
+            group.assignor,
+            "30000",
+        ]
         self.proc = subprocess.Popen(
             [*group.java, *args],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -196,7 +205,7 @@ class Group:
     def owners(self) -> dict[tuple[str, int], str]:
         return {tp: member_id for member_id, m in self.members.items() for tp in m.owned()}
 
-    def settle(self, timeout: float = 90) -> dict[tuple[str, int], str]:
+    def settle(self, timeout: float = 180) -> dict[tuple[str, int], str]:
         """The owners once every subscribed partition has exactly one and nothing changed for 2 s."""
         deadline, last, since = time.monotonic() + timeout, None, time.monotonic()
         while time.monotonic() < deadline:
@@ -210,7 +219,11 @@ class Group:
                 last, since = owners, time.monotonic()
             elif time.monotonic() - since > 2:
                 return owners
-        raise AssertionError(f"group {self.name} did not settle: {self.owners()}")
+        held = {m: sorted(member.owned()) for m, member in self.members.items()}
+        raise AssertionError(
+            f"group {self.name} did not settle: {len(self.pending)} pending, wanted {sorted(wanted)}, "
+            f"held {held}"
+        )
 
     def close(self) -> None:
         for member in [*self.members.values(), *self.pending]:
@@ -230,10 +243,8 @@ def plan(cluster: ModernCluster, group: str, *what_if: str) -> tuple[dict, dict]
 def grow(cluster: ModernCluster, topic: str, count: int) -> None:
     from confluent_kafka.admin import AdminClient, NewPartitions
 
-    futures = AdminClient({"bootstrap.servers": cluster.bootstrap}).create_partitions(
-        [NewPartitions(topic, count)]
-    )
-    futures[topic].result(timeout=60)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})  # kept: its futures die with it
+    admin.create_partitions([NewPartitions(topic, count)])[topic].result(timeout=60)
 
 
 def prove(cluster: ModernCluster, java: list[str], protocol: str, client: str, assignor: str, steps: int):

@@ -1,5 +1,5 @@
 // A Java consumer (kafka-clients) of one group, the twin of tests/support/group_member.py: args
-// BOOTSTRAP GROUP TOPIC[,TOPIC...] PROTOCOL CLIENT_ID [ASSIGNOR], PROTOCOL `consumer` (KIP-848; ASSIGNOR
+// BOOTSTRAP GROUP TOPIC[,TOPIC...] PROTOCOL CLIENT_ID [ASSIGNOR [SESSION_MS]], PROTOCOL `consumer` (KIP-848; ASSIGNOR
 // its group.remote.assignor, the broker's default without) or `classic` (ASSIGNOR range, roundrobin,
 // sticky or cooperative-sticky, the default). One JSON line per rebalance callback on stdout, as the
 // consumer sees its partitions: {"t": seconds, "member": id, "event": "assigned"|"revoked"|"lost",
@@ -38,7 +38,7 @@ public class GroupMember {
                 default -> "CooperativeStickyAssignor";
             };
             p.put("partition.assignment.strategy", "org.apache.kafka.clients.consumer." + strategy);
-            p.put("session.timeout.ms", "6000");
+            p.put("session.timeout.ms", args.length > 6 ? args[6] : "6000");
             p.put("heartbeat.interval.ms", "1000");
         }
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p);
