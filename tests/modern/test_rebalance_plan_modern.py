@@ -166,14 +166,16 @@ class JavaMember:
 class Group:
     """The consumers of one group, all of one client library."""
 
-    def __init__(self, cluster: ModernCluster, protocol: str, client: str, assignor: str, java) -> None:
+    def __init__(
+        self, cluster: ModernCluster, protocol: str, client: str, assignor: str, java, run: str = ""
+    ) -> None:
         self.bootstrap, self.protocol, self.client, self.assignor = (
             cluster.bootstrap,
             protocol,
             client,
             assignor,
         )
-        self.name = f"plans-{protocol}-{client}-{assignor}"
+        self.name = f"plans-{protocol}-{client}-{assignor}{run}"  # one group and topics per test
         self.java = java
         self.topics = {f"{self.name}-a": 5, f"{self.name}-b": 3, f"{self.name}-c": 4}
         for topic, count in self.topics.items():
@@ -215,6 +217,7 @@ class Group:
             owners = self.owners()
             total = sum(len(m.owned()) for m in self.members.values())
             settled = not self.pending and set(owners) == wanted and total == len(wanted)
+            settled = settled and self._reconciled()
             if owners != last or not settled:
                 last, since = owners, time.monotonic()
             elif time.monotonic() - since > 2:
@@ -223,6 +226,20 @@ class Group:
         raise AssertionError(
             f"group {self.name} did not settle: {len(self.pending)} pending, wanted {sorted(wanted)}, "
             f"held {held}"
+        )
+
+    def _reconciled(self) -> bool:
+        """A consumer group: every member at the target assignment's epoch, holding its target (every
+        partition owned once is not enough: a partition moves only after its owner revokes it)."""
+        if self.protocol != "consumer":
+            return True
+        from kafka_tools.broker.group_requests import consumer_group_describe
+
+        host, port = self.bootstrap.rsplit(":", 1)
+        described = consumer_group_describe((host, int(port)), self.name, 10)
+        return described is not None and all(
+            m.member_epoch == described.assignment_epoch and set(m.assignment) == set(m.target_assignment)
+            for m in described.members
         )
 
     def close(self) -> None:
@@ -249,7 +266,7 @@ def grow(cluster: ModernCluster, topic: str, count: int) -> None:
 
 def prove(cluster: ModernCluster, java: list[str], protocol: str, client: str, assignor: str, steps: int):
     rng = random.Random(f"{protocol}-{client}-{assignor}")
-    group = Group(cluster, protocol, client, assignor, java)
+    group = Group(cluster, protocol, client, assignor, java, f"-{steps}")
     names = sorted(group.topics)
     checked = []
     try:
