@@ -1,0 +1,155 @@
+"""`groups list`, `describe --members --verbose` and `describe --state --verbose` over a SASL_SSL
+listener of a real 4.x broker (SCRAM-SHA-512 and PLAIN users), equal to kafka-consumer-groups of the same
+jars given the same identity (--command-config): ktool's own requests (ListGroups v5,
+ConsumerGroupDescribe) go over TLS and SASL as over plaintext, so a consumer group's epochs are shown,
+not `-`. The groups: a KIP-848 group of Java consumers (GroupMember.java) and a classic
+cooperative-sticky group (confluent-kafka), both joined through the plain listener.
+
+The broker is the session's `secured_kafka` (tests/support/secured.py), shared with
+test_secured_brokers.py: no cluster of its own."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.modern.test_groups_views_modern import LiveConsumer, _stable, their_tables
+from tests.modern.test_groups_watch_modern import JAVA_MEMBER, Member, _until
+from tests.support.cli import run_ktool
+from tests.support.modern import classpath, create_topic
+from tests.support.secured import USERS, java_client_config
+
+pytestmark = pytest.mark.server
+IDENTITIES = {"bob": "SCRAM-SHA-512", "carol": "PLAIN"}
+
+
+@pytest.fixture(scope="module")
+def groups(secured_kafka, tmp_path_factory):
+    """{kind: group id} on one topic of 4 partitions: `consumer` (two Java GroupMembers of the new
+    protocol) and `classic` (two confluent-kafka consumers, cooperative-sticky), each settled."""
+    out = tmp_path_factory.mktemp("java-member")
+    libs = classpath(secured_kafka.release)
+    javac = ["javac", "-nowarn", "-cp", libs, "-d", str(out), str(JAVA_MEMBER)]
+    subprocess.run(javac, check=True, timeout=300, capture_output=True)
+    java = ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{out}:{libs}", "GroupMember"]
+    topic, suffix = f"secured-views-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex[:6]
+    create_topic(secured_kafka, topic, partitions=4)
+    names = {"consumer": f"kip848-{suffix}", "classic": f"classic-{suffix}"}
+    members = [Member(secured_kafka, names["consumer"], topic, "consumer", f"java-{n}", java) for n in (1, 2)]
+    classic = [
+        LiveConsumer(secured_kafka.bootstrap, names["classic"], topic, "classic", f"c-{n}") for n in (1, 2)
+    ]
+    try:
+        _until("the Java members' assignments", lambda: sum(len(m.owned()) for m in members) == 4, 120)
+        for c in classic:
+            assert c.assigned.wait(90)
+        for name in names.values():
+            _stable(secured_kafka, name)
+        yield names
+    finally:
+        for m in members:
+            m.kill()
+        for c in classic:
+            c.close()
+
+
+def _ours(cluster, user: str, *args: str) -> list[dict]:
+    mechanism = IDENTITIES[user]
+    result = run_ktool(
+        "groups", *args, "--json", "--bootstrap-server", cluster.bootstrap_of("SASL_SSL"),
+        "--broker-ca", str(cluster.certificates.ca),
+        env={"KTOOL_BROKER_AUTH": f"{mechanism.lower()} {user}:{USERS[user][1]}"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert USERS[user][1] not in result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def _theirs(cluster, user: str, tmp_path: Path, *args: str) -> list[dict[str, str]]:
+    config = java_client_config(
+        cluster.certificates, user, USERS[user][1], IDENTITIES[user], tmp_path / f"{user}.properties"
+    )
+    return their_tables(
+        cluster, *args, "--command-config", str(config), bootstrap=cluster.bootstrap_of("SASL_SSL")
+    )
+
+
+@pytest.mark.parametrize("user", sorted(IDENTITIES))
+def test_list_over_sasl_ssl_equals_kafka_consumer_groups(secured_kafka, groups, user, tmp_path):
+    ours = {
+        r["group"]: (r["groupType"], r["state"]) for r in _ours(secured_kafka, user, "list") if "state" in r
+    }
+    theirs = {
+        r["GROUP"]: (r["TYPE"].lower(), r["STATE"])
+        for r in _theirs(secured_kafka, user, tmp_path, "--list", "--state", "--type")
+    }
+    mine = set(groups.values())
+    assert {g: ours[g] for g in mine} == {g: theirs[g] for g in mine}
+    assert ours[groups["consumer"]] == ("consumer", "Stable") and ours[groups["classic"]] == (
+        "classic",
+        "Stable",
+    )
+
+
+def _text(assignment: dict | None) -> str:
+    return ";".join(f"{t}:{','.join(map(str, ps))}" for t, ps in sorted((assignment or {}).items())) or "-"
+
+
+@pytest.mark.parametrize("user", sorted(IDENTITIES))
+def test_members_verbose_over_sasl_ssl_equals_kafka_consumer_groups_epochs_shown(
+    secured_kafka, groups, user, tmp_path
+):
+    names = [groups["consumer"], groups["classic"]]
+    rows = _ours(secured_kafka, user, "describe", *names, "--members", "--verbose")
+    mine = {
+        (r["group"], r["consumerId"]): {
+            "HOST": r["host"],
+            "CLIENT-ID": r["clientId"],
+            "#PARTITIONS": str(r["partitions"]),
+            "CURRENT-EPOCH": "-" if r["memberEpoch"] is None else str(r["memberEpoch"]),
+            "CURRENT-ASSIGNMENT": _text(r["assignment"]),
+            "TARGET-EPOCH": "-" if r["targetEpoch"] is None else str(r["targetEpoch"]),
+            "TARGET-ASSIGNMENT": _text(r["targetAssignment"]),
+        }
+        for r in rows
+        if r["type"] == "member"
+    }
+    flags = [a for g in names for a in ("--group", g)]
+    theirs = _theirs(secured_kafka, user, tmp_path, "--describe", "--members", "--verbose", *flags)
+    their = {(r["GROUP"], r["CONSUMER-ID"]): {c: r[c] for c in mine[next(iter(mine))]} for r in theirs}
+    assert mine == their and len(mine) == 4
+    epochs = [
+        r["memberEpoch"] for r in rows if r.get("group") == groups["consumer"] and r["type"] == "member"
+    ]
+    assert len(epochs) == 2 and all(isinstance(e, int) and e > 0 for e in epochs)
+
+
+@pytest.mark.parametrize("user", sorted(IDENTITIES))
+def test_state_verbose_over_sasl_ssl_equals_kafka_consumer_groups_epochs_shown(
+    secured_kafka, groups, user, tmp_path
+):
+    names = [groups["consumer"], groups["classic"]]
+    rows = _ours(secured_kafka, user, "describe", *names, "--state", "--verbose")
+    ours = {r["group"]: r for r in rows if "state" in r}
+    flags = [a for g in names for a in ("--group", g)]
+    theirs = {
+        r["GROUP"]: r
+        for r in _theirs(secured_kafka, user, tmp_path, "--describe", "--state", "--verbose", *flags)
+    }
+    for group in names:
+        r = ours[group]
+        mine = {
+            "COORDINATOR(ID)": f"{r['coordinator']}({r['coordinatorId']})",
+            "ASSIGNMENT-STRATEGY": r["assignor"],
+            "STATE": r["state"],
+            "GROUP-EPOCH": "-" if r["groupEpoch"] is None else str(r["groupEpoch"]),
+            "TARGET-ASSIGNMENT-EPOCH": "-" if r["assignmentEpoch"] is None else str(r["assignmentEpoch"]),
+            "#MEMBERS": str(r["members"]),
+        }
+        assert mine == {c: theirs[group][c] for c in mine}, group
+    assert isinstance(ours[groups["consumer"]]["groupEpoch"], int)
+    assert ours[groups["consumer"]]["assignor"] == "uniform"
