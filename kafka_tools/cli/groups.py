@@ -44,7 +44,8 @@ def groups() -> None:
       0  ok
       1  a refused plan (e.g. round-robin with unequal subscriptions), a group not deleted
       2  usage error
-      3  ZooKeeper or a broker unreachable, a group or topic missing, a malformed znode
+      3  ZooKeeper or a broker unreachable, credentials or TLS refused, a group the brokers' ACLs
+         deny (GROUP_AUTHORIZATION_FAILED), a group or topic missing, a malformed znode
     """
 
 
@@ -92,7 +93,8 @@ def list_cmd(
     Exit status:
       0  ok
       2  usage error
-      3  ZooKeeper or a broker unreachable, a malformed znode
+      3  ZooKeeper or a broker unreachable, credentials or TLS refused, a malformed znode (a group
+         the brokers' ACLs deny is not listed, as Kafka lists it)
     """
     wanted_types = _names(types)
     unknown = [t for t in wanted_types if t.lower() not in GROUP_TYPES]
@@ -156,7 +158,8 @@ def describe_cmd(
     Exit status:
       0  ok
       2  usage error
-      3  ZooKeeper or a broker unreachable, a group not found, a malformed znode
+      3  ZooKeeper or a broker unreachable, credentials or TLS refused, a group not found or
+         denied by the brokers' ACLs (GROUP_AUTHORIZATION_FAILED), a malformed znode
     """
     if verbose and view is None:
         raise UsageError("--verbose goes with --members or --state")

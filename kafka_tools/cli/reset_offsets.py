@@ -172,7 +172,8 @@ def reset_offsets(
       0  the plan printed, or every offset written and verified (undo: restored, or already undone)
       1  refused (live members), a read-back that does not match, an offset moved since (undo)
       2  usage error
-      3  ZooKeeper or a broker unreachable, a topic missing, the CSV or a
+      3  ZooKeeper or a broker unreachable, credentials or TLS refused, a group the brokers' ACLs
+         deny (GROUP_AUTHORIZATION_FAILED), a topic missing, the CSV or a
          log dir unreadable, a broker too old to answer a time without --log-dir
     """
     if undo is not None:
