@@ -11,6 +11,7 @@ test_secured_brokers.py: no cluster of its own."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import uuid
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from tests.modern.test_groups_watch_modern import JAVA_MEMBER, Member, _until
 from tests.support.cli import run_ktool
 from tests.support.modern import classpath, create_topic
 from tests.support.secured import USERS, java_client_config
+from tests.support.servers import kafka_commit, kafka_committed
 
 pytestmark = pytest.mark.server
 IDENTITIES = {"bob": "SCRAM-SHA-512", "carol": "PLAIN"}
@@ -58,13 +60,17 @@ def groups(secured_kafka, tmp_path_factory):
             c.close()
 
 
-def _ours(cluster, user: str, *args: str) -> list[dict]:
+def _sasl(cluster, user: str, *args: str):
     mechanism = IDENTITIES[user]
-    result = run_ktool(
+    return run_ktool(
         "groups", *args, "--json", "--bootstrap-server", cluster.bootstrap_of("SASL_SSL"),
         "--broker-ca", str(cluster.certificates.ca),
         env={"KTOOL_BROKER_AUTH": f"{mechanism.lower()} {user}:{USERS[user][1]}"},
     )  # fmt: skip
+
+
+def _ours(cluster, user: str, *args: str) -> list[dict]:
+    result = _sasl(cluster, user, *args)
     assert result.exit_code == 0, result.output
     assert USERS[user][1] not in result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
@@ -179,3 +185,27 @@ def test_state_verbose_over_sasl_ssl_equals_kafka_consumer_groups_epochs_shown(
     assert mine == their
     assert mine[groups["consumer"]]["GROUP-EPOCH"].isdigit()
     assert mine[groups["consumer"]]["ASSIGNMENT-STRATEGY"] == "uniform"
+
+
+@pytest.mark.parametrize("user", sorted(IDENTITIES))
+def test_an_undo_over_sasl_ssl_deletes_the_offset_a_partition_had_not(secured_kafka, user, tmp_path):
+    """OffsetDelete (KIP-496) on ktool's own client over SASL_SSL: partition 1 had no committed offset,
+    the reset wrote one, the undo deletes it (on main: `kafka-kept`, "plain connections only", exit 1)."""
+    topic, group = f"secured-undo-{uuid.uuid4().hex[:8]}", f"undo-{uuid.uuid4().hex[:6]}"
+    create_topic(secured_kafka, topic, partitions=2)
+    kafka_commit(secured_kafka.bootstrap, group, {(topic, 0): 0}, timeout=60)
+    run = _sasl(secured_kafka, user, "reset-offsets", group, "--topic", f"{topic}:1", "--to-earliest",
+                "--execute", "--journal-dir", str(tmp_path))  # fmt: skip
+    assert run.exit_code == 0, run.output
+    assert set(_committed(secured_kafka, group, topic)) == {0, 1}
+    journal = re.search(r"journal of every offset before the change: (\S+)", run.stderr)[1]
+    undo = _sasl(secured_kafka, user, "reset-offsets", "--undo", journal)
+    assert undo.exit_code == 0, undo.output
+    rows = {r["partition"]: r for r in map(json.loads, undo.stdout.splitlines()) if r["type"] == "partition"}
+    assert rows[1]["status"] == "verified", undo.stdout
+    assert _committed(secured_kafka, group, topic) == {0: 0}  # no offset for partition 1 again
+
+
+def _committed(cluster, group: str, topic: str) -> dict[int, int]:
+    got = kafka_committed(cluster.bootstrap, group, [(topic, 0), (topic, 1)])
+    return {p: off for (_, p), (off, _) in got.items() if off is not None}
