@@ -2,8 +2,9 @@
 listener of a real 4.x broker (SCRAM-SHA-512 and PLAIN users), equal to kafka-consumer-groups of the same
 jars given the same identity (--command-config): ktool's own requests (ListGroups v5,
 ConsumerGroupDescribe) go over TLS and SASL as over plaintext, so a consumer group's epochs are shown,
-not `-`. The groups: a KIP-848 group of Java consumers (GroupMember.java) and a classic
-cooperative-sticky group (confluent-kafka), both joined through the plain listener.
+not `-`, and the mTLS listener too; OffsetDelete (an undo) over SASL_SSL. The groups: a KIP-848 group
+of Java consumers (GroupMember.java) and a classic cooperative-sticky group (confluent-kafka), both
+joined through the plain listener.
 
 The broker is the session's `secured_kafka` (tests/support/secured.py), shared with
 test_secured_brokers.py: no cluster of its own."""
@@ -23,7 +24,7 @@ from tests.modern.test_groups_views_modern import LiveConsumer, _stable, their_t
 from tests.modern.test_groups_watch_modern import JAVA_MEMBER, Member, _until
 from tests.support.cli import run_ktool
 from tests.support.modern import classpath, create_topic
-from tests.support.secured import USERS, java_client_config
+from tests.support.secured import KEY_PASSWORD, USERS, java_client_config
 from tests.support.servers import kafka_commit, kafka_committed
 
 pytestmark = pytest.mark.server
@@ -209,3 +210,19 @@ def test_an_undo_over_sasl_ssl_deletes_the_offset_a_partition_had_not(secured_ka
 def _committed(cluster, group: str, topic: str) -> dict[int, int]:
     got = kafka_committed(cluster.bootstrap, group, [(topic, 0), (topic, 1)])
     return {p: off for (_, p), (off, _) in got.items() if off is not None}
+
+
+def test_epochs_over_mtls_with_a_key_password_too(secured_kafka, groups):
+    """ktool's own client over the mTLS listener: the client certificate and its password-protected key,
+    to the bootstrap broker and the coordinator alike (ConsumerGroupDescribe's epochs, not `-`)."""
+    certs = secured_kafka.certificates
+    result = run_ktool(
+        "groups", "describe", groups["consumer"], "--state", "--verbose", "--json",
+        "--bootstrap-server", secured_kafka.bootstrap_of("SSL"), "--broker-ca", str(certs.ca),
+        "--broker-cert", str(certs.client_cert), "--broker-key", str(certs.client_key),
+        env={"KTOOL_BROKER_AUTH": f"key-password {KEY_PASSWORD}"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    state = next(r for r in map(json.loads, result.stdout.splitlines()) if "state" in r)
+    assert isinstance(state["groupEpoch"], int) and isinstance(state["assignmentEpoch"], int), state
+    assert KEY_PASSWORD not in result.output
