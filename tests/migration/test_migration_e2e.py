@@ -2,6 +2,8 @@
 a SCRAM user and ACLs; a KRaft controller with `zookeeper.metadata.migration.enable`; the broker
 restarted with the migration flags, until the controller logs "Completed migration of metadata from
 ZooKeeper to KRaft". Then `diff` during dual write and `check` against what is made real in ZooKeeper.
+The broker starts on IBP 3.3 (below the migration's minimum) and is restarted on 3.9 with the migration
+flags: `check --bootstrap-server --bootstrap-controller` in between reports it, and the controller quorum.
 One cluster for the module (about a minute to start); each test takes seconds."""
 
 from __future__ import annotations
@@ -44,7 +46,14 @@ def migrated(kafka39_release, zookeeper_server, tmp_path_factory):
 
     connect = f"{zookeeper_server.connect_string}/migration-{uuid.uuid4().hex[:8]}"
     workdir = tmp_path_factory.mktemp("kraft-migration")
-    cluster = ModernCluster(kafka39_release, "zookeeper", workdir, zookeeper=connect, jvm_options=FAST_START)
+    cluster = ModernCluster(
+        kafka39_release,
+        "zookeeper",
+        workdir,
+        zookeeper=connect,
+        jvm_options=FAST_START,
+        properties={"inter.broker.protocol.version": "3.3"},  # below 3.4: check reports it
+    )
     with cluster:
         create_topic(cluster, "orders", partitions=2, config={"retention.ms": 3600000})
         zk = _zk(connect)
@@ -70,6 +79,8 @@ def migrated(kafka39_release, zookeeper_server, tmp_path_factory):
             "zookeeper.connect": connect,
         }
         cluster.add_node(controller)
+        controller_address = f"127.0.0.1:{controller.controller_port}"
+        live = _check_live(connect, cluster.bootstrap, controller_address)
         cluster.properties |= {
             "zookeeper.metadata.migration.enable": "true",
             "controller.quorum.voters": f"3000@127.0.0.1:{controller.controller_port}",
@@ -79,7 +90,22 @@ def migrated(kafka39_release, zookeeper_server, tmp_path_factory):
         }
         cluster.reconfigure(cluster.brokers[0])  # the broker restarted with the migration flags
         _wait_for_line(controller.server_log, COMPLETED, 180)
-        yield cluster, connect, controller, before
+        yield cluster, connect, controller, before, live
+
+
+def _check_live(connect: str, bootstrap: str, controllers: str, timeout: float = 60.0):
+    """`check --json` with the brokers and controllers until the quorum has a leader (the controller was
+    just started) or `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = run_ktool(
+            "kraft-migration", "check", "--json", "--zookeeper", connect, "--bootstrap-server", bootstrap,
+            "--bootstrap-controller", controllers,
+        )  # fmt: skip
+        kinds = [json.loads(line).get("kind") for line in result.stdout.splitlines()]
+        if "controller-quorum" in kinds and "leader -1" not in result.stdout or time.monotonic() > deadline:
+            return result
+        time.sleep(0.5)
 
 
 def _diff(connect, controller, timeout: float = 30.0):
@@ -100,10 +126,43 @@ def test_check_passes_before_the_migration(migrated):
     assert before.stdout.endswith("ready to migrate: nothing blocking or risky found\n")
 
 
+def test_check_live_reports_a_broker_on_an_older_ibp_and_the_controller_quorum(migrated):
+    cluster, _, controller, _, live = migrated
+    assert live.exit_code == 1, live.stdout + live.stderr
+    got = [json.loads(line) for line in live.stdout.splitlines()]
+    broker = cluster.brokers[0]
+    # what the brokers and controllers say (ZooKeeper's /migration may or may not be there yet)
+    live_only = [o for o in got[:-1] if o["file"].startswith(("broker ", "controllers "))]
+    assert [(o["severity"], o["kind"], o["file"]) for o in live_only] == [
+        ("error", "ibp-too-old", f"broker {broker.node_id} (127.0.0.1:{broker.port})"),
+        ("info", "controller-quorum", f"controllers 127.0.0.1:{controller.controller_port}"),
+    ]
+    assert live_only[0]["actual"] == "3.3", live_only[0]  # as server.properties sets it
+    assert live_only[1]["message"].startswith("the controller quorum answers: leader 3000, epoch ")
+    assert live_only[1]["message"].endswith("voters 3000; zookeeper.metadata.migration.enable=true on 3000")
+    assert [o["kind"] for o in got[:-1] if o not in live_only] in ([], ["migration-waiting"])
+    assert (got[-1]["errors"], got[-1]["warnings"]) == (1, 0)
+
+
+def test_check_live_after_the_roll_to_ibp_3_9_and_a_port_that_is_no_controller(migrated):
+    cluster, connect, controller, _, _ = migrated
+    result = run_ktool(
+        "kraft-migration", "check", "--zookeeper", connect, "--bootstrap-server", cluster.bootstrap,
+        "--bootstrap-controller", cluster.bootstrap,
+    )  # fmt: skip
+    assert result.exit_code == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert not [line for line in lines if "ibp-" in line], result.stdout  # 3.9 everywhere now
+    assert [line.split(": ")[1] for line in lines if line.startswith("ERROR")] == [
+        "controller-quorum-unreachable"
+    ], result.stdout
+    assert "no DescribeQuorum (not a KRaft controller" in result.stdout
+
+
 def test_diff_is_clean_during_dual_write_while_configs_change(migrated):
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-    cluster, connect, controller, _ = migrated
+    cluster, connect, controller, _, _ = migrated
     first = _diff(connect, controller)
     assert first.exit_code == 0, first.stdout + first.stderr
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -128,7 +187,7 @@ def test_diff_is_clean_during_dual_write_while_configs_change(migrated):
 
 
 def test_drift_seeded_behind_the_controller_is_reported_exactly(migrated):
-    _, connect, controller, _ = migrated
+    _, connect, controller, _, _ = migrated
     first = _diff(connect, controller)
     assert first.exit_code == 0, first.stdout + first.stderr
     zk = _zk(connect)
@@ -159,7 +218,7 @@ def test_drift_seeded_behind_the_controller_is_reported_exactly(migrated):
 
 
 def test_check_reports_a_topic_pending_deletion_and_a_reassignment_in_flight(migrated):
-    _, connect, _, _ = migrated
+    _, connect, _, _, _ = migrated
     zk = _zk(connect)
     made = ["/admin/delete_topics/orders", "/admin/reassign_partitions"]
     try:
