@@ -44,14 +44,17 @@ def diff(ctx: click.Context, log_dirs: tuple[str, ...], as_json: bool, **options
     copy; the one furthest ahead is compared. Topics and topic ids, partitions (replicas, leader, ISR,
     leader epoch, adding/removing replicas), topic and broker configs (sensitive ones by presence only,
     never printed), client quotas, SCRAM credentials (iterations, never keys), ACLs, the producer-id
-    block and /migration against the log's end. Each difference names the side that holds it and
+    block, delegation tokens (their metadata: neither side holds the HMAC) and /migration
+    against the log's end. Each difference names the side that holds it and
     whether the controller's next full sync of ZooKeeper repairs it (only during dual write). A topic
-    pending deletion is not expected in KRaft: the migration leaves it behind.
+    pending deletion is not expected in KRaft: the migration leaves it behind. Once the migration is
+    finalized (POST_MIGRATION) KRaft moves on alone: what ZooKeeper alone holds is said, lost when it
+    is deleted. --json's summary: `passes`, a runbook's gate.
 
     \b
     Exit status:
-      0  in step
-      1  a difference
+      0  in step (finalized: nothing only in ZooKeeper)
+      1  a difference (finalized: something only in ZooKeeper)
       2  usage error
       3  ZooKeeper unreachable, a malformed znode, a log dir unreadable
     """
@@ -74,7 +77,7 @@ def diff(ctx: click.Context, log_dirs: tuple[str, ...], as_json: bool, **options
         render_diff_json(result, where, sys.stdout)
     else:
         render_diff_text(result, where, sys.stdout, wants_colour(sys.stdout, colour_of(ctx)))
-    if not result.in_step:
+    if not result.passes:
         ctx.exit(EXIT_FINDINGS)
 
 
