@@ -10,9 +10,9 @@ active controller SIGKILLed while changes go on, in step again once it is back);
 KRaft (still in step); the migration finalized (the controllers restarted without the flag: `diff`
 passes while KRaft moves on alone, and names what ZooKeeper alone holds).
 
-One cluster per shape: CI runs one broker and one controller through every phase (143 s at load 20);
-the full run of three brokers and three controllers is `exhaustive` (402 s at load 35). The tests run in
-order: each is a phase."""
+One cluster per shape: CI runs one broker and one controller through every phase (96 to 143 s at load
+20); the full run of three brokers and three controllers is `exhaustive` (238 to 402 s at load 20 to 35).
+The tests run in order: each is a phase."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ MIGRATION_FLAGS = {
 }
 # A delegation token is created by a SASL-authenticated user (SCRAM here) and needs the secret key on the
 # brokers and, in KRaft, the controllers
-ADMIN_PASSWORD = "admin-secret"
+ADMIN_PASSWORD, VIEWER_PASSWORD = "admin-secret", "viewer-secret"  # a super user and one who is not
 TOKENS = {"delegation.token.secret.key": "migration-proof-secret"}
 SASL = {
     "sasl.enabled.mechanisms": "SCRAM-SHA-256",
@@ -147,9 +147,10 @@ def migrated(request, kafka39_release, zookeeper_server, tmp_path_factory):
     connect = f"{zookeeper_server.connect_string}{chroot}"
     workdir = tmp_path_factory.mktemp("kraft-migration")
     zk = _zk(zookeeper_server.connect_string)
-    try:  # the SCRAM user who creates a delegation token, there before the brokers start
-        admin = {"version": 1, "config": {"SCRAM-SHA-256": _scram_sha_256(ADMIN_PASSWORD)}}
-        zk.create(f"{chroot}/config/users/admin", json.dumps(admin).encode(), makepath=True)
+    try:  # SCRAM users there before the brokers start: admin creates a delegation token
+        for user, password in (("admin", ADMIN_PASSWORD), ("viewer", VIEWER_PASSWORD)):
+            doc = {"version": 1, "config": {"SCRAM-SHA-256": _scram_sha_256(password)}}
+            zk.create(f"{chroot}/config/users/{user}", json.dumps(doc).encode(), makepath=True)
     finally:
         zk.stop()
         zk.close()
@@ -351,14 +352,63 @@ def test_check_live_after_the_roll_to_ibp_3_9_and_a_port_that_is_no_controller(m
     assert "no DescribeQuorum (not a KRaft controller" in result.stdout
 
 
+def test_check_live_says_why_it_cannot_see_an_ibp(migrated, tmp_path):
+    """A user without DescribeConfigs on the cluster: each broker's IBP unseen, with the broker's reason."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    m = migrated
+    admin = _admin(m)
+    # an ACL on the cluster (ResourceType.BROKER is Kafka's CLUSTER): with one there, only who it names
+    # may describe the brokers' configs (allow.everyone.if.no.acl.found no longer applies)
+    only_admin = (ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:admin", "*",
+                  AclOperation.DESCRIBE_CONFIGS, AclPermissionType.ALLOW)  # fmt: skip
+    for future in admin.create_acls([AclBinding(*only_admin)]).values():
+        future.result(timeout=60)
+    auth = tmp_path / "viewer.auth"
+    auth.write_text(f"scram-sha-256 viewer:{VIEWER_PASSWORD}\n")
+    auth.chmod(0o600)
+    sasl = m.cluster.bootstrap_of("SASL_PLAINTEXT")
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the brokers' authorizer learns the ACL a moment after the controller takes it
+            result = run_ktool(
+                "kraft-migration", "check", "--json", "--zookeeper", m.connect,
+                "--broker-auth-file", str(auth), "--bootstrap-server", sasl,
+            )  # fmt: skip
+            if "ibp-unseen" in result.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+    finally:
+        for future in admin.delete_acls([AclBindingFilter(*only_admin)]).values():
+            future.result(timeout=60)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    unseen = [o for o in _objects(result)[0] if o["kind"] == "ibp-unseen"]
+    assert [o["file"] for o in unseen] == [
+        f"broker {b.node_id} (127.0.0.1:{b.listener_ports['SASL_PLAINTEXT']})" for b in m.cluster.brokers
+    ]
+    assert all(
+        o["message"].startswith("inter.broker.protocol.version cannot be seen: DescribeConfigs denied "
+                                "(CLUSTER_AUTHORIZATION_FAILED")
+        and o["severity"] == "warning"
+        for o in unseen
+    ), unseen  # fmt: skip
+
+
 def test_diff_is_clean_in_dual_write_while_topics_configs_quotas_acls_and_users_change(migrated):
     m = migrated
     first = _diff(m)
     assert first.exit_code == 0, first.stdout + first.stderr
     _set_topic_config(m, "orders", "retention.ms", "7200000")
     summary = _in_step_after_churn(m, "dual")
-    compared = summary["compared"]  # alice's, admin's and u-dual's; alice's and u-dual's; admin's token
-    assert (compared["scram"], compared["acl"], compared["delegation-token"]) == (3, 2, 1), compared
+    compared = summary["compared"]  # alice, admin, viewer and u-dual; alice's and u-dual's; admin's token
+    assert (compared["scram"], compared["acl"], compared["delegation-token"]) == (4, 2, 1), compared
     token_id, token_hmac = m.token
     text = run_ktool("kraft-migration", "diff", "--zookeeper", m.connect, *m.log_dirs)
     assert text.exit_code == 0 and token_hmac not in text.stdout + text.stderr
