@@ -167,13 +167,27 @@ def brokers(ctx: click.Context, as_json: bool, metadata_log: str | None, **optio
         render_brokers_text(cluster, sys.stdout, _colour(ctx))
 
 
-def _cluster_view(metadata_log: str | None, options: dict[str, Any]) -> ClusterView | None:
-    """The cluster from the metadata log or the brokers; None: ZooKeeper is the source."""
+def _whole_image(metadata_log: str):
+    """The metadata log's whole image (exit 3 in one line where records are missing from it); a snapshot
+    it was built without said on stderr."""
+    from kafka_tools.metadata.load import load_whole_image
+
+    load = load_whole_image(metadata_log)
+    for note in load.unread_notes():
+        click.echo(f"ktool: note: {note}", err=True)
+    return load
+
+
+def _cluster_view(
+    metadata_log: str | None, options: dict[str, Any], whole: bool = True
+) -> ClusterView | None:
+    """The cluster from the metadata log or the brokers; None: ZooKeeper is the source. `whole` False:
+    only meta.properties is wanted of the log dir (the cluster id), not every record of its image."""
     if metadata_log is not None:
         from kafka_tools.cluster.offline import cluster_from_image
         from kafka_tools.metadata.load import load_image
 
-        return cluster_from_image(load_image(metadata_log, None))
+        return cluster_from_image(_whole_image(metadata_log) if whole else load_image(metadata_log))
     broker = _live_broker(options)
     if broker is None:
         return None
@@ -316,9 +330,8 @@ def _topics_view(
     """(partitions, topics not found, notes, where they were looked for) from the log or the brokers."""
     if metadata_log is not None:
         from kafka_tools.cluster.offline import partitions_from_image
-        from kafka_tools.metadata.load import load_image
 
-        load = load_image(metadata_log, None)
+        load = _whole_image(metadata_log)
         names = {t.name for t in load.image.topics.values()}
         missing = [t for t in dict.fromkeys(wanted or ()) if t not in names]
         where = f"the metadata log of {metadata_log} (offset {load.image.offset})"
@@ -358,7 +371,7 @@ def cluster_id(as_json: bool, metadata_log: str | None, **options: Any) -> None:
       3  no /cluster/id (clusters before 0.10.1 have none), ZooKeeper or the brokers unreachable,
          wrong chroot, LOGDIR not a KRaft log dir
     """
-    view = _cluster_view(metadata_log, options)
+    view = _cluster_view(metadata_log, options, whole=False)
     if view is not None:
         cid = view.cluster_id
         if cid is None:
