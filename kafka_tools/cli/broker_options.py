@@ -32,11 +32,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 ENV_BROKER_AUTH = "KTOOL_BROKER_AUTH"
 
 
-# Not click's dir_okay=False (exit 2 with the usage text): what the file is, or that it cannot be read,
-# is said by its reader in one line, exit 3 (the exit-code matrix's wrong kind of path).
+# Not click's dir_okay=False (exit 2 with the usage text): what the file is is said by its reader in one
+# line, exit 3 (the exit-code matrix's wrong kind of path).
 class _File(click.Path):
+    """A credentials or TLS file: read by its reader (kafka_tools/secret_files.py, one line, exit 3),
+    not checked by click (cli/paths.py says why)."""
+
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(readable=False, **kwargs)
         self.name = "file"  # shown as FILE in the help, as a file it is
 
 

@@ -17,6 +17,7 @@ import click
 from kafka_tools.cli.broker_options import broker_options_for
 from kafka_tools.cli.complete_names import complete_topics
 from kafka_tools.cli.options import colour_of, json_option
+from kafka_tools.cli.paths import path_type
 from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
 from kafka_tools.cluster.view import ClusterView, Filter, PartitionView, keep
 from kafka_tools.cluster.zookeeper import partitions_from_zk
@@ -102,7 +103,7 @@ def _metadata_log_option(func):
     return click.option(
         "--metadata-log",
         "metadata_log",
-        type=click.Path(path_type=str),
+        type=path_type(path_type=str),
         metavar="LOGDIR",
         help="A KRaft log dir (or a copy of one): the cluster as its __cluster_metadata log says, offline.",
     )(func)

@@ -15,6 +15,7 @@ from kafka_tools.cli.options import (
     offset_range_options,
     renamed_option,
 )
+from kafka_tools.cli.paths import path_type
 from kafka_tools.cluster.offline import cluster_from_image, partitions_from_image
 from kafka_tools.errors import EXIT_FINDINGS, FindingsError, UsageError
 from kafka_tools.format.plural import plural
@@ -32,7 +33,7 @@ from kafka_tools.render.metadata import (
     write_json,
 )
 
-_LOGDIR = click.Path(path_type=str)  # a missing one is exit 3 (environment), said by load_image
+_LOGDIR = path_type(path_type=str)  # a missing one is exit 3 (environment), said by load_image
 
 
 def _at_offset_option(func):
