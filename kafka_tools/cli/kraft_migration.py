@@ -58,7 +58,7 @@ def diff(ctx: click.Context, log_dirs: tuple[str, ...], as_json: bool, **options
       2  usage error
       3  ZooKeeper unreachable, a malformed znode, a log dir unreadable
     """
-    from kafka_tools.metadata.load import checked_dir, load_image
+    from kafka_tools.metadata.load import checked_dir, load_whole_image
     from kafka_tools.migration.compare import compare
     from kafka_tools.migration.zk_state import read_zk_state
     from kafka_tools.render.migration import render_diff_json, render_diff_text
@@ -70,7 +70,7 @@ def diff(ctx: click.Context, log_dirs: tuple[str, ...], as_json: bool, **options
     # ZooKeeper reflects (read the other way round, a record committed in between looks lost)
     with open_zk(zk_config_from_options(**options)) as zk:
         state = read_zk_state(zk)
-    load = max((load_image(path) for path in log_dirs), key=lambda x: x.image.offset)
+    load = max((load_whole_image(path) for path in log_dirs), key=lambda x: x.image.offset)
     result = compare(state, load.image)
     where = str(load.log_dir)
     if as_json:
