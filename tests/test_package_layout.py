@@ -27,7 +27,8 @@ ALLOWED: dict[str, set[str]] = {
     "tiered": {"log", "format"},  # __remote_log_metadata replayed, checked against the partitions' logs
     "transactions": {"log", "format", "metadata"},  # the coordinator's and partitions' transaction state
     "cluster": {"zk", "broker", "metadata"},  # topics and brokers, one view of three sources
-    "migration": {"zk", "metadata", "log", "format"},  # ZooKeeper's state against the KRaft image
+    # ZooKeeper's state against the KRaft image; check asks the live brokers and controllers too
+    "migration": {"zk", "metadata", "log", "format", "broker", "cluster"},
     "render": {
         "format",
         "log",

@@ -274,6 +274,7 @@ class Broker:
                 requests[group],
                 f"no answer for the offsets of group {group}",
                 first=future,
+                group=group,
             )
             out[group] = {
                 (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
@@ -323,6 +324,7 @@ class Broker:
                 [ConsumerGroupTopicPartitions(group)], request_timeout=self.config.timeout
             )[group],
             f"no answer for the offsets of group {group}",
+            group=group,
         )
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
@@ -355,6 +357,7 @@ class Broker:
             )[group],
             f"no answer to the commit for group {group}",
             error=refused,
+            group=group,
         )
         failed = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in result.topic_partitions if tp.error]
         if any(code in text for text in failed for code in _MEMBER_ERRORS):
@@ -401,6 +404,7 @@ class Broker:
             lambda: self._admin().delete_consumer_groups([group], request_timeout=self.config.timeout)[group],
             f"no answer to deleting group {group}",
             error=refused,
+            group=group,
         )
 
     def topics(self) -> dict[str, list[int]]:
@@ -481,6 +485,7 @@ class Broker:
                 ],
                 f"no answer describing group {group}",
                 error=refused,
+                group=group,
             )
         except _GroupIdNotFound:
             return KafkaGroup("DEAD", [], "Dead")
@@ -512,12 +517,16 @@ class Broker:
 
     def _add_epochs(self, group: str, view: KafkaGroup) -> None:
         """A consumer group's epochs and its members' target assignments (ConsumerGroupDescribe on a
-        plain socket, broker/group_requests.py); over TLS or SASL they stay unknown (`-`)."""
-        if self.config.secured:
-            return
+        own client, broker/group_requests.py, with the same security settings); over SASL GSSAPI, which
+        that client does not speak, they stay unknown (`-`)."""
         from kafka_tools.broker.group_requests import consumer_group_describe
+        from kafka_tools.broker.wire import Unsupported
 
-        described = consumer_group_describe(first_server(self.config.bootstrap), group, self.config.timeout)
+        server = first_server(self.config.bootstrap)
+        try:
+            described = consumer_group_describe(server, group, self.config.timeout, self.config.security)
+        except Unsupported:
+            return
         if described is None or described.error:
             return
         view.state_name = described.state or view.state_name
@@ -570,11 +579,13 @@ class Broker:
 
     def listed_groups(self) -> list[ListedGroup]:
         """Every group the brokers coordinate with its protocol type, state and type (classic, consumer,
-        share, streams), as ListGroups v5 lists them, from every broker. Over TLS or SASL (ktool's own
-        requests are plain) and before 0.10, what librdkafka lists: no share or streams groups there."""
+        share, streams), as ListGroups v5 lists them, from every broker, over ktool's own client whatever
+        the security. Over SASL GSSAPI (which that client does not speak) and before 0.10, what
+        librdkafka lists: no share or streams groups there."""
         from kafka_tools.broker.group_requests import ListedGroup, list_groups
+        from kafka_tools.broker.wire import Unsupported
 
-        if not self.config.secured and "broker.version.fallback" not in self._conf:
+        if "broker.version.fallback" not in self._conf:
             from confluent_kafka import KafkaException
 
             try:
@@ -582,7 +593,10 @@ class Broker:
             except KafkaException as exc:
                 raise self._error("cannot list brokers", exc) from None
             brokers = sorted((b.host, b.port) for b in metadata.brokers.values())
-            return list_groups(brokers, self.config.timeout)
+            try:
+                return list_groups(brokers, self.config.timeout, self.config.security)
+            except Unsupported:
+                pass
         listed = {
             g.id: ListedGroup(g.id, g.protocol_type or "", g.state or None, "classic")
             for g in self._group_metadata()
@@ -615,12 +629,16 @@ class Broker:
         unanswered: str,
         first: Future | None = None,
         error: Callable[[Exception], KtoolError] | None = None,
+        group: str | None = None,
     ) -> Any:
         """The answer to a request to a group's coordinator (`request()` sends it and returns its future;
         `first`: one already sent). A coordinator that is moving or still loading its offsets partition
         (a broker just started, an election) answers again in a moment: Kafka's own clients look it up
-        again and retry, within the request's time; so does ktool, then fails in one line."""
-        from confluent_kafka import KafkaException
+        again and retry, within the request's time; so does ktool, then fails in one line. A `group`
+        the authorizer keeps from us is said as such (GROUP_AUTHORIZATION_FAILED), whatever was asked."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        from kafka_tools.broker.wire import group_denied
 
         deadline, pause = time.monotonic() + self.config.timeout, 0.1
         future = first if first is not None else request()
@@ -633,6 +651,10 @@ class Broker:
                     pause = min(2 * pause, 1.0)
                     future = request()
                     continue
+                err = exc.args[0] if exc.args else None
+                if group is not None and isinstance(err, KafkaError):
+                    if err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                        raise group_denied(self.config.bootstrap, group, self.config.security) from None
                 raise (error(exc) if error else self._error(what, exc)) from None
             except TimeoutError:
                 raise self._no_answer(unanswered) from None

@@ -1,6 +1,7 @@
 """The cluster-describing requests confluent-kafka's Python binding lacks, on ktool's own socket
 (broker/wire.py): DescribeTopicPartitions (KIP-966's eligible leader replicas, Kafka 3.8+),
-ListPartitionReassignments (2.4+), DescribeLogDirs (1.0+; sizes) and DescribeQuorum (KRaft).
+ListPartitionReassignments (2.4+), DescribeLogDirs (1.0+; sizes), DescribeQuorum (KRaft) and a node's
+own DescribeConfigs (2.8+'s flexible v4; a KRaft controller answers it too, KIP-919).
 
 Each is asked only after ApiVersions says the broker has it; a broker without it answers None (the
 caller shows the column unknown, or says in one line what the brokers cannot tell).
@@ -23,6 +24,7 @@ from kafka_tools.broker.wire import (
 from kafka_tools.errors import InputError
 
 DESCRIBE_LOG_DIRS, LIST_REASSIGNMENTS, DESCRIBE_QUORUM, DESCRIBE_TOPIC_PARTITIONS = 35, 46, 55, 75
+DESCRIBE_CONFIGS, BROKER_RESOURCE = 32, 4
 METADATA_TOPIC = "__cluster_metadata"
 _PAGE = 2000  # DescribeTopicPartitions' ResponsePartitionLimit default
 
@@ -209,6 +211,56 @@ def describe_quorum(conn: Connection, versions: dict[int, tuple[int, int]] | Non
             r.skip_tags()
             quorum.endpoints[node] = listeners
     return quorum
+
+
+@dataclass(slots=True)
+class NodeConfigs:
+    """DescribeConfigs' answer for one node (a broker resource): its values, or why there are none."""
+
+    node: int
+    error: int  # 0, or Kafka's error code (31: CLUSTER_AUTHORIZATION_FAILED; 42: INVALID_REQUEST)
+    message: str | None
+    values: dict[str, str | None]
+
+
+def describe_node_configs(
+    conn: Connection, versions: dict[int, tuple[int, int]] | None, node: int, keys: list[str]
+) -> NodeConfigs | None:
+    """`keys` of node `node`'s own configuration (static and dynamic, as it runs), asked of the node
+    itself: a node answers only for its own id (ConfigHelper: "Unexpected broker id", error 42).
+    None: no flexible DescribeConfigs (Kafka before 2.8)."""
+    version = pick_version(versions, DESCRIBE_CONFIGS, (4, 4))
+    if version is None:
+        return None
+    names = compact_array([compact_string(k) for k in keys])
+    resource = struct.pack(">b", BROKER_RESOURCE) + compact_string(str(node)) + names + NO_TAGS
+    no_synonyms_nor_documentation = b"\x00\x00"
+    r = Reader(_ask(conn, DESCRIBE_CONFIGS, version, compact_array([resource]) + no_synonyms_nor_documentation
+                    + NO_TAGS))  # fmt: skip
+    r.take(">i")
+    out: NodeConfigs | None = None
+    for _ in range(r.compact_count()):
+        error = r.take(">h")
+        message = r.compact_string()
+        r.take(">b")
+        name = r.compact_string()
+        values: dict[str, str | None] = {}
+        for _ in range(r.compact_count()):
+            key, value = r.compact_string(), r.compact_string()
+            r.take(">?b?")
+            for _ in range(r.compact_count()):  # synonyms (none asked for)
+                r.compact_string(), r.compact_string(), r.take(">b")
+                r.skip_tags()
+            r.take(">b")
+            r.compact_string()
+            r.skip_tags()
+            values[key or ""] = value
+        r.skip_tags()
+        if name == str(node):
+            out = NodeConfigs(node, error, message, values)
+    if out is None:
+        raise InputError(f"broker {conn.where}: DescribeConfigs answered without node {node}")
+    return out
 
 
 def _replica(r: Reader, version: int) -> ReplicaState:

@@ -1,6 +1,6 @@
 """ListGroups (v4/v5: each group's state and type) and ConsumerGroupDescribe (KIP-848: the group epoch,
 the target assignment epoch, each member's epoch, assignment and target assignment) spoken on ktool's
-own socket (broker/wire.py; plaintext only: the callers never send them over TLS or SASL):
+own socket (broker/wire.py, with the security settings of every `--bootstrap-server` command):
 confluent-kafka 2.16's AdminClient returns neither the epochs nor the share and streams group types.
 ListGroups goes to every broker (each lists the groups it coordinates); ConsumerGroupDescribe to the
 group's coordinator, found again while it moves."""
@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafka_tools.broker.wire import (
     FIND_COORDINATOR,
+    GROUP_AUTHORIZATION_FAILED,
     LOADING,
     NO_TAGS,
     NOT_AVAILABLE,
@@ -23,13 +25,17 @@ from kafka_tools.broker.wire import (
     at_coordinator,
     compact_array,
     compact_string,
+    group_denied,
     pick_version,
     uvarint,
 )
 from kafka_tools.errors import InputError
 
+if TYPE_CHECKING:
+    from kafka_tools.broker.security import BrokerSecurity
+
 LIST_GROUPS, CONSUMER_GROUP_DESCRIBE = 16, 69
-GROUP_AUTHORIZATION_FAILED, GROUP_ID_NOT_FOUND = 30, 69
+GROUP_ID_NOT_FOUND = 69
 _MOVING = (LOADING, NOT_AVAILABLE, NOT_COORDINATOR)
 
 
@@ -44,11 +50,14 @@ class ListedGroup:
     type: str
 
 
-def list_groups(brokers: list[tuple[str, int]], timeout: float) -> list[ListedGroup]:
-    """Every broker's ListGroups (v5, or the highest it speaks), joined; sorted by group id."""
+def list_groups(
+    brokers: list[tuple[str, int]], timeout: float, security: BrokerSecurity | None = None
+) -> list[ListedGroup]:
+    """Every broker's ListGroups (v5, or the highest it speaks), joined; sorted by group id. A group
+    the user may not DESCRIBE is left out by the broker, as kafka-consumer-groups --list shows it."""
     out: dict[str, ListedGroup] = {}
     for host, port in brokers:
-        conn = Connection(host, port, timeout)
+        conn = Connection(host, port, timeout, security)
         try:
             for g in _list_groups(conn):
                 out[g.group] = g
@@ -130,11 +139,13 @@ class DescribedGroup:
     members: list[DescribedMember] = field(default_factory=list)
 
 
-def consumer_group_describe(bootstrap: tuple[str, int], group: str, timeout: float) -> DescribedGroup | None:
+def consumer_group_describe(
+    bootstrap: tuple[str, int], group: str, timeout: float, security: BrokerSecurity | None = None
+) -> DescribedGroup | None:
     """ConsumerGroupDescribe v0 of one group at its coordinator; None when the brokers do not have the
     request (before 3.7, or the new protocol not enabled)."""
     deadline = time.monotonic() + timeout
-    conn = Connection(*bootstrap, timeout)
+    conn = Connection(*bootstrap, timeout, security)
     try:
         versions = api_versions(conn)
         if versions is None or CONSUMER_GROUP_DESCRIBE not in versions:
@@ -154,6 +165,8 @@ def consumer_group_describe(bootstrap: tuple[str, int], group: str, timeout: flo
 def _settled(conn: Connection, group: str) -> DescribedGroup | None:
     """The group as its coordinator describes it; None while the coordinator moves (found again)."""
     described = _describe(conn, group)
+    if described.error == GROUP_AUTHORIZATION_FAILED:
+        raise group_denied(conn.where, group, conn.security)
     return None if described.error in _MOVING else described
 
 

@@ -1,8 +1,9 @@
 """OffsetDelete (KIP-496, Kafka 2.4+): a group's committed offsets removed, so an undo can put back "no
 offset". confluent-kafka's Python binding does not expose it (librdkafka has it), so it is spoken here
 on a socket (broker/wire.py): ApiVersions says whether the broker has it, FindCoordinator
-finds the group's coordinator, OffsetDelete v0 asks it. Plain connections only: over TLS or SASL ktool
-says it cannot, in one line, and deletes nothing.
+finds the group's coordinator, OffsetDelete v0 asks it, with the security settings of every
+`--bootstrap-server` command (over GSSAPI, which ktool's own client does not speak, it says so in one
+line and deletes nothing).
 
 The coordinator refuses a partition of a topic the group's live members subscribe to
 (GROUP_SUBSCRIBED_TO_TOPIC): the answer is per partition, for the caller to say.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import struct
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafka_tools.broker.client import BrokerConfig
 from kafka_tools.broker.probe import first_server, version_at_least
@@ -23,6 +25,7 @@ from kafka_tools.broker.wire import (
     NOT_COORDINATOR,
     Connection,
     Reader,
+    Unsupported,
     WireError,
     api_versions,
     at_coordinator,
@@ -30,6 +33,9 @@ from kafka_tools.broker.wire import (
     string,
 )
 from kafka_tools.errors import InputError
+
+if TYPE_CHECKING:
+    from kafka_tools.broker.security import BrokerSecurity
 
 _OFFSET_DELETE = 47
 ERROR_NAMES = {
@@ -51,12 +57,19 @@ class OffsetDeleteAnswer:
 
 
 def delete_offsets(
-    bootstrap: str, group: str, partitions: list[tuple[str, int]], timeout: float
+    bootstrap: str,
+    group: str,
+    partitions: list[tuple[str, int]],
+    timeout: float,
+    security: BrokerSecurity | None = None,
 ) -> OffsetDeleteAnswer:
     """Ask the group's coordinator to delete the group's offsets of `partitions`."""
     deadline = time.monotonic() + timeout
     host, port = first_server(bootstrap)
-    conn = Connection(host, port, timeout)
+    try:
+        conn = Connection(host, port, timeout, security)
+    except Unsupported as exc:
+        return OffsetDeleteAnswer({}, str(exc))
     try:
         return _delete(conn, group, partitions, timeout, deadline)
     except WireError as exc:
@@ -113,12 +126,10 @@ def _ask_delete(conn: Connection, group: str, partitions: list[tuple[str, int]])
 def delete_group_offsets(
     config: BrokerConfig, group: str, partitions: list[tuple[str, int]]
 ) -> OffsetDeleteAnswer:
-    """OffsetDelete through the brokers `config` names; `unsupported` says why it cannot be asked (a
-    secured connection, which this plain socket does not speak; brokers known to be before 2.4)."""
+    """OffsetDelete through the brokers `config` names; `unsupported` says why it cannot be asked
+    (brokers known to be before 2.4; SASL GSSAPI, which ktool's own client does not speak)."""
     where = f"broker {config.bootstrap}"
-    if config.secured:
-        return OffsetDeleteAnswer({}, f"ktool sends OffsetDelete over plain connections only, not to {where}")
     known = config.version or config.extra.get("broker.version.fallback")
     if known and not version_at_least(known, (2, 4)):
         return OffsetDeleteAnswer({}, f"{where} runs Kafka {known}: it has no OffsetDelete (2.4+)")
-    return delete_offsets(config.bootstrap, group, partitions, config.timeout)
+    return delete_offsets(config.bootstrap, group, partitions, config.timeout, config.security)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 API_VERSIONS, FIND_COORDINATOR, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 10, 17, 36
 # Kafka's error codes met while a group's coordinator loads or moves (protocol.Errors)
 LOADING, NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
+GROUP_AUTHORIZATION_FAILED = 30
 SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 T = TypeVar("T")
 
@@ -72,6 +73,7 @@ class Connection:
 
     def __init__(self, host: str, port: int, timeout: float, security: BrokerSecurity | None = None) -> None:
         self.where = f"{host}:{port}"
+        self.security = security  # the coordinator a request is sent on to is reached the same way
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
@@ -169,6 +171,15 @@ class Connection:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def group_denied(where: str, group: str, security: BrokerSecurity | None) -> InputError:
+    """The one line for a group the brokers' authorizer keeps from us (GROUP_AUTHORIZATION_FAILED: no
+    ACL for the group allows what was asked), whichever client was told."""
+    who = security.describe() if security is not None else "PLAINTEXT"
+    return InputError(
+        f"broker {where}: {who} is not authorized for group {group} (GROUP_AUTHORIZATION_FAILED)"
+    )
 
 
 class Unsupported(InputError):
@@ -328,6 +339,8 @@ def find_coordinator(conn: Connection, group: str, version: int, deadline: float
         node, host, port = r.take(">i"), r.string(), r.take(">i")
         if error == 0:
             return host, port
+        if error == GROUP_AUTHORIZATION_FAILED:
+            raise group_denied(conn.where, group, conn.security)
         if error not in (LOADING, NOT_AVAILABLE) or time.monotonic() > deadline:
             raise InputError(
                 f"broker {conn.where}: no coordinator for group {group} (error {error}, node {node})"
@@ -343,10 +356,12 @@ def at_coordinator(
     deadline: float,
     ask: Callable[[Connection], T | None],
 ) -> T:
-    """`ask` on a connection to the group's coordinator (found through `conn`), found again while it
-    moves: `ask` returns None when the coordinator answers LOADING, NOT_AVAILABLE or NOT_COORDINATOR."""
+    """`ask` on a connection to the group's coordinator (found through `conn`, reached with the same
+    security settings), found again while it moves: `ask` returns None when the coordinator answers
+    LOADING, NOT_AVAILABLE or NOT_COORDINATOR."""
     while True:
-        coordinator = Connection(*find_coordinator(conn, group, find_version, deadline), timeout)
+        address = find_coordinator(conn, group, find_version, deadline)
+        coordinator = Connection(*address, timeout, conn.security)
         try:
             answer = ask(coordinator)
         finally:

@@ -30,7 +30,20 @@ from kafka_tools.zk.config import config_file_path
 F = TypeVar("F", bound=Callable[..., Any])
 
 ENV_BROKER_AUTH = "KTOOL_BROKER_AUTH"
-_FILE = click.Path(dir_okay=False, path_type=str)
+
+
+# Not click's dir_okay=False (exit 2 with the usage text): what the file is is said by its reader in one
+# line, exit 3 (the exit-code matrix's wrong kind of path).
+class _File(click.Path):
+    """A credentials or TLS file: read by its reader (kafka_tools/secret_files.py, one line, exit 3),
+    not checked by click (cli/paths.py says why)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(readable=False, **kwargs)
+        self.name = "file"  # shown as FILE in the help, as a file it is
+
+
+_FILE = _File(path_type=str)
 
 
 _BOOTSTRAP_HELP = "Kafka brokers, for offsets in Kafka, log end offsets and lag."
@@ -169,7 +182,8 @@ def security_from_options(env: Mapping[str, str] | None = None, **options: Any) 
         if path is not None:
             path = str(Path(path).expanduser())
             if not Path(path).is_file():
-                raise InputError(f"broker TLS {what} file {path} does not exist")
+                state = "is not a regular file" if Path(path).exists() else "does not exist"
+                raise InputError(f"broker TLS {what} file {path} {state}")
         files.append(path)
     ca, cert, key = files
     if key and not cert:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -16,10 +17,11 @@ import click
 from kafka_tools.cli.broker_options import broker_options_for
 from kafka_tools.cli.complete_names import complete_topics
 from kafka_tools.cli.options import colour_of, json_option
+from kafka_tools.cli.paths import path_type
 from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
 from kafka_tools.cluster.view import ClusterView, Filter, PartitionView, keep
 from kafka_tools.cluster.zookeeper import partitions_from_zk
-from kafka_tools.errors import InputError, UsageError
+from kafka_tools.errors import EXIT_FINDINGS, InputError, UsageError
 from kafka_tools.render.cluster import (
     render_brokers_json,
     render_brokers_text,
@@ -101,7 +103,7 @@ def _metadata_log_option(func):
     return click.option(
         "--metadata-log",
         "metadata_log",
-        type=click.Path(path_type=str),
+        type=path_type(path_type=str),
         metavar="LOGDIR",
         help="A KRaft log dir (or a copy of one): the cluster as its __cluster_metadata log says, offline.",
     )(func)
@@ -146,17 +148,21 @@ def brokers(ctx: click.Context, as_json: bool, metadata_log: str | None, **optio
     \b
     Exit status:
       0  ok
+      1  damage in the metadata log (--metadata-log): the view is the image where it stops, each
+         finding one line on stderr
       2  usage error
       3  ZooKeeper or the brokers unreachable, wrong chroot, no /brokers/ids, a malformed znode,
-         not allowed, LOGDIR not a KRaft log dir
+         not allowed, LOGDIR not a KRaft log dir or missing records a snapshot it cannot read held
     """
-    view = _cluster_view(metadata_log, options)
+    read = _ImageRead()
+    view = _cluster_view(metadata_log, options, read)
     if view is not None:
         if as_json:
             render_cluster_json(view, sys.stdout)
             emit(sys.stdout, {"type": "summary", "brokers": len(view.brokers)})
         else:
             render_cluster_text(view, sys.stdout, _colour(ctx))
+        read.say(ctx)
         return
     with open_zk(_zk_config(options)) as zk:
         cluster = read_cluster(zk)
@@ -167,13 +173,50 @@ def brokers(ctx: click.Context, as_json: bool, metadata_log: str | None, **optio
         render_brokers_text(cluster, sys.stdout, _colour(ctx))
 
 
-def _cluster_view(metadata_log: str | None, options: dict[str, Any]) -> ClusterView | None:
-    """The cluster from the metadata log or the brokers; None: ZooKeeper is the source."""
+@dataclass(slots=True)
+class _ImageRead:
+    """What reading the metadata log said beside the image: lines for stderr (a snapshot built without,
+    damage where the image stops), and whether one is damage (exit 1, as `ktool metadata` exits)."""
+
+    lines: list[str] = field(default_factory=list)
+    damaged: bool = False
+
+    def say(self, ctx: click.Context) -> None:
+        for line in self.lines:
+            click.echo(f"ktool: {line}", err=True)
+        if self.damaged:
+            ctx.exit(EXIT_FINDINGS)
+
+
+def _whole_image(metadata_log: str, read: _ImageRead):
+    """The metadata log's whole image (exit 3 in one line where records are missing from it); what its
+    reading found goes into `read`: never a clean answer from a damaged or partly read log."""
+    from kafka_tools.log.checks.findings import Severity
+    from kafka_tools.metadata.checks import read_findings
+    from kafka_tools.metadata.load import UNREADABLE_SNAPSHOT, load_whole_image
+    from kafka_tools.render.metadata import finding_line
+
+    load = load_whole_image(metadata_log)
+    read.lines += [f"note: {note}" for note in load.unread_notes()]
+    damage = [
+        f for f in read_findings(load) if f.severity == Severity.ERROR and f.kind != UNREADABLE_SNAPSHOT
+    ]
+    read.lines += [finding_line(f) for f in damage]
+    read.damaged = read.damaged or bool(damage)
+    return load
+
+
+def _cluster_view(
+    metadata_log: str | None, options: dict[str, Any], read: _ImageRead | None = None
+) -> ClusterView | None:
+    """The cluster from the metadata log or the brokers; None: ZooKeeper is the source. Without `read`
+    only meta.properties is wanted of the log dir (the cluster id), not every record of its image."""
     if metadata_log is not None:
         from kafka_tools.cluster.offline import cluster_from_image
         from kafka_tools.metadata.load import load_image
 
-        return cluster_from_image(load_image(metadata_log, None))
+        load = _whole_image(metadata_log, read) if read is not None else load_image(metadata_log)
+        return cluster_from_image(load)
     broker = _live_broker(options)
     if broker is None:
         return None
@@ -256,17 +299,22 @@ def topics(
     \b
     Exit status:
       0  ok
+      1  damage in the metadata log (--metadata-log): the view is the image where it stops, each
+         finding one line on stderr
       2  usage error
       3  a topic does not exist, ZooKeeper or the brokers unreachable, wrong chroot, a malformed znode,
-         LOGDIR not a KRaft log dir
+         LOGDIR not a KRaft log dir or missing records a snapshot it cannot read held
     """
     wanted = [Filter(f) for f in filters]
+    image_read = _ImageRead()
     missing: list[str] = []
     notes: list[str] = []
     if sizes and (metadata_log is not None or not options.get("bootstrap_server")):
         raise UsageError("--sizes: the replicas' sizes are asked of live brokers: give --bootstrap-server")
     if metadata_log is not None or options.get("bootstrap_server"):
-        found, missing, notes, where = _topics_view(metadata_log, list(topics) or None, options, sizes)
+        found, missing, notes, where = _topics_view(
+            metadata_log, list(topics) or None, options, sizes, image_read
+        )
     else:
         with open_zk(_zk_config(options)) as zk:
             if topics:
@@ -296,6 +344,7 @@ def topics(
         render_topics_text(found, sys.stdout, _colour(ctx))
     for note in notes:
         click.echo(f"ktool: note: {note}", err=True)
+    image_read.say(ctx)
     if missing:
         sys.stdout.flush()
         plural = "s" if len(missing) > 1 else ""
@@ -311,14 +360,17 @@ def _live_zk_brokers(zk: KazooClient) -> list | None:
 
 
 def _topics_view(
-    metadata_log: str | None, wanted: list[str] | None, options: dict[str, Any], sizes: bool = False
+    metadata_log: str | None,
+    wanted: list[str] | None,
+    options: dict[str, Any],
+    sizes: bool = False,
+    read: _ImageRead | None = None,
 ) -> tuple[list[PartitionView], list[str], list[str], str]:
     """(partitions, topics not found, notes, where they were looked for) from the log or the brokers."""
     if metadata_log is not None:
         from kafka_tools.cluster.offline import partitions_from_image
-        from kafka_tools.metadata.load import load_image
 
-        load = load_image(metadata_log, None)
+        load = _whole_image(metadata_log, read if read is not None else _ImageRead())
         names = {t.name for t in load.image.topics.values()}
         missing = [t for t in dict.fromkeys(wanted or ()) if t not in names]
         where = f"the metadata log of {metadata_log} (offset {load.image.offset})"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from kafka_tools.cli.paths import path_type
 from kafka_tools.errors import UsageError, os_error
 from kafka_tools.format.plural import plural
 
@@ -62,7 +63,7 @@ def _complete_command(ctx: click.Context, param: click.Parameter, incomplete: st
 @click.argument("command", nargs=-1, shell_complete=_complete_command)
 @click.option(
     "--output-dir",
-    type=click.Path(path_type=Path),  # a file in the way is exit 3 in one line (make_state_dir), not usage
+    type=path_type(path_type=Path),  # a file in the way is exit 3 in one line (make_state_dir), not usage
     metavar="DIRECTORY",
     help="Write every page (ktool.1, ktool-COMMAND.1, …) into this directory instead.",
 )

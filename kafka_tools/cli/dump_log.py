@@ -20,10 +20,11 @@ from kafka_tools.cli.options import (
     offset_range_options,
     progress_option,
 )
+from kafka_tools.cli.paths import path_type
 
 
 @click.command("dump-log")
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("files", nargs=-1, required=True, type=path_type(path_type=str))
 @click.option(
     "--deep-iteration",
     "--deep",

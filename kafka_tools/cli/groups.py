@@ -45,7 +45,8 @@ def groups() -> None:
       0  ok
       1  a refused plan (e.g. round-robin with unequal subscriptions), a group not deleted
       2  usage error
-      3  ZooKeeper or a broker unreachable, a group or topic missing, a malformed znode
+      3  ZooKeeper or a broker unreachable, credentials or TLS refused, a group the brokers' ACLs
+         deny (GROUP_AUTHORIZATION_FAILED), a group or topic missing, a malformed znode
     """
 
 
@@ -93,7 +94,8 @@ def list_cmd(
     Exit status:
       0  ok
       2  usage error
-      3  ZooKeeper or a broker unreachable, a malformed znode
+      3  ZooKeeper or a broker unreachable, credentials or TLS refused, a malformed znode (a group
+         the brokers' ACLs deny is not listed, as Kafka lists it)
     """
     wanted_types = _names(types)
     unknown = [t for t in wanted_types if t.lower() not in GROUP_TYPES]
@@ -149,15 +151,16 @@ def describe_cmd(
     ZooKeeper. With --bootstrap-server alone: the group as its coordinator knows it (members and their
     assignments, offsets in Kafka, lag), and without GROUP every group Kafka coordinates. --members and
     --state [--verbose] are kafka-consumer-groups' views of the same name, a consumer group's (KIP-848)
-    epochs included (ConsumerGroupDescribe, over plain connections; `-` over TLS or SASL). A GROUP that
-    no store given knows (no /consumers/GROUP in ZooKeeper; unknown to Kafka's coordinator, with no
-    committed offset) is said in one line, and the others shown.
+    epochs included (ConsumerGroupDescribe, over plaintext, TLS or SASL alike; `-` over SASL
+    GSSAPI). A GROUP that no store given knows (no /consumers/GROUP in ZooKeeper; unknown to Kafka's
+    coordinator, with no committed offset) is said in one line, and the others shown.
 
     \b
     Exit status:
       0  ok
       2  usage error
-      3  ZooKeeper or a broker unreachable, a group not found, a malformed znode
+      3  ZooKeeper or a broker unreachable, credentials or TLS refused, a group not found or
+         denied by the brokers' ACLs (GROUP_AUTHORIZATION_FAILED), a malformed znode
     """
     if verbose and view is None:
         raise UsageError("--verbose goes with --members or --state")

@@ -13,6 +13,7 @@ from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.cluster import check_zk_groups, zk_if_configured, zookeeper_options
 from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option, say_swept
+from kafka_tools.cli.paths import path_type
 from kafka_tools.consumers.group_delete import (
     STORES,
     ZK,
@@ -39,13 +40,13 @@ from kafka_tools.render.lines import wants_colour
 @click.option("--dry-run", is_flag=True, help="Print what would be deleted; delete nothing.")
 @click.option(
     "--undo",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=path_type(dir_okay=False, path_type=Path),
     metavar="JOURNAL",
     help="Put back what a journal of this command recorded (what exists again is kept).",
 )
 @click.option(
     "--journal-dir",
-    type=click.Path(path_type=Path),
+    type=path_type(path_type=Path),
     metavar="DIRECTORY",
     help=f"Where the journal is written [default: journals/ in ktool's state directory, {STATE_HOME_HELP}].",
 )

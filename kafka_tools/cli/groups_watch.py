@@ -105,7 +105,8 @@ def watch(
       0    --once printed the state; --until-stable: every group stable and verified
       1    --until-stable: the --timeout passed first (the last state is printed)
       2    usage error
-      3    ZooKeeper or a broker unreachable
+      3    ZooKeeper or a broker unreachable, credentials or TLS refused, a group the brokers'
+           ACLs deny (GROUP_AUTHORIZATION_FAILED)
       130  interrupted (Ctrl-C)
       143  terminated (SIGTERM): the summary printed, as after Ctrl-C
     """

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kafka_tools.cli.broker_options import broker_options_for
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
 from kafka_tools.errors import EXIT_FINDINGS, InputError, UsageError
@@ -43,18 +44,21 @@ def diff(ctx: click.Context, log_dirs: tuple[str, ...], as_json: bool, **options
     copy; the one furthest ahead is compared. Topics and topic ids, partitions (replicas, leader, ISR,
     leader epoch, adding/removing replicas), topic and broker configs (sensitive ones by presence only,
     never printed), client quotas, SCRAM credentials (iterations, never keys), ACLs, the producer-id
-    block and /migration against the log's end. Each difference names the side that holds it and
+    block, delegation tokens (their metadata: neither side holds the HMAC) and /migration
+    against the log's end. Each difference names the side that holds it and
     whether the controller's next full sync of ZooKeeper repairs it (only during dual write). A topic
-    pending deletion is not expected in KRaft: the migration leaves it behind.
+    pending deletion is not expected in KRaft: the migration leaves it behind. Once the migration is
+    finalized (POST_MIGRATION) KRaft moves on alone: what ZooKeeper alone holds is said, lost when it
+    is deleted. --json's summary: `passes`, a runbook's gate.
 
     \b
     Exit status:
-      0  in step
-      1  a difference
+      0  in step (finalized: nothing only in ZooKeeper)
+      1  a difference (finalized: something only in ZooKeeper)
       2  usage error
       3  ZooKeeper unreachable, a malformed znode, a log dir unreadable
     """
-    from kafka_tools.metadata.load import checked_dir, load_image
+    from kafka_tools.metadata.load import checked_dir, load_whole_image
     from kafka_tools.migration.compare import compare
     from kafka_tools.migration.zk_state import read_zk_state
     from kafka_tools.render.migration import render_diff_json, render_diff_text
@@ -66,23 +70,39 @@ def diff(ctx: click.Context, log_dirs: tuple[str, ...], as_json: bool, **options
     # ZooKeeper reflects (read the other way round, a record committed in between looks lost)
     with open_zk(zk_config_from_options(**options)) as zk:
         state = read_zk_state(zk)
-    load = max((load_image(path) for path in log_dirs), key=lambda x: x.image.offset)
+    load = max((load_whole_image(path) for path in log_dirs), key=lambda x: x.image.offset)
     result = compare(state, load.image)
     where = str(load.log_dir)
     if as_json:
         render_diff_json(result, where, sys.stdout)
     else:
         render_diff_text(result, where, sys.stdout, wants_colour(sys.stdout, colour_of(ctx)))
-    if not result.in_step:
+    if not result.passes:
         ctx.exit(EXIT_FINDINGS)
 
 
 @kraft_migration.command("check")
 @click.argument("log_dirs", nargs=-1, metavar="[LOGDIR...]")
 @zookeeper_options
+@broker_options_for(
+    "Kafka brokers: each live broker is asked its inter.broker.protocol.version (DescribeConfigs).",
+    "Not used: each broker is asked directly.",
+)
+@click.option(
+    "--bootstrap-controller",
+    metavar="HOST:PORT[,…]",
+    help="KRaft controllers (their controller listener): the quorum asked with DescribeQuorum, each voter "
+    "its zookeeper.metadata.migration.enable (the --broker-* security settings apply).",
+)
 @json_option("`finding` objects")
 @click.pass_context
-def check(ctx: click.Context, log_dirs: tuple[str, ...], as_json: bool, **options: Any) -> None:
+def check(
+    ctx: click.Context,
+    log_dirs: tuple[str, ...],
+    as_json: bool,
+    bootstrap_controller: str | None,
+    **options: Any,
+) -> None:
     """Before migrating to KRaft: what blocks the migration or makes it risky, each with its reason.
 
     From ZooKeeper: topics pending deletion (the migration does not copy them), a partition
@@ -91,6 +111,10 @@ def check(ctx: click.Context, log_dirs: tuple[str, ...], as_json: bool, **option
     already begun (/migration) and a KRaft controller holding /controller are said too. Each LOGDIR (the
     KRaft controllers' log dirs, once formatted) must carry ZooKeeper's cluster id in meta.properties.
 
+    With --bootstrap-server: each live broker's inter.broker.protocol.version (3.4 at least, all
+    alike). With --bootstrap-controller: the controller quorum answering DescribeQuorum, and each voter
+    running with zookeeper.metadata.migration.enable=true.
+
     \b
     Exit status:
       0  nothing blocking or risky (notes only)
@@ -98,6 +122,7 @@ def check(ctx: click.Context, log_dirs: tuple[str, ...], as_json: bool, **option
       2  usage error
       3  ZooKeeper unreachable, a malformed znode, a log dir unreadable
     """
+    from kafka_tools.cli.broker_options import broker_from_options
     from kafka_tools.log.checks.findings import Severity
     from kafka_tools.metadata.node_files import read_meta_properties
     from kafka_tools.migration.readiness import NodeClusterId, readiness
@@ -121,9 +146,29 @@ def check(ctx: click.Context, log_dirs: tuple[str, ...], as_json: bool, **option
         brokers = read_brokers(zk)
         controller = read_controller_json(zk)
     findings = readiness(state, brokers, controller, nodes)
+    findings += _live_findings(broker_from_options(**options), bootstrap_controller, options)
     if as_json:
         render_check_json(findings, sys.stdout)
     else:
         render_check_text(findings, sys.stdout)
     if any(f.severity in (Severity.ERROR, Severity.WARNING) for f in findings):
         ctx.exit(EXIT_FINDINGS)
+
+
+def _live_findings(broker, bootstrap_controller: str | None, options: dict[str, Any]) -> list:
+    """The brokers' IBPs (--bootstrap-server) and the controller quorum (--bootstrap-controller)."""
+    from kafka_tools.migration.live_nodes import broker_ibps, controller_quorum
+    from kafka_tools.migration.readiness import broker_protocol_findings, quorum_findings
+
+    out = []
+    if broker is not None:
+        try:
+            out += broker_protocol_findings(broker_ibps(broker))
+        finally:
+            broker.close()
+    if bootstrap_controller:
+        from kafka_tools.cli.broker_options import security_from_options
+
+        security = broker.config.security if broker is not None else security_from_options(**options)
+        out += quorum_findings(controller_quorum(bootstrap_controller, options["broker_timeout"], security))
+    return out

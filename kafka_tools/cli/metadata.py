@@ -15,6 +15,7 @@ from kafka_tools.cli.options import (
     offset_range_options,
     renamed_option,
 )
+from kafka_tools.cli.paths import path_type
 from kafka_tools.cluster.offline import cluster_from_image, partitions_from_image
 from kafka_tools.errors import EXIT_FINDINGS, FindingsError, UsageError
 from kafka_tools.format.plural import plural
@@ -32,7 +33,7 @@ from kafka_tools.render.metadata import (
     write_json,
 )
 
-_LOGDIR = click.Path(path_type=str)  # a missing one is exit 3 (environment), said by load_image
+_LOGDIR = path_type(path_type=str)  # a missing one is exit 3 (environment), said by load_image
 
 
 def _at_offset_option(func):
@@ -116,8 +117,9 @@ def show(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) 
     """
     load = load_image(logdir, at_offset)
     # The log dir is checked against the image of the whole log only: an older one would flag what
-    # happened since.
-    findings = read_findings(load) + (check_log_dir(load) if at_offset is None else [])
+    # happened since, and one missing records (read_findings says which) would flag what they hold.
+    whole = at_offset is None and load.missing_records() is None
+    findings = read_findings(load) + (check_log_dir(load) if whole else [])
     if as_json:
         write_json(sys.stdout, image_objects(load))
     else:
@@ -287,7 +289,9 @@ def check(ctx: click.Context, logdir: str, image_from: str | None, as_json: bool
     """
     load = load_image(image_from or logdir)
     checked = checked_dir(logdir) if image_from else None
-    findings = read_findings(load) + check_log_dir(load, checked)
+    # an image missing records (read_findings says which) would flag what they hold: not checked then
+    whole = load.missing_records() is None
+    findings = read_findings(load) + (check_log_dir(load, checked) if whole else [])
     errors = sum(f.severity == Severity.ERROR for f in findings)
     if not as_json:
         verdict = "consistent" if not errors else plural(errors, "finding")

@@ -23,6 +23,7 @@ from kafka_tools.cli.cluster import (
 )
 from kafka_tools.cli.complete_names import complete_groups, complete_topics
 from kafka_tools.cli.options import colour_of, json_option, say_swept, write_output_file
+from kafka_tools.cli.paths import path_type
 from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.consumers.migration import (
     APPLIED,
@@ -171,7 +172,7 @@ _common = [
     ),
     click.option(
         "--journal-dir",
-        type=click.Path(path_type=Path),  # a file in the way: exit 3 in one line (make_state_dir)
+        type=path_type(path_type=Path),  # a file in the way: exit 3 in one line (make_state_dir)
         metavar="DIRECTORY",
         help="Where the journal is written "
         f"[default: journals/ in ktool's state directory, {STATE_HOME_HELP}].",
@@ -222,7 +223,7 @@ from_store = click.option(
 @click.option(
     "--undo",
     "undo",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=path_type(dir_okay=False, path_type=Path),
     help="Restore both stores to what a journal recorded before its run (an offset moved since the run "
     "is refused unless --force; a journal undone before: nothing written).",
 )
@@ -324,7 +325,7 @@ def offsets() -> None:
     help="zk: `/consumers/G/offsets/T/P:offset` lines; csv: `group,topic,partition,offset`.",
 )
 @click.option(
-    "--output", type=click.Path(dir_okay=False, path_type=Path), help="File to write [default: stdout]."
+    "--output", type=path_type(dir_okay=False, path_type=Path), help="File to write [default: stdout]."
 )
 @zookeeper_options
 @broker_options
@@ -377,7 +378,7 @@ def export_cmd(
 
 
 @offsets.command("import")
-@click.argument("file", type=click.Path(path_type=Path))  # missing or unreadable: exit 3, as elsewhere
+@click.argument("file", type=path_type(path_type=Path))  # missing or unreadable: exit 3, as elsewhere
 @click.option(
     "--to",
     "target",

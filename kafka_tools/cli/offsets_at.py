@@ -7,11 +7,12 @@ import sys
 import click
 
 from kafka_tools.cli.options import TimeSpec, json_option, live_options
+from kafka_tools.cli.paths import path_type
 from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 
 
 @click.command("offsets-at")
-@click.argument("log_dirs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("log_dirs", nargs=-1, required=True, type=path_type(path_type=str))
 @click.option(
     "--time",
     "when",

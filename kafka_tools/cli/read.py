@@ -20,13 +20,14 @@ from kafka_tools.cli.options import (
     live_options,
     renamed_option,
 )
+from kafka_tools.cli.paths import path_type
 from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 
 CHUNK = click.IntRange(min=64)
 
 
 @click.command("read")
-@click.argument("partition_dir", type=click.Path(path_type=str))
+@click.argument("partition_dir", type=path_type(path_type=str))
 @click.option("--offset", type=click.IntRange(min=0), help="Start at this offset.")
 @click.option(
     "--timestamp",

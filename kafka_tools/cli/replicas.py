@@ -7,6 +7,7 @@ import sys
 import click
 
 from kafka_tools.cli.options import decoder_options, json_option
+from kafka_tools.cli.paths import path_type
 from kafka_tools.cli.read import record_renderer
 from kafka_tools.errors import EXIT_FINDINGS, KtoolError
 
@@ -27,7 +28,7 @@ def replicas() -> None:
 
 
 @replicas.command("diff")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, required=True, type=path_type(path_type=str))
 @click.option(
     "--partition",
     metavar="TOPIC-N",

@@ -15,6 +15,7 @@ from kafka_tools.cli.cluster import check_zk_groups, zk_if_configured, zookeeper
 from kafka_tools.cli.complete_names import complete_groups, complete_topics
 from kafka_tools.cli.offsets import need_broker, run_plans, run_undo
 from kafka_tools.cli.options import TimeSpec, json_option, live_options
+from kafka_tools.cli.paths import path_type
 from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.consumers.migration import KAFKA, ZK
 from kafka_tools.consumers.reset import (
@@ -83,7 +84,7 @@ from kafka_tools.render.json_lines import emit
 @click.option(
     "--from-file",
     "from_file",
-    type=click.Path(path_type=Path),  # a directory or a FIFO: one line, exit 3, as offsets import
+    type=path_type(path_type=Path),  # a directory or a FIFO: one line, exit 3, as offsets import
     metavar="CSV",
     help="kafka-consumer-groups' reset plan: `topic,partition,offset` (or `group,topic,partition,offset`) "
     "lines, as --export writes them.",
@@ -92,7 +93,7 @@ from kafka_tools.render.json_lines import emit
     "--log-dir",
     "log_dirs",
     multiple=True,
-    type=click.Path(path_type=str),
+    type=path_type(path_type=str),
     metavar="DIR",
     help="Answer --to-datetime/--by-duration from these log dirs (or a copy) with offsets-at, not the "
     "brokers' ListOffsets (which 0.9 and 0.10.0 lack); repeatable.",
@@ -104,7 +105,7 @@ from kafka_tools.render.json_lines import emit
 )
 @click.option(
     "--undo",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=path_type(dir_okay=False, path_type=Path),
     metavar="JOURNAL",
     help="Put back the offsets a reset's journal recorded (an offset moved since is refused unless "
     "--force; a journal undone before: nothing written).",
@@ -118,7 +119,7 @@ from kafka_tools.render.json_lines import emit
 )
 @click.option(
     "--journal-dir",
-    type=click.Path(path_type=Path),
+    type=path_type(path_type=Path),
     metavar="DIRECTORY",
     help=f"Where the journal is written [default: journals/ in ktool's state directory, {STATE_HOME_HELP}].",
 )
@@ -172,7 +173,8 @@ def reset_offsets(
       0  the plan printed, or every offset written and verified (undo: restored, or already undone)
       1  refused (live members), a read-back that does not match, an offset moved since (undo)
       2  usage error
-      3  ZooKeeper or a broker unreachable, a topic missing, the CSV or a
+      3  ZooKeeper or a broker unreachable, credentials or TLS refused, a group the brokers' ACLs
+         deny (GROUP_AUTHORIZATION_FAILED), a topic missing, the CSV or a
          log dir unreadable, a broker too old to answer a time without --log-dir
     """
     if undo is not None:

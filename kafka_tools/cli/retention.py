@@ -11,6 +11,7 @@ import click
 
 from kafka_tools.cli.broker_options import broker_options_for
 from kafka_tools.cli.options import colour_of, json_option, live_options
+from kafka_tools.cli.paths import path_type
 from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, KtoolError
 from kafka_tools.log.reads.times import parse_time
@@ -73,7 +74,7 @@ def _broker_overrides(
 
 
 @click.command("retention")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, required=True, type=path_type(path_type=str))
 @click.option("--retention-ms", type=int, metavar="MS", help="retention.ms for every topic (-1: no limit).")
 @click.option("--retention-hours", type=int, metavar="N", help="retention.ms as hours (-1: no limit).")
 @click.option(
@@ -81,7 +82,7 @@ def _broker_overrides(
 )
 @click.option(
     "--server-properties",
-    type=click.Path(path_type=str),  # a directory given: exit 3 in one line where it is read
+    type=path_type(path_type=str),  # a directory given: exit 3 in one line where it is read
     metavar="FILE",
     help="The broker's server.properties: log.retention.{ms,minutes,hours}, log.retention.bytes, "
     "log.cleanup.policy, log.cleaner.* defaults.",
@@ -96,7 +97,7 @@ def _broker_overrides(
 )
 @click.option(
     "--metadata-log-dir",
-    type=click.Path(path_type=str),
+    type=path_type(path_type=str),
     metavar="DIR",
     help="The KRaft log dir holding __cluster_metadata-0, when it is not the partitions' own log dir "
     "(metadata.log.dir): topic configs and dynamic broker configs are read from it.",

@@ -12,6 +12,7 @@ from contextlib import ExitStack, contextmanager
 import click
 
 from kafka_tools.cli.options import colour_of, json_option, live_options, progress_option
+from kafka_tools.cli.paths import path_type
 from kafka_tools.errors import EXIT_FINDINGS, InputError, UsageError
 from kafka_tools.render.lines import wants_colour
 
@@ -29,7 +30,7 @@ def _conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
 
 
 @click.command("scan")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, required=True, type=path_type(path_type=str))
 @click.option(
     "--master",
     metavar="URL",

@@ -9,6 +9,7 @@ import time
 import click
 
 from kafka_tools.cli.options import TimeSpec, json_option
+from kafka_tools.cli.paths import path_type
 from kafka_tools.errors import EXIT_FINDINGS
 
 
@@ -26,10 +27,10 @@ def tiered() -> None:
 
 
 @tiered.command("audit")
-@click.argument("log_dirs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("log_dirs", nargs=-1, required=True, type=path_type(path_type=str))
 @click.option(
     "--remote-dir",
-    type=click.Path(path_type=str),
+    type=path_type(path_type=str),
     help="A LocalTieredStorage store (its `dir`, or the kafka-tiered-storage directory in it) to "
     "compare: finished segments missing, files no live segment names, sizes that differ.",
 )

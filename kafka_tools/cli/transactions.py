@@ -8,6 +8,7 @@ import sys
 import click
 
 from kafka_tools.cli.options import TimeSpec, colour_of, json_option, live_options
+from kafka_tools.cli.paths import path_type
 
 
 def _log_dirs(func):
@@ -17,7 +18,7 @@ def _log_dirs(func):
         help="transaction.state.log.num.partitions: the __transaction_state partition an id belongs in "
         "[default: from the KRaft metadata in the log dirs; unknown otherwise, and not checked].",
     )(func)
-    return click.argument("log_dirs", nargs=-1, required=True, type=click.Path(path_type=str))(func)
+    return click.argument("log_dirs", nargs=-1, required=True, type=path_type(path_type=str))(func)
 
 
 def _now(func):

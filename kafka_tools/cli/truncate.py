@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from kafka_tools.cli.options import json_option, live_options
+from kafka_tools.cli.paths import path_type
 from kafka_tools.errors import UsageError
 from kafka_tools.keep.state import STATE_HOME_HELP
 from kafka_tools.log.checks.recovery import DEFAULT_INDEX_INTERVAL
@@ -17,7 +18,7 @@ from kafka_tools.render.truncate import TruncateRenderer
 
 
 @click.command("truncate")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=path_type(path_type=Path))
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -28,7 +29,7 @@ from kafka_tools.render.truncate import TruncateRenderer
 )
 @click.option(
     "--backup-dir",
-    type=click.Path(path_type=Path),  # a file in the way: exit 3 in one line (check_backup_location)
+    type=path_type(path_type=Path),  # a file in the way: exit 3 in one line (check_backup_location)
     metavar="DIRECTORY",
     help="Where removed bytes and the manifest go, never inside a log dir "
     f"[default: backups/ in ktool's state directory, {STATE_HOME_HELP}].",
@@ -56,7 +57,7 @@ from kafka_tools.render.truncate import TruncateRenderer
 @click.option(
     "--undo",
     "undo_manifest",
-    type=click.Path(path_type=Path),
+    type=path_type(path_type=Path),
     metavar="MANIFEST",
     help="Restore the files a previous run changed, from its manifest (or its backup directory).",
 )

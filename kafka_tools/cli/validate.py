@@ -9,6 +9,7 @@ import click
 
 from kafka_tools.cli import pipe
 from kafka_tools.cli.options import colour_of, jobs_option, json_option, live_options, progress_option
+from kafka_tools.cli.paths import path_type
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, missing_line
 
 
@@ -21,7 +22,7 @@ def usable_cores() -> int:
 
 
 @click.command("validate")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("paths", nargs=-1, required=True, type=path_type(path_type=str))
 @click.option(
     "--deep", is_flag=True, help="Decode every record of uncompressed batches too (compressed always are)."
 )

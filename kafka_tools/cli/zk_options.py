@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
+from kafka_tools.cli.paths import path_type
 from kafka_tools.zk.config import ENV_AUTH, ENV_CONNECT, ENV_KEY_PASSWORD, ZkConfig, resolve_config
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -36,7 +37,7 @@ ZK_OPTION_NAMES = (
 )
 
 _SECONDS = click.FloatRange(min=0, min_open=True)
-_FILE = click.Path(dir_okay=False, path_type=str)
+_FILE = path_type(dir_okay=False, path_type=str)
 
 
 def zookeeper_options(func: F) -> F:

@@ -50,12 +50,12 @@ class KraftSettings:
 
 def read_kraft_configs(path: str | Path) -> KraftConfigs:
     """The configs of the metadata log of a log dir (or of its `__cluster_metadata-0` dir); what cannot
-    be read is a KtoolError (one line, exit 3) from load_image."""
+    be read, or records missing from its image, is a KtoolError (one line, exit 3) from load_whole_image."""
     # Imported here: the replay and the image's classes (some 30 M instructions) only for a KRaft log
     # dir; a ZooKeeper-mode preview (`ktool retention`) never loads them.
-    from kafka_tools.metadata.load import load_image, partition_dir_of
+    from kafka_tools.metadata.load import load_whole_image, partition_dir_of
 
-    image = load_image(path).image
+    image = load_whole_image(path).image
     known = {t.name for t in image.topics.values()}
     out = KraftConfigs(partition_dir_of(Path(path))[1], image.offset)
     for (rtype, rname), values in image.configs.items():

@@ -26,6 +26,8 @@ from kafka_tools.metadata.image import Image
 from kafka_tools.metadata.node_files import METADATA_PARTITION, NodeFiles, read_node_files
 from kafka_tools.metadata.replay import IMAGE_CONTROL_RECORDS, Replayer
 
+UNREADABLE_SNAPSHOT, LOG_GAP = "unreadable-snapshot", "log-gap"
+NOT_USED = "; not used"
 SNAPSHOT_NAME = re.compile(r"^(?P<offset>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
 BOOTSTRAP = "bootstrap.checkpoint"
 
@@ -68,6 +70,35 @@ class MetadataLoad:
     @property
     def all_findings(self) -> list[Finding]:
         return self.node.findings + self.findings
+
+    def missing_records(self) -> str | None:
+        """Why the image lacks records the log dir holds, in one line naming the file: a snapshot that
+        could not be opened (Kafka writes them mode 0400, so another user meets this) with no log to
+        go back to its end, or a gap in the log; None when the image holds every record there."""
+        base = self.snapshot.end_offset if self.snapshot else 0
+        ends = {str(s.path): s.end_offset for s in self.snapshots}
+        unread = [(ends.get(f.file, 0), f) for f in self.findings if f.kind == UNREADABLE_SNAPSHOT]
+        unread = [(end, f) for end, f in unread if end > base]
+        gap = next((f for f in self.findings if f.kind == LOG_GAP), None)
+        if gap is None and (self.log_start is not None or not unread):
+            return None
+        if not unread:
+            return f"{gap.file}: {gap.message}"
+        end, f = max(unread, key=lambda x: x[0])
+        return (
+            f"{f.file}: cannot be read ({f.message.removesuffix(NOT_USED)}) and the log does not hold the "
+            f"records before offset {end}: the metadata image cannot be built without it"
+        )
+
+    def unread_notes(self) -> list[str]:
+        """One line per snapshot that could not be opened where the image was built without it."""
+        source = f"{self.snapshot.path.name} and the log" if self.snapshot else "the log"
+        return [
+            f"{f.file}: cannot be read ({f.message.removesuffix(NOT_USED)}); the image was built without "
+            f"it, from {source}"
+            for f in self.findings
+            if f.kind == UNREADABLE_SNAPSHOT
+        ]
 
 
 def partition_dir_of(path: Path) -> tuple[Path, Path]:
@@ -264,9 +295,9 @@ def _readable(snapshot: Snapshot, findings: list[Finding]) -> bool:
         findings.append(
             Finding(
                 file=str(snapshot.path),
-                kind="unreadable-snapshot",
+                kind=UNREADABLE_SNAPSHOT,
                 severity=Severity.ERROR,
-                message=f"{os_reason(exc)}; not used",
+                message=f"{os_reason(exc)}{NOT_USED}",
                 position=0,
             )
         )
@@ -294,6 +325,17 @@ def load_image(
     except OSError as exc:
         where = exc.filename or path
         raise os_error(where, exc) from None
+
+
+def load_whole_image(path: str | Path) -> MetadataLoad:
+    """The image of the whole log, for an answer built on it (topics, brokers, configs, a migration's
+    diff): where records are missing from it (`missing_records`), one line and exit 3, never an answer
+    from part of the metadata."""
+    load = load_image(path)
+    missing = load.missing_records()
+    if missing:
+        raise InputError(missing)
+    return load
 
 
 def checked_dir(path: str | Path) -> Path:
@@ -348,7 +390,7 @@ def _load(path: Path, at_offset: int | None, events_from: int | None) -> Metadat
                 load.findings.append(
                     Finding(
                         file=str(segment),
-                        kind="log-gap",
+                        kind=LOG_GAP,
                         severity=Severity.ERROR,
                         message=f"the log starts at offset {first} but the image needs the records from "
                         f"{start}: no snapshot or segment holds them",

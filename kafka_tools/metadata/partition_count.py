@@ -15,8 +15,6 @@ from kafka_tools.errors import KtoolError
 from kafka_tools.log.files.dirs import Partition
 
 METADATA_PARTITION = "__cluster_metadata-0"
-# An image built across a gap may lack partitions added in it.
-_UNTRUSTED = frozenset({"log-gap"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +46,9 @@ def internal_partition_count(
         except KtoolError as exc:
             why.append(str(exc))
             continue
-        gaps = [f for f in load.all_findings if f.kind in _UNTRUSTED]
-        if gaps:
-            why.append(f"{gaps[0].file}: {gaps[0].message}")
+        missing = load.missing_records()
+        if missing:
+            why.append(missing)
             continue
         topic = load.image.topic_by_name(topic_name)
         if topic is not None and topic.partitions:

@@ -5,7 +5,9 @@ Each difference names the object, the field and the side that holds what: `zooke
 has it), `kraft` (only KRaft has it) or `both` (both hold it, with different values). While the
 controller dual-writes (ZkMigrationState MIGRATION), KRaft is the source of truth and its next full
 sync of ZooKeeper (on a controller failover, KRaftMigrationZkWriter's snapshot handling) overwrites
-what ZooKeeper holds: `repaired` says so. Once the brokers left ZooKeeper nothing repairs it."""
+what ZooKeeper holds: `repaired` says so. Once the migration is finalized (POST_MIGRATION: the
+controllers no longer write ZooKeeper) KRaft moves on alone: what matters then is what ZooKeeper alone
+holds, lost when it is deleted (`only_in_zookeeper`)."""
 
 from __future__ import annotations
 
@@ -24,9 +26,10 @@ from kafka_tools.metadata.image import (
 )
 from kafka_tools.migration.zk_state import ZkState
 
-# Kafka's ZkMigrationState (metadata/migration/ZkMigrationState.java) by its code.
-MIGRATION_STATES = {0: "NONE", 1: "MIGRATION", 2: "POST_MIGRATION", 3: "PRE_MIGRATION", 4: "ZK"}
-MIGRATION = 1
+# Kafka's ZkMigrationState (metadata/migration/ZkMigrationState.java) by its code: not in the order of
+# the phases (3.4 wrote PRE_MIGRATION as 1, so 3.5 gave MIGRATION that code and PRE_MIGRATION 2).
+MIGRATION_STATES = {0: "NONE", 1: "MIGRATION", 2: "PRE_MIGRATION", 3: "POST_MIGRATION", 4: "ZK"}
+MIGRATION, POST_MIGRATION = 1, 3
 # Config names of type PASSWORD (DynamicBrokerConfig.isPasswordConfig: the name or its listener-
 # prefixed form ends with one): ZooKeeper holds them encoded with password.encoder.secret, KRaft as
 # set, so only their presence is compared, and their values are never printed.
@@ -43,7 +46,7 @@ CONFIG_TYPES = {"topic": 2, "broker": 4}
 
 @dataclass(slots=True)
 class Difference:
-    kind: str  # topic, partition, config, quota, scram, acl, producer-ids, migration
+    kind: str  # topic, partition, config, quota, scram, acl, delegation-token, producer-ids, migration
     subject: str  # what object: a topic's name, `orders-0`, `topic orders`, an ACL
     field: str | None  # which of its fields; None: the whole object is on one side only
     side: str  # zookeeper | kraft | both
@@ -63,6 +66,21 @@ class Comparison:
     @property
     def in_step(self) -> bool:
         return not self.differences
+
+    @property
+    def finalized(self) -> bool:
+        """The controllers stopped writing ZooKeeper: differences where KRaft moved on are expected."""
+        return self.migration_state == MIGRATION_STATES[POST_MIGRATION]
+
+    @property
+    def only_in_zookeeper(self) -> list[Difference]:
+        """Objects or keys ZooKeeper holds and KRaft does not: lost if ZooKeeper is deleted."""
+        return [d for d in self.differences if d.side == "zookeeper"]
+
+    @property
+    def passes(self) -> bool:
+        """The gate: in step during the migration; once finalized, nothing held only by ZooKeeper."""
+        return not self.only_in_zookeeper if self.finalized else self.in_step
 
 
 def is_sensitive(name: str) -> bool:
@@ -88,6 +106,10 @@ def compare(zk: ZkState, image: Image) -> Comparison:
         result, diffs,
     )  # fmt: skip
     _acls(zk, image, result, diffs)
+    _keyed(
+        "delegation-token", {tid: _token_fields(t) for tid, t in zk.delegation_tokens.items()},
+        {tid: _token_fields(t) for tid, t in image.delegation_tokens.items()}, result, diffs,
+    )  # fmt: skip
     _producer_ids(zk, image, result, diffs)
     for diff in diffs:
         diff.repaired = repaired
@@ -175,6 +197,18 @@ def _keyed(
                 side = "both" if name in a and name in b else ("zookeeper" if name in a else "kraft")
                 diffs.append(Difference(kind, key, name, side, a.get(name), b.get(name)))
     result.compared[kind] = len(ours.keys() | theirs.keys())
+
+
+def _token_fields(token: Any) -> dict[str, Any]:
+    """A delegation token's metadata, the same on both sides (neither holds its HMAC)."""
+    return {
+        "owner": token.owner,
+        "requester": token.requester,
+        "renewers": sorted(token.renewers),
+        "issue_timestamp": token.issue_timestamp,
+        "max_timestamp": token.max_timestamp,
+        "expiration_timestamp": token.expiration_timestamp,
+    }
 
 
 def _acl_text(acl: tuple[str, ...]) -> str:

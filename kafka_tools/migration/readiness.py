@@ -8,11 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafka_tools.log.checks.findings import Finding, Severity
 from kafka_tools.migration.zk_state import DELETE_TOPICS, MIGRATION, PREFERRED_ELECTION, REASSIGN, ZkState
 from kafka_tools.zk.layout import Broker
 from kafka_tools.zk.reader import BROKER_IDS, BROKER_TOPICS, CLUSTER_ID, CONTROLLER
+
+if TYPE_CHECKING:
+    from kafka_tools.migration.live_nodes import NodeSetting, QuorumSeen
+
+# KafkaConfig refuses zookeeper.metadata.migration.enable below IBP 3.4 (isMigrationSupported)
+MIGRATION_MIN_IBP = (3, 4)
 
 # /brokers/ids/N's format gained `features` (KIP-584) in 2.7: an older format is an older broker, and
 # the migration needs every broker on a 3.x release that runs it (3.4+; 3.9 the last).
@@ -102,7 +109,13 @@ def _cluster_ids(state: ZkState, nodes: Iterable[NodeClusterId]) -> list[Finding
 
 def _migration_begun(state: ZkState, controller: dict | None) -> list[Finding]:
     out = []
-    if state.migration is not None:
+    if state.migration is not None and state.migration.kraft_metadata_offset < 0:
+        out.append(Finding(
+            kind="migration-waiting", severity=Severity.INFO, file=MIGRATION, repairable=False,
+            message="the KRaft controllers have created /migration but copied nothing yet (offset -1): "
+            "they wait for every ZooKeeper-mode broker to restart with the migration flags",
+        ))  # fmt: skip
+    elif state.migration is not None:
         m = state.migration
         out.append(Finding(
             kind="migration-begun", severity=Severity.INFO, file=MIGRATION, repairable=False,
@@ -117,4 +130,78 @@ def _migration_begun(state: ZkState, controller: dict | None) -> list[Finding]:
             message=f"/controller is held by KRaft controller {controller.get('brokerid')}: the cluster is "
             "in dual write",
         ))  # fmt: skip
+    return out
+
+
+def _ibp_release(ibp: str) -> tuple[int, ...]:
+    """ "3.9-IV0" -> (3, 9); "0.10.2-IV0" -> (0, 10): the release part an IBP starts with."""
+    head = ibp.split("-")[0].split(".")
+    return tuple(int(p) for p in head[:2] if p.isdigit())
+
+
+def broker_protocol_findings(ibps: Iterable[NodeSetting]) -> list[Finding]:
+    """Each broker's inter.broker.protocol.version against the migration's minimum, and all alike."""
+    out = []
+    seen: dict[str, list[int]] = {}
+    for b in sorted(ibps, key=lambda b: b.node):
+        where = f"broker {b.node} ({b.where})"
+        if b.value is None:
+            out.append(Finding(
+                kind="ibp-unseen", severity=Severity.WARNING, file=where, repairable=False,
+                message=f"inter.broker.protocol.version cannot be seen: {b.unseen}; a ZooKeeper-mode "
+                "broker's ApiVersions does not carry it, check its server.properties",
+            ))  # fmt: skip
+            continue
+        seen.setdefault(b.value, []).append(b.node)
+        if _ibp_release(b.value) < MIGRATION_MIN_IBP:
+            out.append(Finding(
+                kind="ibp-too-old", severity=Severity.ERROR, file=where, repairable=False,
+                message=f"inter.broker.protocol.version {b.value}: Kafka refuses "
+                "zookeeper.metadata.migration.enable below 3.4, and the 3.9 guide asks every broker on "
+                "3.9's software and IBP before migrating (a roll to the new IBP first)",
+                expected="3.4 or newer", actual=b.value,
+            ))  # fmt: skip
+    if len(seen) > 1:
+        which = "; ".join(f"{v} on {','.join(map(str, nodes))}" for v, nodes in sorted(seen.items()))
+        out.append(Finding(
+            kind="ibp-mismatch", severity=Severity.ERROR, file="brokers", repairable=False,
+            message=f"the brokers run different inter.broker.protocol.version ({which}): the metadata "
+            "version cannot change while the migration runs (3.9 guide, Limitations); roll them all "
+            "to one IBP first",
+        ))  # fmt: skip
+    return out
+
+
+def quorum_findings(seen: QuorumSeen) -> list[Finding]:
+    """The controller quorum reachable, and each voter running with zookeeper.metadata.migration.enable."""
+    where = f"controllers {seen.asked}"
+    if seen.quorum is None:
+        return [Finding(
+            kind="controller-quorum-unreachable", severity=Severity.ERROR, file=where, repairable=False,
+            message=f"the controller quorum does not answer DescribeQuorum ({seen.unreachable}): the KRaft "
+            "controllers must be running, formatted with ZooKeeper's cluster id, before the brokers are "
+            "restarted with the migration flags",
+        )]  # fmt: skip
+    q = seen.quorum
+    voters = ",".join(str(v.node) for v in sorted(q.voters, key=lambda v: v.node))
+    enabled = ",".join(str(f.node) for f in seen.flags if (f.value or "").lower() == "true")
+    out = [Finding(
+        kind="controller-quorum", severity=Severity.INFO, file=where, repairable=False,
+        message=f"the controller quorum answers: leader {q.leader}, epoch {q.leader_epoch}, voters {voters}"
+        f"; zookeeper.metadata.migration.enable=true on {enabled or 'none'}",
+    )]  # fmt: skip
+    for flag in seen.flags:
+        at = f"controller {flag.node} ({flag.where})"
+        if flag.value is None:
+            out.append(Finding(
+                kind="migration-flag-unseen", severity=Severity.WARNING, file=at, repairable=False,
+                message=f"zookeeper.metadata.migration.enable cannot be seen: {flag.unseen}",
+            ))  # fmt: skip
+        elif flag.value.lower() != "true":
+            out.append(Finding(
+                kind="migration-not-enabled", severity=Severity.ERROR, file=at, repairable=False,
+                message=f"zookeeper.metadata.migration.enable is {flag.value}: every KRaft controller must "
+                "run with it true (and zookeeper.connect) to load ZooKeeper's metadata and dual-write",
+                expected="true", actual=flag.value,
+            ))  # fmt: skip
     return out

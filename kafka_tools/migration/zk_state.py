@@ -1,10 +1,12 @@
 """What ZooKeeper holds that the KRaft migration copies (Kafka 3.9's ZkMigrationClient,
-ZkTopicMigrationClient, ZkConfigMigrationClient, ZkAclMigrationClient), read into plain dataclasses.
+ZkTopicMigrationClient, ZkConfigMigrationClient, ZkAclMigrationClient, ZkDelegationTokenMigrationClient),
+read into plain dataclasses.
 
 Names are already those of the KRaft image (`metadata/image.py`): a quota entity is sorted
 (type, name) pairs with `<default>` as None, an ACL's codes are image names, so `compare.py` compares
 like with like. A SCRAM credential keeps only its iterations (what the image keeps): never a salt or
-key. Entity znode names are desanitized (`%40` → `@`) as Kafka's Sanitizer does."""
+key; a delegation token is its metadata only (ZooKeeper holds no HMAC: the brokers derive it from
+delegation.token.secret.key). Entity znode names are desanitized (`%40` → `@`) as Kafka's Sanitizer does."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ ACL_PREFIXED = "/kafka-acl-extended/prefixed"
 DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN = "/admin/reassign_partitions"
 PREFERRED_ELECTION = "/admin/preferred_replica_election"
+DELEGATION_TOKENS = "/delegation_token/tokens"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 # ZooKeeper's quota entity folders under /config and the entity types of ClientQuotaRecord.
 QUOTA_FOLDERS = {"users": "user", "clients": "client-id", "ips": "ip"}
@@ -48,6 +51,18 @@ class ZkTopic:
     name: str
     topic_id: str | None
     partitions: dict[int, ZkPartition] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ZkDelegationToken:
+    """/delegation_token/tokens/ID as DelegationTokenManagerZk writes it (principals sanitized there)."""
+
+    owner: str
+    requester: str
+    renewers: list[str]
+    issue_timestamp: int
+    max_timestamp: int
+    expiration_timestamp: int
 
 
 @dataclass(slots=True)
@@ -75,6 +90,7 @@ class ZkState:
     topics_pending_deletion: list[str] = field(default_factory=list)
     reassigning: dict[str, list[int]] = field(default_factory=dict)  # /admin/reassign_partitions
     preferred_election: bool = False
+    delegation_tokens: dict[str, ZkDelegationToken] = field(default_factory=dict)  # by token id
 
 
 def kebab(name: str) -> str:
@@ -99,6 +115,7 @@ def read_zk_state(zk: KazooClient) -> ZkState:
     wave.get("pid", PRODUCER_ID_BLOCK)
     wave.get("migration", MIGRATION)
     wave.get("cluster", CLUSTER_ID)
+    wave.children("tokens", DELEGATION_TOKENS)
     top = wave.collect()
     if top["topics"] is None:
         raise MalformedZnodeError(BROKER_TOPICS, "missing: is this Kafka's chroot?")
@@ -106,7 +123,25 @@ def read_zk_state(zk: KazooClient) -> ZkState:
     _read_topics(zk, state, sorted(top["topics"]))
     _read_configs(zk, state, top)
     _read_acls(zk, state, top)
+    _read_delegation_tokens(zk, state, top["tokens"] or ())
     return state
+
+
+def _read_delegation_tokens(zk: KazooClient, state: ZkState, ids: list[str]) -> None:
+    tokens = Wave(zk)
+    for token_id in ids:
+        tokens.get(token_id, f"{DELEGATION_TOKENS}/{token_id}")
+    for token_id, data in sorted(tokens.collect().items()):
+        if not data:
+            continue  # deleted since the listing, or empty: ZkMigrationClient skips it too
+        path = f"{DELEGATION_TOKENS}/{token_id}"
+        doc = znode_json(data, path)
+        state.delegation_tokens[str(token_id)] = ZkDelegationToken(
+            unquote(str(doc.get("owner", ""))),
+            unquote(str(doc.get("tokenRequester", ""))),
+            [unquote(str(r)) for r in doc.get("renewers") or ()],
+            *(_int(doc, k, path) for k in ("issueTimestamp", "maxTimestamp", "expiryTimestamp")),
+        )
 
 
 def _top_level(state: ZkState, top: dict) -> None:

@@ -43,6 +43,8 @@ def summary_object(result: Comparison, log_dir: str) -> dict[str, Any]:
         "skipped": list(result.skipped),
         "differences": len(result.differences),
         "inStep": result.in_step,
+        "onlyInZooKeeper": len(result.only_in_zookeeper),
+        "passes": result.passes,
     }
 
 
@@ -77,6 +79,15 @@ def render_diff_text(result: Comparison, log_dir: str, out: TextIO, colour: bool
     for d in result.differences:
         if d.note:
             out.write(f"{d.kind} {d.subject}: {d.note}\n")
+    if result.finalized:
+        lost = len(result.only_in_zookeeper)
+        out.write(
+            f"migration finalized (ZooKeeper no longer written): {lost} only in ZooKeeper, lost when it is "
+            "deleted\n"
+            if lost
+            else "migration finalized (ZooKeeper no longer written): nothing only in ZooKeeper, nothing lost "
+            "when it is deleted\n"
+        )
 
 
 def _counts(findings: list[Finding]) -> dict[str, int]:

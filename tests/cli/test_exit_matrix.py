@@ -105,6 +105,33 @@ def _kraft_fifo(p: Place) -> Path:
     return logs
 
 
+def _kraft_garbage(p: Place) -> Path:
+    """A KRaft log dir whose metadata log has 64 bytes of garbage in its middle (the image stops there)."""
+    import random
+
+    logs = p.kraft()
+    root = p.tmp / "kraft-garbage"
+    if not root.exists():
+        shutil.copytree(logs, root)
+        seg = next((root / "__cluster_metadata-0").glob("*.log"))
+        data = bytearray(seg.read_bytes())
+        middle = len(data) // 2
+        data[middle : middle + 64] = random.Random(50).randbytes(64)
+        seg.write_bytes(bytes(data))
+    return root
+
+
+def _auth_fifo(p: Place) -> Path:
+    path = p.tmp / "auth-fifo"
+    if not path.exists():
+        os.mkfifo(path)
+    return path
+
+
+def _quorum(*args: str) -> list[str]:
+    return ["quorum", "--broker-timeout", "2", "--bootstrap-server", f"127.0.0.1:{free_port()}", *args]
+
+
 def _zk_unreachable() -> list[str]:
     return ["--zookeeper", f"127.0.0.1:{free_port()}", "--zk-timeout", "2"]
 
@@ -235,6 +262,27 @@ OFFLINE: dict[tuple[str, str], Cell] = {
         ]  # fmt: skip
     ),
 }
+for _name in ("topics", "brokers", "cluster-id"):
+    _words = [_name, "--metadata-log"]
+    OFFLINE |= {
+        (f"{_name} --metadata-log", "clean"): Cell(lambda p, w=_words: [*w, str(p.kraft())]),
+        (f"{_name} --metadata-log", "missing"): Cell(lambda p, w=_words: [*w, NOWHERE]),
+        (f"{_name} --metadata-log", "wrong-kind"): Cell(lambda p, w=_words: [*w, str(V2)]),
+        (f"{_name} --metadata-log", "unreadable"): Cell(lambda p, w=_words: [*w, str(_kraft_fifo(p))]),
+    }
+    if _name != "cluster-id":  # the cluster id is meta.properties', whatever the log holds
+        OFFLINE[(f"{_name} --metadata-log", "findings")] = Cell(
+            lambda p, w=_words: [*w, str(_kraft_garbage(p))]
+        )
+OFFLINE[("topics --metadata-log", "bad-name")] = Cell(
+    lambda p: ["topics", "nope", "orders", "--metadata-log", str(p.kraft())], stdout_has="orders"
+)
+OFFLINE |= {
+    ("quorum", "missing"): Cell(lambda p: _quorum("--broker-auth-file", NOWHERE)),
+    ("quorum", "wrong-kind"): Cell(lambda p: _quorum("--broker-auth-file", str(V2))),
+    ("quorum", "unreadable"): Cell(lambda p: _quorum("--broker-auth-file", str(_auth_fifo(p)))),
+    ("quorum", "unreachable"): Cell(lambda p: _quorum()),
+}
 for _sub in ("show", "topics", "brokers", "diff", "check"):
     _base = ["metadata", _sub] + (["--from-offset", "0"] if _sub == "diff" else [])
     OFFLINE |= {
@@ -352,6 +400,7 @@ ELSEWHERE: dict[tuple[str, str], str] = {
         "clean",
     ): "tests/pipeline/test_scan.py::test_console_script_summary_counts_one_segment_and_one_task",
     ("scan", "findings"): "tests/pipeline/test_scan.py::test_cli_exits_1_with_validates_findings",
+    ("quorum", "clean"): "tests/modern/test_cluster_live.py::test_quorum_equals_kafka_metadata_quorum",
 }
 
 

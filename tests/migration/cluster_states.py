@@ -48,6 +48,11 @@ def znodes() -> dict[str, dict]:
             "acls": [{"principal": "User:bob", "permissionType": "Deny", "operation": "Describe",
                       "host": "10.0.0.1"}],
         },
+        "/delegation_token/tokens/dG9rZW4tMQ": {
+            "version": 3, "owner": "User%3Aalice%40corp", "tokenRequester": "User%3Aalice%40corp",
+            "renewers": ["User%3Abob"], "issueTimestamp": 1700000000000, "maxTimestamp": 1700604800000,
+            "expiryTimestamp": 1700086400000, "tokenId": "dG9rZW4tMQ",
+        },
         "/latest_producer_id_block": {"version": 1, "broker": 1, "block_start": "2000", "block_end": "2999"},
         "/migration": {
             "version": 0, "kraft_metadata_offset": 14, "kraft_metadata_epoch": 1,
@@ -68,7 +73,7 @@ def _partition(pid: int, replicas: list[int], isr: list[int], leader: int, epoch
 def records() -> list[Entry]:
     """The KRaft log of the same cluster: offset 14 (the last) is the one /migration names."""
     return [
-        ("meta", "ZkMigrationStateRecord", 0, {"zkMigrationState": 3}),
+        ("meta", "ZkMigrationStateRecord", 0, {"zkMigrationState": 2}),  # PRE_MIGRATION
         ("meta", "TopicRecord", 0, {"name": "orders", "topicId": ORDERS_ID}),
         _partition(0, [1, 2], [1, 2], 1, 3),
         _partition(1, [2, 1], [2, 1], 2, 0),
@@ -91,10 +96,13 @@ def records() -> list[Entry]:
                                                  "resourceName": "app-", "patternType": 4,
                                                  "principal": "User:bob", "host": "10.0.0.1", "operation": 8,
                                                  "permissionType": 2}),
+        ("meta", "DelegationTokenRecord", 0, {"owner": "User:alice@corp", "requester": "User:alice@corp",
+                                              "renewers": ["User:bob"], "issueTimestamp": 1700000000000,
+                                              "maxTimestamp": 1700604800000,
+                                              "expirationTimestamp": 1700086400000, "tokenId": "dG9rZW4tMQ"}),
         ("meta", "ProducerIdsRecord", 0, {"brokerId": 1, "brokerEpoch": -1, "nextProducerId": 2000}),
         ("meta", "NoOpRecord", 0, {}),
-        ("meta", "NoOpRecord", 0, {}),
-        ("meta", "ZkMigrationStateRecord", 0, {"zkMigrationState": 1}),
+        ("meta", "ZkMigrationStateRecord", 0, {"zkMigrationState": 1}),  # MIGRATION
     ]  # fmt: skip
 
 

@@ -94,3 +94,16 @@ def test_a_log_dir_never_formatted_is_a_usage_error(zk_root, tmp_path):
     result = _check(zk_root, str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and "no meta.properties" in result.stderr
+
+
+def test_a_controller_quorum_that_does_not_answer_is_blocking(zk_root, tmp_path):
+    from tests.support.servers import free_port
+
+    _ready_cluster(zk_root)
+    port = free_port("127.0.0.1")  # nothing listens there
+    result = _check(zk_root, "--bootstrap-controller", f"127.0.0.1:{port}")
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert result.stdout.splitlines()[0].startswith(
+        f"ERROR controllers 127.0.0.1:{port}: controller-quorum-unreachable: the controller quorum does not "
+        f"answer DescribeQuorum (broker 127.0.0.1:{port}: cannot connect ("
+    )

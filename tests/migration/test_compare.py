@@ -21,7 +21,8 @@ def test_a_cluster_in_step_has_no_difference(zk_root, tmp_path):
     assert result.differences == []
     assert result.migration_state == "MIGRATION"
     assert result.compared == {
-        "topic": 1, "partition": 2, "config": 2, "quota": 2, "scram": 1, "acl": 2, "producer-ids": 1,
+        "topic": 1, "partition": 2, "config": 2, "quota": 2, "scram": 1, "acl": 2, "delegation-token": 1,
+        "producer-ids": 1,
         "migration": 1,
     }  # fmt: skip
 
@@ -84,3 +85,19 @@ def test_a_topic_pending_deletion_is_not_expected_in_kraft(zk_root, tmp_path):
     result = _compare(zk_root, tmp_path)
     assert result.differences == []
     assert result.skipped == ["topic doomed (pending deletion)"]
+
+
+def test_a_delegation_token_is_compared_field_by_field_and_by_presence(zk_root, tmp_path):
+    from tests.migration.cluster_states import znodes
+
+    state = znodes()
+    token = state["/delegation_token/tokens/dG9rZW4tMQ"]
+    token["expiryTimestamp"] = 1700172800000  # renewed in ZooKeeper behind the controller
+    state["/delegation_token/tokens/b3RoZXI"] = {**token, "tokenId": "b3RoZXI"}
+    write_znodes(zk_root, state)
+    result = _compare(zk_root, tmp_path)
+    assert [(d.kind, d.subject, d.field, d.side, d.zookeeper, d.kraft) for d in result.differences] == [
+        ("delegation-token", "b3RoZXI", None, "zookeeper", None, None),
+        ("delegation-token", "dG9rZW4tMQ", "expiration_timestamp", "both", 1700172800000, 1700086400000),
+    ]
+    assert result.compared["delegation-token"] == 2

@@ -89,3 +89,34 @@ def test_a_record_committed_while_diff_reads_is_not_taken_for_one_lost(zk_root, 
     monkeypatch.setattr(zk_state, "read_zk_state", controller_moves_on)
     result = run_ktool("kraft-migration", "diff", "--zookeeper", zk_root.connect, str(log_dir))
     assert result.exit_code == 0, result.stdout + result.stderr
+
+
+def _finalized_log(tmp_path):
+    """The same cluster, its migration finalized (POST_MIGRATION), then a topic config changed in KRaft
+    alone: ZooKeeper is no longer written."""
+    from tests.migration.cluster_states import records
+
+    moved_on = ("meta", "ConfigRecord", 0, {"resourceType": 2, "resourceName": "orders",
+                                            "name": "retention.ms", "value": "7200000"})  # fmt: skip
+    return write_kraft(tmp_path, [*records(), ("meta", "ZkMigrationStateRecord", 0, {"zkMigrationState": 3}),
+                                  moved_on])  # fmt: skip
+
+
+def test_after_finalizing_what_kraft_moved_on_passes_and_what_only_zookeeper_holds_does_not(
+    zk_root, tmp_path
+):
+    write_znodes(zk_root)
+    log_dir = _finalized_log(tmp_path)
+    result = run_ktool("kraft-migration", "diff", "--json", "--zookeeper", zk_root.connect, str(log_dir))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(o["kind"], o["field"], o["side"]) for o in lines[:-1]] == [("config", "retention.ms", "both")]
+    assert lines[-1]["migrationState"] == "POST_MIGRATION"
+    assert (lines[-1]["inStep"], lines[-1]["onlyInZooKeeper"], lines[-1]["passes"]) == (False, 0, True)
+
+    zk_root.write("/config/topics/gone", '{"version":1,"config":{"cleanup.policy":"compact"}}')
+    text = run_ktool("kraft-migration", "diff", "--zookeeper", zk_root.connect, str(log_dir))
+    assert text.exit_code == 1, text.stdout + text.stderr
+    assert text.stdout.splitlines()[-1] == (
+        "migration finalized (ZooKeeper no longer written): 1 only in ZooKeeper, lost when it is deleted"
+    )

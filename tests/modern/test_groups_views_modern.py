@@ -20,10 +20,12 @@ from tests.support.modern import create_topic, run_tool
 from tests.support.servers import kafka_commit
 
 
-def their_tables(cluster, *args: str) -> list[dict[str, str]]:
+def their_tables(cluster, *args: str, bootstrap: str | None = None) -> list[dict[str, str]]:
     """Every table ConsumerGroupCommand printed (one a group with --all-groups or several --group), as
-    rows of {COLUMN: value}; `COORDINATOR (ID)` and its `host:port  (id)` are read as one word."""
-    out = run_tool(cluster.release, "ConsumerGroupCommand", ["--bootstrap-server", cluster.bootstrap, *args])
+    rows of {COLUMN: value}; `COORDINATOR (ID)` and its `host:port  (id)` are read as one word.
+    `bootstrap`: another listener than the plain one (its --command-config among `args`)."""
+    server = bootstrap or cluster.bootstrap
+    out = run_tool(cluster.release, "ConsumerGroupCommand", ["--bootstrap-server", server, *args])
     rows, header = [], None
     for line in out.stdout.splitlines():
         line = re.sub(r"(:\d+)\s+\(", r"\1(", line.replace("COORDINATOR (ID)", "COORDINATOR(ID)"))

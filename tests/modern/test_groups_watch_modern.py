@@ -138,6 +138,13 @@ def test_watch_tells_join_kill_and_new_partitions_as_the_consumers_see_them(
     cluster, protocol, client, request
 ):
     java = request.getfixturevalue("java_member") if client == "java" else None
+    watch_join_kill_grow(cluster, protocol, java)
+
+
+def watch_join_kill_grow(cluster: ModernCluster, protocol: str, java: list[str] | None) -> None:
+    """The story on `cluster` (test_groups_watch_39.py tells it on 3.9 too): a joins; the watch starts;
+    b joins (`--until-stable` exits 0 once both own their share); b is SIGKILLed; the topic grows from
+    4 to 6 partitions. Each event once, in order, with the owners the consumers report."""
     topic, group = f"watched-{uuid.uuid4().hex[:8]}", f"w-{protocol}-{uuid.uuid4().hex[:6]}"
     create_topic(cluster, topic, partitions=4)
     members: list[Member] = []

@@ -75,8 +75,8 @@ def test_a_wrong_password_is_one_line_naming_the_broker_and_exit_3(secured_kafka
 
 
 def test_groups_list_and_watch_over_sasl_ssl_say_state_and_type(secured_kafka, group):
-    """Over SASL_SSL ktool's own plain requests are not sent: the list is librdkafka's (state, type),
-    the watch's view the coordinator's DescribeGroups."""
+    """Over SASL_SSL the list is ktool's own ListGroups v5 (state, type), sent with the same SASL and
+    TLS settings; the watch's view the coordinator's DescribeGroups."""
     name, _topic = group
     listed = _sasl(secured_kafka, "groups", "list", "--json", user="alice")
     assert listed.exit_code == 0, listed.output

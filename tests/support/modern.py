@@ -71,6 +71,7 @@ _COMMON_TOOLS = {
     "TopicCommand": "org.apache.kafka.tools.TopicCommand",
     "MetadataQuorumCommand": "org.apache.kafka.tools.MetadataQuorumCommand",
     "ReassignPartitionsCommand": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "DelegationTokenCommand": "org.apache.kafka.tools.DelegationTokenCommand",
 }
 KAFKA_4 = Release(
     "4.4.0",
@@ -526,13 +527,21 @@ class ModernCluster:
             raise
         return self
 
-    def add_node(self, node: Node) -> None:
-        """Join a node to a running cluster: configured, formatted (with ``cluster_id``) and started, not
-        waited for (a KRaft controller joining a ZooKeeper-mode cluster for the migration: KIP-866)."""
-        self.nodes.append(node)
-        self._write_config(node)
-        self._format(node)
-        self.start_node(node, wait=False)
+    def add_nodes(self, nodes: Sequence[Node]) -> None:
+        """Join nodes to a running cluster: each configured knowing all (a quorum of new controllers),
+        formatted (with ``cluster_id``) and started, not waited for (KRaft controllers joining a
+        ZooKeeper-mode cluster for the migration: KIP-866)."""
+        self.nodes += nodes
+        for node in nodes:
+            self._write_config(node)
+            self._format(node)
+        for node in nodes:
+            self.start_node(node, wait=False)
+
+    @property
+    def voters(self) -> str:
+        """controller.quorum.voters of the cluster's KRaft controllers."""
+        return self._voters()
 
     def reconfigure(self, node: Node) -> None:
         """Restart ``node`` with its server.properties written again from the cluster's settings now."""

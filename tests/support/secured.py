@@ -205,3 +205,19 @@ def broker_settings(certs: Certificates) -> tuple[dict[str, str], dict[str, str]
         if mechanism.startswith("SCRAM"):
             format_args += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
     return listeners, properties, format_args
+
+
+def java_client_config(certs: Certificates, user: str, password: str, mechanism: str, path: Path) -> Path:
+    """A Java client's config (kafka-consumer-groups --command-config) for the SASL_SSL listener as
+    `user`: Kafka's tools are given the same identity ktool is."""
+    module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
+    path.write_text(
+        "security.protocol=SASL_SSL\n"
+        f"sasl.mechanism={mechanism}\n"
+        f"sasl.jaas.config=org.apache.kafka.common.security.{module} required "
+        f'username="{user}" password="{password}";\n'
+        "ssl.truststore.type=PKCS12\n"
+        f"ssl.truststore.location={certs.truststore}\n"
+        f"ssl.truststore.password={STORE_PASSWORD}\n"
+    )
+    return path
