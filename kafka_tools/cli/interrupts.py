@@ -153,11 +153,13 @@ def exit_interrupted(exc: BaseException) -> NoReturn:
     raise SystemExit(exit_code(exc))
 
 
-def exit_with(code: int | str | None) -> NoReturn:
+def exit_with(code: int | str | None, last: Callable[[], object] | None = None) -> NoReturn:
     """The command's own exit, unless a signal was kept and not raised yet; no signal is heeded any
-    more (the interpreter's shutdown is not interrupted)."""
+    more (the interpreter's shutdown is not interrupted), nor in `last`, run then."""
     if pending:
         exit_interrupted(_exception(pending))
     for signum in _SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
+    if last is not None:
+        last()
     raise SystemExit(code)

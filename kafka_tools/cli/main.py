@@ -232,15 +232,11 @@ def main() -> None:
     except KeyboardInterrupt as exc:
         interrupts.exit_interrupted(exc)
     except SystemExit as exc:
-        # --version, --help, a usage error: Click exits before a command runs. What start-up built is
-        # frozen here as before a command, so the interpreter's last collection does not walk it
-        # (--version: 231 -> 2xx M instructions).
-        start_up.resume_collection()
         # Click's "Aborted!" exit: a signal that landed in Click's own code between the command's steps
         behind = _after_interrupt(exc.__context__) if exc.code == 1 else None
         if behind is not None:
             interrupts.exit_interrupted(behind)
-        interrupts.exit_with(exc.code)
+        interrupts.exit_with(exc.code, start_up.exiting)
 
 
 __all__ = ["cli", "main", "EXIT_USAGE"]

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from kafka_tools.errors import InputError, UsageError, os_error_line, os_reason
-from kafka_tools.format.shared_methods import FrozenSharedMethods
 from kafka_tools.secret_files import read_secret_file
 
 DEFAULT_PORT = 2181
@@ -55,8 +54,8 @@ class NoZooKeeperError(UsageError):
 # --------------------------------------------------------------------------- credentials
 
 
-@dataclass(init=False, repr=False, eq=False)
-class ZkAuth(FrozenSharedMethods):
+@dataclass(init=False, frozen=True)
+class ZkAuth:
     """Credentials; ``repr`` shows their kinds only, never a secret."""
 
     digest: tuple[str, ...] = field(default=(), repr=False)  # "user:password" each
@@ -139,8 +138,8 @@ def read_key_password(path: str | os.PathLike) -> str:
 # --------------------------------------------------------------------------- configuration
 
 
-@dataclass(init=False, repr=False, eq=False)
-class ZkConfig(FrozenSharedMethods):
+@dataclass(init=False, frozen=True)
+class ZkConfig:
     """Where ZooKeeper is and how to talk to it."""
 
     servers: tuple[tuple[str, int], ...]
