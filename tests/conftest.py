@@ -24,6 +24,9 @@ import pytest
 
 from tests.support.sweep import exhaustive
 
+# per test CPU and wall, when $KTOOL_TEST_CPU names a directory (tests/support/cpu_meter.py)
+pytest_plugins = ["tests.support.cpu_meter"]
+
 # every server fixture needs one of these
 SERVER_FIXTURES = frozenset(
     {"kafka09_home", "zookeeper_server", "kafka_release", "kafka4_release", "kafka39_release"}
