@@ -70,9 +70,9 @@ python3 -m tests.support.modern || missing "the Kafka jars above could not be fe
 
 # Five lanes at once (issue 51; the figures are in bench/HISTORY.md, "CI lanes by CPU"): the tests on a
 # Kafka 4.x broker, those on 3.9, the Spark ones, the other real-server tests (Kafka 0.9, ZooKeeper), and
-# the rest. A real-server lane mostly waits on its JVMs (a broker start is seconds of wall for a second
-# of CPU), so four such lanes share the machine with the offline one; the two releases apart start each
-# session cluster once all the same (a cluster belongs to one release). The offline lane is CPU: two
+# the rest. A real-server lane mostly waits (on its JVMs' starts, on clients' timeouts and polls), so
+# four such lanes share the machine with the offline one; the two releases apart start each session
+# cluster once all the same (a cluster belongs to one release). The offline lane is CPU: two
 # pytest-xdist workers, so it takes both cores once the server lanes are done. Each lane's log is printed
 # whole when all are done, the slowest 30 tests of each named (where CI time goes), then one closing line
 # for them all. `KTOOL_TEST_CPU=DIR` adds each test's CPU to DIR (tests/support/cpu_meter.py).
