@@ -24,6 +24,9 @@ import pytest
 
 from tests.support.sweep import exhaustive
 
+# per test CPU and wall, when $KTOOL_TEST_CPU names a directory (tests/support/cpu_meter.py)
+pytest_plugins = ["tests.support.cpu_meter"]
+
 # every server fixture needs one of these
 SERVER_FIXTURES = frozenset(
     {"kafka09_home", "zookeeper_server", "kafka_release", "kafka4_release", "kafka39_release"}
@@ -47,8 +50,19 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.spark)
         if used & MODERN_FIXTURES:
             item.add_marker(pytest.mark.modern)
+            if _on_kafka4(item, used):
+                item.add_marker(pytest.mark.kafka4)
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.property)
+
+
+def _on_kafka4(item, used: set[str]) -> bool:
+    """A test on Kafka 4.x: the 4.x-only fixtures, or ``kafka_release``'s 4.x parameter. tests/run.sh runs
+    the two releases in two lanes: each release's clusters start in one process, none twice."""
+    if "kafka4_release" in used:
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return str(params.get("kafka_release", "")).startswith("4.")
 
 
 @pytest.fixture(autouse=True)

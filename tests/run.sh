@@ -23,7 +23,10 @@ if [ "${1:-}" = "--fast" ]; then
   # Python's default, bytecode cached, even where the environment turned it off: the next run then
   # neither recompiles ktool in each subprocess nor rewrites every test module's asserts again.
   unset PYTHONDONTWRITEBYTECODE
-  exec python3 -m pytest -q -m "not server and not spark and not property and not slow and not sanitizer" "$@"
+  # Two pytest-xdist workers (the test extra installs it): the tier is CPU, one core each.
+  workers=(-n 2)
+  python3 -c "import xdist" 2>/dev/null || { workers=(); echo "tests/run.sh: pytest-xdist missing (pip install -e '.[test]'): one process" >&2; }
+  exec python3 -m pytest -q "${workers[@]}" -m "not server and not spark and not property and not slow and not sanitizer" "$@"
 fi
 
 # A prerequisite that cannot be had: under CI (`$CI` set) the run fails here, since a green CI must never
@@ -65,28 +68,32 @@ python3 -m pip install -q -e '.[fuzz]' || echo "tests/run.sh: atheris did not in
 # the modern brokers' jars, once (a second run finds them in the cache and fetches nothing)
 python3 -m tests.support.modern || missing "the Kafka jars above could not be fetched"
 
-# Three lanes at once: the tests on a Kafka 3.9 or 4.x broker with the Spark ones, the other real-server
-# tests (Kafka 0.9, ZooKeeper), and the rest. The two server lanes mostly wait on a JVM, so they share a
-# core; the offline lane has the other. (Spark goes with the modern brokers: by the durations of the
-# last CI, 16 and 12 minutes of tests that way, 10.5 and 17.7 with Spark beside Kafka 0.9; see
-# bench/HISTORY.md.) Each lane's log is printed whole when all are done, the slowest 30 tests of each
-# named (where CI time goes), then one closing line for them all.
+# Five lanes at once (issue 51; the figures are in bench/HISTORY.md, "CI lanes by CPU"): the tests on a
+# Kafka 4.x broker, those on 3.9, the Spark ones, the other real-server tests (Kafka 0.9, ZooKeeper), and
+# the rest. A real-server lane mostly waits (on its JVMs' starts, on clients' timeouts and polls), so
+# four such lanes share the machine with the offline one; the two releases apart start each session
+# cluster once all the same (a cluster belongs to one release). The offline lane is CPU: two
+# pytest-xdist workers, so it takes both cores once the server lanes are done. Each lane's log is printed
+# whole when all are done, the slowest 30 tests of each named (where CI time goes), then one closing line
+# for them all. `KTOOL_TEST_CPU=DIR` adds each test's CPU to DIR (tests/support/cpu_meter.py).
 lanes=$(mktemp -d)
 lane() {  # lane NAME MARKER-EXPRESSION [pytest args]
   local name=$1 expr=$2
   shift 2
   set +e
-  python3 -m pytest -q -p no:cacheprovider --durations=30 --basetemp="$lanes/$name-tmp" -m "$expr" "$@" \
+  KTOOL_LANE=$name python3 -m pytest -q -p no:cacheprovider --durations=30 --basetemp="$lanes/$name-tmp" -m "$expr" "$@" \
     >"$lanes/$name.log" 2>&1
   echo $? >"$lanes/$name.rc"
 }
-lane modern "(server and modern) or spark" "$@" &
+lane kafka4 "server and modern and kafka4 and not spark" "$@" &
+lane kafka39 "server and modern and not kafka4 and not spark" "$@" &
+lane spark "spark" "$@" &
 lane servers "server and not modern and not spark" "$@" &
-lane offline "not server and not spark" "$@"
+lane offline "not server and not spark" "$@" -n 2
 wait
 status=0
 passed=0 failed=0 skipped=0
-for name in modern servers offline; do
+for name in kafka4 kafka39 spark servers offline; do
   echo "=== tests/run.sh lane '$name' (exit $(cat "$lanes/$name.rc"))"
   cat "$lanes/$name.log"
   rc=$(cat "$lanes/$name.rc")

@@ -1,5 +1,6 @@
 """tests/run.sh's lanes: every test runs in exactly one of them, whatever its markers, and a test on a
-Kafka 3.9/4.x release is marked `modern` by its fixtures (the lane split depends on it)."""
+Kafka 3.9/4.x release is marked `modern` by its fixtures, and one on 4.x `kafka4` as well (the lane split
+depends on both)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from _pytest.mark.expression import Expression
 from tests import conftest
 from tests.independent import ROOT
 
-MARKERS = ("server", "modern", "spark", "property", "slow", "sanitizer")
+MARKERS = ("server", "modern", "kafka4", "spark", "property", "slow", "sanitizer")
 
 
 def _lanes() -> dict[str, str]:
@@ -24,13 +25,18 @@ def _lanes() -> dict[str, str]:
 
 def test_every_combination_of_markers_runs_in_exactly_one_lane() -> None:
     lanes = {name: Expression.compile(expr) for name, expr in _lanes().items()}
-    assert len(lanes) == 3, lanes
+    assert len(lanes) == 5, lanes
     for n in range(len(MARKERS) + 1):
         for marks in map(set, itertools.combinations(MARKERS, n)):
-            if "modern" in marks and "server" not in marks:
-                continue  # conftest gives `modern` only with `server`
+            if "modern" in marks and "server" not in marks or "kafka4" in marks and "modern" not in marks:
+                continue  # conftest gives `modern` only with `server`, `kafka4` only with `modern`
             runs = [name for name, expr in lanes.items() if expr.evaluate(marks.__contains__)]
             assert len(runs) == 1, (sorted(marks), runs)
+
+
+@dataclass
+class _Callspec:
+    params: dict[str, str]
 
 
 @dataclass
@@ -39,6 +45,7 @@ class _Item:
 
     fixturenames: tuple[str, ...]
     marks: set[str] = field(default_factory=set)
+    callspec: _Callspec | None = None
 
     def add_marker(self, mark) -> None:
         self.marks.add(mark.name)
@@ -48,18 +55,19 @@ class _Item:
 
 
 @pytest.mark.parametrize(
-    "fixtures, want",
+    "fixtures, release, want",
     [
-        (("modern_kafka", "kafka_release"), {"server", "modern"}),
-        (("kafka4_split", "kafka4_release"), {"server", "modern"}),
-        (("kafka39_zk", "kafka39_release", "zookeeper_server", "kafka09_home"), {"server", "modern"}),
-        (("zk_root", "zookeeper_server", "kafka09_home"), {"server"}),
-        (("spark",), {"spark"}),
-        (("tmp_path",), set()),
+        (("modern_kafka", "kafka_release"), "4.4.0", {"server", "modern", "kafka4"}),
+        (("modern_kafka", "kafka_release"), "3.9.2", {"server", "modern"}),
+        (("kafka4_split", "kafka4_release"), None, {"server", "modern", "kafka4"}),
+        (("kafka39_zk", "kafka39_release", "zookeeper_server", "kafka09_home"), None, {"server", "modern"}),
+        (("zk_root", "zookeeper_server", "kafka09_home"), None, {"server"}),
+        (("spark",), None, {"spark"}),
+        (("tmp_path",), None, set()),
     ],
 )
-def test_modern_is_given_by_the_release_fixtures(monkeypatch, fixtures, want) -> None:
+def test_modern_and_kafka4_are_given_by_the_release_fixtures(monkeypatch, fixtures, release, want) -> None:
     monkeypatch.setenv("KTOOL_EXHAUSTIVE", "1")  # nothing deselected: the items are fakes
-    item = _Item(fixtures)
+    item = _Item(fixtures, callspec=_Callspec({"kafka_release": release}) if release else None)
     conftest.pytest_collection_modifyitems(None, [item])
     assert item.marks == want

@@ -18,14 +18,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kafka_tools.broker.client import Broker, BrokerConfig
-from kafka_tools.broker.security import BrokerCredentials, BrokerSecurity, parse_credentials
 from kafka_tools.errors import InputError, UsageError
-from kafka_tools.zk.config import config_file_path
+
+if TYPE_CHECKING:  # the client (ssl, socket, hashlib: ~20 M instructions) only when a broker is asked
+    from kafka_tools.broker.client import Broker
+    from kafka_tools.broker.security import BrokerCredentials, BrokerSecurity
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -123,12 +124,16 @@ def broker_from_options(zk=None, **options: Any) -> Broker | None:
             raise UsageError(f"the brokers are Kafka {hint}: no Kafka protocol client speaks to them")
         extra.update(compat)
         version = compat.get("broker.version.fallback") or ("1.0.0" if hint else None)
+    from kafka_tools.broker.client import Broker, BrokerConfig
+
     security = security_from_options(**options)
     return Broker(BrokerConfig(bootstrap, version, options.get("broker_timeout") or 10.0, extra, security))
 
 
 def _kafka_table(env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
     """The config file's ``[kafka]`` table ({} without a file or table) and how to name it."""
+    from kafka_tools.zk.config import config_file_path
+
     path, explicit = config_file_path(env)
     if not path.is_file():
         return {}, str(path)  # a named but missing file is reported by the ZooKeeper settings' reader
@@ -150,6 +155,7 @@ def _kafka_table(env: Mapping[str, str]) -> tuple[dict[str, Any], str]:
 
 
 def _read_credentials(path: str) -> BrokerCredentials:
+    from kafka_tools.broker.security import parse_credentials
     from kafka_tools.secret_files import read_secret_file
 
     return parse_credentials(read_secret_file(path, "broker auth file"), f"broker auth file {path}")
@@ -158,6 +164,8 @@ def _read_credentials(path: str) -> BrokerCredentials:
 def security_from_options(env: Mapping[str, str] | None = None, **options: Any) -> BrokerSecurity | None:
     """SASL and TLS settings from the options, ``$KTOOL_BROKER_AUTH`` and the config file's [kafka];
     None when nothing asks for either (a plain connection)."""
+    from kafka_tools.broker.security import BrokerSecurity, parse_credentials
+
     env = os.environ if env is None else env
     table, where = _kafka_table(env)
 

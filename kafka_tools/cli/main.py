@@ -236,7 +236,7 @@ def main() -> None:
         behind = _after_interrupt(exc.__context__) if exc.code == 1 else None
         if behind is not None:
             interrupts.exit_interrupted(behind)
-        interrupts.exit_with(exc.code)
+        interrupts.exit_with(exc.code, start_up.exiting)
 
 
 __all__ = ["cli", "main", "EXIT_USAGE"]

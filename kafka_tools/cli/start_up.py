@@ -31,3 +31,11 @@ def resume_collection() -> None:
         _paused = False
         gc.freeze()
         gc.enable()
+
+
+def exiting() -> None:
+    """--version, --help, a usage error: Click exits before any command runs. What start-up built is
+    frozen all the same, so the interpreter's last collection does not walk it (`ktool --version`:
+    231 -> 214 M instructions, callgrind; `python -c pass` 144 M)."""
+    if _paused:
+        gc.freeze()

@@ -29,6 +29,20 @@ from kafka_tools.format.lz4_frames import lz4_pieces, unlz4
 from kafka_tools.format.plural import plural
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_CODEC_MODULES = ("lz4.block", "lz4.frame", "zstandard")  # each imported at its codec's first batch
+
+
+def load_codecs() -> None:
+    """Every codec's library imported now, not at its first batch: for a caller about to decode in
+    threads (scan's lanes), whose Ctrl-C would otherwise wait for a thread in the middle of an import."""
+    import importlib
+
+    cramjam_module()
+    for name in _CODEC_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # not installed: that codec's batch says so when it comes
+            pass
 
 
 def decompress(codec_id: int, data: bytes | memoryview, limit: int = MAX_DECOMPRESSED) -> bytes:

@@ -37,6 +37,18 @@ def data_extents(fd: int, start: int, limit: int) -> Iterator[tuple[int, int]]:
         at = hole
 
 
+def next_data(fd: int, at: int, limit: int) -> int | None:
+    """The first position at or after `at` that is not in a hole, or None if [at, limit) is all hole:
+    a scan for entries jumps a sparse stretch instead of reading gigabytes of zeros the disk never held."""
+    try:
+        data = os.lseek(fd, at, os.SEEK_DATA)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            return None
+        return at  # no hole support here: all of it is data
+    return data if data < limit else None
+
+
 def end_of_data(fd: int, start: int, limit: int) -> int:
     """The position after the last non-zero byte in [start, limit); `start` when there is none. The
     extents are searched from the last one back, each read backwards in chunks: a file's zero tail,

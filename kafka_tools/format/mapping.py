@@ -80,7 +80,7 @@ class MappedFile:
 
 def map_file(fd: int, path: str | os.PathLike, size: int) -> MappedFile | None:
     """`path` (open as `fd`, `size` bytes) mapped read-only, or None: read it with pread instead (an
-    empty file, the policy says no, a ktool repair holds the log dir, no SIGBUS guard)."""
+    empty file, the policy says no, a ktool repair holds the log dir, no SIGBUS guard, no address space)."""
     if size <= 0 or not safe_to_map(path):
         return None
     from kafka_tools.format import accel
@@ -94,6 +94,11 @@ def map_file(fd: int, path: str | os.PathLike, size: int) -> MappedFile | None:
         return None
     try:
         mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        os.close(hold)
+        if exc.errno == errno.ENOMEM:  # no address space for the file's length (a limit, a huge sparse
+            return None  # file): pread reads what is there instead
+        raise
     except BaseException:
         os.close(hold)
         raise

@@ -7,8 +7,13 @@ those two methods alone were 10-15 % of its start-up. A dataclass declared
 `@dataclass(repr=False, eq=False)` that inherits `SharedMethods` gets the same `repr` and `==` the
 decorator would generate (fields with `repr=False` or `compare=False` left out, NotImplemented for
 another class, unhashable like any dataclass with `eq` and not frozen), from these two functions.
-A frozen one (`@dataclass(frozen=True, repr=False, eq=False)`) inherits `FrozenSharedMethods`, which
-adds the hash `@dataclass` would generate: of the same fields `==` compares.
+A frozen one inherits `FrozenSharedMethods`, which adds the hash `@dataclass` would generate (of the
+same fields `==` compares) and is frozen itself: `__setattr__` and `__delattr__` raise
+`FrozenInstanceError` as a frozen dataclass's do, so the class is declared
+`@dataclass(init=False, repr=False, eq=False)`, not `frozen=True`, whose two methods `@dataclass`
+compiles for each class (1.2 M instructions a class, callgrind, 20 classes of three fields: `retention`
+defined 11 on its way). Its `__init__` sets the fields with `object.__setattr__`, as a frozen
+dataclass's does; pickle and copy go through `__getstate__`/`__setstate__` (a slots class too).
 
 The generated `__init__` is compiled the same way, about 1 M instructions a class (a frozen one's
 `__setattr__` and `__delattr__` as much again): the dataclasses a small command defines on its way
@@ -16,12 +21,17 @@ The generated `__init__` is compiled the same way, about 1 M instructions a clas
 have written, compiled once into the module's bytecode. A `default_factory` field's parameter
 defaults to None, which makes a new value. tests/format/test_shared_methods.py checks each such
 `__init__` against its fields.
+
+Kept because the start-up budget needs it (bench/HISTORY.md, "Start-up within budget"): `validate FILE`
+is 125 M instructions over `python -c pass` against a target of about 120 M (0.06 s), and the 19
+dataclasses it defines would add about 2.4 M each (some 45 M) with generated methods; Click alone is
+about 70 M of every command, and a lazy import does not help a class the command itself uses.
 """
 
 from __future__ import annotations
 
 import reprlib
-from dataclasses import Field, fields
+from dataclasses import Field, FrozenInstanceError, fields
 
 
 class SharedMethods:
@@ -49,6 +59,19 @@ class FrozenSharedMethods(SharedMethods):
 
     def __hash__(self) -> int:
         return hash(tuple(getattr(self, f.name) for f in fields(self) if _hashed(f)))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __getstate__(self) -> tuple:
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+    def __setstate__(self, state: tuple) -> None:
+        for f, value in zip(fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
 
 
 def _hashed(f: Field) -> bool:

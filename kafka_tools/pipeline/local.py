@@ -22,6 +22,7 @@ from functools import partial
 from itertools import accumulate
 
 from kafka_tools.errors import UsageError
+from kafka_tools.format.compression import load_codecs
 from kafka_tools.pipeline import tables
 from kafka_tools.pipeline.arrow_files import TableFile, TableParts, write_rows
 from kafka_tools.pipeline.batch_columns import range_batches
@@ -72,6 +73,7 @@ def _scan(plan: ScanPlan, options: ScanOptions, out: str | None, progress: Progr
     lanes = split_lanes(plan, ranges, cores()) if out else [ranges]
     batches = records = None
     if out:
+        _arrow_loaded()
         table = partial(TableParts, out, fmt=options.fmt, parts=len(lanes), compression=options.compression)
         batches = table(name="batches", per_range=True)
         # The records table: with one lane, its batches are encoded on a second core if there is one
@@ -166,6 +168,8 @@ def _walk_lane(plan, lane, reports, batches, records, tick, stop) -> dict[str, S
         t = totals.setdefault(spec.file, SegmentTotals())
         # both tables in one walk: a plain batch's records read once for both
         for table, batch in range_batches(spec, start, end, with_records=records is not None):
+            if stop.is_set():  # a signal or a failed lane: not the rest of a range of up to 128 MiB
+                return totals
             if table == "records":
                 records.add(batch, spec.where)
                 continue
@@ -176,6 +180,20 @@ def _walk_lane(plan, lane, reports, batches, records, tick, stop) -> dict[str, S
         if records is not None:
             tick(spec, start, end)
     return totals
+
+
+def _arrow_loaded() -> None:
+    """What pyarrow imports on first use, imported now, in the main thread, before any lane starts:
+    pandas, which pyarrow imports the first time it is given a Python value (`pa.scalar`, `pa.array`:
+    0.3 s of imports idle, seconds under load), and pyarrow.compute (the first `cast`). A lane that
+    imported them held the interpreter's import of them while a Ctrl-C waited for the lanes: a scan
+    ended 3.6 s after its SIGINT (issue 51). Here a signal interrupts the import itself. The codecs'
+    libraries too (each imported at its first compressed batch)."""
+    import pyarrow as pa
+    import pyarrow.compute  # noqa: F401
+
+    pa.scalar(0, pa.int8())
+    load_codecs()
 
 
 def split_lanes(plan: ScanPlan, ranges: list[tuple], lanes: int) -> list[list[tuple]]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from kafka_tools.errors import missing_line
 from kafka_tools.format.kinds import topic_partition
+from kafka_tools.format.shared_methods import FrozenSharedMethods
 
 _JSON_TYPES = {
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -22,8 +23,8 @@ _JSON_TYPES = {
 }
 
 
-@dataclass(frozen=True)
-class Kind:
+@dataclass(init=False, repr=False, eq=False)
+class Kind(FrozenSharedMethods):
     """One object kind: its `type` value, its fields (name -> `int`, `str|null`, …) and what it says."""
 
     type: str
@@ -31,6 +32,20 @@ class Kind:
     fields: dict[str, str]
     optional: frozenset[str] = field(default_factory=frozenset)
     open: bool = False
+
+    def __init__(
+        self,
+        type: str,
+        doc: str,
+        fields: dict[str, str],
+        optional: frozenset[str] | None = None,
+        open: bool = False,
+    ) -> None:
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "doc", doc)
+        object.__setattr__(self, "fields", fields)
+        object.__setattr__(self, "optional", frozenset() if optional is None else optional)
+        object.__setattr__(self, "open", open)
 
     def problems(self, obj: dict[str, Any]) -> list[str]:
         """What in `obj` breaks this kind (empty: it conforms)."""

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 PIPED_WIDTH = 4096  # into a pipe a table is as wide as its content: nothing wraps
 
 
-@dataclass(init=False, frozen=True, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class Column(FrozenSharedMethods):
     header: str
     right: bool = False  # numbers are right-aligned

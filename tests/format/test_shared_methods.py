@@ -50,13 +50,18 @@ class FrozenGenerated:
     note: str = field(default="", compare=False)
 
 
-@dataclass(frozen=True, slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class FrozenShared(FrozenSharedMethods):
     """Doc."""
 
     topic: str
     partition: int
     note: str = field(default="", compare=False)
+
+    def __init__(self, topic: str, partition: int, note: str = "") -> None:
+        object.__setattr__(self, "topic", topic)
+        object.__setattr__(self, "partition", partition)
+        object.__setattr__(self, "note", note)
 
 
 def test_repr_is_the_generated_one() -> None:
@@ -90,6 +95,24 @@ def test_a_frozen_one_hashes_as_the_generated_one_and_stays_frozen() -> None:
         FrozenShared("t", 1).partition = 2  # type: ignore[misc]
 
 
+def test_a_frozen_one_is_frozen_without_frozen_true() -> None:
+    """FrozenSharedMethods refuses assignment and deletion as a frozen dataclass does, so its users
+    leave out `frozen=True` (1.2 M instructions a class at import); `replace`, pickle and copy work,
+    a slots class's too."""
+    import copy
+    import pickle
+
+    one = FrozenShared("t", 1, "n")
+    for change in (lambda: setattr(one, "topic", "u"), lambda: delattr(one, "note")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            change()
+    for made in (dataclasses.replace(one, partition=2), pickle.loads(pickle.dumps(one)), copy.deepcopy(one)):
+        assert type(made) is FrozenShared
+        assert (made.topic, made.note) == ("t", "n") and made.partition in (1, 2)
+    assert pickle.loads(pickle.dumps(one)) == one == copy.copy(one)
+    assert not FrozenShared.__dataclass_params__.frozen
+
+
 def test_a_cycle_is_shown_not_followed() -> None:
     a = Shared("a", [])
     a.offsets.append(a)  # type: ignore[arg-type]
@@ -115,7 +138,9 @@ def _package_classes() -> list[type]:
 
 def test_every_user_leaves_repr_and_eq_to_the_shared_methods() -> None:
     """A class that inherits them but lets @dataclass generate its own pays the compile it was meant to
-    save; a frozen one needs FrozenSharedMethods' hash, and one that is not must stay unhashable."""
+    save; a frozen one needs FrozenSharedMethods' hash, and one that is not must stay unhashable. No
+    user declares `frozen=True`: FrozenSharedMethods is frozen itself, and @dataclass would compile
+    the two methods it stands for."""
     users = _package_classes()
     assert len(users) >= 38
     wrong = [
@@ -124,7 +149,7 @@ def test_every_user_leaves_repr_and_eq_to_the_shared_methods() -> None:
         if not dataclasses.is_dataclass(c)
         or c.__dataclass_params__.repr
         or c.__dataclass_params__.eq
-        or c.__dataclass_params__.frozen != issubclass(c, FrozenSharedMethods)
+        or c.__dataclass_params__.frozen
     ]
     assert wrong == []
 

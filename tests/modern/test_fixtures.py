@@ -76,3 +76,23 @@ def test_a_failed_start_names_the_node_and_prints_its_log(kafka4_release, tmp_pa
             cluster.start()
     assert time.monotonic() - began < 60
     assert all(node.proc is None for node in cluster.nodes)
+
+
+def test_a_tool_prints_the_same_from_its_class_archive(kafka_release, tmp_path, monkeypatch) -> None:
+    """run_tool's first run of a tool writes its class archive (AppCDS), the next ones load from it: the
+    output is the same bytes, and no half-written archive is left beside it."""
+    from tests.independent import FIXTURES
+    from tests.support.modern import _class_archive, kafka_libs, run_tool
+
+    libs = kafka_libs(kafka_release)  # the jars, not fetched again: linked into a cache of the test's own
+    home = tmp_path / "cache" / libs.parent.name
+    home.mkdir(parents=True)
+    (home / "libs").symlink_to(libs)
+    monkeypatch.setenv("KTOOL_CACHE", str(tmp_path / "cache"))
+    segment = next((FIXTURES / "generated" / "v2").rglob("*.log"))
+    args = ["--files", str(segment), "--print-data-log"]
+    first = run_tool(kafka_release, "DumpLogSegments", args)
+    archive = _class_archive(kafka_release, kafka_release.tools["DumpLogSegments"])
+    assert archive.is_file() and [p.name for p in archive.parent.iterdir()] == [archive.name]
+    second = run_tool(kafka_release, "DumpLogSegments", args)
+    assert (second.stdout, second.stderr) == (first.stdout, first.stderr) and "baseOffset: 0" in first.stdout

@@ -416,6 +416,64 @@ def test_a_lane_that_fails_stops_the_scan_and_leaves_no_table(monkeypatch, tmp_p
     assert not out.exists() or list(out.iterdir()) == []
 
 
+_LANE_IMPORTS = """
+import sys, threading
+from pathlib import Path
+loads = []
+lane = lambda: threading.current_thread() is not threading.main_thread()
+sys.addaudithook(lambda event, args: event == "import" and lane() and loads.append(args[0]))
+from kafka_tools.pipeline import ScanOptions, plan_scan, local
+local.cores = lambda: 2
+paths = [Path(p) for p in sys.argv[1:-1]]
+local.scan_in_process(plan_scan(paths), ScanOptions(out=sys.argv[-1], records=True, split_bytes=2048))
+print(sorted(set(loads)))
+"""
+
+
+def test_no_lane_imports_a_module(tmp_path: Path) -> None:
+    """A Ctrl-C waits for the lanes (threads) to stop: a lane importing pyarrow's lazy imports (pandas,
+    seconds under load) held it back 3.6 s once (issue 51). They are imported before the lanes start,
+    in the main thread, where a signal interrupts the import. A fresh interpreter: nothing imported."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "tables"
+    done = subprocess.run(
+        [sys.executable, "-c", _LANE_IMPORTS, *map(str, PATHS), str(out)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"imported in a lane: {done.stdout}"
+
+
+def test_a_lane_told_to_stop_stops_within_its_range(monkeypatch) -> None:
+    """A signal or a failed lane sets `stop`: a lane stops at its next batch, not at the end of its
+    range (up to 128 MiB of decoding and writing)."""
+    import threading
+
+    from kafka_tools.pipeline import local
+
+    plan = plan_scan(PATHS)
+    stop = threading.Event()
+    given = []
+
+    def range_batches(spec, start, end, **kw):
+        yield from local.range_batches.real(spec, start, end, **kw)  # the real walk
+        for _ in range(1000):
+            yield "batches", given[-1]
+
+    def add(batch, where):
+        given.append(batch)
+        if len(given) == 3:
+            stop.set()
+
+    range_batches.real = local.range_batches
+    monkeypatch.setattr(local, "range_batches", range_batches)
+    writer = type("Writer", (), {"add": staticmethod(add)})()
+    lane = [r for r in plan.ranges(1 << 30) if plan.segments[r[0]].size][:1]
+    local._walk_lane(plan, lane, [None] * len(plan.segments), writer, None, lambda *a: None, stop)
+    assert len(given) == 3
+
+
 def test_a_scan_without_pyarrow_is_one_line_exit_3_saying_how_to_install_it(tmp_path: Path) -> None:
     """pyarrow is not in ktool's plain install (~170 MB): `ktool scan` without it says how to get it,
     under the distribution name users install (not `ktool`, someone else's project on PyPI), and the

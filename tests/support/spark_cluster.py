@@ -54,6 +54,9 @@ class StandaloneCluster:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
         env["SPARK_HOME"] = str(spark_home())
         env["SPARK_DAEMON_MEMORY"] = "256m"
+        # the master and the workers (not the executors): C1 and the serial collector, as the test brokers
+        # (they mostly wait; C2's compiler threads are CPU spent at their start; issue 51)
+        env["SPARK_DAEMON_JAVA_OPTS"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
         env["SPARK_LOG_DIR"] = str(self.root)
         # Executors start Python workers with the driver's PYSPARK_PYTHON, found on this PATH: the

@@ -25,7 +25,7 @@ from kafka_tools.log.files.dirs import PartitionListing, PartitionPlace, list_pa
 from kafka_tools.log.files.discover import find_partition_dirs, is_log_dir
 
 
-@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class ReadNote(FrozenSharedMethods):
     """A line for stderr: a warning (an index not used, a damaged batch) or a note on the start."""
 
@@ -37,7 +37,7 @@ class ReadNote(FrozenSharedMethods):
         object.__setattr__(self, "problem", problem)
 
 
-@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class SegmentFiles(FrozenSharedMethods):
     """A segment's log file and the index files beside it, as path strings (None: not there)."""
 

@@ -17,7 +17,7 @@ from kafka_tools.log.files.views import PartitionLog, ReadNote, open_partition
 from kafka_tools.log.reads.times import EARLIEST, LATEST, MAX_TIMESTAMP
 
 
-@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class PartitionOffset(FrozenSharedMethods):
     log_dir: str
     topic: str

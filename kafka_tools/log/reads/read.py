@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 INTERNAL_TOPICS = {"__consumer_offsets": "offsets", "__transaction_state": "transactions"}  # as dump-log
 
 
-@dataclass(init=False, frozen=True, slots=True, repr=False, eq=False)
+@dataclass(init=False, slots=True, repr=False, eq=False)
 class ReadStart(FrozenSharedMethods):
     """Where to start: `offset` (value N), `timestamp` (value T, epoch ms), `earliest`, `latest` or
     `max-timestamp` (the first record with the largest timestamp)."""

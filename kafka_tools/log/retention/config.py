@@ -28,7 +28,7 @@ COMPACTED_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_stat
 POLICIES = frozenset({"delete", "compact"})
 
 
-@dataclass(init=False, frozen=True, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class Setting(FrozenSharedMethods):
     """A value and where it came from (`--retention-ms`, `zookeeper /config/topics/t`, …)."""
 
@@ -40,7 +40,7 @@ class Setting(FrozenSharedMethods):
         object.__setattr__(self, "source", source)
 
 
-@dataclass(init=False, frozen=True, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class TopicSettings(FrozenSharedMethods):
     retention_ms: Setting
     retention_bytes: Setting

@@ -15,7 +15,7 @@ from kafka_tools.log.retention.config import SettingSources, TopicSettings
 from kafka_tools.log.retention.segment_facts import magic_of
 
 
-@dataclass(init=False, frozen=True, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class Rule(FrozenSharedMethods):
     """The delete policy of one broker generation."""
 

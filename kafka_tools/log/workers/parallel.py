@@ -99,7 +99,7 @@ MIN_WALKER_STEP = 4 * 1024 * 1024
 RANGES_A_THREAD = 4
 
 
-@dataclass(init=False, frozen=True, repr=False, eq=False)
+@dataclass(init=False, repr=False, eq=False)
 class JobsPlan(FrozenSharedMethods):
     """What validate runs: `threads` walkers; `split` whether large segments are cut into ranges,
     RANGES_A_THREAD a thread. Every walker maps the files it may map (format/mapping.py)."""
