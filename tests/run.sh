@@ -99,7 +99,8 @@ for name in kafka4 kafka39 spark servers offline; do
   rc=$(cat "$lanes/$name.rc")
   # pytest's 5 is "no test collected": a lane the arguments emptied (a file of one lane named) is no failure
   if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then status=1; fi
-  summary=$(tail -n 1 "$lanes/$name.log")
+  # the lane's pytest summary (a client may log after it: a bare last line once counted a port as failures)
+  summary=$(grep -E "^=*[ ]?[0-9]+ (passed|failed|errors?|skipped|deselected).* in [0-9.]+s" "$lanes/$name.log" | tail -n 1 || true)
   count() { grep -oE "[0-9]+ $1" <<<"$summary" | grep -oE "^[0-9]+" || echo 0; }
   passed=$((passed + $(count passed)))
   failed=$((failed + $(count failed) + $(count "errors?")))

@@ -26,6 +26,7 @@ from kafka_tools.broker.librdkafka_words import (
     error_words,
     is_refusal,
     is_transport,
+    no_answer_words,
     one_line,
     refusal_line,
 )
@@ -588,10 +589,17 @@ class Broker:
         if "broker.version.fallback" not in self._conf:
             from confluent_kafka import KafkaException
 
+            started = time.monotonic()
             try:
                 metadata = self._admin().list_topics(timeout=self.config.timeout)
             except KafkaException as exc:
-                raise self._error("cannot list brokers", exc) from None
+                error = self._error("cannot list brokers", exc)
+                if is_transport(exc.args[0]) and time.monotonic() - started >= self.config.timeout:
+                    # librdkafka gives up a silent port's TLS handshake at the timeout as a transport
+                    # failure: to the user it is a port that never answered
+                    words = no_answer_words(self.config.timeout)
+                    error = InputError(f"broker {self.config.bootstrap}: {words}")
+                raise error from None
             brokers = sorted((b.host, b.port) for b in metadata.brokers.values())
             try:
                 return list_groups(brokers, self.config.timeout, self.config.security)

@@ -19,15 +19,20 @@ def coordinator_moving(exc: Exception) -> bool:
     return isinstance(err, KafkaError) and err.code() in moving
 
 
+def no_answer_words(timeout: float | None) -> str:
+    """A broker that never answered, in one phrase."""
+    within = f" within {timeout:g} s" if timeout else ""
+    return f"no answer{within} (is the broker running, and is this its Kafka port?)"
+
+
 def error_words(exc: Exception, timeout: float | None = None) -> str:
     """librdkafka's error in ktool's words: what failed, not "Local: Timed out"."""
     from confluent_kafka import KafkaError
 
     err = exc.args[0] if exc.args else exc
     code = err.code() if isinstance(err, KafkaError) else None
-    within = f" within {timeout:g} s" if timeout else ""
     if code in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT_QUEUE):
-        return f"no answer{within} (is the broker running, and is this its Kafka port?)"
+        return no_answer_words(timeout)
     if code == KafkaError._RESOLVE:
         return "broker host name not resolved"
     if code in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):

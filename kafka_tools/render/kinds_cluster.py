@@ -415,12 +415,15 @@ MIGRATION_DIFF_KINDS = [
     shape(
         "summary",
         "The log dir compared, the migration state it holds, objects compared by kind, ZooKeeper objects "
-        "the migration leaves behind, the count of differences.",
+        "the migration leaves behind, the count of differences, those only ZooKeeper holds, and whether the "
+        "comparison passes (after finalizing: nothing only in ZooKeeper; before: in step).",
         logDir="str",
         migrationState="str|null",
         compared="object",
         skipped="list",
         differences="int",
         inStep="bool",
+        onlyInZooKeeper="int",
+        passes="bool",
     ),
 ]

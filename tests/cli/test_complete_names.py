@@ -59,13 +59,24 @@ def test_names_are_cached_a_few_seconds_then_asked_again(zk_root, tmp_path, monk
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     zk_root.write("/consumers/first/offsets/t/0", "1")
     options = {"zookeeper": zk_root.connect}
-    assert complete_names.names(complete_names.GROUPS, options) == ["first"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # a TAB gives up past its time limit on a loaded machine: ask again
+        first = complete_names.names(complete_names.GROUPS, options)
+        if first:
+            break
+    assert first == ["first"]
     zk_root.write("/consumers/second/offsets/t/0", "1")
     assert complete_names.names(complete_names.GROUPS, options) == ["first"]  # from the cache
     (cache,) = (tmp_path / "ktool" / "completion").iterdir()
     old = time.time() - complete_names.TTL - 1
     os.utime(cache, (old, old))
-    assert complete_names.names(complete_names.GROUPS, options) == ["first", "second"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        again = complete_names.names(complete_names.GROUPS, options)
+        if again != ["first"] or os.stat(cache).st_mtime > old + 1:  # asked again (or given up: retried)
+            if again:
+                break
+    assert again == ["first", "second"]
 
 
 def test_group_and_topic_names_complete_from_a_broker(modern_kafka, tmp_path) -> None:

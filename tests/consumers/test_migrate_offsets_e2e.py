@@ -695,8 +695,9 @@ def test_offsets_outside_the_log_are_refused_unless_forced(data, tmp_path) -> No
     refused = {(ORDERS, 0), (topic, 0)}
     assert run.statuses(group) == {tp: "refused-out-of-range" if tp in refused else "verified" for tp in keys}
     assert "outside the log 0..20" in run.of(group)[(ORDERS, 0)]["reason"]
-    assert f"outside the log {start}..80" in run.of(group)[(topic, 0)]["reason"]
-    assert run.of(group)[(topic, 0)]["logStartOffset"] == start
+    # the broker's retention may have deleted more segments since: the start the run saw, at or past ours
+    seen = run.of(group)[(topic, 0)]["logStartOffset"]
+    assert seen >= start and f"outside the log {seen}..80" in run.of(group)[(topic, 0)]["reason"]
     assert committed(data, group, keys) == {tp: None if tp in refused else offsets[tp] for tp in keys}
 
     forced = migrate(data, tmp_path, "--group", group, "--force")
