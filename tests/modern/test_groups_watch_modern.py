@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_ktool
-from tests.support.modern import ModernCluster, classpath, create_topic
+from tests.support.modern import ModernCluster, create_topic, group_member_command
 from tests.support.servers import kafka_commit
 from tests.support.watch import WatchProcess
 
@@ -50,17 +50,11 @@ def cluster(kafka4_release, tmp_path_factory):
         yield started
 
 
-JAVA_MEMBER = ROOT / "tests" / "support" / "kafka_modern" / "clients" / "GroupMember.java"
-
-
 @pytest.fixture(scope="module")
 def java_member(cluster, tmp_path_factory) -> list[str]:
     """The command that runs GroupMember.java (kafka-clients of the cluster's release), compiled once."""
     out = tmp_path_factory.mktemp("java-member")
-    libs = classpath(cluster.release)
-    javac = ["javac", "-nowarn", "-cp", libs, "-d", str(out), str(JAVA_MEMBER)]
-    subprocess.run(javac, check=True, timeout=300, capture_output=True)
-    return ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{out}:{libs}", "GroupMember"]
+    return group_member_command(cluster.release, out)
 
 
 class Member:

@@ -26,12 +26,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_ktool
-from tests.support.modern import ModernCluster, classpath, create_topic
+from tests.support.modern import ModernCluster, create_topic, group_member_command
 
 pytestmark = pytest.mark.server
 
 ROOT = Path(__file__).resolve().parents[2]
-JAVA_MEMBER = ROOT / "tests" / "support" / "kafka_modern" / "clients" / "GroupMember.java"
 FAST_GROUPS = {
     # members leave by closing; a long session keeps a consumer starved of CPU on a loaded machine in
     "group.consumer.session.timeout.ms": 30000,
@@ -64,10 +63,7 @@ def cluster(kafka_release, tmp_path_factory):
 @pytest.fixture(scope="module")
 def java_member(cluster, tmp_path_factory) -> list[str]:
     out = tmp_path_factory.mktemp("java-member")
-    libs = classpath(cluster.release)
-    javac = ["javac", "-nowarn", "-cp", libs, "-d", str(out), str(JAVA_MEMBER)]
-    subprocess.run(javac, check=True, timeout=300, capture_output=True)
-    return ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{out}:{libs}", "GroupMember"]
+    return group_member_command(cluster.release, out)
 
 
 class RdMember:

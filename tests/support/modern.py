@@ -156,6 +156,17 @@ def classpath(release: Release) -> str:
     return str(kafka_libs(release) / "*")
 
 
+GROUP_MEMBER = Path(__file__).resolve().parent / "kafka_modern" / "clients" / "GroupMember.java"
+
+
+def group_member_command(release: Release, out: Path) -> list[str]:
+    """The command that runs GroupMember.java (a kafka-clients consumer of `release`), compiled into `out`."""
+    libs = classpath(release)
+    javac = ["javac", "-nowarn", "-cp", libs, "-d", str(out), str(GROUP_MEMBER)]
+    subprocess.run(javac, check=True, timeout=300, capture_output=True)
+    return ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{out}:{libs}", "GroupMember"]
+
+
 # Kafka's LocalTieredStorage (a real RemoteStorageManager keeping the remote segments in a directory) is
 # in the kafka-storage *test* jar. Maven Central has it for 3.9.x (the pom's kafka3 profile fetches it
 # into the libs) and for 4.0.0-4.3.1, not for 4.4.0 (checked 2026-11-28 with `mvn dependency:get
