@@ -590,8 +590,10 @@ class Broker:
             from confluent_kafka import KafkaException
 
             started = time.monotonic()
+            admin = self._admin()  # its first contact watched for up to the timeout: the rest is the list's
+            left = max(1.0, self.config.timeout - (time.monotonic() - started))
             try:
-                metadata = self._admin().list_topics(timeout=self.config.timeout)
+                metadata = admin.list_topics(timeout=left)
             except KafkaException as exc:
                 error = self._error("cannot list brokers", exc)
                 if is_transport(exc.args[0]) and time.monotonic() - started >= self.config.timeout:

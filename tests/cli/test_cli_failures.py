@@ -116,13 +116,13 @@ def test_a_silent_tls_port_says_no_answer_once_within_the_timeout(silent_port) -
     and a port that never answers is said once, as no answer, not waited out twice."""
     port = f"127.0.0.1:{silent_port}"
     result, elapsed = timed(
-        "groups", "list", "--bootstrap-server", port, "--broker-tls", "--broker-timeout", "2"
+        "groups", "list", "--bootstrap-server", port, "--broker-tls", "--broker-timeout", "5"
     )
     line = one_line(result)
     assert (
-        line.startswith(f"ktool: broker {port}: ") and "no answer within 2 s (is the broker running" in line
+        line.startswith(f"ktool: broker {port}: ") and "no answer within 5 s (is the broker running" in line
     )
-    assert elapsed < 6, elapsed
+    assert elapsed < 9.5, elapsed  # once, with start-up on a loaded machine; waited out twice is 10 s
 
 
 @pytest.fixture

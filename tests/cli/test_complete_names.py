@@ -46,13 +46,21 @@ def test_group_and_topic_names_complete_from_zookeeper(zk_root, tmp_path) -> Non
     zk_root.write("/consumers/reports/offsets/orders/0", "1")
     state = {"XDG_STATE_HOME": str(tmp_path)}
     zk = ["--zookeeper", zk_root.connect]
-    assert _complete("groups", "delete", *zk, "bil", env=state) == ["billing", "billing-v2"]
-    assert _complete("groups", "describe", *zk, "", env=state) == ["billing", "billing-v2", "reports"]
-    assert _complete("migrate-offsets", *zk, "--topic", "or", env=state) == ["orders"]
+    assert _tab("groups", "delete", *zk, "bil", env=state) == ["billing", "billing-v2"]
+    assert _tab("groups", "describe", *zk, "", env=state) == ["billing", "billing-v2", "reports"]
+    assert _tab("migrate-offsets", *zk, "--topic", "or", env=state) == ["orders"]
     # The environment names the server as well as the option does.
-    assert _complete("groups", "watch", "re", env={**state, "KTOOL_ZOOKEEPER": zk_root.connect}) == [
-        "reports"
-    ]
+    assert _tab("groups", "watch", "re", env={**state, "KTOOL_ZOOKEEPER": zk_root.connect}) == ["reports"]
+
+
+def _tab(*words: str, env: dict[str, str]) -> list[str]:
+    """What a TAB offers, pressed again while it offers nothing: a lookup gives up past its time limit on
+    a loaded machine (the shell then offers nothing, and the user presses TAB again)."""
+    deadline = time.monotonic() + 30
+    while True:
+        found = _complete(*words, env=env)
+        if found or time.monotonic() > deadline:
+            return found
 
 
 def test_names_are_cached_a_few_seconds_then_asked_again(zk_root, tmp_path, monkeypatch) -> None:

@@ -182,9 +182,12 @@ def test_show_at_a_snapshot_equals_the_metadata_shell(kraft, tmp_path):
             break
         assert time.monotonic() < deadline, "no controller snapshot holds the new topic"
         time.sleep(0.5)
-    shell = _tree(
-        run_tool(kraft.release, "MetadataShell", ["-s", str(snapshots[-1]), "tree", "/image"]).stdout
-    )
+    for _ in range(5):  # the shell loads its snapshot on a thread: a `tree` run first can see none of it
+        shell = _tree(
+            run_tool(kraft.release, "MetadataShell", ["-s", str(snapshots[-1]), "tree", "/image"]).stdout
+        )
+        if topic in shell.get("topics", {}).get("byName", {}):
+            break
 
     by_name = shell["topics"]["byName"]
     ours_topics = {o["name"]: o for o in image if o["type"] == "topic"}
