@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -21,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.modern.test_groups_views_modern import LiveConsumer, _stable, their_tables
-from tests.modern.test_groups_watch_modern import JAVA_MEMBER, Member, _until
+from tests.modern.test_groups_watch_modern import Member, _until
 from tests.support.cli import run_ktool
-from tests.support.modern import classpath, create_topic
+from tests.support.modern import create_topic, group_member_command
 from tests.support.secured import KEY_PASSWORD, USERS, java_client_config
 from tests.support.servers import kafka_commit, kafka_committed
 
@@ -36,10 +35,7 @@ def groups(secured_kafka, tmp_path_factory):
     """{kind: group id} on one topic of 4 partitions: `consumer` (two Java GroupMembers of the new
     protocol) and `classic` (two confluent-kafka consumers, cooperative-sticky), each settled."""
     out = tmp_path_factory.mktemp("java-member")
-    libs = classpath(secured_kafka.release)
-    javac = ["javac", "-nowarn", "-cp", libs, "-d", str(out), str(JAVA_MEMBER)]
-    subprocess.run(javac, check=True, timeout=300, capture_output=True)
-    java = ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{out}:{libs}", "GroupMember"]
+    java = group_member_command(secured_kafka.release, out)
     topic, suffix = f"secured-views-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex[:6]
     create_topic(secured_kafka, topic, partitions=4)
     names = {"consumer": f"kip848-{suffix}", "classic": f"classic-{suffix}"}
