@@ -37,7 +37,7 @@ from kafka_tools.errors import FindingsError, InputError, KtoolError
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from kafka_tools.broker.group_requests import ListedGroup
+    from kafka_tools.broker.group_requests import CoordinatedGroup, ListedGroup
 
 DEFAULT_TIMEOUT = 10.0
 # confluent-kafka's ConsumerGroupState names -> Kafka's own spelling (kafka-consumer-groups prints these)
@@ -120,10 +120,6 @@ class KafkaGroup:
     group_epoch: int | None = None
     assignment_epoch: int | None = None
     known = property(lambda self: self.state != "DEAD")
-
-
-class _GroupIdNotFound(KtoolError):
-    """GROUP_ID_NOT_FOUND (ConsumerGroupDescribe, KIP-848): the coordinator does not know the group."""
 
 
 class Broker:
@@ -329,10 +325,6 @@ class Broker:
         )
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
-    def live_members(self, group: str) -> list[str]:
-        """Members of the group the coordinator has now (empty for a group with only stored offsets)."""
-        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in self.describe_group(group).members]
-
     def commit(self, group: str, offsets: dict[tuple[str, int], int], metadata: str) -> None:
         """Store offsets for the group in `__consumer_offsets`, in one request (AlterConsumerGroupOffsets);
         asked again, the same offsets, while the coordinator moves."""
@@ -467,98 +459,35 @@ class Broker:
             }
         return out
 
-    def describe_group(self, group: str) -> KafkaGroup:
-        """The group's state and members as its coordinator has them now (DescribeGroups, or
-        ConsumerGroupDescribe for a group of the new protocol); a group it does not know is `DEAD`."""
-        from confluent_kafka import KafkaError
+    def coordinated_group(self, group: str) -> CoordinatedGroup:
+        """The group as its coordinator has it now, over ktool's own client (broker/group_requests.py):
+        ConsumerGroupDescribe for a group of the new protocol, else DescribeGroups, each member's
+        metadata and assignment as bytes (consumers/coordinated.py reads them). The first contact is
+        watched first (a refused or silent port is said as for every request); a request left
+        unanswered is "no answer within" the timeout; a group of another protocol type than
+        `consumer` (Connect's, …) is refused as kafka-consumer-groups refuses it."""
+        from kafka_tools.broker.group_requests import describe_group
+        from kafka_tools.broker.wire import NoAnswer
 
-        def refused(exc: Exception) -> KtoolError:
-            err = exc.args[0] if exc.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return _GroupIdNotFound(str(err))
-            return self._error(f"group {group}", exc)
-
+        self._admin()
         try:
-            desc = self._coordinated(
-                f"group {group}",
-                lambda: self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)[
-                    group
-                ],
-                f"no answer describing group {group}",
-                error=refused,
-                group=group,
+            described = describe_group(
+                first_server(self.config.bootstrap),
+                group,
+                self.config.timeout,
+                self.config.security,
+                before_0_10=self.before_0_10,
             )
-        except _GroupIdNotFound:
-            return KafkaGroup("DEAD", [], "Dead")
-        members = [
-            KafkaMember(
-                m.member_id,
-                m.client_id,
-                m.host,
-                [(tp.topic, tp.partition) for tp in assigned],
-                m.group_instance_id,
+        except NoAnswer:
+            words = no_answer_words(self.config.timeout)
+            raise InputError(f"broker {self.config.bootstrap}: group {group}: {words}") from None
+        classic = described.classic
+        if classic is not None and classic.protocol_type not in ("", "consumer"):
+            raise InputError(
+                f"broker {self.config.bootstrap}: group {group}: not a consumer group (its protocol type is "
+                f"{classic.protocol_type})"
             )
-            for m in desc.members
-            for assigned in [m.assignment.topic_partitions if m.assignment is not None else []]
-        ]
-        state = getattr(desc.state, "name", str(desc.state)).upper()
-        kind = getattr(getattr(desc, "type", None), "name", "UNKNOWN").lower()
-        node = desc.coordinator
-        group_view = KafkaGroup(
-            state,
-            members,
-            _STATE_NAMES.get(state, state.title()),
-            None if kind == "unknown" else kind,
-            desc.partition_assignor or None,
-            None if node is None else (node.host, node.port, node.id),
-        )
-        if group_view.type == "consumer" and group_view.known:
-            self._add_epochs(group, group_view)
-        return group_view
-
-    def _add_epochs(self, group: str, view: KafkaGroup) -> None:
-        """A consumer group's epochs and its members' target assignments (ConsumerGroupDescribe on a
-        own client, broker/group_requests.py, with the same security settings); over SASL GSSAPI, which
-        that client does not speak, they stay unknown (`-`)."""
-        from kafka_tools.broker.group_requests import consumer_group_describe
-        from kafka_tools.broker.wire import Unsupported
-
-        server = first_server(self.config.bootstrap)
-        try:
-            described = consumer_group_describe(server, group, self.config.timeout, self.config.security)
-        except Unsupported:
-            return
-        if described is None or described.error:
-            return
-        view.state_name = described.state or view.state_name
-        view.group_epoch, view.assignment_epoch = described.group_epoch, described.assignment_epoch
-        view.assignor = described.assignor or view.assignor
-        by_id = {m.member_id: m for m in described.members}
-        for member in view.members:
-            seen = by_id.get(member.member_id)
-            if seen is not None:
-                member.member_epoch = seen.member_epoch
-                member.assignment = list(seen.assignment)
-                member.target_assignment = list(seen.target_assignment)
-
-    def classic_group_metadata(self, group: str) -> tuple[str, list[tuple[str, str, bytes, bytes]]]:
-        """A classic group's protocol (the assignor its members agreed on) and each member's
-        (member id, client id, JoinGroup metadata, SyncGroup assignment) as DescribeGroups returns them:
-        what the leader's assignor reads (rebalance plans)."""
-        from confluent_kafka import KafkaException
-
-        try:
-            found = self._admin().list_groups(group=group, timeout=self.config.timeout)
-        except KafkaException as exc:
-            raise self._error(f"group {group}", exc) from None
-        for g in found:
-            if g.id == group:
-                members = [
-                    (m.id, m.client_id, bytes(m.metadata or b""), bytes(m.assignment or b""))
-                    for m in g.members
-                ]
-                return g.protocol or "", members
-        return "", []
+        return described
 
     def topic_ids(self, topics: Iterable[str]) -> dict[str, tuple[int, int]]:
         """Each topic's id as its two longs (DescribeTopicPartitions / Metadata): the broker's uniform

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kafka_tools.consumers.coordinated import describe_coordinated
 from kafka_tools.consumers.group_tracker import (
     EXIT_STABLE,
     EXIT_TIMEOUT,
@@ -131,7 +132,7 @@ class CoordinatorWatch:
         topology = self._topology(now)
         all_topics = sorted(self.partitions)
         for group, tracker in list(self.trackers.items()):
-            described = self.broker.describe_group(group)
+            described = describe_coordinated(self.broker, group)
             tracker.hosts.update({m.member_id: m.host for m in described.members})
             members = {
                 m.member_id: ConsumerMember(
