@@ -467,7 +467,7 @@ class Broker:
         unanswered is "no answer within" the timeout; a group of another protocol type than
         `consumer` (Connect's, …) is refused as kafka-consumer-groups refuses it."""
         from kafka_tools.broker.group_requests import describe_group
-        from kafka_tools.broker.wire import NoAnswer
+        from kafka_tools.broker.wire import NoAnswer, Unsupported
 
         self._admin()
         try:
@@ -481,6 +481,8 @@ class Broker:
         except NoAnswer:
             words = no_answer_words(self.config.timeout)
             raise InputError(f"broker {self.config.bootstrap}: group {group}: {words}") from None
+        except Unsupported as exc:  # SASL GSSAPI
+            raise InputError(f"broker {self.config.bootstrap}: group {group}: {exc}") from None
         classic = described.classic
         if classic is not None and classic.protocol_type not in ("", "consumer"):
             raise InputError(
@@ -524,13 +526,7 @@ class Broker:
             try:
                 metadata = admin.list_topics(timeout=left)
             except KafkaException as exc:
-                error = self._error("cannot list brokers", exc)
-                if is_transport(exc.args[0]) and time.monotonic() - started >= self.config.timeout:
-                    # librdkafka gives up a silent port's TLS handshake at the timeout as a transport
-                    # failure: to the user it is a port that never answered
-                    words = no_answer_words(self.config.timeout)
-                    error = InputError(f"broker {self.config.bootstrap}: {words}")
-                raise error from None
+                raise self._error("cannot list brokers", exc) from None
             brokers = sorted((b.host, b.port) for b in metadata.brokers.values())
             try:
                 return list_groups(brokers, self.config.timeout, self.config.security)
