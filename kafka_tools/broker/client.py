@@ -511,39 +511,35 @@ class Broker:
 
     def listed_groups(self) -> list[ListedGroup]:
         """Every group the brokers coordinate with its protocol type, state and type (classic, consumer,
-        share, streams), as ListGroups v5 lists them, from every broker, over ktool's own client whatever
-        the security. Over SASL GSSAPI (which that client does not speak) and before 0.10, what
-        librdkafka lists: no share or streams groups there."""
+        share, streams), as ListGroups v5 lists them (before 0.10: v0, each group's state from
+        DescribeGroups v0 at the broker that lists it), from every broker, over ktool's own client
+        whatever the security. Over SASL GSSAPI (which that client does not speak), what librdkafka's
+        ListGroups says: a group's protocol type only as `consumer` or none."""
+        from confluent_kafka import KafkaException
+
         from kafka_tools.broker.group_requests import ListedGroup, list_groups
         from kafka_tools.broker.wire import Unsupported
 
-        if "broker.version.fallback" not in self._conf:
-            from confluent_kafka import KafkaException
-
-            started = time.monotonic()
-            admin = self._admin()  # its first contact watched for up to the timeout: the rest is the list's
-            left = max(1.0, self.config.timeout - (time.monotonic() - started))
-            try:
-                metadata = admin.list_topics(timeout=left)
-            except KafkaException as exc:
-                raise self._error("cannot list brokers", exc) from None
-            brokers = sorted((b.host, b.port) for b in metadata.brokers.values())
-            try:
-                return list_groups(brokers, self.config.timeout, self.config.security)
-            except Unsupported:
-                pass
-        listed = {
-            g.id: ListedGroup(g.id, g.protocol_type or "", g.state or None, "classic")
-            for g in self._group_metadata()
-        }
-        if "broker.version.fallback" not in self._conf:
-            for g in self._consumer_group_listings():
-                state = getattr(g.state, "name", "UNKNOWN").upper()
-                kind = getattr(getattr(g, "type", None), "name", "CLASSIC").lower()
-                protocol = listed[g.group_id].protocol_type if g.group_id in listed else "consumer"
-                listed[g.group_id] = ListedGroup(
-                    g.group_id, protocol, _STATE_NAMES.get(state), "classic" if kind == "unknown" else kind
-                )
+        started = time.monotonic()
+        admin = self._admin()  # its first contact watched for up to the timeout: the rest is the list's
+        left = max(1.0, self.config.timeout - (time.monotonic() - started))
+        try:
+            metadata = admin.list_topics(timeout=left)
+        except KafkaException as exc:
+            raise self._error("cannot list brokers", exc) from None
+        brokers = sorted((b.host, b.port) for b in metadata.brokers.values())
+        try:
+            return list_groups(brokers, self.config.timeout, self.config.security, self.before_0_10)
+        except Unsupported:
+            pass
+        listed = {}
+        for g in self._consumer_group_listings():
+            state = getattr(g.state, "name", "UNKNOWN").upper()
+            kind = getattr(getattr(g, "type", None), "name", "CLASSIC").lower()
+            protocol = "" if g.is_simple_consumer_group else "consumer"
+            listed[g.group_id] = ListedGroup(
+                g.group_id, protocol, _STATE_NAMES.get(state), "classic" if kind == "unknown" else kind
+            )
         return [listed[k] for k in sorted(listed)]
 
     def _consumer_group_listings(self) -> list:
@@ -595,32 +591,6 @@ class Broker:
                 raise self._no_answer(unanswered) from None
 
     def groups(self) -> list[tuple[str, str]]:
-        """(group id, protocol type) of the groups the brokers coordinate."""
-        kinds = {g.id: g.protocol_type or "" for g in self._group_metadata()}
-        if any(not kind for kind in kinds.values()):
-            kinds.update((group, "consumer") for group in self._new_protocol_groups())
-        return sorted(kinds.items())
-
-    def _group_metadata(self) -> list:
-        """librdkafka's list_groups: each group's id, protocol type and state (DescribeGroups)."""
-        from confluent_kafka import KafkaException
-
-        try:
-            return list(self._admin().list_groups(timeout=self.config.timeout))
-        except KafkaException as exc:
-            raise self._error("cannot list groups", exc) from None
-
-    def _new_protocol_groups(self) -> set[str]:
-        """Groups of the new consumer protocol (KIP-848, Kafka 4.x): DescribeGroups, behind list_groups,
-        does not know them and leaves their protocol type empty; ListGroups v5 says their type. A broker
-        without it (before 3.8) has none of them: the empty type stands."""
-        from confluent_kafka import ConsumerGroupType, KafkaException
-
-        if "broker.version.fallback" in self._conf:
-            return set()
-        try:
-            result = self._admin().list_consumer_groups(request_timeout=self.config.timeout)
-            listings = result.result(timeout=self.config.timeout + 5).valid
-        except (KafkaException, TimeoutError):
-            return set()
-        return {g.group_id for g in listings if getattr(g, "type", None) == ConsumerGroupType.CONSUMER}
+        """(group id, protocol type) of the consumer groups the brokers coordinate, classic and of the new
+        protocol (KIP-848): what `groups describe` describes."""
+        return [(g.group, g.protocol_type) for g in self.listed_groups() if g.type in ("classic", "consumer")]

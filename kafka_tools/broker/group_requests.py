@@ -57,15 +57,27 @@ class ListedGroup:
 
 
 def list_groups(
-    brokers: list[tuple[str, int]], timeout: float, security: BrokerSecurity | None = None
+    brokers: list[tuple[str, int]],
+    timeout: float,
+    security: BrokerSecurity | None = None,
+    before_0_10: bool = False,
 ) -> list[ListedGroup]:
     """Every broker's ListGroups (v5, or the highest it speaks), joined; sorted by group id. A group
-    the user may not DESCRIBE is left out by the broker, as kafka-consumer-groups --list shows it."""
+    the user may not DESCRIBE is left out by the broker, as kafka-consumer-groups --list shows it.
+    Brokers before 0.10 (known so, or closing the connection on ApiVersions) list no state: each
+    broker's groups are described there (DescribeGroups v0; it coordinates what it lists)."""
     out: dict[str, ListedGroup] = {}
     for host, port in brokers:
         conn = Connection(host, port, timeout, security)
         try:
-            for g in _list_groups(conn):
+            versions = None if before_0_10 else api_versions(conn)
+            if versions is None:
+                conn.close()
+                conn = Connection(host, port, timeout, security)
+                listed = _list_described(conn)
+            else:
+                listed = _list_groups(conn, versions)
+            for g in listed:
                 out[g.group] = g
         except WireError as exc:
             raise InputError(
@@ -76,10 +88,10 @@ def list_groups(
     return [out[k] for k in sorted(out)]
 
 
-def _list_groups(conn: Connection) -> list[ListedGroup]:
-    version = pick_version(api_versions(conn), LIST_GROUPS, (0, 5))
+def _list_groups(conn: Connection, versions: dict[int, tuple[int, int]]) -> list[ListedGroup]:
+    version = pick_version(versions, LIST_GROUPS, (0, 5))
     if version is None:
-        raise InputError(f"broker {conn.where}: no ListGroups ktool speaks (Kafka 0.10+)")
+        raise InputError(f"broker {conn.where}: no ListGroups ktool speaks (Kafka 0.9+)")
     flexible = version >= 3
     body = b""
     if version >= 4:
@@ -109,6 +121,20 @@ def _list_groups(conn: Connection) -> list[ListedGroup]:
             group, protocol, state, kind = r.string(), r.string(), None, "classic"
         out.append(ListedGroup(group, protocol, state, kind.lower()))
     return out
+
+
+def _list_described(conn: Connection) -> list[ListedGroup]:
+    """ListGroups v0 and, for each group's state, DescribeGroups v0 of them all at the same broker."""
+    listed = _list_groups(conn, {LIST_GROUPS: (0, 0)})
+    if not listed:
+        return []
+    body = struct.pack(">i", len(listed)) + b"".join(string(g.group) for g in listed)
+    data = conn.ask(DESCRIBE_GROUPS, 0, body)
+    if data is None:
+        raise InputError(f"broker {conn.where} closed the connection on DescribeGroups")
+    r = Reader(data)
+    states = {g.group: g.state for g in (_classic_group(r, 0) for _ in range(r.take(">i"))) if not g.error}
+    return [ListedGroup(g.group, g.protocol_type, states.get(g.group) or None, g.type) for g in listed]
 
 
 @dataclass(frozen=True)
