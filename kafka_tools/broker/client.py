@@ -1,4 +1,5 @@
-"""The Kafka side, over confluent-kafka (librdkafka): log start/end offsets, group offsets, groups.
+"""The Kafka side, over confluent-kafka (librdkafka): log start/end offsets, group offsets, topics; the
+groups themselves (ListGroups, DescribeGroups, ConsumerGroupDescribe) on ktool's own client.
 
 librdkafka asks a broker for its API versions first; brokers before 0.10 do not answer that request and
 librdkafka waits 10 s, then fails. So ktool finds out first: the `version` of a broker's ZooKeeper
@@ -9,7 +10,8 @@ SASL handshake and misjudge the broker, and librdkafka's SASL needs 0.10+ anyway
 
 Why one module of this size: one Broker holds the clients and the one error callback every request's
 failure is told through; its requests share them (the wire-level OffsetDelete lives in offset_delete.py,
-ListGroups v5 and ConsumerGroupDescribe in group_requests.py: this module only joins their answers in).
+ListGroups, DescribeGroups and ConsumerGroupDescribe in group_requests.py: this module only joins their
+answers in, after the first contact is watched).
 """
 
 from __future__ import annotations

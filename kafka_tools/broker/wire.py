@@ -1,7 +1,8 @@
 """Kafka's wire protocol on ktool's own socket, for the requests confluent-kafka's Python binding does
-not expose (OffsetDelete; ListGroups v5 with its group types and ConsumerGroupDescribe with the KIP-848
-epochs; DescribeTopicPartitions, ListPartitionReassignments, DescribeLogDirs, DescribeQuorum): the one
-connection (plaintext or TLS; SASL PLAIN or SCRAM, GSSAPI being librdkafka's alone), the request frame
+not expose or that ktool asks itself (OffsetDelete; ListGroups v5 with its group types, DescribeGroups
+and ConsumerGroupDescribe with the KIP-848 epochs; DescribeTopicPartitions, ListPartitionReassignments,
+DescribeLogDirs, DescribeQuorum): the one connection (plaintext or TLS; SASL PLAIN or SCRAM, GSSAPI
+being librdkafka's alone), the request frame
 (header v1/v2; probe.py's first ApiVersions is framed here too), ApiVersions, FindCoordinator and a
 group's coordinator found again while it moves, the writers of Kafka's primitive types and a reader
 of both the classic and the flexible (KIP-482: compact strings and arrays, tagged fields) encodings.

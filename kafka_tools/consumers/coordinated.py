@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_tools.broker.client import KafkaGroup, KafkaMember
-from kafka_tools.consumers.classic_member import assigned_partitions
 
 if TYPE_CHECKING:
     from kafka_tools.broker.client import Broker
@@ -34,6 +33,9 @@ def group_view(described: CoordinatedGroup) -> KafkaGroup:
     target assignments, a classic group with the protocol its members agreed on (the assignor) and what
     each was assigned; a group the coordinator does not know (or brokers without group coordinator,
     before 0.9) is `DEAD`, without members."""
+    # the ConsumerProtocol decoder loads when a classic group is described, not with every groups command
+    from kafka_tools.consumers.classic_member import assigned_partitions
+
     consumer, classic = described.consumer, described.classic
     if consumer is not None:
         members = [

@@ -3,7 +3,7 @@ live, through their coordinators — the same story and events as the ZooKeeper 
 
 Kafka's coordinators push nothing to a bystander, so this polls: every `interval` seconds (1 s by
 default, a sleep between polls, never a busy loop) DescribeGroups / ConsumerGroupDescribe for each group
-(Broker.describe_group: state, members, assignments, and for a consumer group the member epochs, target
+(consumers/coordinated.py: state, members, assignments, and for a consumer group the member epochs, target
 assignments, group epoch and target assignment epoch), and the topics' partition counts from the
 brokers' metadata. Each view is handed to the one story-teller, GroupTracker (group_tracker.py), in its
 Kafka mode: owners are member ids, and the plan is the coordinator's own —
