@@ -381,16 +381,19 @@ def at_coordinator(
     ask: Callable[[Connection], T | None],
 ) -> T:
     """`ask` on a connection to the group's coordinator (found through `conn`, reached with the same
-    security settings, its node id in `node_id`), found again while it moves: `ask` returns None when
+    security settings, its node id in `node_id`; `conn` itself when it is the coordinator: no second
+    connection, TLS handshake and SASL exchange), found again while it moves: `ask` returns None when
     the coordinator answers LOADING, NOT_AVAILABLE or NOT_COORDINATOR."""
     while True:
         host, port, node = find_coordinator(conn, group, find_version, deadline)
-        coordinator = Connection(host, port, timeout, conn.security)
+        reused = (host, port) == (conn.host, conn.port)
+        coordinator = conn if reused else Connection(host, port, timeout, conn.security)
         coordinator.node_id = node
         try:
             answer = ask(coordinator)
         finally:
-            coordinator.close()
+            if not reused:
+                coordinator.close()
         if answer is not None:
             return answer
         if time.monotonic() > deadline:
