@@ -334,13 +334,13 @@ def describe_group(
 def _coordinated(conn: Connection, group: str, version: int, consumer: bool) -> CoordinatedGroup | None:
     """ConsumerGroupDescribe (where the brokers have it), then DescribeGroups for a group it does not
     know as a consumer group; None while the coordinator moves (found again)."""
-    where = (conn.host, conn.port, -1 if conn.node_id is None else conn.node_id)
+    coordinator = (conn.host, conn.port, -1 if conn.node_id is None else conn.node_id)
     if consumer:
         described = _settled(conn, group)
         if described is None:
             return None
         if not described.error:
-            return CoordinatedGroup(where, consumer=described)
+            return CoordinatedGroup(coordinator, consumer=described)
     classic = _describe_classic(conn, group, version)
     if classic is not None and classic.error == GROUP_AUTHORIZATION_FAILED:
         raise group_denied(conn.where, group, conn.security)
@@ -349,7 +349,7 @@ def _coordinated(conn: Connection, group: str, version: int, consumer: bool) -> 
     if classic is not None and classic.error and classic.error != GROUP_ID_NOT_FOUND:
         name = ERROR_NAMES.get(classic.error, f"error {classic.error}")
         raise InputError(f"broker {conn.where}: DescribeGroups of group {group} refused ({name})")
-    return CoordinatedGroup(where, classic=classic)
+    return CoordinatedGroup(coordinator, classic=classic)
 
 
 def _describe_classic(conn: Connection, group: str, version: int) -> ClassicGroup | None:

@@ -201,3 +201,19 @@ def test_a_group_the_coordinator_does_not_know_is_dead(broker) -> None:
     FakeBroker.answers = [describe_answer(5, state="Dead")]
     view = group_view(describe_group(("boot", 9092), "g", 5.0))
     assert (view.known, view.state_name, view.coordinator) == (False, "Dead", ("coord", 9094, 7))
+
+
+def test_a_group_of_another_protocol_is_refused_as_kafka_consumer_groups_refuses_it(broker) -> None:
+    """A Connect cluster's group (protocol type `connect`) is no consumer group: one line, exit 3."""
+    from kafka_tools.broker.client import Broker, BrokerConfig
+
+    broker({FIND_COORDINATOR: (0, 2), DESCRIBE_GROUPS: (0, 5)})
+    FakeBroker.answers = [describe_answer(5).replace(compact_string("consumer"), compact_string("connect"))]
+    kafka = Broker(BrokerConfig("boot:9092", version="2.8.0"))
+    kafka._admin_client = object()  # the first contact already watched
+    with pytest.raises(InputError) as caught:
+        kafka.coordinated_group("g")
+    assert (
+        str(caught.value) == "broker boot:9092: group g: not a consumer group (its protocol type is connect)"
+    )
+    assert caught.value.exit_code == 3
