@@ -283,6 +283,7 @@ def _uniform(
         targets,
         partitions,
         java_uuid_order(live.topic_ids, subscribed),
+        live.topic_ids,
     )
 
 

@@ -14,7 +14,6 @@ from click.testing import CliRunner
 
 from kafka_tools.broker.client import KafkaGroup, KafkaMember
 from kafka_tools.cli.main import cli
-from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember
 from kafka_tools.consumers.member_order import JAVA, LIBRDKAFKA
 from kafka_tools.consumers.modern_plan import LiveGroup, leader_library, plan_live_group
@@ -179,8 +178,8 @@ def test_consumer_group_range_is_the_brokers_and_uniform_keeps_targets_up_to_quo
         "consumer", "uniform", [ClassicMember("x", ("t",)), ClassicMember("y", ("u",))], {"t": 1, "u": 1}
     )
     divided.topic_ids = {"t": "T1-A4s3VTwiI5CTbEp6POw", "u": "T2-B4s3VTwiI5YHbPp6YUe"}
-    with pytest.raises(AssignmentError, match="uniform: the members subscribe to different topics"):
-        plan_live_group(divided)
+    # members subscribing to different topics: the broker's heterogeneous builder, each takes its own topic
+    assert plan_live_group(divided).proposed == {("t", 0): "x", ("u", 0): "y"}
 
 
 def test_a_client_library_for_a_consumer_group_is_a_usage_error():
