@@ -9,8 +9,13 @@ data); StickyAssignor reads both from its user data (the eager protocol owns not
 A partition claimed by two members goes to the higher generation; by two of the same generation, to
 neither (it is reassigned as new).
 
-Not modelled: racks, and librdkafka's sticky assignor (its own port of the older general algorithm, with
-its own maps' orders): refused in one line by the plan.
+Racks (KIP-881): the path for equal subscriptions is modelled with them (an owned partition off the
+member's rack is not kept; the unassigned partitions are dealt fewest rack-local members first, each
+first to an unfilled member on one of its replica racks, then round-robin). Note that the ordering by
+rack-local members happens whenever some member sends a rack, even when the rack-aware path is off.
+Not modelled: the general path (unequal subscriptions) when the rack-aware path is on, and librdkafka's
+sticky assignor (its own port of the older general algorithm, with its own maps' orders): refused in one
+line by the plan.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from kafka_tools.consumers.classic_member import (
     cooperative_generation,
     sticky_user_data,
 )
+from kafka_tools.consumers.rack_awareness import ReplicaRacks, StickyRacks, sticky_rack_info
 from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_string_key
 
 STICKY = "sticky"
@@ -59,8 +65,14 @@ def _tp_java(tp: TopicPartition) -> tuple[bytes, int]:
     return java_string_key(tp[0]), tp[1]
 
 
-def sticky_assign(members: list[ClassicMember], partitions: Mapping[str, int], strategy: str) -> StickyResult:
-    """kafka-clients' sticky or cooperative-sticky assignment of `members`."""
+def sticky_assign(
+    members: list[ClassicMember],
+    partitions: Mapping[str, int],
+    strategy: str,
+    replica_racks: ReplicaRacks | None = None,
+) -> StickyResult:
+    """kafka-clients' sticky or cooperative-sticky assignment of `members`; `replica_racks` each
+    partition's replica racks (KIP-881), None when no member sends a rack."""
     if not members:
         return StickyResult({})
     topics = set(members[0].topics)
@@ -69,9 +81,15 @@ def sticky_assign(members: list[ClassicMember], partitions: Mapping[str, int], s
     ids, collided = java_hashmap_order([m.member_id for m in members], java_string_hash)
     by_id = {m.member_id: m for m in members}
     owned, multiple = _owned_partitions(ids, by_id, all_topics, strategy)
+    racks = sticky_rack_info(members, all_topics, replica_racks)
     if all(set(m.topics) == topics for m in members):
-        builder = _Constrained(ids, all_topics, owned, multiple)
+        builder = _Constrained(ids, all_topics, owned, multiple, racks)
         result = StickyResult(builder.build(), builder.transferring)
+    elif racks.consumer:
+        raise AssignmentError(
+            "the members subscribe to different topics and kafka-clients' sticky assignor goes rack-aware "
+            "(members' racks match some partitions' replica racks): ktool does not model that path"
+        )
     else:
         prev = _previous_owners(ids, by_id, all_topics, strategy)
         assignment = _General({m: by_id[m] for m in ids}, all_topics, owned, prev).build()
@@ -324,8 +342,9 @@ def _score(assignment: Mapping[str, list[TopicPartition]]) -> int:
 
 
 class _Constrained:
-    """ConstrainedAssignmentBuilder without racks: owned partitions kept up to the quotas, the rest
-    dealt round-robin over the members still under quota (sorted by member id)."""
+    """ConstrainedAssignmentBuilder: owned partitions kept up to the quotas (those on the member's rack
+    when the rack-aware path is on), the rest dealt first to unfilled members on their racks, then
+    round-robin over the members still under quota (sorted by member id)."""
 
     def __init__(
         self,
@@ -333,8 +352,10 @@ class _Constrained:
         all_topics: Mapping[str, int],
         owned: dict[str, list[TopicPartition]],
         multiple: set[TopicPartition],
+        racks: StickyRacks,
     ) -> None:
         self.ids, self.all_topics, self.owned, self.multiple = ids, all_topics, owned, multiple
+        self.racks = racks
         total = sum(all_topics.values())
         self.min_quota, extra = divmod(total, len(ids))
         self.max_quota = self.min_quota + (1 if extra else 0)
@@ -358,13 +379,19 @@ class _Constrained:
         ]
         self.under.sort(key=java_string_key)
         self.exactly.sort(key=java_string_key)
+        if self.racks.local_members:  # a stable sort: fewest members on the partition's racks first
+            unassigned.sort(key=lambda tp: self.racks.local_members.get(tp, 0))
+        self._assign_rack_aware_round_robin(unassigned)
         self._assign_round_robin(unassigned)
         self._verify()
         return self.assignment
 
     def _assign_owned(self) -> None:
         for member in self.ids:
-            owned = sorted(self.owned[member], key=lambda tp: (tp[1], java_string_key(tp[0])))
+            mismatched = [tp for tp in self.owned[member] if self.racks.mismatch(member, tp)]
+            self.maybe_revoked.update((tp, member) for tp in mismatched)
+            owned = [tp for tp in self.owned[member] if tp not in set(mismatched)]
+            owned = sorted(owned, key=lambda tp: (tp[1], java_string_key(tp[0])))
             owned = [tp for tp in owned if tp not in self.multiple]
             mine = self.assignment[member]
             if len(owned) < self.min_quota:
@@ -384,6 +411,38 @@ class _Constrained:
                 self.maybe_revoked.update((tp, member) for tp in owned[self.min_quota :])
                 if self.current_over < self.expected_over:
                     self.exactly.append(member)
+
+    def _assign_rack_aware_round_robin(self, unassigned: list[TopicPartition]) -> None:
+        """assignRackAwareRoundRobin: each partition to the next unfilled member on its racks (under
+        minQuota first, round the list; else the first at minQuota); what it places leaves `unassigned`."""
+        if not self.racks.consumer:
+            return
+        next_under = 0
+        for tp in list(unassigned):
+            member = None
+            index = self.racks.next_member(tp, self.under, next_under)
+            if index >= 0:
+                member = self.under[index]
+                count = len(self.assignment[member]) + 1
+                if count >= self.min_quota:
+                    self.under.remove(member)
+                    if count < self.max_quota and self.current_over < self.expected_over:
+                        self.exactly.append(member)
+                else:
+                    index += 1
+                next_under = index % len(self.under) if self.under else 0
+            elif self.exactly:
+                first = self.racks.next_member(tp, self.exactly, 0)
+                if first >= 0:
+                    member = self.exactly[first]
+                    if len(self.assignment[member]) + 1 == self.max_quota:
+                        del self.exactly[first]
+                        self.current_over += 1
+                        if self.current_over == self.expected_over:
+                            self.exactly.clear()
+            if member is not None:
+                self._assign_new(tp, member)
+                unassigned.remove(tp)
 
     def _assign_round_robin(self, unassigned: list[TopicPartition]) -> None:
         at = 0  # a Java iterator over `under`: `at` is the next element, remove() drops the one before
