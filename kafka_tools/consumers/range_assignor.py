@@ -5,6 +5,7 @@ P / C partitions from `(P / C) * i + min(i, P % C)`, the first P % C members one
 
 The broker's `range` for consumer groups (KIP-848; group-coordinator RangeAssignor, apache/kafka as of
 October 2024) deals the same ranges member by member, members in kafka-clients' order: the same result.
+It reads no racks (Kafka 4.4.0's bytecode never asks SubscribedTopicDescriber.racksForPartition).
 
 Racks (KIP-881, kafka-clients 3.5+): when useRackAwareAssignment holds for some topic (rack_awareness.py),
 kafka-clients first matches racks: topics with the same subscribers and the same partition count are
