@@ -65,6 +65,14 @@ class StickyRacks:
         rack = self.consumer.get(member)
         return rack is not None and (tp not in self.partition or rack not in self.partition[tp])
 
+    def mates(self, tp: TopicPartition, owner: str, members: list[str]) -> list[str]:
+        """`members` on tp's racks when its owner is on one of them (the general path's balancing tries
+        a lighter one of those first); none otherwise."""
+        racks = self.partition.get(tp, frozenset())
+        if self.consumer.get(owner) not in racks:
+            return []
+        return [m for m in members if self.consumer.get(m) in racks]
+
     def next_member(self, tp: TopicPartition, members: list[str], first: int) -> int:
         """RackInfo.nextRackConsumer: the index of the next member from `first` (round) on tp's racks."""
         racks = self.partition.get(tp)

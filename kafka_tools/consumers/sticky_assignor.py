@@ -13,7 +13,9 @@ Racks (KIP-881): the path for equal subscriptions is modelled with them (an owne
 member's rack is not kept; the unassigned partitions are dealt fewest rack-local members first, each
 first to an unfilled member on one of its replica racks, then round-robin). Note that the ordering by
 rack-local members happens whenever some member sends a rack, even when the rack-aware path is off.
-Not modelled: the general path (unequal subscriptions) when the rack-aware path is on, and librdkafka's
+The general path (unequal subscriptions) with racks: an owned partition off the member's rack is
+revoked, unassigned partitions go first to the least loaded member on their racks, and balancing moves a
+partition to a lighter member on its racks before any other lighter member. Not modelled: librdkafka's
 sticky assignor (its own port of the older general algorithm, with its own maps' orders): refused in one
 line by the plan.
 """
@@ -85,14 +87,9 @@ def sticky_assign(
     if all(set(m.topics) == topics for m in members):
         builder = _Constrained(ids, all_topics, owned, multiple, racks)
         result = StickyResult(builder.build(), builder.transferring)
-    elif racks.consumer:
-        raise AssignmentError(
-            "the members subscribe to different topics and kafka-clients' sticky assignor goes rack-aware "
-            "(members' racks match some partitions' replica racks): ktool does not model that path"
-        )
     else:
         prev = _previous_owners(ids, by_id, all_topics, strategy)
-        assignment = _General({m: by_id[m] for m in ids}, all_topics, owned, prev).build()
+        assignment = _General({m: by_id[m] for m in ids}, all_topics, owned, prev, racks).build()
         result = StickyResult(assignment, _transferring(by_id, assignment, strategy))
     if collided:
         result.warnings.append(
@@ -180,8 +177,9 @@ class _General:
         partitions: Mapping[str, int],
         owned: dict[str, list[TopicPartition]],
         prev: dict[TopicPartition, tuple[str, int]],
+        racks: StickyRacks,
     ) -> None:
-        self.partitions, self.prev = partitions, prev
+        self.partitions, self.prev, self.racks = partitions, prev, racks
         self.topics_of = {m: [t for t in by_id[m].topics if t in partitions] for m in by_id}
         self.consumers_of = {t: [m for m in by_id if t in self.topics_of[m]] for t in partitions}
         self.current = {m: list(owned.get(m, [])) for m in by_id}
@@ -203,7 +201,7 @@ class _General:
         assigned = []
         for member, tps in self.current.items():
             for tp in list(tps):
-                if tp[0] not in self.subscribed[member]:
+                if tp[0] not in self.subscribed[member] or self.racks.mismatch(member, tp):
                     tps.remove(tp)
                     self.revocation_required = True
                 else:
@@ -218,12 +216,14 @@ class _General:
 
     def _balance(self, all_sorted: list[TopicPartition], unassigned: list[TopicPartition]) -> None:
         initializing = not self.current[self._sorted_members()[-1]]
-        for tp in unassigned:
-            if not self.consumers_of[tp[0]]:
-                continue
-            member = next((m for m in self._sorted_members() if tp[0] in self.topics_of[m]), None)
-            if member is not None:
-                self.current[member].append(tp)
+        to_assign = list(unassigned)
+        if self.racks.consumer:  # first the least loaded member on one of the partition's racks
+            for tp in list(to_assign):
+                if self.consumers_of[tp[0]] and self._assign_least_loaded(tp, self.racks):
+                    to_assign.remove(tp)
+        for tp in to_assign:
+            if self.consumers_of[tp[0]]:
+                self._assign_least_loaded(tp, None)
         fixed_topics = {t for t, cs in self.consumers_of.items() if len(cs) < 2}
         all_sorted = [tp for tp in all_sorted if tp[0] not in fixed_topics]
         unassigned = [tp for tp in unassigned if tp[0] not in fixed_topics]
@@ -235,6 +235,14 @@ class _General:
         if not initializing and performed and _score(self.current) >= _score(before):
             self.current = before
         self.current.update(fixed)
+
+    def _assign_least_loaded(self, tp: TopicPartition, racks: StickyRacks | None) -> bool:
+        """maybeAssignPartition: to the least loaded member that subscribes (on tp's racks, with racks)."""
+        for member in self._sorted_members():
+            if tp[0] in self.topics_of[member] and (racks is None or not racks.mismatch(member, tp)):
+                self.current[member].append(tp)
+                return True
+        return False
 
     def _max_size(self, member: str) -> int:
         return sum(self.partitions[t] for t in self.topics_of[member])
@@ -282,15 +290,23 @@ class _General:
                         self._reassign(tp, member, before[0])
                         performed = modified = True
                         continue
-                for other in self.consumers_of[tp[0]]:  # the leader's HashMap order of members
-                    if other not in self.current:
-                        raise _java_npe(tp, other)
-                    if len(self.current[member]) > len(self.current[other]) + 1:
-                        target = next(m for m in self._sorted_members() if tp[0] in self.topics_of[m])
-                        self._reassign(tp, member, target)
-                        performed = modified = True
-                        break
+                if self._move_to_lighter(tp, member, self.racks.mates(tp, member, self.consumers_of[tp[0]])):
+                    performed = modified = True
+                elif self._move_to_lighter(tp, member, self.consumers_of[tp[0]]):
+                    performed = modified = True
         return performed
+
+    def _move_to_lighter(self, tp: TopicPartition, member: str, others: list[str]) -> bool:
+        """Move tp to the least loaded member that subscribes when one of `others` (the leader's HashMap
+        order of members) has two or more fewer partitions than its owner."""
+        for other in others:
+            if other not in self.current:
+                raise _java_npe(tp, other)
+            if len(self.current[member]) > len(self.current[other]) + 1:
+                target = next(m for m in self._sorted_members() if tp[0] in self.topics_of[m])
+                self._reassign(tp, member, target)
+                return True
+        return False
 
     def _reassign(self, tp: TopicPartition, old: str, new: str) -> None:
         """PartitionMovements.getTheActualPartitionToBeMoved: undo an earlier move back the other way

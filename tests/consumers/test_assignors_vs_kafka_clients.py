@@ -129,7 +129,7 @@ def random_racked_group(rng: random.Random, strategy: str):
     """A group whose members send racks and whose partitions' replicas sit on racks: all racks now and
     then (the rack-aware path stays off), a rackless replica or none at all sometimes."""
     topics, members = random_group(rng, strategy)
-    if "sticky" in strategy and rng.random() < 0.6:  # the constrained builder: equal subscriptions
+    if "sticky" in strategy and rng.random() < 0.5:  # the constrained builder: equal subscriptions
         for member in members:
             member.topics = members[0].topics
     everywhere = rng.random() < 0.15
@@ -176,8 +176,7 @@ def racked_ours(strategy, topics, members, replica_racks) -> dict[str, list]:
 
 
 def test_every_rack_aware_assignment_equals_kafka_clients(oracle):
-    """Range with racks, and the sticky assignors' path for equal subscriptions with racks, equal Java's;
-    the sticky assignors' general path with racks on is refused, never guessed."""
+    """Range and the sticky assignors (equal and unequal subscriptions) with racks equal Java's."""
     rng = random.Random("52-racks")
     strategies = ("range", STICKY, COOPERATIVE_STICKY)
     cases = [(s, *random_racked_group(rng, s)) for _ in range(rounds(ci=150, full=1000)) for s in strategies]
@@ -189,8 +188,8 @@ def test_every_rack_aware_assignment_equals_kafka_clients(oracle):
     for case, answer in zip(cases, lines, strict=True):
         try:
             mine = {m: sorted(tps) for m, tps in racked_ours(*case).items()}
-        except AssignmentError as exc:
-            assert "rack-aware" in str(exc) or "kafka-clients fails" in str(exc), str(exc)
+        except AssignmentError as exc:  # kafka-clients fails this rebalance: the plan refuses it too
+            assert "kafka-clients fails" in str(exc) and answer.startswith("!"), (str(exc), answer)
             refused[case[0]] += 1
             continue
         assert not answer.startswith("!"), (answer, racked_line(*case))
@@ -199,6 +198,5 @@ def test_every_rack_aware_assignment_equals_kafka_clients(oracle):
             member, _, tps = entry.partition("=")
             java[member] = sorted((t, int(p)) for t, p in (x.split("@") for x in tps.split(",") if x))
         assert mine == java, racked_line(*case)
-    print(f"{len(cases)} cases, refused {dict(refused)}")
-    assert refused["range"] == 0
-    assert sum(refused.values()) < len(cases) // 5
+    print(f"{len(cases)} cases, kafka-clients failed {dict(refused)}")
+    assert sum(refused.values()) < len(cases) // 10

@@ -13,10 +13,11 @@ nothing (a join is not predicted: the newcomer's member id, which decides its pl
 before). CI runs 3 steps per case; the exhaustive tier 20. librdkafka's sticky assignors are refused in
 one line.
 
-Racks (KIP-881): on two brokers with broker.rack r1 and r2 (a topic's partitions spread over both),
-Java consumers with client.rack r1 and r2 in range, sticky and cooperative-sticky groups: the plan of the
-settled group moves nothing and the plan before a member leaves is what the group ends up with; for
-range, where the rack-blind ranges differ from what the consumers hold, the racks decided.
+Racks (KIP-881): on two brokers with broker.rack r1 and r2 (a topic's partitions spread over both), Java
+consumers with client.rack r1 and r2 in range, sticky (equal subscriptions) and cooperative-sticky
+(unequal ones) groups: the plan of the settled group moves nothing and the plan before a member leaves
+is what the group ends up with; for range, where the rack-blind ranges differ from what the consumers
+hold, the racks decided.
 """
 
 from __future__ import annotations
@@ -369,8 +370,9 @@ def test_the_plan_with_racks_predicts_what_java_consumers_end_up_with(racked_clu
     rack_decided = 0
     try:
         for rack in ("r1", "r2", "r1", "r2"):
-            # sticky: equal subscriptions (the path ktool models with racks); range: random ones
-            topics = tuple(names) if "sticky" in assignor else tuple(sorted(rng.sample(names, 2)))
+            # sticky: equal subscriptions (ConstrainedAssignmentBuilder); range and cooperative-sticky
+            # random ones (cooperative-sticky: GeneralAssignmentBuilder)
+            topics = tuple(names) if assignor == "sticky" else tuple(sorted(rng.sample(names, 2)))
             group.join(topics, rack)
             owners = group.settle()
             predicted, summary = plan(racked_cluster, group.name)
