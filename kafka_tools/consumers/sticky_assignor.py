@@ -166,10 +166,11 @@ def _previous_owners(
 
 
 class _General:
-    """GeneralAssignmentBuilder without racks: keep what each member owns and may still own, give each
-    unassigned partition to the least loaded member that can take it, then move partitions from
-    members with two or more than another that could take them (back to their previous owner when
-    that balances), undone when the balance score does not improve."""
+    """GeneralAssignmentBuilder: keep what each member owns and may still own (on its rack, with racks),
+    give each unassigned partition to the least loaded member that can take it (on its racks first),
+    then move partitions from members with two or more than another that could take them (back to
+    their previous owner when that balances; a lighter member on its racks first), undone when the
+    balance score does not improve."""
 
     def __init__(
         self,

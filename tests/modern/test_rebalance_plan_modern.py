@@ -99,6 +99,8 @@ class RdMember:
             )
         else:
             conf["group.remote.assignor"] = group.assignor
+        if rack:
+            conf["client.rack"] = rack
         self.consumer = Consumer(conf)
         self.consumer.subscribe(list(topics))
         self.topics = topics
@@ -388,3 +390,19 @@ def test_the_plan_with_racks_predicts_what_java_consumers_end_up_with(racked_clu
     finally:
         group.close()
     assert assignor != "range" or rack_decided > 0
+
+
+def test_librdkafkas_range_with_racks_that_decide_is_refused_in_one_line(racked_cluster):
+    group = Group(racked_cluster, "classic", "librdkafka", "range", [], "-racks")
+    try:
+        group.join(tuple(sorted(group.topics)), "r1")
+        group.join(tuple(sorted(group.topics)), "r2")
+        group.settle()
+        result = run_ktool(
+            "groups", "rebalance-plan", "--bootstrap-server", racked_cluster.bootstrap, group.name
+        )
+    finally:
+        group.close()
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "librdkafka's range assignor, whose rack-aware path" in lines[0], result.output
