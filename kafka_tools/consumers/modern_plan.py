@@ -74,8 +74,8 @@ def read_live_group(broker, group: str) -> LiveGroup:
     live = LiveGroup(group, view.type or CLASSIC, assignor, members, current, partitions, targets, view.state)
     if assignor == UNIFORM:
         live.topic_ids = dict(broker.topic_ids(partitions))
-    if live.type == CLASSIC and any(m.rack for m in members):
-        live.replica_racks = broker.replica_racks(partitions)
+    if live.type == CLASSIC and assignor != "roundrobin" and any(m.rack for m in members):
+        live.replica_racks = broker.replica_racks(partitions)  # roundrobin reads no racks
     return live
 
 
