@@ -406,3 +406,36 @@ def test_librdkafkas_range_with_racks_that_decide_is_refused_in_one_line(racked_
     assert result.exit_code == 1, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "librdkafka's range assignor, whose rack-aware path" in lines[0], result.output
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("assignor", ["range", "sticky", "cooperative-sticky"])
+def test_the_plan_with_racks_predicts_20_seeded_steps(racked_cluster, assignor, tmp_path):
+    """20 seeded joins (a random rack each; sticky with equal subscriptions, the others random ones)
+    and leaves, each planned before and checked after."""
+    java = group_member_command(racked_cluster.release, tmp_path)
+    rng = random.Random(f"racks-20-{assignor}")
+    group = Group(racked_cluster, "classic", "java", assignor, java, "-racks20")
+    names = sorted(group.topics)
+    steps = []
+    try:
+        for step in range(20):
+            if len(group.members) < 2 or (len(group.members) < 4 and rng.random() < 0.5):
+                random_topics = tuple(sorted(rng.sample(names, rng.randint(1, len(names)))))
+                group.join(tuple(names) if assignor == "sticky" else random_topics, rng.choice(["r1", "r2"]))
+                owners = group.settle()
+                predicted, summary = plan(racked_cluster, group.name)
+                assert summary["moves"] == 0 and predicted == owners, (step, summary, predicted, owners)
+                assert any(r.startswith("racks: members send") for r in summary["reasons"]), summary
+                steps.append("joined")
+            else:
+                leaving = rng.choice(sorted(group.members))
+                predicted, summary = plan(racked_cluster, group.name, "--remove-member", leaving)
+                group.leave(leaving)
+                owners = group.settle()
+                assert predicted == owners, (step, summary, predicted, owners)
+                steps.append("left")
+    finally:
+        group.close()
+    print(racked_cluster.release.version, assignor, steps)
+    assert len(steps) == 20
