@@ -493,6 +493,39 @@ class Broker:
             )
         return described
 
+    def replica_racks(self, topics: Iterable[str]) -> dict[tuple[str, int], frozenset[str]]:
+        """Each partition's replica racks, as a classic group's leader reads them for KIP-881's rack-aware
+        assignors: the replicas from the Metadata response, each broker's `broker.rack` from
+        DescribeCluster (Kafka 2.8+). A replica on a broker without a rack (or not alive) adds none."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        wanted = set(topics)
+        admin, timeout = self._admin(), self.config.timeout
+        if self.before_0_10:
+            raise InputError(
+                f"broker {self.config.bootstrap}: no DescribeCluster to learn the brokers' racks"
+            )
+        try:
+            nodes = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout + 5).nodes
+            metadata = admin.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if isinstance(err, KafkaError) and err.code() == KafkaError._UNSUPPORTED_FEATURE:
+                where = f"broker {self.config.bootstrap}"
+                raise InputError(
+                    f"{where}: no DescribeCluster (Kafka 2.8+) to learn the brokers' racks"
+                ) from None
+            raise self._error("cannot read the brokers' racks", exc) from None
+        except TimeoutError:
+            raise self._no_answer("no answer to DescribeCluster") from None
+        rack = {n.id: n.rack for n in nodes if n.rack}
+        return {
+            (name, p.id): frozenset(rack[r] for r in p.replicas if r in rack)
+            for name, t in metadata.topics.items()
+            if name in wanted and not t.error
+            for p in t.partitions.values()
+        }
+
     def topic_ids(self, topics: Iterable[str]) -> dict[str, tuple[int, int]]:
         """Each topic's id as its two longs (DescribeTopicPartitions / Metadata): the broker's uniform
         assignor orders topics by their ids' hashes. A topic that cannot be described is left out."""

@@ -7,6 +7,11 @@ Classic groups are assigned by their leader, a client: `range`, `roundrobin`, `s
 from DescribeGroups). Consumer groups (KIP-848) are assigned by the broker (`group.consumer.assignors`,
 ConsumerGroupDescribe names the one in use). The plan says which assignor and implementation it ran, and
 why; what ktool does not model is refused in one line (exit 1), never guessed.
+
+Racks (KIP-881): when a classic group's members send `client.rack`, the partitions' replica racks are read
+from the brokers (Metadata's replicas, DescribeCluster's `broker.rack`) and kafka-clients' range and
+sticky assignors are run with them (rack_awareness.py); a consumer group's members' racks change nothing
+(the broker's assignors read none in Kafka 4.4.0).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from kafka_tools.consumers.classic_member import member_from_metadata as _member
 from kafka_tools.consumers.coordinated import group_view
 from kafka_tools.consumers.groups import GroupNotFoundError
 from kafka_tools.consumers.member_order import BROKER, DESCRIBED, JAVA, LIBRDKAFKA
+from kafka_tools.consumers.rack_awareness import ReplicaRacks
 from kafka_tools.consumers.range_assignor import range_assign
 from kafka_tools.consumers.rebalance import Move, RebalancePlan
 from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
@@ -53,6 +59,8 @@ class LiveGroup:
     targets: dict[str, list[TopicPartition]] = field(default_factory=dict)  # a consumer group's
     state: str = "STABLE"
     topic_ids: dict[str, str | tuple[int, int]] = field(default_factory=dict)
+    # each partition's replica racks, read when a classic group's members send racks (KIP-881)
+    replica_racks: dict[TopicPartition, frozenset[str]] | None = None
 
 
 def read_live_group(broker, group: str) -> LiveGroup:
@@ -73,6 +81,8 @@ def read_live_group(broker, group: str) -> LiveGroup:
     live = LiveGroup(group, view.type or CLASSIC, assignor, members, current, partitions, targets, view.state)
     if assignor == UNIFORM:
         live.topic_ids = dict(broker.topic_ids(partitions))
+    if live.type == CLASSIC and assignor != "roundrobin" and any(m.rack for m in members):
+        live.replica_racks = broker.replica_racks(partitions)  # roundrobin reads no racks
     return live
 
 
@@ -147,17 +157,13 @@ def plan_live_group(
     assignor, reasons = _assignor(live, strategy)
     impl, why = _implementation(live, implementation)
     reasons.append(f"implementation: {DESCRIBED[impl]}, because {why}")
-    warnings = [
-        f"member {m.member_id} sends rack {m.rack}: planned without racks (KIP-881)"
-        for m in members
-        if m.rack
-    ]
+    warnings: list[str] = []
+    racks = _racks(live, members, partitions, assignor, impl, reasons, warnings)
     if assignor == UNIFORM:
         proposed = _uniform(live, members, partitions, warnings)
     else:
-        proposed = _assign(
-            assignor, impl, _as_rejoining(live, members, assignor, reasons), partitions, warnings
-        )
+        rejoining = _as_rejoining(live, members, assignor, reasons)
+        proposed = _assign(assignor, impl, rejoining, partitions, warnings, racks=racks)
     return _plan(live, members, partitions, proposed, assignor, impl, reasons, warnings)
 
 
@@ -210,6 +216,53 @@ def _implementation(live: LiveGroup, override: str | None) -> tuple[str, str]:
     return leader_library(live.members)
 
 
+def _racks(
+    live: LiveGroup,
+    members: list[ClassicMember],
+    partitions: dict[str, int],
+    assignor: str,
+    impl: str,
+    reasons: list[str],
+    warnings: list[str],
+) -> ReplicaRacks | None:
+    """The replica racks the assignor reads, None when racks change nothing; refused where they would
+    decide and ktool cannot say how."""
+    racked = sorted({m.rack for m in members if m.rack})
+    if not racked:
+        return None
+    if live.type == CONSUMER or assignor == "roundrobin":
+        owner = "the broker's" if live.type == CONSUMER else "the"
+        reasons.append(f"racks: the members' racks change nothing: {owner} {assignor} assignor reads none")
+        return None
+    if live.replica_racks is None:
+        raise AssignmentError(
+            f"group {live.group}: members send racks (KIP-881) and the partitions' replica racks are unknown"
+        )
+    subscribed = {t for m in members for t in m.topics}
+    grown = sorted(t for t in subscribed if partitions.get(t, 0) > live.partitions.get(t, 0))
+    if grown:
+        raise AssignmentError(
+            f"--partitions {', '.join(grown)}: members send racks (KIP-881), and a partition that does not "
+            "exist yet has no replicas whose racks the assignor would match"
+        )
+    replica = {r for tp, rs in live.replica_racks.items() if tp[0] in subscribed for r in rs}
+    if impl == LIBRDKAFKA and assignor == "range" and replica & set(racked):
+        raise AssignmentError(
+            "the group's leader runs librdkafka's range assignor, whose rack-aware path (librdkafka 2.3+) "
+            f"ktool does not model, and members' racks ({', '.join(racked)}) hold replicas"
+        )
+    reasons.append(
+        f"racks: members send {', '.join(racked)}; replicas are on {', '.join(sorted(replica)) or 'no rack'} "
+        "(the brokers' broker.rack), as kafka-clients' rack-aware assignors match them (KIP-881)"
+    )
+    warnings += [
+        f"member {m.member_id} is added without a rack: the others' racks are matched, not its own"
+        for m in members
+        if not m.rack and m.member_id not in {x.member_id for x in live.members}
+    ]
+    return live.replica_racks
+
+
 def _as_rejoining(
     live: LiveGroup, members: list[ClassicMember], assignor: str, reasons: list[str]
 ) -> list[ClassicMember]:
@@ -239,13 +292,14 @@ def _assign(
     partitions: dict[str, int],
     warnings: list[str],
     reading: str = "",
+    racks: ReplicaRacks | None = None,
 ) -> dict[str, list[TopicPartition]]:
     if assignor == "range":
-        return range_assign(members, partitions, impl)
+        return range_assign(members, partitions, impl, racks)
     if assignor == "roundrobin":
         return roundrobin_assign(members, partitions, impl)
     if assignor in (STICKY, COOPERATIVE_STICKY) and impl == JAVA:
-        result = sticky_assign(members, partitions, reading or assignor)
+        result = sticky_assign(members, partitions, reading or assignor, racks)
         warnings += result.warnings
         if assignor == COOPERATIVE_STICKY and result.transferring:
             warnings.append(
@@ -294,6 +348,7 @@ def _uniform(
         targets,
         partitions,
         java_uuid_order(live.topic_ids, subscribed),
+        live.topic_ids,
     )
 
 

@@ -9,8 +9,15 @@ data); StickyAssignor reads both from its user data (the eager protocol owns not
 A partition claimed by two members goes to the higher generation; by two of the same generation, to
 neither (it is reassigned as new).
 
-Not modelled: racks, and librdkafka's sticky assignor (its own port of the older general algorithm, with
-its own maps' orders): refused in one line by the plan.
+Racks (KIP-881): the path for equal subscriptions is modelled with them (an owned partition off the
+member's rack is not kept; the unassigned partitions are dealt fewest rack-local members first, each
+first to an unfilled member on one of its replica racks, then round-robin). Note that the ordering by
+rack-local members happens whenever some member sends a rack, even when the rack-aware path is off.
+The general path (unequal subscriptions) with racks: an owned partition off the member's rack is
+revoked, unassigned partitions go first to the least loaded member on their racks, and balancing moves a
+partition to a lighter member on its racks before any other lighter member. Not modelled: librdkafka's
+sticky assignor (its own port of the older general algorithm, with its own maps' orders): refused in one
+line by the plan.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from kafka_tools.consumers.classic_member import (
     cooperative_generation,
     sticky_user_data,
 )
+from kafka_tools.consumers.rack_awareness import ReplicaRacks, StickyRacks, sticky_rack_info
 from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_string_key
 
 STICKY = "sticky"
@@ -59,8 +67,14 @@ def _tp_java(tp: TopicPartition) -> tuple[bytes, int]:
     return java_string_key(tp[0]), tp[1]
 
 
-def sticky_assign(members: list[ClassicMember], partitions: Mapping[str, int], strategy: str) -> StickyResult:
-    """kafka-clients' sticky or cooperative-sticky assignment of `members`."""
+def sticky_assign(
+    members: list[ClassicMember],
+    partitions: Mapping[str, int],
+    strategy: str,
+    replica_racks: ReplicaRacks | None = None,
+) -> StickyResult:
+    """kafka-clients' sticky or cooperative-sticky assignment of `members`; `replica_racks` each
+    partition's replica racks (KIP-881), None when no member sends a rack."""
     if not members:
         return StickyResult({})
     topics = set(members[0].topics)
@@ -69,12 +83,13 @@ def sticky_assign(members: list[ClassicMember], partitions: Mapping[str, int], s
     ids, collided = java_hashmap_order([m.member_id for m in members], java_string_hash)
     by_id = {m.member_id: m for m in members}
     owned, multiple = _owned_partitions(ids, by_id, all_topics, strategy)
+    racks = sticky_rack_info(members, all_topics, replica_racks)
     if all(set(m.topics) == topics for m in members):
-        builder = _Constrained(ids, all_topics, owned, multiple)
+        builder = _Constrained(ids, all_topics, owned, multiple, racks)
         result = StickyResult(builder.build(), builder.transferring)
     else:
         prev = _previous_owners(ids, by_id, all_topics, strategy)
-        assignment = _General({m: by_id[m] for m in ids}, all_topics, owned, prev).build()
+        assignment = _General({m: by_id[m] for m in ids}, all_topics, owned, prev, racks).build()
         result = StickyResult(assignment, _transferring(by_id, assignment, strategy))
     if collided:
         result.warnings.append(
@@ -151,10 +166,11 @@ def _previous_owners(
 
 
 class _General:
-    """GeneralAssignmentBuilder without racks: keep what each member owns and may still own, give each
-    unassigned partition to the least loaded member that can take it, then move partitions from
-    members with two or more than another that could take them (back to their previous owner when
-    that balances), undone when the balance score does not improve."""
+    """GeneralAssignmentBuilder: keep what each member owns and may still own (on its rack, with racks),
+    give each unassigned partition to the least loaded member that can take it (on its racks first),
+    then move partitions from members with two or more than another that could take them (back to
+    their previous owner when that balances; a lighter member on its racks first), undone when the
+    balance score does not improve."""
 
     def __init__(
         self,
@@ -162,8 +178,9 @@ class _General:
         partitions: Mapping[str, int],
         owned: dict[str, list[TopicPartition]],
         prev: dict[TopicPartition, tuple[str, int]],
+        racks: StickyRacks,
     ) -> None:
-        self.partitions, self.prev = partitions, prev
+        self.partitions, self.prev, self.racks = partitions, prev, racks
         self.topics_of = {m: [t for t in by_id[m].topics if t in partitions] for m in by_id}
         self.consumers_of = {t: [m for m in by_id if t in self.topics_of[m]] for t in partitions}
         self.current = {m: list(owned.get(m, [])) for m in by_id}
@@ -185,7 +202,7 @@ class _General:
         assigned = []
         for member, tps in self.current.items():
             for tp in list(tps):
-                if tp[0] not in self.subscribed[member]:
+                if tp[0] not in self.subscribed[member] or self.racks.mismatch(member, tp):
                     tps.remove(tp)
                     self.revocation_required = True
                 else:
@@ -200,12 +217,14 @@ class _General:
 
     def _balance(self, all_sorted: list[TopicPartition], unassigned: list[TopicPartition]) -> None:
         initializing = not self.current[self._sorted_members()[-1]]
-        for tp in unassigned:
-            if not self.consumers_of[tp[0]]:
-                continue
-            member = next((m for m in self._sorted_members() if tp[0] in self.topics_of[m]), None)
-            if member is not None:
-                self.current[member].append(tp)
+        to_assign = list(unassigned)
+        if self.racks.consumer:  # first the least loaded member on one of the partition's racks
+            for tp in list(to_assign):
+                if self.consumers_of[tp[0]] and self._assign_least_loaded(tp, self.racks):
+                    to_assign.remove(tp)
+        for tp in to_assign:
+            if self.consumers_of[tp[0]]:
+                self._assign_least_loaded(tp, None)
         fixed_topics = {t for t, cs in self.consumers_of.items() if len(cs) < 2}
         all_sorted = [tp for tp in all_sorted if tp[0] not in fixed_topics]
         unassigned = [tp for tp in unassigned if tp[0] not in fixed_topics]
@@ -217,6 +236,14 @@ class _General:
         if not initializing and performed and _score(self.current) >= _score(before):
             self.current = before
         self.current.update(fixed)
+
+    def _assign_least_loaded(self, tp: TopicPartition, racks: StickyRacks | None) -> bool:
+        """maybeAssignPartition: to the least loaded member that subscribes (on tp's racks, with racks)."""
+        for member in self._sorted_members():
+            if tp[0] in self.topics_of[member] and (racks is None or not racks.mismatch(member, tp)):
+                self.current[member].append(tp)
+                return True
+        return False
 
     def _max_size(self, member: str) -> int:
         return sum(self.partitions[t] for t in self.topics_of[member])
@@ -264,15 +291,23 @@ class _General:
                         self._reassign(tp, member, before[0])
                         performed = modified = True
                         continue
-                for other in self.consumers_of[tp[0]]:  # the leader's HashMap order of members
-                    if other not in self.current:
-                        raise _java_npe(tp, other)
-                    if len(self.current[member]) > len(self.current[other]) + 1:
-                        target = next(m for m in self._sorted_members() if tp[0] in self.topics_of[m])
-                        self._reassign(tp, member, target)
-                        performed = modified = True
-                        break
+                if self._move_to_lighter(tp, member, self.racks.mates(tp, member, self.consumers_of[tp[0]])):
+                    performed = modified = True
+                elif self._move_to_lighter(tp, member, self.consumers_of[tp[0]]):
+                    performed = modified = True
         return performed
+
+    def _move_to_lighter(self, tp: TopicPartition, member: str, others: list[str]) -> bool:
+        """Move tp to the least loaded member that subscribes when one of `others` (the leader's HashMap
+        order of members) has two or more fewer partitions than its owner."""
+        for other in others:
+            if other not in self.current:
+                raise _java_npe(tp, other)
+            if len(self.current[member]) > len(self.current[other]) + 1:
+                target = next(m for m in self._sorted_members() if tp[0] in self.topics_of[m])
+                self._reassign(tp, member, target)
+                return True
+        return False
 
     def _reassign(self, tp: TopicPartition, old: str, new: str) -> None:
         """PartitionMovements.getTheActualPartitionToBeMoved: undo an earlier move back the other way
@@ -324,8 +359,9 @@ def _score(assignment: Mapping[str, list[TopicPartition]]) -> int:
 
 
 class _Constrained:
-    """ConstrainedAssignmentBuilder without racks: owned partitions kept up to the quotas, the rest
-    dealt round-robin over the members still under quota (sorted by member id)."""
+    """ConstrainedAssignmentBuilder: owned partitions kept up to the quotas (those on the member's rack
+    when the rack-aware path is on), the rest dealt first to unfilled members on their racks, then
+    round-robin over the members still under quota (sorted by member id)."""
 
     def __init__(
         self,
@@ -333,8 +369,10 @@ class _Constrained:
         all_topics: Mapping[str, int],
         owned: dict[str, list[TopicPartition]],
         multiple: set[TopicPartition],
+        racks: StickyRacks,
     ) -> None:
         self.ids, self.all_topics, self.owned, self.multiple = ids, all_topics, owned, multiple
+        self.racks = racks
         total = sum(all_topics.values())
         self.min_quota, extra = divmod(total, len(ids))
         self.max_quota = self.min_quota + (1 if extra else 0)
@@ -358,13 +396,19 @@ class _Constrained:
         ]
         self.under.sort(key=java_string_key)
         self.exactly.sort(key=java_string_key)
+        if self.racks.local_members:  # a stable sort: fewest members on the partition's racks first
+            unassigned.sort(key=lambda tp: self.racks.local_members.get(tp, 0))
+        self._assign_rack_aware_round_robin(unassigned)
         self._assign_round_robin(unassigned)
         self._verify()
         return self.assignment
 
     def _assign_owned(self) -> None:
         for member in self.ids:
-            owned = sorted(self.owned[member], key=lambda tp: (tp[1], java_string_key(tp[0])))
+            mismatched = [tp for tp in self.owned[member] if self.racks.mismatch(member, tp)]
+            self.maybe_revoked.update((tp, member) for tp in mismatched)
+            owned = [tp for tp in self.owned[member] if tp not in set(mismatched)]
+            owned = sorted(owned, key=lambda tp: (tp[1], java_string_key(tp[0])))
             owned = [tp for tp in owned if tp not in self.multiple]
             mine = self.assignment[member]
             if len(owned) < self.min_quota:
@@ -384,6 +428,38 @@ class _Constrained:
                 self.maybe_revoked.update((tp, member) for tp in owned[self.min_quota :])
                 if self.current_over < self.expected_over:
                     self.exactly.append(member)
+
+    def _assign_rack_aware_round_robin(self, unassigned: list[TopicPartition]) -> None:
+        """assignRackAwareRoundRobin: each partition to the next unfilled member on its racks (under
+        minQuota first, round the list; else the first at minQuota); what it places leaves `unassigned`."""
+        if not self.racks.consumer:
+            return
+        next_under = 0
+        for tp in list(unassigned):
+            member = None
+            index = self.racks.next_member(tp, self.under, next_under)
+            if index >= 0:
+                member = self.under[index]
+                count = len(self.assignment[member]) + 1
+                if count >= self.min_quota:
+                    self.under.remove(member)
+                    if count < self.max_quota and self.current_over < self.expected_over:
+                        self.exactly.append(member)
+                else:
+                    index += 1
+                next_under = index % len(self.under) if self.under else 0
+            elif self.exactly:
+                first = self.racks.next_member(tp, self.exactly, 0)
+                if first >= 0:
+                    member = self.exactly[first]
+                    if len(self.assignment[member]) + 1 == self.max_quota:
+                        del self.exactly[first]
+                        self.current_over += 1
+                        if self.current_over == self.expected_over:
+                            self.exactly.clear()
+            if member is not None:
+                self._assign_new(tp, member)
+                unassigned.remove(tp)
 
     def _assign_round_robin(self, unassigned: list[TopicPartition]) -> None:
         at = 0  # a Java iterator over `under`: `at` is the next element, remove() drops the one before

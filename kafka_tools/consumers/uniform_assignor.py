@@ -1,6 +1,8 @@
 """The broker's `uniform` assignor for consumer groups (KIP-848; group-coordinator UniformAssignor, the
-first of `group.consumer.assignors` and so the default), on the path it takes when every member
-subscribes to the same topics (UniformHomogeneousAssignmentBuilder, apache/kafka as of October 2024).
+first of `group.consumer.assignors` and so the default). When every member subscribes to the same topics
+(the group's subscription type is HOMOGENEOUS) it runs UniformHomogeneousAssignmentBuilder, modelled here
+(apache/kafka as of October 2024, checked against 4.4.0's bytecode); otherwise
+UniformHeterogeneousAssignmentBuilder, modelled in uniform_heterogeneous.py.
 
 Each member, in the group's member order, keeps what its target assignment holds of the subscribed
 topics up to its quota (total / members, one more while extra slots remain; Kafka 4.4.0 gives an
@@ -13,8 +15,10 @@ revoked ones.
 The orders are Java's: the members are a HashMap keyed by member id (TargetAssignmentBuilder), the
 subscribed topics a HashSet of topic ids (Uuid.hashCode), a member's assignment a map keyed by topic id;
 format/java_hash.py's `java_hashmap_order` reproduces them (partitions of a topic are taken by number:
-a HashSet of small integers iterates so). Members subscribing to different topics
-(UniformHeterogeneousAssignmentBuilder) are refused in one line.
+a HashSet of small integers iterates so).
+
+Racks: Kafka 4.4.0's uniform and range assignors read none (no class of group-coordinator's assignor
+package asks SubscribedTopicDescriber.racksForPartition), so a member's rack changes nothing here.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Mapping, Sequence
 
 from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import TopicPartition
+from kafka_tools.consumers.uniform_heterogeneous import heterogeneous_assign
 from kafka_tools.format.java_hash import java_hashmap_order, java_uuid_hash
 
 UNIFORM = "uniform"
@@ -43,20 +48,24 @@ def uniform_assign(
     targets: Mapping[str, TopicAssignment],
     partitions: Mapping[str, int],
     topic_order: Sequence[str],
+    topic_ids: Mapping[str, str | tuple[int, int]] | None = None,
 ) -> dict[str, list[TopicPartition]]:
     """Member id -> its new target assignment. `member_ids` and `topic_order` (the subscribed topics)
-    are in Java's iteration orders; `targets` each member's current target assignment in its map's order."""
+    are in Java's iteration orders; `targets` each member's current target assignment in its map's order.
+    Members subscribing to different topics take the heterogeneous path, which orders topics by id
+    (`topic_ids`)."""
     if not member_ids:
         return {}
     topics = set(subscriptions[member_ids[0]])
-    if any(set(subscriptions[m]) != topics for m in member_ids):
-        raise AssignmentError(
-            "uniform: the members subscribe to different topics; ktool models only the path the broker's "
-            "uniform assignor takes when every member subscribes to the same topics"
-        )
-    missing = sorted(t for t in topics if t not in partitions)
+    everyone = {t for m in member_ids for t in subscriptions[m]}
+    missing = sorted(t for t in everyone if t not in partitions)
     if missing:
         raise AssignmentError(f"uniform: members subscribe to {', '.join(missing)}, which does not exist")
+    if any(set(subscriptions[m]) != topics for m in member_ids):
+        if topic_ids is None:
+            raise AssignmentError("uniform: the members subscribe to different topics and no topic ids given")
+        held = {m: {t: list(ps) for t, ps in targets.get(m, ())} for m in member_ids}
+        return heterogeneous_assign(member_ids, subscriptions, held, partitions, topic_ids)
     held = {(t, p) for m in member_ids for t, ps in targets.get(m, ()) for p in ps}
     unassigned = [(t, p) for t in topic_order for p in range(partitions[t]) if (t, p) not in held]
     total = sum(partitions[t] for t in topics)

@@ -1,6 +1,7 @@
 """Java's hashes as Kafka computes them where a partition or an order depends on them: `String.hashCode`
-(RoundRobinAssignor's order, the coordinators' `partitionFor`), `Utils.abs(hashCode) % n`, `Uuid.hashCode`,
-and the iteration order of a `java.util.HashMap` (the sticky and uniform assignors walk one).
+(RoundRobinAssignor's order, the coordinators' `partitionFor`), `Utils.abs(hashCode) % n`, `Uuid.hashCode`
+and `Uuid.compareTo`, and the iteration order of a `java.util.HashMap` (the sticky and uniform assignors
+walk one).
 
 One home (with `remote_log_partitioner.murmur2` for the murmur2 side) so that the assignors and the
 transaction coordinator cannot drift apart.
@@ -38,13 +39,28 @@ def partition_for(key: str, partitions: int) -> int:
     return (0 if h == INT32_MIN else abs(h)) % partitions
 
 
+def _uuid_longs(uuid: str | tuple[int, int]) -> tuple[int, int]:
+    if isinstance(uuid, str):
+        return struct.unpack(">qq", base64.urlsafe_b64decode(uuid + "=="))
+    return uuid
+
+
+def java_uuid_key(uuid: str | tuple[int, int]) -> tuple[int, int]:
+    """A sort key ordering Uuids as `Uuid.compareTo` does: most significant long, then least, both
+    compared as signed longs (a Uuid given as longs is taken as Java's signed pair)."""
+    msb, lsb = _uuid_longs(uuid)
+    return _signed64(msb), _signed64(lsb)
+
+
+def _signed64(x: int) -> int:
+    x &= 0xFFFFFFFFFFFFFFFF
+    return x - (1 << 64) if x & (1 << 63) else x
+
+
 def java_uuid_hash(uuid: str | tuple[int, int]) -> int:
     """`Uuid.hashCode` of a Uuid as Kafka prints it (URL-safe base64 of 16 bytes, unpadded) or as its two
     longs (most, least significant): the longs xored, then the halves of that xored, as a signed int32."""
-    if isinstance(uuid, str):
-        msb, lsb = struct.unpack(">qq", base64.urlsafe_b64decode(uuid + "=="))
-    else:
-        msb, lsb = uuid
+    msb, lsb = _uuid_longs(uuid)
     x = (msb ^ lsb) & 0xFFFFFFFFFFFFFFFF
     h = ((x >> 32) ^ x) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h

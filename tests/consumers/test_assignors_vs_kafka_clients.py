@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import struct
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,85 @@ def test_every_assignment_equals_kafka_clients(oracle):
         assert mine == java, line(*case)
     print(f"{len(cases)} cases, kafka-clients failed {failures}")
     assert failures < len(cases) // 10
+
+
+# --- racks (KIP-881): members with client.rack, replicas on racks ---------------------------------------
+
+RACKS = ("r0", "r1", "r2")
+
+
+def random_racked_group(rng: random.Random, strategy: str):
+    """A group whose members send racks and whose partitions' replicas sit on racks: all racks now and
+    then (the rack-aware path stays off), a rackless replica or none at all sometimes."""
+    topics, members = random_group(rng, strategy)
+    if "sticky" in strategy and rng.random() < 0.5:  # the constrained builder: equal subscriptions
+        for member in members:
+            member.topics = members[0].topics
+    everywhere = rng.random() < 0.15
+    replica_racks = {}
+    for t, n in topics.items():
+        for p in range(n):
+            if everywhere:
+                racks = set(RACKS)
+            else:
+                racks = set(rng.sample(RACKS, rng.choice([0, 1, 1, 2, 2, 3])))
+            if rng.random() < 0.05:
+                racks.add("~")  # a replica on a broker without broker.rack
+            replica_racks[(t, p)] = frozenset(racks)
+    for member in members:
+        member.rack = rng.choice([*RACKS, *RACKS, None, "r9"])
+    return topics, members, replica_racks
+
+
+def racked_line(strategy, topics, members, replica_racks) -> str:
+    fields = line(strategy, topics, members).split("\t")
+    subscribed = {t for m in members for t in m.topics}
+    fields[1] = ",".join(
+        f"{t}:{n}:" + "/".join("+".join(sorted(replica_racks[(t, p)])) for p in range(n))
+        for t, n in topics.items()
+        if t in subscribed
+    )
+    fields[2] = "|".join(
+        f"{spec};{m.rack or ''}" for spec, m in zip(fields[2].split("|"), members, strict=True)
+    )
+    return "\t".join(fields)
+
+
+def racked_ours(strategy, topics, members, replica_racks) -> dict[str, list]:
+    racks = {tp: frozenset(r for r in rs if r != "~") for tp, rs in replica_racks.items()}
+    if strategy == "range":
+        return range_assign(members, topics, JAVA, racks)
+    if strategy == STICKY:
+        racked = [eager(m) for m in members]
+        for mine, member in zip(racked, members, strict=True):
+            mine.rack = member.rack
+        return sticky_assign(racked, topics, STICKY, racks).assignment
+    result = sticky_assign(members, topics, COOPERATIVE_STICKY, racks)
+    return {m: [tp for tp in tps if tp not in result.transferring] for m, tps in result.assignment.items()}
+
+
+def test_every_rack_aware_assignment_equals_kafka_clients(oracle):
+    """Range and the sticky assignors (equal and unequal subscriptions) with racks equal Java's."""
+    rng = random.Random("52-racks")
+    strategies = ("range", STICKY, COOPERATIVE_STICKY)
+    cases = [(s, *random_racked_group(rng, s)) for _ in range(rounds(ci=150, full=1000)) for s in strategies]
+    stdin = "".join(racked_line(*case) + "\n" for case in cases)
+    answers = subprocess.run(oracle, input=stdin, capture_output=True, text=True, timeout=300)
+    assert answers.returncode == 0, answers.stderr[-3000:]
+    lines = [out.removeprefix("=> ") for out in answers.stdout.splitlines() if out.startswith("=> ")]
+    refused = Counter()
+    for case, answer in zip(cases, lines, strict=True):
+        try:
+            mine = {m: sorted(tps) for m, tps in racked_ours(*case).items()}
+        except AssignmentError as exc:  # kafka-clients fails this rebalance: the plan refuses it too
+            assert "kafka-clients fails" in str(exc) and answer.startswith("!"), (str(exc), answer)
+            refused[case[0]] += 1
+            continue
+        assert not answer.startswith("!"), (answer, racked_line(*case))
+        java = {}
+        for entry in answer.split("|"):
+            member, _, tps = entry.partition("=")
+            java[member] = sorted((t, int(p)) for t, p in (x.split("@") for x in tps.split(",") if x))
+        assert mine == java, racked_line(*case)
+    print(f"{len(cases)} cases, kafka-clients failed {dict(refused)}")
+    assert sum(refused.values()) < len(cases) // 10

@@ -53,7 +53,7 @@ def random_group(rng: random.Random, assignor: str) -> LiveGroup:
     common = tuple(sorted(rng.sample(sorted(topics), rng.randint(1, len(topics)))))
     members = []
     for i in range(rng.randint(1, 8)):
-        mixed = assignor == "range" and rng.random() < 0.5
+        mixed = rng.random() < 0.5  # uniform: the heterogeneous builder
         subscribed = (
             tuple(sorted(rng.sample(sorted(topics), rng.randint(1, len(topics))))) if mixed else common
         )

@@ -375,3 +375,19 @@ def test_sticky_general_path_is_valid_and_balanced_as_kafka_checks_it(case):
         for o, others in got.items():
             if len(tps) > len(others) + 1:
                 assert not any(t in subs[o] for t, _ in tps), (n, o, got)
+
+
+@settings(max_examples=150, deadline=None)
+@given(mixed_groups())
+def test_uniform_on_unequal_subscriptions_gives_each_partition_once_to_a_subscriber(case):
+    # the broker's heterogeneous builder: every subscribed partition assigned once, to a subscriber
+    from kafka_tools.consumers.uniform_heterogeneous import heterogeneous_assign
+
+    partitions, subs, held = case
+    ids = {t: (i + 1, -7 * i) for i, t in enumerate(partitions)}
+    targets = {n: {t: [p for tt, p in held[n] if tt == t] for t, _ in held[n]} for n in subs}
+    got = heterogeneous_assign(list(subs), subs, targets, partitions, ids)
+    every = sorted(tp for tps in got.values() for tp in tps)
+    assert every == sorted({(t, p) for ts in subs.values() for t in ts for p in range(partitions[t])})
+    for n, tps in got.items():
+        assert all(t in subs[n] for t, _ in tps)

@@ -14,7 +14,6 @@ from click.testing import CliRunner
 
 from kafka_tools.broker.group_requests import ClassicGroup, ClassicGroupMember, CoordinatedGroup
 from kafka_tools.cli.main import cli
-from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember
 from kafka_tools.consumers.member_order import JAVA, LIBRDKAFKA
 from kafka_tools.consumers.modern_plan import LiveGroup, leader_library, plan_live_group
@@ -75,6 +74,9 @@ def coordinator(monkeypatch):
 
         def topics(self):
             return state["topics"]
+
+        def replica_racks(self, topics):
+            return state["racks"]
 
         def close(self):
             pass
@@ -181,8 +183,8 @@ def test_consumer_group_range_is_the_brokers_and_uniform_keeps_targets_up_to_quo
         "consumer", "uniform", [ClassicMember("x", ("t",)), ClassicMember("y", ("u",))], {"t": 1, "u": 1}
     )
     divided.topic_ids = {"t": "T1-A4s3VTwiI5CTbEp6POw", "u": "T2-B4s3VTwiI5YHbPp6YUe"}
-    with pytest.raises(AssignmentError, match="uniform: the members subscribe to different topics"):
-        plan_live_group(divided)
+    # members subscribing to different topics: the broker's heterogeneous builder, each takes its own topic
+    assert plan_live_group(divided).proposed == {("t", 0): "x", ("u", 0): "y"}
 
 
 def test_a_client_library_for_a_consumer_group_is_a_usage_error():
@@ -262,3 +264,67 @@ def test_a_stable_eager_sticky_group_moves_nothing_when_nothing_changes(coordina
     assert result.exit_code == 0, result.output
     plan = [json.loads(line) for line in result.output.splitlines()][-2]
     assert plan["moves"] == 0, result.output
+
+
+def racked_subscription(topics, rack, owned=(), generation=3):
+    """ConsumerProtocolSubscription v3: v2 and the member's client.rack (KIP-881)."""
+    return struct.pack(">h", 3) + subscription(topics, owned, generation)[2:] + _str(rack)
+
+
+@pytest.fixture
+def racked(coordinator):
+    """The range group with m-a on rack r1, m-b on r2; orders 0-2 on r2's brokers, 3-5 on r1's."""
+    coordinator["protocol"], coordinator["client_id"] = "range", "consumer-billing-1"
+    owned = {"m-a": [("orders", p) for p in (0, 1, 2)], "m-b": [("orders", p) for p in (3, 4, 5)]}
+    rack = {"m-a": "r1", "m-b": "r2"}
+    coordinator["members"] = {
+        m: (racked_subscription(["orders"], rack[m], tps), assignment(tps)) for m, tps in owned.items()
+    }
+    coordinator["racks"] = {("orders", p): frozenset({"r2" if p < 3 else "r1"}) for p in range(6)}
+    return coordinator
+
+
+def test_range_with_racks_gives_each_member_the_partitions_on_its_rack(racked):
+    result = run("billing", "--json")
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    owners = {o["partition"]: o["proposedOwner"] for o in rows if o["type"] == "assignment"}
+    # rack-blind, m-a (first by member id) would keep 0-2; on racks it takes 3-5, the ones on r1
+    assert owners == {0: "m-b", 1: "m-b", 2: "m-b", 3: "m-a", 4: "m-a", 5: "m-a"}
+    plan = next(o for o in rows if o["type"] == "plan")
+    assert (
+        "racks: members send r1, r2; replicas are on r1, r2 (the brokers' broker.rack), as kafka-clients' "
+        "rack-aware assignors match them (KIP-881)" in plan["reasons"]
+    )
+    assert plan["warnings"] == []
+
+
+def test_racks_where_ktool_cannot_say_how_they_decide_are_refused_in_one_line(racked):
+    librdkafka = run("billing", "--implementation", "librdkafka")
+    assert librdkafka.exit_code == 1
+    assert librdkafka.output.strip().splitlines() == [
+        "ktool: the group's leader runs librdkafka's range assignor, whose rack-aware path (librdkafka 2.3+) "
+        "ktool does not model, and members' racks (r1, r2) hold replicas"
+    ]
+    grown = run("billing", "--partitions", "orders=8")
+    assert grown.exit_code == 1
+    assert grown.output.strip().splitlines() == [
+        "ktool: --partitions orders: members send racks (KIP-881), and a partition that does not exist yet "
+        "has no replicas whose racks the assignor would match"
+    ]
+
+
+def test_roundrobin_reads_no_racks(racked):
+    racked["protocol"] = "roundrobin"
+    result = run("billing", "--json")
+    assert result.exit_code == 0, result.output
+    plan = [json.loads(line) for line in result.output.splitlines()][-2]
+    assert "racks: the members' racks change nothing: the roundrobin assignor reads none" in plan["reasons"]
+
+
+def test_members_with_racks_and_no_replica_racks_are_refused():
+    from kafka_tools.consumers.assignors import AssignmentError
+
+    group = live("classic", "range", [ClassicMember("a", ("t",), rack="r1")], {"t": 2})
+    with pytest.raises(AssignmentError, match="members send racks .* replica racks are unknown"):
+        plan_live_group(group, implementation="java")

@@ -5,12 +5,19 @@ GroupMember.java) and of confluent-kafka (librdkafka: range, roundrobin); consum
 both on the broker's uniform and range, on 4.4.0 only (3.9's consumer groups are early access, off unless
 the broker is told, and its uniform predates the rule ktool models: the plan is 4.x's).
 
-Seeded random memberships: members join with random subscriptions (alike for uniform, the only case
-ktool plans there), leave, and topics grow. Before a member leaves, the plan with `--remove-member`
-predicts the assignment after it; before partitions are added, the plan with `--partitions` predicts it;
-after a member joins and the group settles, the plan of the live group moves nothing (a join is not
-predicted: the newcomer's member id, which decides its place, is not known before). CI runs 3 steps per
-case; the exhaustive tier 20. librdkafka's sticky assignors are refused in one line.
+Seeded random memberships: members join with random subscriptions (uniform too: unequal ones take the
+broker's heterogeneous builder), leave, and topics grow. Before a member leaves, the plan with
+`--remove-member` predicts the assignment after it; before partitions are added, the plan with
+`--partitions` predicts it; after a member joins and the group settles, the plan of the live group moves
+nothing (a join is not predicted: the newcomer's member id, which decides its place, is not known
+before). CI runs 3 steps per case; the exhaustive tier 20. librdkafka's sticky assignors are refused in
+one line.
+
+Racks (KIP-881): on two brokers with broker.rack r1 and r2 (a topic's partitions spread over both), Java
+consumers with client.rack r1 and r2 in range, sticky (equal subscriptions) and cooperative-sticky
+(unequal ones) groups: the plan of the settled group moves nothing and the plan before a member leaves
+is what the group ends up with; for range, where the rack-blind ranges differ from what the consumers
+hold, the racks decided.
 """
 
 from __future__ import annotations
@@ -71,7 +78,7 @@ def java_member(cluster, tmp_path_factory) -> list[str]:
 class RdMember:
     """A confluent-kafka consumer in this process (its callbacks run in poll, which `pump` calls)."""
 
-    def __init__(self, group: Group, topics: tuple[str, ...], index: int) -> None:
+    def __init__(self, group: Group, topics: tuple[str, ...], index: int, rack: str | None = None) -> None:
         from confluent_kafka import Consumer
 
         conf = {
@@ -92,6 +99,8 @@ class RdMember:
             )
         else:
             conf["group.remote.assignor"] = group.assignor
+        if rack:
+            conf["client.rack"] = rack
         self.consumer = Consumer(conf)
         self.consumer.subscribe(list(topics))
         self.topics = topics
@@ -113,7 +122,7 @@ class RdMember:
 class JavaMember:
     """A kafka-clients consumer as a process (GroupMember.java), its callbacks read on a thread."""
 
-    def __init__(self, group: Group, topics: tuple[str, ...], index: int) -> None:
+    def __init__(self, group: Group, topics: tuple[str, ...], index: int, rack: str | None = None) -> None:
         client_id = f"consumer-{group.name}-{index}"  # kafka-clients' default form: the plan names Java
         args = [
             group.bootstrap,
@@ -123,6 +132,7 @@ class JavaMember:
             client_id,
             group.assignor,
             "30000",
+            rack or "",
         ]
         self.proc = subprocess.Popen(
             [*group.java, *args],
@@ -182,10 +192,10 @@ class Group:
         self.pending: list[RdMember | JavaMember] = []
         self.joined = 0
 
-    def join(self, topics: tuple[str, ...]) -> None:
+    def join(self, topics: tuple[str, ...], rack: str | None = None) -> None:
         kind = JavaMember if self.client == "java" else RdMember
         self.joined += 1
-        self.pending.append(kind(self, topics, self.joined))
+        self.pending.append(kind(self, topics, self.joined, rack))
 
     def leave(self, member_id: str) -> None:
         self.members.pop(member_id).leave()
@@ -271,8 +281,6 @@ def prove(cluster: ModernCluster, java: list[str], protocol: str, client: str, a
         for step in range(steps):
             if len(group.members) < 2 or (len(group.members) < 4 and rng.random() < 0.45):
                 topics = tuple(sorted(rng.sample(names, rng.randint(1, len(names)))))
-                if assignor == "uniform":  # ktool plans uniform when every member subscribes alike
-                    topics = tuple(names)
                 group.join(topics)
                 owners = group.settle()
                 predicted, summary = plan(cluster, group.name)
@@ -329,3 +337,105 @@ def test_librdkafkas_cooperative_sticky_is_refused_in_one_line(cluster):
     assert result.exit_code == 1, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "librdkafka" in lines[0] and "cooperative-sticky" in lines[0], result.output
+
+
+RACKED = {1: {"broker.rack": "r1"}, 2: {"broker.rack": "r2"}}
+
+
+@pytest.fixture(scope="module")
+def racked_cluster(kafka_release, tmp_path_factory):
+    """Two brokers on racks r1 and r2: a topic of one replica per partition has partitions on each."""
+    workdir = tmp_path_factory.mktemp("kafka-racks")
+    with ModernCluster(
+        kafka_release, "split", workdir, brokers=2, properties=FAST_GROUPS, node_properties=RACKED
+    ) as started:
+        yield started
+
+
+def rack_blind_range(group: Group) -> dict[tuple[str, int], str]:
+    """What kafka-clients' range would give the group's members without racks."""
+    from kafka_tools.consumers.classic_member import ClassicMember
+    from kafka_tools.consumers.member_order import JAVA
+    from kafka_tools.consumers.range_assignor import range_assign
+
+    members = [ClassicMember(member_id, m.topics) for member_id, m in group.members.items()]
+    assignment = range_assign(members, group.topics, JAVA)
+    return {tp: member for member, tps in assignment.items() for tp in tps}
+
+
+@pytest.mark.parametrize("assignor", ["range", "sticky", "cooperative-sticky"])
+def test_the_plan_with_racks_predicts_what_java_consumers_end_up_with(racked_cluster, assignor, tmp_path):
+    java = group_member_command(racked_cluster.release, tmp_path)
+    rng = random.Random(f"racks-{assignor}")
+    group = Group(racked_cluster, "classic", "java", assignor, java, "-racks")
+    names = sorted(group.topics)
+    rack_decided = 0
+    try:
+        for rack in ("r1", "r2", "r1", "r2"):
+            # sticky: equal subscriptions (ConstrainedAssignmentBuilder); range and cooperative-sticky
+            # random ones (cooperative-sticky: GeneralAssignmentBuilder)
+            topics = tuple(names) if assignor == "sticky" else tuple(sorted(rng.sample(names, 2)))
+            group.join(topics, rack)
+            owners = group.settle()
+            predicted, summary = plan(racked_cluster, group.name)
+            assert summary["moves"] == 0 and predicted == owners, (rack, summary, predicted, owners)
+            assert any(r.startswith("racks: members send r1") for r in summary["reasons"]), summary
+            rack_decided += assignor == "range" and rack_blind_range(group) != owners
+        leaving = rng.choice(sorted(group.members))
+        predicted, summary = plan(racked_cluster, group.name, "--remove-member", leaving)
+        group.leave(leaving)
+        owners = group.settle()
+        assert predicted == owners, (summary, predicted, owners)
+        rack_decided += assignor == "range" and rack_blind_range(group) != owners
+    finally:
+        group.close()
+    assert assignor != "range" or rack_decided > 0
+
+
+def test_librdkafkas_range_with_racks_that_decide_is_refused_in_one_line(racked_cluster):
+    group = Group(racked_cluster, "classic", "librdkafka", "range", [], "-racks")
+    try:
+        group.join(tuple(sorted(group.topics)), "r1")
+        group.join(tuple(sorted(group.topics)), "r2")
+        group.settle()
+        result = run_ktool(
+            "groups", "rebalance-plan", "--bootstrap-server", racked_cluster.bootstrap, group.name
+        )
+    finally:
+        group.close()
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "librdkafka's range assignor, whose rack-aware path" in lines[0], result.output
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("assignor", ["range", "sticky", "cooperative-sticky"])
+def test_the_plan_with_racks_predicts_20_seeded_steps(racked_cluster, assignor, tmp_path):
+    """20 seeded joins (a random rack each; sticky with equal subscriptions, the others random ones)
+    and leaves, each planned before and checked after."""
+    java = group_member_command(racked_cluster.release, tmp_path)
+    rng = random.Random(f"racks-20-{assignor}")
+    group = Group(racked_cluster, "classic", "java", assignor, java, "-racks20")
+    names = sorted(group.topics)
+    steps = []
+    try:
+        for step in range(20):
+            if len(group.members) < 2 or (len(group.members) < 4 and rng.random() < 0.5):
+                random_topics = tuple(sorted(rng.sample(names, rng.randint(1, len(names)))))
+                group.join(tuple(names) if assignor == "sticky" else random_topics, rng.choice(["r1", "r2"]))
+                owners = group.settle()
+                predicted, summary = plan(racked_cluster, group.name)
+                assert summary["moves"] == 0 and predicted == owners, (step, summary, predicted, owners)
+                assert any(r.startswith("racks: members send") for r in summary["reasons"]), summary
+                steps.append("joined")
+            else:
+                leaving = rng.choice(sorted(group.members))
+                predicted, summary = plan(racked_cluster, group.name, "--remove-member", leaving)
+                group.leave(leaving)
+                owners = group.settle()
+                assert predicted == owners, (step, summary, predicted, owners)
+                steps.append("left")
+    finally:
+        group.close()
+    print(racked_cluster.release.version, assignor, steps)
+    assert len(steps) == 20

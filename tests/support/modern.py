@@ -414,7 +414,8 @@ class ModernCluster:
     ``listener.name.*`` settings go in ``properties``); ``format_args`` are given to KRaft's
     ``StorageTool format`` (e.g. ``--add-scram``); ``controller_properties`` go into every KRaft
     controller's (a combined node gets both); ``jvm_options`` go on every node's ``java`` command
-    (``FAST_START``: a test that restarts its broker several times).
+    (``FAST_START``: a test that restarts its broker several times); ``node_properties`` go into one
+    broker's, by node id (``{1: {"broker.rack": "r1"}}``).
     """
 
     def __init__(
@@ -432,6 +433,7 @@ class ModernCluster:
         extra_classpath: Sequence[Path] = (),
         jvm_options: Sequence[str] = (),
         controller_properties: Mapping[str, object] | None = None,
+        node_properties: Mapping[int, Mapping[str, object]] | None = None,
     ) -> None:
         if mode not in ("combined", "split", "zookeeper"):
             raise ValueError(f"unknown mode {mode!r}")
@@ -443,6 +445,9 @@ class ModernCluster:
         self.zookeeper = zookeeper
         self.properties = {k: str(v) for k, v in (properties or {}).items()}
         self.controller_properties = {k: str(v) for k, v in (controller_properties or {}).items()}
+        self.node_properties = {
+            n: {k: str(v) for k, v in ps.items()} for n, ps in (node_properties or {}).items()
+        }
         self.startup_timeout = startup_timeout
         self.listeners = dict(listeners or {})
         self.format_args = list(format_args)
@@ -521,7 +526,12 @@ class ModernCluster:
         if "controller" in node.roles:
             props |= self.controller_properties
         if node.is_broker:
-            props = {**BROKER_DEFAULTS, **props, **self.properties}
+            props = {
+                **BROKER_DEFAULTS,
+                **props,
+                **self.properties,
+                **self.node_properties.get(node.node_id, {}),
+            }
         return props
 
     def _write_config(self, node: Node) -> None:

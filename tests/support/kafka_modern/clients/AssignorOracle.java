@@ -1,6 +1,8 @@
 // kafka-clients' own assignors run on cases ktool's tests give, one per line on stdin:
-//   STRATEGY <TAB> topic:count,... <TAB> member;instance|-;generation;topic,topic;topic@p,topic@p | ...
-// (STRATEGY range, roundrobin, sticky or cooperative-sticky; generation -1: none). The eager sticky
+//   STRATEGY <TAB> topic:count[:racks/racks/...],... <TAB> member;instance|-;generation;topic,topic;topic@p,topic@p[;rack] | ...
+// (STRATEGY range, roundrobin, sticky or cooperative-sticky; generation -1: none). Racks (KIP-881): a
+// topic may list each partition's replica racks ("r0+r1", "~" a replica without a rack, "" none), a member
+// its client.rack; the replicas are Nodes carrying those racks, as the leader's metadata gives them. The eager sticky
 // assignor gets what a member owned, and its generation, in its user data (StickyAssignor's own
 // serializer, called by reflection: it is package-private). One line out per case, after
 // "=> " (the assignors log on stdout too), or "=> !Exception" when kafka-clients throws:
@@ -42,8 +44,9 @@ public class AssignorOracle {
             for (String spec : fields[1].split(",")) {
                 String[] tc = spec.split(":");
                 List<PartitionInfo> infos = new ArrayList<>();
+                String[] racks = tc.length > 2 ? tc[2].split("/", -1) : null;
                 for (int p = 0; p < Integer.parseInt(tc[1]); p++)
-                    infos.add(new PartitionInfo(tc[0], p, Node.noNode(), new Node[0], new Node[0]));
+                    infos.add(new PartitionInfo(tc[0], p, Node.noNode(), replicas(racks == null ? "" : racks[p]), new Node[0]));
                 partitions.put(tc[0], infos);
             }
             Map<String, Subscription> subscriptions = new HashMap<>();
@@ -61,6 +64,8 @@ public class AssignorOracle {
                 Subscription s = eager
                     ? new Subscription(topics, userData(owned, generation), List.of(), -1, Optional.empty())
                     : new Subscription(topics, null, owned, generation, Optional.empty());
+                if (f.length > 5 && !f[5].isEmpty())  // the rack travels in the subscription (v3 rack_id)
+                    s = new Subscription(topics, s.userData(), s.ownedPartitions(), eager ? -1 : generation, Optional.of(f[5]));
                 if (!f[1].equals("-"))
                     s.setGroupInstanceId(Optional.of(f[1]));
                 subscriptions.put(f[0], s);
@@ -82,6 +87,16 @@ public class AssignorOracle {
             }
             System.out.println("=> " + String.join("|", out));
         }
+    }
+
+    static Node[] replicas(String racks) {
+        if (racks.isEmpty())
+            return new Node[0];
+        String[] names = racks.split("\\+");
+        Node[] nodes = new Node[names.length];
+        for (int i = 0; i < names.length; i++)
+            nodes[i] = new Node(i, "h" + i, 9092, names[i].equals("~") ? null : names[i]);
+        return nodes;
     }
 
     static ByteBuffer userData(List<TopicPartition> owned, int generation) throws Exception {

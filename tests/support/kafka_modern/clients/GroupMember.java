@@ -1,5 +1,5 @@
 // A Java consumer (kafka-clients) of one group, the twin of tests/support/group_member.py: args
-// BOOTSTRAP GROUP TOPIC[,TOPIC...] PROTOCOL CLIENT_ID [ASSIGNOR [SESSION_MS]], PROTOCOL `consumer` (KIP-848; ASSIGNOR
+// BOOTSTRAP GROUP TOPIC[,TOPIC...] PROTOCOL CLIENT_ID [ASSIGNOR [SESSION_MS [CLIENT_RACK]]], PROTOCOL `consumer` (KIP-848; ASSIGNOR
 // its group.remote.assignor, the broker's default without) or `classic` (ASSIGNOR range, roundrobin,
 // sticky or cooperative-sticky, the default). One JSON line per rebalance callback on stdout, as the
 // consumer sees its partitions: {"t": seconds, "member": id, "event": "assigned"|"revoked"|"lost",
@@ -27,6 +27,9 @@ public class GroupMember {
         p.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         p.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         String assignor = args.length > 5 ? args[5] : "";
+        if (args.length > 7 && !args[7].isEmpty()) {
+            p.put("client.rack", args[7]);  // KIP-881: sent in the subscription (v3 rack_id)
+        }
         if (args[3].equals("consumer") && !assignor.isEmpty()) {
             p.put("group.remote.assignor", assignor);
         }
