@@ -74,6 +74,7 @@ _SIGNAL_IN_A_DESTRUCTOR = """
 import os, signal, sys, time
 from kafka_tools.cli import interrupts
 
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a terminal's: a background job of a script ignores it
 interrupts.install()
 
 
@@ -144,9 +145,10 @@ def test_a_sigterm_in_clicks_own_steps_is_143_not_aborted(where: str) -> None:
 
 
 _CLEANUP_THAT_NEVER_ENDS = """
-import threading, time
+import signal, threading, time
 from kafka_tools.cli import interrupts
 
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a terminal's: a background job of a script ignores it
 interrupts.install(last_resort={last_resort})
 try:
     print("ready", flush=True)
