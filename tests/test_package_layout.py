@@ -5,6 +5,7 @@ function counts."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -94,27 +95,48 @@ def _is_script_entry(node: ast.stmt) -> bool:
     )
 
 
+@functools.cache
+def _parse(source: str, filename: str) -> ast.Module:
+    """A file's syntax tree, parsed once a session whichever rule reads it (shared: never changed)."""
+    return ast.parse(source, filename)
+
+
+def _tree(path: Path) -> ast.Module:
+    return _parse(path.read_text(), str(path))
+
+
 def _imports(path: Path, modules: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
     """(line, module) of every import in the file, inside functions too, and every string naming one of
     ktool's modules (what `import_module` imports later); `from kafka_tools import x` names
     kafka_tools.x, and so does `from P import x` where P.x is one of `modules`."""
     found = []
-    tree = ast.parse(path.read_text(), str(path))
-    tree.body = [node for node in tree.body if not _is_script_entry(node)]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAMED_MODULE.match(node.value):
-            found.append((node.lineno, node.value.partition(":")[0]))  # import_module's names (LAZY_COMMANDS)
-        elif isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "kafka_tools":
-                found += [(node.lineno, f"kafka_tools.{a.name}") for a in node.names]
-            elif modules:
-                names = [f"{node.module}.{a.name}" for a in node.names]
-                found += [(node.lineno, n if n in modules else node.module) for n in names]
-            else:
-                found.append((node.lineno, node.module))
+    for line, module, names in _import_statements(path.read_text(), str(path)):
+        if names is None:
+            found.append((line, module))
+        elif module == "kafka_tools":
+            found += [(line, f"kafka_tools.{name}") for name in names]
+        elif modules:
+            dotted = [f"{module}.{name}" for name in names]
+            found += [(line, n if n in modules else module) for n in dotted]
+        else:
+            found.append((line, module))
     return found
+
+
+@functools.cache
+def _import_statements(source: str, filename: str) -> tuple[tuple[int, str, tuple[str, ...] | None], ...]:
+    """(line, module, None) for an `import` or a string naming a module, (line, module, names) for a
+    `from module import names`: the file walked once, whichever rule asks."""
+    found: list[tuple[int, str, tuple[str, ...] | None]] = []
+    body = [node for node in _parse(source, filename).body if not _is_script_entry(node)]
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAMED_MODULE.match(node.value):
+            found.append((node.lineno, node.value.partition(":")[0], None))  # import_module's (LAZY_COMMANDS)
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module, tuple(a.name for a in node.names)))
+    return tuple(found)
 
 
 def _modules(package: Path = PACKAGE) -> list[tuple[str, Path]]:
@@ -338,7 +360,7 @@ _BYTE_CALLS = {"from_bytes", "unpack", "unpack_from", "iter_unpack", "read_varin
 
 def _byte_parsing(path: Path) -> list[str]:
     """Where a module reads binary layouts itself: imports of struct/array, varint readers, int.from_bytes."""
-    tree = ast.parse(path.read_text(), str(path))
+    tree = _tree(path)
     found = [f"{line}: imports {t}" for line, t in _imports(path) if t.split(".")[0] in _BYTE_READERS]
     for node in ast.walk(tree):
         name = None
@@ -400,8 +422,7 @@ DECODE_NAMES = {
 def _decoding(path: Path) -> list[str]:
     """Imports of format/'s decoders and calls of a decoding method in a module."""
     found = []
-    tree = ast.parse(path.read_text(), str(path))
-    for node in ast.walk(tree):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kafka_tools.format"):
             found += [f"{node.lineno}: imports {a.name}" for a in node.names if a.name in DECODE_NAMES]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -497,7 +518,7 @@ def _long_without_reason(modules: list[tuple[str, Path]]) -> list[str]:
     for module, path in modules:
         text = path.read_text()
         lines = text.count("\n") + 1
-        if lines > LONG and WHY not in (ast.get_docstring(ast.parse(text)) or ""):
+        if lines > LONG and WHY not in (ast.get_docstring(_parse(text, str(path))) or ""):
             out.append(f"{module}: {lines} lines")
     return out
 

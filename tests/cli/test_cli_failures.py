@@ -32,9 +32,16 @@ def silent_port() -> Iterator[int]:
         yield listener.getsockname()[1]
 
 
+# "At once" is measured against a client timeout far longer than any start-up: the console script
+# starts in 0.3 s on a quiet machine and has taken 10-14 s at load 10-35 (bench/HISTORY.md), so a
+# bound of a fifth of the timeout tells an answer from a wait without depending on the load.
+WAIT = 300  # seconds: the timeout a test gives the client
+AT_ONCE = WAIT / 5
+
+
 def timed(*args: str):
     t0 = time.monotonic()
-    result = run_script(*args)
+    result = run_script(*args, timeout=WAIT * 2)
     return result, time.monotonic() - t0
 
 
@@ -48,17 +55,17 @@ def one_line(result) -> str:
 
 def test_refused_zookeeper_is_reported_at_once() -> None:
     port = free_port()
-    result, elapsed = timed("brokers", "--zookeeper", f"127.0.0.1:{port}/kafka", "--zk-timeout", "30")
+    result, elapsed = timed("brokers", "--zookeeper", f"127.0.0.1:{port}/kafka", "--zk-timeout", str(WAIT))
     assert one_line(result) == f"ktool: cannot connect to ZooKeeper 127.0.0.1:{port}: connection refused"
-    assert elapsed < 10, elapsed  # not the 30 s timeout
+    assert elapsed < AT_ONCE, elapsed  # not the timeout
 
 
 def test_unresolvable_zookeeper_is_named_as_such() -> None:
-    result, elapsed = timed("topics", "--zookeeper", f"{UNRESOLVABLE}:2181", "--zk-timeout", "10")
+    result, elapsed = timed("topics", "--zookeeper", f"{UNRESOLVABLE}:2181", "--zk-timeout", str(WAIT))
     assert (
         one_line(result) == f"ktool: cannot connect to ZooKeeper {UNRESOLVABLE}:2181: host name not resolved"
     )
-    assert elapsed < 8, elapsed
+    assert elapsed < AT_ONCE, elapsed
 
 
 @pytest.mark.slow  # waits out the client's timeout, as the user would
@@ -73,23 +80,25 @@ def test_silent_zookeeper_is_reported_after_its_timeout(silent_port) -> None:
 
 def test_several_zookeeper_servers_each_say_why() -> None:
     port = free_port()
-    result, elapsed = timed("brokers", "--zookeeper", f"127.0.0.1:{port},{UNRESOLVABLE}:2181")
+    result, elapsed = timed(
+        "brokers", "--zookeeper", f"127.0.0.1:{port},{UNRESOLVABLE}:2181", "--zk-timeout", str(WAIT)
+    )
     assert one_line(result) == (
         f"ktool: cannot connect to ZooKeeper: 127.0.0.1:{port} connection refused; "
         f"{UNRESOLVABLE}:2181 host name not resolved"
     )
-    assert elapsed < 8, elapsed
+    assert elapsed < AT_ONCE, elapsed
 
 
 def test_refused_broker_is_named_at_once() -> None:
     port = free_port()
     result, elapsed = timed(
-        "groups", "list", "--bootstrap-server", f"127.0.0.1:{port}", "--broker-timeout", "30"
+        "groups", "list", "--bootstrap-server", f"127.0.0.1:{port}", "--broker-timeout", str(WAIT)
     )
     assert one_line(result) == (
         f"ktool: broker 127.0.0.1:{port}: connection refused (is a broker listening there?)"
     )
-    assert elapsed < 10, elapsed  # not the 30 s timeout
+    assert elapsed < AT_ONCE, elapsed  # not the timeout
 
 
 def test_unresolvable_broker_is_named_as_such() -> None:

@@ -5,13 +5,13 @@ extension built, CRC-32C comes from it and rich is imported only to draw a table
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from kafka_tools.format import accel
+from tests.support.fresh_imports import FreshImports, command_env
 
 V2 = Path(__file__).resolve().parents[2] / "fixtures" / "generated" / "v2"
 SEGMENT = V2 / "none-0" / "00000000000000000000.log"
@@ -20,17 +20,17 @@ NOT_AT_START_UP = ("crc32c", "rich", "importlib.metadata")  # and their submodul
 pytestmark = pytest.mark.skipif(not accel.BUILT, reason="the C extension is what replaces the crc32c package")
 
 
-def _loaded_after(args: list[str]) -> tuple[int, set[str], str]:
-    code = (
-        "import sys\nfrom kafka_tools.cli.main import cli\ncode = 0\n"
-        f"try:\n    cli.main({args!r}, prog_name='ktool')\nexcept SystemExit as e:\n    code = e.code or 0\n"
-        "sys.stdout.flush()\nprint('MODULES', code, ' '.join(sys.modules), file=sys.stderr)\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("KTOOL_PURE_PYTHON", "FORCE_COLOR")}
-    env["NO_COLOR"] = "1"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    line = [ln for ln in out.stderr.splitlines() if ln.startswith("MODULES ")][-1].split()
-    return int(line[1]), set(line[2:]), out.stdout
+@pytest.fixture(scope="module")
+def fresh() -> Iterator[FreshImports]:
+    """Commands run as from a fresh start: one interpreter, a forked child each (tests/support)."""
+    server = FreshImports(command_env())
+    yield server
+    server.close()
+
+
+def _loaded_after(fresh: FreshImports, args: list[str]) -> tuple[int, set[str], str]:
+    run = fresh.run(args)
+    return run.code, set(run.modules), run.stdout
 
 
 def _heavy(loaded: set[str]) -> list[str]:
@@ -48,15 +48,15 @@ def _heavy(loaded: set[str]) -> list[str]:
     ],
     ids=["validate", "validate-json", "dump-log", "dump-log-deep-json", "read"],
 )
-def test_a_small_command_imports_neither_crc32c_nor_rich(args: list[str]) -> None:
-    code, loaded, stdout = _loaded_after(args)
+def test_a_small_command_imports_neither_crc32c_nor_rich(fresh, args: list[str]) -> None:
+    code, loaded, stdout = _loaded_after(fresh, args)
     assert code == 0 and stdout  # it did its work
     assert _heavy(loaded) == []
 
 
-def test_validate_checks_crcs_with_the_extension() -> None:
+def test_validate_checks_crcs_with_the_extension(fresh) -> None:
     """The batches' CRCs were checked (a clean verdict), and not by the package: it was never imported."""
-    code, loaded, stdout = _loaded_after(["validate", str(SEGMENT)])
+    code, loaded, stdout = _loaded_after(fresh, ["validate", str(SEGMENT)])
     assert code == 0 and stdout.startswith("clean: 1 segment, 4 batches")
     assert "kafka_tools.format._speedups" in loaded and "crc32c" not in loaded
 
@@ -88,19 +88,19 @@ SMALL_COMMANDS = {
 
 
 @pytest.mark.parametrize("name", list(SMALL_COMMANDS))
-def test_a_small_command_on_a_pipe_imports_no_machinery_it_does_not_use(name: str) -> None:
+def test_a_small_command_on_a_pipe_imports_no_machinery_it_does_not_use(fresh, name: str) -> None:
     """Tables into a pipe are drawn without rich (render/tables.PlainConsole); `retention` without a
     ZooKeeper configured opens no client layer; one core's work starts no pool."""
-    code, loaded, stdout = _loaded_after(SMALL_COMMANDS[name])
+    code, loaded, stdout = _loaded_after(fresh, SMALL_COMMANDS[name])
     assert code == 0 and stdout  # it did its work
     heavy = _heavy(loaded) + sorted(m for m in loaded if m.startswith(NO_SMALL_COMMAND_NEEDS))
     assert heavy == []
 
 
-def test_validate_of_a_segment_file_loads_only_the_segment_checks() -> None:
+def test_validate_of_a_segment_file_loads_only_the_segment_checks(fresh) -> None:
     """A segment named alone: no index, snapshot or checkpoint checks, no table renderer, no JSON
     encoder for text output, no dump machinery."""
-    code, loaded, stdout = _loaded_after(["validate", str(SEGMENT)])
+    code, loaded, stdout = _loaded_after(fresh, ["validate", str(SEGMENT)])
     assert code == 0 and stdout.startswith("clean: 1 segment")
     not_needed = {
         "kafka_tools.format.index",
@@ -115,24 +115,24 @@ def test_validate_of_a_segment_file_loads_only_the_segment_checks() -> None:
     assert sorted(not_needed & loaded) == []
 
 
-def test_retention_text_needs_no_json_encoder() -> None:
+def test_retention_text_needs_no_json_encoder(fresh) -> None:
     """The preview as text: the JSON Lines renderer's encoder is imported for --json only."""
-    code, loaded, stdout = _loaded_after(["retention", str(V2)])
+    code, loaded, stdout = _loaded_after(fresh, ["retention", str(V2)])
     assert code == 0 and "retention.bytes -1: no size limit" in stdout
     assert sorted({"json", "kafka_tools.render.json_lines"} & loaded) == []
 
 
-def test_dump_log_of_one_file_starts_no_worker_machinery() -> None:
+def test_dump_log_of_one_file_starts_no_worker_machinery(fresh) -> None:
     """One file: no second core to use, so neither multiprocessing nor its pickling is imported."""
-    code, loaded, stdout = _loaded_after(["dump-log", str(SEGMENT)])
+    code, loaded, stdout = _loaded_after(fresh, ["dump-log", str(SEGMENT)])
     assert code == 0 and "baseOffset: 0" in stdout
     assert "multiprocessing" not in loaded and "kafka_tools.cli.dump_parallel" not in loaded
 
 
-def test_validate_of_a_log_dir_checks_its_side_files_without_the_dump_machinery() -> None:
+def test_validate_of_a_log_dir_checks_its_side_files_without_the_dump_machinery(fresh) -> None:
     """meta.properties and a partition's `.txnindex` are checked by the side-file checks dump-log also
     runs, without dump-log's event machinery; a clean partition needs no JSON encoder."""
-    code, loaded, stdout = _loaded_after(["validate", str(V2)])
+    code, loaded, stdout = _loaded_after(fresh, ["validate", str(V2)])
     assert code == 0 and "clean: 10 segments" in stdout
     assert "kafka_tools.log.files.side_files" in loaded  # the side files were checked
     not_needed = {
@@ -148,10 +148,10 @@ def test_validate_of_a_log_dir_checks_its_side_files_without_the_dump_machinery(
     assert sorted(not_needed & loaded) == []
 
 
-def test_offsets_at_earliest_reads_names_and_checkpoints_only() -> None:
+def test_offsets_at_earliest_reads_names_and_checkpoints_only(fresh) -> None:
     """The log start offset comes from the segment names and log-start-offset-checkpoint: no segment
     or index reader, no record decoder, no JSON encoder for text output."""
-    code, loaded, stdout = _loaded_after(["offsets-at", str(V2), "--time", "earliest"])
+    code, loaded, stdout = _loaded_after(fresh, ["offsets-at", str(V2), "--time", "earliest"])
     assert code == 0 and "none:0:0" in stdout.splitlines()
     not_needed = {
         "kafka_tools.log.reads.locate",
@@ -165,10 +165,10 @@ def test_offsets_at_earliest_reads_names_and_checkpoints_only() -> None:
     assert sorted(not_needed & loaded) == []
 
 
-def test_truncate_dry_run_plans_without_the_repair_machinery() -> None:
+def test_truncate_dry_run_plans_without_the_repair_machinery(fresh) -> None:
     """A dry run plans (the validation behind it) but changes nothing: no backup, hashing or journal
     code, no JSON encoder for text output; a partition without indexes or snapshots reads neither."""
-    code, loaded, stdout = _loaded_after(["truncate", "--dry-run", str(V2 / "none-0")])
+    code, loaded, stdout = _loaded_after(fresh, ["truncate", "--dry-run", str(V2 / "none-0")])
     assert code == 0 and "nothing to do" in stdout and "dry run: nothing changed" in stdout
     assert "kafka_tools.log.checks.recovery" in loaded  # it did plan
     not_needed = {
@@ -183,10 +183,10 @@ def test_truncate_dry_run_plans_without_the_repair_machinery() -> None:
     assert sorted(not_needed & loaded) == []
 
 
-def test_validate_of_a_small_log_dir_imports_no_walker_machinery() -> None:
+def test_validate_of_a_small_log_dir_imports_no_walker_machinery(fresh) -> None:
     """A small input is walked as `--jobs 1` (log/workers/parallel.py): neither the worker pool nor its
     wire format (nor pickle) is imported, whatever --jobs says."""
-    code, loaded, stdout = _loaded_after(["validate", "--jobs", "2", str(V2)])
+    code, loaded, stdout = _loaded_after(fresh, ["validate", "--jobs", "2", str(V2)])
     assert code == 0 and stdout
     machinery = {
         "kafka_tools.log.workers.pool",
@@ -241,42 +241,20 @@ def _budget_cases() -> dict[str, list[str]]:
     return cases
 
 
-def _ktool_modules_of_all(cases: dict[str, list[str]]) -> dict[str, list[str]]:
-    """Each case run in a fresh interpreter (four at a time): the ktool modules it imported."""
-    env = {k: v for k, v in os.environ.items() if k not in ("KTOOL_PURE_PYTHON", "FORCE_COLOR")}
-    env["NO_COLOR"] = "1"
+def _ktool_modules_of_all(fresh: FreshImports, cases: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each case run as from a fresh start: the ktool modules it imported."""
     found: dict[str, list[str]] = {}
-    names = list(cases)
-    for i in range(0, len(names), 4):
-        running = {}
-        for name in names[i : i + 4]:
-            args = [FIXTURE_ARGS.get(a, a) for a in cases[name]]
-            code = (
-                "import sys\nfrom kafka_tools.cli.main import cli\n"
-                f"try:\n    cli.main({args!r}, prog_name='ktool')\nexcept SystemExit:\n    pass\n"
-                "mods = sorted(m for m in sys.modules if m.startswith('kafka_tools'))\n"
-                "print('MODULES', *mods, file=sys.stderr)\n"
-            )
-            running[name] = subprocess.Popen(
-                [sys.executable, "-c", code],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=env,
-            )
-        for name, proc in running.items():
-            _, err = proc.communicate()
-            line = [ln for ln in err.splitlines() if ln.startswith("MODULES ")]
-            assert line, f"{name}: {err[-500:]}"
-            found[name] = line[-1].split()[1:]
+    for name, case in cases.items():
+        run = fresh.run([FIXTURE_ARGS.get(a, a) for a in case], prefix="kafka_tools")
+        found[name] = sorted(run.modules)
     return found
 
 
-def test_every_command_starts_within_its_module_budget() -> None:
+def test_every_command_starts_within_its_module_budget(fresh) -> None:
     """No command imports a ktool module its budget does not list; every command has a budget."""
     import json
 
-    found = _ktool_modules_of_all(_budget_cases())
+    found = _ktool_modules_of_all(fresh, _budget_cases())
     if os.environ.get("KTOOL_WRITE_STARTUP_BUDGET"):
         BUDGET_FILE.write_text(json.dumps(found, indent=1) + "\n")
     budget = json.loads(BUDGET_FILE.read_text())

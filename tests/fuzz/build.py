@@ -63,15 +63,22 @@ def csrc_fuzzed() -> bool:
     return FUZZED.is_file() and FUZZED.read_text().strip() == csrc_digest()
 
 
-def build(out_dir: Path) -> Path:
-    """The sanitizer build of the current sources (reused while they are unchanged)."""
+def build(out_dir: Path | None = None) -> Path:
+    """The sanitizer build of the current sources, in `out_dir` or else in ``$KTOOL_CACHE/fuzz-builds``
+    (tests/support/servers.cache_dir), where a CI run finds the last run's: the build is 10 s of CPU, and
+    its name is the sources' and flags' digest with clang's and Python's versions, so a change to any of
+    them builds again."""
     sources = [s for s in SOURCES if s.is_file()]
-    digest = csrc_digest()
-    target = out_dir / f"_speedups-asan-{digest}.so"
+    if out_dir is None:
+        from tests.support.servers import cache_dir
+
+        out_dir = cache_dir() / "fuzz-builds"
+    target = out_dir / f"_speedups-asan-{csrc_digest()}-{_toolchain()}.so"
     if target.is_file():
         return target
     out_dir.mkdir(parents=True, exist_ok=True)
     include = sysconfig.get_paths()["include"]
+    partial = target.with_name(f".{target.name}.{os.getpid()}")  # a run killed mid-build leaves no .so
     cmd = [
         "clang",
         *FLAGS,
@@ -80,10 +87,21 @@ def build(out_dir: Path) -> Path:
         *map(str, sources),
         "-lz",
         "-o",
-        str(target),
+        str(partial),
     ]
-    subprocess.run(cmd, check=True)
+    try:
+        subprocess.run(cmd, check=True)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
+
+
+def _toolchain() -> str:
+    """clang's and Python's versions and headers, digested: what else a build depends on."""
+    clang = subprocess.run(["clang", "--version"], capture_output=True, text=True, check=True).stdout
+    said = f"{clang}\n{sys.version}\n{sysconfig.get_paths()['include']}"
+    return hashlib.sha1(said.encode()).hexdigest()[:8]
 
 
 def harness_env() -> dict[str, str]:

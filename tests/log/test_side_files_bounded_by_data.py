@@ -108,6 +108,7 @@ def _check_index_case(tmp_path: Path, ext: str, command: str, size: int) -> None
         assert "rebuild" in text and _zeros_line(ext, zeros) in text, text
 
 
+@pytest.mark.slow  # a ktool process per command on a huge sparse file: CI's offline lane, not the fast tier
 @pytest.mark.parametrize("ext, command", INDEX_CASES, ids=[f"{e}-{c}" for e, c in INDEX_CASES])
 def test_a_1_gib_sparse_index_with_a_last_entry_costs_its_data(
     tmp_path: Path, ext: str, command: str
@@ -141,6 +142,7 @@ SNAPSHOT_COMMANDS = {
 }
 
 
+@pytest.mark.slow  # a ktool process per command on a huge sparse file: CI's offline lane, not the fast tier
 @pytest.mark.parametrize("command", list(SNAPSHOT_COMMANDS))
 def test_a_511_mib_sparse_snapshot_lists_no_entry_that_is_not_there(tmp_path: Path, command: str) -> None:
     part = _partition(tmp_path)
@@ -183,6 +185,7 @@ def _remote_log_snapshot(part: Path, size: int) -> Path:
     return path
 
 
+@pytest.mark.slow  # a ktool process per command on a huge sparse file: CI's offline lane, not the fast tier
 @pytest.mark.parametrize("command", ["dump-log", "validate"])
 def test_an_8_mib_sparse_remote_log_snapshot_is_one_problem(tmp_path: Path, command: str) -> None:
     part = _partition(tmp_path)
@@ -242,6 +245,7 @@ CHECKPOINT_COMMANDS = {
 CHECKPOINT_CASES = [(name, cmd) for name, cmds in CHECKPOINT_COMMANDS.items() for cmd in cmds]
 
 
+@pytest.mark.slow  # a ktool process per command on a huge sparse file: CI's offline lane, not the fast tier
 @pytest.mark.parametrize("name, command", CHECKPOINT_CASES, ids=[f"{n}-{c}" for n, c in CHECKPOINT_CASES])
 def test_an_11_million_line_checkpoint_is_refused_at_its_count_line(
     tmp_path: Path, name: str, command: str

@@ -78,6 +78,7 @@ def _sparse_segment(root: Path, size: int, *, later: bool) -> Path:
     return part
 
 
+@pytest.mark.slow  # a ktool process per command on a huge sparse file: CI's offline lane, not the fast tier
 @pytest.mark.parametrize("later", [False, True], ids=["hole-then-garbage", "valid-data-past-the-hole"])
 @pytest.mark.parametrize("command", ["validate", "dump-log", "truncate --dry-run"])
 def test_a_1_gib_sparse_segment_is_read_by_its_data(tmp_path: Path, command: str, later: bool) -> None:
@@ -105,6 +106,7 @@ def test_an_8_gib_sparse_segment_is_read_without_a_map_that_does_not_fit(tmp_pat
     assert f":{LATER}: valid-data-after-damage: 3 valid entries" in out + err, out + err
 
 
+@pytest.mark.slow  # a ktool process per command on a huge sparse file: CI's offline lane, not the fast tier
 @pytest.mark.parametrize("command", ["validate", "dump-log", "metadata show"])
 def test_a_1_gib_sparse_kraft_snapshot_is_read_by_its_data(tmp_path: Path, command: str) -> None:
     root = write_kraft_log_dir(tmp_path / "kraft", log_from=5, snapshot_at=5)

@@ -86,6 +86,7 @@ def _commands(part: Path) -> dict[str, list[str]]:
     }
 
 
+@pytest.mark.slow  # a ktool process per command on a huge sparse file: CI's offline lane, not the fast tier
 @pytest.mark.parametrize("command", list(_commands(Path("x"))))
 def test_huge_sparse_side_files_cost_what_their_entries_cost(partition: Path, command: str) -> None:
     args = _commands(partition)[command]

@@ -110,10 +110,24 @@ class CpuMeter:
         self.file.close()
 
 
+# The metering process's id, set for its descendants: a pytest a test starts (as
+# tests/modern/test_fetch_failure.py does) inherits $KTOOL_TEST_CPU and $KTOOL_LANE, and once opened the
+# lane's file afresh, wiping what the lane had measured (its CPU is in the lane's tree already). Below a
+# metered run only its own xdist workers are metered.
+_METERED = "KTOOL_TEST_CPU_METERED"
+
+
+def _nested(config) -> bool:
+    """Started under a metered run, and not as that run's xdist worker (`workerinput`: xdist's worker)."""
+    metered = os.environ.get(_METERED)
+    return bool(metered) and not (hasattr(config, "workerinput") and str(os.getppid()) == metered)
+
+
 def pytest_configure(config) -> None:
     where = os.environ.get("KTOOL_TEST_CPU")
-    if not where:
+    if not where or _nested(config):
         return
+    os.environ[_METERED] = str(os.getpid())
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     lane = os.environ.get("KTOOL_LANE") or str(os.getpid())
     name = f"{lane}-{worker}" if worker else lane
