@@ -47,9 +47,9 @@ def offsets_at(ctx: click.Context, log_dirs: tuple[str, ...], when: int, as_json
     """
     from kafka_tools.log.files.views import ReadNote
     from kafka_tools.log.reads.offsets_at import PartitionOffset, offsets_at
-    from kafka_tools.render.json_kinds import error_object, note_object
 
-    if as_json:  # the JSON encoder only for --json
+    if as_json:  # the JSON encoder and the objects only for --json
+        from kafka_tools.render.json_kinds import error_object, note_object
         from kafka_tools.render.json_lines import emit
 
     exit_code = 0

@@ -83,7 +83,6 @@ def read(
       3  the directory or a segment could not be read
     """
     from kafka_tools.log.reads.read import ReadNote, ReadStart, read_partition
-    from kafka_tools.render.json_kinds import error_object, note_object
 
     chunk_bytes = aliased(ctx, "chunk_bytes", chunk_bytes, CHUNK)
     if timestamp in (EARLIEST, LATEST):  # the one grammar of times: -2/earliest, -1/latest
@@ -115,6 +114,8 @@ def read(
                 sys.stdout.flush()
                 click.echo(f"ktool: {item.message}", err=True)
                 if as_json:  # what stderr says is in the stream too, counted as the summary counts it
+                    from kafka_tools.render.json_kinds import note_object
+
                     renderer.emit(note_object(item.message, item.problem))
                 if item.problem:
                     exit_code = EXIT_FINDINGS
@@ -127,6 +128,7 @@ def read(
     except KtoolError as exc:
         problems += 1
         if as_json:
+            from kafka_tools.render.json_kinds import error_object
             from kafka_tools.render.json_lines import emit
 
             emit(sys.stdout, error_object(str(partition_dir), exc))

@@ -25,7 +25,6 @@ from kafka_tools.format.codec_ids import (
     codec_label,
     cramjam_module,
 )
-from kafka_tools.format.lz4_frames import lz4_pieces, unlz4
 from kafka_tools.format.plural import plural
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -62,6 +61,8 @@ def decompress_buffer(
     if codec_id == Codec.SNAPPY:
         return _unsnappy(data, limit)
     if codec_id == Codec.LZ4:
+        from kafka_tools.format.lz4_frames import unlz4  # the LZ4 frame reader: at the first LZ4 batch
+
         whole = unlz4(data, limit)
         return whole if whole is not None else _joined(Codec.LZ4, bytes(data), limit)
     if codec_id == Codec.ZSTD:
@@ -93,6 +94,8 @@ def iter_decompressed(
     if codec_id == Codec.SNAPPY:
         pieces = _snappy_pieces(bytes(data), limit)
     elif codec_id == Codec.LZ4:
+        from kafka_tools.format.lz4_frames import lz4_pieces
+
         pieces = lz4_pieces(bytes(data))
     elif codec_id == Codec.ZSTD:
         pieces = _zstd_pieces(data, limit, piece)

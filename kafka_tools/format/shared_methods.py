@@ -22,10 +22,12 @@ have written, compiled once into the module's bytecode. A `default_factory` fiel
 defaults to None, which makes a new value. tests/format/test_shared_methods.py checks each such
 `__init__` against its fields.
 
-Kept because the start-up budget needs it (bench/HISTORY.md, "Start-up within budget"): `validate FILE`
-is 125 M instructions over `python -c pass` against a target of about 120 M (0.06 s), and the 19
-dataclasses it defines would add about 2.4 M each (some 45 M) with generated methods; Click alone is
-about 70 M of every command, and a lazy import does not help a class the command itself uses.
+Kept because the start-up budget needs it (bench/HISTORY.md, "Start-up: what is left over the budget"):
+without these bases and `__init__`s, every class a command defines on its way gets `@dataclass`'s
+generated methods, measured (callgrind, 2026-12-02) at +54 M instructions for `validate FILE`, +46 M
+`dump-log FILE`, +73 M `read`, +70 M `truncate --dry-run`, +78 M `validate LOGDIR`, +101 M `retention`,
++38 M `offsets-at`, against a target of about 120 M over `python -c pass` (0.06 s) that Click alone
+fills to 66 M; a lazy import does not help a class the command itself uses.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, TextIO
 from kafka_tools.format.plural import plural
 from kafka_tools.log.checks.findings import UNREADABLE, Finding, PartitionReport, Severity, Summary, status_of
 from kafka_tools.log.checks.validate import Validation
-from kafka_tools.render.json_kinds import missing_object, partition_fields
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -175,6 +174,8 @@ class ValidateTextRenderer(FindingsText):
 
 class ValidateJsonRenderer(JsonLines):
     def render(self, result: Validation, summary: Summary, missing: Iterable[str] = ()) -> None:
+        from kafka_tools.render.json_kinds import missing_object, partition_fields  # for --json only
+
         for path in missing:
             self.emit(missing_object(path))
         for f in result.all_findings():

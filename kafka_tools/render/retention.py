@@ -10,7 +10,6 @@ from kafka_tools.errors import KtoolError
 from kafka_tools.format.plural import plural
 from kafka_tools.log.retention.config import TopicSettings
 from kafka_tools.log.retention.plan import PartitionRetention, RetentionReport
-from kafka_tools.render.json_kinds import error_object, partition_fields
 from kafka_tools.render.tables import make_console
 
 
@@ -181,6 +180,8 @@ class RetentionJsonRenderer:
 
     def render(self, report: RetentionReport, bad_paths: list[tuple[str, KtoolError]] | None = None) -> None:
         """`bad_paths`: paths not read (missing, a file), said in the stream and counted unreadable."""
+        from kafka_tools.render.json_kinds import error_object  # for --json only, as the encoder
+
         for path, exc in bad_paths or []:
             self._emit(error_object(path, exc))
         for p in report.partitions:
@@ -190,6 +191,8 @@ class RetentionJsonRenderer:
         self._emit(summary)
 
     def _partition(self, p: PartitionRetention) -> None:
+        from kafka_tools.render.json_kinds import partition_fields
+
         kept = [s for s in p.segments if not s.deleted_by]
         obj: dict[str, object] = {
             "type": "partition",

@@ -111,15 +111,17 @@ def test_validate_of_a_segment_file_loads_only_the_segment_checks(fresh) -> None
         "kafka_tools.render.tables",
         "json",
         "kafka_tools.format.kafka07",  # the 0.7 reader: for .kafka files
+        "kafka_tools.format.lz4_frames",  # the LZ4 frame reader: for LZ4 batches (this segment has none)
+        "kafka_tools.render.json_kinds",  # the --json objects
     }
     assert sorted(not_needed & loaded) == []
 
 
 def test_retention_text_needs_no_json_encoder(fresh) -> None:
-    """The preview as text: the JSON Lines renderer's encoder is imported for --json only."""
+    """The preview as text: the JSON Lines renderer's encoder and its objects are imported for --json only."""
     code, loaded, stdout = _loaded_after(fresh, ["retention", str(V2)])
     assert code == 0 and "retention.bytes -1: no size limit" in stdout
-    assert sorted({"json", "kafka_tools.render.json_lines"} & loaded) == []
+    assert sorted({"json", "kafka_tools.render.json_lines", "kafka_tools.render.json_kinds"} & loaded) == []
 
 
 def test_dump_log_of_one_file_starts_no_worker_machinery(fresh) -> None:
@@ -160,6 +162,7 @@ def test_offsets_at_earliest_reads_names_and_checkpoints_only(fresh) -> None:
         "kafka_tools.format.segment",
         "kafka_tools.format.record_batch",
         "kafka_tools.render.json_lines",
+        "kafka_tools.render.json_kinds",
         "json",
     }
     assert sorted(not_needed & loaded) == []
