@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import hashlib
 import os
 import re
 import shlex
@@ -159,12 +160,33 @@ def classpath(release: Release) -> str:
 GROUP_MEMBER = Path(__file__).resolve().parent / "kafka_modern" / "clients" / "GroupMember.java"
 
 
-def group_member_command(release: Release, out: Path) -> list[str]:
-    """The command that runs GroupMember.java (a kafka-clients consumer of `release`), compiled into `out`."""
+def compiled(release: Release, source: Path) -> Path:
+    """The classes of one Java source file compiled against ``release``'s jars: once per source text and
+    release, kept in the cache beside the jars (a javac run is seconds of CPU; several modules run the
+    same client)."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    classes = kafka_libs(release).parent / "compiled" / f"{source.stem}-{digest}"
+    if classes.is_dir():
+        return classes
+    classes.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{source.stem}-", dir=classes.parent))
+    try:
+        javac = ["javac", "-nowarn", "-cp", classpath(release), "-d", str(work), str(source)]
+        subprocess.run(javac, check=True, timeout=300, capture_output=True)
+        try:
+            os.replace(work, classes)
+        except OSError:  # another session compiled it meanwhile
+            pass
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return classes
+
+
+def group_member_command(release: Release) -> list[str]:
+    """The command that runs GroupMember.java (a kafka-clients consumer of `release`), compiled once."""
+    classes = compiled(release, GROUP_MEMBER)
     libs = classpath(release)
-    javac = ["javac", "-nowarn", "-cp", libs, "-d", str(out), str(GROUP_MEMBER)]
-    subprocess.run(javac, check=True, timeout=300, capture_output=True)
-    return ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{out}:{libs}", "GroupMember"]
+    return ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{classes}:{libs}", "GroupMember"]
 
 
 # Kafka's LocalTieredStorage (a real RemoteStorageManager keeping the remote segments in a directory) is
@@ -473,6 +495,11 @@ class ModernCluster:
         return [node for node in self.nodes if node.is_broker]
 
     @property
+    def running(self) -> bool:
+        """Whether any of its nodes runs (a cluster stopped after its last test does not)."""
+        return any(node.proc is not None and node.proc.poll() is None for node in self.nodes)
+
+    @property
     def bootstrap(self) -> str:
         return ",".join(f"{HOST}:{node.port}" for node in self.brokers)
 
@@ -659,6 +686,16 @@ class ModernCluster:
                     f"Kafka {self.release.version} node {node.node_id} exited with {code}:\n"
                     f"{self.logs([node])}"
                 )
+
+    def start_stopped(self) -> None:
+        """Start again every node a test stopped or killed, and wait until they are ready (a shared
+        cluster is whole again for the next test)."""
+        stopped = [node for node in self.nodes if node.proc is None or node.proc.poll() is not None]
+        for node in stopped:
+            node.proc = None
+            self.start_node(node, wait=False)
+        if stopped:
+            self.wait_ready(stopped)
 
     def stop_node(self, node: Node, *, kill: bool = False, timeout: float = 60) -> None:
         """SIGKILL (a crash) or SIGTERM (a clean shutdown, SIGKILL after ``timeout``), then reap."""
