@@ -417,9 +417,15 @@ def run_tool_batch(
         assert not any(c in arg for arg in args for c in "\t\n"), args
         lines.append("\t".join(args))
     stdin = "".join(f"{line}\n" for line in lines).encode()
-    jar = _tool_batch_jar(release)
+    jar = _tool_batch_jar(release)  # its name holds the source's digest: so does the archive's
     proc = _run_archived(
-        release, f"ToolBatch-{main}", "ToolBatch", [main], timeout=timeout, extra_classpath=[jar], input=stdin
+        release,
+        f"{jar.stem}-{main}",
+        "ToolBatch",
+        [main],
+        timeout=timeout,
+        extra_classpath=[jar],
+        input=stdin,
     )
     stderr = proc.stderr.decode(errors="replace")
     if proc.returncode != 0:
