@@ -24,8 +24,9 @@ import pytest
 
 from tests.support.sweep import exhaustive
 
-# per test CPU and wall, when $KTOOL_TEST_CPU names a directory (tests/support/cpu_meter.py)
-pytest_plugins = ["tests.support.cpu_meter"]
+# per test CPU and wall, when $KTOOL_TEST_CPU names a directory (tests/support/cpu_meter.py); the shared
+# clusters stopped after their last test, the modern tests run release by release (cluster_lifetimes.py)
+pytest_plugins = ["tests.support.cpu_meter", "tests.support.cluster_lifetimes"]
 
 # every server fixture needs one of these
 SERVER_FIXTURES = frozenset(
@@ -323,11 +324,50 @@ def maintained_kafka(kafka_release, tmp_path_factory):
         yield cluster
 
 
+# The controller fences a broker that stops heartbeating after 3 s (Kafka's default is 9 s): a test that
+# kills a broker sees it fenced within seconds.
+FAST_FENCE = {"broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms": 500}
+_SPLIT: dict[str, object] = {}  # one controller and three brokers per release, shared by both fixtures
+
+
+def _split_cluster(release, tmp_path_factory):
+    """The release's one controller and three brokers, started on first use (and again if it was stopped
+    after what was then its last test: tests/support/cluster_lifetimes.py), stopped at the session's end.
+    3.9's controller snapshots its metadata every second (for kafka-metadata-shell, which 4.x lacks)."""
+    cluster = _SPLIT.get(release.version)
+    if cluster is None or not cluster.running:
+        snapshots = {"metadata.log.max.snapshot.interval.ms": 1000} if release.major < 4 else {}
+        cluster = _started(
+            release,
+            "split",
+            tmp_path_factory,
+            brokers=3,
+            controller_properties={**FAST_FENCE, **snapshots},
+            properties={"broker.heartbeat.interval.ms": 500},
+        ).start()
+        _SPLIT[release.version] = cluster
+    return cluster
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _split_clusters_stopped() -> Iterator[None]:
+    yield
+    for cluster in _SPLIT.values():
+        cluster.stop()
+    _SPLIT.clear()
+
+
+@pytest.fixture(scope="session")
+def kafka_split(kafka_release, tmp_path_factory):
+    """Each modern release as one KRaft controller (node 100) and three brokers (1-3), shared by the
+    session: topics named per test; a test that stops or kills a broker starts it again."""
+    return _split_cluster(kafka_release, tmp_path_factory)
+
+
 @pytest.fixture(scope="session")
 def kafka4_split(kafka4_release, tmp_path_factory):
-    """The newest 4.x as one KRaft controller and three brokers (node ids 1-3), shared by the session."""
-    with _started(kafka4_release, "split", tmp_path_factory, brokers=3) as cluster:
-        yield cluster
+    """The newest 4.x as one KRaft controller and three brokers: ``kafka_split``'s 4.x cluster."""
+    return _split_cluster(kafka4_release, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -71,3 +71,71 @@ def test_modern_and_kafka4_are_given_by_the_release_fixtures(monkeypatch, fixtur
     item = _Item(fixtures, callspec=_Callspec({"kafka_release": release}) if release else None)
     conftest.pytest_collection_modifyitems(None, [item])
     assert item.marks == want
+
+
+@dataclass
+class _Stoppable:
+    stopped: int = 0
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+@dataclass
+class _Run:
+    """A collected test as tests/support/cluster_lifetimes.py reads it, with its session."""
+
+    name: str
+    fixturenames: tuple[str, ...]
+    callspec: _Callspec | None = None
+    funcargs: dict = field(default_factory=dict)
+    session: object = None
+
+
+def test_the_modern_tests_run_release_by_release_and_a_shared_cluster_stops_after_its_last_test() -> None:
+    from tests.support import cluster_lifetimes
+
+    def run(name, *fixtures, release=None):
+        return _Run(name, fixtures, _Callspec({"kafka_release": release}) if release else None)
+
+    items = [
+        run("spark", "spark"),
+        run("topics-3.9", "kafka_split", "kafka_release", release="3.9.2"),
+        run("split-4", "kafka4_split", "kafka4_release"),
+        run("topics-4", "kafka_split", "kafka_release", release="4.4.0"),
+        run("zk-3.9", "kafka39_zk", "kafka39_release"),
+        run("offline", "tmp_path"),
+        run("plain-4", "modern_kafka", "kafka_release", release="4.4.0"),
+    ]
+    cluster_lifetimes.pytest_collection_modifyitems(items)
+    # by release; in each, the modules on the one-controller-three-brokers cluster last, together
+    assert [i.name for i in items] == [
+        "plain-4",
+        "split-4",
+        "topics-4",
+        "zk-3.9",
+        "topics-3.9",
+        "spark",
+        "offline",
+    ]
+
+    split4, split39, plain4 = _Stoppable(), _Stoppable(), _Stoppable()
+    session = type("Session", (), {"items": items, "stash": {}})()
+    values = {"split-4": {"kafka4_split": split4}, "topics-4": {"kafka_split": split4},
+              "plain-4": {"modern_kafka": plain4}, "topics-3.9": {"kafka_split": split39}}  # fmt: skip
+    stopped_after = {}
+    for item in items:
+        item.session, item.funcargs = session, values.get(item.name, {})
+        hook = cluster_lifetimes.pytest_runtest_teardown(item, None)
+        next(hook)
+        try:
+            next(hook)
+        except StopIteration:
+            pass
+        stopped_after[item.name] = (split4.stopped, split39.stopped, plain4.stopped)
+    # kafka4_split and kafka_split's 4.x cluster are one: stopped once, after the last of them
+    assert stopped_after["plain-4"] == (0, 0, 1)
+    assert stopped_after["split-4"] == (0, 0, 1)
+    assert stopped_after["topics-4"] == (1, 0, 1)
+    assert stopped_after["zk-3.9"] == (1, 0, 1)
+    assert stopped_after["topics-3.9"] == (1, 1, 1) == stopped_after["offline"]

@@ -31,11 +31,10 @@ IDENTITIES = {"bob": "SCRAM-SHA-512", "carol": "PLAIN"}
 
 
 @pytest.fixture(scope="module")
-def groups(secured_kafka, tmp_path_factory):
+def groups(secured_kafka):
     """{kind: group id} on one topic of 4 partitions: `consumer` (two Java GroupMembers of the new
     protocol) and `classic` (two confluent-kafka consumers, cooperative-sticky), each settled."""
-    out = tmp_path_factory.mktemp("java-member")
-    java = group_member_command(secured_kafka.release, out)
+    java = group_member_command(secured_kafka.release)
     topic, suffix = f"secured-views-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex[:6]
     create_topic(secured_kafka, topic, partitions=4)
     names = {"consumer": f"kip848-{suffix}", "classic": f"classic-{suffix}"}

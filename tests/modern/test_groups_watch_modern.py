@@ -51,10 +51,9 @@ def cluster(kafka4_release, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def java_member(cluster, tmp_path_factory) -> list[str]:
+def java_member(cluster) -> list[str]:
     """The command that runs GroupMember.java (kafka-clients of the cluster's release), compiled once."""
-    out = tmp_path_factory.mktemp("java-member")
-    return group_member_command(cluster.release, out)
+    return group_member_command(cluster.release)
 
 
 class Member:

@@ -22,22 +22,15 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_ktool
-from tests.support.modern import ModernCluster, copy_live_dir, create_topic, run_tool
+from tests.support.modern import copy_live_dir, create_topic, run_tool
 
 
 @pytest.fixture(scope="module")
-def kraft(kafka_release, request, tmp_path_factory):
-    """4.4.0: the session's one controller and three brokers; 3.9.2: one controller and two brokers of
-    this module's, whose controller snapshots its metadata every second (for the metadata shell)."""
-    if kafka_release.major >= 4:
-        yield request.getfixturevalue("kafka4_split")
-        return
-    workdir = tmp_path_factory.mktemp(f"kafka{kafka_release.version}-split")
-    snapshots = {"metadata.log.max.snapshot.interval.ms": 1000}
-    with ModernCluster(
-        kafka_release, "split", workdir, brokers=2, controller_properties=snapshots
-    ) as cluster:
-        yield cluster
+def kraft(kafka_split):
+    """The session's one controller and three brokers of the release (3.9.2's controller snapshots its
+    metadata every second, for the metadata shell); a broker stopped here is started again."""
+    yield kafka_split
+    kafka_split.start_stopped()
 
 
 def _admin(cluster):

@@ -9,19 +9,27 @@ import uuid
 import pytest
 
 from tests.support.cli import run_ktool
-from tests.support.modern import create_topic, partition_dir, run_tool
+from tests.support.modern import create_topic, partition_dir, run_tool_batch
 
 T0 = 1_700_000_000_000
 RECORDS = 600  # 8 KiB each, alternating between 2 partitions: 2-3 segments of 1 MiB a partition
 
 
-def _theirs(cluster, topic: str, time: str) -> list[str]:
-    out = run_tool(
+def _theirs(cluster, topic: str, times: list[str]) -> list[list[str]]:
+    """GetOffsetShell's lines for each time, its runs in one JVM (tests/support/modern.run_tool_batch)."""
+    outs = run_tool_batch(
         cluster.release,
         "GetOffsetShell",
-        ["--bootstrap-server", cluster.bootstrap, "--topic", topic, "--time", time],
-    ).stdout
-    return sorted(line for line in out.splitlines() if line.startswith(f"{topic}:"))
+        [["--bootstrap-server", cluster.bootstrap, "--topic", topic, "--time", time] for time in times],
+    )
+    return [sorted(line for line in out.splitlines() if line.startswith(f"{topic}:")) for out in outs]
+
+
+def _compare(cluster, topic: str, times: list[str]) -> None:
+    """ktool's answer for each time equals GetOffsetShell's, both asked after the broker wrote the files."""
+    theirs = _theirs(cluster, topic, times)
+    for time, expected in zip(times, theirs, strict=True):
+        assert _ours(cluster, topic, time) == expected, time
 
 
 def _ours(cluster, topic: str, time: str) -> list[str]:
@@ -67,8 +75,7 @@ TIMES = [
 
 
 def test_offsets_at_equals_getoffsetshell(modern_kafka, segmented):
-    for time in TIMES:
-        assert _ours(modern_kafka, segmented, time) == _theirs(modern_kafka, segmented, time), time
+    _compare(modern_kafka, segmented, TIMES)
 
 
 def test_after_delete_records_moved_the_log_start(modern_kafka, segmented):
@@ -89,8 +96,7 @@ def test_after_delete_records_moved_the_log_start(modern_kafka, segmented):
     while _ours(modern_kafka, segmented, "earliest") != wanted:
         assert clock.monotonic() < deadline, "the broker's files never said the new log start offsets"
         clock.sleep(0.5)
-    for time in ["earliest", "latest", str(T0), str(T0 + 100_000)]:
-        assert _ours(modern_kafka, segmented, time) == _theirs(modern_kafka, segmented, time), time
+    _compare(modern_kafka, segmented, ["earliest", "latest", str(T0), str(T0 + 100_000)])
 
 
 def test_a_transactional_topic_equals_getoffsetshell_markers_included(modern_kafka):
@@ -132,5 +138,4 @@ def test_a_transactional_topic_equals_getoffsetshell_markers_included(modern_kaf
         before = max(b["maxTimestamp"] for b in batches if b["lastOffset"] < marker["baseOffset"])
         assert before < marker["maxTimestamp"]
         times += [str(before + 1), str(marker["maxTimestamp"])]
-    for time in times:
-        assert _ours(modern_kafka, topic, time) == _theirs(modern_kafka, topic, time), time
+    _compare(modern_kafka, topic, times)

@@ -70,9 +70,8 @@ def cluster(kafka_release, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def java_member(cluster, tmp_path_factory) -> list[str]:
-    out = tmp_path_factory.mktemp("java-member")
-    return group_member_command(cluster.release, out)
+def java_member(cluster) -> list[str]:
+    return group_member_command(cluster.release)
 
 
 class RdMember:

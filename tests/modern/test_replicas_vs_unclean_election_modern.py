@@ -121,11 +121,7 @@ def _diff(*args: object) -> tuple[int, list[dict]]:
 def split(kafka4_split: ModernCluster):
     """The session's 4.x cluster, every broker running again after the test whatever it stopped."""
     yield kafka4_split
-    stopped = [n for n in kafka4_split.brokers if n.proc is None or n.proc.poll() is not None]
-    for node in stopped:
-        node.proc = None
-        kafka4_split.start_node(node, wait=False)
-    kafka4_split.wait_ready(stopped)
+    kafka4_split.start_stopped()
 
 
 def test_prediction_equals_what_the_old_replicas_truncate_to(split: ModernCluster, tmp_path: Path):

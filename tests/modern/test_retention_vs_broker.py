@@ -194,7 +194,9 @@ def test_offline_preview_reads_the_kraft_topic_config_and_equals_the_brokers_del
 
 
 # --------------------------------------------------------------------------- compaction
-HORIZON_MS = 3000  # delete.retention.ms: the second clean waits this long after the first
+# delete.retention.ms: the second clean waits this long after the first; and the time the test has to copy
+# a clean's result before the broker may run a clean for the horizon alone (checked, not assumed)
+HORIZON_MS = 6000
 
 
 def _records(directory: Path) -> list[dict]:
@@ -234,7 +236,14 @@ def test_compaction_preview_equals_the_cleans_past_delete_retention(maintained_k
     broker runs for a passed horizon alone (nothing is dirty), drops what is past it. The preview made
     on a copy after each clean, as of the horizon it stamped, equals what the next clean keeps: records,
     tombstones and transaction markers (a marker goes one clean after its transaction's records: the
-    clean that finds them gone stamps it; the producer's last one stays)."""
+    clean that finds them gone stamps it; the producer's last one stays).
+
+    What moves under the test is held still, not raced: the cleaner is held (min.compaction.lag.ms)
+    while the first rounds are written, so one clean stamps every horizon (cleans between the writes
+    would stamp the tombstones early, and a later one could expire them before any preview); after each
+    clean the partition is copied at once, before its earliest horizon (checked), so the sealed segments
+    the preview reads are the clean's, not those of a clean the horizon alone starts while the next
+    segments are rolled."""
     from confluent_kafka import Producer
 
     topic = f"compacted-{uuid.uuid4().hex[:8]}"
@@ -242,7 +251,7 @@ def test_compaction_preview_equals_the_cleans_past_delete_retention(maintained_k
         "cleanup.policy": "compact",
         "segment.ms": 100,
         "min.cleanable.dirty.ratio": 0.01,
-        "min.compaction.lag.ms": 0,
+        "min.compaction.lag.ms": HOLD_MS,
         "delete.retention.ms": HORIZON_MS,
         "file.delete.delay.ms": 0,
     }
@@ -273,19 +282,19 @@ def test_compaction_preview_equals_the_cleans_past_delete_retention(maintained_k
         lambda: plain.produce(topic, b"x", b"k7"),  # the active segment
     )
     live = partition_dir(maintained_kafka.brokers[0], topic)
-    _wait_cleaned(live)
+    _alter(maintained_kafka, topic, "min.compaction.lag.ms", 0)
+    cleaned = _wait_cleaned_and_copy(live, tmp_path / "cleaned-1")
     expired = []
     for clean in (2, 3):
         # Hold the cleaner (min.compaction.lag.ms), roll a segment for it to find dirty, let the horizon
-        # the last clean stamped pass, preview a copy, then let the cleaner go.
-        _alter(maintained_kafka, topic, "min.compaction.lag.ms", 3_600_000)
+        # the last clean stamped pass, preview the copy (the clean's segments, then those rolled), then
+        # let the cleaner go.
+        _alter(maintained_kafka, topic, "min.compaction.lag.ms", HOLD_MS)
         rounds(
             lambda n=clean: plain.produce(topic, b"y", f"n{n}".encode()),
             lambda: plain.produce(topic, b"z", b"k7"),
         )
-        copy = tmp_path / f"clean-{clean}" / live.name
-        copy_live_dir(live, copy)
-        shutil.copy2(live.parent / "cleaner-offset-checkpoint", copy.parent)  # where the dirty part starts
+        copy = _with_rolled_segments(cleaned, live, tmp_path / f"clean-{clean}" / live.name)
         before = _records(copy)
         horizon = max(o["deleteHorizonMs"] or 0 for o in before if o["type"] == "batch")
         time.sleep(max(0.0, horizon / 1000 - time.time()) + 0.1)
@@ -302,11 +311,45 @@ def test_compaction_preview_equals_the_cleans_past_delete_retention(maintained_k
             markers - c["markersExpired"],
         )
         _alter(maintained_kafka, topic, "min.compaction.lag.ms", 0)
-        _wait_cleaned(live)
-        assert _kept(_records(live)) == predicted, f"clean {clean}: {c}"
-    # There was something to prove: both tombstones went in the second clean, the markers of the two
-    # emptied transactions in the second or third (one clean after the clean that emptied them).
-    assert [t for t, _ in expired] == [2, 0] and sum(m for _, m in expired) == 2, expired
+        cleaned = _wait_cleaned_and_copy(live, tmp_path / f"cleaned-{clean}")
+        assert _kept(_records(cleaned)) == predicted, f"clean {clean}: {c}"
+    # There was something to prove: both tombstones went in the second clean (the first stamped them),
+    # the markers of the two emptied transactions in the third (the second found them empty).
+    assert expired == [(2, 0), (0, 2)], expired
+
+
+HOLD_MS = 3_600_000  # min.compaction.lag.ms that holds the cleaner: no record is an hour old
+
+
+def _wait_cleaned_and_copy(live: Path, target: Path) -> Path:
+    """A copy of the partition as the clean that just ended left it, with the cleaner's checkpoint. Taken
+    at once, and checked to be older than every horizon that clean stamped: the broker runs a clean for
+    a passed horizon alone, and one run before the copy would leave the preview nothing to expire."""
+    _wait_cleaned(live)
+    copy = copy_live_dir(live, target / live.name)
+    shutil.copy2(live.parent / "cleaner-offset-checkpoint", target)  # where the dirty part starts
+    copied_at = time.time() * 1000
+    horizons = [o["deleteHorizonMs"] for o in _records(copy) if o["type"] == "batch" and o["deleteHorizonMs"]]
+    assert not horizons or copied_at < min(horizons), (
+        f"{live.name}: copied {copied_at - min(horizons):.0f} ms past the horizon {min(horizons)}: a clean "
+        "for the horizon alone may have run first"
+    )
+    return copy
+
+
+def _with_rolled_segments(cleaned: Path, live: Path, target: Path) -> Path:
+    """The cleaned copy's segments, then the live partition's from the segment that was active at the
+    clean (rolled since; the cleaner held, nothing of them cleaned) and everything beside the segments."""
+    active = max(int(p.stem) for p in cleaned.glob("*.log"))
+    copy_live_dir(live, target)
+    for path in target.iterdir():
+        if path.stem.isdigit() and int(path.stem) < active:
+            path.unlink()
+    for path in cleaned.iterdir():
+        if path.stem.isdigit() and int(path.stem) < active:
+            shutil.copy2(path, target / path.name)
+    shutil.copy2(cleaned.parent / "cleaner-offset-checkpoint", target.parent)
+    return target
 
 
 def _wait_cleaned(live: Path) -> None:

@@ -198,12 +198,20 @@ def test_list_as_another_user_reads_the_partition_count_from_what_it_can_read(ma
     }
 
 
-@pytest.fixture
-def own_kafka(kafka_release, tmp_path):
-    """A broker of this test's own: it is stopped, its coordinator's partition removed, restarted."""
+@pytest.fixture(scope="module")
+def _module_kafka(kafka_release, tmp_path_factory):
     props = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
-    with ModernCluster(kafka_release, "combined", tmp_path / "kafka", properties=props) as cluster:
+    workdir = tmp_path_factory.mktemp(f"kafka{kafka_release.version}-transactions")
+    with ModernCluster(kafka_release, "combined", workdir, properties=props) as cluster:
         yield cluster
+
+
+@pytest.fixture
+def own_kafka(_module_kafka):
+    """A broker of this module's own (its tests stop it, remove its coordinator's partition, restart it;
+    each names its own topics and transactional ids), running when a test starts."""
+    _module_kafka.start_stopped()
+    return _module_kafka
 
 
 def _producer(cluster, tid: str, topic: str, timeout_ms: int) -> subprocess.Popen:

@@ -41,6 +41,8 @@ PATHS = [GENERATED / d for d in ("v0", "v1", "v2", "kafka07", "corrupt")] + [KAF
 SPLIT = 2048  # tiny fixtures: split them anyway, so that ranges of one segment meet again
 PACK = 64 * 1024
 
+LIGHT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # the tests' Spark JVMs (drivers, executors)
+
 # Every test here needs Spark: the session fixture, a standalone cluster, or a scan in a subprocess.
 pytestmark = pytest.mark.spark
 
@@ -64,7 +66,10 @@ def spark():
         java_command()
     except InputError as exc:
         _unavailable(str(exc))
-    handle = start(SparkSettings(master="local[2]", conf={"spark.sql.shuffle.partitions": "2"}))
+    # C1 and the serial collector, as the test brokers and the standalone cluster's daemons: the session's
+    # JVM runs seconds of work on small inputs, and C2's compiler threads were CPU spent for nothing
+    conf = {"spark.sql.shuffle.partitions": "2", "spark.driver.extraJavaOptions": LIGHT_JVM}
+    handle = start(SparkSettings(master="local[2]", conf=conf))
     yield handle.spark
     handle.spark.stop()
     if handle.log_path:
@@ -718,6 +723,12 @@ def _cluster_scan(cluster, *args: str) -> subprocess.Popen:
     env["PYTHONPATH"] = str(ROOT)
     cmd = [sys.executable, "-c", _MAIN, "scan", "--json", "--no-progress", "--master", cluster.url]
     cmd += ["--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=512m"]
+    cmd += [
+        "--conf",
+        f"spark.driver.extraJavaOptions={LIGHT_JVM}",
+        "--conf",
+        f"spark.executor.extraJavaOptions={LIGHT_JVM}",
+    ]
     return subprocess.Popen(
         cmd + list(args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -755,10 +766,11 @@ def test_cluster_scan_with_a_worker_killed_gives_the_local_runs_tables(
     tables are the local run's, row for row, and the summary counts the failed attempts."""
     from pyspark.sql.functions import col
 
-    # 8 segments of 0.8 MB (a batch is 540 bytes), 300,000 records: 8 tasks of 37,500 records in pure
-    # Python, 4 queued to an executor, so the kill meets a running task; the one worker left runs the
-    # rest alone (the default 17 MB made this test 91 s of CI)
-    gen = _generated(tmp_path_factory, batches=1500)
+    # 8 segments of 0.43 MB (a batch is 540 bytes), 160,000 records: 8 tasks of 20,000 records in pure
+    # Python, about a second each, back to back on each executor, so the kill meets a running task; the
+    # one worker left runs the rest alone (the default 17 MB made this test 91 s of CI, 1,500 batches a
+    # segment 50 + 30 s of CPU)
+    gen = _generated(tmp_path_factory, batches=800)
     out = tmp_path / "t"
     paths = [*map(str, scanned.paths), str(gen.path)]
     proc = _cluster_scan(cluster, "--out", str(out), "--records", "--offsets-topic", *SLOW, *paths)

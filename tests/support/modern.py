@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import hashlib
 import os
 import re
 import shlex
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import time
 import uuid
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,12 +161,33 @@ def classpath(release: Release) -> str:
 GROUP_MEMBER = Path(__file__).resolve().parent / "kafka_modern" / "clients" / "GroupMember.java"
 
 
-def group_member_command(release: Release, out: Path) -> list[str]:
-    """The command that runs GroupMember.java (a kafka-clients consumer of `release`), compiled into `out`."""
+def compiled(release: Release, source: Path) -> Path:
+    """The classes of one Java source file compiled against ``release``'s jars: once per source text and
+    release, kept in the cache beside the jars (a javac run is seconds of CPU; several modules run the
+    same client)."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    classes = kafka_libs(release).parent / "compiled" / f"{source.stem}-{digest}"
+    if classes.is_dir():
+        return classes
+    classes.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{source.stem}-", dir=classes.parent))
+    try:
+        javac = ["javac", "-nowarn", "-cp", classpath(release), "-d", str(work), str(source)]
+        subprocess.run(javac, check=True, timeout=300, capture_output=True)
+        try:
+            os.replace(work, classes)
+        except OSError:  # another session compiled it meanwhile
+            pass
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return classes
+
+
+def group_member_command(release: Release) -> list[str]:
+    """The command that runs GroupMember.java (a kafka-clients consumer of `release`), compiled once."""
+    classes = compiled(release, GROUP_MEMBER)
     libs = classpath(release)
-    javac = ["javac", "-nowarn", "-cp", libs, "-d", str(out), str(GROUP_MEMBER)]
-    subprocess.run(javac, check=True, timeout=300, capture_output=True)
-    return ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{out}:{libs}", "GroupMember"]
+    return ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", f"{classes}:{libs}", "GroupMember"]
 
 
 # Kafka's LocalTieredStorage (a real RemoteStorageManager keeping the remote segments in a directory) is
@@ -315,6 +338,38 @@ def _class_archive(release: Release, main: str) -> Path:
     return kafka_libs(release).parent / "class-archives" / f"{main}-{key}.jsa"
 
 
+def _run_archived(
+    release: Release,
+    key: str,
+    main: str,
+    args: Sequence[str],
+    *,
+    timeout: float,
+    extra_classpath: Sequence[Path] = (),
+    **run,
+) -> subprocess.CompletedProcess:
+    """``java main args`` as a Kafka tool runs: C1, the serial collector, tools' logging on stderr, and
+    its classes from the class-data archive (AppCDS) kept under ``key``, which its first run writes at exit
+    (under a name of its own, then moved: two lanes may run the tool at once)."""
+    archive = _class_archive(release, key)
+    if archive.is_file():
+        cds, written = [f"-XX:SharedArchiveFile={archive}"], None
+    else:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        written = archive.with_name(f".{archive.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        cds = [f"-XX:ArchiveClassesAtExit={written}"]
+    options = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xlog:cds*=off", *cds, *_tool_logging(release)]
+    cmd = java_command(release, main, args, options=options, extra_classpath=extra_classpath)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, timeout=timeout, **run)
+        if written is not None and proc.returncode == 0 and written.is_file():
+            os.replace(written, archive)
+    finally:
+        if written is not None:
+            written.unlink(missing_ok=True)
+    return proc
+
+
 def run_tool(
     release: Release, tool: str, args: Sequence[str], *, timeout: float = 300, check: bool = True
 ) -> subprocess.CompletedProcess:
@@ -326,25 +381,65 @@ def run_tool(
     main = release.tools.get(tool)
     if main is None:
         raise ServerError(f"Kafka {release.version} has no {tool} in the fetched jars")
-    archive = _class_archive(release, main)
-    if archive.is_file():
-        cds, written = [f"-XX:SharedArchiveFile={archive}"], None
-    else:  # this run writes it, under a name of its own (two lanes may run the tool at once)
-        archive.parent.mkdir(parents=True, exist_ok=True)
-        written = archive.with_name(f".{archive.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
-        cds = [f"-XX:ArchiveClassesAtExit={written}"]
-    options = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xlog:cds*=off", *cds, *_tool_logging(release)]
-    cmd = java_command(release, main, args, options=options)
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        if written is not None and proc.returncode == 0 and written.is_file():
-            os.replace(written, archive)
-    finally:
-        if written is not None:
-            written.unlink(missing_ok=True)
+    proc = _run_archived(release, main, main, args, timeout=timeout, text=True, stdin=subprocess.DEVNULL)
     if check and proc.returncode != 0:
         raise ServerError(f"{tool} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
     return proc
+
+
+TOOL_BATCH = Path(__file__).resolve().parent / "kafka_modern" / "clients" / "ToolBatch.java"
+
+
+def _tool_batch_jar(release: Release) -> Path:
+    """ToolBatch.java's classes as a jar (a class-data archive leaves out classes from a directory)."""
+    classes = compiled(release, TOOL_BATCH)
+    jar = classes.with_suffix(".jar")
+    if not jar.is_file():
+        work = jar.with_name(f".{jar.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        with zipfile.ZipFile(work, "w") as archive:
+            for path in sorted(classes.rglob("*.class")):
+                archive.write(path, path.relative_to(classes).as_posix())
+        os.replace(work, jar)
+    return jar
+
+
+def run_tool_batch(
+    release: Release, tool: str, arg_lists: Sequence[Sequence[str]], *, timeout: float = 300
+) -> list[str]:
+    """Kafka's own ``tool`` run on each argument list in turn, in one JVM (ToolBatch.java: the tool's main
+    as it is, its Exit.exit caught): each run's stdout, in order. A run that exits non-zero fails, as
+    :func:`run_tool` does. The same output as one ``run_tool`` each, without a JVM's start each."""
+    main = release.tools.get(tool)
+    if main is None:
+        raise ServerError(f"Kafka {release.version} has no {tool} in the fetched jars")
+    lines = []
+    for args in arg_lists:
+        assert not any(c in arg for arg in args for c in "\t\n"), args
+        lines.append("\t".join(args))
+    stdin = "".join(f"{line}\n" for line in lines).encode()
+    jar = _tool_batch_jar(release)  # its name holds the source's digest: so does the archive's
+    proc = _run_archived(
+        release,
+        f"{jar.stem}-{main}",
+        "ToolBatch",
+        [main],
+        timeout=timeout,
+        extra_classpath=[jar],
+        input=stdin,
+    )
+    stderr = proc.stderr.decode(errors="replace")
+    if proc.returncode != 0:
+        raise ServerError(f"{tool} (a batch of {len(lines)}) exited {proc.returncode}:\n{stderr[-4000:]}")
+    outputs, data = [], proc.stdout
+    for args in arg_lists:
+        header, _, data = data.partition(b"\n")
+        tag, code, size = header.decode().split(" ")
+        assert tag == "#tool-batch", header
+        if int(code) != 0:
+            raise ServerError(f"{tool} {' '.join(args)} exited {code}:\n{stderr[-4000:]}")
+        outputs.append(data[: int(size)].decode())
+        data = data[int(size) :]
+    return outputs
 
 
 def random_cluster_id() -> str:
@@ -476,6 +571,11 @@ class ModernCluster:
     @property
     def brokers(self) -> list[Node]:
         return [node for node in self.nodes if node.is_broker]
+
+    @property
+    def running(self) -> bool:
+        """Whether any of its nodes runs (a cluster stopped after its last test does not)."""
+        return any(node.proc is not None and node.proc.poll() is None for node in self.nodes)
 
     @property
     def bootstrap(self) -> str:
@@ -669,6 +769,16 @@ class ModernCluster:
                     f"Kafka {self.release.version} node {node.node_id} exited with {code}:\n"
                     f"{self.logs([node])}"
                 )
+
+    def start_stopped(self) -> None:
+        """Start again every node a test stopped or killed, and wait until they are ready (a shared
+        cluster is whole again for the next test)."""
+        stopped = [node for node in self.nodes if node.proc is None or node.proc.poll() is not None]
+        for node in stopped:
+            node.proc = None
+            self.start_node(node, wait=False)
+        if stopped:
+            self.wait_ready(stopped)
 
     def stop_node(self, node: Node, *, kill: bool = False, timeout: float = 60) -> None:
         """SIGKILL (a crash) or SIGTERM (a clean shutdown, SIGKILL after ``timeout``), then reap."""

@@ -177,9 +177,16 @@ def test_a_tiered_topic_audits_clean_and_matches_the_store_and_dumplogsegments(t
     before = node.server_log.read_text().count(ready)
     cluster.start_node(node)
     # deleted before its RLMM cache is loaded, Kafka 3.9 refuses to delete the remote segments ("Remote
-    # log metadata cache is not initialized") and leaves them all in the store: wait for the cache
-    deadline = time.monotonic() + 60
-    while node.server_log.read_text().count(ready) == before and time.monotonic() < deadline:
+    # log metadata cache is not initialized") and leaves them all in the store: wait for the cache. And
+    # deleted while a copy runs, the copy started after the deletion listed the remote segments stays
+    # COPY_SEGMENT_STARTED: wait until none can run, every segment but the active one copied and gone
+    # from the local log (a local segment goes only once copied; the active one is never copied, and
+    # nothing is written now)
+    deadline = time.monotonic() + 120
+    while node.server_log.read_text().count(ready) == before or len(list(part.glob("*.log"))) > 1:
+        assert time.monotonic() < deadline, (
+            f"copies after the restart: local log {sorted(part.glob('*.log'))}"
+        )
         time.sleep(0.2)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})  # kept: its futures need it alive
     admin.delete_topics(["orders"])["orders"].result(60)
