@@ -20,6 +20,7 @@ from kafka_tools.consumers.classic_member import member_from_metadata as _member
 from kafka_tools.consumers.groups import GroupNotFoundError
 from kafka_tools.consumers.member_order import BROKER, DESCRIBED, JAVA, LIBRDKAFKA
 from kafka_tools.consumers.range_assignor import range_assign
+from kafka_tools.consumers.rdkafka_sticky import cooperative_sticky_assign
 from kafka_tools.consumers.rebalance import Move, RebalancePlan
 from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
 from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, STICKY, sticky_assign
@@ -242,11 +243,21 @@ def _assign(
                 "assigned in the next one the revoking members start"
             )
         return result.assignment
-    # librdkafka's sticky assignors (rdkafka_sticky_assignor.c) port kafka-clients' older general
-    # algorithm, which runs for every group there, with their own orders: a guess is no plan
+    if assignor == COOPERATIVE_STICKY:
+        settled = cooperative_sticky_assign(members, partitions)
+        warnings += settled.warnings
+        if settled.transferring:
+            warnings.append(
+                f"{plural(len(settled.transferring), 'partition')} change owner: revoked in this rebalance, "
+                "assigned in the next one the revoking members start "
+                f"({plural(settled.rebalances, 'rebalance')} in all)"
+            )
+        return settled.assignment
+    # rdkafka_assignor.c registers range, roundrobin and cooperative-sticky: the client refuses `sticky`
     raise AssignmentError(
-        f"the group's leader runs librdkafka's {assignor} assignor, which ktool does not predict "
-        "(librdkafka's own port of an older kafka-clients algorithm, with its own tie-breaks)"
+        "librdkafka has no eager sticky assignor (its consumers refuse "
+        "partition.assignment.strategy=sticky): a group on sticky is led by another library; "
+        "--implementation java plans kafka-clients'"
     )
 
 

@@ -1,0 +1,368 @@
+"""librdkafka's cooperative-sticky assignor as a classic group's librdkafka leader runs it
+(rdkafka_sticky_assignor.c, a port of kafka-clients' older general sticky algorithm, and the cooperative
+adjustment of rdkafka_cgrp.c), librdkafka 2.x without racks.
+
+librdkafka registers no eager `sticky` (its client refuses `partition.assignment.strategy=sticky`): a
+group on `sticky` is led by another library. Its cooperative-sticky reads each member's owned partitions
+and generation from the subscription (v1 and v2 fields; the user data is never read) and always takes
+the general path: its "fresh assignment" test asks whether the map it filled with every member is empty.
+
+The orders that decide ties, from the source:
+- members: the JoinGroup response's order (the coordinator's, which DescribeGroups lists too); it decides
+  only which claim of a partition claimed twice wins a map (the last member's);
+- topics: the Metadata response's order to the leader's request, which lists each member's topics in turn
+  (a librdkafka member sends its own sorted by name); the broker answers up to 4 topics in that order;
+- rd_map iterates newest key first (rd_map_insert puts each new key at the head of its list): the
+  partitions nobody owns are added to the sorted list of identical subscriptions last topic first,
+  highest partition first;
+- consumers sort by (assigned count, member id bytes); partitions, when subscriptions differ, by
+  (potential consumers, topic bytes, partition); a partition's generations by number, where a tie
+  anywhere in the list voids every claim;
+- isBalanced fails when a member with fewer partitions than another could take one of its partitions
+  (count < count, not count + 1 < count as kafka-clients has it since);
+- a reverse movement is looked up with the partition's current owner (kafka-clients: its first source),
+  and the first partition recorded for that pair moves;
+- a partition moved back to where it came from keeps its movement record: moved again, the leader's
+  assertion fails (the process aborts), as a member set aside (it owns all it can) looked up does;
+- the cooperative adjustment gives a partition to its new owner only when nobody owned it, keeps what an
+  owner is assigned again, hands back what an owner claims and nobody is assigned (kafka-clients revokes
+  it), and withholds the rest: its owners revoke it and every member rejoins, owning what it was given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from kafka_tools.consumers.assignors import AssignmentError
+from kafka_tools.consumers.classic_member import ClassicMember, TopicPartition
+
+MAX_ROUNDS = 10  # a cooperative group settles in two; more is a loop ktool reports rather than follows
+BROKER_ORDERED_TOPICS = 4  # the broker keeps up to 4 requested topics in order (Scala's Set1..Set4)
+
+
+@dataclass
+class RdkafkaStickyResult:
+    """The assignment once the group settles, the partitions that change owner on the way (revoked in
+    the first rebalance, assigned in the next one), the rebalances it takes, and the caveats."""
+
+    assignment: dict[str, list[TopicPartition]]
+    transferring: dict[TopicPartition, str] = field(default_factory=dict)
+    rebalances: int = 1
+    warnings: list[str] = field(default_factory=list)
+
+
+class LeaderCrash(AssignmentError):
+    """Where librdkafka's leader asserts or dereferences a null in the assignor: no assignment."""
+
+
+def _tp_key(tp: TopicPartition) -> tuple[bytes, int]:
+    return tp[0].encode(), tp[1]
+
+
+def refuse_racks(members: list[ClassicMember]) -> None:
+    """librdkafka's rack-aware path (KIP-881) runs when a member sends a rack that some replica's broker
+    shares; ktool does not model it, so a member sending a rack is refused in one line."""
+    racked = [m for m in members if m.rack]
+    if racked:
+        raise AssignmentError(
+            f"member {racked[0].member_id} sends rack {racked[0].rack}: librdkafka's cooperative-sticky "
+            "assigns by rack (KIP-881) when a broker shares it, which ktool does not predict"
+        )
+
+
+def requested_topics(members: list[ClassicMember], partitions: Mapping[str, int]) -> list[str]:
+    """The eligible topics in the Metadata response's order: each member's topics in turn, once each,
+    those with partitions."""
+    seen: dict[str, None] = {}
+    for member in members:
+        seen.update((t, None) for t in member.topics if not t.startswith("^"))
+    return [t for t in seen if partitions.get(t, 0) > 0]
+
+
+def cooperative_sticky_assign(
+    members: list[ClassicMember], partitions: Mapping[str, int]
+) -> RdkafkaStickyResult:
+    """The group settled: rebalances until nothing is withheld, each member owning what it was given."""
+    refuse_racks(members)
+    first = {m.member_id: set(m.owned) for m in members}
+    current = members
+    for rebalance in range(1, MAX_ROUNDS + 1):
+        target = _Round(current, partitions).assign()
+        adjusted, withheld = _adjust(current, target)
+        if not withheld:
+            result = RdkafkaStickyResult(adjusted, _transferred(first, adjusted), rebalance)
+            result.warnings += _order_warnings(members, partitions)
+            return result
+        generation = max((_generation(m) for m in current), default=-1) + 1
+        current = [replace(m, owned=adjusted[m.member_id], generation=generation) for m in current]
+    raise AssignmentError(
+        f"librdkafka's cooperative-sticky does not settle in {MAX_ROUNDS} rebalances for this group"
+    )
+
+
+def _transferred(
+    first: dict[str, set[TopicPartition]], settled: dict[str, list[TopicPartition]]
+) -> dict[TopicPartition, str]:
+    """Partitions one member owned and another holds once settled: revoked first, then assigned."""
+    owner = {tp: m for m, tps in first.items() for tp in tps}
+    return {tp: m for m, tps in settled.items() for tp in tps if owner.get(tp, m) != m}
+
+
+def _order_warnings(members: list[ClassicMember], partitions: Mapping[str, int]) -> list[str]:
+    topics = requested_topics(members, partitions)
+    alike = len({frozenset(t for t in m.topics if t in topics) for m in members}) == 1
+    if alike and len(topics) > BROKER_ORDERED_TOPICS:
+        return [
+            f"the group subscribes to {len(topics)} topics: the broker orders more than "
+            f"{BROKER_ORDERED_TOPICS} in its Metadata response by a hash ktool does not model, and that "
+            "order places the partitions nobody owns: their owners may differ"
+        ]
+    return []
+
+
+def _generation(member: ClassicMember) -> int:
+    """rkgm_generation: the subscription's generation (v2+), else -1."""
+    return member.generation if member.generation is not None else -1
+
+
+def _adjust(
+    members: list[ClassicMember], target: dict[str, list[TopicPartition]]
+) -> tuple[dict[str, list[TopicPartition]], dict[TopicPartition, str]]:
+    """rd_kafka_cooperative_protocol_adjust_assignment: (each member's assignment, partitions withheld
+    -> their new owner). A partition claimed twice maps to the last member that claims it."""
+    assigned = {tp: m.member_id for m in members for tp in target.get(m.member_id, [])}
+    owned = {tp: m.member_id for m in members for tp in m.owned}
+    result: dict[str, list[TopicPartition]] = {m.member_id: [] for m in members}
+    withheld: dict[TopicPartition, str] = {}
+    for tp, member_id in assigned.items():
+        owner = owned.get(tp)
+        if owner is None or owner == member_id:
+            result[member_id].append(tp)
+        else:
+            withheld[tp] = member_id
+    for tp, owner in owned.items():
+        if tp not in assigned:
+            result[owner].append(tp)
+    return result, withheld
+
+
+class _Round:
+    """rd_kafka_sticky_assignor_assign_cb for one JoinGroup round, without racks."""
+
+    def __init__(self, members: list[ClassicMember], partitions: Mapping[str, int]) -> None:
+        self.ids = [m.member_id for m in members]
+        self.subscribed = {m.member_id: set(m.topics) for m in members}
+        self.current: dict[str, list[TopicPartition]] = {m: [] for m in self.ids}
+        self.owner_of: dict[TopicPartition, str] = {}  # currentPartitionConsumer
+        self.prev: dict[TopicPartition, str] = {}  # prevAssignment: the next-newest claim
+        self.potential: dict[str, list[TopicPartition]] = {m: [] for m in self.ids}
+        self.consumers: dict[TopicPartition, list[str]] = {}  # insertion order kept: rd_map's reversed
+        self.moves: dict[TopicPartition, tuple[str, str]] = {}
+        self.moves_by_topic: dict[str, dict[tuple[str, str], list[TopicPartition]]] = {}
+        self.stale: set[TopicPartition] = set()  # moved back: their records were never deleted
+        self._prepopulate(members)
+        for topic in requested_topics(members, partitions):
+            for m in members:
+                if topic in m.topics:
+                    for p in range(partitions[topic]):
+                        self.potential[m.member_id].append((topic, p))
+                        self.consumers.setdefault((topic, p), []).append(m.member_id)
+
+    def _prepopulate(self, members: list[ClassicMember]) -> None:
+        claims: dict[TopicPartition, list[tuple[str, int]]] = {}
+        for m in members:
+            for tp in m.owned:
+                claims.setdefault(tp, []).append((m.member_id, _generation(m)))
+                self.owner_of[tp] = m.member_id  # the last claimant, whatever its generation
+        for tp, claimed in claims.items():
+            generations = sorted(g for _, g in claimed)
+            if len(set(generations)) < len(generations):
+                self.owner_of.pop(tp, None)  # a tie anywhere voids every claim
+                continue
+            claimed.sort(key=lambda c: c[1])
+            self.current[claimed[-1][0]].append(tp)
+            if len(claimed) >= 2:
+                self.prev[tp] = claimed[-2][0]
+
+    def _sorted(self) -> list[str]:
+        return sorted(self.current, key=lambda m: (len(self.current[m]), m.encode()))
+
+    def assign(self) -> dict[str, list[TopicPartition]]:
+        ordered = self._sort_partitions()
+        unassigned = list(ordered)
+        revocation = False
+        for member, tps in self.current.items():
+            for tp in list(tps):
+                if tp not in self.consumers:
+                    tps.remove(tp)
+                    self.owner_of.pop(tp, None)
+                elif tp[0] not in self.subscribed[member]:
+                    tps.remove(tp)  # its currentPartitionConsumer stays until the partition is assigned
+                    revocation = True
+                elif tp in unassigned:
+                    unassigned.remove(tp)
+        self._balance(ordered, unassigned, revocation)
+        return self.current
+
+    def _identical(self) -> bool:
+        """areSubscriptionsIdentical: every partition's consumer list equal (in order), every member's
+        potential partitions equal as sets."""
+        lists = list(self.consumers.values())
+        sets = [set(v) for v in self.potential.values()]
+        return all(x == lists[0] for x in lists) and all(s == sets[0] for s in sets)
+
+    def _sort_partitions(self) -> list[TopicPartition]:
+        if not self._identical():
+            return sorted(self.consumers, key=lambda tp: (len(self.consumers[tp]), *_tp_key(tp)))
+        held = {}
+        for member, tps in self.current.items():
+            tps.sort(key=_tp_key)
+            valid = [tp for tp in tps if tp in self.consumers]
+            if valid:
+                held[member] = valid
+        by_count = sorted(held, key=lambda m: (len(held[m]), m.encode()))
+        ordered: list[TopicPartition] = []
+        while by_count:
+            remaining = held[by_count[-1]]
+            moved_before = [tp for tp in remaining if tp in self.prev]
+            if moved_before:
+                remaining.remove(moved_before[0])
+                ordered.append(moved_before[0])
+            elif remaining:
+                ordered.append(remaining.pop(0))
+            else:
+                by_count.pop()
+                continue
+            by_count.sort(key=lambda m: (len(held[m]), m.encode()))
+        was_empty = not ordered
+        placed = set(ordered)
+        ordered += [tp for tp in reversed(self.consumers) if tp not in placed]  # rd_map: newest first
+        return sorted(ordered, key=_tp_key) if was_empty else ordered
+
+    def _balance(
+        self, ordered: list[TopicPartition], unassigned: list[TopicPartition], revocation: bool
+    ) -> None:
+        initializing = not self.current[self._sorted()[-1]]
+        for tp in unassigned:  # maybeAssign: the least loaded member that may take it
+            member = next((m for m in self._sorted() if tp in self.potential[m]), None)
+            if member is not None:
+                self.current[member].append(tp)
+                self.owner_of[tp] = member
+        ordered = [tp for tp in ordered if len(self.consumers[tp]) >= 2]
+        unassigned = [tp for tp in unassigned if len(self.consumers[tp]) >= 2]
+        fixed = {m: self.current.pop(m) for m in self._sorted() if not self._can_participate(m)}
+        before = {m: list(tps) for m, tps in self.current.items()}
+        owners_before = dict(self.owner_of)
+        if not revocation and unassigned:
+            self._perform(unassigned)
+        performed = self._perform(ordered)
+        if not initializing and performed and _score(self.current) >= _score(before):
+            self.current, self.owner_of = before, owners_before
+        self.current.update(fixed)
+
+    def _can_participate(self, member: str) -> bool:
+        mine = self.current[member]
+        if len(mine) < len(self.potential[member]):
+            return True
+        return any(len(self.consumers.get(tp, ())) >= 2 for tp in mine)
+
+    def _count(self, member: str, tp: TopicPartition) -> int:
+        if member not in self.current:
+            raise LeaderCrash(
+                f"librdkafka's leader crashes in the cooperative-sticky assignor: {tp[0]}-{tp[1]} looks up "
+                f"member {member}, which it set aside (a null dereference)"
+            )
+        return len(self.current[member])
+
+    def _balanced(self) -> bool:
+        order = self._sorted()
+        if not order:
+            raise LeaderCrash("librdkafka's leader crashes: every member was set aside before balancing")
+        if len(self.current[order[0]]) >= len(self.current[order[-1]]) - 1:
+            return True
+        owner = {tp: m for m, tps in self.current.items() for tp in tps}
+        for member in order:
+            mine = self.current[member]
+            if len(mine) == len(self.potential[member]):
+                continue
+            for tp in self.potential[member]:
+                if tp in mine:
+                    continue
+                if tp not in owner:
+                    raise LeaderCrash(f"librdkafka's leader crashes: {tp[0]}-{tp[1]} has no owner to compare")
+                if len(mine) < len(self.current[owner[tp]]):
+                    return False
+        return True
+
+    def _perform(self, reassignable: list[TopicPartition]) -> bool:
+        performed, modified = False, True
+        while modified:
+            modified = False
+            for tp in reassignable:
+                if self._balanced():
+                    break
+                consumer = self.owner_of.get(tp)
+                if consumer is None:
+                    raise LeaderCrash(f"librdkafka's leader asserts: {tp[0]}-{tp[1]} has no current consumer")
+                size = self._count(consumer, tp)
+                previous = self.prev.get(tp)
+                if previous is not None and size > self._count(previous, tp) + 1:
+                    self._reassign_to(tp, previous)
+                    performed = modified = True
+                    continue
+                for other in self.consumers[tp]:
+                    if other != consumer and size > self._count(other, tp) + 1:
+                        target = next((m for m in self._sorted() if tp in self.potential[m]), None)
+                        if target is None:
+                            raise LeaderCrash(f"librdkafka's leader asserts: no member for {tp[0]}-{tp[1]}")
+                        self._reassign_to(tp, target)
+                        performed = modified = True
+                        break
+        return performed
+
+    def _reassign_to(self, tp: TopicPartition, new: str) -> None:
+        """reassignPartitionToConsumer: rather than a second partition between the same two members, the
+        first one recorded moving the other way (looked up with the current owner) goes back."""
+        if tp in self.stale:
+            raise LeaderCrash(
+                f"librdkafka's leader aborts in the cooperative-sticky assignor: {tp[0]}-{tp[1]} moves again "
+                "after moving back, and its stale movement record fails an assertion"
+            )
+        old = self.owner_of[tp]
+        reverse = self.moves_by_topic.get(tp[0], {}).get((new, old))
+        moved = reverse[0] if reverse else tp
+        source = self.owner_of[moved]
+        self._record(moved, source, new)
+        self.current[new].append(moved)
+        if moved in self._list_of(source, moved):
+            self.current[source].remove(moved)
+        self.owner_of[moved] = new
+
+    def _list_of(self, member: str, tp: TopicPartition) -> list[TopicPartition]:
+        self._count(member, tp)
+        return self.current[member]
+
+    def _record(self, tp: TopicPartition, old: str, new: str) -> None:
+        """PartitionMovements_movePartition; a move back removes the pair's entry but keeps the record."""
+        if tp in self.moves:
+            src, dst = self.moves[tp]
+            if dst != old:
+                raise LeaderCrash(f"librdkafka's leader asserts: {tp[0]}-{tp[1]} moves from {old}, not {dst}")
+            pairs = self.moves_by_topic[tp[0]]
+            pairs[(src, dst)].remove(tp)
+            if not pairs[(src, dst)]:
+                del pairs[(src, dst)]
+            if not pairs:
+                del self.moves_by_topic[tp[0]]
+            if src == new:
+                self.stale.add(tp)
+                return
+            old = src
+        self.moves[tp] = (old, new)
+        self.moves_by_topic.setdefault(tp[0], {}).setdefault((old, new), []).append(tp)
+
+
+def _score(assignment: Mapping[str, list[TopicPartition]]) -> int:
+    sizes = [len(v) for v in assignment.values()]
+    return sum(abs(a - b) for i, a in enumerate(sizes) for b in sizes[i + 1 :])
