@@ -3,10 +3,11 @@ assignor will compute it, from the live group (members, subscriptions, what each
 (a member joins or leaves, a topic grows), against who owns each partition now.
 
 Classic groups are assigned by their leader, a client: `range`, `roundrobin`, `sticky`,
-`cooperative-sticky` as kafka-clients or librdkafka runs them (the protocol the members agreed on,
-from DescribeGroups). Consumer groups (KIP-848) are assigned by the broker (`group.consumer.assignors`,
-ConsumerGroupDescribe names the one in use). The plan says which assignor and implementation it ran, and
-why; what ktool does not model is refused in one line (exit 1), never guessed.
+`cooperative-sticky` as kafka-clients runs them, `range`, `roundrobin`, `cooperative-sticky` as librdkafka
+does (it has no eager `sticky`), the protocol the members agreed on (DescribeGroups). Consumer groups
+(KIP-848) are assigned by the broker (`group.consumer.assignors`, ConsumerGroupDescribe names the one in
+use). The plan says which assignor and implementation it ran, and why; what ktool does not model is
+refused in one line (exit 1), never guessed.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ data); StickyAssignor reads both from its user data (the eager protocol owns not
 A partition claimed by two members goes to the higher generation; by two of the same generation, to
 neither (it is reassigned as new).
 
-Not modelled: racks, and librdkafka's sticky assignor (its own port of the older general algorithm, with
-its own maps' orders): refused in one line by the plan.
+Not modelled: racks. librdkafka's cooperative-sticky (its own port of the older general algorithm, with
+its own maps' orders) is rdkafka_sticky.py.
 """
 
 from __future__ import annotations

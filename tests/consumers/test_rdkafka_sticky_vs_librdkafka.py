@@ -105,3 +105,13 @@ def test_the_model_predicts_20_seeded_memberships_of_librdkafka_consumers():
     mismatches = [line for _, lines in results for line in lines]
     print(f"{sum(n for n, _ in results)} settled steps compared over 20 memberships")
     assert not mismatches, "\n".join(mismatches)
+
+
+def test_librdkafka_consumers_refuse_the_eager_sticky_assignor():
+    """Why the plan refuses librdkafka's `sticky`: the client registers none."""
+    from confluent_kafka import Consumer, KafkaException
+
+    with pytest.raises(KafkaException, match="Unsupported partition.assignment.strategy: sticky"):
+        Consumer(
+            {"group.id": "g", "partition.assignment.strategy": "sticky", "bootstrap.servers": "127.0.0.1:1"}
+        )
