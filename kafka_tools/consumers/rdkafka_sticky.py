@@ -20,10 +20,8 @@ The orders that decide ties, from the source:
   anywhere in the list voids every claim;
 - isBalanced fails when a member with fewer partitions than another could take one of its partitions
   (count < count, not count + 1 < count as kafka-clients has it since);
-- a reverse movement is looked up with the partition's current owner (kafka-clients: its first source),
-  and the first partition recorded for that pair moves;
-- a partition moved back to where it came from keeps its movement record: moved again, the leader's
-  assertion fails (the process aborts), as a member set aside (it owns all it can) looked up does;
+- partition movements are recorded as librdkafka records them, faults included (rdkafka_movements.py):
+  which partition a reverse movement moves, and where the leader aborts or reads freed memory;
 - the cooperative adjustment gives a partition to its new owner only when nobody owned it, keeps what an
   owner is assigned again, hands back what an owner claims and nobody is assigned (kafka-clients revokes
   it), and withholds the rest: its owners revoke it and every member rejoins, owning what it was given.
@@ -36,6 +34,7 @@ from dataclasses import dataclass, field, replace
 
 from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember, TopicPartition
+from kafka_tools.consumers.rdkafka_movements import LeaderFault, PartitionMovements
 
 MAX_ROUNDS = 10  # a cooperative group settles in two; more is a loop ktool reports rather than follows
 BROKER_ORDERED_TOPICS = 4  # the broker keeps up to 4 requested topics in order (Scala's Set1..Set4)
@@ -50,10 +49,6 @@ class RdkafkaStickyResult:
     transferring: dict[TopicPartition, str] = field(default_factory=dict)
     rebalances: int = 1
     warnings: list[str] = field(default_factory=list)
-
-
-class LeaderCrash(AssignmentError):
-    """Where librdkafka's leader asserts or dereferences a null in the assignor: no assignment."""
 
 
 def _tp_key(tp: TopicPartition) -> tuple[bytes, int]:
@@ -158,9 +153,7 @@ class _Round:
         self.prev: dict[TopicPartition, str] = {}  # prevAssignment: the next-newest claim
         self.potential: dict[str, list[TopicPartition]] = {m: [] for m in self.ids}
         self.consumers: dict[TopicPartition, list[str]] = {}  # insertion order kept: rd_map's reversed
-        self.moves: dict[TopicPartition, tuple[str, str]] = {}
-        self.moves_by_topic: dict[str, dict[tuple[str, str], list[TopicPartition]]] = {}
-        self.stale: set[TopicPartition] = set()  # moved back: their records were never deleted
+        self.movements = PartitionMovements()
         self._prepopulate(members)
         for topic in requested_topics(members, partitions):
             for m in members:
@@ -269,7 +262,7 @@ class _Round:
 
     def _count(self, member: str, tp: TopicPartition) -> int:
         if member not in self.current:
-            raise LeaderCrash(
+            raise LeaderFault(
                 f"librdkafka's leader crashes in the cooperative-sticky assignor: {tp[0]}-{tp[1]} looks up "
                 f"member {member}, which it set aside (a null dereference)"
             )
@@ -278,7 +271,7 @@ class _Round:
     def _balanced(self) -> bool:
         order = self._sorted()
         if not order:
-            raise LeaderCrash("librdkafka's leader crashes: every member was set aside before balancing")
+            raise LeaderFault("librdkafka's leader crashes: every member was set aside before balancing")
         if len(self.current[order[0]]) >= len(self.current[order[-1]]) - 1:
             return True
         owner = {tp: m for m, tps in self.current.items() for tp in tps}
@@ -290,7 +283,7 @@ class _Round:
                 if tp in mine:
                     continue
                 if tp not in owner:
-                    raise LeaderCrash(f"librdkafka's leader crashes: {tp[0]}-{tp[1]} has no owner to compare")
+                    raise LeaderFault(f"librdkafka's leader crashes: {tp[0]}-{tp[1]} has no owner to compare")
                 if len(mine) < len(self.current[owner[tp]]):
                     return False
         return True
@@ -304,7 +297,7 @@ class _Round:
                     break
                 consumer = self.owner_of.get(tp)
                 if consumer is None:
-                    raise LeaderCrash(f"librdkafka's leader asserts: {tp[0]}-{tp[1]} has no current consumer")
+                    raise LeaderFault(f"librdkafka's leader asserts: {tp[0]}-{tp[1]} has no current consumer")
                 size = self._count(consumer, tp)
                 previous = self.prev.get(tp)
                 if previous is not None and size > self._count(previous, tp) + 1:
@@ -315,52 +308,26 @@ class _Round:
                     if other != consumer and size > self._count(other, tp) + 1:
                         target = next((m for m in self._sorted() if tp in self.potential[m]), None)
                         if target is None:
-                            raise LeaderCrash(f"librdkafka's leader asserts: no member for {tp[0]}-{tp[1]}")
+                            raise LeaderFault(f"librdkafka's leader asserts: no member for {tp[0]}-{tp[1]}")
                         self._reassign_to(tp, target)
                         performed = modified = True
                         break
         return performed
 
     def _reassign_to(self, tp: TopicPartition, new: str) -> None:
-        """reassignPartitionToConsumer: rather than a second partition between the same two members, the
-        first one recorded moving the other way (looked up with the current owner) goes back."""
-        if tp in self.stale:
-            raise LeaderCrash(
-                f"librdkafka's leader aborts in the cooperative-sticky assignor: {tp[0]}-{tp[1]} moves again "
-                "after moving back, and its stale movement record fails an assertion"
-            )
-        old = self.owner_of[tp]
-        reverse = self.moves_by_topic.get(tp[0], {}).get((new, old))
-        moved = reverse[0] if reverse else tp
-        source = self.owner_of[moved]
-        self._record(moved, source, new)
+        """reassignPartitionToConsumer and processPartitionMovement: the partition the movements hand
+        back moves (rdkafka_movements.py), from the member its current consumer map names."""
+        moved, from_list = self.movements.to_move(tp, self.owner_of[tp], new)
+        source = self.owner_of.get(moved)
+        if source is None:
+            raise LeaderFault(f"librdkafka's leader crashes: {moved[0]}-{moved[1]} has no current consumer")
+        self._count(new, moved)
+        self._count(source, moved)
+        moved = self.movements.move(moved, source, new, from_list)
         self.current[new].append(moved)
-        if moved in self._list_of(source, moved):
+        if moved in self.current[source]:
             self.current[source].remove(moved)
         self.owner_of[moved] = new
-
-    def _list_of(self, member: str, tp: TopicPartition) -> list[TopicPartition]:
-        self._count(member, tp)
-        return self.current[member]
-
-    def _record(self, tp: TopicPartition, old: str, new: str) -> None:
-        """PartitionMovements_movePartition; a move back removes the pair's entry but keeps the record."""
-        if tp in self.moves:
-            src, dst = self.moves[tp]
-            if dst != old:
-                raise LeaderCrash(f"librdkafka's leader asserts: {tp[0]}-{tp[1]} moves from {old}, not {dst}")
-            pairs = self.moves_by_topic[tp[0]]
-            pairs[(src, dst)].remove(tp)
-            if not pairs[(src, dst)]:
-                del pairs[(src, dst)]
-            if not pairs:
-                del self.moves_by_topic[tp[0]]
-            if src == new:
-                self.stale.add(tp)
-                return
-            old = src
-        self.moves[tp] = (old, new)
-        self.moves_by_topic.setdefault(tp[0], {}).setdefault((old, new), []).append(tp)
 
 
 def _score(assignment: Mapping[str, list[TopicPartition]]) -> int:

@@ -2,10 +2,11 @@
 process: the oracle for ktool's model of librdkafka's cooperative-sticky assignor.
 
 `python -m tests.support.rdkafka_mock_group` reads a scenario as JSON on stdin ({"topics": {name: count},
-"steps": [["join", [topics]] | ["leave", member index]]}) and writes one JSON line per settled step: the
-members in the order the mock coordinator keeps them (the order they joined: its JoinGroup lists them so,
-and its leader is the first), their subscriptions and what each holds. A child process, because a
-librdkafka leader that fails an assertion aborts its whole process.
+"steps": [["join", [topics]] | ["leave", member index]]}) and writes one JSON line per settled step (and
+one per newcomer once it has a member id): the members in the order the mock coordinator keeps them (the
+order they joined: its JoinGroup lists them so, and its leader is the first), their subscriptions and
+what each holds. A child process, because a librdkafka leader that fails an assertion aborts its whole
+process.
 
 The mock cluster is made through librdkafka's C API (ctypes on the library confluent-kafka loads):
 Python has no handle on it, and only the C API creates a topic with a chosen partition count.
@@ -68,6 +69,7 @@ class Member:
             }
         )
         self.consumer.subscribe(self.topics)
+        self.announced = False
 
     @property
     def id(self) -> str:
@@ -84,6 +86,9 @@ def settle(members: list[Member], topics: dict[str, int], timeout: float = 90) -
     while time.monotonic() < deadline:
         for m in members:
             m.consumer.poll(0.01)
+            if m.id and not m.announced:  # said at once: a leader that aborts leaves no settled step
+                m.announced = True
+                print(json.dumps({"joined": m.id}), flush=True)
         held = [tuple(tp) for m in members for tp in m.owned()]
         now = (tuple(m.id for m in members), tuple(sorted(held)))
         settled = all(m.id for m in members) and set(held) >= wanted and len(held) == len(set(held))
