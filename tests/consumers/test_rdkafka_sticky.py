@@ -4,6 +4,8 @@ librdkafka consumers are in test_rdkafka_sticky_vs_librdkafka.py."""
 
 from __future__ import annotations
 
+import pytest
+
 from kafka_tools.consumers.classic_member import ClassicMember
 from kafka_tools.consumers.rdkafka_sticky import cooperative_sticky_assign, requested_topics
 from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, sticky_assign
@@ -50,3 +52,13 @@ def test_unowned_partitions_are_dealt_newest_topic_first_when_subscriptions_are_
 def test_topics_are_requested_in_the_members_order_once_each():
     members = [ClassicMember("m2", ("b", "c")), ClassicMember("m1", ("a", "b", "none"))]
     assert requested_topics(members, {"a": 1, "b": 2, "c": 3}) == ["b", "c", "a"]
+
+
+def test_librdkafka_consumers_refuse_the_eager_sticky_assignor():
+    """Why the plan refuses librdkafka's `sticky`: the client registers none."""
+    from confluent_kafka import Consumer, KafkaException
+
+    with pytest.raises(KafkaException, match="Unsupported partition.assignment.strategy: sticky"):
+        Consumer(
+            {"group.id": "g", "partition.assignment.strategy": "sticky", "bootstrap.servers": "127.0.0.1:1"}
+        )

@@ -28,6 +28,7 @@ from kafka_tools.consumers.rdkafka_movements import LeaderFault, UndefinedAssign
 from kafka_tools.consumers.rdkafka_sticky import cooperative_sticky_assign
 
 pytest.importorskip("confluent_kafka")
+pytestmark = pytest.mark.slow  # a child process of consumers per membership, a minute of rebalances each
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,13 +154,3 @@ def test_the_model_predicts_20_seeded_memberships_of_librdkafka_consumers():
         f"{sum(v.undefined for v in verdicts)} steps declined (freed memory read)"
     )
     assert not mismatches, "\n".join(mismatches)
-
-
-def test_librdkafka_consumers_refuse_the_eager_sticky_assignor():
-    """Why the plan refuses librdkafka's `sticky`: the client registers none."""
-    from confluent_kafka import Consumer, KafkaException
-
-    with pytest.raises(KafkaException, match="Unsupported partition.assignment.strategy: sticky"):
-        Consumer(
-            {"group.id": "g", "partition.assignment.strategy": "sticky", "bootstrap.servers": "127.0.0.1:1"}
-        )
