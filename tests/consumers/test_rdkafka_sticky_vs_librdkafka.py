@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import string
 import subprocess
 import sys
@@ -61,15 +62,17 @@ def observe(plan: dict) -> tuple[list[dict], str]:
         [sys.executable, "-m", "tests.support.rdkafka_mock_group"],
         input=json.dumps(plan), capture_output=True, text=True, cwd=ROOT, timeout=900,
     )  # fmt: skip
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
-    states = [line for line in lines if "step" in line]
+    states = [json.loads(line) for line in done.stdout.splitlines()]
     if done.returncode == 0:
         return states, ""
-    joined = [line["joined"] for line in lines if "joined" in line]
-    joins = sum(1 for state in states if state["step"][0] == "join")
-    if len(joined) > joins and plan["steps"][len(states)][0] == "join":
-        states.append({"step": plan["steps"][len(states)], "newcomer": joined[-1]})  # its id, nothing settled
     assert "rdkafka_sticky_assignor.c" in done.stderr or done.returncode < 0, done.stderr[-2000:]
+    step = plan["steps"][len(states)]
+    if step[0] == "join":  # the newcomer's id, from the leader's log of its last rebalance's members
+        last = done.stderr.rsplit("assignor for", 1)[-1]
+        known = {m["id"] for m in (states[-1]["members"] if states else [])}
+        ids = [i for i in re.findall(r'Member "([^"]+)"(?: \(me\))? with', last) if i not in known]
+        assert len(ids) == 1, last[-2000:]
+        states.append({"step": step, "newcomer": ids[0]})
     return states, done.stderr.strip().splitlines()[-1]
 
 

@@ -2,10 +2,11 @@
 process: the oracle for ktool's model of librdkafka's cooperative-sticky assignor.
 
 `python -m tests.support.rdkafka_mock_group` reads a scenario as JSON on stdin ({"topics": {name: count},
-"steps": [["join", [topics]] | ["leave", member index]]}) and writes one JSON line per settled step (and
-one per newcomer once it has a member id): the members in the order the mock coordinator keeps them (the
-order they joined: its JoinGroup lists them so, and its leader is the first), their subscriptions and
-what each holds. A child process, because a librdkafka leader that fails an assertion aborts its whole
+"steps": [["join", [topics]] | ["leave", member index]]}) and writes one JSON line per settled step: the
+members in the order the mock coordinator keeps them (the order they joined: its JoinGroup lists them so,
+and its leader is the first), their subscriptions and what each holds. Settled: every member steady
+(librdkafka's statistics: its join state), every subscribed partition held once, nothing changed for
+2.5 s. A child process, because a librdkafka leader that fails an assertion aborts its whole
 process.
 
 The mock cluster is made through librdkafka's C API (ctypes on the library confluent-kafka loads):
@@ -66,10 +67,18 @@ class Member:
                 "heartbeat.interval.ms": 300,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
+                "statistics.interval.ms": 200,
+                "stats_cb": self._stats,
+                # the leader's assignor logs each member on stderr from its own thread, before it runs:
+                # an aborted leader still names the newcomer of its last rebalance
+                "debug": "assignor",
             }
         )
         self.consumer.subscribe(self.topics)
-        self.announced = False
+        self.join_state = ""
+
+    def _stats(self, text: str) -> None:
+        self.join_state = json.loads(text).get("cgrp", {}).get("join_state", "")
 
     @property
     def id(self) -> str:
@@ -86,12 +95,10 @@ def settle(members: list[Member], topics: dict[str, int], timeout: float = 90) -
     while time.monotonic() < deadline:
         for m in members:
             m.consumer.poll(0.01)
-            if m.id and not m.announced:  # said at once: a leader that aborts leaves no settled step
-                m.announced = True
-                print(json.dumps({"joined": m.id}), flush=True)
         held = [tuple(tp) for m in members for tp in m.owned()]
         now = (tuple(m.id for m in members), tuple(sorted(held)))
-        settled = all(m.id for m in members) and set(held) >= wanted and len(held) == len(set(held))
+        steady = all(m.id and m.join_state == "steady" for m in members)  # a newcomer after its first sync
+        settled = steady and set(held) >= wanted and len(held) == len(set(held))
         if now != last or not settled:
             last, since = now, time.monotonic()
         elif time.monotonic() - since > 2.5:
