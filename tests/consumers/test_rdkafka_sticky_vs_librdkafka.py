@@ -6,8 +6,10 @@ librdkafka's assignor.
 Seeded random memberships: 3 to 8 members join with unequal subscriptions (or, one seed in three, all
 alike: librdkafka's other path) to 1 to 4 topics of 1 to 12 partitions, then members leave and join. Each
 settled step is predicted from the step before (every member owning what it held, in one generation; a
-newcomer owning nothing, last in the coordinator's order) and must equal what the consumers hold. The mock
-cluster cannot add partitions to a topic: growth is proved on real brokers
+newcomer owning nothing, last in the coordinator's order) and must equal what the consumers hold; where
+the leader aborts (an assertion in its partition movements: the child dies), the model must say it does,
+in that step. A step where the model declines (the leader would read memory it freed) is counted apart.
+The mock cluster cannot add partitions to a topic: growth is proved on real brokers
 (tests/modern/test_rebalance_plan_modern.py). CI runs 2 seeds; the exhaustive tier 20.
 """
 
