@@ -246,7 +246,6 @@ def _assign(
         return result.assignment
     if assignor == COOPERATIVE_STICKY:
         settled = cooperative_sticky_assign(members, partitions)
-        warnings += settled.warnings
         if settled.transferring:
             warnings.append(
                 f"{plural(len(settled.transferring), 'partition')} change owner: revoked in this rebalance, "

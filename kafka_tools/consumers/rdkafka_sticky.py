@@ -11,7 +11,8 @@ The orders that decide ties, from the source:
 - members: the JoinGroup response's order (the coordinator's, which DescribeGroups lists too); it decides
   only which claim of a partition claimed twice wins a map (the last member's);
 - topics: the Metadata response's order to the leader's request, which lists each member's topics in turn
-  (a librdkafka member sends its own sorted by name); the broker answers up to 4 topics in that order;
+  (a librdkafka member sends its own sorted by name); the broker answers in the order of a Scala Set of
+  them (format/java_hash.scala_set_order: up to 4 as asked, more by hash);
 - rd_map iterates newest key first (rd_map_insert puts each new key at the head of its list): the
   partitions nobody owns are added to the sorted list of identical subscriptions last topic first,
   highest partition first;
@@ -35,20 +36,19 @@ from dataclasses import dataclass, field, replace
 from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember, TopicPartition
 from kafka_tools.consumers.rdkafka_movements import LeaderFault, PartitionMovements
+from kafka_tools.format.java_hash import scala_set_order
 
 MAX_ROUNDS = 10  # a cooperative group settles in two; more is a loop ktool reports rather than follows
-BROKER_ORDERED_TOPICS = 4  # the broker keeps up to 4 requested topics in order (Scala's Set1..Set4)
 
 
 @dataclass
 class RdkafkaStickyResult:
     """The assignment once the group settles, the partitions that change owner on the way (revoked in
-    the first rebalance, assigned in the next one), the rebalances it takes, and the caveats."""
+    the first rebalance, assigned in the next one) and the rebalances it takes."""
 
     assignment: dict[str, list[TopicPartition]]
     transferring: dict[TopicPartition, str] = field(default_factory=dict)
     rebalances: int = 1
-    warnings: list[str] = field(default_factory=list)
 
 
 def _tp_key(tp: TopicPartition) -> tuple[bytes, int]:
@@ -67,12 +67,10 @@ def refuse_racks(members: list[ClassicMember]) -> None:
 
 
 def requested_topics(members: list[ClassicMember], partitions: Mapping[str, int]) -> list[str]:
-    """The eligible topics in the Metadata response's order: each member's topics in turn, once each,
-    those with partitions."""
-    seen: dict[str, None] = {}
-    for member in members:
-        seen.update((t, None) for t in member.topics if not t.startswith("^"))
-    return [t for t in seen if partitions.get(t, 0) > 0]
+    """The eligible topics in the Metadata response's order: the leader asks for each member's topics in
+    turn, once each; the broker answers in its Scala Set's order; those with partitions take part."""
+    asked = [t for member in members for t in member.topics if not t.startswith("^")]
+    return [t for t in scala_set_order(asked) if partitions.get(t, 0) > 0]
 
 
 def cooperative_sticky_assign(
@@ -86,9 +84,7 @@ def cooperative_sticky_assign(
         target = _Round(current, partitions).assign()
         adjusted, withheld = _adjust(current, target)
         if not withheld:
-            result = RdkafkaStickyResult(adjusted, _transferred(first, adjusted), rebalance)
-            result.warnings += _order_warnings(members, partitions)
-            return result
+            return RdkafkaStickyResult(adjusted, _transferred(first, adjusted), rebalance)
         generation = max((_generation(m) for m in current), default=-1) + 1
         current = [replace(m, owned=adjusted[m.member_id], generation=generation) for m in current]
     raise AssignmentError(
@@ -102,18 +98,6 @@ def _transferred(
     """Partitions one member owned and another holds once settled: revoked first, then assigned."""
     owner = {tp: m for m, tps in first.items() for tp in tps}
     return {tp: m for m, tps in settled.items() for tp in tps if owner.get(tp, m) != m}
-
-
-def _order_warnings(members: list[ClassicMember], partitions: Mapping[str, int]) -> list[str]:
-    topics = requested_topics(members, partitions)
-    alike = len({frozenset(t for t in m.topics if t in topics) for m in members}) == 1
-    if alike and len(topics) > BROKER_ORDERED_TOPICS:
-        return [
-            f"the group subscribes to {len(topics)} topics: the broker orders more than "
-            f"{BROKER_ORDERED_TOPICS} in its Metadata response by a hash ktool does not model, and that "
-            "order places the partitions nobody owns: their owners may differ"
-        ]
-    return []
 
 
 def _generation(member: ClassicMember) -> int:

@@ -9,6 +9,7 @@ import pytest
 from kafka_tools.consumers.classic_member import ClassicMember
 from kafka_tools.consumers.rdkafka_sticky import cooperative_sticky_assign, requested_topics
 from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, sticky_assign
+from kafka_tools.format.java_hash import scala_set_order
 
 
 def test_an_owned_partition_nobody_is_assigned_is_handed_back_to_its_owner():
@@ -62,3 +63,11 @@ def test_librdkafka_consumers_refuse_the_eager_sticky_assignor():
         Consumer(
             {"group.id": "g", "partition.assignment.strategy": "sticky", "bootstrap.servers": "127.0.0.1:1"}
         )
+
+
+def test_the_brokers_topic_order_keeps_4_as_asked_and_lays_more_out_by_hash():
+    assert scala_set_order(["d", "b", "c", "a"]) == ["d", "b", "c", "a"]  # Set4 keeps insertion order
+    many = ["orders", "billing", "clicks", "audit", "users", "events"]
+    laid_out = scala_set_order(many)
+    assert sorted(laid_out) == sorted(many) and laid_out != many
+    assert scala_set_order(list(reversed(many))) == laid_out  # a hash trie: whatever order they came in

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+import struct
 import subprocess
 import threading
 import time
@@ -318,3 +319,49 @@ def test_the_plan_predicts_20_seeded_steps_of_real_consumers(cluster, protocol, 
     checked = prove(cluster, java, protocol, client, assignor, steps=20)
     print(cluster.release.version, protocol, client, assignor, [c[0] for c in checked])
     assert len(checked) == 20
+
+
+def _metadata_topics(bootstrap: str, topics: list[str]) -> list[str]:
+    """The topics of a Metadata v1 response to a request for `topics`, in the broker's order."""
+    from kafka_tools.broker.wire import Connection, Reader, string
+
+    host, port = bootstrap.rsplit(":", 1)
+    conn = Connection(host, int(port), 10)
+    try:
+        data = conn.ask(3, 1, struct.pack(">i", len(topics)) + b"".join(string(t) for t in topics))
+    finally:
+        conn.close()
+    assert data is not None
+    reader = Reader(data)
+    reader.array(lambda r: (r.take(">i"), r.string(), r.take(">i"), r.nullable_string()))  # brokers
+    reader.take(">i")  # controller
+
+    def partition(r: Reader) -> None:
+        r.take(">hii")
+        r.array(lambda r: r.take(">i"))
+        r.array(lambda r: r.take(">i"))
+
+    def topic(r: Reader) -> str:
+        r.take(">h")
+        name = r.string()
+        r.take(">b")
+        r.array(partition)
+        return name
+
+    return reader.array(topic)
+
+
+def test_the_brokers_metadata_lists_topics_in_the_order_ktool_computes(cluster):
+    """librdkafka's cooperative-sticky deals unowned partitions in the order its leader's Metadata response
+    lists the topics: a Scala Set's, as format/java_hash.scala_set_order computes it."""
+    from kafka_tools.format.java_hash import scala_set_order
+
+    rng = random.Random("metadata-order")
+    names = [
+        f"order-{word}" for word in ("orders", "billing", "clicks", "audit", "users", "events", "x", "pay")
+    ]
+    for name in names:
+        create_topic(cluster, name, partitions=1)
+    for _ in range(10):
+        asked = rng.sample(names, rng.randint(2, len(names)))
+        assert _metadata_topics(cluster.bootstrap, asked) == scala_set_order(asked), asked
