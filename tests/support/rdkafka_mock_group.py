@@ -20,7 +20,9 @@ import json
 import sys
 import time
 
-SESSION_MS = 3000  # the mock waits session - 1 s for members to rejoin: short, but above a heartbeat
+# the mock waits session - 1 s for members to rejoin, then runs the rebalance with those it has (a member
+# late keeps its previous JoinGroup's metadata): long enough for a loaded machine, short enough for CI
+SESSION_MS = 5000
 
 
 def _librdkafka() -> ctypes.CDLL:
@@ -113,6 +115,7 @@ def main() -> None:
     bootstrap = mock_cluster(topics)
     members: list[Member] = []
     for step in scenario["steps"]:
+        print(f"STEP {json.dumps(step)}", file=sys.stderr, flush=True)  # marks the leader's log
         if step[0] == "join":
             members.append(Member(bootstrap, "oracle", step[1]))
         else:
