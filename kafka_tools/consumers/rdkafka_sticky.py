@@ -30,7 +30,7 @@ The orders that decide ties, from the source:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from kafka_tools.consumers.assignors import AssignmentError
@@ -77,19 +77,30 @@ def cooperative_sticky_assign(
     members: list[ClassicMember], partitions: Mapping[str, int]
 ) -> RdkafkaStickyResult:
     """The group settled: rebalances until nothing is withheld, each member owning what it was given."""
-    refuse_racks(members)
     first = {m.member_id: set(m.owned) for m in members}
-    current = members
-    for rebalance in range(1, MAX_ROUNDS + 1):
-        target = _Round(current, partitions).assign()
-        adjusted, withheld = _adjust(current, target)
+    for count, (_, _, adjusted, withheld) in enumerate(rebalances(members, partitions), 1):
         if not withheld:
-            return RdkafkaStickyResult(adjusted, _transferred(first, adjusted), rebalance)
-        generation = max((_generation(m) for m in current), default=-1) + 1
-        current = [replace(m, owned=adjusted[m.member_id], generation=generation) for m in current]
+            return RdkafkaStickyResult(adjusted, _transferred(first, adjusted), count)
     raise AssignmentError(
         f"librdkafka's cooperative-sticky does not settle in {MAX_ROUNDS} rebalances for this group"
     )
+
+
+def rebalances(
+    members: list[ClassicMember], partitions: Mapping[str, int]
+) -> Iterator[tuple[list[ClassicMember], dict[str, list[TopicPartition]], dict, dict]]:
+    """Each rebalance until nothing is withheld (at most MAX_ROUNDS): (what the leader reads, what its
+    assignor returns, what each member is given, the partitions withheld -> their new owner)."""
+    refuse_racks(members)
+    current = members
+    for _ in range(MAX_ROUNDS):
+        target = _Round(current, partitions).assign()
+        adjusted, withheld = _adjust(current, target)
+        yield current, target, adjusted, withheld
+        if not withheld:
+            return
+        generation = max((_generation(m) for m in current), default=-1) + 1
+        current = [replace(m, owned=adjusted[m.member_id], generation=generation) for m in current]
 
 
 def _transferred(

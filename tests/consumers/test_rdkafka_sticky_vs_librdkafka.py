@@ -9,8 +9,9 @@ settled step is predicted from the step before (every member owning what it held
 newcomer owning nothing, last in the coordinator's order) and must equal what the consumers hold; where
 the leader aborts (an assertion in its partition movements: the child dies), the model must say it does,
 in that step. A step where the model declines (the leader would read memory it freed) is counted apart, as
-is one whose first rebalance, by the leader's own log, read other members or owned counts than the step
-assumes (a member that rejoined after the mock's wait keeps its older metadata).
+is one where a rebalance, by the leader's own log, read other members or owned counts than the model's
+(a member that rejoined after the mock's wait keeps its older metadata); each rebalance's assignor output
+in the leader's log must equal the model's too.
 The mock cluster cannot add partitions to a topic: growth is proved on real brokers
 (tests/modern/test_rebalance_plan_modern.py). CI runs 2 seeds; the exhaustive tier 20.
 """
@@ -28,9 +29,10 @@ from pathlib import Path
 
 import pytest
 
+from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember
 from kafka_tools.consumers.rdkafka_movements import LeaderFault, UndefinedAssignment
-from kafka_tools.consumers.rdkafka_sticky import cooperative_sticky_assign
+from kafka_tools.consumers.rdkafka_sticky import cooperative_sticky_assign, rebalances
 
 pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.slow  # a child process of consumers per membership, a minute of rebalances each
@@ -68,7 +70,7 @@ def observe(plan: dict) -> tuple[list[dict], str]:
     )  # fmt: skip
     states = [json.loads(line) for line in done.stdout.splitlines()]
     for state, log in zip(states, done.stderr.split("STEP ")[1:], strict=False):
-        state["read"] = leader_read(log)
+        state["rounds"] = leader_rounds(log)
     if done.returncode == 0:
         return states, ""
     assert "rdkafka_sticky_assignor.c" in done.stderr or done.returncode < 0, done.stderr[-2000:]
@@ -82,11 +84,22 @@ def observe(plan: dict) -> tuple[list[dict], str]:
     return states, done.stderr.strip().splitlines()[-1]
 
 
-def leader_read(log: str) -> list[list]:
-    """What the leader's first rebalance of a step read, from its assignor log: each member in order, with
-    how many partitions it said it owned."""
-    first = log.split("assignor for", 1)[-1].split("assignor for", 1)[0]
-    return [[m, int(n)] for m, n in re.findall(r'Member "([^"]+)"(?: \(me\))? with (\d+) owned', first)]
+def leader_rounds(log: str) -> list[dict]:
+    """Each rebalance the leader ran in a step, from its assignor log: what it read (each member in
+    order, with how many partitions it said it owned) and what its assignor returned."""
+    rounds = []
+    for section in log.split("running cooperative-sticky assignor for")[1:]:
+        read = [[m, int(n)] for m, n in re.findall(r'Member "([^"]+)"(?: \(me\))? with (\d+) owned', section)]
+        assigned: dict[str, list[list]] = {}
+        member = None
+        for line in section.splitlines():
+            found = re.search(r'Member "([^"]+)"(?: \(me\))? assigned', line)
+            if found:
+                member = assigned.setdefault(found.group(1), [])
+            elif member is not None and (tp := re.search(r"\]:\s+(\S+) \[(\d+)\]\s*$", line)):
+                member.append([tp.group(1), int(tp.group(2))])
+        rounds.append({"read": read, "assigned": {m: sorted(tps) for m, tps in assigned.items()}})
+    return rounds
 
 
 def members_before(
@@ -113,7 +126,7 @@ class Verdict:
     matched: int = 0
     aborted: int = 0  # the leader aborted where the model says it does
     undefined: int = 0  # the model declines: the leader reads freed memory there
-    late: int = 0  # the leader read a member's older metadata (it rejoined late): not the step predicted
+    late: int = 0  # a rebalance read a member's older metadata (it rejoined late): the step not compared
     mismatches: list[str] = field(default_factory=list)
 
 
@@ -127,8 +140,7 @@ def judge(plan: dict, states: list[dict], fault: str, seed: int) -> Verdict:
         state = settled[generation] if generation < len(settled) else None
         newcomer = [{"id": s["newcomer"]} for s in states[generation:] if "newcomer" in s]
         members = members_before(previous, step, state["members"] if state else newcomer, generation)
-        if state and state.get("read") and state["read"] != [[m.member_id, len(m.owned)] for m in members]:
-            verdict.late += 1
+        if state and not rounds_agree(members, plan["topics"], state.get("rounds", []), verdict, seed, step):
             previous = state["members"]
             continue
         try:
@@ -151,6 +163,26 @@ def judge(plan: dict, states: list[dict], fault: str, seed: int) -> Verdict:
                 verdict.mismatches.append(f"seed {seed} step {generation} {step}: {predicted} != {held}")
         previous = state["members"] if state else previous
     return verdict
+
+
+def rounds_agree(members, topics, logged: list[dict], verdict: Verdict, seed: int, step: list) -> bool:
+    """Each rebalance the leader logged against the model's: the same inputs (else a member rejoined
+    late: counted, not compared), then the same assignor output (else a mismatch). False: the step's
+    outcome is not to be compared."""
+    try:
+        modelled = list(rebalances(members, topics))
+    except AssignmentError:
+        return True  # the step's own comparison judges a fault
+    for number, ((read, target, _, _), seen) in enumerate(zip(modelled, logged, strict=False), 1):
+        if seen["read"] != [[m.member_id, len(m.owned)] for m in read]:
+            verdict.late += 1
+            return False
+        if {m: sorted([t, p] for t, p in tps) for m, tps in target.items()} != seen["assigned"]:
+            verdict.mismatches.append(
+                f"seed {seed} {step} rebalance {number}: {target} != {seen['assigned']}"
+            )
+            return False
+    return True
 
 
 def compare(seed: int) -> Verdict:
