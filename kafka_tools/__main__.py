@@ -22,7 +22,7 @@ def main() -> None:
     from kafka_tools.cli import interrupts, start_up
 
     try:
-        interrupts.install()
+        interrupts.install(last_resort=True)
         if _early:
             interrupts.raise_now(_early[0])
         # The collector is paused before Click and the command are imported (cli/start_up.py).

@@ -324,7 +324,7 @@ BYTES_ELSEWHERE = {
     "kafka_tools/broker/probe.py",
     "kafka_tools/broker/offset_delete.py",  # the wire protocol of one request confluent-kafka lacks
     "kafka_tools/broker/wire.py",  # the Kafka protocol's encodings, for the requests confluent-kafka lacks
-    "kafka_tools/broker/group_requests.py",  # ListGroups v5, ConsumerGroupDescribe (KIP-848 epochs)
+    "kafka_tools/broker/group_requests.py",  # ListGroups, DescribeGroups, ConsumerGroupDescribe
     "kafka_tools/broker/cluster_wire.py",  # DescribeTopicPartitions, reassignments, log dirs, quorum
     "kafka_tools/consumers/assignors.py",
     "kafka_tools/consumers/group_lock.py",

@@ -1,4 +1,5 @@
-"""The Kafka side, over confluent-kafka (librdkafka): log start/end offsets, group offsets, groups.
+"""The Kafka side, over confluent-kafka (librdkafka): log start/end offsets, group offsets, topics; the
+groups themselves (ListGroups, DescribeGroups, ConsumerGroupDescribe) on ktool's own client.
 
 librdkafka asks a broker for its API versions first; brokers before 0.10 do not answer that request and
 librdkafka waits 10 s, then fails. So ktool finds out first: the `version` of a broker's ZooKeeper
@@ -9,7 +10,8 @@ SASL handshake and misjudge the broker, and librdkafka's SASL needs 0.10+ anyway
 
 Why one module of this size: one Broker holds the clients and the one error callback every request's
 failure is told through; its requests share them (the wire-level OffsetDelete lives in offset_delete.py,
-ListGroups v5 and ConsumerGroupDescribe in group_requests.py: this module only joins their answers in).
+ListGroups, DescribeGroups and ConsumerGroupDescribe in group_requests.py: this module only joins their
+answers in, after the first contact is watched).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from kafka_tools.errors import FindingsError, InputError, KtoolError
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from kafka_tools.broker.group_requests import ListedGroup
+    from kafka_tools.broker.group_requests import CoordinatedGroup, ListedGroup
 
 DEFAULT_TIMEOUT = 10.0
 # confluent-kafka's ConsumerGroupState names -> Kafka's own spelling (kafka-consumer-groups prints these)
@@ -120,10 +122,6 @@ class KafkaGroup:
     group_epoch: int | None = None
     assignment_epoch: int | None = None
     known = property(lambda self: self.state != "DEAD")
-
-
-class _GroupIdNotFound(KtoolError):
-    """GROUP_ID_NOT_FOUND (ConsumerGroupDescribe, KIP-848): the coordinator does not know the group."""
 
 
 class Broker:
@@ -329,10 +327,6 @@ class Broker:
         )
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
-    def live_members(self, group: str) -> list[str]:
-        """Members of the group the coordinator has now (empty for a group with only stored offsets)."""
-        return [f"{m.member_id} ({m.client_id}@{m.host})" for m in self.describe_group(group).members]
-
     def commit(self, group: str, offsets: dict[tuple[str, int], int], metadata: str) -> None:
         """Store offsets for the group in `__consumer_offsets`, in one request (AlterConsumerGroupOffsets);
         asked again, the same offsets, while the coordinator moves."""
@@ -467,98 +461,37 @@ class Broker:
             }
         return out
 
-    def describe_group(self, group: str) -> KafkaGroup:
-        """The group's state and members as its coordinator has them now (DescribeGroups, or
-        ConsumerGroupDescribe for a group of the new protocol); a group it does not know is `DEAD`."""
-        from confluent_kafka import KafkaError
+    def coordinated_group(self, group: str) -> CoordinatedGroup:
+        """The group as its coordinator has it now, over ktool's own client (broker/group_requests.py):
+        ConsumerGroupDescribe for a group of the new protocol, else DescribeGroups, each member's
+        metadata and assignment as bytes (consumers/coordinated.py reads them). The first contact is
+        watched first (a refused or silent port is said as for every request); a request left
+        unanswered is "no answer within" the timeout; a group of another protocol type than
+        `consumer` (Connect's, …) is refused as kafka-consumer-groups refuses it."""
+        from kafka_tools.broker.group_requests import describe_group
+        from kafka_tools.broker.wire import NoAnswer, Unsupported
 
-        def refused(exc: Exception) -> KtoolError:
-            err = exc.args[0] if exc.args else None
-            if isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_ID_NOT_FOUND:
-                return _GroupIdNotFound(str(err))
-            return self._error(f"group {group}", exc)
-
+        self._admin()
         try:
-            desc = self._coordinated(
-                f"group {group}",
-                lambda: self._admin().describe_consumer_groups([group], request_timeout=self.config.timeout)[
-                    group
-                ],
-                f"no answer describing group {group}",
-                error=refused,
-                group=group,
+            described = describe_group(
+                first_server(self.config.bootstrap),
+                group,
+                self.config.timeout,
+                self.config.security,
+                before_0_10=self.before_0_10,
             )
-        except _GroupIdNotFound:
-            return KafkaGroup("DEAD", [], "Dead")
-        members = [
-            KafkaMember(
-                m.member_id,
-                m.client_id,
-                m.host,
-                [(tp.topic, tp.partition) for tp in assigned],
-                m.group_instance_id,
+        except NoAnswer:
+            words = no_answer_words(self.config.timeout)
+            raise InputError(f"broker {self.config.bootstrap}: group {group}: {words}") from None
+        except Unsupported as exc:  # SASL GSSAPI
+            raise InputError(f"broker {self.config.bootstrap}: group {group}: {exc}") from None
+        classic = described.classic
+        if classic is not None and classic.protocol_type not in ("", "consumer"):
+            raise InputError(
+                f"broker {self.config.bootstrap}: group {group}: not a consumer group (its protocol type is "
+                f"{classic.protocol_type})"
             )
-            for m in desc.members
-            for assigned in [m.assignment.topic_partitions if m.assignment is not None else []]
-        ]
-        state = getattr(desc.state, "name", str(desc.state)).upper()
-        kind = getattr(getattr(desc, "type", None), "name", "UNKNOWN").lower()
-        node = desc.coordinator
-        group_view = KafkaGroup(
-            state,
-            members,
-            _STATE_NAMES.get(state, state.title()),
-            None if kind == "unknown" else kind,
-            desc.partition_assignor or None,
-            None if node is None else (node.host, node.port, node.id),
-        )
-        if group_view.type == "consumer" and group_view.known:
-            self._add_epochs(group, group_view)
-        return group_view
-
-    def _add_epochs(self, group: str, view: KafkaGroup) -> None:
-        """A consumer group's epochs and its members' target assignments (ConsumerGroupDescribe on a
-        own client, broker/group_requests.py, with the same security settings); over SASL GSSAPI, which
-        that client does not speak, they stay unknown (`-`)."""
-        from kafka_tools.broker.group_requests import consumer_group_describe
-        from kafka_tools.broker.wire import Unsupported
-
-        server = first_server(self.config.bootstrap)
-        try:
-            described = consumer_group_describe(server, group, self.config.timeout, self.config.security)
-        except Unsupported:
-            return
-        if described is None or described.error:
-            return
-        view.state_name = described.state or view.state_name
-        view.group_epoch, view.assignment_epoch = described.group_epoch, described.assignment_epoch
-        view.assignor = described.assignor or view.assignor
-        by_id = {m.member_id: m for m in described.members}
-        for member in view.members:
-            seen = by_id.get(member.member_id)
-            if seen is not None:
-                member.member_epoch = seen.member_epoch
-                member.assignment = list(seen.assignment)
-                member.target_assignment = list(seen.target_assignment)
-
-    def classic_group_metadata(self, group: str) -> tuple[str, list[tuple[str, str, bytes, bytes]]]:
-        """A classic group's protocol (the assignor its members agreed on) and each member's
-        (member id, client id, JoinGroup metadata, SyncGroup assignment) as DescribeGroups returns them:
-        what the leader's assignor reads (rebalance plans)."""
-        from confluent_kafka import KafkaException
-
-        try:
-            found = self._admin().list_groups(group=group, timeout=self.config.timeout)
-        except KafkaException as exc:
-            raise self._error(f"group {group}", exc) from None
-        for g in found:
-            if g.id == group:
-                members = [
-                    (m.id, m.client_id, bytes(m.metadata or b""), bytes(m.assignment or b""))
-                    for m in g.members
-                ]
-                return g.protocol or "", members
-        return "", []
+        return described
 
     def topic_ids(self, topics: Iterable[str]) -> dict[str, tuple[int, int]]:
         """Each topic's id as its two longs (DescribeTopicPartitions / Metadata): the broker's uniform
@@ -580,45 +513,35 @@ class Broker:
 
     def listed_groups(self) -> list[ListedGroup]:
         """Every group the brokers coordinate with its protocol type, state and type (classic, consumer,
-        share, streams), as ListGroups v5 lists them, from every broker, over ktool's own client whatever
-        the security. Over SASL GSSAPI (which that client does not speak) and before 0.10, what
-        librdkafka lists: no share or streams groups there."""
+        share, streams), as ListGroups v5 lists them (before 0.10: v0, each group's state from
+        DescribeGroups v0 at the broker that lists it), from every broker, over ktool's own client
+        whatever the security. Over SASL GSSAPI (which that client does not speak), what librdkafka's
+        ListGroups says: a group's protocol type only as `consumer` or none."""
+        from confluent_kafka import KafkaException
+
         from kafka_tools.broker.group_requests import ListedGroup, list_groups
         from kafka_tools.broker.wire import Unsupported
 
-        if "broker.version.fallback" not in self._conf:
-            from confluent_kafka import KafkaException
-
-            started = time.monotonic()
-            admin = self._admin()  # its first contact watched for up to the timeout: the rest is the list's
-            left = max(1.0, self.config.timeout - (time.monotonic() - started))
-            try:
-                metadata = admin.list_topics(timeout=left)
-            except KafkaException as exc:
-                error = self._error("cannot list brokers", exc)
-                if is_transport(exc.args[0]) and time.monotonic() - started >= self.config.timeout:
-                    # librdkafka gives up a silent port's TLS handshake at the timeout as a transport
-                    # failure: to the user it is a port that never answered
-                    words = no_answer_words(self.config.timeout)
-                    error = InputError(f"broker {self.config.bootstrap}: {words}")
-                raise error from None
-            brokers = sorted((b.host, b.port) for b in metadata.brokers.values())
-            try:
-                return list_groups(brokers, self.config.timeout, self.config.security)
-            except Unsupported:
-                pass
-        listed = {
-            g.id: ListedGroup(g.id, g.protocol_type or "", g.state or None, "classic")
-            for g in self._group_metadata()
-        }
-        if "broker.version.fallback" not in self._conf:
-            for g in self._consumer_group_listings():
-                state = getattr(g.state, "name", "UNKNOWN").upper()
-                kind = getattr(getattr(g, "type", None), "name", "CLASSIC").lower()
-                protocol = listed[g.group_id].protocol_type if g.group_id in listed else "consumer"
-                listed[g.group_id] = ListedGroup(
-                    g.group_id, protocol, _STATE_NAMES.get(state), "classic" if kind == "unknown" else kind
-                )
+        started = time.monotonic()
+        admin = self._admin()  # its first contact watched for up to the timeout: the rest is the list's
+        left = max(1.0, self.config.timeout - (time.monotonic() - started))
+        try:
+            metadata = admin.list_topics(timeout=left)
+        except KafkaException as exc:
+            raise self._error("cannot list brokers", exc) from None
+        brokers = sorted((b.host, b.port) for b in metadata.brokers.values())
+        try:
+            return list_groups(brokers, self.config.timeout, self.config.security, self.before_0_10)
+        except Unsupported:
+            pass
+        listed = {}
+        for g in self._consumer_group_listings():
+            state = getattr(g.state, "name", "UNKNOWN").upper()
+            kind = getattr(getattr(g, "type", None), "name", "CLASSIC").lower()
+            protocol = "" if g.is_simple_consumer_group else "consumer"
+            listed[g.group_id] = ListedGroup(
+                g.group_id, protocol, _STATE_NAMES.get(state), "classic" if kind == "unknown" else kind
+            )
         return [listed[k] for k in sorted(listed)]
 
     def _consumer_group_listings(self) -> list:
@@ -670,32 +593,6 @@ class Broker:
                 raise self._no_answer(unanswered) from None
 
     def groups(self) -> list[tuple[str, str]]:
-        """(group id, protocol type) of the groups the brokers coordinate."""
-        kinds = {g.id: g.protocol_type or "" for g in self._group_metadata()}
-        if any(not kind for kind in kinds.values()):
-            kinds.update((group, "consumer") for group in self._new_protocol_groups())
-        return sorted(kinds.items())
-
-    def _group_metadata(self) -> list:
-        """librdkafka's list_groups: each group's id, protocol type and state (DescribeGroups)."""
-        from confluent_kafka import KafkaException
-
-        try:
-            return list(self._admin().list_groups(timeout=self.config.timeout))
-        except KafkaException as exc:
-            raise self._error("cannot list groups", exc) from None
-
-    def _new_protocol_groups(self) -> set[str]:
-        """Groups of the new consumer protocol (KIP-848, Kafka 4.x): DescribeGroups, behind list_groups,
-        does not know them and leaves their protocol type empty; ListGroups v5 says their type. A broker
-        without it (before 3.8) has none of them: the empty type stands."""
-        from confluent_kafka import ConsumerGroupType, KafkaException
-
-        if "broker.version.fallback" in self._conf:
-            return set()
-        try:
-            result = self._admin().list_consumer_groups(request_timeout=self.config.timeout)
-            listings = result.result(timeout=self.config.timeout + 5).valid
-        except (KafkaException, TimeoutError):
-            return set()
-        return {g.group_id for g in listings if getattr(g, "type", None) == ConsumerGroupType.CONSUMER}
+        """(group id, protocol type) of the consumer groups the brokers coordinate, classic and of the new
+        protocol (KIP-848): what `groups describe` describes."""
+        return [(g.group, g.protocol_type) for g in self.listed_groups() if g.type in ("classic", "consumer")]

@@ -2,7 +2,11 @@
 a failed TLS handshake or a connection every broker closed only to its error callback, which runs only
 inside a client's poll, while the request itself waits out its whole timeout. So before a Broker's first
 request, one small request (DescribeCluster) is sent and the client polled every 0.1 s: what librdkafka
-saw is reported as soon as it saw it, not 10 s later as "no answer"."""
+saw is reported as soon as it saw it, not 10 s later as "no answer". And the other way round: a first
+contact that ends only as its time runs out, timed out or as a transport failure (librdkafka gives up a
+silent port's TLS handshake so), is a port that never answered, said so here for every
+`--bootstrap-server` command; a fast refusal (a certificate refused, a plaintext port spoken to in TLS)
+keeps its own words."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kafka_tools.broker.librdkafka_words import error_words
+from kafka_tools.broker.librdkafka_words import is_refusal, no_answer_words
 from kafka_tools.errors import InputError
 
 _SLICE = 0.1
@@ -20,7 +24,7 @@ def wait_for_first_contact(admin: Any, where: str, timeout: float, refused: Call
     """Until the brokers answer (or refuse) one request: `refused()` says why the brokers cannot be
     spoken to, once the error callback has seen it; then one line, exit 3. No answer within `timeout`
     is said so at once too (the requests that follow would wait as long again)."""
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaException
 
     try:
         future = admin.describe_cluster(request_timeout=timeout)
@@ -32,7 +36,18 @@ def wait_for_first_contact(admin: Any, where: str, timeout: float, refused: Call
         why = refused()
         if why is not None:
             raise InputError(why)
-    if not future.done():
-        raise InputError(
-            f"broker {where}: {error_words(KafkaException(KafkaError(KafkaError._TIMED_OUT)), timeout)}"
-        )
+    ran_out = time.monotonic() >= deadline - max(_SLICE, timeout / 10)
+    if not future.done() or _unanswered(future.exception(), ran_out):
+        raise InputError(f"broker {where}: {no_answer_words(timeout)}")
+
+
+def _unanswered(exc: BaseException | None, ran_out: bool) -> bool:
+    """A first contact that timed out, or failed without a refusal only as its time ran out (its
+    connection given up): nothing ever answered."""
+    from confluent_kafka import KafkaError
+
+    err = exc.args[0] if exc is not None and exc.args else None
+    if not isinstance(err, KafkaError) or is_refusal(err):
+        return False
+    timed_out = (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT_QUEUE)
+    return err.code() in timed_out or ran_out

@@ -1,7 +1,8 @@
 """Kafka's wire protocol on ktool's own socket, for the requests confluent-kafka's Python binding does
-not expose (OffsetDelete; ListGroups v5 with its group types and ConsumerGroupDescribe with the KIP-848
-epochs; DescribeTopicPartitions, ListPartitionReassignments, DescribeLogDirs, DescribeQuorum): the one
-connection (plaintext or TLS; SASL PLAIN or SCRAM, GSSAPI being librdkafka's alone), the request frame
+not expose or that ktool asks itself (OffsetDelete; ListGroups v5 with its group types, DescribeGroups
+and ConsumerGroupDescribe with the KIP-848 epochs; DescribeTopicPartitions, ListPartitionReassignments,
+DescribeLogDirs, DescribeQuorum): the one connection (plaintext or TLS; SASL PLAIN or SCRAM, GSSAPI
+being librdkafka's alone), the request frame
 (header v1/v2; probe.py's first ApiVersions is framed here too), ApiVersions, FindCoordinator and a
 group's coordinator found again while it moves, the writers of Kafka's primitive types and a reader
 of both the classic and the flexible (KIP-482: compact strings and arrays, tagged fields) encodings.
@@ -40,6 +41,11 @@ class WireError(InputError):
     """An answer ktool cannot read, or a connection the broker closed mid-request."""
 
 
+class NoAnswer(InputError):
+    """A request the broker did not answer within the connection's timeout (a caller words it as its
+    own request: "no answer within N s")."""
+
+
 def tls_context(security: BrokerSecurity) -> ssl.SSLContext:
     """The brokers verified with --broker-ca (else the system's CAs), the client certificate given."""
     context = ssl.create_default_context(cafile=security.ca)
@@ -72,7 +78,7 @@ class Connection:
     """One socket to one broker; `ask` sends a request and returns its response's body."""
 
     def __init__(self, host: str, port: int, timeout: float, security: BrokerSecurity | None = None) -> None:
-        self.where = f"{host}:{port}"
+        self.where, self.host, self.port = f"{host}:{port}", host, port
         self.security = security  # the coordinator a request is sent on to is reached the same way
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
@@ -80,6 +86,7 @@ class Connection:
             raise InputError(f"broker {self.where}: cannot connect ({os_reason(exc)})") from None
         sock.settimeout(timeout)
         self.correlation = 0
+        self.node_id: int | None = None  # a coordinator's node id, as FindCoordinator named it
         self.sock: socket.socket = sock
         if security is not None and security.protocol in ("SSL", "SASL_SSL"):
             try:
@@ -101,7 +108,7 @@ class Connection:
                 return None
             data = recv_exactly(self.sock, struct.unpack(">i", size)[0])
         except TimeoutError:
-            raise InputError(f"broker {self.where}: no answer to request {key} in time") from None
+            raise NoAnswer(f"broker {self.where}: no answer to request {key} in time") from None
         except OSError:
             return None
         if data is None:
@@ -229,6 +236,23 @@ class Reader:
         n = self.uvarint()
         return None if n == 0 else self._text(n - 1)
 
+    def _raw(self, n: int) -> bytes:
+        if n < 0:
+            return b""
+        if self.at + n > len(self.data):
+            raise WireError("bytes longer than their answer")
+        raw = self.data[self.at : self.at + n]
+        self.at += n
+        return raw
+
+    def bytes_field(self) -> bytes:
+        """Kafka's `bytes` (int32 length; a null one read as empty)."""
+        return self._raw(self.take(">i"))
+
+    def compact_bytes(self) -> bytes:
+        """Kafka's compact `bytes` (unsigned varint length + 1; a null one read as empty)."""
+        return self._raw(self.uvarint() - 1)
+
     def _compact_length(self) -> int | None:
         """A compact array's length (None: a null array); bounded by what is left to read."""
         n = self.uvarint()
@@ -323,8 +347,8 @@ def pick_version(versions: dict[int, tuple[int, int]] | None, key: int, ours: tu
     return best if best >= max(low, ours[0]) else None
 
 
-def find_coordinator(conn: Connection, group: str, version: int, deadline: float) -> tuple[str, int]:
-    """The group's coordinator (host, port), FindCoordinator v0-v2; asked again while it loads."""
+def find_coordinator(conn: Connection, group: str, version: int, deadline: float) -> tuple[str, int, int]:
+    """The group's coordinator (host, port, node id), FindCoordinator v0-v2; asked again while it loads."""
     body = string(group) + (b"\x00" if version >= 1 else b"")
     while True:
         data = conn.ask(FIND_COORDINATOR, version, body)
@@ -338,7 +362,7 @@ def find_coordinator(conn: Connection, group: str, version: int, deadline: float
             r.nullable_string()  # error message
         node, host, port = r.take(">i"), r.string(), r.take(">i")
         if error == 0:
-            return host, port
+            return host, port, node
         if error == GROUP_AUTHORIZATION_FAILED:
             raise group_denied(conn.where, group, conn.security)
         if error not in (LOADING, NOT_AVAILABLE) or time.monotonic() > deadline:
@@ -357,15 +381,19 @@ def at_coordinator(
     ask: Callable[[Connection], T | None],
 ) -> T:
     """`ask` on a connection to the group's coordinator (found through `conn`, reached with the same
-    security settings), found again while it moves: `ask` returns None when the coordinator answers
-    LOADING, NOT_AVAILABLE or NOT_COORDINATOR."""
+    security settings, its node id in `node_id`; `conn` itself when it is the coordinator: no second
+    connection, TLS handshake and SASL exchange), found again while it moves: `ask` returns None when
+    the coordinator answers LOADING, NOT_AVAILABLE or NOT_COORDINATOR."""
     while True:
-        address = find_coordinator(conn, group, find_version, deadline)
-        coordinator = Connection(*address, timeout, conn.security)
+        host, port, node = find_coordinator(conn, group, find_version, deadline)
+        reused = (host, port) == (conn.host, conn.port)
+        coordinator = conn if reused else Connection(host, port, timeout, conn.security)
+        coordinator.node_id = node
         try:
             answer = ask(coordinator)
         finally:
-            coordinator.close()
+            if not reused:
+                coordinator.close()
         if answer is not None:
             return answer
         if time.monotonic() > deadline:

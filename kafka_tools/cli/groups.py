@@ -151,9 +151,10 @@ def describe_cmd(
     ZooKeeper. With --bootstrap-server alone: the group as its coordinator knows it (members and their
     assignments, offsets in Kafka, lag), and without GROUP every group Kafka coordinates. --members and
     --state [--verbose] are kafka-consumer-groups' views of the same name, a consumer group's (KIP-848)
-    epochs included (ConsumerGroupDescribe, over plaintext, TLS or SASL alike; `-` over SASL
-    GSSAPI). A GROUP that no store given knows (no /consumers/GROUP in ZooKeeper; unknown to Kafka's
-    coordinator, with no committed offset) is said in one line, and the others shown.
+    epochs included (DescribeGroups and ConsumerGroupDescribe on ktool's own client, over plaintext, TLS
+    or SASL PLAIN and SCRAM alike; over SASL GSSAPI a group is not described, said in one line). A
+    GROUP that no store given knows (no /consumers/GROUP in ZooKeeper; unknown to Kafka's coordinator,
+    with no committed offset) is said in one line, and the others shown.
 
     \b
     Exit status:

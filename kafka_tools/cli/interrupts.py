@@ -13,6 +13,12 @@ write. Unless the write is still blocked `GRACE` s later (stdout's reader stoppe
 reading): then the signal is raised in it and stdout is pointed at /dev/null, so that ktool still
 ends within a second; only then may the last line its reader gets be cut.
 
+The program itself (kafka_tools/__main__.py, `install(last_resort=True)`) also ends at the latest
+`DEADLINE` s after the first signal, whatever its clean-up is waiting for (a library's thread joined
+without a timeout, a server that does not answer a goodbye): the one line, the exit code, and
+`os._exit` -- as if killed there, which every mutating command's journal is built to survive. ktool
+run inside another program (a test calling `main`) never exits under it that way.
+
 kafka_tools/__main__.py keeps a signal from its first line until these handlers are installed: the
 window in which a signal still meets Python's defaults is the interpreter's own start-up (`site`, the
 console script's `import re`): `python -c pass` took 0.2-0.45 s here at a load of 6-12 on 2 cores
@@ -40,6 +46,10 @@ pending = 0  # a signal that came inside a whole write, raised when that write h
 _DEPTH = 12  # frames looked at above the one a signal lands in
 GRACE = 0.5  # seconds a whole write may hold a signal back (its reader may have stopped reading)
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+DEADLINE = 1.0  # seconds from the first signal to the program's end, clean-up or not
+_last_resort = False  # the program's own process (see install)
+_armed = False
+_said = False  # the one line is written
 
 
 def whole(function: F) -> F:
@@ -75,8 +85,51 @@ def _inside_finalizer(frame: FrameType | None) -> bool:
     return False
 
 
+def _arm(signum: int) -> None:
+    """From the first signal on, a thread that ends the program DEADLINE s later if it is still
+    running (started with `_thread`: a daemon that nothing at exit waits for)."""
+    global _armed
+    if _armed or not _last_resort:
+        return
+    _armed = True
+    import _thread
+
+    _thread.start_new_thread(_end_at_deadline, (signum,))
+
+
+def _end_at_deadline(signum: int) -> None:
+    import time
+
+    time.sleep(DEADLINE)
+    say(_exception(signum))
+    os._exit(exit_code(_exception(signum)))
+
+
+def line_due() -> bool:
+    """True for the one caller that writes the line a signal ends ktool with (the program's own
+    process says it once: its clean-up or the deadline, whichever comes first)."""
+    global _said
+    if _said:
+        return False
+    _said = _last_resort
+    return True
+
+
+def say(exc: BaseException) -> None:
+    """The one line a signal ends ktool with, written to fd 2 (stderr may be what holds it up)."""
+    if not line_due():
+        return
+    words = "terminated" if isinstance(exc, Terminated) else "interrupted"
+    try:
+        sys.stderr.flush()
+        os.write(2, f"ktool: {words}\n".encode())
+    except (OSError, ValueError):
+        pass
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     global pending
+    _arm(signum)
     if _inside_whole(frame):
         pending = signum
         signal.setitimer(signal.ITIMER_REAL, GRACE)  # a write stdout's reader holds up is not waited for
@@ -107,6 +160,7 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 
 def raise_now(signum: int) -> NoReturn:
     """Raise what `signum` raises (a signal kept before the handlers were installed)."""
+    _arm(signum)
     raise _exception(signum)
 
 
@@ -119,10 +173,13 @@ def deliver() -> None:
         raise _exception(signum)
 
 
-def install() -> None:
+def install(last_resort: bool = False) -> None:
     """SIGINT and SIGTERM raise (KeyboardInterrupt, Terminated) outside whole writes. Idempotent; a
     signal a caller set to be ignored (`nohup`, a shell's background job) stays ignored. A launcher
-    that blocked them to cover the interpreter's start-up has them delivered now."""
+    that blocked them to cover the interpreter's start-up has them delivered now. `last_resort`: this
+    process is ktool's own, which ends DEADLINE s after a signal at the latest."""
+    global _last_resort
+    _last_resort = _last_resort or last_resort
     for signum in _SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _on_signal)
@@ -144,12 +201,7 @@ def exit_interrupted(exc: BaseException) -> NoReturn:
         sys.stdout.flush()
     except (OSError, ValueError):
         pass
-    words = "terminated" if isinstance(exc, Terminated) else "interrupted"
-    try:
-        sys.stderr.flush()
-        os.write(2, f"ktool: {words}\n".encode())
-    except (OSError, ValueError):
-        pass
+    say(exc)
     raise SystemExit(exit_code(exc))
 
 

@@ -184,11 +184,10 @@ def _after_interrupt(exc: BaseException) -> KeyboardInterrupt | None:
 
 
 def _interrupted(ctx: click.Context, exc: BaseException | None) -> None:
-    if isinstance(exc, Terminated):
-        click.echo("ktool: terminated", err=True)
-        ctx.exit(EXIT_TERMINATED)
-    click.echo("ktool: interrupted", err=True)
-    ctx.exit(EXIT_INTERRUPTED)
+    terminated = isinstance(exc, Terminated)
+    if interrupts.line_due():
+        click.echo("ktool: terminated" if terminated else "ktool: interrupted", err=True)
+    ctx.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
 
 @click.group(

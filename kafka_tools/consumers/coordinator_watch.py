@@ -3,7 +3,7 @@ live, through their coordinators — the same story and events as the ZooKeeper 
 
 Kafka's coordinators push nothing to a bystander, so this polls: every `interval` seconds (1 s by
 default, a sleep between polls, never a busy loop) DescribeGroups / ConsumerGroupDescribe for each group
-(Broker.describe_group: state, members, assignments, and for a consumer group the member epochs, target
+(consumers/coordinated.py: state, members, assignments, and for a consumer group the member epochs, target
 assignments, group epoch and target assignment epoch), and the topics' partition counts from the
 brokers' metadata. Each view is handed to the one story-teller, GroupTracker (group_tracker.py), in its
 Kafka mode: owners are member ids, and the plan is the coordinator's own —
@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kafka_tools.consumers.coordinated import describe_coordinated
 from kafka_tools.consumers.group_tracker import (
     EXIT_STABLE,
     EXIT_TIMEOUT,
@@ -131,7 +132,7 @@ class CoordinatorWatch:
         topology = self._topology(now)
         all_topics = sorted(self.partitions)
         for group, tracker in list(self.trackers.items()):
-            described = self.broker.describe_group(group)
+            described = describe_coordinated(self.broker, group)
             tracker.hosts.update({m.member_id: m.host for m in described.members})
             members = {
                 m.member_id: ConsumerMember(

@@ -18,6 +18,7 @@ from typing import Any
 
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
+from kafka_tools.consumers.coordinated import live_members
 from kafka_tools.consumers.migration import create_journal
 from kafka_tools.errors import FindingsError, InputError, UsageError
 from kafka_tools.keep.durable import read_json, write_json
@@ -144,7 +145,7 @@ def _plan_kafka(broker: Broker, group: str) -> GroupDeletion:
     if not plan.offsets and group not in {g for g, _ in broker.groups()}:
         plan.status, plan.reason = UNKNOWN, f"no consumer group {group} in Kafka ({where})"
         return plan
-    plan.members = broker.live_members(group)
+    plan.members = live_members(broker, group)
     if plan.members:
         plan.status = REFUSED_LIVE
         plan.reason = f"live members in Kafka: {', '.join(plan.members)}; stop them first"

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kafka_tools.broker.client import Broker, KafkaGroup, KafkaMember
+from kafka_tools.consumers.coordinated import describe_coordinated
 from kafka_tools.errors import InputError
 from kafka_tools.format.plural import plural
 from kafka_tools.zk.connection import ZnodeMissingError
@@ -136,7 +137,7 @@ def describe_kafka_group(broker: Broker, group: str) -> GroupDescription:
     """A group as the brokers know it: members and their assignments from its coordinator, offsets from
     `__consumer_offsets`, log start and end, lag. Without members, every topic's partitions are asked
     for (OffsetFetch for named partitions works on every broker version) and those with an offset kept."""
-    described = broker.describe_group(group)
+    described = describe_coordinated(broker, group)
     members = described.members
     catalog = broker.topics()
     owners = {tp: m.member_id for m in members for tp in m.assignment}

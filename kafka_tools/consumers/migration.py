@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
+from kafka_tools.consumers.coordinated import live_members
 from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError, os_reason
 from kafka_tools.keep.durable import create_json, read_json, write_json
 from kafka_tools.keep.state import journals_dir, make_state_dir
@@ -114,7 +115,7 @@ def read_stores(
     candidates = [(t, p) for t in names for p in catalog[t]]
     committed = broker.committed(group, candidates)
     kafka = {k: v for k, v in committed.items() if v is not None}
-    live += [f"{m} (Kafka)" for m in broker.live_members(group)]
+    live += [f"{m} (Kafka)" for m in live_members(broker, group)]
     return zk_offsets, kafka, layout, live
 
 

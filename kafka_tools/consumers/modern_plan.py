@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember, TopicPartition, assigned_partitions
 from kafka_tools.consumers.classic_member import member_from_metadata as _member
+from kafka_tools.consumers.coordinated import group_view
 from kafka_tools.consumers.groups import GroupNotFoundError
 from kafka_tools.consumers.member_order import BROKER, DESCRIBED, JAVA, LIBRDKAFKA
 from kafka_tools.consumers.range_assignor import range_assign
@@ -29,6 +31,10 @@ from kafka_tools.consumers.uniform_assignor import UNIFORM, java_uuid_order, uni
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.format.java_hash import java_hashmap_order, java_string_hash, java_string_key
 from kafka_tools.format.plural import plural
+
+if TYPE_CHECKING:
+    from kafka_tools.broker.client import KafkaGroup
+    from kafka_tools.broker.group_requests import ClassicGroup
 
 CLASSIC = "classic"
 CONSUMER = "consumer"
@@ -54,14 +60,15 @@ class LiveGroup:
 def read_live_group(broker, group: str) -> LiveGroup:
     """The group from its coordinator (DescribeGroups with each member's metadata for a classic group,
     ConsumerGroupDescribe for a consumer group) and the partition counts of the topics it subscribes to."""
-    view = broker.describe_group(group)
+    coordinated = broker.coordinated_group(group)
+    view = group_view(coordinated)
     if not view.known:
         raise GroupNotFoundError(f"group {group} not found: its coordinator does not know it")
     targets: dict[str, list[TopicPartition]] = {}
     if view.type == CONSUMER:
         assignor, members, current, targets = _consumer_group(broker, group)
     else:
-        assignor, members, current = _classic_group(broker, group, view)
+        assignor, members, current = _classic_group(coordinated.classic, view)
     topics = broker.topics()
     wanted = {t for m in members for t in m.topics} | {t for t, _ in current}
     partitions = {t: len(topics[t]) for t in sorted(wanted) if t in topics}
@@ -71,14 +78,18 @@ def read_live_group(broker, group: str) -> LiveGroup:
     return live
 
 
-def _classic_group(broker, group: str, view) -> tuple[str, list[ClassicMember], dict[TopicPartition, str]]:
-    protocol, raw = broker.classic_group_metadata(group)
-    instances = {m.member_id: m.instance_id for m in view.members}
+def _classic_group(
+    classic: ClassicGroup | None, view: KafkaGroup
+) -> tuple[str, list[ClassicMember], dict[TopicPartition, str]]:
+    """The protocol the members agreed on, each member's subscription (its JoinGroup metadata) and what
+    each owns now (its SyncGroup assignment), as DescribeGroups returned them."""
+    if classic is None:
+        return "", [], {}
     members, current = [], {}
-    for member_id, client_id, metadata, assignment in raw:
-        members.append(_member(member_id, metadata, client_id, instances.get(member_id)))
-        current.update((tp, member_id) for tp in assigned_partitions(member_id, assignment))
-    return protocol, members, current
+    for m in classic.members:
+        members.append(_member(m.member_id, m.metadata, m.client_id, m.instance_id))
+        current.update((tp, m.member_id) for tp in assigned_partitions(m.member_id, m.assignment))
+    return classic.protocol, members, current
 
 
 def _consumer_group(broker, group: str) -> tuple[str, list[ClassicMember], dict[TopicPartition, str], dict]:

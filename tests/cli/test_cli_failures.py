@@ -10,6 +10,8 @@ resolves).
 from __future__ import annotations
 
 import socket
+import struct
+import threading
 import time
 from collections.abc import Iterator
 
@@ -123,6 +125,70 @@ def test_a_silent_tls_port_says_no_answer_once_within_the_timeout(silent_port) -
         line.startswith(f"ktool: broker {port}: ") and "no answer within 5 s (is the broker running" in line
     )
     assert elapsed < 9.5, elapsed  # once, with start-up on a loaded machine; waited out twice is 10 s
+
+
+@pytest.mark.slow  # waits out the client's timeout, as the user would
+@pytest.mark.parametrize("command", [["topics"], ["groups", "describe", "g"]], ids=" ".join)
+def test_a_silent_tls_port_says_no_answer_for_every_command(silent_port, command) -> None:
+    """Not `groups list` alone: every `--bootstrap-server` command's first contact says a port that never
+    answered as such (broker/first_contact.py), once, not as the transport failure librdkafka gives up
+    the TLS handshake with after waiting the timeout out again."""
+    port = f"127.0.0.1:{silent_port}"
+    result, elapsed = timed(*command, "--bootstrap-server", port, "--broker-tls", "--broker-timeout", "5")
+    assert one_line(result) == (
+        f"ktool: broker {port}: no answer within 5 s (is the broker running, and is this its Kafka port?)"
+    )
+    assert elapsed < 9.5, elapsed  # once, with start-up on a loaded machine; waited out twice is 10 s
+
+
+@pytest.fixture
+def plaintext_port() -> Iterator[int]:
+    """A port that answers whatever it is sent at once with a Kafka response frame, never TLS (a
+    plaintext listener that a TLS client speaks to)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(4096)
+                conn.sendall(struct.pack(">iih", 6, 1, 35))  # size, correlation id, an error code
+                stop.wait(30)
+            except OSError:
+                pass
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        listener.close()
+
+
+@pytest.mark.parametrize(
+    "command", [["groups", "list"], ["topics"], ["groups", "describe", "g"]], ids=" ".join
+)
+def test_a_plaintext_port_spoken_to_in_tls_is_said_as_the_tls_failure_at_once(
+    plaintext_port, command
+) -> None:
+    """A fast TLS refusal keeps its own words: the handshake's failure (a Kafka frame where a TLS record
+    was due), in seconds, not "no answer" after the 30 s timeout."""
+    port = f"127.0.0.1:{plaintext_port}"
+    result, elapsed = timed(*command, "--bootstrap-server", port, "--broker-tls", "--broker-timeout", "30")
+    line = one_line(result)
+    assert line.startswith(f"ktool: broker {port}: ") and "SSL" in line and "HANDSHAKE" in line.upper(), line
+    assert "no answer" not in line
+    assert elapsed < 15, elapsed
 
 
 @pytest.fixture

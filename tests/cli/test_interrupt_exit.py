@@ -4,6 +4,8 @@ behind it, and a script must read "interrupted", not a traceback and exit 1."""
 
 from __future__ import annotations
 
+from subprocess import PIPE
+
 import click
 import pytest
 from click.testing import CliRunner
@@ -109,6 +111,8 @@ def test_a_signal_in_a_destructor_is_raised_once_it_has_returned() -> None:
 
 _SIGNAL_IN_CLICK = """
 import sys
+from subprocess import PIPE
+
 import click
 import pytest
 from kafka_tools.cli import main, start_up
@@ -137,3 +141,61 @@ def test_a_sigterm_in_clicks_own_steps_is_143_not_aborted(where: str) -> None:
         [sys.executable, "-c", _SIGNAL_IN_CLICK, where], capture_output=True, text=True, timeout=60
     )
     assert (done.returncode, done.stderr) == (143, "ktool: terminated\n"), done.stderr
+
+
+_CLEANUP_THAT_NEVER_ENDS = """
+import threading, time
+from kafka_tools.cli import interrupts
+
+interrupts.install(last_resort={last_resort})
+try:
+    print("ready", flush=True)
+    time.sleep(30)
+except KeyboardInterrupt:
+    # a library's clean-up that waits for ever (kazoo's stop joins its threads without a timeout)
+    threading.Event().wait(30)
+print("clean-up ended")
+"""
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_a_clean_up_that_never_ends_does_not_keep_ktool_past_its_deadline(signum: str) -> None:
+    """CI once saw `groups watch` outlive its Ctrl-C by 30 s: ktool's own process ends DEADLINE s after
+    the first signal whatever its clean-up waits for, with the one line and 130/143."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from kafka_tools.cli.interrupts import DEADLINE
+
+    code = _CLEANUP_THAT_NEVER_ENDS.format(last_resort=True)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=PIPE, stderr=PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        sent = time.monotonic()
+        proc.send_signal(getattr(signal, signum))
+        rc = proc.wait(timeout=20)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert rc == (130 if signum == "SIGINT" else 143)
+    assert proc.stderr.read() == ("ktool: interrupted\n" if signum == "SIGINT" else "ktool: terminated\n")
+    assert proc.stdout.read() == ""  # the clean-up never finished: ended by the deadline, not by it
+    assert took >= DEADLINE
+
+
+def test_ktool_run_inside_another_program_is_never_ended_by_the_deadline() -> None:
+    import signal
+    import subprocess
+    import sys
+
+    code = _CLEANUP_THAT_NEVER_ENDS.format(last_resort=False).replace("wait(30)", "wait(2.5)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=PIPE, stderr=PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=20)
+    finally:
+        proc.kill()
+    assert (rc, proc.stdout.read()) == (0, "clean-up ended\n")

@@ -20,7 +20,7 @@ SECURITY = BrokerSecurity(BrokerCredentials("SCRAM-SHA-512", "dave", "dave-secre
 class _Bootstrap:
     """The bootstrap connection: FindCoordinator v1 answered with `error` (0: node 1 at coord:9094)."""
 
-    where = "boot:9094"
+    where, host, port = "boot:9094", "boot", 9094
     security = SECURITY
 
     def __init__(self, error: int) -> None:
@@ -55,3 +55,13 @@ def test_a_refused_find_coordinator_names_the_group_and_the_identity() -> None:
         "broker boot:9094: SASL_SSL SCRAM-SHA-512 as dave is not authorized for group secret "
         "(GROUP_AUTHORIZATION_FAILED)"
     )
+
+
+def test_a_bootstrap_broker_that_is_the_coordinator_is_asked_on_the_same_connection(monkeypatch) -> None:
+    """No second connection (a second TLS handshake and SASL exchange) to the broker already spoken to."""
+    opened: list[tuple] = []
+    monkeypatch.setattr(wire, "Connection", lambda *args: opened.append(args))
+    bootstrap = _Bootstrap(0)
+    bootstrap.where, bootstrap.host = "coord:9094", "coord"
+    assert at_coordinator(bootstrap, "orders", 1, 5.0, float("inf"), lambda c: c) is bootstrap
+    assert opened == [] and bootstrap.node_id == 1

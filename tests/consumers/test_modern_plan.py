@@ -1,7 +1,7 @@
 """`groups rebalance-plan --bootstrap-server`: a live group's next assignment as its own assignor computes
 it (the leader's client library for a classic group, the broker for a consumer group), what-ifs, and
 the plan's account of which assignor and implementation it used and why. The coordinator is faked at
-the Broker's three questions (the members' JoinGroup bytes are real ConsumerProtocol bytes); the same
+the Broker's two questions (the members' JoinGroup bytes are real ConsumerProtocol bytes); the same
 command against real consumers is the server-marked proof."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import struct
 import pytest
 from click.testing import CliRunner
 
-from kafka_tools.broker.client import KafkaGroup, KafkaMember
+from kafka_tools.broker.group_requests import ClassicGroup, ClassicGroupMember, CoordinatedGroup
 from kafka_tools.cli.main import cli
 from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember
@@ -59,17 +59,19 @@ def coordinator(monkeypatch):
     }
 
     class FakeCoordinator:
-        """The Broker's three questions a plan asks, answered from `state`."""
+        """The Broker's two questions a plan asks, answered from `state`."""
 
-        def describe_group(self, group):
+        def coordinated_group(self, group):
             if group != "billing":
-                return KafkaGroup("DEAD", [], "Dead")
-            members = [KafkaMember(m, state["client_id"], "/h", []) for m in state["members"]]
-            return KafkaGroup("STABLE", members, "Stable", "classic", state["protocol"])
-
-        def classic_group_metadata(self, group):
-            rows = [(m, state["client_id"], sub, asg) for m, (sub, asg) in state["members"].items()]
-            return state["protocol"], rows
+                return CoordinatedGroup(("h", 9092, 1), classic=ClassicGroup(group, 0, "Dead"))
+            members = [
+                ClassicGroupMember(m, None, state["client_id"], "/h", sub, asg)
+                for m, (sub, asg) in state["members"].items()
+            ]
+            return CoordinatedGroup(
+                ("h", 9092, 1),
+                classic=ClassicGroup(group, 0, "Stable", "consumer", state["protocol"], members),
+            )
 
         def topics(self):
             return state["topics"]
