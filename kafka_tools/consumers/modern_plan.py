@@ -3,10 +3,11 @@ assignor will compute it, from the live group (members, subscriptions, what each
 (a member joins or leaves, a topic grows), against who owns each partition now.
 
 Classic groups are assigned by their leader, a client: `range`, `roundrobin`, `sticky`,
-`cooperative-sticky` as kafka-clients or librdkafka runs them (the protocol the members agreed on,
-from DescribeGroups). Consumer groups (KIP-848) are assigned by the broker (`group.consumer.assignors`,
-ConsumerGroupDescribe names the one in use). The plan says which assignor and implementation it ran, and
-why; what ktool does not model is refused in one line (exit 1), never guessed.
+`cooperative-sticky` as kafka-clients runs them, `range`, `roundrobin`, `cooperative-sticky` as librdkafka
+does (it has no eager `sticky`), the protocol the members agreed on (DescribeGroups). Consumer groups
+(KIP-848) are assigned by the broker (`group.consumer.assignors`, ConsumerGroupDescribe names the one in
+use). The plan says which assignor and implementation it ran, and why; what ktool does not model is
+refused in one line (exit 1), never guessed.
 
 Racks (KIP-881): when a classic group's members send `client.rack`, the partitions' replica racks are read
 from the brokers (Metadata's replicas, DescribeCluster's `broker.rack`) and kafka-clients' range and
@@ -28,6 +29,7 @@ from kafka_tools.consumers.groups import GroupNotFoundError
 from kafka_tools.consumers.member_order import BROKER, DESCRIBED, JAVA, LIBRDKAFKA
 from kafka_tools.consumers.rack_awareness import ReplicaRacks
 from kafka_tools.consumers.range_assignor import range_assign
+from kafka_tools.consumers.rdkafka_sticky import cooperative_sticky_assign
 from kafka_tools.consumers.rebalance import Move, RebalancePlan
 from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
 from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, STICKY, sticky_assign
@@ -307,11 +309,20 @@ def _assign(
                 "assigned in the next one the revoking members start"
             )
         return result.assignment
-    # librdkafka's sticky assignors (rdkafka_sticky_assignor.c) port kafka-clients' older general
-    # algorithm, which runs for every group there, with their own orders: a guess is no plan
+    if assignor == COOPERATIVE_STICKY:
+        settled = cooperative_sticky_assign(members, partitions)
+        if settled.transferring:
+            warnings.append(
+                f"{plural(len(settled.transferring), 'partition')} change owner: revoked in this rebalance, "
+                "assigned in the next one the revoking members start "
+                f"({plural(settled.rebalances, 'rebalance')} in all)"
+            )
+        return settled.assignment
+    # rdkafka_assignor.c registers range, roundrobin and cooperative-sticky: the client refuses `sticky`
     raise AssignmentError(
-        f"the group's leader runs librdkafka's {assignor} assignor, which ktool does not predict "
-        "(librdkafka's own port of an older kafka-clients algorithm, with its own tie-breaks)"
+        "librdkafka has no eager sticky assignor (its consumers refuse "
+        "partition.assignment.strategy=sticky): a group on sticky is led by another library; "
+        "--implementation java plans kafka-clients'"
     )
 
 

@@ -15,9 +15,9 @@ first to an unfilled member on one of its replica racks, then round-robin). Note
 rack-local members happens whenever some member sends a rack, even when the rack-aware path is off.
 The general path (unequal subscriptions) with racks: an owned partition off the member's rack is
 revoked, unassigned partitions go first to the least loaded member on their racks, and balancing moves a
-partition to a lighter member on its racks before any other lighter member. Not modelled: librdkafka's
-sticky assignor (its own port of the older general algorithm, with its own maps' orders): refused in one
-line by the plan.
+partition to a lighter member on its racks before any other lighter member.
+librdkafka's cooperative-sticky (its own port of the older general algorithm, with its own maps'
+orders) is rdkafka_sticky.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Java's hashes as Kafka computes them where a partition or an order depends on them: `String.hashCode`
 (RoundRobinAssignor's order, the coordinators' `partitionFor`), `Utils.abs(hashCode) % n`, `Uuid.hashCode`
 and `Uuid.compareTo`, and the iteration order of a `java.util.HashMap` (the sticky and uniform assignors
-walk one).
+walk one) and of a Scala immutable `Set` (the broker's Metadata response lists requested topics in one's
+order).
 
 One home (with `remote_log_partitioner.murmur2` for the murmur2 side) so that the assignors and the
 transaction coordinator cannot drift apart.
@@ -86,3 +87,34 @@ def java_hashmap_order(
         h = hash_of(key) & 0xFFFFFFFF
         buckets.setdefault((h ^ (h >> 16)) & (size - 1), []).append(key)
     return [k for b in sorted(buckets) for k in buckets[b]], any(len(b) > 1 for b in buckets.values())
+
+
+def _scala_improve(hash_code: int) -> int:
+    """scala.collection.Hashing.improve, as an unsigned 32-bit value."""
+    h = hash_code & 0xFFFFFFFF
+    h = (h + (~(h << 9) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    h ^= h >> 14
+    h = (h + (h << 4)) & 0xFFFFFFFF
+    return h ^ (h >> 10)
+
+
+def scala_set_order(names: Sequence[str]) -> list[str]:
+    """The iteration order of Scala 2.13's immutable `Set` built from `names` in turn (KafkaApis'
+    `topics.asScala.toSet`): up to 4 in insertion order (Set1..Set4), more as the CHAMP trie of the
+    improved `String.hashCode` lays them out, 5 bits a level from the lowest: a node's own entries first,
+    by those bits, then its sub-nodes in the same order, each in turn; equal hashes in insertion order."""
+    unique = list(dict.fromkeys(names))
+    if len(unique) <= 4:
+        return unique
+
+    def walk(items: list[tuple[str, int]], shift: int) -> list[str]:
+        if shift >= 32:
+            return [name for name, _ in items]
+        by_bits: dict[int, list[tuple[str, int]]] = {}
+        for name, h in items:
+            by_bits.setdefault((h >> shift) & 31, []).append((name, h))
+        ordered = sorted(by_bits.items())
+        entries = [group[0][0] for _, group in ordered if len(group) == 1]
+        return entries + [name for _, group in ordered if len(group) > 1 for name in walk(group, shift + 5)]
+
+    return walk([(name, _scala_improve(java_string_hash(name))) for name in unique], 0)

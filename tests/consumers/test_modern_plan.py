@@ -113,21 +113,51 @@ def test_a_member_joining_a_cooperative_group_takes_one_partition_from_each(coor
     )
 
 
-def test_librdkafka_sticky_is_refused_in_one_line_but_java_is_planned(coordinator):
-    # Every client id is librdkafka's default: the leader runs librdkafka's sticky, which ktool lacks.
-    refused = run("billing", "--add-member", "m-c", "--implementation", "librdkafka")
+def _moves(result):
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    moved = {
+        (o["partition"], o["currentOwner"], o["proposedOwner"])
+        for o in rows
+        if o["type"] == "assignment" and o["moves"]
+    }
+    return moved, next(o for o in rows if o["type"] == "plan")
+
+
+def test_librdkafkas_cooperative_sticky_gives_a_newcomer_the_front_partitions_java_the_back(coordinator):
+    # Every client id is librdkafka's default: its leader lists each member's partitions round-robin from
+    # the fullest (m-b, then m-a), and the newcomer, least loaded, is given the first ones: 3, then 0.
+    result = run("billing", "--add-member", "m-c", "--json")
+    assert result.exit_code == 0, result.output
+    moved, plan = _moves(result)
+    assert moved == {(0, "m-a", "m-c"), (3, "m-b", "m-c")}
+    assert (plan["strategy"], plan["implementation"]) == ("cooperative-sticky", "librdkafka")
+    assert (
+        "2 partitions change owner: revoked in this rebalance, assigned in the next one the revoking "
+        "members start (2 rebalances in all)" in plan["warnings"]
+    )
+    java = run("billing", "--add-member", "m-c", "--json", "--implementation", "java")
+    assert _moves(java)[0] == {(2, "m-a", "m-c"), (5, "m-b", "m-c")}
+
+
+def test_librdkafka_has_no_eager_sticky_so_planning_it_is_refused_in_one_line(coordinator):
+    coordinator["protocol"] = "sticky"
+    refused = run("billing", "--implementation", "librdkafka")
     assert refused.exit_code == 1
-    assert refused.output.strip().splitlines()[-1] == (
-        "ktool: the group's leader runs librdkafka's cooperative-sticky assignor, which ktool does not "
-        "predict (librdkafka's own port of an older kafka-clients algorithm, with its own tie-breaks)"
-    )
-    coordinator["client_id"] = "consumer-billing-1"
-    planned = run("billing", "--add-member", "m-c")
-    assert planned.exit_code == 0, planned.output
-    assert "2 of 6 partitions move (cooperative-sticky assignor)" in planned.output
-    assert "implementation: kafka-clients (Java), because every member's client id is kafka-clients'" in (
-        planned.output
-    )
+    assert refused.output.strip().splitlines() == [
+        "ktool: librdkafka has no eager sticky assignor (its consumers refuse "
+        "partition.assignment.strategy=sticky): a group on sticky is led by another library; "
+        "--implementation java plans kafka-clients'"
+    ]
+
+
+def test_a_member_sending_a_rack_is_refused_for_librdkafkas_cooperative_sticky():
+    members = [
+        ClassicMember("m-a", ("orders",), owned=[("orders", 0)], rack="eu-1"),
+        ClassicMember("m-b", ("orders",), owned=[("orders", 1)]),
+    ]
+    group = LiveGroup("g", "classic", "cooperative-sticky", members, {}, {"orders": 2})
+    with pytest.raises(AssignmentError, match="member m-a sends rack eu-1: librdkafka's cooperative-sticky"):
+        plan_live_group(group, implementation=LIBRDKAFKA)
 
 
 def test_range_what_if_growing_a_topic(coordinator):

@@ -1,17 +1,17 @@
 """Proof (issue 52): `groups rebalance-plan --bootstrap-server` predicts the assignment real consumers end
 up with, on Kafka 4.4.0 and 3.9.2, for each assignor ktool plans: classic groups of Java consumers
 (kafka-clients: range, roundrobin, sticky, cooperative-sticky; tests/support/kafka_modern/clients/
-GroupMember.java) and of confluent-kafka (librdkafka: range, roundrobin); consumer groups (KIP-848) of
-both on the broker's uniform and range, on 4.4.0 only (3.9's consumer groups are early access, off unless
-the broker is told, and its uniform predates the rule ktool models: the plan is 4.x's).
+GroupMember.java) and of confluent-kafka (librdkafka: range, roundrobin, cooperative-sticky; it has no
+eager sticky); consumer groups (KIP-848) of both on the broker's uniform and range, on 4.4.0 only (3.9's
+consumer groups are early access, off unless the broker is told, and its uniform predates the rule ktool
+models: the plan is 4.x's).
 
 Seeded random memberships: members join with random subscriptions (uniform too: unequal ones take the
 broker's heterogeneous builder), leave, and topics grow. Before a member leaves, the plan with
 `--remove-member` predicts the assignment after it; before partitions are added, the plan with
 `--partitions` predicts it; after a member joins and the group settles, the plan of the live group moves
 nothing (a join is not predicted: the newcomer's member id, which decides its place, is not known
-before). CI runs 3 steps per case; the exhaustive tier 20. librdkafka's sticky assignors are refused in
-one line.
+before). CI runs 3 steps per case; the exhaustive tier 20. librdkafka has no eager sticky.
 
 Racks (KIP-881): on two brokers with broker.rack r1 and r2 (a topic's partitions spread over both), Java
 consumers with client.rack r1 and r2 in range, sticky (equal subscriptions) and cooperative-sticky
@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+import struct
 import subprocess
 import threading
 import time
@@ -53,6 +54,7 @@ CASES = [
     ("classic", "java", "cooperative-sticky"),
     ("classic", "librdkafka", "range"),
     ("classic", "librdkafka", "roundrobin"),
+    ("classic", "librdkafka", "cooperative-sticky"),  # librdkafka has no eager sticky: its client refuses it
     # consumer groups on 3.9 are early access (KIP-848 preview, off by default): proved on 4.x only
     *(
         pytest.param("consumer", client, assignor, marks=pytest.mark.kafka4_only)
@@ -325,17 +327,50 @@ def test_the_plan_predicts_20_seeded_steps_of_real_consumers(cluster, protocol, 
     assert len(checked) == 20
 
 
-def test_librdkafkas_cooperative_sticky_is_refused_in_one_line(cluster):
-    group = Group(cluster, "classic", "librdkafka", "cooperative-sticky", [])
+def _metadata_topics(bootstrap: str, topics: list[str]) -> list[str]:
+    """The topics of a Metadata v1 response to a request for `topics`, in the broker's order."""
+    from kafka_tools.broker.wire import Connection, Reader, string
+
+    host, port = bootstrap.rsplit(":", 1)
+    conn = Connection(host, int(port), 10)
     try:
-        group.join(tuple(sorted(group.topics)))
-        group.settle()
-        result = run_ktool("groups", "rebalance-plan", "--bootstrap-server", cluster.bootstrap, group.name)
+        data = conn.ask(3, 1, struct.pack(">i", len(topics)) + b"".join(string(t) for t in topics))
     finally:
-        group.close()
-    assert result.exit_code == 1, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and "librdkafka" in lines[0] and "cooperative-sticky" in lines[0], result.output
+        conn.close()
+    assert data is not None
+    reader = Reader(data)
+    reader.array(lambda r: (r.take(">i"), r.string(), r.take(">i"), r.nullable_string()))  # brokers
+    reader.take(">i")  # controller
+
+    def partition(r: Reader) -> None:
+        r.take(">hii")
+        r.array(lambda r: r.take(">i"))
+        r.array(lambda r: r.take(">i"))
+
+    def topic(r: Reader) -> str:
+        r.take(">h")
+        name = r.string()
+        r.take(">b")
+        r.array(partition)
+        return name
+
+    return reader.array(topic)
+
+
+def test_the_brokers_metadata_lists_topics_in_the_order_ktool_computes(cluster):
+    """librdkafka's cooperative-sticky deals unowned partitions in the order its leader's Metadata response
+    lists the topics: a Scala Set's, as format/java_hash.scala_set_order computes it."""
+    from kafka_tools.format.java_hash import scala_set_order
+
+    rng = random.Random("metadata-order")
+    names = [
+        f"order-{word}" for word in ("orders", "billing", "clicks", "audit", "users", "events", "x", "pay")
+    ]
+    for name in names:
+        create_topic(cluster, name, partitions=1)
+    for _ in range(10):
+        asked = rng.sample(names, rng.randint(2, len(names)))
+        assert _metadata_topics(cluster.bootstrap, asked) == scala_set_order(asked), asked
 
 
 RACKED = {1: {"broker.rack": "r1"}, 2: {"broker.rack": "r2"}}
