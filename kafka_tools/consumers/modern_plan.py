@@ -29,7 +29,7 @@ from kafka_tools.consumers.groups import GroupNotFoundError
 from kafka_tools.consumers.member_order import BROKER, DESCRIBED, JAVA, LIBRDKAFKA
 from kafka_tools.consumers.rack_awareness import ReplicaRacks
 from kafka_tools.consumers.range_assignor import range_assign
-from kafka_tools.consumers.rdkafka_sticky import cooperative_sticky_assign
+from kafka_tools.consumers.rdkafka_sticky import cooperative_sticky_assign, refuse_racks
 from kafka_tools.consumers.rebalance import Move, RebalancePlan
 from kafka_tools.consumers.roundrobin_assignor import roundrobin_assign
 from kafka_tools.consumers.sticky_assignor import COOPERATIVE_STICKY, STICKY, sticky_assign
@@ -236,6 +236,8 @@ def _racks(
         owner = "the broker's" if live.type == CONSUMER else "the"
         reasons.append(f"racks: the members' racks change nothing: {owner} {assignor} assignor reads none")
         return None
+    if impl == LIBRDKAFKA and assignor == COOPERATIVE_STICKY:
+        refuse_racks(members)  # whatever the replicas' racks: its rack-aware path is not modelled
     if live.replica_racks is None:
         raise AssignmentError(
             f"group {live.group}: members send racks (KIP-881) and the partitions' replica racks are unknown"

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from kafka_tools.broker.group_requests import ClassicGroup, ClassicGroupMember, CoordinatedGroup
 from kafka_tools.cli.main import cli
+from kafka_tools.consumers.assignors import AssignmentError
 from kafka_tools.consumers.classic_member import ClassicMember
 from kafka_tools.consumers.member_order import JAVA, LIBRDKAFKA
 from kafka_tools.consumers.modern_plan import LiveGroup, leader_library, plan_live_group
