@@ -98,7 +98,7 @@ def test_group_and_topic_names_complete_from_a_broker(modern_kafka, tmp_path) ->
     commit_offsets(modern_kafka, group, {(topic, 0): 0})
     state = {"XDG_STATE_HOME": str(tmp_path)}
     server = ["--bootstrap-server", modern_kafka.bootstrap]
-    assert _complete("offsets", "export", *server, "--topic", topic[:6], env=state) == [topic]
+    assert _tab("offsets", "export", *server, "--topic", topic[:6], env=state) == [topic]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # each TAB may ask (the cache keeps only what was found)
         found = _complete("groups", "delete", *server, "tabgroup-", env=state)
