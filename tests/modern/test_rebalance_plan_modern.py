@@ -273,6 +273,17 @@ def grow(cluster: ModernCluster, topic: str, count: int) -> None:
     admin.create_partitions([NewPartitions(topic, count)])[topic].result(timeout=60)
 
 
+def leave_as_planned(cluster: ModernCluster, group: Group, rng: random.Random, step) -> tuple[str, dict]:
+    """A random member leaves; the plan made before with `--remove-member` is what the group settles on.
+    (The member, the owners after.)"""
+    leaving = rng.choice(sorted(group.members))
+    predicted, summary = plan(cluster, group.name, "--remove-member", leaving)
+    group.leave(leaving)
+    owners = group.settle()
+    assert predicted == owners, (step, summary, predicted, owners)
+    return leaving, owners
+
+
 def prove(cluster: ModernCluster, java: list[str], protocol: str, client: str, assignor: str, steps: int):
     rng = random.Random(f"{protocol}-{client}-{assignor}")
     group = Group(cluster, protocol, client, assignor, java, f"-{steps}")
@@ -297,12 +308,7 @@ def prove(cluster: ModernCluster, java: list[str], protocol: str, client: str, a
                 assert predicted == owners, (step, summary, predicted, owners)
                 checked.append(("grew", topic, count))
             else:
-                leaving = rng.choice(sorted(group.members))
-                predicted, summary = plan(cluster, group.name, "--remove-member", leaving)
-                group.leave(leaving)
-                owners = group.settle()
-                assert predicted == owners, (step, summary, predicted, owners)
-                checked.append(("left", leaving))
+                checked.append(("left", leave_as_planned(cluster, group, rng, step)[0]))
     finally:
         group.close()
     return checked
@@ -418,11 +424,7 @@ def test_the_plan_with_racks_predicts_what_java_consumers_end_up_with(racked_clu
             assert summary["moves"] == 0 and predicted == owners, (rack, summary, predicted, owners)
             assert any(r.startswith("racks: members send r1") for r in summary["reasons"]), summary
             rack_decided += assignor == "range" and rack_blind_range(group) != owners
-        leaving = rng.choice(sorted(group.members))
-        predicted, summary = plan(racked_cluster, group.name, "--remove-member", leaving)
-        group.leave(leaving)
-        owners = group.settle()
-        assert predicted == owners, (summary, predicted, owners)
+        owners = leave_as_planned(racked_cluster, group, rng, "leave")[1]
         rack_decided += assignor == "range" and rack_blind_range(group) != owners
     finally:
         group.close()
@@ -466,11 +468,7 @@ def test_the_plan_with_racks_predicts_20_seeded_steps(racked_cluster, assignor):
                 assert any(r.startswith("racks: members send") for r in summary["reasons"]), summary
                 steps.append("joined")
             else:
-                leaving = rng.choice(sorted(group.members))
-                predicted, summary = plan(racked_cluster, group.name, "--remove-member", leaving)
-                group.leave(leaving)
-                owners = group.settle()
-                assert predicted == owners, (step, summary, predicted, owners)
+                leave_as_planned(racked_cluster, group, rng, step)
                 steps.append("left")
     finally:
         group.close()
