@@ -28,7 +28,8 @@ from kafka_tools.format.codec_ids import (
 from kafka_tools.format.plural import plural
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_CODEC_MODULES = ("lz4.block", "lz4.frame", "zstandard")  # each imported at its codec's first batch
+# each imported at its codec's first batch (ktool's LZ4 frame reader too)
+_CODEC_MODULES = ("lz4.block", "lz4.frame", "zstandard", "kafka_tools.format.lz4_frames")
 
 
 def load_codecs() -> None:
