@@ -7,8 +7,6 @@ The shared ZooKeeper options (cli/zk_options.py) are re-exported here with `zk_i
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +16,12 @@ from kafka_tools.cli.broker_options import broker_options_for
 from kafka_tools.cli.complete_names import complete_topics
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.cli.paths import path_type
-from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
+from kafka_tools.cli.zk_options import (
+    check_zk_groups,
+    zk_config_from_options,
+    zk_if_configured,
+    zookeeper_options,
+)
 from kafka_tools.cluster.view import ClusterView, Filter, PartitionView, keep
 from kafka_tools.cluster.zookeeper import partitions_from_zk
 from kafka_tools.errors import EXIT_FINDINGS, InputError, UsageError
@@ -36,7 +39,6 @@ from kafka_tools.render.cluster import (
 from kafka_tools.render.json_lines import emit
 from kafka_tools.render.lines import wants_colour
 from kafka_tools.zk.connection import NoZooKeeperError, ZnodeMissingError, describe, open_zk
-from kafka_tools.zk.names import check_group_name
 from kafka_tools.zk.reader import cluster_id as read_cluster_id
 from kafka_tools.zk.reader import list_topics, read_brokers, read_cluster, read_topic_configs, read_topics
 
@@ -55,37 +57,6 @@ __all__ = [
     "zk_if_configured",
     "zookeeper_options",
 ]
-
-
-def check_zk_groups(groups: Iterable[str], **options: Any) -> None:
-    """Before connecting: when ZooKeeper is configured (the command will look the groups up there), each
-    group must be a name ZooKeeper can hold (zk/names.py), else one line and exit 2."""
-    groups = list(groups)
-    if not groups:
-        return
-    try:
-        zk_config_from_options(**options)
-    except NoZooKeeperError:
-        return
-    for group in groups:
-        check_group_name(group)
-
-
-@contextmanager
-def zk_if_configured(*, needed_for: str | None = None, **options: Any) -> Iterator[KazooClient | None]:
-    """An open ZooKeeper when one is configured, else None: commands whose data lives in Kafka work
-    with --bootstrap-server alone (KRaft and Kafka 4.x clusters have no ZooKeeper). `needed_for` says
-    what could not be done without it, for the one line when neither server is given."""
-    try:
-        config = zk_config_from_options(**options)
-    except NoZooKeeperError as exc:
-        if needed_for is not None or not options.get("bootstrap_server"):
-            what = needed_for or "give --bootstrap-server host:port for the groups and offsets in Kafka"
-            raise NoZooKeeperError(f"{exc}; {what}") from None
-        yield None
-        return
-    with open_zk(config) as zk:
-        yield zk
 
 
 def _colour(ctx: click.Context) -> bool:

@@ -8,14 +8,14 @@ from typing import Any
 import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import (
+from kafka_tools.cli.complete_names import complete_groups
+from kafka_tools.cli.options import colour_of, json_option
+from kafka_tools.cli.zk_options import (
     check_zk_groups,
     zk_config_from_options,
     zk_if_configured,
     zookeeper_options,
 )
-from kafka_tools.cli.complete_names import complete_groups
-from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.consumers.assignors import Member, consumers_per_topic
 from kafka_tools.consumers.groups import GroupNotFoundError, describe_group, list_all_groups
 from kafka_tools.consumers.rebalance import plan_rebalance

@@ -10,10 +10,10 @@ from typing import Any
 import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import check_zk_groups, zk_if_configured, zookeeper_options
 from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option, say_swept
 from kafka_tools.cli.paths import path_type
+from kafka_tools.cli.zk_options import check_zk_groups, zk_if_configured, zookeeper_options
 from kafka_tools.consumers.group_delete import (
     STORES,
     ZK,

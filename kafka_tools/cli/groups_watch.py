@@ -9,9 +9,9 @@ from typing import Any
 import click
 
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import zk_if_configured, zookeeper_options
 from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option
+from kafka_tools.cli.zk_options import zk_if_configured, zookeeper_options
 from kafka_tools.consumers.group_tracker import WatchOptions
 from kafka_tools.consumers.watch import GroupWatch
 from kafka_tools.errors import UsageError

@@ -15,15 +15,15 @@ import click
 
 from kafka_tools.broker.client import Broker
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
-from kafka_tools.cli.cluster import (
+from kafka_tools.cli.complete_names import complete_groups, complete_topics
+from kafka_tools.cli.options import colour_of, json_option, say_swept, write_output_file
+from kafka_tools.cli.paths import path_type
+from kafka_tools.cli.zk_options import (
     check_zk_groups,
     zk_config_from_options,
     zk_if_configured,
     zookeeper_options,
 )
-from kafka_tools.cli.complete_names import complete_groups, complete_topics
-from kafka_tools.cli.options import colour_of, json_option, say_swept, write_output_file
-from kafka_tools.cli.paths import path_type
 from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.consumers.migration import (
     APPLIED,

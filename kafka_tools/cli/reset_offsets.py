@@ -11,11 +11,11 @@ from typing import Any
 import click
 
 from kafka_tools.cli.broker_options import broker_options
-from kafka_tools.cli.cluster import check_zk_groups, zk_if_configured, zookeeper_options
 from kafka_tools.cli.complete_names import complete_groups, complete_topics
 from kafka_tools.cli.offsets import need_broker, run_plans, run_undo
 from kafka_tools.cli.options import TimeSpec, json_option, live_options
 from kafka_tools.cli.paths import path_type
+from kafka_tools.cli.zk_options import check_zk_groups, zk_if_configured, zookeeper_options
 from kafka_tools.consumers.group_lock import group_locks
 from kafka_tools.consumers.migration import KAFKA, ZK
 from kafka_tools.consumers.reset import (

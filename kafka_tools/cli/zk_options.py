@@ -14,13 +14,24 @@ with :func:`zk_config_from_options`::
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from kafka_tools.cli.paths import path_type
-from kafka_tools.zk.config import ENV_AUTH, ENV_CONNECT, ENV_KEY_PASSWORD, ZkConfig, resolve_config
+from kafka_tools.zk.config import (
+    ENV_AUTH,
+    ENV_CONNECT,
+    ENV_KEY_PASSWORD,
+    NoZooKeeperError,
+    ZkConfig,
+    resolve_config,
+)
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -98,3 +109,38 @@ def zk_config_from_options(**options: Any) -> ZkConfig:
         key=options.get("zk_key"),
         key_password_file=options.get("zk_key_password_file"),
     )
+
+
+def check_zk_groups(groups: Iterable[str], **options: Any) -> None:
+    """Before connecting: when ZooKeeper is configured (the command will look the groups up there), each
+    group must be a name ZooKeeper can hold (zk/names.py), else one line and exit 2."""
+    from kafka_tools.zk.names import check_group_name
+
+    groups = list(groups)
+    if not groups:
+        return
+    try:
+        zk_config_from_options(**options)
+    except NoZooKeeperError:
+        return
+    for group in groups:
+        check_group_name(group)
+
+
+@contextmanager
+def zk_if_configured(*, needed_for: str | None = None, **options: Any) -> Iterator[KazooClient | None]:
+    """An open ZooKeeper when one is configured, else None: commands whose data lives in Kafka work
+    with --bootstrap-server alone (KRaft and Kafka 4.x clusters have no ZooKeeper). `needed_for` says
+    what could not be done without it, for the one line when neither server is given."""
+    from kafka_tools.zk.connection import open_zk  # kazoo: only when ZooKeeper is asked
+
+    try:
+        config = zk_config_from_options(**options)
+    except NoZooKeeperError as exc:
+        if needed_for is not None or not options.get("bootstrap_server"):
+            what = needed_for or "give --bootstrap-server host:port for the groups and offsets in Kafka"
+            raise NoZooKeeperError(f"{exc}; {what}") from None
+        yield None
+        return
+    with open_zk(config) as zk:
+        yield zk

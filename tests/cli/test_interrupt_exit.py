@@ -192,7 +192,7 @@ def test_ktool_run_inside_another_program_is_never_ended_by_the_deadline() -> No
     import subprocess
     import sys
 
-    code = _CLEANUP_THAT_NEVER_ENDS.format(last_resort=False).replace("wait(30)", "wait(2.5)")
+    code = _CLEANUP_THAT_NEVER_ENDS.format(last_resort=False).replace("wait(30)", "wait(1.6)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=PIPE, stderr=PIPE, text=True)
     try:
         assert proc.stdout.readline() == "ready\n"
