@@ -88,14 +88,14 @@ unset PYTHONDONTWRITEBYTECODE
 python3 -m compileall -q kafka_tools >/dev/null || true
 
 # Four lanes at once (issue 51; bench/HISTORY.md has the figures of each plan): the tests on a Kafka 4.x
-# broker; those on 3.9 with the Spark ones; the other real-server tests (Kafka 0.9, ZooKeeper); and the
-# rest, in one process. A real-server lane mostly waits (JVMs starting, clients' timeouts and polls), so
-# the CPU of the whole run (about 33 core-minutes) sets its wall time on 2 cores, and four lanes keep both
-# busy; a shared cluster is stopped after its last test (tests/support/cluster_lifetimes.py), so no lane
-# holds an idle one. The offline and servers lanes start at once; the two modern ones once Maven has
-# fetched the Kafka jars (in the cache of an earlier run: nothing fetched). Each lane's log is printed
-# whole when all are done, the slowest 30 tests of each named (where CI time goes), then one closing
-# line for them all. `KTOOL_TEST_CPU=DIR` adds each test's CPU to DIR (tests/support/cpu_meter.py).
+# broker; those on 3.9; the other real-server tests (Kafka 0.9, ZooKeeper) with Spark's; and the rest, in
+# one process. A real-server lane mostly waits (JVMs starting, clients' timeouts and polls), so the CPU of
+# the whole run (about 28 core-minutes) sets its wall time on 2 cores, and four lanes keep both busy; a
+# shared cluster is stopped after its last test (tests/support/cluster_lifetimes.py), so no lane holds an
+# idle one. The offline and servers lanes start at once; the two modern ones once Maven has fetched the
+# Kafka jars (in the cache of an earlier run: nothing fetched). Each lane's log is printed whole when all
+# are done, the slowest 30 tests of each named (where CI time goes), then one closing line for them all.
+# `KTOOL_TEST_CPU=DIR` adds each test's CPU to DIR (tests/support/cpu_meter.py).
 lanes=$(mktemp -d)
 lane() {  # lane NAME MARKER-EXPRESSION [pytest args]
   local name=$1 expr=$2
@@ -105,9 +105,9 @@ lane() {  # lane NAME MARKER-EXPRESSION [pytest args]
     >"$lanes/$name.log" 2>&1
   echo $? >"$lanes/$name.rc"
 }
-modern_lanes() {  # the two lanes on Kafka 3.9/4.x brokers (Spark's tests beside the 3.9 ones)
+modern_lanes() {  # the two lanes on Kafka 3.9/4.x brokers
   lane kafka4 "server and modern and kafka4 and not spark" "$@" &
-  lane kafka39 "(server and modern and not kafka4) or spark" "$@" &
+  lane kafka39 "server and modern and not kafka4 and not spark" "$@" &
   wait
 }
 # the modern brokers' jars, once (a second run finds them in the cache and fetches nothing), fetched
@@ -119,7 +119,7 @@ modern_lanes() {  # the two lanes on Kafka 3.9/4.x brokers (Spark's tests beside
     echo 1 >"$lanes/jars.rc"
   fi
 ) &
-lane servers "server and not modern and not spark" "$@" &
+lane servers "(server and not modern) or spark" "$@" &
 lane offline "not server and not spark" "$@"
 wait
 cat "$lanes/jars.log"
