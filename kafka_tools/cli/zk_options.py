@@ -132,8 +132,6 @@ def zk_if_configured(*, needed_for: str | None = None, **options: Any) -> Iterat
     """An open ZooKeeper when one is configured, else None: commands whose data lives in Kafka work
     with --bootstrap-server alone (KRaft and Kafka 4.x clusters have no ZooKeeper). `needed_for` says
     what could not be done without it, for the one line when neither server is given."""
-    from kafka_tools.zk.connection import open_zk  # kazoo: only when ZooKeeper is asked
-
     try:
         config = zk_config_from_options(**options)
     except NoZooKeeperError as exc:
@@ -142,5 +140,7 @@ def zk_if_configured(*, needed_for: str | None = None, **options: Any) -> Iterat
             raise NoZooKeeperError(f"{exc}; {what}") from None
         yield None
         return
+    from kafka_tools.zk.connection import open_zk  # the client: only when ZooKeeper is configured
+
     with open_zk(config) as zk:
         yield zk
