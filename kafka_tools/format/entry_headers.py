@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from kafka_tools.format.extents import end_of_data
+from kafka_tools.format.mapping import ShortenedWhileRead
 from kafka_tools.format.message_set import min_message_size
 from kafka_tools.format.plural import plural
 from kafka_tools.format.problems import Problem, ProblemKind
@@ -170,7 +171,7 @@ def iter_headers(
         if i + min(HEAD_BYTES, remaining) > len(buf):
             buf, bstart, i = os.pread(fd, min(chunk, remaining), pos), pos, 0
             if len(buf) < min(HEAD_BYTES, remaining):
-                raise OSError(f"file shrank while being read (at {pos})")
+                raise ShortenedWhileRead(pos)
         if kafka07:
             (length,) = _INT32.unpack_from(buf, i)
             magic = buf[i + KAFKA07_SIZE_FIELD]
@@ -207,7 +208,7 @@ def iter_headers(
                     chunk = want
                     buf, bstart, i = os.pread(fd, min(chunk, remaining), pos), pos, 0
                     if len(buf) < entry:
-                        raise OSError(f"file shrank while being read (at {pos})")
+                        raise ShortenedWhileRead(pos)
             if i + entry <= len(buf):
                 entry_buf = buf
         yield _header(buf, i, pos, entry, magic, kafka07, entry_buf)

@@ -25,6 +25,19 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+SHORTENED = "changed under us (shortened while read)"
+
+
+class ShortenedWhileRead(OSError):
+    """A file found shorter than when its read began (a pread came back short): someone else cut it.
+    Said in the words of the SIGBUS guard's line for a cut under a map, so that a cut reads the same
+    whether the file was mapped or read; `position`: where the read found it short."""
+
+    def __init__(self, position: int, filename: str | os.PathLike | int | None = None) -> None:
+        # A file object opened on a descriptor is named by the number: no path to say.
+        super().__init__(errno.EIO, SHORTENED, None if isinstance(filename, int) else filename)
+        self.position = position
+
 
 def _env_allows_map(path: str | os.PathLike) -> bool:
     return not os.environ.get("KTOOL_NO_MMAP")

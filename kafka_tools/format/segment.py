@@ -33,9 +33,8 @@ from kafka_tools.format.entry_headers import (
     zero_from,
 )
 from kafka_tools.format.extents import next_data
-from kafka_tools.format.mapping import MappedFile, map_file, safe_to_map
+from kafka_tools.format.mapping import MappedFile, ShortenedWhileRead, map_file, safe_to_map
 from kafka_tools.format.message_set import LegacyMessage, parse_message
-from kafka_tools.format.plural import plural
 from kafka_tools.format.problems import Problem, ProblemKind
 from kafka_tools.format.record_batch import (
     BATCH_HEADER,
@@ -90,7 +89,7 @@ class SegmentWindow:
         """Make `length` bytes at `position` available; return their index in `self.buf`."""
         if self._map is not None:
             if position + length > self.size:
-                raise OSError(f"file shrank while being read (wanted {plural(length, 'byte')} at {position})")
+                raise ShortenedWhileRead(position, self._f.name)
             if position - self._released >= self._release_step:
                 upto = position - self._release_step // 2
                 upto -= upto % mmap.PAGESIZE  # madvise takes whole pages (a step of 16 MiB / 3 is not)
@@ -105,7 +104,7 @@ class SegmentWindow:
         self.view = memoryview(self.buf)
         self.start = position
         if len(self.buf) < length:
-            raise OSError(f"file shrank while being read (wanted {plural(length, 'byte')} at {position})")
+            raise ShortenedWhileRead(position, self._f.name)
         return 0
 
     def available(self, position: int) -> int:

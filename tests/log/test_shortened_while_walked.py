@@ -1,0 +1,51 @@
+"""A segment shortened by someone else between validate's planning and the end of its walk (a range of
+a split read before the cut, the rest after): one line naming the file, exit 3, never findings made of
+a file that never was. Grown while walked (a live active segment) is no error. The cut is made
+inside the walk, by the split hook the planner gives `scan_segment`; reads are pread (mmap=False):
+a map shortened under the test would end pytest itself through the SIGBUS guard."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kafka_tools.errors import EXIT_ENVIRONMENT, InputError
+from kafka_tools.log.checks.findings import ValidateOptions
+from kafka_tools.log.checks.segment_checks import scan_segment
+from tests.support.logs import write_log_dir
+
+
+def _segment(tmp_path: Path) -> Path:
+    root = tmp_path / "logs"
+    write_log_dir(root, partitions=1, segments=1, batches=200, records=2, value_bytes=50)
+    return root / "gen-0" / f"{0:020d}.log"
+
+
+def test_a_segment_shortened_during_its_walk_is_one_line_exit_3(tmp_path) -> None:
+    seg = _segment(tmp_path)
+
+    def cut_then_walk(path, base, wanted):
+        os.truncate(path, 1000)
+        return None
+
+    with pytest.raises(InputError) as raised:
+        scan_segment(seg, ValidateOptions(mmap=False, split=cut_then_walk))
+    assert str(raised.value) == f"{seg}: changed under us (shortened while read)"
+    assert raised.value.exit_code == EXIT_ENVIRONMENT
+
+
+def test_a_segment_grown_during_its_walk_is_checked_as_it_was(tmp_path) -> None:
+    seg = _segment(tmp_path)
+    size = seg.stat().st_size
+    whole = scan_segment(seg, ValidateOptions(mmap=False))
+
+    def append_then_walk(path, base, wanted):
+        with open(path, "ab") as f:
+            f.write(b"\0" * 100)
+        return None
+
+    grown = scan_segment(seg, ValidateOptions(mmap=False, split=append_then_walk))
+    assert grown.findings == whole.findings == []
+    assert (grown.recovery_point, grown.next_offset) == (size, whole.next_offset)
