@@ -86,6 +86,7 @@ fi
 # Compiled once here, so the lanes do not each compile the same modules.
 unset PYTHONDONTWRITEBYTECODE
 python3 -m compileall -q kafka_tools >/dev/null || true
+installed=$SECONDS
 
 # Four lanes at once (issue 51; bench/HISTORY.md has the figures of each plan): the tests on a Kafka 4.x
 # broker; those on 3.9; the other real-server tests (Kafka 0.9, ZooKeeper) with Spark's; and the rest, in
@@ -94,16 +95,19 @@ python3 -m compileall -q kafka_tools >/dev/null || true
 # shared cluster is stopped after its last test (tests/support/cluster_lifetimes.py), so no lane holds an
 # idle one. The offline and servers lanes start at once; the two modern ones once Maven has fetched the
 # Kafka jars (in the cache of an earlier run: nothing fetched). Each lane's log is printed whole when all
-# are done, the slowest 30 tests of each named (where CI time goes), then one closing line for them all.
+# are done, the slowest 30 tests of each named (where CI time goes), then when the installs ended and each
+# lane started and ended on the run's clock, then one closing line for them all.
 # `KTOOL_TEST_CPU=DIR` adds each test's CPU to DIR (tests/support/cpu_meter.py).
 lanes=$(mktemp -d)
 lane() {  # lane NAME MARKER-EXPRESSION [pytest args]
   local name=$1 expr=$2
   shift 2
   set +e
+  local started=$SECONDS
   KTOOL_LANE=$name python3 -m pytest -q -p no:cacheprovider --durations=30 --basetemp="$lanes/$name-tmp" -m "$expr" "$@" \
     >"$lanes/$name.log" 2>&1
   echo $? >"$lanes/$name.rc"
+  echo "lane $name: from ${started} s to ${SECONDS} s" >"$lanes/$name.time"  # the run's clock: where CI's wall went
 }
 modern_lanes() {  # the two lanes on Kafka 3.9/4.x brokers
   lane kafka4 "server and modern and kafka4 and not spark" "$@" &
@@ -114,6 +118,7 @@ modern_lanes() {  # the two lanes on Kafka 3.9/4.x brokers
 # while the other two lanes run
 (
   if python3 -m tests.support.modern >"$lanes/jars.log" 2>&1; then
+    echo "jars: fetched by ${SECONDS} s" >"$lanes/jars.time"
     modern_lanes "$@"
   else
     echo 1 >"$lanes/jars.rc"
@@ -142,6 +147,8 @@ for name in kafka4 kafka39 servers offline; do
   failed=$((failed + $(count failed) + $(count "errors?")))
   skipped=$((skipped + $(count skipped)))
 done
+echo "installs: ${installed} s"
+cat "$lanes"/*.time 2>/dev/null || true
 rm -rf "$lanes" "$installs"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 if [ "$passed" = 0 ]; then status=1; fi  # a run that ran no test is no pass
