@@ -13,7 +13,7 @@ is one where a rebalance, by the leader's own log, read other members or owned c
 (a member that rejoined after the mock's wait keeps its older metadata); each rebalance's assignor output
 in the leader's log must equal the model's too.
 The mock cluster cannot add partitions to a topic: growth is proved on real brokers
-(tests/modern/test_rebalance_plan_modern.py). CI runs 2 seeds; the exhaustive tier 20, four at a time.
+(tests/modern/test_rebalance_plan_modern.py). CI runs 2 seeds side by side; the exhaustive tier 20, four at a time.
 """
 
 from __future__ import annotations
@@ -191,9 +191,22 @@ def compare(seed: int) -> Verdict:
     return judge(plan, *observe(plan), seed)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_the_model_predicts_every_settled_step_of_librdkafka_consumers(seed):
-    verdict = compare(seed)
+CI_SEEDS = (0, 1)
+
+
+@pytest.fixture(scope="module")
+def ci_verdicts():
+    """CI's seeds observed at once: each is one to two minutes of waiting on the mock's rebalances and
+    a few seconds of CPU, so side by side they cost the lane the longest one's wall, not their sum."""
+    pool = ThreadPoolExecutor(len(CI_SEEDS))
+    futures = {seed: pool.submit(compare, seed) for seed in CI_SEEDS}
+    yield futures
+    pool.shutdown(cancel_futures=True)
+
+
+@pytest.mark.parametrize("seed", CI_SEEDS)
+def test_the_model_predicts_every_settled_step_of_librdkafka_consumers(ci_verdicts, seed):
+    verdict = ci_verdicts[seed].result()
     assert not verdict.mismatches, "\n".join(verdict.mismatches)
     assert verdict.matched >= 6 and not verdict.undefined
 
