@@ -1,7 +1,8 @@
 """`ktool validate` on a running 3.9 / 4.x broker's log dir while idempotent and transactional producers
 write at full speed into short segments (retention and compaction running): no finding but in-flight
 ones, no traceback, no signal; the same as `tests/log/test_live_broker.py` shows for 0.9. And
-`dump-log --deep-iteration --jobs 2` (the worker pool) on the same files under the same load."""
+`dump-log --deep-iteration --jobs 2` (the worker pool) on the same files under the same load. Both write
+the same batches on 3.9 and 4.x: CI runs them on 4.x, `tests/run.sh --exhaustive` on 3.9 as well."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import sys
 import threading
 import time
 import uuid
+
+import pytest
 
 from tests.support.modern import create_topic
 from tests.support.script import counted_run
@@ -70,6 +73,7 @@ def _live_topics(cluster) -> list[str]:
     return topics
 
 
+@pytest.mark.kafka4_in_ci  # 20 s of producers at full speed: what is proved is ktool's reading of a live log
 def test_validate_under_load_has_no_false_alarm(modern_kafka):
     topics = _live_topics(modern_kafka)
     stop = threading.Event()
@@ -111,6 +115,7 @@ def _largest_segment(log_dir, topics) -> int:
     return max(sizes)
 
 
+@pytest.mark.kafka4_in_ci
 def test_dump_log_with_the_worker_pool_under_load(modern_kafka):
     # Every segment of the four partitions at once, with `--jobs 2` (the pool's worker renders files
     # from the last one back while ktool renders from the first), while the broker appends, rolls,
