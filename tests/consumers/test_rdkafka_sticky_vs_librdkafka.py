@@ -13,7 +13,8 @@ is one where a rebalance, by the leader's own log, read other members or owned c
 (a member that rejoined after the mock's wait keeps its older metadata); each rebalance's assignor output
 in the leader's log must equal the model's too.
 The mock cluster cannot add partitions to a topic: growth is proved on real brokers
-(tests/modern/test_rebalance_plan_modern.py). CI runs 2 seeds side by side; the exhaustive tier 20, four at a time.
+(tests/modern/test_rebalance_plan_modern.py). CI runs 2 seeds side by side; the exhaustive tier 20, four
+at a time.
 """
 
 from __future__ import annotations
