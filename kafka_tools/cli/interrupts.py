@@ -19,6 +19,13 @@ without a timeout, a server that does not answer a goodbye): the one line, the e
 `os._exit` -- as if killed there, which every mutating command's journal is built to survive. ktool
 run inside another program (a test calling `main`) never exits under it that way.
 
+A signal may reach another thread than the main one (Linux gives it to any thread that does not block
+it: a library's, Spark's py4j, kazoo's). Python then runs the handler only when the main thread next
+runs Python code, and a main thread blocked in a call (a py4j answer from the JVM) did not, for 1.2 to
+7 s of a Spark scan. So the program's own process also watches signals on a thread of its own
+(`set_wakeup_fd`): the deadline is armed at once, and the main thread is woken by a no-op `POKE` signal
+sent to it alone, which ends its call with EINTR, so Python runs the handler there.
+
 kafka_tools/__main__.py keeps a signal from its first line until these handlers are installed: the
 window in which a signal still meets Python's defaults is the interpreter's own start-up (`site`, the
 console script's `import re`): `python -c pass` took 0.2-0.45 s here at a load of 6-12 on 2 cores
@@ -30,6 +37,7 @@ from __future__ import annotations
 import _signal as signal  # signal.py's three enums (Signals, Handlers, Sigmasks): 3 M instructions
 import os
 import sys
+from _thread import allocate_lock
 from typing import TYPE_CHECKING
 
 from kafka_tools.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated
@@ -46,9 +54,12 @@ pending = 0  # a signal that came inside a whole write, raised when that write h
 _DEPTH = 12  # frames looked at above the one a signal lands in
 GRACE = 0.5  # seconds a whole write may hold a signal back (its reader may have stopped reading)
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+POKE = signal.SIGURG  # wakes the main thread (ignored by default: a stray one from outside harms nothing)
+_handled = False  # the handler of the first signal has run (on the main thread)
+_watching = False
 DEADLINE = 1.0  # seconds from the first signal to the program's end, clean-up or not
 _last_resort = False  # the program's own process (see install)
-_armed = False
+_arming = allocate_lock()  # held once the deadline is armed
 _said = False  # the one line is written
 
 
@@ -87,11 +98,10 @@ def _inside_finalizer(frame: FrameType | None) -> bool:
 
 def _arm(signum: int) -> None:
     """From the first signal on, a thread that ends the program DEADLINE s later if it is still
-    running (started with `_thread`: a daemon that nothing at exit waits for)."""
-    global _armed
-    if _armed or not _last_resort:
+    running (started with `_thread`: a daemon that nothing at exit waits for). Once, whichever of the
+    handler and the watcher comes first."""
+    if not _last_resort or not _arming.acquire(False):
         return
-    _armed = True
     import _thread
 
     _thread.start_new_thread(_end_at_deadline, (signum,))
@@ -127,8 +137,42 @@ def say(exc: BaseException) -> None:
         pass
 
 
+def _watch() -> None:
+    """Called on the main thread. The watcher thread reads each signal's number, written by Python's C
+    handler to the wakeup pipe in whichever thread the signal reached; for SIGINT and SIGTERM it arms
+    the deadline and, until the handler has run, pokes the main thread."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    signal.signal(POKE, _on_poke)
+    import _thread
+
+    _thread.start_new_thread(_watcher, (read_end, _thread.get_ident()))
+
+
+def _watcher(read_end: int, main: int) -> None:
+    while True:
+        try:
+            received = os.read(read_end, 64)
+        except OSError:
+            return
+        if not received:
+            return
+        for signum in received:
+            if signum in _SIGNALS:
+                _arm(signum)
+                if not _handled:
+                    signal.pthread_kill(main, POKE)
+
+
+def _on_poke(signum: int, frame: FrameType | None) -> None:
+    """Nothing: the poke only ends the main thread's blocking call, so that Python runs the pending
+    SIGINT or SIGTERM handler there."""
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    global pending
+    global pending, _handled
+    _handled = True
     _arm(signum)
     if _inside_whole(frame):
         pending = signum
@@ -178,12 +222,15 @@ def install(last_resort: bool = False) -> None:
     signal a caller set to be ignored (`nohup`, a shell's background job) stays ignored. A launcher
     that blocked them to cover the interpreter's start-up has them delivered now. `last_resort`: this
     process is ktool's own, which ends DEADLINE s after a signal at the latest."""
-    global _last_resort
+    global _last_resort, _watching
     _last_resort = _last_resort or last_resort
     for signum in _SIGNALS:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, _on_signal)
     signal.signal(signal.SIGALRM, _on_alarm)
+    if _last_resort and not _watching:
+        _watching = True
+        _watch()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 
 

@@ -290,7 +290,7 @@ def start(settings: SparkSettings) -> SparkHandle:
         # py4j logs through the root logger (a traceback per broken call when a scan is interrupted).
         logging.getLogger().addHandler(logging.NullHandler())
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _interrupt(sc))
+        signal.signal(signal.SIGINT, _interrupt(sc, signal.getsignal(signal.SIGINT)))
     spark = SparkSession(sc)
     handle = SparkHandle(spark, settings.master, 0.0, owned=True, log_path=log_path)
     try:
@@ -308,9 +308,12 @@ def start(settings: SparkSettings) -> SparkHandle:
     return handle
 
 
-def _interrupt(sc):
+def _interrupt(sc, previous):
     """Ctrl-C: cancel Spark's jobs from another thread and interrupt the main one. (PySpark's own handler
-    cancels them on the main thread, in the middle of its py4j call: a cascade of tracebacks.)"""
+    cancels them on the main thread, in the middle of its py4j call: a cascade of tracebacks.) The
+    handler before it (ktool's own, cli/interrupts.py) then runs as it would have: it raises, defers
+    inside a section that must not be cut, and arms the deadline that ends the process 1 s after the
+    signal whatever Spark's clean-up waits for."""
 
     def cancel() -> None:
         try:
@@ -320,6 +323,8 @@ def _interrupt(sc):
 
     def handler(signum, frame) -> None:
         threading.Thread(target=cancel, name="ktool-cancel", daemon=True).start()
+        if callable(previous):
+            return previous(signum, frame)
         raise KeyboardInterrupt
 
     return handler

@@ -201,3 +201,53 @@ def test_ktool_run_inside_another_program_is_never_ended_by_the_deadline() -> No
     finally:
         proc.kill()
     assert (rc, proc.stdout.read()) == (0, "clean-up ended\n")
+
+
+_SIGNAL_TO_ANOTHER_THREAD = """
+import os, signal, threading, time
+from kafka_tools.cli import interrupts
+
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a terminal's: a background job of a script ignores it
+interrupts.install(last_resort=True)
+read_end, _ = os.pipe()
+
+
+def library_thread():  # py4j's, kazoo's: Linux may hand a process's signal to any thread
+    print("ready", flush=True)
+    time.sleep(0.3)  # the main thread is in its read by now
+    signal.pthread_kill(threading.get_ident(), signal.SIG{name})
+    threading.Event().wait(30)
+
+
+try:
+    threading.Thread(target=library_thread, daemon=True).start()
+    os.read(read_end, 1)  # the main thread blocked in a call that never returns by itself (a py4j answer)
+except KeyboardInterrupt as exc:
+    print("clean-up", flush=True)
+    interrupts.exit_interrupted(exc)
+"""
+
+
+@pytest.mark.parametrize("name", ["INT", "TERM"])
+def test_a_signal_that_reaches_another_thread_still_interrupts_the_main_one(name: str) -> None:
+    """A Spark scan's Ctrl-C went to one of py4j's threads while the main thread waited on the JVM:
+    ktool ended 1.2 to 7 s later. The main thread is woken and runs its clean-up, at once."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SIGNAL_TO_ANOTHER_THREAD.format(name=name)],
+        stdout=PIPE,
+        stderr=PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    words = "interrupted" if name == "INT" else "terminated"
+    assert (proc.returncode, out, err) == (
+        130 if name == "INT" else 143,
+        "ready\nclean-up\n",
+        f"ktool: {words}\n",
+    )

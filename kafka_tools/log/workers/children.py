@@ -56,6 +56,7 @@ def fork_child(body: Callable[[], int], register: Callable[[int], None]) -> int:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)  # its signals are its own: not for the parent's watcher (cli/interrupts.py)
         _die_with(parent)
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
         code = body()
