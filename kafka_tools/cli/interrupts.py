@@ -78,10 +78,18 @@ def _inside_whole(frame: FrameType | None) -> bool:
     for _ in range(_DEPTH):
         if frame is None:
             return False
-        if frame.f_code in _WHOLE or frame.f_code.co_name == "__del__":
+        if frame.f_code in _WHOLE or _is_finalizer(frame.f_code):
             return True
         frame = frame.f_back
     return False
+
+
+def _is_finalizer(code: CodeType) -> bool:
+    """A destructor, or a weak reference's callback of the import system (a module lock dropped as its
+    import ends: CI saw a SIGTERM there print "Exception ignored in" and a traceback, and exit 0)."""
+    if code.co_name == "__del__":
+        return True
+    return code.co_name == "cb" and code.co_filename == "<frozen importlib._bootstrap>"
 
 
 def _inside_finalizer(frame: FrameType | None) -> bool:
@@ -90,7 +98,7 @@ def _inside_finalizer(frame: FrameType | None) -> bool:
     for _ in range(_DEPTH):
         if frame is None:
             return False
-        if frame.f_code.co_name == "__del__":
+        if _is_finalizer(frame.f_code):
             return True
         frame = frame.f_back
     return False

@@ -251,3 +251,37 @@ def test_a_signal_that_reaches_another_thread_still_interrupts_the_main_one(name
         "ready\nclean-up\n",
         f"ktool: {words}\n",
     )
+
+
+_SIGNAL_IN_AN_IMPORT_LOCKS_CALLBACK = """
+import time
+from kafka_tools.cli import interrupts
+
+interrupts.install()
+# the import system's weak-reference callback that drops a module lock as an import ends: what it
+# raises is printed as "Exception ignored in" and lost, the program going on as if no signal came
+where = "<frozen importlib._bootstrap>"
+code = "import os, signal\\ndef cb():\\n    os.kill(os.getpid(), signal.SIGTERM)\\n    print('cb ended')\\n"
+callbacks = {}
+exec(compile(code, where, "exec"), callbacks)
+try:
+    callbacks["cb"]()
+    time.sleep(5)
+except KeyboardInterrupt as exc:
+    interrupts.exit_interrupted(exc)
+"""
+
+
+def test_a_signal_in_an_import_locks_callback_is_raised_once_it_has_returned() -> None:
+    """CI's signal sweep once saw a SIGTERM 0.24 s into `dump-log` land in that callback: a traceback,
+    then exit 0."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_IN_AN_IMPORT_LOCKS_CALLBACK],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (143, "cb ended\n", "ktool: terminated\n")

@@ -307,6 +307,7 @@ def _after_the_kill(work: Path, point: KillPoint, before: dict, after: dict) -> 
     visible = {k: v for k, v in seen.items() if not k.startswith("_ktool-staging-")}
     if not recorded:  # before the swap is recorded, or after its renames: whole, old or new
         assert visible in (before, after), point
+    _wait_for_the_lock(work, point)
     code, _, stderr = ktool("scan", "--no-progress", "--out", str(work), str(KAFKA09 / "plain-0"))
     assert code == 2, (point, stderr)  # the next scan (refused: no --overwrite) cleans up first
     if recorded:  # the new tables were complete: the swap is finished
@@ -316,6 +317,28 @@ def _after_the_kill(work: Path, point: KillPoint, before: dict, after: dict) -> 
         "scan", "--no-progress", "--overwrite", "--out", str(work), str(KAFKA09 / "plain-0")
     )
     assert code == 0 and tables_of(work) == after, (point, stderr)  # a rerun: the new tables
+
+
+def _wait_for_the_lock(out: Path, point: KillPoint, within: float = 10) -> None:
+    """Until the killed scan's lock on --out is gone with it. The kernel drops it once the last of the
+    process's threads has ended, which a loaded machine was seen to leave for after strace returned (CI
+    run 5: the next scan said "another ktool scan is writing there", as it should then); a lock still
+    held `within` s later is a failure."""
+    import fcntl
+    import time
+
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                assert time.monotonic() < deadline, f"{point}: --out still locked {within} s after the kill"
+                time.sleep(0.05)
+    finally:
+        os.close(fd)
 
 
 def _of_the_swap(points: list[KillPoint]) -> list[KillPoint]:

@@ -9,13 +9,12 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_tools.errors import InputError
 from kafka_tools.format.batch_runs import BatchRun
 from kafka_tools.format.checksums import crc_finding
 from kafka_tools.format.compression import Codec
 from kafka_tools.format.entry_headers import BatchHeader
 from kafka_tools.format.kinds import FileKind, base_offset_of, kind_of
-from kafka_tools.format.mapping import SHORTENED, ShortenedWhileRead
+from kafka_tools.format.mapping import ShortenedWhileRead
 from kafka_tools.format.message_set import LegacyMessage
 from kafka_tools.format.plural import plural
 from kafka_tools.format.problems import Problem, ProblemKind
@@ -104,24 +103,6 @@ class _Accepted:
 
 
 def scan_segment(
-    path: Path,
-    options: ValidateOptions,
-    progress: Callable[[int], None] | None = None,
-    index_positions: Collection[int] = (),
-    prefix: BatchRun | None = None,
-    kind: FileKind | None = None,
-) -> SegmentReport:
-    """`_scan_segment`, or one line naming the file when it was shortened while walked (a broker's
-    truncation, `truncate -s`): what was read after the cut describes no file that ever was, so it is
-    said as the SIGBUS guard says a cut under a map, never as findings (a part of the file may have
-    been read before the cut: a split's range, a walk's first windows)."""
-    try:
-        return _scan_segment(path, options, progress, index_positions, prefix, kind)
-    except ShortenedWhileRead:
-        raise InputError(f"{path}: {SHORTENED}") from None
-
-
-def _scan_segment(
     path: Path,
     options: ValidateOptions,
     progress: Callable[[int], None] | None = None,
@@ -250,8 +231,8 @@ def _scan_segment(
                 ts = getattr(entry, "max_timestamp", getattr(entry, "timestamp", -1))
                 accept(1, _count(entry, inner), first, last, entry.next_offset, ts, False, hits)
             report.findings += problems
-        if os.fstat(f.fileno()).st_size < size:
-            raise ShortenedWhileRead(size, path)
+        if os.fstat(f.fileno()).st_size < size:  # cut while walked: what was read after the cut is no file
+            raise ShortenedWhileRead(size, path)  # that ever was, so no findings of it (one line, exit 3)
     last = done.last
     if cut is not None:
         # The walk past the cut follows framing the damage may have changed (a damaged length field
