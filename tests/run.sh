@@ -89,8 +89,9 @@ python3 -m compileall -q kafka_tools >/dev/null || true
 installed=$SECONDS
 
 # Four lanes at once (issue 51; bench/HISTORY.md has the figures of each plan): the tests on a Kafka 4.x
-# broker; those on 3.9; the other real-server tests (Kafka 0.9, ZooKeeper) with Spark's; and the rest, in
-# one process. A real-server lane mostly waits (JVMs starting, clients' timeouts and polls), so the CPU of
+# broker; those on 3.9 with the Spark module on a standalone cluster (`spark_cluster`: that lane ended
+# first); the other real-server tests (Kafka 0.9, ZooKeeper) with Spark's others; and the rest, in one
+# process. A real-server lane mostly waits (JVMs starting, clients' timeouts and polls), so the CPU of
 # the whole run (about 28 core-minutes) sets its wall time on 2 cores, and four lanes keep both busy; a
 # shared cluster is stopped after its last test (tests/support/cluster_lifetimes.py), so no lane holds an
 # idle one. The offline and servers lanes start at once; the two modern ones once Maven has fetched the
@@ -111,7 +112,7 @@ lane() {  # lane NAME MARKER-EXPRESSION [pytest args]
 }
 modern_lanes() {  # the two lanes on Kafka 3.9/4.x brokers
   lane kafka4 "server and modern and kafka4 and not spark" "$@" &
-  lane kafka39 "server and modern and not kafka4 and not spark" "$@" &
+  lane kafka39 "(server and modern and not kafka4 and not spark) or spark_cluster" "$@" &
   wait
 }
 # the modern brokers' jars, once (a second run finds them in the cache and fetches nothing), fetched
@@ -124,8 +125,8 @@ modern_lanes() {  # the two lanes on Kafka 3.9/4.x brokers
     echo 1 >"$lanes/jars.rc"
   fi
 ) &
-lane servers "(server and not modern) or spark" "$@" &
-lane offline "not server and not spark" "$@"
+lane servers "((server and not modern) or spark) and not spark_cluster" "$@" &
+lane offline "not server and not spark and not spark_cluster" "$@"
 wait
 cat "$lanes/jars.log"
 if [ -e "$lanes/jars.rc" ]; then

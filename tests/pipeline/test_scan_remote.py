@@ -53,7 +53,8 @@ handle.spark.stop()
 print(json.dumps({"master": handle.master, **got}, default=repr))
 """
 
-pytestmark = pytest.mark.spark  # a standalone cluster, and ktool on it in a subprocess
+# a standalone cluster, ktool on it in a subprocess
+pytestmark = [pytest.mark.spark, pytest.mark.spark_cluster]
 
 
 @pytest.fixture(scope="module")
