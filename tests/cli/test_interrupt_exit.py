@@ -165,26 +165,15 @@ def test_a_clean_up_that_never_ends_does_not_keep_ktool_past_its_deadline(signum
     """CI once saw `groups watch` outlive its Ctrl-C by 30 s: ktool's own process ends DEADLINE s after
     the first signal whatever its clean-up waits for, with the one line and 130/143."""
     import signal
-    import subprocess
-    import sys
-    import time
 
     from kafka_tools.cli.interrupts import DEADLINE
+    from tests.support.signalled import signalled
 
-    code = _CLEANUP_THAT_NEVER_ENDS.format(last_resort=True)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=PIPE, stderr=PIPE, text=True)
-    try:
-        assert proc.stdout.readline() == "ready\n"
-        sent = time.monotonic()
-        proc.send_signal(getattr(signal, signum))
-        rc = proc.wait(timeout=20)
-        took = time.monotonic() - sent
-    finally:
-        proc.kill()
-    assert rc == (130 if signum == "SIGINT" else 143)
-    assert proc.stderr.read() == ("ktool: interrupted\n" if signum == "SIGINT" else "ktool: terminated\n")
-    assert proc.stdout.read() == ""  # the clean-up never finished: ended by the deadline, not by it
-    assert took >= DEADLINE
+    ended = signalled(_CLEANUP_THAT_NEVER_ENDS.format(last_resort=True), getattr(signal, signum))
+    assert ended.returncode == (130 if signum == "SIGINT" else 143)
+    assert ended.stderr == ("ktool: interrupted\n" if signum == "SIGINT" else "ktool: terminated\n")
+    assert ended.stdout == ""  # the clean-up never finished: ended by the deadline, not by it
+    assert ended.took >= DEADLINE
 
 
 def test_ktool_run_inside_another_program_is_never_ended_by_the_deadline() -> None:
@@ -235,18 +224,14 @@ def test_a_signal_that_reaches_another_thread_still_interrupts_the_main_one(name
     import subprocess
     import sys
 
-    proc = subprocess.Popen(
+    done = subprocess.run(
         [sys.executable, "-c", _SIGNAL_TO_ANOTHER_THREAD.format(name=name)],
-        stdout=PIPE,
-        stderr=PIPE,
+        capture_output=True,
         text=True,
+        timeout=20,
     )
-    try:
-        out, err = proc.communicate(timeout=20)
-    finally:
-        proc.kill()
     words = "interrupted" if name == "INT" else "terminated"
-    assert (proc.returncode, out, err) == (
+    assert (done.returncode, done.stdout, done.stderr) == (
         130 if name == "INT" else 143,
         "ready\nclean-up\n",
         f"ktool: {words}\n",

@@ -7,12 +7,9 @@ stand-in whose cancel hangs (the real scan's Ctrl-C is tests/pipeline/test_scan.
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
-import time
-from subprocess import PIPE
 
 from kafka_tools.cli.interrupts import DEADLINE
+from tests.support.signalled import Ended, signalled
 
 _SCAN_WITH_A_HANGING_CANCEL = """
 import signal, threading, time
@@ -45,30 +42,16 @@ print("clean-up ended")
 """
 
 
-def _interrupted(body: str) -> tuple[int, str, str, float]:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _SCAN_WITH_A_HANGING_CANCEL.format(body=body)],
-        stdout=PIPE,
-        stderr=PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout.readline() == "ready\n"
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=20)
-        took = time.monotonic() - sent
-    finally:
-        proc.kill()
-    return rc, proc.stdout.read(), proc.stderr.read(), took
+def _interrupted(body: str) -> Ended:
+    return signalled(_SCAN_WITH_A_HANGING_CANCEL.format(body=body), signal.SIGINT)
 
 
 def test_a_spark_scans_ctrl_c_ends_the_program_at_the_deadline() -> None:
-    rc, out, err, took = _interrupted('print("ready", flush=True); time.sleep(30)')
-    assert (rc, err, out) == (130, "ktool: interrupted\n", "")  # the clean-up never ended: the deadline did
-    assert took >= DEADLINE
+    ended = _interrupted('print("ready", flush=True); time.sleep(30)')
+    assert (ended.returncode, ended.stderr, ended.stdout) == (130, "ktool: interrupted\n", "")  # the deadline
+    assert ended.took >= DEADLINE
 
 
 def test_a_spark_scans_ctrl_c_waits_for_a_section_that_must_not_be_cut() -> None:
-    rc, out, err, _ = _interrupted("section(); time.sleep(30)")
-    assert (rc, err, out) == (130, "ktool: interrupted\n", "whole\n")
+    ended = _interrupted("section(); time.sleep(30)")
+    assert (ended.returncode, ended.stderr, ended.stdout) == (130, "ktool: interrupted\n", "whole\n")
