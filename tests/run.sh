@@ -49,13 +49,15 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v clang >/dev/null 2>&1 || need+=(clang)  # the sanitizer build the fuzz tests run (tests/fuzz)
 command -v strace >/dev/null 2>&1 || need+=(strace)  # the kill-point harness (tests/support/kill_points.py)
+# a Kerberos KDC (tests/support/kdc.py) and the headers the `gssapi` package builds against (the kerberos extra)
+for pkg in krb5-kdc krb5-admin-server libkrb5-dev krb5-user; do dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg"); done
 # apt installs in the background while pip installs ktool (one fetches from Debian, the other from PyPI);
 # what it could not install is said (and under CI fails the run) once both are done.
 installs=$(mktemp -d)
 apt_install() {
   apt-get update -qq || true
   for pkg in "${need[@]}"; do  # one at a time: a package that cannot install does not block the others
-    apt-get install -y -qq "$pkg" >/dev/null 2>"$installs/apt-$pkg.err" || echo "$pkg" >>"$installs/apt-failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null 2>"$installs/apt-$pkg.err" || echo "$pkg" >>"$installs/apt-failed"
   done
 }
 apt_pid=
@@ -79,6 +81,9 @@ if [ -n "$apt_pid" ]; then
     while read -r pkg; do missing "apt-get install $pkg failed"; done <"$installs/apt-failed"
   fi
 fi
+# the kerberos extra (gssapi) builds against libkrb5-dev, which apt may have just installed: after it, not
+# in the test extra (pip would build it beside apt, before the headers are there)
+python3 -m pip install -q -e '.[kerberos]' || missing "the kerberos extra (gssapi) did not install"
 
 # Bytecode written and read, whatever the environment says (as --fast does): under PYTHONDONTWRITEBYTECODE
 # each lane rewrote every test module's asserts at collection (12.7 s of CPU a lane, 3.3 s from the cache)
