@@ -6,7 +6,8 @@ credentials file or ``$KTOOL_BROKER_AUTH``, never from the command line, and nev
 shows the mechanism and the user only. One line each, ``#`` comments::
 
     scram-sha-512 alice:secret        # or plain / scram-sha-256 user:password
-    gssapi kafka-client@REALM /etc/krb5.keytab   # principal and keytab, both optional
+    gssapi kafka-client@REALM /etc/krb5.keytab   # principal and keytab, both optional;
+                                                 # service=NAME: the brokers' (sasl.kerberos.service.name)
     key-password secret               # the password of the TLS client key (--broker-key)
 """
 
@@ -33,6 +34,7 @@ class BrokerCredentials:
     password: str | None = field(default=None, repr=False)
     principal: str | None = None  # GSSAPI
     keytab: str | None = None  # GSSAPI
+    service_name: str = "kafka"  # GSSAPI: the brokers' principals are SERVICE/host@REALM
     key_password: str | None = field(default=None, repr=False)
 
 
@@ -60,8 +62,12 @@ def parse_credentials(text: str, source: str) -> BrokerCredentials:
         found["mechanism"] = MECHANISMS[scheme]
         if scheme == "gssapi":
             words = rest.split()
-            if len(words) > 2:
-                raise InputError(f"{source}: line {number}: expected `gssapi [principal [keytab]]`")
+            if words and words[-1].startswith("service="):
+                found["service_name"] = words.pop()[len("service=") :]
+            if len(words) > 2 or found.get("service_name") == "":
+                raise InputError(
+                    f"{source}: line {number}: expected `gssapi [principal [keytab]] [service=NAME]`"
+                )
             found["principal"] = words[0] if words else None
             found["keytab"] = words[1] if len(words) > 1 else None
             continue
@@ -123,6 +129,7 @@ class BrokerSecurity:
                     conf["sasl.kerberos.principal"] = creds.principal
                 if creds.keytab:
                     conf["sasl.kerberos.keytab"] = creds.keytab
+                conf["sasl.kerberos.service.name"] = creds.service_name
             else:
                 conf["sasl.username"] = creds.username or ""
                 conf["sasl.password"] = creds.password or ""

@@ -1,8 +1,8 @@
 """Kafka's wire protocol on ktool's own socket, for the requests confluent-kafka's Python binding does
 not expose or that ktool asks itself (OffsetDelete; ListGroups v5 with its group types, DescribeGroups
 and ConsumerGroupDescribe with the KIP-848 epochs; DescribeTopicPartitions, ListPartitionReassignments,
-DescribeLogDirs, DescribeQuorum): the one connection (plaintext or TLS; SASL PLAIN or SCRAM, GSSAPI
-being librdkafka's alone), the request frame
+DescribeLogDirs, DescribeQuorum): the one connection (plaintext or TLS; SASL PLAIN, SCRAM or GSSAPI, the
+last in kerberos.py), the request frame
 (header v1/v2; probe.py's first ApiVersions is framed here too), ApiVersions, FindCoordinator and a
 group's coordinator found again while it moves, the writers of Kafka's primitive types and a reader
 of both the classic and the flexible (KIP-482: compact strings and arrays, tagged fields) encodings.
@@ -120,17 +120,34 @@ class Connection:
         return data[4 + reader.at :]
 
     def _sasl(self, security: BrokerSecurity) -> None:
-        """SaslHandshake v1, then SaslAuthenticate v0 rounds: PLAIN (RFC 4616) or SCRAM-SHA-256/512
-        (RFC 5802, as Kafka's ScramSaslServer takes it); GSSAPI is librdkafka's alone."""
+        """SaslHandshake v1, then SaslAuthenticate v0 rounds: PLAIN (RFC 4616), SCRAM-SHA-256/512
+        (RFC 5802, as Kafka's ScramSaslServer takes it) or GSSAPI (RFC 4752, broker/kerberos.py)."""
         creds = security.credentials
         assert creds is not None and creds.mechanism is not None
-        if creds.mechanism not in ("PLAIN", *SCRAM_HASHES):
+        if creds.mechanism not in ("PLAIN", "GSSAPI", *SCRAM_HASHES):
             self.close()
             raise Unsupported(f"ktool's own protocol client does not speak SASL {creds.mechanism}")
+        if creds.mechanism == "GSSAPI":
+            from kafka_tools.broker.kerberos import require_gssapi
+
+            try:
+                require_gssapi()  # said before the broker is asked anything
+            except InputError:
+                self.close()
+                raise
         data = self.ask(SASL_HANDSHAKE, 1, string(creds.mechanism))
         if data is None or Reader(data).take(">h") != 0:
             self.close()
             raise InputError(f"broker {self.where}: SASL mechanism {creds.mechanism} not enabled")
+        if creds.mechanism == "GSSAPI":
+            from kafka_tools.broker.kerberos import authenticate
+
+            try:
+                authenticate(creds, self.host, self.where, lambda token: self._authenticate(security, token))
+            except InputError:
+                self.close()
+                raise
+            return
         user, password = creds.username or "", creds.password or ""
         if creds.mechanism == "PLAIN":
             self._authenticate(security, b"\x00" + user.encode() + b"\x00" + password.encode())

@@ -45,9 +45,7 @@ class Kdc:
         }
 
     def _run(self, *cmd: str) -> str:
-        proc = subprocess.run(
-            cmd, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=60
-        )
+        proc = subprocess.run(cmd, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
             raise ServerError(f"{' '.join(cmd[:2])} failed: {(proc.stderr or proc.stdout).strip()[-500:]}")
         return proc.stdout
@@ -63,7 +61,9 @@ class Kdc:
     def start(self) -> Kdc:
         missing = [p for p in PROGRAMS if shutil.which(p) is None]
         if missing:
-            raise ServerError(f"{', '.join(missing)} not installed (apt-get install krb5-kdc krb5-admin-server)")
+            raise ServerError(
+                f"{', '.join(missing)} not installed (apt-get install krb5-kdc krb5-admin-server)"
+            )
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._write_configs()
         self._run("kdb5_util", "-r", REALM, "-P", "ktool-master-key", "create", "-s")
