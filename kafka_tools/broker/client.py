@@ -136,6 +136,20 @@ class Broker:
         self._admin_client = None
         self._reader = None  # one consumer for ListOffsets, made on first use
         self._marks: dict[tuple[str, int], tuple[int, int]] = {}
+        self._own_reads = None  # ktool's own client for what librdkafka cannot speak here (GSSAPI)
+
+    @property
+    def _own(self):
+        """ktool's own client for the reads librdkafka would make, when the mechanism is SASL GSSAPI:
+        confluent-kafka's wheels are built without libsasl2 (own_reads.py); None otherwise."""
+        security = self.config.security
+        if security is None or security.credentials is None or security.credentials.mechanism != "GSSAPI":
+            return None
+        if self._own_reads is None:
+            from kafka_tools.broker.own_reads import OwnReads
+
+            self._own_reads = OwnReads(first_server(self.config.bootstrap), self.config.timeout, security)
+        return self._own_reads
 
     def _consumer(self, group: str | None = None):
         from confluent_kafka import Consumer
@@ -198,7 +212,9 @@ class Broker:
 
         wanted = list(partitions)
         missing = [tp for tp in wanted if tp not in self._marks]
-        if missing:
+        if missing and self._own is not None:
+            self._marks.update(self._own.watermarks(missing))
+        elif missing:
             if self._reader is None:
                 self._reader = self._consumer()
             for topic, partition in missing:
@@ -249,6 +265,8 @@ class Broker:
         self, wanted: dict[str, list[tuple[str, int]]]
     ) -> dict[str, dict[tuple[str, int], int | None]]:
         """OffsetFetch for many groups at once: every request in flight, then every answer collected."""
+        if self._own is not None:
+            return {group: self._own.committed(group, tps) if tps else {} for group, tps in wanted.items()}
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
         admin = self._admin()
@@ -282,6 +300,8 @@ class Broker:
         return out
 
     def close(self) -> None:
+        if self._own_reads is not None:
+            self._own_reads.close()
         if self._reader is not None:
             self._reader.close()
             self._reader = None
@@ -405,6 +425,11 @@ class Broker:
     def topics(self) -> dict[str, list[int]]:
         """Every topic's partition numbers, from the brokers' metadata (the catalog ZooKeeper would give
         otherwise; KRaft clusters have no ZooKeeper)."""
+        if self._own is not None:
+            found: dict[str, list[int]] = {}
+            for topic, partition in self._own.metadata().leaders:
+                found.setdefault(topic, []).append(partition)
+            return {name: sorted(found[name]) for name in sorted(found)}
         from confluent_kafka import KafkaException
 
         try:
@@ -469,9 +494,10 @@ class Broker:
         unanswered is "no answer within" the timeout; a group of another protocol type than
         `consumer` (Connect's, …) is refused as kafka-consumer-groups refuses it."""
         from kafka_tools.broker.group_requests import describe_group
-        from kafka_tools.broker.wire import NoAnswer, Unsupported
+        from kafka_tools.broker.wire import NoAnswer
 
-        self._admin()
+        if self._own is None:
+            self._admin()  # its first contact watched: a refusal said at once
         try:
             described = describe_group(
                 first_server(self.config.bootstrap),
@@ -483,8 +509,6 @@ class Broker:
         except NoAnswer:
             words = no_answer_words(self.config.timeout)
             raise InputError(f"broker {self.config.bootstrap}: group {group}: {words}") from None
-        except Unsupported as exc:  # SASL GSSAPI
-            raise InputError(f"broker {self.config.bootstrap}: group {group}: {exc}") from None
         classic = described.classic
         if classic is not None and classic.protocol_type not in ("", "consumer"):
             raise InputError(
@@ -548,13 +572,15 @@ class Broker:
         """Every group the brokers coordinate with its protocol type, state and type (classic, consumer,
         share, streams), as ListGroups v5 lists them (before 0.10: v0, each group's state from
         DescribeGroups v0 at the broker that lists it), from every broker, over ktool's own client
-        whatever the security. Over SASL GSSAPI (which that client does not speak), what librdkafka's
-        ListGroups says: a group's protocol type only as `consumer` or none."""
+        whatever the security (the brokers themselves from its Metadata over SASL GSSAPI)."""
         from confluent_kafka import KafkaException
 
         from kafka_tools.broker.group_requests import ListedGroup, list_groups
         from kafka_tools.broker.wire import Unsupported
 
+        if self._own is not None:
+            brokers = sorted(self._own.metadata([]).brokers.values())
+            return list_groups(brokers, self.config.timeout, self.config.security, self.before_0_10)
         started = time.monotonic()
         admin = self._admin()  # its first contact watched for up to the timeout: the rest is the list's
         left = max(1.0, self.config.timeout - (time.monotonic() - started))

@@ -1,8 +1,8 @@
 """A real Kerberos KDC for the tests: Debian's MIT Kerberos (krb5-kdc, kadmin.local) on 127.0.0.1, a
 realm of its own in a temporary directory (its krb5.conf and kdc.conf there, found through KRB5_CONFIG and
-KRB5_KDC_PROFILE), principals with keytabs written beside them. The client side never canonicalises a
-host name (``dns_canonicalize_hostname = false``, ``rdns = false``): the broker at 127.0.0.1 is
-``kafka/127.0.0.1@REALM``, as Kafka's Java client names it too. TCP only (``udp_preference_limit = 1``),
+KRB5_KDC_PROFILE), principals with keytabs written beside them. A host's name is canonicalised as MIT does
+by default (``rdns = true``): the broker at 127.0.0.1 is ``kafka/localhost@REALM``, as Kafka's Java client
+names it too (InetSocketAddress.getHostName: the reverse lookup). TCP only (``udp_preference_limit = 1``),
 so the JVM's Kerberos and MIT's ask the same socket."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Kdc:
             "[libdefaults]\n"
             f"  default_realm = {REALM}\n"
             "  dns_lookup_kdc = false\n  dns_lookup_realm = false\n"
-            "  dns_canonicalize_hostname = false\n  rdns = false\n"
+            "  dns_canonicalize_hostname = true\n  rdns = true\n"
             "  udp_preference_limit = 1\n  ticket_lifetime = 2h\n  forwardable = true\n"
             "[realms]\n"
             f"  {REALM} = {{\n    kdc = {HOST}:{self.port}\n  }}\n"

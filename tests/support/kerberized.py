@@ -1,4 +1,4 @@
-"""A Kafka broker with a SASL_PLAINTEXT listener of GSSAPI alone, its principal ``kafka/127.0.0.1`` in a
+"""A Kafka broker with a SASL_PLAINTEXT listener of GSSAPI alone, its principal ``kafka/localhost`` in a
 KDC of tests/support/kdc.py; the client principal ``ktool-user`` and the settings Kafka's own tools take
 to speak to it (a --command-config, the JVM's krb5.conf)."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.kdc import HOST, REALM, Kdc
+from tests.support.kdc import REALM, Kdc
 
 LISTENER = "SASL_PLAINTEXT"
 SERVICE = "kafka"
-BROKER_PRINCIPAL = f"{SERVICE}/{HOST}"
+BROKER_PRINCIPAL = f"{SERVICE}/localhost"  # 127.0.0.1 canonicalised by both clients (kdc.py)
 CLIENT = "ktool-user"
 
 

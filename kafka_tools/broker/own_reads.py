@@ -1,0 +1,204 @@
+"""The reads a groups command makes, on ktool's own client, for a security librdkafka's build here cannot
+speak (SASL GSSAPI: confluent-kafka's wheels are built without libsasl2): the brokers and every topic's
+partitions and leaders (Metadata v4-v6), a group's committed offsets (OffsetFetch v3-v5 at its
+coordinator) and each partition's log start and end (ListOffsets v1 at its leader). Versions as
+KIP-896 leaves them on Kafka 4 (no Metadata before v4), so from Kafka 1.0 on.
+
+Facts from Kafka's MetadataRequest/Response, OffsetFetchRequest/Response and ListOffsetsRequest/Response
+JSON schemas."""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kafka_tools.broker.wire import (
+    FIND_COORDINATOR,
+    LOADING,
+    NOT_AVAILABLE,
+    NOT_COORDINATOR,
+    Connection,
+    Reader,
+    WireError,
+    api_versions,
+    at_coordinator,
+    group_denied,
+    pick_version,
+    string,
+)
+from kafka_tools.errors import InputError
+
+if TYPE_CHECKING:
+    from kafka_tools.broker.security import BrokerSecurity
+
+METADATA, OFFSET_FETCH, LIST_OFFSETS = 3, 9, 2
+EARLIEST, LATEST = -2, -1
+GROUP_AUTHORIZATION_FAILED = 30
+
+
+@dataclass
+class Metadata:
+    brokers: dict[int, tuple[str, int]] = field(default_factory=dict)  # node id -> host, port
+    leaders: dict[tuple[str, int], int] = field(default_factory=dict)  # (topic, partition) -> node id
+
+
+class OwnReads:
+    """One connection to the first bootstrap server, its ApiVersions asked once; a leader or coordinator
+    reached with the same security settings."""
+
+    def __init__(self, bootstrap: tuple[str, int], timeout: float, security: BrokerSecurity | None) -> None:
+        self.bootstrap, self.timeout, self.security = bootstrap, timeout, security
+        self._conn: Connection | None = None
+        self._versions: dict[int, tuple[int, int]] = {}
+
+    def _connection(self) -> Connection:
+        if self._conn is None:
+            self._conn = Connection(*self.bootstrap, self.timeout, self.security)
+            self._versions = api_versions(self._conn) or {}
+        return self._conn
+
+    def _version(self, key: int, ours: tuple[int, int], name: str) -> int:
+        conn = self._connection()
+        version = pick_version(self._versions, key, ours)
+        if version is None:
+            raise InputError(f"broker {conn.where}: no {name} version ktool speaks (Kafka 1.0+)")
+        return version
+
+    def _ask(self, conn: Connection, key: int, version: int, body: bytes, name: str) -> Reader:
+        data = conn.ask(key, version, body)
+        if data is None:
+            raise InputError(f"broker {conn.where}: closed the connection on {name}")
+        return Reader(data)
+
+    def metadata(self, topics: list[str] | None = None) -> Metadata:
+        """The brokers, and each partition's leader of `topics` (every topic when None)."""
+        version = self._version(METADATA, (4, 6), "Metadata")
+        names = b"\xff\xff\xff\xff" if topics is None else struct.pack(">i", len(topics))
+        names += b"".join(string(t) for t in topics or [])
+        try:
+            r = self._ask(self._connection(), METADATA, version, names + b"\x00", "Metadata")
+            r.take(">i")  # throttle
+            out = Metadata()
+            for node, host, port in r.array(
+                lambda r: (r.take(">i"), r.string(), r.take(">i"), r.nullable_string())[:3]
+            ):
+                out.brokers[node] = (host, port)
+            r.nullable_string()  # cluster id
+            r.take(">i")  # controller
+            for _ in range(r.take(">i")):
+                error, name, _internal = r.take(">h"), r.string(), r.take(">b")
+                for _ in range(r.take(">i")):
+                    _perror, partition, leader = r.take(">hii")
+                    r.array(lambda r: r.take(">i"))  # replicas
+                    r.array(lambda r: r.take(">i"))  # ISR
+                    if version >= 5:
+                        r.array(lambda r: r.take(">i"))  # offline replicas
+                    if not error:
+                        out.leaders[(name, partition)] = leader
+        except WireError as exc:
+            raise InputError(
+                f"broker {self._conn.where}: an answer ktool cannot read (Metadata: {exc})"
+            ) from None
+        return out
+
+    def committed(self, group: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int | None]:
+        """OffsetFetch of `partitions` at the group's coordinator; None where the group has no offset."""
+        conn = self._connection()
+        find = self._version(FIND_COORDINATOR, (0, 2), "FindCoordinator")
+        version = self._version(OFFSET_FETCH, (3, 5), "OffsetFetch")
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        body = string(group) + struct.pack(">i", len(by_topic))
+        for topic, numbers in by_topic.items():
+            body += (
+                string(topic)
+                + struct.pack(">i", len(numbers))
+                + b"".join(struct.pack(">i", n) for n in numbers)
+            )
+
+        def ask(c: Connection) -> dict[tuple[str, int], int | None] | None:
+            r = self._ask(c, OFFSET_FETCH, version, body, "OffsetFetch")
+            r.take(">i")  # throttle
+            out: dict[tuple[str, int], int | None] = {}
+            for _ in range(r.take(">i")):
+                topic = r.string()
+                for _ in range(r.take(">i")):
+                    partition, offset = r.take(">iq")
+                    if version >= 5:
+                        r.take(">i")  # leader epoch
+                    r.nullable_string()  # metadata
+                    r.take(">h")
+                    out[(topic, partition)] = offset if offset >= 0 else None
+            error = r.take(">h")
+            if error == GROUP_AUTHORIZATION_FAILED:
+                raise group_denied(c.where, group, self.security)
+            if error in (LOADING, NOT_AVAILABLE, NOT_COORDINATOR):
+                return None
+            if error:
+                raise InputError(f"broker {c.where}: OffsetFetch of group {group} refused (error {error})")
+            return out
+
+        try:
+            return at_coordinator(conn, group, find, self.timeout, time.monotonic() + self.timeout, ask)
+        except WireError as exc:
+            raise InputError(
+                f"broker {conn.where}: an answer ktool cannot read (OffsetFetch: {exc})"
+            ) from None
+
+    def watermarks(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        """(log start, log end) of each partition: ListOffsets v1 (earliest, latest) at its leader."""
+        self._version(LIST_OFFSETS, (1, 1), "ListOffsets")
+        meta = self.metadata(sorted({t for t, _ in partitions}))
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for tp in partitions:
+            if tp not in meta.leaders or meta.leaders[tp] not in meta.brokers:
+                raise InputError(f"broker {self._conn.where}: {tp[0]}-{tp[1]} has no leader")
+            by_leader.setdefault(meta.leaders[tp], []).append(tp)
+        out: dict[tuple[str, int], tuple[int, int]] = {}
+        for node, tps in sorted(by_leader.items()):
+            low = self._list_offsets(meta.brokers[node], tps, EARLIEST)
+            high = self._list_offsets(meta.brokers[node], tps, LATEST)
+            out.update({tp: (low[tp], high[tp]) for tp in tps})
+        return out
+
+    def _list_offsets(
+        self, address: tuple[str, int], partitions: list[tuple[str, int]], at: int
+    ) -> dict[tuple[str, int], int]:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        body = struct.pack(">ii", -1, len(by_topic))
+        for topic, numbers in by_topic.items():
+            body += string(topic) + struct.pack(">i", len(numbers))
+            body += b"".join(struct.pack(">iq", n, at) for n in numbers)
+        conn = self._connection()
+        reused = address == (conn.host, conn.port)
+        leader = conn if reused else Connection(*address, self.timeout, self.security)
+        try:
+            r = self._ask(leader, LIST_OFFSETS, 1, body, "ListOffsets")
+            out = {}
+            for _ in range(r.take(">i")):
+                topic = r.string()
+                for _ in range(r.take(">i")):
+                    partition, error, _time, offset = r.take(">ihqq")
+                    if error:
+                        raise InputError(
+                            f"broker {leader.where}: ListOffsets of {topic}-{partition}: error {error}"
+                        )
+                    out[(topic, partition)] = offset
+            return out
+        except WireError as exc:
+            raise InputError(
+                f"broker {leader.where}: an answer ktool cannot read (ListOffsets: {exc})"
+            ) from None
+        finally:
+            if not reused:
+                leader.close()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
