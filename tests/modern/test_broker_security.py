@@ -46,7 +46,17 @@ def test_gssapi_principal_and_keytab():
         "sasl.mechanism": "GSSAPI",
         "sasl.kerberos.principal": "ktool@REALM",
         "sasl.kerberos.keytab": "/etc/k.keytab",
+        "sasl.kerberos.service.name": "kafka",
     }
+
+
+def test_gssapi_service_name_of_the_brokers_principals():
+    creds = parse_credentials("gssapi service=kafka-prod", "test")
+    assert (creds.principal, creds.keytab, creds.service_name) == (None, None, "kafka-prod")
+    conf = BrokerSecurity(creds).librdkafka()
+    assert conf["sasl.kerberos.service.name"] == "kafka-prod"
+    with pytest.raises(InputError, match="line 1: expected `gssapi"):
+        parse_credentials("gssapi a@R /k.keytab extra", "test")
 
 
 @pytest.mark.parametrize(
