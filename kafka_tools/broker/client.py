@@ -42,15 +42,6 @@ if TYPE_CHECKING:
     from kafka_tools.broker.group_requests import CoordinatedGroup, ListedGroup
 
 DEFAULT_TIMEOUT = 10.0
-# confluent-kafka's ConsumerGroupState names -> Kafka's own spelling (kafka-consumer-groups prints these)
-_STATE_NAMES = {
-    "PREPARING_REBALANCING": "PreparingRebalance",
-    "COMPLETING_REBALANCING": "CompletingRebalance",
-    "STABLE": "Stable",
-    "DEAD": "Dead",
-    "EMPTY": "Empty",
-    "UNKNOWN": "Unknown",
-}
 # Commit errors that mean "the group is active in Kafka", not "the broker is gone".
 _MEMBER_ERRORS = (
     "UNKNOWN_MEMBER_ID",
@@ -575,8 +566,7 @@ class Broker:
         whatever the security (the brokers themselves from its Metadata over SASL GSSAPI)."""
         from confluent_kafka import KafkaException
 
-        from kafka_tools.broker.group_requests import ListedGroup, list_groups
-        from kafka_tools.broker.wire import Unsupported
+        from kafka_tools.broker.group_requests import list_groups
 
         if self._own is not None:
             brokers = sorted(self._own.metadata([]).brokers.values())
@@ -589,30 +579,7 @@ class Broker:
         except KafkaException as exc:
             raise self._error("cannot list brokers", exc) from None
         brokers = sorted((b.host, b.port) for b in metadata.brokers.values())
-        try:
-            return list_groups(brokers, self.config.timeout, self.config.security, self.before_0_10)
-        except Unsupported:
-            pass
-        listed = {}
-        for g in self._consumer_group_listings():
-            state = getattr(g.state, "name", "UNKNOWN").upper()
-            kind = getattr(getattr(g, "type", None), "name", "CLASSIC").lower()
-            protocol = "" if g.is_simple_consumer_group else "consumer"
-            listed[g.group_id] = ListedGroup(
-                g.group_id, protocol, _STATE_NAMES.get(state), "classic" if kind == "unknown" else kind
-            )
-        return [listed[k] for k in sorted(listed)]
-
-    def _consumer_group_listings(self) -> list:
-        from confluent_kafka import KafkaException
-
-        try:
-            result = self._admin().list_consumer_groups(request_timeout=self.config.timeout)
-            return list(result.result(timeout=self.config.timeout + 5).valid)
-        except KafkaException as exc:
-            raise self._error("cannot list groups", exc) from None
-        except TimeoutError:
-            raise self._no_answer("no answer listing the groups") from None
+        return list_groups(brokers, self.config.timeout, self.config.security, self.before_0_10)
 
     def _coordinated(
         self,

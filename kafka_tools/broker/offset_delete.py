@@ -2,8 +2,7 @@
 offset". confluent-kafka's Python binding does not expose it (librdkafka has it), so it is spoken here
 on a socket (broker/wire.py): ApiVersions says whether the broker has it, FindCoordinator
 finds the group's coordinator, OffsetDelete v0 asks it, with the security settings of every
-`--bootstrap-server` command (over GSSAPI, which ktool's own client does not speak, it says so in one
-line and deletes nothing).
+`--bootstrap-server` command (SASL GSSAPI included: broker/kerberos.py).
 
 The coordinator refuses a partition of a topic the group's live members subscribe to
 (GROUP_SUBSCRIBED_TO_TOPIC): the answer is per partition, for the caller to say.
@@ -25,7 +24,6 @@ from kafka_tools.broker.wire import (
     NOT_COORDINATOR,
     Connection,
     Reader,
-    Unsupported,
     WireError,
     api_versions,
     at_coordinator,
@@ -66,10 +64,7 @@ def delete_offsets(
     """Ask the group's coordinator to delete the group's offsets of `partitions`."""
     deadline = time.monotonic() + timeout
     host, port = first_server(bootstrap)
-    try:
-        conn = Connection(host, port, timeout, security)
-    except Unsupported as exc:
-        return OffsetDeleteAnswer({}, str(exc))
+    conn = Connection(host, port, timeout, security)
     try:
         return _delete(conn, group, partitions, timeout, deadline)
     except WireError as exc:
@@ -127,7 +122,7 @@ def delete_group_offsets(
     config: BrokerConfig, group: str, partitions: list[tuple[str, int]]
 ) -> OffsetDeleteAnswer:
     """OffsetDelete through the brokers `config` names; `unsupported` says why it cannot be asked
-    (brokers known to be before 2.4; SASL GSSAPI, which ktool's own client does not speak)."""
+    (brokers known to be before 2.4)."""
     where = f"broker {config.bootstrap}"
     known = config.version or config.extra.get("broker.version.fallback")
     if known and not version_at_least(known, (2, 4)):

@@ -126,7 +126,7 @@ class Connection:
         assert creds is not None and creds.mechanism is not None
         if creds.mechanism not in ("PLAIN", "GSSAPI", *SCRAM_HASHES):
             self.close()
-            raise Unsupported(f"ktool's own protocol client does not speak SASL {creds.mechanism}")
+            raise InputError(f"ktool's own protocol client does not speak SASL {creds.mechanism}")
         if creds.mechanism == "GSSAPI":
             from kafka_tools.broker.kerberos import require_gssapi
 
@@ -204,10 +204,6 @@ def group_denied(where: str, group: str, security: BrokerSecurity | None) -> Inp
     return InputError(
         f"broker {where}: {who} is not authorized for group {group} (GROUP_AUTHORIZATION_FAILED)"
     )
-
-
-class Unsupported(InputError):
-    """What ktool's own client cannot ask over these settings (said once, the rest still shown)."""
 
 
 class Reader:

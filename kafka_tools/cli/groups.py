@@ -152,7 +152,7 @@ def describe_cmd(
     assignments, offsets in Kafka, lag), and without GROUP every group Kafka coordinates. --members and
     --state [--verbose] are kafka-consumer-groups' views of the same name, a consumer group's (KIP-848)
     epochs included (DescribeGroups and ConsumerGroupDescribe on ktool's own client, over plaintext, TLS
-    or SASL PLAIN and SCRAM alike; over SASL GSSAPI a group is not described, said in one line). A
+    or SASL PLAIN, SCRAM and GSSAPI alike). A
     GROUP that no store given knows (no /consumers/GROUP in ZooKeeper; unknown to Kafka's coordinator,
     with no committed offset) is said in one line, and the others shown.
 

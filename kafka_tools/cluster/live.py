@@ -2,10 +2,7 @@
 DescribeCluster (live brokers, controller, cluster id), Metadata (leader, replicas, ISR), DescribeConfigs
 (min.insync.replicas), through librdkafka; DescribeTopicPartitions (leader epoch, ELR) and
 ListPartitionReassignments, which librdkafka's binding lacks, through ktool's own client
-(broker/cluster_wire.py), each only where ApiVersions says the brokers have it.
-
-ktool's own client speaks plaintext, TLS, SASL PLAIN and SCRAM; over GSSAPI those columns stay
-unknown and a note says so (librdkafka still answers the rest)."""
+(broker/cluster_wire.py), each only where ApiVersions says the brokers have it."""
 
 from __future__ import annotations
 
@@ -23,7 +20,7 @@ from kafka_tools.broker.cluster_wire import (
     list_reassignments,
 )
 from kafka_tools.broker.probe import first_server
-from kafka_tools.broker.wire import Connection, Unsupported, WireError, api_versions
+from kafka_tools.broker.wire import Connection, WireError, api_versions
 from kafka_tools.cluster.view import BrokerView, ClusterView, PartitionView
 from kafka_tools.errors import InputError
 
@@ -84,17 +81,12 @@ def _with_own_client(
     broker: Broker,
     address: tuple[str, int],
     ask: Callable[[Connection, dict | None], object],
-    notes: list[str],
 ) -> object | None:
-    """`ask` on ktool's own connection to `address`; what it cannot speak becomes a note, not an exit.
-    None without asking when the brokers are known to be older than 0.10 (they have none of these)."""
+    """`ask` on ktool's own connection to `address`. None without asking when the brokers are known to
+    be older than 0.10 (they have none of these)."""
     if broker.before_0_10:
         return None
-    try:
-        conn = _own_client(broker, *address)
-    except Unsupported as exc:
-        notes.append(f"{exc}: ELR, leader epochs and reassignments not shown")
-        return None
+    conn = _own_client(broker, *address)
     try:
         return ask(conn, api_versions(conn))
     except WireError as exc:
@@ -123,17 +115,15 @@ def read_topics(broker: Broker, cluster: ClusterView, wanted: list[str] | None) 
             broker,
             first_server(broker.config.bootstrap),
             lambda c, v: describe_topic_partitions(c, v, names),
-            notes,
         )
         details = got or {}  # type: ignore[assignment]
         controller = next((b for b in cluster.brokers if b.id == cluster.controller), None)
-        if controller is not None and controller.host and controller.port and not notes:
+        if controller is not None and controller.host and controller.port:
             timeout_ms = int(broker.config.timeout * 1000)
             got = _with_own_client(
                 broker,
                 (controller.host, controller.port),
                 lambda c, v: list_reassignments(c, v, timeout_ms),
-                notes,
             )
             moving = got or {}  # type: ignore[assignment]
     live = {b.id for b in cluster.brokers}
@@ -180,10 +170,7 @@ def _min_isr(broker: Broker, names: list[str], notes: list[str]) -> dict[str, in
 
 def read_quorum(broker: Broker) -> Quorum:
     """DescribeQuorum, forwarded by the broker to the active controller."""
-    notes: list[str] = []
-    got = _with_own_client(broker, first_server(broker.config.bootstrap), describe_quorum, notes)
-    if notes:
-        raise InputError(notes[0].split(":")[0] + ": the quorum cannot be asked")
+    got = _with_own_client(broker, first_server(broker.config.bootstrap), describe_quorum)
     if got is None:
         raise InputError(
             f"broker {broker.config.bootstrap} has no DescribeQuorum: not a KRaft cluster (ZooKeeper-based), "
@@ -198,10 +185,7 @@ def replica_sizes(broker: Broker, cluster: ClusterView) -> dict[tuple[str, int],
     for b in cluster.brokers:
         if not b.host or not b.port:
             continue
-        notes: list[str] = []
-        got = _with_own_client(broker, (b.host, b.port), describe_log_dirs, notes)
-        if notes:
-            raise InputError(notes[0].split(":")[0] + ": log dir sizes cannot be asked")
+        got = _with_own_client(broker, (b.host, b.port), describe_log_dirs)
         if got is None:
             raise InputError(f"broker {b.host}:{b.port} has no flexible DescribeLogDirs (Kafka 2.4+)")
         for key, size in got.items():  # type: ignore[union-attr]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from kafka_tools.broker.client import Broker
 from kafka_tools.broker.cluster_wire import NodeConfigs, Quorum, describe_node_configs, describe_quorum
 from kafka_tools.broker.security import BrokerSecurity
-from kafka_tools.broker.wire import Connection, Unsupported, WireError, api_versions
+from kafka_tools.broker.wire import Connection, WireError, api_versions
 from kafka_tools.errors import InputError
 
 IBP = "inter.broker.protocol.version"
@@ -49,10 +49,7 @@ def _connection(where: str, timeout: float, security: BrokerSecurity | None) -> 
     host, _, port = where.rpartition(":")
     if not host or not port.isdigit():
         raise InputError(f"{where}: not a host:port address")
-    try:
-        conn = Connection(host, int(port), timeout, security)
-    except Unsupported as exc:
-        raise InputError(f"node {where}: {exc}") from None
+    conn = Connection(host, int(port), timeout, security)
     try:
         yield conn
     except WireError as exc:
