@@ -165,6 +165,11 @@ class Broker:
             security = self.config.security
             if "ssl.key.location" in why and security is not None:
                 why = f"TLS client key {security.key} cannot be read (a wrong key-password, or not a PEM key)"
+            if "No provider for SASL mechanism GSSAPI" in why:  # confluent-kafka's wheels: no libsasl2
+                why = (
+                    "this request goes through librdkafka, built here without SASL GSSAPI (`groups` "
+                    "speaks it on ktool's own client)"
+                )
             raise InputError(f"broker {self.config.bootstrap}: {why}") from None
 
     def _note_error(self, err) -> None:
