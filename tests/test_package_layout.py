@@ -348,6 +348,7 @@ BYTES_ELSEWHERE = {
     "kafka_tools/broker/wire.py",  # the Kafka protocol's encodings, for the requests confluent-kafka lacks
     "kafka_tools/broker/group_requests.py",  # ListGroups, DescribeGroups, ConsumerGroupDescribe
     "kafka_tools/broker/cluster_wire.py",  # DescribeTopicPartitions, reassignments, log dirs, quorum
+    "kafka_tools/broker/own_reads.py",  # Metadata, OffsetFetch, ListOffsets where librdkafka has no GSSAPI
     "kafka_tools/consumers/assignors.py",
     "kafka_tools/consumers/group_lock.py",
     "kafka_tools/cli/dump_parallel.py",

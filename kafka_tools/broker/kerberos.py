@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -62,7 +61,7 @@ def authenticate(creds: BrokerCredentials, host: str, where: str, exchange: Call
                 f"broker {where}: SASL GSSAPI: the broker offers no way without a security layer"
             )
         authorization = str(context.initiator_name).encode()
-        reply = struct.pack(">B3s", NO_SECURITY_LAYER, b"\x00\x00\x00") + authorization
+        reply = bytes((NO_SECURITY_LAYER, 0, 0, 0)) + authorization  # maximum size 0: no layer
         exchange(context.wrap(reply, False).message)
     except gssapi.exceptions.GSSError as exc:
         raise InputError(f"broker {where}: SASL GSSAPI as {who} for {service}: {_reason(exc)}") from None
