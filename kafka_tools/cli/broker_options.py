@@ -79,7 +79,7 @@ def broker_options_for(bootstrap_help: str = _BOOTSTRAP_HELP, version_help: str 
                 type=_FILE,
                 help=(
                     "SASL credentials, one line: `plain|scram-sha-256|scram-sha-512 user:password` or "
-                    "`gssapi [principal [keytab]]`; `key-password PASSWORD` for --broker-key. "
+                    "`gssapi [principal [keytab]] [service=NAME]`; `key-password PASSWORD` for --broker-key. "
                     f"${ENV_BROKER_AUTH} may hold the same text. Never on the command line."
                 ),
             ),
