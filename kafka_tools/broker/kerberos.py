@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,8 @@ def authenticate(creds: BrokerCredentials, host: str, where: str, exchange: Call
 
     who = creds.principal or "the ticket cache's principal"
     service = f"{creds.service_name}@{host}"
+    if creds.keytab and not os.access(creds.keytab, os.R_OK):
+        raise InputError(f"broker {where}: SASL GSSAPI as {who}: keytab {creds.keytab} cannot be read")
     try:
         context = gssapi.SecurityContext(
             name=gssapi.Name(service, gssapi.NameType.hostbased_service),
@@ -64,7 +67,10 @@ def authenticate(creds: BrokerCredentials, host: str, where: str, exchange: Call
         reply = bytes((NO_SECURITY_LAYER, 0, 0, 0)) + authorization  # maximum size 0: no layer
         exchange(context.wrap(reply, False).message)
     except gssapi.exceptions.GSSError as exc:
-        raise InputError(f"broker {where}: SASL GSSAPI as {who} for {service}: {_reason(exc)}") from None
+        reason = _reason(exc)
+        if creds.keytab and "credentials cache" in reason:  # the keytab had no key of the principal
+            reason = f"keytab {creds.keytab} holds no key of {who} ({reason})"
+        raise InputError(f"broker {where}: SASL GSSAPI as {who} for {service}: {reason}") from None
 
 
 def _credentials(creds: BrokerCredentials):

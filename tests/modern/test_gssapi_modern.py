@@ -180,6 +180,14 @@ def test_a_stale_keytab_is_one_line_naming_the_principal_and_the_broker(
     line = result.output.strip()
     assert "\n" not in line and "Traceback" not in line
     assert f"{principal}@{REALM}" in line and kerberized_kafka.bootstrap_of(LISTENER) in line
+    assert "Decrypt integrity check failed" in line  # the KDC's answer, sealed with the keys it now holds
+
+    missing = stale.with_name("missing.keytab")
+    result = _ktool(kerberized_kafka, _auth(kerberos_kdc, principal, missing), "describe", group)
+    assert result.exit_code == 3, result.output
+    assert result.output.strip().endswith(
+        f"SASL GSSAPI as {principal}@{REALM}: keytab {missing} cannot be read"
+    )
 
 
 def test_a_kdc_that_does_not_answer_is_one_line(kerberized_kafka, kerberos_kdc, group, tmp_path):
