@@ -1,7 +1,8 @@
 """SASL GSSAPI (Kerberos) on ktool's own broker client, against a real MIT KDC (tests/support/kdc.py) and a
 real Kafka 4.4 broker whose SASL_PLAINTEXT listener takes GSSAPI alone (tests/support/kerberized.py):
 `groups list` and `groups describe` (offsets, log ends, lag, owners; --members) of a group with live
-members equal kafka-consumer-groups given a GSSAPI --command-config; a stale keytab, a KDC that does not
+members equal kafka-consumer-groups given a GSSAPI --command-config, `groups watch --until-stable` says
+the same owners; a stale keytab, a KDC that does not
 answer: one line naming the principal and the broker, exit 3.
 
 One broker and one KDC for the module; the group's two consumers join through the plain listener of the
@@ -165,6 +166,28 @@ def test_list_and_describe_over_gssapi_equal_kafka_consumer_groups(
     assert sorted((m["consumerId"], m["clientId"], str(m["partitions"])) for m in members) == sorted(
         (r["CONSUMER-ID"], r["CLIENT-ID"], r["#PARTITIONS"]) for r in their_members
     )
+
+
+def test_watch_until_stable_over_gssapi_names_the_owners_describe_names(
+    kerberized_kafka, kerberos_kdc, group
+):
+    rows = _ours(kerberized_kafka, kerberos_kdc, "describe", group)
+    owners = {(r["topic"], r["partition"]): r["owner"] for r in rows if r["type"] == "partition"}
+    result = _ktool(
+        kerberized_kafka,
+        _auth(kerberos_kdc),
+        "watch",
+        group,
+        "--until-stable",
+        "--timeout",
+        "30",
+        "--interval",
+        "0.5",
+    )
+    assert result.exit_code == 0, result.output
+    events = [json.loads(x) for x in result.stdout.splitlines() if x.startswith("{")]
+    state = next(e for e in events if e.get("event") == "group-state")
+    assert {(o["topic"], o["partition"]): o["owner"] for o in state["owners"]} == owners
 
 
 def test_a_stale_keytab_is_one_line_naming_the_principal_and_the_broker(
