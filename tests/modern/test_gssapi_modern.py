@@ -2,7 +2,7 @@
 real Kafka 4.4 broker whose SASL_PLAINTEXT listener takes GSSAPI alone (tests/support/kerberized.py):
 `groups list` and `groups describe` (offsets, log ends, lag, owners; --members) of a group with live
 members equal kafka-consumer-groups given a GSSAPI --command-config, `groups watch --until-stable` says
-the same owners; a stale keytab, a KDC that does not
+the same owners, `groups rebalance-plan` the plan it makes over plaintext; a stale keytab, a KDC that does not
 answer: one line naming the principal and the broker, exit 3.
 
 One broker and one KDC for the module; the group's two consumers join through the plain listener of the
@@ -188,6 +188,17 @@ def test_watch_until_stable_over_gssapi_names_the_owners_describe_names(
     events = [json.loads(x) for x in result.stdout.splitlines() if x.startswith("{")]
     state = next(e for e in events if e.get("event") == "group-state")
     assert {(o["topic"], o["partition"]): o["owner"] for o in state["owners"]} == owners
+
+
+def test_rebalance_plan_over_gssapi_is_the_plan_over_plaintext(kerberized_kafka, kerberos_kdc, group):
+    """A classic group's plan (librdkafka's cooperative-sticky, no racks): the same reads over GSSAPI."""
+    plain = run_ktool(
+        "groups", "rebalance-plan", group, "--json", "--bootstrap-server", kerberized_kafka.bootstrap
+    )
+    assert plain.exit_code == 0, plain.output
+    secured = _ktool(kerberized_kafka, _auth(kerberos_kdc), "rebalance-plan", group)
+    assert secured.exit_code == 0, secured.output
+    assert secured.stdout == plain.stdout and f'"group":"{group}"' in plain.stdout
 
 
 def test_a_stale_keytab_is_one_line_naming_the_principal_and_the_broker(
