@@ -11,7 +11,8 @@ SASL handshake and misjudge the broker, and librdkafka's SASL needs 0.10+ anyway
 Why one module of this size: one Broker holds the clients and the one error callback every request's
 failure is told through; its requests share them (the wire-level OffsetDelete lives in offset_delete.py,
 ListGroups, DescribeGroups and ConsumerGroupDescribe in group_requests.py: this module only joins their
-answers in, after the first contact is watched).
+answers in, after the first contact is watched). Over SASL GSSAPI, which confluent-kafka's wheels lack,
+the reads the groups commands make go on ktool's own client too (own_reads.py).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def authenticate(creds: BrokerCredentials, host: str, where: str, exchange: Call
         answer = exchange(context.step(b"") or b"")
         while not context.complete:
             answer = exchange(context.step(answer) or b"")
-        if not answer:  # the broker's AP-REP was the context's last token: it offers its layers next
+        if not answer:  # an empty last answer: the broker's offer of layers comes on the next round
             answer = exchange(b"")
         offered = context.unwrap(answer).message
         if len(offered) != 4 or not offered[0] & NO_SECURITY_LAYER:
