@@ -72,6 +72,7 @@ class Kdc:
             env={**os.environ, **self.env},
             stdout=subprocess.DEVNULL,
             stderr=open(self.workdir / "krb5kdc.err", "wb"),  # noqa: SIM115 (the child holds it)
+            preexec_fn=_die_with_parent,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -133,6 +134,15 @@ class Kdc:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the test process dies (killed by a timeout, say), so no KDC
+    outlives its run (Linux's PR_SET_PDEATHSIG)."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def kdc(workdir: Path) -> Kdc:
