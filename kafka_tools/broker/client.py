@@ -143,6 +143,11 @@ class Broker:
             self._own_reads = OwnReads(first_server(self.config.bootstrap), self.config.timeout, security)
         return self._own_reads
 
+    @property
+    def own_client(self):
+        """What a cluster view reads on ktool's own client instead of librdkafka (SASL GSSAPI), or None."""
+        return self._own
+
     def _consumer(self, group: str | None = None):
         from confluent_kafka import Consumer
 
@@ -168,8 +173,9 @@ class Broker:
                 why = f"TLS client key {security.key} cannot be read (a wrong key-password, or not a PEM key)"
             if "No provider for SASL mechanism GSSAPI" in why:  # confluent-kafka's wheels: no libsasl2
                 why = (
-                    "this request goes through librdkafka, built here without SASL GSSAPI (`groups` "
-                    "speaks it on ktool's own client)"
+                    "this command's requests go through librdkafka, built here without SASL GSSAPI "
+                    "(ktool's own client speaks it for groups list, describe, watch, rebalance-plan, topics "
+                    "and brokers)"
                 )
             raise InputError(f"broker {self.config.bootstrap}: {why}") from None
 
@@ -445,6 +451,8 @@ class Broker:
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
+        if self._own is not None:
+            return self._own.topic_configs(sorted(set(topics)), list(names))
         where = f"broker {self.config.bootstrap}"
         old = self._conf.get("broker.version.fallback")
         if old is not None:

@@ -1,7 +1,8 @@
-"""The reads a groups command makes, on ktool's own client, for a security librdkafka's build here cannot
-speak (SASL GSSAPI: confluent-kafka's wheels are built without libsasl2): the brokers and every topic's
-partitions and leaders (Metadata v4-v6), a group's committed offsets (OffsetFetch v3-v5 at its
-coordinator) and each partition's log start and end (ListOffsets v1 at its leader). Versions as
+"""The reads the groups commands and the cluster views make, on ktool's own client, for a security
+librdkafka's build here cannot speak (SASL GSSAPI: confluent-kafka's wheels are built without libsasl2):
+the brokers (racks, controller, cluster id) and every topic's partitions (Metadata v4-v6), a group's
+committed offsets (OffsetFetch v3-v5 at its coordinator), each partition's log start and end (ListOffsets
+v1 at its leader) and topic configs (DescribeConfigs v1). Versions as
 KIP-896 leaves them on Kafka 4 (no Metadata before v4), so from Kafka 1.0 on.
 
 Facts from Kafka's MetadataRequest/Response, OffsetFetchRequest/Response and ListOffsetsRequest/Response
@@ -33,15 +34,36 @@ from kafka_tools.errors import InputError
 if TYPE_CHECKING:
     from kafka_tools.broker.security import BrokerSecurity
 
-METADATA, OFFSET_FETCH, LIST_OFFSETS = 3, 9, 2
+METADATA, OFFSET_FETCH, LIST_OFFSETS, DESCRIBE_CONFIGS = 3, 9, 2, 32
+TOPIC_RESOURCE, UNKNOWN_TOPIC = 2, 3
+# DescribeConfigs' config_source, as Kafka's ConfigSource names them
+CONFIG_SOURCES = {
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+}
 EARLIEST, LATEST = -2, -1
 GROUP_AUTHORIZATION_FAILED = 30
+
+
+@dataclass(frozen=True)
+class PartitionMetadata:
+    leader: int  # -1: none
+    replicas: list[int]
+    isrs: list[int]  # librdkafka's name, so the cluster views read either
 
 
 @dataclass
 class Metadata:
     brokers: dict[int, tuple[str, int]] = field(default_factory=dict)  # node id -> host, port
     leaders: dict[tuple[str, int], int] = field(default_factory=dict)  # (topic, partition) -> node id
+    partitions: dict[str, dict[int, PartitionMetadata]] = field(default_factory=dict)  # topics without error
+    racks: dict[int, str] = field(default_factory=dict)  # node id -> broker.rack, where set
+    cluster_id: str | None = None
+    controller: int | None = None
 
 
 class OwnReads:
@@ -81,27 +103,68 @@ class OwnReads:
             r = self._ask(self._connection(), METADATA, version, names + b"\x00", "Metadata")
             r.take(">i")  # throttle
             out = Metadata()
-            for node, host, port in r.array(
-                lambda r: (r.take(">i"), r.string(), r.take(">i"), r.nullable_string())[:3]
+            for node, host, port, rack in r.array(
+                lambda r: (r.take(">i"), r.string(), r.take(">i"), r.nullable_string())
             ):
                 out.brokers[node] = (host, port)
-            r.nullable_string()  # cluster id
-            r.take(">i")  # controller
+                if rack is not None:
+                    out.racks[node] = rack
+            out.cluster_id = r.nullable_string()
+            controller = r.take(">i")
+            out.controller = controller if controller >= 0 else None
             for _ in range(r.take(">i")):
                 error, name, _internal = r.take(">h"), r.string(), r.take(">b")
                 for _ in range(r.take(">i")):
                     _perror, partition, leader = r.take(">hii")
-                    r.array(lambda r: r.take(">i"))  # replicas
-                    r.array(lambda r: r.take(">i"))  # ISR
+                    replicas = r.array(lambda r: r.take(">i"))
+                    isrs = r.array(lambda r: r.take(">i"))
                     if version >= 5:
                         r.array(lambda r: r.take(">i"))  # offline replicas
                     if not error:
                         out.leaders[(name, partition)] = leader
+                        out.partitions.setdefault(name, {})[partition] = PartitionMetadata(
+                            leader, replicas, isrs
+                        )
         except WireError as exc:
             raise InputError(
                 f"broker {self._conn.where}: an answer ktool cannot read (Metadata: {exc})"
             ) from None
         return out
+
+    def topic_configs(self, topics: list[str], names: list[str]) -> dict[str, dict[str, tuple[str, str]]]:
+        """DescribeConfigs v1 of `topics`: name -> (value, source) for the `names` set somewhere, Kafka's
+        own defaults left out (as Broker.topic_configs); a topic the brokers do not have gets {}."""
+        self._version(DESCRIBE_CONFIGS, (1, 1), "DescribeConfigs")
+        wanted = list(dict.fromkeys(names))
+        keys = struct.pack(">i", len(wanted)) + b"".join(string(n) for n in wanted)
+        body = struct.pack(">i", len(topics))
+        body += b"".join(struct.pack(">b", TOPIC_RESOURCE) + string(t) + keys for t in topics) + b"\x00"
+        conn = self._connection()
+        try:
+            r = self._ask(conn, DESCRIBE_CONFIGS, 1, body, "DescribeConfigs")
+            r.take(">i")  # throttle
+            out: dict[str, dict[str, tuple[str, str]]] = {}
+            for _ in range(r.take(">i")):
+                error, message = r.take(">h"), r.nullable_string()
+                r.take(">b")
+                topic = r.string()
+                found = {}
+                for _ in range(r.take(">i")):
+                    name, value = r.string(), r.nullable_string()
+                    _read_only, source, _sensitive = r.take(">bbb")
+                    r.array(lambda r: (r.string(), r.nullable_string(), r.take(">b")))  # synonyms
+                    if name in wanted and value is not None and source != 5:
+                        found[name] = (value, CONFIG_SOURCES.get(source, "UNKNOWN"))
+                if error and error != UNKNOWN_TOPIC:
+                    raise InputError(
+                        f"broker {conn.where}: DescribeConfigs of topic {topic}: {message or error}"
+                    )
+                out[topic] = {} if error else found
+            return out
+        except WireError as exc:
+            raise InputError(
+                f"broker {conn.where}: an answer ktool cannot read (DescribeConfigs: {exc})"
+            ) from None
 
     def committed(self, group: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int | None]:
         """OffsetFetch of `partitions` at the group's coordinator; None where the group has no offset."""

@@ -2,7 +2,9 @@
 DescribeCluster (live brokers, controller, cluster id), Metadata (leader, replicas, ISR), DescribeConfigs
 (min.insync.replicas), through librdkafka; DescribeTopicPartitions (leader epoch, ELR) and
 ListPartitionReassignments, which librdkafka's binding lacks, through ktool's own client
-(broker/cluster_wire.py), each only where ApiVersions says the brokers have it."""
+(broker/cluster_wire.py), each only where ApiVersions says the brokers have it. Over SASL GSSAPI, which
+librdkafka's build lacks, the Metadata and DescribeConfigs go on ktool's own client too
+(broker/own_reads.py)."""
 
 from __future__ import annotations
 
@@ -41,6 +43,18 @@ def describe_cluster(broker: Broker) -> ClusterView:
     from confluent_kafka import KafkaError, KafkaException
 
     where = f"broker {broker.config.bootstrap}"
+    own = broker.own_client
+    if own is not None:  # SASL GSSAPI: the Metadata response's brokers (racks too), controller and id
+        meta = own.metadata([])
+        return ClusterView(
+            cluster_id=meta.cluster_id,
+            controller=meta.controller,
+            brokers=[
+                BrokerView(id=n, host=h, port=p, rack=meta.racks.get(n))
+                for n, (h, p) in sorted(meta.brokers.items())
+            ],
+            source=where,
+        )
     if not broker.before_0_10:
         admin = broker.admin()
         timeout = broker.config.timeout
@@ -95,15 +109,23 @@ def _with_own_client(
         conn.close()
 
 
-def read_topics(broker: Broker, cluster: ClusterView, wanted: list[str] | None) -> LiveTopics:
-    """Every partition of the topics `wanted` (all, internal ones included, when None), with statuses."""
+def _topics_metadata(broker: Broker) -> dict[str, dict[int, object]]:
+    """Every topic without an error: its partitions (leader, replicas, isrs), from librdkafka's Metadata or
+    (SASL GSSAPI) ktool's own."""
     from confluent_kafka import KafkaException
 
+    if broker.own_client is not None:
+        return broker.own_client.metadata().partitions
     try:
         metadata = broker.admin().list_topics(timeout=broker.config.timeout)
     except KafkaException as exc:
         raise broker.failure("cannot list topics", exc) from None
-    known = {name: t for name, t in metadata.topics.items() if not t.error}
+    return {name: dict(t.partitions) for name, t in metadata.topics.items() if not t.error}
+
+
+def read_topics(broker: Broker, cluster: ClusterView, wanted: list[str] | None) -> LiveTopics:
+    """Every partition of the topics `wanted` (all, internal ones included, when None), with statuses."""
+    known = _topics_metadata(broker)
     names = sorted(known) if wanted is None else [t for t in dict.fromkeys(wanted) if t in known]
     missing = [] if wanted is None else [t for t in dict.fromkeys(wanted) if t not in known]
     notes: list[str] = []
@@ -129,7 +151,7 @@ def read_topics(broker: Broker, cluster: ClusterView, wanted: list[str] | None) 
     live = {b.id for b in cluster.brokers}
     out = []
     for name in names:
-        for index, p in sorted(known[name].partitions.items()):
+        for index, p in sorted(known[name].items()):
             detail = details.get((name, index))
             move = moving.get((name, index))
             leader = p.leader if p.leader >= 0 else None

@@ -2,7 +2,8 @@
 real Kafka 4.4 broker whose SASL_PLAINTEXT listener takes GSSAPI alone (tests/support/kerberized.py):
 `groups list` and `groups describe` (offsets, log ends, lag, owners; --members) of a group with live
 members equal kafka-consumer-groups given a GSSAPI --command-config, `groups watch --until-stable` says
-the same owners, `groups rebalance-plan` the plan it makes over plaintext; a stale keytab, a KDC that does not
+the same owners, `groups rebalance-plan` the plan it makes over plaintext; `topics` equal kafka-topics
+--describe and the plain listener's, `brokers` the cluster's; a stale keytab, a KDC that does not
 answer: one line naming the principal and the broker, exit 3.
 
 One broker and one KDC for the module; the group's two consumers join through the plain listener of the
@@ -21,7 +22,7 @@ from tests.modern.test_groups_views_modern import LiveConsumer, their_tables
 from tests.support.cli import run_ktool
 from tests.support.kdc import REALM
 from tests.support.kerberized import CLIENT, LISTENER, broker_settings, java_client_config
-from tests.support.modern import create_topic
+from tests.support.modern import create_topic, run_tool_batch
 
 pytestmark = pytest.mark.server
 PARTITIONS, RECORDS = 3, 20
@@ -199,6 +200,34 @@ def test_rebalance_plan_over_gssapi_is_the_plan_over_plaintext(kerberized_kafka,
     secured = _ktool(kerberized_kafka, _auth(kerberos_kdc), "rebalance-plan", group)
     assert secured.exit_code == 0, secured.output
     assert secured.stdout == plain.stdout and f'"group":"{group}"' in plain.stdout
+
+
+def test_topics_and_brokers_over_gssapi_equal_kafka_topics_and_the_plain_listener(
+    kerberized_kafka, kerberos_kdc, group, tmp_path
+):
+    from tests.modern.test_cluster_live import _describe_rows, _ours
+
+    sasl = kerberized_kafka.bootstrap_of(LISTENER)
+    config = java_client_config(kerberos_kdc, tmp_path / "gssapi.properties")
+    (described,) = run_tool_batch(
+        kerberized_kafka.release,
+        "TopicCommand",
+        [["--bootstrap-server", sasl, "--command-config", str(config), "--describe"]],
+    )
+    secured = run_ktool("topics", "--json", "--bootstrap-server", sasl, env=_auth(kerberos_kdc))
+    assert secured.exit_code == 0, secured.output
+    objs = [json.loads(line) for line in secured.stdout.splitlines()]
+    assert _ours(objs) == _describe_rows(described) and len(_ours(objs)) >= PARTITIONS
+    plain = run_ktool("topics", "--json", "--bootstrap-server", kerberized_kafka.bootstrap)
+    assert secured.stdout == plain.stdout  # min ISR and every status too (DescribeConfigs on our client)
+
+    brokers = run_ktool("brokers", "--json", "--bootstrap-server", sasl, env=_auth(kerberos_kdc))
+    assert brokers.exit_code == 0, brokers.output
+    objs = [json.loads(line) for line in brokers.stdout.splitlines()]
+    assert [(o["id"], o["port"]) for o in objs if o["type"] == "broker"] == [
+        (n.node_id, n.listener_ports[LISTENER]) for n in kerberized_kafka.brokers
+    ]
+    assert [o["clusterId"] for o in objs if o["type"] == "cluster"] == [kerberized_kafka.cluster_id]
 
 
 def test_a_stale_keytab_is_one_line_naming_the_principal_and_the_broker(
