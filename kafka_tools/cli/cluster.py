@@ -391,9 +391,6 @@ def cluster_id(as_json: bool, metadata_log: str | None, **options: Any) -> None:
       3  no /cluster/id (clusters before 0.10.1 have none), ZooKeeper or the brokers unreachable,
          wrong chroot, LOGDIR not a KRaft log dir
     """
-    from kafka_tools.render.cluster import render_cluster_id_json
-    from kafka_tools.render.json_lines import emit
-
     view = _cluster_view(metadata_log, options)
     if view is not None:
         cid = view.cluster_id
@@ -409,6 +406,9 @@ def cluster_id(as_json: bool, metadata_log: str | None, **options: Any) -> None:
         if cid is None:
             raise InputError(f"no /cluster/id on ZooKeeper {config}: clusters before 0.10.1 have no id")
     if as_json:
+        from kafka_tools.render.cluster import render_cluster_id_json
+        from kafka_tools.render.json_lines import emit
+
         render_cluster_id_json(cid, sys.stdout)
         emit(sys.stdout, {"type": "summary", "clusterIds": 1})
     else:
