@@ -23,7 +23,6 @@ from kafka_tools.cli.zk_options import (
     zookeeper_options,
 )
 from kafka_tools.errors import EXIT_FINDINGS, InputError, UsageError
-from kafka_tools.zk.config import NoZooKeeperError
 
 # The views, renderers and clients are imported by the command that runs them: `topics --help` and a
 # usage error build only the commands (tests/cli/startup_budget.json).
@@ -71,6 +70,8 @@ def _metadata_log_option(func):
 def _zk_config(options: dict[str, Any]):
     """ZooKeeper's settings when neither --metadata-log nor --bootstrap-server names another source;
     without any, one line naming all three (exit 2)."""
+    from kafka_tools.zk.config import NoZooKeeperError
+
     try:
         return zk_config_from_options(**options)
     except NoZooKeeperError as exc:

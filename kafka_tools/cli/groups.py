@@ -17,7 +17,6 @@ from kafka_tools.cli.zk_options import (
     zookeeper_options,
 )
 from kafka_tools.errors import FindingsError, KtoolError, UsageError
-from kafka_tools.zk.config import NoZooKeeperError
 
 # The services, renderers and clients are imported by the command that runs them: `groups X --help`
 # and a usage error build only the commands (tests/cli/startup_budget.json).
@@ -339,6 +338,8 @@ def rebalance_plan_cmd(
 
 
 def _zookeeper_given(options: dict[str, Any]) -> bool:
+    from kafka_tools.zk.config import NoZooKeeperError
+
     try:
         zk_config_from_options(**options)
     except NoZooKeeperError:

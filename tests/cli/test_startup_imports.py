@@ -208,6 +208,8 @@ def test_validate_of_a_small_log_dir_imports_no_walker_machinery(fresh) -> None:
 
 NOT_FOR_HELP = (
     "kafka_tools.broker",
+    "kafka_tools.zk.config",  # the settings are read when a command runs; the options name only variables
+    "kafka_tools.secret_files",
     "kafka_tools.zk.connection",
     "kafka_tools.zk.reader",
     "kafka_tools.zk.layout",
