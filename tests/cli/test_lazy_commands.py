@@ -101,3 +101,10 @@ def test_the_topic_filters_are_the_views():
 
     flags = {p.flag_value for p in topics.params if p.name == "filters"}
     assert flags == {f.value for f in Filter}
+
+
+def test_truncate_index_interval_default_is_the_planners():
+    from kafka_tools.cli.truncate import INDEX_INTERVAL_BYTES
+    from kafka_tools.log.checks.recovery import DEFAULT_INDEX_INTERVAL
+
+    assert INDEX_INTERVAL_BYTES == DEFAULT_INDEX_INTERVAL

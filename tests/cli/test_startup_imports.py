@@ -282,6 +282,16 @@ def test_a_usage_error_of_a_server_command_is_found_before_any_client_is_importe
     assert _not_for_help(loaded) == []
 
 
+def test_truncate_help_imports_neither_the_planner_nor_the_repair(fresh) -> None:
+    """Its help is long (formatting it is most of what `truncate --help` does): the recovery planner, the
+    repair and its renderer wait for a run."""
+    code, loaded, stdout = _loaded_after(fresh, ["truncate", "--help"])
+    assert code == 0 and "--index-interval-bytes" in stdout and "[default: 4096; x>=1]" in stdout
+    heavy = ("kafka_tools.log.checks", "kafka_tools.log.repair", "kafka_tools.render.")
+    heavy += ("kafka_tools.format.segment", "kafka_tools.format.record_batch")  # the decoder
+    assert sorted(m for m in loaded if m.startswith(heavy)) == []
+
+
 # -- the start-up budget: every command's modules, against the list allowed at start-up --------------
 #
 # tests/cli/startup_budget.json holds, for every command (each subcommand's `--help`, and the small
