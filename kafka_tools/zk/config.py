@@ -43,7 +43,6 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_SESSION_TIMEOUT = 30.0
 
 
-
 class NoZooKeeperError(UsageError):
     """No ZooKeeper is configured anywhere (command line, environment, config file)."""
 
