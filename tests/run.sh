@@ -93,14 +93,16 @@ unset PYTHONDONTWRITEBYTECODE
 python3 -m compileall -q kafka_tools >/dev/null || true
 installed=$SECONDS
 
-# Four lanes at once (issue 51; bench/HISTORY.md has the figures of each plan): the tests on a Kafka 4.x
+# Five lanes at once (issue 51; bench/HISTORY.md has the figures of each plan): the tests on a Kafka 4.x
 # broker; those on 3.9 with the Spark module on a standalone cluster (`spark_cluster`: that lane ended
-# first); the other real-server tests (Kafka 0.9, ZooKeeper) with Spark's others; and the rest, in one
-# process. A real-server lane mostly waits (JVMs starting, clients' timeouts and polls), so the CPU of
-# the whole run (about 28 core-minutes) sets its wall time on 2 cores, and four lanes keep both busy; a
-# shared cluster is stopped after its last test (tests/support/cluster_lifetimes.py), so no lane holds an
-# idle one. The offline and servers lanes start at once; the two modern ones once Maven has fetched the
-# Kafka jars (in the cache of an earlier run: nothing fetched). Each lane's log is printed whole when all
+# first); the other real-server tests (Kafka 0.9, ZooKeeper) with Spark's others; the offline tests that are
+# slow, property-based or fuzzed; and the rest. A real-server lane mostly waits (JVMs starting, clients'
+# timeouts and polls), so the CPU of the whole run (about 30 core-minutes) sets its wall time on 2 cores,
+# and the lanes keep both busy; the offline tests are two lanes, not one process, as one process alone was
+# the last to end (8.7 core-minutes at about half a core). A shared cluster is stopped after its last test
+# (tests/support/cluster_lifetimes.py), so no lane holds an idle one. The offline and servers lanes start at
+# once; the two modern ones once Maven has fetched the Kafka jars (in the cache of an earlier run: nothing
+# fetched). Each lane's log is printed whole when all
 # are done, the slowest 30 tests of each named (where CI time goes), then when the installs ended and each
 # lane started and ended on the run's clock, then one closing line for them all.
 # `KTOOL_TEST_CPU=DIR` adds each test's CPU to DIR (tests/support/cpu_meter.py).
@@ -121,7 +123,7 @@ modern_lanes() {  # the two lanes on Kafka 3.9/4.x brokers
   wait
 }
 # the modern brokers' jars, once (a second run finds them in the cache and fetches nothing), fetched
-# while the other two lanes run
+# while the other lanes run
 (
   if python3 -m tests.support.modern >"$lanes/jars.log" 2>&1; then
     echo "jars: fetched by ${SECONDS} s" >"$lanes/jars.time"
@@ -131,7 +133,8 @@ modern_lanes() {  # the two lanes on Kafka 3.9/4.x brokers
   fi
 ) &
 lane servers "((server and not modern) or spark) and not spark_cluster" "$@" &
-lane offline "not server and not spark and not spark_cluster" "$@"
+lane offline_slow "not server and not spark and not spark_cluster and (slow or property or sanitizer)" "$@" &
+lane offline "not server and not spark and not spark_cluster and not slow and not property and not sanitizer" "$@"
 wait
 cat "$lanes/jars.log"
 if [ -e "$lanes/jars.rc" ]; then
@@ -140,7 +143,7 @@ if [ -e "$lanes/jars.rc" ]; then
 fi
 status=0
 passed=0 failed=0 skipped=0
-for name in kafka4 kafka39 servers offline; do
+for name in kafka4 kafka39 servers offline_slow offline; do
   echo "=== tests/run.sh lane '$name' (exit $(cat "$lanes/$name.rc"))"
   cat "$lanes/$name.log"
   rc=$(cat "$lanes/$name.rc")

@@ -22,30 +22,15 @@ from kafka_tools.cli.zk_options import (
     zk_if_configured,
     zookeeper_options,
 )
-from kafka_tools.cluster.view import ClusterView, Filter, PartitionView, keep
-from kafka_tools.cluster.zookeeper import partitions_from_zk
 from kafka_tools.errors import EXIT_FINDINGS, InputError, UsageError
-from kafka_tools.render.cluster import (
-    render_brokers_json,
-    render_brokers_text,
-    render_cluster_id_json,
-    render_cluster_json,
-    render_cluster_text,
-    render_quorum_json,
-    render_quorum_text,
-    render_topics_json,
-    render_topics_text,
-)
-from kafka_tools.render.json_lines import emit
-from kafka_tools.render.lines import wants_colour
-from kafka_tools.zk.connection import NoZooKeeperError, ZnodeMissingError, describe, open_zk
-from kafka_tools.zk.reader import cluster_id as read_cluster_id
-from kafka_tools.zk.reader import list_topics, read_brokers, read_cluster, read_topic_configs, read_topics
 
+# The views, renderers and clients are imported by the command that runs them: `topics --help` and a
+# usage error build only the commands (tests/cli/startup_budget.json).
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
     from kafka_tools.broker.client import Broker
+    from kafka_tools.cluster.view import ClusterView, PartitionView
 
 __all__ = [
     "brokers",
@@ -60,6 +45,8 @@ __all__ = [
 
 
 def _colour(ctx: click.Context) -> bool:
+    from kafka_tools.render.lines import wants_colour
+
     return wants_colour(sys.stdout, colour_of(ctx))
 
 
@@ -83,6 +70,8 @@ def _metadata_log_option(func):
 def _zk_config(options: dict[str, Any]):
     """ZooKeeper's settings when neither --metadata-log nor --bootstrap-server names another source;
     without any, one line naming all three (exit 2)."""
+    from kafka_tools.zk.config import NoZooKeeperError
+
     try:
         return zk_config_from_options(**options)
     except NoZooKeeperError as exc:
@@ -125,6 +114,14 @@ def brokers(ctx: click.Context, as_json: bool, metadata_log: str | None, **optio
       3  ZooKeeper or the brokers unreachable, wrong chroot, no /brokers/ids, a malformed znode,
          not allowed, LOGDIR not a KRaft log dir or missing records a snapshot it cannot read held
     """
+    from kafka_tools.render.cluster import (
+        render_brokers_json,
+        render_brokers_text,
+        render_cluster_json,
+        render_cluster_text,
+    )
+    from kafka_tools.render.json_lines import emit
+
     read = _ImageRead()
     view = _cluster_view(metadata_log, options, read)
     if view is not None:
@@ -135,6 +132,9 @@ def brokers(ctx: click.Context, as_json: bool, metadata_log: str | None, **optio
             render_cluster_text(view, sys.stdout, _colour(ctx))
         read.say(ctx)
         return
+    from kafka_tools.zk.connection import open_zk
+    from kafka_tools.zk.reader import read_cluster
+
     with open_zk(_zk_config(options)) as zk:
         cluster = read_cluster(zk)
     if as_json:
@@ -203,21 +203,21 @@ _filters = [
     click.option(
         "--under-replicated-partitions",
         "filters",
-        flag_value=Filter.UNDER_REPLICATED.value,
+        flag_value="under-replicated",  # cluster/view.py's Filter, by value
         multiple=True,
         help="Only partitions whose ISR is smaller than their replication factor.",
     ),
     click.option(
         "--under-min-isr-partitions",
         "filters",
-        flag_value=Filter.UNDER_MIN_ISR.value,
+        flag_value="under-min-isr",
         multiple=True,
         help="Only partitions without a leader or whose ISR is smaller than min.insync.replicas.",
     ),
     click.option(
         "--unavailable-partitions",
         "filters",
-        flag_value=Filter.UNAVAILABLE.value,
+        flag_value="unavailable",
         multiple=True,
         help="Only partitions without a leader or whose leader is not a live broker.",
     ),
@@ -276,6 +276,10 @@ def topics(
       3  a topic does not exist, ZooKeeper or the brokers unreachable, wrong chroot, a malformed znode,
          LOGDIR not a KRaft log dir or missing records a snapshot it cannot read held
     """
+    from kafka_tools.cluster.view import Filter, keep
+    from kafka_tools.render.cluster import render_topics_json, render_topics_text
+    from kafka_tools.render.json_lines import emit
+
     wanted = [Filter(f) for f in filters]
     image_read = _ImageRead()
     missing: list[str] = []
@@ -287,6 +291,10 @@ def topics(
             metadata_log, list(topics) or None, options, sizes, image_read
         )
     else:
+        from kafka_tools.cluster.zookeeper import partitions_from_zk
+        from kafka_tools.zk.connection import describe, open_zk
+        from kafka_tools.zk.reader import list_topics, read_topic_configs, read_topics
+
         with open_zk(_zk_config(options)) as zk:
             if topics:
                 # A name that does not exist is said, and the others are shown (exit 3 at the end).
@@ -324,6 +332,9 @@ def topics(
 
 def _live_zk_brokers(zk: KazooClient) -> list | None:
     """/brokers/ids, for whether a leader is live; None when there is no /brokers/ids at all."""
+    from kafka_tools.zk.connection import ZnodeMissingError
+    from kafka_tools.zk.reader import read_brokers
+
     try:
         return read_brokers(zk)
     except ZnodeMissingError:
@@ -387,12 +398,18 @@ def cluster_id(as_json: bool, metadata_log: str | None, **options: Any) -> None:
         if cid is None:
             raise InputError(f"no cluster id from {view.source}")
     else:
+        from kafka_tools.zk.connection import open_zk
+        from kafka_tools.zk.reader import cluster_id as read_cluster_id
+
         config = _zk_config(options)
         with open_zk(config) as zk:
             cid = read_cluster_id(zk)
         if cid is None:
             raise InputError(f"no /cluster/id on ZooKeeper {config}: clusters before 0.10.1 have no id")
     if as_json:
+        from kafka_tools.render.cluster import render_cluster_id_json
+        from kafka_tools.render.json_lines import emit
+
         render_cluster_id_json(cid, sys.stdout)
         emit(sys.stdout, {"type": "summary", "clusterIds": 1})
     else:
@@ -420,6 +437,8 @@ def quorum(ctx: click.Context, as_json: bool, **options: Any) -> None:
     """
     from kafka_tools.cluster.live import describe_cluster, read_quorum
     from kafka_tools.cluster.quorum import quorum_status
+    from kafka_tools.render.cluster import render_quorum_json, render_quorum_text
+    from kafka_tools.render.json_lines import emit
 
     broker = _live_broker(options)
     if broker is None:

@@ -16,23 +16,17 @@ from kafka_tools.cli.zk_options import (
     zk_if_configured,
     zookeeper_options,
 )
-from kafka_tools.consumers.assignors import Member, consumers_per_topic
-from kafka_tools.consumers.groups import GroupNotFoundError, describe_group, list_all_groups
-from kafka_tools.consumers.rebalance import plan_rebalance
 from kafka_tools.errors import FindingsError, KtoolError, UsageError
-from kafka_tools.render.group_views import render_members, render_state
-from kafka_tools.render.groups import render_group, render_group_list, render_plan
-from kafka_tools.render.json_lines import emit
-from kafka_tools.render.lines import wants_colour
-from kafka_tools.zk.config import NoZooKeeperError
-from kafka_tools.zk.connection import ZnodeMissingError, open_zk
-from kafka_tools.zk.names import check_group_name
-from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
+
+# The services, renderers and clients are imported by the command that runs them: `groups X --help`
+# and a usage error build only the commands (tests/cli/startup_budget.json).
 
 _json_option = json_option("`group`, `partition`, `member`, `assignment` or `plan` objects")
 
 
 def _colour(ctx: click.Context) -> bool:
+    from kafka_tools.render.lines import wants_colour
+
     return wants_colour(sys.stdout, colour_of(ctx))
 
 
@@ -97,6 +91,9 @@ def list_cmd(
       3  ZooKeeper or a broker unreachable, credentials or TLS refused, a malformed znode (a group
          the brokers' ACLs deny is not listed, as Kafka lists it)
     """
+    from kafka_tools.consumers.groups import list_all_groups
+    from kafka_tools.render.groups import render_group_list
+
     wanted_types = _names(types)
     unknown = [t for t in wanted_types if t.lower() not in GROUP_TYPES]
     if unknown:
@@ -163,6 +160,13 @@ def describe_cmd(
       3  ZooKeeper or a broker unreachable, credentials or TLS refused, a group not found or
          denied by the brokers' ACLs (GROUP_AUTHORIZATION_FAILED), a malformed znode
     """
+    from kafka_tools.consumers.groups import GroupNotFoundError, describe_group
+    from kafka_tools.render.group_views import render_members, render_state
+    from kafka_tools.render.groups import render_group
+    from kafka_tools.render.json_lines import emit
+    from kafka_tools.zk.connection import ZnodeMissingError
+    from kafka_tools.zk.reader import list_groups
+
     if verbose and view is None:
         raise UsageError("--verbose goes with --members or --state")
     failed: list[KtoolError] = []
@@ -278,6 +282,8 @@ def rebalance_plan_cmd(
       3  ZooKeeper or a broker unreachable, a group or topic missing, a malformed znode or metadata
     """
     from kafka_tools.consumers.rebalance import parse_partition_count
+    from kafka_tools.render.groups import render_plan
+    from kafka_tools.zk.names import check_group_name
 
     counts = dict(parse_partition_count(spec) for spec in partition_counts)
     check_group_name(group)
@@ -303,6 +309,11 @@ def rebalance_plan_cmd(
         )
     if strategy not in (None, "range", "roundrobin"):
         raise UsageError(f"--strategy {strategy}: ZooKeeper-based consumers have range and roundrobin")
+    from kafka_tools.consumers.assignors import Member, consumers_per_topic
+    from kafka_tools.consumers.rebalance import plan_rebalance
+    from kafka_tools.zk.connection import open_zk
+    from kafka_tools.zk.reader import list_topics, read_group, read_topics
+
     with open_zk(zk_config_from_options(**options)) as zk:
         g = read_group(zk, group)
         members = [Member(m.id, dict(m.subscription), m.pattern) for m in g.members]
@@ -327,6 +338,8 @@ def rebalance_plan_cmd(
 
 
 def _zookeeper_given(options: dict[str, Any]) -> bool:
+    from kafka_tools.zk.config import NoZooKeeperError
+
     try:
         zk_config_from_options(**options)
     except NoZooKeeperError:

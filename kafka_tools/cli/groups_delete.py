@@ -14,20 +14,9 @@ from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option, say_swept
 from kafka_tools.cli.paths import path_type
 from kafka_tools.cli.zk_options import check_zk_groups, zk_if_configured, zookeeper_options
-from kafka_tools.consumers.group_delete import (
-    STORES,
-    ZK,
-    choose_store,
-    plan_deletion,
-    read_journal,
-    run_deletions,
-    undo_deletions,
-)
-from kafka_tools.consumers.group_lock import group_locks
+from kafka_tools.consumers.stores import STORES, ZK
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
 from kafka_tools.keep.state import STATE_HOME_HELP
-from kafka_tools.render.groups_delete import render_deletions
-from kafka_tools.render.lines import wants_colour
 
 
 @click.command("delete")
@@ -84,6 +73,17 @@ def delete(
       2  usage error
       3  a server unreachable, not allowed to delete or re-create, a journal unreadable or its ACLs incomplete
     """
+    from kafka_tools.consumers.group_delete import (
+        choose_store,
+        plan_deletion,
+        read_journal,
+        run_deletions,
+        undo_deletions,
+    )
+    from kafka_tools.consumers.group_lock import group_locks
+    from kafka_tools.render.groups_delete import render_deletions
+    from kafka_tools.render.lines import wants_colour
+
     if undo is not None and group_ids:
         raise UsageError("--undo takes the groups from its journal: give no GROUP")
     if undo is None and not group_ids:

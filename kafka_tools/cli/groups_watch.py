@@ -12,12 +12,7 @@ from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.complete_names import complete_groups
 from kafka_tools.cli.options import colour_of, json_option
 from kafka_tools.cli.zk_options import zk_if_configured, zookeeper_options
-from kafka_tools.consumers.group_tracker import WatchOptions
-from kafka_tools.consumers.watch import GroupWatch
 from kafka_tools.errors import UsageError
-from kafka_tools.render.lines import wants_colour
-from kafka_tools.render.watch import WatchRenderer
-from kafka_tools.zk.names import check_group_name
 
 _SECONDS = click.FloatRange(min=0, min_open=True)
 
@@ -110,6 +105,11 @@ def watch(
       130  interrupted (Ctrl-C)
       143  terminated (SIGTERM): the summary printed, as after Ctrl-C
     """
+    from kafka_tools.consumers.group_tracker import WatchOptions
+    from kafka_tools.render.lines import wants_colour
+    from kafka_tools.render.watch import WatchRenderer
+    from kafka_tools.zk.names import check_group_name
+
     if bool(group_ids) == all_groups:
         raise UsageError("give GROUP… or --all (not both)")
     for group in group_ids:
@@ -138,6 +138,8 @@ def watch(
                 assert broker is not None  # zk_if_configured refuses neither server given
                 code = CoordinatorWatch(broker, settings, render, interval).run()
             else:
+                from kafka_tools.consumers.watch import GroupWatch  # kazoo's recipes: ZooKeeper's watches
+
                 code = GroupWatch(zk, settings, render, broker).run()
         finally:
             render.finish()

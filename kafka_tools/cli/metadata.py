@@ -4,6 +4,7 @@ from a log dir's `__cluster_metadata-0` snapshots and log (a thin skin over kafk
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,22 +17,13 @@ from kafka_tools.cli.options import (
     renamed_option,
 )
 from kafka_tools.cli.paths import path_type
-from kafka_tools.cluster.offline import cluster_from_image, partitions_from_image
 from kafka_tools.errors import EXIT_FINDINGS, FindingsError, UsageError
-from kafka_tools.format.plural import plural
-from kafka_tools.log.checks.findings import Finding, Severity
-from kafka_tools.metadata.checks import check_log_dir, read_findings
-from kafka_tools.metadata.load import MetadataLoad, checked_dir, load_image
-from kafka_tools.render.cluster import partition_json, render_cluster_text, render_topics_text
-from kafka_tools.render.lines import wants_colour
-from kafka_tools.render.metadata import (
-    MetadataText,
-    event_object,
-    finding_line,
-    finding_object,
-    image_objects,
-    write_json,
-)
+
+# The replay, its checks and the renderers are imported by the command that runs them: `metadata X
+# --help` and a usage error build only the commands (tests/cli/startup_budget.json).
+if TYPE_CHECKING:
+    from kafka_tools.log.checks.findings import Finding
+    from kafka_tools.metadata.load import MetadataLoad
 
 _LOGDIR = path_type(path_type=str)  # a missing one is exit 3 (environment), said by load_image
 
@@ -49,6 +41,8 @@ _json_option = json_option("one object per item, then a `finding` object per fin
 
 
 def _colour(ctx: click.Context) -> bool:
+    from kafka_tools.render.lines import wants_colour
+
     return wants_colour(sys.stdout, colour_of(ctx))
 
 
@@ -57,6 +51,9 @@ def _finish(
 ) -> None:
     """Findings after the data: JSON objects on stdout with --json (then the summary), one line each
     on stderr always; exit 1 when one is an error."""
+    from kafka_tools.log.checks.findings import Severity
+    from kafka_tools.render.metadata import finding_line, finding_object, write_json
+
     if as_json:
         write_json(sys.stdout, (finding_object(f) for f in findings))
         errors = sum(f.severity == Severity.ERROR for f in findings)
@@ -115,6 +112,10 @@ def show(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool) 
       2  usage error
       3  LOGDIR missing, unreadable or not a KRaft log dir
     """
+    from kafka_tools.metadata.checks import check_log_dir, read_findings
+    from kafka_tools.metadata.load import load_image
+    from kafka_tools.render.metadata import MetadataText, image_objects, write_json
+
     load = load_image(logdir, at_offset)
     # The log dir is checked against the image of the whole log only: an older one would flag what
     # happened since, and one missing records (read_findings says which) would flag what they hold.
@@ -146,6 +147,12 @@ def topics(ctx: click.Context, logdir: str, at_offset: int | None, as_json: bool
       2  usage error
       3  LOGDIR missing, unreadable or not a KRaft log dir
     """
+    from kafka_tools.cluster.offline import partitions_from_image
+    from kafka_tools.metadata.checks import read_findings
+    from kafka_tools.metadata.load import load_image
+    from kafka_tools.render.cluster import partition_json, render_topics_text
+    from kafka_tools.render.metadata import write_json
+
     load = load_image(logdir, at_offset)
     partitions = partitions_from_image(load.image)  # the view `ktool topics` shows from every source
     if as_json:
@@ -175,6 +182,12 @@ def brokers(ctx: click.Context, logdir: str, at_offset: int | None, as_json: boo
       2  usage error
       3  LOGDIR missing, unreadable or not a KRaft log dir
     """
+    from kafka_tools.cluster.offline import cluster_from_image
+    from kafka_tools.metadata.checks import read_findings
+    from kafka_tools.metadata.load import load_image
+    from kafka_tools.render.cluster import render_cluster_text
+    from kafka_tools.render.metadata import MetadataText, image_objects, write_json
+
     load = load_image(logdir, at_offset)
     if as_json:
         write_json(
@@ -212,6 +225,12 @@ def diff(
       2  usage error
       3  LOGDIR missing, unreadable or not a KRaft log dir
     """
+    from kafka_tools.format.plural import plural
+    from kafka_tools.log.checks.findings import Finding, Severity
+    from kafka_tools.metadata.checks import read_findings
+    from kafka_tools.metadata.load import load_image
+    from kafka_tools.render.metadata import MetadataText, event_object, write_json
+
     from_offset = aliased(ctx, "from_offset", from_offset, click.IntRange(min=0))
     to_offset = aliased(ctx, "to_offset", to_offset, click.IntRange(min=0))
     if from_offset is None:
@@ -287,6 +306,11 @@ def check(ctx: click.Context, logdir: str, image_from: str | None, as_json: bool
       2  usage error
       3  LOGDIR missing, unreadable or not a KRaft log dir
     """
+    from kafka_tools.format.plural import plural
+    from kafka_tools.log.checks.findings import Severity
+    from kafka_tools.metadata.checks import check_log_dir, read_findings
+    from kafka_tools.metadata.load import checked_dir, load_image
+
     load = load_image(image_from or logdir)
     checked = checked_dir(logdir) if image_from else None
     # an image missing records (read_findings says which) would flag what they hold: not checked then

@@ -3,17 +3,14 @@ and files, with a journal, verification and undo."""
 
 from __future__ import annotations
 
-import csv
-import io
 import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from kafka_tools.broker.client import Broker
 from kafka_tools.cli.broker_options import broker_from_options, broker_options
 from kafka_tools.cli.complete_names import complete_groups, complete_topics
 from kafka_tools.cli.options import colour_of, json_option, say_swept, write_output_file
@@ -24,42 +21,21 @@ from kafka_tools.cli.zk_options import (
     zk_if_configured,
     zookeeper_options,
 )
-from kafka_tools.consumers.group_lock import group_locks
-from kafka_tools.consumers.migration import (
-    APPLIED,
-    DEFAULT_METADATA,
-    FILE,
-    INTERRUPTED,
-    KAFKA,
-    NO_SOURCE,
-    REFUSED,
-    ZK,
-    GroupPlan,
-    MigrationOptions,
-    PartitionMove,
-    groups_for,
-    plan_group,
-    read_journal,
-    read_stores,
-    run_migration,
-)
-from kafka_tools.consumers.offsets_file import parse_offsets_file
-from kafka_tools.consumers.undo import check_zookeeper, undo_journal
+from kafka_tools.consumers.stores import FILE, KAFKA, MIGRATE_METADATA, ZK
 from kafka_tools.errors import EXIT_FINDINGS, UsageError
-from kafka_tools.format.plural import plural
 from kafka_tools.keep.state import STATE_HOME_HELP
-from kafka_tools.render.lines import wants_colour
-from kafka_tools.render.offsets import render_moves
-from kafka_tools.zk.connection import open_zk
+
+if TYPE_CHECKING:  # the services (the broker and ZooKeeper clients) only when a command runs
+    from kafka_tools.broker.client import Broker
+    from kafka_tools.consumers.migration import GroupPlan, MigrationOptions, PartitionMove
 
 _STORES = click.Choice([ZK, KAFKA])
 
 
 def _colour(ctx: click.Context) -> bool:
+    from kafka_tools.render.lines import wants_colour
+
     return wants_colour(sys.stdout, colour_of(ctx))
-
-
-_TITLES = {APPLIED: "result", REFUSED: "refused by the broker", INTERRUPTED: "interrupted"}
 
 
 def run_plans(
@@ -75,6 +51,9 @@ def run_plans(
 ) -> None:
     """Say what consumers/migration.run_migration does, and exit as its outcome says. `render`: how the
     moves are shown (default: the table, or JSON Lines)."""
+    from kafka_tools.consumers.migration import APPLIED, INTERRUPTED, REFUSED, run_migration
+    from kafka_tools.render.offsets import render_moves
+
     undo_command = f"ktool {options.command} --undo"
     colour = _colour(ctx)
 
@@ -103,7 +82,8 @@ def run_plans(
         if run.refused:
             ctx.exit(EXIT_FINDINGS)
         return
-    show(run.moves, _TITLES[run.state])
+    titles = {APPLIED: "result", REFUSED: "refused by the broker", INTERRUPTED: "interrupted"}
+    show(run.moves, titles[run.state])
     if run.state == INTERRUPTED:
         click.echo(
             f"ktool: interrupted; the journal {run.journal} says what was written; run the same command "
@@ -123,6 +103,11 @@ def run_undo(
     """`--undo JOURNAL` (consumers/undo.py) said and exited as its outcome says: what a consumer moved
     since the run refused (exit 1) unless `force`; a journal undone before, "already undone" (exit 0).
     `connect`: the broker, asked for once the journal is read and the servers it needs are given."""
+    from kafka_tools.consumers.group_lock import group_locks
+    from kafka_tools.consumers.migration import read_journal
+    from kafka_tools.consumers.undo import check_zookeeper, undo_journal
+    from kafka_tools.render.offsets import render_moves
+
     journal = read_journal(path)
     check_zookeeper(zk, path, journal)
     with group_locks([g["group"] for g in journal["groups"]]):
@@ -166,7 +151,7 @@ _common = [
     click.option("--allow-rewind", is_flag=True, help="Move offsets backwards where the target is ahead."),
     click.option(
         "--metadata",
-        default=DEFAULT_METADATA,
+        default=MIGRATE_METADATA,
         show_default=True,
         help="Commit metadata stored with offsets written to Kafka, to recognise them.",
     ),
@@ -265,6 +250,10 @@ def migrate_offsets(
       2  usage error
       3  ZooKeeper or a broker unreachable (the journal says what was written)
     """
+    from kafka_tools.consumers.group_lock import group_locks
+    from kafka_tools.consumers.migration import MigrationOptions, groups_for, plan_group
+    from kafka_tools.zk.connection import open_zk
+
     target = target or (KAFKA if source == ZK else ZK)
     if source == target and not dual_commit:
         raise UsageError("--from and --to name the same store")
@@ -342,6 +331,12 @@ def export_cmd(
       2  usage error
       3  ZooKeeper or a broker unreachable, the file cannot be written
     """
+    import csv
+    import io
+
+    from kafka_tools.consumers.migration import groups_for, read_stores
+    from kafka_tools.format.plural import plural
+
     rows: list[tuple[str, str, int, int]] = []
     needed = "--from zookeeper reads /consumers in ZooKeeper" if source == ZK else None
     check_zk_groups(group_ids, **options)
@@ -416,6 +411,10 @@ def import_cmd(
       2  usage error
       3  ZooKeeper or a broker unreachable, the file unreadable or malformed
     """
+    from kafka_tools.consumers.group_lock import group_locks
+    from kafka_tools.consumers.migration import NO_SOURCE, MigrationOptions, plan_group
+    from kafka_tools.consumers.offsets_file import parse_offsets_file
+
     wanted = parse_offsets_file(file)
     if group_ids:
         wanted = {g: v for g, v in wanted.items() if g in group_ids}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,30 +16,12 @@ from kafka_tools.cli.offsets import need_broker, run_plans, run_undo
 from kafka_tools.cli.options import TimeSpec, json_option, live_options
 from kafka_tools.cli.paths import path_type
 from kafka_tools.cli.zk_options import check_zk_groups, zk_if_configured, zookeeper_options
-from kafka_tools.consumers.group_lock import group_locks
-from kafka_tools.consumers.migration import KAFKA, ZK
-from kafka_tools.consumers.reset import (
-    CURRENT,
-    DATETIME,
-    DURATION,
-    EARLIEST,
-    FROM_FILE,
-    LATEST,
-    METADATA,
-    OFFSET,
-    SHIFT,
-    ResetRequest,
-    Target,
-    export_csv,
-    parse_duration,
-    parse_topic,
-    plan_reset,
-    read_plan_csv,
-)
+from kafka_tools.consumers.stores import KAFKA, RESET_METADATA, ZK
 from kafka_tools.errors import UsageError
 from kafka_tools.keep.state import STATE_HOME_HELP
-from kafka_tools.render.json_kinds import note_object
-from kafka_tools.render.json_lines import emit
+
+if TYPE_CHECKING:  # the service (the broker and ZooKeeper clients) only when a reset is planned
+    from kafka_tools.consumers.reset import Target
 
 
 @click.command("reset-offsets")
@@ -113,7 +95,7 @@ from kafka_tools.render.json_lines import emit
 @click.option("--force", is_flag=True, help="With --undo: rewind offsets moved since the reset too.")
 @click.option(
     "--metadata",
-    default=METADATA,
+    default=RESET_METADATA,
     show_default=True,
     help="Commit metadata stored with offsets written to Kafka.",
 )
@@ -177,6 +159,18 @@ def reset_offsets(
          deny (GROUP_AUTHORIZATION_FAILED), a topic missing, the CSV or a
          log dir unreadable, a broker too old to answer a time without --log-dir
     """
+    from kafka_tools.consumers.group_lock import group_locks
+    from kafka_tools.consumers.reset import (
+        DATETIME,
+        DURATION,
+        FROM_FILE,
+        ResetRequest,
+        parse_topic,
+        plan_reset,
+    )
+    from kafka_tools.render.json_kinds import note_object
+    from kafka_tools.render.json_lines import emit
+
     if undo is not None:
         with zk_if_configured(**options) as zk:
             run_undo(ctx, zk, lambda: need_broker(zk, options), undo, force, as_json)
@@ -211,6 +205,8 @@ def reset_offsets(
 
 
 def _export(moves, title: str) -> None:
+    from kafka_tools.consumers.reset import export_csv
+
     sys.stdout.write(export_csv(moves))
 
 
@@ -225,6 +221,20 @@ def _target(
     duration: str | None,
     from_file: Path | None,
 ) -> Target:
+    from kafka_tools.consumers.reset import (
+        CURRENT,
+        DATETIME,
+        DURATION,
+        EARLIEST,
+        FROM_FILE,
+        LATEST,
+        OFFSET,
+        SHIFT,
+        Target,
+        parse_duration,
+        read_plan_csv,
+    )
+
     given = [
         (EARLIEST, earliest),
         (LATEST, latest),

@@ -15,16 +15,9 @@ from kafka_tools.cli.paths import path_type
 from kafka_tools.cli.zk_options import zk_config_from_options, zookeeper_options
 from kafka_tools.errors import EXIT_ENVIRONMENT, EXIT_FINDINGS, InputError, KtoolError
 from kafka_tools.log.reads.times import parse_time
-from kafka_tools.log.retention.config import (
-    SettingSources,
-    broker_settings,
-    flag_settings,
-    read_server_properties,
-)
-from kafka_tools.log.retention.preview import find_partitions, preview
-from kafka_tools.metadata.configs import kraft_settings
-from kafka_tools.render.lines import wants_colour
-from kafka_tools.render.retention import RetentionJsonRenderer, RetentionTextRenderer
+
+# The preview, its settings and renderers are imported when it runs: `retention --help` and a usage
+# error build only the command (tests/cli/startup_budget.json).
 
 
 def _topic_overrides(topics: set[str], options: dict[str, Any]) -> dict[str, dict[str, str]] | None:
@@ -146,6 +139,17 @@ def retention(
       3  a path, server.properties, a KRaft log dir's metadata log, ZooKeeper or the broker could not
          be read
     """
+    from kafka_tools.log.retention.config import (
+        SettingSources,
+        broker_settings,
+        flag_settings,
+        read_server_properties,
+    )
+    from kafka_tools.log.retention.preview import find_partitions, preview
+    from kafka_tools.metadata.configs import kraft_settings
+    from kafka_tools.render.lines import wants_colour
+    from kafka_tools.render.retention import RetentionJsonRenderer, RetentionTextRenderer
+
     now_ms = parse_time(now_text, "--now") if now_text else int(time.time() * 1000)
     sources = SettingSources(flags=flag_settings(retention_ms, retention_hours, retention_bytes))
     static = None

@@ -12,9 +12,12 @@ from kafka_tools.cli.options import json_option, live_options
 from kafka_tools.cli.paths import path_type
 from kafka_tools.errors import UsageError
 from kafka_tools.keep.state import STATE_HOME_HELP
-from kafka_tools.log.checks.recovery import DEFAULT_INDEX_INTERVAL
-from kafka_tools.log.repair.truncate_service import Summary, TruncateRequest, truncate_run, undo_run
-from kafka_tools.render.truncate import TruncateRenderer
+
+# Kafka's index.interval.bytes default, log/checks/recovery.py's DEFAULT_INDEX_INTERVAL: named here so
+# that declaring the option imports no planner, `truncate --help` none of the repair (the planner, the
+# repair and the renderer are imported when the command runs; tests/cli/test_lazy_commands.py checks
+# the two agree).
+INDEX_INTERVAL_BYTES = 4096
 
 
 @click.command("truncate")
@@ -37,7 +40,7 @@ from kafka_tools.render.truncate import TruncateRenderer
 @click.option(
     "--index-interval-bytes",
     type=click.IntRange(min=1),
-    default=DEFAULT_INDEX_INTERVAL,
+    default=INDEX_INTERVAL_BYTES,
     show_default=True,
     help="index.interval.bytes for the rebuilt indexes.",
 )
@@ -111,6 +114,9 @@ def truncate(
       3  a path could not be read or is a link, the backup could not be written (nothing changed),
          or a broker or another ktool holds the log dir's .lock
     """
+    from kafka_tools.log.repair.truncate_service import Summary, TruncateRequest, truncate_run, undo_run
+    from kafka_tools.render.truncate import TruncateRenderer
+
     render = TruncateRenderer(sys.stdout, as_json, lambda line: click.echo(line, err=True))
     if undo_manifest is not None:
         if paths:

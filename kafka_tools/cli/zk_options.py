@@ -21,17 +21,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from kafka_tools.cli.paths import path_type
-from kafka_tools.zk.config import (
-    ENV_AUTH,
-    ENV_CONNECT,
-    ENV_KEY_PASSWORD,
-    NoZooKeeperError,
-    ZkConfig,
-    resolve_config,
-)
+from kafka_tools.zk.environment import ENV_AUTH, ENV_CONNECT, ENV_KEY_PASSWORD
 
+# The settings themselves (zk/config.py) are read when a command runs: declaring the options (its
+# --help, a usage error) needs only the variables' names.
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
+
+    from kafka_tools.zk.config import ZkConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -98,6 +95,8 @@ def zookeeper_options(func: F) -> F:
 
 def zk_config_from_options(**options: Any) -> ZkConfig:
     """The ZkConfig for the values of :func:`zookeeper_options` (other keyword arguments are ignored)."""
+    from kafka_tools.zk.config import resolve_config
+
     return resolve_config(
         connect=options.get("zookeeper"),
         connect_timeout=options.get("zk_timeout"),
@@ -114,6 +113,7 @@ def zk_config_from_options(**options: Any) -> ZkConfig:
 def check_zk_groups(groups: Iterable[str], **options: Any) -> None:
     """Before connecting: when ZooKeeper is configured (the command will look the groups up there), each
     group must be a name ZooKeeper can hold (zk/names.py), else one line and exit 2."""
+    from kafka_tools.zk.config import NoZooKeeperError
     from kafka_tools.zk.names import check_group_name
 
     groups = list(groups)
@@ -132,6 +132,8 @@ def zk_if_configured(*, needed_for: str | None = None, **options: Any) -> Iterat
     """An open ZooKeeper when one is configured, else None: commands whose data lives in Kafka work
     with --bootstrap-server alone (KRaft and Kafka 4.x clusters have no ZooKeeper). `needed_for` says
     what could not be done without it, for the one line when neither server is given."""
+    from kafka_tools.zk.config import NoZooKeeperError
+
     try:
         config = zk_config_from_options(**options)
     except NoZooKeeperError as exc:

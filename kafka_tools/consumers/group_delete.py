@@ -20,15 +20,13 @@ from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
 from kafka_tools.consumers.coordinated import live_members
 from kafka_tools.consumers.migration import create_journal
+from kafka_tools.consumers.stores import KAFKA, STORES, ZK
 from kafka_tools.errors import FindingsError, InputError, UsageError
 from kafka_tools.keep.durable import read_json, write_json
 from kafka_tools.zk.connection import describe
 from kafka_tools.zk.names import group_path, znode_name_problem
 from kafka_tools.zk.tree import SavedZnode, delete_tree, hidden_digests, read_tree, restore_tree
 
-ZK = "zookeeper"
-KAFKA = "kafka"
-STORES = (ZK, KAFKA)
 JOURNAL_KIND = "groups-delete"
 UNDO_METADATA = "ktool-groups-delete-undo"
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from kafka_tools import __version__
 from kafka_tools.broker.client import Broker
 from kafka_tools.consumers.coordinated import live_members
+from kafka_tools.consumers.stores import FILE, KAFKA, MIGRATE_METADATA, ZK
 from kafka_tools.errors import FindingsError, InputError, KtoolError, UsageError, os_reason
 from kafka_tools.keep.durable import create_json, read_json, write_json
 from kafka_tools.keep.state import journals_dir, make_state_dir
@@ -27,11 +28,6 @@ from kafka_tools.zk.layout import LAYOUT_07
 from kafka_tools.zk.names import offset_path
 from kafka_tools.zk.reader import list_groups, list_topics, read_group, read_topics
 from kafka_tools.zk.write import write_znode
-
-ZK = "zookeeper"
-KAFKA = "kafka"
-FILE = "file"  # `ktool offsets import`: the offsets come from an export file
-DEFAULT_METADATA = "ktool-migrate"
 
 # Statuses of one partition in a plan and after it ran.
 WRITE = "write"  # the target store gets the offset
@@ -82,7 +78,7 @@ class MigrationOptions:
     dual_commit: bool = False
     force: bool = False
     allow_rewind: bool = False
-    metadata: str = DEFAULT_METADATA
+    metadata: str = MIGRATE_METADATA
     topics: tuple[str, ...] = ()
     command: str = "migrate-offsets"  # the command that wrote the journal: its name and its --undo
 

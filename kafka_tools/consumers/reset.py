@@ -33,11 +33,11 @@ from kafka_tools.consumers.migration import (
     read_stores,
     topic_catalog,
 )
+from kafka_tools.consumers.stores import RESET_METADATA
 from kafka_tools.errors import InputError, UsageError
 from kafka_tools.zk.connection import ZnodeMissingError
 from kafka_tools.zk.reader import read_group
 
-METADATA = "ktool-reset-offsets"
 COMMAND = "groups reset-offsets"
 
 # Targets, named as kafka-consumer-groups names them (--to-earliest …).
@@ -72,7 +72,7 @@ class ResetRequest:
     topics: tuple[tuple[str, tuple[int, ...] | None], ...] = ()  # --topic T or T:0,2
     store: str | None = None  # None: as `groups describe` reads the group
     log_dirs: tuple[str, ...] = ()  # answer times from these instead of the brokers
-    metadata: str = METADATA
+    metadata: str = RESET_METADATA
 
 
 @dataclass

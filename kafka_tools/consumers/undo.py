@@ -22,7 +22,6 @@ from pathlib import Path
 from kafka_tools.broker.client import Broker
 from kafka_tools.broker.offset_delete import ERROR_NAMES, SUBSCRIBED, delete_group_offsets
 from kafka_tools.consumers.migration import (
-    DEFAULT_METADATA,
     KAFKA,
     MISMATCH,
     NOT_WRITTEN,
@@ -38,6 +37,7 @@ from kafka_tools.consumers.migration import (
     write_zookeeper,
     writes_to,
 )
+from kafka_tools.consumers.stores import MIGRATE_METADATA
 from kafka_tools.errors import UsageError
 from kafka_tools.keep.durable import write_json
 
@@ -83,7 +83,7 @@ def undo_journal(zk, broker: Broker, path: Path, journal: dict, force: bool = Fa
         return UndoResult([], already=True, undone_at=journal.get("undone"))
     check_zookeeper(zk, path, journal)
     options = journal_options(journal)
-    metadata = (options.metadata or DEFAULT_METADATA) + "-undo"
+    metadata = (options.metadata or MIGRATE_METADATA) + "-undo"
     moves: list[PartitionMove] = []
     for g in journal["groups"]:
         partitions = [PartitionMove(**m) for m in g["partitions"]]

@@ -36,15 +36,11 @@ from typing import Any
 
 from kafka_tools.errors import InputError, UsageError, os_error_line, os_reason
 from kafka_tools.secret_files import read_secret_file
+from kafka_tools.zk.environment import ENV_AUTH, ENV_CONFIG, ENV_CONNECT, ENV_KEY_PASSWORD
 
 DEFAULT_PORT = 2181
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_SESSION_TIMEOUT = 30.0
-
-ENV_CONNECT = "KTOOL_ZOOKEEPER"
-ENV_AUTH = "KTOOL_ZK_AUTH"
-ENV_CONFIG = "KTOOL_CONFIG"
-ENV_KEY_PASSWORD = "KTOOL_ZK_KEY_PASSWORD"
 
 
 class NoZooKeeperError(UsageError):

@@ -92,3 +92,19 @@ def test_tab_after_an_option_prefix_imports_no_decoder():
         # format.mapping (the memory-map policy log/ installs) imports nothing: it is not a decoder
         light = {"kafka_tools.format", "kafka_tools.format.mapping"}
         assert not [m for m in loaded if m.startswith((*decoders, "rich")) and m not in light], command
+
+
+def test_the_topic_filters_are_the_views():
+    """`topics` names its filters' values without importing the view: they are cluster/view.py's Filter."""
+    from kafka_tools.cli.cluster import topics
+    from kafka_tools.cluster.view import Filter
+
+    flags = {p.flag_value for p in topics.params if p.name == "filters"}
+    assert flags == {f.value for f in Filter}
+
+
+def test_truncate_index_interval_default_is_the_planners():
+    from kafka_tools.cli.truncate import INDEX_INTERVAL_BYTES
+    from kafka_tools.log.checks.recovery import DEFAULT_INDEX_INTERVAL
+
+    assert INDEX_INTERVAL_BYTES == DEFAULT_INDEX_INTERVAL

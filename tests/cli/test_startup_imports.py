@@ -200,6 +200,98 @@ def test_validate_of_a_small_log_dir_imports_no_walker_machinery(fresh) -> None:
     assert sorted(machinery & loaded) == []
 
 
+# -- --help of the commands that talk to servers or replay a metadata log ------------------------------
+#
+# Their help (and a usage error, which Click finds before the command runs) is the commands' options and
+# text: none of the clients, services or renderers behind them (issue 51: each --help within 0.06 s of
+# `python -c pass`; the broker client alone was 23 ms of `groups describe --help`).
+
+NOT_FOR_HELP = (
+    "kafka_tools.broker",
+    "kafka_tools.zk.config",  # the settings are read when a command runs; the options name only variables
+    "kafka_tools.secret_files",
+    "kafka_tools.zk.connection",
+    "kafka_tools.zk.reader",
+    "kafka_tools.zk.layout",
+    "kafka_tools.zk.write",
+    "kafka_tools.consumers.",
+    "kafka_tools.cluster",
+    "kafka_tools.metadata",
+    "kafka_tools.migration",
+    "kafka_tools.log.retention",
+    "kafka_tools.render.",
+    "kazoo",
+    "confluent_kafka",
+    "ssl",
+    "socket",
+    "json",
+    "csv",
+)
+# what declaring the options takes: the offset stores' names (--store, --from, --to), colour on a terminal
+HELP_MAY_USE = {"kafka_tools.consumers.stores", "kafka_tools.render.lines"}
+
+SERVER_COMMANDS = [
+    ["brokers"],
+    ["cluster-id"],
+    ["quorum"],
+    ["topics"],
+    ["groups", "list"],
+    ["groups", "describe"],
+    ["groups", "rebalance-plan"],
+    ["groups", "reset-offsets"],
+    ["groups", "watch"],
+    ["groups", "delete"],
+    ["metadata", "show"],
+    ["metadata", "topics"],
+    ["metadata", "brokers"],
+    ["metadata", "diff"],
+    ["metadata", "check"],
+    ["migrate-offsets"],
+    ["offsets", "export"],
+    ["offsets", "import"],
+    ["retention"],
+    ["kraft-migration", "check"],
+    ["kraft-migration", "diff"],
+]
+
+
+def _not_for_help(loaded: set[str]) -> list[str]:
+    return sorted(m for m in loaded if m.startswith(NOT_FOR_HELP) and m not in HELP_MAY_USE)
+
+
+@pytest.mark.parametrize("words", SERVER_COMMANDS, ids=" ".join)
+def test_help_of_a_server_command_imports_no_client_service_or_renderer(fresh, words: list[str]) -> None:
+    code, loaded, stdout = _loaded_after(fresh, [*words, "--help"])
+    assert code == 0 and "Exit status" in stdout  # the help was printed
+    assert _not_for_help(loaded) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["groups", "describe", "--no-such-option"],
+        ["topics", "--broker-timeout", "0"],
+        ["offsets", "export", "--from", "nowhere"],
+        ["metadata", "diff"],
+    ],
+    ids=["unknown-option", "bad-value", "bad-choice", "missing-argument"],
+)
+def test_a_usage_error_of_a_server_command_is_found_before_any_client_is_imported(fresh, args) -> None:
+    code, loaded, _ = _loaded_after(fresh, args)
+    assert code == 2  # Click's usage error, said before the command runs
+    assert _not_for_help(loaded) == []
+
+
+def test_truncate_help_imports_neither_the_planner_nor_the_repair(fresh) -> None:
+    """Its help is long (formatting it is most of what `truncate --help` does): the recovery planner, the
+    repair and its renderer wait for a run."""
+    code, loaded, stdout = _loaded_after(fresh, ["truncate", "--help"])
+    assert code == 0 and "--index-interval-bytes" in stdout and "[default: 4096; x>=1]" in stdout
+    heavy = ("kafka_tools.log.checks", "kafka_tools.log.repair", "kafka_tools.render.")
+    heavy += ("kafka_tools.format.segment", "kafka_tools.format.record_batch")  # the decoder
+    assert sorted(m for m in loaded if m.startswith(heavy)) == []
+
+
 # -- the start-up budget: every command's modules, against the list allowed at start-up --------------
 #
 # tests/cli/startup_budget.json holds, for every command (each subcommand's `--help`, and the small
