@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -175,13 +176,18 @@ def test_show_at_a_snapshot_equals_the_metadata_shell(kraft, tmp_path):
             break
         assert time.monotonic() < deadline, "no controller snapshot holds the new topic"
         time.sleep(0.5)
+    shell: dict = {}
     for _ in range(5):  # the shell loads its snapshot on a thread: a `tree` run first can see none of it
-        shell = _tree(
-            run_tool(kraft.release, "MetadataShell", ["-s", str(snapshots[-1]), "tree", "/image"]).stdout
-        )
+        try:  # and once in CI it never ended (300 s): a run that does not end in 60 s is another try
+            args = ["-s", str(snapshots[-1]), "tree", "/image"]
+            ran = run_tool(kraft.release, "MetadataShell", args, timeout=60)
+        except subprocess.TimeoutExpired:
+            continue
+        shell = _tree(ran.stdout)
         if topic in shell.get("topics", {}).get("byName", {}):
             break
 
+    assert topic in shell.get("topics", {}).get("byName", {}), "the metadata shell never showed the topic"
     by_name = shell["topics"]["byName"]
     ours_topics = {o["name"]: o for o in image if o["type"] == "topic"}
     assert set(by_name) == set(ours_topics) and topic in by_name

@@ -21,7 +21,6 @@ from click.testing import CliRunner
 from tests.independent import FIXTURES, ROOT
 from tests.support.kill_points import (
     KillPoint,
-    KillPointError,
     run_killed,
     strace_or_unavailable,
     write_points,
@@ -257,17 +256,6 @@ def _argv(out: Path, core: int = 0) -> list[str]:
     return ["taskset", "-c", str(core), *python, str(KAFKA09 / "plain-0")]
 
 
-def _killed(argv: list[str], point: KillPoint, env: dict[str, str], cwd: Path) -> None:
-    """Killed at `point`; once more when the run's calls before it differed from the clean run's (a
-    directory on sys.path changed by another process makes the import system list it again)."""
-    try:
-        run_killed(argv, point, env=env, cwd=cwd)
-    except KillPointError as exc:
-        if "the runs differ" not in str(exc):
-            raise
-        run_killed(argv, point, env=env, cwd=cwd)
-
-
 def _kill_everywhere(old_tables: Path, tmp_path: Path, keep) -> int:
     """Every kept kill point proven, in two lanes (each its own --out; on two cores, its own core: the
     killed run sees one core either way, as the recorded run did)."""
@@ -286,7 +274,7 @@ def _kill_everywhere(old_tables: Path, tmp_path: Path, keep) -> int:
 
     def kill(i: int) -> None:
         _fresh(old_tables, lanes[i % 2])
-        _killed(_argv(lanes[i % 2], cores[i % 2]), mine[i], env, tmp_path)
+        run_killed(_argv(lanes[i % 2], cores[i % 2]), mine[i], env=env, cwd=tmp_path)
 
     # The next point's killed run (a subprocess, in the other lane) while this thread checks this one's
     # --out with in-process scans (CliRunner and signal handlers: the main thread's alone).
