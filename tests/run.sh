@@ -91,8 +91,8 @@ python3 -m compileall -q kafka_tools >/dev/null || true
 installed=$SECONDS
 
 # Five lanes at once (issue 51; bench/HISTORY.md has the figures of each plan): the tests on a Kafka 4.x
-# broker; those on 3.9 with the Spark module on a standalone cluster (`spark_cluster`: that lane ended
-# first); the other real-server tests (Kafka 0.9, ZooKeeper) with Spark's others; the offline tests that are
+# broker; those on 3.9 with the Spark module on a standalone cluster (`spark_cluster`) and the 4.x tests on
+# a cluster of their own (`own_cluster`: racks, Kerberos), as that lane ended first; the other real-server tests (Kafka 0.9, ZooKeeper) with Spark's others; the offline tests that are
 # slow, property-based or fuzzed; and the rest. A real-server lane mostly waits (JVMs starting, clients'
 # timeouts and polls), so the CPU of the whole run (about 30 core-minutes) sets its wall time on 2 cores,
 # and the lanes keep both busy; the offline tests are two lanes, not one process, as one process alone was
@@ -115,8 +115,8 @@ lane() {  # lane NAME MARKER-EXPRESSION [pytest args]
   echo "lane $name: from ${started} s to ${SECONDS} s" >"$lanes/$name.time"  # the run's clock: where CI's wall went
 }
 modern_lanes() {  # the two lanes on Kafka 3.9/4.x brokers
-  lane kafka4 "server and modern and kafka4 and not spark" "$@" &
-  lane kafka39 "(server and modern and not kafka4 and not spark) or spark_cluster" "$@" &
+  lane kafka4 "server and modern and kafka4 and not spark and not own_cluster" "$@" &
+  lane kafka39 "(server and modern and (not kafka4 or own_cluster) and not spark) or spark_cluster" "$@" &
   wait
 }
 # The kerberos extra's one package (gssapi, pyproject.toml) builds from source against libkrb5-dev, which apt

@@ -14,7 +14,9 @@ from _pytest.mark.expression import Expression
 from tests import conftest
 from tests.independent import ROOT
 
-MARKERS = ("server", "modern", "kafka4", "spark", "spark_cluster", "property", "slow", "sanitizer")
+MARKERS = (
+    "server", "modern", "kafka4", "own_cluster", "spark", "spark_cluster", "property", "slow", "sanitizer"
+)  # fmt: skip
 
 
 def _lanes() -> dict[str, str]:
@@ -30,8 +32,13 @@ def test_every_combination_of_markers_runs_in_exactly_one_lane() -> None:
         for marks in map(set, itertools.combinations(MARKERS, n)):
             if "modern" in marks and "server" not in marks or "kafka4" in marks and "modern" not in marks:
                 continue  # conftest gives `modern` only with `server`, `kafka4` only with `modern`
-            if "spark_cluster" in marks and "spark" not in marks:
-                continue  # a module marks `spark_cluster` beside `spark`
+            if (
+                "spark_cluster" in marks
+                and "spark" not in marks
+                or "own_cluster" in marks
+                and "server" not in marks
+            ):
+                continue  # `spark_cluster` is marked beside `spark`, `own_cluster` on a server test
             runs = [name for name, expr in lanes.items() if expr.evaluate(marks.__contains__)]
             assert len(runs) == 1, (sorted(marks), runs)
 

@@ -24,7 +24,7 @@ from tests.support.kdc import REALM
 from tests.support.kerberized import CLIENT, LISTENER, broker_settings, java_client_config
 from tests.support.modern import create_topic, run_tool_batch
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, pytest.mark.own_cluster]  # a broker and a KDC of its own
 PARTITIONS, RECORDS = 3, 20
 
 

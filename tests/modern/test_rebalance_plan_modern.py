@@ -407,6 +407,7 @@ def rack_blind_range(group: Group) -> dict[tuple[str, int], str]:
 # exhaustive tier on 3.9.2's as well (a two-broker cluster a release: about 2 core-minutes)
 @pytest.mark.kafka4_in_ci
 @pytest.mark.parametrize("assignor", ["range", "sticky", "cooperative-sticky"])
+@pytest.mark.own_cluster
 def test_the_plan_with_racks_predicts_what_java_consumers_end_up_with(racked_cluster, assignor):
     java = group_member_command(racked_cluster.release)
     rng = random.Random(f"racks-{assignor}")
@@ -431,6 +432,7 @@ def test_the_plan_with_racks_predicts_what_java_consumers_end_up_with(racked_clu
     assert assignor != "range" or rack_decided > 0
 
 
+@pytest.mark.own_cluster
 def test_librdkafkas_range_with_racks_that_decide_is_refused_in_one_line(racked_cluster):
     group = Group(racked_cluster, "classic", "librdkafka", "range", [], "-racks")
     try:
@@ -449,6 +451,7 @@ def test_librdkafkas_range_with_racks_that_decide_is_refused_in_one_line(racked_
 
 @pytest.mark.exhaustive
 @pytest.mark.parametrize("assignor", ["range", "sticky", "cooperative-sticky"])
+@pytest.mark.own_cluster
 def test_the_plan_with_racks_predicts_20_seeded_steps(racked_cluster, assignor):
     """20 seeded joins (a random rack each; sticky with equal subscriptions, the others random ones)
     and leaves, each planned before and checked after."""
