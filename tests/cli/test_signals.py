@@ -199,7 +199,8 @@ def before_ktool(case: Case, run: Run) -> bool:
     """Whether the signal ended the run in the interpreter's own start-up, before ktool's first line,
     with Python's defaults: killed by a signal it had no handler for when it was sent (ktool installs
     its handlers at its first line), or a KeyboardInterrupt in `site` or the console script's imports
-    (no frame of ktool's in the traceback), or in `site`'s run of a .pth file. Out of any program's reach:
+    (no frame of ktool's in the traceback), in `site`'s run of a .pth file, or in the interpreter's own
+    initialisation (a "Fatal Python error: init_..."). Out of any program's reach:
     counted, not failed."""
     if run.stdout or _KTOOL_FRAME.search(run.stderr):
         return False
@@ -209,6 +210,10 @@ def before_ktool(case: Case, run: Run) -> bool:
         # `site` ran a .pth file's line (the editable install's path finder) when the KeyboardInterrupt
         # came: it prints that line's error, ignores the rest of the file and goes on without that path,
         # so the console script cannot import ktool (seen once in CI at 0.05 s)
+        return True
+    if case.signum == signal.SIGINT and run.stderr.startswith("Fatal Python error: init_"):
+        # the interpreter's own initialisation (its standard streams, `io` being imported) was interrupted:
+        # Python's default handler raised there and the runtime gave up (seen once in CI at 0.035 s)
         return True
     return case.signum == signal.SIGINT and run.stderr.rstrip().endswith("KeyboardInterrupt")
 
