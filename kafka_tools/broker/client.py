@@ -131,9 +131,10 @@ class Broker:
         self._own_reads = None  # ktool's own client for what librdkafka cannot speak here (GSSAPI)
 
     @property
-    def _own(self):
-        """ktool's own client for the reads librdkafka would make, when the mechanism is SASL GSSAPI:
-        confluent-kafka's wheels are built without libsasl2 (own_reads.py); None otherwise."""
+    def own_client(self):
+        """ktool's own client for the reads librdkafka would make (this class's and the cluster views'),
+        when the mechanism is SASL GSSAPI: confluent-kafka's wheels are built without libsasl2
+        (own_reads.py); None otherwise."""
         security = self.config.security
         if security is None or security.credentials is None or security.credentials.mechanism != "GSSAPI":
             return None
@@ -142,11 +143,6 @@ class Broker:
 
             self._own_reads = OwnReads(first_server(self.config.bootstrap), self.config.timeout, security)
         return self._own_reads
-
-    @property
-    def own_client(self):
-        """What a cluster view reads on ktool's own client instead of librdkafka (SASL GSSAPI), or None."""
-        return self._own
 
     def _consumer(self, group: str | None = None):
         from confluent_kafka import Consumer
@@ -215,8 +211,8 @@ class Broker:
 
         wanted = list(partitions)
         missing = [tp for tp in wanted if tp not in self._marks]
-        if missing and self._own is not None:
-            self._marks.update(self._own.watermarks(missing))
+        if missing and (own := self.own_client) is not None:
+            self._marks.update(own.watermarks(missing))
         elif missing:
             if self._reader is None:
                 self._reader = self._consumer()
@@ -268,8 +264,8 @@ class Broker:
         self, wanted: dict[str, list[tuple[str, int]]]
     ) -> dict[str, dict[tuple[str, int], int | None]]:
         """OffsetFetch for many groups at once: every request in flight, then every answer collected."""
-        if self._own is not None:
-            return {group: self._own.committed(group, tps) if tps else {} for group, tps in wanted.items()}
+        if (own := self.own_client) is not None:
+            return {group: own.committed(group, tps) if tps else {} for group, tps in wanted.items()}
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
         admin = self._admin()
@@ -428,11 +424,8 @@ class Broker:
     def topics(self) -> dict[str, list[int]]:
         """Every topic's partition numbers, from the brokers' metadata (the catalog ZooKeeper would give
         otherwise; KRaft clusters have no ZooKeeper)."""
-        if self._own is not None:
-            found: dict[str, list[int]] = {}
-            for topic, partition in self._own.metadata().leaders:
-                found.setdefault(topic, []).append(partition)
-            return {name: sorted(found[name]) for name in sorted(found)}
+        if (own := self.own_client) is not None:
+            return {name: sorted(ps) for name, ps in sorted(own.metadata().partitions.items())}
         from confluent_kafka import KafkaException
 
         try:
@@ -451,8 +444,8 @@ class Broker:
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
-        if self._own is not None:
-            return self._own.topic_configs(sorted(set(topics)), list(names))
+        if (own := self.own_client) is not None:
+            return own.topic_configs(sorted(set(topics)), list(names))
         where = f"broker {self.config.bootstrap}"
         old = self._conf.get("broker.version.fallback")
         if old is not None:
@@ -501,7 +494,7 @@ class Broker:
         from kafka_tools.broker.group_requests import describe_group
         from kafka_tools.broker.wire import NoAnswer
 
-        if self._own is None:
+        if self.own_client is None:
             self._admin()  # its first contact watched: a refusal said at once
         try:
             described = describe_group(
@@ -582,8 +575,8 @@ class Broker:
 
         from kafka_tools.broker.group_requests import list_groups
 
-        if self._own is not None:
-            brokers = sorted(self._own.metadata([]).brokers.values())
+        if (own := self.own_client) is not None:
+            brokers = sorted(own.metadata([]).brokers.values())
             return list_groups(brokers, self.config.timeout, self.config.security, self.before_0_10)
         started = time.monotonic()
         admin = self._admin()  # its first contact watched for up to the timeout: the rest is the list's

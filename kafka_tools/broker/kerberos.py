@@ -36,10 +36,9 @@ def require_gssapi() -> None:
 
 
 def authenticate(creds: BrokerCredentials, host: str, where: str, exchange: Callable[[bytes], bytes]) -> None:
-    """The GSSAPI exchange with the broker at `host` (`where` for messages); `exchange` sends one SASL
-    token and returns the broker's answer (SaslAuthenticate). A Kerberos failure is one line naming the
-    principal and the broker."""
-    require_gssapi()
+    """The GSSAPI exchange with the broker at `host` (`where` for messages), once `require_gssapi` has
+    passed; `exchange` sends one SASL token and returns the broker's answer (SaslAuthenticate). A
+    Kerberos failure is one line naming the principal and the broker."""
     import gssapi
 
     who = creds.principal or "the ticket cache's principal"

@@ -10,7 +10,6 @@ The coordinator refuses a partition of a topic the group's live members subscrib
 
 from __future__ import annotations
 
-import struct
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -29,6 +28,7 @@ from kafka_tools.broker.wire import (
     at_coordinator,
     pick_version,
     string,
+    topic_partitions,
 )
 from kafka_tools.errors import InputError
 
@@ -91,15 +91,7 @@ def _delete(
 
 def _ask_delete(conn: Connection, group: str, partitions: list[tuple[str, int]]) -> OffsetDeleteAnswer | None:
     """The coordinator's answer; None when it is moving (ask again after finding it again)."""
-    topics: dict[str, list[int]] = {}
-    for topic, partition in sorted(partitions):
-        topics.setdefault(topic, []).append(partition)
-    body = string(group) + struct.pack(">i", len(topics))
-    for topic, numbers in topics.items():
-        body += (
-            string(topic) + struct.pack(">i", len(numbers)) + b"".join(struct.pack(">i", p) for p in numbers)
-        )
-    data = conn.ask(_OFFSET_DELETE, 0, body)
+    data = conn.ask(_OFFSET_DELETE, 0, string(group) + topic_partitions(sorted(partitions)))
     if data is None:
         raise InputError(f"broker {conn.where} closed the connection on OffsetDelete")
     r = Reader(data)

@@ -15,8 +15,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kafka_tools.broker.cluster_wire import DESCRIBE_CONFIGS
 from kafka_tools.broker.wire import (
     FIND_COORDINATOR,
+    GROUP_AUTHORIZATION_FAILED,
     LOADING,
     NOT_AVAILABLE,
     NOT_COORDINATOR,
@@ -25,16 +27,18 @@ from kafka_tools.broker.wire import (
     WireError,
     api_versions,
     at_coordinator,
+    by_topic,
     group_denied,
     pick_version,
     string,
+    topic_partitions,
 )
 from kafka_tools.errors import InputError
 
 if TYPE_CHECKING:
     from kafka_tools.broker.security import BrokerSecurity
 
-METADATA, OFFSET_FETCH, LIST_OFFSETS, DESCRIBE_CONFIGS = 3, 9, 2, 32
+METADATA, OFFSET_FETCH, LIST_OFFSETS = 3, 9, 2
 TOPIC_RESOURCE, UNKNOWN_TOPIC = 2, 3
 # DescribeConfigs' config_source, as Kafka's ConfigSource names them
 CONFIG_SOURCES = {
@@ -46,7 +50,6 @@ CONFIG_SOURCES = {
     6: "DYNAMIC_BROKER_LOGGER_CONFIG",
 }
 EARLIEST, LATEST = -2, -1
-GROUP_AUTHORIZATION_FAILED = 30
 
 
 @dataclass(frozen=True)
@@ -171,16 +174,7 @@ class OwnReads:
         conn = self._connection()
         find = self._version(FIND_COORDINATOR, (0, 2), "FindCoordinator")
         version = self._version(OFFSET_FETCH, (3, 5), "OffsetFetch")
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            by_topic.setdefault(topic, []).append(partition)
-        body = string(group) + struct.pack(">i", len(by_topic))
-        for topic, numbers in by_topic.items():
-            body += (
-                string(topic)
-                + struct.pack(">i", len(numbers))
-                + b"".join(struct.pack(">i", n) for n in numbers)
-            )
+        body = string(group) + topic_partitions(partitions)
 
         def ask(c: Connection) -> dict[tuple[str, int], int | None] | None:
             r = self._ask(c, OFFSET_FETCH, version, body, "OffsetFetch")
@@ -230,11 +224,9 @@ class OwnReads:
     def _list_offsets(
         self, address: tuple[str, int], partitions: list[tuple[str, int]], at: int
     ) -> dict[tuple[str, int], int]:
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            by_topic.setdefault(topic, []).append(partition)
-        body = struct.pack(">ii", -1, len(by_topic))
-        for topic, numbers in by_topic.items():
+        topics = by_topic(partitions)
+        body = struct.pack(">ii", -1, len(topics))
+        for topic, numbers in topics.items():
             body += string(topic) + struct.pack(">i", len(numbers))
             body += b"".join(struct.pack(">iq", n, at) for n in numbers)
         conn = self._connection()

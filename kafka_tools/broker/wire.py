@@ -21,7 +21,7 @@ import socket
 import ssl
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 from kafka_tools.errors import InputError, os_reason
@@ -95,7 +95,11 @@ class Connection:
                 sock.close()
                 raise InputError(f"broker {self.where}: TLS handshake failed ({os_reason(exc)})") from None
         if security is not None and security.sasl:
-            self._sasl(security)
+            try:
+                self._sasl(security)
+            except BaseException:
+                self.close()  # a refused, broken or interrupted exchange leaves no socket open
+                raise
 
     def ask(self, key: int, version: int, body: bytes, flexible: bool = False) -> bytes | None:
         """The response's body (after its header), None when the broker closes the connection (a broker
@@ -125,28 +129,16 @@ class Connection:
         creds = security.credentials
         assert creds is not None and creds.mechanism is not None
         if creds.mechanism not in ("PLAIN", "GSSAPI", *SCRAM_HASHES):
-            self.close()
             raise InputError(f"ktool's own protocol client does not speak SASL {creds.mechanism}")
         if creds.mechanism == "GSSAPI":
-            from kafka_tools.broker.kerberos import require_gssapi
+            from kafka_tools.broker.kerberos import authenticate, require_gssapi
 
-            try:
-                require_gssapi()  # said before the broker is asked anything
-            except InputError:
-                self.close()
-                raise
+            require_gssapi()  # said before the broker is asked anything
         data = self.ask(SASL_HANDSHAKE, 1, string(creds.mechanism))
         if data is None or Reader(data).take(">h") != 0:
-            self.close()
             raise InputError(f"broker {self.where}: SASL mechanism {creds.mechanism} not enabled")
         if creds.mechanism == "GSSAPI":
-            from kafka_tools.broker.kerberos import authenticate
-
-            try:
-                authenticate(creds, self.host, self.where, lambda token: self._authenticate(security, token))
-            except InputError:
-                self.close()
-                raise
+            authenticate(creds, self.host, self.where, lambda token: self._authenticate(security, token))
             return
         user, password = creds.username or "", creds.password or ""
         if creds.mechanism == "PLAIN":
@@ -158,7 +150,6 @@ class Connection:
         server_first = self._authenticate(security, ("n,," + first_bare).encode()).decode()
         fields = dict(part.split("=", 1) for part in server_first.split(",") if "=" in part)
         if not fields.get("r", "").startswith(nonce) or "s" not in fields or "i" not in fields:
-            self.close()
             raise InputError(
                 f"broker {self.where}: SASL {security.describe()}: a SCRAM answer ktool cannot read"
             )
@@ -173,7 +164,6 @@ class Connection:
         server_final = self._authenticate(security, f"{without_proof},p={proof}".encode()).decode()
         expected = hmac.digest(hmac.digest(salted, b"Server Key", digest), message, digest)
         if server_final != "v=" + base64.b64encode(expected).decode():
-            self.close()
             raise InputError(
                 f"broker {self.where}: SASL {security.describe()}: the broker's SCRAM proof is wrong"
             )
@@ -182,11 +172,9 @@ class Connection:
         """One SaslAuthenticate v0 round: the broker's answer bytes, or one line when it refuses."""
         data = self.ask(SASL_AUTHENTICATE, 0, struct.pack(">i", len(token)) + token)
         if data is None:
-            self.close()
             raise InputError(f"broker {self.where}: closed the connection on SASL authentication")
         reader = Reader(data)
         if reader.take(">h") != 0:
-            self.close()
             why = reader.nullable_string() or "authentication failed"
             raise InputError(f"broker {self.where}: SASL {security.describe()}: {why}")
         reader.nullable_string()
@@ -331,6 +319,24 @@ def compact_array(items: list[bytes] | None) -> bytes:
 
 
 NO_TAGS = b"\x00"
+
+
+def by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+    """(topic, partition) pairs as a request lists them: each topic once, its partitions in the order
+    given."""
+    topics: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        topics.setdefault(topic, []).append(partition)
+    return topics
+
+
+def topic_partitions(partitions: Iterable[tuple[str, int]]) -> bytes:
+    """The classic array of topics, each with its int32 partition numbers (OffsetFetch, OffsetDelete)."""
+    topics = by_topic(partitions)
+    return struct.pack(">i", len(topics)) + b"".join(
+        string(topic) + struct.pack(f">i{len(numbers)}i", len(numbers), *numbers)
+        for topic, numbers in topics.items()
+    )
 
 
 def api_versions(conn: Connection, answer_within: float = 1.5) -> dict[int, tuple[int, int]] | None:

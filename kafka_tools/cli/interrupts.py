@@ -75,10 +75,15 @@ def _exception(signum: int) -> KeyboardInterrupt:
 
 
 def _inside_whole(frame: FrameType | None) -> bool:
+    return _inside(frame, lambda code: code in _WHOLE or _is_finalizer(code))
+
+
+def _inside(frame: FrameType | None, test: Callable[[CodeType], bool]) -> bool:
+    """Whether `test` holds for the code of `frame` or of one of the _DEPTH frames above it."""
     for _ in range(_DEPTH):
         if frame is None:
             return False
-        if frame.f_code in _WHOLE or _is_finalizer(frame.f_code):
+        if test(frame.f_code):
             return True
         frame = frame.f_back
     return False
@@ -95,13 +100,7 @@ def _is_finalizer(code: CodeType) -> bool:
 def _inside_finalizer(frame: FrameType | None) -> bool:
     """A destructor runs (a map closed as its object goes): an exception raised in it is printed as
     "Exception ignored in ..." with a traceback and lost, so a signal there waits until it returns."""
-    for _ in range(_DEPTH):
-        if frame is None:
-            return False
-        if _is_finalizer(frame.f_code):
-            return True
-        frame = frame.f_back
-    return False
+    return _inside(frame, _is_finalizer)
 
 
 def _arm(signum: int) -> None:

@@ -114,8 +114,8 @@ def _topics_metadata(broker: Broker) -> dict[str, dict[int, object]]:
     (SASL GSSAPI) ktool's own."""
     from confluent_kafka import KafkaException
 
-    if broker.own_client is not None:
-        return broker.own_client.metadata().partitions
+    if (own := broker.own_client) is not None:
+        return own.metadata().partitions
     try:
         metadata = broker.admin().list_topics(timeout=broker.config.timeout)
     except KafkaException as exc:
